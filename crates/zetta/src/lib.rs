@@ -1,0 +1,12 @@
+//! Zetta: the ZFS storage system rebuilt in Rust, in userspace.
+//!
+//! Layers, bottom up (see docs/ARCHITECTURE.md): `io` (block devices) → `vdev` (labels,
+//! mirror, raidz) → `zio` (block pointers and the checksum/compress/allocate pipeline) →
+//! `metaslab` (space) → `spa` (pools, txgs, uberblocks) → `dmu` (objects).
+
+pub mod io;
+pub mod nvlist;
+pub mod rand;
+pub mod types;
+pub mod vdev;
+pub mod zio;

@@ -1,0 +1,421 @@
+//! The vdev tree: how a pool's devices combine (OpenZFS `vdev.c`, `vdev_mirror.c`,
+//! `vdev_raidz.c`).
+//!
+//! The root's children are the top-level vdevs; each is a leaf (one device), a mirror of
+//! leaves, or a raidz group of leaves with 1..3 parity. Every top-level vdev has its own
+//! linear address space of `asize_bytes` and an `ashift` fixed at creation; DVAs name a
+//! top-level vdev and an offset in that space. A leaf maps an offset to
+//! `DATA_START_BYTES + offset` on its device; a mirror writes every child at the same offset;
+//! raidz spreads a block's sectors and parity across its children (`zetta_raidz`).
+//!
+//! Redundancy lives only inside a top-level vdev: losing a whole top-level vdev loses the
+//! pool. States are derived, never stored: a leaf without a device is UNAVAIL, a mirror with
+//! some children left is DEGRADED, a raidz group with more than `parity` children gone is
+//! UNAVAIL, and the root takes the worst of its children.
+
+pub mod config;
+pub mod label;
+mod read;
+
+pub use read::{ReadOutcome, VerifyFn};
+
+use crate::io::{DeviceRef, IoError};
+use crate::types::{Guid, Txg};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VdevKind {
+    Root,
+    /// A leaf backed by a file (absolute path) or a block device.
+    Leaf,
+    Mirror,
+    Raidz { parity: u8 },
+    /// A mirror-like pair during `zpool replace`: the old and the new device.
+    Replacing,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum VdevState {
+    Online,
+    Degraded,
+    Faulted,
+    Offline,
+    Removed,
+    Unavail,
+}
+
+impl VdevState {
+    pub fn name(self) -> &'static str {
+        match self {
+            VdevState::Online => "ONLINE",
+            VdevState::Degraded => "DEGRADED",
+            VdevState::Faulted => "FAULTED",
+            VdevState::Offline => "OFFLINE",
+            VdevState::Removed => "REMOVED",
+            VdevState::Unavail => "UNAVAIL",
+        }
+    }
+
+    /// Whether I/O may be sent to a vdev in this state.
+    pub fn is_usable(self) -> bool {
+        matches!(self, VdevState::Online | VdevState::Degraded)
+    }
+}
+
+/// Per-vdev counters shown by `zpool status` (errors) and `zpool iostat` (operations).
+#[derive(Debug, Default)]
+pub struct VdevStats {
+    pub read_errors: AtomicU64,
+    pub write_errors: AtomicU64,
+    pub checksum_errors: AtomicU64,
+    pub read_ops: AtomicU64,
+    pub write_ops: AtomicU64,
+    pub read_bytes: AtomicU64,
+    pub write_bytes: AtomicU64,
+    /// Reads currently outstanding: the mirror's load measure.
+    pub in_flight: AtomicU64,
+    /// Bytes rewritten by self-healing, scrub or resilver.
+    pub repaired_bytes: AtomicU64,
+}
+
+impl VdevStats {
+    pub fn bump(counter: &AtomicU64, amount: u64) {
+        counter.fetch_add(amount, Ordering::Relaxed);
+    }
+
+    pub fn clear_errors(&self) {
+        self.read_errors.store(0, Ordering::Relaxed);
+        self.write_errors.store(0, Ordering::Relaxed);
+        self.checksum_errors.store(0, Ordering::Relaxed);
+    }
+}
+
+pub struct Vdev {
+    pub id: u64,
+    pub guid: Guid,
+    pub kind: VdevKind,
+    /// Leaf: the device path (absolute). Others: empty.
+    pub path: String,
+    /// Leaf: the open device, `None` when it could not be found or opened.
+    pub device: Option<DeviceRef>,
+    pub children: Vec<Vdev>,
+    /// Top-level: sector shift, fixed for life.
+    pub ashift: u32,
+    /// Top-level: size of its address space. Leaf: size of its data region.
+    pub asize_bytes: u64,
+    /// Top-level: metaslab size shift and the MOS object listing its space maps.
+    pub ms_shift: u32,
+    pub ms_array_object: u64,
+    /// Top-level: a separate intent log (SLOG) device.
+    pub is_log: bool,
+    /// Leaf: blocks born at or before this txg are missing here until resilvered (a
+    /// one-range dirty time log). 0 = nothing missing.
+    pub missing_through_txg: AtomicU64,
+    pub offline: AtomicBool,
+    pub faulted: AtomicBool,
+    pub create_txg: Txg,
+    pub stats: VdevStats,
+}
+
+impl Vdev {
+    pub fn new(kind: VdevKind, guid: Guid) -> Vdev {
+        Vdev {
+            id: 0,
+            guid,
+            kind,
+            path: String::new(),
+            device: None,
+            children: Vec::new(),
+            ashift: 0,
+            asize_bytes: 0,
+            ms_shift: 0,
+            ms_array_object: 0,
+            is_log: false,
+            missing_through_txg: AtomicU64::new(0),
+            offline: AtomicBool::new(false),
+            faulted: AtomicBool::new(false),
+            create_txg: Txg(0),
+            stats: VdevStats::default(),
+        }
+    }
+
+    pub fn new_leaf(path: &str, device: Option<DeviceRef>) -> Vdev {
+        let mut leaf = Vdev::new(VdevKind::Leaf, Guid::random());
+        leaf.path = path.to_string();
+        if let Some(device) = &device {
+            leaf.asize_bytes = label::data_size_bytes(device.size_bytes());
+        }
+        leaf.device = device;
+        leaf
+    }
+
+    pub fn is_leaf(&self) -> bool {
+        self.kind == VdevKind::Leaf
+    }
+
+    pub fn type_name(&self) -> &'static str {
+        match self.kind {
+            VdevKind::Root => "root",
+            VdevKind::Leaf => {
+                if self.path.starts_with("/dev/") {
+                    "disk"
+                } else {
+                    "file"
+                }
+            }
+            VdevKind::Mirror => "mirror",
+            VdevKind::Raidz { .. } => "raidz",
+            VdevKind::Replacing => "replacing",
+        }
+    }
+
+    /// The name `zpool status` shows: the path for leaves, `mirror-0`, `raidz2-1`, ...
+    pub fn display_name(&self) -> String {
+        match self.kind {
+            VdevKind::Leaf => self.path.clone(),
+            VdevKind::Raidz { parity } => format!("raidz{}-{}", parity, self.id),
+            VdevKind::Root => "root".to_string(),
+            _ => format!("{}-{}", self.type_name(), self.id),
+        }
+    }
+
+    pub fn state(&self) -> VdevState {
+        match self.kind {
+            VdevKind::Leaf => {
+                if self.offline.load(Ordering::Relaxed) {
+                    VdevState::Offline
+                } else if self.device.is_none() {
+                    VdevState::Unavail
+                } else if self.faulted.load(Ordering::Relaxed) {
+                    VdevState::Faulted
+                } else {
+                    VdevState::Online
+                }
+            }
+            VdevKind::Mirror | VdevKind::Replacing => {
+                let usable = self.usable_children();
+                if usable == self.children.len() && self.all_children_online() {
+                    VdevState::Online
+                } else if usable > 0 {
+                    VdevState::Degraded
+                } else {
+                    VdevState::Unavail
+                }
+            }
+            VdevKind::Raidz { parity } => {
+                let missing = self.children.len() - self.usable_children();
+                if missing > parity as usize {
+                    VdevState::Unavail
+                } else if missing > 0 || !self.all_children_online() {
+                    VdevState::Degraded
+                } else {
+                    VdevState::Online
+                }
+            }
+            VdevKind::Root => {
+                let states: Vec<VdevState> = self.children.iter().map(|c| c.state()).collect();
+                if states.iter().any(|s| !s.is_usable()) {
+                    VdevState::Unavail
+                } else if states.iter().any(|s| *s == VdevState::Degraded) {
+                    VdevState::Degraded
+                } else {
+                    VdevState::Online
+                }
+            }
+        }
+    }
+
+    fn usable_children(&self) -> usize {
+        self.children.iter().filter(|c| c.state().is_usable()).count()
+    }
+
+    fn all_children_online(&self) -> bool {
+        self.children.iter().all(|c| c.state() == VdevState::Online)
+    }
+
+    /// All leaves below (or self when a leaf), depth first.
+    pub fn leaves(&self) -> Vec<&Vdev> {
+        let mut out = Vec::new();
+        self.collect_leaves(&mut out);
+        out
+    }
+
+    fn collect_leaves<'a>(&'a self, out: &mut Vec<&'a Vdev>) {
+        if self.is_leaf() {
+            out.push(self);
+        }
+        for child in &self.children {
+            child.collect_leaves(out);
+        }
+    }
+
+    pub fn find_by_guid(&self, guid: Guid) -> Option<&Vdev> {
+        if self.guid == guid {
+            return Some(self);
+        }
+        self.children.iter().find_map(|c| c.find_by_guid(guid))
+    }
+
+    /// Raw capacity of this vdev for `zpool list` SIZE (raidz includes parity, like ZFS).
+    pub fn raw_size_bytes(&self) -> u64 {
+        self.asize_bytes
+    }
+
+    /// Bytes that `asize` allocated bytes can hold as data (raidz deflation; 1:1 otherwise).
+    pub fn usable_size_bytes(&self) -> u64 {
+        match self.kind {
+            VdevKind::Raidz { parity } => {
+                let n = self.children.len() as u64;
+                self.asize_bytes / n * (n - u64::from(parity))
+            }
+            _ => self.asize_bytes,
+        }
+    }
+
+    /// Allocated size of a block of `psize_bytes` on this top-level vdev.
+    pub fn allocation_size_bytes(&self, psize_bytes: u64) -> u64 {
+        match self.kind {
+            VdevKind::Raidz { parity } => zetta_raidz::raidz_asize(
+                self.children.len(),
+                parity as usize,
+                self.ashift,
+                crate::types::round_up_shift(psize_bytes, self.ashift),
+            ),
+            _ => crate::types::round_up_shift(psize_bytes, self.ashift),
+        }
+    }
+
+    /// Leaf I/O: offsets are relative to the data region.
+    pub fn leaf_write(&self, offset_bytes: u64, data: &[u8]) -> Result<(), IoError> {
+        let device = self.device_for_io()?;
+        let result = device.write_at(label::DATA_START_BYTES + offset_bytes, data);
+        VdevStats::bump(&self.stats.write_ops, 1);
+        VdevStats::bump(&self.stats.write_bytes, data.len() as u64);
+        if result.is_err() {
+            VdevStats::bump(&self.stats.write_errors, 1);
+        }
+        result
+    }
+
+    pub fn leaf_read(&self, offset_bytes: u64, buffer: &mut [u8]) -> Result<(), IoError> {
+        let device = self.device_for_io()?;
+        self.stats.in_flight.fetch_add(1, Ordering::Relaxed);
+        let result = device.read_at(label::DATA_START_BYTES + offset_bytes, buffer);
+        self.stats.in_flight.fetch_sub(1, Ordering::Relaxed);
+        VdevStats::bump(&self.stats.read_ops, 1);
+        VdevStats::bump(&self.stats.read_bytes, buffer.len() as u64);
+        if result.is_err() {
+            VdevStats::bump(&self.stats.read_errors, 1);
+        }
+        result
+    }
+
+    fn device_for_io(&self) -> Result<&DeviceRef, IoError> {
+        let unusable = |reason: &str| IoError::Failed {
+            path: self.path.clone(),
+            reason: reason.to_string(),
+        };
+        if self.offline.load(Ordering::Relaxed) {
+            return Err(unusable("device is offline"));
+        }
+        self.device.as_ref().ok_or_else(|| unusable("device is unavailable"))
+    }
+
+    /// Whether this leaf holds a block born at `birth` (false while it awaits resilver).
+    pub fn has_block_born(&self, birth: Txg) -> bool {
+        let missing = self.missing_through_txg.load(Ordering::Relaxed);
+        missing == 0 || birth.0 > missing
+    }
+
+    /// Writes a whole block (already padded to the allocation's sector multiple) at
+    /// `offset_bytes` of this top-level vdev. Succeeds when enough children took it for the
+    /// data to be readable.
+    pub fn write_block(&self, offset_bytes: u64, data: &[u8]) -> Result<(), IoError> {
+        match self.kind {
+            VdevKind::Leaf => self.leaf_write(offset_bytes, data),
+            VdevKind::Mirror | VdevKind::Replacing => {
+                let mut written = 0;
+                let mut last_error = None;
+                for child in &self.children {
+                    if !child.state().is_usable() {
+                        continue;
+                    }
+                    match child.write_block(offset_bytes, data) {
+                        Ok(()) => written += 1,
+                        Err(e) => last_error = Some(e),
+                    }
+                }
+                if written > 0 {
+                    Ok(())
+                } else {
+                    Err(last_error.unwrap_or_else(|| IoError::Failed {
+                        path: self.display_name(),
+                        reason: "no usable mirror child".to_string(),
+                    }))
+                }
+            }
+            VdevKind::Raidz { parity } => {
+                let map = self.raidz_map(offset_bytes, data.len() as u64)?;
+                let columns = map.split(data);
+                let mut failed = 0;
+                for (column, buffer) in map.columns.iter().zip(columns.iter()) {
+                    let child = &self.children[column.child];
+                    if buffer.is_empty() {
+                        continue;
+                    }
+                    if !child.state().is_usable()
+                        || child.write_block(column.child_offset_bytes, buffer).is_err()
+                    {
+                        failed += 1;
+                    }
+                }
+                if failed > parity as usize {
+                    return Err(IoError::Failed {
+                        path: self.display_name(),
+                        reason: format!("{failed} raidz columns could not be written"),
+                    });
+                }
+                Ok(())
+            }
+            VdevKind::Root => Err(IoError::Failed {
+                path: "root".to_string(),
+                reason: "cannot write to the root vdev".to_string(),
+            }),
+        }
+    }
+
+    pub fn raidz_map(
+        &self,
+        offset_bytes: u64,
+        psize_bytes: u64,
+    ) -> Result<zetta_raidz::RaidzMap, IoError> {
+        let VdevKind::Raidz { parity } = self.kind else {
+            unreachable!("raidz_map on a non-raidz vdev")
+        };
+        zetta_raidz::raidz_map(
+            self.children.len(),
+            parity as usize,
+            self.ashift,
+            offset_bytes,
+            psize_bytes,
+        )
+        .map_err(|e| IoError::Failed {
+            path: self.display_name(),
+            reason: e.to_string(),
+        })
+    }
+
+    /// Flushes every reachable leaf device below.
+    pub fn flush_all(&self) -> Vec<IoError> {
+        let mut errors = Vec::new();
+        for leaf in self.leaves() {
+            if let (Some(device), false) = (&leaf.device, leaf.offline.load(Ordering::Relaxed)) {
+                if let Err(e) = device.flush() {
+                    VdevStats::bump(&leaf.stats.write_errors, 1);
+                    errors.push(e);
+                }
+            }
+        }
+        errors
+    }
+}

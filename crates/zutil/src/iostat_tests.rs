@@ -1,0 +1,104 @@
+//! Golden tests for `iostat.rs`: whole `zpool iostat` reports in OpenZFS's layout.
+
+use super::*;
+
+const MIB: u64 = 1024 * 1024;
+
+fn stat_row(name: &str, depth: usize, capacity: Option<(u64, u64)>, ops: (u64, u64), bytes: (u64, u64)) -> IostatRow {
+    IostatRow {
+        name: name.to_string(),
+        depth,
+        alloc_bytes: capacity.map(|(alloc, _)| alloc),
+        free_bytes: capacity.map(|(_, free)| free),
+        read_ops: ops.0,
+        write_ops: ops.1,
+        read_bytes: bytes.0,
+        write_bytes: bytes.1,
+    }
+}
+
+fn mirror_pool() -> IostatPool {
+    IostatPool {
+        rows: vec![
+            stat_row("tank", 0, Some((269 * 1024, 1008 * MIB)), (0, 0), (107, 946)),
+            stat_row("mirror-0", 2, Some((269 * 1024, 1008 * MIB)), (0, 0), (107, 946)),
+            stat_row("/tmp/a", 4, None, (0, 0), (102, 473)),
+            stat_row("/tmp/b", 4, None, (0, 0), (5, 473)),
+        ],
+        ..IostatPool::default()
+    }
+}
+
+// Plain `zpool iostat`: centred group labels (with the trailing space OpenZFS prints),
+// right-aligned column labels, 10-wide name column, one row per pool.
+#[test]
+fn iostat_single_pool_golden() {
+    let text = format_iostat(&[mirror_pool()], IostatOptions::default());
+    let expected = "              capacity     operations     bandwidth \n\
+pool        alloc   free   read  write   read  write\n\
+----------  -----  -----  -----  -----  -----  -----\n\
+tank         269K  1008M      0      0    107    946\n";
+    assert_eq!(text, expected);
+}
+
+// `zpool iostat -v`: indented vdevs, "-" for vdevs without capacity, a class heading
+// for logs, and a closing dashes line per pool.
+#[test]
+fn iostat_verbose_golden() {
+    let mut pool = mirror_pool();
+    pool.logs = vec![stat_row("/tmp/log", 2, Some((0, 1008 * MIB)), (0, 3), (0, 12 * 1024))];
+    let options = IostatOptions { verbose: true, ..IostatOptions::default() };
+    let expected = "              capacity     operations     bandwidth \n\
+pool        alloc   free   read  write   read  write\n\
+----------  -----  -----  -----  -----  -----  -----\n\
+tank         269K  1008M      0      0    107    946\n\
+  mirror-0   269K  1008M      0      0    107    946\n\
+    /tmp/a      -      -      0      0    102    473\n\
+    /tmp/b      -      -      0      0      5    473\n\
+logs            -      -      -      -      -      -\n\
+  /tmp/log      0  1008M      0      3      0    12K\n\
+----------  -----  -----  -----  -----  -----  -----\n";
+    assert_eq!(format_iostat(&[pool], options), expected);
+}
+
+// Two pools without -v end with one dashes line; a long pool name widens the column.
+#[test]
+fn iostat_two_pools_and_long_name() {
+    let mut other = mirror_pool();
+    other.rows.truncate(1);
+    other.rows[0].name = "backup-pool-01".to_string();
+    let text = format_iostat(&[mirror_pool(), other], IostatOptions::default());
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[1], "pool            alloc   free   read  write   read  write");
+    assert_eq!(lines[3], "tank             269K  1008M      0      0    107    946");
+    assert_eq!(lines[4], "backup-pool-01   269K  1008M      0      0    107    946");
+    assert_eq!(lines[5], "--------------  -----  -----  -----  -----  -----  -----");
+    assert_eq!(lines.len(), 6);
+}
+
+// -H: no header, no dashes, tab before every value, names unpadded; -p gives exact
+// numbers and "0" for missing capacity.
+#[test]
+fn iostat_scripted_and_exact() {
+    let options = IostatOptions { verbose: true, scripted: true, exact_numbers: true };
+    let text = format_iostat(&[mirror_pool()], options);
+    assert_eq!(
+        text,
+        "tank\t275456\t1056964608\t0\t0\t107\t946\n\
+mirror-0\t275456\t1056964608\t0\t0\t107\t946\n\
+/tmp/a\t0\t0\t0\t0\t102\t473\n\
+/tmp/b\t0\t0\t0\t0\t5\t473\n"
+    );
+}
+
+// -p without -H: columns 15 wide, and the group labels re-centred over them.
+#[test]
+fn iostat_exact_header_is_wider() {
+    let header = format_iostat_header(10, true);
+    let lines: Vec<&str> = header.lines().collect();
+    assert_eq!(
+        lines[0],
+        "                        capacity                     operations                     bandwidth          "
+    );
+    assert_eq!(lines[2].len(), 10 + 6 * 17);
+}
