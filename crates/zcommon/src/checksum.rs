@@ -66,12 +66,10 @@ impl ChecksumKind {
             "off" => Ok(ChecksumKind::Off),
             "sha256" => Ok(ChecksumKind::Sha256),
             "blake3" => Ok(ChecksumKind::Blake3),
-            _ if UNSUPPORTED_CHECKSUM_VALUES.contains(&value) => {
-                Err(PropertyError::Unsupported {
-                    property: CHECKSUM_PROPERTY_NAME,
-                    value: value.to_string(),
-                })
-            }
+            _ if UNSUPPORTED_CHECKSUM_VALUES.contains(&value) => Err(PropertyError::Unsupported {
+                property: CHECKSUM_PROPERTY_NAME,
+                value: value.to_string(),
+            }),
             _ => Err(PropertyError::Invalid {
                 property: CHECKSUM_PROPERTY_NAME,
                 value: value.to_string(),
@@ -149,7 +147,10 @@ mod tests {
     #[test]
     fn off_is_zero_and_fletcher4_dispatches() {
         assert_eq!(checksum(ChecksumKind::Off, b"anything"), [0; 4]);
-        assert_eq!(checksum(ChecksumKind::Fletcher4, b"abcdefgh"), fletcher4(b"abcdefgh"));
+        assert_eq!(
+            checksum(ChecksumKind::Fletcher4, b"abcdefgh"),
+            fletcher4(b"abcdefgh")
+        );
     }
 
     // Why: ids are on-disk values; they must round-trip and stay what the format doc says.
@@ -171,10 +172,16 @@ mod tests {
         for kind in ChecksumKind::ALL {
             assert_eq!(ChecksumKind::parse_property(kind.property_name()), Ok(kind));
         }
-        assert_eq!(ChecksumKind::parse_property("on"), Ok(ChecksumKind::Fletcher4));
+        assert_eq!(
+            ChecksumKind::parse_property("on"),
+            Ok(ChecksumKind::Fletcher4)
+        );
         for value in ["fletcher2", "sha512", "skein", "edonr"] {
             let error = ChecksumKind::parse_property(value).unwrap_err();
-            assert!(matches!(error, PropertyError::Unsupported { .. }), "{value}");
+            assert!(
+                matches!(error, PropertyError::Unsupported { .. }),
+                "{value}"
+            );
             assert!(error.to_string().contains("not supported"), "{error}");
         }
         for value in ["", "ON", "crc32", "sha256 "] {

@@ -280,7 +280,10 @@ fn gzip_decompress(payload: &[u8], dst: &mut [u8]) -> Result<usize, CompressErro
         }),
         _ if produced_size_bytes >= dst.len() => Err(CompressError::Malformed {
             algorithm: "gzip",
-            reason: format!("stream continues past the logical size of {} bytes", dst.len()),
+            reason: format!(
+                "stream continues past the logical size of {} bytes",
+                dst.len()
+            ),
         }),
         _ => Err(CompressError::Malformed {
             algorithm: "gzip",
@@ -289,36 +292,38 @@ fn gzip_decompress(payload: &[u8], dst: &mut [u8]) -> Result<usize, CompressErro
     }
 }
 
+/// A payload decoder: fills a prefix of `dst` and returns how many bytes it produced.
+type PayloadDecoder = fn(&[u8], &mut [u8]) -> Result<usize, CompressError>;
+
 /// Decodes a stored block written with `algorithm_id` into `dst`, whose length is the block's
 /// logical size. `src` is the physical block, possibly with trailing padding. For id 0 (off) the
 /// first `dst.len()` bytes of `src` are copied.
 pub fn decompress(algorithm_id: u8, src: &[u8], dst: &mut [u8]) -> Result<(), CompressError> {
-    let (algorithm, decode): (&'static str, fn(&[u8], &mut [u8]) -> Result<usize, _>) =
-        match algorithm_id {
-            ALGORITHM_ID_OFF => {
-                let data = src
-                    .get(..dst.len())
-                    .ok_or(CompressError::UncompressedTooShort {
-                        block_size_bytes: src.len(),
-                        logical_size_bytes: dst.len(),
-                    })?;
-                dst.copy_from_slice(data);
-                return Ok(());
-            }
-            ALGORITHM_ID_LZ4 => ("lz4", |payload, dst| {
-                lz4_flex::block::decompress_into(payload, dst).map_err(|error| {
-                    CompressError::Malformed {
-                        algorithm: "lz4",
-                        reason: error.to_string(),
-                    }
-                })
-            }),
-            ALGORITHM_ID_LZJB => ("lzjb", lzjb::decompress),
-            ALGORITHM_ID_ZLE => ("zle", zle::decompress),
-            ALGORITHM_ID_GZIP => ("gzip", gzip_decompress),
-            ALGORITHM_ID_ZSTD => ("zstd", zstd_decompress),
-            _ => return Err(CompressError::UnknownAlgorithm { algorithm_id }),
-        };
+    let (algorithm, decode): (&'static str, PayloadDecoder) = match algorithm_id {
+        ALGORITHM_ID_OFF => {
+            let data = src
+                .get(..dst.len())
+                .ok_or(CompressError::UncompressedTooShort {
+                    block_size_bytes: src.len(),
+                    logical_size_bytes: dst.len(),
+                })?;
+            dst.copy_from_slice(data);
+            return Ok(());
+        }
+        ALGORITHM_ID_LZ4 => ("lz4", |payload, dst| {
+            lz4_flex::block::decompress_into(payload, dst).map_err(|error| {
+                CompressError::Malformed {
+                    algorithm: "lz4",
+                    reason: error.to_string(),
+                }
+            })
+        }),
+        ALGORITHM_ID_LZJB => ("lzjb", lzjb::decompress),
+        ALGORITHM_ID_ZLE => ("zle", zle::decompress),
+        ALGORITHM_ID_GZIP => ("gzip", gzip_decompress),
+        ALGORITHM_ID_ZSTD => ("zstd", zstd_decompress),
+        _ => return Err(CompressError::UnknownAlgorithm { algorithm_id }),
+    };
     let payload = split_payload(src)?;
     let produced_size_bytes = decode(payload, dst)?;
     if produced_size_bytes != dst.len() {

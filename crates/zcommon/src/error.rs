@@ -30,7 +30,10 @@ impl fmt::Display for PropertyError {
                 "{property}={value} is a ZFS value that is not supported by this implementation"
             ),
             PropertyError::Invalid { property, value } => {
-                write!(formatter, "invalid value '{value}' for property '{property}'")
+                write!(
+                    formatter,
+                    "invalid value '{value}' for property '{property}'"
+                )
             }
         }
     }

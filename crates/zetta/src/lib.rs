@@ -10,3 +10,6 @@ pub mod rand;
 pub mod types;
 pub mod vdev;
 pub mod zio;
+pub mod dmu;
+pub mod metaslab;
+pub mod spa;

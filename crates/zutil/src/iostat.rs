@@ -74,7 +74,13 @@ pub fn iostat_name_width(pools: &[IostatPool], verbose: bool) -> usize {
         if !verbose {
             continue;
         }
-        let all_rows = [&pool.rows, &pool.dedup, &pool.special, &pool.logs, &pool.cache];
+        let all_rows = [
+            &pool.rows,
+            &pool.dedup,
+            &pool.special,
+            &pool.logs,
+            &pool.cache,
+        ];
         for row in all_rows.iter().flat_map(|rows| rows.iter()) {
             width = width.max(row.name.len() + row.depth);
         }
@@ -87,7 +93,11 @@ pub fn iostat_name_width(pools: &[IostatPool], verbose: bool) -> usize {
 
 /// The three header lines (group labels, column labels, dashes), newline-terminated.
 pub fn format_iostat_header(name_width: usize, exact_numbers: bool) -> String {
-    let column_width = if exact_numbers { COLUMN_WIDTH_EXACT } else { COLUMN_WIDTH };
+    let column_width = if exact_numbers {
+        COLUMN_WIDTH_EXACT
+    } else {
+        COLUMN_WIDTH
+    };
     let name_width = name_width.max("pool".len());
     let mut out = format!("{:name_width$}", "");
     // Each group spans 2 columns plus the 2 spaces between them.
@@ -109,7 +119,11 @@ pub fn format_iostat_header(name_width: usize, exact_numbers: bool) -> String {
 
 /// A dashes line under every column, newline-terminated.
 pub fn format_iostat_separator(name_width: usize, exact_numbers: bool) -> String {
-    let column_width = if exact_numbers { COLUMN_WIDTH_EXACT } else { COLUMN_WIDTH };
+    let column_width = if exact_numbers {
+        COLUMN_WIDTH_EXACT
+    } else {
+        COLUMN_WIDTH
+    };
     let name_width = name_width.max("pool".len());
     let mut out = "-".repeat(name_width);
     for _ in BOTTOM_LABELS {
@@ -133,11 +147,19 @@ pub fn format_iostat(pools: &[IostatPool], options: IostatOptions) -> String {
 }
 
 /// The rows of one interval without the header (for repeated reports).
-pub fn format_iostat_rows(pools: &[IostatPool], options: IostatOptions, name_width: usize) -> String {
+pub fn format_iostat_rows(
+    pools: &[IostatPool],
+    options: IostatOptions,
+    name_width: usize,
+) -> String {
     let mut out = String::new();
     for pool in pools {
         let mut printed_rows = 0usize;
-        let shown_rows = if options.verbose { &pool.rows[..] } else { &pool.rows[..pool.rows.len().min(1)] };
+        let shown_rows = if options.verbose {
+            &pool.rows[..]
+        } else {
+            &pool.rows[..pool.rows.len().min(1)]
+        };
         for row in shown_rows {
             push_row(&mut out, row, options, name_width);
             printed_rows += 1;
@@ -174,7 +196,11 @@ pub fn format_iostat_rows(pools: &[IostatPool], options: IostatOptions, name_wid
 
 /// `print_iostat_dashes(cb, 0, class)` without its newline (the caller adds it).
 fn push_class_heading(out: &mut String, class: &str, name_width: usize, exact_numbers: bool) {
-    let column_width = if exact_numbers { COLUMN_WIDTH_EXACT } else { COLUMN_WIDTH };
+    let column_width = if exact_numbers {
+        COLUMN_WIDTH_EXACT
+    } else {
+        COLUMN_WIDTH
+    };
     let heading_width = name_width.max("pool".len()).max(class.len());
     out.push_str(&format!("{class:<heading_width$}"));
     for _ in BOTTOM_LABELS {
@@ -183,7 +209,11 @@ fn push_class_heading(out: &mut String, class: &str, name_width: usize, exact_nu
 }
 
 fn push_row(out: &mut String, row: &IostatRow, options: IostatOptions, name_width: usize) {
-    let column_width = if options.exact_numbers { COLUMN_WIDTH_EXACT } else { COLUMN_WIDTH };
+    let column_width = if options.exact_numbers {
+        COLUMN_WIDTH_EXACT
+    } else {
+        COLUMN_WIDTH
+    };
     let format_value = |value: u64| {
         if options.exact_numbers {
             value.to_string()

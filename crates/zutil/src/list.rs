@@ -231,14 +231,28 @@ pub fn zfs_list_columns(names: &[&str], exact_numbers: bool) -> Vec<Column> {
 
 /// The default `zpool list` properties.
 pub const ZPOOL_LIST_DEFAULT: &[&str] = &[
-    "name", "size", "allocated", "free", "checkpoint", "expandsize", "fragmentation",
-    "capacity", "dedupratio", "health", "altroot",
+    "name",
+    "size",
+    "allocated",
+    "free",
+    "checkpoint",
+    "expandsize",
+    "fragmentation",
+    "capacity",
+    "dedupratio",
+    "health",
+    "altroot",
 ];
 /// The default `zfs list` properties.
 pub const ZFS_LIST_DEFAULT: &[&str] = &["name", "used", "available", "referenced", "mountpoint"];
 /// `zfs list -o space`.
 pub const ZFS_LIST_SPACE: &[&str] = &[
-    "name", "available", "used", "usedbysnapshots", "usedbydataset", "usedbyrefreservation",
+    "name",
+    "available",
+    "used",
+    "usedbysnapshots",
+    "usedbydataset",
+    "usedbyrefreservation",
     "usedbychildren",
 ];
 
@@ -284,7 +298,10 @@ fn push_scripted_row(out: &mut String, cells: &[&str]) {
 }
 
 fn header_cells(columns: &[Column]) -> Vec<&str> {
-    columns.iter().map(|column| column.header.as_str()).collect()
+    columns
+        .iter()
+        .map(|column| column.header.as_str())
+        .collect()
 }
 
 /// A generic property table (`zfs list`, `zpool list` without -v, `get`-style tables).
@@ -311,7 +328,11 @@ pub fn format_table(columns: &[Column], rows: &[Vec<String>], scripted: bool) ->
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PoolListLine {
     /// A vdev: `values` are the cells after NAME, "-" where a value does not apply.
-    Vdev { name: String, depth: usize, values: Vec<String> },
+    Vdev {
+        name: String,
+        depth: usize,
+        values: Vec<String>,
+    },
     /// A class heading: "logs", "dedup", "special", "cache" or "spare".
     Class(String),
 }
@@ -374,7 +395,9 @@ pub fn format_zpool_list(
                     depth,
                     values,
                 } => {
-                    push_vdev_line(&mut out, columns, name_width, name, *depth, values, scripted);
+                    push_vdev_line(
+                        &mut out, columns, name_width, name, *depth, values, scripted,
+                    );
                 }
             }
         }
@@ -429,6 +452,22 @@ fn push_vdev_line(
         }
     }
     out.push('\n');
+}
+
+/// The CAP cell of a `zpool list -v` vdev row from parts-per-10,000 of capacity used:
+/// "0.01%", "12.3%", "100%"; `-p` prints whole percent.
+pub fn vdev_capacity_text(used_permyriad: u64, exact_numbers: bool) -> String {
+    if exact_numbers {
+        return (used_permyriad / 100).to_string();
+    }
+    let percent = used_permyriad as f64 / 100.0;
+    if used_permyriad < 1_000 {
+        format!("{percent:.2}%")
+    } else if used_permyriad < 10_000 {
+        format!("{percent:.1}%")
+    } else {
+        format!("{percent:.0}%")
+    }
 }
 
 #[cfg(test)]

@@ -85,7 +85,9 @@ tank/home@snap1     0B      -    24K  -
 #[test]
 fn zfs_list_space_headers() {
     let columns = zfs_list_columns(ZFS_LIST_SPACE, false);
-    let rows = vec![strings(&["tank", "832M", "147K", "0B", "24K", "0B", "123K"])];
+    let rows = vec![strings(&[
+        "tank", "832M", "147K", "0B", "24K", "0B", "123K",
+    ])];
     let expected = "\
 NAME  AVAIL   USED  USEDSNAP  USEDDS  USEDREFRESERV  USEDCHILD
 tank   832M   147K        0B     24K             0B       123K
@@ -97,14 +99,26 @@ tank   832M   147K        0B     24K             0B       123K
 // and left-aligned; index properties get the width of their longest value.
 #[test]
 fn column_lookup_aliases_user_props_and_index_widths() {
-    let columns = zfs_list_columns(&["avail", "refer", "ratio", "com.example:tag", "compression"], false);
+    let columns = zfs_list_columns(
+        &["avail", "refer", "ratio", "com.example:tag", "compression"],
+        false,
+    );
     let headers: Vec<&str> = columns.iter().map(|c| c.header.as_str()).collect();
-    assert_eq!(headers, ["AVAIL", "REFER", "RATIO", "COM.EXAMPLE:TAG", "COMPRESS"]);
+    assert_eq!(
+        headers,
+        ["AVAIL", "REFER", "RATIO", "COM.EXAMPLE:TAG", "COMPRESS"]
+    );
     assert_eq!(columns[3].align, Align::Left);
     assert_eq!(columns[4].width_min, 14);
-    let pool = zpool_list_columns(&["alloc", "cap", "frag", "ckpoint", "expandsz", "dedup"], false);
+    let pool = zpool_list_columns(
+        &["alloc", "cap", "frag", "ckpoint", "expandsz", "dedup"],
+        false,
+    );
     let headers: Vec<&str> = pool.iter().map(|c| c.header.as_str()).collect();
-    assert_eq!(headers, ["ALLOC", "CAP", "FRAG", "CKPOINT", "EXPANDSZ", "DEDUP"]);
+    assert_eq!(
+        headers,
+        ["ALLOC", "CAP", "FRAG", "CKPOINT", "EXPANDSZ", "DEDUP"]
+    );
     assert!(pool.iter().all(|c| c.align == Align::Right));
 }
 
@@ -128,12 +142,20 @@ fn zpool_list_verbose_golden() {
             vdev(
                 "mirror-0",
                 2,
-                &["960M", "104K", "960M", "-", "-", "0%", "0.01%", "-", "ONLINE", "-"],
+                &[
+                    "960M", "104K", "960M", "-", "-", "0%", "0.01%", "-", "ONLINE", "-",
+                ],
             ),
             vdev("/tmp/a", 4, &leaf),
             vdev("/tmp/b", 4, &leaf),
             PoolListLine::Class("logs".to_string()),
-            vdev("/tmp/log", 2, &["1.88G", "0", "1.88G", "-", "-", "0%", "0.00%", "-", "ONLINE", "-"]),
+            vdev(
+                "/tmp/log",
+                2,
+                &[
+                    "1.88G", "0", "1.88G", "-", "-", "0%", "0.00%", "-", "ONLINE", "-",
+                ],
+            ),
         ],
     }];
     let expected = "\
@@ -160,4 +182,13 @@ fn zpool_list_verbose_scripted_vdev_rows_start_with_tab() {
         format_zpool_list(&columns, &pools, true, true),
         "tank\t960M\tONLINE\n\t/tmp/a\t960M\tONLINE\n"
     );
+}
+
+// Vdev CAP cells switch precision at 10% and 100%, as collect_vdev_prop does.
+#[test]
+fn vdev_capacity_text_precisions() {
+    assert_eq!(vdev_capacity_text(1, false), "0.01%");
+    assert_eq!(vdev_capacity_text(1_234, false), "12.3%");
+    assert_eq!(vdev_capacity_text(10_000, false), "100%");
+    assert_eq!(vdev_capacity_text(1_234, true), "12");
 }

@@ -41,7 +41,7 @@ fn nicenum_with(value: u64, below_unit_suffix: &str) -> String {
     }
     let suffix = UNIT_SUFFIXES[index];
     let unit_bytes: u64 = 1u64 << (10 * index);
-    if value % unit_bytes == 0 {
+    if value.is_multiple_of(unit_bytes) {
         return format!("{scaled}{suffix}");
     }
     let value_in_units = value as f64 / unit_bytes as f64;
@@ -297,13 +297,19 @@ mod tests {
     fn hms_formats() {
         assert_eq!(nice_time_hms(5), "00:00:05");
         assert_eq!(nice_time_hms(3_661), "01:01:01");
-        assert_eq!(nice_time_hms(2 * 86_400 + 3 * 3_600 + 4 * 60 + 5), "2 days 03:04:05");
+        assert_eq!(
+            nice_time_hms(2 * 86_400 + 3 * 3_600 + 4 * 60 + 5),
+            "2 days 03:04:05"
+        );
     }
 
     // ctime pads the day with a space, not a zero; checked against known dates.
     #[test]
     fn ctime_in_utc() {
-        assert_eq!(ctime_in(0, TimeZone::FixedOffsetSecs(0)), "Thu Jan  1 00:00:00 1970");
+        assert_eq!(
+            ctime_in(0, TimeZone::FixedOffsetSecs(0)),
+            "Thu Jan  1 00:00:00 1970"
+        );
         assert_eq!(
             ctime_in(1_795_316_094, TimeZone::FixedOffsetSecs(0)),
             "Sun Nov 22 02:54:54 2026"

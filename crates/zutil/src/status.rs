@@ -68,12 +68,26 @@ pub enum ScanView {
     /// No scrub or resilver ever ran: OpenZFS 2.x prints no `scan:` line at all.
     #[default]
     None,
-    ScrubFinished { repaired_bytes: u64, elapsed_secs: u64, errors: u64, end_epoch: i64 },
-    ResilverFinished { resilvered_bytes: u64, elapsed_secs: u64, errors: u64, end_epoch: i64 },
+    ScrubFinished {
+        repaired_bytes: u64,
+        elapsed_secs: u64,
+        errors: u64,
+        end_epoch: i64,
+    },
+    ResilverFinished {
+        resilvered_bytes: u64,
+        elapsed_secs: u64,
+        errors: u64,
+        end_epoch: i64,
+    },
     ScrubInProgress(ScanProgress),
     ResilverInProgress(ScanProgress),
-    ScrubCanceled { end_epoch: i64 },
-    ResilverCanceled { end_epoch: i64 },
+    ScrubCanceled {
+        end_epoch: i64,
+    },
+    ResilverCanceled {
+        end_epoch: i64,
+    },
 }
 
 /// Everything `zpool status` prints for one pool.
@@ -266,7 +280,13 @@ fn status_name_width(view: &PoolStatusView) -> usize {
             .map(|child| widest(child, depth + 2))
             .fold(row.name.len() + depth, usize::max)
     }
-    let sections = [&view.dedup, &view.special, &view.logs, &view.cache, &view.spares];
+    let sections = [
+        &view.dedup,
+        &view.special,
+        &view.logs,
+        &view.cache,
+        &view.spares,
+    ];
     sections
         .iter()
         .flat_map(|rows| rows.iter())
@@ -320,7 +340,12 @@ fn push_scan(out: &mut String, scan: &ScanView, zone: TimeZone) {
     let when = |epoch: i64| ctime_in(epoch, zone);
     match scan {
         ScanView::None => {}
-        ScanView::ScrubFinished { repaired_bytes, elapsed_secs, errors, end_epoch } => {
+        ScanView::ScrubFinished {
+            repaired_bytes,
+            elapsed_secs,
+            errors,
+            end_epoch,
+        } => {
             out.push_str(&format!(
                 "  scan: scrub repaired {} in {} with {errors} errors on {}\n",
                 nicenum_space(*repaired_bytes),
@@ -328,7 +353,12 @@ fn push_scan(out: &mut String, scan: &ScanView, zone: TimeZone) {
                 when(*end_epoch)
             ));
         }
-        ScanView::ResilverFinished { resilvered_bytes, elapsed_secs, errors, end_epoch } => {
+        ScanView::ResilverFinished {
+            resilvered_bytes,
+            elapsed_secs,
+            errors,
+            end_epoch,
+        } => {
             out.push_str(&format!(
                 "  scan: resilvered {} in {} with {errors} errors on {}\n",
                 nicenum_space(*resilvered_bytes),
@@ -340,16 +370,28 @@ fn push_scan(out: &mut String, scan: &ScanView, zone: TimeZone) {
             out.push_str(&format!("  scan: scrub canceled on {}\n", when(*end_epoch)));
         }
         ScanView::ResilverCanceled { end_epoch } => {
-            out.push_str(&format!("  scan: resilver canceled on {}\n", when(*end_epoch)));
+            out.push_str(&format!(
+                "  scan: resilver canceled on {}\n",
+                when(*end_epoch)
+            ));
         }
         ScanView::ScrubInProgress(progress) => push_scan_progress(out, progress, false, zone),
         ScanView::ResilverInProgress(progress) => push_scan_progress(out, progress, true, zone),
     }
 }
 
-fn push_scan_progress(out: &mut String, progress: &ScanProgress, is_resilver: bool, zone: TimeZone) {
+fn push_scan_progress(
+    out: &mut String,
+    progress: &ScanProgress,
+    is_resilver: bool,
+    zone: TimeZone,
+) {
     // Resilvers cannot be paused.
-    let pause_epoch = if is_resilver { None } else { progress.pause_epoch };
+    let pause_epoch = if is_resilver {
+        None
+    } else {
+        progress.pause_epoch
+    };
     match (is_resilver, pause_epoch) {
         (true, _) => out.push_str(&format!(
             "  scan: resilver in progress since {}\n",
@@ -360,8 +402,14 @@ fn push_scan_progress(out: &mut String, progress: &ScanProgress, is_resilver: bo
             ctime_in(progress.start_epoch, zone)
         )),
         (false, Some(pause_epoch)) => {
-            out.push_str(&format!("  scan: scrub paused since {}\n", ctime_in(pause_epoch, zone)));
-            out.push_str(&format!("\tscrub started on {}\n", ctime_in(progress.start_epoch, zone)));
+            out.push_str(&format!(
+                "  scan: scrub paused since {}\n",
+                ctime_in(pause_epoch, zone)
+            ));
+            out.push_str(&format!(
+                "\tscrub started on {}\n",
+                ctime_in(progress.start_epoch, zone)
+            ));
         }
     }
     let running = pause_epoch.is_none();
@@ -371,7 +419,10 @@ fn push_scan_progress(out: &mut String, progress: &ScanProgress, is_resilver: bo
         nicenum_space(progress.to_examine_bytes)
     ));
     if running && progress.scan_rate_bytes_per_sec > 0 {
-        out.push_str(&format!(" at {}/s", nicenum_space(progress.scan_rate_bytes_per_sec)));
+        out.push_str(&format!(
+            " at {}/s",
+            nicenum_space(progress.scan_rate_bytes_per_sec)
+        ));
     }
     out.push_str(&format!(
         ", {} / {} issued",
@@ -379,7 +430,10 @@ fn push_scan_progress(out: &mut String, progress: &ScanProgress, is_resilver: bo
         nicenum_space(progress.to_issue_bytes)
     ));
     if running && progress.issue_rate_bytes_per_sec > 0 {
-        out.push_str(&format!(" at {}/s", nicenum_space(progress.issue_rate_bytes_per_sec)));
+        out.push_str(&format!(
+            " at {}/s",
+            nicenum_space(progress.issue_rate_bytes_per_sec)
+        ));
     }
     out.push('\n');
     // OpenZFS divides by to_issue without a guard; we print 0.00% for an empty scan.
@@ -388,7 +442,11 @@ fn push_scan_progress(out: &mut String, progress: &ScanProgress, is_resilver: bo
     } else {
         100.0 * progress.issued_bytes as f64 / progress.to_issue_bytes as f64
     };
-    let verb = if is_resilver { "resilvered" } else { "repaired" };
+    let verb = if is_resilver {
+        "resilvered"
+    } else {
+        "repaired"
+    };
     out.push_str(&format!(
         "\t{} {verb}, {percent_done:.2}% done",
         nicenum_space(progress.processed_bytes)

@@ -53,7 +53,11 @@ fn degraded_mirror_with_missing_device_golden() {
         root: row(
             "tank",
             "DEGRADED",
-            vec![row("mirror-0", "DEGRADED", vec![leaf("/var/tmp/zetta/disk1"), missing])],
+            vec![row(
+                "mirror-0",
+                "DEGRADED",
+                vec![leaf("/var/tmp/zetta/disk1"), missing],
+            )],
         ),
         ..PoolStatusView::default()
     };
@@ -66,11 +70,11 @@ action: Attach the missing device and online it using 'zpool online'.
    see: https://openzfs.github.io/openzfs-docs/msg/ZFS-8000-2Q
 config:
 
-\tNAME                        STATE     READ WRITE CKSUM
-\ttank                        DEGRADED     0     0     0
-\t  mirror-0                  DEGRADED     0     0     0
-\t    /var/tmp/zetta/disk1    ONLINE       0     0     0
-\t    12345678901234567890    UNAVAIL      0     0     0  was /var/tmp/zetta/disk2
+\tNAME                      STATE     READ WRITE CKSUM
+\ttank                      DEGRADED     0     0     0
+\t  mirror-0                DEGRADED     0     0     0
+\t    /var/tmp/zetta/disk1  ONLINE       0     0     0
+\t    12345678901234567890  UNAVAIL      0     0     0  was /var/tmp/zetta/disk2
 
 errors: No known data errors
 ";
@@ -164,10 +168,19 @@ fn raidz2_with_logs_cache_and_spares_golden() {
             vec![row(
                 "raidz2-0",
                 "ONLINE",
-                vec![leaf("/tmp/d1"), leaf("/tmp/d2"), leaf("/tmp/d3"), leaf("/tmp/d4")],
+                vec![
+                    leaf("/tmp/d1"),
+                    leaf("/tmp/d2"),
+                    leaf("/tmp/d3"),
+                    leaf("/tmp/d4"),
+                ],
             )],
         ),
-        logs: vec![row("mirror-1", "ONLINE", vec![leaf("/tmp/l1"), leaf("/tmp/l2")])],
+        logs: vec![row(
+            "mirror-1",
+            "ONLINE",
+            vec![leaf("/tmp/l1"), leaf("/tmp/l2")],
+        )],
         cache: vec![leaf("/tmp/c1")],
         spares: vec![spare],
         ..PoolStatusView::default()
@@ -176,21 +189,21 @@ fn raidz2_with_logs_cache_and_spares_golden() {
  state: ONLINE
 config:
 
-\tNAME          STATE     READ WRITE CKSUM
-\ttank          ONLINE       0     0     0
-\t  raidz2-0    ONLINE       0     0     0
-\t    /tmp/d1   ONLINE       0     0     0
-\t    /tmp/d2   ONLINE       0     0     0
-\t    /tmp/d3   ONLINE       0     0     0
-\t    /tmp/d4   ONLINE       0     0     0
+\tNAME         STATE     READ WRITE CKSUM
+\ttank         ONLINE       0     0     0
+\t  raidz2-0   ONLINE       0     0     0
+\t    /tmp/d1  ONLINE       0     0     0
+\t    /tmp/d2  ONLINE       0     0     0
+\t    /tmp/d3  ONLINE       0     0     0
+\t    /tmp/d4  ONLINE       0     0     0
 \tlogs\t
-\t  mirror-1    ONLINE       0     0     0
-\t    /tmp/l1   ONLINE       0     0     0
-\t    /tmp/l2   ONLINE       0     0     0
+\t  mirror-1   ONLINE       0     0     0
+\t    /tmp/l1  ONLINE       0     0     0
+\t    /tmp/l2  ONLINE       0     0     0
 \tcache
-\t  /tmp/c1     ONLINE       0     0     0
+\t  /tmp/c1    ONLINE       0     0     0
 \tspares
-\t  /tmp/s1     AVAIL   \n\nerrors: No known data errors
+\t  /tmp/s1    AVAIL   \n\nerrors: No known data errors
 ";
     assert_eq!(format_status_in(&view, false, false, UTC), expected);
 }
@@ -216,7 +229,11 @@ fn resilver_in_progress_golden() {
         name: "tank".to_string(),
         state: "ONLINE".to_string(),
         scan: ScanView::ResilverInProgress(progress.clone()),
-        root: row("tank", "ONLINE", vec![row("mirror-0", "ONLINE", vec![leaf("/tmp/d1"), target])]),
+        root: row(
+            "tank",
+            "ONLINE",
+            vec![row("mirror-0", "ONLINE", vec![leaf("/tmp/d1"), target])],
+        ),
         ..PoolStatusView::default()
     };
     view.set_reason(&STATUS_RESILVERING);
@@ -227,7 +244,7 @@ fn resilver_in_progress_golden() {
 config:
 ";
     assert!(text.contains(expected_scan), "{text}");
-    assert!(text.contains("\t    /tmp/d2   ONLINE       0     0     0  (resilvering)\n"));
+    assert!(text.contains("\t    /tmp/d2  ONLINE       0     0     0  (resilvering)\n"));
     assert!(text.starts_with(
         "  pool: tank\n state: ONLINE\nstatus: One or more devices is currently being resilvered.  The pool will\n\tcontinue to function, possibly in a degraded state.\naction: Wait for the resilver to complete.\n  scan:"
     ));

@@ -67,7 +67,8 @@ pub(super) fn compress(src: &[u8], out: &mut [u8]) -> Option<usize> {
                 if offset <= LZJB_OFFSET_MAX && src[candidate..candidate + 3] == *prefix {
                     let len_max = LZJB_MATCH_MAX_BYTES.min(src.len() - src_pos);
                     match_len = LZJB_MATCH_MIN_BYTES;
-                    while match_len < len_max && src[candidate + match_len] == src[src_pos + match_len]
+                    while match_len < len_max
+                        && src[candidate + match_len] == src[src_pos + match_len]
                     {
                         match_len += 1;
                     }

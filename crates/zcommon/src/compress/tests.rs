@@ -24,8 +24,8 @@ const SIZES_BYTES: [usize; 5] = [512, 4096, 12_345, 131_072, 1 << 20];
 /// Text-like data: words from a small vocabulary, no zero bytes.
 fn text_like(rng: &mut TestRng, len: usize) -> Vec<u8> {
     const WORDS: [&str; 12] = [
-        "pool", "vdev", "txg ", "the ", "block", "pointer", "checksum", " and ", "raidz",
-        "\n", "scrub", "snapshot",
+        "pool", "vdev", "txg ", "the ", "block", "pointer", "checksum", " and ", "raidz", "\n",
+        "scrub", "snapshot",
     ];
     let mut text = Vec::with_capacity(len + 16);
     while text.len() < len {
@@ -50,7 +50,10 @@ fn sparse(rng: &mut TestRng, len: usize) -> Vec<u8> {
 
 fn round_trip(setting: Compression, data: &[u8]) -> Option<usize> {
     let stored = compress(setting, data)?;
-    assert!(stored.len() < data.len(), "{setting:?}: stored form must be smaller");
+    assert!(
+        stored.len() < data.len(),
+        "{setting:?}: stored form must be smaller"
+    );
     // Pad like a sector-rounded physical block; padding must be ignored.
     let mut physical = stored.clone();
     physical.resize(stored.len().next_multiple_of(512), 0);
@@ -58,7 +61,11 @@ fn round_trip(setting: Compression, data: &[u8]) -> Option<usize> {
     let mut decoded = vec![0xa5u8; data.len()];
     decompress(setting.algorithm_id(), &physical, &mut decoded)
         .unwrap_or_else(|error| panic!("{setting:?} len {}: {error}", data.len()));
-    assert!(decoded == data, "{setting:?} len {}: round trip differs", data.len());
+    assert!(
+        decoded == data,
+        "{setting:?} len {}: round trip differs",
+        data.len()
+    );
     Some(stored.len())
 }
 
@@ -87,7 +94,10 @@ fn round_trips_every_algorithm() {
             if setting != Compression::Zle {
                 assert!(text_result.is_some(), "{setting:?} text {len}");
             } else {
-                assert!(text_result.is_none(), "zle cannot shrink data without zeros");
+                assert!(
+                    text_result.is_none(),
+                    "zle cannot shrink data without zeros"
+                );
             }
         }
     }
@@ -149,7 +159,10 @@ fn lzjb_golden_stored_form() {
 fn header_holds_payload_length() {
     let stored = compress(Compression::Lz4, &[0u8; 4096]).expect("compressible");
     let payload_len = u32::from_le_bytes([stored[0], stored[1], stored[2], stored[3]]);
-    assert_eq!(payload_len as usize, stored.len() - COMPRESSED_HEADER_SIZE_BYTES);
+    assert_eq!(
+        payload_len as usize,
+        stored.len() - COMPRESSED_HEADER_SIZE_BYTES
+    );
 }
 
 // Why: the 12.5% rule decides what goes on disk; check the exact boundary the brief computed
@@ -186,7 +199,11 @@ fn property_names_parse_and_print() {
         ("zstd-19", Compression::Zstd(19), "zstd-19"),
         ("zstd-fast", Compression::ZstdFast(1), "zstd-fast-1"),
         ("zstd-fast-10", Compression::ZstdFast(10), "zstd-fast-10"),
-        ("zstd-fast-1000", Compression::ZstdFast(1000), "zstd-fast-1000"),
+        (
+            "zstd-fast-1000",
+            Compression::ZstdFast(1000),
+            "zstd-fast-1000",
+        ),
     ];
     for (value, expected, printed) in cases {
         assert_eq!(Compression::parse_property(value), Ok(expected), "{value}");
@@ -194,8 +211,20 @@ fn property_names_parse_and_print() {
         assert_eq!(Compression::parse_property(printed), Ok(expected));
     }
     for value in [
-        "", "gzip-0", "gzip-10", "gzip-+5", "gzip-06", "zstd-0", "zstd-20", "zstd-fast-11",
-        "zstd-fast-15", "zstd-fast-2000", "zstd-fast-", "LZ4", "lz4 ", "bzip2",
+        "",
+        "gzip-0",
+        "gzip-10",
+        "gzip-+5",
+        "gzip-06",
+        "zstd-0",
+        "zstd-20",
+        "zstd-fast-11",
+        "zstd-fast-15",
+        "zstd-fast-2000",
+        "zstd-fast-",
+        "LZ4",
+        "lz4 ",
+        "bzip2",
     ] {
         let error = Compression::parse_property(value).unwrap_err();
         assert!(matches!(error, PropertyError::Invalid { .. }), "{value}");
@@ -339,8 +368,9 @@ fn hostile_input_never_panics() {
                 // shorter stream decodes to the same size; mostly Err; never a panic.
                 if cut >= COMPRESSED_HEADER_SIZE_BYTES {
                     let mut rewritten = stored[..cut].to_vec();
-                    rewritten[..4]
-                        .copy_from_slice(&((cut - COMPRESSED_HEADER_SIZE_BYTES) as u32).to_le_bytes());
+                    rewritten[..4].copy_from_slice(
+                        &((cut - COMPRESSED_HEADER_SIZE_BYTES) as u32).to_le_bytes(),
+                    );
                     let _ = decompress(id, &rewritten, &mut dst);
                 }
             }

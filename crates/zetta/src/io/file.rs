@@ -19,6 +19,22 @@ impl FileDevice {
         Self::open_mode(path, true)
     }
 
+    /// Opens for a pool import: read-write with an exclusive advisory lock, so a second
+    /// process importing the same pool is refused instead of corrupting it.
+    pub fn open_exclusive(path: &str) -> Result<FileDevice, IoError> {
+        let device = Self::open_mode(path, true)?;
+        device.file.try_lock().map_err(|e| IoError::Open {
+            path: path.to_string(),
+            reason: match e {
+                std::fs::TryLockError::WouldBlock => {
+                    "device is in use by another process".to_string()
+                }
+                std::fs::TryLockError::Error(e) => e.to_string(),
+            },
+        })?;
+        Ok(device)
+    }
+
     pub fn open_read_only(path: &str) -> Result<FileDevice, IoError> {
         Self::open_mode(path, false)
     }

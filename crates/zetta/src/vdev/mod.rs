@@ -17,7 +17,64 @@ pub mod config;
 pub mod label;
 mod read;
 
-pub use read::{ReadOutcome, VerifyFn};
+pub use read::{ReadMode, ReadOutcome, VerifyFn};
+
+/// One write to one leaf device's data region, planned by `Vdev::plan_write`.
+pub struct LeafWrite<'a> {
+    pub leaf: &'a Vdev,
+    pub offset_bytes: u64,
+    pub data: Vec<u8>,
+}
+
+/// Largest write issued to a device after aggregation.
+pub const AGGREGATE_SIZE_BYTES_MAX: usize = 8 << 20;
+
+/// Issues planned leaf writes: per leaf, sorted by offset, adjacent writes merged into large
+/// sequential ones (OpenZFS `vdev_queue` aggregation), leaves in parallel. A leaf that fails
+/// a write is faulted (it no longer takes I/O until cleared); the failures are returned.
+pub fn issue_leaf_writes(mut plan: Vec<LeafWrite<'_>>) -> Vec<IoError> {
+    use rayon::prelude::*;
+    plan.sort_by_key(|w| (w.leaf as *const Vdev as usize, w.offset_bytes));
+    let mut per_leaf: Vec<Vec<LeafWrite<'_>>> = Vec::new();
+    for write in plan {
+        match per_leaf.last_mut() {
+            Some(group) if std::ptr::eq(group[0].leaf, write.leaf) => group.push(write),
+            _ => per_leaf.push(vec![write]),
+        }
+    }
+    per_leaf
+        .into_par_iter()
+        .flat_map_iter(|group| {
+            let leaf = group[0].leaf;
+            let mut errors = Vec::new();
+            let mut run_offset = 0u64;
+            let mut run: Vec<u8> = Vec::new();
+            let flush_run = |offset: u64, run: &mut Vec<u8>, errors: &mut Vec<IoError>| {
+                if !run.is_empty() {
+                    if let Err(e) = leaf.leaf_write(offset, run) {
+                        leaf.faulted.store(true, Ordering::Relaxed);
+                        errors.push(e);
+                    }
+                    run.clear();
+                }
+            };
+            for write in group {
+                let contiguous = !run.is_empty() && run_offset + run.len() as u64 == write.offset_bytes;
+                if !contiguous || run.len() + write.data.len() > AGGREGATE_SIZE_BYTES_MAX {
+                    flush_run(run_offset, &mut run, &mut errors);
+                    run_offset = write.offset_bytes;
+                }
+                if run.is_empty() {
+                    run = write.data;
+                } else {
+                    run.extend_from_slice(&write.data);
+                }
+            }
+            flush_run(run_offset, &mut run, &mut errors);
+            errors
+        })
+        .collect()
+}
 
 use crate::io::{DeviceRef, IoError};
 use crate::types::{Guid, Txg};
@@ -327,53 +384,43 @@ impl Vdev {
         missing == 0 || birth.0 > missing
     }
 
-    /// Writes a whole block (already padded to the allocation's sector multiple) at
-    /// `offset_bytes` of this top-level vdev. Succeeds when enough children took it for the
-    /// data to be readable.
-    pub fn write_block(&self, offset_bytes: u64, data: &[u8]) -> Result<(), IoError> {
+    /// Plans the leaf writes that store a whole block (padded to this vdev's sector size)
+    /// at `offset_bytes` of this top-level vdev: every usable mirror child, every raidz
+    /// column with its parity. Unusable children are skipped (their data is rebuilt later by
+    /// resilver); the caller issues the plan with `issue_leaf_writes`.
+    pub fn plan_write<'a>(
+        &'a self,
+        offset_bytes: u64,
+        data: &[u8],
+        out: &mut Vec<LeafWrite<'a>>,
+    ) -> Result<(), IoError> {
         match self.kind {
-            VdevKind::Leaf => self.leaf_write(offset_bytes, data),
-            VdevKind::Mirror | VdevKind::Replacing => {
-                let mut written = 0;
-                let mut last_error = None;
-                for child in &self.children {
-                    if !child.state().is_usable() {
-                        continue;
-                    }
-                    match child.write_block(offset_bytes, data) {
-                        Ok(()) => written += 1,
-                        Err(e) => last_error = Some(e),
-                    }
+            VdevKind::Leaf => {
+                if self.state().is_usable() {
+                    out.push(LeafWrite {
+                        leaf: self,
+                        offset_bytes,
+                        data: data.to_vec(),
+                    });
                 }
-                if written > 0 {
-                    Ok(())
-                } else {
-                    Err(last_error.unwrap_or_else(|| IoError::Failed {
-                        path: self.display_name(),
-                        reason: "no usable mirror child".to_string(),
-                    }))
-                }
+                Ok(())
             }
-            VdevKind::Raidz { parity } => {
+            VdevKind::Mirror | VdevKind::Replacing => {
+                for child in &self.children {
+                    if child.state().is_usable() {
+                        child.plan_write(offset_bytes, data, out)?;
+                    }
+                }
+                Ok(())
+            }
+            VdevKind::Raidz { .. } => {
                 let map = self.raidz_map(offset_bytes, data.len() as u64)?;
                 let columns = map.split(data);
-                let mut failed = 0;
-                for (column, buffer) in map.columns.iter().zip(columns.iter()) {
+                for (column, buffer) in map.columns.iter().zip(columns) {
                     let child = &self.children[column.child];
-                    if buffer.is_empty() {
-                        continue;
+                    if !buffer.is_empty() && child.state().is_usable() {
+                        child.plan_write(column.child_offset_bytes, &buffer, out)?;
                     }
-                    if !child.state().is_usable()
-                        || child.write_block(column.child_offset_bytes, buffer).is_err()
-                    {
-                        failed += 1;
-                    }
-                }
-                if failed > parity as usize {
-                    return Err(IoError::Failed {
-                        path: self.display_name(),
-                        reason: format!("{failed} raidz columns could not be written"),
-                    });
                 }
                 Ok(())
             }
@@ -381,6 +428,17 @@ impl Vdev {
                 path: "root".to_string(),
                 reason: "cannot write to the root vdev".to_string(),
             }),
+        }
+    }
+
+    /// Writes a block now (repairs and labels-adjacent metadata): plan and issue at once.
+    pub fn write_block(&self, offset_bytes: u64, data: &[u8]) -> Result<(), IoError> {
+        let mut plan = Vec::new();
+        self.plan_write(offset_bytes, data, &mut plan)?;
+        let failures = issue_leaf_writes(plan);
+        match failures.into_iter().next() {
+            Some(error) => Err(error),
+            None => Ok(()),
         }
     }
 

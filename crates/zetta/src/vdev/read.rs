@@ -16,6 +16,17 @@ use std::sync::atomic::Ordering;
 
 pub type VerifyFn<'a> = &'a (dyn Fn(&[u8]) -> bool + Sync);
 
+/// How thoroughly a read checks and repairs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadMode {
+    /// The first copy that verifies; damaged copies met on the way are repaired.
+    Normal,
+    /// Every copy and every parity column is verified and repaired.
+    Scrub,
+    /// Like Normal, and children that miss the block (awaiting resilver) are written.
+    Resilver,
+}
+
 #[derive(Debug)]
 pub struct ReadOutcome {
     pub data: Vec<u8>,
@@ -32,7 +43,7 @@ impl Vdev {
         psize_bytes: u64,
         birth: Txg,
         verify: VerifyFn<'_>,
-        scrub: bool,
+        mode: ReadMode,
     ) -> Option<ReadOutcome> {
         match self.kind {
             VdevKind::Leaf => {
@@ -49,7 +60,7 @@ impl Vdev {
                 }
             }
             VdevKind::Mirror | VdevKind::Replacing => {
-                self.read_mirror(offset_bytes, psize_bytes, birth, verify, scrub)
+                self.read_mirror(offset_bytes, psize_bytes, birth, verify, mode)
             }
             VdevKind::Raidz { parity } => self.read_raidz(
                 offset_bytes,
@@ -57,14 +68,14 @@ impl Vdev {
                 birth,
                 parity as usize,
                 verify,
-                scrub,
+                mode,
             ),
             VdevKind::Root => None,
         }
     }
 
     /// Whether this vdev (leaf or group) can serve a block born at `birth`.
-    fn can_serve(&self, birth: Txg) -> bool {
+    pub fn can_serve(&self, birth: Txg) -> bool {
         if !self.state().is_usable() {
             return false;
         }
@@ -90,8 +101,9 @@ impl Vdev {
         psize_bytes: u64,
         birth: Txg,
         verify: VerifyFn<'_>,
-        scrub: bool,
+        mode: ReadMode,
     ) -> Option<ReadOutcome> {
+        let scrub = mode == ReadMode::Scrub;
         let mut order: Vec<(u64, u64, usize)> = self
             .children
             .iter()
@@ -107,7 +119,7 @@ impl Vdev {
             if good.is_some() && !scrub {
                 break;
             }
-            match self.children[index].read_block(offset_bytes, psize_bytes, birth, verify, scrub) {
+            match self.children[index].read_block(offset_bytes, psize_bytes, birth, verify, mode) {
                 Some(outcome) => {
                     repaired_bytes += outcome.repaired_bytes;
                     if good.is_none() {
@@ -118,6 +130,18 @@ impl Vdev {
             }
         }
         let data = good?;
+        if mode == ReadMode::Resilver {
+            for (index, child) in self.children.iter().enumerate() {
+                if child.state().is_usable() && !child.can_serve(birth) && !bad.contains(&index) {
+                    bad.push(index);
+                } else if child.state().is_usable() && child.kind != VdevKind::Leaf {
+                    // A replacing pair inside a mirror: let it resilver its new half.
+                    if let Some(inner) = child.read_block(offset_bytes, psize_bytes, birth, verify, mode) {
+                        repaired_bytes += inner.repaired_bytes;
+                    }
+                }
+            }
+        }
         for index in bad {
             let child = &self.children[index];
             if child.write_block(offset_bytes, &data).is_ok() {
@@ -155,8 +179,9 @@ impl Vdev {
         birth: Txg,
         parity: usize,
         verify: VerifyFn<'_>,
-        scrub: bool,
+        mode: ReadMode,
     ) -> Option<ReadOutcome> {
+        let scrub = mode == ReadMode::Scrub;
         let map = self.raidz_map(offset_bytes, psize_bytes).ok()?;
         let column_count = map.columns.len();
         let mut columns: Vec<Option<Vec<u8>>> = vec![None; column_count];
@@ -174,7 +199,7 @@ impl Vdev {
             read(index, &mut columns, &mut attempted);
         }
         let data_complete = (parity..column_count).all(|i| columns[i].is_some());
-        if data_complete && !scrub {
+        if data_complete && mode == ReadMode::Normal {
             let full: Vec<Vec<u8>> = (0..column_count)
                 .map(|i| columns[i].clone().unwrap_or_else(|| vec![0u8; map.columns[i].size_bytes as usize]))
                 .collect();
@@ -237,7 +262,7 @@ impl Vdev {
             .copied()
             .chain(erased.iter().copied().filter(|&i| {
                 let child = &self.children[map.columns[i].child];
-                child.state().is_usable() && child.can_serve(birth)
+                child.state().is_usable() && (mode == ReadMode::Resilver || child.can_serve(birth))
             }))
             .collect();
         for index in repair {

@@ -1,0 +1,1050 @@
+//! Object sets: a numbered collection of objects stored as a tree of blocks (OpenZFS
+//! `dmu_objset.c`, `dbuf.c`, `dnode_sync.c`).
+//!
+//! Object 0 (the meta-dnode) is an object whose data is an array of 512-byte dnodes; object
+//! N's dnode sits at byte N * 512 of it. The objset block holds the meta-dnode and points at
+//! everything else; its block pointer is what a dataset (or, for the MOS, the uberblock)
+//! stores.
+//!
+//! ```text
+//! objset block (2 KiB): | meta dnode 512 | os_type u64 @512 | flags u64 @520 |
+//!                       | next_object u64 @528 | zil header 192 @536 | reserved to 2048 |
+//! ```
+//!
+//! In memory, every loaded block is a dbuf keyed by (level, block id). Writes dirty level-0
+//! dbufs; `sync` writes dirty dbufs level by level (all objects' level-0 blocks in one
+//! parallel batch, then level 1, ...), puts each new block pointer into the parent dbuf (or
+//! the dnode), frees the old block, then writes changed dnodes into the meta-dnode, syncs it
+//! the same way, and finally writes the objset block. Nothing on disk is modified: every
+//! changed block goes to a new place (copy-on-write), and the old one is freed only after the
+//! commit that stops referencing it (deferred by the allocator) — or handed to the dataset's
+//! dead list when a snapshot still references it (born at or before `prev_snap_txg`).
+
+use super::dnode::{DnodePhys, DNODE_SIZE_BYTES};
+use crate::types::{round_up_shift, ObjectId, Txg};
+use crate::vdev::Vdev;
+use crate::zio::blkptr::{BlockPointer, BLKPTR_SIZE_BYTES};
+use crate::zio::{Bookmark, WriteProps, Zio, ZioError};
+use std::collections::{BTreeMap, HashMap};
+use zetta_zcommon::checksum::ChecksumKind;
+use zetta_zcommon::compress::Compression;
+
+pub const OBJSET_BLOCK_SIZE_BYTES: usize = 2048;
+pub const META_DNODE_BLOCK_SIZE_BYTES: u32 = 16384;
+pub const DNODES_PER_BLOCK: u64 = META_DNODE_BLOCK_SIZE_BYTES as u64 / DNODE_SIZE_BYTES as u64;
+pub const OBJECT_ID_MAX: u64 = 1 << 48;
+/// Clean objects kept in memory between txgs before the cache is dropped.
+pub const OBJECT_CACHE_MAX: usize = 4096;
+
+/// What a block holds (`dmu_object_type_t`), recorded in block pointers and dnodes.
+pub mod object_type {
+    pub const NONE: u8 = 0;
+    pub const OBJECT_DIRECTORY: u8 = 1;
+    pub const DNODE: u8 = 2;
+    pub const OBJSET: u8 = 3;
+    pub const SPACE_MAP: u8 = 4;
+    pub const PACKED_NVLIST: u8 = 5;
+    pub const PLAIN_FILE: u8 = 6;
+    pub const DIRECTORY: u8 = 7;
+    pub const ERROR_LOG: u8 = 8;
+    pub const HISTORY: u8 = 9;
+    pub const DSL_DATASET: u8 = 10;
+    pub const ZAP: u8 = 11;
+    pub const ZVOL: u8 = 12;
+    pub const MASTER_NODE: u8 = 13;
+    pub const DEAD_LIST: u8 = 14;
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ObjsetType {
+    Meta = 1,
+    Filesystem = 2,
+    Volume = 3,
+}
+
+#[derive(Debug)]
+pub enum DmuError {
+    Zio(ZioError),
+    /// A structure read from disk is malformed.
+    Corrupt(String),
+    NoSuchObject(ObjectId),
+    /// A request outside what an object can hold.
+    Invalid(String),
+}
+
+impl std::fmt::Display for DmuError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DmuError::Zio(e) => write!(f, "{e}"),
+            DmuError::Corrupt(why) => write!(f, "corrupt object set: {why}"),
+            DmuError::NoSuchObject(id) => write!(f, "object {id} does not exist"),
+            DmuError::Invalid(why) => write!(f, "invalid request: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for DmuError {}
+
+impl From<ZioError> for DmuError {
+    fn from(e: ZioError) -> Self {
+        DmuError::Zio(e)
+    }
+}
+
+/// The I/O context of one operation: the pipeline, the vdev tree, the open txg.
+pub struct IoCtx<'a> {
+    pub zio: &'a Zio,
+    pub root: &'a Vdev,
+    pub txg: Txg,
+}
+
+struct Dbuf {
+    data: Vec<u8>,
+    dirty: bool,
+    /// The block pointer this dbuf was read from (or the hole it replaces).
+    bp: BlockPointer,
+}
+
+struct ObjectState {
+    phys: DnodePhys,
+    dnode_dirty: bool,
+    dbufs: BTreeMap<(u8, u64), Dbuf>,
+}
+
+/// The policy for blocks this object set writes and frees.
+#[derive(Clone, Copy, Debug)]
+pub struct ObjsetPolicy {
+    pub data_props: WriteProps,
+    pub meta_copies: u8,
+    /// Blocks born at or before this txg are referenced by the newest snapshot: freeing them
+    /// hands them to the dead list instead.
+    pub prev_snap_txg: Txg,
+    /// Whether allocations are recorded in space maps (false for the MOS).
+    pub record: bool,
+}
+
+pub struct ObjectSet {
+    pub id: u64,
+    pub os_type: ObjsetType,
+    pub policy: ObjsetPolicy,
+    meta: ObjectState,
+    objects: HashMap<u64, ObjectState>,
+    next_object: u64,
+    flags: u64,
+    pub zil_header: [u8; 192],
+    block_size_max_bytes: u32,
+    /// Blocks released this txg that a snapshot still references.
+    pub dead_blocks: Vec<BlockPointer>,
+    /// Blocks freed this txg (for space accounting by the dataset layer).
+    pub freed_bytes: u64,
+    pub born_bytes: u64,
+    dirty: bool,
+}
+
+impl ObjectState {
+    fn new(phys: DnodePhys) -> ObjectState {
+        ObjectState {
+            phys,
+            dnode_dirty: false,
+            dbufs: BTreeMap::new(),
+        }
+    }
+
+    fn block_size(&self, level: u8) -> usize {
+        if level == 0 {
+            self.phys.data_block_size_bytes as usize
+        } else {
+            1usize << self.phys.indirect_block_shift
+        }
+    }
+}
+
+pub fn default_data_props() -> WriteProps {
+    WriteProps {
+        checksum: ChecksumKind::Fletcher4,
+        compression: Compression::Lz4,
+        copies: 1,
+        object_type: object_type::PLAIN_FILE,
+        level: 0,
+        record: true,
+        fill: 1,
+    }
+}
+
+impl ObjectSet {
+    pub fn create(id: u64, os_type: ObjsetType, policy: ObjsetPolicy) -> ObjectSet {
+        let meta = DnodePhys::new(object_type::DNODE, META_DNODE_BLOCK_SIZE_BYTES, 3, 0, 0);
+        ObjectSet {
+            id,
+            os_type,
+            policy,
+            meta: ObjectState::new(meta),
+            objects: HashMap::new(),
+            next_object: 1,
+            flags: 0,
+            zil_header: [0u8; 192],
+            block_size_max_bytes: 128 << 10,
+            dead_blocks: Vec::new(),
+            freed_bytes: 0,
+            born_bytes: 0,
+            dirty: true,
+        }
+    }
+
+    /// Opens an object set from its block pointer.
+    pub fn open(ctx: &IoCtx<'_>, id: u64, bp: &BlockPointer, policy: ObjsetPolicy) -> Result<ObjectSet, DmuError> {
+        let block = ctx.zio.read_block(
+            ctx.root,
+            bp,
+            Some(Bookmark {
+                objset: id,
+                object: 0,
+                level: 0,
+                blkid: 0,
+            }),
+        )?;
+        if block.len() < OBJSET_BLOCK_SIZE_BYTES {
+            return Err(DmuError::Corrupt(format!("objset block of {} bytes", block.len())));
+        }
+        let meta = DnodePhys::decode(&block[..DNODE_SIZE_BYTES])
+            .map_err(|e| DmuError::Corrupt(e.to_string()))?;
+        if meta.is_free() || meta.data_block_size_bytes != META_DNODE_BLOCK_SIZE_BYTES {
+            return Err(DmuError::Corrupt("meta-dnode is malformed".to_string()));
+        }
+        let word = |at: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&block[at..at + 8]);
+            u64::from_le_bytes(w)
+        };
+        let os_type = match word(512) {
+            1 => ObjsetType::Meta,
+            2 => ObjsetType::Filesystem,
+            3 => ObjsetType::Volume,
+            other => return Err(DmuError::Corrupt(format!("objset type {other}"))),
+        };
+        let mut zil_header = [0u8; 192];
+        zil_header.copy_from_slice(&block[536..728]);
+        Ok(ObjectSet {
+            id,
+            os_type,
+            policy,
+            meta: ObjectState::new(meta),
+            objects: HashMap::new(),
+            next_object: word(528).clamp(1, OBJECT_ID_MAX),
+            flags: word(520),
+            zil_header,
+            block_size_max_bytes: 128 << 10,
+            dead_blocks: Vec::new(),
+            freed_bytes: 0,
+            born_bytes: 0,
+            dirty: false,
+        })
+    }
+
+    pub fn is_dirty(&self) -> bool {
+        self.dirty
+    }
+
+    /// Allocates a new object number and creates the object.
+    pub fn create_object(
+        &mut self,
+        ctx: &IoCtx<'_>,
+        object_type: u8,
+        block_size_bytes: u32,
+        bonus_type: u8,
+        bonus_len: usize,
+    ) -> Result<ObjectId, DmuError> {
+        loop {
+            let candidate = self.next_object;
+            if candidate >= OBJECT_ID_MAX {
+                return Err(DmuError::Invalid("object numbers exhausted".to_string()));
+            }
+            self.next_object += 1;
+            if !self.object_exists(ctx, ObjectId(candidate))? {
+                self.claim_object(candidate, object_type, block_size_bytes, bonus_type, bonus_len);
+                return Ok(ObjectId(candidate));
+            }
+        }
+    }
+
+    /// Creates an object at a chosen number (fixed MOS objects, receive).
+    pub fn create_object_at(
+        &mut self,
+        ctx: &IoCtx<'_>,
+        id: ObjectId,
+        object_type: u8,
+        block_size_bytes: u32,
+        bonus_type: u8,
+        bonus_len: usize,
+    ) -> Result<(), DmuError> {
+        if id.0 == 0 || id.0 >= OBJECT_ID_MAX {
+            return Err(DmuError::Invalid(format!("object number {id}")));
+        }
+        if self.object_exists(ctx, id)? {
+            return Err(DmuError::Invalid(format!("object {id} already exists")));
+        }
+        self.claim_object(id.0, object_type, block_size_bytes, bonus_type, bonus_len);
+        self.next_object = self.next_object.max(id.0 + 1);
+        Ok(())
+    }
+
+    fn claim_object(&mut self, id: u64, object_type: u8, block_size_bytes: u32, bonus_type: u8, bonus_len: usize) {
+        let block_size_bytes = round_up_shift(u64::from(block_size_bytes.max(512)), 9) as u32;
+        let nblkptr = if bonus_len > DnodePhys::bonus_capacity(3) { 1 } else { 3 };
+        let phys = DnodePhys::new(object_type, block_size_bytes, nblkptr, bonus_type, bonus_len);
+        let mut state = ObjectState::new(phys);
+        state.dnode_dirty = true;
+        self.objects.insert(id, state);
+        self.dirty = true;
+    }
+
+    pub fn object_exists(&mut self, ctx: &IoCtx<'_>, id: ObjectId) -> Result<bool, DmuError> {
+        if let Some(state) = self.objects.get(&id.0) {
+            return Ok(!state.phys.is_free());
+        }
+        Ok(!self.read_dnode(ctx, id.0)?.is_free())
+    }
+
+    fn read_dnode(&mut self, ctx: &IoCtx<'_>, id: u64) -> Result<DnodePhys, DmuError> {
+        let offset = id * DNODE_SIZE_BYTES as u64;
+        let blkid = offset / u64::from(META_DNODE_BLOCK_SIZE_BYTES);
+        if blkid > self.meta.phys.max_block_id && !self.meta.dbufs.contains_key(&(0, blkid)) {
+            return Ok(DnodePhys::free());
+        }
+        let bookmark_objset = self.id;
+        let data = load_dbuf(&mut self.meta, ctx, bookmark_objset, 0, 0, blkid)?;
+        let within = (offset % u64::from(META_DNODE_BLOCK_SIZE_BYTES)) as usize;
+        DnodePhys::decode(&data.data[within..within + DNODE_SIZE_BYTES])
+            .map_err(|e| DmuError::Corrupt(format!("object {id}: {e}")))
+    }
+
+    fn state(&mut self, ctx: &IoCtx<'_>, id: ObjectId) -> Result<&mut ObjectState, DmuError> {
+        if !self.objects.contains_key(&id.0) {
+            let phys = self.read_dnode(ctx, id.0)?;
+            if phys.is_free() {
+                return Err(DmuError::NoSuchObject(id));
+            }
+            self.objects.insert(id.0, ObjectState::new(phys));
+        }
+        match self.objects.get_mut(&id.0) {
+            Some(state) if !state.phys.is_free() => Ok(state),
+            _ => Err(DmuError::NoSuchObject(id)),
+        }
+    }
+
+    pub fn dnode(&mut self, ctx: &IoCtx<'_>, id: ObjectId) -> Result<DnodePhys, DmuError> {
+        Ok(self.state(ctx, id)?.phys.clone())
+    }
+
+    /// Sets the largest data block size objects may grow to (the record size): a
+    /// single-block object grows its block up to this; multi-block objects keep theirs.
+    pub fn set_block_size_max(&mut self, size_bytes: u32) {
+        self.block_size_max_bytes = size_bytes.clamp(512, crate::types::BLOCK_SIZE_MAX_BYTES as u32);
+    }
+
+    pub fn bonus(&mut self, ctx: &IoCtx<'_>, id: ObjectId) -> Result<Vec<u8>, DmuError> {
+        Ok(self.state(ctx, id)?.phys.bonus.clone())
+    }
+
+    pub fn set_bonus(&mut self, ctx: &IoCtx<'_>, id: ObjectId, bonus: &[u8]) -> Result<(), DmuError> {
+        let state = self.state(ctx, id)?;
+        if bonus.len() > DnodePhys::bonus_capacity(state.phys.blkptr.len()) {
+            return Err(DmuError::Invalid(format!("bonus of {} bytes", bonus.len())));
+        }
+        state.phys.bonus = bonus.to_vec();
+        state.dnode_dirty = true;
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// The object's logical size (the end of the last write or truncate).
+    pub fn size_bytes(&mut self, ctx: &IoCtx<'_>, id: ObjectId) -> Result<u64, DmuError> {
+        Ok(self.state(ctx, id)?.phys.size_bytes)
+    }
+
+    pub fn read(&mut self, ctx: &IoCtx<'_>, id: ObjectId, offset: u64, len: usize) -> Result<Vec<u8>, DmuError> {
+        let objset = self.id;
+        let state = self.state(ctx, id)?;
+        let size = state.phys.size_bytes;
+        let end = offset.saturating_add(len as u64).min(size);
+        if offset >= end {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::with_capacity((end - offset) as usize);
+        let block_size = u64::from(state.phys.data_block_size_bytes);
+        let mut position = offset;
+        while position < end {
+            let blkid = position / block_size;
+            let within = (position % block_size) as usize;
+            let take = ((block_size - within as u64).min(end - position)) as usize;
+            if let Some(dbuf) = state.dbufs.get(&(0, blkid)) {
+                out.extend_from_slice(&dbuf.data[within..within + take]);
+            } else {
+                let bp = block_pointer(state, ctx, objset, id.0, 0, blkid)?;
+                if bp.is_hole() {
+                    out.resize(out.len() + take, 0);
+                } else {
+                    let data = ctx.zio.read_block(
+                        ctx.root,
+                        &bp,
+                        Some(Bookmark {
+                            objset,
+                            object: id.0,
+                            level: 0,
+                            blkid,
+                        }),
+                    )?;
+                    if data.len() < within + take {
+                        return Err(DmuError::Corrupt(format!(
+                            "object {id} block {blkid} is {} bytes, expected {block_size}",
+                            data.len()
+                        )));
+                    }
+                    out.extend_from_slice(&data[within..within + take]);
+                }
+            }
+            position += take as u64;
+        }
+        Ok(out)
+    }
+
+    pub fn write(&mut self, ctx: &IoCtx<'_>, id: ObjectId, offset: u64, data: &[u8]) -> Result<(), DmuError> {
+        let objset = self.id;
+        let end = offset
+            .checked_add(data.len() as u64)
+            .ok_or_else(|| DmuError::Invalid("write past the end of the address space".to_string()))?;
+        let maximum = u64::from(self.block_size_max_bytes);
+        let state = self.state(ctx, id)?;
+        grow_block_size(state, ctx, objset, id.0, end, maximum)?;
+        let block_size = u64::from(state.phys.data_block_size_bytes);
+        let mut position = offset;
+        let mut consumed = 0usize;
+        while position < end {
+            let blkid = position / block_size;
+            let within = (position % block_size) as usize;
+            let take = ((block_size - within as u64).min(end - position)) as usize;
+            ensure_levels(state, ctx, objset, id.0, blkid)?;
+            let whole = within == 0 && take as u64 == block_size;
+            let dbuf = if whole && !state.dbufs.contains_key(&(0, blkid)) {
+                let bp = block_pointer(state, ctx, objset, id.0, 0, blkid)?;
+                state.dbufs.entry((0, blkid)).or_insert(Dbuf {
+                    data: vec![0u8; block_size as usize],
+                    dirty: false,
+                    bp,
+                })
+            } else {
+                load_dbuf(state, ctx, objset, id.0, 0, blkid)?
+            };
+            dbuf.data[within..within + take].copy_from_slice(&data[consumed..consumed + take]);
+            dbuf.dirty = true;
+            state.phys.max_block_id = state.phys.max_block_id.max(blkid);
+            position += take as u64;
+            consumed += take;
+        }
+        if end > state.phys.size_bytes {
+            state.phys.size_bytes = end;
+        }
+        state.dnode_dirty = true;
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// Sets the object's size, freeing whole blocks past it and zeroing the tail of the
+    /// last one.
+    pub fn truncate(&mut self, ctx: &IoCtx<'_>, id: ObjectId, size_bytes: u64) -> Result<(), DmuError> {
+        let objset = self.id;
+        let state = self.state(ctx, id)?;
+        let old_size = state.phys.size_bytes;
+        if size_bytes >= old_size {
+            state.phys.size_bytes = size_bytes;
+            state.dnode_dirty = true;
+            self.dirty = true;
+            return Ok(());
+        }
+        let block_size = u64::from(state.phys.data_block_size_bytes);
+        let within = size_bytes % block_size;
+        if within != 0 {
+            let blkid = size_bytes / block_size;
+            let dbuf = load_dbuf(state, ctx, objset, id.0, 0, blkid)?;
+            dbuf.data[within as usize..].fill(0);
+            dbuf.dirty = true;
+        }
+        let first_free = size_bytes.div_ceil(block_size);
+        let last = old_size.div_ceil(block_size);
+        self.free_range_blocks(ctx, id, first_free, last)?;
+        let state = self.state(ctx, id)?;
+        state.phys.size_bytes = size_bytes;
+        state.phys.max_block_id = first_free.saturating_sub(1);
+        state.dnode_dirty = true;
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// Punches a hole: whole blocks in the range become holes, partial ones are zeroed.
+    pub fn free_range(&mut self, ctx: &IoCtx<'_>, id: ObjectId, offset: u64, len: u64) -> Result<(), DmuError> {
+        let objset = self.id;
+        let state = self.state(ctx, id)?;
+        let end = offset.saturating_add(len).min(state.phys.size_bytes);
+        if offset >= end {
+            return Ok(());
+        }
+        let block_size = u64::from(state.phys.data_block_size_bytes);
+        let first_whole = offset.div_ceil(block_size);
+        let last_whole = end / block_size;
+        for (start, stop) in [(offset, (first_whole * block_size).min(end)), ((last_whole * block_size).max(offset), end)] {
+            if start < stop {
+                let blkid = start / block_size;
+                let dbuf = load_dbuf(state, ctx, objset, id.0, 0, blkid)?;
+                let from = (start % block_size) as usize;
+                dbuf.data[from..from + (stop - start) as usize].fill(0);
+                dbuf.dirty = true;
+            }
+        }
+        if first_whole < last_whole {
+            self.free_range_blocks(ctx, id, first_whole, last_whole)?;
+        }
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// Turns level-0 blocks [first, last) into holes.
+    fn free_range_blocks(&mut self, ctx: &IoCtx<'_>, id: ObjectId, first: u64, last: u64) -> Result<(), DmuError> {
+        let objset = self.id;
+        let policy = self.policy;
+        let state = self.state(ctx, id)?;
+        let capacity = state.phys.capacity_blocks(state.phys.nlevels);
+        let last = last.min(capacity);
+        let mut released = Vec::new();
+        let mut blkid = first;
+        while blkid < last {
+            // Skip quickly over unallocated regions of sparse objects.
+            let bp = block_pointer(state, ctx, objset, id.0, 0, blkid)?;
+            let had_dbuf = state.dbufs.remove(&(0, blkid));
+            let old = had_dbuf.map(|d| d.bp).unwrap_or(bp);
+            if !old.is_hole() {
+                released.push(old);
+                set_child_bp(state, ctx, objset, id.0, 0, blkid, BlockPointer::HOLE)?;
+            }
+            blkid += 1;
+        }
+        let released_bytes: u64 = released.iter().map(|bp| bp.asize_total_bytes()).sum();
+        state.phys.used_bytes = state.phys.used_bytes.saturating_sub(released_bytes);
+        state.dnode_dirty = true;
+        for bp in released {
+            release_block(ctx, &policy, &mut self.dead_blocks, &mut self.freed_bytes, &bp);
+        }
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// Frees an object and all its blocks.
+    pub fn free_object(&mut self, ctx: &IoCtx<'_>, id: ObjectId) -> Result<(), DmuError> {
+        let policy = self.policy;
+        let objset = self.id;
+        let state = self.state(ctx, id)?;
+        let mut blocks = Vec::new();
+        collect_tree(state, ctx, objset, id.0, &mut blocks)?;
+        state.dbufs.clear();
+        state.phys = DnodePhys::free();
+        state.dnode_dirty = true;
+        for bp in blocks {
+            release_block(ctx, &policy, &mut self.dead_blocks, &mut self.freed_bytes, &bp);
+        }
+        self.next_object = self.next_object.min(id.0);
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// Every allocated object number, in order (walks the dnode array).
+    pub fn object_ids(&mut self, ctx: &IoCtx<'_>) -> Result<Vec<ObjectId>, DmuError> {
+        let mut ids = Vec::new();
+        let blocks = self.meta.phys.max_block_id + 1;
+        for blkid in 0..blocks {
+            for slot in 0..DNODES_PER_BLOCK {
+                let id = blkid * DNODES_PER_BLOCK + slot;
+                if id == 0 {
+                    continue;
+                }
+                if self.object_exists(ctx, ObjectId(id))? {
+                    ids.push(ObjectId(id));
+                }
+            }
+        }
+        for (&id, state) in &self.objects {
+            if !state.phys.is_free() && id / DNODES_PER_BLOCK >= blocks {
+                ids.push(ObjectId(id));
+            }
+        }
+        ids.sort();
+        ids.dedup();
+        Ok(ids)
+    }
+
+    /// Writes everything dirty and returns the new objset block pointer.
+    pub fn sync(&mut self, ctx: &IoCtx<'_>, old_bp: &BlockPointer) -> Result<BlockPointer, DmuError> {
+        let policy = self.policy;
+        let objset = self.id;
+        // 1. Dirty objects' blocks, level by level across all objects.
+        let mut ids: Vec<u64> = self.objects.keys().copied().collect();
+        ids.sort_unstable();
+        {
+            let mut states: Vec<(u64, &mut ObjectState)> = self
+                .objects
+                .iter_mut()
+                .filter(|(_, s)| !s.phys.is_free())
+                .map(|(id, s)| (*id, s))
+                .collect();
+            states.sort_by_key(|(id, _)| *id);
+            sync_trees(ctx, objset, &policy, &mut states, &mut self.dead_blocks, &mut self.freed_bytes, &mut self.born_bytes, false)?;
+        }
+        // 2. Changed dnodes into the meta-dnode's blocks.
+        for id in ids {
+            let dirty = self.objects.get(&id).map(|s| s.dnode_dirty).unwrap_or(false);
+            if !dirty {
+                continue;
+            }
+            let mut bytes = [0u8; DNODE_SIZE_BYTES];
+            if let Some(state) = self.objects.get_mut(&id) {
+                state.phys.encode(&mut bytes);
+                state.dnode_dirty = false;
+            }
+            let offset = id * DNODE_SIZE_BYTES as u64;
+            let blkid = offset / u64::from(META_DNODE_BLOCK_SIZE_BYTES);
+            ensure_levels(&mut self.meta, ctx, objset, 0, blkid)?;
+            let dbuf = load_dbuf(&mut self.meta, ctx, objset, 0, 0, blkid)?;
+            let within = (offset % u64::from(META_DNODE_BLOCK_SIZE_BYTES)) as usize;
+            dbuf.data[within..within + DNODE_SIZE_BYTES].copy_from_slice(&bytes);
+            dbuf.dirty = true;
+            self.meta.phys.max_block_id = self.meta.phys.max_block_id.max(blkid);
+        }
+        // Free dnodes leave the cache; clean level-0 data leaves memory (the ARC keeps it).
+        self.objects.retain(|_, s| !s.phys.is_free());
+        // 3. The meta-dnode's own tree.
+        {
+            let mut states = vec![(0u64, &mut self.meta)];
+            sync_trees(ctx, objset, &policy, &mut states, &mut self.dead_blocks, &mut self.freed_bytes, &mut self.born_bytes, true)?;
+        }
+        self.meta.phys.size_bytes = (self.meta.phys.max_block_id + 1) * u64::from(META_DNODE_BLOCK_SIZE_BYTES);
+        // 4. The objset block.
+        let mut block = vec![0u8; OBJSET_BLOCK_SIZE_BYTES];
+        self.meta.phys.encode(&mut block[..DNODE_SIZE_BYTES]);
+        block[512..520].copy_from_slice(&(self.os_type as u64).to_le_bytes());
+        block[520..528].copy_from_slice(&self.flags.to_le_bytes());
+        block[528..536].copy_from_slice(&self.next_object.to_le_bytes());
+        block[536..728].copy_from_slice(&self.zil_header);
+        let props = meta_props(&policy, object_type::OBJSET, 0, 1);
+        let bp = ctx.zio.write_blocks(ctx.root, vec![(&block[..], props)], ctx.txg)?[0];
+        self.born_bytes += bp.asize_total_bytes();
+        if !old_bp.is_hole() {
+            release_block(ctx, &policy, &mut self.dead_blocks, &mut self.freed_bytes, old_bp);
+        }
+        for state in self.objects.values_mut() {
+            state.dbufs.retain(|(level, _), d| d.dirty || *level > 0);
+        }
+        self.objects.retain(|_, s| s.dnode_dirty || !s.dbufs.is_empty());
+        if self.objects.len() > OBJECT_CACHE_MAX {
+            self.objects.clear();
+        }
+        self.meta.dbufs.retain(|(level, _), d| d.dirty || *level > 0);
+        self.dirty = false;
+        Ok(bp)
+    }
+
+    /// Every block pointer reachable from this objset (for scrub and MOS space marking),
+    /// with its bookmark. Reads indirect blocks and dnode blocks as it goes.
+    /// With `tolerant`, unreadable subtrees are skipped (scrub) instead of failing the walk.
+    pub fn walk_blocks(
+        ctx: &IoCtx<'_>,
+        objset: u64,
+        root_bp: &BlockPointer,
+        visit: &mut dyn FnMut(&BlockPointer, Bookmark),
+        tolerant: bool,
+    ) -> Result<(), DmuError> {
+        let bookmark = |object, level, blkid| Bookmark {
+            objset,
+            object,
+            level,
+            blkid,
+        };
+        visit(root_bp, bookmark(0, 0, u64::MAX));
+        let block = ctx.zio.read_block(ctx.root, root_bp, Some(bookmark(0, 0, u64::MAX)))?;
+        if block.len() < DNODE_SIZE_BYTES {
+            return Err(DmuError::Corrupt("objset block too short".to_string()));
+        }
+        let meta = DnodePhys::decode(&block[..DNODE_SIZE_BYTES]).map_err(|e| DmuError::Corrupt(e.to_string()))?;
+        let mut dnode_blocks = Vec::new();
+        walk_tree(
+            ctx,
+            objset,
+            0,
+            &meta,
+            visit,
+            &mut |blkid, bp, data| {
+                if bp.level == 0 {
+                    dnode_blocks.push((blkid, data.to_vec()));
+                }
+            },
+            tolerant,
+        )?;
+        for (blkid, data) in dnode_blocks.iter() {
+            for (slot, chunk) in data.chunks(DNODE_SIZE_BYTES).enumerate() {
+                let id = blkid * DNODES_PER_BLOCK + slot as u64;
+                if id == 0 || chunk.len() < DNODE_SIZE_BYTES {
+                    continue;
+                }
+                let dnode = match DnodePhys::decode(chunk) {
+                    Ok(dnode) => dnode,
+                    Err(_) if tolerant => continue,
+                    Err(e) => return Err(DmuError::Corrupt(format!("object {id}: {e}"))),
+                };
+                if !dnode.is_free() {
+                    walk_tree(ctx, objset, id, &dnode, visit, &mut |_, _, _| {}, tolerant)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Visits every block of one object's tree; `level0` sees level-0 data (only read when the
+/// caller needs it: here always for the meta-dnode, never for others).
+fn walk_tree(
+    ctx: &IoCtx<'_>,
+    objset: u64,
+    object: u64,
+    dnode: &DnodePhys,
+    visit: &mut dyn FnMut(&BlockPointer, Bookmark),
+    level0: &mut dyn FnMut(u64, &BlockPointer, &[u8]),
+    tolerant: bool,
+) -> Result<(), DmuError> {
+    let per_indirect = dnode.entries_per_indirect();
+    let mut stack: Vec<(BlockPointer, u8, u64)> = Vec::new();
+    let top = dnode.nlevels.saturating_sub(1);
+    for (i, bp) in dnode.blkptr.iter().enumerate().rev() {
+        stack.push((*bp, top, i as u64));
+    }
+    while let Some((bp, level, blkid)) = stack.pop() {
+        if bp.is_hole() {
+            continue;
+        }
+        let bookmark = Bookmark {
+            objset,
+            object,
+            level,
+            blkid,
+        };
+        visit(&bp, bookmark);
+        if level > 0 {
+            let data = match ctx.zio.read_block(ctx.root, &bp, Some(bookmark)) {
+                Ok(data) => data,
+                // Unreadable subtree: already in the error log; keep walking the rest.
+                Err(_) if tolerant => continue,
+                Err(e) => return Err(e.into()),
+            };
+            let mut children = Vec::new();
+            for (i, chunk) in data.chunks(BLKPTR_SIZE_BYTES).enumerate() {
+                let child = BlockPointer::decode(chunk).map_err(|e| DmuError::Corrupt(e.to_string()))?;
+                children.push((child, level - 1, blkid * per_indirect + i as u64));
+            }
+            stack.extend(children.into_iter().rev());
+        } else if object == 0 {
+            let data = match ctx.zio.read_block(ctx.root, &bp, Some(bookmark)) {
+                Ok(data) => data,
+                Err(_) if tolerant => continue,
+                Err(e) => return Err(e.into()),
+            };
+            level0(blkid, &bp, &data);
+        }
+    }
+    Ok(())
+}
+
+fn meta_props(policy: &ObjsetPolicy, object_type: u8, level: u8, fill: u64) -> WriteProps {
+    WriteProps {
+        checksum: if policy.data_props.checksum == ChecksumKind::Off {
+            ChecksumKind::Fletcher4
+        } else {
+            policy.data_props.checksum
+        },
+        compression: Compression::Lz4,
+        copies: policy.meta_copies,
+        object_type,
+        level,
+        record: policy.record,
+        fill,
+    }
+}
+
+/// Releases a block the live tree no longer references: freed, or handed to the dead list
+/// when the newest snapshot still references it.
+fn release_block(ctx: &IoCtx<'_>, policy: &ObjsetPolicy, dead: &mut Vec<BlockPointer>, freed_bytes: &mut u64, bp: &BlockPointer) {
+    if bp.is_hole() {
+        return;
+    }
+    if bp.birth_txg <= policy.prev_snap_txg {
+        dead.push(*bp);
+    } else {
+        *freed_bytes += bp.asize_total_bytes();
+        ctx.zio.free_block(bp, policy.record, ctx.txg);
+    }
+}
+
+/// Grows a single-block object's block size up to its maximum (a small file is one small
+/// record; it becomes record-sized blocks once it outgrows one).
+fn grow_block_size(state: &mut ObjectState, ctx: &IoCtx<'_>, objset: u64, object: u64, end: u64, maximum: u64) -> Result<(), DmuError> {
+    let current = u64::from(state.phys.data_block_size_bytes);
+    if state.phys.max_block_id > 0 || end <= current || current >= maximum {
+        return Ok(());
+    }
+    let new_size = round_up_shift(end, 9).min(maximum);
+    let dbuf = load_dbuf(state, ctx, objset, object, 0, 0)?;
+    dbuf.data.resize(new_size as usize, 0);
+    dbuf.dirty = true;
+    state.phys.data_block_size_bytes = new_size as u32;
+    Ok(())
+}
+
+/// Adds indirect levels until `blkid` is addressable.
+fn ensure_levels(state: &mut ObjectState, ctx: &IoCtx<'_>, objset: u64, object: u64, blkid: u64) -> Result<(), DmuError> {
+    while blkid >= state.phys.capacity_blocks(state.phys.nlevels) {
+        if state.phys.nlevels >= super::dnode::LEVELS_MAX {
+            return Err(DmuError::Invalid("object too large".to_string()));
+        }
+        // The dnode's pointers become the first entries of a new top indirect block.
+        let old_top = state.phys.nlevels - 1;
+        let new_top = state.phys.nlevels;
+        // Top-level dbufs keep their ids (they are children 0..nblkptr of the new block).
+        let mut block = vec![0u8; 1usize << state.phys.indirect_block_shift];
+        for (i, bp) in state.phys.blkptr.iter().enumerate() {
+            bp.encode(&mut block[i * BLKPTR_SIZE_BYTES..(i + 1) * BLKPTR_SIZE_BYTES]);
+        }
+        let _ = (old_top, ctx, objset, object);
+        state.dbufs.insert(
+            (new_top, 0),
+            Dbuf {
+                data: block,
+                dirty: true,
+                bp: BlockPointer::HOLE,
+            },
+        );
+        for bp in state.phys.blkptr.iter_mut() {
+            *bp = BlockPointer::HOLE;
+        }
+        state.phys.nlevels += 1;
+        state.dnode_dirty = true;
+    }
+    Ok(())
+}
+
+/// The current block pointer of (level, blkid): from its parent dbuf, or the dnode.
+fn block_pointer(state: &mut ObjectState, ctx: &IoCtx<'_>, objset: u64, object: u64, level: u8, blkid: u64) -> Result<BlockPointer, DmuError> {
+    let nlevels = state.phys.nlevels;
+    if level + 1 >= nlevels {
+        if level + 1 > nlevels {
+            return Ok(BlockPointer::HOLE);
+        }
+        return Ok(state.phys.blkptr.get(blkid as usize).copied().unwrap_or(BlockPointer::HOLE));
+    }
+    let per = state.phys.entries_per_indirect();
+    let levels_above = u32::from(nlevels - 1 - level);
+    let addressable = (state.phys.blkptr.len() as u64).saturating_mul(per.saturating_pow(levels_above));
+    if blkid >= addressable {
+        return Ok(BlockPointer::HOLE);
+    }
+    let parent_id = blkid / per;
+    let parent = load_dbuf(state, ctx, objset, object, level + 1, parent_id)?;
+    let slot = (blkid % per) as usize * BLKPTR_SIZE_BYTES;
+    BlockPointer::decode(&parent.data[slot..slot + BLKPTR_SIZE_BYTES]).map_err(|e| DmuError::Corrupt(format!("object {object}: {e}")))
+}
+
+/// Loads (reading if needed) the dbuf of (level, blkid).
+fn load_dbuf<'s>(state: &'s mut ObjectState, ctx: &IoCtx<'_>, objset: u64, object: u64, level: u8, blkid: u64) -> Result<&'s mut Dbuf, DmuError> {
+    if !state.dbufs.contains_key(&(level, blkid)) {
+        let bp = block_pointer(state, ctx, objset, object, level, blkid)?;
+        let size = state.block_size(level);
+        let data = if bp.is_hole() {
+            vec![0u8; size]
+        } else {
+            let block = ctx.zio.read_block(
+                ctx.root,
+                &bp,
+                Some(Bookmark {
+                    objset,
+                    object,
+                    level,
+                    blkid,
+                }),
+            )?;
+            let mut data = block.to_vec();
+            if data.len() != size {
+                if level > 0 || data.len() > size {
+                    return Err(DmuError::Corrupt(format!(
+                        "object {object} L{level} block {blkid} is {} bytes, expected {size}",
+                        data.len()
+                    )));
+                }
+                data.resize(size, 0);
+            }
+            data
+        };
+        state.dbufs.insert((level, blkid), Dbuf { data, dirty: false, bp });
+    }
+    state
+        .dbufs
+        .get_mut(&(level, blkid))
+        .ok_or_else(|| DmuError::Corrupt("dbuf vanished".to_string()))
+}
+
+/// Stores `bp` as the pointer of child (level, blkid) in its parent.
+#[allow(clippy::too_many_arguments)]
+fn set_child_bp(state: &mut ObjectState, ctx: &IoCtx<'_>, objset: u64, object: u64, level: u8, blkid: u64, bp: BlockPointer) -> Result<(), DmuError> {
+    if level + 1 >= state.phys.nlevels {
+        if let Some(slot) = state.phys.blkptr.get_mut(blkid as usize) {
+            *slot = bp;
+            state.dnode_dirty = true;
+            return Ok(());
+        }
+        return Err(DmuError::Invalid(format!("block {blkid} beyond the dnode")));
+    }
+    let per = state.phys.entries_per_indirect();
+    let parent = load_dbuf(state, ctx, objset, object, level + 1, blkid / per)?;
+    let slot = (blkid % per) as usize * BLKPTR_SIZE_BYTES;
+    bp.encode(&mut parent.data[slot..slot + BLKPTR_SIZE_BYTES]);
+    parent.dirty = true;
+    Ok(())
+}
+
+/// Collects every block of an object as the live tree (in memory where loaded) sees it,
+/// top level first (for freeing it).
+fn collect_tree(state: &mut ObjectState, ctx: &IoCtx<'_>, objset: u64, object: u64, out: &mut Vec<BlockPointer>) -> Result<(), DmuError> {
+    let per = state.phys.entries_per_indirect();
+    let blocks_level0 = state.phys.max_block_id + 1;
+    for level in (0..state.phys.nlevels).rev() {
+        let count = blocks_level0.div_ceil(per.saturating_pow(u32::from(level)).max(1));
+        for blkid in 0..count {
+            let bp = match state.dbufs.get(&(level, blkid)) {
+                Some(dbuf) => dbuf.bp,
+                None => block_pointer(state, ctx, objset, object, level, blkid)?,
+            };
+            if !bp.is_hole() {
+                out.push(bp);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes dirty dbufs of `states` bottom-up, one parallel batch per level.
+#[allow(clippy::too_many_arguments)]
+fn sync_trees(
+    ctx: &IoCtx<'_>,
+    objset: u64,
+    policy: &ObjsetPolicy,
+    states: &mut [(u64, &mut ObjectState)],
+    dead: &mut Vec<BlockPointer>,
+    freed_bytes: &mut u64,
+    born_bytes: &mut u64,
+    is_meta: bool,
+) -> Result<(), DmuError> {
+    let max_levels = states.iter().map(|(_, s)| s.phys.nlevels).max().unwrap_or(0);
+    for level in 0..max_levels {
+        // Gather this level's dirty blocks.
+        let mut jobs: Vec<(usize, u64)> = Vec::new();
+        for (index, (_, state)) in states.iter().enumerate() {
+            if level >= state.phys.nlevels {
+                continue;
+            }
+            for ((l, blkid), dbuf) in state.dbufs.range((level, 0)..=(level, u64::MAX)) {
+                debug_assert_eq!(*l, level);
+                if dbuf.dirty {
+                    jobs.push((index, *blkid));
+                }
+            }
+        }
+        if jobs.is_empty() {
+            continue;
+        }
+        let mut payloads: Vec<(Vec<u8>, WriteProps, bool)> = Vec::with_capacity(jobs.len());
+        for &(index, blkid) in &jobs {
+            let state = &states[index].1;
+            let dbuf = &state.dbufs[&(level, blkid)];
+            let (props, empty) = if level == 0 {
+                let all_zero = !is_meta && dbuf.data.iter().all(|b| *b == 0);
+                let mut props = if is_meta {
+                    meta_props(policy, object_type::DNODE, 0, dnode_fill(&dbuf.data))
+                } else if is_metadata_type(state.phys.object_type) {
+                    meta_props(policy, state.phys.object_type, 0, 1)
+                } else {
+                    let mut p = policy.data_props;
+                    p.object_type = state.phys.object_type;
+                    p
+                };
+                props.level = 0;
+                (props, all_zero)
+            } else {
+                let fill = indirect_fill(&dbuf.data);
+                let mut props = meta_props(policy, state.phys.object_type, level, fill);
+                props.level = level;
+                (props, fill == 0)
+            };
+            payloads.push((dbuf.data.clone(), props, empty));
+        }
+        let to_write: Vec<(&[u8], WriteProps)> = payloads
+            .iter()
+            .filter(|(_, _, empty)| !*empty)
+            .map(|(data, props, _)| (&data[..], *props))
+            .collect();
+        let mut written = ctx.zio.write_blocks(ctx.root, to_write, ctx.txg)?.into_iter();
+        for (job, (_, _, empty)) in jobs.iter().zip(payloads.iter()) {
+            let (index, blkid) = *job;
+            let new_bp = if *empty {
+                BlockPointer::HOLE
+            } else {
+                written
+                    .next()
+                    .ok_or_else(|| DmuError::Corrupt("write batch came back short".to_string()))?
+            };
+            let object = states[index].0;
+            let state = &mut *states[index].1;
+            let old_bp = {
+                let dbuf = state
+                    .dbufs
+                    .get_mut(&(level, blkid))
+                    .ok_or_else(|| DmuError::Corrupt("dirty dbuf vanished".to_string()))?;
+                let old = dbuf.bp;
+                dbuf.bp = new_bp;
+                dbuf.dirty = false;
+                old
+            };
+            state.phys.used_bytes = state.phys.used_bytes.saturating_sub(old_bp.asize_total_bytes()) + new_bp.asize_total_bytes();
+            *born_bytes += new_bp.asize_total_bytes();
+            release_block(ctx, policy, dead, freed_bytes, &old_bp);
+            set_child_bp(state, ctx, objset, object, level, blkid, new_bp)?;
+            state.dnode_dirty = true;
+        }
+    }
+    Ok(())
+}
+
+fn is_metadata_type(object_type: u8) -> bool {
+    !matches!(object_type, object_type::PLAIN_FILE | object_type::ZVOL)
+}
+
+fn dnode_fill(data: &[u8]) -> u64 {
+    data.chunks(DNODE_SIZE_BYTES).filter(|c| c.len() > 9 && (c[8] != 0 || c[9] != 0)).count() as u64
+}
+
+fn indirect_fill(data: &[u8]) -> u64 {
+    data.chunks(BLKPTR_SIZE_BYTES)
+        .map(|chunk| {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(&chunk[72..80]);
+            let birth = u64::from_le_bytes([chunk[64], chunk[65], chunk[66], chunk[67], chunk[68], chunk[69], chunk[70], chunk[71]]);
+            if birth == 0 {
+                0
+            } else {
+                u64::from_le_bytes(word).max(1)
+            }
+        })
+        .sum()
+}

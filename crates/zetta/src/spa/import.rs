@@ -1,0 +1,199 @@
+//! Finding and importing pools (OpenZFS `spa_import`, `zpool_find_import`).
+//!
+//! Discovery reads the labels of candidate devices and groups them by pool guid; the newest
+//! label config of each pool describes its vdev tree. Import then needs every top-level vdev
+//! usable (redundancy lives inside top-level vdevs: losing one loses the pool, `-f` or not),
+//! reads every uberblock ring, and opens the MOS of the newest uberblock that verifies —
+//! falling back to older ones when the newest is damaged. The vdev tree is then rebuilt from
+//! the MOS's own config (authoritative, consistent with that uberblock), the space maps are
+//! loaded and the MOS's blocks marked in use.
+
+use super::uberblock::Uberblock;
+use super::*;
+use crate::dmu::ObjsetType;
+use std::collections::HashMap;
+
+/// A pool found on devices, as `zpool import` lists it.
+#[derive(Clone)]
+pub struct ImportCandidate {
+    pub name: String,
+    pub guid: Guid,
+    pub state: u64,
+    pub txg: Txg,
+    /// The newest label config (vdev tree with this pool's leaves).
+    pub config: NvList,
+    /// Leaf guid → device, for every device found.
+    pub devices: HashMap<Guid, DeviceRef>,
+}
+
+impl ImportCandidate {
+    /// The vdev tree as far as the found devices allow (missing leaves have no device).
+    pub fn vdev_tree(&self) -> Result<Vdev, SpaError> {
+        let tree = self
+            .config
+            .get_list("vdev_tree")
+            .ok_or_else(|| SpaError::Corrupt("label has no vdev tree".to_string()))?;
+        Vdev::from_config(tree, &self.devices).map_err(SpaError::Corrupt)
+    }
+}
+
+/// Groups the devices by the pool their labels name.
+pub fn find_pools(devices: &[DeviceRef]) -> Vec<ImportCandidate> {
+    let mut pools: HashMap<u64, ImportCandidate> = HashMap::new();
+    for device in devices {
+        let Some((config, txg)) = label::read_config(device.as_ref()) else {
+            continue;
+        };
+        let (Some(pool_guid), Some(leaf_guid), Some(name)) = (
+            config.get_u64("pool_guid"),
+            config.get_u64("guid"),
+            config.get_str("name").map(str::to_string),
+        ) else {
+            continue;
+        };
+        let state = config.get_u64("state").unwrap_or(POOL_STATE_ACTIVE);
+        let entry = pools.entry(pool_guid).or_insert_with(|| ImportCandidate {
+            name: name.clone(),
+            guid: Guid(pool_guid),
+            state,
+            txg,
+            config: config.clone(),
+            devices: HashMap::new(),
+        });
+        if txg > entry.txg {
+            entry.txg = txg;
+            entry.config = config.clone();
+            entry.name = name;
+            entry.state = state;
+        }
+        entry.devices.insert(Guid(leaf_guid), device.clone());
+    }
+    let mut found: Vec<ImportCandidate> = pools.into_values().collect();
+    found.sort_by(|a, b| a.name.cmp(&b.name).then(a.guid.cmp(&b.guid)));
+    found
+}
+
+impl Spa {
+    /// Imports a found pool, optionally under a new name.
+    pub fn import(candidate: &ImportCandidate, new_name: Option<&str>, arc_size_bytes_max: u64) -> Result<Spa, SpaError> {
+        let label_tree = candidate.vdev_tree()?;
+        if label_tree.children.iter().any(|top| !top.state().is_usable()) {
+            return Err(SpaError::DevicesUnavailable);
+        }
+        // Newest uberblock first, across every label of every device.
+        let mut uberblocks: Vec<Uberblock> = Vec::new();
+        for top in &label_tree.children {
+            for leaf in top.leaves() {
+                let Some(device) = &leaf.device else { continue };
+                for (offset, bytes) in label::read_ring(device.as_ref(), top.ashift) {
+                    if let Some(ub) = Uberblock::decode(&bytes, offset) {
+                        if ub.pool_guid == candidate.guid {
+                            uberblocks.push(ub);
+                        }
+                    }
+                }
+            }
+        }
+        uberblocks.sort_by(|a, b| b.txg.cmp(&a.txg));
+        uberblocks.dedup_by(|a, b| a.txg == b.txg && a.rootbp == b.rootbp);
+        if uberblocks.is_empty() {
+            return Err(SpaError::Corrupt("no valid uberblock found".to_string()));
+        }
+        let mut last_error = None;
+        for ub in &uberblocks {
+            match Self::open_at(candidate, &label_tree, ub, new_name, arc_size_bytes_max) {
+                Ok(spa) => return Ok(spa),
+                Err(e) => last_error = Some(e),
+            }
+        }
+        Err(last_error.unwrap_or_else(|| SpaError::Corrupt("no usable uberblock".to_string())))
+    }
+
+    fn open_at(
+        candidate: &ImportCandidate,
+        label_tree: &Vdev,
+        ub: &Uberblock,
+        new_name: Option<&str>,
+        arc_size_bytes_max: u64,
+    ) -> Result<Spa, SpaError> {
+        let zio = Zio::new(Allocator::new(), arc_size_bytes_max);
+        let txg = ub.txg.next();
+        let (directory, root_config) = {
+            let ctx = IoCtx {
+                zio: &zio,
+                root: label_tree,
+                txg,
+            };
+            let mut mos = ObjectSet::open(&ctx, 0, &ub.rootbp, mos_policy())?;
+            let size = mos.size_bytes(&ctx, MOS_OBJECT_DIRECTORY)?;
+            let bytes = mos.read(&ctx, MOS_OBJECT_DIRECTORY, 0, size as usize)?;
+            let directory = NvList::decode(&bytes).map_err(|e| SpaError::Corrupt(e.to_string()))?;
+            let config = directory
+                .get_list("config")
+                .ok_or_else(|| SpaError::Corrupt("object directory has no config".to_string()))?
+                .clone();
+            (directory, config)
+        };
+        let tree_config = root_config
+            .get_list("vdev_tree")
+            .ok_or_else(|| SpaError::Corrupt("config has no vdev tree".to_string()))?;
+        let root = Vdev::from_config(tree_config, &candidate.devices).map_err(SpaError::Corrupt)?;
+        if root.children.iter().any(|top| !top.state().is_usable()) {
+            return Err(SpaError::DevicesUnavailable);
+        }
+        let name = new_name
+            .map(str::to_string)
+            .or_else(|| root_config.get_str("name").map(str::to_string))
+            .unwrap_or_else(|| candidate.name.clone());
+        let mut spa = Spa {
+            name,
+            guid: candidate.guid,
+            root,
+            zio,
+            mos: ObjectSet::create(0, ObjsetType::Meta, mos_policy()),
+            mos_bp: ub.rootbp,
+            directory: directory.clone(),
+            root_dataset: ObjectSet::create(MOS_OBJECT_ROOT_DATASET.0, ObjsetType::Filesystem, dataset_policy(default_data_props())),
+            root_dataset_bp: BlockPointer::HOLE,
+            open_txg: txg,
+            last_synced_txg: ub.txg,
+            config_dirty: true,
+            history_pending: Vec::new(),
+            props: directory.get_list("props").cloned().unwrap_or_default(),
+            scan: directory.get_list("scan").map(ScanStats::from_nvlist).unwrap_or_default(),
+            dirty_bytes: 0,
+            import_time_secs: now_secs(),
+            state: POOL_STATE_ACTIVE,
+            ms_arrays: Vec::new(),
+        };
+        {
+            let ctx = IoCtx {
+                zio: &spa.zio,
+                root: &spa.root,
+                txg,
+            };
+            spa.mos = ObjectSet::open(&ctx, 0, &ub.rootbp, mos_policy())?;
+            let bonus = spa.mos.bonus(&ctx, MOS_OBJECT_ROOT_DATASET)?;
+            if bonus.len() < BLKPTR_SIZE_BYTES {
+                return Err(SpaError::Corrupt("root dataset record is truncated".to_string()));
+            }
+            spa.root_dataset_bp = BlockPointer::decode(&bonus[..BLKPTR_SIZE_BYTES]).map_err(|e| SpaError::Corrupt(e.to_string()))?;
+            spa.root_dataset = ObjectSet::open(&ctx, MOS_OBJECT_ROOT_DATASET.0, &spa.root_dataset_bp, dataset_policy(default_data_props()))?;
+            let size = spa.mos.size_bytes(&ctx, MOS_OBJECT_ERRLOG)?;
+            let bytes = spa.mos.read(&ctx, MOS_OBJECT_ERRLOG, 0, size as usize)?;
+            let mut errlog = spa.zio.errlog.lock();
+            for record in bytes.chunks_exact(32) {
+                let word = |i: usize| u64::from_le_bytes(record[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
+                errlog.insert(crate::zio::Bookmark {
+                    objset: word(0),
+                    object: word(1),
+                    level: word(2) as u8,
+                    blkid: word(3),
+                });
+            }
+        }
+        spa.load_space_maps()?;
+        spa.expand_vdevs_if_allowed();
+        Ok(spa)
+    }
+}

@@ -1,0 +1,720 @@
+//! The storage pool allocator: a pool's life from create to export, and the txg cycle that
+//! commits its changes (OpenZFS `spa.c`, `spa_config.c`, `txg.c`, `vdev_label.c` sync).
+//!
+//! A pool is a vdev tree, an allocator, the MOS (meta object set) and the object sets of its
+//! datasets. Changes accumulate in memory in the open txg; `sync` commits them:
+//!
+//! 1. dataset object sets write their dirty blocks (new places only: copy-on-write);
+//! 2. the allocator's space map changes of this txg go into MOS space map objects;
+//! 3. the MOS writes its dirty blocks; its new root is the uberblock's `rootbp`;
+//! 4. every leaf is flushed; if the vdev config changed, the even labels get it (flush);
+//! 5. the uberblock goes to slot `txg % slots` of every label of every leaf (flush);
+//! 6. the odd labels get a changed config (flush); frees from txg-2 become reusable.
+//!
+//! A power cut before step 5 completes leaves the previous uberblock as the newest valid
+//! one, and nothing it references was overwritten (frees are deferred two txgs). Import
+//! reads every label, picks the newest uberblock whose MOS verifies, and rebuilds the space
+//! maps; a pool missing a top-level vdev is refused.
+//!
+//! MOS layout: object 1 = object directory (a packed nvlist: config, props, scan, feature
+//! and object numbers), 2 = history, 3 = error log, 4 = the root dataset (bonus: its objset
+//! block pointer); space map arrays and space maps are allocated as needed.
+
+mod error;
+pub mod import;
+pub mod scan;
+pub mod uberblock;
+mod vdev_ops;
+
+pub use error::SpaError;
+pub use import::{find_pools, ImportCandidate};
+pub use scan::{ScanFunction, ScanState, ScanStats};
+
+use crate::dmu::{default_data_props, object_type, IoCtx, ObjectSet, ObjsetPolicy, ObjsetType};
+use crate::io::DeviceRef;
+use crate::metaslab::{Allocator, MetaslabGroup, SpaceMapEntry};
+use crate::nvlist::NvList;
+use crate::types::{round_down_shift, Guid, ObjectId, Txg, ASHIFT_DEFAULT, DEVICE_SIZE_MIN_BYTES};
+use crate::vdev::label;
+use crate::vdev::{Vdev, VdevKind, VdevState};
+use crate::zio::blkptr::{BlockPointer, BLKPTR_SIZE_BYTES};
+use crate::zio::{WriteProps, Zio};
+use uberblock::Uberblock;
+
+pub const TXG_INITIAL: Txg = Txg(4);
+pub const MOS_OBJECT_DIRECTORY: ObjectId = ObjectId(1);
+pub const MOS_OBJECT_HISTORY: ObjectId = ObjectId(2);
+pub const MOS_OBJECT_ERRLOG: ObjectId = ObjectId(3);
+pub const MOS_OBJECT_ROOT_DATASET: ObjectId = ObjectId(4);
+/// Dirty data that forces a txg sync (OpenZFS zfs_dirty_data_max, scaled for a daemon).
+pub const DIRTY_BYTES_MAX: u64 = 512 << 20;
+pub const ARC_SIZE_BYTES_DEFAULT: u64 = 1 << 30;
+pub const POOL_NAME_LEN_MAX: usize = 255;
+
+pub const POOL_STATE_ACTIVE: u64 = 0;
+pub const POOL_STATE_EXPORTED: u64 = 1;
+pub const POOL_STATE_DESTROYED: u64 = 2;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TopKind {
+    Single,
+    Mirror,
+    Raidz(u8),
+}
+
+/// One top-level vdev to create or add: its layout and its leaf devices.
+#[derive(Clone)]
+pub struct TopSpec {
+    pub kind: TopKind,
+    pub leaves: Vec<(String, DeviceRef)>,
+    pub is_log: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct CreateOptions {
+    pub ashift: u32,
+    pub props: NvList,
+    pub arc_size_bytes_max: u64,
+}
+
+impl Default for CreateOptions {
+    fn default() -> Self {
+        CreateOptions {
+            ashift: ASHIFT_DEFAULT,
+            props: NvList::new(),
+            arc_size_bytes_max: ARC_SIZE_BYTES_DEFAULT,
+        }
+    }
+}
+
+pub struct Spa {
+    pub name: String,
+    pub guid: Guid,
+    pub root: Vdev,
+    pub zio: Zio,
+    pub(crate) mos: ObjectSet,
+    mos_bp: BlockPointer,
+    /// The object directory's content (config lives in `root`, written at sync).
+    pub(crate) directory: NvList,
+    pub root_dataset: ObjectSet,
+    root_dataset_bp: BlockPointer,
+    open_txg: Txg,
+    last_synced_txg: Txg,
+    config_dirty: bool,
+    history_pending: Vec<String>,
+    /// Pool properties set by the user (`zpool set`, `-o`).
+    pub props: NvList,
+    pub scan: ScanStats,
+    pub dirty_bytes: u64,
+    pub import_time_secs: u64,
+    pub state: u64,
+    /// Metaslab array contents per top-level vdev, loaded at import (object numbers).
+    ms_arrays: Vec<Vec<u64>>,
+}
+
+pub fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// `zpool create` / import name rules (OpenZFS `pool_namecheck`).
+pub fn check_pool_name(name: &str) -> Result<(), String> {
+    let reserved = ["mirror", "raidz", "draid", "spare", "log", "cache", "special", "dedup"];
+    if name.is_empty() {
+        return Err("name is too short".to_string());
+    }
+    if name.len() > POOL_NAME_LEN_MAX {
+        return Err("name is too long".to_string());
+    }
+    if !name.chars().next().is_some_and(|c| c.is_ascii_alphabetic()) {
+        return Err("name must begin with a letter".to_string());
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':' | ' ')))
+    {
+        return Err(format!("invalid character '{bad}' in pool name"));
+    }
+    if reserved.iter().any(|r| name.starts_with(r)) && (name == "mirror" || name == "raidz" || name.starts_with("raidz") && name[5..].chars().all(|c| c.is_ascii_digit())) {
+        return Err("name is reserved".to_string());
+    }
+    if name.starts_with("c") && name.len() > 1 && name[1..].chars().next().is_some_and(|c| c.is_ascii_digit()) {
+        return Err("pool name is reserved".to_string());
+    }
+    Ok(())
+}
+
+fn mos_policy() -> ObjsetPolicy {
+    ObjsetPolicy {
+        data_props: WriteProps {
+            record: false,
+            ..default_data_props()
+        },
+        meta_copies: 3,
+        prev_snap_txg: Txg(0),
+        record: false,
+    }
+}
+
+pub fn dataset_policy(data_props: WriteProps) -> ObjsetPolicy {
+    ObjsetPolicy {
+        data_props,
+        meta_copies: (data_props.copies + 1).min(3),
+        prev_snap_txg: Txg(0),
+        record: true,
+    }
+}
+
+/// Builds a top-level vdev from a spec (not yet part of a pool).
+fn build_top(spec: &TopSpec, id: u64, ashift: u32, txg: Txg) -> Result<Vdev, SpaError> {
+    let mut leaves = Vec::new();
+    for (index, (path, device)) in spec.leaves.iter().enumerate() {
+        let size = device.size_bytes();
+        if size < DEVICE_SIZE_MIN_BYTES {
+            return Err(SpaError::Invalid(format!("cannot create: {path} is smaller than 64M")));
+        }
+        let mut leaf = Vdev::new_leaf(path, Some(device.clone()));
+        leaf.id = index as u64;
+        leaves.push(leaf);
+    }
+    if leaves.is_empty() {
+        return Err(SpaError::Invalid("a vdev needs at least one device".to_string()));
+    }
+    let child_size = leaves.iter().map(|l| l.asize_bytes).min().unwrap_or(0);
+    let mut top = match spec.kind {
+        TopKind::Single => {
+            if leaves.len() != 1 {
+                return Err(SpaError::Invalid("a single vdev has one device".to_string()));
+            }
+            leaves.remove(0)
+        }
+        TopKind::Mirror => {
+            let mut mirror = Vdev::new(VdevKind::Mirror, Guid::random());
+            mirror.children = leaves;
+            mirror
+        }
+        TopKind::Raidz(parity) => {
+            if !(1..=3).contains(&parity) || leaves.len() <= usize::from(parity) {
+                return Err(SpaError::Invalid(format!("raidz{parity} needs more than {parity} devices")));
+            }
+            let mut raidz = Vdev::new(VdevKind::Raidz { parity }, Guid::random());
+            raidz.children = leaves;
+            raidz
+        }
+    };
+    top.id = id;
+    top.ashift = ashift;
+    top.is_log = spec.is_log;
+    top.create_txg = txg;
+    let child_size = round_down_shift(child_size, ashift);
+    top.asize_bytes = match spec.kind {
+        TopKind::Raidz(_) => child_size * top.children.len() as u64,
+        _ => child_size,
+    };
+    let group = MetaslabGroup::new(id as u32, top.asize_bytes, ashift);
+    top.ms_shift = group.ms_shift;
+    Ok(top)
+}
+
+impl Spa {
+    /// Creates a pool on the given devices and commits its first txg.
+    pub fn create(name: &str, tops: &[TopSpec], options: &CreateOptions) -> Result<Spa, SpaError> {
+        check_pool_name(name).map_err(|why| SpaError::Invalid(format!("cannot create '{name}': {why}")))?;
+        if !(9..=16).contains(&options.ashift) {
+            return Err(SpaError::Invalid(format!("invalid ashift {}", options.ashift)));
+        }
+        if tops.iter().all(|t| t.is_log) {
+            return Err(SpaError::Invalid("a pool needs at least one data vdev".to_string()));
+        }
+        let mut root = Vdev::new(VdevKind::Root, Guid::random());
+        let mut allocator = Allocator::new();
+        for (id, spec) in tops.iter().enumerate() {
+            let top = build_top(spec, id as u64, options.ashift, TXG_INITIAL)?;
+            if !top.is_log {
+                allocator.add_group(
+                    MetaslabGroup::with_ms_shift(id as u32, top.asize_bytes, top.ashift, top.ms_shift)
+                        .map_err(|e| SpaError::Invalid(e.to_string()))?,
+                );
+            }
+            root.children.push(top);
+        }
+        let mut spa = Spa {
+            name: name.to_string(),
+            guid: Guid::random(),
+            root,
+            zio: Zio::new(allocator, options.arc_size_bytes_max),
+            mos: ObjectSet::create(0, ObjsetType::Meta, mos_policy()),
+            mos_bp: BlockPointer::HOLE,
+            directory: NvList::new(),
+            root_dataset: ObjectSet::create(MOS_OBJECT_ROOT_DATASET.0, ObjsetType::Filesystem, dataset_policy(default_data_props())),
+            root_dataset_bp: BlockPointer::HOLE,
+            open_txg: TXG_INITIAL,
+            last_synced_txg: Txg(0),
+            config_dirty: true,
+            history_pending: Vec::new(),
+            props: options.props.clone(),
+            scan: ScanStats::default(),
+            dirty_bytes: 0,
+            import_time_secs: now_secs(),
+            state: POOL_STATE_ACTIVE,
+            ms_arrays: Vec::new(),
+        };
+        spa.ms_arrays = vec![Vec::new(); spa.root.children.len()];
+        {
+            let ctx = IoCtx {
+                zio: &spa.zio,
+                root: &spa.root,
+                txg: spa.open_txg,
+            };
+            spa.mos.create_object_at(&ctx, MOS_OBJECT_DIRECTORY, object_type::OBJECT_DIRECTORY, 16384, 0, 0)?;
+            spa.mos.create_object_at(&ctx, MOS_OBJECT_HISTORY, object_type::HISTORY, 16384, 0, 0)?;
+            spa.mos.create_object_at(&ctx, MOS_OBJECT_ERRLOG, object_type::ERROR_LOG, 16384, 0, 0)?;
+            spa.mos.create_object_at(&ctx, MOS_OBJECT_ROOT_DATASET, object_type::DSL_DATASET, 512, 0, 256)?;
+        }
+        spa.sync()?;
+        Ok(spa)
+    }
+
+    pub fn open_txg(&self) -> Txg {
+        self.open_txg
+    }
+
+    pub fn last_synced_txg(&self) -> Txg {
+        self.last_synced_txg
+    }
+
+    pub fn ctx(&self) -> IoCtx<'_> {
+        IoCtx {
+            zio: &self.zio,
+            root: &self.root,
+            txg: self.open_txg,
+        }
+    }
+
+    pub fn mark_config_dirty(&mut self) {
+        self.config_dirty = true;
+    }
+
+    /// Appends a line to the pool's command history (committed with the next txg).
+    pub fn log_history(&mut self, command: &str) {
+        self.history_pending.push(format!("{} {}", now_secs(), command));
+    }
+
+    /// The pool configuration nvlist (labels add the leaf's own guid).
+    pub fn config(&self) -> NvList {
+        let mut config = NvList::new();
+        config
+            .set_str("name", &self.name)
+            .set_u64("pool_guid", self.guid.0)
+            .set_u64("version", uberblock::FORMAT_VERSION)
+            .set_u64("txg", self.open_txg.0)
+            .set_u64("state", self.state)
+            .set_str("hostname", &hostname())
+            .set_list("vdev_tree", self.root.to_config());
+        config
+    }
+
+    /// Commits the open txg (see the module header for the order of writes).
+    pub fn sync(&mut self) -> Result<Txg, SpaError> {
+        let txg = self.open_txg;
+        // 1. Dataset object sets.
+        {
+            let ctx = IoCtx {
+                zio: &self.zio,
+                root: &self.root,
+                txg,
+            };
+            if self.root_dataset.is_dirty() || self.root_dataset_bp.is_hole() {
+                let old = self.root_dataset_bp;
+                self.root_dataset_bp = self.root_dataset.sync(&ctx, &old)?;
+                let mut bonus = vec![0u8; 256];
+                self.root_dataset_bp.encode(&mut bonus[..BLKPTR_SIZE_BYTES]);
+                self.mos.set_bonus(&ctx, MOS_OBJECT_ROOT_DATASET, &bonus)?;
+            }
+            // 2. History and error log.
+            if !self.history_pending.is_empty() {
+                let mut bytes = Vec::new();
+                for line in self.history_pending.drain(..) {
+                    bytes.extend_from_slice(line.as_bytes());
+                    bytes.push(b'\n');
+                }
+                let end = self.mos.size_bytes(&ctx, MOS_OBJECT_HISTORY)?;
+                self.mos.write(&ctx, MOS_OBJECT_HISTORY, end, &bytes)?;
+            }
+            let errlog = self.encode_errlog();
+            let stored = self.mos.size_bytes(&ctx, MOS_OBJECT_ERRLOG)?;
+            if stored != errlog.len() as u64 || !errlog.is_empty() {
+                self.mos.truncate(&ctx, MOS_OBJECT_ERRLOG, 0)?;
+                self.mos.write(&ctx, MOS_OBJECT_ERRLOG, 0, &errlog)?;
+            }
+        }
+        // 3. Space maps.
+        self.sync_space_maps(txg)?;
+        // 4. Object directory and the MOS itself.
+        {
+            let ctx = IoCtx {
+                zio: &self.zio,
+                root: &self.root,
+                txg,
+            };
+            self.directory.set_list("config", self.config());
+            self.directory.set_list("props", self.props.clone());
+            self.directory.set_list("scan", self.scan.to_nvlist());
+            let bytes = self.directory.encode();
+            self.mos.truncate(&ctx, MOS_OBJECT_DIRECTORY, 0)?;
+            self.mos.write(&ctx, MOS_OBJECT_DIRECTORY, 0, &bytes)?;
+            let old = self.mos_bp;
+            self.mos_bp = self.mos.sync(&ctx, &old)?;
+        }
+        // 5. Flush, labels, uberblock, flush.
+        self.flush_leaves()?;
+        let config_changed = self.config_dirty;
+        if config_changed {
+            self.write_label_configs(txg, &[0, 2])?;
+            self.flush_leaves()?;
+        }
+        self.write_uberblocks(txg)?;
+        self.flush_leaves()?;
+        if config_changed {
+            self.write_label_configs(txg, &[1, 3])?;
+            self.flush_leaves()?;
+            self.config_dirty = false;
+        }
+        self.zio.allocator.lock().txg_committed(txg.0);
+        self.last_synced_txg = txg;
+        self.open_txg = txg.next();
+        self.dirty_bytes = 0;
+        Ok(txg)
+    }
+
+    fn encode_errlog(&self) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        for bookmark in self.zio.errlog.lock().iter() {
+            bytes.extend_from_slice(&bookmark.objset.to_le_bytes());
+            bytes.extend_from_slice(&bookmark.object.to_le_bytes());
+            bytes.extend_from_slice(&u64::from(bookmark.level).to_le_bytes());
+            bytes.extend_from_slice(&bookmark.blkid.to_le_bytes());
+        }
+        bytes
+    }
+
+    fn flush_leaves(&self) -> Result<(), SpaError> {
+        let errors = self.root.flush_all();
+        if !self.root.state().is_usable() {
+            if let Some(first) = errors.into_iter().next() {
+                return Err(SpaError::Io(first.to_string()));
+            }
+            return Err(SpaError::DevicesUnavailable);
+        }
+        Ok(())
+    }
+
+    fn write_label_configs(&self, txg: Txg, labels: &[usize]) -> Result<(), SpaError> {
+        let config = self.config();
+        for top in &self.root.children {
+            for leaf in top.leaves() {
+                let Some(device) = &leaf.device else { continue };
+                if !leaf.state().is_usable() {
+                    continue;
+                }
+                let mut own = config.clone();
+                own.set_u64("guid", leaf.guid.0).set_u64("top_guid", top.guid.0);
+                if label::write_config(device.as_ref(), &own, txg, labels).is_err() {
+                    crate::vdev::VdevStats::bump(&leaf.stats.write_errors, 1);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn write_uberblocks(&self, txg: Txg) -> Result<(), SpaError> {
+        let ub = Uberblock {
+            txg,
+            guid_sum: self.root.guid_sum(),
+            timestamp_secs: now_secs(),
+            pool_guid: self.guid,
+            rootbp: self.mos_bp,
+        };
+        let mut written = 0;
+        for top in &self.root.children {
+            let slot_size = label::uberblock_slot_size_bytes(top.ashift) as usize;
+            for leaf in top.leaves() {
+                let Some(device) = &leaf.device else { continue };
+                if !leaf.state().is_usable() {
+                    continue;
+                }
+                let size = device.size_bytes();
+                let mut ok = true;
+                for index in 0..label::LABEL_COUNT {
+                    let offset = label::uberblock_slot_offset(index, size, top.ashift, txg);
+                    if device.write_at(offset, &ub.encode(slot_size, offset)).is_err() {
+                        ok = false;
+                    }
+                }
+                if ok {
+                    written += 1;
+                } else {
+                    crate::vdev::VdevStats::bump(&leaf.stats.write_errors, 1);
+                }
+            }
+        }
+        if written == 0 {
+            return Err(SpaError::Io("no device took the uberblock".to_string()));
+        }
+        Ok(())
+    }
+
+    /// Persists this txg's space map changes into MOS objects.
+    fn sync_space_maps(&mut self, txg: Txg) -> Result<(), SpaError> {
+        let updates = self.zio.allocator.lock().take_space_map_updates();
+        if updates.is_empty() {
+            return Ok(());
+        }
+        let ctx = IoCtx {
+            zio: &self.zio,
+            root: &self.root,
+            txg,
+        };
+        let mut array_objects: Vec<u64> = self.root.children.iter().map(|t| t.ms_array_object).collect();
+        for update in updates {
+            let vdev = update.vdev_id as usize;
+            if self.ms_arrays.len() <= vdev {
+                self.ms_arrays.resize(vdev + 1, Vec::new());
+            }
+            if vdev >= array_objects.len() {
+                return Err(SpaError::Corrupt(format!("space map update for missing vdev {vdev}")));
+            }
+            if array_objects[vdev] == 0 {
+                let id = self.mos.create_object(&ctx, object_type::SPACE_MAP, 16384, 0, 0)?;
+                array_objects[vdev] = id.0;
+            }
+            let array = &mut self.ms_arrays[vdev];
+            if array.len() <= update.ms_index {
+                array.resize(update.ms_index + 1, 0);
+            }
+            if array[update.ms_index] == 0 {
+                let id = self.mos.create_object(&ctx, object_type::SPACE_MAP, 131072, 0, 0)?;
+                array[update.ms_index] = id.0;
+                let bytes: Vec<u8> = array.iter().flat_map(|v| v.to_le_bytes()).collect();
+                self.mos.write(&ctx, ObjectId(array_objects[vdev]), 0, &bytes)?;
+            }
+            let object = ObjectId(array[update.ms_index]);
+            let bytes = zetta_metaslab::space_map::encode_entries(&update.entries);
+            if update.condense {
+                self.mos.truncate(&ctx, object, 0)?;
+                self.mos.write(&ctx, object, 0, &bytes)?;
+            } else {
+                let end = self.mos.size_bytes(&ctx, object)?;
+                self.mos.write(&ctx, object, end, &bytes)?;
+            }
+        }
+        for (top, object) in self.root.children.iter_mut().zip(array_objects) {
+            if top.ms_array_object != object {
+                top.ms_array_object = object;
+                self.config_dirty = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// Loads every space map into the allocator (import).
+    pub(crate) fn load_space_maps(&mut self) -> Result<(), SpaError> {
+        let ctx = IoCtx {
+            zio: &self.zio,
+            root: &self.root,
+            txg: self.open_txg,
+        };
+        let mut allocator = Allocator::new();
+        self.ms_arrays = vec![Vec::new(); self.root.children.len()];
+        for (vdev, top) in self.root.children.iter().enumerate() {
+            if top.is_log {
+                continue;
+            }
+            let mut group = MetaslabGroup::with_ms_shift(vdev as u32, top.asize_bytes, top.ashift, top.ms_shift)
+                .map_err(|e| SpaError::Corrupt(format!("vdev {vdev}: {e}")))?;
+            if top.ms_array_object != 0 {
+                let array_object = ObjectId(top.ms_array_object);
+                let size = self.mos.size_bytes(&ctx, array_object)?;
+                let bytes = self.mos.read(&ctx, array_object, 0, size as usize)?;
+                let ids: Vec<u64> = bytes
+                    .chunks_exact(8)
+                    .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+                    .collect();
+                for (ms_index, &id) in ids.iter().enumerate() {
+                    if id == 0 {
+                        continue;
+                    }
+                    let size = self.mos.size_bytes(&ctx, ObjectId(id))?;
+                    let bytes = self.mos.read(&ctx, ObjectId(id), 0, size as usize)?;
+                    let entries: Vec<SpaceMapEntry> = zetta_metaslab::space_map::decode_entries(&bytes)
+                        .map_err(|e| SpaError::Corrupt(format!("space map of vdev {vdev} metaslab {ms_index}: {e}")))?;
+                    group
+                        .load(ms_index, &entries)
+                        .map_err(|e| SpaError::Corrupt(format!("space map of vdev {vdev}: {e}")))?;
+                }
+                self.ms_arrays[vdev] = ids;
+            }
+            allocator.add_group(group);
+        }
+        // The MOS's own blocks are not in space maps: mark them in use.
+        let mut mos_blocks = Vec::new();
+        ObjectSet::walk_blocks(&ctx, 0, &self.mos_bp, &mut |bp, _| mos_blocks.push(*bp), false)?;
+        for bp in mos_blocks {
+            for dva in bp.dvas.iter().filter(|d| !d.is_empty()) {
+                if let Some(group) = allocator.group_mut(dva.vdev) {
+                    group
+                        .mark_allocated(dva.offset_bytes, dva.asize_bytes)
+                        .map_err(|e| SpaError::Corrupt(format!("MOS block {bp}: {e}")))?;
+                }
+            }
+        }
+        *self.zio.allocator.lock() = allocator;
+        Ok(())
+    }
+
+    /// Commits when enough dirty data has accumulated (the txg "dirty data max").
+    pub fn note_dirty(&mut self, bytes: u64) -> Result<(), SpaError> {
+        self.dirty_bytes += bytes;
+        if self.dirty_bytes >= DIRTY_BYTES_MAX {
+            self.sync()?;
+        }
+        Ok(())
+    }
+
+    /// Space figures for `zpool list`: (size, allocated, free) over normal-class vdevs.
+    pub fn space(&self) -> (u64, u64, u64) {
+        let allocator = self.zio.allocator.lock();
+        (allocator.size_bytes(), allocator.allocated_bytes(), allocator.free_bytes())
+    }
+
+    /// Per top-level vdev: (size, allocated, free, fragmentation).
+    pub fn vdev_space(&self, vdev: usize) -> Option<(u64, u64, u64, Option<u64>)> {
+        let allocator = self.zio.allocator.lock();
+        let group = allocator.group(vdev as u32)?;
+        Some((group.size_bytes(), group.allocated_bytes(), group.free_bytes(), group.fragmentation_percent()))
+    }
+
+    pub fn health(&self) -> VdevState {
+        self.root.state()
+    }
+
+    /// Command history lines (epoch seconds, command).
+    pub fn history(&mut self) -> Result<Vec<(u64, String)>, SpaError> {
+        let ctx = IoCtx {
+            zio: &self.zio,
+            root: &self.root,
+            txg: self.open_txg,
+        };
+        let size = self.mos.size_bytes(&ctx, MOS_OBJECT_HISTORY)?;
+        let bytes = self.mos.read(&ctx, MOS_OBJECT_HISTORY, 0, size as usize)?;
+        let mut lines = Vec::new();
+        for line in String::from_utf8_lossy(&bytes).lines() {
+            if let Some((time, command)) = line.split_once(' ') {
+                lines.push((time.parse().unwrap_or(0), command.to_string()));
+            }
+        }
+        for line in &self.history_pending {
+            if let Some((time, command)) = line.split_once(' ') {
+                lines.push((time.parse().unwrap_or(0), command.to_string()));
+            }
+        }
+        Ok(lines)
+    }
+
+    /// Exports: commit, mark the labels exported, flush, release the devices.
+    pub fn export(mut self) -> Result<(), SpaError> {
+        self.state = POOL_STATE_EXPORTED;
+        self.config_dirty = true;
+        self.sync()?;
+        Ok(())
+    }
+
+    /// Destroys: labels say destroyed, so import no longer lists the pool.
+    pub fn destroy(mut self) -> Result<(), SpaError> {
+        self.state = POOL_STATE_DESTROYED;
+        self.config_dirty = true;
+        self.sync()?;
+        Ok(())
+    }
+
+    /// Object access on the root dataset's object set (the library API until datasets).
+    pub fn create_object(&mut self, block_size_bytes: u32) -> Result<ObjectId, SpaError> {
+        let ctx = IoCtx {
+            zio: &self.zio,
+            root: &self.root,
+            txg: self.open_txg,
+        };
+        Ok(self.root_dataset.create_object(&ctx, object_type::PLAIN_FILE, block_size_bytes, 0, 0)?)
+    }
+
+    pub fn write_object(&mut self, id: ObjectId, offset: u64, data: &[u8]) -> Result<(), SpaError> {
+        let ctx = IoCtx {
+            zio: &self.zio,
+            root: &self.root,
+            txg: self.open_txg,
+        };
+        self.root_dataset.write(&ctx, id, offset, data)?;
+        self.note_dirty(data.len() as u64)
+    }
+
+    pub fn read_object(&mut self, id: ObjectId, offset: u64, len: usize) -> Result<Vec<u8>, SpaError> {
+        let ctx = IoCtx {
+            zio: &self.zio,
+            root: &self.root,
+            txg: self.open_txg,
+        };
+        Ok(self.root_dataset.read(&ctx, id, offset, len)?)
+    }
+
+    pub fn free_object(&mut self, id: ObjectId) -> Result<(), SpaError> {
+        let ctx = IoCtx {
+            zio: &self.zio,
+            root: &self.root,
+            txg: self.open_txg,
+        };
+        Ok(self.root_dataset.free_object(&ctx, id)?)
+    }
+
+    pub fn object_size(&mut self, id: ObjectId) -> Result<u64, SpaError> {
+        let ctx = IoCtx {
+            zio: &self.zio,
+            root: &self.root,
+            txg: self.open_txg,
+        };
+        Ok(self.root_dataset.size_bytes(&ctx, id)?)
+    }
+
+    pub fn object_ids(&mut self) -> Result<Vec<ObjectId>, SpaError> {
+        let ctx = IoCtx {
+            zio: &self.zio,
+            root: &self.root,
+            txg: self.open_txg,
+        };
+        Ok(self.root_dataset.object_ids(&ctx)?)
+    }
+
+    /// Data properties of the root dataset's new writes (compression, checksum, copies).
+    pub fn set_data_props(&mut self, props: WriteProps) {
+        self.root_dataset.policy = dataset_policy(props);
+    }
+
+    pub fn set_record_size(&mut self, size_bytes: u32) {
+        self.root_dataset.set_block_size_max(size_bytes);
+    }
+
+    /// Error log entries (persistent across export/import until a clean scrub).
+    pub fn error_log(&self) -> Vec<crate::zio::Bookmark> {
+        self.zio.errlog.lock().iter().copied().collect()
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/etc/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,182 @@
+//! Scrub and resilver: walk every block the pool references and verify or rebuild it
+//! (OpenZFS `dsl_scan.c`).
+//!
+//! Scrub reads every copy of every block (all mirror children, all raidz columns including
+//! parity) and rewrites whatever does not verify; blocks with no good copy go to the error
+//! log. Resilver reads each block once from where it is good and writes it to the children
+//! that miss it (a newly attached or replacing device), then clears their missing range and
+//! finishes pending replacements. Both walk the committed state (they sync first) and record
+//! their statistics in the MOS for `zpool status`.
+
+use super::*;
+use crate::vdev::ReadMode;
+use crate::zio::Bookmark;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ScanFunction {
+    #[default]
+    None,
+    Scrub,
+    Resilver,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ScanState {
+    #[default]
+    None,
+    Scanning,
+    Finished,
+    Canceled,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScanStats {
+    pub function: ScanFunction,
+    pub state: ScanState,
+    pub start_secs: u64,
+    pub end_secs: u64,
+    pub to_examine_bytes: u64,
+    pub examined_bytes: u64,
+    pub repaired_bytes: u64,
+    pub errors: u64,
+}
+
+impl ScanStats {
+    pub fn to_nvlist(&self) -> NvList {
+        let mut list = NvList::new();
+        list.set_u64(
+            "function",
+            match self.function {
+                ScanFunction::None => 0,
+                ScanFunction::Scrub => 1,
+                ScanFunction::Resilver => 2,
+            },
+        )
+        .set_u64(
+            "state",
+            match self.state {
+                ScanState::None => 0,
+                ScanState::Scanning => 1,
+                ScanState::Finished => 2,
+                ScanState::Canceled => 3,
+            },
+        )
+        .set_u64("start", self.start_secs)
+        .set_u64("end", self.end_secs)
+        .set_u64("to_examine", self.to_examine_bytes)
+        .set_u64("examined", self.examined_bytes)
+        .set_u64("repaired", self.repaired_bytes)
+        .set_u64("errors", self.errors);
+        list
+    }
+
+    pub fn from_nvlist(list: &NvList) -> ScanStats {
+        ScanStats {
+            function: match list.get_u64("function") {
+                Some(1) => ScanFunction::Scrub,
+                Some(2) => ScanFunction::Resilver,
+                _ => ScanFunction::None,
+            },
+            state: match list.get_u64("state") {
+                // A scan interrupted by export or a crash shows as canceled.
+                Some(1) | Some(3) => ScanState::Canceled,
+                Some(2) => ScanState::Finished,
+                _ => ScanState::None,
+            },
+            start_secs: list.get_u64("start").unwrap_or(0),
+            end_secs: list.get_u64("end").unwrap_or(0),
+            to_examine_bytes: list.get_u64("to_examine").unwrap_or(0),
+            examined_bytes: list.get_u64("examined").unwrap_or(0),
+            repaired_bytes: list.get_u64("repaired").unwrap_or(0),
+            errors: list.get_u64("errors").unwrap_or(0),
+        }
+    }
+}
+
+impl Spa {
+    /// Runs a full scrub; `cancel` stops it early (`zpool scrub -s`).
+    pub fn scrub(&mut self, cancel: Option<&AtomicBool>) -> Result<ScanStats, SpaError> {
+        self.run_scan(ScanFunction::Scrub, cancel)
+    }
+
+    /// Rebuilds children that miss data (after attach/replace) and completes replacements.
+    pub fn resilver(&mut self) -> Result<ScanStats, SpaError> {
+        let stats = self.run_scan(ScanFunction::Resilver, None)?;
+        self.finish_resilver();
+        self.sync()?;
+        Ok(stats)
+    }
+
+    /// Whether any leaf still misses data.
+    pub fn needs_resilver(&self) -> bool {
+        self.root
+            .leaves()
+            .iter()
+            .any(|leaf| leaf.missing_through_txg.load(Ordering::Relaxed) != 0)
+    }
+
+    fn run_scan(&mut self, function: ScanFunction, cancel: Option<&AtomicBool>) -> Result<ScanStats, SpaError> {
+        self.sync()?;
+        let (_, allocated, _) = self.space();
+        self.scan = ScanStats {
+            function,
+            state: ScanState::Scanning,
+            start_secs: now_secs(),
+            to_examine_bytes: allocated,
+            ..ScanStats::default()
+        };
+        let mode = match function {
+            ScanFunction::Resilver => ReadMode::Resilver,
+            _ => ReadMode::Scrub,
+        };
+        if function == ScanFunction::Scrub {
+            self.zio.errlog.lock().clear();
+        }
+        let leaf_repaired_before: u64 = self.root.leaves().iter().map(|l| l.stats.repaired_bytes.load(Ordering::Relaxed)).sum();
+        let mut stats = self.scan;
+        let mut canceled = false;
+        let ctx = IoCtx {
+            zio: &self.zio,
+            root: &self.root,
+            txg: self.open_txg,
+        };
+        let roots = [(0u64, self.mos_bp), (MOS_OBJECT_ROOT_DATASET.0, self.root_dataset_bp)];
+        for (objset, root_bp) in roots {
+            let mut visit = |bp: &BlockPointer, bookmark: Bookmark| {
+                if canceled {
+                    return;
+                }
+                if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+                    canceled = true;
+                    return;
+                }
+                let result = ctx.zio.scrub_block(ctx.root, bp, bookmark, mode);
+                stats.examined_bytes += bp.asize_total_bytes();
+                if result.unrecoverable {
+                    stats.errors += 1;
+                }
+            };
+            // An unreadable indirect block was already counted by its own visit.
+            let _ = ObjectSet::walk_blocks(&ctx, objset, &root_bp, &mut visit, true);
+        }
+        let leaf_repaired_after: u64 = self.root.leaves().iter().map(|l| l.stats.repaired_bytes.load(Ordering::Relaxed)).sum();
+        stats.repaired_bytes = leaf_repaired_after - leaf_repaired_before;
+        stats.state = if canceled { ScanState::Canceled } else { ScanState::Finished };
+        stats.end_secs = now_secs();
+        self.scan = stats;
+        self.sync()?;
+        Ok(stats)
+    }
+
+    /// After a resilver: leaves have their data, and replacements drop the old device.
+    fn finish_resilver(&mut self) {
+        for leaf in self.root.leaves() {
+            leaf.missing_through_txg.store(0, Ordering::Relaxed);
+        }
+        for top in self.root.children.iter_mut() {
+            vdev_ops::complete_replacements(top);
+        }
+        self.config_dirty = true;
+    }
+}

@@ -1,0 +1,290 @@
+//! Changing a live pool's vdev tree: add, attach, detach, replace, online/offline, clear,
+//! and growing vdevs whose devices got larger (OpenZFS `spa_vdev_attach`, `spa_vdev_detach`,
+//! `spa_vdev_add`, `vdev_online`).
+//!
+//! Top-level vdev numbers are DVA addresses, so they never change: attach turns a top-level
+//! leaf into a mirror in place (the mirror inherits its number, size and metaslabs), detach
+//! collapses a one-child mirror back, and replace wraps the old leaf in a `replacing` pair
+//! until resilver finishes. A new child misses every block born before it arrived; resilver
+//! fills it (its `missing_through_txg` says what it misses).
+
+use super::*;
+use std::sync::atomic::Ordering;
+
+/// Path of indexes from the root to a leaf.
+fn find_leaf_path(vdev: &Vdev, name: &str, path: &mut Vec<usize>) -> bool {
+    if vdev.is_leaf() {
+        return vdev.path == name || vdev.guid.0.to_string() == name;
+    }
+    for (index, child) in vdev.children.iter().enumerate() {
+        path.push(index);
+        if find_leaf_path(child, name, path) {
+            return true;
+        }
+        path.pop();
+    }
+    false
+}
+
+fn node_mut<'a>(root: &'a mut Vdev, path: &[usize]) -> &'a mut Vdev {
+    let mut node = root;
+    for &index in path {
+        node = &mut node.children[index];
+    }
+    node
+}
+
+fn node<'a>(root: &'a Vdev, path: &[usize]) -> &'a Vdev {
+    let mut node = root;
+    for &index in path {
+        node = &node.children[index];
+    }
+    node
+}
+
+/// Moves the top-level identity (number, size, metaslabs) from `from` onto `to`.
+fn move_top_fields(from: &mut Vdev, to: &mut Vdev) {
+    to.id = from.id;
+    to.ashift = from.ashift;
+    to.asize_bytes = from.asize_bytes;
+    to.ms_shift = from.ms_shift;
+    to.ms_array_object = from.ms_array_object;
+    to.is_log = from.is_log;
+    to.create_txg = from.create_txg;
+    from.ashift = 0;
+    from.ms_shift = 0;
+    from.ms_array_object = 0;
+    from.is_log = false;
+}
+
+/// Replacing pairs whose new device is complete collapse to the new device.
+pub(super) fn complete_replacements(vdev: &mut Vdev) {
+    for child in vdev.children.iter_mut() {
+        complete_replacements(child);
+    }
+    for index in 0..vdev.children.len() {
+        if vdev.children[index].kind == VdevKind::Replacing && vdev.children[index].children.len() == 2 {
+            let mut pair = std::mem::replace(&mut vdev.children[index], Vdev::new(VdevKind::Root, Guid(0)));
+            let mut new = pair.children.remove(1);
+            new.id = pair.id;
+            vdev.children[index] = new;
+        }
+    }
+    if vdev.kind == VdevKind::Replacing && vdev.children.len() == 2 && vdev.ashift != 0 {
+        // A replacing pair at the top level collapses onto its new device.
+        let mut new = vdev.children.remove(1);
+        move_top_fields(vdev, &mut new);
+        *vdev = new;
+    }
+}
+
+impl Spa {
+    fn leaf_path(&self, name: &str) -> Result<Vec<usize>, SpaError> {
+        let mut path = Vec::new();
+        if find_leaf_path(&self.root, name, &mut path) {
+            Ok(path)
+        } else {
+            Err(SpaError::Invalid(format!("no such device in pool")))
+        }
+    }
+
+    /// Adds top-level vdevs (`zpool add`).
+    pub fn add_vdevs(&mut self, tops: &[TopSpec], ashift: u32) -> Result<(), SpaError> {
+        let txg = self.open_txg;
+        let mut built = Vec::new();
+        for (offset, spec) in tops.iter().enumerate() {
+            built.push(build_top(spec, (self.root.children.len() + offset) as u64, ashift, txg)?);
+        }
+        for top in built {
+            if !top.is_log {
+                let group = MetaslabGroup::with_ms_shift(top.id as u32, top.asize_bytes, top.ashift, top.ms_shift)
+                    .map_err(|e| SpaError::Invalid(e.to_string()))?;
+                self.zio.allocator.lock().add_group(group);
+            }
+            self.root.children.push(top);
+            self.ms_arrays.push(Vec::new());
+        }
+        self.config_dirty = true;
+        self.sync()?;
+        Ok(())
+    }
+
+    /// Attaches `device` as a mirror of the leaf named `existing` and resilvers it.
+    pub fn attach(&mut self, existing: &str, new_path: &str, device: DeviceRef) -> Result<(), SpaError> {
+        let path = self.leaf_path(existing)?;
+        self.sync()?;
+        let missing = self.last_synced_txg.0;
+        let mut new_leaf = Vdev::new_leaf(new_path, Some(device));
+        new_leaf.missing_through_txg.store(missing, Ordering::Relaxed);
+        let top_index = path[0];
+        let top_asize = {
+            let top = &self.root.children[top_index];
+            match top.kind {
+                VdevKind::Leaf | VdevKind::Mirror => top.asize_bytes,
+                _ => {
+                    return Err(SpaError::Invalid(
+                        "can only attach to mirrors and top-level disks".to_string(),
+                    ))
+                }
+            }
+        };
+        if new_leaf.asize_bytes < top_asize {
+            return Err(SpaError::Invalid("device is too small".to_string()));
+        }
+        let top = &mut self.root.children[top_index];
+        if top.kind == VdevKind::Leaf {
+            let mut old = std::mem::replace(top, Vdev::new(VdevKind::Mirror, Guid::random()));
+            let mut mirror = Vdev::new(VdevKind::Mirror, Guid::random());
+            move_top_fields(&mut old, &mut mirror);
+            old.id = 0;
+            new_leaf.id = 1;
+            mirror.children = vec![old, new_leaf];
+            *top = mirror;
+        } else {
+            new_leaf.id = top.children.len() as u64;
+            top.children.push(new_leaf);
+        }
+        self.config_dirty = true;
+        self.resilver()?;
+        Ok(())
+    }
+
+    /// Replaces the leaf `old` with `device` (resilvering onto it).
+    pub fn replace(&mut self, old: &str, new_path: &str, device: DeviceRef) -> Result<(), SpaError> {
+        let path = self.leaf_path(old)?;
+        self.sync()?;
+        let old_leaf = node(&self.root, &path);
+        let mut new_leaf = Vdev::new_leaf(new_path, Some(device));
+        if new_leaf.asize_bytes < old_leaf.asize_bytes.min(self.root.children[path[0]].asize_bytes) && path.len() == 1 {
+            return Err(SpaError::Invalid("device is too small".to_string()));
+        }
+        new_leaf
+            .missing_through_txg
+            .store(self.last_synced_txg.0, Ordering::Relaxed);
+        let target = node_mut(&mut self.root, &path);
+        let mut old_vdev = std::mem::replace(target, Vdev::new(VdevKind::Replacing, Guid::random()));
+        let mut pair = Vdev::new(VdevKind::Replacing, Guid::random());
+        if path.len() == 1 {
+            move_top_fields(&mut old_vdev, &mut pair);
+        } else {
+            pair.id = old_vdev.id;
+        }
+        old_vdev.id = 0;
+        new_leaf.id = 1;
+        pair.children = vec![old_vdev, new_leaf];
+        *target = pair;
+        self.config_dirty = true;
+        self.resilver()?;
+        self.expand_vdevs_if_allowed();
+        self.sync()?;
+        Ok(())
+    }
+
+    /// Detaches a leaf from a mirror (or a replacing pair).
+    pub fn detach(&mut self, name: &str) -> Result<(), SpaError> {
+        let path = self.leaf_path(name)?;
+        if path.len() < 2 {
+            return Err(SpaError::Invalid("only applicable to mirror and replacing vdevs".to_string()));
+        }
+        let parent_path = &path[..path.len() - 1];
+        let leaf_index = path[path.len() - 1];
+        {
+            let parent = node(&self.root, parent_path);
+            if !matches!(parent.kind, VdevKind::Mirror | VdevKind::Replacing) {
+                return Err(SpaError::Invalid("only applicable to mirror and replacing vdevs".to_string()));
+            }
+            let others_complete = parent.children.iter().enumerate().any(|(i, c)| {
+                i != leaf_index && c.state().is_usable() && c.leaves().iter().all(|l| l.missing_through_txg.load(Ordering::Relaxed) == 0)
+            });
+            if !others_complete {
+                return Err(SpaError::Invalid("no valid replicas".to_string()));
+            }
+        }
+        self.sync()?;
+        let parent = node_mut(&mut self.root, parent_path);
+        let detached = parent.children.remove(leaf_index);
+        for (i, child) in parent.children.iter_mut().enumerate() {
+            child.id = i as u64;
+        }
+        if parent.children.len() == 1 {
+            let mut only = parent.children.remove(0);
+            if parent.ashift != 0 {
+                move_top_fields(parent, &mut only);
+            } else {
+                only.id = parent.id;
+            }
+            *parent = only;
+        }
+        if let Some(device) = &detached.device {
+            let _ = label::clear_labels(device.as_ref());
+        }
+        self.config_dirty = true;
+        self.sync()?;
+        Ok(())
+    }
+
+    /// Takes a leaf offline (`zpool offline`); refused when it would lose data.
+    pub fn set_offline(&mut self, name: &str, offline: bool) -> Result<(), SpaError> {
+        let path = self.leaf_path(name)?;
+        let leaf = node(&self.root, &path);
+        leaf.offline.store(offline, Ordering::Relaxed);
+        if offline && !self.root.children[path[0]].state().is_usable() {
+            leaf.offline.store(false, Ordering::Relaxed);
+            return Err(SpaError::Invalid("no valid replicas".to_string()));
+        }
+        if !offline {
+            leaf.faulted.store(false, Ordering::Relaxed);
+        }
+        self.config_dirty = true;
+        self.sync()?;
+        Ok(())
+    }
+
+    /// Clears error counters and faults (`zpool clear`).
+    pub fn clear_errors(&mut self) {
+        for leaf in self.root.leaves() {
+            leaf.stats.clear_errors();
+            leaf.faulted.store(false, Ordering::Relaxed);
+        }
+        for top in &self.root.children {
+            top.stats.clear_errors();
+        }
+    }
+
+    /// With `autoexpand=on`, grows top-level vdevs whose devices all got larger.
+    pub fn expand_vdevs_if_allowed(&mut self) {
+        if self.props.get_str("autoexpand") != Some("on") {
+            return;
+        }
+        let mut grown = Vec::new();
+        for (index, top) in self.root.children.iter_mut().enumerate() {
+            let leaves = top.leaves();
+            if leaves.iter().any(|l| l.device.is_none()) {
+                continue;
+            }
+            let child_size = leaves
+                .iter()
+                .filter_map(|l| l.device.as_ref().map(|d| label::data_size_bytes(d.size_bytes())))
+                .min()
+                .unwrap_or(0);
+            let child_size = round_down_shift(child_size, top.ashift);
+            let new_asize = match top.kind {
+                VdevKind::Raidz { .. } => child_size * top.children.len() as u64,
+                _ => child_size,
+            };
+            if new_asize > top.asize_bytes {
+                top.asize_bytes = new_asize;
+                grown.push((index, new_asize));
+            }
+        }
+        if !grown.is_empty() {
+            let mut allocator = self.zio.allocator.lock();
+            for (index, asize) in grown {
+                if let Some(group) = allocator.group_mut(index as u32) {
+                    group.expand(asize);
+                }
+            }
+            self.config_dirty = true;
+        }
+    }
+}
