@@ -21,14 +21,58 @@ pub enum PowerCutPolicy {
     Random,
 }
 
+const CHUNK_SIZE_BYTES: usize = 64 << 10;
+
+/// The durable image, sparse: 64 KiB chunks materialize on first write, so a simulated
+/// 10 GiB device costs only what was written to it.
+struct SparseImage {
+    size_bytes: u64,
+    chunks: std::collections::HashMap<u64, Box<[u8]>>,
+}
+
+impl SparseImage {
+    fn read(&self, offset: u64, buffer: &mut [u8]) {
+        let mut done = 0;
+        while done < buffer.len() {
+            let position = offset + done as u64;
+            let chunk = position / CHUNK_SIZE_BYTES as u64;
+            let within = (position % CHUNK_SIZE_BYTES as u64) as usize;
+            let take = (CHUNK_SIZE_BYTES - within).min(buffer.len() - done);
+            match self.chunks.get(&chunk) {
+                Some(data) => buffer[done..done + take].copy_from_slice(&data[within..within + take]),
+                None => buffer[done..done + take].fill(0),
+            }
+            done += take;
+        }
+    }
+
+    fn write(&mut self, offset: u64, data: &[u8]) {
+        let mut done = 0;
+        while done < data.len() {
+            let position = offset + done as u64;
+            let chunk = position / CHUNK_SIZE_BYTES as u64;
+            let within = (position % CHUNK_SIZE_BYTES as u64) as usize;
+            let take = (CHUNK_SIZE_BYTES - within).min(data.len() - done);
+            let target = self
+                .chunks
+                .entry(chunk)
+                .or_insert_with(|| vec![0u8; CHUNK_SIZE_BYTES].into_boxed_slice());
+            target[within..within + take].copy_from_slice(&data[done..done + take]);
+            done += take;
+        }
+    }
+}
+
 struct SimState {
-    durable: Vec<u8>,
+    durable: SparseImage,
     pending: Vec<(u64, Vec<u8>)>,
     failed: bool,
     misdirect_per_million: u64,
     rng: SeededRng,
     writes: u64,
     flushes: u64,
+    /// Shared countdown of I/Os until the power fails (all devices of a pool share one).
+    crash_budget: Option<std::sync::Arc<std::sync::atomic::AtomicI64>>,
 }
 
 pub struct SimDevice {
@@ -41,13 +85,17 @@ impl SimDevice {
         SimDevice {
             name: name.to_string(),
             state: Mutex::new(SimState {
-                durable: vec![0u8; size_bytes as usize],
+                durable: SparseImage {
+                    size_bytes,
+                    chunks: std::collections::HashMap::new(),
+                },
                 pending: Vec::new(),
                 failed: false,
                 misdirect_per_million: 0,
                 rng: SeededRng::new(seed),
                 writes: 0,
                 flushes: 0,
+                crash_budget: None,
             }),
         }
     }
@@ -63,15 +111,14 @@ impl SimDevice {
                 PowerCutPolicy::DropAll => 1,
                 PowerCutPolicy::Random => state.rng.below(3),
             };
-            let start = offset as usize;
             match choice {
-                0 => state.durable[start..start + data.len()].copy_from_slice(&data),
+                0 => state.durable.write(offset, &data),
                 1 => damaged += 1,
                 _ => {
                     let sectors = data.len().div_ceil(512);
                     let kept_bytes = (state.rng.below(sectors as u64 + 1) as usize * 512)
                         .min(data.len());
-                    state.durable[start..start + kept_bytes].copy_from_slice(&data[..kept_bytes]);
+                    state.durable.write(offset, &data[..kept_bytes]);
                     damaged += 1;
                 }
             }
@@ -94,10 +141,18 @@ impl SimDevice {
         let mut state = self.state.lock();
         let mut garbage = vec![0u8; len];
         state.rng.fill(&mut garbage);
-        let start = offset as usize;
-        let end = (start + len).min(state.durable.len());
-        let take = end.saturating_sub(start);
-        state.durable[start..end].copy_from_slice(&garbage[..take]);
+        let take = (state.durable.size_bytes.saturating_sub(offset) as usize).min(len);
+        state.durable.write(offset, &garbage[..take]);
+    }
+
+    /// Arms a shared countdown: after `budget` more writes or flushes (summed over every
+    /// device sharing it) the power is off and all I/O fails until `disarm`.
+    pub fn arm_crash(&self, budget: std::sync::Arc<std::sync::atomic::AtomicI64>) {
+        self.state.lock().crash_budget = Some(budget);
+    }
+
+    pub fn disarm(&self) {
+        self.state.lock().crash_budget = None;
     }
 
     pub fn pending_writes(&self) -> usize {
@@ -117,9 +172,19 @@ impl SimDevice {
     }
 }
 
+impl SimState {
+    /// Spends one I/O of the crash budget; false once the power is off.
+    fn spend_budget(&mut self) -> bool {
+        match &self.crash_budget {
+            None => true,
+            Some(budget) => budget.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) > 0,
+        }
+    }
+}
+
 impl BlockDevice for SimDevice {
     fn size_bytes(&self) -> u64 {
-        self.state.lock().durable.len() as u64
+        self.state.lock().durable.size_bytes
     }
 
     fn read_at(&self, offset: u64, buffer: &mut [u8]) -> Result<(), IoError> {
@@ -127,10 +192,10 @@ impl BlockDevice for SimDevice {
         if state.failed {
             return Err(self.failure());
         }
-        check_range(offset, buffer.len(), state.durable.len() as u64)?;
+        check_range(offset, buffer.len(), state.durable.size_bytes)?;
         let start = offset as usize;
         let end = start + buffer.len();
-        buffer.copy_from_slice(&state.durable[start..end]);
+        state.durable.read(offset, buffer);
         for (write_offset, data) in &state.pending {
             let write_start = *write_offset as usize;
             let write_end = write_start + data.len();
@@ -148,8 +213,11 @@ impl BlockDevice for SimDevice {
         if state.failed {
             return Err(self.failure());
         }
-        let size = state.durable.len() as u64;
+        let size = state.durable.size_bytes;
         check_range(offset, data.len(), size)?;
+        if !state.spend_budget() {
+            return Err(self.failure());
+        }
         state.writes += 1;
         let mut target = offset;
         if state.misdirect_per_million > 0 && state.rng.below(1_000_000) < state.misdirect_per_million
@@ -166,11 +234,13 @@ impl BlockDevice for SimDevice {
         if state.failed {
             return Err(self.failure());
         }
+        if !state.spend_budget() {
+            return Err(self.failure());
+        }
         state.flushes += 1;
         let pending = std::mem::take(&mut state.pending);
         for (offset, data) in pending {
-            let start = offset as usize;
-            state.durable[start..start + data.len()].copy_from_slice(&data);
+            state.durable.write(offset, &data);
         }
         Ok(())
     }

@@ -457,11 +457,12 @@ impl Spa {
                     written += 1;
                 } else {
                     crate::vdev::VdevStats::bump(&leaf.stats.write_errors, 1);
+                    leaf.faulted.store(true, std::sync::atomic::Ordering::Relaxed);
                 }
             }
         }
-        if written == 0 {
-            return Err(SpaError::Io("no device took the uberblock".to_string()));
+        if written == 0 || !self.root.state().is_usable() {
+            return Err(SpaError::Io("not enough devices took the uberblock".to_string()));
         }
         Ok(())
     }
@@ -675,6 +676,15 @@ impl Spa {
             txg: self.open_txg,
         };
         Ok(self.root_dataset.free_object(&ctx, id)?)
+    }
+
+    pub fn truncate_object(&mut self, id: ObjectId, size_bytes: u64) -> Result<(), SpaError> {
+        let ctx = IoCtx {
+            zio: &self.zio,
+            root: &self.root,
+            txg: self.open_txg,
+        };
+        Ok(self.root_dataset.truncate(&ctx, id, size_bytes)?)
     }
 
     pub fn object_size(&mut self, id: ObjectId) -> Result<u64, SpaError> {

@@ -469,7 +469,10 @@ impl Vdev {
         for leaf in self.leaves() {
             if let (Some(device), false) = (&leaf.device, leaf.offline.load(Ordering::Relaxed)) {
                 if let Err(e) = device.flush() {
+                    // A device that cannot make writes durable takes no further part in
+                    // commits: its data can no longer be trusted to be on disk.
                     VdevStats::bump(&leaf.stats.write_errors, 1);
+                    leaf.faulted.store(true, Ordering::Relaxed);
                     errors.push(e);
                 }
             }

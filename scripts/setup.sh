@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Installs what Zetta's build and tests need on Debian 12 and builds the release binaries.
+#
+# Idempotent: packages already installed are left alone (apt-get update runs at most once, and
+# only when something is missing), and cargo rebuilds only what changed. Works as root with no
+# TTY (CI=true); as another user it uses sudo when a package is missing.
+#
+#   bash scripts/setup.sh
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+# Packages the build needs (a C compiler for zstd-sys, pkg-config) ...
+required_packages=(build-essential pkg-config)
+# ... and packages later tests need (FUSE mounts, fio benchmarks). Installed when possible; a
+# failure here is a warning, not an error, until the tests that use them exist.
+optional_packages=(fuse3 fio)
+# The oldest Rust that builds the workspace (parking_lot 0.13 declares rust-version 1.95).
+rust_version_min="1.95"
+
+log() { printf 'setup: %s\n' "$*"; }
+die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
+
+export DEBIAN_FRONTEND=noninteractive
+
+if [ "$(id -u)" -eq 0 ]; then
+    as_root=()
+elif command -v sudo >/dev/null 2>&1; then
+    as_root=(sudo -n)
+else
+    as_root=(false)
+fi
+
+package_installed() {
+    [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]
+}
+
+apt_updated=0
+apt_install() {
+    # apt_install PACKAGE... : installs the packages, running apt-get update once per run.
+    if [ "$apt_updated" -eq 0 ]; then
+        log "apt-get update"
+        "${as_root[@]}" apt-get update -qq
+        apt_updated=1
+    fi
+    log "apt-get install $*"
+    "${as_root[@]}" apt-get install -y -qq --no-install-recommends "$@"
+}
+
+missing_packages() {
+    local package
+    for package in "$@"; do
+        package_installed "$package" || printf '%s\n' "$package"
+    done
+}
+
+if command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    mapfile -t missing < <(missing_packages "${required_packages[@]}")
+    if [ "${#missing[@]}" -gt 0 ]; then
+        apt_install "${missing[@]}" || die "could not install ${missing[*]}"
+    fi
+    mapfile -t missing < <(missing_packages "${optional_packages[@]}")
+    for package in "${missing[@]}"; do
+        apt_install "$package" || log "warning: could not install $package (needed by later tests only)"
+    done
+else
+    log "warning: not a Debian system; install ${required_packages[*]} by hand"
+fi
+
+# Rust: use the toolchain that is there (rustup's lives in ~/.cargo/bin, which a non-login
+# shell may not have on PATH); Debian's cargo/rustc are the last resort.
+if ! command -v cargo >/dev/null 2>&1 && [ -x "${CARGO_HOME:-$HOME/.cargo}/bin/cargo" ]; then
+    export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+    if command -v rustup >/dev/null 2>&1; then
+        log "rustup toolchain install stable"
+        rustup toolchain install stable --profile minimal
+        rustup default stable
+    else
+        log "cargo not found: falling back to Debian's cargo and rustc"
+        apt_install cargo rustc || die "could not install cargo and rustc"
+    fi
+fi
+command -v cargo >/dev/null 2>&1 || die "cargo is still not on PATH"
+log "$(cargo --version)"
+rustc_version=$(rustc --version | awk '{print $2}')
+if [ "$(printf '%s\n%s\n' "$rust_version_min" "$rustc_version" | sort -V | head -n 1)" != "$rust_version_min" ]; then
+    die "rustc $rustc_version is older than $rust_version_min; install a current stable Rust with rustup"
+fi
+
+log "cargo build --release --workspace"
+cargo build --release --workspace
+log "done"
