@@ -44,7 +44,8 @@ apt_install() {
         apt_updated=1
     fi
     log "apt-get install $*"
-    "${as_root[@]}" apt-get install -y -qq --no-install-recommends "$@"
+    # dpkg's progress lines go to stdout and say nothing useful in a log; errors go to stderr.
+    "${as_root[@]}" apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 
 missing_packages() {
