@@ -1,3 +1,28 @@
+//! The `zetta` binary: behaves as `zpool` or `zfs` when invoked under those names (a
+//! symlink made by `zetta install-links DIR`), and as `zetta <zpool|zfs|…>` otherwise.
+//! All logic lives in the library; this file only picks the front end by the basename
+//! of argv[0], hands it the real stdout/stderr and exits with its code.
+
+use std::io::Write;
+
 fn main() {
-    println!("Hello, world!");
+    let mut argv = std::env::args_os().map(|a| a.to_string_lossy().into_owned());
+    let program = argv.next().unwrap_or_default();
+    let args: Vec<String> = argv.collect();
+    let basename = std::path::Path::new(&program)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    let mut out = stdout.lock();
+    let mut err = stderr.lock();
+    let code = match basename.as_str() {
+        "zpool" => zetta_cli::zpool::run(&args, &mut out, &mut err),
+        "zfs" => zetta_cli::zfs::run(&args, &mut out, &mut err),
+        _ => zetta_cli::run_zetta(&args, &mut out, &mut err),
+    };
+    let _ = out.flush();
+    let _ = err.flush();
+    std::process::exit(code);
 }

@@ -428,7 +428,7 @@ impl ObjectSet {
             let dbuf = if whole && !state.dbufs.contains_key(&(0, blkid)) {
                 let bp = block_pointer(state, ctx, objset, id.0, 0, blkid)?;
                 state.dbufs.entry((0, blkid)).or_insert(Dbuf {
-                    data: vec![0u8; block_size as usize],
+                    data: data[consumed..consumed + take].to_vec(),
                     dirty: false,
                     bp,
                 })
@@ -966,28 +966,34 @@ fn sync_trees(
         }
         let mut payloads: Vec<(Vec<u8>, WriteProps, bool)> = Vec::with_capacity(jobs.len());
         for &(index, blkid) in &jobs {
-            let state = &states[index].1;
-            let dbuf = &state.dbufs[&(level, blkid)];
+            let state = &mut *states[index].1;
+            let object_type_of_state = state.phys.object_type;
+            let dbuf = state
+                .dbufs
+                .get_mut(&(level, blkid))
+                .ok_or_else(|| DmuError::Corrupt("dirty dbuf vanished".to_string()))?;
+            // The bytes move out of the dbuf for the write (no copy) and come back after.
+            let data = std::mem::take(&mut dbuf.data);
             let (props, empty) = if level == 0 {
-                let all_zero = !is_meta && dbuf.data.iter().all(|b| *b == 0);
+                let all_zero = !is_meta && data.iter().all(|b| *b == 0);
                 let mut props = if is_meta {
-                    meta_props(policy, object_type::DNODE, 0, dnode_fill(&dbuf.data))
-                } else if is_metadata_type(state.phys.object_type) {
-                    meta_props(policy, state.phys.object_type, 0, 1)
+                    meta_props(policy, object_type::DNODE, 0, dnode_fill(&data))
+                } else if is_metadata_type(object_type_of_state) {
+                    meta_props(policy, object_type_of_state, 0, 1)
                 } else {
                     let mut p = policy.data_props;
-                    p.object_type = state.phys.object_type;
+                    p.object_type = object_type_of_state;
                     p
                 };
                 props.level = 0;
                 (props, all_zero)
             } else {
-                let fill = indirect_fill(&dbuf.data);
-                let mut props = meta_props(policy, state.phys.object_type, level, fill);
+                let fill = indirect_fill(&data);
+                let mut props = meta_props(policy, object_type_of_state, level, fill);
                 props.level = level;
                 (props, fill == 0)
             };
-            payloads.push((dbuf.data.clone(), props, empty));
+            payloads.push((data, props, empty));
         }
         let to_write: Vec<(&[u8], WriteProps)> = payloads
             .iter()
@@ -995,9 +1001,9 @@ fn sync_trees(
             .map(|(data, props, _)| (&data[..], *props))
             .collect();
         let mut written = ctx.zio.write_blocks(ctx.root, to_write, ctx.txg)?.into_iter();
-        for (job, (_, _, empty)) in jobs.iter().zip(payloads.iter()) {
+        for (job, (data, _, empty)) in jobs.iter().zip(payloads.into_iter()) {
             let (index, blkid) = *job;
-            let new_bp = if *empty {
+            let new_bp = if empty {
                 BlockPointer::HOLE
             } else {
                 written
@@ -1014,6 +1020,15 @@ fn sync_trees(
                 let old = dbuf.bp;
                 dbuf.bp = new_bp;
                 dbuf.dirty = false;
+                if level > 0 {
+                    dbuf.data = data;
+                } else if !new_bp.is_hole() && (is_meta || is_metadata_type(new_bp.object_type)) {
+                    // Freshly written metadata stays hot: it goes to the ARC under its new
+                    // address (level-0 dbufs are dropped after the sync). Bulk file data does
+                    // not, so streaming writes recycle their buffers instead of flooding it.
+                    let size = data.len() as u64;
+                    ctx.zio.arc.insert(crate::zio::BlockKey::of(&new_bp), std::sync::Arc::new(data), size);
+                }
                 old
             };
             state.phys.used_bytes = state.phys.used_bytes.saturating_sub(old_bp.asize_total_bytes()) + new_bp.asize_total_bytes();

@@ -8,6 +8,9 @@ use std::fs::{File, OpenOptions};
 use std::io::{Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
 
+/// Most buffers one `pwritev` takes (Linux UIO_MAXIOV).
+const IOV_MAX: usize = 1024;
+
 pub struct FileDevice {
     file: File,
     path: String,
@@ -82,6 +85,48 @@ impl BlockDevice for FileDevice {
         self.file
             .write_all_at(data, offset)
             .map_err(|e| self.failed(e))
+    }
+
+    fn write_vectored_at(&self, offset: u64, parts: &[&[u8]]) -> Result<(), IoError> {
+        use std::os::fd::AsRawFd;
+        let total: usize = parts.iter().map(|p| p.len()).sum();
+        check_range(offset, total, self.size_bytes)?;
+        // pwritev may write less than asked: continue from where it stopped.
+        let mut written = 0usize;
+        while written < total {
+            let mut skip = written;
+            let mut iovecs = Vec::with_capacity(parts.len().min(IOV_MAX));
+            for part in parts {
+                if skip >= part.len() {
+                    skip -= part.len();
+                    continue;
+                }
+                let rest = &part[skip..];
+                skip = 0;
+                iovecs.push(libc::iovec {
+                    iov_base: rest.as_ptr() as *mut libc::c_void,
+                    iov_len: rest.len(),
+                });
+                if iovecs.len() == IOV_MAX {
+                    break;
+                }
+            }
+            // SAFETY: every iovec points into a live borrowed slice of `parts` for the whole
+            // call, and the descriptor is owned by `self.file`.
+            let result = unsafe {
+                libc::pwritev(
+                    self.file.as_raw_fd(),
+                    iovecs.as_ptr(),
+                    iovecs.len() as libc::c_int,
+                    (offset + written as u64) as libc::off_t,
+                )
+            };
+            if result <= 0 {
+                return Err(self.failed(std::io::Error::last_os_error()));
+            }
+            written += result as usize;
+        }
+        Ok(())
     }
 
     fn flush(&self) -> Result<(), IoError> {

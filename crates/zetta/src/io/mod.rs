@@ -49,6 +49,12 @@ pub trait BlockDevice: Send + Sync {
     fn size_bytes(&self) -> u64;
     fn read_at(&self, offset: u64, buffer: &mut [u8]) -> Result<(), IoError>;
     fn write_at(&self, offset: u64, data: &[u8]) -> Result<(), IoError>;
+    /// Writes several buffers back to back starting at `offset` (one large sequential
+    /// write; devices that can, do it without copying).
+    fn write_vectored_at(&self, offset: u64, parts: &[&[u8]]) -> Result<(), IoError> {
+        let joined: Vec<u8> = parts.concat();
+        self.write_at(offset, &joined)
+    }
     /// Makes every completed write durable.
     fn flush(&self) -> Result<(), IoError>;
     /// The path (or a test name) shown in `zpool status`.

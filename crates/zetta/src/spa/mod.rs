@@ -47,7 +47,7 @@ pub const MOS_OBJECT_HISTORY: ObjectId = ObjectId(2);
 pub const MOS_OBJECT_ERRLOG: ObjectId = ObjectId(3);
 pub const MOS_OBJECT_ROOT_DATASET: ObjectId = ObjectId(4);
 /// Dirty data that forces a txg sync (OpenZFS zfs_dirty_data_max, scaled for a daemon).
-pub const DIRTY_BYTES_MAX: u64 = 512 << 20;
+pub const DIRTY_BYTES_MAX: u64 = 128 << 20;
 pub const ARC_SIZE_BYTES_DEFAULT: u64 = 1 << 30;
 pub const POOL_NAME_LEN_MAX: usize = 255;
 

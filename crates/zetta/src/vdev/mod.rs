@@ -23,7 +23,7 @@ pub use read::{ReadMode, ReadOutcome, VerifyFn};
 pub struct LeafWrite<'a> {
     pub leaf: &'a Vdev,
     pub offset_bytes: u64,
-    pub data: Vec<u8>,
+    pub data: std::borrow::Cow<'a, [u8]>,
 }
 
 /// Largest write issued to a device after aggregation.
@@ -47,30 +47,28 @@ pub fn issue_leaf_writes(mut plan: Vec<LeafWrite<'_>>) -> Vec<IoError> {
         .flat_map_iter(|group| {
             let leaf = group[0].leaf;
             let mut errors = Vec::new();
-            let mut run_offset = 0u64;
-            let mut run: Vec<u8> = Vec::new();
-            let flush_run = |offset: u64, run: &mut Vec<u8>, errors: &mut Vec<IoError>| {
-                if !run.is_empty() {
-                    if let Err(e) = leaf.leaf_write(offset, run) {
-                        leaf.faulted.store(true, Ordering::Relaxed);
-                        errors.push(e);
-                    }
-                    run.clear();
+            let mut index = 0;
+            while index < group.len() {
+                // A run of contiguous writes goes out as one vectored write.
+                let run_offset = group[index].offset_bytes;
+                let mut run_end = run_offset + group[index].data.len() as u64;
+                let mut run_bytes = group[index].data.len();
+                let mut last = index + 1;
+                while last < group.len()
+                    && group[last].offset_bytes == run_end
+                    && run_bytes + group[last].data.len() <= AGGREGATE_SIZE_BYTES_MAX
+                {
+                    run_end += group[last].data.len() as u64;
+                    run_bytes += group[last].data.len();
+                    last += 1;
                 }
-            };
-            for write in group {
-                let contiguous = !run.is_empty() && run_offset + run.len() as u64 == write.offset_bytes;
-                if !contiguous || run.len() + write.data.len() > AGGREGATE_SIZE_BYTES_MAX {
-                    flush_run(run_offset, &mut run, &mut errors);
-                    run_offset = write.offset_bytes;
+                let parts: Vec<&[u8]> = group[index..last].iter().map(|w| &w.data[..]).collect();
+                if let Err(e) = leaf.leaf_write_vectored(run_offset, &parts) {
+                    leaf.faulted.store(true, Ordering::Relaxed);
+                    errors.push(e);
                 }
-                if run.is_empty() {
-                    run = write.data;
-                } else {
-                    run.extend_from_slice(&write.data);
-                }
+                index = last;
             }
-            flush_run(run_offset, &mut run, &mut errors);
             errors
         })
         .collect()
@@ -354,6 +352,18 @@ impl Vdev {
         result
     }
 
+    pub fn leaf_write_vectored(&self, offset_bytes: u64, parts: &[&[u8]]) -> Result<(), IoError> {
+        let device = self.device_for_io()?;
+        let total: u64 = parts.iter().map(|p| p.len() as u64).sum();
+        let result = device.write_vectored_at(label::DATA_START_BYTES + offset_bytes, parts);
+        VdevStats::bump(&self.stats.write_ops, 1);
+        VdevStats::bump(&self.stats.write_bytes, total);
+        if result.is_err() {
+            VdevStats::bump(&self.stats.write_errors, 1);
+        }
+        result
+    }
+
     pub fn leaf_read(&self, offset_bytes: u64, buffer: &mut [u8]) -> Result<(), IoError> {
         let device = self.device_for_io()?;
         self.stats.in_flight.fetch_add(1, Ordering::Relaxed);
@@ -391,7 +401,7 @@ impl Vdev {
     pub fn plan_write<'a>(
         &'a self,
         offset_bytes: u64,
-        data: &[u8],
+        data: &'a [u8],
         out: &mut Vec<LeafWrite<'a>>,
     ) -> Result<(), IoError> {
         match self.kind {
@@ -400,7 +410,7 @@ impl Vdev {
                     out.push(LeafWrite {
                         leaf: self,
                         offset_bytes,
-                        data: data.to_vec(),
+                        data: std::borrow::Cow::Borrowed(data),
                     });
                 }
                 Ok(())
@@ -419,7 +429,7 @@ impl Vdev {
                 for (column, buffer) in map.columns.iter().zip(columns) {
                     let child = &self.children[column.child];
                     if !buffer.is_empty() && child.state().is_usable() {
-                        child.plan_write(column.child_offset_bytes, &buffer, out)?;
+                        child.plan_write_owned(column.child_offset_bytes, buffer, out)?;
                     }
                 }
                 Ok(())
@@ -429,6 +439,31 @@ impl Vdev {
                 reason: "cannot write to the root vdev".to_string(),
             }),
         }
+    }
+
+    /// Like `plan_write` for a buffer the plan takes ownership of (raidz columns).
+    fn plan_write_owned<'a>(
+        &'a self,
+        offset_bytes: u64,
+        data: Vec<u8>,
+        out: &mut Vec<LeafWrite<'a>>,
+    ) -> Result<(), IoError> {
+        if self.is_leaf() {
+            if self.state().is_usable() {
+                out.push(LeafWrite {
+                    leaf: self,
+                    offset_bytes,
+                    data: std::borrow::Cow::Owned(data),
+                });
+            }
+            return Ok(());
+        }
+        for child in &self.children {
+            if child.state().is_usable() {
+                child.plan_write_owned(offset_bytes, data.clone(), out)?;
+            }
+        }
+        Ok(())
     }
 
     /// Writes a block now (repairs and labels-adjacent metadata): plan and issue at once.

@@ -108,9 +108,10 @@ pub struct ScrubBlockResult {
     pub unrecoverable: bool,
 }
 
-/// A block after the CPU stages, before allocation.
-struct PreparedBlock {
-    physical: Vec<u8>,
+/// A block after the CPU stages, before allocation. `physical` is padded with zeros to the
+/// largest sector size in the pool, so every copy's write is a prefix of it.
+struct PreparedBlock<'a> {
+    physical: std::borrow::Cow<'a, [u8]>,
     psize_bytes: u64,
     lsize_bytes: u64,
     compression_id: u8,
@@ -118,7 +119,7 @@ struct PreparedBlock {
     props: WriteProps,
 }
 
-fn prepare(data: &[u8], props: WriteProps, ashift_max: u32) -> PreparedBlock {
+fn prepare(data: &[u8], props: WriteProps, ashift_max: u32) -> PreparedBlock<'_> {
     let lsize_bytes = data.len() as u64;
     let mut compression_id = 0;
     let mut physical = None;
@@ -130,10 +131,22 @@ fn prepare(data: &[u8], props: WriteProps, ashift_max: u32) -> PreparedBlock {
             }
         }
     }
-    let mut physical = physical.unwrap_or_else(|| data.to_vec());
-    let psize_bytes = round_up_shift(physical.len() as u64, 9);
-    physical.resize(psize_bytes as usize, 0);
-    let sum = checksum(props.checksum, &physical);
+    let psize_bytes = round_up_shift(physical.as_ref().map_or(data.len(), Vec::len) as u64, 9);
+    let padded_len = round_up_shift(psize_bytes, ashift_max) as usize;
+    let physical = match physical {
+        Some(mut compressed) => {
+            compressed.resize(padded_len, 0);
+            std::borrow::Cow::Owned(compressed)
+        }
+        None if data.len() == padded_len => std::borrow::Cow::Borrowed(data),
+        None => {
+            let mut padded = Vec::with_capacity(padded_len);
+            padded.extend_from_slice(data);
+            padded.resize(padded_len, 0);
+            std::borrow::Cow::Owned(padded)
+        }
+    };
+    let sum = checksum(props.checksum, &physical[..psize_bytes as usize]);
     PreparedBlock {
         physical,
         psize_bytes,
@@ -229,14 +242,7 @@ impl Zio {
                 for dva in bp.dvas.iter().filter(|d| !d.is_empty()) {
                     let vdev = &root.children[dva.vdev as usize];
                     let padded_len = round_up_shift(block.psize_bytes, vdev.ashift) as usize;
-                    let mut padded;
-                    let data: &[u8] = if padded_len == block.physical.len() {
-                        &block.physical
-                    } else {
-                        padded = block.physical.clone();
-                        padded.resize(padded_len, 0);
-                        &padded
-                    };
+                    let data: &[u8] = &block.physical[..padded_len];
                     vdev.plan_write(dva.offset_bytes, data, &mut plan)
                         .map_err(|e| ZioError::WriteFailed(e.to_string()))?;
                 }

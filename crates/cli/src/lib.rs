@@ -1,0 +1,101 @@
+//! zetta-cli: the `zpool` and `zfs` front ends of the single `zetta` binary.
+//!
+//! Counterpart: OpenZFS `cmd/zpool/zpool_main.c`, `cmd/zpool/zpool_vdev.c` and
+//! `cmd/zfs/zfs_main.c`. Every command is a function `run(args, out, err) -> exit code`
+//! that writes to the two streams it is given and never touches the process's own stdout
+//! or exit: `main` passes the real streams, a future daemon can run the same functions
+//! in-process and ship the bytes back. Exit codes are OpenZFS's: 0 success, 1 a failed
+//! operation, 2 a usage error.
+//!
+//! Process model (until the daemon exists): a pool is "imported" when the cache file
+//! (`zpool::cache`) lists it. Each command that touches a pool opens its devices with an
+//! exclusive lock, imports it from its labels, does its work, commits and lets go; a
+//! second process touching the same pool at the same moment is refused, never interleaved.
+
+pub mod zfs;
+pub mod zpool;
+
+use std::io::Write;
+
+/// `zetta` invoked under its own name: `zetta zpool …`, `zetta zfs …`,
+/// `zetta install-links DIR`, `zetta version`.
+pub fn run_zetta(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    let usage = "usage: zetta zpool <command> ...\n       zetta zfs <command> ...\n       zetta install-links <dir>\n       zetta version\n";
+    let Some(first) = args.first() else {
+        let _ = err.write_all(usage.as_bytes());
+        return 2;
+    };
+    match first.as_str() {
+        "zpool" => zpool::run(&args[1..], out, err),
+        "zfs" => zfs::run(&args[1..], out, err),
+        "install-links" => install_links(&args[1..], out, err),
+        "version" | "-V" | "--version" => {
+            let _ = writeln!(out, "zetta {}", env!("CARGO_PKG_VERSION"));
+            0
+        }
+        "help" | "-h" | "--help" | "-?" => {
+            let _ = out.write_all(usage.as_bytes());
+            0
+        }
+        other => {
+            let _ = writeln!(err, "unrecognized command '{other}'");
+            let _ = err.write_all(usage.as_bytes());
+            2
+        }
+    }
+}
+
+/// `zetta install-links DIR`: creates `DIR/zpool` and `DIR/zfs` as symlinks to this
+/// executable. An existing symlink is replaced; any other existing file is left alone and
+/// reported, so a system ZFS installation is never overwritten.
+fn install_links(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    let [dir] = args else {
+        let _ = writeln!(err, "usage: zetta install-links <dir>");
+        return 2;
+    };
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => {
+            let _ = writeln!(err, "cannot find the zetta executable: {e}");
+            return 1;
+        }
+    };
+    let dir = std::path::Path::new(dir);
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        let _ = writeln!(err, "cannot create '{}': {e}", dir.display());
+        return 1;
+    }
+    let mut status = 0;
+    for name in ["zpool", "zfs"] {
+        let link = dir.join(name);
+        match std::fs::symlink_metadata(&link) {
+            Ok(meta) if !meta.file_type().is_symlink() => {
+                let _ = writeln!(
+                    err,
+                    "refusing to replace '{}': it exists and is not a symlink",
+                    link.display()
+                );
+                status = 1;
+                continue;
+            }
+            Ok(_) => {
+                if let Err(e) = std::fs::remove_file(&link) {
+                    let _ = writeln!(err, "cannot replace '{}': {e}", link.display());
+                    status = 1;
+                    continue;
+                }
+            }
+            Err(_) => {}
+        }
+        match std::os::unix::fs::symlink(&exe, &link) {
+            Ok(()) => {
+                let _ = writeln!(out, "{} -> {}", link.display(), exe.display());
+            }
+            Err(e) => {
+                let _ = writeln!(err, "cannot create '{}': {e}", link.display());
+                status = 1;
+            }
+        }
+    }
+    status
+}

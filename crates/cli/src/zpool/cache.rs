@@ -1,0 +1,152 @@
+//! The pool cache file: which pools this machine has imported (OpenZFS `zpool.cache`,
+//! `spa_config.c`), and so which pools `zpool list` and friends act on.
+//!
+//! Location: `$ZETTA_CACHE_FILE`, else `/etc/zetta/zpool.cache` (its directory is created
+//! on first write). Format, text, one pool per line, fields separated by tabs:
+//!
+//! ```text
+//! # zetta pool cache v1
+//! <pool guid, decimal> \t <pool name> \t <device path> \t <device path> ...
+//! ```
+//!
+//! Invariants: a guid appears at most once; the file is replaced atomically (written to a
+//! temporary file in the same directory, flushed, renamed), so a reader sees the old or
+//! the new list, never half of one. Lines that do not parse are skipped with no panic —
+//! the file is outside input.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+pub const CACHE_FILE_DEFAULT: &str = "/etc/zetta/zpool.cache";
+const HEADER: &str = "# zetta pool cache v1";
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CacheEntry {
+    pub guid: u64,
+    pub name: String,
+    pub paths: Vec<String>,
+}
+
+pub fn cache_path() -> PathBuf {
+    match std::env::var_os("ZETTA_CACHE_FILE") {
+        Some(path) if !path.is_empty() => PathBuf::from(path),
+        _ => PathBuf::from(CACHE_FILE_DEFAULT),
+    }
+}
+
+/// Parses the cache text; bad lines are skipped.
+pub fn parse(text: &str) -> Vec<CacheEntry> {
+    let mut entries: Vec<CacheEntry> = Vec::new();
+    for line in text.lines() {
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let mut fields = line.split('\t');
+        let (Some(guid), Some(name)) = (fields.next(), fields.next()) else {
+            continue;
+        };
+        let Ok(guid) = guid.parse::<u64>() else {
+            continue;
+        };
+        if name.is_empty() || entries.iter().any(|e| e.guid == guid) {
+            continue;
+        }
+        entries.push(CacheEntry {
+            guid,
+            name: name.to_string(),
+            paths: fields.filter(|p| !p.is_empty()).map(str::to_string).collect(),
+        });
+    }
+    entries
+}
+
+pub fn format(entries: &[CacheEntry]) -> String {
+    let mut text = format!("{HEADER}\n");
+    for entry in entries {
+        text.push_str(&entry.guid.to_string());
+        text.push('\t');
+        text.push_str(&entry.name);
+        for path in &entry.paths {
+            text.push('\t');
+            text.push_str(path);
+        }
+        text.push('\n');
+    }
+    text
+}
+
+/// The imported pools; a missing cache file means none.
+pub fn load() -> Result<Vec<CacheEntry>, String> {
+    let path = cache_path();
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok(parse(&text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(format!("cannot read '{}': {e}", path.display())),
+    }
+}
+
+/// Replaces the cache file atomically.
+pub fn save(entries: &[CacheEntry]) -> Result<(), String> {
+    let path = cache_path();
+    let dir = path
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let dir = if dir.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        dir
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create '{}': {e}", dir.display()))?;
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "zpool.cache".to_string());
+    let temp = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
+    let write = || -> std::io::Result<()> {
+        let mut file = std::fs::File::create(&temp)?;
+        file.write_all(format(entries).as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&temp, &path)
+    };
+    write().map_err(|e| {
+        let _ = std::fs::remove_file(&temp);
+        format!("cannot write '{}': {e}", path.display())
+    })
+}
+
+/// Adds or replaces the entry with this guid.
+pub fn upsert(entry: CacheEntry) -> Result<(), String> {
+    let mut entries = load()?;
+    match entries.iter_mut().find(|e| e.guid == entry.guid) {
+        Some(existing) => *existing = entry,
+        None => entries.push(entry),
+    }
+    save(&entries)
+}
+
+pub fn remove(guid: u64) -> Result<(), String> {
+    let mut entries = load()?;
+    entries.retain(|e| e.guid != guid);
+    save(&entries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The cache is outside input: round trips exactly, and junk lines are skipped.
+    #[test]
+    fn cache_round_trip_and_junk() {
+        let entries = vec![CacheEntry {
+            guid: 42,
+            name: "tank".to_string(),
+            paths: vec!["/tmp/a".to_string(), "/tmp/b".to_string()],
+        }];
+        assert_eq!(parse(&format(&entries)), entries);
+        let junk = "garbage\nx\ttank\n42\n7\tpool\t/d\n7\tdup\t/e\n";
+        let parsed = parse(junk);
+        assert_eq!(parsed.len(), 1);
+        assert_eq!(parsed[0].name, "pool");
+    }
+}

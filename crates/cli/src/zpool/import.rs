@@ -1,0 +1,268 @@
+//! `zpool import` and `zpool export` (OpenZFS `zpool_do_import`, `import_pools`,
+//! `show_import`, `print_import_config`, `do_import`, `zpool_do_export`).
+//!
+//! Import scans directories (`-d`, default `/dev`) for devices, reads their labels
+//! read-only and groups them into candidate pools (`zetta::spa::find_pools`). Pools
+//! already imported here (in the cache) and destroyed pools (unless `-D`) are left out.
+//! Without a pool argument the candidates are listed in `show_import`'s layout (OpenZFS
+//! 2.3+ prefixes: `  pool:`, `    id:`, ` state:`, `status:`, `action:`, `   see:`,
+//! `config:`). With one, its devices are reopened exclusively and the pool imported,
+//! optionally renamed. A pool missing a top-level vdev is listed UNAVAIL and refused
+//! with "one or more devices is currently unavailable", `-f` or not: redundancy lives
+//! inside top-level vdevs, so nothing can rebuild a lost one.
+
+use super::create::history_line;
+use super::pool::{self, Imported};
+use super::props::{self, Phase};
+use super::{fail, getopt, split_prop, usage, CmdError, CmdResult, Ctx};
+use zetta::io::DeviceRef;
+use zetta::spa::{check_pool_name, find_pools, ImportCandidate, Spa};
+use zetta::vdev::{Vdev, VdevState};
+
+const NAME_WIDTH_MIN: usize = 10;
+
+fn tree_width(vdev: &Vdev, name_len: usize, depth: usize) -> usize {
+    vdev.children
+        .iter()
+        .map(|c| tree_width(c, c.display_name().len(), depth + 2))
+        .fold(name_len + depth, usize::max)
+}
+
+/// `print_import_config`: name, state, and why a vdev cannot be used.
+fn import_rows(vdev: &Vdev, name: &str, depth: usize, width: usize, out: &mut String) {
+    let state = vdev.state();
+    out.push_str(&format!(
+        "\t{:depth$}{name:<w$}  {}",
+        "",
+        state.name(),
+        w = width.saturating_sub(depth)
+    ));
+    if vdev.is_leaf() && vdev.device.is_none() && state == VdevState::Unavail {
+        out.push_str("  cannot open");
+    } else if !vdev.is_leaf() && !state.is_usable() {
+        out.push_str("  insufficient replicas");
+    }
+    out.push('\n');
+    for child in vdev.children.iter().filter(|c| !(depth == 0 && c.is_log)) {
+        import_rows(child, &child.display_name(), depth + 2, width, out);
+    }
+}
+
+/// `show_import` for one candidate pool.
+pub fn show_import(candidate: &ImportCandidate) -> String {
+    let mut out = String::new();
+    let tree = match candidate.vdev_tree() {
+        Ok(tree) => tree,
+        Err(e) => {
+            return format!(
+                "  pool: {}\n    id: {}\n state: UNAVAIL\nstatus: The pool metadata is incomplete or corrupted.\naction: The pool cannot be imported due to damaged devices or data.\n ({e})\n",
+                candidate.name, candidate.guid.0
+            )
+        }
+    };
+    let health = tree.state();
+    out.push_str(&format!("  pool: {}\n", candidate.name));
+    out.push_str(&format!("    id: {}\n", candidate.guid.0));
+    out.push_str(&format!(" state: {}", health.name()));
+    if candidate.state == pool::POOL_STATE_DESTROYED {
+        out.push_str(" (DESTROYED)");
+    }
+    out.push('\n');
+    let leaves = tree.leaves();
+    let missing = leaves.iter().any(|l| l.device.is_none() && l.state() == VdevState::Unavail);
+    let offline = leaves.iter().any(|l| l.state() == VdevState::Offline);
+    let mut see = None;
+    if missing {
+        out.push_str("status: One or more devices are missing from the system.\n");
+        see = Some(if health.is_usable() {
+            "ZFS-8000-2Q"
+        } else {
+            "ZFS-8000-3C"
+        });
+    } else if offline {
+        out.push_str("status: One or more devices are offlined.\n");
+    }
+    match health {
+        VdevState::Online => out.push_str(
+            "action: The pool can be imported using its name or numeric identifier.\n",
+        ),
+        VdevState::Degraded => out.push_str(
+            "action: The pool can be imported despite missing or damaged devices.  The\n\tfault tolerance of the pool may be compromised if imported.\n",
+        ),
+        _ if missing => out.push_str(
+            "action: The pool cannot be imported. Attach the missing\n\tdevices and try again.\n",
+        ),
+        _ => out.push_str("action: The pool cannot be imported due to damaged devices or data.\n"),
+    }
+    if let Some(msgid) = see {
+        out.push_str(&format!(
+            "   see: https://openzfs.github.io/openzfs-docs/msg/{msgid}\n"
+        ));
+    }
+    out.push_str("config:\n\n");
+    let width = tree_width(&tree, candidate.name.len(), 0).max(NAME_WIDTH_MIN);
+    import_rows(&tree, &candidate.name, 0, width, &mut out);
+    let logs: Vec<&Vdev> = tree.children.iter().filter(|c| c.is_log).collect();
+    if !logs.is_empty() {
+        out.push_str("\tlogs\n");
+        for log in logs {
+            import_rows(log, &log.display_name(), 2, width, &mut out);
+        }
+    }
+    out
+}
+
+/// `zpool import [-d dir]… [-D] [-f] [-N] [-R root] [-o prop=v]… [-a | pool|id [newpool]]`
+pub fn cmd_import(args: &[String], ctx: &mut Ctx) -> CmdResult {
+    let parsed = getopt(args, "ac:d:DfFlmnNo:R:sT:X")?;
+    let mut dirs = parsed.values('d');
+    if dirs.is_empty() {
+        dirs.push("/dev".to_string());
+    }
+    if parsed.operands.len() > 2 {
+        return usage("too many arguments");
+    }
+    let destroyed = parsed.has('D');
+    let cache = pool::load_cache()?;
+    if let Some(target) = parsed.operands.first() {
+        let same_name = parsed.operands.get(1).is_none_or(|new| new == target);
+        let exists = cache
+            .iter()
+            .any(|e| &e.name == target || e.guid.to_string() == *target);
+        if exists && same_name {
+            return fail(format!(
+                "cannot import '{target}': a pool with that name already exists\nuse the form 'zpool import <pool | id> <newpool>' to give it a new name"
+            ));
+        }
+    }
+    let candidates: Vec<ImportCandidate> = pool::find_candidates(&dirs)
+        .into_iter()
+        .filter(|c| !cache.iter().any(|e| e.guid == c.guid.0))
+        .filter(|c| (c.state == pool::POOL_STATE_DESTROYED) == destroyed)
+        .collect();
+    let Some(target) = parsed.operands.first() else {
+        if parsed.has('a') {
+            for candidate in &candidates {
+                do_import(candidate, None, &parsed, args)?;
+            }
+            return Ok(());
+        }
+        if candidates.is_empty() {
+            ctx.warn("no pools available to import\n");
+            return Ok(());
+        }
+        let texts: Vec<String> = candidates.iter().map(show_import).collect();
+        ctx.print(&texts.join("\n"));
+        return Ok(());
+    };
+    let by_guid = target.parse::<u64>().ok();
+    let matching: Vec<&ImportCandidate> = candidates
+        .iter()
+        .filter(|c| match by_guid {
+            Some(guid) => c.guid.0 == guid,
+            None => &c.name == target,
+        })
+        .collect();
+    match matching.as_slice() {
+        [] => fail(format!("cannot import '{target}': no such pool available")),
+        [candidate] => do_import(candidate, parsed.operands.get(1).map(String::as_str), &parsed, args),
+        _ => fail(format!(
+            "cannot import '{target}': more than one matching pool\nimport by numeric ID instead"
+        )),
+    }
+}
+
+fn do_import(
+    candidate: &ImportCandidate,
+    new_name: Option<&str>,
+    parsed: &super::Parsed,
+    args: &[String],
+) -> CmdResult {
+    let name = &candidate.name;
+    let action = match new_name {
+        Some(new) if new != name => format!("cannot import '{name}' as '{new}'"),
+        _ => format!("cannot import '{name}'"),
+    };
+    if let Some(new) = new_name {
+        check_pool_name(new).map_err(|why| CmdError::Fail(format!("cannot import '{new}': {why}")))?;
+        if pool::load_cache()?.iter().any(|e| e.name == new) {
+            return fail(format!("{action}: pool already exists"));
+        }
+    }
+    let tree = candidate
+        .vdev_tree()
+        .map_err(|e| CmdError::Fail(format!("{action}: {}", pool::spa_error_text(&e))))?;
+    if tree.children.iter().any(|top| !top.state().is_usable()) {
+        return fail(format!(
+            "{action}: one or more devices is currently unavailable"
+        ));
+    }
+    if candidate.state == pool::POOL_STATE_ACTIVE && !parsed.has('f') {
+        let host = candidate.config.get_str("hostname").unwrap_or("<unknown>");
+        return fail(format!(
+            "cannot import '{name}': pool was previously in use from another system.\nLast accessed by {host} (hostid=0)\nThe pool can be imported, use 'zpool import -f' to import the pool."
+        ));
+    }
+    let mut pool_props = Vec::new();
+    for option in parsed.values('o') {
+        let Some((key, value)) = split_prop(&option) else {
+            continue; // mount options, no datasets yet
+        };
+        props::validate(key, value, Phase::Import)
+            .map_err(|why| CmdError::Fail(format!("{action}: {why}")))?;
+        pool_props.push((key.to_string(), value.to_string()));
+    }
+    if let Some(root) = parsed.last('R') {
+        pool_props.push(("altroot".to_string(), root));
+    }
+    let mut devices: Vec<DeviceRef> = Vec::new();
+    for device in candidate.devices.values() {
+        let path = device.path();
+        devices.push(pool::open_device(&path).map_err(|e| match e {
+            CmdError::Fail(m) => CmdError::Fail(format!("{action}: pool is busy\n{m}")),
+            other => other,
+        })?);
+    }
+    let locked = find_pools(&devices)
+        .into_iter()
+        .find(|c| c.guid == candidate.guid)
+        .ok_or_else(|| CmdError::Fail(format!("{action}: one or more devices is currently unavailable")))?;
+    let spa = Spa::import(&locked, new_name, pool::ARC_SIZE_BYTES_CLI)
+        .map_err(|e| CmdError::Fail(format!("{action}: {}", pool::spa_error_text(&e))))?;
+    let mut imported = Imported {
+        guid: candidate.guid.0,
+        spa,
+    };
+    pool::reset_stats(&mut imported.spa);
+    imported.spa.props.remove("altroot");
+    for (key, value) in pool_props {
+        imported.spa.props.set_str(&key, &value);
+    }
+    imported.spa.log_history(&history_line("import", args));
+    pool::commit(&mut imported)
+}
+
+/// `zpool export [-af] pool…`
+pub fn cmd_export(args: &[String], _ctx: &mut Ctx) -> CmdResult {
+    let parsed = getopt(args, "afF")?;
+    let names: Vec<String> = if parsed.has('a') {
+        pool::load_cache()?.into_iter().map(|e| e.name).collect()
+    } else if parsed.operands.is_empty() {
+        return usage("missing pool argument");
+    } else {
+        parsed.operands.clone()
+    };
+    for name in &names {
+        let mut imported = pool::open_pool(name)?;
+        let guid = imported.guid;
+        imported
+            .spa
+            .log_history(&history_line("export", std::slice::from_ref(name)));
+        imported
+            .spa
+            .export()
+            .map_err(|e| CmdError::Fail(format!("cannot export '{name}': {}", pool::spa_error_text(&e))))?;
+        super::cache::remove(guid).map_err(CmdError::Fail)?;
+    }
+    Ok(())
+}

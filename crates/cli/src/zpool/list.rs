@@ -1,0 +1,294 @@
+//! `zpool list` and `zpool iostat` (OpenZFS `zpool_do_list`, `collect_list_stats`,
+//! `zpool_do_iostat`, `print_vdev_stats`): fill zutil's table and iostat structures from
+//! open pools.
+//!
+//! List values come from `props::value_of`, so `zpool list -o cap` and `zpool get
+//! capacity` can never disagree. Vdev rows (`-v`) take size, allocated, free and
+//! fragmentation per top-level vdev from the allocator; leaves below a mirror or raidz
+//! show their own size and health only. Iostat's counters are the leaves' operation and
+//! byte counts summed up the tree (as OpenZFS propagates leaf I/O to parents); the
+//! first report averages them over the time since import, later ones over the interval.
+
+use super::pool::{self, Imported, IMPORT_TIME_PROP};
+use super::props::{self, value_of};
+use super::{fail, getopt, interval_count, usage, CmdResult, Ctx};
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use zetta::vdev::{Vdev, VdevKind};
+use zetta_zutil::iostat::{
+    format_iostat, format_iostat_header, format_iostat_rows, iostat_name_width, IostatOptions,
+    IostatPool, IostatRow,
+};
+use zetta_zutil::list::{
+    format_zpool_list, vdev_capacity_text, zpool_list_columns, PoolListEntry, PoolListLine,
+    ZPOOL_LIST_DEFAULT,
+};
+use zetta_zutil::nicenum::nicenum;
+
+fn vdev_values(
+    imported: &Imported,
+    vdev: &Vdev,
+    top_index: Option<usize>,
+    names: &[String],
+    exact: bool,
+) -> Vec<String> {
+    let number = |v: u64| if exact { v.to_string() } else { nicenum(v) };
+    let space = top_index.and_then(|i| imported.spa.vdev_space(i));
+    names
+        .iter()
+        .skip(1)
+        .map(|name| match (name.as_str(), space) {
+            ("size", Some((size, _, _, _))) => number(size),
+            ("size", None) => number(vdev.asize_bytes),
+            ("allocated", Some((_, alloc, _, _))) => number(alloc),
+            ("free", Some((_, _, free, _))) => number(free),
+            ("fragmentation", Some((_, _, _, Some(frag)))) => {
+                if exact {
+                    frag.to_string()
+                } else {
+                    format!("{frag}%")
+                }
+            }
+            ("capacity", Some((size, alloc, _, _))) if size > 0 => {
+                vdev_capacity_text(alloc.saturating_mul(10_000) / size, exact)
+            }
+            ("health", _) => vdev.state().name().to_string(),
+            _ => "-".to_string(),
+        })
+        .collect()
+}
+
+fn vdev_lines(imported: &Imported, names: &[String], exact: bool) -> Vec<PoolListLine> {
+    let mut normal = Vec::new();
+    let mut logs = Vec::new();
+    for (index, top) in imported.spa.root.children.iter().enumerate() {
+        let lines = if top.is_log { &mut logs } else { &mut normal };
+        lines.push(PoolListLine::Vdev {
+            name: top.display_name(),
+            depth: 2,
+            values: vdev_values(imported, top, Some(index), names, exact),
+        });
+        for leaf in &top.children {
+            lines.push(PoolListLine::Vdev {
+                name: leaf.display_name(),
+                depth: 4,
+                values: vdev_values(imported, leaf, None, names, exact),
+            });
+        }
+    }
+    if !logs.is_empty() {
+        normal.push(PoolListLine::Class("logs".to_string()));
+        normal.extend(logs);
+    }
+    normal
+}
+
+/// `zpool list [-gHLpPv] [-o prop,…] [pool]… [interval [count]]`
+pub fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
+    let parsed = getopt(args, "gHLpPvo:T:j")?;
+    let scripted = parsed.has('H');
+    let exact = parsed.has('p');
+    let verbose = parsed.has('v');
+    let given: Vec<String> = match parsed.last('o') {
+        Some(list) => list.split(',').map(str::to_string).collect(),
+        None => ZPOOL_LIST_DEFAULT.iter().map(|s| s.to_string()).collect(),
+    };
+    let names: Vec<String> = given.iter().map(|n| props::canonical(n)).collect();
+    for name in &names {
+        if name != "name" && !props::is_pool_prop(name) {
+            return usage(format!("bad property list: invalid property '{name}'"));
+        }
+    }
+    let mut pool_names = parsed.operands.clone();
+    let (interval, count) = interval_count(&mut pool_names)?;
+    let name_refs: Vec<&str> = given.iter().map(String::as_str).collect();
+    let columns = zpool_list_columns(&name_refs, exact);
+    let mut iteration = 0u64;
+    loop {
+        let pools = pool::open_named(&pool_names)?;
+        if pools.is_empty() && !scripted {
+            ctx.print("no pools available\n");
+            return Ok(());
+        }
+        let entries: Vec<PoolListEntry> = pools
+            .iter()
+            .map(|imported| PoolListEntry {
+                values: names
+                    .iter()
+                    .map(|n| {
+                        value_of(imported, n, exact)
+                            .map(|(v, _)| v)
+                            .unwrap_or_else(|| "-".to_string())
+                    })
+                    .collect(),
+                vdevs: if verbose {
+                    vdev_lines(imported, &names, exact)
+                } else {
+                    Vec::new()
+                },
+            })
+            .collect();
+        drop(pools);
+        ctx.print(&format_zpool_list(&columns, &entries, verbose, scripted));
+        iteration += 1;
+        let Some(interval) = interval else {
+            return Ok(());
+        };
+        if count.is_some_and(|c| iteration >= c) {
+            return Ok(());
+        }
+        ctx.print("\n");
+        let _ = ctx.out.flush();
+        std::thread::sleep(std::time::Duration::from_secs_f64(interval));
+    }
+}
+
+/// Operation and byte counters of a vdev: its leaves' counters summed.
+fn io_counters(vdev: &Vdev) -> [u64; 4] {
+    let mut sum = [0u64; 4];
+    for leaf in vdev.leaves() {
+        let s = &leaf.stats;
+        sum[0] += s.read_ops.load(Ordering::Relaxed);
+        sum[1] += s.write_ops.load(Ordering::Relaxed);
+        sum[2] += s.read_bytes.load(Ordering::Relaxed);
+        sum[3] += s.write_bytes.load(Ordering::Relaxed);
+    }
+    sum
+}
+
+/// One iostat snapshot of a pool: rows with raw (not yet averaged) counters.
+fn snapshot(imported: &Imported, verbose: bool) -> IostatPool {
+    let spa = &imported.spa;
+    let (_, alloc, free) = spa.space();
+    let row = |name: String, depth: usize, space: Option<(u64, u64)>, vdev: &Vdev| {
+        let [read_ops, write_ops, read_bytes, write_bytes] = io_counters(vdev);
+        IostatRow {
+            name,
+            depth,
+            alloc_bytes: space.map(|s| s.0),
+            free_bytes: space.map(|s| s.1),
+            read_ops,
+            write_ops,
+            read_bytes,
+            write_bytes,
+        }
+    };
+    let mut out = IostatPool {
+        rows: vec![row(spa.name.clone(), 0, Some((alloc, free)), &spa.root)],
+        ..IostatPool::default()
+    };
+    if !verbose {
+        return out;
+    }
+    for (index, top) in spa.root.children.iter().enumerate() {
+        let space = spa.vdev_space(index).map(|(_, a, f, _)| (a, f));
+        let mut rows = vec![row(top.display_name(), 2, space, top)];
+        if top.kind != VdevKind::Leaf {
+            for leaf in &top.children {
+                rows.push(row(leaf.display_name(), 4, None, leaf));
+            }
+        }
+        if top.is_log {
+            out.logs.extend(rows);
+        } else {
+            out.rows.extend(rows);
+        }
+    }
+    out
+}
+
+/// Turns counters into per-second rates: (now - previous) / secs.
+fn rates(now: &IostatPool, previous: Option<&IostatPool>, secs: u64) -> IostatPool {
+    let secs = secs.max(1);
+    let before: HashMap<(String, usize), &IostatRow> = previous
+        .map(|p| p.rows.iter().chain(p.logs.iter()).map(|r| ((r.name.clone(), r.depth), r)).collect())
+        .unwrap_or_default();
+    let convert = |rows: &[IostatRow]| -> Vec<IostatRow> {
+        rows.iter()
+            .map(|r| {
+                let old = before.get(&(r.name.clone(), r.depth));
+                let delta = |now: u64, pick: fn(&IostatRow) -> u64| {
+                    now.saturating_sub(old.map(|o| pick(o)).unwrap_or(0)) / secs
+                };
+                IostatRow {
+                    read_ops: delta(r.read_ops, |o| o.read_ops),
+                    write_ops: delta(r.write_ops, |o| o.write_ops),
+                    read_bytes: delta(r.read_bytes, |o| o.read_bytes),
+                    write_bytes: delta(r.write_bytes, |o| o.write_bytes),
+                    ..r.clone()
+                }
+            })
+            .collect()
+    };
+    IostatPool {
+        rows: convert(&now.rows),
+        logs: convert(&now.logs),
+        ..IostatPool::default()
+    }
+}
+
+/// `zpool iostat [-v] [-Hpy] [pool]… [interval [count]]`
+pub fn cmd_iostat(args: &[String], ctx: &mut Ctx) -> CmdResult {
+    let parsed = getopt(args, "c:ghHlLnpPqrTvwy")?;
+    let options = IostatOptions {
+        verbose: parsed.has('v'),
+        scripted: parsed.has('H'),
+        exact_numbers: parsed.has('p'),
+    };
+    let skip_first = parsed.has('y');
+    let mut names = parsed.operands.clone();
+    let (interval, count) = interval_count(&mut names)?;
+    let mut previous: Option<Vec<IostatPool>> = None;
+    let mut iteration = 0u64;
+    let mut printed = 0u64;
+    loop {
+        let pools = pool::open_named(&names)?;
+        if pools.is_empty() {
+            return fail("no pools available");
+        }
+        let now_secs = zetta::spa::now_secs();
+        let snapshots: Vec<IostatPool> = pools.iter().map(|p| snapshot(p, options.verbose)).collect();
+        let since_import: Vec<u64> = pools
+            .iter()
+            .map(|p| {
+                let imported_at = p
+                    .spa
+                    .props
+                    .get_u64(IMPORT_TIME_PROP)
+                    .unwrap_or(p.spa.import_time_secs);
+                now_secs.saturating_sub(imported_at)
+            })
+            .collect();
+        drop(pools);
+        let reports: Vec<IostatPool> = snapshots
+            .iter()
+            .enumerate()
+            .map(|(i, snap)| match &previous {
+                Some(prev) => rates(snap, prev.get(i), interval.unwrap_or(1.0) as u64),
+                None => rates(snap, None, since_import[i]),
+            })
+            .collect();
+        if !(skip_first && iteration == 0) {
+            if printed == 0 || options.verbose {
+                ctx.print(&format_iostat(&reports, options));
+            } else {
+                let width = iostat_name_width(&reports, options.verbose);
+                if !options.scripted && printed == 0 {
+                    ctx.print(&format_iostat_header(width, options.exact_numbers));
+                }
+                ctx.print(&format_iostat_rows(&reports, options, width));
+            }
+            printed += 1;
+        }
+        previous = Some(snapshots);
+        iteration += 1;
+        let Some(interval) = interval else {
+            return Ok(());
+        };
+        if count.is_some_and(|c| printed >= c) {
+            return Ok(());
+        }
+        let _ = ctx.out.flush();
+        std::thread::sleep(std::time::Duration::from_secs_f64(interval));
+    }
+}

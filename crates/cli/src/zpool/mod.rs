@@ -1,0 +1,343 @@
+//! `zpool`: pool administration (OpenZFS `cmd/zpool/zpool_main.c`).
+//!
+//! Every subcommand is `fn(&[String], &mut Ctx) -> Result<(), CmdError>`; `run` maps the
+//! result to OpenZFS's exit codes: `Fail` prints its message and exits 1, `Usage` prints
+//! its message, then `usage:` and the subcommand's synopsis, and exits 2. Options are
+//! parsed with a small getopt that, like GNU getopt, also accepts options after operands
+//! (`zpool create tank /a -f`) and stops at `--`.
+//!
+//! Modules, one per group of subcommands: `cache` (which pools are imported), `pool`
+//! (opening and committing an imported pool), `create` (create, add, destroy,
+//! labelclear), `vdev_cmds` (attach, detach, replace, online, offline, clear, scrub),
+//! `import` (import, export), `status`, `list` (list, iostat), `props` (get, set,
+//! history).
+
+pub mod cache;
+mod create;
+mod import;
+mod list;
+pub mod pool;
+mod props;
+mod status;
+mod vdev_cmds;
+
+use std::io::Write;
+
+/// Where a command writes: its own two streams, never the process's.
+pub struct Ctx<'a> {
+    pub out: &'a mut dyn Write,
+    pub err: &'a mut dyn Write,
+}
+
+impl Ctx<'_> {
+    pub fn print(&mut self, text: &str) {
+        let _ = self.out.write_all(text.as_bytes());
+    }
+
+    pub fn warn(&mut self, text: &str) {
+        let _ = self.err.write_all(text.as_bytes());
+    }
+}
+
+/// How a subcommand failed.
+#[derive(Debug)]
+pub enum CmdError {
+    /// A failed operation: the message (without final newline; empty when already
+    /// printed) goes to stderr, exit 1.
+    Fail(String),
+    /// A usage error: the message, then the synopsis, exit 2.
+    Usage(String),
+}
+
+pub type CmdResult = Result<(), CmdError>;
+
+pub fn fail<T>(message: impl Into<String>) -> Result<T, CmdError> {
+    Err(CmdError::Fail(message.into()))
+}
+
+pub fn usage<T>(message: impl Into<String>) -> Result<T, CmdError> {
+    Err(CmdError::Usage(message.into()))
+}
+
+type Command = fn(&[String], &mut Ctx) -> CmdResult;
+
+/// (name, implementation, synopsis) in OpenZFS's help order.
+const COMMANDS: &[(&str, Command, &str)] = &[
+    ("version", cmd_version, "\tversion\n"),
+    (
+        "create",
+        create::cmd_create,
+        "\tcreate [-fnd] [-o property=value] ... \n\t    [-O file-system-property=value] ... \n\t    [-m mountpoint] [-R root] <pool> <vdev> ...\n",
+    ),
+    ("destroy", create::cmd_destroy, "\tdestroy [-f] <pool>\n"),
+    (
+        "add",
+        create::cmd_add,
+        "\tadd [-afgLnP] [-o property=value] <pool> <vdev> ...\n",
+    ),
+    ("labelclear", create::cmd_labelclear, "\tlabelclear [-f] <vdev>\n"),
+    (
+        "list",
+        list::cmd_list,
+        "\tlist [-gHLpPv] [-o property[,...]] [-T d|u] [pool] ... \n\t    [interval [count]]\n",
+    ),
+    (
+        "iostat",
+        list::cmd_iostat,
+        "\tiostat [-ghHLpPvy] [[pool ...]|[pool vdev ...]|[vdev ...]]\n\t    [[-n] interval [count]]\n",
+    ),
+    (
+        "status",
+        status::cmd_status,
+        "\tstatus [-DdegiLPpstvx] [-T d|u] [pool] ... \n\t    [interval [count]]\n",
+    ),
+    (
+        "online",
+        vdev_cmds::cmd_online,
+        "\tonline [-e] <pool> <device> ...\n",
+    ),
+    (
+        "offline",
+        vdev_cmds::cmd_offline,
+        "\toffline [-f][-t] <pool> <device> ...\n",
+    ),
+    ("clear", vdev_cmds::cmd_clear, "\tclear <pool> [device]\n"),
+    (
+        "attach",
+        vdev_cmds::cmd_attach,
+        "\tattach [-fsw] [-o property=value] <pool> <vdev> <new-device>\n",
+    ),
+    ("detach", vdev_cmds::cmd_detach, "\tdetach <pool> <device>\n"),
+    (
+        "replace",
+        vdev_cmds::cmd_replace,
+        "\treplace [-fsw] [-o property=value] <pool> <device> [new-device]\n",
+    ),
+    (
+        "scrub",
+        vdev_cmds::cmd_scrub,
+        "\tscrub [-s | -p] [-w] <pool> ...\n",
+    ),
+    (
+        "import",
+        import::cmd_import,
+        "\timport [-d dir] [-D]\n\timport [-o mntopts] [-o property=value] ... \n\t    [-d dir | -c cachefile] [-D] [-l] [-f] [-m] [-N] [-R root] [-F [-n]] -a\n\timport [-o mntopts] [-o property=value] ... \n\t    [-d dir | -c cachefile] [-D] [-l] [-f] [-m] [-N] [-R root] [-F [-n]]\n\t    <pool | id> [newpool]\n",
+    ),
+    ("export", import::cmd_export, "\texport [-af] <pool> ...\n"),
+    ("history", props::cmd_history, "\thistory [-il] [<pool>] ...\n"),
+    (
+        "get",
+        props::cmd_get,
+        "\tget [-Hp] [-o \"all\" | field[,...]] <\"all\" | property[,...]> <pool> ...\n",
+    ),
+    ("set", props::cmd_set, "\tset <property=value> <pool>\n"),
+];
+
+fn cmd_version(args: &[String], ctx: &mut Ctx) -> CmdResult {
+    let parsed = getopt(args, "")?;
+    if !parsed.operands.is_empty() {
+        return usage("too many arguments");
+    }
+    ctx.print(&format!("zetta {}\n", env!("CARGO_PKG_VERSION")));
+    Ok(())
+}
+
+fn print_full_usage(stream: &mut dyn Write) {
+    let mut text = String::from("usage: zpool command args ...\nwhere 'command' is one of the following:\n\n");
+    for (_, _, synopsis) in COMMANDS {
+        text.push_str(synopsis);
+    }
+    text.push_str("\nFor further help on a command or topic, run: zpool help [<topic>]\n");
+    let _ = stream.write_all(text.as_bytes());
+}
+
+/// `zpool ARGS…`: runs one subcommand and returns the exit code.
+pub fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    let Some(name) = args.first() else {
+        let _ = writeln!(err, "missing command");
+        print_full_usage(err);
+        return 2;
+    };
+    let name = name.as_str();
+    if matches!(name, "-?" | "-h" | "--help" | "help") {
+        print_full_usage(out);
+        return 0;
+    }
+    if matches!(name, "-V" | "--version") {
+        let _ = writeln!(out, "zetta {}", env!("CARGO_PKG_VERSION"));
+        return 0;
+    }
+    let Some((_, command, synopsis)) = COMMANDS.iter().find(|(n, _, _)| *n == name) else {
+        let _ = writeln!(err, "unrecognized command '{name}'");
+        print_full_usage(err);
+        return 2;
+    };
+    let mut ctx = Ctx { out, err };
+    match command(&args[1..], &mut ctx) {
+        Ok(()) => 0,
+        Err(CmdError::Fail(message)) => {
+            if !message.is_empty() {
+                ctx.warn(&format!("{message}\n"));
+            }
+            1
+        }
+        Err(CmdError::Usage(message)) => {
+            if !message.is_empty() {
+                ctx.warn(&format!("{message}\n"));
+            }
+            ctx.warn(&format!("usage:\n{synopsis}"));
+            2
+        }
+    }
+}
+
+/// Options and operands of one command line.
+#[derive(Debug, Default)]
+pub struct Parsed {
+    pub options: Vec<(char, Option<String>)>,
+    pub operands: Vec<String>,
+}
+
+impl Parsed {
+    pub fn has(&self, flag: char) -> bool {
+        self.options.iter().any(|(f, _)| *f == flag)
+    }
+
+    /// Every argument given to a repeatable option, in order.
+    pub fn values(&self, flag: char) -> Vec<String> {
+        self.options
+            .iter()
+            .filter(|(f, _)| *f == flag)
+            .filter_map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    pub fn last(&self, flag: char) -> Option<String> {
+        self.values(flag).pop()
+    }
+}
+
+/// getopt(3) with GNU argument permutation. `spec` lists the flags; a flag followed by
+/// `:` takes an argument (attached, `-ofoo`, or the next word).
+pub fn getopt(args: &[String], spec: &str) -> Result<Parsed, CmdError> {
+    let takes_argument = |flag: char| -> Option<bool> {
+        let mut chars = spec.chars().peekable();
+        while let Some(c) = chars.next() {
+            let with_arg = chars.peek() == Some(&':');
+            if with_arg {
+                chars.next();
+            }
+            if c == flag {
+                return Some(with_arg);
+            }
+        }
+        None
+    };
+    let mut parsed = Parsed::default();
+    let mut index = 0;
+    while index < args.len() {
+        let word = &args[index];
+        index += 1;
+        if word == "--" {
+            parsed.operands.extend(args[index..].iter().cloned());
+            break;
+        }
+        if !word.starts_with('-') || word.len() == 1 {
+            parsed.operands.push(word.clone());
+            continue;
+        }
+        if word.starts_with("--") {
+            return usage(format!("invalid option '{word}'"));
+        }
+        let flags: Vec<char> = word.chars().skip(1).collect();
+        let mut position = 0;
+        while position < flags.len() {
+            let flag = flags[position];
+            position += 1;
+            match takes_argument(flag) {
+                None => return usage(format!("invalid option '{flag}'")),
+                Some(false) => parsed.options.push((flag, None)),
+                Some(true) => {
+                    let attached: String = flags[position..].iter().collect();
+                    let value = if !attached.is_empty() {
+                        attached
+                    } else if let Some(next) = args.get(index) {
+                        index += 1;
+                        next.clone()
+                    } else {
+                        return usage(format!("missing argument for '{flag}' option"));
+                    };
+                    parsed.options.push((flag, Some(value)));
+                    position = flags.len();
+                }
+            }
+        }
+    }
+    Ok(parsed)
+}
+
+/// Splits `prop=value`; `None` when there is no `=`.
+pub fn split_prop(word: &str) -> Option<(&str, &str)> {
+    word.split_once('=')
+}
+
+/// Parses trailing `interval [count]` operands (status, iostat, list).
+pub fn interval_count(operands: &mut Vec<String>) -> Result<(Option<f64>, Option<u64>), CmdError> {
+    let is_number = |w: &String| w.parse::<f64>().is_ok_and(|v| v.is_finite() && v >= 0.0);
+    let mut interval = None;
+    let mut count = None;
+    if operands.last().is_some_and(is_number) {
+        let last = operands.pop().unwrap_or_default();
+        if operands.last().is_some_and(is_number) {
+            let first = operands.pop().unwrap_or_default();
+            interval = first.parse::<f64>().ok();
+            count = last.parse::<f64>().ok().map(|c| c as u64);
+        } else {
+            interval = last.parse::<f64>().ok();
+        }
+    }
+    if interval == Some(0.0) {
+        return usage("interval cannot be zero");
+    }
+    Ok((interval, count))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(text: &str) -> Vec<String> {
+        text.split_whitespace().map(str::to_string).collect()
+    }
+
+    /// OpenZFS relies on GNU getopt: options may follow operands and attach their value.
+    #[test]
+    fn getopt_permutes_and_attaches() {
+        let parsed = getopt(&words("tank -f /a -oashift=12 -O compression=on /b"), "fno:O:").unwrap();
+        assert_eq!(parsed.operands, words("tank /a /b"));
+        assert!(parsed.has('f'));
+        assert_eq!(parsed.values('o'), vec!["ashift=12".to_string()]);
+        assert_eq!(parsed.values('O'), vec!["compression=on".to_string()]);
+    }
+
+    /// Unknown flags and missing values are usage errors with OpenZFS's words.
+    #[test]
+    fn getopt_errors_are_usage_errors() {
+        match getopt(&words("-x tank"), "f") {
+            Err(CmdError::Usage(m)) => assert_eq!(m, "invalid option 'x'"),
+            other => panic!("{other:?}"),
+        }
+        match getopt(&words("tank -o"), "o:") {
+            Err(CmdError::Usage(m)) => assert_eq!(m, "missing argument for 'o' option"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// `zpool iostat tank 1 3` takes the two trailing numbers as interval and count.
+    #[test]
+    fn interval_and_count_are_taken_from_the_end() {
+        let mut operands = words("tank 1 3");
+        assert_eq!(interval_count(&mut operands).unwrap(), (Some(1.0), Some(3)));
+        assert_eq!(operands, words("tank"));
+    }
+}

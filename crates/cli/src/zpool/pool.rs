@@ -1,0 +1,388 @@
+//! Opening, committing and finding pools for one command (the userspace stand-in for
+//! OpenZFS's `spa_open` on an imported pool, plus `zpool_in_use` and the device scan of
+//! `zpool_find_import`).
+//!
+//! An imported pool is a cache entry (`cache`). A command opens every device of the entry
+//! with an exclusive lock (a second process gets a clean "busy" refusal), groups them by
+//! their labels, imports the entry's pool by guid, works on the `Spa`, and — if it changed
+//! anything — commits (`commit`): counters are saved, the txg is synced, and the cache
+//! entry is rewritten with the pool's current name and leaf paths. Dropping the `Spa`
+//! releases the locks; the labels still say ACTIVE, so the pool stays imported.
+//!
+//! Per-vdev counters (errors, operations, bytes) live in memory in the engine; so that
+//! `zpool status` in a later process still shows what `zpool scrub` found, they are kept
+//! in a private pool property (`STATS_PROP`) keyed by vdev guid, reset at import.
+
+use super::cache::{self, CacheEntry};
+use super::CmdError;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use zetta::io::{BlockDevice, DeviceRef, FileDevice, IoError};
+use zetta::nvlist::NvList;
+use zetta::spa::{find_pools, ImportCandidate, Spa, SpaError, TopKind, TopSpec};
+use zetta::types::DEVICE_SIZE_MIN_BYTES;
+use zetta::vdev::label;
+use zetta::vdev::{Vdev, VdevStats};
+use zetta_zutil::vdev_spec::{default_leaf_kind, VdevClass, VdevKind, VdevSpecError, VdevSpecGroup};
+
+/// ARC bound for one command's short-lived import.
+pub const ARC_SIZE_BYTES_CLI: u64 = 64 << 20;
+/// Private pool properties (hidden from `zpool get`).
+pub const PRIVATE_PROP_PREFIX: &str = "org.zetta:";
+pub const STATS_PROP: &str = "org.zetta:vdev_stats";
+pub const IMPORT_TIME_PROP: &str = "org.zetta:import_time";
+
+pub const POOL_STATE_ACTIVE: u64 = zetta::spa::POOL_STATE_ACTIVE;
+pub const POOL_STATE_EXPORTED: u64 = zetta::spa::POOL_STATE_EXPORTED;
+pub const POOL_STATE_DESTROYED: u64 = zetta::spa::POOL_STATE_DESTROYED;
+
+/// An imported pool opened by this command.
+pub struct Imported {
+    pub spa: Spa,
+    pub guid: u64,
+}
+
+/// `strerror`-like text of an I/O error (Rust appends " (os error N)").
+pub fn strerror(error: &std::io::Error) -> String {
+    let text = error.to_string();
+    match text.find(" (os error") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    }
+}
+
+fn is_busy(error: &IoError) -> bool {
+    matches!(error, IoError::Open { reason, .. } if reason.contains("in use by another process"))
+}
+
+pub fn load_cache() -> Result<Vec<CacheEntry>, CmdError> {
+    cache::load().map_err(CmdError::Fail)
+}
+
+/// Opens the imported pool called `name`.
+pub fn open_pool(name: &str) -> Result<Imported, CmdError> {
+    let entries = load_cache()?;
+    let Some(entry) = entries.iter().find(|e| e.name == name) else {
+        return Err(CmdError::Fail(format!("cannot open '{name}': no such pool")));
+    };
+    open_entry(entry)
+}
+
+/// Opens every pool in the cache (for commands given no pool name).
+pub fn open_all() -> Result<Vec<Imported>, CmdError> {
+    let mut pools = Vec::new();
+    for entry in load_cache()? {
+        pools.push(open_entry(&entry)?);
+    }
+    pools.sort_by(|a, b| a.spa.name.cmp(&b.spa.name));
+    Ok(pools)
+}
+
+/// Opens the named pools, or all when `names` is empty.
+pub fn open_named(names: &[String]) -> Result<Vec<Imported>, CmdError> {
+    if names.is_empty() {
+        return open_all();
+    }
+    names.iter().map(|n| open_pool(n)).collect()
+}
+
+pub fn open_entry(entry: &CacheEntry) -> Result<Imported, CmdError> {
+    let name = &entry.name;
+    let mut devices: Vec<DeviceRef> = Vec::new();
+    for path in &entry.paths {
+        match FileDevice::open_exclusive(path) {
+            Ok(device) => devices.push(Arc::new(device)),
+            Err(e) if is_busy(&e) => {
+                return Err(CmdError::Fail(format!(
+                    "cannot open '{name}': pool is busy: '{path}' is in use by another process"
+                )))
+            }
+            // A missing device: the pool may still open degraded.
+            Err(_) => continue,
+        }
+    }
+    let candidate = find_pools(&devices)
+        .into_iter()
+        .find(|c| c.guid.0 == entry.guid)
+        .ok_or_else(|| {
+            CmdError::Fail(format!(
+                "cannot open '{name}': one or more devices is currently unavailable"
+            ))
+        })?;
+    let spa = Spa::import(&candidate, None, ARC_SIZE_BYTES_CLI)
+        .map_err(|e| CmdError::Fail(format!("cannot open '{name}': {}", spa_error_text(&e))))?;
+    restore_stats(&spa);
+    Ok(Imported {
+        spa,
+        guid: entry.guid,
+    })
+}
+
+/// OpenZFS's wording for engine errors.
+pub fn spa_error_text(error: &SpaError) -> String {
+    match error {
+        SpaError::DevicesUnavailable => "one or more devices is currently unavailable".to_string(),
+        SpaError::Busy(_) => "pool is busy".to_string(),
+        SpaError::NoSpace => "out of space".to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// Every vdev of the tree, depth first, the root included.
+pub fn each_vdev<'a>(vdev: &'a Vdev, visit: &mut dyn FnMut(&'a Vdev)) {
+    visit(vdev);
+    for child in &vdev.children {
+        each_vdev(child, visit);
+    }
+}
+
+fn counters(stats: &VdevStats) -> [&AtomicU64; 7] {
+    [
+        &stats.read_errors,
+        &stats.write_errors,
+        &stats.checksum_errors,
+        &stats.read_ops,
+        &stats.write_ops,
+        &stats.read_bytes,
+        &stats.write_bytes,
+    ]
+}
+
+/// Counters saved by earlier commands replace what this import's own reads counted.
+fn restore_stats(spa: &Spa) {
+    let saved: HashMap<u64, Vec<u64>> = spa
+        .props
+        .get_list(STATS_PROP)
+        .map(|list| {
+            list.entries
+                .keys()
+                .filter_map(|k| {
+                    let guid = k.parse::<u64>().ok()?;
+                    Some((guid, list.get_u64_array(k)?.to_vec()))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    each_vdev(&spa.root, &mut |vdev| {
+        let values = saved.get(&vdev.guid.0);
+        for (index, counter) in counters(&vdev.stats).iter().enumerate() {
+            let value = values.and_then(|v| v.get(index)).copied().unwrap_or(0);
+            counter.store(value, Ordering::Relaxed);
+        }
+    });
+}
+
+fn save_stats(spa: &mut Spa) {
+    let mut list = NvList::new();
+    each_vdev(&spa.root, &mut |vdev| {
+        let values: Vec<u64> = counters(&vdev.stats)
+            .iter()
+            .map(|c| c.load(Ordering::Relaxed))
+            .collect();
+        list.set_u64_array(&vdev.guid.0.to_string(), values);
+    });
+    spa.props.set_list(STATS_PROP, list);
+}
+
+/// Starts a fresh import's counters: what this process counted so far (the import's own
+/// reads, or a create's writes) is kept, anything saved by an earlier import is dropped.
+pub fn reset_stats(spa: &mut Spa) {
+    spa.props.remove(STATS_PROP);
+    spa.props
+        .set_u64(IMPORT_TIME_PROP, zetta::spa::now_secs());
+}
+
+/// Leaf paths of the pool, in tree order (missing leaves included).
+pub fn leaf_paths(spa: &Spa) -> Vec<String> {
+    spa.root.leaves().iter().map(|l| l.path.clone()).collect()
+}
+
+/// Saves counters, commits the open txg and records the pool in the cache.
+pub fn commit(imported: &mut Imported) -> Result<(), CmdError> {
+    let spa = &mut imported.spa;
+    save_stats(spa);
+    spa.sync()
+        .map_err(|e| CmdError::Fail(format!("cannot sync '{}': {}", spa.name, spa_error_text(&e))))?;
+    cache::upsert(CacheEntry {
+        guid: imported.guid,
+        name: spa.name.clone(),
+        paths: leaf_paths(spa),
+    })
+    .map_err(CmdError::Fail)
+}
+
+/// The pool a device's label names: (pool name, pool guid, pool state).
+pub fn label_owner(path: &str) -> Option<(String, u64, u64)> {
+    let device = FileDevice::open_read_only(path).ok()?;
+    let (config, _) = label::read_config(&device)?;
+    Some((
+        config.get_str("name")?.to_string(),
+        config.get_u64("pool_guid")?,
+        config.get_u64("state").unwrap_or(POOL_STATE_ACTIVE),
+    ))
+}
+
+/// `check_file_generic` for every path: devices whose labels name a live or exported
+/// pool. Returns the complete OpenZFS error text when any is in use. A device of a pool
+/// imported here cannot be forced; others can with `-f`.
+pub fn check_in_use(paths: &[String], force: bool) -> Result<(), CmdError> {
+    let imported: Vec<u64> = load_cache()?.iter().map(|e| e.guid).collect();
+    let mut problems = Vec::new();
+    for path in paths {
+        let Some((name, guid, state)) = label_owner(path) else {
+            continue;
+        };
+        let (description, overridable) = match state {
+            POOL_STATE_DESTROYED => continue,
+            POOL_STATE_EXPORTED => ("exported", true),
+            _ if imported.contains(&guid) => ("active", false),
+            _ => ("potentially active", true),
+        };
+        if overridable && force {
+            continue;
+        }
+        problems.push(format!("{path} is part of {description} pool '{name}'"));
+    }
+    if problems.is_empty() {
+        return Ok(());
+    }
+    let header = if force {
+        "the following errors must be manually repaired:"
+    } else {
+        "use '-f' to override the following errors:"
+    };
+    Err(CmdError::Fail(format!(
+        "invalid vdev specification\n{header}\n{}",
+        problems.join("\n")
+    )))
+}
+
+/// Leaf classifier for the vdev parser: absolute paths that exist; block devices are
+/// disks, anything else a file.
+pub fn leaf_kind(word: &str) -> Result<VdevKind, VdevSpecError> {
+    if !word.starts_with('/') {
+        return default_leaf_kind(word);
+    }
+    match std::fs::metadata(word) {
+        Err(e) => Err(VdevSpecError::Device(format!(
+            "cannot open '{word}': {}",
+            strerror(&e)
+        ))),
+        Ok(meta) => {
+            use std::os::unix::fs::FileTypeExt;
+            if meta.file_type().is_block_device() {
+                Ok(VdevKind::Disk)
+            } else {
+                Ok(VdevKind::File)
+            }
+        }
+    }
+}
+
+/// Parses vdev words with [`leaf_kind`]; classes Zetta lacks are refused. `action` is
+/// the prefix of the duplicate-device message ("cannot create 'tank'").
+pub fn parse_spec(words: &[String], action: &str) -> Result<Vec<VdevSpecGroup>, CmdError> {
+    let groups = zetta_zutil::vdev_spec::parse_vdev_spec_with(words, leaf_kind)
+        .map_err(|e| CmdError::Fail(e.to_string()))?;
+    for group in &groups {
+        let class = match group.class {
+            VdevClass::Normal | VdevClass::Log => continue,
+            VdevClass::Cache => "cache",
+            VdevClass::Spare => "spare",
+            VdevClass::Special => "special",
+            VdevClass::Dedup => "dedup",
+        };
+        return Err(CmdError::Fail(format!(
+            "invalid vdev specification: {class} devices are not supported by zetta yet"
+        )));
+    }
+    let mut seen: Vec<std::path::PathBuf> = Vec::new();
+    for path in groups.iter().flat_map(|g| g.paths.iter()) {
+        // Paths only: the device itself is opened later.
+        let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.into());
+        if seen.contains(&canonical) {
+            return Err(CmdError::Fail(format!(
+                "{action}: one or more vdevs refer to the same device, or one of\nthe devices is part of an active md or lvm device"
+            )));
+        }
+        seen.push(canonical);
+    }
+    Ok(groups)
+}
+
+/// Whether any device is smaller than OpenZFS's SPA_MINDEVSIZE (64M).
+pub fn any_too_small(paths: &[String]) -> bool {
+    paths.iter().any(|path| {
+        FileDevice::open_read_only(path)
+            .map(|d| d.size_bytes() < DEVICE_SIZE_MIN_BYTES)
+            .unwrap_or(false)
+    })
+}
+
+/// Opens one device for a pool (exclusive), with OpenZFS-like wording on failure.
+pub fn open_device(path: &str) -> Result<DeviceRef, CmdError> {
+    match FileDevice::open_exclusive(path) {
+        Ok(device) => Ok(Arc::new(device)),
+        Err(e) if is_busy(&e) => Err(CmdError::Fail(format!(
+            "cannot open '{path}': device is in use by another process"
+        ))),
+        Err(e) => Err(CmdError::Fail(e.to_string())),
+    }
+}
+
+/// Opens the devices of parsed groups as engine top-level specs.
+pub fn open_tops(groups: &[VdevSpecGroup]) -> Result<Vec<TopSpec>, CmdError> {
+    let mut tops = Vec::new();
+    for group in groups {
+        let kind = match group.kind {
+            VdevKind::Disk | VdevKind::File => TopKind::Single,
+            VdevKind::Mirror => TopKind::Mirror,
+            VdevKind::Raidz(parity) => TopKind::Raidz(parity),
+        };
+        let mut leaves = Vec::new();
+        for path in &group.paths {
+            leaves.push((path.clone(), open_device(path)?));
+        }
+        tops.push(TopSpec {
+            kind,
+            leaves,
+            is_log: group.class == VdevClass::Log,
+        });
+    }
+    Ok(tops)
+}
+
+/// Candidate device files in the given directories (regular files and block devices
+/// that open read-only), sorted by path. Unreadable entries are skipped.
+pub fn scan_devices(dirs: &[String]) -> Vec<DeviceRef> {
+    use std::os::unix::fs::FileTypeExt;
+    let mut paths: Vec<String> = Vec::new();
+    for dir in dirs {
+        let Ok(read) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for entry in read.flatten() {
+            let path = entry.path();
+            let Ok(meta) = std::fs::metadata(&path) else {
+                continue;
+            };
+            if meta.is_file() || meta.file_type().is_block_device() {
+                paths.push(path.to_string_lossy().into_owned());
+            }
+        }
+    }
+    paths.sort();
+    paths.dedup();
+    paths
+        .iter()
+        .filter_map(|p| FileDevice::open_read_only(p).ok())
+        .filter(|d| d.size_bytes() >= label::DATA_START_BYTES + label::LABELS_END_SIZE_BYTES)
+        .map(|d| Arc::new(d) as DeviceRef)
+        .collect()
+}
+
+/// Pools found on the devices of `dirs`.
+pub fn find_candidates(dirs: &[String]) -> Vec<ImportCandidate> {
+    find_pools(&scan_devices(dirs))
+}

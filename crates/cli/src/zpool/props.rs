@@ -1,0 +1,395 @@
+//! Pool properties: `zpool get`, `zpool set`, and `zpool history` (OpenZFS
+//! `zpool_prop.c` table, `zpool_get_prop`, `zpool_valid_proplist`, `zpool_do_get`,
+//! `zpool_do_set`, `zpool_do_history`).
+//!
+//! The table below is the source of truth for names, order (that of `zpool get all`),
+//! kinds and defaults. Values set by the user live as strings in `spa.props`; computed
+//! ones (size, health, ...) come from the engine. SOURCE is `-` for read-only
+//! properties, `local` for a value the user set, `default` otherwise. Keys that start
+//! with `org.zetta:` or `fs:` are private to Zetta and never shown.
+
+use super::pool::{self, Imported};
+use super::{getopt, split_prop, usage, CmdError, CmdResult, Ctx};
+use zetta_zutil::list::{format_table, Align, Column};
+use zetta_zutil::nicenum::{ctime, nicenum};
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Computed by the engine; cannot be set.
+    ReadOnly,
+    /// One of a fixed list of words.
+    Index(&'static [&'static str]),
+    /// Free text or a number checked by `validate`.
+    Text,
+    /// Only at create or import time (altroot, readonly).
+    CreateOnly,
+}
+
+const ON_OFF: &[&str] = &["on", "off"];
+
+/// (name, kind, default value) in `zpool get all` order.
+const POOL_PROPS: &[(&str, Kind, &str)] = &[
+    ("size", Kind::ReadOnly, ""),
+    ("capacity", Kind::ReadOnly, ""),
+    ("altroot", Kind::CreateOnly, "-"),
+    ("health", Kind::ReadOnly, ""),
+    ("guid", Kind::ReadOnly, ""),
+    ("version", Kind::ReadOnly, "-"),
+    ("bootfs", Kind::Text, "-"),
+    ("delegation", Kind::Index(ON_OFF), "on"),
+    ("autoreplace", Kind::Index(ON_OFF), "off"),
+    ("cachefile", Kind::Text, "-"),
+    ("failmode", Kind::Index(&["wait", "continue", "panic"]), "wait"),
+    ("listsnapshots", Kind::Index(ON_OFF), "off"),
+    ("autoexpand", Kind::Index(ON_OFF), "off"),
+    ("dedupratio", Kind::ReadOnly, ""),
+    ("free", Kind::ReadOnly, ""),
+    ("allocated", Kind::ReadOnly, ""),
+    ("readonly", Kind::CreateOnly, "off"),
+    ("ashift", Kind::Text, "0"),
+    ("comment", Kind::Text, "-"),
+    ("expandsize", Kind::ReadOnly, ""),
+    ("freeing", Kind::ReadOnly, ""),
+    ("fragmentation", Kind::ReadOnly, ""),
+    ("leaked", Kind::ReadOnly, ""),
+    ("multihost", Kind::Index(ON_OFF), "off"),
+    ("checkpoint", Kind::ReadOnly, ""),
+    ("load_guid", Kind::ReadOnly, ""),
+    ("autotrim", Kind::Index(ON_OFF), "off"),
+    ("compatibility", Kind::Text, "off"),
+];
+
+/// Features reported by `zpool get all` (all enabled at create; these are in use).
+const FEATURES: &[(&str, &str)] = &[
+    ("async_destroy", "enabled"),
+    ("empty_bpobj", "active"),
+    ("lz4_compress", "active"),
+    ("spacemap_histogram", "active"),
+    ("enabled_txg", "active"),
+    ("hole_birth", "active"),
+    ("extensible_dataset", "active"),
+    ("embedded_data", "active"),
+    ("bookmarks", "enabled"),
+    ("large_blocks", "enabled"),
+    ("sha512", "enabled"),
+    ("skein", "enabled"),
+    ("zstd_compress", "enabled"),
+    ("blake3", "enabled"),
+];
+
+/// When a property is being given a value.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Create,
+    Import,
+    Set,
+}
+
+/// Column headers accepted as property names (OpenZFS `zprop_name_to_prop` also matches
+/// the column name, case-insensitively).
+const ALIASES: &[(&str, &str)] = &[
+    ("alloc", "allocated"),
+    ("cap", "capacity"),
+    ("ckpoint", "checkpoint"),
+    ("dedup", "dedupratio"),
+    ("expand", "autoexpand"),
+    ("expandsz", "expandsize"),
+    ("frag", "fragmentation"),
+    ("listsnaps", "listsnapshots"),
+    ("rdonly", "readonly"),
+    ("replace", "autoreplace"),
+];
+
+/// The property a name or column header stands for.
+pub fn canonical(name: &str) -> String {
+    let lower = name.to_ascii_lowercase();
+    if lower.starts_with("feature@") {
+        return name.to_string();
+    }
+    match ALIASES.iter().find(|(alias, _)| *alias == lower) {
+        Some((_, full)) => full.to_string(),
+        None => lower,
+    }
+}
+
+pub fn is_pool_prop(name: &str) -> bool {
+    name.starts_with("feature@") || POOL_PROPS.iter().any(|(n, _, _)| *n == name)
+}
+
+/// `zpool_valid_proplist` for one property: the reason text after "cannot …: ".
+pub fn validate(name: &str, value: &str, phase: Phase) -> Result<(), String> {
+    if let Some(feature) = name.strip_prefix("feature@") {
+        if !FEATURES.iter().any(|(f, _)| *f == feature) {
+            return Err(format!("property '{name}' is not a valid pool or vdev property"));
+        }
+        let allowed: &[&str] = if phase == Phase::Set {
+            &["enabled"]
+        } else {
+            &["enabled", "disabled"]
+        };
+        if !allowed.contains(&value) {
+            return Err(format!("property '{name}' can only be set to 'enabled'"));
+        }
+        return Ok(());
+    }
+    let Some((_, kind, _)) = POOL_PROPS.iter().find(|(n, _, _)| *n == name) else {
+        return Err(format!("invalid property '{name}'"));
+    };
+    match kind {
+        Kind::ReadOnly => Err(format!("'{name}' is readonly")),
+        Kind::CreateOnly if phase == Phase::Set => Err(format!(
+            "property '{name}' can only be set during pool creation or import"
+        )),
+        Kind::CreateOnly if name == "readonly" && !ON_OFF.contains(&value) => {
+            Err(format!("'{name}' must be one of 'on | off'"))
+        }
+        Kind::Index(values) if !values.contains(&value) => Err(format!(
+            "'{name}' must be one of '{}'",
+            values.join(" | ")
+        )),
+        Kind::Text => match name {
+            "ashift" => match value.parse::<u64>() {
+                Ok(0) | Ok(9..=16) => Ok(()),
+                Ok(number) => Err(format!(
+                    "property 'ashift' number {number} is invalid, only values between 9 and 16 are allowed."
+                )),
+                Err(_) => Err("'ashift' must be a number".to_string()),
+            },
+            "cachefile" if !(value.is_empty() || value == "none" || value.starts_with('/')) => {
+                Err("property 'cachefile' must be empty, an absolute path, or 'none'".to_string())
+            }
+            "comment" if value.len() > 32 || value.chars().any(|c| c.is_control()) => {
+                Err("comment must not contain control characters or exceed 32 characters".to_string())
+            }
+            "bootfs" if phase != Phase::Set => Err(
+                "property 'bootfs' cannot be set at creation or import time".to_string(),
+            ),
+            "bootfs" => Err("operation not applicable to datasets of this type".to_string()),
+            _ => Ok(()),
+        },
+        _ => Ok(()),
+    }
+}
+
+/// A property's value and source as `zpool get` (and `zpool list`) print it.
+pub fn value_of(imported: &Imported, name: &str, exact: bool) -> Option<(String, &'static str)> {
+    let spa = &imported.spa;
+    let (size, allocated, free) = spa.space();
+    let frag = fragmentation(imported);
+    let number = |value: u64| if exact { value.to_string() } else { nicenum(value) };
+    let percent = |value: u64| if exact { value.to_string() } else { format!("{value}%") };
+    if let Some(feature) = name.strip_prefix("feature@") {
+        let (_, state) = FEATURES.iter().find(|(f, _)| *f == feature)?;
+        let state = spa.props.get_str(name).unwrap_or(state);
+        return Some((state.to_string(), "local"));
+    }
+    let computed = match name {
+        "name" => spa.name.clone(),
+        "size" => number(size),
+        "allocated" => number(allocated),
+        "free" => number(free),
+        "capacity" => percent(allocated.saturating_mul(100).checked_div(size).unwrap_or(0)),
+        "health" => spa.health().name().to_string(),
+        "guid" => spa.guid.0.to_string(),
+        "load_guid" => spa.guid.0.wrapping_mul(0x9e37_79b9_7f4a_7c15).to_string(),
+        "dedupratio" => if exact { "1.00" } else { "1.00x" }.to_string(),
+        "expandsize" | "checkpoint" => "-".to_string(),
+        "freeing" | "leaked" => "0".to_string(),
+        "fragmentation" => match frag {
+            Some(frag) => percent(frag),
+            None => "-".to_string(),
+        },
+        _ => {
+            let (_, kind, default) = POOL_PROPS.iter().find(|(n, _, _)| *n == name)?;
+            return Some(match spa.props.get_str(name) {
+                Some(value) if !value.is_empty() => (value.to_string(), "local"),
+                _ if *kind == Kind::ReadOnly => (default.to_string(), "-"),
+                _ => (default.to_string(), "default"),
+            });
+        }
+    };
+    Some((computed, "-"))
+}
+
+/// Pool fragmentation: the allocated-weighted mean over normal top-level vdevs.
+pub fn fragmentation(imported: &Imported) -> Option<u64> {
+    let spa = &imported.spa;
+    let mut weighted = 0u64;
+    let mut total = 0u64;
+    for (index, top) in spa.root.children.iter().enumerate() {
+        if top.is_log {
+            continue;
+        }
+        let (size, _, _, frag) = spa.vdev_space(index)?;
+        weighted += frag? * size;
+        total += size;
+    }
+    weighted.checked_div(total)
+}
+
+fn all_names() -> Vec<String> {
+    POOL_PROPS
+        .iter()
+        .map(|(n, _, _)| n.to_string())
+        .chain(FEATURES.iter().map(|(f, _)| format!("feature@{f}")))
+        .collect()
+}
+
+/// `zpool get [-Hp] [-o field,…] all|prop,… [pool]…`
+pub fn cmd_get(args: &[String], ctx: &mut Ctx) -> CmdResult {
+    let parsed = getopt(args, "Hpo:j")?;
+    let scripted = parsed.has('H');
+    let exact = parsed.has('p');
+    let Some(list) = parsed.operands.first() else {
+        return usage("missing property argument");
+    };
+    let names: Vec<String> = if list == "all" {
+        all_names()
+    } else {
+        let names: Vec<String> = list.split(',').map(canonical).collect();
+        for name in &names {
+            if name != "name" && !is_pool_prop(name) {
+                return usage(format!("bad property list: invalid property '{name}'"));
+            }
+        }
+        names
+    };
+    let mut fields = vec!["name", "property", "value", "source"];
+    if let Some(wanted) = parsed.last('o') {
+        if wanted != "all" {
+            let chosen: Vec<&str> = wanted.split(',').collect();
+            for field in &chosen {
+                if !fields.contains(field) {
+                    return usage(format!("invalid get field '{field}'"));
+                }
+            }
+            fields = fields.into_iter().filter(|f| chosen.contains(f)).collect();
+        }
+    }
+    let pools = pool::open_named(&parsed.operands[1..])?;
+    let mut rows = Vec::new();
+    for imported in &pools {
+        for name in &names {
+            let Some((value, source)) = value_of(imported, name, exact) else {
+                continue;
+            };
+            let row: Vec<String> = fields
+                .iter()
+                .map(|field| match *field {
+                    "name" => imported.spa.name.clone(),
+                    "property" => name.clone(),
+                    "value" => value.clone(),
+                    _ => source.to_string(),
+                })
+                .collect();
+            rows.push(row);
+        }
+    }
+    let columns: Vec<Column> = fields
+        .iter()
+        .map(|f| Column::new(&f.to_ascii_uppercase(), Align::Left))
+        .collect();
+    ctx.print(&format_table(&columns, &rows, scripted));
+    Ok(())
+}
+
+/// `zpool set prop=value pool`
+pub fn cmd_set(args: &[String], _ctx: &mut Ctx) -> CmdResult {
+    let parsed = getopt(args, "")?;
+    let (assignment, name) = match parsed.operands.as_slice() {
+        [] => return usage("missing property=value argument"),
+        [_] => return usage("missing pool name"),
+        [assignment, name] => (assignment, name),
+        _ => return usage("too many pool names"),
+    };
+    let Some((key, value)) = split_prop(assignment) else {
+        return usage("missing value in property=value argument");
+    };
+    let action = format!("cannot set property for '{name}'");
+    let mut imported = pool::open_pool(name)?;
+    validate(key, value, Phase::Set).map_err(|why| CmdError::Fail(format!("{action}: {why}")))?;
+    let spa = &mut imported.spa;
+    if key == "cachefile" && (value.is_empty() || value == "-") {
+        spa.props.remove(key);
+    } else {
+        spa.props.set_str(key, value);
+    }
+    if key == "autoexpand" {
+        spa.expand_vdevs_if_allowed();
+    }
+    spa.mark_config_dirty();
+    spa.log_history(&super::create::history_line("set", args));
+    pool::commit(&mut imported)
+}
+
+/// `YYYY-MM-DD.HH:MM:SS` in local time, from ctime's "Sun Nov 22 02:54:54 2026".
+pub fn history_time(epoch_secs: u64) -> String {
+    let text = ctime(i64::try_from(epoch_secs).unwrap_or(0));
+    let parts: Vec<&str> = text.split_whitespace().collect();
+    let months = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    match parts.as_slice() {
+        [_, month, day, time, year] => {
+            let month = months.iter().position(|m| m == month).unwrap_or(0) + 1;
+            let day = day.parse::<u32>().unwrap_or(0);
+            format!("{year}-{month:02}-{day:02}.{time}")
+        }
+        _ => text,
+    }
+}
+
+/// `zpool history [-il] [pool]…`
+pub fn cmd_history(args: &[String], ctx: &mut Ctx) -> CmdResult {
+    let parsed = getopt(args, "il")?;
+    let mut pools = pool::open_named(&parsed.operands)?;
+    if pools.is_empty() {
+        ctx.warn("no pools available\n");
+        return Ok(());
+    }
+    for imported in pools.iter_mut() {
+        let lines = imported.spa.history().map_err(|e| {
+            CmdError::Fail(format!(
+                "cannot get history for '{}': {}",
+                imported.spa.name,
+                pool::spa_error_text(&e)
+            ))
+        })?;
+        let mut text = format!("History for '{}':\n", imported.spa.name);
+        for (time, command) in lines {
+            text.push_str(&format!("{} {command}\n", history_time(time)));
+        }
+        text.push('\n');
+        ctx.print(&text);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Scripts rely on OpenZFS's exact refusal texts for bad `zpool set` values.
+    #[test]
+    fn validation_messages() {
+        assert_eq!(
+            validate("autoexpand", "maybe", Phase::Set).unwrap_err(),
+            "'autoexpand' must be one of 'on | off'"
+        );
+        assert_eq!(validate("size", "1", Phase::Set).unwrap_err(), "'size' is readonly");
+        assert_eq!(
+            validate("ashift", "17", Phase::Create).unwrap_err(),
+            "property 'ashift' number 17 is invalid, only values between 9 and 16 are allowed."
+        );
+        assert!(validate("failmode", "continue", Phase::Set).is_ok());
+    }
+
+    /// History lines carry `YYYY-MM-DD.HH:MM:SS`, 19 characters, whatever the zone.
+    #[test]
+    fn history_time_shape() {
+        let text = history_time(1_795_316_094);
+        assert_eq!(text.len(), 19, "{text}");
+        assert_eq!(&text[4..5], "-");
+        assert_eq!(&text[10..11], ".");
+    }
+}

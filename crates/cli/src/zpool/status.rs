@@ -1,0 +1,207 @@
+//! `zpool status` (OpenZFS `zpool_do_status`, `status_callback`, `zpool_get_status`):
+//! turns an open pool into zutil's `PoolStatusView` and prints it.
+//!
+//! State comes from the engine's derived vdev states; counters from the per-vdev stats
+//! (restored across commands by `pool`). Notes follow OpenZFS: a leaf without a device is
+//! shown by guid with `was /path`; a top-level vdev that cannot work says `insufficient
+//! replicas`; a faulted leaf `too many errors`. The status/action block is chosen in
+//! `zpool_get_status` order: missing devices, data errors, device errors, offline devices.
+
+use super::pool::{self, Imported};
+use super::{getopt, interval_count, CmdResult, Ctx};
+use std::sync::atomic::Ordering;
+use zetta::spa::{ScanFunction, ScanState};
+use zetta::vdev::{Vdev, VdevKind, VdevState};
+use zetta_zutil::status::{
+    format_status, format_status_all_healthy, PoolStatusView, ScanView, VdevStatusRow,
+    STATUS_CORRUPT_DATA, STATUS_FAILING_DEV, STATUS_MISSING_DEV_NO_REPLICAS,
+    STATUS_MISSING_DEV_REPLICATED, STATUS_OFFLINE_DEV,
+};
+
+fn row_of(vdev: &Vdev) -> VdevStatusRow {
+    let state = vdev.state();
+    let mut row = VdevStatusRow {
+        name: vdev.display_name(),
+        state: state.name().to_string(),
+        read_errors: vdev.stats.read_errors.load(Ordering::Relaxed),
+        write_errors: vdev.stats.write_errors.load(Ordering::Relaxed),
+        checksum_errors: vdev.stats.checksum_errors.load(Ordering::Relaxed),
+        note: None,
+        children: vdev.children.iter().map(row_of).collect(),
+    };
+    if vdev.is_leaf() {
+        if vdev.device.is_none() && !vdev.offline.load(Ordering::Relaxed) {
+            row.name = vdev.guid.0.to_string();
+            row.note = Some(format!("was {}", vdev.path));
+        } else if state == VdevState::Faulted {
+            row.note = Some("too many errors".to_string());
+        } else if vdev.missing_through_txg.load(Ordering::Relaxed) != 0 {
+            row.note = Some("(awaiting resilver)".to_string());
+        }
+    } else if !state.is_usable() && vdev.kind != VdevKind::Root {
+        row.note = Some("insufficient replicas".to_string());
+    }
+    row
+}
+
+fn any_leaf(vdev: &Vdev, test: &dyn Fn(&Vdev) -> bool) -> bool {
+    vdev.leaves().iter().any(|leaf| test(leaf))
+}
+
+fn has_errors(vdev: &Vdev) -> bool {
+    let mut found = false;
+    pool::each_vdev(vdev, &mut |v| {
+        let s = &v.stats;
+        if s.read_errors.load(Ordering::Relaxed)
+            + s.write_errors.load(Ordering::Relaxed)
+            + s.checksum_errors.load(Ordering::Relaxed)
+            > 0
+        {
+            found = true;
+        }
+    });
+    found
+}
+
+/// `<metadata>:<0x1>` for the MOS, `pool:<0x5>` for the root dataset's objects.
+fn error_paths(imported: &Imported) -> Vec<String> {
+    let mut paths: Vec<String> = imported
+        .spa
+        .error_log()
+        .iter()
+        .map(|b| {
+            if b.objset == 0 {
+                format!("<metadata>:<{:#x}>", b.object)
+            } else {
+                format!("{}:<{:#x}>", imported.spa.name, b.object)
+            }
+        })
+        .collect();
+    paths.sort();
+    paths.dedup();
+    paths
+}
+
+pub fn scan_view(imported: &Imported) -> ScanView {
+    let scan = imported.spa.scan;
+    let end_epoch = i64::try_from(scan.end_secs).unwrap_or(0);
+    let elapsed_secs = scan.end_secs.saturating_sub(scan.start_secs);
+    match (scan.function, scan.state) {
+        (ScanFunction::Scrub, ScanState::Finished) => ScanView::ScrubFinished {
+            repaired_bytes: scan.repaired_bytes,
+            elapsed_secs,
+            errors: scan.errors,
+            end_epoch,
+        },
+        (ScanFunction::Resilver, ScanState::Finished) => ScanView::ResilverFinished {
+            resilvered_bytes: scan.repaired_bytes,
+            elapsed_secs,
+            errors: scan.errors,
+            end_epoch,
+        },
+        (ScanFunction::Scrub, ScanState::Canceled | ScanState::Scanning) => {
+            ScanView::ScrubCanceled { end_epoch }
+        }
+        (ScanFunction::Resilver, ScanState::Canceled | ScanState::Scanning) => {
+            ScanView::ResilverCanceled { end_epoch }
+        }
+        _ => ScanView::None,
+    }
+}
+
+pub fn status_view(imported: &Imported) -> PoolStatusView {
+    let spa = &imported.spa;
+    let health = spa.health();
+    let mut root = row_of(&spa.root);
+    root.name = spa.name.clone();
+    let mut logs = Vec::new();
+    let mut normal = Vec::new();
+    for (top, row) in spa.root.children.iter().zip(root.children.drain(..)) {
+        if top.is_log {
+            logs.push(row);
+        } else {
+            normal.push(row);
+        }
+    }
+    root.children = normal;
+    if !health.is_usable() {
+        root.note = Some("insufficient replicas".to_string());
+    }
+    let errors = error_paths(imported);
+    let mut view = PoolStatusView {
+        name: spa.name.clone(),
+        state: health.name().to_string(),
+        scan: scan_view(imported),
+        root,
+        logs,
+        data_errors: errors.len() as u64,
+        error_paths: errors,
+        ..PoolStatusView::default()
+    };
+    let missing = any_leaf(&spa.root, &|l| {
+        l.device.is_none() && !l.offline.load(Ordering::Relaxed)
+    });
+    if missing && !health.is_usable() {
+        view.set_reason(&STATUS_MISSING_DEV_NO_REPLICAS);
+    } else if missing {
+        view.set_reason(&STATUS_MISSING_DEV_REPLICATED);
+    } else if view.data_errors > 0 {
+        view.set_reason(&STATUS_CORRUPT_DATA);
+    } else if has_errors(&spa.root) || any_leaf(&spa.root, &|l| l.state() == VdevState::Faulted) {
+        view.set_reason(&STATUS_FAILING_DEV);
+    } else if any_leaf(&spa.root, &|l| l.offline.load(Ordering::Relaxed)) {
+        view.set_reason(&STATUS_OFFLINE_DEV);
+    }
+    view
+}
+
+/// Whether `zpool status -x` has something to say about the pool.
+fn is_unhealthy(view: &PoolStatusView) -> bool {
+    view.state != "ONLINE" || view.status.is_some() || view.data_errors > 0
+}
+
+/// `zpool status [-vxpP] [pool]… [interval [count]]`
+pub fn cmd_status(args: &[String], ctx: &mut Ctx) -> CmdResult {
+    let parsed = getopt(args, "c:DdegiLPpstvxT:j")?;
+    let verbose = parsed.has('v');
+    let exact = parsed.has('p');
+    let only_unhealthy = parsed.has('x');
+    let mut names = parsed.operands.clone();
+    let (interval, count) = interval_count(&mut names)?;
+    let mut iteration = 0u64;
+    loop {
+        let pools = pool::open_named(&names)?;
+        if pools.is_empty() {
+            ctx.warn("no pools available\n");
+            return Ok(());
+        }
+        let views: Vec<PoolStatusView> = pools.iter().map(status_view).collect();
+        drop(pools);
+        let shown: Vec<&PoolStatusView> = views
+            .iter()
+            .filter(|v| !only_unhealthy || is_unhealthy(v))
+            .collect();
+        if shown.is_empty() && names.is_empty() {
+            ctx.print(&format!("{}\n", format_status_all_healthy()));
+        } else if shown.is_empty() {
+            for view in &views {
+                ctx.print(&format!("pool '{}' is healthy\n", view.name));
+            }
+        } else {
+            let texts: Vec<String> = shown
+                .iter()
+                .map(|v| format_status(v, verbose, exact))
+                .collect();
+            ctx.print(&texts.join("\n"));
+        }
+        iteration += 1;
+        let Some(interval) = interval else {
+            return Ok(());
+        };
+        if count.is_some_and(|c| iteration >= c) {
+            return Ok(());
+        }
+        let _ = ctx.out.flush();
+        std::thread::sleep(std::time::Duration::from_secs_f64(interval));
+    }
+}

@@ -1,0 +1,210 @@
+//! Commands that change one device of a live pool, and scrub: `attach`, `detach`,
+//! `replace`, `online`, `offline`, `clear`, `scrub` (OpenZFS
+//! `zpool_do_attach_or_replace`, `zpool_do_detach`, `zpool_do_online`,
+//! `zpool_do_offline`, `zpool_do_clear`, `zpool_do_scrub`, and `zpool_vdev_attach` etc.
+//! in `libzfs_pool.c` for the error words).
+//!
+//! A new device goes through the same checks as in `zpool create` (absolute path that
+//! exists, not in another pool unless `-f`). The engine resilvers synchronously, so when
+//! `attach`/`replace` return the new device is complete (`-w` is thus always true) and
+//! `zpool scrub` likewise runs to completion in this process; `-s`/`-p` therefore never
+//! find a scrub to stop.
+
+use super::create::history_line;
+use super::pool::{self, Imported};
+use super::{fail, getopt, usage, CmdError, CmdResult, Ctx};
+use zetta::vdev::{Vdev, VdevState};
+
+fn check_new_device(path: &str, force: bool) -> Result<(), CmdError> {
+    pool::leaf_kind(path).map_err(|e| CmdError::Fail(e.to_string()))?;
+    pool::check_in_use(&[path.to_string()], force)
+}
+
+fn find_leaf<'a>(root: &'a Vdev, name: &str) -> Option<&'a Vdev> {
+    root.leaves()
+        .into_iter()
+        .find(|l| l.path == name || l.guid.0.to_string() == name)
+}
+
+/// `zpool attach [-fsw] [-o ashift=N] pool device new_device`
+pub fn cmd_attach(args: &[String], _ctx: &mut Ctx) -> CmdResult {
+    let parsed = getopt(args, "fswo:")?;
+    let (name, old, new) = match parsed.operands.as_slice() {
+        [] => return usage("missing pool name argument"),
+        [_] => return usage("missing <device> specification"),
+        [_, _] => return usage("missing <new_device> specification"),
+        [name, old, new] => (name, old, new),
+        _ => return usage("too many arguments"),
+    };
+    let mut imported = pool::open_pool(name)?;
+    check_new_device(new, parsed.has('f'))?;
+    let action = format!("cannot attach {new} to {old}");
+    if find_leaf(&imported.spa.root, old).is_none() {
+        return fail(format!("{action}: no such device in pool"));
+    }
+    let device = pool::open_device(new)?;
+    imported
+        .spa
+        .attach(old, new, device)
+        .map_err(|e| CmdError::Fail(format!("{action}: {}", pool::spa_error_text(&e))))?;
+    imported.spa.log_history(&history_line("attach", args));
+    pool::commit(&mut imported)
+}
+
+/// `zpool replace [-fsw] pool device [new_device]`
+pub fn cmd_replace(args: &[String], _ctx: &mut Ctx) -> CmdResult {
+    let parsed = getopt(args, "fswo:")?;
+    let (name, old, new) = match parsed.operands.as_slice() {
+        [] => return usage("missing pool name argument"),
+        [_] => return usage("missing <device> specification"),
+        [name, old] => (name, old, old),
+        [name, old, new] => (name, old, new),
+        _ => return usage("too many arguments"),
+    };
+    let mut imported = pool::open_pool(name)?;
+    let action = format!("cannot replace {old} with {new}");
+    let Some(leaf) = find_leaf(&imported.spa.root, old) else {
+        return fail(format!("{action}: no such device in pool"));
+    };
+    if new == old && leaf.device.is_some() {
+        return fail(format!("{action}: {new} is busy"));
+    }
+    // Replacing a missing device by itself: its label (if any) is the pool's own.
+    if new != old {
+        check_new_device(new, parsed.has('f'))?;
+    } else {
+        pool::leaf_kind(new).map_err(|e| CmdError::Fail(e.to_string()))?;
+    }
+    let device = pool::open_device(new)?;
+    imported
+        .spa
+        .replace(old, new, device)
+        .map_err(|e| CmdError::Fail(format!("{action}: {}", pool::spa_error_text(&e))))?;
+    imported.spa.log_history(&history_line("replace", args));
+    pool::commit(&mut imported)
+}
+
+/// `zpool detach pool device`
+pub fn cmd_detach(args: &[String], _ctx: &mut Ctx) -> CmdResult {
+    let parsed = getopt(args, "")?;
+    let (name, device) = match parsed.operands.as_slice() {
+        [] => return usage("missing pool name argument"),
+        [_] => return usage("missing <device> specification"),
+        [name, device] => (name, device),
+        _ => return usage("too many arguments"),
+    };
+    let mut imported = pool::open_pool(name)?;
+    imported
+        .spa
+        .detach(device)
+        .map_err(|e| CmdError::Fail(format!("cannot detach {device}: {}", pool::spa_error_text(&e))))?;
+    imported.spa.log_history(&history_line("detach", args));
+    pool::commit(&mut imported)
+}
+
+fn pool_and_devices(parsed: &super::Parsed) -> Result<(&String, &[String]), CmdError> {
+    match parsed.operands.as_slice() {
+        [] => usage("missing pool name"),
+        [_] => usage("missing device name"),
+        [name, devices @ ..] => Ok((name, devices)),
+    }
+}
+
+/// `zpool offline [-ft] pool device…`
+pub fn cmd_offline(args: &[String], _ctx: &mut Ctx) -> CmdResult {
+    let parsed = getopt(args, "ft")?;
+    let (name, devices) = pool_and_devices(&parsed)?;
+    let mut imported = pool::open_pool(name)?;
+    let mut result = Ok(());
+    for device in devices {
+        if let Err(e) = imported.spa.set_offline(device, true) {
+            result = fail(format!("cannot offline {device}: {}", pool::spa_error_text(&e)));
+            break;
+        }
+    }
+    imported.spa.log_history(&history_line("offline", args));
+    pool::commit(&mut imported)?;
+    result
+}
+
+/// `zpool online [-e] pool device…`
+pub fn cmd_online(args: &[String], ctx: &mut Ctx) -> CmdResult {
+    let parsed = getopt(args, "ef")?;
+    let (name, devices) = pool_and_devices(&parsed)?;
+    let mut imported = pool::open_pool(name)?;
+    let mut result = Ok(());
+    for device in devices {
+        if let Err(e) = imported.spa.set_offline(device, false) {
+            result = fail(format!("cannot online {device}: {}", pool::spa_error_text(&e)));
+            break;
+        }
+        let usable = find_leaf(&imported.spa.root, device).is_some_and(|l| l.state() == VdevState::Online);
+        if !usable {
+            ctx.warn(&format!(
+                "warning: device '{device}' onlined, but remains in faulted state\nuse 'zpool replace' to replace devices that are no longer present\n"
+            ));
+        }
+    }
+    if parsed.has('e') {
+        imported.spa.expand_vdevs_if_allowed();
+    }
+    imported.spa.log_history(&history_line("online", args));
+    pool::commit(&mut imported)?;
+    result
+}
+
+/// `zpool clear pool [device]`
+pub fn cmd_clear(args: &[String], _ctx: &mut Ctx) -> CmdResult {
+    let parsed = getopt(args, "FnX")?;
+    let (name, device) = match parsed.operands.as_slice() {
+        [] => return usage("missing pool name"),
+        [name] => (name, None),
+        [name, device] => (name, Some(device)),
+        _ => return usage("too many arguments"),
+    };
+    let mut imported: Imported = pool::open_pool(name)?;
+    match device {
+        None => {
+            imported.spa.clear_errors();
+            imported.spa.root.stats.clear_errors();
+        }
+        Some(device) => {
+            let Some(leaf) = find_leaf(&imported.spa.root, device) else {
+                return fail(format!("cannot clear errors for {device}: no such device in pool"));
+            };
+            leaf.stats.clear_errors();
+            leaf.faulted.store(false, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+    imported.spa.log_history(&history_line("clear", args));
+    pool::commit(&mut imported)
+}
+
+/// `zpool scrub [-s | -p] [-w] pool…`
+pub fn cmd_scrub(args: &[String], _ctx: &mut Ctx) -> CmdResult {
+    let parsed = getopt(args, "spweCt")?;
+    if parsed.has('s') && parsed.has('p') {
+        return usage("invalid option combination: -s and -p are mutually exclusive");
+    }
+    if parsed.operands.is_empty() {
+        return usage("missing pool name argument");
+    }
+    for name in &parsed.operands {
+        let mut imported = pool::open_pool(name)?;
+        if parsed.has('s') {
+            return fail(format!("cannot cancel scrubbing {name}: there is no active scrub"));
+        }
+        if parsed.has('p') {
+            return fail(format!("cannot pause scrubbing {name}: there is no active scrub"));
+        }
+        imported
+            .spa
+            .scrub(None)
+            .map_err(|e| CmdError::Fail(format!("cannot scrub {name}: {}", pool::spa_error_text(&e))))?;
+        imported
+            .spa
+            .log_history(&history_line("scrub", std::slice::from_ref(name)));
+        pool::commit(&mut imported)?;
+    }
+    Ok(())
+}
