@@ -156,3 +156,36 @@ fn degraded_mirror_keeps_serving() {
     assert_eq!(spa.read_object(id, 0, data.len()).unwrap(), data);
     assert_eq!(spa.read_object(id2, 0, data2.len()).unwrap(), data2);
 }
+
+/// Log and cache devices come and go without touching data (create, add, remove), and a
+/// removed log vdev leaves a hole so later vdev numbers keep addressing their blocks.
+#[test]
+fn log_and_cache_devices_add_and_remove() {
+    let a = device("/d/a", 96 << 20);
+    let log = device("/d/log", 96 << 20);
+    let cache = device("/d/cache", 96 << 20);
+    let b = device("/d/b", 96 << 20);
+    let log_spec = TopSpec {
+        kind: TopKind::Single,
+        leaves: vec![leaf("/d/log", &log)],
+        is_log: true,
+    };
+    let mut spa = Spa::create("tank", &[single("/d/a", &a), log_spec], &CreateOptions::default()).unwrap();
+    spa.add_cache_devices(&[leaf("/d/cache", &cache)]).unwrap();
+    spa.add_vdevs(&[single("/d/b", &b)], 12).unwrap();
+    let (id, data) = write_random(&mut spa, 12 << 20, 8);
+    assert_eq!(spa.vdev_space(1), None, "a log vdev takes no ordinary writes");
+    spa.export().unwrap();
+    let mut spa = import(&[&a, &log, &cache, &b]).unwrap();
+    assert_eq!(spa.cache.len(), 1);
+    assert!(spa.root.children[1].is_log);
+    spa.remove_device("/d/cache").unwrap();
+    spa.remove_device("/d/log").unwrap();
+    assert_eq!(spa.root.children[1].kind, VdevKind::Hole);
+    assert!(spa.remove_device("/d/a").is_err(), "data vdevs cannot be removed");
+    spa.export().unwrap();
+    let mut spa = import(&[&a, &b]).unwrap();
+    assert!(spa.cache.is_empty());
+    assert_eq!(spa.read_object(id, 0, data.len()).unwrap(), data);
+    assert_eq!(spa.root.children.len(), 3);
+}

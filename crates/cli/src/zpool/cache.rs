@@ -54,7 +54,10 @@ pub fn parse(text: &str) -> Vec<CacheEntry> {
         entries.push(CacheEntry {
             guid,
             name: name.to_string(),
-            paths: fields.filter(|p| !p.is_empty()).map(str::to_string).collect(),
+            paths: fields
+                .filter(|p| !p.is_empty())
+                .map(str::to_string)
+                .collect(),
         });
     }
     entries

@@ -29,7 +29,10 @@ pub fn history_line(subcommand: &str, args: &[String]) -> String {
 }
 
 fn all_paths(groups: &[VdevSpecGroup]) -> Vec<String> {
-    groups.iter().flat_map(|g| g.paths.iter().cloned()).collect()
+    groups
+        .iter()
+        .flat_map(|g| g.paths.iter().cloned())
+        .collect()
 }
 
 /// `print_vdev_tree` for a parsed spec: groups named `mirror`, `raidz2`, leaves by path.
@@ -118,7 +121,8 @@ pub fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
             "cannot create '{name}': invalid character '/' in pool name\nuse 'zfs create' to create a dataset"
         ));
     }
-    check_pool_name(name).map_err(|why| CmdError::Fail(format!("cannot create '{name}': {why}")))?;
+    check_pool_name(name)
+        .map_err(|why| CmdError::Fail(format!("cannot create '{name}': {why}")))?;
 
     let action = format!("cannot create '{name}'");
     let groups = pool::parse_spec(&parsed.operands[1..], &action)?;
@@ -229,7 +233,11 @@ fn check_add_replication(spa: &Spa, groups: &[VdevSpecGroup]) -> Result<(), CmdE
 
 /// The existing tree for `zpool add -n`, named with ids (`mirror-0`).
 fn pool_tree(vdev: &Vdev, indent: usize, logs: bool, out: &mut String) {
-    for child in vdev.children.iter().filter(|c| c.is_log == logs || indent > 2) {
+    for child in vdev
+        .children
+        .iter()
+        .filter(|c| c.is_log == logs || indent > 2)
+    {
         out.push_str(&format!("\t{:indent$}{}\n", "", child.display_name()));
         pool_tree(child, indent + 2, logs, out);
     }
@@ -268,7 +276,8 @@ pub fn cmd_add(args: &[String], ctx: &mut Ctx) -> CmdResult {
         check_add_replication(&imported.spa, &groups)?;
     }
     if parsed.has('n') {
-        let mut text = format!("would update '{name}' to the following configuration:\n\n\t{name}\n");
+        let mut text =
+            format!("would update '{name}' to the following configuration:\n\n\t{name}\n");
         pool_tree(&imported.spa.root, 2, false, &mut text);
         text.push_str(&spec_tree(&groups, VdevClass::Normal, 2));
         let mut logs = String::new();
@@ -315,10 +324,12 @@ pub fn cmd_destroy(args: &[String], _ctx: &mut Ctx) -> CmdResult {
     };
     let imported = pool::open_pool(name)?;
     let guid = imported.guid;
-    imported
-        .spa
-        .destroy()
-        .map_err(|e| CmdError::Fail(format!("cannot destroy '{name}': {}", pool::spa_error_text(&e))))?;
+    imported.spa.destroy().map_err(|e| {
+        CmdError::Fail(format!(
+            "cannot destroy '{name}': {}",
+            pool::spa_error_text(&e)
+        ))
+    })?;
     super::cache::remove(guid).map_err(CmdError::Fail)
 }
 

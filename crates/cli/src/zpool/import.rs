@@ -69,7 +69,9 @@ pub fn show_import(candidate: &ImportCandidate) -> String {
     }
     out.push('\n');
     let leaves = tree.leaves();
-    let missing = leaves.iter().any(|l| l.device.is_none() && l.state() == VdevState::Unavail);
+    let missing = leaves
+        .iter()
+        .any(|l| l.device.is_none() && l.state() == VdevState::Unavail);
     let offline = leaves.iter().any(|l| l.state() == VdevState::Offline);
     let mut see = None;
     if missing {
@@ -165,7 +167,12 @@ pub fn cmd_import(args: &[String], ctx: &mut Ctx) -> CmdResult {
         .collect();
     match matching.as_slice() {
         [] => fail(format!("cannot import '{target}': no such pool available")),
-        [candidate] => do_import(candidate, parsed.operands.get(1).map(String::as_str), &parsed, args),
+        [candidate] => do_import(
+            candidate,
+            parsed.operands.get(1).map(String::as_str),
+            &parsed,
+            args,
+        ),
         _ => fail(format!(
             "cannot import '{target}': more than one matching pool\nimport by numeric ID instead"
         )),
@@ -184,7 +191,8 @@ fn do_import(
         _ => format!("cannot import '{name}'"),
     };
     if let Some(new) = new_name {
-        check_pool_name(new).map_err(|why| CmdError::Fail(format!("cannot import '{new}': {why}")))?;
+        check_pool_name(new)
+            .map_err(|why| CmdError::Fail(format!("cannot import '{new}': {why}")))?;
         if pool::load_cache()?.iter().any(|e| e.name == new) {
             return fail(format!("{action}: pool already exists"));
         }
@@ -226,7 +234,11 @@ fn do_import(
     let locked = find_pools(&devices)
         .into_iter()
         .find(|c| c.guid == candidate.guid)
-        .ok_or_else(|| CmdError::Fail(format!("{action}: one or more devices is currently unavailable")))?;
+        .ok_or_else(|| {
+            CmdError::Fail(format!(
+                "{action}: one or more devices is currently unavailable"
+            ))
+        })?;
     let spa = Spa::import(&locked, new_name, pool::ARC_SIZE_BYTES_CLI)
         .map_err(|e| CmdError::Fail(format!("{action}: {}", pool::spa_error_text(&e))))?;
     let mut imported = Imported {
@@ -234,12 +246,25 @@ fn do_import(
         spa,
     };
     pool::reset_stats(&mut imported.spa);
+    found_paths(&mut imported.spa.root);
+    imported.spa.mark_config_dirty();
     imported.spa.props.remove("altroot");
     for (key, value) in pool_props {
         imported.spa.props.set_str(&key, &value);
     }
     imported.spa.log_history(&history_line("import", args));
     pool::commit(&mut imported)
+}
+
+/// Leaves take the path their device was found at (devices may have moved since the
+/// labels were written), as OpenZFS updates `ZPOOL_CONFIG_PATH` at import.
+fn found_paths(vdev: &mut Vdev) {
+    if let Some(device) = &vdev.device {
+        vdev.path = device.path();
+    }
+    for child in vdev.children.iter_mut() {
+        found_paths(child);
+    }
 }
 
 /// `zpool export [-af] pool…`
@@ -258,10 +283,12 @@ pub fn cmd_export(args: &[String], _ctx: &mut Ctx) -> CmdResult {
         imported
             .spa
             .log_history(&history_line("export", std::slice::from_ref(name)));
-        imported
-            .spa
-            .export()
-            .map_err(|e| CmdError::Fail(format!("cannot export '{name}': {}", pool::spa_error_text(&e))))?;
+        imported.spa.export().map_err(|e| {
+            CmdError::Fail(format!(
+                "cannot export '{name}': {}",
+                pool::spa_error_text(&e)
+            ))
+        })?;
         super::cache::remove(guid).map_err(CmdError::Fail)?;
     }
     Ok(())

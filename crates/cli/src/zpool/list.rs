@@ -201,7 +201,13 @@ fn snapshot(imported: &Imported, verbose: bool) -> IostatPool {
 fn rates(now: &IostatPool, previous: Option<&IostatPool>, secs: u64) -> IostatPool {
     let secs = secs.max(1);
     let before: HashMap<(String, usize), &IostatRow> = previous
-        .map(|p| p.rows.iter().chain(p.logs.iter()).map(|r| ((r.name.clone(), r.depth), r)).collect())
+        .map(|p| {
+            p.rows
+                .iter()
+                .chain(p.logs.iter())
+                .map(|r| ((r.name.clone(), r.depth), r))
+                .collect()
+        })
         .unwrap_or_default();
     let convert = |rows: &[IostatRow]| -> Vec<IostatRow> {
         rows.iter()
@@ -247,7 +253,8 @@ pub fn cmd_iostat(args: &[String], ctx: &mut Ctx) -> CmdResult {
             return fail("no pools available");
         }
         let now_secs = zetta::spa::now_secs();
-        let snapshots: Vec<IostatPool> = pools.iter().map(|p| snapshot(p, options.verbose)).collect();
+        let snapshots: Vec<IostatPool> =
+            pools.iter().map(|p| snapshot(p, options.verbose)).collect();
         let since_import: Vec<u64> = pools
             .iter()
             .map(|p| {

@@ -143,8 +143,25 @@ fn cmd_version(args: &[String], ctx: &mut Ctx) -> CmdResult {
 }
 
 fn print_full_usage(stream: &mut dyn Write) {
-    let mut text = String::from("usage: zpool command args ...\nwhere 'command' is one of the following:\n\n");
-    for (_, _, synopsis) in COMMANDS {
+    let mut text =
+        String::from("usage: zpool command args ...\nwhere 'command' is one of the following:\n\n");
+    // OpenZFS separates groups of commands by a blank line.
+    const GROUP_STARTS: &[&str] = &[
+        "create",
+        "add",
+        "labelclear",
+        "list",
+        "online",
+        "attach",
+        "scrub",
+        "import",
+        "history",
+        "get",
+    ];
+    for (name, _, synopsis) in COMMANDS {
+        if GROUP_STARTS.contains(name) {
+            text.push('\n');
+        }
         text.push_str(synopsis);
     }
     text.push_str("\nFor further help on a command or topic, run: zpool help [<topic>]\n");
@@ -313,7 +330,11 @@ mod tests {
     /// OpenZFS relies on GNU getopt: options may follow operands and attach their value.
     #[test]
     fn getopt_permutes_and_attaches() {
-        let parsed = getopt(&words("tank -f /a -oashift=12 -O compression=on /b"), "fno:O:").unwrap();
+        let parsed = getopt(
+            &words("tank -f /a -oashift=12 -O compression=on /b"),
+            "fno:O:",
+        )
+        .unwrap();
         assert_eq!(parsed.operands, words("tank /a /b"));
         assert!(parsed.has('f'));
         assert_eq!(parsed.values('o'), vec!["ashift=12".to_string()]);

@@ -24,7 +24,9 @@ use zetta::spa::{find_pools, ImportCandidate, Spa, SpaError, TopKind, TopSpec};
 use zetta::types::DEVICE_SIZE_MIN_BYTES;
 use zetta::vdev::label;
 use zetta::vdev::{Vdev, VdevStats};
-use zetta_zutil::vdev_spec::{default_leaf_kind, VdevClass, VdevKind, VdevSpecError, VdevSpecGroup};
+use zetta_zutil::vdev_spec::{
+    default_leaf_kind, VdevClass, VdevKind, VdevSpecError, VdevSpecGroup,
+};
 
 /// ARC bound for one command's short-lived import.
 pub const ARC_SIZE_BYTES_CLI: u64 = 64 << 20;
@@ -64,7 +66,9 @@ pub fn load_cache() -> Result<Vec<CacheEntry>, CmdError> {
 pub fn open_pool(name: &str) -> Result<Imported, CmdError> {
     let entries = load_cache()?;
     let Some(entry) = entries.iter().find(|e| e.name == name) else {
-        return Err(CmdError::Fail(format!("cannot open '{name}': no such pool")));
+        return Err(CmdError::Fail(format!(
+            "cannot open '{name}': no such pool"
+        )));
     };
     open_entry(entry)
 }
@@ -189,8 +193,7 @@ fn save_stats(spa: &mut Spa) {
 /// reads, or a create's writes) is kept, anything saved by an earlier import is dropped.
 pub fn reset_stats(spa: &mut Spa) {
     spa.props.remove(STATS_PROP);
-    spa.props
-        .set_u64(IMPORT_TIME_PROP, zetta::spa::now_secs());
+    spa.props.set_u64(IMPORT_TIME_PROP, zetta::spa::now_secs());
 }
 
 /// Leaf paths of the pool, in tree order (missing leaves included).
@@ -202,8 +205,13 @@ pub fn leaf_paths(spa: &Spa) -> Vec<String> {
 pub fn commit(imported: &mut Imported) -> Result<(), CmdError> {
     let spa = &mut imported.spa;
     save_stats(spa);
-    spa.sync()
-        .map_err(|e| CmdError::Fail(format!("cannot sync '{}': {}", spa.name, spa_error_text(&e))))?;
+    spa.sync().map_err(|e| {
+        CmdError::Fail(format!(
+            "cannot sync '{}': {}",
+            spa.name,
+            spa_error_text(&e)
+        ))
+    })?;
     cache::upsert(CacheEntry {
         guid: imported.guid,
         name: spa.name.clone(),

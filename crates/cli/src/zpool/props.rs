@@ -39,7 +39,11 @@ const POOL_PROPS: &[(&str, Kind, &str)] = &[
     ("delegation", Kind::Index(ON_OFF), "on"),
     ("autoreplace", Kind::Index(ON_OFF), "off"),
     ("cachefile", Kind::Text, "-"),
-    ("failmode", Kind::Index(&["wait", "continue", "panic"]), "wait"),
+    (
+        "failmode",
+        Kind::Index(&["wait", "continue", "panic"]),
+        "wait",
+    ),
     ("listsnapshots", Kind::Index(ON_OFF), "off"),
     ("autoexpand", Kind::Index(ON_OFF), "off"),
     ("dedupratio", Kind::ReadOnly, ""),
@@ -120,7 +124,9 @@ pub fn is_pool_prop(name: &str) -> bool {
 pub fn validate(name: &str, value: &str, phase: Phase) -> Result<(), String> {
     if let Some(feature) = name.strip_prefix("feature@") {
         if !FEATURES.iter().any(|(f, _)| *f == feature) {
-            return Err(format!("property '{name}' is not a valid pool or vdev property"));
+            return Err(format!(
+                "property '{name}' is not a valid pool or vdev property"
+            ));
         }
         let allowed: &[&str] = if phase == Phase::Set {
             &["enabled"]
@@ -176,8 +182,20 @@ pub fn value_of(imported: &Imported, name: &str, exact: bool) -> Option<(String,
     let spa = &imported.spa;
     let (size, allocated, free) = spa.space();
     let frag = fragmentation(imported);
-    let number = |value: u64| if exact { value.to_string() } else { nicenum(value) };
-    let percent = |value: u64| if exact { value.to_string() } else { format!("{value}%") };
+    let number = |value: u64| {
+        if exact {
+            value.to_string()
+        } else {
+            nicenum(value)
+        }
+    };
+    let percent = |value: u64| {
+        if exact {
+            value.to_string()
+        } else {
+            format!("{value}%")
+        }
+    };
     if let Some(feature) = name.strip_prefix("feature@") {
         let (_, state) = FEATURES.iter().find(|(f, _)| *f == feature)?;
         let state = spa.props.get_str(name).unwrap_or(state);
@@ -254,16 +272,19 @@ pub fn cmd_get(args: &[String], ctx: &mut Ctx) -> CmdResult {
         }
         names
     };
+    let wanted_fields = parsed.last('o');
     let mut fields = vec!["name", "property", "value", "source"];
-    if let Some(wanted) = parsed.last('o') {
-        if wanted != "all" {
+    if let Some(wanted) = &wanted_fields {
+        if wanted.as_str() != "all" {
             let chosen: Vec<&str> = wanted.split(',').collect();
+            let known = ["name", "property", "value", "source"];
             for field in &chosen {
-                if !fields.contains(field) {
+                if !known.contains(field) {
                     return usage(format!("invalid get field '{field}'"));
                 }
             }
-            fields = fields.into_iter().filter(|f| chosen.contains(f)).collect();
+            // In the order given, as OpenZFS prints them.
+            fields = chosen;
         }
     }
     let pools = pool::open_named(&parsed.operands[1..])?;
@@ -376,7 +397,10 @@ mod tests {
             validate("autoexpand", "maybe", Phase::Set).unwrap_err(),
             "'autoexpand' must be one of 'on | off'"
         );
-        assert_eq!(validate("size", "1", Phase::Set).unwrap_err(), "'size' is readonly");
+        assert_eq!(
+            validate("size", "1", Phase::Set).unwrap_err(),
+            "'size' is readonly"
+        );
         assert_eq!(
             validate("ashift", "17", Phase::Create).unwrap_err(),
             "property 'ashift' number 17 is invalid, only values between 9 and 16 are allowed."

@@ -94,10 +94,12 @@ pub fn cmd_detach(args: &[String], _ctx: &mut Ctx) -> CmdResult {
         _ => return usage("too many arguments"),
     };
     let mut imported = pool::open_pool(name)?;
-    imported
-        .spa
-        .detach(device)
-        .map_err(|e| CmdError::Fail(format!("cannot detach {device}: {}", pool::spa_error_text(&e))))?;
+    imported.spa.detach(device).map_err(|e| {
+        CmdError::Fail(format!(
+            "cannot detach {device}: {}",
+            pool::spa_error_text(&e)
+        ))
+    })?;
     imported.spa.log_history(&history_line("detach", args));
     pool::commit(&mut imported)
 }
@@ -118,7 +120,10 @@ pub fn cmd_offline(args: &[String], _ctx: &mut Ctx) -> CmdResult {
     let mut result = Ok(());
     for device in devices {
         if let Err(e) = imported.spa.set_offline(device, true) {
-            result = fail(format!("cannot offline {device}: {}", pool::spa_error_text(&e)));
+            result = fail(format!(
+                "cannot offline {device}: {}",
+                pool::spa_error_text(&e)
+            ));
             break;
         }
     }
@@ -135,10 +140,14 @@ pub fn cmd_online(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let mut result = Ok(());
     for device in devices {
         if let Err(e) = imported.spa.set_offline(device, false) {
-            result = fail(format!("cannot online {device}: {}", pool::spa_error_text(&e)));
+            result = fail(format!(
+                "cannot online {device}: {}",
+                pool::spa_error_text(&e)
+            ));
             break;
         }
-        let usable = find_leaf(&imported.spa.root, device).is_some_and(|l| l.state() == VdevState::Online);
+        let usable =
+            find_leaf(&imported.spa.root, device).is_some_and(|l| l.state() == VdevState::Online);
         if !usable {
             ctx.warn(&format!(
                 "warning: device '{device}' onlined, but remains in faulted state\nuse 'zpool replace' to replace devices that are no longer present\n"
@@ -170,10 +179,13 @@ pub fn cmd_clear(args: &[String], _ctx: &mut Ctx) -> CmdResult {
         }
         Some(device) => {
             let Some(leaf) = find_leaf(&imported.spa.root, device) else {
-                return fail(format!("cannot clear errors for {device}: no such device in pool"));
+                return fail(format!(
+                    "cannot clear errors for {device}: no such device in pool"
+                ));
             };
             leaf.stats.clear_errors();
-            leaf.faulted.store(false, std::sync::atomic::Ordering::Relaxed);
+            leaf.faulted
+                .store(false, std::sync::atomic::Ordering::Relaxed);
         }
     }
     imported.spa.log_history(&history_line("clear", args));
@@ -192,15 +204,18 @@ pub fn cmd_scrub(args: &[String], _ctx: &mut Ctx) -> CmdResult {
     for name in &parsed.operands {
         let mut imported = pool::open_pool(name)?;
         if parsed.has('s') {
-            return fail(format!("cannot cancel scrubbing {name}: there is no active scrub"));
+            return fail(format!(
+                "cannot cancel scrubbing {name}: there is no active scrub"
+            ));
         }
         if parsed.has('p') {
-            return fail(format!("cannot pause scrubbing {name}: there is no active scrub"));
+            return fail(format!(
+                "cannot pause scrubbing {name}: there is no active scrub"
+            ));
         }
-        imported
-            .spa
-            .scrub(None)
-            .map_err(|e| CmdError::Fail(format!("cannot scrub {name}: {}", pool::spa_error_text(&e))))?;
+        imported.spa.scrub(None).map_err(|e| {
+            CmdError::Fail(format!("cannot scrub {name}: {}", pool::spa_error_text(&e)))
+        })?;
         imported
             .spa
             .log_history(&history_line("scrub", std::slice::from_ref(name)));

@@ -149,6 +149,12 @@ impl Spa {
             name,
             guid: candidate.guid,
             root,
+            cache: root_config
+                .get_list_array("l2cache")
+                .unwrap_or(&[])
+                .iter()
+                .filter_map(|c| Vdev::from_config(c, &candidate.devices).ok())
+                .collect(),
             zio,
             mos: ObjectSet::create(0, ObjsetType::Meta, mos_policy()),
             mos_bp: ub.rootbp,

@@ -91,6 +91,8 @@ pub struct Spa {
     pub name: String,
     pub guid: Guid,
     pub root: Vdev,
+    /// Cache (L2ARC) devices: leaves outside the DVA address space.
+    pub cache: Vec<Vdev>,
     pub zio: Zio,
     pub(crate) mos: ObjectSet,
     mos_bp: BlockPointer,
@@ -244,6 +246,7 @@ impl Spa {
             name: name.to_string(),
             guid: Guid::random(),
             root,
+            cache: Vec::new(),
             zio: Zio::new(allocator, options.arc_size_bytes_max),
             mos: ObjectSet::create(0, ObjsetType::Meta, mos_policy()),
             mos_bp: BlockPointer::HOLE,
@@ -313,6 +316,9 @@ impl Spa {
             .set_u64("state", self.state)
             .set_str("hostname", &hostname())
             .set_list("vdev_tree", self.root.to_config());
+        if !self.cache.is_empty() {
+            config.set_list_array("l2cache", self.cache.iter().map(|c| c.to_config()).collect());
+        }
         config
     }
 
@@ -413,6 +419,13 @@ impl Spa {
 
     fn write_label_configs(&self, txg: Txg, labels: &[usize]) -> Result<(), SpaError> {
         let config = self.config();
+        for cache in &self.cache {
+            if let Some(device) = &cache.device {
+                let mut own = config.clone();
+                own.set_u64("guid", cache.guid.0).set_u64("top_guid", cache.guid.0);
+                let _ = label::write_config(device.as_ref(), &own, txg, labels);
+            }
+        }
         for top in &self.root.children {
             for leaf in top.leaves() {
                 let Some(device) = &leaf.device else { continue };
@@ -530,7 +543,7 @@ impl Spa {
         let mut allocator = Allocator::new();
         self.ms_arrays = vec![Vec::new(); self.root.children.len()];
         for (vdev, top) in self.root.children.iter().enumerate() {
-            if top.is_log {
+            if top.is_log || top.kind == VdevKind::Hole {
                 continue;
             }
             let mut group = MetaslabGroup::with_ms_shift(vdev as u32, top.asize_bytes, top.ashift, top.ms_shift)
@@ -572,6 +585,28 @@ impl Spa {
             }
         }
         *self.zio.allocator.lock() = allocator;
+        Ok(())
+    }
+
+    /// Space held back from ordinary writes so that commits (metadata, space maps) always
+    /// find room: 1/32 of the pool like OpenZFS's slop, at least 4 MiB.
+    pub fn slop_bytes(&self) -> u64 {
+        let (size, _, _) = self.space();
+        (size >> 5).max(4 << 20).min(size / 2)
+    }
+
+    /// Refuses a write of `bytes` (with `copies`) that the pool could not commit: the
+    /// ENOSPC check made before data is dirtied (OpenZFS `dmu_tx_assign`), conservative
+    /// because compression is not known yet.
+    pub fn check_space(&self, bytes: u64, copies: u8) -> Result<(), SpaError> {
+        let (size, _, free) = self.space();
+        let usable: u64 = self.root.children.iter().filter(|t| !t.is_log).map(|t| t.usable_size_bytes()).sum();
+        let raw: u64 = self.root.children.iter().filter(|t| !t.is_log).map(|t| t.raw_size_bytes()).sum();
+        let inflation = if usable == 0 { 1.0 } else { raw as f64 / usable as f64 };
+        let needed = ((self.dirty_bytes + bytes) as f64 * f64::from(copies.max(1)) * inflation * 1.02) as u64;
+        if free < needed + self.slop_bytes() || size == 0 {
+            return Err(SpaError::NoSpace);
+        }
         Ok(())
     }
 
@@ -651,6 +686,7 @@ impl Spa {
     }
 
     pub fn write_object(&mut self, id: ObjectId, offset: u64, data: &[u8]) -> Result<(), SpaError> {
+        self.check_space(data.len() as u64, self.root_dataset.policy.data_props.copies)?;
         let ctx = IoCtx {
             zio: &self.zio,
             root: &self.root,

@@ -109,6 +109,56 @@ impl Spa {
         Ok(())
     }
 
+    /// Adds cache (L2ARC) devices (`zpool add pool cache dev…`).
+    pub fn add_cache_devices(&mut self, devices: &[(String, DeviceRef)]) -> Result<(), SpaError> {
+        for (path, device) in devices {
+            if self.cache.iter().any(|c| c.path == *path) {
+                return Err(SpaError::Invalid(format!("{path} is already a cache device")));
+            }
+            let mut leaf = Vdev::new_leaf(path, Some(device.clone()));
+            leaf.id = self.cache.len() as u64;
+            self.cache.push(leaf);
+        }
+        self.config_dirty = true;
+        self.sync()?;
+        Ok(())
+    }
+
+    /// Removes a cache device or a top-level log vdev (`zpool remove`). Data vdevs cannot be
+    /// removed: their blocks would have to move.
+    pub fn remove_device(&mut self, name: &str) -> Result<(), SpaError> {
+        if let Some(index) = self.cache.iter().position(|c| c.path == name) {
+            let removed = self.cache.remove(index);
+            if let Some(device) = &removed.device {
+                let _ = label::clear_labels(device.as_ref());
+            }
+            self.config_dirty = true;
+            self.sync()?;
+            return Ok(());
+        }
+        let top_index = self.root.children.iter().position(|top| {
+            top.display_name() == name || (top.is_leaf() && top.path == name)
+        });
+        let Some(top_index) = top_index else {
+            return Err(SpaError::Invalid("no such device in pool".to_string()));
+        };
+        if !self.root.children[top_index].is_log {
+            return Err(SpaError::Invalid("operation not supported on this type of pool".to_string()));
+        }
+        self.sync()?;
+        let mut hole = Vdev::new(VdevKind::Hole, Guid::random());
+        hole.id = top_index as u64;
+        let removed = std::mem::replace(&mut self.root.children[top_index], hole);
+        for leaf in removed.leaves() {
+            if let Some(device) = &leaf.device {
+                let _ = label::clear_labels(device.as_ref());
+            }
+        }
+        self.config_dirty = true;
+        self.sync()?;
+        Ok(())
+    }
+
     /// Attaches `device` as a mirror of the leaf named `existing` and resilvers it.
     pub fn attach(&mut self, existing: &str, new_path: &str, device: DeviceRef) -> Result<(), SpaError> {
         let path = self.leaf_path(existing)?;

@@ -70,6 +70,7 @@ impl Vdev {
             "file" | "disk" => VdevKind::Leaf,
             "mirror" => VdevKind::Mirror,
             "replacing" => VdevKind::Replacing,
+            "hole" => VdevKind::Hole,
             "raidz" => {
                 let parity = config.get_u64("nparity").unwrap_or(0);
                 if !(1..=3).contains(&parity) {

@@ -87,6 +87,9 @@ pub enum VdevKind {
     Raidz { parity: u8 },
     /// A mirror-like pair during `zpool replace`: the old and the new device.
     Replacing,
+    /// The place of a removed top-level log vdev: top-level numbers are DVA addresses and
+    /// never shift, so a removed one leaves a hole.
+    Hole,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -221,6 +224,7 @@ impl Vdev {
             VdevKind::Mirror => "mirror",
             VdevKind::Raidz { .. } => "raidz",
             VdevKind::Replacing => "replacing",
+            VdevKind::Hole => "hole",
         }
     }
 
@@ -267,6 +271,7 @@ impl Vdev {
                     VdevState::Online
                 }
             }
+            VdevKind::Hole => VdevState::Online,
             VdevKind::Root => {
                 let states: Vec<VdevState> = self.children.iter().map(|c| c.state()).collect();
                 if states.iter().any(|s| !s.is_usable()) {
@@ -434,9 +439,9 @@ impl Vdev {
                 }
                 Ok(())
             }
-            VdevKind::Root => Err(IoError::Failed {
-                path: "root".to_string(),
-                reason: "cannot write to the root vdev".to_string(),
+            VdevKind::Root | VdevKind::Hole => Err(IoError::Failed {
+                path: self.display_name(),
+                reason: "cannot write to this vdev".to_string(),
             }),
         }
     }

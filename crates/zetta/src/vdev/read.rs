@@ -70,7 +70,7 @@ impl Vdev {
                 verify,
                 mode,
             ),
-            VdevKind::Root => None,
+            VdevKind::Root | VdevKind::Hole => None,
         }
     }
 
