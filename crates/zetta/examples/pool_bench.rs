@@ -73,7 +73,8 @@ fn pool(dir: &str, data: &[u8], record_size: usize, compression: Compression) ->
     let path = format!("{dir}/vdev.img");
     let _ = std::fs::remove_file(&path);
     let file = std::fs::File::create(&path).expect("create vdev file");
-    file.set_len(data.len() as u64 * 2 + (256 << 20)).expect("size vdev file");
+    file.set_len(data.len() as u64 * 2 + (256 << 20))
+        .expect("size vdev file");
     drop(file);
     let device: DeviceRef = Arc::new(FileDevice::open(&path).expect("open vdev"));
     let spec = TopSpec {
@@ -107,7 +108,10 @@ fn pool(dir: &str, data: &[u8], record_size: usize, compression: Compression) ->
     let mut offset = 0u64;
     while offset < data.len() as u64 {
         let piece = spa.read_object(id, offset, 1 << 20).expect("pool read");
-        assert_eq!(&piece[..], &data[offset as usize..offset as usize + piece.len()]);
+        assert_eq!(
+            &piece[..],
+            &data[offset as usize..offset as usize + piece.len()]
+        );
         offset += piece.len() as u64;
     }
     let read = mbps(data.len() as u64, start.elapsed().as_secs_f64());
@@ -125,9 +129,19 @@ fn main() {
     let mut i = 1;
     while i < args.len() {
         match args[i].as_str() {
-            "--size-mib" => size_mib = args.get(i + 1).and_then(|v| v.parse().ok()).unwrap_or(size_mib),
+            "--size-mib" => {
+                size_mib = args
+                    .get(i + 1)
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(size_mib)
+            }
             "--dir" => dir = args.get(i + 1).cloned().unwrap_or(dir),
-            "--rounds" => rounds = args.get(i + 1).and_then(|v| v.parse().ok()).unwrap_or(rounds),
+            "--rounds" => {
+                rounds = args
+                    .get(i + 1)
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(rounds)
+            }
             "--only" => only = args.get(i + 1).and_then(|v| v.parse().ok()),
             _ => {}
         }
@@ -136,9 +150,24 @@ fn main() {
     let incompressible = make_data(size_mib << 20, false);
     let compressible = make_data(size_mib << 20, true);
     let cases: Vec<(&str, &Vec<u8>, usize, Compression)> = vec![
-        ("zetta 128K records, fletcher4, compression off", &incompressible, 128 << 10, Compression::Off),
-        ("zetta 1M records, fletcher4, compression off", &incompressible, 1 << 20, Compression::Off),
-        ("zetta 128K records, lz4, ~2:1 compressible", &compressible, 128 << 10, Compression::Lz4),
+        (
+            "zetta 128K records, fletcher4, compression off",
+            &incompressible,
+            128 << 10,
+            Compression::Off,
+        ),
+        (
+            "zetta 1M records, fletcher4, compression off",
+            &incompressible,
+            1 << 20,
+            Compression::Off,
+        ),
+        (
+            "zetta 128K records, lz4, ~2:1 compressible",
+            &compressible,
+            128 << 10,
+            Compression::Lz4,
+        ),
     ];
     // Shared machines drift: every round measures raw and each case back to back, and the
     // figure of merit is the median over rounds of each case's ratio to its round's raw.
@@ -160,7 +189,9 @@ fn main() {
         values.sort_by(f64::total_cmp);
         values[values.len() / 2]
     }
-    println!("{size_mib} MiB per run, {rounds} rounds, medians (ratios are per round, then the median)");
+    println!(
+        "{size_mib} MiB per run, {rounds} rounds, medians (ratios are per round, then the median)"
+    );
     println!();
     println!("| case | write MB/s | read MB/s | write / raw | read / raw |");
     println!("|---|---|---|---|---|");

@@ -4,12 +4,12 @@
 //! mirror, raidz) → `zio` (block pointers and the checksum/compress/allocate pipeline) →
 //! `metaslab` (space) → `spa` (pools, txgs, uberblocks) → `dmu` (objects).
 
+pub mod dmu;
 pub mod io;
+pub mod metaslab;
 pub mod nvlist;
 pub mod rand;
+pub mod spa;
 pub mod types;
 pub mod vdev;
 pub mod zio;
-pub mod dmu;
-pub mod metaslab;
-pub mod spa;

@@ -47,7 +47,11 @@ pub struct NvDecodeError {
 
 impl fmt::Display for NvDecodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "malformed nvlist at byte {}: {}", self.offset, self.reason)
+        write!(
+            f,
+            "malformed nvlist at byte {}: {}",
+            self.offset, self.reason
+        )
     }
 }
 
@@ -86,7 +90,8 @@ impl NvList {
     }
 
     pub fn set_u64_array(&mut self, name: &str, value: Vec<u64>) -> &mut Self {
-        self.entries.insert(name.to_string(), NvValue::U64Array(value));
+        self.entries
+            .insert(name.to_string(), NvValue::U64Array(value));
         self
     }
 

@@ -17,7 +17,10 @@ fn pool(sizes_mib: &[u64]) -> Spa {
         .enumerate()
         .map(|(i, size)| TopSpec {
             kind: TopKind::Single,
-            leaves: vec![(format!("/sim/v{i}"), Arc::new(SimDevice::new(&format!("/sim/v{i}"), size << 20, i as u64)) as DeviceRef)],
+            leaves: vec![(
+                format!("/sim/v{i}"),
+                Arc::new(SimDevice::new(&format!("/sim/v{i}"), size << 20, i as u64)) as DeviceRef,
+            )],
             is_log: false,
         })
         .collect();
@@ -34,7 +37,11 @@ fn write_mib(spa: &mut Spa, mib: u64, seed: u64) -> Result<(), SpaError> {
     let mut block = vec![0u8; 1 << 20];
     for i in 0..mib {
         for (j, word) in block.chunks_mut(8).enumerate() {
-            word.copy_from_slice(&(seed ^ (i << 20) ^ j as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).to_le_bytes());
+            word.copy_from_slice(
+                &(seed ^ (i << 20) ^ j as u64)
+                    .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                    .to_le_bytes(),
+            );
         }
         let id = spa.create_object(512)?;
         spa.write_object(id, 0, &block)?;
@@ -56,13 +63,20 @@ fn ten_to_two_fills_five_to_one() {
     write_mib(&mut spa, 200, 1).unwrap();
     let early = ratio(&spa);
     assert!((3.0..=6.0).contains(&early), "after 200M: {early:.2}:1");
-    assert!(matches!(write_mib(&mut spa, 2000, 2), Err(SpaError::NoSpace)));
+    assert!(matches!(
+        write_mib(&mut spa, 2000, 2),
+        Err(SpaError::NoSpace)
+    ));
     // Everything accepted before ENOSPC commits: the check left room for it.
     spa.sync().unwrap();
     let full = ratio(&spa);
     let (size, allocated, _) = spa.space();
     assert!((4.5..=5.5).contains(&full), "at ENOSPC: {full:.2}:1");
-    assert!(allocated * 100 / size >= 95, "pool only {}% full at ENOSPC", allocated * 100 / size);
+    assert!(
+        allocated * 100 / size >= 95,
+        "pool only {}% full at ENOSPC",
+        allocated * 100 / size
+    );
 }
 
 /// Fast or slow does not matter, only free space: the same with the sizes swapped.

@@ -27,13 +27,22 @@ impl World {
     fn new(seed: u64, count: usize) -> World {
         World {
             devices: (0..count)
-                .map(|i| Arc::new(SimDevice::new(&format!("/sim/d{i}"), 80 << 20, seed * 31 + i as u64)))
+                .map(|i| {
+                    Arc::new(SimDevice::new(
+                        &format!("/sim/d{i}"),
+                        80 << 20,
+                        seed * 31 + i as u64,
+                    ))
+                })
                 .collect(),
         }
     }
 
     fn refs(&self) -> Vec<DeviceRef> {
-        self.devices.iter().map(|d| d.clone() as DeviceRef).collect()
+        self.devices
+            .iter()
+            .map(|d| d.clone() as DeviceRef)
+            .collect()
     }
 
     fn spec(&self, kind: TopKind) -> Vec<TopSpec> {
@@ -90,7 +99,8 @@ fn run_seed(seed: u64) -> Result<(), String> {
         arc_size_bytes_max: 32 << 20,
         ..CreateOptions::default()
     };
-    let mut spa = Spa::create("sim", &world.spec(kind), &options).map_err(|e| format!("create: {e}"))?;
+    let mut spa =
+        Spa::create("sim", &world.spec(kind), &options).map_err(|e| format!("create: {e}"))?;
     let mut model: Model = BTreeMap::new();
     let mut committed: BTreeMap<Txg, Model> = BTreeMap::new();
     committed.insert(spa.last_synced_txg(), model.clone());
@@ -107,18 +117,26 @@ fn run_seed(seed: u64) -> Result<(), String> {
                 model.insert(id.0, Vec::new());
             }),
             1 if !model.is_empty() => {
-                let id = *model.keys().nth(rng.below(model.len() as u64) as usize).unwrap_or(&1);
+                let id = *model
+                    .keys()
+                    .nth(rng.below(model.len() as u64) as usize)
+                    .unwrap_or(&1);
                 spa.free_object(ObjectId(id)).map(|_| {
                     model.remove(&id);
                 })
             }
             2 if !model.is_empty() => {
-                let id = *model.keys().nth(rng.below(model.len() as u64) as usize).unwrap_or(&1);
+                let id = *model
+                    .keys()
+                    .nth(rng.below(model.len() as u64) as usize)
+                    .unwrap_or(&1);
                 let current = model[&id].len() as u64;
                 let new_size = rng.below(current + 1);
                 let ctx_result = spa.truncate_object(ObjectId(id), new_size);
                 ctx_result.map(|_| {
-                    model.get_mut(&id).map(|d| d.truncate(new_size as usize));
+                    if let Some(d) = model.get_mut(&id) {
+                        d.truncate(new_size as usize);
+                    }
                 })
             }
             3 | 4 => {
@@ -134,7 +152,10 @@ fn run_seed(seed: u64) -> Result<(), String> {
                 }
             }
             _ if !model.is_empty() => {
-                let id = *model.keys().nth(rng.below(model.len() as u64) as usize).unwrap_or(&1);
+                let id = *model
+                    .keys()
+                    .nth(rng.below(model.len() as u64) as usize)
+                    .unwrap_or(&1);
                 let offset = rng.below(1 << 20);
                 let len = 1 + rng.below(300_000) as usize;
                 let data = random_data(&mut rng, len);
@@ -162,25 +183,40 @@ fn run_seed(seed: u64) -> Result<(), String> {
     }
     let found = find_pools(&world.refs());
     let candidate = found.first().ok_or("no pool found after the cut")?;
-    let mut spa = Spa::import(candidate, None, 32 << 20).map_err(|e| format!("import failed: {e}"))?;
+    let mut spa =
+        Spa::import(candidate, None, 32 << 20).map_err(|e| format!("import failed: {e}"))?;
     let txg = spa.last_synced_txg();
     if txg < last_returned {
-        return Err(format!("imported txg {txg} is older than the last returned sync {last_returned}"));
+        return Err(format!(
+            "imported txg {txg} is older than the last returned sync {last_returned}"
+        ));
     }
-    let expected = committed
-        .get(&txg)
-        .ok_or_else(|| format!("imported txg {txg}, which no sync produced (last returned {last_returned})"))?;
-    let ids: Vec<u64> = spa.object_ids().map_err(|e| e.to_string())?.iter().map(|i| i.0).collect();
+    let expected = committed.get(&txg).ok_or_else(|| {
+        format!("imported txg {txg}, which no sync produced (last returned {last_returned})")
+    })?;
+    let ids: Vec<u64> = spa
+        .object_ids()
+        .map_err(|e| e.to_string())?
+        .iter()
+        .map(|i| i.0)
+        .collect();
     let expected_ids: Vec<u64> = expected.keys().copied().collect();
     if ids != expected_ids {
-        return Err(format!("txg {txg}: objects {ids:?}, expected {expected_ids:?}"));
+        return Err(format!(
+            "txg {txg}: objects {ids:?}, expected {expected_ids:?}"
+        ));
     }
     for (id, data) in expected {
         let size = spa.object_size(ObjectId(*id)).map_err(|e| e.to_string())?;
         if size != data.len() as u64 {
-            return Err(format!("txg {txg}: object {id} size {size}, expected {}", data.len()));
+            return Err(format!(
+                "txg {txg}: object {id} size {size}, expected {}",
+                data.len()
+            ));
         }
-        let read = spa.read_object(ObjectId(*id), 0, data.len()).map_err(|e| format!("read {id}: {e}"))?;
+        let read = spa
+            .read_object(ObjectId(*id), 0, data.len())
+            .map_err(|e| format!("read {id}: {e}"))?;
         if read != *data {
             return Err(format!("txg {txg}: object {id} content differs"));
         }
@@ -194,15 +230,21 @@ fn run_seed(seed: u64) -> Result<(), String> {
     }
     // The pool keeps working after recovery.
     let id = spa.create_object(512).map_err(|e| e.to_string())?;
-    spa.write_object(id, 0, b"after").map_err(|e| e.to_string())?;
+    spa.write_object(id, 0, b"after")
+        .map_err(|e| e.to_string())?;
     spa.sync().map_err(|e| e.to_string())?;
     Ok(())
 }
 
 #[test]
 fn power_cuts_at_seeded_points_never_lose_committed_data() {
-    let single: Option<u64> = std::env::var("ZETTA_SIM_SEED").ok().and_then(|s| s.parse().ok());
-    let count: u64 = std::env::var("ZETTA_SIM_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(2000);
+    let single: Option<u64> = std::env::var("ZETTA_SIM_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok());
+    let count: u64 = std::env::var("ZETTA_SIM_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2000);
     let seeds: Vec<u64> = match single {
         Some(seed) => vec![seed],
         None => (0..count).collect(),
@@ -217,6 +259,9 @@ fn power_cuts_at_seeded_points_never_lose_committed_data() {
             }
         }
     }
-    assert!(failures.is_empty(), "failing seeds (replay with ZETTA_SIM_SEED=n): {failures:?}");
+    assert!(
+        failures.is_empty(),
+        "failing seeds (replay with ZETTA_SIM_SEED=n): {failures:?}"
+    );
     eprintln!("crash simulation: {} power cuts survived", seeds.len());
 }

@@ -53,7 +53,14 @@ fn try_everything(device: &Arc<MemDevice>, objects: &[(zetta::types::ObjectId, V
     }
 }
 
-fn flip_region(device: &MemDevice, image: &[u8], rng: &mut SeededRng, start: u64, len: u64, flips: usize) {
+fn flip_region(
+    device: &MemDevice,
+    image: &[u8],
+    rng: &mut SeededRng,
+    start: u64,
+    len: u64,
+    flips: usize,
+) {
     device.restore(image);
     for _ in 0..flips {
         let at = start + rng.below(len);
@@ -73,7 +80,14 @@ fn corrupt_labels_and_uberblocks_never_panic() {
     for round in 0..120 {
         let index = (round % label::LABEL_COUNT as u64) as usize;
         let label_start = label::label_offset(index, SIZE);
-        flip_region(&device, &image, &mut rng, label_start, label::LABEL_SIZE_BYTES, 1 + round as usize % 40);
+        flip_region(
+            &device,
+            &image,
+            &mut rng,
+            label_start,
+            label::LABEL_SIZE_BYTES,
+            1 + round as usize % 40,
+        );
         try_everything(&device, &objects);
     }
     // Every label destroyed: no pool, no panic.

@@ -15,7 +15,13 @@ const DEVICE_SIZE_BYTES: u64 = 96 << 20;
 
 fn devices(count: usize, seed: u64) -> Vec<Arc<SimDevice>> {
     (0..count)
-        .map(|i| Arc::new(SimDevice::new(&format!("/sim/d{i}"), DEVICE_SIZE_BYTES, seed + i as u64)))
+        .map(|i| {
+            Arc::new(SimDevice::new(
+                &format!("/sim/d{i}"),
+                DEVICE_SIZE_BYTES,
+                seed + i as u64,
+            ))
+        })
         .collect()
 }
 
@@ -67,15 +73,26 @@ fn heal_case(kind: TopKind, count: usize, damaged: usize) {
     }
     spa.zio.arc.clear();
     for (id, data) in &objects {
-        assert_eq!(&spa.read_object(*id, 0, data.len()).unwrap(), data, "{kind:?}: object {id}");
+        assert_eq!(
+            &spa.read_object(*id, 0, data.len()).unwrap(),
+            data,
+            "{kind:?}: object {id}"
+        );
     }
     let first = spa.scrub(None).unwrap();
-    assert_eq!(first.errors, 0, "{kind:?}: scrub found unrecoverable blocks");
+    assert_eq!(
+        first.errors, 0,
+        "{kind:?}: scrub found unrecoverable blocks"
+    );
     let repaired_total: u64 = spa
         .root
         .leaves()
         .iter()
-        .map(|l| l.stats.repaired_bytes.load(std::sync::atomic::Ordering::Relaxed))
+        .map(|l| {
+            l.stats
+                .repaired_bytes
+                .load(std::sync::atomic::Ordering::Relaxed)
+        })
         .sum();
     assert!(repaired_total > 0, "{kind:?}: nothing was repaired");
     let checksum_errors: u64 = spa
@@ -83,11 +100,22 @@ fn heal_case(kind: TopKind, count: usize, damaged: usize) {
         .leaves()
         .iter()
         .take(damaged)
-        .map(|l| l.stats.checksum_errors.load(std::sync::atomic::Ordering::Relaxed))
+        .map(|l| {
+            l.stats
+                .checksum_errors
+                .load(std::sync::atomic::Ordering::Relaxed)
+        })
         .sum();
-    assert!(checksum_errors > 0, "{kind:?}: damaged devices show no CKSUM errors");
+    assert!(
+        checksum_errors > 0,
+        "{kind:?}: damaged devices show no CKSUM errors"
+    );
     let second = spa.scrub(None).unwrap();
-    assert_eq!((second.errors, second.repaired_bytes), (0, 0), "{kind:?}: second scrub");
+    assert_eq!(
+        (second.errors, second.repaired_bytes),
+        (0, 0),
+        "{kind:?}: second scrub"
+    );
     spa.zio.arc.clear();
     for (id, data) in &objects {
         assert_eq!(&spa.read_object(*id, 0, data.len()).unwrap(), data);
@@ -114,7 +142,12 @@ fn raidz_heals_ten_percent_damage_on_parity_count_devices() {
 #[test]
 fn copies_two_on_one_device_never_returns_wrong_data() {
     let devs = devices(1, 300);
-    let mut spa = Spa::create("ditto", &[top(TopKind::Single, &devs)], &CreateOptions::default()).unwrap();
+    let mut spa = Spa::create(
+        "ditto",
+        &[top(TopKind::Single, &devs)],
+        &CreateOptions::default(),
+    )
+    .unwrap();
     spa.set_data_props(WriteProps {
         copies: 2,
         ..zetta::dmu::default_data_props()
@@ -129,12 +162,20 @@ fn copies_two_on_one_device_never_returns_wrong_data() {
             Err(_) => unreadable.push(id.0),
         }
     }
-    assert!(unreadable.len() * 10 < objects.len(), "{} of {} unreadable", unreadable.len(), objects.len());
+    assert!(
+        unreadable.len() * 10 < objects.len(),
+        "{} of {} unreadable",
+        unreadable.len(),
+        objects.len()
+    );
     let stats = spa.scrub(None).unwrap();
-    assert_eq!(stats.errors as usize >= unreadable.len(), true);
+    assert!(stats.errors as usize >= unreadable.len());
     let logged: Vec<u64> = spa.error_log().iter().map(|b| b.object).collect();
     for id in &unreadable {
-        assert!(logged.contains(id), "unreadable object {id} missing from the error log");
+        assert!(
+            logged.contains(id),
+            "unreadable object {id} missing from the error log"
+        );
     }
 }
 
@@ -142,7 +183,12 @@ fn copies_two_on_one_device_never_returns_wrong_data() {
 #[test]
 fn single_device_detects_but_cannot_repair() {
     let devs = devices(1, 400);
-    let mut spa = Spa::create("single", &[top(TopKind::Single, &devs)], &CreateOptions::default()).unwrap();
+    let mut spa = Spa::create(
+        "single",
+        &[top(TopKind::Single, &devs)],
+        &CreateOptions::default(),
+    )
+    .unwrap();
     let objects = fill(&mut spa, 40, 256 << 10, 11);
     damage(&devs[0], 100, 5);
     spa.zio.arc.clear();
@@ -153,7 +199,10 @@ fn single_device_detects_but_cannot_repair() {
             Err(_) => failed += 1,
         }
     }
-    assert!(failed > 0, "10% damage on a lone device must hurt some object");
+    assert!(
+        failed > 0,
+        "10% damage on a lone device must hurt some object"
+    );
     let stats = spa.scrub(None).unwrap();
     assert!(stats.errors > 0);
     assert!(!spa.error_log().is_empty());

@@ -32,7 +32,9 @@ fn single(name: &str, d: &Arc<MemDevice>) -> TopSpec {
 fn import(devices: &[&Arc<MemDevice>]) -> Result<Spa, SpaError> {
     let refs: Vec<DeviceRef> = devices.iter().map(|d| (*d).clone() as DeviceRef).collect();
     let found = find_pools(&refs);
-    let candidate = found.first().ok_or_else(|| SpaError::NoSuchPool("test".to_string()))?;
+    let candidate = found
+        .first()
+        .ok_or_else(|| SpaError::NoSuchPool("test".to_string()))?;
     Spa::import(candidate, None, 64 << 20)
 }
 
@@ -57,7 +59,11 @@ fn attach_resilvers_and_detach_leaves_a_single_disk() {
     assert_eq!(spa.root.children[0].kind, VdevKind::Mirror);
     assert_eq!(spa.root.children[0].display_name(), "mirror-0");
     assert!(!spa.needs_resilver());
-    assert!(spa.scan.repaired_bytes >= 6 << 20, "resilvered {}", spa.scan.repaired_bytes);
+    assert!(
+        spa.scan.repaired_bytes >= 6 << 20,
+        "resilvered {}",
+        spa.scan.repaired_bytes
+    );
     // The new side alone must hold everything: take the old one offline and read.
     spa.set_offline("/d/a", true).unwrap();
     assert_eq!(spa.health(), VdevState::Degraded);
@@ -92,10 +98,16 @@ fn replacing_mirror_disks_with_larger_ones_grows_the_pool() {
     let (size_before, _, _) = spa.space();
     spa.replace("/d/a", "/d/A", big_a.clone()).unwrap();
     let (size_mid, _, _) = spa.space();
-    assert_eq!(size_mid, size_before, "one larger disk does not grow a mirror");
+    assert_eq!(
+        size_mid, size_before,
+        "one larger disk does not grow a mirror"
+    );
     spa.replace("/d/b", "/d/B", big_b.clone()).unwrap();
     let (size_after, _, _) = spa.space();
-    assert!(size_after > size_before * 3 / 2, "{size_before} -> {size_after}");
+    assert!(
+        size_after > size_before * 3 / 2,
+        "{size_before} -> {size_after}"
+    );
     assert_eq!(spa.root.children[0].children.len(), 2);
     spa.export().unwrap();
     let mut spa = import(&[&big_a, &big_b]).unwrap();
@@ -109,7 +121,12 @@ fn replacing_mirror_disks_with_larger_ones_grows_the_pool() {
 fn missing_top_level_vdev_refuses_import() {
     let a = device("/d/a", 96 << 20);
     let b = device("/d/b", 96 << 20);
-    let mut spa = Spa::create("test", &[single("/d/a", &a), single("/d/b", &b)], &CreateOptions::default()).unwrap();
+    let mut spa = Spa::create(
+        "test",
+        &[single("/d/a", &a), single("/d/b", &b)],
+        &CreateOptions::default(),
+    )
+    .unwrap();
     write_random(&mut spa, 4 << 20, 3);
     spa.export().unwrap();
     let refs: Vec<DeviceRef> = vec![a.clone() as DeviceRef];
@@ -117,7 +134,10 @@ fn missing_top_level_vdev_refuses_import() {
     assert_eq!(found.len(), 1);
     let tree = found[0].vdev_tree().unwrap();
     assert_eq!(tree.state(), VdevState::Unavail);
-    assert!(matches!(Spa::import(&found[0], None, 64 << 20), Err(SpaError::DevicesUnavailable)));
+    assert!(matches!(
+        Spa::import(&found[0], None, 64 << 20),
+        Err(SpaError::DevicesUnavailable)
+    ));
 }
 
 /// A vdev added later takes part in new writes, and the pool survives export/import.
@@ -133,8 +153,14 @@ fn added_vdev_takes_new_writes() {
     assert!(alloc_b > 4 << 20, "new vdev got only {alloc_b} bytes");
     spa.export().unwrap();
     let mut spa = import(&[&a, &b]).unwrap();
-    assert_eq!(spa.read_object(first, 0, first_data.len()).unwrap(), first_data);
-    assert_eq!(spa.read_object(second, 0, second_data.len()).unwrap(), second_data);
+    assert_eq!(
+        spa.read_object(first, 0, first_data.len()).unwrap(),
+        first_data
+    );
+    assert_eq!(
+        spa.read_object(second, 0, second_data.len()).unwrap(),
+        second_data
+    );
 }
 
 /// A failed device in a mirror: the pool stays DEGRADED but serves reads and writes.
@@ -144,7 +170,10 @@ fn degraded_mirror_keeps_serving() {
     let b = Arc::new(zetta::io::SimDevice::new("/d/b", 96 << 20, 2));
     let mirror = TopSpec {
         kind: TopKind::Mirror,
-        leaves: vec![("/d/a".to_string(), a.clone() as DeviceRef), ("/d/b".to_string(), b.clone() as DeviceRef)],
+        leaves: vec![
+            ("/d/a".to_string(), a.clone() as DeviceRef),
+            ("/d/b".to_string(), b.clone() as DeviceRef),
+        ],
         is_log: false,
     };
     let mut spa = Spa::create("tank", &[mirror], &CreateOptions::default()).unwrap();
@@ -170,11 +199,20 @@ fn log_and_cache_devices_add_and_remove() {
         leaves: vec![leaf("/d/log", &log)],
         is_log: true,
     };
-    let mut spa = Spa::create("tank", &[single("/d/a", &a), log_spec], &CreateOptions::default()).unwrap();
+    let mut spa = Spa::create(
+        "tank",
+        &[single("/d/a", &a), log_spec],
+        &CreateOptions::default(),
+    )
+    .unwrap();
     spa.add_cache_devices(&[leaf("/d/cache", &cache)]).unwrap();
     spa.add_vdevs(&[single("/d/b", &b)], 12).unwrap();
     let (id, data) = write_random(&mut spa, 12 << 20, 8);
-    assert_eq!(spa.vdev_space(1), None, "a log vdev takes no ordinary writes");
+    assert_eq!(
+        spa.vdev_space(1),
+        None,
+        "a log vdev takes no ordinary writes"
+    );
     spa.export().unwrap();
     let mut spa = import(&[&a, &log, &cache, &b]).unwrap();
     assert_eq!(spa.cache.len(), 1);
@@ -182,7 +220,10 @@ fn log_and_cache_devices_add_and_remove() {
     spa.remove_device("/d/cache").unwrap();
     spa.remove_device("/d/log").unwrap();
     assert_eq!(spa.root.children[1].kind, VdevKind::Hole);
-    assert!(spa.remove_device("/d/a").is_err(), "data vdevs cannot be removed");
+    assert!(
+        spa.remove_device("/d/a").is_err(),
+        "data vdevs cannot be removed"
+    );
     spa.export().unwrap();
     let mut spa = import(&[&a, &b]).unwrap();
     assert!(spa.cache.is_empty());

@@ -45,10 +45,16 @@ pub struct DnodePhys {
 
 impl DnodePhys {
     /// A new, empty object.
-    pub fn new(object_type: u8, data_block_size_bytes: u32, nblkptr: usize, bonus_type: u8, bonus_len: usize) -> DnodePhys {
+    pub fn new(
+        object_type: u8,
+        data_block_size_bytes: u32,
+        nblkptr: usize,
+        bonus_type: u8,
+        bonus_len: usize,
+    ) -> DnodePhys {
         assert!((1..=NBLKPTR_MAX).contains(&nblkptr));
         assert!(bonus_len <= Self::bonus_capacity(nblkptr));
-        assert!(data_block_size_bytes >= 512 && data_block_size_bytes % 512 == 0);
+        assert!(data_block_size_bytes >= 512 && data_block_size_bytes.is_multiple_of(512));
         DnodePhys {
             object_type,
             indirect_block_shift: INDIRECT_BLOCK_SHIFT_DEFAULT,

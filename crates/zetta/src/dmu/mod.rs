@@ -4,4 +4,6 @@
 pub mod dnode;
 pub mod objset;
 
-pub use objset::{default_data_props, object_type, DmuError, IoCtx, ObjectSet, ObjsetPolicy, ObjsetType};
+pub use objset::{
+    default_data_props, object_type, DmuError, IoCtx, ObjectSet, ObjsetPolicy, ObjsetType,
+};

@@ -192,7 +192,12 @@ impl ObjectSet {
     }
 
     /// Opens an object set from its block pointer.
-    pub fn open(ctx: &IoCtx<'_>, id: u64, bp: &BlockPointer, policy: ObjsetPolicy) -> Result<ObjectSet, DmuError> {
+    pub fn open(
+        ctx: &IoCtx<'_>,
+        id: u64,
+        bp: &BlockPointer,
+        policy: ObjsetPolicy,
+    ) -> Result<ObjectSet, DmuError> {
         let block = ctx.zio.read_block(
             ctx.root,
             bp,
@@ -204,7 +209,10 @@ impl ObjectSet {
             }),
         )?;
         if block.len() < OBJSET_BLOCK_SIZE_BYTES {
-            return Err(DmuError::Corrupt(format!("objset block of {} bytes", block.len())));
+            return Err(DmuError::Corrupt(format!(
+                "objset block of {} bytes",
+                block.len()
+            )));
         }
         let meta = DnodePhys::decode(&block[..DNODE_SIZE_BYTES])
             .map_err(|e| DmuError::Corrupt(e.to_string()))?;
@@ -261,7 +269,13 @@ impl ObjectSet {
             }
             self.next_object += 1;
             if !self.object_exists(ctx, ObjectId(candidate))? {
-                self.claim_object(candidate, object_type, block_size_bytes, bonus_type, bonus_len);
+                self.claim_object(
+                    candidate,
+                    object_type,
+                    block_size_bytes,
+                    bonus_type,
+                    bonus_len,
+                );
                 return Ok(ObjectId(candidate));
             }
         }
@@ -288,10 +302,27 @@ impl ObjectSet {
         Ok(())
     }
 
-    fn claim_object(&mut self, id: u64, object_type: u8, block_size_bytes: u32, bonus_type: u8, bonus_len: usize) {
+    fn claim_object(
+        &mut self,
+        id: u64,
+        object_type: u8,
+        block_size_bytes: u32,
+        bonus_type: u8,
+        bonus_len: usize,
+    ) {
         let block_size_bytes = round_up_shift(u64::from(block_size_bytes.max(512)), 9) as u32;
-        let nblkptr = if bonus_len > DnodePhys::bonus_capacity(3) { 1 } else { 3 };
-        let phys = DnodePhys::new(object_type, block_size_bytes, nblkptr, bonus_type, bonus_len);
+        let nblkptr = if bonus_len > DnodePhys::bonus_capacity(3) {
+            1
+        } else {
+            3
+        };
+        let phys = DnodePhys::new(
+            object_type,
+            block_size_bytes,
+            nblkptr,
+            bonus_type,
+            bonus_len,
+        );
         let mut state = ObjectState::new(phys);
         state.dnode_dirty = true;
         self.objects.insert(id, state);
@@ -339,14 +370,20 @@ impl ObjectSet {
     /// Sets the largest data block size objects may grow to (the record size): a
     /// single-block object grows its block up to this; multi-block objects keep theirs.
     pub fn set_block_size_max(&mut self, size_bytes: u32) {
-        self.block_size_max_bytes = size_bytes.clamp(512, crate::types::BLOCK_SIZE_MAX_BYTES as u32);
+        self.block_size_max_bytes =
+            size_bytes.clamp(512, crate::types::BLOCK_SIZE_MAX_BYTES as u32);
     }
 
     pub fn bonus(&mut self, ctx: &IoCtx<'_>, id: ObjectId) -> Result<Vec<u8>, DmuError> {
         Ok(self.state(ctx, id)?.phys.bonus.clone())
     }
 
-    pub fn set_bonus(&mut self, ctx: &IoCtx<'_>, id: ObjectId, bonus: &[u8]) -> Result<(), DmuError> {
+    pub fn set_bonus(
+        &mut self,
+        ctx: &IoCtx<'_>,
+        id: ObjectId,
+        bonus: &[u8],
+    ) -> Result<(), DmuError> {
         let state = self.state(ctx, id)?;
         if bonus.len() > DnodePhys::bonus_capacity(state.phys.blkptr.len()) {
             return Err(DmuError::Invalid(format!("bonus of {} bytes", bonus.len())));
@@ -362,7 +399,13 @@ impl ObjectSet {
         Ok(self.state(ctx, id)?.phys.size_bytes)
     }
 
-    pub fn read(&mut self, ctx: &IoCtx<'_>, id: ObjectId, offset: u64, len: usize) -> Result<Vec<u8>, DmuError> {
+    pub fn read(
+        &mut self,
+        ctx: &IoCtx<'_>,
+        id: ObjectId,
+        offset: u64,
+        len: usize,
+    ) -> Result<Vec<u8>, DmuError> {
         let objset = self.id;
         let state = self.state(ctx, id)?;
         let size = state.phys.size_bytes;
@@ -408,11 +451,17 @@ impl ObjectSet {
         Ok(out)
     }
 
-    pub fn write(&mut self, ctx: &IoCtx<'_>, id: ObjectId, offset: u64, data: &[u8]) -> Result<(), DmuError> {
+    pub fn write(
+        &mut self,
+        ctx: &IoCtx<'_>,
+        id: ObjectId,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<(), DmuError> {
         let objset = self.id;
-        let end = offset
-            .checked_add(data.len() as u64)
-            .ok_or_else(|| DmuError::Invalid("write past the end of the address space".to_string()))?;
+        let end = offset.checked_add(data.len() as u64).ok_or_else(|| {
+            DmuError::Invalid("write past the end of the address space".to_string())
+        })?;
         let maximum = u64::from(self.block_size_max_bytes);
         let state = self.state(ctx, id)?;
         grow_block_size(state, ctx, objset, id.0, end, maximum)?;
@@ -451,7 +500,12 @@ impl ObjectSet {
 
     /// Sets the object's size, freeing whole blocks past it and zeroing the tail of the
     /// last one.
-    pub fn truncate(&mut self, ctx: &IoCtx<'_>, id: ObjectId, size_bytes: u64) -> Result<(), DmuError> {
+    pub fn truncate(
+        &mut self,
+        ctx: &IoCtx<'_>,
+        id: ObjectId,
+        size_bytes: u64,
+    ) -> Result<(), DmuError> {
         let objset = self.id;
         let state = self.state(ctx, id)?;
         let old_size = state.phys.size_bytes;
@@ -481,7 +535,13 @@ impl ObjectSet {
     }
 
     /// Punches a hole: whole blocks in the range become holes, partial ones are zeroed.
-    pub fn free_range(&mut self, ctx: &IoCtx<'_>, id: ObjectId, offset: u64, len: u64) -> Result<(), DmuError> {
+    pub fn free_range(
+        &mut self,
+        ctx: &IoCtx<'_>,
+        id: ObjectId,
+        offset: u64,
+        len: u64,
+    ) -> Result<(), DmuError> {
         let objset = self.id;
         let state = self.state(ctx, id)?;
         let end = offset.saturating_add(len).min(state.phys.size_bytes);
@@ -491,7 +551,10 @@ impl ObjectSet {
         let block_size = u64::from(state.phys.data_block_size_bytes);
         let first_whole = offset.div_ceil(block_size);
         let last_whole = end / block_size;
-        for (start, stop) in [(offset, (first_whole * block_size).min(end)), ((last_whole * block_size).max(offset), end)] {
+        for (start, stop) in [
+            (offset, (first_whole * block_size).min(end)),
+            ((last_whole * block_size).max(offset), end),
+        ] {
             if start < stop {
                 let blkid = start / block_size;
                 let dbuf = load_dbuf(state, ctx, objset, id.0, 0, blkid)?;
@@ -508,7 +571,13 @@ impl ObjectSet {
     }
 
     /// Turns level-0 blocks [first, last) into holes.
-    fn free_range_blocks(&mut self, ctx: &IoCtx<'_>, id: ObjectId, first: u64, last: u64) -> Result<(), DmuError> {
+    fn free_range_blocks(
+        &mut self,
+        ctx: &IoCtx<'_>,
+        id: ObjectId,
+        first: u64,
+        last: u64,
+    ) -> Result<(), DmuError> {
         let objset = self.id;
         let policy = self.policy;
         let state = self.state(ctx, id)?;
@@ -531,7 +600,13 @@ impl ObjectSet {
         state.phys.used_bytes = state.phys.used_bytes.saturating_sub(released_bytes);
         state.dnode_dirty = true;
         for bp in released {
-            release_block(ctx, &policy, &mut self.dead_blocks, &mut self.freed_bytes, &bp);
+            release_block(
+                ctx,
+                &policy,
+                &mut self.dead_blocks,
+                &mut self.freed_bytes,
+                &bp,
+            );
         }
         self.dirty = true;
         Ok(())
@@ -548,7 +623,13 @@ impl ObjectSet {
         state.phys = DnodePhys::free();
         state.dnode_dirty = true;
         for bp in blocks {
-            release_block(ctx, &policy, &mut self.dead_blocks, &mut self.freed_bytes, &bp);
+            release_block(
+                ctx,
+                &policy,
+                &mut self.dead_blocks,
+                &mut self.freed_bytes,
+                &bp,
+            );
         }
         self.next_object = self.next_object.min(id.0);
         self.dirty = true;
@@ -581,7 +662,11 @@ impl ObjectSet {
     }
 
     /// Writes everything dirty and returns the new objset block pointer.
-    pub fn sync(&mut self, ctx: &IoCtx<'_>, old_bp: &BlockPointer) -> Result<BlockPointer, DmuError> {
+    pub fn sync(
+        &mut self,
+        ctx: &IoCtx<'_>,
+        old_bp: &BlockPointer,
+    ) -> Result<BlockPointer, DmuError> {
         let policy = self.policy;
         let objset = self.id;
         // 1. Dirty objects' blocks, level by level across all objects.
@@ -595,11 +680,24 @@ impl ObjectSet {
                 .map(|(id, s)| (*id, s))
                 .collect();
             states.sort_by_key(|(id, _)| *id);
-            sync_trees(ctx, objset, &policy, &mut states, &mut self.dead_blocks, &mut self.freed_bytes, &mut self.born_bytes, false)?;
+            sync_trees(
+                ctx,
+                objset,
+                &policy,
+                &mut states,
+                &mut self.dead_blocks,
+                &mut self.freed_bytes,
+                &mut self.born_bytes,
+                false,
+            )?;
         }
         // 2. Changed dnodes into the meta-dnode's blocks.
         for id in ids {
-            let dirty = self.objects.get(&id).map(|s| s.dnode_dirty).unwrap_or(false);
+            let dirty = self
+                .objects
+                .get(&id)
+                .map(|s| s.dnode_dirty)
+                .unwrap_or(false);
             if !dirty {
                 continue;
             }
@@ -622,9 +720,19 @@ impl ObjectSet {
         // 3. The meta-dnode's own tree.
         {
             let mut states = vec![(0u64, &mut self.meta)];
-            sync_trees(ctx, objset, &policy, &mut states, &mut self.dead_blocks, &mut self.freed_bytes, &mut self.born_bytes, true)?;
+            sync_trees(
+                ctx,
+                objset,
+                &policy,
+                &mut states,
+                &mut self.dead_blocks,
+                &mut self.freed_bytes,
+                &mut self.born_bytes,
+                true,
+            )?;
         }
-        self.meta.phys.size_bytes = (self.meta.phys.max_block_id + 1) * u64::from(META_DNODE_BLOCK_SIZE_BYTES);
+        self.meta.phys.size_bytes =
+            (self.meta.phys.max_block_id + 1) * u64::from(META_DNODE_BLOCK_SIZE_BYTES);
         // 4. The objset block.
         let mut block = vec![0u8; OBJSET_BLOCK_SIZE_BYTES];
         self.meta.phys.encode(&mut block[..DNODE_SIZE_BYTES]);
@@ -633,19 +741,30 @@ impl ObjectSet {
         block[528..536].copy_from_slice(&self.next_object.to_le_bytes());
         block[536..728].copy_from_slice(&self.zil_header);
         let props = meta_props(&policy, object_type::OBJSET, 0, 1);
-        let bp = ctx.zio.write_blocks(ctx.root, vec![(&block[..], props)], ctx.txg)?[0];
+        let bp = ctx
+            .zio
+            .write_blocks(ctx.root, vec![(&block[..], props)], ctx.txg)?[0];
         self.born_bytes += bp.asize_total_bytes();
         if !old_bp.is_hole() {
-            release_block(ctx, &policy, &mut self.dead_blocks, &mut self.freed_bytes, old_bp);
+            release_block(
+                ctx,
+                &policy,
+                &mut self.dead_blocks,
+                &mut self.freed_bytes,
+                old_bp,
+            );
         }
         for state in self.objects.values_mut() {
             state.dbufs.retain(|(level, _), d| d.dirty || *level > 0);
         }
-        self.objects.retain(|_, s| s.dnode_dirty || !s.dbufs.is_empty());
+        self.objects
+            .retain(|_, s| s.dnode_dirty || !s.dbufs.is_empty());
         if self.objects.len() > OBJECT_CACHE_MAX {
             self.objects.clear();
         }
-        self.meta.dbufs.retain(|(level, _), d| d.dirty || *level > 0);
+        self.meta
+            .dbufs
+            .retain(|(level, _), d| d.dirty || *level > 0);
         self.dirty = false;
         Ok(bp)
     }
@@ -667,11 +786,14 @@ impl ObjectSet {
             blkid,
         };
         visit(root_bp, bookmark(0, 0, u64::MAX));
-        let block = ctx.zio.read_block(ctx.root, root_bp, Some(bookmark(0, 0, u64::MAX)))?;
+        let block = ctx
+            .zio
+            .read_block(ctx.root, root_bp, Some(bookmark(0, 0, u64::MAX)))?;
         if block.len() < DNODE_SIZE_BYTES {
             return Err(DmuError::Corrupt("objset block too short".to_string()));
         }
-        let meta = DnodePhys::decode(&block[..DNODE_SIZE_BYTES]).map_err(|e| DmuError::Corrupt(e.to_string()))?;
+        let meta = DnodePhys::decode(&block[..DNODE_SIZE_BYTES])
+            .map_err(|e| DmuError::Corrupt(e.to_string()))?;
         let mut dnode_blocks = Vec::new();
         walk_tree(
             ctx,
@@ -743,7 +865,8 @@ fn walk_tree(
             };
             let mut children = Vec::new();
             for (i, chunk) in data.chunks(BLKPTR_SIZE_BYTES).enumerate() {
-                let child = BlockPointer::decode(chunk).map_err(|e| DmuError::Corrupt(e.to_string()))?;
+                let child =
+                    BlockPointer::decode(chunk).map_err(|e| DmuError::Corrupt(e.to_string()))?;
                 children.push((child, level - 1, blkid * per_indirect + i as u64));
             }
             stack.extend(children.into_iter().rev());
@@ -777,7 +900,13 @@ fn meta_props(policy: &ObjsetPolicy, object_type: u8, level: u8, fill: u64) -> W
 
 /// Releases a block the live tree no longer references: freed, or handed to the dead list
 /// when the newest snapshot still references it.
-fn release_block(ctx: &IoCtx<'_>, policy: &ObjsetPolicy, dead: &mut Vec<BlockPointer>, freed_bytes: &mut u64, bp: &BlockPointer) {
+fn release_block(
+    ctx: &IoCtx<'_>,
+    policy: &ObjsetPolicy,
+    dead: &mut Vec<BlockPointer>,
+    freed_bytes: &mut u64,
+    bp: &BlockPointer,
+) {
     if bp.is_hole() {
         return;
     }
@@ -791,7 +920,14 @@ fn release_block(ctx: &IoCtx<'_>, policy: &ObjsetPolicy, dead: &mut Vec<BlockPoi
 
 /// Grows a single-block object's block size up to its maximum (a small file is one small
 /// record; it becomes record-sized blocks once it outgrows one).
-fn grow_block_size(state: &mut ObjectState, ctx: &IoCtx<'_>, objset: u64, object: u64, end: u64, maximum: u64) -> Result<(), DmuError> {
+fn grow_block_size(
+    state: &mut ObjectState,
+    ctx: &IoCtx<'_>,
+    objset: u64,
+    object: u64,
+    end: u64,
+    maximum: u64,
+) -> Result<(), DmuError> {
     let current = u64::from(state.phys.data_block_size_bytes);
     if state.phys.max_block_id > 0 || end <= current || current >= maximum {
         return Ok(());
@@ -805,7 +941,13 @@ fn grow_block_size(state: &mut ObjectState, ctx: &IoCtx<'_>, objset: u64, object
 }
 
 /// Adds indirect levels until `blkid` is addressable.
-fn ensure_levels(state: &mut ObjectState, ctx: &IoCtx<'_>, objset: u64, object: u64, blkid: u64) -> Result<(), DmuError> {
+fn ensure_levels(
+    state: &mut ObjectState,
+    ctx: &IoCtx<'_>,
+    objset: u64,
+    object: u64,
+    blkid: u64,
+) -> Result<(), DmuError> {
     while blkid >= state.phys.capacity_blocks(state.phys.nlevels) {
         if state.phys.nlevels >= super::dnode::LEVELS_MAX {
             return Err(DmuError::Invalid("object too large".to_string()));
@@ -837,28 +979,49 @@ fn ensure_levels(state: &mut ObjectState, ctx: &IoCtx<'_>, objset: u64, object: 
 }
 
 /// The current block pointer of (level, blkid): from its parent dbuf, or the dnode.
-fn block_pointer(state: &mut ObjectState, ctx: &IoCtx<'_>, objset: u64, object: u64, level: u8, blkid: u64) -> Result<BlockPointer, DmuError> {
+fn block_pointer(
+    state: &mut ObjectState,
+    ctx: &IoCtx<'_>,
+    objset: u64,
+    object: u64,
+    level: u8,
+    blkid: u64,
+) -> Result<BlockPointer, DmuError> {
     let nlevels = state.phys.nlevels;
     if level + 1 >= nlevels {
         if level + 1 > nlevels {
             return Ok(BlockPointer::HOLE);
         }
-        return Ok(state.phys.blkptr.get(blkid as usize).copied().unwrap_or(BlockPointer::HOLE));
+        return Ok(state
+            .phys
+            .blkptr
+            .get(blkid as usize)
+            .copied()
+            .unwrap_or(BlockPointer::HOLE));
     }
     let per = state.phys.entries_per_indirect();
     let levels_above = u32::from(nlevels - 1 - level);
-    let addressable = (state.phys.blkptr.len() as u64).saturating_mul(per.saturating_pow(levels_above));
+    let addressable =
+        (state.phys.blkptr.len() as u64).saturating_mul(per.saturating_pow(levels_above));
     if blkid >= addressable {
         return Ok(BlockPointer::HOLE);
     }
     let parent_id = blkid / per;
     let parent = load_dbuf(state, ctx, objset, object, level + 1, parent_id)?;
     let slot = (blkid % per) as usize * BLKPTR_SIZE_BYTES;
-    BlockPointer::decode(&parent.data[slot..slot + BLKPTR_SIZE_BYTES]).map_err(|e| DmuError::Corrupt(format!("object {object}: {e}")))
+    BlockPointer::decode(&parent.data[slot..slot + BLKPTR_SIZE_BYTES])
+        .map_err(|e| DmuError::Corrupt(format!("object {object}: {e}")))
 }
 
 /// Loads (reading if needed) the dbuf of (level, blkid).
-fn load_dbuf<'s>(state: &'s mut ObjectState, ctx: &IoCtx<'_>, objset: u64, object: u64, level: u8, blkid: u64) -> Result<&'s mut Dbuf, DmuError> {
+fn load_dbuf<'s>(
+    state: &'s mut ObjectState,
+    ctx: &IoCtx<'_>,
+    objset: u64,
+    object: u64,
+    level: u8,
+    blkid: u64,
+) -> Result<&'s mut Dbuf, DmuError> {
     if !state.dbufs.contains_key(&(level, blkid)) {
         let bp = block_pointer(state, ctx, objset, object, level, blkid)?;
         let size = state.block_size(level);
@@ -887,7 +1050,14 @@ fn load_dbuf<'s>(state: &'s mut ObjectState, ctx: &IoCtx<'_>, objset: u64, objec
             }
             data
         };
-        state.dbufs.insert((level, blkid), Dbuf { data, dirty: false, bp });
+        state.dbufs.insert(
+            (level, blkid),
+            Dbuf {
+                data,
+                dirty: false,
+                bp,
+            },
+        );
     }
     state
         .dbufs
@@ -897,7 +1067,15 @@ fn load_dbuf<'s>(state: &'s mut ObjectState, ctx: &IoCtx<'_>, objset: u64, objec
 
 /// Stores `bp` as the pointer of child (level, blkid) in its parent.
 #[allow(clippy::too_many_arguments)]
-fn set_child_bp(state: &mut ObjectState, ctx: &IoCtx<'_>, objset: u64, object: u64, level: u8, blkid: u64, bp: BlockPointer) -> Result<(), DmuError> {
+fn set_child_bp(
+    state: &mut ObjectState,
+    ctx: &IoCtx<'_>,
+    objset: u64,
+    object: u64,
+    level: u8,
+    blkid: u64,
+    bp: BlockPointer,
+) -> Result<(), DmuError> {
     if level + 1 >= state.phys.nlevels {
         if let Some(slot) = state.phys.blkptr.get_mut(blkid as usize) {
             *slot = bp;
@@ -916,7 +1094,13 @@ fn set_child_bp(state: &mut ObjectState, ctx: &IoCtx<'_>, objset: u64, object: u
 
 /// Collects every block of an object as the live tree (in memory where loaded) sees it,
 /// top level first (for freeing it).
-fn collect_tree(state: &mut ObjectState, ctx: &IoCtx<'_>, objset: u64, object: u64, out: &mut Vec<BlockPointer>) -> Result<(), DmuError> {
+fn collect_tree(
+    state: &mut ObjectState,
+    ctx: &IoCtx<'_>,
+    objset: u64,
+    object: u64,
+    out: &mut Vec<BlockPointer>,
+) -> Result<(), DmuError> {
     let per = state.phys.entries_per_indirect();
     let blocks_level0 = state.phys.max_block_id + 1;
     for level in (0..state.phys.nlevels).rev() {
@@ -946,7 +1130,11 @@ fn sync_trees(
     born_bytes: &mut u64,
     is_meta: bool,
 ) -> Result<(), DmuError> {
-    let max_levels = states.iter().map(|(_, s)| s.phys.nlevels).max().unwrap_or(0);
+    let max_levels = states
+        .iter()
+        .map(|(_, s)| s.phys.nlevels)
+        .max()
+        .unwrap_or(0);
     for level in 0..max_levels {
         // Gather this level's dirty blocks.
         let mut jobs: Vec<(usize, u64)> = Vec::new();
@@ -1000,8 +1188,11 @@ fn sync_trees(
             .filter(|(_, _, empty)| !*empty)
             .map(|(data, props, _)| (&data[..], *props))
             .collect();
-        let mut written = ctx.zio.write_blocks(ctx.root, to_write, ctx.txg)?.into_iter();
-        for (job, (data, _, empty)) in jobs.iter().zip(payloads.into_iter()) {
+        let mut written = ctx
+            .zio
+            .write_blocks(ctx.root, to_write, ctx.txg)?
+            .into_iter();
+        for (job, (data, _, empty)) in jobs.iter().zip(payloads) {
             let (index, blkid) = *job;
             let new_bp = if empty {
                 BlockPointer::HOLE
@@ -1027,11 +1218,19 @@ fn sync_trees(
                     // address (level-0 dbufs are dropped after the sync). Bulk file data does
                     // not, so streaming writes recycle their buffers instead of flooding it.
                     let size = data.len() as u64;
-                    ctx.zio.arc.insert(crate::zio::BlockKey::of(&new_bp), std::sync::Arc::new(data), size);
+                    ctx.zio.arc.insert(
+                        crate::zio::BlockKey::of(&new_bp),
+                        std::sync::Arc::new(data),
+                        size,
+                    );
                 }
                 old
             };
-            state.phys.used_bytes = state.phys.used_bytes.saturating_sub(old_bp.asize_total_bytes()) + new_bp.asize_total_bytes();
+            state.phys.used_bytes = state
+                .phys
+                .used_bytes
+                .saturating_sub(old_bp.asize_total_bytes())
+                + new_bp.asize_total_bytes();
             *born_bytes += new_bp.asize_total_bytes();
             release_block(ctx, policy, dead, freed_bytes, &old_bp);
             set_child_bp(state, ctx, objset, object, level, blkid, new_bp)?;
@@ -1046,7 +1245,9 @@ fn is_metadata_type(object_type: u8) -> bool {
 }
 
 fn dnode_fill(data: &[u8]) -> u64 {
-    data.chunks(DNODE_SIZE_BYTES).filter(|c| c.len() > 9 && (c[8] != 0 || c[9] != 0)).count() as u64
+    data.chunks(DNODE_SIZE_BYTES)
+        .filter(|c| c.len() > 9 && (c[8] != 0 || c[9] != 0))
+        .count() as u64
 }
 
 fn indirect_fill(data: &[u8]) -> u64 {
@@ -1054,7 +1255,10 @@ fn indirect_fill(data: &[u8]) -> u64 {
         .map(|chunk| {
             let mut word = [0u8; 8];
             word.copy_from_slice(&chunk[72..80]);
-            let birth = u64::from_le_bytes([chunk[64], chunk[65], chunk[66], chunk[67], chunk[68], chunk[69], chunk[70], chunk[71]]);
+            let birth = u64::from_le_bytes([
+                chunk[64], chunk[65], chunk[66], chunk[67], chunk[68], chunk[69], chunk[70],
+                chunk[71],
+            ]);
             if birth == 0 {
                 0
             } else {

@@ -39,7 +39,9 @@ impl SparseImage {
             let within = (position % CHUNK_SIZE_BYTES as u64) as usize;
             let take = (CHUNK_SIZE_BYTES - within).min(buffer.len() - done);
             match self.chunks.get(&chunk) {
-                Some(data) => buffer[done..done + take].copy_from_slice(&data[within..within + take]),
+                Some(data) => {
+                    buffer[done..done + take].copy_from_slice(&data[within..within + take])
+                }
                 None => buffer[done..done + take].fill(0),
             }
             done += take;
@@ -116,8 +118,8 @@ impl SimDevice {
                 1 => damaged += 1,
                 _ => {
                     let sectors = data.len().div_ceil(512);
-                    let kept_bytes = (state.rng.below(sectors as u64 + 1) as usize * 512)
-                        .min(data.len());
+                    let kept_bytes =
+                        (state.rng.below(sectors as u64 + 1) as usize * 512).min(data.len());
                     state.durable.write(offset, &data[..kept_bytes]);
                     damaged += 1;
                 }
@@ -202,7 +204,8 @@ impl BlockDevice for SimDevice {
             let lo = start.max(write_start);
             let hi = end.min(write_end);
             if lo < hi {
-                buffer[lo - start..hi - start].copy_from_slice(&data[lo - write_start..hi - write_start]);
+                buffer[lo - start..hi - start]
+                    .copy_from_slice(&data[lo - write_start..hi - write_start]);
             }
         }
         Ok(())
@@ -220,7 +223,8 @@ impl BlockDevice for SimDevice {
         }
         state.writes += 1;
         let mut target = offset;
-        if state.misdirect_per_million > 0 && state.rng.below(1_000_000) < state.misdirect_per_million
+        if state.misdirect_per_million > 0
+            && state.rng.below(1_000_000) < state.misdirect_per_million
         {
             let sectors = (size - data.len() as u64) / 512;
             target = state.rng.below(sectors.max(1)) * 512;

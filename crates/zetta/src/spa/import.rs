@@ -75,9 +75,17 @@ pub fn find_pools(devices: &[DeviceRef]) -> Vec<ImportCandidate> {
 
 impl Spa {
     /// Imports a found pool, optionally under a new name.
-    pub fn import(candidate: &ImportCandidate, new_name: Option<&str>, arc_size_bytes_max: u64) -> Result<Spa, SpaError> {
+    pub fn import(
+        candidate: &ImportCandidate,
+        new_name: Option<&str>,
+        arc_size_bytes_max: u64,
+    ) -> Result<Spa, SpaError> {
         let label_tree = candidate.vdev_tree()?;
-        if label_tree.children.iter().any(|top| !top.state().is_usable()) {
+        if label_tree
+            .children
+            .iter()
+            .any(|top| !top.state().is_usable())
+        {
             return Err(SpaError::DevicesUnavailable);
         }
         // Newest uberblock first, across every label of every device.
@@ -94,7 +102,7 @@ impl Spa {
                 }
             }
         }
-        uberblocks.sort_by(|a, b| b.txg.cmp(&a.txg));
+        uberblocks.sort_by_key(|ub| std::cmp::Reverse(ub.txg));
         uberblocks.dedup_by(|a, b| a.txg == b.txg && a.rootbp == b.rootbp);
         if uberblocks.is_empty() {
             return Err(SpaError::Corrupt("no valid uberblock found".to_string()));
@@ -159,14 +167,21 @@ impl Spa {
             mos: ObjectSet::create(0, ObjsetType::Meta, mos_policy()),
             mos_bp: ub.rootbp,
             directory: directory.clone(),
-            root_dataset: ObjectSet::create(MOS_OBJECT_ROOT_DATASET.0, ObjsetType::Filesystem, dataset_policy(default_data_props())),
+            root_dataset: ObjectSet::create(
+                MOS_OBJECT_ROOT_DATASET.0,
+                ObjsetType::Filesystem,
+                dataset_policy(default_data_props()),
+            ),
             root_dataset_bp: BlockPointer::HOLE,
             open_txg: txg,
             last_synced_txg: ub.txg,
             config_dirty: true,
             history_pending: Vec::new(),
             props: directory.get_list("props").cloned().unwrap_or_default(),
-            scan: directory.get_list("scan").map(ScanStats::from_nvlist).unwrap_or_default(),
+            scan: directory
+                .get_list("scan")
+                .map(ScanStats::from_nvlist)
+                .unwrap_or_default(),
             dirty_bytes: 0,
             import_time_secs: now_secs(),
             state: POOL_STATE_ACTIVE,
@@ -181,15 +196,25 @@ impl Spa {
             spa.mos = ObjectSet::open(&ctx, 0, &ub.rootbp, mos_policy())?;
             let bonus = spa.mos.bonus(&ctx, MOS_OBJECT_ROOT_DATASET)?;
             if bonus.len() < BLKPTR_SIZE_BYTES {
-                return Err(SpaError::Corrupt("root dataset record is truncated".to_string()));
+                return Err(SpaError::Corrupt(
+                    "root dataset record is truncated".to_string(),
+                ));
             }
-            spa.root_dataset_bp = BlockPointer::decode(&bonus[..BLKPTR_SIZE_BYTES]).map_err(|e| SpaError::Corrupt(e.to_string()))?;
-            spa.root_dataset = ObjectSet::open(&ctx, MOS_OBJECT_ROOT_DATASET.0, &spa.root_dataset_bp, dataset_policy(default_data_props()))?;
+            spa.root_dataset_bp = BlockPointer::decode(&bonus[..BLKPTR_SIZE_BYTES])
+                .map_err(|e| SpaError::Corrupt(e.to_string()))?;
+            spa.root_dataset = ObjectSet::open(
+                &ctx,
+                MOS_OBJECT_ROOT_DATASET.0,
+                &spa.root_dataset_bp,
+                dataset_policy(default_data_props()),
+            )?;
             let size = spa.mos.size_bytes(&ctx, MOS_OBJECT_ERRLOG)?;
             let bytes = spa.mos.read(&ctx, MOS_OBJECT_ERRLOG, 0, size as usize)?;
             let mut errlog = spa.zio.errlog.lock();
             for record in bytes.chunks_exact(32) {
-                let word = |i: usize| u64::from_le_bytes(record[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
+                let word = |i: usize| {
+                    u64::from_le_bytes(record[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]))
+                };
                 errlog.insert(crate::zio::Bookmark {
                     objset: word(0),
                     object: word(1),

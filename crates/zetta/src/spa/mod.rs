@@ -123,7 +123,9 @@ pub fn now_secs() -> u64 {
 
 /// `zpool create` / import name rules (OpenZFS `pool_namecheck`).
 pub fn check_pool_name(name: &str) -> Result<(), String> {
-    let reserved = ["mirror", "raidz", "draid", "spare", "log", "cache", "special", "dedup"];
+    let reserved = [
+        "mirror", "raidz", "draid", "spare", "log", "cache", "special", "dedup",
+    ];
     if name.is_empty() {
         return Err("name is too short".to_string());
     }
@@ -139,10 +141,17 @@ pub fn check_pool_name(name: &str) -> Result<(), String> {
     {
         return Err(format!("invalid character '{bad}' in pool name"));
     }
-    if reserved.iter().any(|r| name.starts_with(r)) && (name == "mirror" || name == "raidz" || name.starts_with("raidz") && name[5..].chars().all(|c| c.is_ascii_digit())) {
+    if reserved.iter().any(|r| name.starts_with(r))
+        && (name == "mirror"
+            || name == "raidz"
+            || name.starts_with("raidz") && name[5..].chars().all(|c| c.is_ascii_digit()))
+    {
         return Err("name is reserved".to_string());
     }
-    if name.starts_with("c") && name.len() > 1 && name[1..].chars().next().is_some_and(|c| c.is_ascii_digit()) {
+    if name.starts_with("c")
+        && name.len() > 1
+        && name[1..].chars().next().is_some_and(|c| c.is_ascii_digit())
+    {
         return Err("pool name is reserved".to_string());
     }
     Ok(())
@@ -175,20 +184,26 @@ fn build_top(spec: &TopSpec, id: u64, ashift: u32, txg: Txg) -> Result<Vdev, Spa
     for (index, (path, device)) in spec.leaves.iter().enumerate() {
         let size = device.size_bytes();
         if size < DEVICE_SIZE_MIN_BYTES {
-            return Err(SpaError::Invalid(format!("cannot create: {path} is smaller than 64M")));
+            return Err(SpaError::Invalid(format!(
+                "cannot create: {path} is smaller than 64M"
+            )));
         }
         let mut leaf = Vdev::new_leaf(path, Some(device.clone()));
         leaf.id = index as u64;
         leaves.push(leaf);
     }
     if leaves.is_empty() {
-        return Err(SpaError::Invalid("a vdev needs at least one device".to_string()));
+        return Err(SpaError::Invalid(
+            "a vdev needs at least one device".to_string(),
+        ));
     }
     let child_size = leaves.iter().map(|l| l.asize_bytes).min().unwrap_or(0);
     let mut top = match spec.kind {
         TopKind::Single => {
             if leaves.len() != 1 {
-                return Err(SpaError::Invalid("a single vdev has one device".to_string()));
+                return Err(SpaError::Invalid(
+                    "a single vdev has one device".to_string(),
+                ));
             }
             leaves.remove(0)
         }
@@ -199,7 +214,9 @@ fn build_top(spec: &TopSpec, id: u64, ashift: u32, txg: Txg) -> Result<Vdev, Spa
         }
         TopKind::Raidz(parity) => {
             if !(1..=3).contains(&parity) || leaves.len() <= usize::from(parity) {
-                return Err(SpaError::Invalid(format!("raidz{parity} needs more than {parity} devices")));
+                return Err(SpaError::Invalid(format!(
+                    "raidz{parity} needs more than {parity} devices"
+                )));
             }
             let mut raidz = Vdev::new(VdevKind::Raidz { parity }, Guid::random());
             raidz.children = leaves;
@@ -223,12 +240,18 @@ fn build_top(spec: &TopSpec, id: u64, ashift: u32, txg: Txg) -> Result<Vdev, Spa
 impl Spa {
     /// Creates a pool on the given devices and commits its first txg.
     pub fn create(name: &str, tops: &[TopSpec], options: &CreateOptions) -> Result<Spa, SpaError> {
-        check_pool_name(name).map_err(|why| SpaError::Invalid(format!("cannot create '{name}': {why}")))?;
+        check_pool_name(name)
+            .map_err(|why| SpaError::Invalid(format!("cannot create '{name}': {why}")))?;
         if !(9..=16).contains(&options.ashift) {
-            return Err(SpaError::Invalid(format!("invalid ashift {}", options.ashift)));
+            return Err(SpaError::Invalid(format!(
+                "invalid ashift {}",
+                options.ashift
+            )));
         }
         if tops.iter().all(|t| t.is_log) {
-            return Err(SpaError::Invalid("a pool needs at least one data vdev".to_string()));
+            return Err(SpaError::Invalid(
+                "a pool needs at least one data vdev".to_string(),
+            ));
         }
         let mut root = Vdev::new(VdevKind::Root, Guid::random());
         let mut allocator = Allocator::new();
@@ -236,8 +259,13 @@ impl Spa {
             let top = build_top(spec, id as u64, options.ashift, TXG_INITIAL)?;
             if !top.is_log {
                 allocator.add_group(
-                    MetaslabGroup::with_ms_shift(id as u32, top.asize_bytes, top.ashift, top.ms_shift)
-                        .map_err(|e| SpaError::Invalid(e.to_string()))?,
+                    MetaslabGroup::with_ms_shift(
+                        id as u32,
+                        top.asize_bytes,
+                        top.ashift,
+                        top.ms_shift,
+                    )
+                    .map_err(|e| SpaError::Invalid(e.to_string()))?,
                 );
             }
             root.children.push(top);
@@ -251,7 +279,11 @@ impl Spa {
             mos: ObjectSet::create(0, ObjsetType::Meta, mos_policy()),
             mos_bp: BlockPointer::HOLE,
             directory: NvList::new(),
-            root_dataset: ObjectSet::create(MOS_OBJECT_ROOT_DATASET.0, ObjsetType::Filesystem, dataset_policy(default_data_props())),
+            root_dataset: ObjectSet::create(
+                MOS_OBJECT_ROOT_DATASET.0,
+                ObjsetType::Filesystem,
+                dataset_policy(default_data_props()),
+            ),
             root_dataset_bp: BlockPointer::HOLE,
             open_txg: TXG_INITIAL,
             last_synced_txg: Txg(0),
@@ -271,10 +303,38 @@ impl Spa {
                 root: &spa.root,
                 txg: spa.open_txg,
             };
-            spa.mos.create_object_at(&ctx, MOS_OBJECT_DIRECTORY, object_type::OBJECT_DIRECTORY, 16384, 0, 0)?;
-            spa.mos.create_object_at(&ctx, MOS_OBJECT_HISTORY, object_type::HISTORY, 16384, 0, 0)?;
-            spa.mos.create_object_at(&ctx, MOS_OBJECT_ERRLOG, object_type::ERROR_LOG, 16384, 0, 0)?;
-            spa.mos.create_object_at(&ctx, MOS_OBJECT_ROOT_DATASET, object_type::DSL_DATASET, 512, 0, 256)?;
+            spa.mos.create_object_at(
+                &ctx,
+                MOS_OBJECT_DIRECTORY,
+                object_type::OBJECT_DIRECTORY,
+                16384,
+                0,
+                0,
+            )?;
+            spa.mos.create_object_at(
+                &ctx,
+                MOS_OBJECT_HISTORY,
+                object_type::HISTORY,
+                16384,
+                0,
+                0,
+            )?;
+            spa.mos.create_object_at(
+                &ctx,
+                MOS_OBJECT_ERRLOG,
+                object_type::ERROR_LOG,
+                16384,
+                0,
+                0,
+            )?;
+            spa.mos.create_object_at(
+                &ctx,
+                MOS_OBJECT_ROOT_DATASET,
+                object_type::DSL_DATASET,
+                512,
+                0,
+                256,
+            )?;
         }
         spa.sync()?;
         Ok(spa)
@@ -302,7 +362,8 @@ impl Spa {
 
     /// Appends a line to the pool's command history (committed with the next txg).
     pub fn log_history(&mut self, command: &str) {
-        self.history_pending.push(format!("{} {}", now_secs(), command));
+        self.history_pending
+            .push(format!("{} {}", now_secs(), command));
     }
 
     /// The pool configuration nvlist (labels add the leaf's own guid).
@@ -317,7 +378,10 @@ impl Spa {
             .set_str("hostname", &hostname())
             .set_list("vdev_tree", self.root.to_config());
         if !self.cache.is_empty() {
-            config.set_list_array("l2cache", self.cache.iter().map(|c| c.to_config()).collect());
+            config.set_list_array(
+                "l2cache",
+                self.cache.iter().map(|c| c.to_config()).collect(),
+            );
         }
         config
     }
@@ -422,7 +486,8 @@ impl Spa {
         for cache in &self.cache {
             if let Some(device) = &cache.device {
                 let mut own = config.clone();
-                own.set_u64("guid", cache.guid.0).set_u64("top_guid", cache.guid.0);
+                own.set_u64("guid", cache.guid.0)
+                    .set_u64("top_guid", cache.guid.0);
                 let _ = label::write_config(device.as_ref(), &own, txg, labels);
             }
         }
@@ -433,7 +498,8 @@ impl Spa {
                     continue;
                 }
                 let mut own = config.clone();
-                own.set_u64("guid", leaf.guid.0).set_u64("top_guid", top.guid.0);
+                own.set_u64("guid", leaf.guid.0)
+                    .set_u64("top_guid", top.guid.0);
                 if label::write_config(device.as_ref(), &own, txg, labels).is_err() {
                     crate::vdev::VdevStats::bump(&leaf.stats.write_errors, 1);
                 }
@@ -462,7 +528,10 @@ impl Spa {
                 let mut ok = true;
                 for index in 0..label::LABEL_COUNT {
                     let offset = label::uberblock_slot_offset(index, size, top.ashift, txg);
-                    if device.write_at(offset, &ub.encode(slot_size, offset)).is_err() {
+                    if device
+                        .write_at(offset, &ub.encode(slot_size, offset))
+                        .is_err()
+                    {
                         ok = false;
                     }
                 }
@@ -470,12 +539,15 @@ impl Spa {
                     written += 1;
                 } else {
                     crate::vdev::VdevStats::bump(&leaf.stats.write_errors, 1);
-                    leaf.faulted.store(true, std::sync::atomic::Ordering::Relaxed);
+                    leaf.faulted
+                        .store(true, std::sync::atomic::Ordering::Relaxed);
                 }
             }
         }
         if written == 0 || !self.root.state().is_usable() {
-            return Err(SpaError::Io("not enough devices took the uberblock".to_string()));
+            return Err(SpaError::Io(
+                "not enough devices took the uberblock".to_string(),
+            ));
         }
         Ok(())
     }
@@ -491,17 +563,26 @@ impl Spa {
             root: &self.root,
             txg,
         };
-        let mut array_objects: Vec<u64> = self.root.children.iter().map(|t| t.ms_array_object).collect();
+        let mut array_objects: Vec<u64> = self
+            .root
+            .children
+            .iter()
+            .map(|t| t.ms_array_object)
+            .collect();
         for update in updates {
             let vdev = update.vdev_id as usize;
             if self.ms_arrays.len() <= vdev {
                 self.ms_arrays.resize(vdev + 1, Vec::new());
             }
             if vdev >= array_objects.len() {
-                return Err(SpaError::Corrupt(format!("space map update for missing vdev {vdev}")));
+                return Err(SpaError::Corrupt(format!(
+                    "space map update for missing vdev {vdev}"
+                )));
             }
             if array_objects[vdev] == 0 {
-                let id = self.mos.create_object(&ctx, object_type::SPACE_MAP, 16384, 0, 0)?;
+                let id = self
+                    .mos
+                    .create_object(&ctx, object_type::SPACE_MAP, 16384, 0, 0)?;
                 array_objects[vdev] = id.0;
             }
             let array = &mut self.ms_arrays[vdev];
@@ -509,10 +590,13 @@ impl Spa {
                 array.resize(update.ms_index + 1, 0);
             }
             if array[update.ms_index] == 0 {
-                let id = self.mos.create_object(&ctx, object_type::SPACE_MAP, 131072, 0, 0)?;
+                let id = self
+                    .mos
+                    .create_object(&ctx, object_type::SPACE_MAP, 131072, 0, 0)?;
                 array[update.ms_index] = id.0;
                 let bytes: Vec<u8> = array.iter().flat_map(|v| v.to_le_bytes()).collect();
-                self.mos.write(&ctx, ObjectId(array_objects[vdev]), 0, &bytes)?;
+                self.mos
+                    .write(&ctx, ObjectId(array_objects[vdev]), 0, &bytes)?;
             }
             let object = ObjectId(array[update.ms_index]);
             let bytes = zetta_metaslab::space_map::encode_entries(&update.entries);
@@ -546,8 +630,13 @@ impl Spa {
             if top.is_log || top.kind == VdevKind::Hole {
                 continue;
             }
-            let mut group = MetaslabGroup::with_ms_shift(vdev as u32, top.asize_bytes, top.ashift, top.ms_shift)
-                .map_err(|e| SpaError::Corrupt(format!("vdev {vdev}: {e}")))?;
+            let mut group = MetaslabGroup::with_ms_shift(
+                vdev as u32,
+                top.asize_bytes,
+                top.ashift,
+                top.ms_shift,
+            )
+            .map_err(|e| SpaError::Corrupt(format!("vdev {vdev}: {e}")))?;
             if top.ms_array_object != 0 {
                 let array_object = ObjectId(top.ms_array_object);
                 let size = self.mos.size_bytes(&ctx, array_object)?;
@@ -562,8 +651,12 @@ impl Spa {
                     }
                     let size = self.mos.size_bytes(&ctx, ObjectId(id))?;
                     let bytes = self.mos.read(&ctx, ObjectId(id), 0, size as usize)?;
-                    let entries: Vec<SpaceMapEntry> = zetta_metaslab::space_map::decode_entries(&bytes)
-                        .map_err(|e| SpaError::Corrupt(format!("space map of vdev {vdev} metaslab {ms_index}: {e}")))?;
+                    let entries: Vec<SpaceMapEntry> =
+                        zetta_metaslab::space_map::decode_entries(&bytes).map_err(|e| {
+                            SpaError::Corrupt(format!(
+                                "space map of vdev {vdev} metaslab {ms_index}: {e}"
+                            ))
+                        })?;
                     group
                         .load(ms_index, &entries)
                         .map_err(|e| SpaError::Corrupt(format!("space map of vdev {vdev}: {e}")))?;
@@ -574,7 +667,13 @@ impl Spa {
         }
         // The MOS's own blocks are not in space maps: mark them in use.
         let mut mos_blocks = Vec::new();
-        ObjectSet::walk_blocks(&ctx, 0, &self.mos_bp, &mut |bp, _| mos_blocks.push(*bp), false)?;
+        ObjectSet::walk_blocks(
+            &ctx,
+            0,
+            &self.mos_bp,
+            &mut |bp, _| mos_blocks.push(*bp),
+            false,
+        )?;
         for bp in mos_blocks {
             for dva in bp.dvas.iter().filter(|d| !d.is_empty()) {
                 if let Some(group) = allocator.group_mut(dva.vdev) {
@@ -600,10 +699,28 @@ impl Spa {
     /// because compression is not known yet.
     pub fn check_space(&self, bytes: u64, copies: u8) -> Result<(), SpaError> {
         let (size, _, free) = self.space();
-        let usable: u64 = self.root.children.iter().filter(|t| !t.is_log).map(|t| t.usable_size_bytes()).sum();
-        let raw: u64 = self.root.children.iter().filter(|t| !t.is_log).map(|t| t.raw_size_bytes()).sum();
-        let inflation = if usable == 0 { 1.0 } else { raw as f64 / usable as f64 };
-        let needed = ((self.dirty_bytes + bytes) as f64 * f64::from(copies.max(1)) * inflation * 1.02) as u64;
+        let usable: u64 = self
+            .root
+            .children
+            .iter()
+            .filter(|t| !t.is_log)
+            .map(|t| t.usable_size_bytes())
+            .sum();
+        let raw: u64 = self
+            .root
+            .children
+            .iter()
+            .filter(|t| !t.is_log)
+            .map(|t| t.raw_size_bytes())
+            .sum();
+        let inflation = if usable == 0 {
+            1.0
+        } else {
+            raw as f64 / usable as f64
+        };
+        let needed =
+            ((self.dirty_bytes + bytes) as f64 * f64::from(copies.max(1)) * inflation * 1.02)
+                as u64;
         if free < needed + self.slop_bytes() || size == 0 {
             return Err(SpaError::NoSpace);
         }
@@ -622,14 +739,23 @@ impl Spa {
     /// Space figures for `zpool list`: (size, allocated, free) over normal-class vdevs.
     pub fn space(&self) -> (u64, u64, u64) {
         let allocator = self.zio.allocator.lock();
-        (allocator.size_bytes(), allocator.allocated_bytes(), allocator.free_bytes())
+        (
+            allocator.size_bytes(),
+            allocator.allocated_bytes(),
+            allocator.free_bytes(),
+        )
     }
 
     /// Per top-level vdev: (size, allocated, free, fragmentation).
     pub fn vdev_space(&self, vdev: usize) -> Option<(u64, u64, u64, Option<u64>)> {
         let allocator = self.zio.allocator.lock();
         let group = allocator.group(vdev as u32)?;
-        Some((group.size_bytes(), group.allocated_bytes(), group.free_bytes(), group.fragmentation_percent()))
+        Some((
+            group.size_bytes(),
+            group.allocated_bytes(),
+            group.free_bytes(),
+            group.fragmentation_percent(),
+        ))
     }
 
     pub fn health(&self) -> VdevState {
@@ -682,11 +808,20 @@ impl Spa {
             root: &self.root,
             txg: self.open_txg,
         };
-        Ok(self.root_dataset.create_object(&ctx, object_type::PLAIN_FILE, block_size_bytes, 0, 0)?)
+        Ok(self.root_dataset.create_object(
+            &ctx,
+            object_type::PLAIN_FILE,
+            block_size_bytes,
+            0,
+            0,
+        )?)
     }
 
     pub fn write_object(&mut self, id: ObjectId, offset: u64, data: &[u8]) -> Result<(), SpaError> {
-        self.check_space(data.len() as u64, self.root_dataset.policy.data_props.copies)?;
+        self.check_space(
+            data.len() as u64,
+            self.root_dataset.policy.data_props.copies,
+        )?;
         let ctx = IoCtx {
             zio: &self.zio,
             root: &self.root,
@@ -696,7 +831,12 @@ impl Spa {
         self.note_dirty(data.len() as u64)
     }
 
-    pub fn read_object(&mut self, id: ObjectId, offset: u64, len: usize) -> Result<Vec<u8>, SpaError> {
+    pub fn read_object(
+        &mut self,
+        id: ObjectId,
+        offset: u64,
+        len: usize,
+    ) -> Result<Vec<u8>, SpaError> {
         let ctx = IoCtx {
             zio: &self.zio,
             root: &self.root,

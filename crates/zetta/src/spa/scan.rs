@@ -116,7 +116,11 @@ impl Spa {
             .any(|leaf| leaf.missing_through_txg.load(Ordering::Relaxed) != 0)
     }
 
-    fn run_scan(&mut self, function: ScanFunction, cancel: Option<&AtomicBool>) -> Result<ScanStats, SpaError> {
+    fn run_scan(
+        &mut self,
+        function: ScanFunction,
+        cancel: Option<&AtomicBool>,
+    ) -> Result<ScanStats, SpaError> {
         self.sync()?;
         let (_, allocated, _) = self.space();
         self.scan = ScanStats {
@@ -133,7 +137,12 @@ impl Spa {
         if function == ScanFunction::Scrub {
             self.zio.errlog.lock().clear();
         }
-        let leaf_repaired_before: u64 = self.root.leaves().iter().map(|l| l.stats.repaired_bytes.load(Ordering::Relaxed)).sum();
+        let leaf_repaired_before: u64 = self
+            .root
+            .leaves()
+            .iter()
+            .map(|l| l.stats.repaired_bytes.load(Ordering::Relaxed))
+            .sum();
         let mut stats = self.scan;
         let mut canceled = false;
         let ctx = IoCtx {
@@ -141,7 +150,10 @@ impl Spa {
             root: &self.root,
             txg: self.open_txg,
         };
-        let roots = [(0u64, self.mos_bp), (MOS_OBJECT_ROOT_DATASET.0, self.root_dataset_bp)];
+        let roots = [
+            (0u64, self.mos_bp),
+            (MOS_OBJECT_ROOT_DATASET.0, self.root_dataset_bp),
+        ];
         for (objset, root_bp) in roots {
             let mut visit = |bp: &BlockPointer, bookmark: Bookmark| {
                 if canceled {
@@ -160,9 +172,18 @@ impl Spa {
             // An unreadable indirect block was already counted by its own visit.
             let _ = ObjectSet::walk_blocks(&ctx, objset, &root_bp, &mut visit, true);
         }
-        let leaf_repaired_after: u64 = self.root.leaves().iter().map(|l| l.stats.repaired_bytes.load(Ordering::Relaxed)).sum();
+        let leaf_repaired_after: u64 = self
+            .root
+            .leaves()
+            .iter()
+            .map(|l| l.stats.repaired_bytes.load(Ordering::Relaxed))
+            .sum();
         stats.repaired_bytes = leaf_repaired_after - leaf_repaired_before;
-        stats.state = if canceled { ScanState::Canceled } else { ScanState::Finished };
+        stats.state = if canceled {
+            ScanState::Canceled
+        } else {
+            ScanState::Finished
+        };
         stats.end_secs = now_secs();
         self.scan = stats;
         self.sync()?;

@@ -7,7 +7,12 @@ use std::sync::Arc;
 
 pub(crate) fn mem_devices(count: usize, size_bytes: u64) -> Vec<(String, Arc<MemDevice>)> {
     (0..count)
-        .map(|i| (format!("/mem/d{i}"), Arc::new(MemDevice::new(&format!("/mem/d{i}"), size_bytes))))
+        .map(|i| {
+            (
+                format!("/mem/d{i}"),
+                Arc::new(MemDevice::new(&format!("/mem/d{i}"), size_bytes)),
+            )
+        })
         .collect()
 }
 
@@ -23,9 +28,14 @@ pub(crate) fn spec(kind: TopKind, devices: &[(String, Arc<MemDevice>)]) -> TopSp
 }
 
 pub(crate) fn reimport(devices: &[(String, Arc<MemDevice>)]) -> Result<Spa, SpaError> {
-    let refs: Vec<DeviceRef> = devices.iter().map(|(_, d)| d.clone() as DeviceRef).collect();
+    let refs: Vec<DeviceRef> = devices
+        .iter()
+        .map(|(_, d)| d.clone() as DeviceRef)
+        .collect();
     let found = find_pools(&refs);
-    let candidate = found.first().ok_or_else(|| SpaError::NoSuchPool("?".to_string()))?;
+    let candidate = found
+        .first()
+        .ok_or_else(|| SpaError::NoSuchPool("?".to_string()))?;
     Spa::import(candidate, None, 64 << 20)
 }
 
@@ -39,7 +49,12 @@ fn random_bytes(seed: u64, len: usize) -> Vec<u8> {
 #[test]
 fn create_write_export_import_read() {
     let devices = mem_devices(1, 128 << 20);
-    let mut spa = Spa::create("tank", &[spec(TopKind::Single, &devices)], &CreateOptions::default()).unwrap();
+    let mut spa = Spa::create(
+        "tank",
+        &[spec(TopKind::Single, &devices)],
+        &CreateOptions::default(),
+    )
+    .unwrap();
     let small = spa.create_object(512).unwrap();
     let big = spa.create_object(512).unwrap();
     spa.write_object(small, 0, b"hello").unwrap();
@@ -63,7 +78,12 @@ fn create_write_export_import_read() {
 #[test]
 fn freeing_returns_space() {
     let devices = mem_devices(1, 128 << 20);
-    let mut spa = Spa::create("tank", &[spec(TopKind::Single, &devices)], &CreateOptions::default()).unwrap();
+    let mut spa = Spa::create(
+        "tank",
+        &[spec(TopKind::Single, &devices)],
+        &CreateOptions::default(),
+    )
+    .unwrap();
     for _ in 0..3 {
         spa.sync().unwrap();
     }
@@ -78,25 +98,45 @@ fn freeing_returns_space() {
         spa.sync().unwrap();
     }
     let (_, after, _) = spa.space();
-    assert!(after <= baseline + (256 << 10), "baseline {baseline} after {after}");
+    assert!(
+        after <= baseline + (256 << 10),
+        "baseline {baseline} after {after}"
+    );
     spa.export().unwrap();
     let spa = reimport(&devices).unwrap();
     let (_, reloaded, _) = spa.space();
-    assert!(reloaded <= baseline + (256 << 10), "baseline {baseline} reloaded {reloaded}");
+    assert!(
+        reloaded <= baseline + (256 << 10),
+        "baseline {baseline} reloaded {reloaded}"
+    );
 }
 
 /// Compression is stored only when it pays, and data reads back identical either way.
 #[test]
 fn compressible_data_takes_less_space() {
     let devices = mem_devices(1, 128 << 20);
-    let mut spa = Spa::create("tank", &[spec(TopKind::Single, &devices)], &CreateOptions::default()).unwrap();
+    let mut spa = Spa::create(
+        "tank",
+        &[spec(TopKind::Single, &devices)],
+        &CreateOptions::default(),
+    )
+    .unwrap();
     let (_, before, _) = spa.space();
-    let text: Vec<u8> = b"the quick brown fox jumps over the lazy dog. ".iter().cycle().take(4 << 20).copied().collect();
+    let text: Vec<u8> = b"the quick brown fox jumps over the lazy dog. "
+        .iter()
+        .cycle()
+        .take(4 << 20)
+        .copied()
+        .collect();
     let id = spa.create_object(512).unwrap();
     spa.write_object(id, 0, &text).unwrap();
     spa.sync().unwrap();
     let (_, after, _) = spa.space();
-    assert!(after - before < (1 << 20), "compressed text used {} bytes", after - before);
+    assert!(
+        after - before < (1 << 20),
+        "compressed text used {} bytes",
+        after - before
+    );
     assert_eq!(spa.read_object(id, 0, text.len()).unwrap(), text);
 }
 
@@ -104,7 +144,12 @@ fn compressible_data_takes_less_space() {
 #[test]
 fn holes_read_as_zeros() {
     let devices = mem_devices(1, 128 << 20);
-    let mut spa = Spa::create("tank", &[spec(TopKind::Single, &devices)], &CreateOptions::default()).unwrap();
+    let mut spa = Spa::create(
+        "tank",
+        &[spec(TopKind::Single, &devices)],
+        &CreateOptions::default(),
+    )
+    .unwrap();
     let id = spa.create_object(512).unwrap();
     spa.write_object(id, 10 << 30, b"far away").unwrap();
     spa.sync().unwrap();
@@ -116,19 +161,29 @@ fn holes_read_as_zeros() {
 /// Pool with several vdev kinds: mirror and raidz round trip.
 #[test]
 fn mirror_and_raidz_round_trip() {
-    for kind in [TopKind::Mirror, TopKind::Raidz(1), TopKind::Raidz(2), TopKind::Raidz(3)] {
+    for kind in [
+        TopKind::Mirror,
+        TopKind::Raidz(1),
+        TopKind::Raidz(2),
+        TopKind::Raidz(3),
+    ] {
         let count = match kind {
             TopKind::Mirror => 3,
             TopKind::Raidz(p) => 3 + usize::from(p),
             TopKind::Single => 1,
         };
         let devices = mem_devices(count, 96 << 20);
-        let mut spa = Spa::create("tank", &[spec(kind, &devices)], &CreateOptions::default()).unwrap();
+        let mut spa =
+            Spa::create("tank", &[spec(kind, &devices)], &CreateOptions::default()).unwrap();
         let id = spa.create_object(512).unwrap();
         let data = random_bytes(3, 5 << 20);
         spa.write_object(id, 0, &data).unwrap();
         spa.export().unwrap();
         let mut spa = reimport(&devices).unwrap();
-        assert_eq!(spa.read_object(id, 0, data.len()).unwrap(), data, "{kind:?}");
+        assert_eq!(
+            spa.read_object(id, 0, data.len()).unwrap(),
+            data,
+            "{kind:?}"
+        );
     }
 }

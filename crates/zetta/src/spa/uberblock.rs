@@ -56,7 +56,8 @@ impl Uberblock {
         self.rootbp.encode(&mut out[48..48 + BLKPTR_SIZE_BYTES]);
         let sum = slot_checksum(&out, device_offset);
         for (i, word) in sum.iter().enumerate() {
-            out[CHECKSUM_OFFSET + i * 8..CHECKSUM_OFFSET + 8 + i * 8].copy_from_slice(&word.to_le_bytes());
+            out[CHECKSUM_OFFSET + i * 8..CHECKSUM_OFFSET + 8 + i * 8]
+                .copy_from_slice(&word.to_le_bytes());
         }
         out
     }

@@ -63,8 +63,13 @@ pub(super) fn complete_replacements(vdev: &mut Vdev) {
         complete_replacements(child);
     }
     for index in 0..vdev.children.len() {
-        if vdev.children[index].kind == VdevKind::Replacing && vdev.children[index].children.len() == 2 {
-            let mut pair = std::mem::replace(&mut vdev.children[index], Vdev::new(VdevKind::Root, Guid(0)));
+        if vdev.children[index].kind == VdevKind::Replacing
+            && vdev.children[index].children.len() == 2
+        {
+            let mut pair = std::mem::replace(
+                &mut vdev.children[index],
+                Vdev::new(VdevKind::Root, Guid(0)),
+            );
             let mut new = pair.children.remove(1);
             new.id = pair.id;
             vdev.children[index] = new;
@@ -84,7 +89,7 @@ impl Spa {
         if find_leaf_path(&self.root, name, &mut path) {
             Ok(path)
         } else {
-            Err(SpaError::Invalid(format!("no such device in pool")))
+            Err(SpaError::Invalid("no such device in pool".to_string()))
         }
     }
 
@@ -93,12 +98,22 @@ impl Spa {
         let txg = self.open_txg;
         let mut built = Vec::new();
         for (offset, spec) in tops.iter().enumerate() {
-            built.push(build_top(spec, (self.root.children.len() + offset) as u64, ashift, txg)?);
+            built.push(build_top(
+                spec,
+                (self.root.children.len() + offset) as u64,
+                ashift,
+                txg,
+            )?);
         }
         for top in built {
             if !top.is_log {
-                let group = MetaslabGroup::with_ms_shift(top.id as u32, top.asize_bytes, top.ashift, top.ms_shift)
-                    .map_err(|e| SpaError::Invalid(e.to_string()))?;
+                let group = MetaslabGroup::with_ms_shift(
+                    top.id as u32,
+                    top.asize_bytes,
+                    top.ashift,
+                    top.ms_shift,
+                )
+                .map_err(|e| SpaError::Invalid(e.to_string()))?;
                 self.zio.allocator.lock().add_group(group);
             }
             self.root.children.push(top);
@@ -113,7 +128,9 @@ impl Spa {
     pub fn add_cache_devices(&mut self, devices: &[(String, DeviceRef)]) -> Result<(), SpaError> {
         for (path, device) in devices {
             if self.cache.iter().any(|c| c.path == *path) {
-                return Err(SpaError::Invalid(format!("{path} is already a cache device")));
+                return Err(SpaError::Invalid(format!(
+                    "{path} is already a cache device"
+                )));
             }
             let mut leaf = Vdev::new_leaf(path, Some(device.clone()));
             leaf.id = self.cache.len() as u64;
@@ -136,14 +153,18 @@ impl Spa {
             self.sync()?;
             return Ok(());
         }
-        let top_index = self.root.children.iter().position(|top| {
-            top.display_name() == name || (top.is_leaf() && top.path == name)
-        });
+        let top_index = self
+            .root
+            .children
+            .iter()
+            .position(|top| top.display_name() == name || (top.is_leaf() && top.path == name));
         let Some(top_index) = top_index else {
             return Err(SpaError::Invalid("no such device in pool".to_string()));
         };
         if !self.root.children[top_index].is_log {
-            return Err(SpaError::Invalid("operation not supported on this type of pool".to_string()));
+            return Err(SpaError::Invalid(
+                "operation not supported on this type of pool".to_string(),
+            ));
         }
         self.sync()?;
         let mut hole = Vdev::new(VdevKind::Hole, Guid::random());
@@ -160,12 +181,19 @@ impl Spa {
     }
 
     /// Attaches `device` as a mirror of the leaf named `existing` and resilvers it.
-    pub fn attach(&mut self, existing: &str, new_path: &str, device: DeviceRef) -> Result<(), SpaError> {
+    pub fn attach(
+        &mut self,
+        existing: &str,
+        new_path: &str,
+        device: DeviceRef,
+    ) -> Result<(), SpaError> {
         let path = self.leaf_path(existing)?;
         self.sync()?;
         let missing = self.last_synced_txg.0;
         let mut new_leaf = Vdev::new_leaf(new_path, Some(device));
-        new_leaf.missing_through_txg.store(missing, Ordering::Relaxed);
+        new_leaf
+            .missing_through_txg
+            .store(missing, Ordering::Relaxed);
         let top_index = path[0];
         let top_asize = {
             let top = &self.root.children[top_index];
@@ -200,19 +228,30 @@ impl Spa {
     }
 
     /// Replaces the leaf `old` with `device` (resilvering onto it).
-    pub fn replace(&mut self, old: &str, new_path: &str, device: DeviceRef) -> Result<(), SpaError> {
+    pub fn replace(
+        &mut self,
+        old: &str,
+        new_path: &str,
+        device: DeviceRef,
+    ) -> Result<(), SpaError> {
         let path = self.leaf_path(old)?;
         self.sync()?;
         let old_leaf = node(&self.root, &path);
         let mut new_leaf = Vdev::new_leaf(new_path, Some(device));
-        if new_leaf.asize_bytes < old_leaf.asize_bytes.min(self.root.children[path[0]].asize_bytes) && path.len() == 1 {
+        if new_leaf.asize_bytes
+            < old_leaf
+                .asize_bytes
+                .min(self.root.children[path[0]].asize_bytes)
+            && path.len() == 1
+        {
             return Err(SpaError::Invalid("device is too small".to_string()));
         }
         new_leaf
             .missing_through_txg
             .store(self.last_synced_txg.0, Ordering::Relaxed);
         let target = node_mut(&mut self.root, &path);
-        let mut old_vdev = std::mem::replace(target, Vdev::new(VdevKind::Replacing, Guid::random()));
+        let mut old_vdev =
+            std::mem::replace(target, Vdev::new(VdevKind::Replacing, Guid::random()));
         let mut pair = Vdev::new(VdevKind::Replacing, Guid::random());
         if path.len() == 1 {
             move_top_fields(&mut old_vdev, &mut pair);
@@ -234,17 +273,25 @@ impl Spa {
     pub fn detach(&mut self, name: &str) -> Result<(), SpaError> {
         let path = self.leaf_path(name)?;
         if path.len() < 2 {
-            return Err(SpaError::Invalid("only applicable to mirror and replacing vdevs".to_string()));
+            return Err(SpaError::Invalid(
+                "only applicable to mirror and replacing vdevs".to_string(),
+            ));
         }
         let parent_path = &path[..path.len() - 1];
         let leaf_index = path[path.len() - 1];
         {
             let parent = node(&self.root, parent_path);
             if !matches!(parent.kind, VdevKind::Mirror | VdevKind::Replacing) {
-                return Err(SpaError::Invalid("only applicable to mirror and replacing vdevs".to_string()));
+                return Err(SpaError::Invalid(
+                    "only applicable to mirror and replacing vdevs".to_string(),
+                ));
             }
             let others_complete = parent.children.iter().enumerate().any(|(i, c)| {
-                i != leaf_index && c.state().is_usable() && c.leaves().iter().all(|l| l.missing_through_txg.load(Ordering::Relaxed) == 0)
+                i != leaf_index
+                    && c.state().is_usable()
+                    && c.leaves()
+                        .iter()
+                        .all(|l| l.missing_through_txg.load(Ordering::Relaxed) == 0)
             });
             if !others_complete {
                 return Err(SpaError::Invalid("no valid replicas".to_string()));
@@ -314,7 +361,11 @@ impl Spa {
             }
             let child_size = leaves
                 .iter()
-                .filter_map(|l| l.device.as_ref().map(|d| label::data_size_bytes(d.size_bytes())))
+                .filter_map(|l| {
+                    l.device
+                        .as_ref()
+                        .map(|d| label::data_size_bytes(d.size_bytes()))
+                })
                 .min()
                 .unwrap_or(0);
             let child_size = round_down_shift(child_size, top.ashift);

@@ -28,7 +28,10 @@ impl Vdev {
         match self.kind {
             VdevKind::Leaf => {
                 list.set_str("path", &self.path)
-                    .set_u64("missing_txg", self.missing_through_txg.load(Ordering::Relaxed))
+                    .set_u64(
+                        "missing_txg",
+                        self.missing_through_txg.load(Ordering::Relaxed),
+                    )
                     .set_u64("offline", u64::from(self.offline.load(Ordering::Relaxed)))
                     .set_u64("asize", self.asize_bytes);
             }
@@ -55,11 +58,18 @@ impl Vdev {
     }
 
     /// Rebuilds a tree from its config; leaves get devices from `devices` by guid.
-    pub fn from_config(config: &NvList, devices: &HashMap<Guid, DeviceRef>) -> Result<Vdev, String> {
+    pub fn from_config(
+        config: &NvList,
+        devices: &HashMap<Guid, DeviceRef>,
+    ) -> Result<Vdev, String> {
         Self::parse(config, devices, 0)
     }
 
-    fn parse(config: &NvList, devices: &HashMap<Guid, DeviceRef>, depth: usize) -> Result<Vdev, String> {
+    fn parse(
+        config: &NvList,
+        devices: &HashMap<Guid, DeviceRef>,
+        depth: usize,
+    ) -> Result<Vdev, String> {
         if depth > DEPTH_MAX {
             return Err("vdev tree nested too deep".to_string());
         }
@@ -97,11 +107,18 @@ impl Vdev {
         vdev.is_log = config.get_u64("is_log").unwrap_or(0) != 0;
         vdev.create_txg = Txg(config.get_u64("create_txg").unwrap_or(0));
         if kind == VdevKind::Leaf {
-            vdev.path = config.require_str("path").map_err(|e| e.to_string())?.to_string();
-            vdev.missing_through_txg
-                .store(config.get_u64("missing_txg").unwrap_or(0), Ordering::Relaxed);
-            vdev.offline
-                .store(config.get_u64("offline").unwrap_or(0) != 0, Ordering::Relaxed);
+            vdev.path = config
+                .require_str("path")
+                .map_err(|e| e.to_string())?
+                .to_string();
+            vdev.missing_through_txg.store(
+                config.get_u64("missing_txg").unwrap_or(0),
+                Ordering::Relaxed,
+            );
+            vdev.offline.store(
+                config.get_u64("offline").unwrap_or(0) != 0,
+                Ordering::Relaxed,
+            );
             vdev.device = devices.get(&guid).cloned();
         }
         let children = config.get_list_array("children").unwrap_or(&[]);
@@ -165,7 +182,10 @@ mod tests {
     #[test]
     fn bad_configs_are_refused() {
         let mut config = NvList::new();
-        config.set_str("type", "raidz").set_u64("guid", 1).set_u64("nparity", 9);
+        config
+            .set_str("type", "raidz")
+            .set_u64("guid", 1)
+            .set_u64("nparity", 9);
         assert!(Vdev::from_config(&config, &HashMap::new()).is_err());
         let mut leaf = NvList::new();
         leaf.set_str("type", "file").set_u64("guid", 2);

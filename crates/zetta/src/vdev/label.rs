@@ -63,7 +63,9 @@ pub fn uberblock_slot_count(ashift: u32) -> u64 {
 /// Device offset of the ring slot for `txg` in label `index`.
 pub fn uberblock_slot_offset(index: usize, device_size_bytes: u64, ashift: u32, txg: Txg) -> u64 {
     let slot = txg.0 % uberblock_slot_count(ashift);
-    label_offset(index, device_size_bytes) + RING_OFFSET_BYTES + slot * uberblock_slot_size_bytes(ashift)
+    label_offset(index, device_size_bytes)
+        + RING_OFFSET_BYTES
+        + slot * uberblock_slot_size_bytes(ashift)
 }
 
 /// Encodes a config area (header + payload), refusing configs that do not fit.

@@ -84,7 +84,9 @@ pub enum VdevKind {
     /// A leaf backed by a file (absolute path) or a block device.
     Leaf,
     Mirror,
-    Raidz { parity: u8 },
+    Raidz {
+        parity: u8,
+    },
     /// A mirror-like pair during `zpool replace`: the old and the new device.
     Replacing,
     /// The place of a removed top-level log vdev: top-level numbers are DVA addresses and
@@ -276,7 +278,7 @@ impl Vdev {
                 let states: Vec<VdevState> = self.children.iter().map(|c| c.state()).collect();
                 if states.iter().any(|s| !s.is_usable()) {
                     VdevState::Unavail
-                } else if states.iter().any(|s| *s == VdevState::Degraded) {
+                } else if states.contains(&VdevState::Degraded) {
                     VdevState::Degraded
                 } else {
                     VdevState::Online
@@ -286,7 +288,10 @@ impl Vdev {
     }
 
     fn usable_children(&self) -> usize {
-        self.children.iter().filter(|c| c.state().is_usable()).count()
+        self.children
+            .iter()
+            .filter(|c| c.state().is_usable())
+            .count()
     }
 
     fn all_children_online(&self) -> bool {
@@ -390,7 +395,9 @@ impl Vdev {
         if self.offline.load(Ordering::Relaxed) {
             return Err(unusable("device is offline"));
         }
-        self.device.as_ref().ok_or_else(|| unusable("device is unavailable"))
+        self.device
+            .as_ref()
+            .ok_or_else(|| unusable("device is unavailable"))
     }
 
     /// Whether this leaf holds a block born at `birth` (false while it awaits resilver).

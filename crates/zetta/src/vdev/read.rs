@@ -136,7 +136,9 @@ impl Vdev {
                     bad.push(index);
                 } else if child.state().is_usable() && child.kind != VdevKind::Leaf {
                     // A replacing pair inside a mirror: let it resilver its new half.
-                    if let Some(inner) = child.read_block(offset_bytes, psize_bytes, birth, verify, mode) {
+                    if let Some(inner) =
+                        child.read_block(offset_bytes, psize_bytes, birth, verify, mode)
+                    {
                         repaired_bytes += inner.repaired_bytes;
                     }
                 }
@@ -158,7 +160,13 @@ impl Vdev {
     }
 
     /// Reads one raidz column from child `child_index` (a leaf, or a replacing pair).
-    fn read_column(&self, child_index: usize, offset_bytes: u64, size_bytes: u64, birth: Txg) -> Option<Vec<u8>> {
+    fn read_column(
+        &self,
+        child_index: usize,
+        offset_bytes: u64,
+        size_bytes: u64,
+        birth: Txg,
+    ) -> Option<Vec<u8>> {
         let child = &self.children[child_index];
         if !child.can_serve(birth) {
             return None;
@@ -190,8 +198,12 @@ impl Vdev {
             if !attempted[index] {
                 attempted[index] = true;
                 let column = &map.columns[index];
-                columns[index] =
-                    self.read_column(column.child, column.child_offset_bytes, column.size_bytes, birth);
+                columns[index] = self.read_column(
+                    column.child,
+                    column.child_offset_bytes,
+                    column.size_bytes,
+                    birth,
+                );
             }
         };
         // Fast path: data columns only.
@@ -201,7 +213,11 @@ impl Vdev {
         let data_complete = (parity..column_count).all(|i| columns[i].is_some());
         if data_complete && mode == ReadMode::Normal {
             let full: Vec<Vec<u8>> = (0..column_count)
-                .map(|i| columns[i].clone().unwrap_or_else(|| vec![0u8; map.columns[i].size_bytes as usize]))
+                .map(|i| {
+                    columns[i]
+                        .clone()
+                        .unwrap_or_else(|| vec![0u8; map.columns[i].size_bytes as usize])
+                })
                 .collect();
             let data = map.assemble(&full);
             if verify(&data) {
@@ -215,11 +231,15 @@ impl Vdev {
         for index in 0..parity {
             read(index, &mut columns, &mut attempted);
         }
-        let erased: Vec<usize> = (0..column_count).filter(|i| columns[*i].is_none()).collect();
+        let erased: Vec<usize> = (0..column_count)
+            .filter(|i| columns[*i].is_none())
+            .collect();
         if erased.len() > parity {
             return None;
         }
-        let readable: Vec<usize> = (0..column_count).filter(|i| columns[*i].is_some()).collect();
+        let readable: Vec<usize> = (0..column_count)
+            .filter(|i| columns[*i].is_some())
+            .collect();
         let mut found: Option<(Vec<u8>, Vec<usize>)> = None;
         'search: for suspects in 0..=(parity - erased.len()) {
             for combo in combinations(&readable, suspects) {
@@ -289,7 +309,13 @@ impl Vdev {
 fn combinations(items: &[usize], k: usize) -> Vec<Vec<usize>> {
     let mut out = Vec::new();
     let mut current = Vec::with_capacity(k);
-    fn walk(items: &[usize], k: usize, start: usize, current: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+    fn walk(
+        items: &[usize],
+        k: usize,
+        start: usize,
+        current: &mut Vec<usize>,
+        out: &mut Vec<Vec<usize>>,
+    ) {
         if current.len() == k {
             out.push(current.clone());
             return;

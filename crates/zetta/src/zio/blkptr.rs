@@ -146,7 +146,10 @@ impl BlockPointer {
 
     pub fn decode(bytes: &[u8]) -> Result<BlockPointer, BlkptrDecodeError> {
         if bytes.len() < BLKPTR_SIZE_BYTES {
-            return Err(BlkptrDecodeError(format!("{} bytes, need 128", bytes.len())));
+            return Err(BlkptrDecodeError(format!(
+                "{} bytes, need 128",
+                bytes.len()
+            )));
         }
         let bytes = &bytes[..BLKPTR_SIZE_BYTES];
         if bytes.iter().all(|b| *b == 0) {
@@ -160,7 +163,7 @@ impl BlockPointer {
                 asize_bytes: u64::from(le_u32(bytes, at + 4)) * 512,
                 offset_bytes: le_u64(bytes, at + 8),
             };
-            if !dva.is_empty() && dva.offset_bytes % 512 != 0 {
+            if !dva.is_empty() && !dva.offset_bytes.is_multiple_of(512) {
                 return Err(BlkptrDecodeError(format!(
                     "DVA {i} offset {} is not sector aligned",
                     dva.offset_bytes
@@ -193,7 +196,7 @@ impl BlockPointer {
             return fail(format!("logical size {} out of range", self.lsize_bytes));
         }
         if self.psize_bytes == 0
-            || self.psize_bytes % 512 != 0
+            || !self.psize_bytes.is_multiple_of(512)
             || u64::from(self.psize_bytes) > BLOCK_SIZE_MAX_BYTES + 512
         {
             return fail(format!("physical size {} out of range", self.psize_bytes));
@@ -220,7 +223,11 @@ impl fmt::Display for BlockPointer {
             return write!(f, "<hole>");
         }
         for dva in self.dvas.iter().filter(|d| !d.is_empty()) {
-            write!(f, "{}:{:x}:{:x} ", dva.vdev, dva.offset_bytes, dva.asize_bytes)?;
+            write!(
+                f,
+                "{}:{:x}:{:x} ",
+                dva.vdev, dva.offset_bytes, dva.asize_bytes
+            )?;
         }
         write!(
             f,

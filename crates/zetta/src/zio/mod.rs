@@ -181,12 +181,7 @@ impl Zio {
         blocks: Vec<(&[u8], WriteProps)>,
         txg: Txg,
     ) -> Result<Vec<BlockPointer>, ZioError> {
-        let ashift_max = root
-            .children
-            .iter()
-            .map(|c| c.ashift)
-            .max()
-            .unwrap_or(12);
+        let ashift_max = root.children.iter().map(|c| c.ashift).max().unwrap_or(12);
         let prepared: Vec<PreparedBlock> = blocks
             .into_par_iter()
             .map(|(data, props)| prepare(data, props, ashift_max))
@@ -280,9 +275,7 @@ impl Zio {
                 if let Some(bookmark) = bookmark {
                     self.errlog.lock().insert(bookmark);
                 }
-                return Err(ZioError::Unrecoverable {
-                    bp: bp.to_string(),
-                });
+                return Err(ZioError::Unrecoverable { bp: bp.to_string() });
             }
         };
         let data = if bp.compression == 0 {
@@ -296,13 +289,19 @@ impl Zio {
             data
         };
         let data = Arc::new(data);
-        self.arc.insert(key, data.clone(), u64::from(bp.lsize_bytes));
+        self.arc
+            .insert(key, data.clone(), u64::from(bp.lsize_bytes));
         Ok(data)
     }
 
     /// Reads and verifies every copy of a block (scrub) or the first good one, healing the
     /// others. Returns the physical bytes and the bytes repaired.
-    fn read_physical(&self, root: &Vdev, bp: &BlockPointer, mode: ReadMode) -> Option<(Vec<u8>, u64)> {
+    fn read_physical(
+        &self,
+        root: &Vdev,
+        bp: &BlockPointer,
+        mode: ReadMode,
+    ) -> Option<(Vec<u8>, u64)> {
         let scrub = mode == ReadMode::Scrub;
         let kind = ChecksumKind::from_id(bp.checksum_kind)?;
         let psize = bp.psize_bytes as usize;
@@ -344,7 +343,10 @@ impl Zio {
             let dva = bp.dvas[slot];
             if let Some(vdev) = root.children.get(dva.vdev as usize) {
                 let mut padded = physical.clone();
-                padded.resize(round_up_shift(u64::from(bp.psize_bytes), vdev.ashift) as usize, 0);
+                padded.resize(
+                    round_up_shift(u64::from(bp.psize_bytes), vdev.ashift) as usize,
+                    0,
+                );
                 if vdev.state().is_usable() && vdev.write_block(dva.offset_bytes, &padded).is_ok() {
                     repaired_bytes += padded.len() as u64;
                     for leaf in vdev.leaves() {
@@ -358,7 +360,13 @@ impl Zio {
     }
 
     /// Scrub one block: verify every copy, repair what is damaged, log what is lost.
-    pub fn scrub_block(&self, root: &Vdev, bp: &BlockPointer, bookmark: Bookmark, mode: ReadMode) -> ScrubBlockResult {
+    pub fn scrub_block(
+        &self,
+        root: &Vdev,
+        bp: &BlockPointer,
+        bookmark: Bookmark,
+        mode: ReadMode,
+    ) -> ScrubBlockResult {
         match self.read_physical(root, bp, mode) {
             Some((_, repaired_bytes)) => ScrubBlockResult {
                 repaired_bytes,
