@@ -2,7 +2,8 @@
 //!
 //! Layers, bottom up (see docs/ARCHITECTURE.md): `io` (block devices) → `vdev` (labels,
 //! mirror, raidz) → `zio` (block pointers and the checksum/compress/allocate pipeline) →
-//! `metaslab` (space) → `spa` (pools, txgs, uberblocks) → `dmu` (objects).
+//! `metaslab` (space) → `dmu` (objects and object sets) → `spa` (pools, txgs, uberblocks;
+//! the MOS is a `dmu` object set).
 
 pub mod dmu;
 pub mod io;

@@ -159,6 +159,10 @@ impl NvList {
     fn encode_into(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&(self.entries.len() as u32).to_le_bytes());
         for (name, value) in &self.entries {
+            assert!(
+                name.len() <= NVLIST_NAME_LEN_MAX,
+                "nvlist name longer than {NVLIST_NAME_LEN_MAX}"
+            );
             out.extend_from_slice(&(name.len() as u16).to_le_bytes());
             out.extend_from_slice(name.as_bytes());
             match value {
@@ -280,6 +284,9 @@ impl Reader<'_> {
             }
             let name = String::from_utf8(self.take(name_len)?.to_vec())
                 .map_err(|_| self.fail("name is not UTF-8"))?;
+            if list.entries.contains_key(&name) {
+                return Err(self.fail(format!("duplicate name '{name}'")));
+            }
             let value = match self.u8()? {
                 1 => NvValue::U64(self.u64()?),
                 2 => {

@@ -160,6 +160,9 @@ impl DnodePhys {
         if !(10..=17).contains(&indirect_block_shift) {
             return fail(format!("indirect block shift {indirect_block_shift}"));
         }
+        if u64::from(sectors) * 512 > crate::types::BLOCK_SIZE_MAX_BYTES {
+            return fail(format!("data block size of {sectors} sectors"));
+        }
         let bonus_len = u16::from_le_bytes([bytes[10], bytes[11]]) as usize;
         if bonus_len > Self::bonus_capacity(nblkptr) {
             return fail(format!("bonus length {bonus_len}"));

@@ -7,3 +7,6 @@ pub mod objset;
 pub use objset::{
     default_data_props, object_type, DmuError, IoCtx, ObjectSet, ObjsetPolicy, ObjsetType,
 };
+
+#[cfg(test)]
+mod tests;

@@ -53,6 +53,7 @@ pub mod object_type {
     pub const ZVOL: u8 = 12;
     pub const MASTER_NODE: u8 = 13;
     pub const DEAD_LIST: u8 = 14;
+    pub const METASLAB_ARRAY: u8 = 15;
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -16,8 +16,8 @@
 //! reads every label, picks the newest uberblock whose MOS verifies, and rebuilds the space
 //! maps; a pool missing a top-level vdev is refused.
 //!
-//! MOS layout: object 1 = object directory (a packed nvlist: config, props, scan, feature
-//! and object numbers), 2 = history, 3 = error log, 4 = the root dataset (bonus: its objset
+//! MOS layout: object 1 = object directory (a packed nvlist: config, props, scan; each
+//! top-level vdev's metaslab array object number is in the config as `ms_array`), 2 = history, 3 = error log, 4 = the root dataset (bonus: its objset
 //! block pointer); space map arrays and space maps are allocated as needed.
 
 mod error;
@@ -123,9 +123,6 @@ pub fn now_secs() -> u64 {
 
 /// `zpool create` / import name rules (OpenZFS `pool_namecheck`).
 pub fn check_pool_name(name: &str) -> Result<(), String> {
-    let reserved = [
-        "mirror", "raidz", "draid", "spare", "log", "cache", "special", "dedup",
-    ];
     if name.is_empty() {
         return Err("name is too short".to_string());
     }
@@ -141,17 +138,16 @@ pub fn check_pool_name(name: &str) -> Result<(), String> {
     {
         return Err(format!("invalid character '{bad}' in pool name"));
     }
-    if reserved.iter().any(|r| name.starts_with(r))
-        && (name == "mirror"
-            || name == "raidz"
-            || name.starts_with("raidz") && name[5..].chars().all(|c| c.is_ascii_digit()))
+    // OpenZFS zpool_name_valid: vdev type words may not begin a pool name.
+    if ["mirror", "raidz", "draid", "spare"]
+        .iter()
+        .any(|r| name.starts_with(r))
+        || name == "log"
     {
         return Err("name is reserved".to_string());
     }
-    if name.starts_with("c")
-        && name.len() > 1
-        && name[1..].chars().next().is_some_and(|c| c.is_ascii_digit())
-    {
+    let mut chars = name.chars();
+    if chars.next() == Some('c') && chars.next().is_some_and(|c| c.is_ascii_digit()) {
         return Err("pool name is reserved".to_string());
     }
     Ok(())
@@ -582,7 +578,7 @@ impl Spa {
             if array_objects[vdev] == 0 {
                 let id = self
                     .mos
-                    .create_object(&ctx, object_type::SPACE_MAP, 16384, 0, 0)?;
+                    .create_object(&ctx, object_type::METASLAB_ARRAY, 16384, 0, 0)?;
                 array_objects[vdev] = id.0;
             }
             let array = &mut self.ms_arrays[vdev];
@@ -852,6 +848,16 @@ impl Spa {
             txg: self.open_txg,
         };
         Ok(self.root_dataset.free_object(&ctx, id)?)
+    }
+
+    /// The dnode of an object of the root dataset (tests and the zdb-like inspector).
+    pub fn object_dnode(&mut self, id: ObjectId) -> Result<crate::dmu::dnode::DnodePhys, SpaError> {
+        let ctx = IoCtx {
+            zio: &self.zio,
+            root: &self.root,
+            txg: self.open_txg,
+        };
+        Ok(self.root_dataset.dnode(&ctx, id)?)
     }
 
     pub fn truncate_object(&mut self, id: ObjectId, size_bytes: u64) -> Result<(), SpaError> {

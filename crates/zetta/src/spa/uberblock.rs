@@ -72,7 +72,7 @@ impl Uberblock {
             w.copy_from_slice(&bytes[at..at + 8]);
             u64::from_le_bytes(w)
         };
-        if word(0) != UBERBLOCK_MAGIC || word(8) > FORMAT_VERSION {
+        if word(0) != UBERBLOCK_MAGIC || word(8) == 0 || word(8) > FORMAT_VERSION {
             return None;
         }
         let expected = [

@@ -143,8 +143,9 @@ impl Vdev {
         Ok(vdev)
     }
 
-    /// Sum of the leaf guids: stored in the uberblock so import can tell whether every
-    /// device of the pool is present (OpenZFS `ub_guid_sum`).
+    /// Sum of every vdev guid in the tree (root, interior and leaves), stored in the
+    /// uberblock like OpenZFS `ub_guid_sum`. Import does not check it yet: it finds missing
+    /// devices from the tree itself.
     pub fn guid_sum(&self) -> u64 {
         self.children
             .iter()

@@ -13,7 +13,7 @@
 //!         0              16K                               128K                     256K
 //!
 //! config area: magic u64 "ZETTACFG" | version u64 | payload_len u64 | txg u64 |
-//!              checksum [u64;4] fletcher4 of the payload | payload (nvlist) ...
+//!              checksum [u64;4] fletcher4 of header bytes 0..32, then the payload | payload (nvlist) ...
 //! ```
 //!
 //! The ring has `128K / max(1K, 1 << ashift)` slots; the uberblock of txg T goes to slot

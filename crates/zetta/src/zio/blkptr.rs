@@ -32,7 +32,8 @@ use zetta_zcommon::checksum::Checksum256;
 
 pub const BLKPTR_SIZE_BYTES: usize = 128;
 pub const DVA_COUNT_MAX: usize = 3;
-pub const LEVEL_MAX: u8 = 10;
+/// Deepest indirect level (a dnode has at most `dmu::dnode::LEVELS_MAX` = 8 levels).
+pub const LEVEL_MAX: u8 = 7;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Dva {
@@ -204,7 +205,7 @@ impl BlockPointer {
         if zetta_zcommon::checksum::ChecksumKind::from_id(self.checksum_kind).is_none() {
             return fail(format!("unknown checksum id {}", self.checksum_kind));
         }
-        if self.compression > 5 {
+        if self.compression > zetta_zcommon::compress::ALGORITHM_ID_ZSTD {
             return fail(format!("unknown compression id {}", self.compression));
         }
         if self.level > LEVEL_MAX {
