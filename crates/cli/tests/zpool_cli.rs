@@ -514,3 +514,32 @@ fn install_links_creates_symlinks_and_spares_files() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&version.stdout), "zetta 0.1.0\n");
 }
+
+/// Log and cache devices: created with the pool, shown in their status sections, removed
+/// with `zpool remove`, and a removed log leaves no trace in `list -v` or after import.
+#[test]
+fn log_and_cache_devices_create_show_remove() {
+    let lab = Lab::new();
+    let (a, log, cache) = (
+        lab.disk("a", DISK_SIZE_BYTES),
+        lab.disk("log", DISK_SIZE_BYTES),
+        lab.disk("cache", DISK_SIZE_BYTES),
+    );
+    lab.ok(&["create", "tank", &a, "log", &log, "cache", &cache]);
+    let status = lab.ok(&["status", "tank"]);
+    assert!(status.contains("\tlogs\t\n"), "{status}");
+    assert!(status.contains("\tcache\n"), "{status}");
+    lab.ok(&["remove", "tank", &cache, &log]);
+    let status = lab.ok(&["status", "tank"]);
+    assert!(
+        !status.contains("logs") && !status.contains("cache"),
+        "{status}"
+    );
+    lab.ok(&["export", "tank"]);
+    let dir = lab.dir.to_string_lossy().into_owned();
+    lab.ok(&["import", "-d", &dir, "tank"]);
+    let list = lab.ok(&["list", "-v", "tank"]);
+    assert!(!list.contains("hole"), "{list}");
+    let out = lab.zpool(&["remove", "tank", &a]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+}

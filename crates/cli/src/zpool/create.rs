@@ -163,6 +163,13 @@ pub fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
         spa,
     };
     pool::reset_stats(&mut imported.spa);
+    let cache_devices = pool::open_cache_devices(&groups)?;
+    if !cache_devices.is_empty() {
+        imported
+            .spa
+            .add_cache_devices(&cache_devices)
+            .map_err(|e| CmdError::Fail(format!("{action}: {}", pool::spa_error_text(&e))))?;
+    }
     imported.spa.log_history(&history_line("create", args));
     pool::commit(&mut imported)
 }
@@ -306,11 +313,42 @@ pub fn cmd_add(args: &[String], ctx: &mut Ctx) -> CmdResult {
         })
         .unwrap_or(ASHIFT_DEFAULT);
     let tops = pool::open_tops(&groups)?;
-    imported
-        .spa
-        .add_vdevs(&tops, ashift)
-        .map_err(|e| CmdError::Fail(format!("{action}: {}", pool::spa_error_text(&e))))?;
+    if !tops.is_empty() {
+        imported
+            .spa
+            .add_vdevs(&tops, ashift)
+            .map_err(|e| CmdError::Fail(format!("{action}: {}", pool::spa_error_text(&e))))?;
+    }
+    let cache_devices = pool::open_cache_devices(&groups)?;
+    if !cache_devices.is_empty() {
+        imported
+            .spa
+            .add_cache_devices(&cache_devices)
+            .map_err(|e| CmdError::Fail(format!("{action}: {}", pool::spa_error_text(&e))))?;
+    }
     imported.spa.log_history(&history_line("add", args));
+    pool::commit(&mut imported)
+}
+
+/// `zpool remove pool device…`: cache devices and top-level log vdevs (data vdevs hold
+/// blocks that would have to move, which Zetta does not do).
+pub fn cmd_remove(args: &[String], _ctx: &mut Ctx) -> CmdResult {
+    let parsed = getopt(args, "npsw")?;
+    let (name, devices) = match parsed.operands.split_first() {
+        None => return usage("missing pool name argument"),
+        Some((_, [])) => return usage("missing device"),
+        Some((name, devices)) => (name, devices),
+    };
+    let mut imported = pool::open_pool(name)?;
+    for device in devices {
+        imported.spa.remove_device(device).map_err(|e| {
+            CmdError::Fail(format!(
+                "cannot remove {device}: {}",
+                pool::spa_error_text(&e)
+            ))
+        })?;
+    }
+    imported.spa.log_history(&history_line("remove", args));
     pool::commit(&mut imported)
 }
 

@@ -62,6 +62,9 @@ fn vdev_lines(imported: &Imported, names: &[String], exact: bool) -> Vec<PoolLis
     let mut normal = Vec::new();
     let mut logs = Vec::new();
     for (index, top) in imported.spa.root.children.iter().enumerate() {
+        if top.kind == zetta::vdev::VdevKind::Hole {
+            continue;
+        }
         let lines = if top.is_log { &mut logs } else { &mut normal };
         lines.push(PoolListLine::Vdev {
             name: top.display_name(),
@@ -181,6 +184,9 @@ fn snapshot(imported: &Imported, verbose: bool) -> IostatPool {
         return out;
     }
     for (index, top) in spa.root.children.iter().enumerate() {
+        if top.kind == zetta::vdev::VdevKind::Hole {
+            continue;
+        }
         let space = spa.vdev_space(index).map(|(_, a, f, _)| (a, f));
         let mut rows = vec![row(top.display_name(), 2, space, top)];
         if top.kind != VdevKind::Leaf {

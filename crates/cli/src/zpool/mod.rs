@@ -75,6 +75,11 @@ const COMMANDS: &[(&str, Command, &str)] = &[
         create::cmd_add,
         "\tadd [-afgLnP] [-o property=value] <pool> <vdev> ...\n",
     ),
+    (
+        "remove",
+        create::cmd_remove,
+        "\tremove [-npsw] <pool> <device> ...\n",
+    ),
     ("labelclear", create::cmd_labelclear, "\tlabelclear [-f] <vdev>\n"),
     (
         "list",

@@ -198,7 +198,12 @@ pub fn reset_stats(spa: &mut Spa) {
 
 /// Leaf paths of the pool, in tree order (missing leaves included).
 pub fn leaf_paths(spa: &Spa) -> Vec<String> {
-    spa.root.leaves().iter().map(|l| l.path.clone()).collect()
+    spa.root
+        .leaves()
+        .into_iter()
+        .chain(spa.cache.iter())
+        .map(|l| l.path.clone())
+        .collect()
 }
 
 /// Saves counters, commits the open txg and records the pool in the cache.
@@ -295,8 +300,7 @@ pub fn parse_spec(words: &[String], action: &str) -> Result<Vec<VdevSpecGroup>, 
         .map_err(|e| CmdError::Fail(e.to_string()))?;
     for group in &groups {
         let class = match group.class {
-            VdevClass::Normal | VdevClass::Log => continue,
-            VdevClass::Cache => "cache",
+            VdevClass::Normal | VdevClass::Log | VdevClass::Cache => continue,
             VdevClass::Spare => "spare",
             VdevClass::Special => "special",
             VdevClass::Dedup => "dedup",
@@ -342,7 +346,7 @@ pub fn open_device(path: &str) -> Result<DeviceRef, CmdError> {
 /// Opens the devices of parsed groups as engine top-level specs.
 pub fn open_tops(groups: &[VdevSpecGroup]) -> Result<Vec<TopSpec>, CmdError> {
     let mut tops = Vec::new();
-    for group in groups {
+    for group in groups.iter().filter(|g| g.class != VdevClass::Cache) {
         let kind = match group.kind {
             VdevKind::Disk | VdevKind::File => TopKind::Single,
             VdevKind::Mirror => TopKind::Mirror,
@@ -359,6 +363,17 @@ pub fn open_tops(groups: &[VdevSpecGroup]) -> Result<Vec<TopSpec>, CmdError> {
         });
     }
     Ok(tops)
+}
+
+/// Opens the cache (L2ARC) devices named in parsed groups.
+pub fn open_cache_devices(groups: &[VdevSpecGroup]) -> Result<Vec<(String, DeviceRef)>, CmdError> {
+    let mut devices = Vec::new();
+    for group in groups.iter().filter(|g| g.class == VdevClass::Cache) {
+        for path in &group.paths {
+            devices.push((path.clone(), open_device(path)?));
+        }
+    }
+    Ok(devices)
 }
 
 /// Candidate device files in the given directories (regular files and block devices

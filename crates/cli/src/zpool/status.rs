@@ -117,6 +117,9 @@ pub fn status_view(imported: &Imported) -> PoolStatusView {
     let mut logs = Vec::new();
     let mut normal = Vec::new();
     for (top, row) in spa.root.children.iter().zip(root.children.drain(..)) {
+        if top.kind == zetta::vdev::VdevKind::Hole {
+            continue;
+        }
         if top.is_log {
             logs.push(row);
         } else {
@@ -134,6 +137,7 @@ pub fn status_view(imported: &Imported) -> PoolStatusView {
         scan: scan_view(imported),
         root,
         logs,
+        cache: spa.cache.iter().map(row_of).collect(),
         data_errors: errors.len() as u64,
         error_paths: errors,
         ..PoolStatusView::default()
