@@ -163,13 +163,7 @@ pub fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
         spa,
     };
     pool::reset_stats(&mut imported.spa);
-    let cache_devices = pool::open_cache_devices(&groups)?;
-    if !cache_devices.is_empty() {
-        imported
-            .spa
-            .add_cache_devices(&cache_devices)
-            .map_err(|e| CmdError::Fail(format!("{action}: {}", pool::spa_error_text(&e))))?;
-    }
+    add_cache(&mut imported, &groups, &action)?;
     imported.spa.log_history(&history_line("create", args));
     pool::commit(&mut imported)
 }
@@ -319,15 +313,21 @@ pub fn cmd_add(args: &[String], ctx: &mut Ctx) -> CmdResult {
             .add_vdevs(&tops, ashift)
             .map_err(|e| CmdError::Fail(format!("{action}: {}", pool::spa_error_text(&e))))?;
     }
-    let cache_devices = pool::open_cache_devices(&groups)?;
+    add_cache(&mut imported, &groups, &action)?;
+    imported.spa.log_history(&history_line("add", args));
+    pool::commit(&mut imported)
+}
+
+/// Opens and adds the `cache` devices of parsed groups, if any.
+fn add_cache(imported: &mut Imported, groups: &[VdevSpecGroup], action: &str) -> CmdResult {
+    let cache_devices = pool::open_cache_devices(groups)?;
     if !cache_devices.is_empty() {
         imported
             .spa
             .add_cache_devices(&cache_devices)
             .map_err(|e| CmdError::Fail(format!("{action}: {}", pool::spa_error_text(&e))))?;
     }
-    imported.spa.log_history(&history_line("add", args));
-    pool::commit(&mut imported)
+    Ok(())
 }
 
 /// `zpool remove pool device…`: cache devices and top-level log vdevs (data vdevs hold

@@ -188,11 +188,7 @@ impl Spa {
             ms_arrays: Vec::new(),
         };
         {
-            let ctx = IoCtx {
-                zio: &spa.zio,
-                root: &spa.root,
-                txg,
-            };
+            let ctx = io_ctx!(spa, txg);
             spa.mos = ObjectSet::open(&ctx, 0, &ub.rootbp, mos_policy())?;
             let bonus = spa.mos.bonus(&ctx, MOS_OBJECT_ROOT_DATASET)?;
             if bonus.len() < BLKPTR_SIZE_BYTES {

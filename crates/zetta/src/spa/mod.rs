@@ -20,6 +20,26 @@
 //! top-level vdev's metaslab array object number is in the config as `ms_array`), 2 = history, 3 = error log, 4 = the root dataset (bonus: its objset
 //! block pointer); space map arrays and space maps are allocated as needed.
 
+/// An `IoCtx` over a pool's pipeline and vdev tree (at its open txg unless given). A macro,
+/// not a method, so the borrow covers only those two fields and the pool's object sets stay
+/// mutable beside it.
+macro_rules! io_ctx {
+    ($spa:expr) => {
+        IoCtx {
+            zio: &$spa.zio,
+            root: &$spa.root,
+            txg: $spa.open_txg,
+        }
+    };
+    ($spa:expr, $txg:expr) => {
+        IoCtx {
+            zio: &$spa.zio,
+            root: &$spa.root,
+            txg: $txg,
+        }
+    };
+}
+
 mod error;
 pub mod import;
 pub mod scan;
@@ -345,11 +365,7 @@ impl Spa {
     }
 
     pub fn ctx(&self) -> IoCtx<'_> {
-        IoCtx {
-            zio: &self.zio,
-            root: &self.root,
-            txg: self.open_txg,
-        }
+        io_ctx!(self)
     }
 
     pub fn mark_config_dirty(&mut self) {
@@ -387,11 +403,7 @@ impl Spa {
         let txg = self.open_txg;
         // 1. Dataset object sets.
         {
-            let ctx = IoCtx {
-                zio: &self.zio,
-                root: &self.root,
-                txg,
-            };
+            let ctx = io_ctx!(self, txg);
             if self.root_dataset.is_dirty() || self.root_dataset_bp.is_hole() {
                 let old = self.root_dataset_bp;
                 self.root_dataset_bp = self.root_dataset.sync(&ctx, &old)?;
@@ -420,11 +432,7 @@ impl Spa {
         self.sync_space_maps(txg)?;
         // 4. Object directory and the MOS itself.
         {
-            let ctx = IoCtx {
-                zio: &self.zio,
-                root: &self.root,
-                txg,
-            };
+            let ctx = io_ctx!(self, txg);
             self.directory.set_list("config", self.config());
             self.directory.set_list("props", self.props.clone());
             self.directory.set_list("scan", self.scan.to_nvlist());
@@ -554,11 +562,7 @@ impl Spa {
         if updates.is_empty() {
             return Ok(());
         }
-        let ctx = IoCtx {
-            zio: &self.zio,
-            root: &self.root,
-            txg,
-        };
+        let ctx = io_ctx!(self, txg);
         let mut array_objects: Vec<u64> = self
             .root
             .children
@@ -615,11 +619,7 @@ impl Spa {
 
     /// Loads every space map into the allocator (import).
     pub(crate) fn load_space_maps(&mut self) -> Result<(), SpaError> {
-        let ctx = IoCtx {
-            zio: &self.zio,
-            root: &self.root,
-            txg: self.open_txg,
-        };
+        let ctx = io_ctx!(self);
         let mut allocator = Allocator::new();
         self.ms_arrays = vec![Vec::new(); self.root.children.len()];
         for (vdev, top) in self.root.children.iter().enumerate() {
@@ -760,11 +760,7 @@ impl Spa {
 
     /// Command history lines (epoch seconds, command).
     pub fn history(&mut self) -> Result<Vec<(u64, String)>, SpaError> {
-        let ctx = IoCtx {
-            zio: &self.zio,
-            root: &self.root,
-            txg: self.open_txg,
-        };
+        let ctx = io_ctx!(self);
         let size = self.mos.size_bytes(&ctx, MOS_OBJECT_HISTORY)?;
         let bytes = self.mos.read(&ctx, MOS_OBJECT_HISTORY, 0, size as usize)?;
         let mut lines = Vec::new();
@@ -799,11 +795,7 @@ impl Spa {
 
     /// Object access on the root dataset's object set (the library API until datasets).
     pub fn create_object(&mut self, block_size_bytes: u32) -> Result<ObjectId, SpaError> {
-        let ctx = IoCtx {
-            zio: &self.zio,
-            root: &self.root,
-            txg: self.open_txg,
-        };
+        let ctx = io_ctx!(self);
         Ok(self.root_dataset.create_object(
             &ctx,
             object_type::PLAIN_FILE,
@@ -818,11 +810,7 @@ impl Spa {
             data.len() as u64,
             self.root_dataset.policy.data_props.copies,
         )?;
-        let ctx = IoCtx {
-            zio: &self.zio,
-            root: &self.root,
-            txg: self.open_txg,
-        };
+        let ctx = io_ctx!(self);
         self.root_dataset.write(&ctx, id, offset, data)?;
         self.note_dirty(data.len() as u64)
     }
@@ -833,57 +821,33 @@ impl Spa {
         offset: u64,
         len: usize,
     ) -> Result<Vec<u8>, SpaError> {
-        let ctx = IoCtx {
-            zio: &self.zio,
-            root: &self.root,
-            txg: self.open_txg,
-        };
+        let ctx = io_ctx!(self);
         Ok(self.root_dataset.read(&ctx, id, offset, len)?)
     }
 
     pub fn free_object(&mut self, id: ObjectId) -> Result<(), SpaError> {
-        let ctx = IoCtx {
-            zio: &self.zio,
-            root: &self.root,
-            txg: self.open_txg,
-        };
+        let ctx = io_ctx!(self);
         Ok(self.root_dataset.free_object(&ctx, id)?)
     }
 
     /// The dnode of an object of the root dataset (tests and the zdb-like inspector).
     pub fn object_dnode(&mut self, id: ObjectId) -> Result<crate::dmu::dnode::DnodePhys, SpaError> {
-        let ctx = IoCtx {
-            zio: &self.zio,
-            root: &self.root,
-            txg: self.open_txg,
-        };
+        let ctx = io_ctx!(self);
         Ok(self.root_dataset.dnode(&ctx, id)?)
     }
 
     pub fn truncate_object(&mut self, id: ObjectId, size_bytes: u64) -> Result<(), SpaError> {
-        let ctx = IoCtx {
-            zio: &self.zio,
-            root: &self.root,
-            txg: self.open_txg,
-        };
+        let ctx = io_ctx!(self);
         Ok(self.root_dataset.truncate(&ctx, id, size_bytes)?)
     }
 
     pub fn object_size(&mut self, id: ObjectId) -> Result<u64, SpaError> {
-        let ctx = IoCtx {
-            zio: &self.zio,
-            root: &self.root,
-            txg: self.open_txg,
-        };
+        let ctx = io_ctx!(self);
         Ok(self.root_dataset.size_bytes(&ctx, id)?)
     }
 
     pub fn object_ids(&mut self) -> Result<Vec<ObjectId>, SpaError> {
-        let ctx = IoCtx {
-            zio: &self.zio,
-            root: &self.root,
-            txg: self.open_txg,
-        };
+        let ctx = io_ctx!(self);
         Ok(self.root_dataset.object_ids(&ctx)?)
     }
 

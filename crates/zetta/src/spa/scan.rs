@@ -145,11 +145,7 @@ impl Spa {
             .sum();
         let mut stats = self.scan;
         let mut canceled = false;
-        let ctx = IoCtx {
-            zio: &self.zio,
-            root: &self.root,
-            txg: self.open_txg,
-        };
+        let ctx = io_ctx!(self);
         let roots = [
             (0u64, self.mos_bp),
             (MOS_OBJECT_ROOT_DATASET.0, self.root_dataset_bp),

@@ -27,6 +27,16 @@ pub(crate) fn spec(kind: TopKind, devices: &[(String, Arc<MemDevice>)]) -> TopSp
     }
 }
 
+/// A pool named `name` on the first device, default options.
+pub(crate) fn single_pool(name: &str, devices: &[(String, Arc<MemDevice>)]) -> Spa {
+    Spa::create(
+        name,
+        &[spec(TopKind::Single, &devices[..1])],
+        &CreateOptions::default(),
+    )
+    .unwrap()
+}
+
 pub(crate) fn reimport(devices: &[(String, Arc<MemDevice>)]) -> Result<Spa, SpaError> {
     let refs: Vec<DeviceRef> = devices
         .iter()
@@ -49,12 +59,7 @@ fn random_bytes(seed: u64, len: usize) -> Vec<u8> {
 #[test]
 fn create_write_export_import_read() {
     let devices = mem_devices(1, 128 << 20);
-    let mut spa = Spa::create(
-        "tank",
-        &[spec(TopKind::Single, &devices)],
-        &CreateOptions::default(),
-    )
-    .unwrap();
+    let mut spa = single_pool("tank", &devices);
     let small = spa.create_object(512).unwrap();
     let big = spa.create_object(512).unwrap();
     spa.write_object(small, 0, b"hello").unwrap();
@@ -78,12 +83,7 @@ fn create_write_export_import_read() {
 #[test]
 fn freeing_returns_space() {
     let devices = mem_devices(1, 128 << 20);
-    let mut spa = Spa::create(
-        "tank",
-        &[spec(TopKind::Single, &devices)],
-        &CreateOptions::default(),
-    )
-    .unwrap();
+    let mut spa = single_pool("tank", &devices);
     for _ in 0..3 {
         spa.sync().unwrap();
     }
@@ -115,12 +115,7 @@ fn freeing_returns_space() {
 #[test]
 fn compressible_data_takes_less_space() {
     let devices = mem_devices(1, 128 << 20);
-    let mut spa = Spa::create(
-        "tank",
-        &[spec(TopKind::Single, &devices)],
-        &CreateOptions::default(),
-    )
-    .unwrap();
+    let mut spa = single_pool("tank", &devices);
     let (_, before, _) = spa.space();
     let text: Vec<u8> = b"the quick brown fox jumps over the lazy dog. "
         .iter()
@@ -144,12 +139,7 @@ fn compressible_data_takes_less_space() {
 #[test]
 fn holes_read_as_zeros() {
     let devices = mem_devices(1, 128 << 20);
-    let mut spa = Spa::create(
-        "tank",
-        &[spec(TopKind::Single, &devices)],
-        &CreateOptions::default(),
-    )
-    .unwrap();
+    let mut spa = single_pool("tank", &devices);
     let id = spa.create_object(512).unwrap();
     spa.write_object(id, 10 << 30, b"far away").unwrap();
     spa.sync().unwrap();
@@ -195,12 +185,7 @@ fn every_checksum_and_compression_round_trips() {
     use zetta_zcommon::checksum::ChecksumKind;
     use zetta_zcommon::compress::Compression;
     let devices = mem_devices(1, 128 << 20);
-    let mut spa = Spa::create(
-        "algos",
-        &[spec(TopKind::Single, &devices)],
-        &CreateOptions::default(),
-    )
-    .unwrap();
+    let mut spa = single_pool("algos", &devices);
     let text: Vec<u8> = b"records compress per block; "
         .iter()
         .cycle()
