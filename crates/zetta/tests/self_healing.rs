@@ -207,3 +207,29 @@ fn single_device_detects_but_cannot_repair() {
     assert!(stats.errors > 0);
     assert!(!spa.error_log().is_empty());
 }
+
+/// A scrub can be watched and stopped from another thread: progress counts up, and a
+/// cancel ends it as `Canceled` (what `zpool scrub -s` and `zpool status` need from the
+/// process that holds the pool).
+#[test]
+fn scrub_reports_progress_and_can_be_canceled() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let devs = devices(2, 500);
+    let mut spa = Spa::create(
+        "watch",
+        &[top(TopKind::Mirror, &devs)],
+        &CreateOptions::default(),
+    )
+    .unwrap();
+    fill(&mut spa, 16, 1 << 20, 3);
+    let cancel = AtomicBool::new(false);
+    let progress = AtomicU64::new(0);
+    let finished = spa.scrub_observed(&cancel, &progress).unwrap();
+    assert_eq!(finished.state, zetta::spa::ScanState::Finished);
+    assert_eq!(progress.load(Ordering::Relaxed), finished.examined_bytes);
+    assert!(finished.examined_bytes >= 16 << 20);
+    cancel.store(true, Ordering::Relaxed);
+    let canceled = spa.scrub_observed(&cancel, &progress).unwrap();
+    assert_eq!(canceled.state, zetta::spa::ScanState::Canceled);
+    assert!(canceled.examined_bytes < finished.examined_bytes);
+}

@@ -754,6 +754,12 @@ impl Spa {
         ))
     }
 
+    /// ARC statistics in the Linux kstat layout (`name type data` lines, like
+    /// /proc/spl/kstat/zfs/arcstats), for tools.
+    pub fn arc_stats_text(&self) -> String {
+        self.zio.arc.stats().to_kstat_text()
+    }
+
     pub fn health(&self) -> VdevState {
         self.root.state()
     }

@@ -11,7 +11,7 @@
 use super::*;
 use crate::vdev::ReadMode;
 use crate::zio::Bookmark;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ScanFunction {
@@ -97,12 +97,23 @@ impl ScanStats {
 impl Spa {
     /// Runs a full scrub; `cancel` stops it early (`zpool scrub -s`).
     pub fn scrub(&mut self, cancel: Option<&AtomicBool>) -> Result<ScanStats, SpaError> {
-        self.run_scan(ScanFunction::Scrub, cancel)
+        self.run_scan(ScanFunction::Scrub, cancel, None)
+    }
+
+    /// A scrub observed from another thread: `progress` holds the bytes examined so far
+    /// (against `ScanStats::to_examine_bytes`) and `cancel` stops it, for a process that
+    /// keeps the pool open and reports `scrub in progress` while it runs.
+    pub fn scrub_observed(
+        &mut self,
+        cancel: &AtomicBool,
+        progress: &AtomicU64,
+    ) -> Result<ScanStats, SpaError> {
+        self.run_scan(ScanFunction::Scrub, Some(cancel), Some(progress))
     }
 
     /// Rebuilds children that miss data (after attach/replace) and completes replacements.
     pub fn resilver(&mut self) -> Result<ScanStats, SpaError> {
-        let stats = self.run_scan(ScanFunction::Resilver, None)?;
+        let stats = self.run_scan(ScanFunction::Resilver, None, None)?;
         self.finish_resilver();
         self.sync()?;
         Ok(stats)
@@ -120,6 +131,7 @@ impl Spa {
         &mut self,
         function: ScanFunction,
         cancel: Option<&AtomicBool>,
+        progress: Option<&AtomicU64>,
     ) -> Result<ScanStats, SpaError> {
         self.sync()?;
         let (_, allocated, _) = self.space();
@@ -161,6 +173,9 @@ impl Spa {
                 }
                 let result = ctx.zio.scrub_block(ctx.root, bp, bookmark, mode);
                 stats.examined_bytes += bp.asize_total_bytes();
+                if let Some(progress) = progress {
+                    progress.store(stats.examined_bytes, Ordering::Relaxed);
+                }
                 if result.unrecoverable {
                     stats.errors += 1;
                 }

@@ -236,3 +236,29 @@ fn every_checksum_and_compression_round_trips() {
     }
     assert_eq!(spa.scrub(None).unwrap().errors, 0);
 }
+
+/// The ARC counts what reads find: a second read of the same block is a hit, and the
+/// kstat text tools read shows it.
+#[test]
+fn arc_counts_hits_and_misses() {
+    let devices = mem_devices(1, 128 << 20);
+    let mut spa = single_pool("arc", &devices);
+    let id = spa.create_object(512).unwrap();
+    spa.write_object(id, 0, &random_bytes(4, 1 << 20)).unwrap();
+    spa.sync().unwrap();
+    spa.zio.arc.clear();
+    let before = spa.zio.arc.stats();
+    spa.read_object(id, 0, 1 << 20).unwrap();
+    spa.read_object(id, 0, 1 << 20).unwrap();
+    let after = spa.zio.arc.stats();
+    assert!(
+        after.misses >= before.misses + 8,
+        "first read misses every record"
+    );
+    assert!(
+        after.hits >= before.hits + 8,
+        "second read hits every record"
+    );
+    let text = spa.arc_stats_text();
+    assert!(text.lines().any(|l| l.starts_with("hits ")), "{text}");
+}
