@@ -13,4 +13,5 @@ pub mod rand;
 pub mod spa;
 pub mod types;
 pub mod vdev;
+pub mod zap;
 pub mod zio;

@@ -33,6 +33,9 @@ pub const OBJSET_BLOCK_SIZE_BYTES: usize = 2048;
 pub const META_DNODE_BLOCK_SIZE_BYTES: u32 = 16384;
 pub const DNODES_PER_BLOCK: u64 = META_DNODE_BLOCK_SIZE_BYTES as u64 / DNODE_SIZE_BYTES as u64;
 pub const OBJECT_ID_MAX: u64 = 1 << 48;
+/// Dnode flag: the object keeps the block size it was created with (ZAPs, space maps),
+/// instead of growing its single block up to the record size.
+pub const DNODE_FLAG_FIXED_BLOCK_SIZE: u8 = 1;
 /// Clean objects kept in memory between txgs before the cache is dropped.
 pub const OBJECT_CACHE_MAX: usize = 4096;
 
@@ -330,6 +333,15 @@ impl ObjectSet {
         self.dirty = true;
     }
 
+    /// Pins an object's block size (see `DNODE_FLAG_FIXED_BLOCK_SIZE`).
+    pub fn set_fixed_block_size(&mut self, ctx: &IoCtx<'_>, id: ObjectId) -> Result<(), DmuError> {
+        let state = self.state(ctx, id)?;
+        state.phys.flags |= DNODE_FLAG_FIXED_BLOCK_SIZE;
+        state.dnode_dirty = true;
+        self.dirty = true;
+        Ok(())
+    }
+
     pub fn object_exists(&mut self, ctx: &IoCtx<'_>, id: ObjectId) -> Result<bool, DmuError> {
         if let Some(state) = self.objects.get(&id.0) {
             return Ok(!state.phys.is_free());
@@ -442,24 +454,29 @@ impl ObjectSet {
             pieces.push((blkid, within, take, piece));
             position += take as u64;
         }
-        let fetched: Vec<Option<Result<std::sync::Arc<Vec<u8>>, ZioError>>> = {
+        let disk_pieces = pieces
+            .iter()
+            .filter(|p| matches!(p.3, Piece::Disk(_)))
+            .count();
+        let fetch = |(blkid, _, _, piece): &(u64, usize, usize, Piece)| match piece {
+            Piece::Disk(bp) => Some(ctx.zio.read_block(
+                ctx.root,
+                bp,
+                Some(Bookmark {
+                    objset,
+                    object: id.0,
+                    level: 0,
+                    blkid: *blkid,
+                }),
+            )),
+            _ => None,
+        };
+        // Small reads (one block on disk at most) skip the thread pool.
+        let fetched: Vec<Option<Result<std::sync::Arc<Vec<u8>>, ZioError>>> = if disk_pieces > 1 {
             use rayon::prelude::*;
-            pieces
-                .par_iter()
-                .map(|(blkid, _, _, piece)| match piece {
-                    Piece::Disk(bp) => Some(ctx.zio.read_block(
-                        ctx.root,
-                        bp,
-                        Some(Bookmark {
-                            objset,
-                            object: id.0,
-                            level: 0,
-                            blkid: *blkid,
-                        }),
-                    )),
-                    _ => None,
-                })
-                .collect()
+            pieces.par_iter().map(fetch).collect()
+        } else {
+            pieces.iter().map(fetch).collect()
         };
         let mut out = Vec::with_capacity((end - offset) as usize);
         for ((blkid, within, take, piece), data) in pieces.into_iter().zip(fetched) {
@@ -965,7 +982,11 @@ fn grow_block_size(
     maximum: u64,
 ) -> Result<(), DmuError> {
     let current = u64::from(state.phys.data_block_size_bytes);
-    if state.phys.max_block_id > 0 || end <= current || current >= maximum {
+    if state.phys.flags & DNODE_FLAG_FIXED_BLOCK_SIZE != 0
+        || state.phys.max_block_id > 0
+        || end <= current
+        || current >= maximum
+    {
         return Ok(());
     }
     let new_size = round_up_shift(end, 9).min(maximum);

@@ -75,10 +75,14 @@ pub fn siphash24(key: [u64; 2], data: &[u8]) -> u64 {
     v[0] ^ v[1] ^ v[2] ^ v[3]
 }
 
+/// A test's replacement hash: `Some(hash)` for the names it wants to force.
+#[cfg(test)]
+pub type HashOverride = fn(&[u8]) -> Option<u64>;
+
 #[cfg(test)]
 thread_local! {
     /// Test seam: replaces the hash of chosen names on this thread (forced collisions).
-    pub static HASH_OVERRIDE: std::cell::Cell<Option<fn(&[u8]) -> Option<u64>>> =
+    pub static HASH_OVERRIDE: std::cell::Cell<Option<HashOverride>> =
         const { std::cell::Cell::new(None) };
 }
 

@@ -112,7 +112,9 @@ fn parse_entry(buf: &[u8], offset: usize) -> Result<EntryRef<'_>, String> {
     }
     let len = entry_size_bytes(name_len, value_bytes);
     if offset + len > buf.len() {
-        return Err(format!("entry at {offset} of {len} bytes runs off the block"));
+        return Err(format!(
+            "entry at {offset} of {len} bytes runs off the block"
+        ));
     }
     let name_at = offset + ENTRY_HEADER_SIZE_BYTES;
     Ok(EntryRef {
@@ -181,7 +183,10 @@ impl Leaf {
                 || key_prefix(entry.cookie, prefix_len) != prefix
                 || previous.is_some_and(|p| p >= entry.cookie)
             {
-                return Err(format!("slot {slot}: cookie {:#x} out of place", entry.cookie));
+                return Err(format!(
+                    "slot {slot}: cookie {:#x} out of place",
+                    entry.cookie
+                ));
             }
             previous = Some(entry.cookie);
             live_bytes += entry.len;
@@ -266,7 +271,8 @@ impl Leaf {
         let mut slot = self.lower_bound(key);
         while slot < self.entry_count {
             let cookie = self.cookie(slot);
-            if super::hash::cookie_key(cookie) != key || cookie - key != expected {
+            if super::hash::cookie_key(cookie) != key || super::hash::cookie_cd(cookie) != expected
+            {
                 break;
             }
             expected += 1;
@@ -294,10 +300,18 @@ impl Leaf {
         let mut end = ZAP_BLOCK_SIZE_BYTES;
         for slot in 0..self.entry_count {
             let offset = get_u16(&old, LEAF_HEADER_SIZE_BYTES + slot * SLOT_SIZE_BYTES);
-            let len = self.entry(slot).len;
+            // Sizes come from the old image: moved entries overwrite the new one as we go.
+            let len = match parse_entry(&old, offset) {
+                Ok(entry) => entry.len,
+                Err(why) => unreachable!("validated leaf lost an entry: {why}"),
+            };
             end -= len;
             self.buf[end..end + len].copy_from_slice(&old[offset..offset + len]);
-            put_u16(&mut self.buf, LEAF_HEADER_SIZE_BYTES + slot * SLOT_SIZE_BYTES, end);
+            put_u16(
+                &mut self.buf,
+                LEAF_HEADER_SIZE_BYTES + slot * SLOT_SIZE_BYTES,
+                end,
+            );
         }
         self.buf[LEAF_HEADER_SIZE_BYTES + self.entry_count * SLOT_SIZE_BYTES..end].fill(0);
         self.heap_start = end;
@@ -307,7 +321,11 @@ impl Leaf {
 
     /// Inserts an entry; false when the leaf is too full (it must split).
     pub fn insert(&mut self, cookie: u64, name: &[u8], kind: ValueKind, value: &[u8]) -> bool {
-        assert_eq!(key_prefix(cookie, self.prefix_len), self.prefix, "misrouted entry");
+        assert_eq!(
+            key_prefix(cookie, self.prefix_len),
+            self.prefix,
+            "misrouted entry"
+        );
         let size = entry_size_bytes(name.len(), value.len());
         if !self.make_room(size) {
             return false;
