@@ -7,7 +7,8 @@
 //!
 //! ```text
 //! byte  0  object_type u8    1  indirect_block_shift u8   2  nlevels u8   3  nblkptr u8
-//!       4  bonus_type u8     5  checksum u8 (0 = dataset default)   6  compress u8   7  flags u8
+//!       4  bonus_type u8     5  checksum u8 (0 = dataset default)   6  compress u8
+//!       7  flags u8 (bit 0: fixed block size — never grows to the record size)
 //!       8  data_block_size_sectors u16 (512-byte units, 0 = free dnode)  10  bonus_len u16
 //!      12  reserved u32
 //!      16  max_block_id u64   24  used_bytes u64 (allocated, all copies)  32  size_bytes u64
