@@ -550,7 +550,9 @@ fn log_and_cache_devices_create_show_remove() {
 fn pool_on_a_loop_block_device() {
     let lab = Lab::new();
     let image = lab.disk("loop.img", DISK_SIZE_BYTES);
-    let attached = Command::new("losetup").args(["-f", "--show", &image]).output();
+    let attached = Command::new("losetup")
+        .args(["-f", "--show", &image])
+        .output();
     let device = match attached {
         Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_string(),
         _ => {
