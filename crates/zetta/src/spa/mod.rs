@@ -48,7 +48,7 @@ mod vdev_ops;
 
 pub use error::SpaError;
 pub use import::{find_pools, ImportCandidate};
-pub use scan::{ScanFunction, ScanState, ScanStats};
+pub use scan::{ScanFunction, ScanPlan, ScanState, ScanStats};
 
 use crate::dmu::{default_data_props, object_type, IoCtx, ObjectSet, ObjsetPolicy, ObjsetType};
 use crate::io::DeviceRef;

@@ -94,6 +94,14 @@ impl ScanStats {
     }
 }
 
+/// What a scan walks: the committed roots at its start, and the counters it starts from.
+#[derive(Clone, Debug)]
+pub struct ScanPlan {
+    pub stats: ScanStats,
+    roots: Vec<(u64, BlockPointer)>,
+    repaired_before_bytes: u64,
+}
+
 impl Spa {
     /// Runs a full scrub; `cancel` stops it early (`zpool scrub -s`).
     pub fn scrub(&mut self, cancel: Option<&AtomicBool>) -> Result<ScanStats, SpaError> {
@@ -133,6 +141,15 @@ impl Spa {
         cancel: Option<&AtomicBool>,
         progress: Option<&AtomicU64>,
     ) -> Result<ScanStats, SpaError> {
+        let plan = self.scan_prepare(function)?;
+        let stats = self.scan_walk(&plan, cancel, progress);
+        self.scan_finish(stats)
+    }
+
+    /// Scan step 1 (needs the pool exclusively): commit, so the walk sees everything, and
+    /// record that a scan is running. A process holding the pool can then run the walk
+    /// with shared access, letting status readers in while it runs.
+    pub fn scan_prepare(&mut self, function: ScanFunction) -> Result<ScanPlan, SpaError> {
         self.sync()?;
         let (_, allocated, _) = self.space();
         self.scan = ScanStats {
@@ -142,27 +159,43 @@ impl Spa {
             to_examine_bytes: allocated,
             ..ScanStats::default()
         };
-        let mode = match function {
-            ScanFunction::Resilver => ReadMode::Resilver,
-            _ => ReadMode::Scrub,
-        };
         if function == ScanFunction::Scrub {
             self.zio.errlog.lock().clear();
         }
-        let leaf_repaired_before: u64 = self
-            .root
+        Ok(ScanPlan {
+            stats: self.scan,
+            roots: vec![
+                (0u64, self.mos_bp),
+                (MOS_OBJECT_ROOT_DATASET.0, self.root_dataset_bp),
+            ],
+            repaired_before_bytes: self.repaired_bytes_total(),
+        })
+    }
+
+    fn repaired_bytes_total(&self) -> u64 {
+        self.root
             .leaves()
             .iter()
             .map(|l| l.stats.repaired_bytes.load(Ordering::Relaxed))
-            .sum();
-        let mut stats = self.scan;
+            .sum()
+    }
+
+    /// Scan step 2 (shared access): reads every block of the committed trees, verifying
+    /// and repairing; `progress` follows the bytes examined, `cancel` stops early.
+    pub fn scan_walk(
+        &self,
+        plan: &ScanPlan,
+        cancel: Option<&AtomicBool>,
+        progress: Option<&AtomicU64>,
+    ) -> ScanStats {
+        let mode = match plan.stats.function {
+            ScanFunction::Resilver => ReadMode::Resilver,
+            _ => ReadMode::Scrub,
+        };
+        let mut stats = plan.stats;
         let mut canceled = false;
         let ctx = io_ctx!(self);
-        let roots = [
-            (0u64, self.mos_bp),
-            (MOS_OBJECT_ROOT_DATASET.0, self.root_dataset_bp),
-        ];
-        for (objset, root_bp) in roots {
+        for &(objset, root_bp) in &plan.roots {
             let mut visit = |bp: &BlockPointer, bookmark: Bookmark| {
                 if canceled {
                     return;
@@ -183,19 +216,18 @@ impl Spa {
             // An unreadable indirect block was already counted by its own visit.
             let _ = ObjectSet::walk_blocks(&ctx, objset, &root_bp, &mut visit, true);
         }
-        let leaf_repaired_after: u64 = self
-            .root
-            .leaves()
-            .iter()
-            .map(|l| l.stats.repaired_bytes.load(Ordering::Relaxed))
-            .sum();
-        stats.repaired_bytes = leaf_repaired_after - leaf_repaired_before;
+        stats.repaired_bytes = self.repaired_bytes_total() - plan.repaired_before_bytes;
         stats.state = if canceled {
             ScanState::Canceled
         } else {
             ScanState::Finished
         };
         stats.end_secs = now_secs();
+        stats
+    }
+
+    /// Scan step 3 (exclusive again): records the outcome and commits it.
+    pub fn scan_finish(&mut self, stats: ScanStats) -> Result<ScanStats, SpaError> {
         self.scan = stats;
         self.sync()?;
         Ok(stats)
