@@ -100,6 +100,10 @@ cleanup() {
     if [ "$pool_created" -eq 1 ]; then
         zpool destroy -f "$pool" >/dev/null 2>&1 || true
     fi
+    # The daemon the demo's commands started (one per cache file) goes with the demo.
+    if [ -n "${zetta_binary:-}" ] && [ -x "$zetta_binary" ]; then
+        "$zetta_binary" daemon --stop >/dev/null 2>&1 || true
+    fi
     rm -rf "$demo_dir"
     if [ "$status" -eq 0 ]; then
         printf '\ndemo: all steps passed\n'

@@ -7,11 +7,13 @@
 //! in-process and ship the bytes back. Exit codes are OpenZFS's: 0 success, 1 a failed
 //! operation, 2 a usage error.
 //!
-//! Process model (until the daemon exists): a pool is "imported" when the cache file
-//! (`zpool::cache`) lists it. Each command that touches a pool opens its devices with an
-//! exclusive lock, imports it from its labels, does its work, commits and lets go; a
-//! second process touching the same pool at the same moment is refused, never interleaved.
+//! Process model: a pool is "imported" when the cache file (`zpool::cache`) lists it, and
+//! held open by the daemon (`daemon`), started on demand, to which every command is
+//! forwarded. With `ZETTA_DIRECT=1` a command runs in the calling process instead: it opens
+//! the pool's devices with an exclusive lock, imports, works, commits and lets go; a second
+//! process touching the same pool at the same moment is refused, never interleaved.
 
+pub mod daemon;
 pub mod zfs;
 pub mod zpool;
 
@@ -20,14 +22,24 @@ use std::io::Write;
 /// `zetta` invoked under its own name: `zetta zpool …`, `zetta zfs …`,
 /// `zetta install-links DIR`, `zetta version`.
 pub fn run_zetta(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    let usage = "usage: zetta zpool <command> ...\n       zetta zfs <command> ...\n       zetta install-links <dir>\n       zetta version\n";
+    let usage = "usage: zetta zpool <command> ...\n       zetta zfs <command> ...\n       zetta daemon [--foreground | --stop]\n       zetta install-links <dir>\n       zetta version\n";
     let Some(first) = args.first() else {
         let _ = err.write_all(usage.as_bytes());
         return 2;
     };
     match first.as_str() {
-        "zpool" => zpool::run(&args[1..], out, err),
-        "zfs" => zfs::run(&args[1..], out, err),
+        "zpool" | "zfs" => dispatch(first, &args[1..], out, err),
+        "daemon" => match args.get(1).map(String::as_str) {
+            None | Some("--foreground") => daemon::server::run(err),
+            Some("--stop") => daemon::client::stop(out),
+            Some(other) => {
+                let _ = writeln!(
+                    err,
+                    "usage: zetta daemon [--foreground | --stop] ('{other}'?)"
+                );
+                2
+            }
+        },
         "install-links" => install_links(&args[1..], out, err),
         "version" | "-V" | "--version" => {
             let _ = writeln!(out, "zetta {}", env!("CARGO_PKG_VERSION"));
@@ -43,6 +55,21 @@ pub fn run_zetta(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i
             2
         }
     }
+}
+
+/// Runs a `zpool` or `zfs` command: in the daemon (started if needed), or here when
+/// `ZETTA_DIRECT=1` or when this process is the daemon.
+pub fn dispatch(front: &str, args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    if daemon::direct_mode() || daemon::registry::get().is_some() {
+        return match front {
+            "zfs" => zfs::run(args, out, err),
+            _ => zpool::run(args, out, err),
+        };
+    }
+    let mut request = Vec::with_capacity(args.len() + 1);
+    request.push(front.to_string());
+    request.extend_from_slice(args);
+    daemon::client::forward(&request, out, err)
 }
 
 /// `zetta install-links DIR`: creates `DIR/zpool` and `DIR/zfs` as symlinks to this

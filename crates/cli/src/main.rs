@@ -18,8 +18,7 @@ fn main() {
     let mut out = stdout.lock();
     let mut err = stderr.lock();
     let code = match basename.as_str() {
-        "zpool" => zetta_cli::zpool::run(&args, &mut out, &mut err),
-        "zfs" => zetta_cli::zfs::run(&args, &mut out, &mut err),
+        "zpool" | "zfs" => zetta_cli::dispatch(&basename, &args, &mut out, &mut err),
         _ => zetta_cli::run_zetta(&args, &mut out, &mut err),
     };
     let _ = out.flush();

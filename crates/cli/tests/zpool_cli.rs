@@ -52,6 +52,7 @@ impl Lab {
         let output = Command::new(self.dir.join("zpool"))
             .args(args)
             .env("ZETTA_CACHE_FILE", self.dir.join("zpool.cache"))
+            .env("ZETTA_RUN_DIR", self.dir.join("run"))
             .env("TZ", "UTC")
             .output()
             .unwrap();
@@ -75,8 +76,20 @@ impl Lab {
     }
 }
 
+impl Lab {
+    /// Stops this lab's daemon (it commits its pools; they stay imported).
+    fn stop_daemon(&self) {
+        let _ = Command::new(env!("CARGO_BIN_EXE_zetta"))
+            .args(["daemon", "--stop"])
+            .env("ZETTA_RUN_DIR", self.dir.join("run"))
+            .output();
+    }
+}
+
 impl Drop for Lab {
     fn drop(&mut self) {
+        // Each lab has its own daemon (started by its first command): stop it.
+        self.stop_daemon();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -355,7 +368,7 @@ fn scrub_repairs_corrupted_mirror_side() {
             .collect();
         file.write_all(&garbage).unwrap();
     }
-    lab.ok(&["scrub", "tank"]);
+    lab.ok(&["scrub", "-w", "tank"]);
     let status = lab.anon(&lab.ok(&["status", "tank"]));
     assert!(status.contains("\n  scan: scrub repaired "), "{status}");
     assert!(!status.contains("scrub repaired 0B"), "{status}");
@@ -475,6 +488,8 @@ fn locked_device_fails_cleanly() {
     let lab = Lab::new();
     let a = lab.disk("a", DISK_SIZE_BYTES);
     lab.ok(&["create", "tank", &a]);
+    // The daemon holds the pool it created; stop it so the test can take the lock first.
+    lab.stop_daemon();
     let holder = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -575,4 +590,74 @@ fn pool_on_a_loop_block_device() {
     if let Err(panic) = result {
         std::panic::resume_unwind(panic);
     }
+}
+
+/// The process model: the first command starts the daemon, which holds the pool (so a
+/// second importer is refused), keeps counters since import, scrubs in the background,
+/// and after a stop (or a kill) the next command brings the pool back from the cache.
+#[test]
+fn daemon_holds_pools_and_brings_them_back() {
+    let lab = Lab::new();
+    let (a, b) = (
+        lab.disk("a", DISK_SIZE_BYTES),
+        lab.disk("b", DISK_SIZE_BYTES),
+    );
+    lab.ok(&["create", "tank", "mirror", &a, &b]);
+    let socket = lab.dir.join("run").join("zetta.sock");
+    assert!(socket.exists(), "the daemon's socket");
+    let holder = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&a)
+        .unwrap();
+    assert!(
+        holder.try_lock().is_err(),
+        "the daemon holds the pool's devices"
+    );
+    drop(holder);
+    // A background scrub finishes and reports in status.
+    lab.ok(&["scrub", "tank"]);
+    let mut finished = false;
+    for _ in 0..200 {
+        if lab
+            .ok(&["status", "tank"])
+            .contains("scan: scrub repaired 0B")
+        {
+            finished = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(finished, "background scrub never finished");
+    // Reads since import are counted on both mirror children (iostat -v).
+    let iostat = lab.anon(&lab.ok(&["iostat", "-v", "-p", "tank"]));
+    for row in iostat
+        .lines()
+        .filter(|l| l.trim_start().starts_with("/tmp/"))
+    {
+        let reads: u64 = row.split_whitespace().nth(3).unwrap().parse().unwrap();
+        assert!(reads > 0, "{iostat}");
+    }
+    // Kill the daemon outright: the next command starts a new one and the pool is back.
+    let pid: i32 = std::fs::read_to_string(lab.dir.join("run").join("zetta.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let status = lab.ok(&["status", "tank"]);
+    assert!(status.contains("state: ONLINE"), "{status}");
+    // Direct mode (no daemon) is refused while the daemon holds the pool.
+    let direct = Command::new(lab.dir.join("zpool"))
+        .args(["status", "tank"])
+        .env("ZETTA_CACHE_FILE", lab.dir.join("zpool.cache"))
+        .env("ZETTA_DIRECT", "1")
+        .output()
+        .unwrap();
+    assert_eq!(direct.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&direct.stderr).contains("pool is busy"));
 }

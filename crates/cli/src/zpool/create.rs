@@ -158,10 +158,7 @@ pub fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
     };
     let spa = Spa::create(name, &tops, &options)
         .map_err(|e| CmdError::Fail(format!("{action}: {}", pool::spa_error_text(&e))))?;
-    let mut imported = Imported {
-        guid: spa.guid.0,
-        spa,
-    };
+    let mut imported = Imported::owned(spa.guid.0, spa);
     pool::reset_stats(&mut imported.spa);
     add_cache(&mut imported, &groups, &action)?;
     imported.spa.log_history(&history_line("create", args));
@@ -362,7 +359,7 @@ pub fn cmd_destroy(args: &[String], _ctx: &mut Ctx) -> CmdResult {
     };
     let imported = pool::open_pool(name)?;
     let guid = imported.guid;
-    imported.spa.destroy().map_err(|e| {
+    imported.into_spa()?.destroy().map_err(|e| {
         CmdError::Fail(format!(
             "cannot destroy '{name}': {}",
             pool::spa_error_text(&e)

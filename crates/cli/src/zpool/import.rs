@@ -241,10 +241,7 @@ fn do_import(
         })?;
     let spa = Spa::import(&locked, new_name, pool::ARC_SIZE_BYTES_CLI)
         .map_err(|e| CmdError::Fail(format!("{action}: {}", pool::spa_error_text(&e))))?;
-    let mut imported = Imported {
-        guid: candidate.guid.0,
-        spa,
-    };
+    let mut imported = Imported::owned(candidate.guid.0, spa);
     pool::reset_stats(&mut imported.spa);
     found_paths(&mut imported.spa.root);
     imported.spa.mark_config_dirty();
@@ -283,7 +280,7 @@ pub fn cmd_export(args: &[String], _ctx: &mut Ctx) -> CmdResult {
         imported
             .spa
             .log_history(&history_line("export", std::slice::from_ref(name)));
-        imported.spa.export().map_err(|e| {
+        imported.into_spa()?.export().map_err(|e| {
             CmdError::Fail(format!(
                 "cannot export '{name}': {}",
                 pool::spa_error_text(&e)

@@ -108,7 +108,7 @@ pub fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let columns = zpool_list_columns(&name_refs, exact);
     let mut iteration = 0u64;
     loop {
-        let pools = pool::open_named(&pool_names)?;
+        let pools = pool::open_named_shared(&pool_names)?;
         if pools.is_empty() && !scripted {
             ctx.print("no pools available\n");
             return Ok(());
@@ -254,7 +254,7 @@ pub fn cmd_iostat(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let mut iteration = 0u64;
     let mut printed = 0u64;
     loop {
-        let pools = pool::open_named(&names)?;
+        let pools = pool::open_named_shared(&names)?;
         if pools.is_empty() {
             return fail("no pools available");
         }

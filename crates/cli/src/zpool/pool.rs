@@ -15,6 +15,7 @@
 
 use super::cache::{self, CacheEntry};
 use super::CmdError;
+use crate::daemon::registry;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -41,8 +42,89 @@ pub const POOL_STATE_DESTROYED: u64 = zetta::spa::POOL_STATE_DESTROYED;
 
 /// An imported pool opened by this command.
 pub struct Imported {
-    pub spa: Spa,
+    pub spa: SpaHandle,
     pub guid: u64,
+}
+
+/// Access to a pool: owned by this command (direct mode, or a pool just created or
+/// imported), or borrowed from the daemon's registry exclusively or shared.
+pub enum SpaHandle {
+    Owned(Option<Box<Spa>>),
+    Exclusive(parking_lot::ArcRwLockWriteGuard<parking_lot::RawRwLock, Spa>),
+    Shared(parking_lot::ArcRwLockReadGuard<parking_lot::RawRwLock, Spa>),
+}
+
+impl std::ops::Deref for SpaHandle {
+    type Target = Spa;
+
+    fn deref(&self) -> &Spa {
+        match self {
+            SpaHandle::Owned(Some(spa)) => spa,
+            SpaHandle::Owned(None) => unreachable!("pool handle used after it was handed over"),
+            SpaHandle::Exclusive(guard) => guard,
+            SpaHandle::Shared(guard) => guard,
+        }
+    }
+}
+
+impl std::ops::DerefMut for SpaHandle {
+    fn deref_mut(&mut self) -> &mut Spa {
+        match self {
+            SpaHandle::Owned(Some(spa)) => spa,
+            SpaHandle::Owned(None) => unreachable!("pool handle used after it was handed over"),
+            SpaHandle::Exclusive(guard) => guard,
+            SpaHandle::Shared(_) => unreachable!("a read-only command tried to change a pool"),
+        }
+    }
+}
+
+impl Imported {
+    /// A pool this command created or imported itself.
+    pub fn owned(guid: u64, spa: Spa) -> Imported {
+        Imported {
+            spa: SpaHandle::Owned(Some(Box::new(spa))),
+            guid,
+        }
+    }
+
+    /// Takes the pool out of the daemon (or this command) for good: export, destroy.
+    pub fn into_spa(self) -> Result<Spa, CmdError> {
+        match self.spa {
+            SpaHandle::Owned(Some(spa)) => Ok(*spa),
+            SpaHandle::Owned(None) => Err(CmdError::Fail(
+                "pool handle already handed over".to_string(),
+            )),
+            SpaHandle::Exclusive(guard) => {
+                let name = guard.name.clone();
+                drop(guard);
+                let Some(registry) = registry::get() else {
+                    return Err(CmdError::Fail(format!(
+                        "cannot open '{name}': pool is busy"
+                    )));
+                };
+                if registry.scan(self.guid).is_some() {
+                    return Err(CmdError::Fail(format!(
+                        "cannot export '{name}': pool is busy"
+                    )));
+                }
+                let Some(pool) = registry.remove(self.guid) else {
+                    return Err(CmdError::Fail(format!(
+                        "cannot open '{name}': no such pool"
+                    )));
+                };
+                match std::sync::Arc::try_unwrap(pool) {
+                    Ok(lock) => Ok(lock.into_inner()),
+                    Err(pool) => {
+                        registry.put_back(self.guid, pool);
+                        Err(CmdError::Fail(format!(
+                            "cannot export '{name}': pool is busy"
+                        )))
+                    }
+                }
+            }
+            SpaHandle::Shared(_) => Err(CmdError::Fail("pool opened read-only".to_string())),
+        }
+    }
 }
 
 /// `strerror`-like text of an I/O error (Rust appends " (os error N)").
@@ -60,6 +142,38 @@ fn is_busy(error: &IoError) -> bool {
 
 pub fn load_cache() -> Result<Vec<CacheEntry>, CmdError> {
     cache::load().map_err(CmdError::Fail)
+}
+
+/// The guid of the imported pool called `name`, if the cache lists it.
+pub fn guid_of(name: &str) -> Result<Option<u64>, CmdError> {
+    Ok(load_cache()?
+        .iter()
+        .find(|e| e.name == name)
+        .map(|e| e.guid))
+}
+
+/// Opens the imported pool called `name` for a read-only command.
+pub fn open_pool_shared(name: &str) -> Result<Imported, CmdError> {
+    let entries = load_cache()?;
+    let Some(entry) = entries.iter().find(|e| e.name == name) else {
+        return Err(CmdError::Fail(format!(
+            "cannot open '{name}': no such pool"
+        )));
+    };
+    open_entry_shared(entry)
+}
+
+/// The named pools (all when `names` is empty) for a read-only command.
+pub fn open_named_shared(names: &[String]) -> Result<Vec<Imported>, CmdError> {
+    if names.is_empty() {
+        let mut pools = Vec::new();
+        for entry in load_cache()? {
+            pools.push(open_entry_shared(&entry)?);
+        }
+        pools.sort_by(|a, b| a.spa.name.cmp(&b.spa.name));
+        return Ok(pools);
+    }
+    names.iter().map(|n| open_pool_shared(n)).collect()
 }
 
 /// Opens the imported pool called `name`.
@@ -92,6 +206,39 @@ pub fn open_named(names: &[String]) -> Result<Vec<Imported>, CmdError> {
 }
 
 pub fn open_entry(entry: &CacheEntry) -> Result<Imported, CmdError> {
+    open_entry_as(entry, false)
+}
+
+/// Opens a pool for a command that only reads it (status, list, iostat, get): in the
+/// daemon, shared with other readers and with a scrub running in the background.
+pub fn open_entry_shared(entry: &CacheEntry) -> Result<Imported, CmdError> {
+    open_entry_as(entry, true)
+}
+
+fn open_entry_as(entry: &CacheEntry, shared: bool) -> Result<Imported, CmdError> {
+    if let Some(registry) = registry::get() {
+        let pool = match registry.pool(entry.guid) {
+            Some(pool) => pool,
+            None => {
+                let imported = import_entry(entry)?;
+                registry.insert(entry.guid, imported.into_spa()?)
+            }
+        };
+        let spa = if shared {
+            SpaHandle::Shared(pool.read_arc())
+        } else {
+            SpaHandle::Exclusive(pool.write_arc())
+        };
+        return Ok(Imported {
+            spa,
+            guid: entry.guid,
+        });
+    }
+    import_entry(entry)
+}
+
+/// Imports a cached pool from its devices (exclusive locks on every device).
+fn import_entry(entry: &CacheEntry) -> Result<Imported, CmdError> {
     let name = &entry.name;
     let mut devices: Vec<DeviceRef> = Vec::new();
     for path in &entry.paths {
@@ -117,10 +264,7 @@ pub fn open_entry(entry: &CacheEntry) -> Result<Imported, CmdError> {
     let spa = Spa::import(&candidate, None, ARC_SIZE_BYTES_CLI)
         .map_err(|e| CmdError::Fail(format!("cannot open '{name}': {}", spa_error_text(&e))))?;
     restore_stats(&spa);
-    Ok(Imported {
-        spa,
-        guid: entry.guid,
-    })
+    Ok(Imported::owned(entry.guid, spa))
 }
 
 /// OpenZFS's wording for engine errors.
@@ -208,7 +352,14 @@ pub fn leaf_paths(spa: &Spa) -> Vec<String> {
 
 /// Saves counters, commits the open txg and records the pool in the cache.
 pub fn commit(imported: &mut Imported) -> Result<(), CmdError> {
-    let spa = &mut imported.spa;
+    if let (Some(registry), SpaHandle::Owned(owned)) = (registry::get(), &mut imported.spa) {
+        // A pool this command created or imported: from now on the daemon holds it.
+        if let Some(spa) = owned.take() {
+            let pool = registry.insert(imported.guid, *spa);
+            imported.spa = SpaHandle::Exclusive(pool.write_arc());
+        }
+    }
+    let spa = &mut *imported.spa;
     save_stats(spa);
     spa.sync().map_err(|e| {
         CmdError::Fail(format!(

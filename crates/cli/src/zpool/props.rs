@@ -287,7 +287,7 @@ pub fn cmd_get(args: &[String], ctx: &mut Ctx) -> CmdResult {
             fields = chosen;
         }
     }
-    let pools = pool::open_named(&parsed.operands[1..])?;
+    let pools = pool::open_named_shared(&parsed.operands[1..])?;
     let mut rows = Vec::new();
     for imported in &pools {
         for name in &names {

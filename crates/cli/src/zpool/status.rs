@@ -83,6 +83,23 @@ fn error_paths(imported: &Imported) -> Vec<String> {
 }
 
 pub fn scan_view(imported: &Imported) -> ScanView {
+    if let Some(scan) = crate::daemon::registry::get().and_then(|r| r.scan(imported.guid)) {
+        let examined = scan.progress.load(Ordering::Relaxed);
+        let start = scan.stats.start_secs;
+        let elapsed = zetta::spa::now_secs().saturating_sub(start).max(1);
+        let progress = zetta_zutil::status::ScanProgress {
+            start_epoch: i64::try_from(start).unwrap_or(0),
+            pause_epoch: None,
+            examined_bytes: examined,
+            to_examine_bytes: scan.stats.to_examine_bytes.max(examined),
+            issued_bytes: examined,
+            to_issue_bytes: scan.stats.to_examine_bytes.max(examined),
+            processed_bytes: 0,
+            scan_rate_bytes_per_sec: examined / elapsed,
+            issue_rate_bytes_per_sec: examined / elapsed,
+        };
+        return ScanView::ScrubInProgress(progress);
+    }
     let scan = imported.spa.scan;
     let end_epoch = i64::try_from(scan.end_secs).unwrap_or(0);
     let elapsed_secs = scan.end_secs.saturating_sub(scan.start_secs);
@@ -174,7 +191,7 @@ pub fn cmd_status(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let (interval, count) = interval_count(&mut names)?;
     let mut iteration = 0u64;
     loop {
-        let pools = pool::open_named(&names)?;
+        let pools = pool::open_named_shared(&names)?;
         if pools.is_empty() {
             ctx.warn("no pools available\n");
             return Ok(());

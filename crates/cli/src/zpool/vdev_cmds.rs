@@ -202,6 +202,18 @@ pub fn cmd_scrub(args: &[String], _ctx: &mut Ctx) -> CmdResult {
         return usage("missing pool name argument");
     }
     for name in &parsed.operands {
+        if let Some(registry) = crate::daemon::registry::get() {
+            if let Some(guid) = pool::guid_of(name)? {
+                if let Some(scan) = registry.scan(guid) {
+                    if parsed.has('s') {
+                        scan.cancel
+                            .store(true, std::sync::atomic::Ordering::Relaxed);
+                        continue;
+                    }
+                    return fail(format!("cannot scrub {name}: currently scrubbing; use 'zpool scrub -s' to cancel the current scrub"));
+                }
+            }
+        }
         let mut imported = pool::open_pool(name)?;
         if parsed.has('s') {
             return fail(format!(
@@ -213,6 +225,15 @@ pub fn cmd_scrub(args: &[String], _ctx: &mut Ctx) -> CmdResult {
                 "cannot pause scrubbing {name}: there is no active scrub"
             ));
         }
+        if crate::daemon::registry::get().is_some() && !parsed.has('w') {
+            // The daemon holds the pool: scrub in the background, like the kernel does.
+            imported
+                .spa
+                .log_history(&history_line("scrub", std::slice::from_ref(name)));
+            pool::commit(&mut imported)?;
+            start_background_scrub(imported, name)?;
+            continue;
+        }
         imported.spa.scrub(None).map_err(|e| {
             CmdError::Fail(format!("cannot scrub {name}: {}", pool::spa_error_text(&e)))
         })?;
@@ -221,5 +242,47 @@ pub fn cmd_scrub(args: &[String], _ctx: &mut Ctx) -> CmdResult {
             .log_history(&history_line("scrub", std::slice::from_ref(name)));
         pool::commit(&mut imported)?;
     }
+    Ok(())
+}
+
+/// Starts a scrub that runs on in the daemon after this command returns: exclusive access
+/// to begin, shared access while it walks (so `zpool status` shows its progress), and
+/// exclusive again to record the result.
+fn start_background_scrub(mut imported: Imported, name: &str) -> CmdResult {
+    use crate::daemon::registry::{self, ScanHandle};
+    use std::sync::atomic::{AtomicBool, AtomicU64};
+    let registry = registry::get().ok_or_else(|| CmdError::Fail("no daemon".to_string()))?;
+    let guid = imported.guid;
+    let plan = imported
+        .spa
+        .scan_prepare(zetta::spa::ScanFunction::Scrub)
+        .map_err(|e| {
+            CmdError::Fail(format!("cannot scrub {name}: {}", pool::spa_error_text(&e)))
+        })?;
+    let pool = registry
+        .pool(guid)
+        .ok_or_else(|| CmdError::Fail(format!("cannot scrub {name}: no such pool")))?;
+    let handle = std::sync::Arc::new(ScanHandle {
+        cancel: AtomicBool::new(false),
+        progress: AtomicU64::new(0),
+        stats: plan.stats,
+    });
+    // Downgrade without letting go, so no writer slips in between commit and walk.
+    let shared = match imported.spa {
+        pool::SpaHandle::Exclusive(guard) => parking_lot::ArcRwLockWriteGuard::downgrade(guard),
+        _ => {
+            return Err(CmdError::Fail(format!(
+                "cannot scrub {name}: pool is not held"
+            )))
+        }
+    };
+    registry.start_scan(guid, handle.clone());
+    std::thread::spawn(move || {
+        let stats = shared.scan_walk(&plan, Some(&handle.cancel), Some(&handle.progress));
+        drop(shared);
+        let mut spa = pool.write();
+        let _ = spa.scan_finish(stats);
+        registry.end_scan(guid);
+    });
     Ok(())
 }

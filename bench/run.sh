@@ -1,0 +1,473 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark: a raw directory, kernel btrfs on loop devices, zfs-fuse and,
+# once it mounts, Zetta, all on backing files of one size on one host filesystem.
+#
+#   bash bench/run.sh --quick      # under 5 minutes
+#   bash bench/run.sh              # full sizes
+#
+# Run as root. Installs fio, zfs-fuse, btrfs-progs and util-linux when missing, prints a
+# markdown section and writes it into docs/PERFORMANCE.md. Everything it sets up (mounts,
+# loop devices, the zfs-fuse daemon, files) is torn down on exit, failure or Ctrl-C.
+set -euo pipefail
+
+BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(dirname "$BENCH")
+COMMAND="bash bench/run.sh${*:+ $*}"
+ALL_CONTENDERS=(raw btrfs btrfs-raid1 zfs-fuse zfs-fuse-comp zfs-fuse-mirror zetta)
+
+usage() {
+    cat <<'EOF'
+usage: bash bench/run.sh [--quick] [--dir DIR] [--only LIST] [--no-doc]
+
+  --quick      small sizes (512M sequential, 64m x 8 random writers, 10k files); < 5 min
+  --dir DIR    work directory on the filesystem to test on (default /var/tmp/zetta-bench)
+  --only LIST  comma-separated contenders to run (default: all of
+               raw,btrfs,btrfs-raid1,zfs-fuse,zfs-fuse-comp,zfs-fuse-mirror,zetta)
+  --no-doc     print the section but leave docs/PERFORMANCE.md alone
+EOF
+}
+
+MODE=full
+DIR=/var/tmp/zetta-bench
+ONLY=$(IFS=,; echo "${ALL_CONTENDERS[*]}")
+WRITE_DOC=1
+while (($#)); do
+    case $1 in
+        --quick) MODE=quick ;;
+        --dir) DIR=${2:?--dir needs a directory}; shift ;;
+        --only) ONLY=${2:?--only needs a list}; shift ;;
+        --no-doc) WRITE_DOC=0 ;;
+        -h|--help) usage; exit 0 ;;
+        *) usage >&2; exit 2 ;;
+    esac
+    shift
+done
+
+if [[ $MODE == quick ]]; then
+    SEQ_SIZE=512m RW_SIZE=64m RW_JOBS=8 FILES=10000 RR_TIME=10 CAP=45 VDEV_SIZE=3G
+else
+    SEQ_SIZE=2g RW_SIZE=256m RW_JOBS=16 FILES=100000 RR_TIME=30 CAP=600 VDEV_SIZE=8G
+fi
+
+log() { printf '%s\n' "$*" >&2; }
+die() { log "run.sh: $*"; exit 1; }
+
+[[ $(id -u) -eq 0 ]] || die "run as root (loop devices, mounts, drop_caches, zfs-fuse)"
+
+# ---------------------------------------------------------------- state and teardown
+
+RUN=""                    # the run's own directory under $DIR, made after the tools
+STATE=""                  # what is set up, one "kind argument" a line, undone newest first
+OUR_POLICY_RC=""          # set while we hold a policy-rc.d that keeps services from starting
+ZPOOL=""
+
+note_state() { printf '%s %s\n' "$1" "$2" >>"$STATE"; }
+
+# Is PID a zfs-fuse process that has not exited (zombies do not count)?
+zfs_fuse_alive() {
+    local state
+    [[ $(cat "/proc/$1/comm" 2>/dev/null) == zfs-fuse ]] || return 1
+    state=$(awk '/^State:/ { print $2 }' "/proc/$1/status" 2>/dev/null) || return 1
+    [[ -n $state && $state != Z && $state != X ]]
+}
+
+# Stop a zfs-fuse daemon we started: by its id, after checking it still is zfs-fuse.
+stop_daemon() {
+    local pid=$1 i
+    zfs_fuse_alive "$pid" || return 0
+    kill -TERM "$pid" 2>/dev/null || return 0
+    for ((i = 0; i < 100; i++)); do
+        zfs_fuse_alive "$pid" || return 0
+        sleep 0.1
+    done
+    log "zfs-fuse $pid did not stop on SIGTERM; sending SIGKILL"
+    kill -KILL "$pid" 2>/dev/null || true
+}
+
+mounts_under_run() {
+    [[ -n $RUN ]] || return 0
+    awk -v p="$RUN/" 'index($2, p) == 1 { print $2 }' /proc/mounts | sort -r
+}
+
+# Undo everything recorded in $STATE, newest first.
+teardown() {
+    local kind arg m
+    [[ -n $STATE && -s $STATE ]] || return 0
+    while read -r kind arg; do
+        case $kind in
+            pool) "$ZPOOL" destroy -f "$arg" >/dev/null 2>&1 ||
+                      "$ZPOOL" export -f "$arg" >/dev/null 2>&1 ||
+                      log "teardown: could not destroy zfs-fuse pool $arg" ;;
+            zfsd) stop_daemon "$arg" ;;
+            mount) umount "$arg" 2>/dev/null || umount -l "$arg" 2>/dev/null || true ;;
+            loop) losetup -d "$arg" 2>/dev/null || log "teardown: losetup -d $arg failed" ;;
+        esac
+    done < <(tac "$STATE")
+    # Anything still mounted under the run dir (a FUSE mount left by a dead daemon).
+    while read -r m; do
+        [[ -n $m ]] && { umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; }
+    done < <(mounts_under_run)
+    : >"$STATE"
+}
+
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    teardown || true
+    if [[ -n $OUR_POLICY_RC ]]; then
+        rm -f "$OUR_POLICY_RC"
+    fi
+    if [[ -z $RUN ]]; then
+        :
+    elif [[ -n $(mounts_under_run) ]]; then
+        log "cleanup: still mounted under $RUN, leaving it in place:"
+        mounts_under_run >&2
+    else
+        rm -rf --one-file-system "$RUN"
+        rmdir "$DIR" 2>/dev/null || true
+    fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---------------------------------------------------------------- tools
+
+ZFS_FUSE_PKG=zfs-fuse
+
+install_missing() {
+    local -a pkgs=()
+    command -v fio >/dev/null || pkgs+=(fio)
+    command -v mkfs.btrfs >/dev/null || pkgs+=(btrfs-progs)
+    command -v losetup >/dev/null || pkgs+=(util-linux)
+    command -v python3 >/dev/null || pkgs+=(python3)
+    dpkg -s "$ZFS_FUSE_PKG" >/dev/null 2>&1 || pkgs+=("$ZFS_FUSE_PKG")
+    ((${#pkgs[@]})) || return 0
+    command -v apt-get >/dev/null || die "missing ${pkgs[*]} and no apt-get to install them"
+    log "installing: ${pkgs[*]}"
+    # Keep the packages' services (zfs-fuse) from starting: the harness runs its own daemon.
+    if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+        printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+        chmod 755 /usr/sbin/policy-rc.d
+        OUR_POLICY_RC=/usr/sbin/policy-rc.d
+    fi
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >&2
+    if [[ -n $OUR_POLICY_RC ]]; then
+        rm -f "$OUR_POLICY_RC"
+        OUR_POLICY_RC=""
+    fi
+    if [[ " ${pkgs[*]} " == *" $ZFS_FUSE_PKG "* ]]; then
+        # Installed just now: do not let it start at boot and hold the zfs-fuse socket.
+        if command -v systemctl >/dev/null; then
+            systemctl disable zfs-fuse.service >/dev/null 2>&1 || true
+        fi
+        if command -v update-rc.d >/dev/null; then
+            update-rc.d zfs-fuse disable >/dev/null 2>&1 || true
+        fi
+        log "zfs-fuse installed; its boot-time service is disabled (the harness runs its own)"
+    fi
+}
+
+# zfs-fuse's own binaries, by absolute path from its package, so that a Zetta `zpool` or
+# `zfs` on PATH is never used for zfs-fuse.
+zfs_fuse_bin() {
+    dpkg -L "$ZFS_FUSE_PKG" 2>/dev/null | grep -E "/s?bin/$1\$" | head -n1
+}
+
+install_missing
+ZFS_FUSE=$(zfs_fuse_bin zfs-fuse)
+ZPOOL=$(zfs_fuse_bin zpool)
+ZFS_SOCKET=/var/run/zfs/zfs_socket
+
+mkdir -p "$DIR"
+DIR=$(cd "$DIR" && pwd)
+RUN=$(mktemp -d "$DIR/run.XXXXXX")
+STATE=$RUN/state
+RESULTS=$RUN/results.tsv  # contender <TAB> metric <TAB> value
+INFO=$RUN/info.tsv        # key <TAB> value
+: >"$STATE"
+: >"$RESULTS"
+: >"$INFO"
+
+# ---------------------------------------------------------------- measuring
+
+DROP_CACHES=yes
+CUR_POOL=""          # set inside a zfs-fuse contender: export/import it to empty the ARC
+CUR_VDEV_DIR=""
+CUR_DAEMON=""
+
+result() {
+    printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$RESULTS"
+    log "  $1 $2: $3"
+}
+skip() {
+    printf '%s\tskip\t%s\n' "$1" "$2" >>"$RESULTS"
+    log "$1: skipped: $2"
+}
+
+drop_caches() {
+    sync
+    if [[ -n $CUR_POOL ]]; then
+        "$ZPOOL" export "$CUR_POOL"
+        "$ZPOOL" import -d "$CUR_VDEV_DIR" "$CUR_POOL"
+    fi
+    echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true
+}
+
+# fio_run JSON_OUT fio-options...: run fio quietly, its JSON report into a file.
+fio_run() {
+    local out=$1
+    shift
+    fio --output-format=json --output="$out" "$@" >/dev/null
+}
+
+workloads() {
+    local key=$1 m=$2 out=$RUN/fio.json
+    local seq=(--filename="$m/seq.dat" --bs=1M --size="$SEQ_SIZE" --ioengine=psync --direct=0)
+
+    fio_run "$out" --name=seqwrite --rw=write --end_fsync=1 "${seq[@]}"
+    result "$key" seq_write "$(python3 "$BENCH/fio_mbps.py" "$out" write)"
+    drop_caches
+    fio_run "$out" --name=seqread --rw=read "${seq[@]}"
+    result "$key" seq_read "$(python3 "$BENCH/fio_mbps.py" "$out" read)"
+    drop_caches
+    fio_run "$out" --name=randread16k --filename="$m/seq.dat" --rw=randread --bs=16k \
+        --ioengine=psync --direct=0 --numjobs=4 --group_reporting \
+        --time_based --runtime="$RR_TIME"
+    result "$key" randread_16k "$(python3 "$BENCH/fio_mbps.py" "$out" read)"
+    rm -f "$m/seq.dat"
+
+    # The seeds' benchmark of record (sizes scaled in --quick), runtime capped.
+    fio_run "$out" --name=random-writers --directory="$m" --ioengine=sync --iodepth=4 \
+        --rw=randwrite --bs=4k --direct=0 --size="$RW_SIZE" --numjobs="$RW_JOBS" \
+        --end_fsync=1 --group_reporting --runtime="$CAP"
+    result "$key" randwrite_4k "$(python3 "$BENCH/fio_mbps.py" "$out" write)"
+    rm -f "$m"/random-writers.*
+
+    local s=$m/storm
+    result "$key" create "$(python3 "$BENCH/storm.py" create "$s" "$FILES")"
+    drop_caches
+    result "$key" ls_lR "$(python3 "$BENCH/storm.py" cmd "$s" "$FILES" -- ls -lR "$s")"
+    result "$key" find "$(python3 "$BENCH/storm.py" cmd "$s" "$FILES" -- find "$s")"
+    result "$key" stat "$(python3 "$BENCH/storm.py" stat "$s" "$FILES")"
+    result "$key" delete "$(python3 "$BENCH/storm.py" delete "$s" "$FILES")"
+
+    if [[ -n $CUR_DAEMON ]]; then
+        result "$key" rss_mib "$(awk '/^VmHWM:/ { printf "%.0f", $2 / 1024 }' \
+            "/proc/$CUR_DAEMON/status")"
+    fi
+}
+
+# ---------------------------------------------------------------- contenders
+# Each runs in a subshell with set -e; what it sets up goes to $STATE for teardown.
+# A contender that cannot be set up here records why with `skip` and returns.
+
+new_loop() {  # new_loop KEY FILE: print the loop device over a new sparse FILE
+    local dev
+    truncate -s "$VDEV_SIZE" "$2"
+    if ! dev=$(losetup -f --show "$2" 2>"$RUN/err"); then
+        skip "$1" "loop devices unavailable: $(tail -n1 "$RUN/err")"
+        return 1
+    fi
+    note_state loop "$dev"
+    printf '%s\n' "$dev"
+}
+
+btrfs_ok() {
+    if ! grep -qw btrfs /proc/filesystems && ! modprobe btrfs 2>/dev/null; then
+        skip "$1" "the kernel has no btrfs (not in /proc/filesystems, modprobe btrfs failed)"
+        return 1
+    fi
+}
+
+btrfs_mount() {  # btrfs_mount KEY MOUNTPOINT DEV...
+    local key=$1 m=$2
+    shift 2
+    local -a mkfs=(mkfs.btrfs -q -f)
+    (($# > 1)) && mkfs+=(-d raid1 -m raid1)
+    if ! "${mkfs[@]}" "$@" >"$RUN/err" 2>&1; then
+        skip "$key" "mkfs.btrfs failed: $(tail -n1 "$RUN/err")"
+        return 1
+    fi
+    mkdir -p "$m"
+    local -a opts=()
+    (($# > 1)) && opts=(-o "device=$2")
+    if ! mount -t btrfs "${opts[@]}" "$1" "$m" 2>"$RUN/err"; then
+        skip "$key" "mount -t btrfs failed: $(tail -n1 "$RUN/err")"
+        return 1
+    fi
+    note_state mount "$m"
+}
+
+contender_raw() {
+    mkdir -p "$RUN/raw"
+    workloads raw "$RUN/raw"
+}
+
+contender_btrfs() {
+    btrfs_ok btrfs || return 0
+    local dev
+    dev=$(new_loop btrfs "$RUN/btrfs.img") || return 0
+    btrfs_mount btrfs "$RUN/btrfs" "$dev" || return 0
+    workloads btrfs "$RUN/btrfs"
+}
+
+contender_btrfs-raid1() {
+    btrfs_ok btrfs-raid1 || return 0
+    local d0 d1
+    d0=$(new_loop btrfs-raid1 "$RUN/btrfs-raid1.0.img") || return 0
+    d1=$(new_loop btrfs-raid1 "$RUN/btrfs-raid1.1.img") || return 0
+    btrfs_mount btrfs-raid1 "$RUN/btrfs-raid1" "$d0" "$d1" || return 0
+    workloads btrfs-raid1 "$RUN/btrfs-raid1"
+}
+
+# zfs_fuse KEY COMPRESSION NVDEVS: a fresh daemon, a pool of file vdevs, one dataset.
+zfs_fuse() {
+    local key=$1 comp=$2 n=$3 i pid other
+    if [[ -z $ZFS_FUSE || -z $ZPOOL ]]; then
+        skip "$key" "zfs-fuse binaries not found in package $ZFS_FUSE_PKG"
+        return 0
+    fi
+    if [[ ! -c /dev/fuse ]]; then
+        skip "$key" "no /dev/fuse (FUSE unavailable here)"
+        return 0
+    fi
+    other=""
+    for pid in $(pgrep -x zfs-fuse || true); do
+        zfs_fuse_alive "$pid" && other+=" $pid"
+    done
+    if [[ -n $other ]]; then
+        skip "$key" "a zfs-fuse daemon not started by this run (pid$other) holds $ZFS_SOCKET; stop it (service zfs-fuse stop) to include zfs-fuse"
+        return 0
+    fi
+    # In the background of a non-interactive shell, so Ctrl-C does not reach it: the
+    # teardown destroys the pool first, then stops the daemon by its id.
+    "$ZFS_FUSE" --no-daemon --no-kstat-mount >"$RUN/zfs-fuse.$key.log" 2>&1 &
+    pid=$!
+    note_state zfsd "$pid"
+    for ((i = 0; i < 100; i++)); do
+        zfs_fuse_alive "$pid" && "$ZPOOL" list >/dev/null 2>&1 && break
+        sleep 0.1
+    done
+    if ! zfs_fuse_alive "$pid" || ! "$ZPOOL" list >/dev/null 2>&1; then
+        skip "$key" "zfs-fuse daemon did not start: $(tail -n1 "$RUN/zfs-fuse.$key.log")"
+        return 0
+    fi
+    CUR_DAEMON=$pid
+    CUR_VDEV_DIR=$RUN/vdevs.$key
+    mkdir -p "$CUR_VDEV_DIR"
+    local -a vdevs=()
+    for ((i = 0; i < n; i++)); do
+        truncate -s "$VDEV_SIZE" "$CUR_VDEV_DIR/v$i"
+        vdevs+=("$CUR_VDEV_DIR/v$i")
+    done
+    ((n > 1)) && vdevs=(mirror "${vdevs[@]}")
+    local pool=zbench${RUN##*.} m=$RUN/$key
+    pool=${pool//[^A-Za-z0-9]/}
+    if ! "$ZPOOL" create -f -o cachefile=none -O compression="$comp" -m "$m" \
+        "$pool" "${vdevs[@]}" >"$RUN/err" 2>&1; then
+        skip "$key" "zpool create (zfs-fuse) failed: $(tail -n1 "$RUN/err")"
+        return 0
+    fi
+    note_state pool "$pool"
+    CUR_POOL=$pool
+    for ((i = 0; i < 50; i++)); do
+        mountpoint -q "$m" && break
+        sleep 0.1
+    done
+    if ! mountpoint -q "$m"; then
+        skip "$key" "zfs-fuse created the pool but $m is not mounted (FUSE mount failed)"
+        return 0
+    fi
+    workloads "$key" "$m"
+}
+
+contender_zfs-fuse() { zfs_fuse zfs-fuse off 1; }
+contender_zfs-fuse-comp() { zfs_fuse zfs-fuse-comp on 1; }
+contender_zfs-fuse-mirror() { zfs_fuse zfs-fuse-mirror off 2; }
+
+contender_zetta() {
+    log "zetta: not mountable yet (mount issue)"
+    printf '%s\tskip\t%s\n' zetta "not mountable yet (mount issue)" >>"$RESULTS"
+}
+
+# ---------------------------------------------------------------- machine and run
+
+info() { printf '%s\t%s\n' "$1" "$2" >>"$INFO"; }
+
+machine_info() {
+    local src fstype dev model rota
+    info date "$(date -u '+%Y-%m-%d %H:%M UTC')"
+    info commit "$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    info mode "$MODE"
+    info command "$COMMAND"
+    info nproc "$(nproc)"
+    info cpu "$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
+    info memory "$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+    info kernel "$(uname -sr)"
+    read -r src fstype < <(findmnt -no SOURCE,FSTYPE -T "$DIR")
+    dev=$(lsblk -dno PKNAME "$src" 2>/dev/null || true)
+    dev=${dev:-${src#/dev/}}
+    model=$(lsblk -dno MODEL "/dev/$dev" 2>/dev/null | awk '{ $1 = $1; print }' || true)
+    rota=$(lsblk -dno ROTA "/dev/$dev" 2>/dev/null | tr -d ' ' || true)
+    case $rota in 0) rota="non-rotational" ;; 1) rota="rotational (as the kernel reports it)" ;; esac
+    [[ -e /sys/block/$dev/device/driver ]] &&
+        model="${model:+$model, }driver $(basename "$(readlink -f "/sys/block/$dev/device/driver")")"
+    info storage "$src, $fstype; disk $dev${model:+: $model}${rota:+, $rota}"
+    info load "$(cut -d' ' -f1-3 /proc/loadavg)"
+    info versions "$(fio --version), zfs-fuse $(dpkg-query -W -f='${Version}' "$ZFS_FUSE_PKG" 2>/dev/null), btrfs-progs $(dpkg-query -W -f='${Version}' btrfs-progs 2>/dev/null)"
+    info dir "$DIR"
+    info vdev_size "$VDEV_SIZE"
+    info seq_size "$SEQ_SIZE"
+    info rw_size "$RW_SIZE"
+    info rw_jobs "$RW_JOBS"
+    info rr_time "$RR_TIME"
+    info cap "$CAP"
+    info files "$FILES"
+}
+
+need_space() {
+    local avail need
+    avail=$(df --output=avail -B1 "$DIR" | tail -n1)
+    need=$(numfmt --from=iec "$VDEV_SIZE")
+    need=$((need * 2))
+    ((avail > need)) || die "need $(numfmt --to=iec "$need") free in $DIR, have $(numfmt --to=iec "$avail")"
+}
+
+need_space
+machine_info
+if ! echo 3 >/proc/sys/vm/drop_caches 2>/dev/null; then
+    DROP_CACHES="no: /proc/sys/vm/drop_caches not writable here, reads may be warm"
+    log "warning: cannot drop caches ($DROP_CACHES)"
+fi
+info drop_caches "$DROP_CACHES"
+
+START=$SECONDS
+IFS=, read -r -a WANT <<<"$ONLY"
+for key in "${ALL_CONTENDERS[@]}"; do
+    if [[ " ${WANT[*]} " != *" $key "* ]]; then
+        printf '%s\tskip\t%s\n' "$key" "not selected (--only)" >>"$RESULTS"
+        continue
+    fi
+    log "=== $key"
+    set +e
+    (
+        set -euo pipefail
+        "contender_$key"
+    )
+    rc=$?
+    set -e
+    teardown
+    if ((rc != 0)); then
+        ((rc == 130 || rc == 143)) && exit "$rc"
+        printf '%s\tfail\t%s\n' "$key" "exit status $rc, see the log above" >>"$RESULTS"
+        log "$key: FAILED (exit $rc); continuing with the next contender"
+    fi
+done
+info wall "$(((SECONDS - START) / 60)) min $(((SECONDS - START) % 60)) s"
+
+report=(python3 "$BENCH/report.py" "$RESULTS" "$INFO")
+((WRITE_DOC)) && report+=(--doc "$REPO/docs/PERFORMANCE.md")
+"${report[@]}"

@@ -1,0 +1,130 @@
+//! The client side: forward a `zpool`/`zfs` command to the daemon, starting the daemon
+//! first when none answers.
+
+use super::protocol::{self, FRAME_EXIT, FRAME_STDERR, FRAME_STDOUT};
+use super::{run_dir, socket_path};
+use std::io::Write;
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// How long a new daemon may take to answer.
+const START_WAIT_STEPS: u32 = 100;
+const START_WAIT_STEP: Duration = Duration::from_millis(50);
+
+/// Connects to the daemon, starting it if needed.
+pub fn connect() -> Result<UnixStream, String> {
+    if let Ok(stream) = UnixStream::connect(socket_path()) {
+        return Ok(stream);
+    }
+    start_daemon()?;
+    for _ in 0..START_WAIT_STEPS {
+        if let Ok(stream) = UnixStream::connect(socket_path()) {
+            return Ok(stream);
+        }
+        std::thread::sleep(START_WAIT_STEP);
+    }
+    Err(format!(
+        "the zetta daemon did not start (see '{}')",
+        run_dir().join("zetta.log").display()
+    ))
+}
+
+fn start_daemon() -> Result<(), String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find zetta: {e}"))?;
+    let dir = run_dir();
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create '{}': {e}", dir.display()))?;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("zetta.log"))
+        .map_err(|e| format!("cannot open the daemon log: {e}"))?;
+    let mut command = Command::new(exe);
+    command
+        .arg("daemon")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(log));
+    // SAFETY: setsid only detaches the child from our session; it runs between fork and
+    // exec and touches no memory of the parent.
+    unsafe {
+        command.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    command
+        .spawn()
+        .map_err(|e| format!("cannot start the zetta daemon: {e}"))?;
+    Ok(())
+}
+
+/// Runs `args` (argv[0] = "zpool" or "zfs") in the daemon, relaying its output.
+pub fn forward(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    let stream = match connect() {
+        Ok(stream) => stream,
+        Err(why) => {
+            let _ = writeln!(err, "{why}");
+            return 1;
+        }
+    };
+    let mut writer = &stream;
+    if let Err(e) = protocol::write_request(&mut writer, args) {
+        let _ = writeln!(err, "cannot talk to the zetta daemon: {e}");
+        return 1;
+    }
+    let mut reader = &stream;
+    loop {
+        match protocol::read_frame(&mut reader) {
+            Ok((FRAME_STDOUT, bytes)) => {
+                let _ = out.write_all(&bytes);
+            }
+            Ok((FRAME_STDERR, bytes)) => {
+                let _ = err.write_all(&bytes);
+            }
+            Ok((FRAME_EXIT, bytes)) if bytes.len() == 4 => {
+                return i32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+            }
+            Ok(_) => {
+                let _ = writeln!(err, "the zetta daemon sent a malformed reply");
+                return 1;
+            }
+            Err(e) => {
+                let _ = writeln!(err, "the zetta daemon went away: {e}");
+                return 1;
+            }
+        }
+    }
+}
+
+/// `zetta daemon --stop`: asks a running daemon to commit its pools and exit.
+pub fn stop(out: &mut dyn Write) -> i32 {
+    let Ok(stream) = UnixStream::connect(socket_path()) else {
+        let _ = writeln!(out, "zetta daemon: not running");
+        return 0;
+    };
+    let pid = std::fs::read_to_string(super::pid_path()).unwrap_or_default();
+    let mut writer = &stream;
+    if protocol::write_request(&mut writer, &["__stop".to_string()]).is_err() {
+        return 1;
+    }
+    let mut reader = &stream;
+    let _ = protocol::read_frame(&mut reader);
+    // Return only once the process is gone and its device locks are released.
+    let proc_dir = format!("/proc/{}", pid.trim());
+    for _ in 0..START_WAIT_STEPS {
+        let state = std::fs::read_to_string(format!("{proc_dir}/stat")).unwrap_or_default();
+        // Gone, or a zombie (exited, waiting for its reaper): its locks are released.
+        let run_state = state
+            .rsplit(')')
+            .next()
+            .and_then(|rest| rest.split_whitespace().next());
+        let exited = !matches!(run_state, Some("R" | "S" | "D"));
+        if pid.trim().is_empty() || state.is_empty() || exited {
+            break;
+        }
+        std::thread::sleep(START_WAIT_STEP);
+    }
+    0
+}

@@ -1,0 +1,124 @@
+//! The socket protocol between the `zpool`/`zfs` client and the daemon.
+//!
+//! ```text
+//! request:  argc u32 | (len u32, utf-8 bytes){argc}      argv[0] = "zpool" | "zfs" | "__stop"
+//! response: frames: kind u8 | len u32 | bytes[len]
+//!           kind 1 = stdout bytes, 2 = stderr bytes, 3 = exit code (len 4, i32 LE), last
+//! ```
+//! All integers little-endian. Limits (`ARGS_MAX`, `ARG_LEN_MAX`, `FRAME_LEN_MAX`) bound
+//! what either side allocates for the other.
+
+use std::io::{Read, Write};
+
+pub const ARGS_MAX: u32 = 4096;
+pub const ARG_LEN_MAX: u32 = 1 << 20;
+pub const FRAME_LEN_MAX: u32 = 64 << 20;
+pub const FRAME_STDOUT: u8 = 1;
+pub const FRAME_STDERR: u8 = 2;
+pub const FRAME_EXIT: u8 = 3;
+
+fn invalid(why: &str) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, why.to_string())
+}
+
+fn read_u32(stream: &mut dyn Read) -> std::io::Result<u32> {
+    let mut word = [0u8; 4];
+    stream.read_exact(&mut word)?;
+    Ok(u32::from_le_bytes(word))
+}
+
+pub fn write_request(stream: &mut dyn Write, args: &[String]) -> std::io::Result<()> {
+    let mut bytes = Vec::new();
+    bytes.extend_from_slice(&(args.len() as u32).to_le_bytes());
+    for arg in args {
+        bytes.extend_from_slice(&(arg.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(arg.as_bytes());
+    }
+    stream.write_all(&bytes)?;
+    stream.flush()
+}
+
+pub fn read_request(stream: &mut dyn Read) -> std::io::Result<Vec<String>> {
+    let argc = read_u32(stream)?;
+    if argc == 0 || argc > ARGS_MAX {
+        return Err(invalid("bad argument count"));
+    }
+    let mut args = Vec::with_capacity(argc as usize);
+    for _ in 0..argc {
+        let len = read_u32(stream)?;
+        if len > ARG_LEN_MAX {
+            return Err(invalid("argument too long"));
+        }
+        let mut bytes = vec![0u8; len as usize];
+        stream.read_exact(&mut bytes)?;
+        args.push(String::from_utf8(bytes).map_err(|_| invalid("argument is not UTF-8"))?);
+    }
+    Ok(args)
+}
+
+pub fn write_frame(stream: &mut dyn Write, kind: u8, payload: &[u8]) -> std::io::Result<()> {
+    let mut bytes = Vec::with_capacity(5 + payload.len());
+    bytes.push(kind);
+    bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    bytes.extend_from_slice(payload);
+    stream.write_all(&bytes)
+}
+
+pub fn read_frame(stream: &mut dyn Read) -> std::io::Result<(u8, Vec<u8>)> {
+    let mut kind = [0u8; 1];
+    stream.read_exact(&mut kind)?;
+    let len = read_u32(stream)?;
+    if len > FRAME_LEN_MAX {
+        return Err(invalid("frame too long"));
+    }
+    let mut payload = vec![0u8; len as usize];
+    stream.read_exact(&mut payload)?;
+    Ok((kind[0], payload))
+}
+
+/// A writer that ships everything written to it as frames of one kind.
+pub struct FrameWriter<'a> {
+    pub stream: &'a std::os::unix::net::UnixStream,
+    pub kind: u8,
+}
+
+impl Write for FrameWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut stream = self.stream;
+        write_frame(&mut stream, self.kind, buf)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The request and frame encodings round trip, and hostile lengths are refused before
+    /// anything is allocated.
+    #[test]
+    fn round_trip_and_limits() {
+        let args = vec![
+            "zpool".to_string(),
+            "status".to_string(),
+            "tank".to_string(),
+        ];
+        let mut bytes = Vec::new();
+        write_request(&mut bytes, &args).unwrap();
+        assert_eq!(read_request(&mut &bytes[..]).unwrap(), args);
+        let mut frame = Vec::new();
+        write_frame(&mut frame, FRAME_EXIT, &7i32.to_le_bytes()).unwrap();
+        assert_eq!(
+            read_frame(&mut &frame[..]).unwrap(),
+            (FRAME_EXIT, 7i32.to_le_bytes().to_vec())
+        );
+        let huge = [0xffu8, 0xff, 0xff, 0xff];
+        assert!(read_request(&mut &huge[..]).is_err());
+        assert!(read_frame(&mut &[1u8, 0xff, 0xff, 0xff, 0xff][..]).is_err());
+        assert!(read_request(&mut &bytes[..bytes.len() - 1]).is_err());
+    }
+}

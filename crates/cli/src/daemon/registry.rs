@@ -1,0 +1,75 @@
+//! Pools held open by the daemon, and the scans running on them.
+//!
+//! Each pool sits behind a reader-writer lock: a command that changes the pool takes it
+//! exclusively, `status`/`list`/`iostat`/`get` share it, and a background scrub walks the
+//! pool under a shared lock (only its start and end are exclusive), so readers see its
+//! progress while it runs. The registry exists only inside the daemon.
+
+use parking_lot::{Mutex, RwLock};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, OnceLock};
+use zetta::spa::{ScanStats, Spa};
+
+pub type PoolRef = Arc<RwLock<Spa>>;
+
+/// A scan running in the background.
+pub struct ScanHandle {
+    pub cancel: AtomicBool,
+    pub progress: AtomicU64,
+    pub stats: ScanStats,
+}
+
+#[derive(Default)]
+pub struct Registry {
+    pools: Mutex<HashMap<u64, PoolRef>>,
+    scans: Mutex<HashMap<u64, Arc<ScanHandle>>>,
+}
+
+static REGISTRY: OnceLock<Registry> = OnceLock::new();
+
+/// Turns this process into a pool holder (called once by the daemon).
+pub fn enable() {
+    let _ = REGISTRY.set(Registry::default());
+}
+
+/// The registry, when this process is the daemon.
+pub fn get() -> Option<&'static Registry> {
+    REGISTRY.get()
+}
+
+impl Registry {
+    pub fn pool(&self, guid: u64) -> Option<PoolRef> {
+        self.pools.lock().get(&guid).cloned()
+    }
+
+    pub fn insert(&self, guid: u64, spa: Spa) -> PoolRef {
+        let pool = Arc::new(RwLock::new(spa));
+        self.pools.lock().insert(guid, pool.clone());
+        pool
+    }
+
+    pub fn put_back(&self, guid: u64, pool: PoolRef) {
+        self.pools.lock().insert(guid, pool);
+    }
+
+    pub fn remove(&self, guid: u64) -> Option<PoolRef> {
+        self.pools.lock().remove(&guid)
+    }
+
+    pub fn all(&self) -> Vec<PoolRef> {
+        self.pools.lock().values().cloned().collect()
+    }
+
+    pub fn scan(&self, guid: u64) -> Option<Arc<ScanHandle>> {
+        self.scans.lock().get(&guid).cloned()
+    }
+
+    pub fn start_scan(&self, guid: u64, handle: Arc<ScanHandle>) {
+        self.scans.lock().insert(guid, handle);
+    }
+
+    pub fn end_scan(&self, guid: u64) {
+        self.scans.lock().remove(&guid);
+    }
+}

@@ -1,0 +1,96 @@
+//! `zetta daemon`: accepts commands on the socket and runs them in-process against the
+//! pools it holds. One thread per connection; pool locks (see `registry`) order them.
+//! `__stop` commits every held pool and exits (the pools stay imported in the cache and
+//! come back with the next daemon).
+
+use super::protocol::{self, FrameWriter, FRAME_EXIT, FRAME_STDERR, FRAME_STDOUT};
+use super::{pid_path, registry, run_dir, socket_path};
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+
+/// Runs the daemon in this process until stopped. Returns an exit code.
+pub fn run(err: &mut dyn Write) -> i32 {
+    let dir = run_dir();
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        let _ = writeln!(err, "cannot create '{}': {e}", dir.display());
+        return 1;
+    }
+    // Only the owner (root) may reach the socket.
+    let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+    let socket = socket_path();
+    if UnixStream::connect(&socket).is_ok() {
+        let _ = writeln!(
+            err,
+            "zetta daemon: already running on '{}'",
+            socket.display()
+        );
+        return 0;
+    }
+    let _ = std::fs::remove_file(&socket);
+    let listener = match UnixListener::bind(&socket) {
+        Ok(listener) => listener,
+        Err(e) => {
+            let _ = writeln!(err, "cannot listen on '{}': {e}", socket.display());
+            return 1;
+        }
+    };
+    let _ = std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600));
+    let _ = std::fs::write(pid_path(), format!("{}\n", std::process::id()));
+    registry::enable();
+    for stream in listener.incoming() {
+        let Ok(stream) = stream else { continue };
+        std::thread::spawn(move || serve(stream));
+    }
+    0
+}
+
+fn serve(stream: UnixStream) {
+    let mut reader = &stream;
+    let Ok(args) = protocol::read_request(&mut reader) else {
+        return;
+    };
+    let code = {
+        let mut out = FrameWriter {
+            stream: &stream,
+            kind: FRAME_STDOUT,
+        };
+        let mut err = FrameWriter {
+            stream: &stream,
+            kind: FRAME_STDERR,
+        };
+        match args[0].as_str() {
+            "zpool" => crate::zpool::run(&args[1..], &mut out, &mut err),
+            "zfs" => crate::zfs::run(&args[1..], &mut out, &mut err),
+            "__stop" => {
+                stop();
+                let mut writer = &stream;
+                let _ = protocol::write_frame(&mut writer, FRAME_EXIT, &0i32.to_le_bytes());
+                let _ = std::fs::remove_file(socket_path());
+                let _ = std::fs::remove_file(pid_path());
+                std::process::exit(0);
+            }
+            other => {
+                let _ = writeln!(err, "unknown request '{other}'");
+                2
+            }
+        }
+    };
+    let mut writer = &stream;
+    let _ = protocol::write_frame(&mut writer, FRAME_EXIT, &code.to_le_bytes());
+}
+
+/// Stops background scans and commits every held pool.
+fn stop() {
+    let Some(registry) = registry::get() else {
+        return;
+    };
+    for pool in registry.all() {
+        let guid = pool.read().guid.0;
+        if let Some(scan) = registry.scan(guid) {
+            scan.cancel
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        let _ = pool.write().sync();
+    }
+}
