@@ -60,7 +60,12 @@ pub fn run_zetta(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i
 /// Runs a `zpool` or `zfs` command: in the daemon (started if needed), or here when
 /// `ZETTA_DIRECT=1` or when this process is the daemon.
 pub fn dispatch(front: &str, args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    if daemon::direct_mode() || daemon::registry::get().is_some() {
+    // Commands that touch no pool never need (or start) the daemon.
+    let local_only = matches!(
+        args.first().map(String::as_str),
+        None | Some("version" | "-V" | "--version" | "help" | "-?" | "-h" | "--help")
+    );
+    if local_only || daemon::direct_mode() || daemon::registry::get().is_some() {
         return match front {
             "zfs" => zfs::run(args, out, err),
             _ => zpool::run(args, out, err),
