@@ -22,7 +22,7 @@ use std::io::Write;
 /// `zetta` invoked under its own name: `zetta zpool …`, `zetta zfs …`,
 /// `zetta install-links DIR`, `zetta version`.
 pub fn run_zetta(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    let usage = "usage: zetta zpool <command> ...\n       zetta zfs <command> ...\n       zetta daemon [--foreground | --stop]\n       zetta install-links <dir>\n       zetta version\n";
+    let usage = "usage: zetta zpool <command> ...\n       zetta zfs <command> ...\n       zetta daemon [--foreground | --stop]\n       zetta arcstats\n       zetta install-links <dir>\n       zetta version\n";
     let Some(first) = args.first() else {
         let _ = err.write_all(usage.as_bytes());
         return 2;
@@ -41,6 +41,8 @@ pub fn run_zetta(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i
             }
         },
         "install-links" => install_links(&args[1..], out, err),
+        // ARC statistics of the pools the daemon holds (kstat layout).
+        "arcstats" => daemon::client::forward(&["arcstats".to_string()], out, err),
         "version" | "-V" | "--version" => {
             let _ = writeln!(out, "zetta {}", env!("CARGO_PKG_VERSION"));
             0

@@ -638,6 +638,21 @@ fn daemon_holds_pools_and_brings_them_back() {
         let reads: u64 = row.split_whitespace().nth(3).unwrap().parse().unwrap();
         assert!(reads > 0, "{iostat}");
     }
+    // ARC statistics of the held pools, in the kstat layout tools read.
+    let arcstats = Command::new(env!("CARGO_BIN_EXE_zetta"))
+        .arg("arcstats")
+        .env("ZETTA_CACHE_FILE", lab.dir.join("zpool.cache"))
+        .env("ZETTA_RUN_DIR", lab.dir.join("run"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&arcstats.stdout);
+    let misses: u64 = text
+        .lines()
+        .find(|l| l.starts_with("misses "))
+        .and_then(|l| l.split_whitespace().nth(2))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    assert!(misses > 0, "{text}");
     // Kill the daemon outright: the next command starts a new one and the pool is back.
     let pid: i32 = std::fs::read_to_string(lab.dir.join("run").join("zetta.pid"))
         .unwrap()

@@ -62,6 +62,10 @@ fn serve(stream: UnixStream) {
         match args[0].as_str() {
             "zpool" => crate::zpool::run(&args[1..], &mut out, &mut err),
             "zfs" => crate::zfs::run(&args[1..], &mut out, &mut err),
+            "arcstats" => {
+                let _ = out.write_all(arc_stats_text().as_bytes());
+                0
+            }
             "__stop" => {
                 stop();
                 let mut writer = &stream;
@@ -93,4 +97,16 @@ fn stop() {
         }
         let _ = pool.write().sync();
     }
+}
+
+/// The ARC statistics of every held pool, summed, in the kstat layout tools read
+/// (`/proc/spl/kstat/zfs/arcstats` on Linux with OpenZFS).
+fn arc_stats_text() -> String {
+    let mut total = zetta_arc::ArcStats::default();
+    if let Some(registry) = registry::get() {
+        for pool in registry.all() {
+            total.accumulate(&pool.read().zio.arc.stats());
+        }
+    }
+    total.to_kstat_text()
 }
