@@ -105,7 +105,7 @@ def build(results_path, info_path):
         "down (also on failure or Ctrl-C) and prints this section.",
         "",
         "```sh",
-        "bash bench/run.sh --quick     # ~5 minutes: the figures below",
+        "bash bench/run.sh --quick     # under 5 minutes",
         "bash bench/run.sh             # full: 2 GiB sequential, 256m x 16 random writers, 100k files",
         "bash bench/run.sh --help      # --dir DIR (default /var/tmp/zetta-bench), --only, --no-doc",
         "```",
@@ -117,7 +117,8 @@ def build(results_path, info_path):
         f"- seq write: fio 1M writes, psync, {info.get('seq_size', '?')} incompressible, `end_fsync=1`",
         "  (fio's runtime includes the fsync);",
         "- seq read: the same file, cold;",
-        f"- 16k rand read: the same file, cold, psync, 4 jobs, {info.get('rr_time', '?')} s;",
+        f"- 16k rand read: the same file, cold, psync, {info.get('rr_jobs', '?')} jobs each reading its",
+        "  own part of the file once in random order (every block read once, no cache hits);",
         "- 4k rand write, the seeds' benchmark: `fio --name=random-writers --ioengine=sync",
         f"  --iodepth=4 --rw=randwrite --bs=4k --direct=0 --size={info.get('rw_size', '?')}"
         f" --numjobs={info.get('rw_jobs', '?')} --end_fsync=1`",

@@ -44,10 +44,11 @@ while (($#)); do
 done
 
 if [[ $MODE == quick ]]; then
-    SEQ_SIZE=512m RW_SIZE=64m RW_JOBS=8 FILES=10000 RR_TIME=10 CAP=45 VDEV_SIZE=3G
+    SEQ_MIB=512 RW_SIZE=64m RW_JOBS=8 FILES=10000 CAP=45 VDEV_SIZE=3G
 else
-    SEQ_SIZE=2g RW_SIZE=256m RW_JOBS=16 FILES=100000 RR_TIME=30 CAP=600 VDEV_SIZE=8G
+    SEQ_MIB=2048 RW_SIZE=256m RW_JOBS=16 FILES=100000 CAP=600 VDEV_SIZE=8G
 fi
+RR_JOBS=4  # 16k random readers, each over its own quarter of the sequential file
 
 log() { printf '%s\n' "$*" >&2; }
 die() { log "run.sh: $*"; exit 1; }
@@ -60,6 +61,7 @@ RUN=""                    # the run's own directory under $DIR, made after the t
 STATE=""                  # what is set up, one "kind argument" a line, undone newest first
 OUR_POLICY_RC=""          # set while we hold a policy-rc.d that keeps services from starting
 ZPOOL=""
+DIR_CREATED=0
 
 note_state() { printf '%s %s\n' "$1" "$2" >>"$STATE"; }
 
@@ -112,7 +114,8 @@ teardown() {
 
 cleanup() {
     local rc=$?
-    trap - EXIT INT TERM
+    trap - EXIT
+    trap '' INT TERM  # a second Ctrl-C must not cut the teardown short
     teardown || true
     if [[ -n $OUR_POLICY_RC ]]; then
         rm -f "$OUR_POLICY_RC"
@@ -124,7 +127,9 @@ cleanup() {
         mounts_under_run >&2
     else
         rm -rf --one-file-system "$RUN"
-        rmdir "$DIR" 2>/dev/null || true
+        if ((DIR_CREATED)); then
+            rmdir "$DIR" 2>/dev/null || true
+        fi
     fi
     exit "$rc"
 }
@@ -173,7 +178,7 @@ install_missing() {
 # zfs-fuse's own binaries, by absolute path from its package, so that a Zetta `zpool` or
 # `zfs` on PATH is never used for zfs-fuse.
 zfs_fuse_bin() {
-    dpkg -L "$ZFS_FUSE_PKG" 2>/dev/null | grep -E "/s?bin/$1\$" | head -n1
+    { dpkg -L "$ZFS_FUSE_PKG" 2>/dev/null || true; } | grep -E "/s?bin/$1\$" | head -n1 || true
 }
 
 install_missing
@@ -181,7 +186,10 @@ ZFS_FUSE=$(zfs_fuse_bin zfs-fuse)
 ZPOOL=$(zfs_fuse_bin zpool)
 ZFS_SOCKET=/var/run/zfs/zfs_socket
 
-mkdir -p "$DIR"
+if [[ ! -d $DIR ]]; then
+    mkdir -p "$DIR"
+    DIR_CREATED=1
+fi
 DIR=$(cd "$DIR" && pwd)
 RUN=$(mktemp -d "$DIR/run.XXXXXX")
 STATE=$RUN/state
@@ -196,6 +204,7 @@ INFO=$RUN/info.tsv        # key <TAB> value
 DROP_CACHES=yes
 CUR_POOL=""          # set inside a zfs-fuse contender: export/import it to empty the ARC
 CUR_VDEV_DIR=""
+CUR_MNT=""
 CUR_DAEMON=""
 
 result() {
@@ -212,8 +221,18 @@ drop_caches() {
     if [[ -n $CUR_POOL ]]; then
         "$ZPOOL" export "$CUR_POOL"
         "$ZPOOL" import -d "$CUR_VDEV_DIR" "$CUR_POOL"
+        wait_mounted "$CUR_MNT" || { log "zfs-fuse: $CUR_MNT not mounted after import"; return 1; }
     fi
     echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true
+}
+
+wait_mounted() {
+    local i
+    for ((i = 0; i < 50; i++)); do
+        mountpoint -q "$1" && return 0
+        sleep 0.1
+    done
+    return 1
 }
 
 # fio_run JSON_OUT fio-options...: run fio quietly, its JSON report into a file.
@@ -225,17 +244,19 @@ fio_run() {
 
 workloads() {
     local key=$1 m=$2 out=$RUN/fio.json
-    local seq=(--filename="$m/seq.dat" --bs=1M --size="$SEQ_SIZE" --ioengine=psync --direct=0)
+    local seq=(--filename="$m/seq.dat" --bs=1M --size="${SEQ_MIB}m" --ioengine=psync --direct=0)
+    local part=$((SEQ_MIB / RR_JOBS))m
 
     fio_run "$out" --name=seqwrite --rw=write --end_fsync=1 "${seq[@]}"
     result "$key" seq_write "$(python3 "$BENCH/fio_mbps.py" "$out" write)"
     drop_caches
-    fio_run "$out" --name=seqread --rw=read "${seq[@]}"
+    fio_run "$out" --name=seqread --rw=read --readonly "${seq[@]}"
     result "$key" seq_read "$(python3 "$BENCH/fio_mbps.py" "$out" read)"
     drop_caches
-    fio_run "$out" --name=randread16k --filename="$m/seq.dat" --rw=randread --bs=16k \
-        --ioengine=psync --direct=0 --numjobs=4 --group_reporting \
-        --time_based --runtime="$RR_TIME"
+    # Every 16k block read once, cold: each job reads its own part in random order.
+    fio_run "$out" --name=randread16k --filename="$m/seq.dat" --rw=randread --readonly \
+        --bs=16k --ioengine=psync --direct=0 --numjobs="$RR_JOBS" --size="$part" \
+        --offset_increment="$part" --group_reporting --runtime="$CAP"
     result "$key" randread_16k "$(python3 "$BENCH/fio_mbps.py" "$out" read)"
     rm -f "$m/seq.dat"
 
@@ -342,9 +363,10 @@ zfs_fuse() {
         skip "$key" "a zfs-fuse daemon not started by this run (pid$other) holds $ZFS_SOCKET; stop it (service zfs-fuse stop) to include zfs-fuse"
         return 0
     fi
-    # In the background of a non-interactive shell, so Ctrl-C does not reach it: the
-    # teardown destroys the pool first, then stops the daemon by its id.
-    "$ZFS_FUSE" --no-daemon --no-kstat-mount >"$RUN/zfs-fuse.$key.log" 2>&1 &
+    # In its own session, so a Ctrl-C at the terminal does not reach it (it catches SIGINT
+    # and aborts): the teardown destroys the pool first, then stops the daemon by its id.
+    # (A background job of a non-interactive shell is no group leader: setsid does not fork.)
+    setsid "$ZFS_FUSE" --no-daemon --no-kstat-mount >"$RUN/zfs-fuse.$key.log" 2>&1 </dev/null &
     pid=$!
     note_state zfsd "$pid"
     for ((i = 0; i < 100; i++)); do
@@ -373,11 +395,8 @@ zfs_fuse() {
     fi
     note_state pool "$pool"
     CUR_POOL=$pool
-    for ((i = 0; i < 50; i++)); do
-        mountpoint -q "$m" && break
-        sleep 0.1
-    done
-    if ! mountpoint -q "$m"; then
+    CUR_MNT=$m
+    if ! wait_mounted "$m"; then
         skip "$key" "zfs-fuse created the pool but $m is not mounted (FUSE mount failed)"
         return 0
     fi
@@ -420,10 +439,10 @@ machine_info() {
     info versions "$(fio --version), zfs-fuse $(dpkg-query -W -f='${Version}' "$ZFS_FUSE_PKG" 2>/dev/null), btrfs-progs $(dpkg-query -W -f='${Version}' btrfs-progs 2>/dev/null)"
     info dir "$DIR"
     info vdev_size "$VDEV_SIZE"
-    info seq_size "$SEQ_SIZE"
+    info seq_size "$SEQ_MIB MiB"
     info rw_size "$RW_SIZE"
     info rw_jobs "$RW_JOBS"
-    info rr_time "$RR_TIME"
+    info rr_jobs "$RR_JOBS"
     info cap "$CAP"
     info files "$FILES"
 }
