@@ -210,7 +210,7 @@ pub fn cmd_scrub(args: &[String], _ctx: &mut Ctx) -> CmdResult {
                             .store(true, std::sync::atomic::Ordering::Relaxed);
                         continue;
                     }
-                    return fail(format!("cannot scrub {name}: currently scrubbing; use 'zpool scrub -s' to cancel the current scrub"));
+                    return fail(format!("cannot scrub {name}: currently scrubbing; use 'zpool scrub -s' to cancel current scrub"));
                 }
             }
         }
