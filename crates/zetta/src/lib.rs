@@ -5,7 +5,31 @@
 //! `metaslab` (space) → `dmu` (objects and object sets) → `spa` (pools, txgs, uberblocks;
 //! the MOS is a `dmu` object set).
 
+#[macro_use]
+mod macros {
+    /// An `IoCtx` over a pool's pipeline and vdev tree (at its open txg unless given). A macro,
+    /// not a method, so the borrow covers only those two fields and the pool's object sets stay
+    /// mutable beside it.
+    macro_rules! io_ctx {
+        ($spa:expr) => {
+            IoCtx {
+                zio: &$spa.zio,
+                root: &$spa.root,
+                txg: $spa.open_txg,
+            }
+        };
+        ($spa:expr, $txg:expr) => {
+            IoCtx {
+                zio: &$spa.zio,
+                root: &$spa.root,
+                txg: $txg,
+            }
+        };
+    }
+}
+
 pub mod dmu;
+pub mod dsl;
 pub mod io;
 pub mod metaslab;
 pub mod nvlist;

@@ -19,6 +19,15 @@ use zetta::types::{ObjectId, Txg};
 
 type Model = BTreeMap<u64, Vec<u8>>;
 
+/// What the pool must hold at a txg: the root dataset's objects, the file in `sim/a`, and
+/// the set of extra filesystems.
+#[derive(Clone, Debug, PartialEq)]
+struct State {
+    objects: Model,
+    file_in_a: Vec<u8>,
+    filesystems: std::collections::BTreeSet<String>,
+}
+
 struct World {
     devices: Vec<Arc<SimDevice>>,
 }
@@ -102,8 +111,28 @@ fn run_seed(seed: u64) -> Result<(), String> {
     let mut spa =
         Spa::create("sim", &world.spec(kind), &options).map_err(|e| format!("create: {e}"))?;
     let mut model: Model = BTreeMap::new();
-    let mut committed: BTreeMap<Txg, Model> = BTreeMap::new();
-    committed.insert(spa.last_synced_txg(), model.clone());
+    // A filesystem with one file, committed before the power can fail.
+    spa.create_filesystem("sim/a")
+        .map_err(|e| format!("create sim/a: {e}"))?;
+    let file_id = spa
+        .with_dataset("sim/a", |os, ctx| {
+            os.create_object(ctx, zetta::dmu::object_type::PLAIN_FILE, 512, 0, 0)
+        })
+        .map_err(|e| format!("create file: {e}"))?;
+    spa.sync().map_err(|e| format!("sync: {e}"))?;
+    let mut file_in_a: Vec<u8> = Vec::new();
+    let mut filesystems = std::collections::BTreeSet::new();
+    let mut next_fs = 0u64;
+    let mut committed: BTreeMap<Txg, State> = BTreeMap::new();
+    let snapshot = |model: &Model, file: &Vec<u8>, fs: &std::collections::BTreeSet<String>| State {
+        objects: model.clone(),
+        file_in_a: file.clone(),
+        filesystems: fs.clone(),
+    };
+    committed.insert(
+        spa.last_synced_txg(),
+        snapshot(&model, &file_in_a, &filesystems),
+    );
     let mut last_returned = spa.last_synced_txg();
 
     let budget = Arc::new(AtomicI64::new(1 + rng.below(120) as i64));
@@ -112,7 +141,36 @@ fn run_seed(seed: u64) -> Result<(), String> {
     }
     let operations = 5 + rng.below(40);
     'ops: for _ in 0..operations {
-        let result = match rng.below(10) {
+        let result = match rng.below(13) {
+            10 => {
+                let offset = rng.below(600_000) as usize;
+                let len = 1 + rng.below(200_000) as usize;
+                let data = random_data(&mut rng, len);
+                spa.with_dataset("sim/a", |os, ctx| {
+                    os.write(ctx, file_id, offset as u64, &data)
+                })
+                .map(|_| {
+                    let end = offset + data.len();
+                    if file_in_a.len() < end {
+                        file_in_a.resize(end, 0);
+                    }
+                    file_in_a[offset..end].copy_from_slice(&data);
+                })
+            }
+            11 if filesystems.len() < 6 => {
+                let name = format!("sim/f{next_fs}");
+                next_fs += 1;
+                spa.create_filesystem(&name).map(|_| {
+                    filesystems.insert(name);
+                })
+            }
+            12 if !filesystems.is_empty() => {
+                let pick = rng.below(filesystems.len() as u64) as usize;
+                let name = filesystems.iter().nth(pick).cloned().unwrap_or_default();
+                spa.destroy_filesystem(&name).map(|_| {
+                    filesystems.remove(&name);
+                })
+            }
             0 | 9 if model.len() < 8 => spa.create_object(512).map(|id| {
                 model.insert(id.0, Vec::new());
             }),
@@ -140,7 +198,7 @@ fn run_seed(seed: u64) -> Result<(), String> {
                 })
             }
             3 | 4 => {
-                let in_flight = model.clone();
+                let in_flight = snapshot(&model, &file_in_a, &filesystems);
                 let txg = spa.open_txg();
                 committed.insert(txg, in_flight);
                 match spa.sync() {
@@ -191,9 +249,33 @@ fn run_seed(seed: u64) -> Result<(), String> {
             "imported txg {txg} is older than the last returned sync {last_returned}"
         ));
     }
-    let expected = committed.get(&txg).ok_or_else(|| {
+    let state = committed.get(&txg).ok_or_else(|| {
         format!("imported txg {txg}, which no sync produced (last returned {last_returned})")
     })?;
+    let expected = &state.objects;
+    let mut expected_names = vec!["sim".to_string(), "sim/a".to_string()];
+    expected_names.extend(state.filesystems.iter().cloned());
+    expected_names.sort();
+    let mut names = spa.dataset_names().map_err(|e| format!("list: {e}"))?;
+    names.sort();
+    if names != expected_names {
+        return Err(format!(
+            "txg {txg}: filesystems {names:?}, expected {expected_names:?}"
+        ));
+    }
+    let file = spa
+        .with_dataset("sim/a", |os, ctx| {
+            let size = os.size_bytes(ctx, file_id)?;
+            os.read(ctx, file_id, 0, size as usize)
+        })
+        .map_err(|e| format!("read sim/a: {e}"))?;
+    if file != state.file_in_a {
+        return Err(format!(
+            "txg {txg}: the file in sim/a differs ({} vs {} bytes)",
+            file.len(),
+            state.file_in_a.len()
+        ));
+    }
     let ids: Vec<u64> = spa
         .object_ids()
         .map_err(|e| e.to_string())?

@@ -57,6 +57,7 @@ pub mod object_type {
     pub const MASTER_NODE: u8 = 13;
     pub const DEAD_LIST: u8 = 14;
     pub const METASLAB_ARRAY: u8 = 15;
+    pub const DSL_DIR: u8 = 16;
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -173,6 +173,7 @@ impl Spa {
                 dataset_policy(default_data_props()),
             ),
             root_dataset_bp: BlockPointer::HOLE,
+            datasets: std::collections::BTreeMap::new(),
             open_txg: txg,
             last_synced_txg: ub.txg,
             config_dirty: true,

@@ -20,26 +20,6 @@
 //! top-level vdev's metaslab array object number is in the config as `ms_array`), 2 = history, 3 = error log, 4 = the root dataset (bonus: its objset
 //! block pointer); space map arrays and space maps are allocated as needed.
 
-/// An `IoCtx` over a pool's pipeline and vdev tree (at its open txg unless given). A macro,
-/// not a method, so the borrow covers only those two fields and the pool's object sets stay
-/// mutable beside it.
-macro_rules! io_ctx {
-    ($spa:expr) => {
-        IoCtx {
-            zio: &$spa.zio,
-            root: &$spa.root,
-            txg: $spa.open_txg,
-        }
-    };
-    ($spa:expr, $txg:expr) => {
-        IoCtx {
-            zio: &$spa.zio,
-            root: &$spa.root,
-            txg: $txg,
-        }
-    };
-}
-
 mod error;
 pub mod import;
 pub mod scan;
@@ -66,6 +46,8 @@ pub const MOS_OBJECT_DIRECTORY: ObjectId = ObjectId(1);
 pub const MOS_OBJECT_HISTORY: ObjectId = ObjectId(2);
 pub const MOS_OBJECT_ERRLOG: ObjectId = ObjectId(3);
 pub const MOS_OBJECT_ROOT_DATASET: ObjectId = ObjectId(4);
+/// The root DSL dir (the pool's dataset hierarchy starts here; see `dsl`).
+pub const MOS_OBJECT_ROOT_DIR: ObjectId = ObjectId(5);
 /// Dirty data that forces a txg sync (OpenZFS zfs_dirty_data_max, scaled for a daemon).
 pub const DIRTY_BYTES_MAX: u64 = 128 << 20;
 pub const ARC_SIZE_BYTES_DEFAULT: u64 = 1 << 30;
@@ -120,7 +102,9 @@ pub struct Spa {
     pub(crate) directory: NvList,
     pub root_dataset: ObjectSet,
     root_dataset_bp: BlockPointer,
-    open_txg: Txg,
+    /// Head datasets other than the root, loaded on first use (`dsl`).
+    pub(crate) datasets: std::collections::BTreeMap<u64, crate::dsl::HeadDataset>,
+    pub(crate) open_txg: Txg,
     last_synced_txg: Txg,
     config_dirty: bool,
     history_pending: Vec<String>,
@@ -301,6 +285,7 @@ impl Spa {
                 dataset_policy(default_data_props()),
             ),
             root_dataset_bp: BlockPointer::HOLE,
+            datasets: std::collections::BTreeMap::new(),
             open_txg: TXG_INITIAL,
             last_synced_txg: Txg(0),
             config_dirty: true,
@@ -351,6 +336,30 @@ impl Spa {
                 0,
                 256,
             )?;
+            spa.mos.create_object_at(
+                &ctx,
+                MOS_OBJECT_ROOT_DIR,
+                object_type::DSL_DIR,
+                512,
+                0,
+                256,
+            )?;
+            let dir = crate::dsl::phys::DslDirPhys {
+                head_dataset: MOS_OBJECT_ROOT_DATASET.0,
+                creation_time: now_secs(),
+                ..Default::default()
+            };
+            spa.mos
+                .set_bonus(&ctx, MOS_OBJECT_ROOT_DIR, &dir.encode())?;
+            let dataset = crate::dsl::phys::DslDatasetPhys {
+                dir: MOS_OBJECT_ROOT_DIR.0,
+                creation_txg: TXG_INITIAL.0,
+                creation_time: now_secs(),
+                guid: Guid::random().0,
+                ..Default::default()
+            };
+            spa.mos
+                .set_bonus(&ctx, MOS_OBJECT_ROOT_DATASET, &dataset.encode())?;
         }
         spa.sync()?;
         Ok(spa)
@@ -407,9 +416,34 @@ impl Spa {
             if self.root_dataset.is_dirty() || self.root_dataset_bp.is_hole() {
                 let old = self.root_dataset_bp;
                 self.root_dataset_bp = self.root_dataset.sync(&ctx, &old)?;
-                let mut bonus = vec![0u8; 256];
-                self.root_dataset_bp.encode(&mut bonus[..BLKPTR_SIZE_BYTES]);
-                self.mos.set_bonus(&ctx, MOS_OBJECT_ROOT_DATASET, &bonus)?;
+                let bonus = self.mos.bonus(&ctx, MOS_OBJECT_ROOT_DATASET)?;
+                let mut phys = crate::dsl::phys::DslDatasetPhys::decode(&bonus)
+                    .map_err(|e| SpaError::Corrupt(e.to_string()))?;
+                phys.bp = self.root_dataset_bp;
+                phys.referenced_bytes = phys
+                    .referenced_bytes
+                    .saturating_add(self.root_dataset.born_bytes)
+                    .saturating_sub(self.root_dataset.freed_bytes);
+                self.root_dataset.born_bytes = 0;
+                self.root_dataset.freed_bytes = 0;
+                self.mos
+                    .set_bonus(&ctx, MOS_OBJECT_ROOT_DATASET, &phys.encode())?;
+            }
+            for (&object, head) in self.datasets.iter_mut() {
+                if !head.objset.is_dirty() && !head.phys.bp.is_hole() {
+                    continue;
+                }
+                let old = head.phys.bp;
+                head.phys.bp = head.objset.sync(&ctx, &old)?;
+                head.phys.referenced_bytes = head
+                    .phys
+                    .referenced_bytes
+                    .saturating_add(head.objset.born_bytes)
+                    .saturating_sub(head.objset.freed_bytes);
+                head.objset.born_bytes = 0;
+                head.objset.freed_bytes = 0;
+                self.mos
+                    .set_bonus(&ctx, ObjectId(object), &head.phys.encode())?;
             }
             // 2. History and error log.
             if !self.history_pending.is_empty() {

@@ -162,12 +162,23 @@ impl Spa {
         if function == ScanFunction::Scrub {
             self.zio.errlog.lock().clear();
         }
+        let mut roots = vec![
+            (0u64, self.mos_bp),
+            (MOS_OBJECT_ROOT_DATASET.0, self.root_dataset_bp),
+        ];
+        for name in self.dataset_names()? {
+            if let Some(dataset) = self.lookup_dataset(&name)? {
+                if dataset != MOS_OBJECT_ROOT_DATASET.0 {
+                    let phys = self.read_dataset_phys(dataset)?;
+                    if !phys.bp.is_hole() {
+                        roots.push((dataset, phys.bp));
+                    }
+                }
+            }
+        }
         Ok(ScanPlan {
             stats: self.scan,
-            roots: vec![
-                (0u64, self.mos_bp),
-                (MOS_OBJECT_ROOT_DATASET.0, self.root_dataset_bp),
-            ],
+            roots,
             repaired_before_bytes: self.repaired_bytes_total(),
         })
     }

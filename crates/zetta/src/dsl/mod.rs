@@ -1,0 +1,405 @@
+//! The dataset layer (OpenZFS `dsl_dir.c`, `dsl_dataset.c`, `dsl_prop.c`): named
+//! filesystems in a hierarchy under the pool's root dataset, each with its own object set
+//! and its locally set properties.
+//!
+//! MOS object 5 is the root DSL dir and object 4 its head dataset (the pool's root
+//! filesystem, `tank`). A child `tank/a/b` is a DSL dir (entry `b` in `tank/a`'s child ZAP)
+//! and a head dataset whose bonus holds the block pointer of its object set. Properties set
+//! on a dir live in its props ZAP (name → value bytes); inheritance is resolved above this
+//! layer (`zetta-zprop`). Each dataset's object set is synced by the pool's txg (`spa`),
+//! and its `referenced` bytes follow what its syncs allocate and free.
+//!
+//! Scope today: filesystems (create, destroy, list, properties, objects). Snapshots, clones
+//! and dead lists build on `prev_snap`, `snapnames_zap`, `deadlist` and
+//! `ObjsetPolicy::prev_snap_txg`, which exist but stay zero.
+
+pub mod phys;
+
+use crate::dmu::{default_data_props, object_type, IoCtx, ObjectSet, ObjsetType};
+use crate::spa::{
+    dataset_policy, now_secs, Spa, SpaError, MOS_OBJECT_ROOT_DATASET, MOS_OBJECT_ROOT_DIR,
+};
+use crate::types::{Guid, ObjectId};
+use crate::zap::{self, ZapError, ZapValue, CURSOR_END};
+use phys::{DslDatasetPhys, DslDirPhys};
+
+/// Deepest dataset hierarchy accepted (OpenZFS zfs_max_dataset_nesting).
+pub const NESTING_MAX: usize = 50;
+
+/// A head dataset held open by the pool: its object set and its on-disk record.
+pub struct HeadDataset {
+    pub objset: ObjectSet,
+    pub phys: DslDatasetPhys,
+}
+
+fn zap_error(e: ZapError) -> SpaError {
+    match e {
+        ZapError::Dmu(e) => SpaError::from(e),
+        ZapError::Corrupt { object, why } => SpaError::Corrupt(format!("ZAP {object}: {why}")),
+        other => SpaError::Invalid(other.to_string()),
+    }
+}
+
+fn exists(name: &str) -> SpaError {
+    SpaError::Invalid(format!("cannot create '{name}': dataset already exists"))
+}
+
+impl Spa {
+    fn read_dir(&mut self, dir: u64) -> Result<DslDirPhys, SpaError> {
+        let ctx = io_ctx!(self);
+        let bonus = self.mos.bonus(&ctx, ObjectId(dir))?;
+        DslDirPhys::decode(&bonus).map_err(|e| SpaError::Corrupt(e.to_string()))
+    }
+
+    fn write_dir(&mut self, dir: u64, phys: &DslDirPhys) -> Result<(), SpaError> {
+        let ctx = io_ctx!(self);
+        self.mos.set_bonus(&ctx, ObjectId(dir), &phys.encode())?;
+        Ok(())
+    }
+
+    pub(crate) fn read_dataset_phys(&mut self, dataset: u64) -> Result<DslDatasetPhys, SpaError> {
+        let ctx = io_ctx!(self);
+        let bonus = self.mos.bonus(&ctx, ObjectId(dataset))?;
+        DslDatasetPhys::decode(&bonus).map_err(|e| SpaError::Corrupt(e.to_string()))
+    }
+
+    /// Splits `pool/a/b` into components below the pool, checking the pool name.
+    fn components<'n>(&self, name: &'n str) -> Result<Vec<&'n str>, SpaError> {
+        let mut parts = name.split('/');
+        if parts.next() != Some(self.name.as_str()) {
+            return Err(SpaError::Invalid(format!(
+                "'{name}' is not in pool '{}'",
+                self.name
+            )));
+        }
+        let rest: Vec<&str> = parts.collect();
+        if rest.iter().any(|p| p.is_empty()) || rest.len() > NESTING_MAX {
+            return Err(SpaError::Invalid(format!("invalid dataset name '{name}'")));
+        }
+        Ok(rest)
+    }
+
+    fn child_dir(&mut self, dir: u64, component: &str) -> Result<Option<u64>, SpaError> {
+        let phys = self.read_dir(dir)?;
+        if phys.child_dir_zap == 0 {
+            return Ok(None);
+        }
+        let ctx = io_ctx!(self);
+        let found = zap::zap_lookup(&mut self.mos, &ctx, ObjectId(phys.child_dir_zap), component)
+            .map_err(zap_error)?;
+        Ok(found.and_then(|v| v.first().copied()))
+    }
+
+    /// The DSL dir of a dataset name, if it exists.
+    pub fn lookup_dir(&mut self, name: &str) -> Result<Option<u64>, SpaError> {
+        let mut dir = MOS_OBJECT_ROOT_DIR.0;
+        for component in self.components(name)? {
+            match self.child_dir(dir, component)? {
+                Some(child) => dir = child,
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(dir))
+    }
+
+    /// The head dataset object of a dataset name.
+    pub fn lookup_dataset(&mut self, name: &str) -> Result<Option<u64>, SpaError> {
+        match self.lookup_dir(name)? {
+            Some(dir) => Ok(Some(self.read_dir(dir)?.head_dataset)),
+            None => Ok(None),
+        }
+    }
+
+    /// `zfs create`: a new, empty filesystem under an existing parent.
+    pub fn create_filesystem(&mut self, name: &str) -> Result<u64, SpaError> {
+        let components = self.components(name)?;
+        let Some((leaf, parents)) = components.split_last() else {
+            return Err(exists(name));
+        };
+        let parent_name = name.rsplit_once('/').map(|(p, _)| p).unwrap_or(name);
+        let parent = self.lookup_dir(parent_name)?.ok_or_else(|| {
+            SpaError::Invalid(format!("cannot create '{name}': parent does not exist"))
+        })?;
+        debug_assert_eq!(parents.len() + 1, components.len());
+        if self.child_dir(parent, leaf)?.is_some() {
+            return Err(exists(name));
+        }
+        let txg = self.open_txg();
+        let ctx = io_ctx!(self);
+        let dir = self
+            .mos
+            .create_object(&ctx, object_type::DSL_DIR, 512, 0, 256)?;
+        let dataset = self
+            .mos
+            .create_object(&ctx, object_type::DSL_DATASET, 512, 0, 256)?;
+        let props_zap =
+            zap::zap_create(&mut self.mos, &ctx, object_type::ZAP).map_err(zap_error)?;
+        let mut parent_phys = self.read_dir(parent)?;
+        let ctx = io_ctx!(self);
+        if parent_phys.child_dir_zap == 0 {
+            parent_phys.child_dir_zap = zap::zap_create(&mut self.mos, &ctx, object_type::ZAP)
+                .map_err(zap_error)?
+                .0;
+        }
+        zap::zap_add(
+            &mut self.mos,
+            &ctx,
+            ObjectId(parent_phys.child_dir_zap),
+            leaf,
+            &[dir.0],
+        )
+        .map_err(zap_error)?;
+        self.write_dir(parent, &parent_phys)?;
+        self.write_dir(
+            dir.0,
+            &DslDirPhys {
+                head_dataset: dataset.0,
+                parent_dir: parent,
+                props_zap: props_zap.0,
+                creation_time: now_secs(),
+                ..DslDirPhys::default()
+            },
+        )?;
+        let phys = DslDatasetPhys {
+            dir: dir.0,
+            creation_txg: txg.0,
+            creation_time: now_secs(),
+            guid: Guid::random().0,
+            ..DslDatasetPhys::default()
+        };
+        let ctx = io_ctx!(self);
+        self.mos.set_bonus(&ctx, dataset, &phys.encode())?;
+        let objset = ObjectSet::create(
+            dataset.0,
+            ObjsetType::Filesystem,
+            dataset_policy(default_data_props()),
+        );
+        self.datasets
+            .insert(dataset.0, HeadDataset { objset, phys });
+        Ok(dataset.0)
+    }
+
+    /// Names of the child datasets of a dir, sorted.
+    fn children(&mut self, dir: u64) -> Result<Vec<(String, u64)>, SpaError> {
+        let phys = self.read_dir(dir)?;
+        if phys.child_dir_zap == 0 {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::new();
+        let mut cursor = 0;
+        while cursor != CURSOR_END {
+            let ctx = io_ctx!(self);
+            let (entries, next) = zap::zap_list(
+                &mut self.mos,
+                &ctx,
+                ObjectId(phys.child_dir_zap),
+                cursor,
+                256,
+            )
+            .map_err(zap_error)?;
+            for entry in entries {
+                if let ZapValue::U64s(values) = entry.value {
+                    if let Some(&child) = values.first() {
+                        out.push((String::from_utf8_lossy(&entry.name).into_owned(), child));
+                    }
+                }
+            }
+            cursor = next;
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// Every filesystem of the pool, parents before children, siblings by name.
+    pub fn dataset_names(&mut self) -> Result<Vec<String>, SpaError> {
+        let mut out = Vec::new();
+        let mut stack = vec![(self.name.clone(), MOS_OBJECT_ROOT_DIR.0, 0usize)];
+        while let Some((name, dir, depth)) = stack.pop() {
+            if depth > NESTING_MAX {
+                return Err(SpaError::Corrupt(format!(
+                    "dataset tree deeper than {NESTING_MAX} at {name}"
+                )));
+            }
+            out.push(name.clone());
+            for (child, child_dir) in self.children(dir)?.into_iter().rev() {
+                stack.push((format!("{name}/{child}"), child_dir, depth + 1));
+            }
+        }
+        Ok(out)
+    }
+
+    /// `zfs destroy` of a filesystem without children: its blocks are freed and its records
+    /// removed.
+    pub fn destroy_filesystem(&mut self, name: &str) -> Result<(), SpaError> {
+        let dir = self
+            .lookup_dir(name)?
+            .ok_or_else(|| SpaError::NoSuchPool(name.to_string()))?;
+        if dir == MOS_OBJECT_ROOT_DIR.0 {
+            return Err(SpaError::Invalid(format!(
+                "cannot destroy '{name}': operation does not apply to pools"
+            )));
+        }
+        if !self.children(dir)?.is_empty() {
+            return Err(SpaError::Invalid(format!(
+                "cannot destroy '{name}': filesystem has children"
+            )));
+        }
+        let phys = self.read_dir(dir)?;
+        let dataset = phys.head_dataset;
+        self.open_dataset(dataset)?;
+        let txg = self.open_txg();
+        if let Some(head) = self.datasets.remove(&dataset) {
+            let mut blocks = Vec::new();
+            if !head.phys.bp.is_hole() {
+                let ctx = io_ctx!(self);
+                ObjectSet::walk_blocks(
+                    &ctx,
+                    dataset,
+                    &head.phys.bp,
+                    &mut |bp, _| blocks.push(*bp),
+                    false,
+                )?;
+            }
+            for bp in blocks {
+                self.zio.free_block(&bp, true, txg);
+            }
+        }
+        let parent = self.read_dir(phys.parent_dir)?;
+        let leaf = name.rsplit('/').next().unwrap_or(name);
+        let ctx = io_ctx!(self);
+        zap::zap_remove(&mut self.mos, &ctx, ObjectId(parent.child_dir_zap), leaf)
+            .map_err(zap_error)?;
+        for zap_object in [phys.props_zap, phys.child_dir_zap] {
+            if zap_object != 0 {
+                zap::zap_destroy(&mut self.mos, &ctx, ObjectId(zap_object)).map_err(zap_error)?;
+            }
+        }
+        self.mos.free_object(&ctx, ObjectId(dataset))?;
+        self.mos.free_object(&ctx, ObjectId(dir))?;
+        Ok(())
+    }
+
+    /// Loads a head dataset's object set into the pool's table (no-op when loaded).
+    pub(crate) fn open_dataset(&mut self, dataset: u64) -> Result<(), SpaError> {
+        if dataset == MOS_OBJECT_ROOT_DATASET.0 || self.datasets.contains_key(&dataset) {
+            return Ok(());
+        }
+        let phys = self.read_dataset_phys(dataset)?;
+        let policy = dataset_policy(default_data_props());
+        let objset = if phys.bp.is_hole() {
+            ObjectSet::create(dataset, ObjsetType::Filesystem, policy)
+        } else {
+            let ctx = io_ctx!(self);
+            ObjectSet::open(&ctx, dataset, &phys.bp, policy)?
+        };
+        self.datasets.insert(dataset, HeadDataset { objset, phys });
+        Ok(())
+    }
+
+    /// The object set of a named filesystem, for object-level access.
+    pub fn with_dataset<T>(
+        &mut self,
+        name: &str,
+        work: impl FnOnce(&mut ObjectSet, &IoCtx<'_>) -> Result<T, crate::dmu::DmuError>,
+    ) -> Result<T, SpaError> {
+        let dataset = self
+            .lookup_dataset(name)?
+            .ok_or_else(|| SpaError::NoSuchPool(name.to_string()))?;
+        if dataset == MOS_OBJECT_ROOT_DATASET.0 {
+            let ctx = io_ctx!(self);
+            return Ok(work(&mut self.root_dataset, &ctx)?);
+        }
+        self.open_dataset(dataset)?;
+        let ctx = io_ctx!(self);
+        let head = self
+            .datasets
+            .get_mut(&dataset)
+            .ok_or_else(|| SpaError::Corrupt(format!("dataset {dataset} vanished")))?;
+        Ok(work(&mut head.objset, &ctx)?)
+    }
+
+    /// Bytes a filesystem's own blocks take (REFER), as of the last commit.
+    pub fn dataset_referenced_bytes(&mut self, name: &str) -> Result<u64, SpaError> {
+        let dataset = self
+            .lookup_dataset(name)?
+            .ok_or_else(|| SpaError::NoSuchPool(name.to_string()))?;
+        Ok(self.read_dataset_phys(dataset)?.referenced_bytes)
+    }
+
+    /// Bytes a filesystem and its descendants take (USED, without snapshots for now).
+    pub fn dataset_used_bytes(&mut self, name: &str) -> Result<u64, SpaError> {
+        let mut total = 0;
+        for other in self.dataset_names()? {
+            if other == name || other.starts_with(&format!("{name}/")) {
+                total += self.dataset_referenced_bytes(&other)?;
+            }
+        }
+        Ok(total)
+    }
+
+    /// Sets a property locally on a filesystem (the value is stored as given).
+    pub fn set_local_prop(&mut self, name: &str, prop: &str, value: &str) -> Result<(), SpaError> {
+        let dir = self
+            .lookup_dir(name)?
+            .ok_or_else(|| SpaError::NoSuchPool(name.to_string()))?;
+        let props = self.props_zap(dir)?;
+        let ctx = io_ctx!(self);
+        zap::zap_update_bytes(&mut self.mos, &ctx, ObjectId(props), prop, value.as_bytes())
+            .map_err(zap_error)
+    }
+
+    /// Removes a local setting (`zfs inherit`); absent is fine.
+    pub fn clear_local_prop(&mut self, name: &str, prop: &str) -> Result<(), SpaError> {
+        let dir = self
+            .lookup_dir(name)?
+            .ok_or_else(|| SpaError::NoSuchPool(name.to_string()))?;
+        let props = self.props_zap(dir)?;
+        let ctx = io_ctx!(self);
+        match zap::zap_remove(&mut self.mos, &ctx, ObjectId(props), prop) {
+            Ok(()) | Err(ZapError::NotFound) => Ok(()),
+            Err(e) => Err(zap_error(e)),
+        }
+    }
+
+    /// The properties set locally on a filesystem, by name.
+    pub fn local_props(&mut self, name: &str) -> Result<Vec<(String, String)>, SpaError> {
+        let dir = self
+            .lookup_dir(name)?
+            .ok_or_else(|| SpaError::NoSuchPool(name.to_string()))?;
+        let props = self.props_zap(dir)?;
+        let mut out = Vec::new();
+        let mut cursor = 0;
+        while cursor != CURSOR_END {
+            let ctx = io_ctx!(self);
+            let (entries, next) = zap::zap_list(&mut self.mos, &ctx, ObjectId(props), cursor, 256)
+                .map_err(zap_error)?;
+            for entry in entries {
+                if let ZapValue::Bytes(value) = entry.value {
+                    out.push((
+                        String::from_utf8_lossy(&entry.name).into_owned(),
+                        String::from_utf8_lossy(&value).into_owned(),
+                    ));
+                }
+            }
+            cursor = next;
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// A dir's props ZAP, created on first use.
+    fn props_zap(&mut self, dir: u64) -> Result<u64, SpaError> {
+        let mut phys = self.read_dir(dir)?;
+        if phys.props_zap == 0 {
+            let ctx = io_ctx!(self);
+            phys.props_zap = zap::zap_create(&mut self.mos, &ctx, object_type::ZAP)
+                .map_err(zap_error)?
+                .0;
+            self.write_dir(dir, &phys)?;
+        }
+        Ok(phys.props_zap)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,145 @@
+//! Dataset-layer tests: the hierarchy, its persistence, properties and space.
+
+use crate::io::{DeviceRef, MemDevice};
+use crate::spa::{find_pools, CreateOptions, Spa, SpaError, TopKind, TopSpec};
+use crate::types::ObjectId;
+use std::sync::Arc;
+
+fn pool(device: &Arc<MemDevice>) -> Spa {
+    let spec = TopSpec {
+        kind: TopKind::Single,
+        leaves: vec![("/mem/dsl".to_string(), device.clone() as DeviceRef)],
+        is_log: false,
+    };
+    Spa::create("tank", &[spec], &CreateOptions::default()).unwrap()
+}
+
+fn reimport(device: &Arc<MemDevice>) -> Spa {
+    let found = find_pools(&[device.clone() as DeviceRef]);
+    Spa::import(&found[0], None, 64 << 20).unwrap()
+}
+
+/// `zfs create` semantics: parents must exist, names are unique, listing is pre-order by
+/// name, and the tree survives export/import.
+#[test]
+fn hierarchy_create_list_persist() {
+    let device = Arc::new(MemDevice::new("/mem/dsl", 128 << 20));
+    let mut spa = pool(&device);
+    spa.create_filesystem("tank/b").unwrap();
+    spa.create_filesystem("tank/a").unwrap();
+    spa.create_filesystem("tank/a/x").unwrap();
+    assert!(
+        matches!(spa.create_filesystem("tank/a"), Err(SpaError::Invalid(m)) if m.contains("already exists"))
+    );
+    assert!(
+        matches!(spa.create_filesystem("tank/q/r"), Err(SpaError::Invalid(m)) if m.contains("parent does not exist"))
+    );
+    assert!(spa.create_filesystem("other/a").is_err());
+    assert_eq!(
+        spa.dataset_names().unwrap(),
+        ["tank", "tank/a", "tank/a/x", "tank/b"]
+    );
+    spa.export().unwrap();
+    let mut spa = reimport(&device);
+    assert_eq!(
+        spa.dataset_names().unwrap(),
+        ["tank", "tank/a", "tank/a/x", "tank/b"]
+    );
+    assert!(spa.lookup_dataset("tank/a/x").unwrap().is_some());
+    assert!(spa.lookup_dataset("tank/zz").unwrap().is_none());
+}
+
+/// Each filesystem has its own objects; data written to one is not in another, and it
+/// survives import. REFER follows the data, USED includes descendants.
+#[test]
+fn datasets_hold_their_own_data_and_space() {
+    let device = Arc::new(MemDevice::new("/mem/dsl", 128 << 20));
+    let mut spa = pool(&device);
+    spa.create_filesystem("tank/a").unwrap();
+    spa.create_filesystem("tank/a/b").unwrap();
+    let mut data = vec![0u8; 4 << 20];
+    crate::rand::SeededRng::new(1).fill(&mut data);
+    let id = spa
+        .with_dataset("tank/a/b", |os, ctx| {
+            let id = os.create_object(ctx, crate::dmu::object_type::PLAIN_FILE, 512, 0, 0)?;
+            os.write(ctx, id, 0, &data)?;
+            Ok(id)
+        })
+        .unwrap();
+    spa.sync().unwrap();
+    let refer_b = spa.dataset_referenced_bytes("tank/a/b").unwrap();
+    assert!(((4 << 20)..(5 << 20)).contains(&refer_b), "refer {refer_b}");
+    assert!(spa.dataset_referenced_bytes("tank/a").unwrap() < 1 << 20);
+    assert!(spa.dataset_used_bytes("tank/a").unwrap() >= refer_b);
+    spa.export().unwrap();
+    let mut spa = reimport(&device);
+    let read = spa
+        .with_dataset("tank/a/b", |os, ctx| os.read(ctx, id, 0, 4 << 20))
+        .unwrap();
+    assert_eq!(read, data);
+    let other = spa
+        .with_dataset("tank/a", |os, ctx| os.object_exists(ctx, ObjectId(id.0)))
+        .unwrap();
+    assert!(!other, "objects belong to their own dataset");
+    assert_eq!(spa.scrub(None).unwrap().errors, 0);
+}
+
+/// Destroy refuses a parent with children, frees the space of what it destroys, and the
+/// name can be reused.
+#[test]
+fn destroy_frees_space_and_refuses_parents() {
+    let device = Arc::new(MemDevice::new("/mem/dsl", 128 << 20));
+    let mut spa = pool(&device);
+    for _ in 0..3 {
+        spa.sync().unwrap();
+    }
+    let (_, baseline, _) = spa.space();
+    spa.create_filesystem("tank/a").unwrap();
+    spa.create_filesystem("tank/a/b").unwrap();
+    spa.with_dataset("tank/a/b", |os, ctx| {
+        let id = os.create_object(ctx, crate::dmu::object_type::PLAIN_FILE, 512, 0, 0)?;
+        os.write(ctx, id, 0, &vec![7u8; 3 << 20])
+    })
+    .unwrap();
+    spa.sync().unwrap();
+    assert!(
+        matches!(spa.destroy_filesystem("tank/a"), Err(SpaError::Invalid(m)) if m.contains("has children"))
+    );
+    spa.destroy_filesystem("tank/a/b").unwrap();
+    spa.destroy_filesystem("tank/a").unwrap();
+    for _ in 0..4 {
+        spa.sync().unwrap();
+    }
+    let (_, after, _) = spa.space();
+    assert!(
+        after <= baseline + (256 << 10),
+        "baseline {baseline}, after {after}"
+    );
+    assert_eq!(spa.dataset_names().unwrap(), ["tank"]);
+    spa.create_filesystem("tank/a").unwrap();
+    assert_eq!(spa.dataset_names().unwrap(), ["tank", "tank/a"]);
+}
+
+/// Locally set properties are stored per filesystem, listed, cleared, and persist.
+#[test]
+fn local_properties_persist() {
+    let device = Arc::new(MemDevice::new("/mem/dsl", 128 << 20));
+    let mut spa = pool(&device);
+    spa.create_filesystem("tank/a").unwrap();
+    spa.set_local_prop("tank/a", "compression", "zstd").unwrap();
+    spa.set_local_prop("tank/a", "org.example:note", "hello world")
+        .unwrap();
+    spa.set_local_prop("tank", "atime", "off").unwrap();
+    spa.clear_local_prop("tank/a", "org.example:note").unwrap();
+    spa.clear_local_prop("tank/a", "never-set").unwrap();
+    spa.export().unwrap();
+    let mut spa = reimport(&device);
+    assert_eq!(
+        spa.local_props("tank/a").unwrap(),
+        [("compression".to_string(), "zstd".to_string())]
+    );
+    assert_eq!(
+        spa.local_props("tank").unwrap(),
+        [("atime".to_string(), "off".to_string())]
+    );
+}
