@@ -1,21 +1,587 @@
-//! `zfs`: the dataset command (OpenZFS `cmd/zfs/zfs_main.c`). Datasets are not built
-//! yet; until they are, every subcommand but `version` fails with a clear message.
+//! `zfs`: the dataset command (OpenZFS `cmd/zfs/zfs_main.c`), over the engine's dataset
+//! layer (`zetta::dsl`) and the property rules of `zetta-zprop`.
+//!
+//! Today: `create [-p] [-o prop=value]… fs`, `destroy [-r] fs`, `list [-Hpr] [-d depth]
+//! [-o fields] [fs…]`, `get [-Hpr] [-o fields] all|props fs…`, `set prop=value… fs`,
+//! `inherit [-r] prop fs`, `version`. A dataset name's first component is its pool, which
+//! is opened like `zpool` does (through the daemon). Properties are stored and inherited
+//! with OpenZFS's sources (`default`, `local`, `inherited from …`); making each take effect
+//! on reads and writes comes with the POSIX layer.
 
+use crate::zpool::pool::{self, Imported};
+use crate::zpool::{fail, getopt, usage, CmdError, CmdResult, Ctx};
+use std::collections::HashMap;
 use std::io::Write;
+use zetta_zprop::{
+    format_value, resolve, validate_set, DatasetType, PropValue, SetTarget, SetValue, Source,
+    ZfsProp,
+};
+
+const USAGE: &str = "usage: zfs command args ...\nwhere 'command' is one of the following:\n\n\tversion\n\n\tcreate [-p] [-o property=value] ... <filesystem>\n\tdestroy [-fnpRrv] <filesystem|volume>\n\n\tlist [-Hp] [-r|-d max] [-o property[,...]] [-s property]...\n\t    [-S property]... [-t type[,...]] [filesystem|volume|snapshot] ...\n\n\tset <property=value> ... <filesystem|volume|snapshot> ...\n\tget [-rHp] [-d max] [-o \"all\" | field[,...]]\n\t    [-t type[,...]] [-s source[,...]]\n\t    <\"all\" | property[,...]> [filesystem|volume|snapshot|bookmark] ...\n\tinherit [-rS] <property> <filesystem|volume|snapshot> ...\n";
 
 pub fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    match args.first().map(String::as_str) {
-        Some("version") | Some("-V") | Some("--version") => {
-            let _ = writeln!(out, "zetta {}", env!("CARGO_PKG_VERSION"));
-            0
+    let Some(command) = args.first() else {
+        let _ = err.write_all(USAGE.as_bytes());
+        return 2;
+    };
+    let mut ctx = Ctx { out, err };
+    let rest = &args[1..];
+    let result = match command.as_str() {
+        "version" | "-V" | "--version" => {
+            ctx.print(&format!("zetta {}\n", env!("CARGO_PKG_VERSION")));
+            Ok(())
         }
-        None => {
-            let _ = writeln!(err, "usage: zfs command args ...");
-            2
+        "create" => cmd_create(rest),
+        "destroy" => cmd_destroy(rest),
+        "list" => cmd_list(rest, &mut ctx),
+        "get" => cmd_get(rest, &mut ctx),
+        "set" => cmd_set(rest),
+        "inherit" => cmd_inherit(rest),
+        "-?" | "-h" | "--help" | "help" => {
+            ctx.print(USAGE);
+            Ok(())
         }
-        Some(_) => {
-            let _ = writeln!(err, "zfs: datasets are not implemented yet");
+        other => {
+            ctx.warn(&format!("unrecognized command '{other}'\n"));
+            ctx.warn(USAGE);
+            return 2;
+        }
+    };
+    match result {
+        Ok(()) => 0,
+        Err(CmdError::Fail(message)) => {
+            if !message.is_empty() {
+                ctx.warn(&format!("{message}\n"));
+            }
             1
         }
+        Err(CmdError::Usage(message)) => {
+            if !message.is_empty() {
+                ctx.warn(&format!("{message}\n"));
+            }
+            ctx.warn(USAGE);
+            2
+        }
     }
+}
+
+fn pool_of(name: &str) -> &str {
+    name.split(['/', '@', '#']).next().unwrap_or(name)
+}
+
+fn spa_fail(e: zetta::spa::SpaError) -> CmdError {
+    CmdError::Fail(pool::spa_error_text(&e))
+}
+
+/// Opens the pool of `name` and checks that the dataset exists (OpenZFS's message when not).
+fn open_dataset(name: &str) -> Result<Imported, CmdError> {
+    // Name lookups read the MOS through its caches, which needs exclusive access.
+    let mut imported = pool::open_pool(pool_of(name)).map_err(|_| missing(name))?;
+    match imported.spa.lookup_dir(name) {
+        Ok(Some(_)) => Ok(imported),
+        _ => Err(missing(name)),
+    }
+}
+
+fn missing(name: &str) -> CmdError {
+    CmdError::Fail(format!("cannot open '{name}': dataset does not exist"))
+}
+
+fn validate(name: &str, prop: &str, value: &str, creating: bool) -> Result<SetValue, CmdError> {
+    validate_set(
+        prop,
+        value,
+        SetTarget {
+            object: DatasetType::Filesystem,
+            creating,
+            volblocksize_bytes: None,
+        },
+    )
+    .map_err(|e| {
+        CmdError::Fail(format!(
+            "cannot {} '{name}': {e}",
+            if creating {
+                "create"
+            } else {
+                "set property for"
+            }
+        ))
+    })
+}
+
+fn store(imported: &mut Imported, name: &str, set: SetValue) -> Result<(), CmdError> {
+    let (prop, value) = match set {
+        SetValue::Native(prop, value) => (prop.name().to_string(), value.to_stored()),
+        SetValue::User { name, value } => (name, value),
+    };
+    imported
+        .spa
+        .set_local_prop(name, &prop, &value)
+        .map_err(spa_fail)
+}
+
+/// `zfs create [-p] [-o prop=value]… fs`
+fn cmd_create(args: &[String]) -> CmdResult {
+    let parsed = getopt(args, "po:uV:b:s")?;
+    if parsed.has('V') {
+        return fail("cannot create volume: volumes are not implemented yet");
+    }
+    let [name] = parsed.operands.as_slice() else {
+        return usage(if parsed.operands.is_empty() {
+            "missing filesystem argument"
+        } else {
+            "too many arguments"
+        });
+    };
+    zetta_zprop::namecheck::validate_dataset_name(name, true)
+        .map_err(|e| CmdError::Fail(format!("cannot create '{name}': {e}")))?;
+    let mut settings = Vec::new();
+    for option in parsed.values('o') {
+        let Some((prop, value)) = option.split_once('=') else {
+            return usage("missing '=' for property=value argument");
+        };
+        settings.push(validate(name, prop, value, true)?);
+    }
+    let mut imported = pool::open_pool(pool_of(name)).map_err(|_| {
+        CmdError::Fail(format!(
+            "cannot create '{name}': no such pool '{}'",
+            pool_of(name)
+        ))
+    })?;
+    let components: Vec<&str> = name.split('/').collect();
+    let start = if parsed.has('p') { 2 } else { components.len() };
+    for end in start..=components.len() {
+        let partial = components[..end].join("/");
+        if imported
+            .spa
+            .lookup_dir(&partial)
+            .map_err(spa_fail)?
+            .is_some()
+        {
+            if end == components.len() {
+                return fail(format!("cannot create '{name}': dataset already exists"));
+            }
+            continue;
+        }
+        imported
+            .spa
+            .create_filesystem(&partial)
+            .map_err(|e| match e {
+                zetta::spa::SpaError::Invalid(message) => CmdError::Fail(message),
+                other => spa_fail(other),
+            })?;
+    }
+    for set in settings {
+        store(&mut imported, name, set)?;
+    }
+    imported
+        .spa
+        .log_history(&format!("zfs create {}", args.join(" ")));
+    pool::commit(&mut imported)
+}
+
+/// `zfs destroy [-r] fs`
+fn cmd_destroy(args: &[String]) -> CmdResult {
+    let parsed = getopt(args, "fnpRrv")?;
+    let [name] = parsed.operands.as_slice() else {
+        return usage("missing dataset argument");
+    };
+    let mut imported = open_dataset(name)?;
+    let names = imported.spa.dataset_names().map_err(spa_fail)?;
+    let children: Vec<&String> = names
+        .iter()
+        .filter(|n| n.starts_with(&format!("{name}/")))
+        .collect();
+    if !children.is_empty() && !parsed.has('r') && !parsed.has('R') {
+        let mut message = format!("cannot destroy '{name}': filesystem has children\nuse '-r' to destroy the following datasets:");
+        for child in &children {
+            message.push('\n');
+            message.push_str(child);
+        }
+        return fail(message);
+    }
+    if name == pool_of(name) {
+        return fail(format!("cannot destroy '{name}': operation does not apply to pools\nuse 'zfs destroy -r {name}' to destroy all datasets in the pool\nuse 'zpool destroy {name}' to destroy the pool itself"));
+    }
+    if parsed.has('n') {
+        return Ok(());
+    }
+    for victim in children
+        .iter()
+        .rev()
+        .map(|s| s.as_str())
+        .chain([name.as_str()])
+    {
+        imported.spa.destroy_filesystem(victim).map_err(spa_fail)?;
+    }
+    imported
+        .spa
+        .log_history(&format!("zfs destroy {}", args.join(" ")));
+    pool::commit(&mut imported)
+}
+
+/// Every locally set property of the pool's datasets (the inheritance source).
+struct LocalProps(HashMap<String, HashMap<String, String>>);
+
+impl zetta_zprop::PropSource for LocalProps {
+    fn local(&self, dataset: &str, prop: &str) -> Option<String> {
+        self.0.get(dataset)?.get(prop).cloned()
+    }
+
+    fn received(&self, _dataset: &str, _prop: &str) -> Option<String> {
+        None
+    }
+}
+
+fn load_props(imported: &mut Imported) -> Result<LocalProps, CmdError> {
+    let mut all = HashMap::new();
+    for name in imported.spa.dataset_names().map_err(spa_fail)? {
+        let props = imported.spa.local_props(&name).map_err(spa_fail)?;
+        all.insert(name, props.into_iter().collect());
+    }
+    Ok(LocalProps(all))
+}
+
+/// The value and source of one property of one dataset, formatted for output.
+fn property(
+    imported: &mut Imported,
+    props: &LocalProps,
+    name: &str,
+    prop: &str,
+    parsable: bool,
+) -> Result<Option<(String, String)>, CmdError> {
+    let spa = &mut imported.spa;
+    let number = |n: u64, p: ZfsProp| format_value(p, &PropValue::Number(n), parsable);
+    let native = ZfsProp::from_name(prop);
+    if native.is_some_and(|p| !p.applies_to(DatasetType::Filesystem, None)) {
+        return Ok(None);
+    }
+    let stat = match native.map(|p| p.name()) {
+        Some("creation") | Some("guid") | Some("createtxg") => {
+            let dataset = spa
+                .lookup_dataset(name)
+                .map_err(spa_fail)?
+                .ok_or_else(|| missing(name))?;
+            let phys = spa.dataset_phys(dataset).map_err(spa_fail)?;
+            let value = match native.map(|p| p.name()) {
+                Some("creation") => phys.creation_time,
+                Some("guid") => phys.guid,
+                _ => phys.creation_txg,
+            };
+            Some(number(value, native.unwrap_or(ZfsProp::ALL[0])))
+        }
+        Some("name") => Some(name.to_string()),
+        Some("type") => Some("filesystem".to_string()),
+        Some("used") => Some(number(
+            spa.dataset_used_bytes(name).map_err(spa_fail)?,
+            ZfsProp::from_name("used").unwrap_or(ZfsProp::ALL[0]),
+        )),
+        Some("referenced") => Some(number(
+            spa.dataset_referenced_bytes(name).map_err(spa_fail)?,
+            ZfsProp::from_name("referenced").unwrap_or(ZfsProp::ALL[0]),
+        )),
+        Some("available") => {
+            let (_, _, free) = spa.space();
+            let avail = free.saturating_sub(spa.slop_bytes());
+            Some(number(
+                avail,
+                ZfsProp::from_name("available").unwrap_or(ZfsProp::ALL[0]),
+            ))
+        }
+        Some("compressratio") | Some("refcompressratio") => Some(if parsable {
+            "1.00".to_string()
+        } else {
+            "1.00x".to_string()
+        }),
+        Some("mounted") => Some("no".to_string()),
+        Some("usedbysnapshots") | Some("usedbyrefreservation") | Some("written") => {
+            Some(number(0, native.unwrap_or(ZfsProp::ALL[0])))
+        }
+        Some("usedbydataset") => Some(number(
+            spa.dataset_referenced_bytes(name).map_err(spa_fail)?,
+            native.unwrap_or(ZfsProp::ALL[0]),
+        )),
+        Some("usedbychildren") => {
+            let used = spa.dataset_used_bytes(name).map_err(spa_fail)?;
+            let refer = spa.dataset_referenced_bytes(name).map_err(spa_fail)?;
+            Some(number(
+                used - refer.min(used),
+                native.unwrap_or(ZfsProp::ALL[0]),
+            ))
+        }
+        _ => None,
+    };
+    if let Some(value) = stat {
+        return Ok(Some((value, "-".to_string())));
+    }
+    let Some(resolved) = resolve(props, name, prop) else {
+        return Ok(None);
+    };
+    let value =
+        match native.and_then(|p| PropValue::from_stored(p, &resolved.value).map(|v| (p, v))) {
+            Some((p, v)) => format_value(p, &v, parsable),
+            None => resolved.value.clone(),
+        };
+    let source = match resolved.source {
+        Source::None => "-".to_string(),
+        other => other.to_string(),
+    };
+    Ok(Some((value, source)))
+}
+
+/// The datasets a list/get command covers: the operands (and with -r/-d their
+/// descendants), or every dataset of every imported pool.
+fn targets(
+    names: &[String],
+    recursive: bool,
+    depth: Option<usize>,
+) -> Result<Vec<(Imported, Vec<String>)>, CmdError> {
+    // One handle per pool (a second exclusive open of the same pool would wait on itself).
+    let mut roots: Vec<(String, Vec<String>)> = Vec::new();
+    if names.is_empty() {
+        for entry in pool::load_cache()? {
+            roots.push((entry.name.clone(), vec![entry.name]));
+        }
+    } else {
+        for name in names {
+            let pool_name = pool_of(name).to_string();
+            match roots.iter_mut().find(|(p, _)| *p == pool_name) {
+                Some((_, list)) => list.push(name.clone()),
+                None => roots.push((pool_name, vec![name.clone()])),
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (pool_name, wanted) in roots {
+        let mut imported = pool::open_pool(&pool_name).map_err(|_| missing(&wanted[0]))?;
+        let all = imported.spa.dataset_names().map_err(spa_fail)?;
+        let limit = if names.is_empty() || recursive {
+            depth
+        } else {
+            Some(depth.unwrap_or(0))
+        };
+        let mut selected = Vec::new();
+        for root in &wanted {
+            if !all.contains(root) {
+                return Err(missing(root));
+            }
+            for name in all
+                .iter()
+                .filter(|n| *n == root || n.starts_with(&format!("{root}/")))
+            {
+                let below = name[root.len()..].matches('/').count();
+                if limit.is_none_or(|l| below <= l) && !selected.contains(name) {
+                    selected.push(name.clone());
+                }
+            }
+        }
+        out.push((imported, selected));
+    }
+    Ok(out)
+}
+
+fn parse_depth(parsed: &crate::zpool::Parsed) -> Result<Option<usize>, CmdError> {
+    match parsed.values('d').last() {
+        Some(d) => d
+            .parse()
+            .map(Some)
+            .map_err(|_| CmdError::Usage(format!("invalid depth '{d}'"))),
+        None => Ok(None),
+    }
+}
+
+/// `zfs list [-Hp] [-r|-d depth] [-o fields] [fs…]`
+fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
+    let parsed = getopt(args, "Hprd:o:s:S:t:")?;
+    let fields_arg = parsed
+        .values('o')
+        .last()
+        .cloned()
+        .unwrap_or_else(|| "name,used,avail,refer,mountpoint".to_string());
+    let fields: Vec<String> = if fields_arg == "space" {
+        [
+            "name",
+            "avail",
+            "used",
+            "usedsnap",
+            "usedds",
+            "usedrefreserv",
+            "usedchild",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    } else {
+        fields_arg.split(',').map(str::to_string).collect()
+    };
+    let parsable = parsed.has('p');
+    let depth = parse_depth(&parsed)?;
+    let mut rows = Vec::new();
+    for (mut imported, names) in targets(&parsed.operands, parsed.has('r'), depth)? {
+        let props = load_props(&mut imported)?;
+        for name in names {
+            let mut row = Vec::new();
+            for field in &fields {
+                let value = property(&mut imported, &props, &name, field, parsable)?
+                    .map(|(v, _)| v)
+                    .unwrap_or_else(|| "-".to_string());
+                row.push(value);
+            }
+            rows.push(row);
+        }
+    }
+    if rows.is_empty() && parsed.operands.is_empty() {
+        ctx.print("no datasets available\n");
+        return Ok(());
+    }
+    let names: Vec<&str> = fields.iter().map(String::as_str).collect();
+    let columns = zetta_zutil::list::zfs_list_columns(&names, parsable);
+    ctx.print(&zetta_zutil::list::format_table(
+        &columns,
+        &rows,
+        parsed.has('H'),
+    ));
+    Ok(())
+}
+
+/// `zfs get [-Hpr] [-o fields] all|props fs…`
+fn cmd_get(args: &[String], ctx: &mut Ctx) -> CmdResult {
+    let parsed = getopt(args, "Hprd:o:s:t:")?;
+    let Some((props_arg, names)) = parsed.operands.split_first() else {
+        return usage("missing property argument");
+    };
+    let parsable = parsed.has('p');
+    let fields: Vec<String> = parsed
+        .values('o')
+        .last()
+        .map(|o| o.split(',').map(str::to_string).collect())
+        .unwrap_or_else(|| {
+            ["name", "property", "value", "source"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect()
+        });
+    let depth = parse_depth(&parsed)?;
+    let mut rows = Vec::new();
+    for (mut imported, datasets) in targets(names, parsed.has('r'), depth)? {
+        let props = load_props(&mut imported)?;
+        for name in datasets {
+            let wanted: Vec<String> = if props_arg == "all" {
+                let mut all: Vec<String> = zetta_zprop::ZFS_GET_ALL_ORDER
+                    .iter()
+                    .map(|p| p.to_string())
+                    .collect();
+                let mut user: Vec<String> = props
+                    .0
+                    .values()
+                    .flat_map(|m| m.keys())
+                    .filter(|k| k.contains(':'))
+                    .cloned()
+                    .collect();
+                user.sort();
+                user.dedup();
+                all.extend(user);
+                all
+            } else {
+                props_arg.split(',').map(str::to_string).collect()
+            };
+            for prop in wanted {
+                let is_known = ZfsProp::from_name(&prop).is_some() || prop.contains(':');
+                if !is_known {
+                    return usage(format!("bad property list: invalid property '{prop}'"));
+                }
+                let (value, source) = property(&mut imported, &props, &name, &prop, parsable)?
+                    .unwrap_or_else(|| ("-".to_string(), "-".to_string()));
+                if props_arg == "all" && value == "-" && source == "-" && !prop.contains(':') {
+                    continue;
+                }
+                let row: Vec<String> = fields
+                    .iter()
+                    .map(|f| match f.as_str() {
+                        "name" => name.clone(),
+                        "property" => prop.clone(),
+                        "value" => value.clone(),
+                        "source" => source.clone(),
+                        _ => "-".to_string(),
+                    })
+                    .collect();
+                rows.push(row);
+            }
+        }
+    }
+    let headers: Vec<zetta_zutil::list::Column> = fields
+        .iter()
+        .map(|f| zetta_zutil::list::Column::new(&f.to_uppercase(), zetta_zutil::list::Align::Left))
+        .collect();
+    ctx.print(&zetta_zutil::list::format_table(
+        &headers,
+        &rows,
+        parsed.has('H'),
+    ));
+    Ok(())
+}
+
+/// `zfs set prop=value… fs`
+fn cmd_set(args: &[String]) -> CmdResult {
+    let Some((name, assignments)) = args.split_last() else {
+        return usage("missing property=value argument(s)");
+    };
+    if assignments.is_empty() {
+        return usage("missing property=value argument(s)");
+    }
+    let mut sets = Vec::new();
+    for assignment in assignments {
+        let Some((prop, value)) = assignment.split_once('=') else {
+            return usage(format!(
+                "missing '=' for property=value argument '{assignment}'"
+            ));
+        };
+        sets.push(validate(name, prop, value, false)?);
+    }
+    let mut imported = open_dataset(name)?;
+    for set in sets {
+        store(&mut imported, name, set)?;
+    }
+    imported
+        .spa
+        .log_history(&format!("zfs set {}", args.join(" ")));
+    pool::commit(&mut imported)
+}
+
+/// `zfs inherit [-r] prop fs`
+fn cmd_inherit(args: &[String]) -> CmdResult {
+    let parsed = getopt(args, "rS")?;
+    let [prop, name] = parsed.operands.as_slice() else {
+        return usage("missing property or dataset argument");
+    };
+    if let Some(native) = ZfsProp::from_name(prop) {
+        if native.is_readonly() {
+            return fail(format!("'{prop}' property is read-only"));
+        }
+    }
+    let mut imported = open_dataset(name)?;
+    let mut victims = vec![name.clone()];
+    if parsed.has('r') {
+        victims.extend(
+            imported
+                .spa
+                .dataset_names()
+                .map_err(spa_fail)?
+                .into_iter()
+                .filter(|n| n.starts_with(&format!("{name}/"))),
+        );
+    }
+    let canonical = ZfsProp::from_name(prop)
+        .map(|p| p.name().to_string())
+        .unwrap_or_else(|| prop.clone());
+    for victim in victims {
+        imported
+            .spa
+            .clear_local_prop(&victim, &canonical)
+            .map_err(spa_fail)?;
+    }
+    imported
+        .spa
+        .log_history(&format!("zfs inherit {}", args.join(" ")));
+    pool::commit(&mut imported)
 }

@@ -33,6 +33,7 @@ impl Lab {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_zetta"), dir.join("zpool")).unwrap();
+        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_zetta"), dir.join("zfs")).unwrap();
         Lab { dir }
     }
 
@@ -49,7 +50,15 @@ impl Lab {
     }
 
     fn zpool(&self, args: &[&str]) -> Output {
-        let output = Command::new(self.dir.join("zpool"))
+        self.command("zpool", args)
+    }
+
+    fn zfs(&self, args: &[&str]) -> Output {
+        self.command("zfs", args)
+    }
+
+    fn command(&self, front: &str, args: &[&str]) -> Output {
+        let output = Command::new(self.dir.join(front))
             .args(args)
             .env("ZETTA_CACHE_FILE", self.dir.join("zpool.cache"))
             .env("ZETTA_RUN_DIR", self.dir.join("run"))
@@ -675,4 +684,98 @@ fn daemon_holds_pools_and_brings_them_back() {
         .unwrap();
     assert_eq!(direct.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&direct.stderr).contains("pool is busy"));
+}
+
+/// `zfs` over the dataset layer: create (with -p and -o), list, get with sources and
+/// inheritance, set with OpenZFS's validation messages, inherit, and destroy with the
+/// children refusal word for word (the clones post's and sanoid's commands).
+#[test]
+fn zfs_create_list_get_set_inherit_destroy() {
+    let lab = Lab::new();
+    let a = lab.disk("a", DISK_SIZE_BYTES);
+    lab.ok(&["create", "tank", &a]);
+    let zfs_ok = |args: &[&str]| {
+        let out = lab.zfs(args);
+        assert_eq!(out.code, 0, "zfs {args:?}: {}", out.stderr);
+        out.stdout
+    };
+    zfs_ok(&["create", "tank/a"]);
+    zfs_ok(&["create", "-p", "tank/a/b/c"]);
+    zfs_ok(&[
+        "create",
+        "-o",
+        "compression=zstd",
+        "-o",
+        "syncoid:sync=false",
+        "tank/d",
+    ]);
+    let again = lab.zfs(&["create", "tank/a"]);
+    assert_eq!(
+        (again.code, again.stderr.as_str()),
+        (1, "cannot create 'tank/a': dataset already exists\n")
+    );
+    let orphan = lab.zfs(&["create", "tank/q/r"]);
+    assert_eq!(
+        (orphan.code, orphan.stderr.as_str()),
+        (1, "cannot create 'tank/q/r': parent does not exist\n")
+    );
+    assert_eq!(
+        zfs_ok(&["list", "-H", "-o", "name", "-r", "tank"]),
+        "tank\ntank/a\ntank/a/b\ntank/a/b/c\ntank/d\n"
+    );
+    let list = zfs_ok(&["list"]);
+    assert!(
+        list.starts_with("NAME         USED  AVAIL  REFER  MOUNTPOINT\n"),
+        "{list}"
+    );
+    assert_eq!(
+        zfs_ok(&["get", "-H", "syncoid:sync", "tank/d"]),
+        "tank/d\tsyncoid:sync\tfalse\tlocal\n"
+    );
+    assert_eq!(
+        zfs_ok(&["get", "-H", "syncoid:sync", "tank/a"]),
+        "tank/a\tsyncoid:sync\t-\t-\n"
+    );
+    zfs_ok(&["set", "compression=gzip", "tank/a"]);
+    assert_eq!(
+        zfs_ok(&["get", "-H", "-r", "-o", "name,value,source", "compression", "tank/a"]),
+        "tank/a\tgzip\tlocal\ntank/a/b\tgzip\tinherited from tank/a\ntank/a/b/c\tgzip\tinherited from tank/a\n"
+    );
+    let bad = lab.zfs(&["set", "recordsize=3", "tank/a"]);
+    assert_eq!(bad.code, 1);
+    assert_eq!(
+        bad.stderr,
+        "cannot set property for 'tank/a': 'recordsize' must be power of 2 from 512B to 16M\n"
+    );
+    zfs_ok(&["inherit", "compression", "tank/a"]);
+    assert_eq!(
+        zfs_ok(&["get", "-H", "-o", "value,source", "compression", "tank/a/b"]),
+        "on\tdefault\n"
+    );
+    let creation = zfs_ok(&["get", "-Hp", "-o", "value", "creation", "tank/a"]);
+    assert!(
+        creation.trim().parse::<u64>().unwrap() > 1_700_000_000,
+        "{creation}"
+    );
+    let missing = lab.zfs(&["get", "-H", "name", "tank/nope"]);
+    assert_eq!(
+        (missing.code, missing.stderr.as_str()),
+        (1, "cannot open 'tank/nope': dataset does not exist\n")
+    );
+    let parent = lab.zfs(&["destroy", "tank/a"]);
+    assert_eq!(parent.code, 1);
+    assert_eq!(
+        parent.stderr,
+        "cannot destroy 'tank/a': filesystem has children\nuse '-r' to destroy the following datasets:\ntank/a/b\ntank/a/b/c\n"
+    );
+    zfs_ok(&["destroy", "-r", "tank/a"]);
+    assert_eq!(zfs_ok(&["list", "-H", "-o", "name"]), "tank\ntank/d\n");
+    // Everything survives export and import.
+    lab.ok(&["export", "tank"]);
+    let dir = lab.dir.to_string_lossy().into_owned();
+    lab.ok(&["import", "-d", &dir, "tank"]);
+    assert_eq!(
+        zfs_ok(&["get", "-H", "-o", "value", "compression", "tank/d"]),
+        "zstd\n"
+    );
 }

@@ -318,6 +318,11 @@ impl Spa {
         Ok(work(&mut head.objset, &ctx)?)
     }
 
+    /// A dataset's on-disk record (creation time and txg, guid, REFER).
+    pub fn dataset_phys(&mut self, dataset: u64) -> Result<DslDatasetPhys, SpaError> {
+        self.read_dataset_phys(dataset)
+    }
+
     /// Bytes a filesystem's own blocks take (REFER), as of the last commit.
     pub fn dataset_referenced_bytes(&mut self, name: &str) -> Result<u64, SpaError> {
         let dataset = self
