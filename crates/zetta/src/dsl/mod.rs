@@ -279,6 +279,95 @@ impl Spa {
         Ok(())
     }
 
+    /// The I/O properties in force for a dir: each from the nearest dir (itself, then its
+    /// ancestors) that sets it locally, else the default — `recordsize`, `compression`,
+    /// `checksum`, `copies` as `zfs set` stored them (`zetta-zprop` stored forms).
+    pub fn effective_io_props(
+        &mut self,
+        dir: u64,
+    ) -> Result<(crate::zio::WriteProps, u32), SpaError> {
+        let mut props = default_data_props();
+        let mut record_size = 128u32 << 10;
+        let mut found = [false; 4];
+        let mut current = dir;
+        for _ in 0..=NESTING_MAX {
+            let phys = self.read_dir(current)?;
+            if phys.props_zap != 0 {
+                for (index, prop) in ["recordsize", "compression", "checksum", "copies"]
+                    .iter()
+                    .enumerate()
+                {
+                    if found[index] {
+                        continue;
+                    }
+                    let ctx = io_ctx!(self);
+                    let value = match zap::zap_lookup_bytes(
+                        &mut self.mos,
+                        &ctx,
+                        ObjectId(phys.props_zap),
+                        prop,
+                    ) {
+                        Ok(Some(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
+                        Ok(None) | Err(ZapError::NotFound) => continue,
+                        Err(e) => return Err(zap_error(e)),
+                    };
+                    found[index] = true;
+                    match index {
+                        0 => {
+                            if let Ok(size) = value.parse::<u32>() {
+                                if size.is_power_of_two() && (512..=16 << 20).contains(&size) {
+                                    record_size = size;
+                                }
+                            }
+                        }
+                        1 => {
+                            if let Ok(compression) =
+                                zetta_zcommon::compress::Compression::parse_property(&value)
+                            {
+                                props.compression = compression;
+                            }
+                        }
+                        2 => {
+                            if let Ok(checksum) =
+                                zetta_zcommon::checksum::ChecksumKind::parse_property(&value)
+                            {
+                                props.checksum = checksum;
+                            }
+                        }
+                        _ => {
+                            if let Ok(copies) = value.parse::<u8>() {
+                                props.copies = copies.clamp(1, 3);
+                            }
+                        }
+                    }
+                }
+            }
+            if phys.parent_dir == 0 || current == MOS_OBJECT_ROOT_DIR.0 {
+                break;
+            }
+            current = phys.parent_dir;
+        }
+        Ok((props, record_size))
+    }
+
+    /// Applies the properties in force to every loaded object set (after `zfs set`,
+    /// `inherit`, or opening a dataset): new writes use them.
+    pub fn refresh_io_props(&mut self) -> Result<(), SpaError> {
+        let (root_props, root_record) = self.effective_io_props(MOS_OBJECT_ROOT_DIR.0)?;
+        self.root_dataset.policy = dataset_policy(root_props);
+        self.root_dataset.set_block_size_max(root_record);
+        let loaded: Vec<u64> = self.datasets.keys().copied().collect();
+        for dataset in loaded {
+            let dir = self.datasets[&dataset].phys.dir;
+            let (props, record) = self.effective_io_props(dir)?;
+            if let Some(head) = self.datasets.get_mut(&dataset) {
+                head.objset.policy = dataset_policy(props);
+                head.objset.set_block_size_max(record);
+            }
+        }
+        Ok(())
+    }
+
     /// Loads a head dataset's object set into the pool's table (no-op when loaded).
     pub(crate) fn open_dataset(&mut self, dataset: u64) -> Result<(), SpaError> {
         if dataset == MOS_OBJECT_ROOT_DATASET.0 || self.datasets.contains_key(&dataset) {
@@ -292,7 +381,13 @@ impl Spa {
             let ctx = io_ctx!(self);
             ObjectSet::open(&ctx, dataset, &phys.bp, policy)?
         };
+        let dir = phys.dir;
         self.datasets.insert(dataset, HeadDataset { objset, phys });
+        let (props, record) = self.effective_io_props(dir)?;
+        if let Some(head) = self.datasets.get_mut(&dataset) {
+            head.objset.policy = dataset_policy(props);
+            head.objset.set_block_size_max(record);
+        }
         Ok(())
     }
 
@@ -361,7 +456,7 @@ impl Spa {
         let props = self.props_zap(dir)?;
         let ctx = io_ctx!(self);
         match zap::zap_remove(&mut self.mos, &ctx, ObjectId(props), prop) {
-            Ok(()) | Err(ZapError::NotFound) => Ok(()),
+            Ok(()) | Err(ZapError::NotFound) => self.refresh_io_props(),
             Err(e) => Err(zap_error(e)),
         }
     }

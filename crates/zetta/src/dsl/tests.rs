@@ -143,3 +143,52 @@ fn local_properties_persist() {
         [("atime".to_string(), "off".to_string())]
     );
 }
+
+/// Properties take effect on new writes, inherited down the tree: compression off and
+/// copies=2 double-and-expand what a compressible file costs, recordsize sets the block
+/// size, and a sibling keeps the defaults (lz4, 128K). They hold across import.
+#[test]
+fn io_properties_take_effect_and_inherit() {
+    let device = Arc::new(MemDevice::new("/mem/dsl", 128 << 20));
+    let mut spa = pool(&device);
+    spa.create_filesystem("tank/a").unwrap();
+    spa.create_filesystem("tank/b").unwrap();
+    spa.set_local_prop("tank/a", "compression", "off").unwrap();
+    spa.set_local_prop("tank/a", "copies", "2").unwrap();
+    spa.set_local_prop("tank/a", "recordsize", "16384").unwrap();
+    spa.create_filesystem("tank/a/child").unwrap();
+    spa.export().unwrap();
+    let mut spa = reimport(&device);
+    let text: Vec<u8> = b"compressible text, again and again. "
+        .iter()
+        .cycle()
+        .take(1 << 20)
+        .copied()
+        .collect();
+    let mut ids = Vec::new();
+    for name in ["tank/a/child", "tank/b"] {
+        let id = spa
+            .with_dataset(name, |os, ctx| {
+                let id = os.create_object(ctx, crate::dmu::object_type::PLAIN_FILE, 512, 0, 0)?;
+                os.write(ctx, id, 0, &text)?;
+                Ok(id)
+            })
+            .unwrap();
+        ids.push(id);
+    }
+    spa.sync().unwrap();
+    let child = spa.dataset_referenced_bytes("tank/a/child").unwrap();
+    let sibling = spa.dataset_referenced_bytes("tank/b").unwrap();
+    assert!(child >= 2 << 20, "copies=2, no compression: {child}");
+    assert!(sibling < 256 << 10, "lz4 by default: {sibling}");
+    let block = spa
+        .with_dataset("tank/a/child", |os, ctx| os.dnode(ctx, ids[0]))
+        .unwrap()
+        .data_block_size_bytes;
+    assert_eq!(block, 16384);
+    let block = spa
+        .with_dataset("tank/b", |os, ctx| os.dnode(ctx, ids[1]))
+        .unwrap()
+        .data_block_size_bytes;
+    assert_eq!(block, 128 << 10);
+}

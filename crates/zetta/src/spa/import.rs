@@ -221,6 +221,7 @@ impl Spa {
             }
         }
         spa.load_space_maps()?;
+        spa.refresh_io_props()?;
         spa.expand_vdevs_if_allowed();
         Ok(spa)
     }
