@@ -26,6 +26,8 @@ struct State {
     objects: Model,
     file_in_a: Vec<u8>,
     filesystems: std::collections::BTreeSet<String>,
+    /// Snapshots of `sim/a` and the file's content in each.
+    snapshots: Vec<(String, Vec<u8>)>,
 }
 
 struct World {
@@ -124,14 +126,19 @@ fn run_seed(seed: u64) -> Result<(), String> {
     let mut filesystems = std::collections::BTreeSet::new();
     let mut next_fs = 0u64;
     let mut committed: BTreeMap<Txg, State> = BTreeMap::new();
-    let snapshot = |model: &Model, file: &Vec<u8>, fs: &std::collections::BTreeSet<String>| State {
+    let mut snapshots: Vec<(String, Vec<u8>)> = Vec::new();
+    let snapshot = |model: &Model,
+                    file: &Vec<u8>,
+                    fs: &std::collections::BTreeSet<String>,
+                    snaps: &Vec<(String, Vec<u8>)>| State {
         objects: model.clone(),
         file_in_a: file.clone(),
         filesystems: fs.clone(),
+        snapshots: snaps.clone(),
     };
     committed.insert(
         spa.last_synced_txg(),
-        snapshot(&model, &file_in_a, &filesystems),
+        snapshot(&model, &file_in_a, &filesystems, &snapshots),
     );
     let mut last_returned = spa.last_synced_txg();
 
@@ -141,7 +148,26 @@ fn run_seed(seed: u64) -> Result<(), String> {
     }
     let operations = 5 + rng.below(40);
     'ops: for _ in 0..operations {
-        let result = match rng.below(13) {
+        let result = match rng.below(14) {
+            13 if snapshots.len() < 4 => {
+                // A snapshot commits the open txg first: that txg holds the same state
+                // with or without the snapshot, so both are acceptable at import.
+                let name = format!("sim/a@s{}", snapshots.len());
+                let before = snapshot(&model, &file_in_a, &filesystems, &snapshots);
+                committed.insert(spa.open_txg(), before);
+                let mut with = snapshots.clone();
+                with.push((name.clone(), file_in_a.clone()));
+                let after = snapshot(&model, &file_in_a, &filesystems, &with);
+                committed.insert(spa.open_txg().next(), after);
+                match spa.snapshot(std::slice::from_ref(&name)) {
+                    Ok(()) => {
+                        snapshots = with;
+                        last_returned = spa.last_synced_txg();
+                        Ok(())
+                    }
+                    Err(e) => Err(e),
+                }
+            }
             10 => {
                 let offset = rng.below(600_000) as usize;
                 let len = 1 + rng.below(200_000) as usize;
@@ -198,7 +224,7 @@ fn run_seed(seed: u64) -> Result<(), String> {
                 })
             }
             3 | 4 => {
-                let in_flight = snapshot(&model, &file_in_a, &filesystems);
+                let in_flight = snapshot(&model, &file_in_a, &filesystems, &snapshots);
                 let txg = spa.open_txg();
                 committed.insert(txg, in_flight);
                 match spa.sync() {
@@ -275,6 +301,17 @@ fn run_seed(seed: u64) -> Result<(), String> {
             file.len(),
             state.file_in_a.len()
         ));
+    }
+    for (name, content) in &state.snapshots {
+        let read = spa
+            .with_snapshot(name, |os, ctx| {
+                let size = os.size_bytes(ctx, file_id)?;
+                os.read(ctx, file_id, 0, size as usize)
+            })
+            .map_err(|e| format!("read {name}: {e}"))?;
+        if read != *content {
+            return Err(format!("txg {txg}: snapshot {name} differs"));
+        }
     }
     let ids: Vec<u64> = spa
         .object_ids()

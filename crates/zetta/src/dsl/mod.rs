@@ -14,6 +14,8 @@
 //! `ObjsetPolicy::prev_snap_txg`, which exist but stay zero.
 
 pub mod phys;
+mod snapshot;
+pub use snapshot::{append_dead_list, DS_FLAG_SNAPSHOT};
 
 use crate::dmu::{default_data_props, object_type, IoCtx, ObjectSet, ObjsetType};
 use crate::spa::{
@@ -32,7 +34,14 @@ pub struct HeadDataset {
     pub phys: DslDatasetPhys,
 }
 
-fn zap_error(e: ZapError) -> SpaError {
+/// New writes of `objset` follow `props`; its snapshot boundary is kept.
+fn apply_props(objset: &mut ObjectSet, props: crate::zio::WriteProps) {
+    let prev_snap_txg = objset.policy.prev_snap_txg;
+    objset.policy = dataset_policy(props);
+    objset.policy.prev_snap_txg = prev_snap_txg;
+}
+
+pub(crate) fn zap_error(e: ZapError) -> SpaError {
     match e {
         ZapError::Dmu(e) => SpaError::from(e),
         ZapError::Corrupt { object, why } => SpaError::Corrupt(format!("ZAP {object}: {why}")),
@@ -354,14 +363,14 @@ impl Spa {
     /// `inherit`, or opening a dataset): new writes use them.
     pub fn refresh_io_props(&mut self) -> Result<(), SpaError> {
         let (root_props, root_record) = self.effective_io_props(MOS_OBJECT_ROOT_DIR.0)?;
-        self.root_dataset.policy = dataset_policy(root_props);
+        apply_props(&mut self.root_dataset, root_props);
         self.root_dataset.set_block_size_max(root_record);
         let loaded: Vec<u64> = self.datasets.keys().copied().collect();
         for dataset in loaded {
             let dir = self.datasets[&dataset].phys.dir;
             let (props, record) = self.effective_io_props(dir)?;
             if let Some(head) = self.datasets.get_mut(&dataset) {
-                head.objset.policy = dataset_policy(props);
+                apply_props(&mut head.objset, props);
                 head.objset.set_block_size_max(record);
             }
         }
@@ -382,10 +391,12 @@ impl Spa {
             ObjectSet::open(&ctx, dataset, &phys.bp, policy)?
         };
         let dir = phys.dir;
+        let prev_snap_txg = phys.prev_snap_txg;
         self.datasets.insert(dataset, HeadDataset { objset, phys });
         let (props, record) = self.effective_io_props(dir)?;
         if let Some(head) = self.datasets.get_mut(&dataset) {
-            head.objset.policy = dataset_policy(props);
+            apply_props(&mut head.objset, props);
+            head.objset.policy.prev_snap_txg = crate::types::Txg(prev_snap_txg);
             head.objset.set_block_size_max(record);
         }
         Ok(())

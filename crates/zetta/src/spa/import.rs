@@ -199,11 +199,15 @@ impl Spa {
             }
             spa.root_dataset_bp = BlockPointer::decode(&bonus[..BLKPTR_SIZE_BYTES])
                 .map_err(|e| SpaError::Corrupt(e.to_string()))?;
+            let root_phys = crate::dsl::phys::DslDatasetPhys::decode(&bonus)
+                .map_err(|e| SpaError::Corrupt(e.to_string()))?;
+            let mut policy = dataset_policy(default_data_props());
+            policy.prev_snap_txg = Txg(root_phys.prev_snap_txg);
             spa.root_dataset = ObjectSet::open(
                 &ctx,
                 MOS_OBJECT_ROOT_DATASET.0,
                 &spa.root_dataset_bp,
-                dataset_policy(default_data_props()),
+                policy,
             )?;
             let size = spa.mos.size_bytes(&ctx, MOS_OBJECT_ERRLOG)?;
             let bytes = spa.mos.read(&ctx, MOS_OBJECT_ERRLOG, 0, size as usize)?;

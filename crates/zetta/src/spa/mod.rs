@@ -788,6 +788,11 @@ impl Spa {
         ))
     }
 
+    /// The root dataset's object-set block pointer as of the last commit.
+    pub(crate) fn root_bp(&self) -> BlockPointer {
+        self.root_dataset_bp
+    }
+
     /// ARC statistics in the Linux kstat layout (`name type data` lines, like
     /// /proc/spl/kstat/zfs/arcstats), for tools.
     pub fn arc_stats_text(&self) -> String {

@@ -176,6 +176,7 @@ impl Spa {
                 }
             }
         }
+        roots.extend(self.snapshot_roots()?);
         Ok(ScanPlan {
             stats: self.scan,
             roots,

@@ -1,0 +1,222 @@
+//! Snapshots (OpenZFS `dsl_dataset_snapshot`): a read-only dataset sharing its dir with the
+//! head, taken in one txg and O(1) in the dataset's size.
+//!
+//! Taking one commits the open txg, then records a new DSL_DATASET whose object-set block
+//! pointer is the head's as of that commit, names it in the head's snapshot-names ZAP, and
+//! moves the head's `prev_snap`/`prev_snap_txg` to it. From then on the head's object set
+//! hands every block born at or before that txg that it stops referencing to the head's
+//! dead list (a MOS object of 128-byte block pointers appended in the same txg) instead of
+//! freeing it, so the snapshot's tree stays intact. Snapshot destroy (which frees dead-list
+//! blocks born after the previous snapshot) is not built yet: until then snapshots keep
+//! their space.
+
+use super::phys::DslDatasetPhys;
+use super::zap_error;
+use crate::dmu::{default_data_props, object_type, DmuError, IoCtx, ObjectSet};
+use crate::spa::{dataset_policy, now_secs, Spa, SpaError, MOS_OBJECT_ROOT_DATASET};
+use crate::types::{Guid, ObjectId, Txg};
+use crate::zap::{self, ZapValue, CURSOR_END};
+use crate::zio::blkptr::{BlockPointer, BLKPTR_SIZE_BYTES};
+
+/// Dataset flag: this dataset is a snapshot.
+pub const DS_FLAG_SNAPSHOT: u64 = 1;
+
+/// Appends released-but-snapshotted blocks to a head's dead list (creating it on first
+/// use) and returns their allocated bytes.
+pub fn append_dead_list(
+    mos: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    head: &mut DslDatasetPhys,
+    dead: &[BlockPointer],
+) -> Result<u64, DmuError> {
+    if dead.is_empty() {
+        return Ok(0);
+    }
+    if head.deadlist == 0 {
+        head.deadlist = mos
+            .create_object(ctx, object_type::DEAD_LIST, 16384, 0, 0)?
+            .0;
+    }
+    let mut bytes = Vec::with_capacity(dead.len() * BLKPTR_SIZE_BYTES);
+    for bp in dead {
+        bytes.extend_from_slice(&bp.to_bytes());
+    }
+    let end = mos.size_bytes(ctx, ObjectId(head.deadlist))?;
+    mos.write(ctx, ObjectId(head.deadlist), end, &bytes)?;
+    Ok(dead.iter().map(|bp| bp.asize_total_bytes()).sum())
+}
+
+impl Spa {
+    fn head_phys(&mut self, dataset: u64) -> Result<DslDatasetPhys, SpaError> {
+        if let Some(head) = self.datasets.get(&dataset) {
+            return Ok(head.phys.clone());
+        }
+        self.read_dataset_phys(dataset)
+    }
+
+    fn store_head_phys(&mut self, dataset: u64, phys: DslDatasetPhys) -> Result<(), SpaError> {
+        let txg = Txg(phys.prev_snap_txg);
+        if dataset == MOS_OBJECT_ROOT_DATASET.0 {
+            self.root_dataset.policy.prev_snap_txg = txg;
+        } else if let Some(head) = self.datasets.get_mut(&dataset) {
+            head.objset.policy.prev_snap_txg = txg;
+            head.phys = phys.clone();
+        }
+        let ctx = io_ctx!(self);
+        self.mos
+            .set_bonus(&ctx, ObjectId(dataset), &phys.encode())?;
+        Ok(())
+    }
+
+    /// `zfs snapshot fs@a fs2@b …`: all in one txg (atomic across them).
+    pub fn snapshot(&mut self, names: &[String]) -> Result<(), SpaError> {
+        let mut targets = Vec::new();
+        for full in names {
+            let Some((fs, snap)) = full.split_once('@') else {
+                return Err(SpaError::Invalid(format!(
+                    "cannot create snapshot '{full}': not a snapshot name"
+                )));
+            };
+            let dataset = self.lookup_dataset(fs)?.ok_or_else(|| {
+                SpaError::Invalid(format!("cannot open '{fs}': dataset does not exist"))
+            })?;
+            self.open_dataset(dataset)?;
+            if self.snapshot_object(dataset, snap)?.is_some() {
+                return Err(SpaError::Invalid(format!(
+                    "cannot create snapshot '{full}': dataset already exists"
+                )));
+            }
+            targets.push((dataset, snap.to_string()));
+        }
+        // Commit what the heads hold now; the snapshots capture exactly this txg.
+        self.sync()?;
+        let txg = self.last_synced_txg();
+        for (dataset, snap) in targets {
+            let mut head = self.head_phys(dataset)?;
+            if dataset == MOS_OBJECT_ROOT_DATASET.0 {
+                head.bp = self.root_bp();
+            }
+            let ctx = io_ctx!(self);
+            let object = self
+                .mos
+                .create_object(&ctx, object_type::DSL_DATASET, 512, 0, 256)?;
+            let phys = DslDatasetPhys {
+                bp: head.bp,
+                dir: head.dir,
+                prev_snap: head.prev_snap,
+                prev_snap_txg: head.prev_snap_txg,
+                referenced_bytes: head.referenced_bytes,
+                creation_txg: txg.0,
+                creation_time: now_secs(),
+                guid: Guid::random().0,
+                flags: DS_FLAG_SNAPSHOT,
+                ..DslDatasetPhys::default()
+            };
+            self.mos.set_bonus(&ctx, object, &phys.encode())?;
+            if head.snapnames_zap == 0 {
+                head.snapnames_zap = zap::zap_create(&mut self.mos, &ctx, object_type::ZAP)
+                    .map_err(zap_error)?
+                    .0;
+            }
+            zap::zap_add(
+                &mut self.mos,
+                &ctx,
+                ObjectId(head.snapnames_zap),
+                &snap,
+                &[object.0],
+            )
+            .map_err(zap_error)?;
+            head.prev_snap = object.0;
+            head.prev_snap_txg = txg.0;
+            self.store_head_phys(dataset, head)?;
+        }
+        self.sync()?;
+        Ok(())
+    }
+
+    fn snapshot_object(&mut self, dataset: u64, snap: &str) -> Result<Option<u64>, SpaError> {
+        let head = self.head_phys(dataset)?;
+        if head.snapnames_zap == 0 {
+            return Ok(None);
+        }
+        let ctx = io_ctx!(self);
+        let found = zap::zap_lookup(&mut self.mos, &ctx, ObjectId(head.snapnames_zap), snap)
+            .map_err(zap_error)?;
+        Ok(found.and_then(|v| v.first().copied()))
+    }
+
+    /// Snapshots of a filesystem, oldest first: (name, dataset object, record).
+    pub fn snapshots(&mut self, fs: &str) -> Result<Vec<(String, u64, DslDatasetPhys)>, SpaError> {
+        let dataset = self.lookup_dataset(fs)?.ok_or_else(|| {
+            SpaError::Invalid(format!("cannot open '{fs}': dataset does not exist"))
+        })?;
+        let head = self.head_phys(dataset)?;
+        let mut out = Vec::new();
+        if head.snapnames_zap == 0 {
+            return Ok(out);
+        }
+        let mut cursor = 0;
+        while cursor != CURSOR_END {
+            let ctx = io_ctx!(self);
+            let (entries, next) = zap::zap_list(
+                &mut self.mos,
+                &ctx,
+                ObjectId(head.snapnames_zap),
+                cursor,
+                256,
+            )
+            .map_err(zap_error)?;
+            for entry in entries {
+                if let ZapValue::U64s(values) = entry.value {
+                    if let Some(&object) = values.first() {
+                        let phys = self.read_dataset_phys(object)?;
+                        out.push((
+                            format!("{fs}@{}", String::from_utf8_lossy(&entry.name)),
+                            object,
+                            phys,
+                        ));
+                    }
+                }
+            }
+            cursor = next;
+        }
+        out.sort_by_key(|(_, _, phys)| phys.creation_txg);
+        Ok(out)
+    }
+
+    /// Read-only access to a snapshot's object set (`fs@snap`).
+    pub fn with_snapshot<T>(
+        &mut self,
+        full: &str,
+        work: impl FnOnce(&mut ObjectSet, &IoCtx<'_>) -> Result<T, DmuError>,
+    ) -> Result<T, SpaError> {
+        let (fs, snap) = full
+            .split_once('@')
+            .ok_or_else(|| SpaError::Invalid(format!("'{full}' is not a snapshot name")))?;
+        let dataset = self.lookup_dataset(fs)?.ok_or_else(|| {
+            SpaError::Invalid(format!("cannot open '{fs}': dataset does not exist"))
+        })?;
+        let object = self.snapshot_object(dataset, snap)?.ok_or_else(|| {
+            SpaError::Invalid(format!("cannot open '{full}': dataset does not exist"))
+        })?;
+        let phys = self.read_dataset_phys(object)?;
+        let ctx = io_ctx!(self);
+        let mut objset =
+            ObjectSet::open(&ctx, object, &phys.bp, dataset_policy(default_data_props()))?;
+        Ok(work(&mut objset, &ctx)?)
+    }
+
+    /// Every snapshot's committed root, for scrub (their blocks may be referenced by no
+    /// head any more).
+    pub(crate) fn snapshot_roots(&mut self) -> Result<Vec<(u64, BlockPointer)>, SpaError> {
+        let mut roots = Vec::new();
+        for name in self.dataset_names()? {
+            for (_, object, phys) in self.snapshots(&name)? {
+                if !phys.bp.is_hole() {
+                    roots.push((object, phys.bp));
+                }
+            }
+        }
+        Ok(roots)
+    }
+}
