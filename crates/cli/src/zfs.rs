@@ -17,7 +17,7 @@ use zetta_zprop::{
     ZfsProp,
 };
 
-const USAGE: &str = "usage: zfs command args ...\nwhere 'command' is one of the following:\n\n\tversion\n\n\tcreate [-p] [-o property=value] ... <filesystem>\n\tdestroy [-fnpRrv] <filesystem|volume>\n\n\tlist [-Hp] [-r|-d max] [-o property[,...]] [-s property]...\n\t    [-S property]... [-t type[,...]] [filesystem|volume|snapshot] ...\n\n\tset <property=value> ... <filesystem|volume|snapshot> ...\n\tget [-rHp] [-d max] [-o \"all\" | field[,...]]\n\t    [-t type[,...]] [-s source[,...]]\n\t    <\"all\" | property[,...]> [filesystem|volume|snapshot|bookmark] ...\n\tinherit [-rS] <property> <filesystem|volume|snapshot> ...\n";
+const USAGE: &str = "usage: zfs command args ...\nwhere 'command' is one of the following:\n\n\tversion\n\n\tcreate [-p] [-o property=value] ... <filesystem>\n\tsnapshot [-r] <filesystem|volume>@<snap> ...\n\tdestroy [-fnpRrv] <filesystem|volume>\n\n\tlist [-Hp] [-r|-d max] [-o property[,...]] [-s property]...\n\t    [-S property]... [-t type[,...]] [filesystem|volume|snapshot] ...\n\n\tset <property=value> ... <filesystem|volume|snapshot> ...\n\tget [-rHp] [-d max] [-o \"all\" | field[,...]]\n\t    [-t type[,...]] [-s source[,...]]\n\t    <\"all\" | property[,...]> [filesystem|volume|snapshot|bookmark] ...\n\tinherit [-rS] <property> <filesystem|volume|snapshot> ...\n";
 
 pub fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     let Some(command) = args.first() else {
@@ -32,6 +32,7 @@ pub fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
             Ok(())
         }
         "create" => cmd_create(rest),
+        "snapshot" | "snap" => cmd_snapshot(rest),
         "destroy" => cmd_destroy(rest),
         "list" => cmd_list(rest, &mut ctx),
         "get" => cmd_get(rest, &mut ctx),
@@ -180,12 +181,56 @@ fn cmd_create(args: &[String]) -> CmdResult {
     pool::commit(&mut imported)
 }
 
+/// `zfs snapshot [-r] fs@snap…`: every snapshot in one txg (atomic).
+fn cmd_snapshot(args: &[String]) -> CmdResult {
+    let parsed = getopt(args, "ro:")?;
+    if parsed.operands.is_empty() {
+        return usage("missing snapshot argument");
+    }
+    let pool_name = pool_of(&parsed.operands[0]).to_string();
+    if parsed.operands.iter().any(|n| pool_of(n) != pool_name) {
+        return fail("cannot create snapshots : snapshots must be in the same pool");
+    }
+    for name in &parsed.operands {
+        zetta_zprop::namecheck::validate_snapshot_name(name, true)
+            .map_err(|e| CmdError::Fail(format!("cannot create snapshot '{name}': {e}")))?;
+    }
+    let mut imported = pool::open_pool(&pool_name).map_err(|_| missing(&parsed.operands[0]))?;
+    let mut names = Vec::new();
+    let all = imported.spa.dataset_names().map_err(spa_fail)?;
+    for full in &parsed.operands {
+        let (fs, snap) = full.split_once('@').unwrap_or((full, ""));
+        if !all.iter().any(|n| n == fs) {
+            return fail(format!("cannot open '{fs}': dataset does not exist"));
+        }
+        names.push(full.clone());
+        if parsed.has('r') {
+            for child in all.iter().filter(|n| n.starts_with(&format!("{fs}/"))) {
+                names.push(format!("{child}@{snap}"));
+            }
+        }
+    }
+    imported.spa.snapshot(&names).map_err(|e| match e {
+        zetta::spa::SpaError::Invalid(message) => CmdError::Fail(message),
+        other => spa_fail(other),
+    })?;
+    imported
+        .spa
+        .log_history(&format!("zfs snapshot {}", args.join(" ")));
+    pool::commit(&mut imported)
+}
+
 /// `zfs destroy [-r] fs`
 fn cmd_destroy(args: &[String]) -> CmdResult {
     let parsed = getopt(args, "fnpRrv")?;
     let [name] = parsed.operands.as_slice() else {
         return usage("missing dataset argument");
     };
+    if name.contains('@') {
+        return fail(format!(
+            "cannot destroy '{name}': destroying snapshots is not implemented yet"
+        ));
+    }
     let mut imported = open_dataset(name)?;
     let names = imported.spa.dataset_names().map_err(spa_fail)?;
     let children: Vec<&String> = names
@@ -253,6 +298,9 @@ fn property(
     let spa = &mut imported.spa;
     let number = |n: u64, p: ZfsProp| format_value(p, &PropValue::Number(n), parsable);
     let native = ZfsProp::from_name(prop);
+    if let Some((fs, _)) = name.split_once('@') {
+        return snapshot_property(imported, props, name, fs, prop, native, parsable);
+    }
     if native.is_some_and(|p| !p.applies_to(DatasetType::Filesystem, None)) {
         return Ok(None);
     }
@@ -329,12 +377,87 @@ fn property(
     Ok(Some((value, source)))
 }
 
+/// A snapshot's properties: its own statistics, and its filesystem's settings.
+fn snapshot_property(
+    imported: &mut Imported,
+    props: &LocalProps,
+    name: &str,
+    fs: &str,
+    prop: &str,
+    native: Option<ZfsProp>,
+    parsable: bool,
+) -> Result<Option<(String, String)>, CmdError> {
+    if native.is_some_and(|p| !p.applies_to(DatasetType::Snapshot, Some(DatasetType::Filesystem))) {
+        return Ok(None);
+    }
+    let snapshots = imported.spa.snapshots(fs).map_err(spa_fail)?;
+    let Some((_, _, phys)) = snapshots.iter().find(|(n, _, _)| n == name) else {
+        return Err(missing(name));
+    };
+    let number = |n: u64, p: ZfsProp| format_value(p, &PropValue::Number(n), parsable);
+    let value = match native.map(|p| p.name()) {
+        Some("name") => Some(name.to_string()),
+        Some("type") => Some("snapshot".to_string()),
+        Some("creation") => Some(number(
+            phys.creation_time,
+            native.unwrap_or(ZfsProp::ALL[0]),
+        )),
+        Some("guid") => Some(number(phys.guid, native.unwrap_or(ZfsProp::ALL[0]))),
+        Some("createtxg") => Some(number(phys.creation_txg, native.unwrap_or(ZfsProp::ALL[0]))),
+        Some("referenced") => Some(number(
+            phys.referenced_bytes,
+            native.unwrap_or(ZfsProp::ALL[0]),
+        )),
+        Some("used") | Some("written") => Some(number(0, native.unwrap_or(ZfsProp::ALL[0]))),
+        Some("compressratio") | Some("refcompressratio") => {
+            Some(if parsable { "1.00" } else { "1.00x" }.to_string())
+        }
+        Some("available") | Some("mountpoint") => Some("-".to_string()),
+        _ => None,
+    };
+    if let Some(value) = value {
+        return Ok(Some((value, "-".to_string())));
+    }
+    property(imported, props, fs, prop, parsable)
+}
+
 /// The datasets a list/get command covers: the operands (and with -r/-d their
 /// descendants), or every dataset of every imported pool.
+/// Which object types a list/get covers (`-t`).
+#[derive(Clone, Copy)]
+struct Types {
+    filesystems: bool,
+    snapshots: bool,
+}
+
+fn parse_types(parsed: &crate::zpool::Parsed, default: Types) -> Result<Types, CmdError> {
+    let Some(arg) = parsed.values('t').last().cloned() else {
+        return Ok(default);
+    };
+    let mut types = Types {
+        filesystems: false,
+        snapshots: false,
+    };
+    for word in arg.split(',') {
+        match word {
+            "filesystem" | "fs" => types.filesystems = true,
+            "snapshot" | "snap" => types.snapshots = true,
+            "volume" | "vol" | "bookmark" => {}
+            "all" => {
+                types.filesystems = true;
+                types.snapshots = true;
+            }
+            other => return usage(format!("invalid type '{other}'")),
+        }
+    }
+    Ok(types)
+}
+
 fn targets(
     names: &[String],
     recursive: bool,
     depth: Option<usize>,
+    types: Types,
 ) -> Result<Vec<(Imported, Vec<String>)>, CmdError> {
     // One handle per pool (a second exclusive open of the same pool would wait on itself).
     let mut roots: Vec<(String, Vec<String>)> = Vec::new();
@@ -355,13 +478,28 @@ fn targets(
     for (pool_name, wanted) in roots {
         let mut imported = pool::open_pool(&pool_name).map_err(|_| missing(&wanted[0]))?;
         let all = imported.spa.dataset_names().map_err(spa_fail)?;
+        // `zfs list -t snapshot fs` means fs's snapshots: an implied depth of 1.
+        let implied = if types.snapshots && !types.filesystems {
+            1
+        } else {
+            0
+        };
         let limit = if names.is_empty() || recursive {
             depth
         } else {
-            Some(depth.unwrap_or(0))
+            Some(depth.unwrap_or(implied))
         };
         let mut selected = Vec::new();
         for root in &wanted {
+            if root.contains('@') {
+                let fs = root.split('@').next().unwrap_or(root);
+                let snapshots = imported.spa.snapshots(fs).map_err(|_| missing(root))?;
+                if !snapshots.iter().any(|(n, _, _)| n == root) {
+                    return Err(missing(root));
+                }
+                selected.push(root.clone());
+                continue;
+            }
             if !all.contains(root) {
                 return Err(missing(root));
             }
@@ -370,8 +508,16 @@ fn targets(
                 .filter(|n| *n == root || n.starts_with(&format!("{root}/")))
             {
                 let below = name[root.len()..].matches('/').count();
-                if limit.is_none_or(|l| below <= l) && !selected.contains(name) {
+                if types.filesystems && limit.is_none_or(|l| below <= l) && !selected.contains(name)
+                {
                     selected.push(name.clone());
+                }
+                if types.snapshots && limit.is_none_or(|l| below < l) {
+                    for (snapshot, _, _) in imported.spa.snapshots(name).map_err(spa_fail)? {
+                        if !selected.contains(&snapshot) {
+                            selected.push(snapshot);
+                        }
+                    }
                 }
             }
         }
@@ -417,7 +563,14 @@ fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let parsable = parsed.has('p');
     let depth = parse_depth(&parsed)?;
     let mut rows = Vec::new();
-    for (mut imported, names) in targets(&parsed.operands, parsed.has('r'), depth)? {
+    let types = parse_types(
+        &parsed,
+        Types {
+            filesystems: true,
+            snapshots: false,
+        },
+    )?;
+    for (mut imported, names) in targets(&parsed.operands, parsed.has('r'), depth, types)? {
         let props = load_props(&mut imported)?;
         for name in names {
             let mut row = Vec::new();
@@ -463,7 +616,14 @@ fn cmd_get(args: &[String], ctx: &mut Ctx) -> CmdResult {
         });
     let depth = parse_depth(&parsed)?;
     let mut rows = Vec::new();
-    for (mut imported, datasets) in targets(names, parsed.has('r'), depth)? {
+    let types = parse_types(
+        &parsed,
+        Types {
+            filesystems: true,
+            snapshots: true,
+        },
+    )?;
+    for (mut imported, datasets) in targets(names, parsed.has('r'), depth, types)? {
         let props = load_props(&mut imported)?;
         for name in datasets {
             let wanted: Vec<String> = if props_arg == "all" {

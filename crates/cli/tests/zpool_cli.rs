@@ -779,3 +779,71 @@ fn zfs_create_list_get_set_inherit_destroy() {
         "zstd\n"
     );
 }
+
+/// Snapshots through `zfs`, in the exact command shapes sanoid and syncoid use:
+/// `snapshot -r` with sanoid's names, `get -Hrpt snapshot creation` (no dataset = every
+/// pool), `get -Hpd 1 -t snapshot guid,creation fs`, `list -t snapshot`, and the duplicate
+/// refusal they look for ("already exists").
+#[test]
+fn zfs_snapshots_as_sanoid_and_syncoid_ask() {
+    let lab = Lab::new();
+    let a = lab.disk("a", DISK_SIZE_BYTES);
+    lab.ok(&["create", "tank", &a]);
+    let zfs_ok = |args: &[&str]| {
+        let out = lab.zfs(args);
+        assert_eq!(out.code, 0, "zfs {args:?}: {}", out.stderr);
+        out.stdout
+    };
+    zfs_ok(&["create", "-p", "tank/data/sub"]);
+    let snap = "autosnap_2026-11-22_01:51:32_hourly";
+    zfs_ok(&["snapshot", "-r", &format!("tank/data@{snap}")]);
+    let again = lab.zfs(&["snapshot", &format!("tank/data@{snap}")]);
+    assert_eq!(again.code, 1);
+    assert!(again.stderr.contains("already exists"), "{}", again.stderr);
+    let creation = zfs_ok(&["get", "-Hrpt", "snapshot", "creation"]);
+    let lines: Vec<&str> = creation.lines().collect();
+    assert_eq!(lines.len(), 2, "{creation}");
+    assert!(
+        lines[0].starts_with(&format!("tank/data@{snap}\tcreation\t")),
+        "{creation}"
+    );
+    assert!(
+        lines[1].starts_with(&format!("tank/data/sub@{snap}\tcreation\t")),
+        "{creation}"
+    );
+    assert!(lines.iter().all(|l| l.ends_with("\t-")));
+    let guids = zfs_ok(&[
+        "get",
+        "-Hpd",
+        "1",
+        "-t",
+        "snapshot",
+        "guid,creation",
+        "tank/data",
+    ]);
+    assert_eq!(
+        guids.lines().count(),
+        2,
+        "only tank/data's own snapshot: {guids}"
+    );
+    assert!(guids
+        .lines()
+        .next()
+        .unwrap()
+        .starts_with(&format!("tank/data@{snap}\tguid\t")));
+    assert_eq!(
+        zfs_ok(&["list", "-H", "-o", "name", "-t", "snapshot", "tank/data"]),
+        format!("tank/data@{snap}\n")
+    );
+    assert_eq!(
+        zfs_ok(&[
+            "get",
+            "-H",
+            "-o",
+            "value",
+            "type",
+            &format!("tank/data@{snap}")
+        ]),
+        "snapshot\n"
+    );
+}
