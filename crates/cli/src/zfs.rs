@@ -226,16 +226,34 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
     let [name] = parsed.operands.as_slice() else {
         return usage("missing dataset argument");
     };
-    if name.contains('@') {
-        return fail(format!(
-            "cannot destroy '{name}': destroying snapshots is not implemented yet"
-        ));
+    if let Some((fs, _)) = name.split_once('@') {
+        let mut imported = open_dataset(fs)?;
+        if parsed.has('n') {
+            return Ok(());
+        }
+        imported.spa.destroy_snapshot(name).map_err(|e| match e {
+            zetta::spa::SpaError::Invalid(message) => CmdError::Fail(message),
+            other => spa_fail(other),
+        })?;
+        imported
+            .spa
+            .log_history(&format!("zfs destroy {}", args.join(" ")));
+        return pool::commit(&mut imported);
     }
     let mut imported = open_dataset(name)?;
-    let names = imported.spa.dataset_names().map_err(spa_fail)?;
+    let mut names = imported.spa.dataset_names().map_err(spa_fail)?;
+    // Snapshots count as children too (a dataset's own, and its descendants').
+    for fs in names.clone() {
+        if fs == *name || fs.starts_with(&format!("{name}/")) {
+            for (snapshot, _, _) in imported.spa.snapshots(&fs).map_err(spa_fail)? {
+                names.push(snapshot);
+            }
+        }
+    }
+    names.sort();
     let children: Vec<&String> = names
         .iter()
-        .filter(|n| n.starts_with(&format!("{name}/")))
+        .filter(|n| n.starts_with(&format!("{name}/")) || n.starts_with(&format!("{name}@")))
         .collect();
     if !children.is_empty() && !parsed.has('r') && !parsed.has('R') {
         let mut message = format!("cannot destroy '{name}': filesystem has children\nuse '-r' to destroy the following datasets:");
@@ -251,12 +269,16 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
     if parsed.has('n') {
         return Ok(());
     }
-    for victim in children
+    // Snapshots first, then filesystems deepest first.
+    for snapshot in children.iter().filter(|c| c.contains('@')) {
+        imported.spa.destroy_snapshot(snapshot).map_err(spa_fail)?;
+    }
+    let filesystems: Vec<&str> = children
         .iter()
-        .rev()
+        .filter(|c| !c.contains('@'))
         .map(|s| s.as_str())
-        .chain([name.as_str()])
-    {
+        .collect();
+    for victim in filesystems.iter().rev().copied().chain([name.as_str()]) {
         imported.spa.destroy_filesystem(victim).map_err(spa_fail)?;
     }
     imported

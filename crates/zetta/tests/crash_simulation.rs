@@ -127,6 +127,7 @@ fn run_seed(seed: u64) -> Result<(), String> {
     let mut next_fs = 0u64;
     let mut committed: BTreeMap<Txg, State> = BTreeMap::new();
     let mut snapshots: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut next_snapshot = 0u64;
     let snapshot = |model: &Model,
                     file: &Vec<u8>,
                     fs: &std::collections::BTreeSet<String>,
@@ -148,11 +149,30 @@ fn run_seed(seed: u64) -> Result<(), String> {
     }
     let operations = 5 + rng.below(40);
     'ops: for _ in 0..operations {
-        let result = match rng.below(14) {
+        let result = match rng.below(15) {
+            14 if !snapshots.is_empty() => {
+                let pick = rng.below(snapshots.len() as u64) as usize;
+                let name = snapshots[pick].0.clone();
+                let before = snapshot(&model, &file_in_a, &filesystems, &snapshots);
+                committed.insert(spa.open_txg(), before);
+                let mut without = snapshots.clone();
+                without.remove(pick);
+                let after = snapshot(&model, &file_in_a, &filesystems, &without);
+                committed.insert(spa.open_txg().next(), after);
+                match spa.destroy_snapshot(&name) {
+                    Ok(()) => {
+                        snapshots = without;
+                        last_returned = spa.last_synced_txg();
+                        Ok(())
+                    }
+                    Err(e) => Err(e),
+                }
+            }
             13 if snapshots.len() < 4 => {
                 // A snapshot commits the open txg first: that txg holds the same state
                 // with or without the snapshot, so both are acceptable at import.
-                let name = format!("sim/a@s{}", snapshots.len());
+                let name = format!("sim/a@s{next_snapshot}");
+                next_snapshot += 1;
                 let before = snapshot(&model, &file_in_a, &filesystems, &snapshots);
                 committed.insert(spa.open_txg(), before);
                 let mut with = snapshots.clone();

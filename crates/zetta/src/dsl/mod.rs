@@ -248,7 +248,7 @@ impl Spa {
                 "cannot destroy '{name}': operation does not apply to pools"
             )));
         }
-        if !self.children(dir)?.is_empty() {
+        if !self.children(dir)?.is_empty() || !self.snapshots(name)?.is_empty() {
             return Err(SpaError::Invalid(format!(
                 "cannot destroy '{name}': filesystem has children"
             )));

@@ -7,8 +7,8 @@
 //! hands every block born at or before that txg that it stops referencing to the head's
 //! dead list (a MOS object of 128-byte block pointers appended in the same txg) instead of
 //! freeing it, so the snapshot's tree stays intact. Snapshot destroy (which frees dead-list
-//! blocks born after the previous snapshot) is not built yet: until then snapshots keep
-//! their space.
+//! blocks born after the previous snapshot) takes the head's or next snapshot's dead list
+//! apart (see `destroy_snapshot`).
 
 use super::phys::DslDatasetPhys;
 use super::zap_error;
@@ -110,8 +110,12 @@ impl Spa {
                 creation_time: now_secs(),
                 guid: Guid::random().0,
                 flags: DS_FLAG_SNAPSHOT,
+                // Blocks that died since the previous snapshot belong to this one's dead
+                // list; the head starts a new one.
+                deadlist: head.deadlist,
                 ..DslDatasetPhys::default()
             };
+            head.deadlist = 0;
             self.mos.set_bonus(&ctx, object, &phys.encode())?;
             if head.snapnames_zap == 0 {
                 head.snapnames_zap = zap::zap_create(&mut self.mos, &ctx, object_type::ZAP)
@@ -218,5 +222,86 @@ impl Spa {
             }
         }
         Ok(roots)
+    }
+}
+
+impl Spa {
+    fn read_dead_list(&mut self, object: u64) -> Result<Vec<BlockPointer>, SpaError> {
+        if object == 0 {
+            return Ok(Vec::new());
+        }
+        let ctx = io_ctx!(self);
+        let size = self.mos.size_bytes(&ctx, ObjectId(object))?;
+        let bytes = self.mos.read(&ctx, ObjectId(object), 0, size as usize)?;
+        bytes
+            .chunks_exact(BLKPTR_SIZE_BYTES)
+            .map(|chunk| {
+                BlockPointer::decode(chunk)
+                    .map_err(|e| SpaError::Corrupt(format!("dead list {object}: {e}")))
+            })
+            .collect()
+    }
+
+    /// `zfs destroy fs@snap` (OpenZFS `dsl_destroy_snapshot`): the blocks only this snapshot
+    /// held — those in the next dataset's dead list born after the previous snapshot — are
+    /// freed; the rest of that dead list and this snapshot's own dead list become the next
+    /// dataset's dead list, and the next dataset's previous snapshot becomes this one's.
+    pub fn destroy_snapshot(&mut self, full: &str) -> Result<(), SpaError> {
+        let (fs, snap) = full
+            .split_once('@')
+            .ok_or_else(|| SpaError::Invalid(format!("'{full}' is not a snapshot name")))?;
+        let dataset = self.lookup_dataset(fs)?.ok_or_else(|| {
+            SpaError::Invalid(
+                "could not find any snapshots to destroy; check snapshot names.".to_string(),
+            )
+        })?;
+        self.open_dataset(dataset)?;
+        // Pending releases of the head land in its dead list first.
+        self.sync()?;
+        let snapshots = self.snapshots(fs)?;
+        let Some(index) = snapshots.iter().position(|(name, _, _)| name == full) else {
+            return Err(SpaError::Invalid(
+                "could not find any snapshots to destroy; check snapshot names.".to_string(),
+            ));
+        };
+        let (_, object, victim) = snapshots[index].clone();
+        let (next_object, mut next) = match snapshots.get(index + 1) {
+            Some((_, object, phys)) => (*object, phys.clone()),
+            None => (dataset, self.head_phys(dataset)?),
+        };
+        let txg = self.open_txg();
+        let mut kept = Vec::new();
+        for bp in self.read_dead_list(next.deadlist)? {
+            if bp.birth_txg.0 > victim.prev_snap_txg {
+                self.zio.free_block(&bp, true, txg);
+            } else {
+                kept.push(bp);
+            }
+        }
+        kept.extend(self.read_dead_list(victim.deadlist)?);
+        let ctx = io_ctx!(self);
+        for old in [next.deadlist, victim.deadlist] {
+            if old != 0 {
+                self.mos.free_object(&ctx, ObjectId(old))?;
+            }
+        }
+        next.deadlist = 0;
+        append_dead_list(&mut self.mos, &ctx, &mut next, &kept)?;
+        next.prev_snap = victim.prev_snap;
+        next.prev_snap_txg = victim.prev_snap_txg;
+        let head = self.head_phys(dataset)?;
+        if next_object == dataset {
+            self.store_head_phys(dataset, next)?;
+        } else {
+            let ctx = io_ctx!(self);
+            self.mos
+                .set_bonus(&ctx, ObjectId(next_object), &next.encode())?;
+        }
+        let ctx = io_ctx!(self);
+        zap::zap_remove(&mut self.mos, &ctx, ObjectId(head.snapnames_zap), snap)
+            .map_err(zap_error)?;
+        self.mos.free_object(&ctx, ObjectId(object))?;
+        self.sync()?;
+        Ok(())
     }
 }

@@ -276,3 +276,81 @@ fn snapshots_keep_old_data_while_the_head_moves_on() {
     );
     assert_eq!(spa.scrub(None).unwrap().errors, 0);
 }
+
+/// Destroying snapshots frees exactly what only they held: the middle one first (its data
+/// still reachable from the next snapshot stays), then the rest; at the end the pool is back
+/// near where it started, and what remains reads back and scrubs clean.
+#[test]
+fn destroying_snapshots_frees_only_their_blocks() {
+    let device = Arc::new(MemDevice::new("/mem/dsl", 128 << 20));
+    let mut spa = pool(&device);
+    spa.create_filesystem("tank/fs").unwrap();
+    for _ in 0..3 {
+        spa.sync().unwrap();
+    }
+    let (_, baseline, _) = spa.space();
+    let write = |spa: &mut Spa, seed: u64| {
+        let mut data = vec![0u8; 2 << 20];
+        crate::rand::SeededRng::new(seed).fill(&mut data);
+        spa.with_dataset("tank/fs", |os, ctx| {
+            if !os.object_exists(ctx, ObjectId(1))? {
+                os.create_object_at(
+                    ctx,
+                    ObjectId(1),
+                    crate::dmu::object_type::PLAIN_FILE,
+                    512,
+                    0,
+                    0,
+                )?;
+            }
+            os.write(ctx, ObjectId(1), 0, &data)
+        })
+        .unwrap();
+        spa.sync().unwrap();
+        data
+    };
+    let first = write(&mut spa, 1);
+    spa.snapshot(&["tank/fs@a".to_string()]).unwrap();
+    let second = write(&mut spa, 2);
+    spa.snapshot(&["tank/fs@b".to_string()]).unwrap();
+    let third = write(&mut spa, 3);
+    spa.snapshot(&["tank/fs@c".to_string()]).unwrap();
+    let _fourth = write(&mut spa, 4);
+    let (_, with_all, _) = spa.space();
+    assert!(with_all >= baseline + (8 << 20));
+    // @b's data (second) is held by @b alone: destroying @b frees about 2 MiB.
+    spa.destroy_snapshot("tank/fs@b").unwrap();
+    for _ in 0..3 {
+        spa.sync().unwrap();
+    }
+    let (_, after_b, _) = spa.space();
+    assert!(with_all - after_b >= 2 << 20, "{with_all} -> {after_b}");
+    assert_eq!(
+        spa.with_snapshot("tank/fs@a", |os, ctx| os.read(ctx, ObjectId(1), 0, 2 << 20))
+            .unwrap(),
+        first
+    );
+    assert_eq!(
+        spa.with_snapshot("tank/fs@c", |os, ctx| os.read(ctx, ObjectId(1), 0, 2 << 20))
+            .unwrap(),
+        third
+    );
+    assert!(spa.with_snapshot("tank/fs@b", |_, _| Ok(())).is_err());
+    drop(second);
+    spa.export().unwrap();
+    let mut spa = reimport(&device);
+    spa.destroy_snapshot("tank/fs@c").unwrap();
+    spa.destroy_snapshot("tank/fs@a").unwrap();
+    spa.with_dataset("tank/fs", |os, ctx| os.free_object(ctx, ObjectId(1)))
+        .unwrap();
+    for _ in 0..4 {
+        spa.sync().unwrap();
+    }
+    let (_, end, _) = spa.space();
+    assert!(
+        end <= baseline + (512 << 10),
+        "baseline {baseline}, end {end}"
+    );
+    assert!(spa.snapshots("tank/fs").unwrap().is_empty());
+    assert_eq!(spa.scrub(None).unwrap().errors, 0);
+}

@@ -420,10 +420,15 @@ impl Spa {
                 let mut phys = crate::dsl::phys::DslDatasetPhys::decode(&bonus)
                     .map_err(|e| SpaError::Corrupt(e.to_string()))?;
                 phys.bp = self.root_dataset_bp;
+                // Released blocks a snapshot still holds go to the dead list, same txg.
+                let dead = std::mem::take(&mut self.root_dataset.dead_blocks);
+                let dead_bytes =
+                    crate::dsl::append_dead_list(&mut self.mos, &ctx, &mut phys, &dead)?;
                 phys.referenced_bytes = phys
                     .referenced_bytes
                     .saturating_add(self.root_dataset.born_bytes)
-                    .saturating_sub(self.root_dataset.freed_bytes);
+                    .saturating_sub(self.root_dataset.freed_bytes)
+                    .saturating_sub(dead_bytes);
                 self.root_dataset.born_bytes = 0;
                 self.root_dataset.freed_bytes = 0;
                 self.mos
@@ -435,11 +440,15 @@ impl Spa {
                 }
                 let old = head.phys.bp;
                 head.phys.bp = head.objset.sync(&ctx, &old)?;
+                let dead = std::mem::take(&mut head.objset.dead_blocks);
+                let dead_bytes =
+                    crate::dsl::append_dead_list(&mut self.mos, &ctx, &mut head.phys, &dead)?;
                 head.phys.referenced_bytes = head
                     .phys
                     .referenced_bytes
                     .saturating_add(head.objset.born_bytes)
-                    .saturating_sub(head.objset.freed_bytes);
+                    .saturating_sub(head.objset.freed_bytes)
+                    .saturating_sub(dead_bytes);
                 head.objset.born_bytes = 0;
                 head.objset.freed_bytes = 0;
                 self.mos
