@@ -364,7 +364,11 @@ fn property(
             "1.00x".to_string()
         }),
         Some("mounted") => Some("no".to_string()),
-        Some("usedbysnapshots") | Some("usedbyrefreservation") | Some("written") => {
+        Some("usedbysnapshots") => Some(number(
+            spa.used_by_snapshots_bytes(name).map_err(spa_fail)?,
+            native.unwrap_or(ZfsProp::ALL[0]),
+        )),
+        Some("usedbyrefreservation") | Some("written") => {
             Some(number(0, native.unwrap_or(ZfsProp::ALL[0])))
         }
         Some("usedbydataset") => Some(number(
@@ -373,9 +377,10 @@ fn property(
         )),
         Some("usedbychildren") => {
             let used = spa.dataset_used_bytes(name).map_err(spa_fail)?;
-            let refer = spa.dataset_referenced_bytes(name).map_err(spa_fail)?;
+            let own = spa.dataset_referenced_bytes(name).map_err(spa_fail)?
+                + spa.used_by_snapshots_bytes(name).map_err(spa_fail)?;
             Some(number(
-                used - refer.min(used),
+                used - own.min(used),
                 native.unwrap_or(ZfsProp::ALL[0]),
             ))
         }

@@ -437,12 +437,13 @@ impl Spa {
         Ok(self.read_dataset_phys(dataset)?.referenced_bytes)
     }
 
-    /// Bytes a filesystem and its descendants take (USED, without snapshots for now).
+    /// Bytes a filesystem and its descendants take (USED = REFER + USEDSNAP + USEDCHILD).
     pub fn dataset_used_bytes(&mut self, name: &str) -> Result<u64, SpaError> {
         let mut total = 0;
         for other in self.dataset_names()? {
             if other == name || other.starts_with(&format!("{name}/")) {
                 total += self.dataset_referenced_bytes(&other)?;
+                total += self.used_by_snapshots_bytes(&other)?;
             }
         }
         Ok(total)

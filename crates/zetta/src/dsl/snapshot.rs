@@ -305,3 +305,51 @@ impl Spa {
         Ok(())
     }
 }
+
+impl Spa {
+    fn dead_list_bytes(&mut self, object: u64, born_after_txg: u64) -> Result<u64, SpaError> {
+        Ok(self
+            .read_dead_list(object)?
+            .iter()
+            .filter(|bp| bp.birth_txg.0 > born_after_txg)
+            .map(|bp| bp.asize_total_bytes())
+            .sum())
+    }
+
+    /// A snapshot's USED: the bytes only it holds — blocks in the next dataset's dead list
+    /// born after the previous snapshot (what destroying it would free).
+    pub fn snapshot_used_bytes(&mut self, full: &str) -> Result<u64, SpaError> {
+        let fs = full.split('@').next().unwrap_or(full);
+        let snapshots = self.snapshots(fs)?;
+        let Some(index) = snapshots.iter().position(|(name, _, _)| name == full) else {
+            return Err(SpaError::Invalid(format!(
+                "cannot open '{full}': dataset does not exist"
+            )));
+        };
+        let prev_txg = snapshots[index].2.prev_snap_txg;
+        let next_deadlist = match snapshots.get(index + 1) {
+            Some((_, _, phys)) => phys.deadlist,
+            None => {
+                let dataset = self.lookup_dataset(fs)?.ok_or_else(|| {
+                    SpaError::Invalid(format!("cannot open '{fs}': dataset does not exist"))
+                })?;
+                self.head_phys(dataset)?.deadlist
+            }
+        };
+        self.dead_list_bytes(next_deadlist, prev_txg)
+    }
+
+    /// A filesystem's USEDSNAP: every block its snapshots hold that the head no longer
+    /// references (all its dead lists).
+    pub fn used_by_snapshots_bytes(&mut self, fs: &str) -> Result<u64, SpaError> {
+        let dataset = self.lookup_dataset(fs)?.ok_or_else(|| {
+            SpaError::Invalid(format!("cannot open '{fs}': dataset does not exist"))
+        })?;
+        let head_deadlist = self.head_phys(dataset)?.deadlist;
+        let mut total = self.dead_list_bytes(head_deadlist, 0)?;
+        for (_, _, phys) in self.snapshots(fs)? {
+            total += self.dead_list_bytes(phys.deadlist, 0)?;
+        }
+        Ok(total)
+    }
+}

@@ -354,3 +354,51 @@ fn destroying_snapshots_frees_only_their_blocks() {
     assert!(spa.snapshots("tank/fs").unwrap().is_empty());
     assert_eq!(spa.scrub(None).unwrap().errors, 0);
 }
+
+/// Space as `zfs list -o space` reports it: a snapshot's USED is what only it holds, the
+/// head's USEDSNAP is everything its snapshots hold beyond the head, and
+/// used = usedbydataset + usedbysnapshots + usedbychildren.
+#[test]
+fn snapshot_space_accounting() {
+    let device = Arc::new(MemDevice::new("/mem/dsl", 128 << 20));
+    let mut spa = pool(&device);
+    spa.create_filesystem("tank/fs").unwrap();
+    let mut data = vec![0u8; 4 << 20];
+    crate::rand::SeededRng::new(11).fill(&mut data);
+    spa.with_dataset("tank/fs", |os, ctx| {
+        os.create_object_at(
+            ctx,
+            ObjectId(1),
+            crate::dmu::object_type::PLAIN_FILE,
+            512,
+            0,
+            0,
+        )?;
+        os.write(ctx, ObjectId(1), 0, &data)
+    })
+    .unwrap();
+    spa.snapshot(&["tank/fs@snap".to_string()]).unwrap();
+    assert!(
+        spa.snapshot_used_bytes("tank/fs@snap").unwrap() < 64 << 10,
+        "nothing unique yet"
+    );
+    // Overwrite half: that half becomes unique to the snapshot.
+    crate::rand::SeededRng::new(12).fill(&mut data[..2 << 20]);
+    spa.with_dataset("tank/fs", |os, ctx| {
+        os.write(ctx, ObjectId(1), 0, &data[..2 << 20])
+    })
+    .unwrap();
+    spa.sync().unwrap();
+    let unique = spa.snapshot_used_bytes("tank/fs@snap").unwrap();
+    assert!(
+        ((2 << 20)..(2 << 20) + (256 << 10)).contains(&unique),
+        "{unique}"
+    );
+    let usedsnap = spa.used_by_snapshots_bytes("tank/fs").unwrap();
+    assert_eq!(
+        usedsnap, unique,
+        "one snapshot: its unique bytes are all of USEDSNAP"
+    );
+    let refer = spa.dataset_referenced_bytes("tank/fs").unwrap();
+    assert_eq!(spa.dataset_used_bytes("tank/fs").unwrap(), refer + usedsnap);
+}
