@@ -17,7 +17,7 @@ use zetta_zprop::{
     ZfsProp,
 };
 
-const USAGE: &str = "usage: zfs command args ...\nwhere 'command' is one of the following:\n\n\tversion\n\n\tcreate [-p] [-o property=value] ... <filesystem>\n\tsnapshot [-r] <filesystem|volume>@<snap> ...\n\tdestroy [-fnpRrv] <filesystem|volume>\n\n\tlist [-Hp] [-r|-d max] [-o property[,...]] [-s property]...\n\t    [-S property]... [-t type[,...]] [filesystem|volume|snapshot] ...\n\n\tset <property=value> ... <filesystem|volume|snapshot> ...\n\tget [-rHp] [-d max] [-o \"all\" | field[,...]]\n\t    [-t type[,...]] [-s source[,...]]\n\t    <\"all\" | property[,...]> [filesystem|volume|snapshot|bookmark] ...\n\tinherit [-rS] <property> <filesystem|volume|snapshot> ...\n";
+const USAGE: &str = "usage: zfs command args ...\nwhere 'command' is one of the following:\n\n\tversion\n\n\tcreate [-p] [-o property=value] ... <filesystem>\n\tsnapshot [-r] <filesystem|volume>@<snap> ...\n\trollback [-rRf] <snapshot>\n\tdestroy [-fnpRrv] <filesystem|volume>\n\n\tlist [-Hp] [-r|-d max] [-o property[,...]] [-s property]...\n\t    [-S property]... [-t type[,...]] [filesystem|volume|snapshot] ...\n\n\tset <property=value> ... <filesystem|volume|snapshot> ...\n\tget [-rHp] [-d max] [-o \"all\" | field[,...]]\n\t    [-t type[,...]] [-s source[,...]]\n\t    <\"all\" | property[,...]> [filesystem|volume|snapshot|bookmark] ...\n\tinherit [-rS] <property> <filesystem|volume|snapshot> ...\n";
 
 pub fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     let Some(command) = args.first() else {
@@ -33,6 +33,7 @@ pub fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         }
         "create" => cmd_create(rest),
         "snapshot" | "snap" => cmd_snapshot(rest),
+        "rollback" => cmd_rollback(rest),
         "destroy" => cmd_destroy(rest),
         "list" => cmd_list(rest, &mut ctx),
         "get" => cmd_get(rest, &mut ctx),
@@ -217,6 +218,35 @@ fn cmd_snapshot(args: &[String]) -> CmdResult {
     imported
         .spa
         .log_history(&format!("zfs snapshot {}", args.join(" ")));
+    pool::commit(&mut imported)
+}
+
+/// `zfs rollback [-rRf] fs@snap`: with -r (or -R) newer snapshots are destroyed first.
+fn cmd_rollback(args: &[String]) -> CmdResult {
+    let parsed = getopt(args, "rRf")?;
+    let [name] = parsed.operands.as_slice() else {
+        return usage("missing dataset argument");
+    };
+    let Some((fs, _)) = name.split_once('@') else {
+        return usage(format!("'{name}' is not a snapshot"));
+    };
+    let mut imported = open_dataset(fs)?;
+    let snapshots = imported.spa.snapshots(fs).map_err(spa_fail)?;
+    let Some(index) = snapshots.iter().position(|(n, _, _)| n == name) else {
+        return Err(missing(name));
+    };
+    if parsed.has('r') || parsed.has('R') {
+        for (newer, _, _) in snapshots[index + 1..].iter().rev() {
+            imported.spa.destroy_snapshot(newer).map_err(spa_fail)?;
+        }
+    }
+    imported.spa.rollback(name).map_err(|e| match e {
+        zetta::spa::SpaError::Invalid(message) => CmdError::Fail(message),
+        other => spa_fail(other),
+    })?;
+    imported
+        .spa
+        .log_history(&format!("zfs rollback {}", args.join(" ")));
     pool::commit(&mut imported)
 }
 

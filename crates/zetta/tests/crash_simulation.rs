@@ -149,7 +149,22 @@ fn run_seed(seed: u64) -> Result<(), String> {
     }
     let operations = 5 + rng.below(40);
     'ops: for _ in 0..operations {
-        let result = match rng.below(15) {
+        let result = match rng.below(16) {
+            15 if !snapshots.is_empty() => {
+                let (name, content) = snapshots[snapshots.len() - 1].clone();
+                let before = snapshot(&model, &file_in_a, &filesystems, &snapshots);
+                committed.insert(spa.open_txg(), before);
+                let after = snapshot(&model, &content, &filesystems, &snapshots);
+                committed.insert(spa.open_txg().next(), after);
+                match spa.rollback(&name) {
+                    Ok(()) => {
+                        file_in_a = content;
+                        last_returned = spa.last_synced_txg();
+                        Ok(())
+                    }
+                    Err(e) => Err(e),
+                }
+            }
             14 if !snapshots.is_empty() => {
                 let pick = rng.below(snapshots.len() as u64) as usize;
                 let name = snapshots[pick].0.clone();

@@ -353,3 +353,85 @@ impl Spa {
         Ok(total)
     }
 }
+
+impl Spa {
+    /// `zfs rollback fs@snap` to the newest snapshot (the caller destroys newer ones first,
+    /// as `-r` does): the head takes the snapshot's tree again, the blocks it wrote since are
+    /// freed, and its dead list (blocks the snapshot still has) becomes live again.
+    pub fn rollback(&mut self, full: &str) -> Result<(), SpaError> {
+        let (fs, _) = full
+            .split_once('@')
+            .ok_or_else(|| SpaError::Invalid(format!("'{full}' is not a snapshot name")))?;
+        let dataset = self.lookup_dataset(fs)?.ok_or_else(|| {
+            SpaError::Invalid(format!("cannot open '{fs}': dataset does not exist"))
+        })?;
+        self.open_dataset(dataset)?;
+        self.sync()?;
+        let snapshots = self.snapshots(fs)?;
+        let Some(index) = snapshots.iter().position(|(name, _, _)| name == full) else {
+            return Err(SpaError::Invalid(format!(
+                "cannot open '{full}': dataset does not exist"
+            )));
+        };
+        if index + 1 != snapshots.len() {
+            let newer: Vec<String> = snapshots[index + 1..]
+                .iter()
+                .map(|(n, _, _)| n.clone())
+                .collect();
+            return Err(SpaError::Invalid(format!(
+                "cannot rollback to '{full}': more recent snapshots or bookmarks exist\nuse '-r' to force deletion of the following snapshots and bookmarks:\n{}",
+                newer.join("\n")
+            )));
+        }
+        let snap = snapshots[index].2.clone();
+        let mut head = self.head_phys(dataset)?;
+        let head_bp = if dataset == MOS_OBJECT_ROOT_DATASET.0 {
+            self.root_bp()
+        } else {
+            head.bp
+        };
+        // Everything the head wrote after the snapshot goes.
+        let mut newer_blocks = Vec::new();
+        if !head_bp.is_hole() {
+            let ctx = io_ctx!(self);
+            ObjectSet::walk_blocks(
+                &ctx,
+                dataset,
+                &head_bp,
+                &mut |bp, _| {
+                    if bp.birth_txg.0 > snap.creation_txg {
+                        newer_blocks.push(*bp);
+                    }
+                },
+                false,
+            )?;
+        }
+        let txg = self.open_txg();
+        for bp in &newer_blocks {
+            self.zio.free_block(bp, true, txg);
+        }
+        let ctx = io_ctx!(self);
+        if head.deadlist != 0 {
+            self.mos.free_object(&ctx, ObjectId(head.deadlist))?;
+            head.deadlist = 0;
+        }
+        head.bp = snap.bp;
+        head.referenced_bytes = snap.referenced_bytes;
+        let mut objset = ObjectSet::open(
+            &ctx,
+            dataset,
+            &snap.bp,
+            dataset_policy(default_data_props()),
+        )?;
+        objset.policy.prev_snap_txg = Txg(head.prev_snap_txg);
+        if dataset == MOS_OBJECT_ROOT_DATASET.0 {
+            self.set_root_objset(objset, snap.bp);
+        } else if let Some(loaded) = self.datasets.get_mut(&dataset) {
+            loaded.objset = objset;
+        }
+        self.store_head_phys(dataset, head)?;
+        self.refresh_io_props()?;
+        self.sync()?;
+        Ok(())
+    }
+}

@@ -402,3 +402,75 @@ fn snapshot_space_accounting() {
     let refer = spa.dataset_referenced_bytes("tank/fs").unwrap();
     assert_eq!(spa.dataset_used_bytes("tank/fs").unwrap(), refer + usedsnap);
 }
+
+/// Rollback returns the head to its newest snapshot, frees what was written since, refuses
+/// (in OpenZFS's words) when newer snapshots exist, and survives import.
+#[test]
+fn rollback_to_the_newest_snapshot() {
+    let device = Arc::new(MemDevice::new("/mem/dsl", 128 << 20));
+    let mut spa = pool(&device);
+    spa.create_filesystem("tank/fs").unwrap();
+    let mut first = vec![0u8; 1 << 20];
+    crate::rand::SeededRng::new(21).fill(&mut first);
+    spa.with_dataset("tank/fs", |os, ctx| {
+        os.create_object_at(
+            ctx,
+            ObjectId(1),
+            crate::dmu::object_type::PLAIN_FILE,
+            512,
+            0,
+            0,
+        )?;
+        os.write(ctx, ObjectId(1), 0, &first)
+    })
+    .unwrap();
+    spa.snapshot(&["tank/fs@a".to_string()]).unwrap();
+    spa.snapshot(&["tank/fs@b".to_string()]).unwrap();
+    let (_, at_snapshot, _) = spa.space();
+    let mut later = vec![0u8; 3 << 20];
+    crate::rand::SeededRng::new(22).fill(&mut later);
+    spa.with_dataset("tank/fs", |os, ctx| {
+        os.write(ctx, ObjectId(1), 0, &later)?;
+        os.create_object_at(
+            ctx,
+            ObjectId(2),
+            crate::dmu::object_type::PLAIN_FILE,
+            512,
+            0,
+            0,
+        )
+    })
+    .unwrap();
+    spa.sync().unwrap();
+    match spa.rollback("tank/fs@a") {
+        Err(SpaError::Invalid(message)) => assert_eq!(
+            message,
+            "cannot rollback to 'tank/fs@a': more recent snapshots or bookmarks exist\nuse '-r' to force deletion of the following snapshots and bookmarks:\ntank/fs@b"
+        ),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    spa.rollback("tank/fs@b").unwrap();
+    for _ in 0..3 {
+        spa.sync().unwrap();
+    }
+    let (_, after, _) = spa.space();
+    assert!(
+        after <= at_snapshot + (256 << 10),
+        "{at_snapshot} -> {after}"
+    );
+    let read = |spa: &mut Spa| {
+        spa.with_dataset("tank/fs", |os, ctx| os.read(ctx, ObjectId(1), 0, 4 << 20))
+            .unwrap()
+    };
+    assert_eq!(read(&mut spa), first);
+    assert!(!spa
+        .with_dataset("tank/fs", |os, ctx| os.object_exists(ctx, ObjectId(2)))
+        .unwrap());
+    spa.export().unwrap();
+    let mut spa = reimport(&device);
+    assert_eq!(read(&mut spa), first);
+    spa.destroy_snapshot("tank/fs@b").unwrap();
+    spa.rollback("tank/fs@a").unwrap();
+    assert_eq!(read(&mut spa), first);
+    assert_eq!(spa.scrub(None).unwrap().errors, 0);
+}

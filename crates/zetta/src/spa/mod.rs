@@ -797,6 +797,12 @@ impl Spa {
         ))
     }
 
+    /// Replaces the root dataset's object set (rollback).
+    pub(crate) fn set_root_objset(&mut self, objset: ObjectSet, bp: BlockPointer) {
+        self.root_dataset = objset;
+        self.root_dataset_bp = bp;
+    }
+
     /// The root dataset's object-set block pointer as of the last commit.
     pub(crate) fn root_bp(&self) -> BlockPointer {
         self.root_dataset_bp
