@@ -17,7 +17,7 @@ use zetta_zprop::{
     ZfsProp,
 };
 
-const USAGE: &str = "usage: zfs command args ...\nwhere 'command' is one of the following:\n\n\tversion\n\n\tcreate [-p] [-o property=value] ... <filesystem>\n\tsnapshot [-r] <filesystem|volume>@<snap> ...\n\trollback [-rRf] <snapshot>\n\tdestroy [-fnpRrv] <filesystem|volume>\n\n\tlist [-Hp] [-r|-d max] [-o property[,...]] [-s property]...\n\t    [-S property]... [-t type[,...]] [filesystem|volume|snapshot] ...\n\n\tset <property=value> ... <filesystem|volume|snapshot> ...\n\tget [-rHp] [-d max] [-o \"all\" | field[,...]]\n\t    [-t type[,...]] [-s source[,...]]\n\t    <\"all\" | property[,...]> [filesystem|volume|snapshot|bookmark] ...\n\tinherit [-rS] <property> <filesystem|volume|snapshot> ...\n";
+const USAGE: &str = "usage: zfs command args ...\nwhere 'command' is one of the following:\n\n\tversion\n\n\tcreate [-p] [-o property=value] ... <filesystem>\n\tsnapshot [-r] <filesystem|volume>@<snap> ...\n\trollback [-rRf] <snapshot>\n\tclone [-p] [-o property=value] ... <snapshot> <filesystem|volume>\n\tdestroy [-fnpRrv] <filesystem|volume>\n\n\tlist [-Hp] [-r|-d max] [-o property[,...]] [-s property]...\n\t    [-S property]... [-t type[,...]] [filesystem|volume|snapshot] ...\n\n\tset <property=value> ... <filesystem|volume|snapshot> ...\n\tget [-rHp] [-d max] [-o \"all\" | field[,...]]\n\t    [-t type[,...]] [-s source[,...]]\n\t    <\"all\" | property[,...]> [filesystem|volume|snapshot|bookmark] ...\n\tinherit [-rS] <property> <filesystem|volume|snapshot> ...\n";
 
 pub fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     let Some(command) = args.first() else {
@@ -34,6 +34,7 @@ pub fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         "create" => cmd_create(rest),
         "snapshot" | "snap" => cmd_snapshot(rest),
         "rollback" => cmd_rollback(rest),
+        "clone" => cmd_clone(rest),
         "destroy" => cmd_destroy(rest),
         "list" => cmd_list(rest, &mut ctx),
         "get" => cmd_get(rest, &mut ctx),
@@ -221,6 +222,60 @@ fn cmd_snapshot(args: &[String]) -> CmdResult {
     pool::commit(&mut imported)
 }
 
+/// `zfs clone [-p] [-o prop=value]… fs@snap newfs`
+fn cmd_clone(args: &[String]) -> CmdResult {
+    let parsed = getopt(args, "po:")?;
+    let [origin, name] = parsed.operands.as_slice() else {
+        return usage("missing source or target dataset");
+    };
+    if !origin.contains('@') {
+        return fail(format!(
+            "cannot open '{origin}': snapshot delimiter '@' is not expected here"
+        ));
+    }
+    if pool_of(origin) != pool_of(name) {
+        return fail(format!(
+            "cannot create '{name}': source and target pools differ"
+        ));
+    }
+    let mut settings = Vec::new();
+    for option in parsed.values('o') {
+        let Some((prop, value)) = option.split_once('=') else {
+            return usage("missing '=' for property=value argument");
+        };
+        settings.push(validate(name, prop, value, true)?);
+    }
+    let mut imported = pool::open_pool(pool_of(origin)).map_err(|_| missing(origin))?;
+    if parsed.has('p') {
+        let components: Vec<&str> = name.split('/').collect();
+        for end in 2..components.len() {
+            let partial = components[..end].join("/");
+            if imported
+                .spa
+                .lookup_dir(&partial)
+                .map_err(spa_fail)?
+                .is_none()
+            {
+                imported.spa.create_filesystem(&partial).map_err(spa_fail)?;
+            }
+        }
+    }
+    imported
+        .spa
+        .clone_snapshot(origin, name)
+        .map_err(|e| match e {
+            zetta::spa::SpaError::Invalid(message) => CmdError::Fail(message),
+            other => spa_fail(other),
+        })?;
+    for set in settings {
+        store(&mut imported, name, set)?;
+    }
+    imported
+        .spa
+        .log_history(&format!("zfs clone {}", args.join(" ")));
+    pool::commit(&mut imported)
+}
+
 /// `zfs rollback [-rRf] fs@snap`: with -r (or -R) newer snapshots are destroyed first.
 fn cmd_rollback(args: &[String]) -> CmdResult {
     let parsed = getopt(args, "rRf")?;
@@ -260,6 +315,31 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
         let mut imported = open_dataset(fs)?;
         if parsed.has('n') {
             return Ok(());
+        }
+        if parsed.has('R') {
+            // -R takes the snapshot's clones (and their descendants) with it.
+            let object = imported
+                .spa
+                .snapshots(fs)
+                .map_err(spa_fail)?
+                .into_iter()
+                .find(|(n, _, _)| n == name)
+                .map(|(_, object, _)| object);
+            if let Some(object) = object {
+                for clone in imported.spa.dependent_clones(object).map_err(spa_fail)? {
+                    let all = imported.spa.dataset_names().map_err(spa_fail)?;
+                    for victim in all
+                        .iter()
+                        .rev()
+                        .filter(|n| **n == clone || n.starts_with(&format!("{clone}/")))
+                    {
+                        for (snapshot, _, _) in imported.spa.snapshots(victim).map_err(spa_fail)? {
+                            imported.spa.destroy_snapshot(&snapshot).map_err(spa_fail)?;
+                        }
+                        imported.spa.destroy_filesystem(victim).map_err(spa_fail)?;
+                    }
+                }
+            }
         }
         imported.spa.destroy_snapshot(name).map_err(|e| match e {
             zetta::spa::SpaError::Invalid(message) => CmdError::Fail(message),
@@ -394,6 +474,11 @@ fn property(
             "1.00x".to_string()
         }),
         Some("mounted") => Some("no".to_string()),
+        Some("origin") => Some(
+            spa.origin_of(name)
+                .map_err(spa_fail)?
+                .unwrap_or_else(|| "-".to_string()),
+        ),
         Some("usedbysnapshots") => Some(number(
             spa.used_by_snapshots_bytes(name).map_err(spa_fail)?,
             native.unwrap_or(ZfsProp::ALL[0]),

@@ -847,3 +847,39 @@ fn zfs_snapshots_as_sanoid_and_syncoid_ask() {
         "snapshot\n"
     );
 }
+
+/// The clones post through `zfs`: clone a snapshot, the origin shows in `origin`, the
+/// snapshot's destroy is refused with the dependent-clones message, `-R` takes the clone.
+#[test]
+fn zfs_clone_and_its_refusals() {
+    let lab = Lab::new();
+    let a = lab.disk("a", DISK_SIZE_BYTES);
+    lab.ok(&["create", "tank", &a]);
+    let zfs_ok = |args: &[&str]| {
+        let out = lab.zfs(args);
+        assert_eq!(out.code, 0, "zfs {args:?}: {}", out.stderr);
+        out.stdout
+    };
+    zfs_ok(&["create", "tank/source"]);
+    zfs_ok(&["snapshot", "tank/source@snap"]);
+    zfs_ok(&["clone", "tank/source@snap", "tank/copy"]);
+    assert_eq!(
+        zfs_ok(&["get", "-H", "-o", "value", "origin", "tank/copy"]),
+        "tank/source@snap\n"
+    );
+    assert_eq!(
+        zfs_ok(&["get", "-H", "-o", "value", "origin", "tank/source"]),
+        "-\n"
+    );
+    let refused = lab.zfs(&["destroy", "tank/source@snap"]);
+    assert_eq!(refused.code, 1);
+    assert_eq!(
+        refused.stderr,
+        "cannot destroy 'tank/source@snap': snapshot has dependent clones\nuse '-R' to destroy the following datasets:\ntank/copy\n"
+    );
+    zfs_ok(&["destroy", "-R", "tank/source@snap"]);
+    assert_eq!(
+        zfs_ok(&["list", "-H", "-o", "name", "-t", "all"]),
+        "tank\ntank/source\n"
+    );
+}

@@ -121,6 +121,29 @@ impl Spa {
 
     /// `zfs create`: a new, empty filesystem under an existing parent.
     pub fn create_filesystem(&mut self, name: &str) -> Result<u64, SpaError> {
+        self.create_dataset(name, None)
+    }
+
+    /// `zfs clone fs@snap name`: a new filesystem starting as the snapshot's tree. It shares
+    /// every block born up to the snapshot (those it releases go to its own dead list: the
+    /// origin still holds them) and the origin cannot be destroyed while it exists.
+    pub fn clone_snapshot(&mut self, origin: &str, name: &str) -> Result<u64, SpaError> {
+        let fs = origin.split('@').next().unwrap_or(origin);
+        let snapshot = self
+            .snapshots(fs)?
+            .into_iter()
+            .find(|(n, _, _)| n == origin)
+            .ok_or_else(|| {
+                SpaError::Invalid(format!("cannot open '{origin}': dataset does not exist"))
+            })?;
+        self.create_dataset(name, Some((snapshot.1, snapshot.2)))
+    }
+
+    fn create_dataset(
+        &mut self,
+        name: &str,
+        origin: Option<(u64, DslDatasetPhys)>,
+    ) -> Result<u64, SpaError> {
         let components = self.components(name)?;
         let Some((leaf, parents)) = components.split_last() else {
             return Err(exists(name));
@@ -166,10 +189,11 @@ impl Spa {
                 parent_dir: parent,
                 props_zap: props_zap.0,
                 creation_time: now_secs(),
+                origin_snapshot: origin.as_ref().map_or(0, |(object, _)| *object),
                 ..DslDirPhys::default()
             },
         )?;
-        let phys = DslDatasetPhys {
+        let mut phys = DslDatasetPhys {
             dir: dir.0,
             creation_txg: txg.0,
             creation_time: now_secs(),
@@ -177,15 +201,66 @@ impl Spa {
             ..DslDatasetPhys::default()
         };
         let ctx = io_ctx!(self);
+        let objset = match &origin {
+            None => ObjectSet::create(
+                dataset.0,
+                ObjsetType::Filesystem,
+                dataset_policy(default_data_props()),
+            ),
+            Some((object, snapshot)) => {
+                phys.bp = snapshot.bp;
+                phys.prev_snap = *object;
+                phys.prev_snap_txg = snapshot.creation_txg;
+                phys.referenced_bytes = snapshot.referenced_bytes;
+                let mut objset = ObjectSet::open(
+                    &ctx,
+                    dataset.0,
+                    &snapshot.bp,
+                    dataset_policy(default_data_props()),
+                )?;
+                objset.policy.prev_snap_txg = crate::types::Txg(snapshot.creation_txg);
+                objset
+            }
+        };
         self.mos.set_bonus(&ctx, dataset, &phys.encode())?;
-        let objset = ObjectSet::create(
-            dataset.0,
-            ObjsetType::Filesystem,
-            dataset_policy(default_data_props()),
-        );
         self.datasets
             .insert(dataset.0, HeadDataset { objset, phys });
+        self.refresh_io_props()?;
         Ok(dataset.0)
+    }
+
+    /// Filesystems cloned from the snapshot object `snapshot`.
+    pub fn dependent_clones(&mut self, snapshot: u64) -> Result<Vec<String>, SpaError> {
+        let mut out = Vec::new();
+        for name in self.dataset_names()? {
+            if let Some(dir) = self.lookup_dir(&name)? {
+                if self.read_dir(dir)?.origin_snapshot == snapshot {
+                    out.push(name);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The origin snapshot's name of a clone (`origin` property), if it is one.
+    pub fn origin_of(&mut self, name: &str) -> Result<Option<String>, SpaError> {
+        let Some(dir) = self.lookup_dir(name)? else {
+            return Ok(None);
+        };
+        let origin = self.read_dir(dir)?.origin_snapshot;
+        if origin == 0 {
+            return Ok(None);
+        }
+        for fs in self.dataset_names()? {
+            if let Some((snapshot, _, _)) = self
+                .snapshots(&fs)?
+                .into_iter()
+                .find(|(_, object, _)| *object == origin)
+            {
+                return Ok(Some(snapshot));
+            }
+        }
+        Ok(None)
     }
 
     /// Names of the child datasets of a dir, sorted.
@@ -259,15 +334,26 @@ impl Spa {
         let txg = self.open_txg();
         if let Some(head) = self.datasets.remove(&dataset) {
             let mut blocks = Vec::new();
+            // Blocks born up to the previous snapshot belong to it (a clone's origin);
+            // the rest are this dataset's alone.
+            let shared_through_txg = head.phys.prev_snap_txg;
             if !head.phys.bp.is_hole() {
                 let ctx = io_ctx!(self);
                 ObjectSet::walk_blocks(
                     &ctx,
                     dataset,
                     &head.phys.bp,
-                    &mut |bp, _| blocks.push(*bp),
+                    &mut |bp, _| {
+                        if bp.birth_txg.0 > shared_through_txg {
+                            blocks.push(*bp)
+                        }
+                    },
                     false,
                 )?;
+            }
+            if head.phys.deadlist != 0 {
+                let ctx = io_ctx!(self);
+                self.mos.free_object(&ctx, ObjectId(head.phys.deadlist))?;
             }
             for bp in blocks {
                 self.zio.free_block(&bp, true, txg);

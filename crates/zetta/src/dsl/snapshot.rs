@@ -265,6 +265,13 @@ impl Spa {
             ));
         };
         let (_, object, victim) = snapshots[index].clone();
+        let clones = self.dependent_clones(object)?;
+        if !clones.is_empty() {
+            return Err(SpaError::Invalid(format!(
+                "cannot destroy '{full}': snapshot has dependent clones\nuse '-R' to destroy the following datasets:\n{}",
+                clones.join("\n")
+            )));
+        }
         let (next_object, mut next) = match snapshots.get(index + 1) {
             Some((_, object, phys)) => (*object, phys.clone()),
             None => (dataset, self.head_phys(dataset)?),

@@ -474,3 +474,98 @@ fn rollback_to_the_newest_snapshot() {
     assert_eq!(read(&mut spa), first);
     assert_eq!(spa.scrub(None).unwrap().errors, 0);
 }
+
+/// Clones (the clones post): a clone starts as its origin snapshot's data at no cost, its
+/// writes are its own, the origin snapshot cannot be destroyed while it exists (OpenZFS's
+/// words), and destroying the clone frees only what it wrote.
+#[test]
+fn clones_share_until_they_diverge() {
+    let device = Arc::new(MemDevice::new("/mem/dsl", 128 << 20));
+    let mut spa = pool(&device);
+    spa.create_filesystem("tank/fs").unwrap();
+    for _ in 0..3 {
+        spa.sync().unwrap();
+    }
+    let (_, baseline, _) = spa.space();
+    let mut data = vec![0u8; 4 << 20];
+    crate::rand::SeededRng::new(31).fill(&mut data);
+    spa.with_dataset("tank/fs", |os, ctx| {
+        os.create_object_at(
+            ctx,
+            ObjectId(1),
+            crate::dmu::object_type::PLAIN_FILE,
+            512,
+            0,
+            0,
+        )?;
+        os.write(ctx, ObjectId(1), 0, &data)
+    })
+    .unwrap();
+    spa.snapshot(&["tank/fs@snap".to_string()]).unwrap();
+    let (_, before_clone, _) = spa.space();
+    spa.clone_snapshot("tank/fs@snap", "tank/clone").unwrap();
+    spa.sync().unwrap();
+    let (_, after_clone, _) = spa.space();
+    assert!(
+        after_clone - before_clone < 256 << 10,
+        "a clone costs nothing at first"
+    );
+    assert_eq!(
+        spa.origin_of("tank/clone").unwrap().as_deref(),
+        Some("tank/fs@snap")
+    );
+    assert_eq!(
+        spa.with_dataset("tank/clone", |os, ctx| os.read(
+            ctx,
+            ObjectId(1),
+            0,
+            4 << 20
+        ))
+        .unwrap(),
+        data
+    );
+    let mut changed = vec![0u8; 1 << 20];
+    crate::rand::SeededRng::new(32).fill(&mut changed);
+    spa.with_dataset("tank/clone", |os, ctx| {
+        os.write(ctx, ObjectId(1), 0, &changed)
+    })
+    .unwrap();
+    spa.sync().unwrap();
+    assert_eq!(
+        spa.with_dataset("tank/fs", |os, ctx| os.read(ctx, ObjectId(1), 0, 4 << 20))
+            .unwrap(),
+        data
+    );
+    match spa.destroy_snapshot("tank/fs@snap") {
+        Err(SpaError::Invalid(message)) => assert_eq!(
+            message,
+            "cannot destroy 'tank/fs@snap': snapshot has dependent clones\nuse '-R' to destroy the following datasets:\ntank/clone"
+        ),
+        other => panic!("expected the dependent-clones refusal, got {other:?}"),
+    }
+    spa.export().unwrap();
+    let mut spa = reimport(&device);
+    assert_eq!(
+        &spa.with_dataset("tank/clone", |os, ctx| os.read(
+            ctx,
+            ObjectId(1),
+            0,
+            1 << 20
+        ))
+        .unwrap(),
+        &changed
+    );
+    spa.destroy_filesystem("tank/clone").unwrap();
+    spa.destroy_snapshot("tank/fs@snap").unwrap();
+    spa.with_dataset("tank/fs", |os, ctx| os.free_object(ctx, ObjectId(1)))
+        .unwrap();
+    for _ in 0..4 {
+        spa.sync().unwrap();
+    }
+    let (_, end, _) = spa.space();
+    assert!(
+        end <= baseline + (512 << 10),
+        "baseline {baseline}, end {end}"
+    );
+    assert_eq!(spa.scrub(None).unwrap().errors, 0);
+}
