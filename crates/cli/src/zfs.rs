@@ -17,7 +17,7 @@ use zetta_zprop::{
     ZfsProp,
 };
 
-const USAGE: &str = "usage: zfs command args ...\nwhere 'command' is one of the following:\n\n\tversion\n\n\tcreate [-p] [-o property=value] ... <filesystem>\n\tsnapshot [-r] <filesystem|volume>@<snap> ...\n\trollback [-rRf] <snapshot>\n\tclone [-p] [-o property=value] ... <snapshot> <filesystem|volume>\n\tdestroy [-fnpRrv] <filesystem|volume>\n\n\tlist [-Hp] [-r|-d max] [-o property[,...]] [-s property]...\n\t    [-S property]... [-t type[,...]] [filesystem|volume|snapshot] ...\n\n\tset <property=value> ... <filesystem|volume|snapshot> ...\n\tget [-rHp] [-d max] [-o \"all\" | field[,...]]\n\t    [-t type[,...]] [-s source[,...]]\n\t    <\"all\" | property[,...]> [filesystem|volume|snapshot|bookmark] ...\n\tinherit [-rS] <property> <filesystem|volume|snapshot> ...\n";
+const USAGE: &str = "usage: zfs command args ...\nwhere 'command' is one of the following:\n\n\tversion\n\n\tcreate [-p] [-o property=value] ... <filesystem>\n\tsnapshot [-r] <filesystem|volume>@<snap> ...\n\trollback [-rRf] <snapshot>\n\tclone [-p] [-o property=value] ... <snapshot> <filesystem|volume>\n\tbookmark <snapshot|bookmark> <newbookmark>\n\tdestroy [-fnpRrv] <filesystem|volume>\n\n\tlist [-Hp] [-r|-d max] [-o property[,...]] [-s property]...\n\t    [-S property]... [-t type[,...]] [filesystem|volume|snapshot] ...\n\n\tset <property=value> ... <filesystem|volume|snapshot> ...\n\tget [-rHp] [-d max] [-o \"all\" | field[,...]]\n\t    [-t type[,...]] [-s source[,...]]\n\t    <\"all\" | property[,...]> [filesystem|volume|snapshot|bookmark] ...\n\tinherit [-rS] <property> <filesystem|volume|snapshot> ...\n";
 
 pub fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     let Some(command) = args.first() else {
@@ -35,6 +35,7 @@ pub fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         "snapshot" | "snap" => cmd_snapshot(rest),
         "rollback" => cmd_rollback(rest),
         "clone" => cmd_clone(rest),
+        "bookmark" => cmd_bookmark(rest),
         "destroy" => cmd_destroy(rest),
         "list" => cmd_list(rest, &mut ctx),
         "get" => cmd_get(rest, &mut ctx),
@@ -222,6 +223,26 @@ fn cmd_snapshot(args: &[String]) -> CmdResult {
     pool::commit(&mut imported)
 }
 
+/// `zfs bookmark fs@snap fs#mark`
+fn cmd_bookmark(args: &[String]) -> CmdResult {
+    let parsed = getopt(args, "")?;
+    let [snapshot, bookmark] = parsed.operands.as_slice() else {
+        return usage("missing snapshot or bookmark argument");
+    };
+    let mut imported = pool::open_pool(pool_of(snapshot)).map_err(|_| missing(snapshot))?;
+    imported
+        .spa
+        .create_bookmark(snapshot, bookmark)
+        .map_err(|e| match e {
+            zetta::spa::SpaError::Invalid(message) => CmdError::Fail(message),
+            other => spa_fail(other),
+        })?;
+    imported
+        .spa
+        .log_history(&format!("zfs bookmark {}", args.join(" ")));
+    pool::commit(&mut imported)
+}
+
 /// `zfs clone [-p] [-o prop=value]… fs@snap newfs`
 fn cmd_clone(args: &[String]) -> CmdResult {
     let parsed = getopt(args, "po:")?;
@@ -311,6 +332,14 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
     let [name] = parsed.operands.as_slice() else {
         return usage("missing dataset argument");
     };
+    if let Some((fs, _)) = name.split_once('#') {
+        let mut imported = open_dataset(fs)?;
+        imported.spa.destroy_bookmark(name).map_err(|e| match e {
+            zetta::spa::SpaError::Invalid(message) => CmdError::Fail(message),
+            other => spa_fail(other),
+        })?;
+        return pool::commit(&mut imported);
+    }
     if let Some((fs, _)) = name.split_once('@') {
         let mut imported = open_dataset(fs)?;
         if parsed.has('n') {
@@ -430,6 +459,22 @@ fn property(
     let spa = &mut imported.spa;
     let number = |n: u64, p: ZfsProp| format_value(p, &PropValue::Number(n), parsable);
     let native = ZfsProp::from_name(prop);
+    if let Some((fs, _)) = name.split_once('#') {
+        let bookmarks = imported.spa.bookmarks(fs).map_err(spa_fail)?;
+        let Some(bookmark) = bookmarks.iter().find(|b| b.name == name) else {
+            return Err(missing(name));
+        };
+        let number = |n: u64, p: ZfsProp| format_value(p, &PropValue::Number(n), parsable);
+        let value = match native.map(|p| (p, p.name())) {
+            Some((_, "name")) => name.to_string(),
+            Some((_, "type")) => "bookmark".to_string(),
+            Some((p, "guid")) => number(bookmark.guid, p),
+            Some((p, "creation")) => number(bookmark.creation_time, p),
+            Some((p, "createtxg")) => number(bookmark.creation_txg, p),
+            _ => return Ok(None),
+        };
+        return Ok(Some((value, "-".to_string())));
+    }
     if let Some((fs, _)) = name.split_once('@') {
         return snapshot_property(imported, props, name, fs, prop, native, parsable);
     }
@@ -570,6 +615,7 @@ fn snapshot_property(
 struct Types {
     filesystems: bool,
     snapshots: bool,
+    bookmarks: bool,
 }
 
 fn parse_types(parsed: &crate::zpool::Parsed, default: Types) -> Result<Types, CmdError> {
@@ -579,15 +625,18 @@ fn parse_types(parsed: &crate::zpool::Parsed, default: Types) -> Result<Types, C
     let mut types = Types {
         filesystems: false,
         snapshots: false,
+        bookmarks: false,
     };
     for word in arg.split(',') {
         match word {
             "filesystem" | "fs" => types.filesystems = true,
             "snapshot" | "snap" => types.snapshots = true,
-            "volume" | "vol" | "bookmark" => {}
+            "bookmark" => types.bookmarks = true,
+            "volume" | "vol" => {}
             "all" => {
                 types.filesystems = true;
                 types.snapshots = true;
+                types.bookmarks = true;
             }
             other => return usage(format!("invalid type '{other}'")),
         }
@@ -633,6 +682,14 @@ fn targets(
         };
         let mut selected = Vec::new();
         for root in &wanted {
+            if let Some((fs, _)) = root.split_once('#') {
+                let bookmarks = imported.spa.bookmarks(fs).map_err(|_| missing(root))?;
+                if !bookmarks.iter().any(|b| b.name == *root) {
+                    return Err(missing(root));
+                }
+                selected.push(root.clone());
+                continue;
+            }
             if root.contains('@') {
                 let fs = root.split('@').next().unwrap_or(root);
                 let snapshots = imported.spa.snapshots(fs).map_err(|_| missing(root))?;
@@ -658,6 +715,13 @@ fn targets(
                     for (snapshot, _, _) in imported.spa.snapshots(name).map_err(spa_fail)? {
                         if !selected.contains(&snapshot) {
                             selected.push(snapshot);
+                        }
+                    }
+                }
+                if types.bookmarks && limit.is_none_or(|l| below < l) {
+                    for bookmark in imported.spa.bookmarks(name).map_err(spa_fail)? {
+                        if !selected.contains(&bookmark.name) {
+                            selected.push(bookmark.name);
                         }
                     }
                 }
@@ -710,6 +774,7 @@ fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
         Types {
             filesystems: true,
             snapshots: false,
+            bookmarks: false,
         },
     )?;
     for (mut imported, names) in targets(&parsed.operands, parsed.has('r'), depth, types)? {
@@ -763,6 +828,7 @@ fn cmd_get(args: &[String], ctx: &mut Ctx) -> CmdResult {
         Types {
             filesystems: true,
             snapshots: true,
+            bookmarks: false,
         },
     )?;
     for (mut imported, datasets) in targets(names, parsed.has('r'), depth, types)? {

@@ -15,7 +15,7 @@
 
 pub mod phys;
 mod snapshot;
-pub use snapshot::{append_dead_list, DS_FLAG_SNAPSHOT};
+pub use snapshot::{append_dead_list, Bookmark, DS_FLAG_SNAPSHOT};
 
 use crate::dmu::{default_data_props, object_type, IoCtx, ObjectSet, ObjsetType};
 use crate::spa::{

@@ -13,7 +13,8 @@
 //!             128 dir u64           136 prev_snap u64     144 prev_snap_txg u64
 //!             152 snapnames_zap u64 160 referenced_bytes u64
 //!             168 creation_txg u64  176 creation_time u64 184 guid u64
-//!             192 deadlist u64      200 flags u64         208..256 reserved
+//!             192 deadlist u64      200 flags u64         208 bookmarks_zap u64
+//!             216..256 reserved
 //! ```
 //! Decoding validates the block pointer; the object numbers are checked where they are
 //! followed.
@@ -85,6 +86,8 @@ pub struct DslDatasetPhys {
     pub guid: u64,
     pub deadlist: u64,
     pub flags: u64,
+    /// Head only: name -> [guid, creation txg, creation time] of each bookmark.
+    pub bookmarks_zap: u64,
 }
 
 impl DslDatasetPhys {
@@ -102,6 +105,7 @@ impl DslDatasetPhys {
             (184, self.guid),
             (192, self.deadlist),
             (200, self.flags),
+            (208, self.bookmarks_zap),
         ] {
             put(&mut out, at, value);
         }
@@ -127,6 +131,7 @@ impl DslDatasetPhys {
             guid: word(bytes, 184),
             deadlist: word(bytes, 192),
             flags: word(bytes, 200),
+            bookmarks_zap: word(bytes, 208),
         })
     }
 }

@@ -442,3 +442,133 @@ impl Spa {
         Ok(())
     }
 }
+
+/// A bookmark: what remains of a snapshot for incremental sends (OpenZFS `dsl_bookmark`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bookmark {
+    pub name: String,
+    pub guid: u64,
+    pub creation_txg: u64,
+    pub creation_time: u64,
+}
+
+impl Spa {
+    /// `zfs bookmark fs@snap fs#mark`.
+    pub fn create_bookmark(&mut self, snapshot: &str, bookmark: &str) -> Result<(), SpaError> {
+        let fs = snapshot.split('@').next().unwrap_or(snapshot);
+        let Some((bookmark_fs, mark)) = bookmark.split_once('#') else {
+            return Err(SpaError::Invalid(format!(
+                "cannot create bookmark '{bookmark}': invalid bookmark name"
+            )));
+        };
+        if bookmark_fs != fs {
+            return Err(SpaError::Invalid(format!(
+                "cannot create bookmark '{bookmark}': must be in the same filesystem as the snapshot"
+            )));
+        }
+        let (_, _, phys) = self
+            .snapshots(fs)?
+            .into_iter()
+            .find(|(n, _, _)| n == snapshot)
+            .ok_or_else(|| {
+                SpaError::Invalid(format!("cannot open '{snapshot}': dataset does not exist"))
+            })?;
+        let dataset = self.lookup_dataset(fs)?.ok_or_else(|| {
+            SpaError::Invalid(format!("cannot open '{fs}': dataset does not exist"))
+        })?;
+        self.open_dataset(dataset)?;
+        let mut head = self.head_phys(dataset)?;
+        let ctx = io_ctx!(self);
+        if head.bookmarks_zap == 0 {
+            head.bookmarks_zap = zap::zap_create(&mut self.mos, &ctx, object_type::ZAP)
+                .map_err(zap_error)?
+                .0;
+        }
+        let value = [phys.guid, phys.creation_txg, phys.creation_time];
+        match zap::zap_add(
+            &mut self.mos,
+            &ctx,
+            ObjectId(head.bookmarks_zap),
+            mark,
+            &value,
+        ) {
+            Ok(()) => {}
+            Err(crate::zap::ZapError::Exists) => {
+                return Err(SpaError::Invalid(format!(
+                    "cannot create bookmark '{bookmark}': bookmark exists"
+                )));
+            }
+            Err(e) => return Err(zap_error(e)),
+        }
+        self.store_head_phys(dataset, head)?;
+        self.sync()?;
+        Ok(())
+    }
+
+    /// The bookmarks of a filesystem, oldest first.
+    pub fn bookmarks(&mut self, fs: &str) -> Result<Vec<Bookmark>, SpaError> {
+        let dataset = self.lookup_dataset(fs)?.ok_or_else(|| {
+            SpaError::Invalid(format!("cannot open '{fs}': dataset does not exist"))
+        })?;
+        let head = self.head_phys(dataset)?;
+        let mut out = Vec::new();
+        if head.bookmarks_zap == 0 {
+            return Ok(out);
+        }
+        let mut cursor = 0;
+        while cursor != CURSOR_END {
+            let ctx = io_ctx!(self);
+            let (entries, next) = zap::zap_list(
+                &mut self.mos,
+                &ctx,
+                ObjectId(head.bookmarks_zap),
+                cursor,
+                256,
+            )
+            .map_err(zap_error)?;
+            for entry in entries {
+                if let ZapValue::U64s(values) = entry.value {
+                    if let [guid, creation_txg, creation_time] = values[..] {
+                        out.push(Bookmark {
+                            name: format!("{fs}#{}", String::from_utf8_lossy(&entry.name)),
+                            guid,
+                            creation_txg,
+                            creation_time,
+                        });
+                    }
+                }
+            }
+            cursor = next;
+        }
+        out.sort_by_key(|b| b.creation_txg);
+        Ok(out)
+    }
+
+    /// `zfs destroy fs#mark`.
+    pub fn destroy_bookmark(&mut self, bookmark: &str) -> Result<(), SpaError> {
+        let (fs, mark) = bookmark
+            .split_once('#')
+            .ok_or_else(|| SpaError::Invalid(format!("'{bookmark}' is not a bookmark name")))?;
+        let dataset = self.lookup_dataset(fs)?.ok_or_else(|| {
+            SpaError::Invalid(format!("cannot open '{fs}': dataset does not exist"))
+        })?;
+        let head = self.head_phys(dataset)?;
+        let ctx = io_ctx!(self);
+        if head.bookmarks_zap == 0 {
+            return Err(SpaError::Invalid(format!(
+                "cannot destroy '{bookmark}': bookmark does not exist"
+            )));
+        }
+        match zap::zap_remove(&mut self.mos, &ctx, ObjectId(head.bookmarks_zap), mark) {
+            Ok(()) => {}
+            Err(crate::zap::ZapError::NotFound) => {
+                return Err(SpaError::Invalid(format!(
+                    "cannot destroy '{bookmark}': bookmark does not exist"
+                )));
+            }
+            Err(e) => return Err(zap_error(e)),
+        }
+        self.sync()?;
+        Ok(())
+    }
+}
