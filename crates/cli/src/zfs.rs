@@ -17,7 +17,7 @@ use zetta_zprop::{
     ZfsProp,
 };
 
-const USAGE: &str = "usage: zfs command args ...\nwhere 'command' is one of the following:\n\n\tversion\n\n\tcreate [-p] [-o property=value] ... <filesystem>\n\tsnapshot [-r] <filesystem|volume>@<snap> ...\n\trollback [-rRf] <snapshot>\n\tclone [-p] [-o property=value] ... <snapshot> <filesystem|volume>\n\tbookmark <snapshot|bookmark> <newbookmark>\n\tdestroy [-fnpRrv] <filesystem|volume>\n\n\tlist [-Hp] [-r|-d max] [-o property[,...]] [-s property]...\n\t    [-S property]... [-t type[,...]] [filesystem|volume|snapshot] ...\n\n\tset <property=value> ... <filesystem|volume|snapshot> ...\n\tget [-rHp] [-d max] [-o \"all\" | field[,...]]\n\t    [-t type[,...]] [-s source[,...]]\n\t    <\"all\" | property[,...]> [filesystem|volume|snapshot|bookmark] ...\n\tinherit [-rS] <property> <filesystem|volume|snapshot> ...\n";
+const USAGE: &str = "usage: zfs command args ...\nwhere 'command' is one of the following:\n\n\tversion\n\n\tcreate [-p] [-o property=value] ... <filesystem>\n\tsnapshot [-r] <filesystem|volume>@<snap> ...\n\trollback [-rRf] <snapshot>\n\tclone [-p] [-o property=value] ... <snapshot> <filesystem|volume>\n\tbookmark <snapshot|bookmark> <newbookmark>\n\thold [-r] <tag> <snapshot> ...\n\tholds [-rHp] <snapshot> ...\n\trelease [-r] <tag> <snapshot> ...\n\tdestroy [-fnpRrv] <filesystem|volume>\n\n\tlist [-Hp] [-r|-d max] [-o property[,...]] [-s property]...\n\t    [-S property]... [-t type[,...]] [filesystem|volume|snapshot] ...\n\n\tset <property=value> ... <filesystem|volume|snapshot> ...\n\tget [-rHp] [-d max] [-o \"all\" | field[,...]]\n\t    [-t type[,...]] [-s source[,...]]\n\t    <\"all\" | property[,...]> [filesystem|volume|snapshot|bookmark] ...\n\tinherit [-rS] <property> <filesystem|volume|snapshot> ...\n";
 
 pub fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     let Some(command) = args.first() else {
@@ -36,6 +36,9 @@ pub fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         "rollback" => cmd_rollback(rest),
         "clone" => cmd_clone(rest),
         "bookmark" => cmd_bookmark(rest),
+        "hold" => cmd_hold(rest, true),
+        "release" => cmd_hold(rest, false),
+        "holds" => cmd_holds(rest, &mut ctx),
         "destroy" => cmd_destroy(rest),
         "list" => cmd_list(rest, &mut ctx),
         "get" => cmd_get(rest, &mut ctx),
@@ -221,6 +224,75 @@ fn cmd_snapshot(args: &[String]) -> CmdResult {
         .spa
         .log_history(&format!("zfs snapshot {}", args.join(" ")));
     pool::commit(&mut imported)
+}
+
+/// `zfs hold [-r] tag fs@snap…` and `zfs release [-r] tag fs@snap…`.
+fn cmd_hold(args: &[String], hold: bool) -> CmdResult {
+    let parsed = getopt(args, "r")?;
+    let Some((tag, snapshots)) = parsed.operands.split_first() else {
+        return usage("missing tag argument");
+    };
+    if snapshots.is_empty() {
+        return usage("missing snapshot argument");
+    }
+    for full in snapshots {
+        let Some((fs, snap)) = full.split_once('@') else {
+            return fail(format!("'{full}' is not a snapshot"));
+        };
+        let mut imported = open_dataset(fs)?;
+        let mut targets = vec![full.clone()];
+        if parsed.has('r') {
+            for child in imported.spa.dataset_names().map_err(spa_fail)? {
+                if child.starts_with(&format!("{fs}/")) {
+                    targets.push(format!("{child}@{snap}"));
+                }
+            }
+        }
+        for target in targets {
+            let result = if hold {
+                imported.spa.hold(tag, &target)
+            } else {
+                imported.spa.release(tag, &target)
+            };
+            result.map_err(|e| match e {
+                zetta::spa::SpaError::Invalid(message) => CmdError::Fail(message),
+                other => spa_fail(other),
+            })?;
+        }
+        pool::commit(&mut imported)?;
+    }
+    Ok(())
+}
+
+/// `zfs holds [-H] fs@snap…`: NAME TAG TIMESTAMP.
+fn cmd_holds(args: &[String], ctx: &mut Ctx) -> CmdResult {
+    let parsed = getopt(args, "rHp")?;
+    if parsed.operands.is_empty() {
+        return usage("missing snapshot argument");
+    }
+    let mut rows = Vec::new();
+    for full in &parsed.operands {
+        let fs = full.split('@').next().unwrap_or(full);
+        let mut imported = open_dataset(fs)?;
+        for (tag, time) in imported.spa.holds(full).map_err(|_| missing(full))? {
+            let stamp = if parsed.has('p') {
+                time.to_string()
+            } else {
+                zetta_zutil::nicenum::zfs_creation_time(i64::try_from(time).unwrap_or(0))
+            };
+            rows.push(vec![full.clone(), tag, stamp]);
+        }
+    }
+    let columns: Vec<zetta_zutil::list::Column> = ["NAME", "TAG", "TIMESTAMP"]
+        .iter()
+        .map(|h| zetta_zutil::list::Column::new(h, zetta_zutil::list::Align::Left))
+        .collect();
+    ctx.print(&zetta_zutil::list::format_table(
+        &columns,
+        &rows,
+        parsed.has('H'),
+    ));
+    Ok(())
 }
 
 /// `zfs bookmark fs@snap fs#mark`

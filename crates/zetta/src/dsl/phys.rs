@@ -14,7 +14,7 @@
 //!             152 snapnames_zap u64 160 referenced_bytes u64
 //!             168 creation_txg u64  176 creation_time u64 184 guid u64
 //!             192 deadlist u64      200 flags u64         208 bookmarks_zap u64
-//!             216..256 reserved
+//!             216 holds_zap u64 (snapshots: tag -> [time])   224..256 reserved
 //! ```
 //! Decoding validates the block pointer; the object numbers are checked where they are
 //! followed.
@@ -88,6 +88,8 @@ pub struct DslDatasetPhys {
     pub flags: u64,
     /// Head only: name -> [guid, creation txg, creation time] of each bookmark.
     pub bookmarks_zap: u64,
+    /// Snapshot only: user holds, tag -> [creation time]; a held snapshot is not destroyed.
+    pub holds_zap: u64,
 }
 
 impl DslDatasetPhys {
@@ -106,6 +108,7 @@ impl DslDatasetPhys {
             (192, self.deadlist),
             (200, self.flags),
             (208, self.bookmarks_zap),
+            (216, self.holds_zap),
         ] {
             put(&mut out, at, value);
         }
@@ -132,6 +135,7 @@ impl DslDatasetPhys {
             deadlist: word(bytes, 192),
             flags: word(bytes, 200),
             bookmarks_zap: word(bytes, 208),
+            holds_zap: word(bytes, 216),
         })
     }
 }

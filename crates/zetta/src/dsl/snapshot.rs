@@ -265,6 +265,11 @@ impl Spa {
             ));
         };
         let (_, object, victim) = snapshots[index].clone();
+        if !self.holds(full)?.is_empty() {
+            return Err(SpaError::Invalid(format!(
+                "cannot destroy snapshot {full}: dataset is busy"
+            )));
+        }
         let clones = self.dependent_clones(object)?;
         if !clones.is_empty() {
             return Err(SpaError::Invalid(format!(
@@ -570,5 +575,96 @@ impl Spa {
         }
         self.sync()?;
         Ok(())
+    }
+}
+
+impl Spa {
+    fn snapshot_record(&mut self, full: &str) -> Result<(u64, DslDatasetPhys), SpaError> {
+        let fs = full.split('@').next().unwrap_or(full);
+        self.snapshots(fs)?
+            .into_iter()
+            .find(|(n, _, _)| n == full)
+            .map(|(_, object, phys)| (object, phys))
+            .ok_or_else(|| {
+                SpaError::Invalid(format!("cannot open '{full}': dataset does not exist"))
+            })
+    }
+
+    /// `zfs hold tag fs@snap`: the snapshot cannot be destroyed until every tag is released.
+    pub fn hold(&mut self, tag: &str, full: &str) -> Result<(), SpaError> {
+        let (object, mut phys) = self.snapshot_record(full)?;
+        let ctx = io_ctx!(self);
+        if phys.holds_zap == 0 {
+            phys.holds_zap = zap::zap_create(&mut self.mos, &ctx, object_type::ZAP)
+                .map_err(zap_error)?
+                .0;
+            self.mos.set_bonus(&ctx, ObjectId(object), &phys.encode())?;
+        }
+        match zap::zap_add(
+            &mut self.mos,
+            &ctx,
+            ObjectId(phys.holds_zap),
+            tag,
+            &[now_secs()],
+        ) {
+            Ok(()) => {}
+            Err(crate::zap::ZapError::Exists) => {
+                return Err(SpaError::Invalid(format!(
+                    "cannot hold snapshot '{full}': tag already exists on this dataset"
+                )));
+            }
+            Err(e) => return Err(zap_error(e)),
+        }
+        self.sync()?;
+        Ok(())
+    }
+
+    /// `zfs release tag fs@snap`.
+    pub fn release(&mut self, tag: &str, full: &str) -> Result<(), SpaError> {
+        let (_, phys) = self.snapshot_record(full)?;
+        let ctx = io_ctx!(self);
+        let removed = if phys.holds_zap == 0 {
+            Err(crate::zap::ZapError::NotFound)
+        } else {
+            zap::zap_remove(&mut self.mos, &ctx, ObjectId(phys.holds_zap), tag)
+        };
+        match removed {
+            Ok(()) => {}
+            Err(crate::zap::ZapError::NotFound) => {
+                return Err(SpaError::Invalid(format!(
+                    "cannot release hold from snapshot '{full}': no such tag on this dataset"
+                )));
+            }
+            Err(e) => return Err(zap_error(e)),
+        }
+        self.sync()?;
+        Ok(())
+    }
+
+    /// The holds on a snapshot: (tag, time), by tag.
+    pub fn holds(&mut self, full: &str) -> Result<Vec<(String, u64)>, SpaError> {
+        let (_, phys) = self.snapshot_record(full)?;
+        let mut out = Vec::new();
+        if phys.holds_zap == 0 {
+            return Ok(out);
+        }
+        let mut cursor = 0;
+        while cursor != CURSOR_END {
+            let ctx = io_ctx!(self);
+            let (entries, next) =
+                zap::zap_list(&mut self.mos, &ctx, ObjectId(phys.holds_zap), cursor, 256)
+                    .map_err(zap_error)?;
+            for entry in entries {
+                if let ZapValue::U64s(values) = entry.value {
+                    out.push((
+                        String::from_utf8_lossy(&entry.name).into_owned(),
+                        values.first().copied().unwrap_or(0),
+                    ));
+                }
+            }
+            cursor = next;
+        }
+        out.sort();
+        Ok(out)
     }
 }
