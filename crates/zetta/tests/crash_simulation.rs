@@ -128,6 +128,8 @@ fn run_seed(seed: u64) -> Result<(), String> {
     let mut committed: BTreeMap<Txg, State> = BTreeMap::new();
     let mut snapshots: Vec<(String, Vec<u8>)> = Vec::new();
     let mut next_snapshot = 0u64;
+    // Clones of sim/a's snapshots (kept in `filesystems`) and the file each must show.
+    let mut clone_contents: std::collections::HashMap<String, Vec<u8>> = Default::default();
     let snapshot = |model: &Model,
                     file: &Vec<u8>,
                     fs: &std::collections::BTreeSet<String>,
@@ -149,7 +151,16 @@ fn run_seed(seed: u64) -> Result<(), String> {
     }
     let operations = 5 + rng.below(40);
     'ops: for _ in 0..operations {
-        let result = match rng.below(16) {
+        let result = match rng.below(17) {
+            16 if !snapshots.is_empty() && filesystems.len() < 6 => {
+                let (origin, content) = snapshots[snapshots.len() - 1].clone();
+                let name = format!("sim/c{next_fs}");
+                next_fs += 1;
+                spa.clone_snapshot(&origin, &name).map(|_| {
+                    clone_contents.insert(name.clone(), content);
+                    filesystems.insert(name);
+                })
+            }
             15 if !snapshots.is_empty() => {
                 let (name, content) = snapshots[snapshots.len() - 1].clone();
                 let before = snapshot(&model, &file_in_a, &filesystems, &snapshots);
@@ -178,6 +189,14 @@ fn run_seed(seed: u64) -> Result<(), String> {
                     Ok(()) => {
                         snapshots = without;
                         last_returned = spa.last_synced_txg();
+                        Ok(())
+                    }
+                    // Refused (a clone depends on it): nothing changed but a commit.
+                    Err(zetta::spa::SpaError::Invalid(_)) => {
+                        last_returned = spa.last_synced_txg();
+                        let same = snapshot(&model, &file_in_a, &filesystems, &snapshots);
+                        committed.insert(spa.open_txg(), same.clone());
+                        committed.insert(spa.last_synced_txg(), same);
                         Ok(())
                     }
                     Err(e) => Err(e),
@@ -336,6 +355,19 @@ fn run_seed(seed: u64) -> Result<(), String> {
             file.len(),
             state.file_in_a.len()
         ));
+    }
+    for name in &state.filesystems {
+        if let Some(content) = clone_contents.get(name) {
+            let read = spa
+                .with_dataset(name, |os, ctx| {
+                    let size = os.size_bytes(ctx, file_id)?;
+                    os.read(ctx, file_id, 0, size as usize)
+                })
+                .map_err(|e| format!("read clone {name}: {e}"))?;
+            if read != *content {
+                return Err(format!("txg {txg}: clone {name} differs"));
+            }
+        }
     }
     for (name, content) in &state.snapshots {
         let read = spa
