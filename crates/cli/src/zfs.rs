@@ -170,13 +170,7 @@ fn cmd_create(args: &[String]) -> CmdResult {
             }
             continue;
         }
-        imported
-            .spa
-            .create_filesystem(&partial)
-            .map_err(|e| match e {
-                zetta::spa::SpaError::Invalid(message) => CmdError::Fail(message),
-                other => spa_fail(other),
-            })?;
+        imported.spa.create_filesystem(&partial).map_err(spa_fail)?;
     }
     for set in settings {
         store(&mut imported, name, set)?;
@@ -216,10 +210,7 @@ fn cmd_snapshot(args: &[String]) -> CmdResult {
             }
         }
     }
-    imported.spa.snapshot(&names).map_err(|e| match e {
-        zetta::spa::SpaError::Invalid(message) => CmdError::Fail(message),
-        other => spa_fail(other),
-    })?;
+    imported.spa.snapshot(&names).map_err(spa_fail)?;
     imported
         .spa
         .log_history(&format!("zfs snapshot {}", args.join(" ")));
@@ -254,10 +245,7 @@ fn cmd_hold(args: &[String], hold: bool) -> CmdResult {
             } else {
                 imported.spa.release(tag, &target)
             };
-            result.map_err(|e| match e {
-                zetta::spa::SpaError::Invalid(message) => CmdError::Fail(message),
-                other => spa_fail(other),
-            })?;
+            result.map_err(spa_fail)?;
         }
         pool::commit(&mut imported)?;
     }
@@ -305,10 +293,7 @@ fn cmd_bookmark(args: &[String]) -> CmdResult {
     imported
         .spa
         .create_bookmark(snapshot, bookmark)
-        .map_err(|e| match e {
-            zetta::spa::SpaError::Invalid(message) => CmdError::Fail(message),
-            other => spa_fail(other),
-        })?;
+        .map_err(spa_fail)?;
     imported
         .spa
         .log_history(&format!("zfs bookmark {}", args.join(" ")));
@@ -356,10 +341,7 @@ fn cmd_clone(args: &[String]) -> CmdResult {
     imported
         .spa
         .clone_snapshot(origin, name)
-        .map_err(|e| match e {
-            zetta::spa::SpaError::Invalid(message) => CmdError::Fail(message),
-            other => spa_fail(other),
-        })?;
+        .map_err(spa_fail)?;
     for set in settings {
         store(&mut imported, name, set)?;
     }
@@ -388,10 +370,7 @@ fn cmd_rollback(args: &[String]) -> CmdResult {
             imported.spa.destroy_snapshot(newer).map_err(spa_fail)?;
         }
     }
-    imported.spa.rollback(name).map_err(|e| match e {
-        zetta::spa::SpaError::Invalid(message) => CmdError::Fail(message),
-        other => spa_fail(other),
-    })?;
+    imported.spa.rollback(name).map_err(spa_fail)?;
     imported
         .spa
         .log_history(&format!("zfs rollback {}", args.join(" ")));
@@ -406,10 +385,7 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
     };
     if let Some((fs, _)) = name.split_once('#') {
         let mut imported = open_dataset(fs)?;
-        imported.spa.destroy_bookmark(name).map_err(|e| match e {
-            zetta::spa::SpaError::Invalid(message) => CmdError::Fail(message),
-            other => spa_fail(other),
-        })?;
+        imported.spa.destroy_bookmark(name).map_err(spa_fail)?;
         return pool::commit(&mut imported);
     }
     if let Some((fs, _)) = name.split_once('@') {
@@ -442,10 +418,7 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
                 }
             }
         }
-        imported.spa.destroy_snapshot(name).map_err(|e| match e {
-            zetta::spa::SpaError::Invalid(message) => CmdError::Fail(message),
-            other => spa_fail(other),
-        })?;
+        imported.spa.destroy_snapshot(name).map_err(spa_fail)?;
         imported
             .spa
             .log_history(&format!("zfs destroy {}", args.join(" ")));

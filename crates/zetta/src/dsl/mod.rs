@@ -22,7 +22,7 @@ use crate::spa::{
     dataset_policy, now_secs, Spa, SpaError, MOS_OBJECT_ROOT_DATASET, MOS_OBJECT_ROOT_DIR,
 };
 use crate::types::{Guid, ObjectId};
-use crate::zap::{self, ZapError, ZapValue, CURSOR_END};
+use crate::zap::{self, ZapError, ZapValue};
 use phys::{DslDatasetPhys, DslDirPhys};
 
 /// Deepest dataset hierarchy accepted (OpenZFS zfs_max_dataset_nesting).
@@ -270,25 +270,15 @@ impl Spa {
             return Ok(Vec::new());
         }
         let mut out = Vec::new();
-        let mut cursor = 0;
-        while cursor != CURSOR_END {
-            let ctx = io_ctx!(self);
-            let (entries, next) = zap::zap_list(
-                &mut self.mos,
-                &ctx,
-                ObjectId(phys.child_dir_zap),
-                cursor,
-                256,
-            )
+        let ctx = io_ctx!(self);
+        let entries = zap::zap_list_all(&mut self.mos, &ctx, ObjectId(phys.child_dir_zap))
             .map_err(zap_error)?;
-            for entry in entries {
-                if let ZapValue::U64s(values) = entry.value {
-                    if let Some(&child) = values.first() {
-                        out.push((String::from_utf8_lossy(&entry.name).into_owned(), child));
-                    }
+        for entry in entries {
+            if let ZapValue::U64s(values) = entry.value {
+                if let Some(&child) = values.first() {
+                    out.push((String::from_utf8_lossy(&entry.name).into_owned(), child));
                 }
             }
-            cursor = next;
         }
         out.sort();
         Ok(out)
@@ -566,20 +556,15 @@ impl Spa {
             .ok_or_else(|| SpaError::NoSuchPool(name.to_string()))?;
         let props = self.props_zap(dir)?;
         let mut out = Vec::new();
-        let mut cursor = 0;
-        while cursor != CURSOR_END {
-            let ctx = io_ctx!(self);
-            let (entries, next) = zap::zap_list(&mut self.mos, &ctx, ObjectId(props), cursor, 256)
-                .map_err(zap_error)?;
-            for entry in entries {
-                if let ZapValue::Bytes(value) = entry.value {
-                    out.push((
-                        String::from_utf8_lossy(&entry.name).into_owned(),
-                        String::from_utf8_lossy(&value).into_owned(),
-                    ));
-                }
+        let ctx = io_ctx!(self);
+        let entries = zap::zap_list_all(&mut self.mos, &ctx, ObjectId(props)).map_err(zap_error)?;
+        for entry in entries {
+            if let ZapValue::Bytes(value) = entry.value {
+                out.push((
+                    String::from_utf8_lossy(&entry.name).into_owned(),
+                    String::from_utf8_lossy(&value).into_owned(),
+                ));
             }
-            cursor = next;
         }
         out.sort();
         Ok(out)

@@ -15,7 +15,7 @@ use super::zap_error;
 use crate::dmu::{default_data_props, object_type, DmuError, IoCtx, ObjectSet};
 use crate::spa::{dataset_policy, now_secs, Spa, SpaError, MOS_OBJECT_ROOT_DATASET};
 use crate::types::{Guid, ObjectId, Txg};
-use crate::zap::{self, ZapValue, CURSOR_END};
+use crate::zap::{self, ZapValue};
 use crate::zio::blkptr::{BlockPointer, BLKPTR_SIZE_BYTES};
 
 /// Dataset flag: this dataset is a snapshot.
@@ -159,30 +159,20 @@ impl Spa {
         if head.snapnames_zap == 0 {
             return Ok(out);
         }
-        let mut cursor = 0;
-        while cursor != CURSOR_END {
-            let ctx = io_ctx!(self);
-            let (entries, next) = zap::zap_list(
-                &mut self.mos,
-                &ctx,
-                ObjectId(head.snapnames_zap),
-                cursor,
-                256,
-            )
+        let ctx = io_ctx!(self);
+        let entries = zap::zap_list_all(&mut self.mos, &ctx, ObjectId(head.snapnames_zap))
             .map_err(zap_error)?;
-            for entry in entries {
-                if let ZapValue::U64s(values) = entry.value {
-                    if let Some(&object) = values.first() {
-                        let phys = self.read_dataset_phys(object)?;
-                        out.push((
-                            format!("{fs}@{}", String::from_utf8_lossy(&entry.name)),
-                            object,
-                            phys,
-                        ));
-                    }
+        for entry in entries {
+            if let ZapValue::U64s(values) = entry.value {
+                if let Some(&object) = values.first() {
+                    let phys = self.read_dataset_phys(object)?;
+                    out.push((
+                        format!("{fs}@{}", String::from_utf8_lossy(&entry.name)),
+                        object,
+                        phys,
+                    ));
                 }
             }
-            cursor = next;
         }
         out.sort_by_key(|(_, _, phys)| phys.creation_txg);
         Ok(out)
@@ -520,30 +510,20 @@ impl Spa {
         if head.bookmarks_zap == 0 {
             return Ok(out);
         }
-        let mut cursor = 0;
-        while cursor != CURSOR_END {
-            let ctx = io_ctx!(self);
-            let (entries, next) = zap::zap_list(
-                &mut self.mos,
-                &ctx,
-                ObjectId(head.bookmarks_zap),
-                cursor,
-                256,
-            )
+        let ctx = io_ctx!(self);
+        let entries = zap::zap_list_all(&mut self.mos, &ctx, ObjectId(head.bookmarks_zap))
             .map_err(zap_error)?;
-            for entry in entries {
-                if let ZapValue::U64s(values) = entry.value {
-                    if let [guid, creation_txg, creation_time] = values[..] {
-                        out.push(Bookmark {
-                            name: format!("{fs}#{}", String::from_utf8_lossy(&entry.name)),
-                            guid,
-                            creation_txg,
-                            creation_time,
-                        });
-                    }
+        for entry in entries {
+            if let ZapValue::U64s(values) = entry.value {
+                if let [guid, creation_txg, creation_time] = values[..] {
+                    out.push(Bookmark {
+                        name: format!("{fs}#{}", String::from_utf8_lossy(&entry.name)),
+                        guid,
+                        creation_txg,
+                        creation_time,
+                    });
                 }
             }
-            cursor = next;
         }
         out.sort_by_key(|b| b.creation_txg);
         Ok(out)
@@ -648,21 +628,16 @@ impl Spa {
         if phys.holds_zap == 0 {
             return Ok(out);
         }
-        let mut cursor = 0;
-        while cursor != CURSOR_END {
-            let ctx = io_ctx!(self);
-            let (entries, next) =
-                zap::zap_list(&mut self.mos, &ctx, ObjectId(phys.holds_zap), cursor, 256)
-                    .map_err(zap_error)?;
-            for entry in entries {
-                if let ZapValue::U64s(values) = entry.value {
-                    out.push((
-                        String::from_utf8_lossy(&entry.name).into_owned(),
-                        values.first().copied().unwrap_or(0),
-                    ));
-                }
+        let ctx = io_ctx!(self);
+        let entries =
+            zap::zap_list_all(&mut self.mos, &ctx, ObjectId(phys.holds_zap)).map_err(zap_error)?;
+        for entry in entries {
+            if let ZapValue::U64s(values) = entry.value {
+                out.push((
+                    String::from_utf8_lossy(&entry.name).into_owned(),
+                    values.first().copied().unwrap_or(0),
+                ));
             }
-            cursor = next;
         }
         out.sort();
         Ok(out)

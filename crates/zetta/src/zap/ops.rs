@@ -537,6 +537,22 @@ pub fn zap_stats(
     })
 }
 
+/// Every entry of a ZAP, in cookie order (small ZAPs: property lists, snapshot names).
+pub fn zap_list_all(
+    os: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    object: ObjectId,
+) -> Result<Vec<ZapEntry>, ZapError> {
+    let mut out = Vec::new();
+    let mut cursor = 0;
+    while cursor != CURSOR_END {
+        let (entries, next) = zap_list(os, ctx, object, cursor, 256)?;
+        out.extend(entries);
+        cursor = next;
+    }
+    Ok(out)
+}
+
 /// Up to `max` entries with cookies at or after `cursor`, in cookie (hash) order, and the
 /// cursor that continues the walk (`CURSOR_END` when it is over). Start with 0.
 ///
