@@ -116,6 +116,26 @@ fn validate(name: &str, prop: &str, value: &str, creating: bool) -> Result<SetVa
     })
 }
 
+/// Records the command in the pool's history and commits.
+fn finish(imported: &mut Imported, verb: &str, args: &[String]) -> CmdResult {
+    imported
+        .spa
+        .log_history(&format!("zfs {verb} {}", args.join(" ")));
+    pool::commit(imported)
+}
+
+/// The `-o prop=value` settings of a create or clone, validated.
+fn parse_settings(parsed: &crate::zpool::Parsed, name: &str) -> Result<Vec<SetValue>, CmdError> {
+    let mut settings = Vec::new();
+    for option in parsed.values('o') {
+        let Some((prop, value)) = option.split_once('=') else {
+            return usage("missing '=' for property=value argument");
+        };
+        settings.push(validate(name, prop, value, true)?);
+    }
+    Ok(settings)
+}
+
 fn store(imported: &mut Imported, name: &str, set: SetValue) -> Result<(), CmdError> {
     let (prop, value) = match set {
         SetValue::Native(prop, value) => (prop.name().to_string(), value.to_stored()),
@@ -142,13 +162,7 @@ fn cmd_create(args: &[String]) -> CmdResult {
     };
     zetta_zprop::namecheck::validate_dataset_name(name, true)
         .map_err(|e| CmdError::Fail(format!("cannot create '{name}': {e}")))?;
-    let mut settings = Vec::new();
-    for option in parsed.values('o') {
-        let Some((prop, value)) = option.split_once('=') else {
-            return usage("missing '=' for property=value argument");
-        };
-        settings.push(validate(name, prop, value, true)?);
-    }
+    let settings = parse_settings(&parsed, name)?;
     let mut imported = pool::open_pool(pool_of(name)).map_err(|_| {
         CmdError::Fail(format!(
             "cannot create '{name}': no such pool '{}'",
@@ -175,10 +189,7 @@ fn cmd_create(args: &[String]) -> CmdResult {
     for set in settings {
         store(&mut imported, name, set)?;
     }
-    imported
-        .spa
-        .log_history(&format!("zfs create {}", args.join(" ")));
-    pool::commit(&mut imported)
+    finish(&mut imported, "create", args)
 }
 
 /// `zfs snapshot [-r] fs@snap…`: every snapshot in one txg (atomic).
@@ -211,10 +222,7 @@ fn cmd_snapshot(args: &[String]) -> CmdResult {
         }
     }
     imported.spa.snapshot(&names).map_err(spa_fail)?;
-    imported
-        .spa
-        .log_history(&format!("zfs snapshot {}", args.join(" ")));
-    pool::commit(&mut imported)
+    finish(&mut imported, "snapshot", args)
 }
 
 /// `zfs hold [-r] tag fs@snap…` and `zfs release [-r] tag fs@snap…`.
@@ -294,10 +302,7 @@ fn cmd_bookmark(args: &[String]) -> CmdResult {
         .spa
         .create_bookmark(snapshot, bookmark)
         .map_err(spa_fail)?;
-    imported
-        .spa
-        .log_history(&format!("zfs bookmark {}", args.join(" ")));
-    pool::commit(&mut imported)
+    finish(&mut imported, "bookmark", args)
 }
 
 /// `zfs clone [-p] [-o prop=value]… fs@snap newfs`
@@ -316,13 +321,7 @@ fn cmd_clone(args: &[String]) -> CmdResult {
             "cannot create '{name}': source and target pools differ"
         ));
     }
-    let mut settings = Vec::new();
-    for option in parsed.values('o') {
-        let Some((prop, value)) = option.split_once('=') else {
-            return usage("missing '=' for property=value argument");
-        };
-        settings.push(validate(name, prop, value, true)?);
-    }
+    let settings = parse_settings(&parsed, name)?;
     let mut imported = pool::open_pool(pool_of(origin)).map_err(|_| missing(origin))?;
     if parsed.has('p') {
         let components: Vec<&str> = name.split('/').collect();
@@ -345,10 +344,7 @@ fn cmd_clone(args: &[String]) -> CmdResult {
     for set in settings {
         store(&mut imported, name, set)?;
     }
-    imported
-        .spa
-        .log_history(&format!("zfs clone {}", args.join(" ")));
-    pool::commit(&mut imported)
+    finish(&mut imported, "clone", args)
 }
 
 /// `zfs rollback [-rRf] fs@snap`: with -r (or -R) newer snapshots are destroyed first.
@@ -371,10 +367,7 @@ fn cmd_rollback(args: &[String]) -> CmdResult {
         }
     }
     imported.spa.rollback(name).map_err(spa_fail)?;
-    imported
-        .spa
-        .log_history(&format!("zfs rollback {}", args.join(" ")));
-    pool::commit(&mut imported)
+    finish(&mut imported, "rollback", args)
 }
 
 /// `zfs destroy [-r] fs`
@@ -465,10 +458,7 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
     for victim in filesystems.iter().rev().copied().chain([name.as_str()]) {
         imported.spa.destroy_filesystem(victim).map_err(spa_fail)?;
     }
-    imported
-        .spa
-        .log_history(&format!("zfs destroy {}", args.join(" ")));
-    pool::commit(&mut imported)
+    finish(&mut imported, "destroy", args)
 }
 
 /// Every locally set property of the pool's datasets (the inheritance source).
@@ -955,10 +945,7 @@ fn cmd_set(args: &[String]) -> CmdResult {
     for set in sets {
         store(&mut imported, name, set)?;
     }
-    imported
-        .spa
-        .log_history(&format!("zfs set {}", args.join(" ")));
-    pool::commit(&mut imported)
+    finish(&mut imported, "set", args)
 }
 
 /// `zfs inherit [-r] prop fs`
@@ -993,8 +980,5 @@ fn cmd_inherit(args: &[String]) -> CmdResult {
             .clear_local_prop(&victim, &canonical)
             .map_err(spa_fail)?;
     }
-    imported
-        .spa
-        .log_history(&format!("zfs inherit {}", args.join(" ")));
-    pool::commit(&mut imported)
+    finish(&mut imported, "inherit", args)
 }
