@@ -11,6 +11,8 @@ use std::time::Duration;
 
 /// How long a new daemon may take to answer.
 const START_WAIT_STEPS: u32 = 100;
+/// Stopping commits every pool first; allow it a minute.
+const STOP_WAIT_STEPS: u32 = 1200;
 const START_WAIT_STEP: Duration = Duration::from_millis(50);
 
 /// Connects to the daemon, starting it if needed.
@@ -104,24 +106,19 @@ pub fn stop(out: &mut dyn Write) -> i32 {
         let _ = writeln!(out, "zetta daemon: not running");
         return 0;
     };
-    let pid = std::fs::read_to_string(super::pid_path()).unwrap_or_default();
     let mut writer = &stream;
     if protocol::write_request(&mut writer, &["__stop".to_string()]).is_err() {
         return 1;
     }
     let mut reader = &stream;
     let _ = protocol::read_frame(&mut reader);
-    // Return only once the process is gone and its device locks are released.
-    let proc_dir = format!("/proc/{}", pid.trim());
-    for _ in 0..START_WAIT_STEPS {
-        let state = std::fs::read_to_string(format!("{proc_dir}/stat")).unwrap_or_default();
-        // Gone, or a zombie (exited, waiting for its reaper): its locks are released.
-        let run_state = state
-            .rsplit(')')
-            .next()
-            .and_then(|rest| rest.split_whitespace().next());
-        let exited = !matches!(run_state, Some("R" | "S" | "D"));
-        if pid.trim().is_empty() || state.is_empty() || exited {
+    // Return only once the process is gone and its device locks are released: the
+    // daemon's lifetime lock is free exactly then.
+    let Ok(lock) = std::fs::File::open(super::lock_path()) else {
+        return 0;
+    };
+    for _ in 0..STOP_WAIT_STEPS {
+        if lock.try_lock().is_ok() {
             break;
         }
         std::thread::sleep(START_WAIT_STEP);

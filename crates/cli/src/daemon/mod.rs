@@ -44,6 +44,14 @@ pub fn pid_path() -> PathBuf {
     run_dir().join("zetta.pid")
 }
 
+/// A file the daemon keeps locked for its whole life. The lock goes with the process's
+/// file table — the same moment its device locks go — so `daemon --stop` waits on it
+/// rather than guessing from `/proc` (a thread-group leader shows as a zombie while
+/// other threads still hold the files open).
+pub fn lock_path() -> PathBuf {
+    run_dir().join("zetta.lock")
+}
+
 /// Whether commands must run in this process (`ZETTA_DIRECT=1`).
 pub fn direct_mode() -> bool {
     std::env::var_os("ZETTA_DIRECT").is_some_and(|v| v != "0")

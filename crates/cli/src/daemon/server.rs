@@ -4,7 +4,7 @@
 //! come back with the next daemon).
 
 use super::protocol::{self, FrameWriter, FRAME_EXIT, FRAME_STDERR, FRAME_STDOUT};
-use super::{pid_path, registry, run_dir, socket_path};
+use super::{lock_path, pid_path, registry, run_dir, socket_path};
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -27,6 +27,28 @@ pub fn run(err: &mut dyn Write) -> i32 {
         );
         return 0;
     }
+    // Held (never dropped) until the process exits; see `lock_path`.
+    // A daemon that was just stopped may still be exiting: wait for it, briefly.
+    let lifetime_lock = match std::fs::File::create(lock_path()) {
+        Ok(file) => file,
+        Err(e) => {
+            let _ = writeln!(err, "cannot create '{}': {e}", lock_path().display());
+            return 1;
+        }
+    };
+    let mut waited = 0;
+    while lifetime_lock.try_lock().is_err() {
+        if waited == 600 || UnixStream::connect(&socket).is_ok() {
+            let _ = writeln!(
+                err,
+                "zetta daemon: another daemon holds '{}'",
+                lock_path().display()
+            );
+            return 1;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        waited += 1;
+    }
     let _ = std::fs::remove_file(&socket);
     let listener = match UnixListener::bind(&socket) {
         Ok(listener) => listener,
@@ -42,6 +64,7 @@ pub fn run(err: &mut dyn Write) -> i32 {
         let Ok(stream) = stream else { continue };
         std::thread::spawn(move || serve(stream));
     }
+    drop(lifetime_lock);
     0
 }
 
