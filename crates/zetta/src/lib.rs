@@ -39,3 +39,4 @@ pub mod types;
 pub mod vdev;
 pub mod zap;
 pub mod zio;
+pub mod zpl;

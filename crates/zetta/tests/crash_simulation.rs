@@ -16,6 +16,7 @@ use zetta::io::{DeviceRef, PowerCutPolicy, SimDevice};
 use zetta::rand::SeededRng;
 use zetta::spa::{find_pools, CreateOptions, Spa, TopKind, TopSpec};
 use zetta::types::{ObjectId, Txg};
+use zetta::zpl::{Creds, FileKind, Timespec};
 
 type Model = BTreeMap<u64, Vec<u8>>;
 
@@ -28,6 +29,8 @@ struct State {
     filesystems: std::collections::BTreeSet<String>,
     /// Snapshots of `sim/a` and the file's content in each.
     snapshots: Vec<(String, Vec<u8>)>,
+    /// Files (name → content) in the root directory of the ZPL filesystem `sim/z`.
+    zpl_files: BTreeMap<String, Vec<u8>>,
 }
 
 struct World {
@@ -116,12 +119,16 @@ fn run_seed(seed: u64) -> Result<(), String> {
     // A filesystem with one file, committed before the power can fail.
     spa.create_filesystem("sim/a")
         .map_err(|e| format!("create sim/a: {e}"))?;
+    spa.create_filesystem("sim/z")
+        .map_err(|e| format!("create sim/z: {e}"))?;
     let file_id = spa
         .with_dataset("sim/a", |os, ctx| {
             os.create_object(ctx, zetta::dmu::object_type::PLAIN_FILE, 512, 0, 0)
         })
         .map_err(|e| format!("create file: {e}"))?;
     spa.sync().map_err(|e| format!("sync: {e}"))?;
+    let mut zpl_files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let mut next_zpl_name = 0u64;
     let mut file_in_a: Vec<u8> = Vec::new();
     let mut filesystems = std::collections::BTreeSet::new();
     let mut next_fs = 0u64;
@@ -133,15 +140,17 @@ fn run_seed(seed: u64) -> Result<(), String> {
     let snapshot = |model: &Model,
                     file: &Vec<u8>,
                     fs: &std::collections::BTreeSet<String>,
-                    snaps: &Vec<(String, Vec<u8>)>| State {
+                    snaps: &Vec<(String, Vec<u8>)>,
+                    zpl: &BTreeMap<String, Vec<u8>>| State {
         objects: model.clone(),
         file_in_a: file.clone(),
         filesystems: fs.clone(),
         snapshots: snaps.clone(),
+        zpl_files: zpl.clone(),
     };
     committed.insert(
         spa.last_synced_txg(),
-        snapshot(&model, &file_in_a, &filesystems, &snapshots),
+        snapshot(&model, &file_in_a, &filesystems, &snapshots, &zpl_files),
     );
     let mut last_returned = spa.last_synced_txg();
 
@@ -151,7 +160,93 @@ fn run_seed(seed: u64) -> Result<(), String> {
     }
     let operations = 5 + rng.below(40);
     'ops: for _ in 0..operations {
-        let result = match rng.below(17) {
+        let result = match rng.below(20) {
+            // POSIX-layer operations on sim/z: each is atomic within its txg.
+            17 if zpl_files.len() < 12 => {
+                let name = format!("z{next_zpl_name}");
+                next_zpl_name += 1;
+                let len = rng.below(150_000) as usize;
+                let data = random_data(&mut rng, len);
+                let now = Timespec::now();
+                spa.with_zpl("sim/z", |vfs, os, ctx| {
+                    let f = vfs.create(
+                        os,
+                        ctx,
+                        vfs.root,
+                        name.as_bytes(),
+                        FileKind::Regular,
+                        0o644,
+                        Creds::default(),
+                        0,
+                        now,
+                    )?;
+                    vfs.write(os, ctx, f.object, 0, &data, now)?;
+                    Ok(())
+                })
+                .map(|_| {
+                    zpl_files.insert(name, data);
+                })
+                .map_err(|e| zetta::spa::SpaError::Corrupt(e.to_string()))
+            }
+            18 if !zpl_files.is_empty() => {
+                let from = zpl_files
+                    .keys()
+                    .nth(rng.below(zpl_files.len() as u64) as usize)
+                    .cloned()
+                    .unwrap_or_default();
+                // Onto another existing name (replacing it) or a new one.
+                let to = if rng.below(2) == 0 {
+                    zpl_files
+                        .keys()
+                        .nth(rng.below(zpl_files.len() as u64) as usize)
+                        .cloned()
+                        .unwrap_or_default()
+                } else {
+                    next_zpl_name += 1;
+                    format!("z{next_zpl_name}")
+                };
+                let now = Timespec::now();
+                spa.with_zpl("sim/z", |vfs, os, ctx| {
+                    let root = vfs.root;
+                    if let Some(gone) = vfs.rename(
+                        os,
+                        ctx,
+                        root,
+                        from.as_bytes(),
+                        root,
+                        to.as_bytes(),
+                        false,
+                        false,
+                        now,
+                    )? {
+                        vfs.reclaim(os, ctx, gone.object)?;
+                    }
+                    Ok(())
+                })
+                .map(|_| {
+                    if from != to {
+                        let data = zpl_files.remove(&from).unwrap_or_default();
+                        zpl_files.insert(to, data);
+                    }
+                })
+                .map_err(|e| zetta::spa::SpaError::Corrupt(e.to_string()))
+            }
+            19 if !zpl_files.is_empty() => {
+                let name = zpl_files
+                    .keys()
+                    .nth(rng.below(zpl_files.len() as u64) as usize)
+                    .cloned()
+                    .unwrap_or_default();
+                let now = Timespec::now();
+                spa.with_zpl("sim/z", |vfs, os, ctx| {
+                    let gone = vfs.unlink(os, ctx, vfs.root, name.as_bytes(), now)?;
+                    vfs.reclaim(os, ctx, gone.object)
+                })
+                .map(|_| {
+                    zpl_files.remove(&name);
+                })
+                .map_err(|e| zetta::spa::SpaError::Corrupt(e.to_string()))
+            }
             16 if !snapshots.is_empty() && filesystems.len() < 6 => {
                 let (origin, content) = snapshots[snapshots.len() - 1].clone();
                 let name = format!("sim/c{next_fs}");
@@ -163,9 +258,9 @@ fn run_seed(seed: u64) -> Result<(), String> {
             }
             15 if !snapshots.is_empty() => {
                 let (name, content) = snapshots[snapshots.len() - 1].clone();
-                let before = snapshot(&model, &file_in_a, &filesystems, &snapshots);
+                let before = snapshot(&model, &file_in_a, &filesystems, &snapshots, &zpl_files);
                 committed.insert(spa.open_txg(), before);
-                let after = snapshot(&model, &content, &filesystems, &snapshots);
+                let after = snapshot(&model, &content, &filesystems, &snapshots, &zpl_files);
                 committed.insert(spa.open_txg().next(), after);
                 match spa.rollback(&name) {
                     Ok(()) => {
@@ -179,11 +274,11 @@ fn run_seed(seed: u64) -> Result<(), String> {
             14 if !snapshots.is_empty() => {
                 let pick = rng.below(snapshots.len() as u64) as usize;
                 let name = snapshots[pick].0.clone();
-                let before = snapshot(&model, &file_in_a, &filesystems, &snapshots);
+                let before = snapshot(&model, &file_in_a, &filesystems, &snapshots, &zpl_files);
                 committed.insert(spa.open_txg(), before);
                 let mut without = snapshots.clone();
                 without.remove(pick);
-                let after = snapshot(&model, &file_in_a, &filesystems, &without);
+                let after = snapshot(&model, &file_in_a, &filesystems, &without, &zpl_files);
                 committed.insert(spa.open_txg().next(), after);
                 match spa.destroy_snapshot(&name) {
                     Ok(()) => {
@@ -194,7 +289,8 @@ fn run_seed(seed: u64) -> Result<(), String> {
                     // Refused (a clone depends on it): nothing changed but a commit.
                     Err(zetta::spa::SpaError::Invalid(_)) => {
                         last_returned = spa.last_synced_txg();
-                        let same = snapshot(&model, &file_in_a, &filesystems, &snapshots);
+                        let same =
+                            snapshot(&model, &file_in_a, &filesystems, &snapshots, &zpl_files);
                         committed.insert(spa.open_txg(), same.clone());
                         committed.insert(spa.last_synced_txg(), same);
                         Ok(())
@@ -207,11 +303,11 @@ fn run_seed(seed: u64) -> Result<(), String> {
                 // with or without the snapshot, so both are acceptable at import.
                 let name = format!("sim/a@s{next_snapshot}");
                 next_snapshot += 1;
-                let before = snapshot(&model, &file_in_a, &filesystems, &snapshots);
+                let before = snapshot(&model, &file_in_a, &filesystems, &snapshots, &zpl_files);
                 committed.insert(spa.open_txg(), before);
                 let mut with = snapshots.clone();
                 with.push((name.clone(), file_in_a.clone()));
-                let after = snapshot(&model, &file_in_a, &filesystems, &with);
+                let after = snapshot(&model, &file_in_a, &filesystems, &with, &zpl_files);
                 committed.insert(spa.open_txg().next(), after);
                 match spa.snapshot(std::slice::from_ref(&name)) {
                     Ok(()) => {
@@ -278,7 +374,7 @@ fn run_seed(seed: u64) -> Result<(), String> {
                 })
             }
             3 | 4 => {
-                let in_flight = snapshot(&model, &file_in_a, &filesystems, &snapshots);
+                let in_flight = snapshot(&model, &file_in_a, &filesystems, &snapshots, &zpl_files);
                 let txg = spa.open_txg();
                 committed.insert(txg, in_flight);
                 match spa.sync() {
@@ -333,7 +429,7 @@ fn run_seed(seed: u64) -> Result<(), String> {
         format!("imported txg {txg}, which no sync produced (last returned {last_returned})")
     })?;
     let expected = &state.objects;
-    let mut expected_names = vec!["sim".to_string(), "sim/a".to_string()];
+    let mut expected_names = vec!["sim".to_string(), "sim/a".to_string(), "sim/z".to_string()];
     expected_names.extend(state.filesystems.iter().cloned());
     expected_names.sort();
     let mut names = spa.dataset_names().map_err(|e| format!("list: {e}"))?;
@@ -380,11 +476,34 @@ fn run_seed(seed: u64) -> Result<(), String> {
             return Err(format!("txg {txg}: snapshot {name} differs"));
         }
     }
+    let zpl_files = spa
+        .with_zpl("sim/z", |vfs, os, ctx| {
+            let mut files = BTreeMap::new();
+            for entry in vfs.readdir(os, ctx, vfs.root, 0, 1000)? {
+                if entry.name == b"." || entry.name == b".." {
+                    continue;
+                }
+                let size = vfs.getattr(os, ctx, entry.object)?.znode.size;
+                let data = vfs.read(os, ctx, entry.object, 0, size as usize)?;
+                files.insert(String::from_utf8_lossy(&entry.name).into_owned(), data);
+            }
+            Ok(files)
+        })
+        .map_err(|e| format!("read sim/z: {e}"))?;
+    if zpl_files != state.zpl_files {
+        return Err(format!(
+            "txg {txg}: sim/z holds {:?}, expected {:?}",
+            zpl_files.keys().collect::<Vec<_>>(),
+            state.zpl_files.keys().collect::<Vec<_>>()
+        ));
+    }
+    // Objects 1-3 of the root dataset are its ZPL layout (master node, delete queue, root).
     let ids: Vec<u64> = spa
         .object_ids()
         .map_err(|e| e.to_string())?
         .iter()
         .map(|i| i.0)
+        .filter(|&id| id > 3)
         .collect();
     let expected_ids: Vec<u64> = expected.keys().copied().collect();
     if ids != expected_ids {

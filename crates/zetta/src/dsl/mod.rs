@@ -121,7 +121,14 @@ impl Spa {
 
     /// `zfs create`: a new, empty filesystem under an existing parent.
     pub fn create_filesystem(&mut self, name: &str) -> Result<u64, SpaError> {
-        self.create_dataset(name, None)
+        let dataset = self.create_dataset(name, None)?;
+        // An empty ZPL filesystem (master node, root directory) in the same txg.
+        self.with_dataset(name, |os, ctx| {
+            crate::zpl::Zfsvfs::create_fs(os, ctx)
+                .map(|_| ())
+                .map_err(|e| crate::dmu::DmuError::Invalid(e.to_string()))
+        })?;
+        Ok(dataset)
     }
 
     /// `zfs clone fs@snap name`: a new filesystem starting as the snapshot's tree. It shares

@@ -293,17 +293,17 @@ fn destroying_snapshots_frees_only_their_blocks() {
         let mut data = vec![0u8; 2 << 20];
         crate::rand::SeededRng::new(seed).fill(&mut data);
         spa.with_dataset("tank/fs", |os, ctx| {
-            if !os.object_exists(ctx, ObjectId(1))? {
+            if !os.object_exists(ctx, ObjectId(100))? {
                 os.create_object_at(
                     ctx,
-                    ObjectId(1),
+                    ObjectId(100),
                     crate::dmu::object_type::PLAIN_FILE,
                     512,
                     0,
                     0,
                 )?;
             }
-            os.write(ctx, ObjectId(1), 0, &data)
+            os.write(ctx, ObjectId(100), 0, &data)
         })
         .unwrap();
         spa.sync().unwrap();
@@ -326,13 +326,23 @@ fn destroying_snapshots_frees_only_their_blocks() {
     let (_, after_b, _) = spa.space();
     assert!(with_all - after_b >= 2 << 20, "{with_all} -> {after_b}");
     assert_eq!(
-        spa.with_snapshot("tank/fs@a", |os, ctx| os.read(ctx, ObjectId(1), 0, 2 << 20))
-            .unwrap(),
+        spa.with_snapshot("tank/fs@a", |os, ctx| os.read(
+            ctx,
+            ObjectId(100),
+            0,
+            2 << 20
+        ))
+        .unwrap(),
         first
     );
     assert_eq!(
-        spa.with_snapshot("tank/fs@c", |os, ctx| os.read(ctx, ObjectId(1), 0, 2 << 20))
-            .unwrap(),
+        spa.with_snapshot("tank/fs@c", |os, ctx| os.read(
+            ctx,
+            ObjectId(100),
+            0,
+            2 << 20
+        ))
+        .unwrap(),
         third
     );
     assert!(spa.with_snapshot("tank/fs@b", |_, _| Ok(())).is_err());
@@ -341,7 +351,7 @@ fn destroying_snapshots_frees_only_their_blocks() {
     let mut spa = reimport(&device);
     spa.destroy_snapshot("tank/fs@c").unwrap();
     spa.destroy_snapshot("tank/fs@a").unwrap();
-    spa.with_dataset("tank/fs", |os, ctx| os.free_object(ctx, ObjectId(1)))
+    spa.with_dataset("tank/fs", |os, ctx| os.free_object(ctx, ObjectId(100)))
         .unwrap();
     for _ in 0..4 {
         spa.sync().unwrap();
@@ -368,13 +378,13 @@ fn snapshot_space_accounting() {
     spa.with_dataset("tank/fs", |os, ctx| {
         os.create_object_at(
             ctx,
-            ObjectId(1),
+            ObjectId(100),
             crate::dmu::object_type::PLAIN_FILE,
             512,
             0,
             0,
         )?;
-        os.write(ctx, ObjectId(1), 0, &data)
+        os.write(ctx, ObjectId(100), 0, &data)
     })
     .unwrap();
     spa.snapshot(&["tank/fs@snap".to_string()]).unwrap();
@@ -385,7 +395,7 @@ fn snapshot_space_accounting() {
     // Overwrite half: that half becomes unique to the snapshot.
     crate::rand::SeededRng::new(12).fill(&mut data[..2 << 20]);
     spa.with_dataset("tank/fs", |os, ctx| {
-        os.write(ctx, ObjectId(1), 0, &data[..2 << 20])
+        os.write(ctx, ObjectId(100), 0, &data[..2 << 20])
     })
     .unwrap();
     spa.sync().unwrap();
@@ -415,13 +425,13 @@ fn rollback_to_the_newest_snapshot() {
     spa.with_dataset("tank/fs", |os, ctx| {
         os.create_object_at(
             ctx,
-            ObjectId(1),
+            ObjectId(100),
             crate::dmu::object_type::PLAIN_FILE,
             512,
             0,
             0,
         )?;
-        os.write(ctx, ObjectId(1), 0, &first)
+        os.write(ctx, ObjectId(100), 0, &first)
     })
     .unwrap();
     spa.snapshot(&["tank/fs@a".to_string()]).unwrap();
@@ -430,10 +440,10 @@ fn rollback_to_the_newest_snapshot() {
     let mut later = vec![0u8; 3 << 20];
     crate::rand::SeededRng::new(22).fill(&mut later);
     spa.with_dataset("tank/fs", |os, ctx| {
-        os.write(ctx, ObjectId(1), 0, &later)?;
+        os.write(ctx, ObjectId(100), 0, &later)?;
         os.create_object_at(
             ctx,
-            ObjectId(2),
+            ObjectId(200),
             crate::dmu::object_type::PLAIN_FILE,
             512,
             0,
@@ -459,12 +469,12 @@ fn rollback_to_the_newest_snapshot() {
         "{at_snapshot} -> {after}"
     );
     let read = |spa: &mut Spa| {
-        spa.with_dataset("tank/fs", |os, ctx| os.read(ctx, ObjectId(1), 0, 4 << 20))
+        spa.with_dataset("tank/fs", |os, ctx| os.read(ctx, ObjectId(100), 0, 4 << 20))
             .unwrap()
     };
     assert_eq!(read(&mut spa), first);
     assert!(!spa
-        .with_dataset("tank/fs", |os, ctx| os.object_exists(ctx, ObjectId(2)))
+        .with_dataset("tank/fs", |os, ctx| os.object_exists(ctx, ObjectId(200)))
         .unwrap());
     spa.export().unwrap();
     let mut spa = reimport(&device);
@@ -492,13 +502,13 @@ fn clones_share_until_they_diverge() {
     spa.with_dataset("tank/fs", |os, ctx| {
         os.create_object_at(
             ctx,
-            ObjectId(1),
+            ObjectId(100),
             crate::dmu::object_type::PLAIN_FILE,
             512,
             0,
             0,
         )?;
-        os.write(ctx, ObjectId(1), 0, &data)
+        os.write(ctx, ObjectId(100), 0, &data)
     })
     .unwrap();
     spa.snapshot(&["tank/fs@snap".to_string()]).unwrap();
@@ -517,7 +527,7 @@ fn clones_share_until_they_diverge() {
     assert_eq!(
         spa.with_dataset("tank/clone", |os, ctx| os.read(
             ctx,
-            ObjectId(1),
+            ObjectId(100),
             0,
             4 << 20
         ))
@@ -527,12 +537,12 @@ fn clones_share_until_they_diverge() {
     let mut changed = vec![0u8; 1 << 20];
     crate::rand::SeededRng::new(32).fill(&mut changed);
     spa.with_dataset("tank/clone", |os, ctx| {
-        os.write(ctx, ObjectId(1), 0, &changed)
+        os.write(ctx, ObjectId(100), 0, &changed)
     })
     .unwrap();
     spa.sync().unwrap();
     assert_eq!(
-        spa.with_dataset("tank/fs", |os, ctx| os.read(ctx, ObjectId(1), 0, 4 << 20))
+        spa.with_dataset("tank/fs", |os, ctx| os.read(ctx, ObjectId(100), 0, 4 << 20))
             .unwrap(),
         data
     );
@@ -548,7 +558,7 @@ fn clones_share_until_they_diverge() {
     assert_eq!(
         &spa.with_dataset("tank/clone", |os, ctx| os.read(
             ctx,
-            ObjectId(1),
+            ObjectId(100),
             0,
             1 << 20
         ))
@@ -557,7 +567,7 @@ fn clones_share_until_they_diverge() {
     );
     spa.destroy_filesystem("tank/clone").unwrap();
     spa.destroy_snapshot("tank/fs@snap").unwrap();
-    spa.with_dataset("tank/fs", |os, ctx| os.free_object(ctx, ObjectId(1)))
+    spa.with_dataset("tank/fs", |os, ctx| os.free_object(ctx, ObjectId(100)))
         .unwrap();
     for _ in 0..4 {
         spa.sync().unwrap();

@@ -360,6 +360,9 @@ impl Spa {
             };
             spa.mos
                 .set_bonus(&ctx, MOS_OBJECT_ROOT_DATASET, &dataset.encode())?;
+            // The pool's root filesystem is a ZPL filesystem from the first txg.
+            crate::zpl::Zfsvfs::create_fs(&mut spa.root_dataset, &ctx)
+                .map_err(|e| SpaError::Corrupt(e.to_string()))?;
         }
         spa.sync()?;
         Ok(spa)

@@ -38,9 +38,10 @@ pub use hash::{siphash24, CURSOR_END};
 pub use header::{ZapHeaderPhys, ZAP_VERSION};
 pub use leaf::{Leaf, ValueKind, NAME_LEN_MAX_BYTES, VALUE_SIZE_MAX_BYTES, ZAP_BLOCK_SIZE_BYTES};
 pub use ops::{
-    zap_add, zap_add_bytes, zap_count, zap_create, zap_create_salted, zap_destroy, zap_list,
-    zap_list_all, zap_lookup, zap_lookup_bytes, zap_lookup_value, zap_remove, zap_stats,
-    zap_update, zap_update_bytes, ZapEntry, ZapError, ZapStats, ZapValue, ZAP_CD_MAX,
+    zap_add, zap_add_bytes, zap_count, zap_create, zap_create_salted, zap_create_with_bonus,
+    zap_destroy, zap_list, zap_list_all, zap_lookup, zap_lookup_bytes, zap_lookup_value,
+    zap_remove, zap_stats, zap_update, zap_update_bytes, ZapEntry, ZapError, ZapStats, ZapValue,
+    ZAP_CD_MAX,
 };
 
 #[cfg(test)]

@@ -139,7 +139,36 @@ pub fn zap_create_salted(
     object_type: u8,
     salt: [u64; 2],
 ) -> Result<ObjectId, ZapError> {
-    let object = os.create_object(ctx, object_type, ZAP_BLOCK_SIZE_BYTES as u32, 0, 0)?;
+    create_zap_object(os, ctx, object_type, salt, 0, 0)
+}
+
+/// Creates an empty ZAP whose dnode also carries a bonus record (a directory's znode).
+pub fn zap_create_with_bonus(
+    os: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    object_type: u8,
+    bonus_type: u8,
+    bonus_len: usize,
+) -> Result<ObjectId, ZapError> {
+    let salt = [crate::rand::random_u64(), crate::rand::random_u64()];
+    create_zap_object(os, ctx, object_type, salt, bonus_type, bonus_len)
+}
+
+fn create_zap_object(
+    os: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    object_type: u8,
+    salt: [u64; 2],
+    bonus_type: u8,
+    bonus_len: usize,
+) -> Result<ObjectId, ZapError> {
+    let object = os.create_object(
+        ctx,
+        object_type,
+        ZAP_BLOCK_SIZE_BYTES as u32,
+        bonus_type,
+        bonus_len,
+    )?;
     os.set_fixed_block_size(ctx, object)?;
     let mut image = vec![0u8; 2 * ZAP_BLOCK_SIZE_BYTES];
     let header = ZapHeaderPhys::new(salt);

@@ -1,0 +1,307 @@
+//! The ZFS POSIX layer (OpenZFS `zfs_vfsops.c`, `zfs_dir.c`, `zfs_vnops.c`, `zfs_znode.c`):
+//! files, directories, symlinks, hardlinks and xattrs as DMU objects of a filesystem's
+//! object set.
+//!
+//! Object 1 of a ZPL object set is the master node, a ZAP naming the root directory
+//! (`ROOT`), the delete queue (`DELETE_QUEUE`) and the layout version (`VERSION`). Every
+//! other ZPL object carries its attributes in a znode (see `znode`) in its dnode's bonus.
+//! A directory's data is a ZAP of name → (object | dirent type << 60), the encoding of
+//! OpenZFS's `ZFS_DIRENT_MAKE`, so lookups are one hash probe however large the directory.
+//! A regular file's data is its records (one small record for a small file, recordsize
+//! records beyond); a symlink's data is its target; an object's xattrs are a ZAP of its own.
+//!
+//! Unlinking the last name of a file that is still open moves it to the delete queue
+//! (in the same txg as the unlink); the mount reclaims it on last close, and opening the
+//! filesystem after a crash drains whatever the queue still holds. Every operation here
+//! changes the object set of the open txg only, so each is atomic with respect to a
+//! power cut: after import, a rename has happened or it has not.
+//!
+//! The caller (the FUSE mount) holds the pool and passes the object set and an `IoCtx`;
+//! permission checks belong to the kernel (`default_permissions`), this layer enforces
+//! only what the file system itself must: types, emptiness, name rules, link limits.
+
+pub mod dir;
+pub mod vnops;
+pub mod xattr;
+pub mod znode;
+
+#[cfg(test)]
+mod tests;
+
+use crate::dmu::{object_type, DmuError, IoCtx, ObjectSet};
+use crate::types::ObjectId;
+use crate::zap::{self, ZapError};
+pub use znode::{FileKind, Timespec, ZnodePhys, BONUS_TYPE_ZNODE, ZNODE_SIZE_BYTES};
+
+/// The master node is always object 1 of a ZPL object set.
+pub const MASTER_NODE_OBJECT: ObjectId = ObjectId(1);
+/// ZPL layout version written in the master node.
+pub const ZPL_VERSION: u64 = 5;
+/// Longest file name, in bytes (NAME_MAX).
+pub const NAME_MAX_BYTES: usize = 255;
+/// Most hard links to one object.
+pub const LINK_MAX: u64 = u32::MAX as u64;
+
+/// An error of the POSIX layer; `errno` gives the value the kernel should see.
+#[derive(Debug)]
+pub enum ZplError {
+    NotFound,
+    Exists,
+    NotDir,
+    IsDir,
+    NotEmpty,
+    NameTooLong,
+    Invalid(String),
+    /// A link count would overflow.
+    TooManyLinks,
+    /// An operation not allowed on this kind of object (hardlink to a directory).
+    NotPermitted,
+    /// An extended attribute that does not exist.
+    NoData,
+    /// A value larger than an xattr may be.
+    TooBig,
+    /// The result does not fit the caller's buffer.
+    Range,
+    /// A snapshot, or a filesystem mounted read-only.
+    ReadOnly,
+    NoSpace,
+    /// The object set is not a ZPL filesystem (no master node).
+    NotZpl,
+    /// Malformed on-disk state or an I/O failure underneath.
+    Io(String),
+}
+
+impl ZplError {
+    pub fn errno(&self) -> i32 {
+        match self {
+            ZplError::NotFound => libc_errno::ENOENT,
+            ZplError::Exists => libc_errno::EEXIST,
+            ZplError::NotDir => libc_errno::ENOTDIR,
+            ZplError::IsDir => libc_errno::EISDIR,
+            ZplError::NotEmpty => libc_errno::ENOTEMPTY,
+            ZplError::NameTooLong => libc_errno::ENAMETOOLONG,
+            ZplError::Invalid(_) => libc_errno::EINVAL,
+            ZplError::TooManyLinks => libc_errno::EMLINK,
+            ZplError::NotPermitted => libc_errno::EPERM,
+            ZplError::NoData => libc_errno::ENODATA,
+            ZplError::TooBig => libc_errno::E2BIG,
+            ZplError::Range => libc_errno::ERANGE,
+            ZplError::ReadOnly => libc_errno::EROFS,
+            ZplError::NoSpace => libc_errno::ENOSPC,
+            ZplError::NotZpl | ZplError::Io(_) => libc_errno::EIO,
+        }
+    }
+}
+
+/// Linux errno values (the mount runs on Linux; kept here so the engine needs no libc).
+pub mod libc_errno {
+    pub const EPERM: i32 = 1;
+    pub const ENOENT: i32 = 2;
+    pub const EIO: i32 = 5;
+    pub const E2BIG: i32 = 7;
+    pub const EEXIST: i32 = 17;
+    pub const EXDEV: i32 = 18;
+    pub const ENOTDIR: i32 = 20;
+    pub const EISDIR: i32 = 21;
+    pub const EINVAL: i32 = 22;
+    pub const EFBIG: i32 = 27;
+    pub const ENOSPC: i32 = 28;
+    pub const EROFS: i32 = 30;
+    pub const EMLINK: i32 = 31;
+    pub const ERANGE: i32 = 34;
+    pub const ENAMETOOLONG: i32 = 36;
+    pub const ENOTEMPTY: i32 = 39;
+    pub const ENODATA: i32 = 61;
+    pub const EOPNOTSUPP: i32 = 95;
+}
+
+impl std::fmt::Display for ZplError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ZplError::Invalid(why) => write!(f, "invalid argument: {why}"),
+            ZplError::Io(why) => write!(f, "I/O error: {why}"),
+            ZplError::NotZpl => write!(f, "not a ZPL filesystem"),
+            other => write!(f, "{other:?}"),
+        }
+    }
+}
+
+impl std::error::Error for ZplError {}
+
+impl From<DmuError> for ZplError {
+    fn from(e: DmuError) -> Self {
+        match e {
+            DmuError::NoSuchObject(_) => ZplError::NotFound,
+            DmuError::Invalid(why) if why.contains("address space") => ZplError::TooBig,
+            other => ZplError::Io(other.to_string()),
+        }
+    }
+}
+
+impl From<ZapError> for ZplError {
+    fn from(e: ZapError) -> Self {
+        match e {
+            ZapError::Dmu(e) => ZplError::from(e),
+            ZapError::Exists => ZplError::Exists,
+            ZapError::NotFound => ZplError::NotFound,
+            ZapError::InvalidName(_) => ZplError::NameTooLong,
+            ZapError::ValueTooLarge(_) => ZplError::TooBig,
+            other => ZplError::Io(other.to_string()),
+        }
+    }
+}
+
+/// Who is asking: the owner of what they create.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Creds {
+    pub uid: u32,
+    pub gid: u32,
+}
+
+/// An object's attributes as `stat` reports them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Attr {
+    pub object: u64,
+    pub znode: ZnodePhys,
+    /// Bytes allocated for the object (all copies), for `st_blocks`.
+    pub used_bytes: u64,
+    /// The object's data block size, for `st_blksize`.
+    pub block_size_bytes: u32,
+}
+
+impl Attr {
+    pub fn kind(&self) -> FileKind {
+        self.znode.kind().unwrap_or(FileKind::Regular)
+    }
+}
+
+/// A mounted-or-not ZPL filesystem: where its root and delete queue are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Zfsvfs {
+    pub root: u64,
+    pub delete_queue: u64,
+}
+
+impl Zfsvfs {
+    /// Lays out an empty filesystem in a fresh object set (OpenZFS `zfs_create_fs`): the
+    /// master node as object 1, the root directory (mode 0755, owned by root) and an empty
+    /// delete queue.
+    pub fn create_fs(os: &mut ObjectSet, ctx: &IoCtx<'_>) -> Result<Zfsvfs, ZplError> {
+        if os.object_exists(ctx, MASTER_NODE_OBJECT)? {
+            return Err(ZplError::Exists);
+        }
+        let master = zap::zap_create(os, ctx, object_type::MASTER_NODE)?;
+        if master != MASTER_NODE_OBJECT {
+            return Err(ZplError::Io(format!(
+                "master node landed at object {master}, not 1"
+            )));
+        }
+        let delete_queue = zap::zap_create(os, ctx, object_type::ZAP)?;
+        let now = Timespec::now();
+        let root = vnops::allocate(
+            os,
+            ctx,
+            FileKind::Directory,
+            0o755,
+            Creds::default(),
+            0,
+            now,
+        )?;
+        let mut znode = vnops::get(os, ctx, root)?;
+        znode.parent = root;
+        vnops::put(os, ctx, root, &znode)?;
+        zap::zap_add(os, ctx, master, "VERSION", &[ZPL_VERSION])?;
+        zap::zap_add(os, ctx, master, "ROOT", &[root])?;
+        zap::zap_add(os, ctx, master, "DELETE_QUEUE", &[delete_queue.0])?;
+        Ok(Zfsvfs {
+            root,
+            delete_queue: delete_queue.0,
+        })
+    }
+
+    /// Reads the master node; `NotZpl` when the object set has none.
+    pub fn open(os: &mut ObjectSet, ctx: &IoCtx<'_>) -> Result<Zfsvfs, ZplError> {
+        if !os.object_exists(ctx, MASTER_NODE_OBJECT)? {
+            return Err(ZplError::NotZpl);
+        }
+        let word = |os: &mut ObjectSet, name: &str| -> Result<u64, ZplError> {
+            zap::zap_lookup(os, ctx, MASTER_NODE_OBJECT, name)?
+                .and_then(|v| v.first().copied())
+                .ok_or_else(|| ZplError::Io(format!("master node has no {name}")))
+        };
+        let version = word(os, "VERSION")?;
+        if version != ZPL_VERSION {
+            return Err(ZplError::Io(format!(
+                "ZPL version {version} is not supported"
+            )));
+        }
+        Ok(Zfsvfs {
+            root: word(os, "ROOT")?,
+            delete_queue: word(os, "DELETE_QUEUE")?,
+        })
+    }
+
+    /// Opens the filesystem, laying it out first if the object set is still empty.
+    pub fn open_or_create(os: &mut ObjectSet, ctx: &IoCtx<'_>) -> Result<Zfsvfs, ZplError> {
+        match Zfsvfs::open(os, ctx) {
+            Err(ZplError::NotZpl) => Zfsvfs::create_fs(os, ctx),
+            other => other,
+        }
+    }
+
+    /// Objects on the delete queue (unlinked while open, or left by a crash).
+    pub fn delete_queue_objects(
+        &self,
+        os: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+    ) -> Result<Vec<u64>, ZplError> {
+        let entries = zap::zap_list_all(os, ctx, ObjectId(self.delete_queue))?;
+        Ok(entries
+            .into_iter()
+            .filter_map(|e| match e.value {
+                zap::ZapValue::U64s(v) => v.first().copied(),
+                zap::ZapValue::Bytes(_) => None,
+            })
+            .collect())
+    }
+
+    /// Frees everything on the delete queue (at mount: nothing can have it open).
+    pub fn drain_delete_queue(
+        &self,
+        os: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+    ) -> Result<usize, ZplError> {
+        let objects = self.delete_queue_objects(os, ctx)?;
+        for &object in &objects {
+            self.reclaim(os, ctx, object)?;
+        }
+        Ok(objects.len())
+    }
+}
+
+impl crate::spa::Spa {
+    /// Runs `work` on the ZPL filesystem of the head dataset `name` (laying it out if the
+    /// dataset has none yet).
+    pub fn with_zpl<T>(
+        &mut self,
+        name: &str,
+        work: impl FnOnce(&Zfsvfs, &mut ObjectSet, &IoCtx<'_>) -> Result<T, ZplError>,
+    ) -> Result<T, ZplError> {
+        self.with_dataset(name, |os, ctx| {
+            Ok(Zfsvfs::open_or_create(os, ctx).and_then(|vfs| work(&vfs, os, ctx)))
+        })
+        .map_err(|e| ZplError::Io(e.to_string()))?
+    }
+
+    /// Runs `work` on a snapshot's filesystem (read-only: changes are never committed).
+    pub fn with_zpl_snapshot<T>(
+        &mut self,
+        full: &str,
+        work: impl FnOnce(&Zfsvfs, &mut ObjectSet, &IoCtx<'_>) -> Result<T, ZplError>,
+    ) -> Result<T, ZplError> {
+        self.with_snapshot(full, |os, ctx| {
+            Ok(Zfsvfs::open(os, ctx).and_then(|vfs| work(&vfs, os, ctx)))
+        })
+        .map_err(|e| ZplError::Io(e.to_string()))?
+    }
+}

@@ -1,0 +1,651 @@
+//! The operations on files and directories (OpenZFS `zfs_vnops.c`): what a mount calls
+//! for create, mkdir, symlink, link, unlink, rmdir, rename, setattr, read and write.
+//!
+//! Each operation reads the znodes it needs, changes the directory ZAPs and znodes, and
+//! sets the times POSIX asks for (a new name touches its directory's mtime and ctime, a
+//! data change the file's mtime and ctime, an attribute change its ctime). All of one
+//! operation lands in the same open txg, which is what makes it atomic.
+
+use super::dir;
+use super::znode::{FileKind, Timespec, ZnodePhys, BONUS_TYPE_ZNODE, ZNODE_FLAG_UNLINKED};
+use super::{Attr, Creds, Zfsvfs, ZplError, LINK_MAX, ZNODE_SIZE_BYTES};
+use crate::dmu::{object_type, IoCtx, ObjectSet};
+use crate::types::ObjectId;
+use crate::zap;
+
+const S_ISGID: u64 = 0o2000;
+const MODE_PERM_MASK: u64 = 0o7777;
+/// Largest file offset (OpenZFS `MAXOFFSET_T` on 64-bit: 2^63 - 1).
+pub const FILE_SIZE_MAX: u64 = i64::MAX as u64;
+
+pub fn get(os: &mut ObjectSet, ctx: &IoCtx<'_>, object: u64) -> Result<ZnodePhys, ZplError> {
+    let dnode = os.dnode(ctx, ObjectId(object))?;
+    if dnode.bonus_type != BONUS_TYPE_ZNODE {
+        return Err(ZplError::NotFound);
+    }
+    ZnodePhys::decode(&dnode.bonus).map_err(|e| ZplError::Io(format!("object {object}: {e}")))
+}
+
+pub fn put(
+    os: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    object: u64,
+    znode: &ZnodePhys,
+) -> Result<(), ZplError> {
+    os.set_bonus(ctx, ObjectId(object), &znode.encode())?;
+    Ok(())
+}
+
+pub fn attr(os: &mut ObjectSet, ctx: &IoCtx<'_>, object: u64) -> Result<Attr, ZplError> {
+    let dnode = os.dnode(ctx, ObjectId(object))?;
+    if dnode.bonus_type != BONUS_TYPE_ZNODE {
+        return Err(ZplError::NotFound);
+    }
+    let znode = ZnodePhys::decode(&dnode.bonus)
+        .map_err(|e| ZplError::Io(format!("object {object}: {e}")))?;
+    Ok(Attr {
+        object,
+        znode,
+        used_bytes: dnode.used_bytes,
+        block_size_bytes: dnode.data_block_size_bytes,
+    })
+}
+
+fn get_dir(os: &mut ObjectSet, ctx: &IoCtx<'_>, dir: u64) -> Result<ZnodePhys, ZplError> {
+    let znode = get(os, ctx, dir)?;
+    if znode.kind() != Some(FileKind::Directory) {
+        return Err(ZplError::NotDir);
+    }
+    if znode.links == 0 {
+        // A removed directory takes no new entries.
+        return Err(ZplError::NotFound);
+    }
+    Ok(znode)
+}
+
+/// Creates an object with a fresh znode (no name yet).
+pub(super) fn allocate(
+    os: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    kind: FileKind,
+    mode: u64,
+    creds: Creds,
+    rdev: u64,
+    now: Timespec,
+) -> Result<u64, ZplError> {
+    let object = if kind == FileKind::Directory {
+        zap::zap_create_with_bonus(
+            os,
+            ctx,
+            object_type::DIRECTORY,
+            BONUS_TYPE_ZNODE,
+            ZNODE_SIZE_BYTES,
+        )?
+    } else {
+        os.create_object(
+            ctx,
+            object_type::PLAIN_FILE,
+            512,
+            BONUS_TYPE_ZNODE,
+            ZNODE_SIZE_BYTES,
+        )?
+    };
+    let znode = ZnodePhys {
+        mode: kind.type_bits() | (mode & MODE_PERM_MASK),
+        uid: u64::from(creds.uid),
+        gid: u64::from(creds.gid),
+        links: if kind == FileKind::Directory { 2 } else { 1 },
+        parent: 0,
+        size: if kind == FileKind::Directory { 2 } else { 0 },
+        gen: ctx.txg.0,
+        flags: 0,
+        rdev,
+        xattr: 0,
+        atime: now,
+        mtime: now,
+        ctime: now,
+        crtime: now,
+    };
+    put(os, ctx, object.0, &znode)?;
+    Ok(object.0)
+}
+
+/// Adds `name` → `object` to `dir`, counting the entry (and the subdirectory's `..`).
+fn link_into(
+    os: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    dir: u64,
+    name: &[u8],
+    object: u64,
+    kind: FileKind,
+    now: Timespec,
+) -> Result<(), ZplError> {
+    let mut parent = get_dir(os, ctx, dir)?;
+    if kind == FileKind::Directory && parent.links >= LINK_MAX {
+        return Err(ZplError::TooManyLinks);
+    }
+    dir::add(os, ctx, dir, name, object, kind)?;
+    parent.size += 1;
+    if kind == FileKind::Directory {
+        parent.links += 1;
+    }
+    parent.mtime = now;
+    parent.ctime = now;
+    put(os, ctx, dir, &parent)
+}
+
+fn unlink_from(
+    os: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    dir: u64,
+    name: &[u8],
+    kind: FileKind,
+    now: Timespec,
+) -> Result<(), ZplError> {
+    let mut parent = get(os, ctx, dir)?;
+    dir::remove(os, ctx, dir, name)?;
+    parent.size = parent.size.saturating_sub(1).max(2);
+    if kind == FileKind::Directory {
+        parent.links = parent.links.saturating_sub(1).max(2);
+    }
+    parent.mtime = now;
+    parent.ctime = now;
+    put(os, ctx, dir, &parent)
+}
+
+/// What to change in `setattr`; `None` leaves a field alone.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SetAttr {
+    pub mode: Option<u32>,
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+    pub size: Option<u64>,
+    pub atime: Option<Timespec>,
+    pub mtime: Option<Timespec>,
+    pub ctime: Option<Timespec>,
+    pub crtime: Option<Timespec>,
+}
+
+/// What `unlink`/`rmdir`/`rename` did to the name's former object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unlinked {
+    pub object: u64,
+    /// Its last link is gone: it sits on the delete queue until `reclaim`.
+    pub orphaned: bool,
+}
+
+impl Zfsvfs {
+    pub fn getattr(
+        &self,
+        os: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        object: u64,
+    ) -> Result<Attr, ZplError> {
+        attr(os, ctx, object)
+    }
+
+    pub fn lookup(
+        &self,
+        os: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        dir: u64,
+        name: &[u8],
+    ) -> Result<Attr, ZplError> {
+        let parent = get_dir(os, ctx, dir)?;
+        let object = match name {
+            b"." => dir,
+            b".." => parent.parent,
+            _ => {
+                dir::lookup(os, ctx, dir, name)?
+                    .ok_or(ZplError::NotFound)?
+                    .0
+            }
+        };
+        attr(os, ctx, object)
+    }
+
+    /// Creates a file, directory, device node, fifo or socket named `name` in `dir`.
+    /// `mode` holds the permission bits; a setgid directory passes on its group (and,
+    /// to subdirectories, its setgid bit).
+    #[allow(clippy::too_many_arguments)]
+    pub fn create(
+        &self,
+        os: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        dir: u64,
+        name: &[u8],
+        kind: FileKind,
+        mode: u32,
+        creds: Creds,
+        rdev: u64,
+        now: Timespec,
+    ) -> Result<Attr, ZplError> {
+        dir::check_name(name)?;
+        let parent = get_dir(os, ctx, dir)?;
+        if dir::lookup(os, ctx, dir, name)?.is_some() {
+            return Err(ZplError::Exists);
+        }
+        let mut mode = u64::from(mode);
+        let mut creds = creds;
+        if parent.mode & S_ISGID != 0 {
+            creds.gid = parent.gid as u32;
+            if kind == FileKind::Directory {
+                mode |= S_ISGID;
+            }
+        }
+        let object = allocate(os, ctx, kind, mode, creds, rdev, now)?;
+        let mut znode = get(os, ctx, object)?;
+        znode.parent = dir;
+        put(os, ctx, object, &znode)?;
+        link_into(os, ctx, dir, name, object, kind, now)?;
+        attr(os, ctx, object)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn symlink(
+        &self,
+        os: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        dir: u64,
+        name: &[u8],
+        target: &[u8],
+        creds: Creds,
+        now: Timespec,
+    ) -> Result<Attr, ZplError> {
+        if target.is_empty() || target.len() > 4096 {
+            return Err(ZplError::NameTooLong);
+        }
+        let created = self.create(os, ctx, dir, name, FileKind::Symlink, 0o777, creds, 0, now)?;
+        os.write(ctx, ObjectId(created.object), 0, target)?;
+        let mut znode = created.znode;
+        znode.size = target.len() as u64;
+        put(os, ctx, created.object, &znode)?;
+        attr(os, ctx, created.object)
+    }
+
+    pub fn readlink(
+        &self,
+        os: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        object: u64,
+    ) -> Result<Vec<u8>, ZplError> {
+        let znode = get(os, ctx, object)?;
+        if znode.kind() != Some(FileKind::Symlink) {
+            return Err(ZplError::Invalid("not a symlink".to_string()));
+        }
+        Ok(os.read(ctx, ObjectId(object), 0, znode.size as usize)?)
+    }
+
+    /// A new name for an existing non-directory.
+    pub fn link(
+        &self,
+        os: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        object: u64,
+        dir: u64,
+        name: &[u8],
+        now: Timespec,
+    ) -> Result<Attr, ZplError> {
+        dir::check_name(name)?;
+        let mut znode = get(os, ctx, object)?;
+        let kind = znode.kind().ok_or(ZplError::NotFound)?;
+        if kind == FileKind::Directory {
+            return Err(ZplError::NotPermitted);
+        }
+        if znode.links == 0 {
+            return Err(ZplError::NotFound);
+        }
+        if znode.links >= LINK_MAX {
+            return Err(ZplError::TooManyLinks);
+        }
+        if dir::lookup(os, ctx, dir, name)?.is_some() {
+            return Err(ZplError::Exists);
+        }
+        link_into(os, ctx, dir, name, object, kind, now)?;
+        znode.links += 1;
+        znode.ctime = now;
+        put(os, ctx, object, &znode)?;
+        attr(os, ctx, object)
+    }
+
+    /// Drops one link of `object`; at zero it goes on the delete queue.
+    fn drop_link(
+        &self,
+        os: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        object: u64,
+        now: Timespec,
+    ) -> Result<Unlinked, ZplError> {
+        let mut znode = get(os, ctx, object)?;
+        let floor = if znode.kind() == Some(FileKind::Directory) {
+            // A directory's own `.` link goes with its name.
+            2
+        } else {
+            1
+        };
+        znode.ctime = now;
+        let orphaned = znode.links <= floor;
+        if orphaned {
+            znode.links = 0;
+            znode.flags |= ZNODE_FLAG_UNLINKED;
+            zap::zap_update(
+                os,
+                ctx,
+                ObjectId(self.delete_queue),
+                format!("{object:x}"),
+                &[object],
+            )?;
+        } else {
+            znode.links -= 1;
+        }
+        put(os, ctx, object, &znode)?;
+        Ok(Unlinked { object, orphaned })
+    }
+
+    pub fn unlink(
+        &self,
+        os: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        dir: u64,
+        name: &[u8],
+        now: Timespec,
+    ) -> Result<Unlinked, ZplError> {
+        get_dir(os, ctx, dir)?;
+        let (object, kind) = dir::lookup(os, ctx, dir, name)?.ok_or(ZplError::NotFound)?;
+        if kind == FileKind::Directory {
+            return Err(ZplError::IsDir);
+        }
+        unlink_from(os, ctx, dir, name, kind, now)?;
+        self.drop_link(os, ctx, object, now)
+    }
+
+    pub fn rmdir(
+        &self,
+        os: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        dir: u64,
+        name: &[u8],
+        now: Timespec,
+    ) -> Result<Unlinked, ZplError> {
+        if name == b"." {
+            return Err(ZplError::Invalid("rmdir of '.'".to_string()));
+        }
+        if name == b".." {
+            return Err(ZplError::NotEmpty);
+        }
+        get_dir(os, ctx, dir)?;
+        let (object, kind) = dir::lookup(os, ctx, dir, name)?.ok_or(ZplError::NotFound)?;
+        if kind != FileKind::Directory {
+            return Err(ZplError::NotDir);
+        }
+        if !dir::is_empty(os, ctx, object)? {
+            return Err(ZplError::NotEmpty);
+        }
+        unlink_from(os, ctx, dir, name, kind, now)?;
+        self.drop_link(os, ctx, object, now)
+    }
+
+    /// Renames `sdir/sname` to `ddir/dname`, replacing a compatible target (POSIX
+    /// `rename`), or fails with EEXIST under `noreplace`, or swaps the two under `exchange`.
+    /// Returns what happened to a replaced target.
+    #[allow(clippy::too_many_arguments)]
+    pub fn rename(
+        &self,
+        os: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        sdir: u64,
+        sname: &[u8],
+        ddir: u64,
+        dname: &[u8],
+        noreplace: bool,
+        exchange: bool,
+        now: Timespec,
+    ) -> Result<Option<Unlinked>, ZplError> {
+        dir::check_name(dname).map_err(|e| match e {
+            ZplError::Exists => ZplError::Invalid("rename to '.' or '..'".to_string()),
+            other => other,
+        })?;
+        get_dir(os, ctx, sdir)?;
+        get_dir(os, ctx, ddir)?;
+        let (object, kind) = dir::lookup(os, ctx, sdir, sname)?.ok_or(ZplError::NotFound)?;
+        let target = dir::lookup(os, ctx, ddir, dname)?;
+        if exchange {
+            let (other, other_kind) = target.ok_or(ZplError::NotFound)?;
+            if sdir == ddir && sname == dname {
+                return Ok(None);
+            }
+            dir::remove(os, ctx, sdir, sname)?;
+            dir::remove(os, ctx, ddir, dname)?;
+            dir::add(os, ctx, sdir, sname, other, other_kind)?;
+            dir::add(os, ctx, ddir, dname, object, kind)?;
+            if sdir != ddir {
+                let adjust = |os: &mut ObjectSet, d: u64, gain: FileKind, lose: FileKind| {
+                    let mut z = get(os, ctx, d)?;
+                    if gain == FileKind::Directory {
+                        z.links += 1;
+                    }
+                    if lose == FileKind::Directory {
+                        z.links = z.links.saturating_sub(1).max(2);
+                    }
+                    put(os, ctx, d, &z)
+                };
+                adjust(os, sdir, other_kind, kind)?;
+                adjust(os, ddir, kind, other_kind)?;
+            }
+            for (o, parent) in [(object, ddir), (other, sdir)] {
+                let mut z = get(os, ctx, o)?;
+                z.parent = parent;
+                z.ctime = now;
+                put(os, ctx, o, &z)?;
+            }
+            for d in [sdir, ddir] {
+                let mut z = get(os, ctx, d)?;
+                z.mtime = now;
+                z.ctime = now;
+                put(os, ctx, d, &z)?;
+            }
+            return Ok(None);
+        }
+        let mut replaced = None;
+        if let Some((existing, existing_kind)) = target {
+            if existing == object {
+                // Two names of one file: POSIX says do nothing.
+                return Ok(None);
+            }
+            if noreplace {
+                return Err(ZplError::Exists);
+            }
+            match (
+                kind == FileKind::Directory,
+                existing_kind == FileKind::Directory,
+            ) {
+                (true, false) => return Err(ZplError::NotDir),
+                (false, true) => return Err(ZplError::IsDir),
+                (true, true) if !dir::is_empty(os, ctx, existing)? => {
+                    return Err(ZplError::NotEmpty)
+                }
+                _ => {}
+            }
+            unlink_from(os, ctx, ddir, dname, existing_kind, now)?;
+            replaced = Some(self.drop_link(os, ctx, existing, now)?);
+        }
+        unlink_from(os, ctx, sdir, sname, kind, now)?;
+        link_into(os, ctx, ddir, dname, object, kind, now)?;
+        let mut znode = get(os, ctx, object)?;
+        znode.parent = ddir;
+        znode.ctime = now;
+        put(os, ctx, object, &znode)?;
+        Ok(replaced)
+    }
+
+    /// Changes attributes; a size change truncates or extends (sparsely) a regular file.
+    pub fn setattr(
+        &self,
+        os: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        object: u64,
+        change: &SetAttr,
+        now: Timespec,
+    ) -> Result<Attr, ZplError> {
+        let mut znode = get(os, ctx, object)?;
+        if let Some(size) = change.size {
+            match znode.kind() {
+                Some(FileKind::Regular) => {}
+                Some(FileKind::Directory) => return Err(ZplError::IsDir),
+                _ => return Err(ZplError::Invalid("truncate of a special file".to_string())),
+            }
+            if size > FILE_SIZE_MAX {
+                return Err(ZplError::TooBig);
+            }
+            os.truncate(ctx, ObjectId(object), size)?;
+            if size != znode.size {
+                znode.mtime = now;
+            }
+            znode.size = size;
+        }
+        if let Some(mode) = change.mode {
+            znode.mode = (znode.mode & !MODE_PERM_MASK) | (u64::from(mode) & MODE_PERM_MASK);
+        }
+        if let Some(uid) = change.uid {
+            znode.uid = u64::from(uid);
+        }
+        if let Some(gid) = change.gid {
+            znode.gid = u64::from(gid);
+        }
+        if let Some(t) = change.atime {
+            znode.atime = t;
+        }
+        if let Some(t) = change.mtime {
+            znode.mtime = t;
+        }
+        if let Some(t) = change.crtime {
+            znode.crtime = t;
+        }
+        znode.ctime = change.ctime.unwrap_or(now);
+        put(os, ctx, object, &znode)?;
+        attr(os, ctx, object)
+    }
+
+    /// Sets the access time only (reads under atime=on/relatime); no ctime change.
+    pub fn touch_atime(
+        &self,
+        os: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        object: u64,
+        now: Timespec,
+        relatime: bool,
+    ) -> Result<(), ZplError> {
+        let mut znode = get(os, ctx, object)?;
+        if relatime {
+            // Linux relatime: update when atime is not newer than mtime/ctime, or a day old.
+            let day_old = now.sec.saturating_sub(znode.atime.sec) >= 24 * 3600;
+            if znode.atime > znode.mtime && znode.atime > znode.ctime && !day_old {
+                return Ok(());
+            }
+        }
+        znode.atime = now;
+        put(os, ctx, object, &znode)
+    }
+
+    pub fn read(
+        &self,
+        os: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        object: u64,
+        offset: u64,
+        len: usize,
+    ) -> Result<Vec<u8>, ZplError> {
+        let znode = get(os, ctx, object)?;
+        match znode.kind() {
+            Some(FileKind::Directory) => return Err(ZplError::IsDir),
+            Some(FileKind::Regular) => {}
+            _ => return Err(ZplError::Invalid("read of a special file".to_string())),
+        }
+        if offset >= znode.size {
+            return Ok(Vec::new());
+        }
+        let want = (znode.size - offset).min(len as u64) as usize;
+        let mut data = os.read(ctx, ObjectId(object), offset, want)?;
+        // Past the data's end but inside the size (after an extending truncate): zeros.
+        data.resize(want, 0);
+        Ok(data)
+    }
+
+    /// Writes `data` at `offset`; returns the new size.
+    pub fn write(
+        &self,
+        os: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        object: u64,
+        offset: u64,
+        data: &[u8],
+        now: Timespec,
+    ) -> Result<u64, ZplError> {
+        let mut znode = get(os, ctx, object)?;
+        match znode.kind() {
+            Some(FileKind::Directory) => return Err(ZplError::IsDir),
+            Some(FileKind::Regular) => {}
+            _ => return Err(ZplError::Invalid("write to a special file".to_string())),
+        }
+        let end = offset
+            .checked_add(data.len() as u64)
+            .filter(|&end| end <= FILE_SIZE_MAX)
+            .ok_or(ZplError::TooBig)?;
+        if !data.is_empty() {
+            os.write(ctx, ObjectId(object), offset, data)?;
+        }
+        znode.size = znode.size.max(end);
+        znode.mtime = now;
+        znode.ctime = now;
+        put(os, ctx, object, &znode)?;
+        Ok(znode.size)
+    }
+
+    /// Frees an unlinked object for good (its last close, or the queue drained at mount).
+    /// A no-op for an object that still has links.
+    pub fn reclaim(
+        &self,
+        os: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        object: u64,
+    ) -> Result<(), ZplError> {
+        let key = format!("{object:x}");
+        let znode = match get(os, ctx, object) {
+            Ok(znode) => znode,
+            Err(ZplError::NotFound) => {
+                // Already gone (a crash between free and dequeue cannot happen within a
+                // txg, but a stale queue entry must not wedge the mount).
+                let _ = zap::zap_remove(os, ctx, ObjectId(self.delete_queue), &key);
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        if znode.links > 0 {
+            return Ok(());
+        }
+        if znode.xattr != 0 {
+            super::xattr::destroy_all(os, ctx, znode.xattr)?;
+        }
+        os.free_object(ctx, ObjectId(object))?;
+        match zap::zap_remove(os, ctx, ObjectId(self.delete_queue), &key) {
+            Ok(()) | Err(zap::ZapError::NotFound) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Up to `max` entries of directory `dir` from `offset` (0 first; see `dir`).
+    pub fn readdir(
+        &self,
+        os: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        dir: u64,
+        offset: i64,
+        max: usize,
+    ) -> Result<Vec<dir::Dirent>, ZplError> {
+        let znode = get(os, ctx, dir)?;
+        if znode.kind() != Some(FileKind::Directory) {
+            return Err(ZplError::NotDir);
+        }
+        dir::list(os, ctx, dir, znode.parent, offset, max)
+    }
+}
