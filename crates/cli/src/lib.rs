@@ -15,6 +15,7 @@
 
 pub mod daemon;
 pub mod zfs;
+pub mod zfs_mount;
 pub mod zpool;
 
 use std::io::Write;

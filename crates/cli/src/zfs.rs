@@ -44,6 +44,8 @@ pub fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         "get" => cmd_get(rest, &mut ctx),
         "set" => cmd_set(rest),
         "inherit" => cmd_inherit(rest),
+        "mount" => crate::zfs_mount::cmd_mount(rest, &mut ctx),
+        "unmount" | "umount" => crate::zfs_mount::cmd_unmount(rest),
         "-?" | "-h" | "--help" | "help" => {
             ctx.print(USAGE);
             Ok(())
@@ -76,7 +78,7 @@ fn pool_of(name: &str) -> &str {
     name.split(['/', '@', '#']).next().unwrap_or(name)
 }
 
-fn spa_fail(e: zetta::spa::SpaError) -> CmdError {
+pub(crate) fn spa_fail(e: zetta::spa::SpaError) -> CmdError {
     CmdError::Fail(pool::spa_error_text(&e))
 }
 
@@ -94,7 +96,12 @@ fn missing(name: &str) -> CmdError {
     CmdError::Fail(format!("cannot open '{name}': dataset does not exist"))
 }
 
-fn validate(name: &str, prop: &str, value: &str, creating: bool) -> Result<SetValue, CmdError> {
+pub(crate) fn validate(
+    name: &str,
+    prop: &str,
+    value: &str,
+    creating: bool,
+) -> Result<SetValue, CmdError> {
     validate_set(
         prop,
         value,
@@ -136,7 +143,7 @@ fn parse_settings(parsed: &crate::zpool::Parsed, name: &str) -> Result<Vec<SetVa
     Ok(settings)
 }
 
-fn store(imported: &mut Imported, name: &str, set: SetValue) -> Result<(), CmdError> {
+pub(crate) fn store(imported: &mut Imported, name: &str, set: SetValue) -> Result<(), CmdError> {
     let (prop, value) = match set {
         SetValue::Native(prop, value) => (prop.name().to_string(), value.to_stored()),
         SetValue::User { name, value } => (name, value),
@@ -462,7 +469,7 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
 }
 
 /// Every locally set property of the pool's datasets (the inheritance source).
-struct LocalProps(HashMap<String, HashMap<String, String>>);
+pub(crate) struct LocalProps(HashMap<String, HashMap<String, String>>);
 
 impl zetta_zprop::PropSource for LocalProps {
     fn local(&self, dataset: &str, prop: &str) -> Option<String> {
@@ -475,9 +482,13 @@ impl zetta_zprop::PropSource for LocalProps {
 }
 
 fn load_props(imported: &mut Imported) -> Result<LocalProps, CmdError> {
+    load_spa_props(&mut imported.spa)
+}
+
+pub(crate) fn load_spa_props(spa: &mut zetta::spa::Spa) -> Result<LocalProps, CmdError> {
     let mut all = HashMap::new();
-    for name in imported.spa.dataset_names().map_err(spa_fail)? {
-        let props = imported.spa.local_props(&name).map_err(spa_fail)?;
+    for name in spa.dataset_names().map_err(spa_fail)? {
+        let props = spa.local_props(&name).map_err(spa_fail)?;
         all.insert(name, props.into_iter().collect());
     }
     Ok(LocalProps(all))
@@ -553,7 +564,14 @@ fn property(
         } else {
             "1.00x".to_string()
         }),
-        Some("mounted") => Some("no".to_string()),
+        Some("mounted") => Some(
+            if crate::daemon::mounts::is_mounted(name) {
+                "yes"
+            } else {
+                "no"
+            }
+            .to_string(),
+        ),
         Some("origin") => Some(
             spa.origin_of(name)
                 .map_err(spa_fail)?

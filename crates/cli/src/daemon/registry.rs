@@ -57,6 +57,14 @@ impl Registry {
         self.pools.lock().remove(&guid)
     }
 
+    pub fn all_with_guids(&self) -> Vec<(u64, PoolRef)> {
+        self.pools
+            .lock()
+            .iter()
+            .map(|(guid, pool)| (*guid, pool.clone()))
+            .collect()
+    }
+
     pub fn all(&self) -> Vec<PoolRef> {
         self.pools.lock().values().cloned().collect()
     }

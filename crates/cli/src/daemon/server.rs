@@ -60,6 +60,17 @@ pub fn run(err: &mut dyn Write) -> i32 {
     let _ = std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600));
     let _ = std::fs::write(pid_path(), format!("{}\n", std::process::id()));
     registry::enable();
+    // Pools imported before (the cache file) come back with their mounts; commands
+    // that connect meanwhile wait in the listen queue.
+    if let Ok(pools) = crate::zpool::pool::open_all() {
+        drop(pools);
+    }
+    let mut messages = Vec::new();
+    super::mounts::reconcile(&mut messages);
+    for message in messages {
+        let _ = writeln!(err, "{message}");
+    }
+    std::thread::spawn(txg_timer);
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
         std::thread::spawn(move || serve(stream));
@@ -82,7 +93,13 @@ fn serve(stream: UnixStream) {
             stream: &stream,
             kind: FRAME_STDERR,
         };
-        match args[0].as_str() {
+        if let Err(message) = super::mounts::prepare(&args) {
+            let _ = writeln!(err, "{message}");
+            let mut writer = &stream;
+            let _ = protocol::write_frame(&mut writer, FRAME_EXIT, &1i32.to_le_bytes());
+            return;
+        }
+        let code = match args[0].as_str() {
             "zpool" => crate::zpool::run(&args[1..], &mut out, &mut err),
             "zfs" => crate::zfs::run(&args[1..], &mut out, &mut err),
             "arcstats" => {
@@ -101,10 +118,36 @@ fn serve(stream: UnixStream) {
                 let _ = writeln!(err, "unknown request '{other}'");
                 2
             }
+        };
+        if super::mounts::changes_mounts(&args) {
+            let mut messages = Vec::new();
+            super::mounts::after(&args, &mut messages);
+            for message in messages {
+                let _ = writeln!(err, "{message}");
+            }
         }
+        code
     };
     let mut writer = &stream;
     let _ = protocol::write_frame(&mut writer, FRAME_EXIT, &code.to_le_bytes());
+}
+
+/// Seconds between commits of a pool with dirty data (OpenZFS `zfs_txg_timeout`).
+const TXG_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Commits each held pool's open txg every `TXG_TIMEOUT` when it holds changes.
+fn txg_timer() {
+    loop {
+        std::thread::sleep(TXG_TIMEOUT);
+        let Some(registry) = registry::get() else {
+            return;
+        };
+        for pool in registry.all() {
+            if pool.read().has_dirty() {
+                let _ = pool.write().sync();
+            }
+        }
+    }
 }
 
 /// Stops background scans and commits every held pool.

@@ -159,6 +159,27 @@ pub fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let spa = Spa::create(name, &tops, &options)
         .map_err(|e| CmdError::Fail(format!("{action}: {}", pool::spa_error_text(&e))))?;
     let mut imported = Imported::owned(spa.guid.0, spa);
+    // -O and -m: properties of the root filesystem, now that it exists.
+    let fs_props: Vec<(String, String)> = imported
+        .spa
+        .props
+        .entries
+        .keys()
+        .filter_map(|k| k.strip_prefix("fs:").map(str::to_string))
+        .filter_map(|k| {
+            let value = imported.spa.props.get_str(&format!("fs:{k}"))?.to_string();
+            Some((k, value))
+        })
+        .collect();
+    for (key, value) in fs_props {
+        imported.spa.props.entries.remove(&format!("fs:{key}"));
+        let set = crate::zfs::validate(name, &key, &value, true)?;
+        crate::zfs::store(&mut imported, name, set)?;
+    }
+    imported
+        .spa
+        .refresh_io_props()
+        .map_err(|e| CmdError::Fail(pool::spa_error_text(&e)))?;
     pool::reset_stats(&mut imported.spa);
     add_cache(&mut imported, &groups, &action)?;
     imported.spa.log_history(&history_line("create", args));

@@ -49,6 +49,14 @@ pub enum CmdError {
     Usage(String),
 }
 
+impl CmdError {
+    pub fn message(&self) -> String {
+        match self {
+            CmdError::Fail(m) | CmdError::Usage(m) => m.clone(),
+        }
+    }
+}
+
 pub type CmdResult = Result<(), CmdError>;
 
 pub fn fail<T>(message: impl Into<String>) -> Result<T, CmdError> {

@@ -494,6 +494,15 @@ impl Spa {
         let dataset = self
             .lookup_dataset(name)?
             .ok_or_else(|| SpaError::NoSuchPool(name.to_string()))?;
+        self.with_dataset_object(dataset, work)
+    }
+
+    /// `with_dataset` by the dataset's MOS object (stable across renames; no name walk).
+    pub fn with_dataset_object<T>(
+        &mut self,
+        dataset: u64,
+        work: impl FnOnce(&mut ObjectSet, &IoCtx<'_>) -> Result<T, crate::dmu::DmuError>,
+    ) -> Result<T, SpaError> {
         if dataset == MOS_OBJECT_ROOT_DATASET.0 {
             let ctx = io_ctx!(self);
             return Ok(work(&mut self.root_dataset, &ctx)?);

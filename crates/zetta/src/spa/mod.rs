@@ -769,6 +769,15 @@ impl Spa {
         Ok(())
     }
 
+    /// Whether the open txg holds anything to commit (the txg timer's test).
+    pub fn has_dirty(&self) -> bool {
+        self.dirty_bytes > 0
+            || self.config_dirty
+            || self.mos.is_dirty()
+            || self.root_dataset.is_dirty()
+            || self.datasets.values().any(|head| head.objset.is_dirty())
+    }
+
     /// Commits when enough dirty data has accumulated (the txg "dirty data max").
     pub fn note_dirty(&mut self, bytes: u64) -> Result<(), SpaError> {
         self.dirty_bytes += bytes;

@@ -293,6 +293,18 @@ impl crate::spa::Spa {
         .map_err(|e| ZplError::Io(e.to_string()))?
     }
 
+    /// Runs `work` on the ZPL filesystem of the dataset with MOS object `dataset`, whose
+    /// layout `vfs` the caller has already opened (the mount's fast path).
+    pub fn with_zpl_object<T>(
+        &mut self,
+        dataset: u64,
+        vfs: &Zfsvfs,
+        work: impl FnOnce(&Zfsvfs, &mut ObjectSet, &IoCtx<'_>) -> Result<T, ZplError>,
+    ) -> Result<T, ZplError> {
+        self.with_dataset_object(dataset, |os, ctx| Ok(work(vfs, os, ctx)))
+            .map_err(|e| ZplError::Io(e.to_string()))?
+    }
+
     /// Runs `work` on a snapshot's filesystem (read-only: changes are never committed).
     pub fn with_zpl_snapshot<T>(
         &mut self,

@@ -1,0 +1,165 @@
+//! `zfs mount` / `zfs unmount` (OpenZFS `zfs_main.c` `zfs_do_mount`, `libzfs_mount.c`) and
+//! what a dataset's properties say about its mount: where (`mountpoint`, under the pool's
+//! `altroot`), whether (`canmount`), and how (readonly, atime, relatime, exec, setuid,
+//! devices, xattr, sync).
+//!
+//! Mounts live in the daemon (`daemon::mounts`); in direct mode there is no process to
+//! serve them, so these commands refuse.
+
+use crate::daemon::mounts;
+use crate::zpool::{fail, getopt, CmdError, CmdResult, Ctx};
+use std::path::PathBuf;
+use zetta::spa::Spa;
+use zetta_fuse::{MountOptions, SyncMode};
+use zetta_zprop::resolve;
+
+/// Where a dataset mounts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Where {
+    Path(PathBuf),
+    None,
+    Legacy,
+}
+
+/// One filesystem's mount settings, resolved through inheritance.
+#[derive(Clone, Debug)]
+pub struct MountSpec {
+    pub name: String,
+    pub at: Where,
+    /// `on`, `off` or `noauto`.
+    pub canmount: String,
+    pub options: MountOptions,
+}
+
+impl MountSpec {
+    /// What must match for a running mount to stay as it is.
+    pub fn key(&self) -> String {
+        let o = &self.options;
+        format!(
+            "{:?} ro={} atime={} relatime={} exec={} suid={} dev={} xattr={} sync={:?}",
+            self.at, o.readonly, o.atime, o.relatime, o.exec, o.setuid, o.devices, o.xattr, o.sync
+        )
+    }
+}
+
+/// Mount settings of every filesystem of the pool.
+pub fn specs(spa: &mut Spa) -> Result<Vec<MountSpec>, CmdError> {
+    let props = crate::zfs::load_spa_props(spa)?;
+    let altroot = spa.props.get_str("altroot").map(str::to_string);
+    let mut out = Vec::new();
+    for name in spa.dataset_names().map_err(crate::zfs::spa_fail)? {
+        let get = |prop: &str| {
+            resolve(&props, &name, prop)
+                .map(|r| r.value)
+                .unwrap_or_default()
+        };
+        let on = |prop: &str| get(prop) != "off";
+        let at = match get("mountpoint").as_str() {
+            "none" => Where::None,
+            "legacy" => Where::Legacy,
+            path => {
+                let mut full = PathBuf::from(altroot.clone().unwrap_or_default());
+                full.push(path.trim_start_matches('/'));
+                if altroot.is_none() {
+                    full = PathBuf::from(path);
+                }
+                Where::Path(full)
+            }
+        };
+        let options = MountOptions {
+            readonly: get("readonly") == "on",
+            atime: on("atime"),
+            relatime: on("relatime"),
+            exec: on("exec"),
+            setuid: on("setuid"),
+            devices: on("devices"),
+            xattr: on("xattr"),
+            sync: match get("sync").as_str() {
+                "always" => SyncMode::Always,
+                "disabled" => SyncMode::Disabled,
+                _ => SyncMode::Standard,
+            },
+            fsname: name.clone(),
+        };
+        let canmount = match get("canmount").as_str() {
+            "" => "on".to_string(),
+            value => value.to_string(),
+        };
+        out.push(MountSpec {
+            name: name.clone(),
+            at,
+            canmount,
+            options,
+        });
+    }
+    Ok(out)
+}
+
+fn needs_daemon(verb: &str, what: &str) -> CmdError {
+    CmdError::Fail(format!(
+        "cannot {verb} '{what}': mounts are served by the zetta daemon (unset ZETTA_DIRECT)"
+    ))
+}
+
+/// `zfs mount`: without arguments, lists mounted filesystems; `-a` mounts every
+/// filesystem that may be; `fs` mounts one (even with canmount=noauto).
+pub fn cmd_mount(args: &[String], ctx: &mut Ctx) -> CmdResult {
+    let parsed = getopt(args, "avlOo:")?;
+    if parsed.operands.is_empty() && !parsed.has('a') {
+        for (name, path) in mounts::mounted_list() {
+            ctx.print(&format!("{name:<30}  {}\n", path.display()));
+        }
+        return Ok(());
+    }
+    if crate::daemon::registry::get().is_none() {
+        let what = parsed.operands.first().cloned().unwrap_or_default();
+        return Err(needs_daemon("mount", &what));
+    }
+    if parsed.has('a') {
+        mounts::unsuppress_all();
+        let mut messages = Vec::new();
+        mounts::reconcile(&mut messages);
+        return match messages.is_empty() {
+            true => Ok(()),
+            false => fail(messages.join("\n")),
+        };
+    }
+    let name = &parsed.operands[0];
+    mounts::mount_named(name).map_err(CmdError::Fail)
+}
+
+/// `zfs unmount [-f] -a | fs | mountpoint`.
+pub fn cmd_unmount(args: &[String]) -> CmdResult {
+    let parsed = getopt(args, "afu")?;
+    if crate::daemon::registry::get().is_none() {
+        let what = parsed.operands.first().cloned().unwrap_or_default();
+        return Err(needs_daemon("unmount", &what));
+    }
+    let force = parsed.has('f');
+    if parsed.has('a') {
+        for (name, _) in mounts::mounted_list() {
+            mounts::unmount(&name, force).map_err(CmdError::Fail)?;
+            mounts::suppress(&name);
+        }
+        return Ok(());
+    }
+    let Some(target) = parsed.operands.first() else {
+        return Err(CmdError::Usage("missing filesystem argument".to_string()));
+    };
+    // A mountpoint path names the filesystem mounted there.
+    let name = if target.starts_with('/') {
+        mounts::mounted_list()
+            .into_iter()
+            .find(|(_, path)| path == &PathBuf::from(target))
+            .map(|(name, _)| name)
+            .ok_or_else(|| CmdError::Fail(format!("cannot unmount '{target}': not a mountpoint")))?
+    } else {
+        target.clone()
+    };
+    if !mounts::is_mounted(&name) {
+        return fail(format!("cannot unmount '{name}': not currently mounted"));
+    }
+    mounts::unmount(&name, force).map_err(CmdError::Fail)?;
+    mounts::suppress(&name);
+    Ok(())
+}

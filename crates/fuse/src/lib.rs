@@ -1,0 +1,155 @@
+//! The kernel glue: a ZPL filesystem served through FUSE (OpenZFS's Linux `zpl_*.c`, the
+//! layer between the VFS and `zfs_vnops.c`).
+//!
+//! One mount serves one head dataset of an imported pool. Every request takes the pool's
+//! lock, runs one ZPL operation on the dataset's object set in the open txg, and answers
+//! the kernel; the txg commits later (the daemon's timer, the dirty-data limit) or at once
+//! when the caller asks for durability: `fsync`/`fdatasync` under `sync=standard`, every
+//! write under `sync=always`, never under `sync=disabled`.
+//!
+//! Inode numbers are object numbers, except that the root directory is inode 1 (object 1
+//! is the master node, never a file). The generation is the znode's creation txg, so a
+//! reused object number is a different file to the kernel. Permission checks are the
+//! kernel's (`default_permissions`); the layer keeps what only the file system can know:
+//! setgid inheritance, the delete queue (an unlinked file lives until its last close),
+//! and the properties that shape a mount (readonly, atime/relatime, exec, setuid,
+//! devices, xattr, sync).
+
+mod ops;
+
+use parking_lot::RwLock;
+use std::path::Path;
+use std::sync::Arc;
+use zetta::spa::Spa;
+use zetta::zpl::{Zfsvfs, ZplError};
+
+/// `sync` property values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncMode {
+    Standard,
+    Always,
+    Disabled,
+}
+
+/// What the dataset's properties ask of its mount.
+#[derive(Clone, Debug)]
+pub struct MountOptions {
+    pub readonly: bool,
+    pub atime: bool,
+    pub relatime: bool,
+    pub exec: bool,
+    pub setuid: bool,
+    pub devices: bool,
+    pub xattr: bool,
+    pub sync: SyncMode,
+    /// `fsname` shown in /proc/mounts (the dataset name).
+    pub fsname: String,
+}
+
+impl Default for MountOptions {
+    fn default() -> Self {
+        MountOptions {
+            readonly: false,
+            atime: true,
+            relatime: true,
+            exec: true,
+            setuid: true,
+            devices: true,
+            xattr: true,
+            sync: SyncMode::Standard,
+            fsname: String::new(),
+        }
+    }
+}
+
+/// A running mount; dropping it unmounts.
+pub struct Mounted {
+    pub session: fuser::BackgroundSession,
+}
+
+/// The FUSE filesystem of one dataset.
+pub struct ZplFs {
+    /// Weak: a mount never keeps a pool from being exported (requests after that fail
+    /// with EIO until the unmount completes).
+    pool: std::sync::Weak<RwLock<Spa>>,
+    dataset: u64,
+    vfs: Zfsvfs,
+    options: MountOptions,
+    /// Open handles per object: an unlinked object is reclaimed when its count drops to 0.
+    open: parking_lot::Mutex<std::collections::HashMap<u64, u32>>,
+}
+
+#[derive(Debug)]
+pub enum MountError {
+    Dataset(String),
+    Io(std::io::Error),
+}
+
+impl std::fmt::Display for MountError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MountError::Dataset(why) => write!(f, "{why}"),
+            MountError::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl ZplFs {
+    /// Opens the ZPL of dataset `name` (laying it out if missing) and drains its delete
+    /// queue: nothing can hold those files open at mount time.
+    pub fn open(
+        pool: Arc<RwLock<Spa>>,
+        name: &str,
+        options: MountOptions,
+    ) -> Result<ZplFs, MountError> {
+        let (dataset, vfs) = {
+            let mut spa = pool.write();
+            let dataset = spa
+                .lookup_dataset(name)
+                .map_err(|e| MountError::Dataset(e.to_string()))?
+                .ok_or_else(|| MountError::Dataset(format!("dataset '{name}' does not exist")))?;
+            let vfs = spa
+                .with_zpl(name, |vfs, os, ctx| {
+                    if !options.readonly {
+                        vfs.drain_delete_queue(os, ctx)?;
+                    }
+                    Ok(*vfs)
+                })
+                .map_err(|e: ZplError| MountError::Dataset(e.to_string()))?;
+            (dataset, vfs)
+        };
+        Ok(ZplFs {
+            pool: Arc::downgrade(&pool),
+            dataset,
+            vfs,
+            options,
+            open: parking_lot::Mutex::new(Default::default()),
+        })
+    }
+
+    /// Mounts at `mountpoint` (which must exist) with worker threads and kernel caching.
+    pub fn mount(self, mountpoint: &Path) -> Result<Mounted, MountError> {
+        use fuser::MountOption as O;
+        let o = &self.options;
+        let mut options = vec![
+            O::FSName(o.fsname.clone()),
+            O::Subtype("zetta".to_string()),
+            O::DefaultPermissions,
+            O::AutoUnmount,
+            if o.readonly { O::RO } else { O::RW },
+            if o.exec { O::Exec } else { O::NoExec },
+            if o.setuid { O::Suid } else { O::NoSuid },
+            if o.devices { O::Dev } else { O::NoDev },
+        ];
+        if !o.atime {
+            options.push(O::NoAtime);
+        }
+        let mut config = fuser::Config::default();
+        config.mount_options = options;
+        config.acl = fuser::SessionACL::All;
+        config.n_threads = Some(4);
+        config.clone_fd = true;
+        let session = fuser::spawn_mount(self, mountpoint, &config).map_err(MountError::Io)?;
+        Ok(Mounted { session })
+    }
+}

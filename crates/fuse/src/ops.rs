@@ -1,0 +1,787 @@
+//! The FUSE request handlers: each maps one kernel request onto one ZPL operation (see
+//! the crate's theory paragraph) and its reply.
+
+use super::{SyncMode, ZplFs};
+use fuser::{
+    AccessFlags, Errno, FileAttr, FileHandle, FileType, FopenFlags, Generation, INodeNo,
+    KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr,
+    Request, TimeOrNow, WriteFlags,
+};
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use zetta::dmu::{IoCtx, ObjectSet};
+use zetta::zpl::vnops::SetAttr;
+use zetta::zpl::{Attr, Creds, FileKind, Timespec, Zfsvfs, ZplError};
+
+/// How long the kernel may trust attributes and names (only this mount changes them).
+const TTL: Duration = Duration::from_secs(1);
+const ROOT_INO: u64 = 1;
+/// Largest write the kernel sends in one request.
+const MAX_WRITE_BYTES: u32 = 1 << 20;
+
+fn errno(e: ZplError) -> Errno {
+    Errno::from_i32(e.errno())
+}
+
+fn to_system(t: Timespec) -> SystemTime {
+    if t.sec >= 0 {
+        UNIX_EPOCH + Duration::new(t.sec as u64, t.nsec)
+    } else {
+        UNIX_EPOCH - Duration::from_secs(t.sec.unsigned_abs())
+            + Duration::from_nanos(u64::from(t.nsec))
+    }
+}
+
+fn from_system(t: SystemTime) -> Timespec {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => Timespec {
+            sec: d.as_secs() as i64,
+            nsec: d.subsec_nanos(),
+        },
+        Err(e) => {
+            let d = e.duration();
+            let mut sec = -(d.as_secs() as i64);
+            let mut nsec = d.subsec_nanos();
+            if nsec > 0 {
+                sec -= 1;
+                nsec = 1_000_000_000 - nsec;
+            }
+            Timespec { sec, nsec }
+        }
+    }
+}
+
+fn time_or_now(t: TimeOrNow) -> Timespec {
+    match t {
+        TimeOrNow::SpecificTime(t) => from_system(t),
+        TimeOrNow::Now => Timespec::now(),
+    }
+}
+
+fn file_type(kind: FileKind) -> FileType {
+    match kind {
+        FileKind::Regular => FileType::RegularFile,
+        FileKind::Directory => FileType::Directory,
+        FileKind::Symlink => FileType::Symlink,
+        FileKind::CharDevice => FileType::CharDevice,
+        FileKind::BlockDevice => FileType::BlockDevice,
+        FileKind::Fifo => FileType::NamedPipe,
+        FileKind::Socket => FileType::Socket,
+    }
+}
+
+fn creds(req: &Request) -> Creds {
+    Creds {
+        uid: req.uid(),
+        gid: req.gid(),
+    }
+}
+
+impl ZplFs {
+    /// The pool, while it is still imported.
+    fn pool(&self) -> Result<std::sync::Arc<parking_lot::RwLock<zetta::spa::Spa>>, Errno> {
+        self.pool.upgrade().ok_or(Errno::EIO)
+    }
+
+    fn object(&self, ino: INodeNo) -> u64 {
+        if ino.0 == ROOT_INO {
+            self.vfs.root
+        } else {
+            ino.0
+        }
+    }
+
+    fn ino(&self, object: u64) -> INodeNo {
+        if object == self.vfs.root {
+            INodeNo(ROOT_INO)
+        } else {
+            INodeNo(object)
+        }
+    }
+
+    fn file_attr(&self, attr: &Attr) -> FileAttr {
+        let z = &attr.znode;
+        FileAttr {
+            ino: self.ino(attr.object),
+            size: z.size,
+            blocks: attr.used_bytes.div_ceil(512),
+            atime: to_system(z.atime),
+            mtime: to_system(z.mtime),
+            ctime: to_system(z.ctime),
+            crtime: to_system(z.crtime),
+            kind: file_type(attr.kind()),
+            perm: (z.mode & 0o7777) as u16,
+            nlink: z.links.min(u64::from(u32::MAX)) as u32,
+            uid: z.uid as u32,
+            gid: z.gid as u32,
+            rdev: z.rdev as u32,
+            blksize: attr.block_size_bytes.max(4096),
+            flags: 0,
+        }
+    }
+
+    /// Runs one ZPL operation under the pool lock.
+    fn run<T>(
+        &self,
+        work: impl FnOnce(&Zfsvfs, &mut ObjectSet, &IoCtx<'_>) -> Result<T, ZplError>,
+    ) -> Result<T, Errno> {
+        let pool = self.pool()?;
+        let mut spa = pool.write();
+        spa.with_zpl_object(self.dataset, &self.vfs, work)
+            .map_err(errno)
+    }
+
+    /// A namespace change: refused on a read-only mount, committed at once under
+    /// sync=always.
+    fn change<T>(
+        &self,
+        work: impl FnOnce(&Zfsvfs, &mut ObjectSet, &IoCtx<'_>) -> Result<T, ZplError>,
+    ) -> Result<T, Errno> {
+        if self.options.readonly {
+            return Err(Errno::EROFS);
+        }
+        let pool = self.pool()?;
+        let mut spa = pool.write();
+        // Metadata needs room too: refuse before dirtying anything when the pool is full.
+        spa.check_space(64 << 10, 1).map_err(|_| Errno::ENOSPC)?;
+        let result = spa
+            .with_zpl_object(self.dataset, &self.vfs, work)
+            .map_err(errno)?;
+        spa.note_dirty(4096).map_err(|_| Errno::EIO)?;
+        if self.options.sync == SyncMode::Always {
+            spa.sync().map_err(|_| Errno::EIO)?;
+        }
+        Ok(result)
+    }
+
+    fn commit(&self) -> Result<(), Errno> {
+        if self.options.sync == SyncMode::Disabled {
+            return Ok(());
+        }
+        let pool = self.pool()?;
+        let mut spa = pool.write();
+        if spa.has_dirty() {
+            spa.sync().map_err(|_| Errno::EIO)?;
+        }
+        Ok(())
+    }
+
+    fn reply_entry(&self, reply: ReplyEntry, result: Result<Attr, Errno>) {
+        match result {
+            Ok(attr) => reply.entry(&TTL, &self.file_attr(&attr), Generation(attr.znode.gen)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn opened(&self, object: u64) {
+        *self.open.lock().entry(object).or_insert(0) += 1;
+    }
+
+    /// Last close of an unlinked object frees it.
+    fn closed(&self, object: u64) {
+        let last = {
+            let mut open = self.open.lock();
+            match open.get_mut(&object) {
+                Some(count) if *count > 1 => {
+                    *count -= 1;
+                    false
+                }
+                Some(_) => {
+                    open.remove(&object);
+                    true
+                }
+                None => false,
+            }
+        };
+        if last && !self.options.readonly {
+            let _ = self.run(|vfs, os, ctx| {
+                if vfs.getattr(os, ctx, object)?.znode.links == 0 {
+                    vfs.reclaim(os, ctx, object)?;
+                }
+                Ok(())
+            });
+        }
+    }
+
+    /// After an unlink/rmdir/rename dropped an object's last link: free it now unless open.
+    fn orphaned(
+        &self,
+        vfs: &Zfsvfs,
+        os: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        object: u64,
+    ) -> Result<(), ZplError> {
+        if !self.open.lock().contains_key(&object) {
+            vfs.reclaim(os, ctx, object)?;
+        }
+        Ok(())
+    }
+
+    fn create_node(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        rdev: u32,
+    ) -> Result<Attr, Errno> {
+        let kind = FileKind::from_mode(u64::from(mode)).unwrap_or(FileKind::Regular);
+        if matches!(kind, FileKind::CharDevice | FileKind::BlockDevice) && !self.options.devices {
+            // Creating device nodes is allowed; opening them is what `nodev` refuses.
+        }
+        let dir = self.object(parent);
+        let perm = mode & !umask & 0o7777;
+        let now = Timespec::now();
+        self.change(|vfs, os, ctx| {
+            vfs.create(
+                os,
+                ctx,
+                dir,
+                name.as_bytes(),
+                kind,
+                perm,
+                creds(req),
+                u64::from(rdev),
+                now,
+            )
+        })
+    }
+}
+
+impl fuser::Filesystem for ZplFs {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        let _ = config.set_max_write(MAX_WRITE_BYTES);
+        let _ = config.set_time_granularity(Duration::from_nanos(1));
+        Ok(())
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        let dir = self.object(parent);
+        let result = self.run(|vfs, os, ctx| vfs.lookup(os, ctx, dir, name.as_bytes()));
+        self.reply_entry(reply, result);
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        let object = self.object(ino);
+        match self.run(|vfs, os, ctx| vfs.getattr(os, ctx, object)) {
+            Ok(attr) => reply.attr(&TTL, &self.file_attr(&attr)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        ctime: Option<SystemTime>,
+        _fh: Option<FileHandle>,
+        crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        let object = self.object(ino);
+        let change = SetAttr {
+            mode,
+            uid,
+            gid,
+            size,
+            atime: atime.map(time_or_now),
+            mtime: mtime.map(time_or_now),
+            ctime: ctime.map(from_system),
+            crtime: crtime.map(from_system),
+        };
+        let now = Timespec::now();
+        match self.change(|vfs, os, ctx| vfs.setattr(os, ctx, object, &change, now)) {
+            Ok(attr) => reply.attr(&TTL, &self.file_attr(&attr)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        let object = self.object(ino);
+        match self.run(|vfs, os, ctx| vfs.readlink(os, ctx, object)) {
+            Ok(target) => reply.data(&target),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn mknod(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        let result = self.create_node(req, parent, name, mode, umask, rdev);
+        self.reply_entry(reply, result);
+    }
+
+    fn mkdir(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        reply: ReplyEntry,
+    ) {
+        let mode = (mode & 0o7777) | libc::S_IFDIR;
+        let result = self.create_node(req, parent, name, mode, umask, 0);
+        self.reply_entry(reply, result);
+    }
+
+    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let dir = self.object(parent);
+        let now = Timespec::now();
+        let result = self.change(|vfs, os, ctx| {
+            let gone = vfs.unlink(os, ctx, dir, name.as_bytes(), now)?;
+            if gone.orphaned {
+                self.orphaned(vfs, os, ctx, gone.object)?;
+            }
+            Ok(())
+        });
+        match result {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let dir = self.object(parent);
+        let now = Timespec::now();
+        let result = self.change(|vfs, os, ctx| {
+            let gone = vfs.rmdir(os, ctx, dir, name.as_bytes(), now)?;
+            self.orphaned(vfs, os, ctx, gone.object)
+        });
+        match result {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn symlink(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        link_name: &OsStr,
+        target: &Path,
+        reply: ReplyEntry,
+    ) {
+        let dir = self.object(parent);
+        let now = Timespec::now();
+        let result = self.change(|vfs, os, ctx| {
+            vfs.symlink(
+                os,
+                ctx,
+                dir,
+                link_name.as_bytes(),
+                target.as_os_str().as_bytes(),
+                creds(req),
+                now,
+            )
+        });
+        self.reply_entry(reply, result);
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        if flags.contains(RenameFlags::RENAME_WHITEOUT) {
+            return reply.error(Errno::EINVAL);
+        }
+        let (sdir, ddir) = (self.object(parent), self.object(newparent));
+        let noreplace = flags.contains(RenameFlags::RENAME_NOREPLACE);
+        let exchange = flags.contains(RenameFlags::RENAME_EXCHANGE);
+        let now = Timespec::now();
+        let result = self.change(|vfs, os, ctx| {
+            let replaced = vfs.rename(
+                os,
+                ctx,
+                sdir,
+                name.as_bytes(),
+                ddir,
+                newname.as_bytes(),
+                noreplace,
+                exchange,
+                now,
+            )?;
+            if let Some(gone) = replaced.filter(|g| g.orphaned) {
+                self.orphaned(vfs, os, ctx, gone.object)?;
+            }
+            Ok(())
+        });
+        match result {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn link(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        newparent: INodeNo,
+        newname: &OsStr,
+        reply: ReplyEntry,
+    ) {
+        let (object, dir) = (self.object(ino), self.object(newparent));
+        let now = Timespec::now();
+        let result =
+            self.change(|vfs, os, ctx| vfs.link(os, ctx, object, dir, newname.as_bytes(), now));
+        self.reply_entry(reply, result);
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        let object = self.object(ino);
+        let writing = flags.0 & libc::O_ACCMODE != libc::O_RDONLY;
+        if writing && self.options.readonly {
+            return reply.error(Errno::EROFS);
+        }
+        match self.run(|vfs, os, ctx| vfs.getattr(os, ctx, object)) {
+            Ok(_) => {
+                self.opened(object);
+                reply.opened(FileHandle(object), FopenFlags::FOPEN_KEEP_CACHE);
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let object = self.object(ino);
+        let touch = self.options.atime && !self.options.readonly;
+        let relatime = self.options.relatime;
+        let result = self.run(|vfs, os, ctx| {
+            let data = vfs.read(os, ctx, object, offset, size as usize)?;
+            if touch {
+                vfs.touch_atime(os, ctx, object, Timespec::now(), relatime)?;
+            }
+            Ok(data)
+        });
+        match result {
+            Ok(data) => reply.data(&data),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        if self.options.readonly {
+            return reply.error(Errno::EROFS);
+        }
+        let object = self.object(ino);
+        let now = Timespec::now();
+        let sync = self.options.sync == SyncMode::Always
+            || (self.options.sync == SyncMode::Standard
+                && flags.0 & (libc::O_SYNC | libc::O_DSYNC) != 0);
+        let result = (|| {
+            let pool = self.pool()?;
+            let mut spa = pool.write();
+            let copies = 1;
+            spa.check_space(data.len() as u64, copies)
+                .map_err(|_| Errno::ENOSPC)?;
+            spa.with_zpl_object(self.dataset, &self.vfs, |vfs, os, ctx| {
+                vfs.write(os, ctx, object, offset, data, now)
+            })
+            .map_err(errno)?;
+            spa.note_dirty(data.len() as u64).map_err(|_| Errno::EIO)?;
+            if sync {
+                spa.sync().map_err(|_| Errno::EIO)?;
+            }
+            Ok(())
+        })();
+        match result {
+            Ok(()) => reply.written(data.len() as u32),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _lock_owner: LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        reply.ok();
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        self.closed(self.object(ino));
+        reply.ok();
+    }
+
+    fn fsync(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        match self.commit() {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        let object = self.object(ino);
+        match self.run(|vfs, os, ctx| vfs.getattr(os, ctx, object)) {
+            Ok(attr) if attr.kind() == FileKind::Directory => {
+                self.opened(object);
+                reply.opened(FileHandle(object), FopenFlags::empty());
+            }
+            Ok(_) => reply.error(Errno::ENOTDIR),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn readdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
+        let dir = self.object(ino);
+        let Ok(mut offset) = i64::try_from(offset) else {
+            return reply.ok();
+        };
+        loop {
+            let batch = match self.run(|vfs, os, ctx| vfs.readdir(os, ctx, dir, offset, 128)) {
+                Ok(batch) => batch,
+                Err(e) => return reply.error(e),
+            };
+            let Some(last) = batch.last() else { break };
+            let end = last.next;
+            for entry in &batch {
+                let ino = if entry.name == b".." && dir == self.vfs.root {
+                    INodeNo(ROOT_INO)
+                } else {
+                    self.ino(entry.object)
+                };
+                let name = OsStr::from_bytes(&entry.name);
+                if reply.add(ino, entry.next as u64, file_type(entry.kind), name) {
+                    return reply.ok();
+                }
+            }
+            offset = end;
+        }
+        reply.ok();
+    }
+
+    fn releasedir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        _flags: OpenFlags,
+        reply: ReplyEmpty,
+    ) {
+        self.closed(self.object(ino));
+        reply.ok();
+    }
+
+    fn fsyncdir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        match self.commit() {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        let Ok(pool) = self.pool() else {
+            return reply.error(Errno::EIO);
+        };
+        let spa = pool.read();
+        let (size, _, free) = spa.space();
+        let avail = free.saturating_sub(spa.slop_bytes());
+        let block = 4096u64;
+        let used_objects = 1u64 << 20;
+        let free_objects = avail / 512;
+        reply.statfs(
+            size / block,
+            avail / block,
+            avail / block,
+            used_objects + free_objects,
+            free_objects,
+            block as u32,
+            255,
+            block as u32,
+        );
+    }
+
+    fn setxattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        name: &OsStr,
+        value: &[u8],
+        flags: i32,
+        _position: u32,
+        reply: ReplyEmpty,
+    ) {
+        if !self.options.xattr || is_acl(name) {
+            return reply.error(Errno::from_i32(libc::EOPNOTSUPP));
+        }
+        let object = self.object(ino);
+        let now = Timespec::now();
+        let result = self.change(|vfs, os, ctx| {
+            vfs.setxattr(os, ctx, object, name.as_bytes(), value, flags as u32, now)
+        });
+        match result {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        if !self.options.xattr || is_acl(name) {
+            return reply.error(Errno::from_i32(libc::EOPNOTSUPP));
+        }
+        let object = self.object(ino);
+        match self.run(|vfs, os, ctx| vfs.getxattr(os, ctx, object, name.as_bytes())) {
+            Ok(value) => reply_sized(reply, size, &value),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        if !self.options.xattr {
+            return reply_sized(reply, size, &[]);
+        }
+        let object = self.object(ino);
+        match self.run(|vfs, os, ctx| vfs.listxattr(os, ctx, object)) {
+            Ok(names) => {
+                let mut list = Vec::new();
+                for name in names {
+                    list.extend_from_slice(&name);
+                    list.push(0);
+                }
+                reply_sized(reply, size, &list)
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        if !self.options.xattr {
+            return reply.error(Errno::from_i32(libc::EOPNOTSUPP));
+        }
+        let object = self.object(ino);
+        let now = Timespec::now();
+        match self.change(|vfs, os, ctx| vfs.removexattr(os, ctx, object, name.as_bytes(), now)) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn access(&self, _req: &Request, _ino: INodeNo, _mask: AccessFlags, reply: ReplyEmpty) {
+        // `default_permissions`: the kernel has already checked.
+        reply.ok();
+    }
+
+    fn create(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        _flags: i32,
+        reply: ReplyCreate,
+    ) {
+        let mode = (mode & 0o7777) | libc::S_IFREG;
+        match self.create_node(req, parent, name, mode, umask, 0) {
+            Ok(attr) => {
+                self.opened(attr.object);
+                reply.created(
+                    &TTL,
+                    &self.file_attr(&attr),
+                    Generation(attr.znode.gen),
+                    FileHandle(attr.object),
+                    FopenFlags::FOPEN_KEEP_CACHE,
+                );
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+}
+
+/// POSIX ACLs travel as `system.posix_acl_*` xattrs. Like OpenZFS with `acltype=off`
+/// (the Linux default) they are not supported, so tools fall back to the mode bits
+/// instead of storing an ACL the kernel would not enforce.
+fn is_acl(name: &OsStr) -> bool {
+    name.as_bytes().starts_with(b"system.posix_acl_")
+}
+
+/// xattr replies: the size when asked for it, ERANGE when the buffer is too small.
+fn reply_sized(reply: ReplyXattr, size: u32, value: &[u8]) {
+    if size == 0 {
+        reply.size(value.len() as u32);
+    } else if value.len() > size as usize {
+        reply.error(Errno::ERANGE);
+    } else {
+        reply.data(value);
+    }
+}
