@@ -62,6 +62,8 @@ impl Lab {
             .args(args)
             .env("ZETTA_CACHE_FILE", self.dir.join("zpool.cache"))
             .env("ZETTA_RUN_DIR", self.dir.join("run"))
+            // These tests are about the commands; mounts have their own tests.
+            .env("ZETTA_MOUNT", "0")
             .env("TZ", "UTC")
             .output()
             .unwrap();

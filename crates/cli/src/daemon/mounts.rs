@@ -32,6 +32,12 @@ static TABLE: Mutex<Option<HashMap<String, Active>>> = Mutex::new(None);
 /// `zfs mount`.
 static SUPPRESSED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
 
+/// `ZETTA_MOUNT=0` in the daemon's environment: hold pools but serve no mounts (a box
+/// without /dev/fuse, or tests of the commands alone).
+pub fn enabled() -> bool {
+    std::env::var_os("ZETTA_MOUNT").is_none_or(|v| v != "0")
+}
+
 fn with_table<T>(work: impl FnOnce(&mut HashMap<String, Active>) -> T) -> T {
     let mut table = TABLE.lock();
     work(table.get_or_insert_with(HashMap::new))
@@ -99,19 +105,25 @@ fn umount2(path: &Path, lazy: bool) -> std::io::Result<()> {
 }
 
 fn mount_spec(pool: &PoolRef, guid: u64, spec: &MountSpec, explicit: bool) -> Result<(), String> {
+    if !enabled() {
+        return Err(format!(
+            "cannot mount '{}': mounts are disabled (ZETTA_MOUNT=0)",
+            spec.name
+        ));
+    }
     let Where::Path(path) = &spec.at else {
         return Err(format!("cannot mount '{}': no mountpoint set", spec.name));
     };
+    // A mount left by a daemon that was killed: the kernel still lists it, dead.
+    if kernel_has_mount(path) && !is_mounted(&spec.name) {
+        let _ = umount2(path, true);
+    }
     if let Err(e) = std::fs::create_dir_all(path) {
         return Err(format!(
             "cannot mount '{}': failed to create mountpoint: {}",
             path.display(),
             crate::zpool::pool::strerror(&e)
         ));
-    }
-    // A mount left by a daemon that was killed: the kernel still lists it, dead.
-    if kernel_has_mount(path) && !is_mounted(&spec.name) {
-        let _ = umount2(path, true);
     }
     let fs = ZplFs::open(pool.clone(), &spec.name, spec.options.clone())
         .map_err(|e| format!("cannot mount '{}': {e}", spec.name))?;
@@ -223,6 +235,9 @@ pub fn reconcile(messages: &mut Vec<String>) {
     let Some(registry) = registry::get() else {
         return;
     };
+    if !enabled() {
+        return;
+    }
     let mut wanted: HashMap<String, (u64, PoolRef, MountSpec)> = HashMap::new();
     for (guid, pool) in registry.all_with_guids() {
         let all = {
