@@ -10,11 +10,12 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-# Packages the build needs (a C compiler for zstd-sys, pkg-config) ...
-required_packages=(build-essential pkg-config)
-# ... and packages later tests need (FUSE mounts, fio benchmarks). Installed when possible; a
-# failure here is a warning, not an error, until the tests that use them exist.
-optional_packages=(fuse3 fio)
+# Packages the build and the tests need: a C compiler for zstd-sys, pkg-config; fuse3
+# (fusermount3) for mounts; rsync, git and attr for the tests that run real programs on a
+# mount ...
+required_packages=(build-essential pkg-config fuse3 rsync git)
+# ... and packages only benchmarks need. Installed when possible; a failure is a warning.
+optional_packages=(fio)
 # The oldest Rust that builds the workspace (parking_lot 0.13 declares rust-version 1.95).
 rust_version_min="1.95"
 

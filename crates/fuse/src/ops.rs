@@ -54,9 +54,22 @@ fn from_system(t: SystemTime) -> Timespec {
     }
 }
 
+/// A time the kernel sent. fuser 0.18 turns the kernel's (sec < 0, nsec) into
+/// `EPOCH - (|sec| s + nsec ns)` (the nanoseconds pointing the wrong way), so a time
+/// before 1970 is read back by undoing exactly that; the version is pinned in Cargo.toml.
+fn from_kernel(t: SystemTime) -> Timespec {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(_) => from_system(t),
+        Err(e) => Timespec {
+            sec: -(e.duration().as_secs() as i64),
+            nsec: e.duration().subsec_nanos(),
+        },
+    }
+}
+
 fn time_or_now(t: TimeOrNow) -> Timespec {
     match t {
-        TimeOrNow::SpecificTime(t) => from_system(t),
+        TimeOrNow::SpecificTime(t) => from_kernel(t),
         TimeOrNow::Now => Timespec::now(),
     }
 }
@@ -299,8 +312,8 @@ impl fuser::Filesystem for ZplFs {
             size,
             atime: atime.map(time_or_now),
             mtime: mtime.map(time_or_now),
-            ctime: ctime.map(from_system),
-            crtime: crtime.map(from_system),
+            ctime: ctime.map(from_kernel),
+            crtime: crtime.map(from_kernel),
         };
         let now = Timespec::now();
         match self.change(|vfs, os, ctx| vfs.setattr(os, ctx, object, &change, now)) {
