@@ -371,8 +371,8 @@ while True:
         let output = child.wait_with_output().unwrap();
         let acknowledged = String::from_utf8_lossy(&output.stdout)
             .lines()
-            .filter_map(|l| l.parse::<u64>().ok())
-            .last()
+            .rev()
+            .find_map(|l| l.parse::<u64>().ok())
             .unwrap_or(0);
         acknowledged_total += acknowledged;
         // The next command starts a daemon, re-imports and remounts.
