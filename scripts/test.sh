@@ -21,4 +21,9 @@ printf 'test: cargo test --workspace --release %s\n' "$*"
 status=0
 cargo test --workspace --release "$@" || status=$?
 printf 'test: cargo test exited with status %d\n' "$status"
+# POSIX conformance through a real mount (needs root and /dev/fuse, as the mount tests do).
+if [ "$(id -u)" -eq 0 ] && [ -e /dev/fuse ]; then
+    printf 'test: scripts/pjdfstest.sh\n'
+    bash scripts/pjdfstest.sh || status=1
+fi
 exit "$status"

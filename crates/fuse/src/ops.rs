@@ -754,6 +754,42 @@ impl fuser::Filesystem for ZplFs {
         reply.ok();
     }
 
+    /// Mode 0 reserves by growing the size (as OpenZFS does: copy-on-write cannot
+    /// promise blocks ahead); KEEP_SIZE alone is a no-op; PUNCH_HOLE frees the range.
+    fn fallocate(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        length: u64,
+        mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        let object = self.object(ino);
+        let now = Timespec::now();
+        let result = match mode {
+            0 => self.change(|vfs, os, ctx| {
+                let size = vfs.getattr(os, ctx, object)?.znode.size;
+                let end = offset.saturating_add(length);
+                let change = SetAttr {
+                    size: (end > size).then_some(end),
+                    ..SetAttr::default()
+                };
+                vfs.setattr(os, ctx, object, &change, now).map(|_| ())
+            }),
+            libc::FALLOC_FL_KEEP_SIZE => Ok(()),
+            m if m == libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE => {
+                self.change(|vfs, os, ctx| vfs.punch_hole(os, ctx, object, offset, length, now))
+            }
+            _ => Err(Errno::from_i32(libc::EOPNOTSUPP)),
+        };
+        match result {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
     fn create(
         &self,
         req: &Request,

@@ -63,6 +63,15 @@ fn get_dir(os: &mut ObjectSet, ctx: &IoCtx<'_>, dir: u64) -> Result<ZnodePhys, Z
     Ok(znode)
 }
 
+/// A generation number no other object of this process gets: the creation txg in the
+/// high bits, a counter below. Object numbers are reused once freed; the kernel tells a
+/// new file from an old one at the same number (still in its inode cache) by this.
+fn next_generation(txg: u64) -> u64 {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let count = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    txg << 24 | (count & 0xFF_FFFF)
+}
+
 /// Creates an object with a fresh znode (no name yet).
 pub(super) fn allocate(
     os: &mut ObjectSet,
@@ -97,7 +106,7 @@ pub(super) fn allocate(
         links: if kind == FileKind::Directory { 2 } else { 1 },
         parent: 0,
         size: if kind == FileKind::Directory { 2 } else { 0 },
-        gen: ctx.txg.0,
+        gen: next_generation(ctx.txg.0),
         flags: 0,
         rdev,
         xattr: 0,
@@ -599,6 +608,30 @@ impl Zfsvfs {
         znode.ctime = now;
         put(os, ctx, object, &znode)?;
         Ok(znode.size)
+    }
+
+    /// `fallocate(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)`: the range reads as zeros
+    /// and its whole records are freed; the size stays.
+    pub fn punch_hole(
+        &self,
+        os: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        object: u64,
+        offset: u64,
+        len: u64,
+        now: Timespec,
+    ) -> Result<(), ZplError> {
+        let mut znode = get(os, ctx, object)?;
+        if znode.kind() != Some(FileKind::Regular) {
+            return Err(ZplError::Invalid("hole in a special file".to_string()));
+        }
+        let end = offset.saturating_add(len).min(znode.size);
+        if offset < end {
+            os.free_range(ctx, ObjectId(object), offset, end - offset)?;
+        }
+        znode.mtime = now;
+        znode.ctime = now;
+        put(os, ctx, object, &znode)
     }
 
     /// Frees an unlinked object for good (its last close, or the queue drained at mount).

@@ -10,7 +10,7 @@
 //! byte   0  mode u64 (S_IFMT type bits | permission bits)
 //!        8  uid u64          16  gid u64
 //!       24  links u64        32  parent u64 (object of the directory it was last linked in)
-//!       40  size u64         48  gen u64 (txg of creation)
+//!       40  size u64         48  gen u64 (creation txg << 24 | a counter)
 //!       56  flags u64 (ZFS pflags; bit 0 = on the delete queue)
 //!       64  rdev u64         72  xattr u64 (object of its xattr ZAP, 0 = none)
 //!       80  atime  (sec i64, nsec u64)    96  mtime (sec i64, nsec u64)
