@@ -409,3 +409,114 @@ while True:
     );
     let _ = Path::new(&file);
 }
+
+/// Concurrency: processes creating, renaming, linking and deleting in the same
+/// directories at once while others read and write the same files, for
+/// `ZETTA_STORM_SECS` (default 20; the soak runs minutes). Only the errors such races
+/// must produce (ENOENT, EEXIST, ENOTEMPTY) are allowed; the daemon must survive, and
+/// afterwards every directory's link counts must agree with its entries and a scrub must
+/// come back clean.
+#[test]
+fn namespace_storm_with_racing_readers_and_writers() {
+    let seconds: u64 = std::env::var("ZETTA_STORM_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    let lab = Lab::new();
+    let fs = lab.mnt("fs");
+    let pid_before = lab.daemon_pid();
+    let script = format!(
+        r#"
+import errno, os, random, sys, time
+from multiprocessing import Process, Queue
+root = {fs:?}
+dirs = [os.path.join(root, "d%d" % i) for i in range(3)]
+for d in dirs: os.makedirs(d, exist_ok=True)
+ALLOWED = {{errno.ENOENT, errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR, errno.EISDIR}}
+deadline = time.time() + {seconds}
+
+def namespace(seed, q):
+    r = random.Random(seed); n = 0
+    while time.time() < deadline:
+        d = r.choice(dirs); name = os.path.join(d, "f%d" % r.randrange(50))
+        other = os.path.join(r.choice(dirs), "f%d" % r.randrange(50))
+        op = r.randrange(7)
+        try:
+            if op == 0:
+                with open(name, "ab") as f: f.write(b"x" * r.randrange(1, 5000))
+            elif op == 1: os.rename(name, other)
+            elif op == 2: os.link(name, other)
+            elif op == 3: os.unlink(name)
+            elif op == 4: os.mkdir(name)
+            elif op == 5: os.rmdir(name)
+            else: os.listdir(d); os.stat(name)
+            n += 1
+        except OSError as e:
+            # link(2) of a directory is EPERM; rename of a directory into itself EINVAL.
+            extra = {{errno.EPERM}} if op == 2 else {{errno.EINVAL}} if op == 1 else set()
+            if e.errno not in ALLOWED | extra:
+                q.put("namespace op %d %s: %s" % (op, name, e)); return
+    q.put(n)
+
+def data(seed, q):
+    r = random.Random(seed); n = 0
+    shared = os.path.join(root, "shared%d" % (seed % 2))
+    while time.time() < deadline:
+        try:
+            fd = os.open(shared, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                off = r.randrange(0, 1 << 20)
+                if r.randrange(2):
+                    os.pwrite(fd, bytes([seed]) * r.randrange(1, 65536), off)
+                else:
+                    os.pread(fd, 65536, off)
+                if r.randrange(20) == 0: os.fsync(fd)
+                if r.randrange(50) == 0: os.ftruncate(fd, r.randrange(1 << 20))
+            finally:
+                os.close(fd)
+            n += 1
+        except OSError as e:
+            if e.errno not in ALLOWED:
+                q.put("data: %s" % e); return
+    q.put(n)
+
+q = Queue()
+procs = [Process(target=namespace, args=(i, q)) for i in range(6)]
+procs += [Process(target=data, args=(100 + i, q)) for i in range(4)]
+for p in procs: p.start()
+results = [q.get() for _ in procs]
+for p in procs: p.join()
+errors = [r for r in results if isinstance(r, str)]
+if errors: print("\n".join(errors)); sys.exit(1)
+print("operations", sum(results))
+# Quiescent now: every directory's link count is 2 + its subdirectories, and every
+# file's link count is the number of names it has.
+names = {{}}
+for d, subdirs, files in os.walk(root):
+    st = os.stat(d)
+    assert st.st_nlink == 2 + len(subdirs), (d, st.st_nlink, subdirs)
+    for f in files:
+        s = os.lstat(os.path.join(d, f))
+        names.setdefault(s.st_ino, [s.st_nlink, 0])[1] += 1
+bad = {{k: v for k, v in names.items() if v[0] != v[1]}}
+assert not bad, bad
+"#
+    );
+    let out = Command::new("python3")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(lab.daemon_pid(), pid_before, "the daemon restarted");
+    lab.ok("zpool", &["scrub", "-w", "tank"]);
+    assert_eq!(
+        lab.ok("zpool", &["status", "-x", "tank"]),
+        "pool 'tank' is healthy\n"
+    );
+    let _ = std::io::stderr().write_all(&out.stdout);
+}

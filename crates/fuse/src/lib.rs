@@ -67,6 +67,12 @@ pub struct Mounted {
     pub session: fuser::BackgroundSession,
 }
 
+#[derive(Clone, Copy, Debug, Default)]
+struct Refs {
+    open: u32,
+    lookups: u64,
+}
+
 /// The FUSE filesystem of one dataset.
 pub struct ZplFs {
     /// Weak: a mount never keeps a pool from being exported (requests after that fail
@@ -75,8 +81,9 @@ pub struct ZplFs {
     dataset: u64,
     vfs: Zfsvfs,
     options: MountOptions,
-    /// Open handles per object: an unlinked object is reclaimed when its count drops to 0.
-    open: parking_lot::Mutex<std::collections::HashMap<u64, u32>>,
+    /// The kernel's references per object (open handles, lookups not yet forgotten): an
+    /// unlinked object is reclaimed when both drop to zero.
+    refs: parking_lot::Mutex<std::collections::HashMap<u64, Refs>>,
 }
 
 #[derive(Debug)]
@@ -123,7 +130,7 @@ impl ZplFs {
             dataset,
             vfs,
             options,
-            open: parking_lot::Mutex::new(Default::default()),
+            refs: parking_lot::Mutex::new(Default::default()),
         })
     }
 

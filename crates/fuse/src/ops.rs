@@ -23,7 +23,17 @@ const ROOT_INO: u64 = 1;
 const MAX_WRITE_BYTES: u32 = 1 << 20;
 
 fn errno(e: ZplError) -> Errno {
+    if let ZplError::Io(why) = &e {
+        // The daemon's log: an I/O error is never expected from a healthy pool.
+        eprintln!("zetta-fuse: I/O error: {why}");
+    }
     Errno::from_i32(e.errno())
+}
+
+/// A commit that failed: logged (the pool's devices are failing), EIO to the caller.
+fn commit_failed(e: zetta::spa::SpaError) -> Errno {
+    eprintln!("zetta-fuse: commit failed: {e}");
+    Errno::EIO
 }
 
 fn to_system(t: Timespec) -> SystemTime {
@@ -163,9 +173,9 @@ impl ZplFs {
         let result = spa
             .with_zpl_object(self.dataset, &self.vfs, work)
             .map_err(errno)?;
-        spa.note_dirty(4096).map_err(|_| Errno::EIO)?;
+        spa.note_dirty(4096).map_err(commit_failed)?;
         if self.options.sync == SyncMode::Always {
-            spa.sync().map_err(|_| Errno::EIO)?;
+            spa.sync().map_err(commit_failed)?;
         }
         Ok(result)
     }
@@ -177,7 +187,7 @@ impl ZplFs {
         let pool = self.pool()?;
         let mut spa = pool.write();
         if spa.has_dirty() {
-            spa.sync().map_err(|_| Errno::EIO)?;
+            spa.sync().map_err(commit_failed)?;
         }
         Ok(())
     }
@@ -189,37 +199,51 @@ impl ZplFs {
         }
     }
 
-    fn opened(&self, object: u64) {
-        *self.open.lock().entry(object).or_insert(0) += 1;
+    /// The kernel now holds one more lookup reference to `object` (an entry reply).
+    /// Called under the pool lock, so an unlink cannot free the object in between.
+    fn looked_up(&self, object: u64) {
+        self.refs.lock().entry(object).or_default().lookups += 1;
     }
 
-    /// Last close of an unlinked object frees it.
-    fn closed(&self, object: u64) {
+    fn opened(&self, object: u64) {
+        self.refs.lock().entry(object).or_default().open += 1;
+    }
+
+    /// Drops references; when none is left, an unlinked object is freed. An object
+    /// number must not be reused while the kernel may still name it (FUSE nodeids).
+    fn release_refs(&self, object: u64, open: u32, lookups: u64) {
         let last = {
-            let mut open = self.open.lock();
-            match open.get_mut(&object) {
-                Some(count) if *count > 1 => {
-                    *count -= 1;
-                    false
-                }
-                Some(_) => {
-                    open.remove(&object);
-                    true
+            let mut refs = self.refs.lock();
+            match refs.get_mut(&object) {
+                Some(r) => {
+                    r.open = r.open.saturating_sub(open);
+                    r.lookups = r.lookups.saturating_sub(lookups);
+                    if r.open == 0 && r.lookups == 0 {
+                        refs.remove(&object);
+                        true
+                    } else {
+                        false
+                    }
                 }
                 None => false,
             }
         };
-        if last && !self.options.readonly {
+        if last && !self.options.readonly && object != self.vfs.root {
             let _ = self.run(|vfs, os, ctx| {
-                if vfs.getattr(os, ctx, object)?.znode.links == 0 {
-                    vfs.reclaim(os, ctx, object)?;
+                // Referenced again meanwhile (a new lookup under the lock)?
+                if self.refs.lock().contains_key(&object) {
+                    return Ok(());
                 }
-                Ok(())
+                match vfs.getattr(os, ctx, object) {
+                    Ok(attr) if attr.znode.links == 0 => vfs.reclaim(os, ctx, object),
+                    _ => Ok(()),
+                }
             });
         }
     }
 
-    /// After an unlink/rmdir/rename dropped an object's last link: free it now unless open.
+    /// After an unlink/rmdir/rename dropped an object's last link: free it now unless
+    /// the kernel still holds it (open, or known by a lookup).
     fn orphaned(
         &self,
         vfs: &Zfsvfs,
@@ -227,7 +251,7 @@ impl ZplFs {
         ctx: &IoCtx<'_>,
         object: u64,
     ) -> Result<(), ZplError> {
-        if !self.open.lock().contains_key(&object) {
+        if !self.refs.lock().contains_key(&object) {
             vfs.reclaim(os, ctx, object)?;
         }
         Ok(())
@@ -250,7 +274,7 @@ impl ZplFs {
         let perm = mode & !umask & 0o7777;
         let now = Timespec::now();
         self.change(|vfs, os, ctx| {
-            vfs.create(
+            let attr = vfs.create(
                 os,
                 ctx,
                 dir,
@@ -260,7 +284,9 @@ impl ZplFs {
                 creds(req),
                 u64::from(rdev),
                 now,
-            )
+            )?;
+            self.looked_up(attr.object);
+            Ok(attr)
         })
     }
 }
@@ -272,9 +298,17 @@ impl fuser::Filesystem for ZplFs {
         Ok(())
     }
 
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        self.release_refs(self.object(ino), 0, nlookup);
+    }
+
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         let dir = self.object(parent);
-        let result = self.run(|vfs, os, ctx| vfs.lookup(os, ctx, dir, name.as_bytes()));
+        let result = self.run(|vfs, os, ctx| {
+            let attr = vfs.lookup(os, ctx, dir, name.as_bytes())?;
+            self.looked_up(attr.object);
+            Ok(attr)
+        });
         self.reply_entry(reply, result);
     }
 
@@ -398,7 +432,7 @@ impl fuser::Filesystem for ZplFs {
         let dir = self.object(parent);
         let now = Timespec::now();
         let result = self.change(|vfs, os, ctx| {
-            vfs.symlink(
+            let attr = vfs.symlink(
                 os,
                 ctx,
                 dir,
@@ -406,7 +440,9 @@ impl fuser::Filesystem for ZplFs {
                 target.as_os_str().as_bytes(),
                 creds(req),
                 now,
-            )
+            )?;
+            self.looked_up(attr.object);
+            Ok(attr)
         });
         self.reply_entry(reply, result);
     }
@@ -461,8 +497,11 @@ impl fuser::Filesystem for ZplFs {
     ) {
         let (object, dir) = (self.object(ino), self.object(newparent));
         let now = Timespec::now();
-        let result =
-            self.change(|vfs, os, ctx| vfs.link(os, ctx, object, dir, newname.as_bytes(), now));
+        let result = self.change(|vfs, os, ctx| {
+            let attr = vfs.link(os, ctx, object, dir, newname.as_bytes(), now)?;
+            self.looked_up(attr.object);
+            Ok(attr)
+        });
         self.reply_entry(reply, result);
     }
 
@@ -538,9 +577,9 @@ impl fuser::Filesystem for ZplFs {
                 vfs.write(os, ctx, object, offset, data, now)
             })
             .map_err(errno)?;
-            spa.note_dirty(data.len() as u64).map_err(|_| Errno::EIO)?;
+            spa.note_dirty(data.len() as u64).map_err(commit_failed)?;
             if sync {
-                spa.sync().map_err(|_| Errno::EIO)?;
+                spa.sync().map_err(commit_failed)?;
             }
             Ok(())
         })();
@@ -571,7 +610,7 @@ impl fuser::Filesystem for ZplFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        self.closed(self.object(ino));
+        self.release_refs(self.object(ino), 1, 0);
         reply.ok();
     }
 
@@ -644,7 +683,7 @@ impl fuser::Filesystem for ZplFs {
         _flags: OpenFlags,
         reply: ReplyEmpty,
     ) {
-        self.closed(self.object(ino));
+        self.release_refs(self.object(ino), 1, 0);
         reply.ok();
     }
 
