@@ -10,7 +10,7 @@ use crate::daemon::mounts;
 use crate::zpool::{fail, getopt, CmdError, CmdResult, Ctx};
 use std::path::PathBuf;
 use zetta::spa::Spa;
-use zetta_fuse::{MountOptions, SyncMode};
+use zetta_fuse::{MountOptions, SnapDir, SyncMode};
 use zetta_zprop::resolve;
 
 /// Where a dataset mounts.
@@ -36,8 +36,8 @@ impl MountSpec {
     pub fn key(&self) -> String {
         let o = &self.options;
         format!(
-            "{:?} ro={} atime={} relatime={} exec={} suid={} dev={} xattr={} sync={:?}",
-            self.at, o.readonly, o.atime, o.relatime, o.exec, o.setuid, o.devices, o.xattr, o.sync
+            "{:?} ro={} atime={} relatime={} exec={} suid={} dev={} xattr={} sync={:?} snapdir={:?}",
+            self.at, o.readonly, o.atime, o.relatime, o.exec, o.setuid, o.devices, o.xattr, o.sync, o.snapdir
         )
     }
 }
@@ -78,6 +78,11 @@ pub fn specs(spa: &mut Spa) -> Result<Vec<MountSpec>, CmdError> {
                 "always" => SyncMode::Always,
                 "disabled" => SyncMode::Disabled,
                 _ => SyncMode::Standard,
+            },
+            snapdir: match get("snapdir").as_str() {
+                "visible" => SnapDir::Visible,
+                "disabled" => SnapDir::Disabled,
+                _ => SnapDir::Hidden,
             },
             fsname: name.clone(),
         };

@@ -250,8 +250,9 @@ print("ok")
 }
 
 /// The mount lifecycle: export unmounts, import mounts again with the data; a killed
-/// daemon's mounts come back with the next command; mountpoint changes move the mount;
-/// `zfs unmount`/`mount` and `mounted` agree; readonly=on refuses writes.
+/// daemon's mounts come back with the next command; `zfs unmount`/`mount` and `mounted`
+/// agree; snapshots show under `.zfs/snapshot`; rollback remounts; mountpoint changes
+/// move the mount; readonly=on refuses writes.
 #[test]
 fn mounts_follow_pools_and_properties() {
     let lab = Lab::new();
@@ -310,6 +311,27 @@ fn mounts_follow_pools_and_properties() {
         )
     );
     drop(holder);
+    // Snapshots appear under .zfs/snapshot, read-only, while the live file moves on;
+    // a rollback (the mount is re-made around it) brings the old content back.
+    lab.ok("zfs", &["snapshot", "tank/fs@before"]);
+    std::fs::write(format!("{fs}/keep"), b"changed").unwrap();
+    let snap = format!("{fs}/.zfs/snapshot/before");
+    assert_eq!(std::fs::read(format!("{snap}/keep")).unwrap(), b"kept");
+    assert_eq!(std::fs::read(format!("{fs}/keep")).unwrap(), b"changed");
+    let err = std::fs::write(format!("{snap}/new"), b"x").unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(30), "{err}");
+    let listed: Vec<String> = std::fs::read_dir(format!("{fs}/.zfs/snapshot"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(listed, ["before"]);
+    // Hidden by default: reachable by name, not listed.
+    assert!(!std::fs::read_dir(&fs)
+        .unwrap()
+        .any(|e| e.unwrap().file_name() == ".zfs"));
+    lab.ok("zfs", &["rollback", "tank/fs@before"]);
+    assert!(mounted(&fs));
+    assert_eq!(std::fs::read(format!("{fs}/keep")).unwrap(), b"kept");
     // Moving the mountpoint moves the mount.
     let moved = lab.mnt("moved");
     lab.ok("zfs", &["set", &format!("mountpoint={moved}"), "tank/fs"]);
@@ -319,7 +341,7 @@ fn mounts_follow_pools_and_properties() {
     lab.ok("zfs", &["set", "readonly=on", "tank/fs"]);
     let err = std::fs::write(format!("{moved}/new"), b"x").unwrap_err();
     assert_eq!(err.raw_os_error(), Some(30), "{err}");
-    lab.ok("zfs", &["destroy", "tank/fs"]);
+    lab.ok("zfs", &["destroy", "-r", "tank/fs"]);
     assert!(!mounted(&moved));
 }
 

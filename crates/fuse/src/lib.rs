@@ -15,6 +15,7 @@
 //! and the properties that shape a mount (readonly, atime/relatime, exec, setuid,
 //! devices, xattr, sync).
 
+mod ctldir;
 mod ops;
 
 use parking_lot::RwLock;
@@ -31,6 +32,14 @@ pub enum SyncMode {
     Disabled,
 }
 
+/// `snapdir` property values: whether `.zfs` exists, and whether the root lists it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SnapDir {
+    Hidden,
+    Visible,
+    Disabled,
+}
+
 /// What the dataset's properties ask of its mount.
 #[derive(Clone, Debug)]
 pub struct MountOptions {
@@ -42,6 +51,7 @@ pub struct MountOptions {
     pub devices: bool,
     pub xattr: bool,
     pub sync: SyncMode,
+    pub snapdir: SnapDir,
     /// `fsname` shown in /proc/mounts (the dataset name).
     pub fsname: String,
 }
@@ -57,6 +67,7 @@ impl Default for MountOptions {
             devices: true,
             xattr: true,
             sync: SyncMode::Standard,
+            snapdir: SnapDir::Hidden,
             fsname: String::new(),
         }
     }
@@ -84,6 +95,8 @@ pub struct ZplFs {
     /// The kernel's references per object (open handles, lookups not yet forgotten): an
     /// unlinked object is reclaimed when both drop to zero.
     refs: parking_lot::Mutex<std::collections::HashMap<u64, Refs>>,
+    /// Snapshots shown under `.zfs/snapshot`, by slot.
+    slots: parking_lot::Mutex<ctldir::Slots>,
 }
 
 #[derive(Debug)]
@@ -131,6 +144,7 @@ impl ZplFs {
             vfs,
             options,
             refs: parking_lot::Mutex::new(Default::default()),
+            slots: parking_lot::Mutex::new(Default::default()),
         })
     }
 

@@ -2,6 +2,7 @@
 //! the crate's theory paragraph) and its reply.
 
 use super::{SyncMode, ZplFs};
+use crate::ctldir::CTL_ROOT;
 use fuser::{
     AccessFlags, Errno, FileAttr, FileHandle, FileType, FopenFlags, Generation, INodeNo,
     KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
@@ -84,7 +85,7 @@ fn time_or_now(t: TimeOrNow) -> Timespec {
     }
 }
 
-fn file_type(kind: FileKind) -> FileType {
+pub(crate) fn file_type(kind: FileKind) -> FileType {
     match kind {
         FileKind::Regular => FileType::RegularFile,
         FileKind::Directory => FileType::Directory,
@@ -105,7 +106,9 @@ fn creds(req: &Request) -> Creds {
 
 impl ZplFs {
     /// The pool, while it is still imported.
-    fn pool(&self) -> Result<std::sync::Arc<parking_lot::RwLock<zetta::spa::Spa>>, Errno> {
+    pub(crate) fn pool(
+        &self,
+    ) -> Result<std::sync::Arc<parking_lot::RwLock<zetta::spa::Spa>>, Errno> {
         self.pool.upgrade().ok_or(Errno::EIO)
     }
 
@@ -125,7 +128,7 @@ impl ZplFs {
         }
     }
 
-    fn file_attr(&self, attr: &Attr) -> FileAttr {
+    pub(crate) fn file_attr(&self, attr: &Attr) -> FileAttr {
         let z = &attr.znode;
         FileAttr {
             ino: self.ino(attr.object),
@@ -303,6 +306,12 @@ impl fuser::Filesystem for ZplFs {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        if let Some(result) = self.ctl_lookup(parent, name.as_bytes()) {
+            return match result {
+                Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
+                Err(e) => reply.error(e),
+            };
+        }
         let dir = self.object(parent);
         let result = self.run(|vfs, os, ctx| {
             let attr = vfs.lookup(os, ctx, dir, name.as_bytes())?;
@@ -313,6 +322,12 @@ impl fuser::Filesystem for ZplFs {
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        if let Some(result) = self.ctl_getattr(ino) {
+            return match result {
+                Ok(attr) => reply.attr(&TTL, &attr),
+                Err(e) => reply.error(e),
+            };
+        }
         let object = self.object(ino);
         match self.run(|vfs, os, ctx| vfs.getattr(os, ctx, object)) {
             Ok(attr) => reply.attr(&TTL, &self.file_attr(&attr)),
@@ -338,6 +353,9 @@ impl fuser::Filesystem for ZplFs {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
+        if ino.0 >= CTL_ROOT {
+            return reply.error(Errno::EROFS);
+        }
         let object = self.object(ino);
         let change = SetAttr {
             mode,
@@ -357,6 +375,12 @@ impl fuser::Filesystem for ZplFs {
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        if let Some(result) = self.ctl_readlink(ino) {
+            return match result {
+                Ok(target) => reply.data(&target),
+                Err(e) => reply.error(e),
+            };
+        }
         let object = self.object(ino);
         match self.run(|vfs, os, ctx| vfs.readlink(os, ctx, object)) {
             Ok(target) => reply.data(&target),
@@ -374,6 +398,9 @@ impl fuser::Filesystem for ZplFs {
         rdev: u32,
         reply: ReplyEntry,
     ) {
+        if parent.0 >= CTL_ROOT {
+            return reply.error(Errno::EROFS);
+        }
         let result = self.create_node(req, parent, name, mode, umask, rdev);
         self.reply_entry(reply, result);
     }
@@ -387,12 +414,18 @@ impl fuser::Filesystem for ZplFs {
         umask: u32,
         reply: ReplyEntry,
     ) {
+        if parent.0 >= CTL_ROOT {
+            return reply.error(Errno::EROFS);
+        }
         let mode = (mode & 0o7777) | libc::S_IFDIR;
         let result = self.create_node(req, parent, name, mode, umask, 0);
         self.reply_entry(reply, result);
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        if parent.0 >= CTL_ROOT {
+            return reply.error(Errno::EROFS);
+        }
         let dir = self.object(parent);
         let now = Timespec::now();
         let result = self.change(|vfs, os, ctx| {
@@ -409,6 +442,9 @@ impl fuser::Filesystem for ZplFs {
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        if parent.0 >= CTL_ROOT {
+            return reply.error(Errno::EROFS);
+        }
         let dir = self.object(parent);
         let now = Timespec::now();
         let result = self.change(|vfs, os, ctx| {
@@ -429,6 +465,9 @@ impl fuser::Filesystem for ZplFs {
         target: &Path,
         reply: ReplyEntry,
     ) {
+        if parent.0 >= CTL_ROOT {
+            return reply.error(Errno::EROFS);
+        }
         let dir = self.object(parent);
         let now = Timespec::now();
         let result = self.change(|vfs, os, ctx| {
@@ -457,6 +496,9 @@ impl fuser::Filesystem for ZplFs {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
+        if parent.0 >= CTL_ROOT || newparent.0 >= CTL_ROOT {
+            return reply.error(Errno::EROFS);
+        }
         if flags.contains(RenameFlags::RENAME_WHITEOUT) {
             return reply.error(Errno::EINVAL);
         }
@@ -495,6 +537,9 @@ impl fuser::Filesystem for ZplFs {
         newname: &OsStr,
         reply: ReplyEntry,
     ) {
+        if ino.0 >= CTL_ROOT || newparent.0 >= CTL_ROOT {
+            return reply.error(Errno::EROFS);
+        }
         let (object, dir) = (self.object(ino), self.object(newparent));
         let now = Timespec::now();
         let result = self.change(|vfs, os, ctx| {
@@ -508,8 +553,11 @@ impl fuser::Filesystem for ZplFs {
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let object = self.object(ino);
         let writing = flags.0 & libc::O_ACCMODE != libc::O_RDONLY;
-        if writing && self.options.readonly {
+        if writing && (self.options.readonly || object >= CTL_ROOT) {
             return reply.error(Errno::EROFS);
+        }
+        if object >= CTL_ROOT {
+            return reply.opened(FileHandle(object), FopenFlags::FOPEN_KEEP_CACHE);
         }
         match self.run(|vfs, os, ctx| vfs.getattr(os, ctx, object)) {
             Ok(_) => {
@@ -531,6 +579,12 @@ impl fuser::Filesystem for ZplFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
+        if let Some(result) = self.ctl_read(ino, offset, size) {
+            return match result {
+                Ok(data) => reply.data(&data),
+                Err(e) => reply.error(e),
+            };
+        }
         let object = self.object(ino);
         let touch = self.options.atime && !self.options.readonly;
         let relatime = self.options.relatime;
@@ -630,6 +684,9 @@ impl fuser::Filesystem for ZplFs {
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         let object = self.object(ino);
+        if object >= CTL_ROOT {
+            return reply.opened(FileHandle(object), FopenFlags::empty());
+        }
         match self.run(|vfs, os, ctx| vfs.getattr(os, ctx, object)) {
             Ok(attr) if attr.kind() == FileKind::Directory => {
                 self.opened(object);
@@ -652,6 +709,19 @@ impl fuser::Filesystem for ZplFs {
         let Ok(mut offset) = i64::try_from(offset) else {
             return reply.ok();
         };
+        if let Some(result) = self.ctl_readdir(ino, offset) {
+            return match result {
+                Ok(entries) => {
+                    for (ino, next, kind, name) in entries {
+                        if reply.add(ino, next as u64, kind, OsStr::from_bytes(&name)) {
+                            break;
+                        }
+                    }
+                    reply.ok()
+                }
+                Err(e) => reply.error(e),
+            };
+        }
         loop {
             let batch = match self.run(|vfs, os, ctx| vfs.readdir(os, ctx, dir, offset, 128)) {
                 Ok(batch) => batch,
@@ -733,6 +803,9 @@ impl fuser::Filesystem for ZplFs {
         _position: u32,
         reply: ReplyEmpty,
     ) {
+        if ino.0 >= CTL_ROOT {
+            return reply.error(Errno::EROFS);
+        }
         if !self.options.xattr || is_acl(name) {
             return reply.error(Errno::from_i32(libc::EOPNOTSUPP));
         }
@@ -748,7 +821,7 @@ impl fuser::Filesystem for ZplFs {
     }
 
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
-        if !self.options.xattr || is_acl(name) {
+        if !self.options.xattr || is_acl(name) || ino.0 >= CTL_ROOT {
             return reply.error(Errno::from_i32(libc::EOPNOTSUPP));
         }
         let object = self.object(ino);
@@ -759,7 +832,7 @@ impl fuser::Filesystem for ZplFs {
     }
 
     fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
-        if !self.options.xattr {
+        if !self.options.xattr || ino.0 >= CTL_ROOT {
             return reply_sized(reply, size, &[]);
         }
         let object = self.object(ino);
@@ -777,6 +850,9 @@ impl fuser::Filesystem for ZplFs {
     }
 
     fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        if ino.0 >= CTL_ROOT {
+            return reply.error(Errno::EROFS);
+        }
         if !self.options.xattr {
             return reply.error(Errno::from_i32(libc::EOPNOTSUPP));
         }
@@ -805,6 +881,9 @@ impl fuser::Filesystem for ZplFs {
         mode: i32,
         reply: ReplyEmpty,
     ) {
+        if ino.0 >= CTL_ROOT {
+            return reply.error(Errno::EROFS);
+        }
         let object = self.object(ino);
         let now = Timespec::now();
         let result = match mode {
@@ -839,6 +918,9 @@ impl fuser::Filesystem for ZplFs {
         _flags: i32,
         reply: ReplyCreate,
     ) {
+        if parent.0 >= CTL_ROOT {
+            return reply.error(Errno::EROFS);
+        }
         let mode = (mode & 0o7777) | libc::S_IFREG;
         match self.create_node(req, parent, name, mode, umask, 0) {
             Ok(attr) => {
