@@ -16,7 +16,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 
 pool=demo
-device_size_mib=256
+device_size_mib=512
 # Labels L0, L1 and the boot reserve take the first 4 MiB of a device, L2 and L3 the last
 # 512 KiB (docs/ONDISK.md). The damage covers everything in between, with 1 MiB to spare.
 damage_offset_mib=4
@@ -127,13 +127,29 @@ run truncate -s "${device_size_mib}M" "$disks/f1" "$disks/f2" "$disks/f3"
 run ls -ls "$disks"
 
 heading "Create a two-way mirror"
-run zpool create "$pool" mirror "$disks/f1" "$disks/f2"
+run zpool create -m "$demo_dir/mnt" "$pool" mirror "$disks/f1" "$disks/f2"
 pool_created=1
 capture zpool status "$pool"
 check "the pool is ONLINE" output_has "state: ONLINE"
 check "both sides of the mirror are listed" output_has "$disks/f2"
 capture zpool list -v "$pool"
 check "zpool list shows the pool" output_has "$pool"
+
+heading "A filesystem, mounted: copy a real tree into it with ordinary programs"
+run zfs create -o compression=lz4 "$pool/docs"
+capture zfs list -r "$pool"
+check "the filesystem is mounted" grep -qF " $demo_dir/mnt/docs fuse.zetta " /proc/self/mounts
+run cp -a /usr/share/doc "$demo_dir/mnt/docs/doc"
+tree_digest() { (cd "$1" && tar --sort=name --numeric-owner -cf - . | md5sum | cut -d' ' -f1); }
+original_digest=$(tree_digest /usr/share/doc)
+check "the copy is identical, metadata included (tar digest $original_digest)" \
+    test "$(tree_digest "$demo_dir/mnt/docs/doc")" = "$original_digest"
+run zfs snapshot "$pool/docs@copied"
+run rm -rf "$demo_dir/mnt/docs/doc/adduser"
+check "the snapshot still has what was deleted" test -d "$demo_dir/mnt/docs/.zfs/snapshot/copied/doc/adduser"
+run zfs rollback "$pool/docs@copied"
+check "rollback brings it back" test "$(tree_digest "$demo_dir/mnt/docs/doc")" = "$original_digest"
+capture zfs list -t all -r "$pool"
 
 heading "Scrub a fresh pool: nothing to repair"
 run zpool scrub "$pool"
@@ -159,6 +175,7 @@ f2_cksum=$(device_cksum "$disks/f2")
 check "the damaged side counts checksum errors (CKSUM ${f1_cksum:-?})" \
     test -n "$f1_cksum" -a "$f1_cksum" != "0"
 check "the intact side counts none (CKSUM ${f2_cksum:-?})" test "$f2_cksum" = "0"
+check "the files read back intact" test "$(tree_digest "$demo_dir/mnt/docs/doc")" = "$original_digest"
 
 heading "Export, list what can be imported, import"
 run zpool export "$pool"
@@ -169,6 +186,8 @@ run zpool import -d "$disks" "$pool"
 pool_created=1
 capture zpool status "$pool"
 check "the imported pool is ONLINE" output_has "state: ONLINE"
+check "the filesystem is mounted again, its files intact" \
+    test "$(tree_digest "$demo_dir/mnt/docs/doc")" = "$original_digest"
 
 heading "Scrub after import: the repairs were written for good"
 run zpool scrub "$pool"
