@@ -552,8 +552,7 @@ fn property(
             ZfsProp::from_name("referenced").unwrap_or(ZfsProp::ALL[0]),
         )),
         Some("available") => {
-            let (_, _, free) = spa.space();
-            let avail = free.saturating_sub(spa.slop_bytes());
+            let avail = spa.available_bytes();
             Some(number(
                 avail,
                 ZfsProp::from_name("available").unwrap_or(ZfsProp::ALL[0]),

@@ -776,8 +776,8 @@ impl fuser::Filesystem for ZplFs {
             return reply.error(Errno::EIO);
         };
         let spa = pool.read();
-        let (size, _, free) = spa.space();
-        let avail = free.saturating_sub(spa.slop_bytes());
+        let (size, _, _) = spa.space();
+        let avail = spa.available_bytes();
         let block = 4096u64;
         let used_objects = 1u64 << 20;
         let free_objects = avail / 512;

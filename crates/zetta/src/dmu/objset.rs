@@ -650,7 +650,7 @@ impl ObjectSet {
             }
             blkid += 1;
         }
-        let released_bytes: u64 = released.iter().map(|bp| bp.asize_total_bytes()).sum();
+        let released_bytes: u64 = released.iter().map(|bp| ctx.root.dsize_bytes(bp)).sum();
         state.phys.used_bytes = state.phys.used_bytes.saturating_sub(released_bytes);
         state.dnode_dirty = true;
         for bp in released {
@@ -798,7 +798,7 @@ impl ObjectSet {
         let bp = ctx
             .zio
             .write_blocks(ctx.root, vec![(&block[..], props)], ctx.txg)?[0];
-        self.born_bytes += bp.asize_total_bytes();
+        self.born_bytes += ctx.root.dsize_bytes(&bp);
         if !old_bp.is_hole() {
             release_block(
                 ctx,
@@ -967,7 +967,7 @@ fn release_block(
     if bp.birth_txg <= policy.prev_snap_txg {
         dead.push(*bp);
     } else {
-        *freed_bytes += bp.asize_total_bytes();
+        *freed_bytes += ctx.root.dsize_bytes(bp);
         ctx.zio.free_block(bp, policy.record, ctx.txg);
     }
 }
@@ -1287,9 +1287,9 @@ fn sync_trees(
             state.phys.used_bytes = state
                 .phys
                 .used_bytes
-                .saturating_sub(old_bp.asize_total_bytes())
-                + new_bp.asize_total_bytes();
-            *born_bytes += new_bp.asize_total_bytes();
+                .saturating_sub(ctx.root.dsize_bytes(&old_bp))
+                + ctx.root.dsize_bytes(&new_bp);
+            *born_bytes += ctx.root.dsize_bytes(&new_bp);
             release_block(ctx, policy, dead, freed_bytes, &old_bp);
             set_child_bp(state, ctx, objset, object, level, blkid, new_bp)?;
             state.dnode_dirty = true;

@@ -43,7 +43,7 @@ pub fn append_dead_list(
     }
     let end = mos.size_bytes(ctx, ObjectId(head.deadlist))?;
     mos.write(ctx, ObjectId(head.deadlist), end, &bytes)?;
-    Ok(dead.iter().map(|bp| bp.asize_total_bytes()).sum())
+    Ok(dead.iter().map(|bp| ctx.root.dsize_bytes(bp)).sum())
 }
 
 impl Spa {
@@ -310,11 +310,11 @@ impl Spa {
 
 impl Spa {
     fn dead_list_bytes(&mut self, object: u64, born_after_txg: u64) -> Result<u64, SpaError> {
-        Ok(self
-            .read_dead_list(object)?
+        let dead = self.read_dead_list(object)?;
+        Ok(dead
             .iter()
             .filter(|bp| bp.birth_txg.0 > born_after_txg)
-            .map(|bp| bp.asize_total_bytes())
+            .map(|bp| self.root.dsize_bytes(bp))
             .sum())
     }
 

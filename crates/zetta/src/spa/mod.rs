@@ -736,6 +736,21 @@ impl Spa {
         (size >> 5).max(4 << 20).min(size / 2)
     }
 
+    /// AVAIL as `zfs list` shows it: free space less the slop, deflated like USED (raidz
+    /// parity excluded), so the two columns add up in the same units.
+    pub fn available_bytes(&self) -> u64 {
+        let (_, _, free) = self.space();
+        let normal = self.root.children.iter().filter(|t| !t.is_log);
+        let (usable, raw) = normal.fold((0u64, 0u64), |(u, r), t| {
+            (u + t.usable_size_bytes(), r + t.raw_size_bytes())
+        });
+        let available = free.saturating_sub(self.slop_bytes());
+        if raw == 0 {
+            return 0;
+        }
+        (u128::from(available) * u128::from(usable) / u128::from(raw)) as u64
+    }
+
     /// Refuses a write of `bytes` (with `copies`) that the pool could not commit: the
     /// ENOSPC check made before data is dirtied (OpenZFS `dmu_tx_assign`), conservative
     /// because compression is not known yet.

@@ -337,6 +337,26 @@ impl Vdev {
         }
     }
 
+    /// The space a block counts for in dataset accounting (OpenZFS `bp_get_dsize`): each
+    /// copy's allocated size deflated by its top-level vdev's ratio of data to allocation
+    /// for a 128 KiB block, so raidz parity and padding do not inflate USED (it is 1:1 on
+    /// single disks and mirrors). Called on the root vdev.
+    pub fn dsize_bytes(&self, bp: &crate::zio::blkptr::BlockPointer) -> u64 {
+        const REFERENCE_BYTES: u64 = 128 << 10;
+        bp.dvas
+            .iter()
+            .filter(|d| !d.is_empty())
+            .map(|d| match self.children.get(d.vdev as usize) {
+                Some(top) if matches!(top.kind, VdevKind::Raidz { .. }) => {
+                    let allocated = top.allocation_size_bytes(REFERENCE_BYTES).max(1);
+                    (u128::from(d.asize_bytes) * u128::from(REFERENCE_BYTES)
+                        / u128::from(allocated)) as u64
+                }
+                _ => d.asize_bytes,
+            })
+            .sum()
+    }
+
     /// Allocated size of a block of `psize_bytes` on this top-level vdev.
     pub fn allocation_size_bytes(&self, psize_bytes: u64) -> u64 {
         match self.kind {
