@@ -447,13 +447,54 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
         }
         return fail(message);
     }
+    // Clones of the tree's snapshots that live outside it: -R takes them, -r refuses.
+    let mut outside_clones = Vec::new();
+    for snapshot in children.iter().filter(|c| c.contains('@')) {
+        let fs = snapshot.split('@').next().unwrap_or(snapshot);
+        let object = imported
+            .spa
+            .snapshots(fs)
+            .map_err(spa_fail)?
+            .into_iter()
+            .find(|(n, _, _)| n == *snapshot)
+            .map(|(_, object, _)| object);
+        if let Some(object) = object {
+            for clone in imported.spa.dependent_clones(object).map_err(spa_fail)? {
+                let inside = clone == *name || clone.starts_with(&format!("{name}/"));
+                if !inside && !outside_clones.contains(&clone) {
+                    outside_clones.push(clone);
+                }
+            }
+        }
+    }
+    if !outside_clones.is_empty() && !parsed.has('R') {
+        let mut message = format!("cannot destroy '{name}': filesystem has dependent clones\nuse '-R' to destroy the following datasets:");
+        for clone in &outside_clones {
+            message.push('\n');
+            message.push_str(clone);
+        }
+        return fail(message);
+    }
     if name == pool_of(name) {
         return fail(format!("cannot destroy '{name}': operation does not apply to pools\nuse 'zfs destroy -r {name}' to destroy all datasets in the pool\nuse 'zpool destroy {name}' to destroy the pool itself"));
     }
     if parsed.has('n') {
         return Ok(());
     }
-    // Snapshots first, then filesystems deepest first.
+    // Dependent clones elsewhere first (-R), then snapshots, then filesystems deepest first.
+    for clone in &outside_clones {
+        let all = imported.spa.dataset_names().map_err(spa_fail)?;
+        for victim in all
+            .iter()
+            .rev()
+            .filter(|n| *n == clone || n.starts_with(&format!("{clone}/")))
+        {
+            for (snapshot, _, _) in imported.spa.snapshots(victim).map_err(spa_fail)? {
+                imported.spa.destroy_snapshot(&snapshot).map_err(spa_fail)?;
+            }
+            imported.spa.destroy_filesystem(victim).map_err(spa_fail)?;
+        }
+    }
     for snapshot in children.iter().filter(|c| c.contains('@')) {
         imported.spa.destroy_snapshot(snapshot).map_err(spa_fail)?;
     }
@@ -580,16 +621,18 @@ fn property(
             spa.used_by_snapshots_bytes(name).map_err(spa_fail)?,
             native.unwrap_or(ZfsProp::ALL[0]),
         )),
-        Some("usedbyrefreservation") | Some("written") => {
-            Some(number(0, native.unwrap_or(ZfsProp::ALL[0])))
-        }
+        Some("usedbyrefreservation") => Some(number(0, native.unwrap_or(ZfsProp::ALL[0]))),
+        Some("written") => Some(number(
+            spa.written_bytes(name).map_err(spa_fail)?,
+            native.unwrap_or(ZfsProp::ALL[0]),
+        )),
         Some("usedbydataset") => Some(number(
-            spa.dataset_referenced_bytes(name).map_err(spa_fail)?,
+            spa.used_by_dataset_bytes(name).map_err(spa_fail)?,
             native.unwrap_or(ZfsProp::ALL[0]),
         )),
         Some("usedbychildren") => {
             let used = spa.dataset_used_bytes(name).map_err(spa_fail)?;
-            let own = spa.dataset_referenced_bytes(name).map_err(spa_fail)?
+            let own = spa.used_by_dataset_bytes(name).map_err(spa_fail)?
                 + spa.used_by_snapshots_bytes(name).map_err(spa_fail)?;
             Some(number(
                 used - own.min(used),
@@ -647,7 +690,26 @@ fn snapshot_property(
             phys.referenced_bytes,
             native.unwrap_or(ZfsProp::ALL[0]),
         )),
-        Some("used") | Some("written") => Some(number(0, native.unwrap_or(ZfsProp::ALL[0]))),
+        Some("used") => Some(number(
+            imported.spa.snapshot_used_bytes(name).map_err(spa_fail)?,
+            native.unwrap_or(ZfsProp::ALL[0]),
+        )),
+        Some("written") => Some(number(
+            imported.spa.written_bytes(name).map_err(spa_fail)?,
+            native.unwrap_or(ZfsProp::ALL[0]),
+        )),
+        Some("clones") => {
+            let (_, object, _) = snapshots
+                .iter()
+                .find(|(n, _, _)| n == name)
+                .ok_or_else(|| missing(name))?;
+            let clones = imported.spa.dependent_clones(*object).map_err(spa_fail)?;
+            Some(if clones.is_empty() {
+                String::new()
+            } else {
+                clones.join(",")
+            })
+        }
         Some("compressratio") | Some("refcompressratio") => {
             Some(if parsable { "1.00" } else { "1.00x" }.to_string())
         }

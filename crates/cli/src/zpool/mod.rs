@@ -138,6 +138,7 @@ const COMMANDS: &[(&str, Command, &str)] = &[
     ),
     ("export", import::cmd_export, "\texport [-af] <pool> ...\n"),
     ("history", props::cmd_history, "\thistory [-il] [<pool>] ...\n"),
+    ("sync", props::cmd_sync, "\tsync [pool] ...\n"),
     (
         "get",
         props::cmd_get,

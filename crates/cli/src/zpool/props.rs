@@ -361,6 +361,22 @@ pub fn history_time(epoch_secs: u64) -> String {
 }
 
 /// `zpool history [-il] [pool]…`
+/// `zpool sync [pool]…`: commits each pool's open txg now (all pools when none named),
+/// so space figures and on-disk state catch up with what the mounts have done.
+pub fn cmd_sync(args: &[String], _ctx: &mut Ctx) -> CmdResult {
+    let parsed = getopt(args, "")?;
+    for imported in pool::open_named(&parsed.operands)?.iter_mut() {
+        imported.spa.sync().map_err(|e| {
+            CmdError::Fail(format!(
+                "cannot sync '{}': {}",
+                imported.spa.name,
+                pool::spa_error_text(&e)
+            ))
+        })?;
+    }
+    Ok(())
+}
+
 pub fn cmd_history(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let parsed = getopt(args, "il")?;
     let mut pools = pool::open_named(&parsed.operands)?;

@@ -833,6 +833,23 @@ impl ObjectSet {
         visit: &mut dyn FnMut(&BlockPointer, Bookmark),
         tolerant: bool,
     ) -> Result<(), DmuError> {
+        Self::walk_blocks_born_after(ctx, objset, root_bp, Txg(0), visit, tolerant)
+    }
+
+    /// `walk_blocks` limited to blocks born after `txg`: a subtree whose root was born at
+    /// or before it is skipped whole (copy-on-write: nothing under it is newer), so the
+    /// cost follows what changed since `txg`, not the object set's size.
+    pub fn walk_blocks_born_after(
+        ctx: &IoCtx<'_>,
+        objset: u64,
+        root_bp: &BlockPointer,
+        txg: Txg,
+        visit: &mut dyn FnMut(&BlockPointer, Bookmark),
+        tolerant: bool,
+    ) -> Result<(), DmuError> {
+        if root_bp.is_hole() || root_bp.birth_txg <= txg {
+            return Ok(());
+        }
         let bookmark = |object, level, blkid| Bookmark {
             objset,
             object,
@@ -854,6 +871,7 @@ impl ObjectSet {
             objset,
             0,
             &meta,
+            txg,
             visit,
             &mut |blkid, bp, data| {
                 if bp.level == 0 {
@@ -874,7 +892,16 @@ impl ObjectSet {
                     Err(e) => return Err(DmuError::Corrupt(format!("object {id}: {e}"))),
                 };
                 if !dnode.is_free() {
-                    walk_tree(ctx, objset, id, &dnode, visit, &mut |_, _, _| {}, tolerant)?;
+                    walk_tree(
+                        ctx,
+                        objset,
+                        id,
+                        &dnode,
+                        txg,
+                        visit,
+                        &mut |_, _, _| {},
+                        tolerant,
+                    )?;
                 }
             }
         }
@@ -884,11 +911,13 @@ impl ObjectSet {
 
 /// Visits every block of one object's tree; `level0` sees level-0 data (only read when the
 /// caller needs it: here always for the meta-dnode, never for others).
+#[allow(clippy::too_many_arguments)]
 fn walk_tree(
     ctx: &IoCtx<'_>,
     objset: u64,
     object: u64,
     dnode: &DnodePhys,
+    born_after: Txg,
     visit: &mut dyn FnMut(&BlockPointer, Bookmark),
     level0: &mut dyn FnMut(u64, &BlockPointer, &[u8]),
     tolerant: bool,
@@ -900,7 +929,7 @@ fn walk_tree(
         stack.push((*bp, top, i as u64));
     }
     while let Some((bp, level, blkid)) = stack.pop() {
-        if bp.is_hole() {
+        if bp.is_hole() || bp.birth_txg <= born_after {
             continue;
         }
         let bookmark = Bookmark {

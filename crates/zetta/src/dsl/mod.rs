@@ -534,11 +534,89 @@ impl Spa {
         let mut total = 0;
         for other in self.dataset_names()? {
             if other == name || other.starts_with(&format!("{name}/")) {
-                total += self.dataset_referenced_bytes(&other)?;
+                total += self.used_by_dataset_bytes(&other)?;
                 total += self.used_by_snapshots_bytes(&other)?;
             }
         }
         Ok(total)
+    }
+
+    /// The txg of a clone's origin snapshot (0 for a filesystem that is not a clone):
+    /// blocks born at or before it belong to the origin, not to the clone.
+    pub(crate) fn origin_txg(&mut self, dataset: u64) -> Result<u64, SpaError> {
+        let dir = self.read_dataset_phys(dataset)?.dir;
+        let origin = self.read_dir(dir)?.origin_snapshot;
+        if origin == 0 {
+            return Ok(0);
+        }
+        Ok(self.read_dataset_phys(origin)?.creation_txg)
+    }
+
+    /// `written` of a filesystem (`fs`) or snapshot (`fs@snap`): what its tree took on
+    /// since the snapshot before it — the blocks born after that snapshot's txg, found by
+    /// walking only what changed.
+    pub fn written_bytes(&mut self, name: &str) -> Result<u64, SpaError> {
+        let (phys, dataset) = match name.split_once('@') {
+            Some((fs, _)) => {
+                let (_, object, phys) = self
+                    .snapshots(fs)?
+                    .into_iter()
+                    .find(|(n, _, _)| n == name)
+                    .ok_or_else(|| SpaError::NoSuchPool(name.to_string()))?;
+                (phys, object)
+            }
+            None => {
+                let dataset = self
+                    .lookup_dataset(name)?
+                    .ok_or_else(|| SpaError::NoSuchPool(name.to_string()))?;
+                let mut phys = self.read_dataset_phys(dataset)?;
+                if dataset == MOS_OBJECT_ROOT_DATASET.0 {
+                    phys.bp = self.root_bp();
+                }
+                (phys, dataset)
+            }
+        };
+        let ctx = io_ctx!(self);
+        let mut written = 0u64;
+        ObjectSet::walk_blocks_born_after(
+            &ctx,
+            dataset,
+            &phys.bp,
+            crate::types::Txg(phys.prev_snap_txg),
+            &mut |bp, _| written += ctx.root.dsize_bytes(bp),
+            false,
+        )?;
+        Ok(written)
+    }
+
+    /// USEDDS: what the head's tree takes that no origin holds — REFER for a filesystem,
+    /// only the blocks born since its origin for a clone (OpenZFS charges a clone's dir
+    /// only for what it writes). Found by walking what changed since the origin.
+    pub fn used_by_dataset_bytes(&mut self, name: &str) -> Result<u64, SpaError> {
+        let dataset = self
+            .lookup_dataset(name)?
+            .ok_or_else(|| SpaError::NoSuchPool(name.to_string()))?;
+        let phys = self.read_dataset_phys(dataset)?;
+        let origin_txg = self.origin_txg(dataset)?;
+        if origin_txg == 0 {
+            return Ok(phys.referenced_bytes);
+        }
+        let bp = if dataset == MOS_OBJECT_ROOT_DATASET.0 {
+            self.root_bp()
+        } else {
+            phys.bp
+        };
+        let ctx = io_ctx!(self);
+        let mut unique = 0u64;
+        ObjectSet::walk_blocks_born_after(
+            &ctx,
+            dataset,
+            &bp,
+            crate::types::Txg(origin_txg),
+            &mut |bp, _| unique += ctx.root.dsize_bytes(bp),
+            false,
+        )?;
+        Ok(unique)
     }
 
     /// Sets a property locally on a filesystem (the value is stored as given).

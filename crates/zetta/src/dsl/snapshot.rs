@@ -348,9 +348,12 @@ impl Spa {
             SpaError::Invalid(format!("cannot open '{fs}': dataset does not exist"))
         })?;
         let head_deadlist = self.head_phys(dataset)?.deadlist;
-        let mut total = self.dead_list_bytes(head_deadlist, 0)?;
+        // A clone's dead lists also hold origin blocks it stopped using: those are the
+        // origin's, not the clone's.
+        let origin_txg = self.origin_txg(dataset)?;
+        let mut total = self.dead_list_bytes(head_deadlist, origin_txg)?;
         for (_, _, phys) in self.snapshots(fs)? {
-            total += self.dead_list_bytes(phys.deadlist, 0)?;
+            total += self.dead_list_bytes(phys.deadlist, origin_txg)?;
         }
         Ok(total)
     }
