@@ -885,3 +885,48 @@ fn zfs_clone_and_its_refusals() {
         "tank\ntank/source\n"
     );
 }
+
+/// `zfs rename`: a filesystem moves with its children and snapshots (and `-p` makes
+/// parents), snapshots rename alone or with `-r`, and the refusals are OpenZFS's.
+#[test]
+fn zfs_rename_filesystems_and_snapshots() {
+    let lab = Lab::new();
+    let a = lab.disk("a", DISK_SIZE_BYTES);
+    lab.ok(&["create", "tank", &a]);
+    let zfs_ok = |args: &[&str]| {
+        let out = lab.zfs(args);
+        assert_eq!(out.code, 0, "zfs {args:?}: {}", out.stderr);
+        out.stdout
+    };
+    zfs_ok(&["create", "-p", "tank/a/child"]);
+    zfs_ok(&["snapshot", "-r", "tank/a@s1"]);
+    zfs_ok(&["rename", "tank/a", "tank/b"]);
+    zfs_ok(&["rename", "-r", "tank/b@s1", "s2"]);
+    zfs_ok(&["rename", "-p", "tank/b", "tank/x/y/c"]);
+    assert_eq!(
+        zfs_ok(&["list", "-H", "-o", "name", "-r", "-t", "all", "tank"]),
+        "tank\ntank/x\ntank/x/y\ntank/x/y/c\ntank/x/y/c@s2\ntank/x/y/c/child\ntank/x/y/c/child@s2\n"
+    );
+    let out = lab.zfs(&["rename", "tank/x", "tank/x/y/z"]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (1, "cannot rename 'tank/x': New dataset name cannot be a descendant of current dataset name\n")
+    );
+    let out = lab.zfs(&["rename", "tank/x/y/c@s2", "tank/x@s3"]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            1,
+            "cannot rename to 'tank/x@s3': snapshots must be part of same dataset\n"
+        )
+    );
+    let out = lab.zfs(&["rename", "tank/x/y", "tank/x/y/c"]);
+    assert_eq!(out.code, 1);
+    // The renamed tree survives export and import.
+    lab.ok(&["export", "tank"]);
+    lab.ok(&["import", "-d", &lab.dir.to_string_lossy(), "tank"]);
+    assert_eq!(
+        zfs_ok(&["list", "-H", "-o", "name", "-r", "tank/x/y/c"]),
+        "tank/x/y/c\ntank/x/y/c/child\n"
+    );
+}

@@ -14,6 +14,7 @@
 //! `ObjsetPolicy::prev_snap_txg`, which exist but stay zero.
 
 pub mod phys;
+mod rename;
 mod snapshot;
 pub use snapshot::{append_dead_list, Bookmark, DS_FLAG_SNAPSHOT};
 

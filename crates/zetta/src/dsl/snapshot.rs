@@ -47,7 +47,7 @@ pub fn append_dead_list(
 }
 
 impl Spa {
-    fn head_phys(&mut self, dataset: u64) -> Result<DslDatasetPhys, SpaError> {
+    pub(super) fn head_phys(&mut self, dataset: u64) -> Result<DslDatasetPhys, SpaError> {
         if let Some(head) = self.datasets.get(&dataset) {
             return Ok(head.phys.clone());
         }
@@ -138,7 +138,11 @@ impl Spa {
         Ok(())
     }
 
-    fn snapshot_object(&mut self, dataset: u64, snap: &str) -> Result<Option<u64>, SpaError> {
+    pub(super) fn snapshot_object(
+        &mut self,
+        dataset: u64,
+        snap: &str,
+    ) -> Result<Option<u64>, SpaError> {
         let head = self.head_phys(dataset)?;
         if head.snapnames_zap == 0 {
             return Ok(None);

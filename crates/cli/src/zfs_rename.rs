@@ -1,0 +1,81 @@
+//! `zfs rename` (OpenZFS `zfs_do_rename`): a filesystem to a new name or place in its
+//! pool (`-p` creates missing parents), or a snapshot to a new name (`-r`: the same
+//! snapshot of every descendant too). Mounts follow: the daemon unmounts the old tree
+//! before and mounts the new one after (see `daemon::mounts`).
+
+use crate::zfs::{finish, spa_fail};
+use crate::zpool::pool;
+use crate::zpool::{getopt, usage, CmdError, CmdResult};
+
+pub fn cmd_rename(args: &[String]) -> CmdResult {
+    let parsed = getopt(args, "fnpru")?;
+    let [from, to] = parsed.operands.as_slice() else {
+        return usage(if parsed.operands.len() < 2 {
+            "missing target dataset argument"
+        } else {
+            "too many arguments"
+        });
+    };
+    let pool_name = from.split(['/', '@']).next().unwrap_or(from);
+    let mut imported = pool::open_pool(pool_name)?;
+    if let Some((fs, _)) = from.split_once('@') {
+        // The new name may be given whole (`fs@b`) or as the part after '@' (`b`).
+        let to_full = if to.contains('@') {
+            to.clone()
+        } else {
+            format!("{fs}@{to}")
+        };
+        let (to_fs, to_snap) = to_full.split_once('@').unwrap_or_default();
+        if to_fs != fs {
+            return Err(CmdError::Fail(format!(
+                "cannot rename to '{to_full}': snapshots must be part of same dataset"
+            )));
+        }
+        let from_snap = from.split_once('@').map(|(_, s)| s).unwrap_or_default();
+        let mut targets = vec![fs.to_string()];
+        if parsed.has('r') {
+            let names = imported.spa.dataset_names().map_err(spa_fail)?;
+            targets.extend(
+                names
+                    .into_iter()
+                    .filter(|n| n.starts_with(&format!("{fs}/"))),
+            );
+        }
+        for target in targets {
+            let old = format!("{target}@{from_snap}");
+            let new = format!("{target}@{to_snap}");
+            let exists = imported
+                .spa
+                .snapshots(&target)
+                .map_err(spa_fail)?
+                .iter()
+                .any(|(n, _, _)| *n == old);
+            if !exists && target != fs {
+                continue;
+            }
+            imported.spa.rename_snapshot(&old, &new).map_err(spa_fail)?;
+        }
+        return finish(&mut imported, "rename", args);
+    }
+    if to.contains('@') {
+        return Err(CmdError::Fail(format!(
+            "cannot rename to '{to}': not a snapshot name"
+        )));
+    }
+    if parsed.has('p') {
+        let parts: Vec<&str> = to.split('/').collect();
+        for depth in 2..parts.len() {
+            let partial = parts[..depth].join("/");
+            if imported
+                .spa
+                .lookup_dir(&partial)
+                .map_err(spa_fail)?
+                .is_none()
+            {
+                imported.spa.create_filesystem(&partial).map_err(spa_fail)?;
+            }
+        }
+    }
+    imported.spa.rename_filesystem(from, to).map_err(spa_fail)?;
+    finish(&mut imported, "rename", args)
+}
