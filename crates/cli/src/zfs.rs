@@ -12,6 +12,9 @@ use crate::zpool::pool::{self, Imported};
 use crate::zpool::{fail, getopt, usage, CmdError, CmdResult, Ctx};
 use std::collections::HashMap;
 use std::io::Write;
+use zetta_zprop::list_sort::{
+    sort_entries, sorts_as_text, ListEntry, ListProp, SortColumn, SortValue,
+};
 use zetta_zprop::{
     format_value, resolve, validate_set, DatasetType, PropValue, SetTarget, SetValue, Source,
     ZfsProp,
@@ -723,6 +726,33 @@ fn snapshot_property(
     property(imported, props, fs, prop, parsable)
 }
 
+/// A `zfs list -s` row: its printed cells and its values under the sort keys.
+struct SortRow {
+    name: String,
+    createtxg: u64,
+    columns: Vec<SortColumn>,
+    keys: Vec<SortValue>,
+    printed: Vec<String>,
+}
+
+impl ListEntry for SortRow {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn createtxg(&self) -> u64 {
+        self.createtxg
+    }
+
+    fn sort_value(&self, prop: &ListProp) -> SortValue {
+        self.columns
+            .iter()
+            .position(|c| &c.prop == prop)
+            .and_then(|i| self.keys.get(i).cloned())
+            .unwrap_or(SortValue::Missing)
+    }
+}
+
 /// The datasets a list/get command covers: the operands (and with -r/-d their
 /// descendants), or every dataset of every imported pool.
 /// Which object types a list/get covers (`-t`).
@@ -892,6 +922,16 @@ fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
             bookmarks: false,
         },
     )?;
+    // -s/-S: sort keys, in order (OpenZFS `zfs_sort`), then by name.
+    let mut sort_columns = Vec::new();
+    for (flag, value) in &parsed.options {
+        if let ('s' | 'S', Some(name)) = (*flag, value) {
+            let column = zetta_zprop::list_sort::parse_sort_column(name, *flag == 'S')
+                .map_err(|e| CmdError::Usage(e.to_string()))?;
+            sort_columns.push(column);
+        }
+    }
+    let mut sortable = Vec::new();
     for (mut imported, names) in targets(&parsed.operands, parsed.has('r'), depth, types)? {
         let props = load_props(&mut imported)?;
         for name in names {
@@ -902,8 +942,39 @@ fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
                     .unwrap_or_else(|| "-".to_string());
                 row.push(value);
             }
-            rows.push(row);
+            let mut keys = Vec::new();
+            if !sort_columns.is_empty() {
+                for column in &sort_columns {
+                    let raw = property(&mut imported, &props, &name, column.prop.name(), true)?;
+                    keys.push(match raw.map(|(v, _)| v) {
+                        None => SortValue::Missing,
+                        Some(v) if v == "-" => SortValue::Missing,
+                        Some(v) => match (&column.prop, v.parse::<u64>()) {
+                            (ListProp::Native(p), Ok(n)) if !sorts_as_text(*p) => {
+                                SortValue::Number(n)
+                            }
+                            _ => SortValue::Text(v),
+                        },
+                    });
+                }
+                let createtxg = property(&mut imported, &props, &name, "createtxg", true)?
+                    .and_then(|(v, _)| v.parse().ok())
+                    .unwrap_or(0);
+                sortable.push(SortRow {
+                    name: name.clone(),
+                    createtxg,
+                    columns: sort_columns.clone(),
+                    keys,
+                    printed: row,
+                });
+            } else {
+                rows.push(row);
+            }
         }
+    }
+    if !sort_columns.is_empty() {
+        sort_entries(&mut sortable, &sort_columns);
+        rows.extend(sortable.into_iter().map(|r| r.printed));
     }
     if rows.is_empty() && parsed.operands.is_empty() {
         ctx.print("no datasets available\n");

@@ -930,3 +930,29 @@ fn zfs_rename_filesystems_and_snapshots() {
         "tank/x/y/c\ntank/x/y/c/child\n"
     );
 }
+
+/// `zfs list -s/-S`: rows ordered by the keys (numbers as numbers), ties by name.
+#[test]
+fn zfs_list_sorts_by_keys() {
+    let lab = Lab::new();
+    let a = lab.disk("a", DISK_SIZE_BYTES);
+    lab.ok(&["create", "tank", &a]);
+    for (fs, quota) in [("tank/b", "30M"), ("tank/a", "20M"), ("tank/c", "20M")] {
+        let out = lab.zfs(&["create", "-o", &format!("quota={quota}"), fs]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+    }
+    let list = |args: &[&str]| lab.zfs(args).stdout;
+    assert_eq!(
+        list(&["list", "-H", "-o", "name", "-S", "name"]),
+        "tank/c\ntank/b\ntank/a\ntank\n"
+    );
+    // quota: tank has none (0) so it sorts first; the 20M pair by name; 30M last.
+    assert_eq!(
+        list(&["list", "-H", "-o", "name,quota", "-s", "quota"]),
+        "tank\tnone\ntank/a\t20M\ntank/c\t20M\ntank/b\t30M\n"
+    );
+    assert_eq!(
+        list(&["list", "-H", "-o", "name", "-S", "quota", "-s", "name"]),
+        "tank/b\ntank/a\ntank/c\ntank\n"
+    );
+}
