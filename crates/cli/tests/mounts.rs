@@ -329,6 +329,13 @@ fn mounts_follow_pools_and_properties() {
     assert!(!std::fs::read_dir(&fs)
         .unwrap()
         .any(|e| e.unwrap().file_name() == ".zfs"));
+    // snapdir=visible lists it (the mount is re-made with the new setting).
+    lab.ok("zfs", &["set", "snapdir=visible", "tank/fs"]);
+    let names: Vec<String> = std::fs::read_dir(&fs)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.contains(&".zfs".to_string()), "{names:?}");
     lab.ok("zfs", &["rollback", "tank/fs@before"]);
     assert!(mounted(&fs));
     assert_eq!(std::fs::read(format!("{fs}/keep")).unwrap(), b"kept");

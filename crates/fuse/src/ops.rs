@@ -20,6 +20,8 @@ use zetta::zpl::{Attr, Creds, FileKind, Timespec, Zfsvfs, ZplError};
 /// How long the kernel may trust attributes and names (only this mount changes them).
 const TTL: Duration = Duration::from_secs(1);
 const ROOT_INO: u64 = 1;
+/// The offset after `.zfs` in a root listing (above every directory cursor).
+const CTL_LISTED_OFFSET: i64 = i64::MAX - 1;
 /// Largest write the kernel sends in one request.
 const MAX_WRITE_BYTES: u32 = 1 << 20;
 
@@ -709,6 +711,9 @@ impl fuser::Filesystem for ZplFs {
         let Ok(mut offset) = i64::try_from(offset) else {
             return reply.ok();
         };
+        if offset == CTL_LISTED_OFFSET {
+            return reply.ok();
+        }
         if let Some(result) = self.ctl_readdir(ino, offset) {
             return match result {
                 Ok(entries) => {
@@ -741,6 +746,18 @@ impl fuser::Filesystem for ZplFs {
                 }
             }
             offset = end;
+        }
+        // snapdir=visible: `.zfs` ends the root's listing (its offset is past any ZAP's).
+        if dir == self.vfs.root
+            && self.options.snapdir == crate::SnapDir::Visible
+            && offset != CTL_LISTED_OFFSET
+        {
+            let _ = reply.add(
+                INodeNo(CTL_ROOT),
+                CTL_LISTED_OFFSET as u64,
+                FileType::Directory,
+                ".zfs",
+            );
         }
         reply.ok();
     }

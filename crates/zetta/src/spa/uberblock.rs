@@ -24,8 +24,11 @@ pub const UBERBLOCK_MAGIC: u64 = u64::from_le_bytes(*b"ZETTAUB1");
 const CHECKSUM_OFFSET: usize = UBERBLOCK_SIZE_BYTES - 32;
 
 /// On-disk format version. 1: first format (labels, uberblock ring, blkptr v1, dnodes,
-/// nvlist MOS directory, space maps of 16-byte entries).
-pub const FORMAT_VERSION: u64 = 1;
+/// nvlist MOS directory, space maps of 16-byte entries). 2: every filesystem carries the
+/// ZPL layout (master node, znodes, directory ZAPs, delete queue) and dataset space is
+/// accounted in deflated bytes. A version-1 pool still imports: a filesystem without a
+/// master node gets one when first mounted.
+pub const FORMAT_VERSION: u64 = 2;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Uberblock {
@@ -114,7 +117,7 @@ mod tests {
     fn golden_header() {
         let bytes = sample().encode(1024, 4096);
         assert_eq!(&bytes[0..8], b"ZETTAUB1");
-        assert_eq!(bytes[8], 1);
+        assert_eq!(bytes[8], 2);
         assert_eq!(bytes[16], 42);
         assert_eq!(bytes[40], 99);
         assert_eq!(Uberblock::decode(&bytes, 4096), Some(sample()));
