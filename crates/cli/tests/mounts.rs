@@ -674,3 +674,47 @@ fn clones_post_reproduces() {
         (1, "cannot open 'tank/demo-clone': dataset does not exist\n")
     );
 }
+
+/// quota and refquota take effect on a mount: writes past them fail with EDQUOT, and a
+/// new limit applies to the running mount at once (no remount, even while busy).
+#[test]
+fn quotas_refuse_writes_past_them() {
+    let lab = Lab::new();
+    lab.ok(
+        "zfs",
+        &[
+            "create",
+            "-o",
+            "refquota=8M",
+            "-o",
+            "compression=off",
+            "tank/q",
+        ],
+    );
+    let q = lab.mnt("q");
+    let chunk = vec![7u8; 1 << 20];
+    let mut file = std::fs::File::create(format!("{q}/fill")).unwrap();
+    let mut written = 0;
+    let err = loop {
+        match file.write_all(&chunk) {
+            Ok(()) => written += 1,
+            Err(e) => break e,
+        }
+        assert!(written < 64, "refquota=8M let 64 MiB through");
+    };
+    assert_eq!(err.raw_os_error(), Some(libc_edquot()), "{err}");
+    assert!((7..=8).contains(&written), "{written} MiB before EDQUOT");
+    // Raise it while the file is open: writing goes on.
+    lab.ok("zfs", &["set", "refquota=32M", "tank/q"]);
+    file.write_all(&chunk).unwrap();
+    lab.ok("zfs", &["set", "refquota=none", "tank/q"]);
+    lab.ok("zfs", &["set", "quota=4M", "tank/q"]);
+    assert_eq!(
+        file.write_all(&chunk).unwrap_err().raw_os_error(),
+        Some(libc_edquot())
+    );
+}
+
+fn libc_edquot() -> i32 {
+    122
+}

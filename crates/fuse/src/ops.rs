@@ -185,6 +185,46 @@ impl ZplFs {
         Ok(result)
     }
 
+    /// quota/refquota of the mounted filesystem: refuses (EDQUOT) a write that would take
+    /// its USED or REFER past them, counting what earlier writes dirtied in this txg.
+    /// Conservative like OpenZFS's: an overwrite counts as new space until it commits.
+    fn check_quota(&self, spa: &mut zetta::spa::Spa, bytes: u64) -> Result<(), Errno> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let limits = &self.options.limits;
+        let (quota, refquota) = (limits.quota.load(Relaxed), limits.refquota.load(Relaxed));
+        if quota == 0 && refquota == 0 {
+            return Ok(());
+        }
+        let txg = spa.open_txg().0;
+        let pending = {
+            let mut pending = self.pending.lock();
+            if pending.0 != txg {
+                *pending = (txg, 0);
+            }
+            pending.1 += bytes;
+            pending.1
+        };
+        let over = |used: u64, limit: u64| limit != 0 && used.saturating_add(pending) > limit;
+        if refquota != 0 {
+            let referenced = spa
+                .dataset_phys(self.dataset)
+                .map_err(|_| Errno::EIO)?
+                .referenced_bytes;
+            if over(referenced, refquota) {
+                return Err(Errno::from_i32(libc::EDQUOT));
+            }
+        }
+        if quota != 0 {
+            let used = spa
+                .dataset_used_bytes(&self.options.fsname)
+                .map_err(|_| Errno::EIO)?;
+            if over(used, quota) {
+                return Err(Errno::from_i32(libc::EDQUOT));
+            }
+        }
+        Ok(())
+    }
+
     fn commit(&self) -> Result<(), Errno> {
         if self.options.sync == SyncMode::Disabled {
             return Ok(());
@@ -629,6 +669,7 @@ impl fuser::Filesystem for ZplFs {
             let copies = 1;
             spa.check_space(data.len() as u64, copies)
                 .map_err(|_| Errno::ENOSPC)?;
+            self.check_quota(&mut spa, data.len() as u64)?;
             spa.with_zpl_object(self.dataset, &self.vfs, |vfs, os, ctx| {
                 vfs.write(os, ctx, object, offset, data, now)
             })

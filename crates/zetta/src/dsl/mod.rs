@@ -628,7 +628,9 @@ impl Spa {
         let props = self.props_zap(dir)?;
         let ctx = io_ctx!(self);
         zap::zap_update_bytes(&mut self.mos, &ctx, ObjectId(props), prop, value.as_bytes())
-            .map_err(zap_error)
+            .map_err(zap_error)?;
+        // compression, checksum, copies, recordsize: new writes follow at once.
+        self.refresh_io_props()
     }
 
     /// Removes a local setting (`zfs inherit`); absent is fine.

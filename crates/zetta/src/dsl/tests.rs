@@ -579,3 +579,25 @@ fn clones_share_until_they_diverge() {
     );
     assert_eq!(spa.scrub(None).unwrap().errors, 0);
 }
+
+/// A property set on a dataset whose object set is already open takes effect on the next
+/// write (it did not until something else refreshed the policy: `zfs create -o
+/// compression=off` kept compressing).
+#[test]
+fn set_properties_apply_to_open_object_sets_at_once() {
+    let device = Arc::new(MemDevice::new("/mem/dsl", 128 << 20));
+    let mut spa = pool(&device);
+    spa.create_filesystem("tank/fs").unwrap();
+    spa.set_local_prop("tank/fs", "compression", "off").unwrap();
+    spa.with_dataset("tank/fs", |os, ctx| {
+        let id = os.create_object(ctx, crate::dmu::object_type::PLAIN_FILE, 512, 0, 0)?;
+        os.write(ctx, id, 0, &vec![7u8; 4 << 20])
+    })
+    .unwrap();
+    spa.sync().unwrap();
+    let referenced = spa.dataset_referenced_bytes("tank/fs").unwrap();
+    assert!(
+        referenced >= 4 << 20,
+        "compression=off stored {referenced} bytes for 4 MiB"
+    );
+}
