@@ -718,3 +718,39 @@ fn quotas_refuse_writes_past_them() {
 fn libc_edquot() -> i32 {
     122
 }
+
+/// `zfs diff`: modified, added, removed and renamed files between two snapshots and
+/// between a snapshot and the live filesystem, with OpenZFS's columns (and `-F` types).
+#[test]
+fn zfs_diff_lists_changes() {
+    let lab = Lab::new();
+    let fs = lab.mnt("fs");
+    sh(&format!(
+        "cd '{fs}' && mkdir d && echo a > d/a && echo b > b && echo c > c && ln -s b sl"
+    ));
+    lab.ok("zfs", &["snapshot", "tank/fs@1"]);
+    sh(&format!(
+        "cd '{fs}' && echo more >> b && rm c && mv d/a moved && touch new"
+    ));
+    lab.ok("zfs", &["snapshot", "tank/fs@2"]);
+    let mut lines: Vec<String> = lab
+        .ok("zfs", &["diff", "-F", "tank/fs@1", "tank/fs@2"])
+        .lines()
+        .map(str::to_string)
+        .collect();
+    lines.sort();
+    let expected = [
+        format!("+\tF\t{fs}/new"),
+        format!("-\tF\t{fs}/c"),
+        format!("M\t/\t{fs}/"),
+        format!("M\t/\t{fs}/d"),
+        format!("M\tF\t{fs}/b"),
+        format!("R\tF\t{fs}/d/a -> {fs}/moved"),
+    ];
+    let mut expected = expected.to_vec();
+    expected.sort();
+    assert_eq!(lines, expected);
+    std::fs::write(format!("{fs}/later"), b"x").unwrap();
+    let live = lab.ok("zfs", &["diff", "tank/fs@2", "tank/fs"]);
+    assert_eq!(live, format!("M\t{fs}/\n+\t{fs}/later\n"));
+}

@@ -20,6 +20,7 @@
 //! permission checks belong to the kernel (`default_permissions`), this layer enforces
 //! only what the file system itself must: types, emptiness, name rules, link limits.
 
+pub mod diff;
 pub mod dir;
 pub mod vnops;
 pub mod xattr;
@@ -303,6 +304,51 @@ impl crate::spa::Spa {
     ) -> Result<T, ZplError> {
         self.with_dataset_object(dataset, |os, ctx| Ok(work(vfs, os, ctx)))
             .map_err(|e| ZplError::Io(e.to_string()))?
+    }
+
+    /// `zfs diff from to`: what changed between snapshot `from` (`fs@a`) and `to`, a later
+    /// snapshot of the same filesystem or the filesystem itself (as of its last commit).
+    pub fn zpl_diff(&mut self, from: &str, to: &str) -> Result<Vec<diff::DiffEntry>, ZplError> {
+        let io = |e: crate::spa::SpaError| ZplError::Io(e.to_string());
+        let (fs, _) = from
+            .split_once('@')
+            .ok_or_else(|| ZplError::Invalid(format!("'{from}' is not a snapshot")))?;
+        let snapshots = self.snapshots(fs).map_err(io)?;
+        let find = |name: &str| snapshots.iter().find(|(n, _, _)| n == name).cloned();
+        let (_, from_object, from_phys) = find(from).ok_or(ZplError::NotFound)?;
+        let (to_object, to_phys) = if to.contains('@') {
+            let (_, object, phys) = find(to).ok_or(ZplError::NotFound)?;
+            if phys.creation_txg < from_phys.creation_txg {
+                return Err(ZplError::Invalid(format!("'{to}' is older than '{from}'")));
+            }
+            (object, phys)
+        } else {
+            if to != fs {
+                return Err(ZplError::Invalid(format!(
+                    "'{to}' is not '{from}' or one of its snapshots"
+                )));
+            }
+            let object = self
+                .lookup_dataset(to)
+                .map_err(io)?
+                .ok_or(ZplError::NotFound)?;
+            let mut phys = self.dataset_phys(object).map_err(io)?;
+            if object == crate::spa::MOS_OBJECT_ROOT_DATASET.0 {
+                phys.bp = self.root_bp();
+            }
+            (object, phys)
+        };
+        let ctx = io_ctx!(self);
+        let policy = crate::spa::dataset_policy(crate::dmu::default_data_props());
+        let mut before = ObjectSet::open(&ctx, from_object, &from_phys.bp, policy)?;
+        let mut after = ObjectSet::open(&ctx, to_object, &to_phys.bp, policy)?;
+        diff::diff(
+            &mut before,
+            &mut after,
+            &to_phys.bp,
+            crate::types::Txg(from_phys.creation_txg),
+            &ctx,
+        )
     }
 
     /// Runs `work` on a snapshot's filesystem (read-only: changes are never committed).
