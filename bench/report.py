@@ -9,7 +9,9 @@ Prints the section; with --doc also replaces the section in that file (or append
 """
 import sys
 
-HEADING = "## Side by side: raw, kernel btrfs, zfs-fuse (and Zetta when mountable)"
+HEADING = "## Side by side: raw, kernel btrfs, zfs-fuse and Zetta"
+# Earlier headings of the same section, replaced in place by the current one.
+OLD_HEADINGS = ["## Side by side: raw, kernel btrfs, zfs-fuse (and Zetta when mountable)"]
 
 # key, label, geometry. The order is the table's order and run.sh's order.
 CONTENDERS = [
@@ -19,7 +21,9 @@ CONTENDERS = [
     ("zfs-fuse", "zfs-fuse, 1 file vdev, compression=off", "single"),
     ("zfs-fuse-comp", "zfs-fuse, 1 file vdev, compression=on (lzjb)", "single"),
     ("zfs-fuse-mirror", "zfs-fuse, 2-way mirror of file vdevs, compression=off", "mirror"),
-    ("zetta", "Zetta (FUSE)", "single"),
+    ("zetta", "Zetta (FUSE), 1 file vdev, compression=off", "single"),
+    ("zetta-lz4", "Zetta (FUSE), 1 file vdev, compression=lz4", "single"),
+    ("zetta-mirror", "Zetta (FUSE), 2-way mirror of file vdevs, compression=off", "mirror"),
 ]
 LABEL = {k: label for k, label, _ in CONTENDERS}
 GEOMETRY = {k: g for k, _, g in CONTENDERS}
@@ -100,25 +104,27 @@ def build(results_path, info_path):
         "script, not this text). One command, as root, from a fresh clone: it installs fio,",
         "zfs-fuse, btrfs-progs and util-linux if they are missing (services kept from starting),",
         "builds each contender under one work directory on one host filesystem (sparse",
-        "backing files of the same size; loop devices for btrfs, file vdevs for zfs-fuse, a",
-        "plain directory for raw), runs the same workloads on each in turn, tears everything",
-        "down (also on failure or Ctrl-C) and prints this section.",
+        "backing files of the same size; loop devices for btrfs, file vdevs for zfs-fuse and",
+        "Zetta, a plain directory for raw), runs the same workloads on each in turn, tears",
+        "everything down (also on failure or Ctrl-C) and prints this section. Zetta is the",
+        "checkout's `target/release/zetta`, built with cargo only when it is missing.",
         "",
         "```sh",
-        "bash bench/run.sh --quick     # under 5 minutes",
+        "bash bench/run.sh --quick     # about 5 minutes",
         "bash bench/run.sh             # full: 2 GiB sequential, 256m x 16 random writers, 100k files",
         "bash bench/run.sh --help      # --dir DIR (default /var/tmp/zetta-bench), --only, --no-doc",
         "```",
         "",
         "Workloads, in this order, on each contender (page cache dropped with",
-        "`echo 3 > /proc/sys/vm/drop_caches` where it says cold; for zfs-fuse the pool is also",
-        "exported and imported to empty its ARC):",
+        "`echo 3 > /proc/sys/vm/drop_caches` where it says cold; for zfs-fuse and Zetta the",
+        "pool is also exported and imported to empty its ARC):",
         "",
         f"- seq write: fio 1M writes, psync, {info.get('seq_size', '?')} incompressible, `end_fsync=1`",
         "  (fio's runtime includes the fsync);",
         "- seq read: the same file, cold;",
         f"- 16k rand read: the same file, cold, psync, {info.get('rr_jobs', '?')} jobs each reading its",
-        "  own part of the file once in random order (every block read once, no cache hits);",
+        "  own part of the file once in random order (every block read once, no page-cache",
+        "  hits; zfs-fuse and Zetta read whole 128K records, so their ARC can serve neighbours);",
         "- 4k rand write, the seeds' benchmark: `fio --name=random-writers --ioengine=sync",
         f"  --iodepth=4 --rw=randwrite --bs=4k --direct=0 --size={info.get('rw_size', '?')}"
         f" --numjobs={info.get('rw_jobs', '?')} --end_fsync=1`",
@@ -126,14 +132,18 @@ def build(results_path, info_path):
         f"- small files (`bench/storm.py`): create {info.get('files', '?')} files of 1 KiB in",
         "  directories of 1000, then syncfs; `ls -lR` over them cold; `find` and `os.stat` of",
         "  each, warm; delete them all, then syncfs;",
-        "- peak RSS (VmHWM) of the contender's daemon: zfs-fuse (later Zetta); the kernel",
+        "- peak RSS (VmHWM) of the contender's daemon, zfs-fuse or zetta; the kernel",
         "  filesystems have none.",
         "",
         "zfs-fuse runs as packaged by Debian (`/etc/zfs/zfsrc`: ARC at most 100 MB, FUSE",
         "attribute and entry timeouts 3600 s), one fresh daemon per contender started by the",
         "harness. Its `compression=on` is lzjb (it has no lz4); the data is incompressible, so",
-        "that row shows the cost of trying. Ratios are within this one run: read them, not",
-        "the absolute figures, which swing 2-4x between runs on this host-cached virtual disk.",
+        "that row shows the cost of trying. Zetta runs with its defaults (ARC at most 64 MiB,",
+        "FUSE attribute and entry timeouts 1 s, 128K records, sync=standard), one fresh",
+        "daemon per contender with its own `ZETTA_CACHE_FILE` under the run directory; the",
+        "pool's root filesystem is the one measured. Ratios are within this one run: read",
+        "them, not the absolute figures, which swing 2-4x between runs on this host-cached",
+        "virtual disk.",
         "",
         f"Last run: {info.get('date', '?')}, commit {info.get('commit', '?')}, mode {info.get('mode', '?')}.",
         "",
@@ -146,6 +156,7 @@ def build(results_path, info_path):
         f"| storage under the work dir | {info.get('storage', '?')} |",
         f"| load average at start | {info.get('load', '?')} |",
         f"| versions | {info.get('versions', '?')} |",
+        f"| zetta | {info.get('zetta', '?')} |",
         f"| backing files | {info.get('vdev_size', '?')} each, sparse, in `{info.get('dir', '?')}` |",
         f"| page cache dropped | {info.get('drop_caches', '?')} |",
         f"| wall time | {info.get('wall', '?')} |",
@@ -176,9 +187,9 @@ def build(results_path, info_path):
 def replace_section(doc_path, section):
     with open(doc_path, encoding="utf-8") as f:
         lines = f.read().split("\n")
-    try:
-        start = lines.index(HEADING)
-    except ValueError:
+    start = next((i for i, line in enumerate(lines) if line in [HEADING] + OLD_HEADINGS),
+                 None)
+    if start is None:
         text = "\n".join(lines).rstrip("\n") + "\n\n" + section
     else:
         end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")),

@@ -1,28 +1,31 @@
 #!/usr/bin/env bash
-# Side-by-side benchmark: a raw directory, kernel btrfs on loop devices, zfs-fuse and,
-# once it mounts, Zetta, all on backing files of one size on one host filesystem.
+# Side-by-side benchmark: a raw directory, kernel btrfs on loop devices, zfs-fuse and
+# Zetta (FUSE), all on backing files of one size on one host filesystem.
 #
-#   bash bench/run.sh --quick      # under 5 minutes
+#   bash bench/run.sh --quick      # about 5 minutes
 #   bash bench/run.sh              # full sizes
 #
 # Run as root. Installs fio, zfs-fuse, btrfs-progs and util-linux when missing, prints a
-# markdown section and writes it into docs/PERFORMANCE.md. Everything it sets up (mounts,
-# loop devices, the zfs-fuse daemon, files) is torn down on exit, failure or Ctrl-C.
+# markdown section and writes it into docs/PERFORMANCE.md. Zetta is target/release/zetta
+# (built with cargo when missing). Everything it sets up (mounts, loop devices, the zfs-fuse
+# and zetta daemons, pools, backing files) is torn down on exit, failure or Ctrl-C.
 set -euo pipefail
 
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(dirname "$BENCH")
 COMMAND="bash bench/run.sh${*:+ $*}"
-ALL_CONTENDERS=(raw btrfs btrfs-raid1 zfs-fuse zfs-fuse-comp zfs-fuse-mirror zetta)
+ALL_CONTENDERS=(raw btrfs btrfs-raid1 zfs-fuse zfs-fuse-comp zfs-fuse-mirror zetta zetta-lz4
+    zetta-mirror)
 
 usage() {
     cat <<'EOF'
 usage: bash bench/run.sh [--quick] [--dir DIR] [--only LIST] [--no-doc]
 
-  --quick      small sizes (512M sequential, 64m x 8 random writers, 10k files); < 5 min
+  --quick      small sizes (512M sequential, 64m x 8 random writers, 10k files); ~5 min
   --dir DIR    work directory on the filesystem to test on (default /var/tmp/zetta-bench)
   --only LIST  comma-separated contenders to run (default: all of
-               raw,btrfs,btrfs-raid1,zfs-fuse,zfs-fuse-comp,zfs-fuse-mirror,zetta)
+               raw,btrfs,btrfs-raid1,zfs-fuse,zfs-fuse-comp,zfs-fuse-mirror,zetta,
+               zetta-lz4,zetta-mirror)
   --no-doc     print the section but leave docs/PERFORMANCE.md alone
 EOF
 }
@@ -53,7 +56,7 @@ RR_JOBS=4  # 16k random readers, each over its own quarter of the sequential fil
 log() { printf '%s\n' "$*" >&2; }
 die() { log "run.sh: $*"; exit 1; }
 
-[[ $(id -u) -eq 0 ]] || die "run as root (loop devices, mounts, drop_caches, zfs-fuse)"
+[[ $(id -u) -eq 0 ]] || die "run as root (loop devices, mounts, drop_caches, zfs-fuse, zetta)"
 
 # ---------------------------------------------------------------- state and teardown
 
@@ -61,29 +64,48 @@ RUN=""                    # the run's own directory under $DIR, made after the t
 STATE=""                  # what is set up, one "kind argument" a line, undone newest first
 OUR_POLICY_RC=""          # set while we hold a policy-rc.d that keeps services from starting
 ZPOOL=""
+ZETTA=$REPO/target/release/zetta
 DIR_CREATED=0
 
 note_state() { printf '%s %s\n' "$1" "$2" >>"$STATE"; }
 
-# Is PID a zfs-fuse process that has not exited (zombies do not count)?
-zfs_fuse_alive() {
+# Is PID a process named COMM that has not exited (zombies do not count)?
+daemon_alive() {  # daemon_alive PID COMM
     local state
-    [[ $(cat "/proc/$1/comm" 2>/dev/null) == zfs-fuse ]] || return 1
+    [[ $(cat "/proc/$1/comm" 2>/dev/null) == "$2" ]] || return 1
     state=$(awk '/^State:/ { print $2 }' "/proc/$1/status" 2>/dev/null) || return 1
     [[ -n $state && $state != Z && $state != X ]]
 }
+zfs_fuse_alive() { daemon_alive "$1" zfs-fuse; }
 
-# Stop a zfs-fuse daemon we started: by its id, after checking it still is zfs-fuse.
-stop_daemon() {
-    local pid=$1 i
-    zfs_fuse_alive "$pid" || return 0
+# Stop a daemon we started: by its id, after checking it still is that program.
+stop_daemon() {  # stop_daemon PID [COMM]
+    local pid=$1 comm=${2:-zfs-fuse} i
+    daemon_alive "$pid" "$comm" || return 0
     kill -TERM "$pid" 2>/dev/null || return 0
     for ((i = 0; i < 100; i++)); do
-        zfs_fuse_alive "$pid" || return 0
+        daemon_alive "$pid" "$comm" || return 0
         sleep 0.1
     done
-    log "zfs-fuse $pid did not stop on SIGTERM; sending SIGKILL"
+    log "$comm $pid did not stop on SIGTERM; sending SIGKILL"
     kill -KILL "$pid" 2>/dev/null || true
+}
+
+# zetta_cli CACHE ARGS...: Zetta's CLI talking to the daemon of cache file CACHE (its
+# socket is in CACHE.run), whatever ZETTA_* the caller's environment holds.
+zetta_cli() {
+    local cache=$1
+    shift
+    env -u ZETTA_RUN_DIR -u ZETTA_DIRECT -u ZETTA_MOUNT ZETTA_CACHE_FILE="$cache" \
+        "$ZETTA" "$@"
+}
+
+# Stop a zetta daemon we started: `zetta daemon --stop` (commits its pools, unmounts and
+# waits for it to be gone), then by its id if it is somehow still there.
+stop_zetta() {  # stop_zetta PID CACHE
+    timeout 120 env -u ZETTA_RUN_DIR -u ZETTA_DIRECT -u ZETTA_MOUNT ZETTA_CACHE_FILE="$2" \
+        "$ZETTA" daemon --stop >/dev/null 2>&1 || log "teardown: zetta daemon --stop failed"
+    stop_daemon "$1" zetta
 }
 
 mounts_under_run() {
@@ -93,22 +115,33 @@ mounts_under_run() {
 
 # Undo everything recorded in $STATE, newest first.
 teardown() {
-    local kind arg m
+    local kind arg m first rest
+    local -a files=()
     [[ -n $STATE && -s $STATE ]] || return 0
     while read -r kind arg; do
+        read -r first rest <<<"$arg"  # for the kinds with two arguments, the 2nd a path
         case $kind in
             pool) "$ZPOOL" destroy -f "$arg" >/dev/null 2>&1 ||
                       "$ZPOOL" export -f "$arg" >/dev/null 2>&1 ||
                       log "teardown: could not destroy zfs-fuse pool $arg" ;;
-            zfsd) stop_daemon "$arg" ;;
+            zfsd) stop_daemon "$arg" zfs-fuse ;;
+            zettapool) zetta_cli "$rest" zpool destroy -f "$first" >/dev/null 2>&1 ||
+                       zetta_cli "$rest" zpool export -f "$first" >/dev/null 2>&1 ||
+                       log "teardown: could not destroy zetta pool $first" ;;
+            zettad) stop_zetta "$first" "$rest" ;;
             mount) umount "$arg" 2>/dev/null || umount -l "$arg" 2>/dev/null || true ;;
             loop) losetup -d "$arg" 2>/dev/null || log "teardown: losetup -d $arg failed" ;;
+            file) files+=("$arg") ;;
         esac
     done < <(tac "$STATE")
     # Anything still mounted under the run dir (a FUSE mount left by a dead daemon).
     while read -r m; do
         [[ -n $m ]] && { umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; }
     done < <(mounts_under_run)
+    # Backing files last, once nothing holds them: their space is free for the next one.
+    if [[ -z $(mounts_under_run) ]]; then
+        ((${#files[@]} == 0)) || rm -f -- "${files[@]}"
+    fi
     : >"$STATE"
 }
 
@@ -181,7 +214,29 @@ zfs_fuse_bin() {
     { dpkg -L "$ZFS_FUSE_PKG" 2>/dev/null || true; } | grep -E "/s?bin/$1\$" | head -n1 || true
 }
 
+# Zetta: the release binary of this checkout, built when missing and a zetta contender runs.
+want_zetta() {
+    local k
+    for k in ${ONLY//,/ }; do
+        [[ $k == zetta* ]] && return 0
+    done
+    return 1
+}
+
 install_missing
+if [[ ! -x $ZETTA ]] && want_zetta; then
+    if command -v cargo >/dev/null; then
+        log "building $ZETTA (cargo build --release -p zetta-cli)"
+        (cd "$REPO" && cargo build --release -p zetta-cli >&2) || log "cargo build failed"
+    else
+        log "no $ZETTA and no cargo on PATH: the zetta contenders will be skipped"
+    fi
+fi
+# Never rebuilt when present: say so when the sources are newer than the binary.
+if [[ -x $ZETTA ]] && want_zetta &&
+    [[ -n $(find "$REPO/crates" -name '*.rs' -newer "$ZETTA" -print -quit 2>/dev/null) ]]; then
+    log "warning: sources under crates/ are newer than $ZETTA; rebuild it to measure them"
+fi
 ZFS_FUSE=$(zfs_fuse_bin zfs-fuse)
 ZPOOL=$(zfs_fuse_bin zpool)
 ZFS_SOCKET=/var/run/zfs/zfs_socket
@@ -198,14 +253,25 @@ INFO=$RUN/info.tsv        # key <TAB> value
 : >"$STATE"
 : >"$RESULTS"
 : >"$INFO"
+# One build for the whole run: others may rebuild target/release while it goes on (and a
+# profiler then still finds the symbols of the running daemon).
+ZETTA_BUILT=""
+if [[ -x $ZETTA ]] && want_zetta; then
+    ZETTA_BUILT=$(date -u -r "$ZETTA" '+%Y-%m-%d %H:%M UTC')
+    mkdir "$RUN/bin"  # not RUN/zetta: that is the zetta contender's mountpoint
+    cp "$ZETTA" "$RUN/bin/zetta"
+    ZETTA=$RUN/bin/zetta
+fi
 
 # ---------------------------------------------------------------- measuring
 
 DROP_CACHES=yes
-CUR_POOL=""          # set inside a zfs-fuse contender: export/import it to empty the ARC
+CUR_ENGINE=""        # zfs-fuse or zetta, inside those contenders
+CUR_POOL=""          # set in a zfs-fuse or zetta contender: export/import it to empty the ARC
 CUR_VDEV_DIR=""
 CUR_MNT=""
 CUR_DAEMON=""
+CUR_CACHE=""         # zetta: the cache file naming its daemon
 
 result() {
     printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$RESULTS"
@@ -216,12 +282,22 @@ skip() {
     log "$1: skipped: $2"
 }
 
+# The current contender's zpool: zfs-fuse's by absolute path, or Zetta's with its cache file.
+cur_zpool() {
+    case $CUR_ENGINE in
+        zfs-fuse) "$ZPOOL" "$@" ;;
+        zetta) zetta_cli "$CUR_CACHE" zpool "$@" ;;
+        *) die "cur_zpool: no pool in contender ($CUR_ENGINE)" ;;
+    esac
+}
+
 drop_caches() {
     sync
     if [[ -n $CUR_POOL ]]; then
-        "$ZPOOL" export "$CUR_POOL"
-        "$ZPOOL" import -d "$CUR_VDEV_DIR" "$CUR_POOL"
-        wait_mounted "$CUR_MNT" || { log "zfs-fuse: $CUR_MNT not mounted after import"; return 1; }
+        cur_zpool export "$CUR_POOL"
+        cur_zpool import -d "$CUR_VDEV_DIR" "$CUR_POOL"
+        wait_mounted "$CUR_MNT" ||
+            { log "$CUR_ENGINE: $CUR_MNT not mounted after import"; return 1; }
     fi
     echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true
 }
@@ -287,6 +363,7 @@ workloads() {
 
 new_loop() {  # new_loop KEY FILE: print the loop device over a new sparse FILE
     local dev
+    note_state file "$2"
     truncate -s "$VDEV_SIZE" "$2"
     if ! dev=$(losetup -f --show "$2" 2>"$RUN/err"); then
         skip "$1" "loop devices unavailable: $(tail -n1 "$RUN/err")"
@@ -344,9 +421,30 @@ contender_btrfs-raid1() {
     workloads btrfs-raid1 "$RUN/btrfs-raid1"
 }
 
+# new_vdevs N: N sparse backing files in $CUR_VDEV_DIR, into the array vdevs (a mirror
+# when N > 1); the caller declares `local -a vdevs`.
+new_vdevs() {
+    local i
+    mkdir -p "$CUR_VDEV_DIR"
+    vdevs=()
+    for ((i = 0; i < $1; i++)); do
+        note_state file "$CUR_VDEV_DIR/v$i"
+        truncate -s "$VDEV_SIZE" "$CUR_VDEV_DIR/v$i"
+        vdevs+=("$CUR_VDEV_DIR/v$i")
+    done
+    (($1 > 1)) && vdevs=(mirror "${vdevs[@]}")
+    return 0
+}
+
+pool_name() {  # one name per run: zbench and the run directory's suffix
+    local pool=zbench${RUN##*.}
+    printf '%s\n' "${pool//[^A-Za-z0-9]/}"
+}
+
 # zfs_fuse KEY COMPRESSION NVDEVS: a fresh daemon, a pool of file vdevs, one dataset.
 zfs_fuse() {
     local key=$1 comp=$2 n=$3 i pid other
+    local -a vdevs
     if [[ -z $ZFS_FUSE || -z $ZPOOL ]]; then
         skip "$key" "zfs-fuse binaries not found in package $ZFS_FUSE_PKG"
         return 0
@@ -377,17 +475,12 @@ zfs_fuse() {
         skip "$key" "zfs-fuse daemon did not start: $(tail -n1 "$RUN/zfs-fuse.$key.log")"
         return 0
     fi
+    CUR_ENGINE=zfs-fuse
     CUR_DAEMON=$pid
     CUR_VDEV_DIR=$RUN/vdevs.$key
-    mkdir -p "$CUR_VDEV_DIR"
-    local -a vdevs=()
-    for ((i = 0; i < n; i++)); do
-        truncate -s "$VDEV_SIZE" "$CUR_VDEV_DIR/v$i"
-        vdevs+=("$CUR_VDEV_DIR/v$i")
-    done
-    ((n > 1)) && vdevs=(mirror "${vdevs[@]}")
-    local pool=zbench${RUN##*.} m=$RUN/$key
-    pool=${pool//[^A-Za-z0-9]/}
+    new_vdevs "$n"
+    local pool m=$RUN/$key
+    pool=$(pool_name)
     if ! "$ZPOOL" create -f -o cachefile=none -O compression="$comp" -m "$m" \
         "$pool" "${vdevs[@]}" >"$RUN/err" 2>&1; then
         skip "$key" "zpool create (zfs-fuse) failed: $(tail -n1 "$RUN/err")"
@@ -407,10 +500,60 @@ contender_zfs-fuse() { zfs_fuse zfs-fuse off 1; }
 contender_zfs-fuse-comp() { zfs_fuse zfs-fuse-comp on 1; }
 contender_zfs-fuse-mirror() { zfs_fuse zfs-fuse-mirror off 2; }
 
-contender_zetta() {
-    log "zetta: not mountable yet (mount issue)"
-    printf '%s\tskip\t%s\n' zetta "not mountable yet (mount issue)" >>"$RESULTS"
+# zetta_contender KEY COMPRESSION NVDEVS: like zfs_fuse. A fresh daemon with its own cache
+# file (and so its own socket, in CACHE.run) under the run directory, started in its own
+# session as `zpool` would start it on demand; a pool of file vdevs whose root filesystem
+# the daemon mounts.
+zetta_contender() {
+    local key=$1 comp=$2 n=$3 i pid
+    local -a vdevs
+    if [[ ! -x $ZETTA ]]; then
+        skip "$key" "no $ZETTA (cargo build --release -p zetta-cli failed or no cargo)"
+        return 0
+    fi
+    if [[ ! -c /dev/fuse ]]; then
+        skip "$key" "no /dev/fuse (FUSE unavailable here)"
+        return 0
+    fi
+    CUR_CACHE=$RUN/zetta.$key/zpool.cache
+    mkdir -p "$RUN/zetta.$key"
+    setsid env -u ZETTA_RUN_DIR -u ZETTA_DIRECT -u ZETTA_MOUNT ZETTA_CACHE_FILE="$CUR_CACHE" \
+        "$ZETTA" daemon >"$RUN/zetta.$key.log" 2>&1 </dev/null &
+    pid=$!
+    note_state zettad "$pid $CUR_CACHE"
+    for ((i = 0; i < 100; i++)); do
+        daemon_alive "$pid" zetta && zetta_cli "$CUR_CACHE" zpool list >/dev/null 2>&1 && break
+        sleep 0.1
+    done
+    if ! daemon_alive "$pid" zetta || ! zetta_cli "$CUR_CACHE" zpool list >/dev/null 2>&1; then
+        skip "$key" "zetta daemon did not start: $(tail -n1 "$RUN/zetta.$key.log")"
+        return 0
+    fi
+    CUR_ENGINE=zetta
+    CUR_DAEMON=$pid
+    CUR_VDEV_DIR=$RUN/vdevs.$key
+    new_vdevs "$n"
+    local pool m=$RUN/$key
+    pool=$(pool_name)
+    if ! zetta_cli "$CUR_CACHE" zpool create -f -O compression="$comp" -m "$m" \
+        "$pool" "${vdevs[@]}" >"$RUN/err" 2>&1; then
+        skip "$key" "zpool create (zetta) failed: $(tail -n1 "$RUN/err")"
+        return 0
+    fi
+    note_state zettapool "$pool $CUR_CACHE"
+    CUR_POOL=$pool
+    CUR_MNT=$m
+    if ! wait_mounted "$m"; then
+        skip "$key" "zetta created the pool but $m is not mounted (FUSE mount failed;\
+ daemon log: $(tail -n1 "$RUN/zetta.$key.log"))"
+        return 0
+    fi
+    workloads "$key" "$m"
 }
+
+contender_zetta() { zetta_contender zetta off 1; }
+contender_zetta-lz4() { zetta_contender zetta-lz4 lz4 1; }
+contender_zetta-mirror() { zetta_contender zetta-mirror off 2; }
 
 # ---------------------------------------------------------------- machine and run
 
@@ -437,6 +580,11 @@ machine_info() {
     info storage "$src, $fstype; disk $dev${model:+: $model}${rota:+, $rota}"
     info load "$(cut -d' ' -f1-3 /proc/loadavg)"
     info versions "$(fio --version), zfs-fuse $(dpkg-query -W -f='${Version}' "$ZFS_FUSE_PKG" 2>/dev/null), btrfs-progs $(dpkg-query -W -f='${Version}' btrfs-progs 2>/dev/null)"
+    if [[ -n $ZETTA_BUILT ]]; then
+        info zetta "$("$ZETTA" version 2>/dev/null), target/release/zetta built $ZETTA_BUILT"
+    else
+        info zetta "not run or not built"
+    fi
     info dir "$DIR"
     info vdev_size "$VDEV_SIZE"
     info seq_size "$SEQ_MIB MiB"

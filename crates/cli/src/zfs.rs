@@ -3,10 +3,14 @@
 //!
 //! Today: `create [-p] [-o prop=value]… fs`, `destroy [-r] fs`, `list [-Hpr] [-d depth]
 //! [-o fields] [fs…]`, `get [-Hpr] [-o fields] all|props fs…`, `set prop=value… fs`,
-//! `inherit [-r] prop fs`, `version`. A dataset name's first component is its pool, which
+//! `inherit [-r] prop fs`, `version`; `send` and `receive` in `zfs/send.rs` and
+//! `zfs/recv.rs`. Datasets whose name holds `%` (a receive's work dataset) are hidden. A dataset name's first component is its pool, which
 //! is opened like `zpool` does (through the daemon). Properties are stored and inherited
 //! with OpenZFS's sources (`default`, `local`, `inherited from …`); making each take effect
 //! on reads and writes comes with the POSIX layer.
+
+mod recv;
+mod send;
 
 use crate::zpool::pool::{self, Imported};
 use crate::zpool::{fail, getopt, usage, CmdError, CmdResult, Ctx};
@@ -22,7 +26,39 @@ use zetta_zprop::{
 
 const USAGE: &str = "usage: zfs command args ...\nwhere 'command' is one of the following:\n\n\tversion\n\n\tcreate [-p] [-o property=value] ... <filesystem>\n\tsnapshot [-r] <filesystem|volume>@<snap> ...\n\trollback [-rRf] <snapshot>\n\tclone [-p] [-o property=value] ... <snapshot> <filesystem|volume>\n\tbookmark <snapshot|bookmark> <newbookmark>\n\thold [-r] <tag> <snapshot> ...\n\tholds [-rHp] <snapshot> ...\n\trelease [-r] <tag> <snapshot> ...\n\tdestroy [-fnpRrv] <filesystem|volume>\n\trename [-fnpu] <filesystem> <filesystem>\n\trename -r <snapshot> <snapshot>\n\tdiff [-FH] <snapshot> [snapshot|filesystem]\n\n\tlist [-Hp] [-r|-d max] [-o property[,...]] [-s property]...\n\t    [-S property]... [-t type[,...]] [filesystem|volume|snapshot] ...\n\n\tset <property=value> ... <filesystem|volume|snapshot> ...\n\tget [-rHp] [-d max] [-o \"all\" | field[,...]]\n\t    [-t type[,...]] [-s source[,...]]\n\t    <\"all\" | property[,...]> [filesystem|volume|snapshot|bookmark] ...\n\tinherit [-rS] <property> <filesystem|volume|snapshot> ...\n";
 
+/// The client's standard input, and whether its standard streams are terminals: what
+/// `zfs receive` reads and what `zfs send`/`receive` refuse, wherever the command runs (in
+/// this process, or in the daemon on behalf of a client).
+pub struct CommandIo<'a> {
+    pub input: Box<dyn std::io::Read + 'a>,
+    pub stdin_is_terminal: bool,
+    pub stdout_is_terminal: bool,
+}
+
+impl CommandIo<'static> {
+    /// This process's own standard streams.
+    pub fn process() -> CommandIo<'static> {
+        // SAFETY: isatty only inspects the descriptor.
+        let (stdin, stdout) = unsafe { (libc::isatty(0) == 1, libc::isatty(1) == 1) };
+        CommandIo {
+            input: Box::new(std::io::stdin()),
+            stdin_is_terminal: stdin,
+            stdout_is_terminal: stdout,
+        }
+    }
+}
+
 pub fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    run_io(args, CommandIo::process(), out, err)
+}
+
+/// `run` with the client's standard input and terminal flags given (the daemon).
+pub fn run_io(
+    args: &[String],
+    mut io: CommandIo<'_>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
     let Some(command) = args.first() else {
         let _ = err.write_all(USAGE.as_bytes());
         return 2;
@@ -51,6 +87,8 @@ pub fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         "diff" => crate::zfs_diff::cmd_diff(rest, &mut ctx),
         "mount" => crate::zfs_mount::cmd_mount(rest, &mut ctx),
         "unmount" | "umount" => crate::zfs_mount::cmd_unmount(rest),
+        "send" => send::cmd_send(rest, &mut io, &mut ctx),
+        "receive" | "recv" => recv::cmd_receive(rest, &mut io, &mut ctx),
         "-?" | "-h" | "--help" | "help" => {
             ctx.print(USAGE);
             Ok(())
@@ -220,7 +258,7 @@ fn cmd_snapshot(args: &[String]) -> CmdResult {
     }
     let mut imported = pool::open_pool(&pool_name).map_err(|_| missing(&parsed.operands[0]))?;
     let mut names = Vec::new();
-    let all = imported.spa.dataset_names().map_err(spa_fail)?;
+    let all = visible_names(&mut imported)?;
     for full in &parsed.operands {
         let (fs, snap) = full.split_once('@').unwrap_or((full, ""));
         if !all.iter().any(|n| n == fs) {
@@ -617,6 +655,11 @@ fn property(
             }
             .to_string(),
         ),
+        Some("receive_resume_token") => Some(
+            zetta::dmu_send::receive_resume_token(spa, name)
+                .map_err(spa_fail)?
+                .unwrap_or_else(|| "-".to_string()),
+        ),
         Some("origin") => Some(
             spa.origin_of(name)
                 .map_err(spa_fail)?
@@ -814,7 +857,7 @@ fn targets(
     let mut out = Vec::new();
     for (pool_name, wanted) in roots {
         let mut imported = pool::open_pool(&pool_name).map_err(|_| missing(&wanted[0]))?;
-        let all = imported.spa.dataset_names().map_err(spa_fail)?;
+        let all = visible_names(&mut imported)?;
         // `zfs list -t snapshot fs` means fs's snapshots: an implied depth of 1.
         let implied = if types.snapshots && !types.filesystems {
             1
@@ -876,6 +919,13 @@ fn targets(
         out.push((imported, selected));
     }
     Ok(out)
+}
+
+/// The pool's filesystems without the hidden work datasets of receives (`…/%recv`).
+fn visible_names(imported: &mut Imported) -> Result<Vec<String>, CmdError> {
+    let mut names = imported.spa.dataset_names().map_err(spa_fail)?;
+    names.retain(|name| !name.contains('%'));
+    Ok(names)
 }
 
 fn parse_depth(parsed: &crate::zpool::Parsed) -> Result<Option<usize>, CmdError> {

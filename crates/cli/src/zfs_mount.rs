@@ -47,7 +47,9 @@ pub fn specs(spa: &mut Spa) -> Result<Vec<MountSpec>, CmdError> {
     let props = crate::zfs::load_spa_props(spa)?;
     let altroot = spa.props.get_str("altroot").map(str::to_string);
     let mut out = Vec::new();
-    for name in spa.dataset_names().map_err(crate::zfs::spa_fail)? {
+    // `%` names are a receive's hidden work datasets: never mounted.
+    let names = spa.dataset_names().map_err(crate::zfs::spa_fail)?;
+    for name in names.into_iter().filter(|n| !n.contains('%')) {
         let get = |prop: &str| {
             resolve(&props, &name, prop)
                 .map(|r| r.value)

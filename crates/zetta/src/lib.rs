@@ -29,6 +29,7 @@ mod macros {
 }
 
 pub mod dmu;
+pub mod dmu_send;
 pub mod dsl;
 pub mod io;
 pub mod metaslab;

@@ -1,9 +1,12 @@
 //! The client side: forward a `zpool`/`zfs` command to the daemon, starting the daemon
 //! first when none answers.
 
-use super::protocol::{self, FRAME_EXIT, FRAME_STDERR, FRAME_STDOUT};
+use super::protocol::{
+    self, FRAME_EXIT, FRAME_STDERR, FRAME_STDIN, FRAME_STDIN_WANT, FRAME_STDOUT,
+    REQUEST_FLAG_STDIN_TERMINAL, REQUEST_FLAG_STDOUT_TERMINAL, STDIN_CHUNK_MAX,
+};
 use super::{run_dir, socket_path};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
@@ -72,15 +75,28 @@ pub fn forward(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32
         }
     };
     let mut writer = &stream;
-    if let Err(e) = protocol::write_request(&mut writer, args) {
+    if let Err(e) = protocol::write_request(&mut writer, args, terminal_flags()) {
         let _ = writeln!(err, "cannot talk to the zetta daemon: {e}");
         return 1;
     }
     let mut reader = &stream;
+    let mut stdin = std::io::stdin();
     loop {
         match protocol::read_frame(&mut reader) {
             Ok((FRAME_STDOUT, bytes)) => {
-                let _ = out.write_all(&bytes);
+                // A closed pipe (`zfs send | head`): stop, and the daemon's next write fails.
+                if out.write_all(&bytes).and_then(|()| out.flush()).is_err() {
+                    return 1;
+                }
+            }
+            Ok((FRAME_STDIN_WANT, bytes)) if bytes.len() == 4 => {
+                let want = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+                let chunk = read_chunk(&mut stdin, want.min(STDIN_CHUNK_MAX) as usize, err);
+                let mut writer = &stream;
+                if protocol::write_frame(&mut writer, FRAME_STDIN, &chunk).is_err() {
+                    let _ = writeln!(err, "the zetta daemon went away");
+                    return 1;
+                }
             }
             Ok((FRAME_STDERR, bytes)) => {
                 let _ = err.write_all(&bytes);
@@ -100,6 +116,33 @@ pub fn forward(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32
     }
 }
 
+/// Which of this process's standard streams are terminals (request flags).
+fn terminal_flags() -> u32 {
+    // SAFETY: isatty only inspects the descriptor.
+    let (stdin, stdout) = unsafe { (libc::isatty(0) == 1, libc::isatty(1) == 1) };
+    u32::from(stdin) * REQUEST_FLAG_STDIN_TERMINAL
+        + u32::from(stdout) * REQUEST_FLAG_STDOUT_TERMINAL
+}
+
+/// Up to `want` bytes of stdin (fewer only at its end); a read error ends the input.
+fn read_chunk(stdin: &mut dyn Read, want: usize, err: &mut dyn Write) -> Vec<u8> {
+    let mut chunk = vec![0u8; want];
+    let mut filled = 0;
+    while filled < want {
+        match stdin.read(&mut chunk[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                let _ = writeln!(err, "cannot read standard input: {e}");
+                break;
+            }
+        }
+    }
+    chunk.truncate(filled);
+    chunk
+}
+
 /// `zetta daemon --stop`: asks a running daemon to commit its pools and exit.
 pub fn stop(out: &mut dyn Write) -> i32 {
     let Ok(stream) = UnixStream::connect(socket_path()) else {
@@ -107,7 +150,7 @@ pub fn stop(out: &mut dyn Write) -> i32 {
         return 0;
     };
     let mut writer = &stream;
-    if protocol::write_request(&mut writer, &["__stop".to_string()]).is_err() {
+    if protocol::write_request(&mut writer, &["__stop".to_string()], 0).is_err() {
         return 1;
     }
     let mut reader = &stream;

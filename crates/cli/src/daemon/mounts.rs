@@ -323,6 +323,14 @@ pub fn prepare(args: &[String]) -> Result<(), String> {
                 unmount_tree(name, force)?;
             }
         }
+        ("zfs", "receive" | "recv") if !flags.contains('n') && !flags.contains('A') => {
+            // A receive onto an existing filesystem swaps its tree: remount around it.
+            if let Some(target) = operands.last() {
+                if unmount_tree(target, false).is_err() {
+                    unmount_tree(target, true)?;
+                }
+            }
+        }
         ("zfs", "rollback") => {
             if let Some(fs) = operands.first().and_then(|n| n.split('@').next()) {
                 // Rollback replaces the tree under the mount: remount around it.
@@ -360,6 +368,18 @@ pub fn after(args: &[String], messages: &mut Vec<String>) {
         .iter()
         .skip(2)
         .any(|a| a.starts_with('-') && a.contains('N'));
+    // `zfs receive -u`: the received filesystem stays unmounted.
+    let receive_unmounted = args.first().map(String::as_str) == Some("zfs")
+        && matches!(args.get(1).map(String::as_str), Some("receive" | "recv"))
+        && args
+            .iter()
+            .skip(2)
+            .any(|a| a.starts_with('-') && !a.starts_with("--") && a.contains('u'));
+    if receive_unmounted {
+        if let Some(target) = operands.last() {
+            suppress(target);
+        }
+    }
     if args.first().map(String::as_str) == Some("zpool")
         && args.get(1).map(String::as_str) == Some("import")
         && no_mount

@@ -1,12 +1,18 @@
 //! The socket protocol between the `zpool`/`zfs` client and the daemon.
 //!
 //! ```text
-//! request:  argc u32 | (len u32, utf-8 bytes){argc}      argv[0] = "zpool" | "zfs" | "__stop"
+//! request:  argc u32 | (len u32, utf-8 bytes){argc} | flags u32
+//!           argv[0] = "zpool" | "zfs" | "__stop"; flags: bit 0 the client's stdin is a
+//!           terminal, bit 1 its stdout is
 //! response: frames: kind u8 | len u32 | bytes[len]
 //!           kind 1 = stdout bytes, 2 = stderr bytes, 3 = exit code (len 4, i32 LE), last
+//!           kind 4 = stdin wanted (len 4: u32 most bytes, at most STDIN_CHUNK_MAX)
+//! stdin:    kind 5 = stdin bytes, client to daemon, one per kind-4 frame (len 0 = end)
 //! ```
 //! All integers little-endian. Limits (`ARGS_MAX`, `ARG_LEN_MAX`, `FRAME_LEN_MAX`) bound
-//! what either side allocates for the other.
+//! what either side allocates for the other. Standard input flows only when the command
+//! asks for it, a bounded chunk at a time (`zfs receive`): the daemon holds at most one
+//! chunk, and a slow pipe on either side simply makes the other wait.
 
 use std::io::{Read, Write};
 
@@ -16,6 +22,12 @@ pub const FRAME_LEN_MAX: u32 = 64 << 20;
 pub const FRAME_STDOUT: u8 = 1;
 pub const FRAME_STDERR: u8 = 2;
 pub const FRAME_EXIT: u8 = 3;
+pub const FRAME_STDIN_WANT: u8 = 4;
+pub const FRAME_STDIN: u8 = 5;
+/// Largest stdin chunk one kind-4 frame may ask for.
+pub const STDIN_CHUNK_MAX: u32 = 1 << 20;
+pub const REQUEST_FLAG_STDIN_TERMINAL: u32 = 1;
+pub const REQUEST_FLAG_STDOUT_TERMINAL: u32 = 2;
 
 fn invalid(why: &str) -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::InvalidData, why.to_string())
@@ -27,18 +39,20 @@ fn read_u32(stream: &mut dyn Read) -> std::io::Result<u32> {
     Ok(u32::from_le_bytes(word))
 }
 
-pub fn write_request(stream: &mut dyn Write, args: &[String]) -> std::io::Result<()> {
+pub fn write_request(stream: &mut dyn Write, args: &[String], flags: u32) -> std::io::Result<()> {
     let mut bytes = Vec::new();
     bytes.extend_from_slice(&(args.len() as u32).to_le_bytes());
     for arg in args {
         bytes.extend_from_slice(&(arg.len() as u32).to_le_bytes());
         bytes.extend_from_slice(arg.as_bytes());
     }
+    bytes.extend_from_slice(&flags.to_le_bytes());
     stream.write_all(&bytes)?;
     stream.flush()
 }
 
-pub fn read_request(stream: &mut dyn Read) -> std::io::Result<Vec<String>> {
+/// A request: its argv and flags.
+pub fn read_request(stream: &mut dyn Read) -> std::io::Result<(Vec<String>, u32)> {
     let argc = read_u32(stream)?;
     if argc == 0 || argc > ARGS_MAX {
         return Err(invalid("bad argument count"));
@@ -53,7 +67,8 @@ pub fn read_request(stream: &mut dyn Read) -> std::io::Result<Vec<String>> {
         stream.read_exact(&mut bytes)?;
         args.push(String::from_utf8(bytes).map_err(|_| invalid("argument is not UTF-8"))?);
     }
-    Ok(args)
+    let flags = read_u32(stream)?;
+    Ok((args, flags))
 }
 
 pub fn write_frame(stream: &mut dyn Write, kind: u8, payload: &[u8]) -> std::io::Result<()> {
@@ -94,6 +109,29 @@ impl Write for FrameWriter<'_> {
     }
 }
 
+/// The client's standard input, read through the socket: each `read` asks the client for
+/// at most one chunk (`FRAME_STDIN_WANT`) and waits for its answer (`FRAME_STDIN`).
+pub struct RemoteStdin<'a> {
+    pub stream: &'a std::os::unix::net::UnixStream,
+}
+
+impl Read for RemoteStdin<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let want = buf.len().min(STDIN_CHUNK_MAX as usize) as u32;
+        if want == 0 {
+            return Ok(0);
+        }
+        let mut stream = self.stream;
+        write_frame(&mut stream, FRAME_STDIN_WANT, &want.to_le_bytes())?;
+        let (kind, payload) = read_frame(&mut stream)?;
+        if kind != FRAME_STDIN || payload.len() > want as usize {
+            return Err(invalid("the client sent a malformed stdin frame"));
+        }
+        buf[..payload.len()].copy_from_slice(&payload);
+        Ok(payload.len())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,8 +146,11 @@ mod tests {
             "tank".to_string(),
         ];
         let mut bytes = Vec::new();
-        write_request(&mut bytes, &args).unwrap();
-        assert_eq!(read_request(&mut &bytes[..]).unwrap(), args);
+        write_request(&mut bytes, &args, REQUEST_FLAG_STDOUT_TERMINAL).unwrap();
+        assert_eq!(
+            read_request(&mut &bytes[..]).unwrap(),
+            (args, REQUEST_FLAG_STDOUT_TERMINAL)
+        );
         let mut frame = Vec::new();
         write_frame(&mut frame, FRAME_EXIT, &7i32.to_le_bytes()).unwrap();
         assert_eq!(

@@ -81,7 +81,7 @@ pub fn run(err: &mut dyn Write) -> i32 {
 
 fn serve(stream: UnixStream) {
     let mut reader = &stream;
-    let Ok(args) = protocol::read_request(&mut reader) else {
+    let Ok((args, flags)) = protocol::read_request(&mut reader) else {
         return;
     };
     let code = {
@@ -101,7 +101,14 @@ fn serve(stream: UnixStream) {
         }
         let code = match args[0].as_str() {
             "zpool" => crate::zpool::run(&args[1..], &mut out, &mut err),
-            "zfs" => crate::zfs::run(&args[1..], &mut out, &mut err),
+            "zfs" => {
+                let io = crate::zfs::CommandIo {
+                    input: Box::new(protocol::RemoteStdin { stream: &stream }),
+                    stdin_is_terminal: flags & protocol::REQUEST_FLAG_STDIN_TERMINAL != 0,
+                    stdout_is_terminal: flags & protocol::REQUEST_FLAG_STDOUT_TERMINAL != 0,
+                };
+                crate::zfs::run_io(&args[1..], io, &mut out, &mut err)
+            }
             "arcstats" => {
                 let _ = out.write_all(arc_stats_text().as_bytes());
                 0

@@ -641,6 +641,10 @@ impl ObjectSet {
         let mut blkid = first;
         while blkid < last {
             // Skip quickly over unallocated regions of sparse objects.
+            if let Some(end) = hole_span_end(state, ctx, objset, id.0, blkid)? {
+                blkid = end.max(blkid + 1);
+                continue;
+            }
             let bp = block_pointer(state, ctx, objset, id.0, 0, blkid)?;
             let had_dbuf = state.dbufs.remove(&(0, blkid));
             let old = had_dbuf.map(|d| d.bp).unwrap_or(bp);
@@ -1098,6 +1102,38 @@ fn block_pointer(
     let slot = (blkid % per) as usize * BLKPTR_SIZE_BYTES;
     BlockPointer::decode(&parent.data[slot..slot + BLKPTR_SIZE_BYTES])
         .map_err(|e| DmuError::Corrupt(format!("object {object}: {e}")))
+}
+
+/// The end of the largest aligned span around level-0 block `blkid` whose pointer is a
+/// hole with nothing of it in memory (so every block in it is a hole), or `None` when
+/// `blkid` has to be looked at itself. Lets frees of huge sparse ranges skip what was
+/// never written instead of visiting (and loading parents for) every block id.
+fn hole_span_end(
+    state: &mut ObjectState,
+    ctx: &IoCtx<'_>,
+    objset: u64,
+    object: u64,
+    blkid: u64,
+) -> Result<Option<u64>, DmuError> {
+    let per = state.phys.entries_per_indirect();
+    for level in (1..state.phys.nlevels).rev() {
+        let span = per.saturating_pow(u32::from(level));
+        let index = blkid / span;
+        let first = index.saturating_mul(span);
+        let end = first.saturating_add(span);
+        let cached = (0..=level).any(|l| {
+            let width = per.saturating_pow(u32::from(l));
+            state
+                .dbufs
+                .range((l, first / width)..(l, end.div_ceil(width)))
+                .next()
+                .is_some()
+        });
+        if !cached && block_pointer(state, ctx, objset, object, level, index)?.is_hole() {
+            return Ok(Some(end));
+        }
+    }
+    Ok(None)
 }
 
 /// Loads (reading if needed) the dbuf of (level, blkid).

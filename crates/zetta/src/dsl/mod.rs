@@ -14,6 +14,7 @@
 //! `ObjsetPolicy::prev_snap_txg`, which exist but stay zero.
 
 pub mod phys;
+mod recv;
 mod rename;
 mod snapshot;
 pub use snapshot::{append_dead_list, Bookmark, DS_FLAG_SNAPSHOT};
@@ -329,34 +330,53 @@ impl Spa {
         let phys = self.read_dir(dir)?;
         let dataset = phys.head_dataset;
         self.open_dataset(dataset)?;
-        let txg = self.open_txg();
         if let Some(head) = self.datasets.remove(&dataset) {
-            let mut blocks = Vec::new();
             // Blocks born up to the previous snapshot belong to it (a clone's origin);
             // the rest are this dataset's alone.
-            let shared_through_txg = head.phys.prev_snap_txg;
-            if !head.phys.bp.is_hole() {
-                let ctx = io_ctx!(self);
-                ObjectSet::walk_blocks(
-                    &ctx,
-                    dataset,
-                    &head.phys.bp,
-                    &mut |bp, _| {
-                        if bp.birth_txg.0 > shared_through_txg {
-                            blocks.push(*bp)
-                        }
-                    },
-                    false,
-                )?;
-            }
+            self.free_blocks_born_after(dataset, &head.phys.bp, head.phys.prev_snap_txg)?;
             if head.phys.deadlist != 0 {
                 let ctx = io_ctx!(self);
                 self.mos.free_object(&ctx, ObjectId(head.phys.deadlist))?;
             }
-            for bp in blocks {
-                self.zio.free_block(&bp, true, txg);
-            }
         }
+        self.unlink_dataset(name, dir)
+    }
+
+    /// Frees the blocks of the tree under `bp` (an object set of `dataset`) born after
+    /// `txg`: what a head wrote since its previous snapshot; older blocks are the snapshot's.
+    pub(super) fn free_blocks_born_after(
+        &mut self,
+        dataset: u64,
+        bp: &crate::zio::blkptr::BlockPointer,
+        txg: u64,
+    ) -> Result<(), SpaError> {
+        if bp.is_hole() || bp.birth_txg.0 <= txg {
+            return Ok(());
+        }
+        let mut blocks = Vec::new();
+        let ctx = io_ctx!(self);
+        ObjectSet::walk_blocks(
+            &ctx,
+            dataset,
+            bp,
+            &mut |child, _| {
+                if child.birth_txg.0 > txg {
+                    blocks.push(*child);
+                }
+            },
+            false,
+        )?;
+        let open_txg = self.open_txg();
+        for block in &blocks {
+            self.zio.free_block(block, true, open_txg);
+        }
+        Ok(())
+    }
+
+    /// Removes a filesystem's records (its name in the parent, its ZAPs, its dir and head
+    /// dataset objects), leaving its blocks alone: the caller freed them or handed them on.
+    fn unlink_dataset(&mut self, name: &str, dir: u64) -> Result<(), SpaError> {
+        let phys = self.read_dir(dir)?;
         let parent = self.read_dir(phys.parent_dir)?;
         let leaf = name.rsplit('/').next().unwrap_or(name);
         let ctx = io_ctx!(self);
@@ -367,7 +387,7 @@ impl Spa {
                 zap::zap_destroy(&mut self.mos, &ctx, ObjectId(zap_object)).map_err(zap_error)?;
             }
         }
-        self.mos.free_object(&ctx, ObjectId(dataset))?;
+        self.mos.free_object(&ctx, ObjectId(phys.head_dataset))?;
         self.mos.free_object(&ctx, ObjectId(dir))?;
         Ok(())
     }

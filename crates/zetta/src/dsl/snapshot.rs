@@ -54,7 +54,11 @@ impl Spa {
         self.read_dataset_phys(dataset)
     }
 
-    fn store_head_phys(&mut self, dataset: u64, phys: DslDatasetPhys) -> Result<(), SpaError> {
+    pub(super) fn store_head_phys(
+        &mut self,
+        dataset: u64,
+        phys: DslDatasetPhys,
+    ) -> Result<(), SpaError> {
         let txg = Txg(phys.prev_snap_txg);
         if dataset == MOS_OBJECT_ROOT_DATASET.0 {
             self.root_dataset.policy.prev_snap_txg = txg;
@@ -70,6 +74,16 @@ impl Spa {
 
     /// `zfs snapshot fs@a fs2@b …`: all in one txg (atomic across them).
     pub fn snapshot(&mut self, names: &[String]) -> Result<(), SpaError> {
+        self.snapshot_as(names, None)
+    }
+
+    /// `snapshot`, with the guid and creation time given instead of new ones when
+    /// `identity` is set: a received snapshot keeps the sender's (`zfs receive`).
+    pub fn snapshot_as(
+        &mut self,
+        names: &[String],
+        identity: Option<(Guid, u64)>,
+    ) -> Result<(), SpaError> {
         let mut targets = Vec::new();
         for full in names {
             let Some((fs, snap)) = full.split_once('@') else {
@@ -107,8 +121,8 @@ impl Spa {
                 prev_snap_txg: head.prev_snap_txg,
                 referenced_bytes: head.referenced_bytes,
                 creation_txg: txg.0,
-                creation_time: now_secs(),
-                guid: Guid::random().0,
+                creation_time: identity.map_or_else(now_secs, |(_, time)| time),
+                guid: identity.map_or_else(Guid::random, |(guid, _)| guid).0,
                 flags: DS_FLAG_SNAPSHOT,
                 // Blocks that died since the previous snapshot belong to this one's dead
                 // list; the head starts a new one.
@@ -393,55 +407,46 @@ impl Spa {
             )));
         }
         let snap = snapshots[index].2.clone();
-        let mut head = self.head_phys(dataset)?;
+        let head = self.head_phys(dataset)?;
         let head_bp = if dataset == MOS_OBJECT_ROOT_DATASET.0 {
             self.root_bp()
         } else {
             head.bp
         };
         // Everything the head wrote after the snapshot goes.
-        let mut newer_blocks = Vec::new();
-        if !head_bp.is_hole() {
-            let ctx = io_ctx!(self);
-            ObjectSet::walk_blocks(
-                &ctx,
-                dataset,
-                &head_bp,
-                &mut |bp, _| {
-                    if bp.birth_txg.0 > snap.creation_txg {
-                        newer_blocks.push(*bp);
-                    }
-                },
-                false,
-            )?;
-        }
-        let txg = self.open_txg();
-        for bp in &newer_blocks {
-            self.zio.free_block(bp, true, txg);
-        }
-        let ctx = io_ctx!(self);
-        if head.deadlist != 0 {
-            self.mos.free_object(&ctx, ObjectId(head.deadlist))?;
-            head.deadlist = 0;
-        }
-        head.bp = snap.bp;
-        head.referenced_bytes = snap.referenced_bytes;
-        let mut objset = ObjectSet::open(
-            &ctx,
-            dataset,
-            &snap.bp,
-            dataset_policy(default_data_props()),
-        )?;
-        objset.policy.prev_snap_txg = Txg(head.prev_snap_txg);
-        if dataset == MOS_OBJECT_ROOT_DATASET.0 {
-            self.set_root_objset(objset, snap.bp);
-        } else if let Some(loaded) = self.datasets.get_mut(&dataset) {
-            loaded.objset = objset;
-        }
-        self.store_head_phys(dataset, head)?;
+        self.free_blocks_born_after(dataset, &head_bp, snap.creation_txg)?;
+        // The snapshot's blocks the head had released are live again: no dead list.
+        self.replace_head_tree(dataset, head, snap.bp, snap.referenced_bytes, 0)?;
         self.refresh_io_props()?;
         self.sync()?;
         Ok(())
+    }
+
+    /// Points a head at another tree (rollback, receive): its dead list object goes and
+    /// `deadlist` takes its place, the object set is reopened on `bp`, the record stored.
+    pub(super) fn replace_head_tree(
+        &mut self,
+        dataset: u64,
+        mut head: DslDatasetPhys,
+        bp: BlockPointer,
+        referenced_bytes: u64,
+        deadlist: u64,
+    ) -> Result<(), SpaError> {
+        let ctx = io_ctx!(self);
+        if head.deadlist != 0 {
+            self.mos.free_object(&ctx, ObjectId(head.deadlist))?;
+        }
+        head.deadlist = deadlist;
+        head.bp = bp;
+        head.referenced_bytes = referenced_bytes;
+        let mut objset = ObjectSet::open(&ctx, dataset, &bp, dataset_policy(default_data_props()))?;
+        objset.policy.prev_snap_txg = Txg(head.prev_snap_txg);
+        if dataset == MOS_OBJECT_ROOT_DATASET.0 {
+            self.set_root_objset(objset, bp);
+        } else if let Some(loaded) = self.datasets.get_mut(&dataset) {
+            loaded.objset = objset;
+        }
+        self.store_head_phys(dataset, head)
     }
 }
 

@@ -294,6 +294,28 @@ impl Zio {
         Ok(data)
     }
 
+    /// Reads a block's stored bytes (`psize`, still compressed), verified against its
+    /// checksum: what `zfs send -c` puts in a stream. Not cached.
+    pub fn read_block_physical(
+        &self,
+        root: &Vdev,
+        bp: &BlockPointer,
+        bookmark: Option<Bookmark>,
+    ) -> Result<Vec<u8>, ZioError> {
+        if bp.is_hole() {
+            return Err(ZioError::Corrupt("a hole has no stored bytes".to_string()));
+        }
+        match self.read_physical(root, bp, ReadMode::Normal) {
+            Some((physical, _)) => Ok(physical),
+            None => {
+                if let Some(bookmark) = bookmark {
+                    self.errlog.lock().insert(bookmark);
+                }
+                Err(ZioError::Unrecoverable { bp: bp.to_string() })
+            }
+        }
+    }
+
     /// Reads and verifies every copy of a block (scrub) or the first good one, healing the
     /// others. Returns the physical bytes and the bytes repaired.
     fn read_physical(

@@ -1,0 +1,132 @@
+//! The scratch lab of the CLI tests: a directory with `zpool` and `zfs` symlinks to the
+//! real binary, its own cache file and daemon, and sparse disk files. (`zpool_cli.rs`
+//! carries the original copy of this harness; new tests share this one.)
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::RwLock;
+
+/// Held for writing while this test process has pool devices open itself (their exclusive
+/// locks), for reading while it starts a child: a child forked meanwhile would carry the
+/// locked descriptor until its exec, and a command started just then would find the pool
+/// busy. `spawn` returns once the child has exec'd.
+pub static DEVICES: RwLock<()> = RwLock::new(());
+
+pub struct Lab {
+    pub dir: PathBuf,
+}
+
+pub struct Output {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Lab {
+    pub fn new() -> Lab {
+        static COUNTER: AtomicU32 = AtomicU32::new(0);
+        let unique = (std::process::id() << 8) ^ COUNTER.fetch_add(1, Ordering::Relaxed);
+        let dir = PathBuf::from(format!("/tmp/zr{unique:08x}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        for name in ["zpool", "zfs"] {
+            std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_zetta"), dir.join(name)).unwrap();
+        }
+        Lab { dir }
+    }
+
+    /// Creates a sparse disk file and returns its absolute path.
+    pub fn disk(&self, name: &str, size_bytes: u64) -> String {
+        let path = self.dir.join(name);
+        let file = std::fs::File::create(&path).unwrap();
+        file.set_len(size_bytes).unwrap();
+        path.to_string_lossy().into_owned()
+    }
+
+    pub fn path(&self, name: &str) -> String {
+        self.dir.join(name).to_string_lossy().into_owned()
+    }
+
+    /// A command of this lab (`zpool`, `zfs`, or `sh` with the lab first in PATH).
+    pub fn command(&self, program: &str) -> Command {
+        let mut command = if program == "sh" {
+            Command::new("sh")
+        } else {
+            Command::new(self.dir.join(program))
+        };
+        let path = format!(
+            "{}:{}",
+            self.dir.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        command
+            .env("PATH", path)
+            .env("ZETTA_CACHE_FILE", self.dir.join("zpool.cache"))
+            .env("ZETTA_RUN_DIR", self.dir.join("run"))
+            .env_remove("ZETTA_DIRECT")
+            .env("TZ", "UTC")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        command
+    }
+
+    /// Starts a child (see `DEVICES`).
+    pub fn spawn(&self, command: &mut Command) -> Child {
+        let _guard = DEVICES.read().unwrap_or_else(|e| e.into_inner());
+        command.spawn().unwrap()
+    }
+
+    pub fn run(&self, mut command: Command) -> Output {
+        let output = self.spawn(&mut command).wait_with_output().unwrap();
+        Output {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    pub fn zpool(&self, args: &[&str]) -> Output {
+        let mut command = self.command("zpool");
+        command.args(args);
+        self.run(command)
+    }
+
+    pub fn zfs(&self, args: &[&str]) -> Output {
+        let mut command = self.command("zfs");
+        command.args(args);
+        self.run(command)
+    }
+
+    /// A shell pipeline with the lab's `zfs` and `zpool` first in PATH.
+    pub fn sh(&self, script: &str) -> Output {
+        let mut command = self.command("sh");
+        command.arg("-c").arg(script).current_dir(&self.dir);
+        self.run(command)
+    }
+
+    /// Runs a `zfs` command that must succeed and returns its stdout.
+    pub fn zfs_ok(&self, args: &[&str]) -> String {
+        let out = self.zfs(args);
+        assert_eq!(out.code, 0, "zfs {args:?} failed: {}", out.stderr);
+        out.stdout
+    }
+
+    /// Stops this lab's daemon (it commits its pools; they stay imported).
+    pub fn stop_daemon(&self) {
+        let _ = Command::new(env!("CARGO_BIN_EXE_zetta"))
+            .args(["daemon", "--stop"])
+            .env("ZETTA_RUN_DIR", self.dir.join("run"))
+            .output();
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        self.stop_daemon();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

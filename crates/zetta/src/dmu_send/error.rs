@@ -1,0 +1,162 @@
+//! Errors of replication, one enum per side: what a stream's bytes can be wrong with
+//! (`StreamError`), what can stop a send (`SendError`) and what can stop a receive
+//! (`RecvError`). Pool errors stay `SpaError` inside them, so the CLI can still tell "out of
+//! space" from "bad stream"; refusals carry OpenZFS's words, complete, for the CLI to print.
+
+use crate::dmu::DmuError;
+use crate::spa::SpaError;
+use std::fmt;
+
+/// A stream that cannot be trusted. Every variant names where it went wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamError {
+    /// The bytes do not start with a record of ours.
+    BadMagic {
+        offset_bytes: u64,
+    },
+    /// An OpenZFS `dmu_replay_record_t` stream (recognised, not supported yet).
+    OpenZfsStream,
+    UnsupportedVersion(u64),
+    UnknownFeatures(u64),
+    /// A record whose fields break the format's rules (lengths, ids, reserved bytes).
+    BadRecord {
+        seq: u64,
+        why: String,
+    },
+    /// The running checksum stored after record `seq` does not match its bytes: a bit flip,
+    /// a lost or reordered record, or a splice of two streams.
+    Checksum {
+        seq: u64,
+    },
+    /// A record that is valid on its own but out of place (order, sequence number, a data
+    /// record outside a substream).
+    OutOfOrder {
+        seq: u64,
+        why: String,
+    },
+    /// The input ended inside a substream (truncated stream).
+    Truncated {
+        offset_bytes: u64,
+    },
+}
+
+impl fmt::Display for StreamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StreamError::BadMagic { offset_bytes } => {
+                write!(
+                    f,
+                    "invalid stream (bad magic number at byte {offset_bytes})"
+                )
+            }
+            StreamError::OpenZfsStream => {
+                write!(
+                    f,
+                    "invalid stream (OpenZFS send streams are not supported yet)"
+                )
+            }
+            StreamError::UnsupportedVersion(v) => write!(f, "unsupported stream version {v}"),
+            StreamError::UnknownFeatures(bits) => {
+                write!(f, "stream uses unsupported features ({bits:#x})")
+            }
+            StreamError::BadRecord { seq, why } => write!(f, "invalid record {seq}: {why}"),
+            StreamError::Checksum { seq } => {
+                write!(f, "checksum mismatch or incomplete stream (record {seq})")
+            }
+            StreamError::OutOfOrder { seq, why } => {
+                write!(f, "invalid stream: record {seq} out of order: {why}")
+            }
+            StreamError::Truncated { offset_bytes } => write!(
+                f,
+                "checksum mismatch or incomplete stream (ends at byte {offset_bytes})"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for StreamError {}
+
+/// Why a send stopped.
+#[derive(Debug)]
+pub enum SendError {
+    /// A refusal with OpenZFS's complete message (`cannot send …: …`).
+    Refused(String),
+    /// The snapshot being sent was destroyed (or replaced) between two chunks.
+    Vanished(String),
+    Pool(SpaError),
+}
+
+impl fmt::Display for SendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SendError::Refused(message) => write!(f, "{message}"),
+            SendError::Vanished(name) => {
+                write!(
+                    f,
+                    "cannot send '{name}': snapshot was destroyed during the send"
+                )
+            }
+            SendError::Pool(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for SendError {}
+
+impl From<SpaError> for SendError {
+    fn from(e: SpaError) -> Self {
+        SendError::Pool(e)
+    }
+}
+
+impl From<DmuError> for SendError {
+    fn from(e: DmuError) -> Self {
+        SendError::Pool(SpaError::from(e))
+    }
+}
+
+/// Why a receive stopped. `Display` gives the complete text the CLI prints.
+#[derive(Debug)]
+pub enum RecvError {
+    /// A refusal before anything was changed, with OpenZFS's complete message.
+    Refused(String),
+    /// The stream is damaged; `context` is OpenZFS's prefix (`cannot receive new filesystem
+    /// stream`, …). With `-s`, `token` resumes it.
+    Stream {
+        context: String,
+        error: StreamError,
+        token: Option<String>,
+    },
+    /// The pool failed (I/O, space) while applying the stream.
+    Pool { context: String, error: SpaError },
+}
+
+impl fmt::Display for RecvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RecvError::Refused(message) => write!(f, "{message}"),
+            RecvError::Stream {
+                context,
+                error,
+                token,
+            } => match token {
+                Some(token) => write!(
+                    f,
+                    "{context}: checksum mismatch or incomplete stream.\nPartially received snapshot is saved.\nA resuming stream can be generated on the sending system by running:\n    zfs send -t {token}"
+                ),
+                None => match error {
+                    StreamError::Checksum { .. } | StreamError::Truncated { .. } => {
+                        write!(f, "{context}: checksum mismatch or incomplete stream")
+                    }
+                    other => write!(f, "{context}: {other}"),
+                },
+            },
+            RecvError::Pool { context, error } => match error {
+                SpaError::NoSpace => write!(f, "{context}: out of space"),
+                other => write!(f, "{context}: {other}"),
+            },
+        }
+    }
+}
+
+impl std::error::Error for RecvError {}

@@ -1,0 +1,604 @@
+//! The receiving side (OpenZFS `dmu_recv.c` and the loop of `zfs_receive`): stream bytes in,
+//! verified records applied to a dataset, a snapshot with the sender's guid at each END.
+//!
+//! The `Receiver` is pushed bytes (`feed`) as they arrive and keeps everything it needs
+//! between pushes, so the caller can read its input without holding the pool and lock it
+//! only to apply what arrived. Records are applied only after the parser has verified
+//! them (running checksum, sequence number, field ranges) and `check_order` has placed
+//! them (objects ascending, offsets ascending within an object, writes inside one block of
+//! the declared size). Data goes into a work dataset — the target itself when the receive
+//! creates it, else a hidden `T/%recv` — that is committed into place only at END
+//! (`recv_dsl`). Any failure before that destroys the work dataset, leaving the target as
+//! it was; under `-s` the work dataset is kept and a resume token is stored on it instead.
+//! Memory is bounded by one largest record plus one input chunk.
+
+use super::error::{RecvError, StreamError};
+use super::record::{ObjectRecord, Record, RecordParser, WriteRecord};
+use super::token::ResumeToken;
+use crate::dmu::dnode::DnodePhys;
+use crate::dmu::objset::DNODE_FLAG_FIXED_BLOCK_SIZE;
+use crate::dmu::{DmuError, IoCtx, ObjectSet};
+use crate::nvlist::NvList;
+use crate::spa::{Spa, SpaError};
+use crate::types::ObjectId;
+use zetta_zcommon::compress::decompress;
+
+/// The hidden child a receive into an existing filesystem writes into.
+pub const RECV_CHILD_NAME: &str = "%recv";
+/// Local property of a work dataset: empty while a receive runs, the resume token once a
+/// `-s` receive was interrupted. Names starting with `%` are never user properties.
+pub const RECV_STATE_PROP: &str = "%recv_state";
+/// Data records applied per pool visit.
+const BATCH_BYTES_MAX: u64 = 8 << 20;
+/// A running `-s` receive commits and refreshes its token this often.
+const RESUMABLE_SYNC_BYTES: u64 = 64 << 20;
+/// FREEOBJECTS ranges up to this many objects are probed one by one.
+const FREEOBJECTS_PROBE_MAX: u64 = 4096;
+
+/// How the destination name is built from the target and the sent name.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NameMode {
+    /// The target is the filesystem (or snapshot) to create.
+    #[default]
+    Exact,
+    /// `-d`: the sent name without its pool goes below the target.
+    DiscardFirst,
+    /// `-e`: the sent name's last element goes below the target.
+    LastElement,
+}
+
+/// `zfs receive` options the engine acts on.
+#[derive(Clone, Debug, Default)]
+pub struct RecvOptions {
+    /// `-F`: roll back, destroy later snapshots, overwrite a snapshot-less filesystem.
+    pub force: bool,
+    /// `-n`: verify and decide, change nothing.
+    pub dry_run: bool,
+    /// `-s`: keep an interrupted receive's state and offer a resume token.
+    pub resumable: bool,
+    pub name_mode: NameMode,
+    /// `-h`: do not apply the holds a stream carries.
+    pub skip_holds: bool,
+    /// `-o prop=value` (stored values), set locally on the received filesystem.
+    pub set_props: Vec<(String, String)>,
+    /// `-x prop`: the stream's value of these is ignored.
+    pub exclude_props: Vec<String>,
+}
+
+/// What happened, for `zfs receive -v`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RecvEvent {
+    Receiving {
+        incremental: bool,
+        to_name: String,
+        dest_snap: String,
+        dry_run: bool,
+    },
+    Received {
+        dest_snap: String,
+        bytes: u64,
+    },
+    /// The snapshot is already there with the same guid: its substream is skipped.
+    Skipped {
+        dest_snap: String,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Mode {
+    Apply,
+    DryRun,
+    Skip,
+}
+
+/// The object whose WRITE and FREE records are arriving: its final size is applied when the
+/// next object starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct PendingObject {
+    pub id: u64,
+    pub size_bytes: u64,
+    pub block_size_bytes: u32,
+}
+
+/// One substream being received.
+pub(super) struct Substream {
+    pub begin: super::record::BeginRecord,
+    pub to_name: String,
+    pub context: String,
+    pub dest_fs: String,
+    pub dest_snap: String,
+    /// Where the data goes: `dest_fs` (created here) or `dest_fs/%recv`.
+    pub work: String,
+    /// The incremental's base snapshot in `dest_fs`.
+    pub base: Option<String>,
+    pub mode: Mode,
+    pub props: Vec<(String, String)>,
+    pub holds: Vec<String>,
+    pub pending: Option<PendingObject>,
+    /// Highest object number placed so far, and the object (number, block size) whose
+    /// data records may come now (order check).
+    pub last_object: u64,
+    pub pending_order: Option<(u64, u32)>,
+    /// End of the last WRITE/FREE of the pending object.
+    pub data_end: u64,
+    /// Records of this substream so far (BEGIN is 0).
+    pub seq: u64,
+    /// Where a resumed stream would start: after the last applied record.
+    pub position: (u64, u64),
+    /// Parser offset at this substream's BEGIN, and bytes received before a resume.
+    pub start_offset: u64,
+    pub base_bytes: u64,
+    pub unsynced_bytes: u64,
+    /// Registered in the active set (released on drop).
+    pub active_key: Option<String>,
+}
+
+impl Drop for Substream {
+    fn drop(&mut self) {
+        if let Some(key) = self.active_key.take() {
+            super::recv_state::release_active(&key);
+        }
+    }
+}
+
+/// Why a substream is being torn down.
+pub(super) enum Failure {
+    Stream(StreamError),
+    Pool(SpaError),
+    Input(String),
+}
+
+/// Receives one stream (of any number of substreams) into a target.
+pub struct Receiver {
+    pub(super) target: String,
+    pub(super) options: RecvOptions,
+    pub(super) parser: RecordParser,
+    /// `sendfs` and `fss` of a replication stream's package header.
+    pub(super) compound: Option<(String, Vec<NvList>)>,
+    pub(super) compound_open: bool,
+    pub(super) current: Option<Substream>,
+    pub(super) events: Vec<RecvEvent>,
+    pub(super) substreams: u64,
+}
+
+impl Receiver {
+    /// `target`: a filesystem (or with `Exact`, optionally `fs@snap`) of the pool `feed`
+    /// will be given.
+    pub fn new(target: &str, options: RecvOptions) -> Receiver {
+        Receiver {
+            target: target.to_string(),
+            options,
+            parser: RecordParser::new(),
+            compound: None,
+            compound_open: false,
+            current: None,
+            events: Vec::new(),
+            substreams: 0,
+        }
+    }
+
+    /// Events since the last call (for `-v`).
+    pub fn take_events(&mut self) -> Vec<RecvEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// Stream bytes consumed (complete records).
+    pub fn bytes(&self) -> u64 {
+        self.parser.offset_bytes()
+    }
+
+    /// Substreams completed so far.
+    pub fn substreams(&self) -> u64 {
+        self.substreams
+    }
+
+    /// Takes more stream bytes and applies every record they complete. On error the
+    /// substream in progress has been undone (or saved, under `-s`).
+    pub fn feed(&mut self, spa: &mut Spa, bytes: &[u8]) -> Result<(), RecvError> {
+        self.parser.push(bytes);
+        let mut batch: Vec<Record> = Vec::new();
+        let mut batch_bytes = 0u64;
+        loop {
+            let record = match self.parser.next_record() {
+                Ok(Some(record)) => record,
+                Ok(None) => break,
+                Err(e) => {
+                    self.apply_batch(spa, &mut batch)?;
+                    return Err(self.fail(spa, Failure::Stream(e)));
+                }
+            };
+            match record {
+                Record::Begin(begin) => {
+                    self.apply_batch(spa, &mut batch)?;
+                    self.begin(spa, begin)?;
+                }
+                Record::End { to_guid } => {
+                    self.apply_batch(spa, &mut batch)?;
+                    self.end(spa, to_guid)?;
+                }
+                data => {
+                    let data = match self.place(data) {
+                        Ok(data) => data,
+                        Err(e) => {
+                            self.apply_batch(spa, &mut batch)?;
+                            return Err(self.fail(spa, Failure::Stream(e)));
+                        }
+                    };
+                    if let Record::Write(w) = &data {
+                        batch_bytes += w.length;
+                    }
+                    batch.push(data);
+                    if batch_bytes >= BATCH_BYTES_MAX {
+                        self.apply_batch(spa, &mut batch)?;
+                        batch_bytes = 0;
+                    }
+                }
+            }
+        }
+        self.apply_batch(spa, &mut batch)
+    }
+
+    /// The input ended: fine between substreams, else the substream is undone (or saved).
+    pub fn finish(&mut self, spa: &mut Spa) -> Result<(), RecvError> {
+        if let Err(e) = self.parser.finish() {
+            return Err(self.fail(spa, Failure::Stream(e)));
+        }
+        if self.substreams == 0 && self.current.is_none() {
+            return Err(RecvError::Refused(
+                "cannot receive: failed to read from stream".to_string(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The input failed (read error, client gone): like a truncated stream.
+    pub fn abort(&mut self, spa: &mut Spa, why: &str) -> RecvError {
+        self.fail(spa, Failure::Input(why.to_string()))
+    }
+
+    /// Checks where a data record falls and turns compressed writes into plain ones.
+    fn place(&mut self, record: Record) -> Result<Record, StreamError> {
+        let Some(sub) = self.current.as_mut() else {
+            return Err(StreamError::OutOfOrder {
+                seq: 0,
+                why: "data outside a substream".to_string(),
+            });
+        };
+        sub.seq += 1;
+        check_order(sub, &record)?;
+        match record {
+            Record::Write(w) if w.compression != 0 => {
+                let mut logical = vec![0u8; w.logical_size_bytes as usize];
+                decompress(w.compression, &w.data, &mut logical).map_err(|e| {
+                    StreamError::BadRecord {
+                        seq: sub.seq,
+                        why: format!("compressed block does not decode: {e}"),
+                    }
+                })?;
+                logical.truncate(w.length as usize);
+                Ok(Record::Write(WriteRecord {
+                    compression: 0,
+                    logical_size_bytes: 0,
+                    data: logical,
+                    ..w
+                }))
+            }
+            other => Ok(other),
+        }
+    }
+
+    fn apply_batch(&mut self, spa: &mut Spa, batch: &mut Vec<Record>) -> Result<(), RecvError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let records = std::mem::take(batch);
+        let Some(sub) = self.current.as_mut() else {
+            return Ok(());
+        };
+        if sub.mode != Mode::Apply {
+            return Ok(());
+        }
+        let bytes: u64 = records
+            .iter()
+            .map(|r| match r {
+                Record::Write(w) => w.length,
+                _ => 0,
+            })
+            .sum();
+        let outcome = spa
+            .check_space(bytes, 1)
+            .and_then(|()| apply_records(spa, sub, &records))
+            .and_then(|()| spa.note_dirty(bytes));
+        if let Err(e) = outcome {
+            return Err(self.fail(spa, Failure::Pool(e)));
+        }
+        sub.unsynced_bytes += bytes;
+        if self.options.resumable && sub.unsynced_bytes >= RESUMABLE_SYNC_BYTES {
+            sub.unsynced_bytes = 0;
+            let token = resume_token(sub, self.parser.offset_bytes());
+            let outcome = spa
+                .set_local_prop(&sub.work, RECV_STATE_PROP, &token)
+                .and_then(|()| spa.sync().map(|_| ()));
+            if let Err(e) = outcome {
+                return Err(self.fail(spa, Failure::Pool(e)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Tears down the substream in progress and builds the error to report.
+    pub(super) fn fail(&mut self, spa: &mut Spa, failure: Failure) -> RecvError {
+        let mut token = None;
+        let context = self
+            .current
+            .as_ref()
+            .map(|s| s.context.clone())
+            .unwrap_or_else(|| "cannot receive".to_string());
+        if let Some(sub) = self.current.take() {
+            if sub.mode == Mode::Apply {
+                if self.options.resumable {
+                    let text = resume_token(&sub, self.parser.offset_bytes());
+                    let saved = spa
+                        .set_local_prop(&sub.work, RECV_STATE_PROP, &text)
+                        .and_then(|()| spa.sync().map(|_| ()));
+                    if saved.is_ok() {
+                        token = Some(text);
+                    }
+                }
+                if token.is_none() {
+                    let _ = spa.destroy_filesystem(&sub.work);
+                    let _ = spa.sync();
+                }
+            }
+        }
+        match failure {
+            Failure::Stream(error) => RecvError::Stream {
+                context,
+                error,
+                token,
+            },
+            Failure::Input(why) => match token {
+                Some(token) => RecvError::Stream {
+                    context,
+                    error: StreamError::Truncated {
+                        offset_bytes: self.parser.offset_bytes(),
+                    },
+                    token: Some(token),
+                },
+                None => {
+                    RecvError::Refused(format!("{context}: failed to read from stream ({why})"))
+                }
+            },
+            Failure::Pool(error) => RecvError::Pool { context, error },
+        }
+    }
+}
+
+fn resume_token(sub: &Substream, parser_offset: u64) -> String {
+    ResumeToken {
+        to_name: sub.to_name.clone(),
+        to_guid: sub.begin.to_guid,
+        from_guid: sub.begin.from_guid,
+        object: sub.position.0,
+        offset: sub.position.1,
+        bytes: sub.base_bytes + parser_offset.saturating_sub(sub.start_offset),
+        compressed: sub.begin.features & super::record::FEATURE_COMPRESSED != 0,
+        clone: sub.begin.features & super::record::FEATURE_CLONE != 0,
+    }
+    .encode()
+}
+
+fn out_of_order(seq: u64, why: String) -> StreamError {
+    StreamError::OutOfOrder { seq, why }
+}
+
+/// Objects come in ascending order; an object's WRITE and FREE records follow its OBJECT
+/// in ascending offsets; a WRITE covers part of exactly one block of the declared size.
+fn check_order(sub: &mut Substream, record: &Record) -> Result<(), StreamError> {
+    let seq = sub.seq;
+    match record {
+        Record::Object(o) => {
+            if o.object.0 <= sub.last_object {
+                return Err(out_of_order(
+                    seq,
+                    format!("object {} after {}", o.object, sub.last_object),
+                ));
+            }
+            sub.last_object = o.object.0;
+            sub.pending_order = Some((o.object.0, o.block_size_bytes));
+            sub.data_end = 0;
+        }
+        Record::FreeObjects { first, count } => {
+            if first.0 <= sub.last_object {
+                return Err(out_of_order(
+                    seq,
+                    format!("free of object {first} after {}", sub.last_object),
+                ));
+            }
+            sub.last_object = first.0 + count - 1;
+            sub.pending_order = None;
+        }
+        Record::Write(w) => {
+            let block = place_in_object(sub, seq, w.object.0, w.offset)?;
+            let block = u64::from(block);
+            if w.offset % block != 0 || w.length > block {
+                return Err(out_of_order(
+                    seq,
+                    format!(
+                        "write of {} at {} spans blocks of {block}",
+                        w.length, w.offset
+                    ),
+                ));
+            }
+            if w.compression != 0 && w.logical_size_bytes != block {
+                return Err(out_of_order(
+                    seq,
+                    "compressed block of another size".to_string(),
+                ));
+            }
+            sub.data_end = w.offset + w.length;
+        }
+        Record::Free {
+            object,
+            offset,
+            length,
+        } => {
+            place_in_object(sub, seq, object.0, *offset)?;
+            sub.data_end = offset.saturating_add(*length);
+        }
+        Record::Begin(_) | Record::End { .. } => {}
+    }
+    Ok(())
+}
+
+fn place_in_object(
+    sub: &Substream,
+    seq: u64,
+    object: u64,
+    offset: u64,
+) -> Result<u32, StreamError> {
+    match sub.pending_order {
+        Some((current, block)) if current == object => {
+            if offset < sub.data_end {
+                return Err(out_of_order(
+                    seq,
+                    format!("offset {offset} of object {object} after {}", sub.data_end),
+                ));
+            }
+            Ok(block)
+        }
+        _ => Err(out_of_order(
+            seq,
+            format!("data for object {object} outside its OBJECT record"),
+        )),
+    }
+}
+
+/// Applies verified, placed records to the work dataset in one pool visit.
+fn apply_records(spa: &mut Spa, sub: &mut Substream, records: &[Record]) -> Result<(), SpaError> {
+    let work = sub.work.clone();
+    let mut pending = sub.pending;
+    let mut position = sub.position;
+    let outcome = spa.with_dataset(&work, |os, ctx| {
+        if let Some(p) = pending {
+            os.set_block_size_max(p.block_size_bytes);
+        }
+        for record in records {
+            apply_one(os, ctx, record, &mut pending)?;
+            position = match record {
+                Record::Object(o) => (o.object.0, 0),
+                Record::FreeObjects { first, count } => (first.0 + count, 0),
+                Record::Write(w) => (w.object.0, w.offset + w.length),
+                Record::Free {
+                    object,
+                    offset,
+                    length,
+                } => (object.0, offset.saturating_add(*length)),
+                Record::Begin(_) | Record::End { .. } => position,
+            };
+        }
+        Ok(())
+    });
+    sub.pending = pending;
+    sub.position = position;
+    outcome
+}
+
+/// The last object's final size (a trimmed last block, a truncation, a sparse tail).
+pub(super) fn finalize_object(
+    os: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    pending: Option<PendingObject>,
+) -> Result<(), DmuError> {
+    if let Some(p) = pending {
+        let id = ObjectId(p.id);
+        if os.size_bytes(ctx, id)? != p.size_bytes {
+            os.truncate(ctx, id, p.size_bytes)?;
+        }
+    }
+    Ok(())
+}
+
+fn apply_one(
+    os: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    record: &Record,
+    pending: &mut Option<PendingObject>,
+) -> Result<(), DmuError> {
+    match record {
+        Record::Object(o) => {
+            finalize_object(os, ctx, pending.take())?;
+            apply_object(os, ctx, o)?;
+            // Blocks keep the sender's size: never grown to this dataset's record size.
+            os.set_block_size_max(o.block_size_bytes);
+            *pending = Some(PendingObject {
+                id: o.object.0,
+                size_bytes: o.size_bytes,
+                block_size_bytes: o.block_size_bytes,
+            });
+        }
+        Record::FreeObjects { first, count } => {
+            finalize_object(os, ctx, pending.take())?;
+            let end = first.0 + count;
+            if *count <= FREEOBJECTS_PROBE_MAX {
+                for id in first.0..end {
+                    if os.object_exists(ctx, ObjectId(id))? {
+                        os.free_object(ctx, ObjectId(id))?;
+                    }
+                }
+            } else {
+                for id in os.object_ids(ctx)? {
+                    if (first.0..end).contains(&id.0) {
+                        os.free_object(ctx, id)?;
+                    }
+                }
+            }
+        }
+        Record::Write(w) => os.write(ctx, w.object, w.offset, &w.data)?,
+        Record::Free {
+            object,
+            offset,
+            length,
+        } => os.free_range(ctx, *object, *offset, *length)?,
+        Record::Begin(_) | Record::End { .. } => {}
+    }
+    Ok(())
+}
+
+/// Makes object `o.object` exist as described, keeping its blocks when its shape matches
+/// (an incremental's unchanged blocks), else recreating it.
+fn apply_object(os: &mut ObjectSet, ctx: &IoCtx<'_>, o: &ObjectRecord) -> Result<(), DmuError> {
+    let nblkptr = if o.bonus.len() > DnodePhys::bonus_capacity(3) {
+        1
+    } else {
+        3
+    };
+    let mut create = true;
+    if os.object_exists(ctx, o.object)? {
+        let dnode = os.dnode(ctx, o.object)?;
+        if dnode.object_type == o.object_type
+            && dnode.data_block_size_bytes == o.block_size_bytes
+            && dnode.bonus_type == o.bonus_type
+            && dnode.blkptr.len() == nblkptr
+        {
+            create = false;
+        } else {
+            os.free_object(ctx, o.object)?;
+        }
+    }
+    if create {
+        os.create_object_at(
+            ctx,
+            o.object,
+            o.object_type,
+            o.block_size_bytes,
+            o.bonus_type,
+            o.bonus.len(),
+        )?;
+    }
+    os.set_bonus(ctx, o.object, &o.bonus)?;
+    if o.dnode_flags & DNODE_FLAG_FIXED_BLOCK_SIZE != 0 {
+        os.set_fixed_block_size(ctx, o.object)?;
+    }
+    Ok(())
+}

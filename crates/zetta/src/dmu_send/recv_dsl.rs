@@ -1,0 +1,602 @@
+//! What a receive decides and does at the dataset level (OpenZFS `dmu_recv_begin_check`,
+//! `dmu_recv_end_sync` and the name handling of libzfs `zfs_receive_one`): at BEGIN, which
+//! dataset the stream lands in and whether it may (the refusals, in OpenZFS's words); at
+//! END, the commit — later snapshots destroyed and the head rolled back under `-F`, the
+//! work dataset swapped in, the snapshot taken with the sender's guid and creation time,
+//! properties and holds applied.
+//! Where a receive's state lives and who is receiving is in `recv_state`.
+
+use super::error::{RecvError, StreamError};
+use super::record::{BeginRecord, FEATURE_CLONE, FEATURE_COMPOUND, FEATURE_RESUMING};
+use super::recv::{
+    Failure, Mode, NameMode, Receiver, RecvEvent, Substream, RECV_CHILD_NAME, RECV_STATE_PROP,
+};
+use super::recv_state::{active_key, claim_active, is_active, recv_state};
+use super::token::ResumeToken;
+use crate::spa::{Spa, SpaError};
+use crate::types::Guid;
+
+/// Maps a pool error to the receive error of a substream (`context` is OpenZFS's prefix).
+fn pool_error(context: &str) -> impl Fn(SpaError) -> RecvError + Copy + '_ {
+    move |error| RecvError::Pool {
+        context: context.to_string(),
+        error,
+    }
+}
+
+/// A refusal of a substream, in OpenZFS's words.
+fn refusal(context: &str) -> impl Fn(String) -> RecvError + Copy + '_ {
+    move |why| RecvError::Refused(format!("{context}: {why}"))
+}
+
+/// Whether a filesystem or snapshot exists (libzfs `zfs_dataset_exists`).
+fn dataset_exists(spa: &mut Spa, name: &str) -> Result<bool, SpaError> {
+    let fs = name.split('@').next().unwrap_or(name);
+    if spa.lookup_dir(fs)?.is_none() {
+        return Ok(false);
+    }
+    if !name.contains('@') {
+        return Ok(true);
+    }
+    Ok(spa.snapshots(fs)?.iter().any(|(n, _, _)| n == name))
+}
+
+/// A name a received dataset may have: components of letters, digits and `-_.: `, no `%`.
+fn valid_name(name: &str) -> bool {
+    let (fs, snap) = match name.split_once('@') {
+        Some((fs, snap)) => (fs, Some(snap)),
+        None => (name, None),
+    };
+    let component_ok = |c: &str| {
+        !c.is_empty()
+            && c.chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || "-_.: ".contains(ch))
+    };
+    name.len() < 256 && fs.split('/').all(component_ok) && snap.is_none_or(component_ok)
+}
+
+impl Receiver {
+    /// The destination snapshot of a sent snapshot `to_name` (sent from `sendfs`).
+    fn destination(&self, to_name: &str, sendfs: &str) -> Result<String, RecvError> {
+        let target = &self.target;
+        let refuse = |why: &str| RecvError::Refused(format!("cannot receive: {why}"));
+        let suffix = match self.options.name_mode {
+            NameMode::Exact if target.contains('@') => {
+                if self.compound.is_some() {
+                    return Err(refuse(
+                        "cannot specify snapshot name for multi-snapshot stream",
+                    ));
+                }
+                return Ok(target.clone());
+            }
+            NameMode::Exact => to_name
+                .strip_prefix(sendfs)
+                .filter(|rest| rest.starts_with(['/', '@']))
+                .map(str::to_string)
+                .ok_or_else(|| refuse("invalid name"))?,
+            _ if target.contains('@') => {
+                let flag = if self.options.name_mode == NameMode::DiscardFirst {
+                    "-d"
+                } else {
+                    "-e"
+                };
+                return Err(refuse(&format!(
+                    "invalid argument - snapshot not allowed with {flag}"
+                )));
+            }
+            NameMode::DiscardFirst => match to_name.find('/') {
+                Some(at) => to_name[at..].to_string(),
+                None => to_name[to_name.find('@').unwrap_or(to_name.len())..].to_string(),
+            },
+            NameMode::LastElement => match sendfs.rfind('/') {
+                Some(at) => to_name.get(at..).unwrap_or_default().to_string(),
+                None => format!("/{to_name}"),
+            },
+        };
+        let dest = format!("{target}{suffix}");
+        if !valid_name(&dest) || !dest.contains('@') {
+            return Err(refuse("invalid name"));
+        }
+        Ok(dest)
+    }
+
+    /// Properties to set on the received filesystem: the stream's (minus `-x`), then `-o`.
+    fn props_for(&self, begin: &BeginRecord, to_fs: &str) -> Vec<(String, String)> {
+        let from_header = self.compound.as_ref().and_then(|(_, fss)| {
+            fss.iter()
+                .find(|fs| fs.get_str("name") == Some(to_fs))
+                .and_then(|fs| fs.get_list("props"))
+        });
+        let mut out: Vec<(String, String)> = Vec::new();
+        if let Some(props) = begin.info.get_list("props").or(from_header) {
+            for (name, value) in &props.entries {
+                if let crate::nvlist::NvValue::Str(value) = value {
+                    let sane = name.len() <= 256
+                        && !name.starts_with('%')
+                        && value.len() <= 8192
+                        && name
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || ":-._".contains(c));
+                    if sane && !self.options.exclude_props.contains(name) {
+                        out.push((name.clone(), value.clone()));
+                    }
+                }
+            }
+        }
+        for (name, value) in &self.options.set_props {
+            out.retain(|(n, _)| n != name);
+            out.push((name.clone(), value.clone()));
+        }
+        out
+    }
+
+    pub(super) fn begin(&mut self, spa: &mut Spa, begin: BeginRecord) -> Result<(), RecvError> {
+        if begin.features & FEATURE_COMPOUND != 0 {
+            if self.substreams > 0 || self.compound.is_some() {
+                let error = StreamError::OutOfOrder {
+                    seq: 0,
+                    why: "a replication header inside the stream".to_string(),
+                };
+                return Err(self.fail(spa, Failure::Stream(error)));
+            }
+            let to_name = begin.info.get_str("toname").unwrap_or_default();
+            let sendfs = begin
+                .info
+                .get_str("sendfs")
+                .unwrap_or_else(|| to_name.split('@').next().unwrap_or(to_name))
+                .to_string();
+            let fss = begin
+                .info
+                .get_list_array("fss")
+                .unwrap_or_default()
+                .to_vec();
+            self.compound = Some((sendfs, fss));
+            self.compound_open = true;
+            return Ok(());
+        }
+        if self.options.name_mode != NameMode::Exact && self.substreams == 0 {
+            let exists = dataset_exists(spa, &self.target).map_err(pool_error("cannot receive"))?;
+            if !exists {
+                return Err(RecvError::Refused(format!(
+                    "cannot receive: specified fs ({}) does not exist",
+                    self.target
+                )));
+            }
+        }
+        let to_name = begin.info.get_str("toname").unwrap_or_default().to_string();
+        let to_fs = to_name.split('@').next().unwrap_or_default().to_string();
+        let resuming = begin.features & FEATURE_RESUMING != 0;
+        let clone = begin.features & FEATURE_CLONE != 0;
+        let wants_new = begin.from_guid.0 == 0 || clone;
+        let context = if resuming {
+            "cannot receive resume stream"
+        } else if wants_new {
+            "cannot receive new filesystem stream"
+        } else {
+            "cannot receive incremental stream"
+        };
+        let sendfs = match &self.compound {
+            Some((sendfs, _)) => sendfs.clone(),
+            None => to_fs.clone(),
+        };
+        let dest_snap = self.destination(&to_name, &sendfs)?;
+        let dest_fs = dest_snap.split('@').next().unwrap_or_default().to_string();
+        let holds = match begin.info.get_list("holds") {
+            Some(holds) if !self.options.skip_holds => holds.entries.keys().cloned().collect(),
+            _ => Vec::new(),
+        };
+        let mut sub = Substream {
+            props: self.props_for(&begin, &to_fs),
+            begin,
+            to_name: to_name.clone(),
+            context: context.to_string(),
+            dest_fs: dest_fs.clone(),
+            dest_snap: dest_snap.clone(),
+            work: dest_fs.clone(),
+            base: None,
+            mode: if self.options.dry_run {
+                Mode::DryRun
+            } else {
+                Mode::Apply
+            },
+            holds,
+            pending: None,
+            last_object: 0,
+            pending_order: None,
+            data_end: 0,
+            seq: 0,
+            position: (0, 0),
+            start_offset: self.parser.last_record_offset_bytes(),
+            base_bytes: 0,
+            unsynced_bytes: 0,
+            active_key: None,
+        };
+        let (pool, refuse) = (pool_error(context), refusal(context));
+        let state = recv_state(spa, &dest_fs).map_err(pool)?;
+        if let Some((work, _)) = &state {
+            if is_active(&active_key(spa, work)) {
+                return Err(refuse("dataset is busy".to_string()));
+            }
+        }
+        if resuming {
+            self.begin_resume(spa, &mut sub, state)?;
+        } else {
+            match state {
+                Some((_, value)) if !value.is_empty() => {
+                    return Err(refuse(format!(
+                        "destination {dest_fs} contains partially-complete state from \"zfs receive -s\"."
+                    )));
+                }
+                Some((work, _)) if sub.mode == Mode::Apply => {
+                    // Debris of a receive that did not finish (the process died).
+                    spa.destroy_filesystem(&work).map_err(pool)?;
+                }
+                _ => {}
+            }
+            if wants_new {
+                self.begin_new(spa, &mut sub)?;
+            } else {
+                self.begin_incremental(spa, &mut sub)?;
+            }
+        }
+        if sub.mode == Mode::Apply {
+            let key = active_key(spa, &sub.work);
+            if !claim_active(&key) {
+                return Err(refuse("dataset is busy".to_string()));
+            }
+            sub.active_key = Some(key);
+        }
+        if sub.mode != Mode::Skip {
+            self.events.push(RecvEvent::Receiving {
+                incremental: sub.begin.from_guid.0 != 0,
+                to_name,
+                dest_snap,
+                dry_run: sub.mode == Mode::DryRun,
+            });
+        }
+        self.current = Some(sub);
+        Ok(())
+    }
+
+    /// A full stream, or a clone: a new filesystem, or with `-F` one replacing `dest_fs`.
+    fn begin_new(&mut self, spa: &mut Spa, sub: &mut Substream) -> Result<(), RecvError> {
+        let context = sub.context.clone();
+        let (pool, refuse) = (pool_error(&context), refusal(&context));
+        let dest_fs = sub.dest_fs.clone();
+        let origin = if sub.begin.features & FEATURE_CLONE != 0 {
+            Some(
+                find_origin(spa, sub.begin.from_guid, &dest_fs)
+                    .map_err(pool)?
+                    .ok_or_else(|| {
+                        refuse(format!(
+                            "local origin for clone {} does not exist",
+                            sub.dest_snap
+                        ))
+                    })?,
+            )
+        } else {
+            None
+        };
+        if spa.lookup_dir(&dest_fs).map_err(pool)?.is_some() {
+            if !self.options.force {
+                return Err(refuse(format!(
+                    "destination '{dest_fs}' exists\nmust specify -F to overwrite it"
+                )));
+            }
+            if let Some((first, _, _)) = spa.snapshots(&dest_fs).map_err(pool)?.into_iter().next() {
+                return Err(refuse(format!(
+                    "destination has snapshots (eg. {first})\nmust destroy them to overwrite it"
+                )));
+            }
+            if spa.origin_of(&dest_fs).map_err(pool)?.is_some() {
+                return Err(refuse(format!(
+                    "destination '{dest_fs}' is a clone\nmust destroy it to overwrite it"
+                )));
+            }
+            sub.work = format!("{dest_fs}/{RECV_CHILD_NAME}");
+        } else {
+            let parent = dest_fs.rsplit_once('/').map(|(p, _)| p.to_string());
+            let Some(parent) = parent else {
+                return Err(refuse(format!("destination '{dest_fs}' does not exist")));
+            };
+            if spa.lookup_dir(&parent).map_err(pool)?.is_none() {
+                if self.options.name_mode != NameMode::DiscardFirst {
+                    return Err(RecvError::Refused(format!(
+                        "cannot open '{parent}': dataset does not exist\n{context}: unable to restore to destination"
+                    )));
+                }
+                if sub.mode == Mode::Apply {
+                    create_parents(spa, &parent).map_err(pool)?;
+                }
+            }
+        }
+        if sub.mode != Mode::Apply {
+            return Ok(());
+        }
+        let created = match &origin {
+            Some(origin) => spa.clone_snapshot(origin, &sub.work),
+            None => spa.create_filesystem(&sub.work),
+        };
+        created.map_err(pool)?;
+        let mut marked = spa.set_local_prop(&sub.work, RECV_STATE_PROP, "");
+        for (name, value) in &sub.props {
+            marked = marked.and_then(|()| spa.set_local_prop(&sub.work, name, value));
+        }
+        marked.and_then(|()| spa.refresh_io_props()).map_err(pool)
+    }
+
+    /// An incremental: onto `dest_fs`'s snapshot with the stream's from guid.
+    fn begin_incremental(&mut self, spa: &mut Spa, sub: &mut Substream) -> Result<(), RecvError> {
+        let context = sub.context.clone();
+        let (pool, refuse) = (pool_error(&context), refusal(&context));
+        let dest_fs = sub.dest_fs.clone();
+        if spa.lookup_dir(&dest_fs).map_err(pool)?.is_none() {
+            return Err(refuse(format!("destination '{dest_fs}' does not exist")));
+        }
+        let snapshots = spa.snapshots(&dest_fs).map_err(pool)?;
+        if let Some((_, _, phys)) = snapshots.iter().find(|(n, _, _)| *n == sub.dest_snap) {
+            if phys.guid == sub.begin.to_guid.0 {
+                sub.mode = Mode::Skip;
+                self.events.push(RecvEvent::Skipped {
+                    dest_snap: sub.dest_snap.clone(),
+                });
+                return Ok(());
+            }
+            return Err(RecvError::Refused(format!(
+                "cannot restore to {}: destination already exists",
+                sub.dest_snap
+            )));
+        }
+        let Some(index) = snapshots
+            .iter()
+            .position(|(_, _, phys)| phys.guid == sub.begin.from_guid.0)
+        else {
+            return Err(refuse(format!(
+                "most recent snapshot of {dest_fs} does not\nmatch incremental source"
+            )));
+        };
+        let newest = index + 1 == snapshots.len();
+        if !self.options.force
+            && (!newest || spa.modified_since_newest_snapshot(&dest_fs).map_err(pool)?)
+        {
+            return Err(refuse(format!(
+                "destination {dest_fs} has been modified\nsince most recent snapshot"
+            )));
+        }
+        for (later, object, _) in &snapshots[index + 1..] {
+            if !spa.dependent_clones(*object).map_err(pool)?.is_empty()
+                || !spa.holds(later).map_err(pool)?.is_empty()
+            {
+                return Err(refuse(format!(
+                    "snapshot {later} cannot be destroyed (it has clones or holds)"
+                )));
+            }
+        }
+        let base = snapshots[index].0.clone();
+        sub.base = Some(base.clone());
+        sub.work = format!("{dest_fs}/{RECV_CHILD_NAME}");
+        if sub.mode != Mode::Apply {
+            return Ok(());
+        }
+        spa.clone_snapshot(&base, &sub.work)
+            .and_then(|_| spa.set_local_prop(&sub.work, RECV_STATE_PROP, ""))
+            .and_then(|()| {
+                for (name, value) in &sub.props {
+                    spa.set_local_prop(&sub.work, name, value)?;
+                }
+                spa.refresh_io_props()
+            })
+            .map_err(pool)
+    }
+
+    /// `zfs send -t` into a `-s` receive's saved state.
+    fn begin_resume(
+        &mut self,
+        spa: &mut Spa,
+        sub: &mut Substream,
+        state: Option<(String, String)>,
+    ) -> Result<(), RecvError> {
+        let refuse = refusal(&sub.context);
+        let Some((work, value)) = state.filter(|(_, value)| !value.is_empty()) else {
+            return Err(refuse(format!(
+                "destination '{}' does not have a partially received snapshot",
+                sub.dest_fs
+            )));
+        };
+        let token = ResumeToken::decode(&value).map_err(refuse)?;
+        let info = &sub.begin.info;
+        let start = (
+            info.get_u64("resume_object").unwrap_or(0),
+            info.get_u64("resume_offset").unwrap_or(0),
+        );
+        if token.to_guid != sub.begin.to_guid
+            || token.from_guid != sub.begin.from_guid
+            || (token.object, token.offset) != start
+        {
+            return Err(refuse(format!(
+                "the stream does not continue the partially received snapshot of {}",
+                sub.dest_fs
+            )));
+        }
+        let incremental = sub.begin.from_guid.0 != 0 && sub.begin.features & FEATURE_CLONE == 0;
+        if incremental {
+            let base = spa
+                .snapshots(&sub.dest_fs)
+                .map_err(|error| RecvError::Pool {
+                    context: sub.context.clone(),
+                    error,
+                })?
+                .into_iter()
+                .find(|(_, _, phys)| phys.guid == sub.begin.from_guid.0)
+                .map(|(name, _, _)| name);
+            sub.base = Some(base.ok_or_else(|| {
+                refuse(format!(
+                    "most recent snapshot of {} does not\nmatch incremental source",
+                    sub.dest_fs
+                ))
+            })?);
+        }
+        sub.work = work;
+        sub.position = start;
+        sub.last_object = start.0.saturating_sub(1);
+        sub.base_bytes = token.bytes;
+        Ok(())
+    }
+
+    pub(super) fn end(&mut self, spa: &mut Spa, to_guid: Guid) -> Result<(), RecvError> {
+        if self.compound_open && self.current.is_none() {
+            self.compound_open = false;
+            return Ok(());
+        }
+        let matches = self
+            .current
+            .as_ref()
+            .is_some_and(|sub| sub.begin.to_guid == to_guid);
+        if !matches {
+            let error = StreamError::BadRecord {
+                seq: self.current.as_ref().map_or(0, |s| s.seq + 1),
+                why: "END does not match its BEGIN".to_string(),
+            };
+            return Err(self.fail(spa, Failure::Stream(error)));
+        }
+        let Some(sub) = self.current.take() else {
+            return Ok(());
+        };
+        if sub.mode != Mode::Apply {
+            self.substreams += 1;
+            return Ok(());
+        }
+        match self.commit(spa, &sub) {
+            Ok(()) => {
+                self.substreams += 1;
+                self.events.push(RecvEvent::Received {
+                    dest_snap: sub.dest_snap.clone(),
+                    bytes: sub.base_bytes + self.parser.offset_bytes() - sub.start_offset,
+                });
+                Ok(())
+            }
+            Err(RecvError::Pool { error, .. }) => {
+                self.current = Some(sub);
+                Err(self.fail(spa, Failure::Pool(error)))
+            }
+            Err(other) => {
+                self.current = Some(sub);
+                let _ = self.fail(spa, Failure::Input(String::new()));
+                Err(other)
+            }
+        }
+    }
+
+    /// The commit at END (see the module header).
+    fn commit(&mut self, spa: &mut Spa, sub: &Substream) -> Result<(), RecvError> {
+        let pool = pool_error(&sub.context);
+        // Everything that can refuse the properties is checked before the first change:
+        // a refusal after the swap would leave the target half received.
+        for (name, value) in &sub.props {
+            let bad_name = name.is_empty()
+                || name.contains('\0')
+                || name.len() > crate::zap::NAME_LEN_MAX_BYTES;
+            if bad_name || value.len() > crate::zap::VALUE_SIZE_MAX_BYTES {
+                return Err(pool(SpaError::Invalid(format!(
+                    "invalid received property '{}'",
+                    name.escape_debug()
+                ))));
+            }
+        }
+        let pending = sub.pending;
+        spa.with_dataset(&sub.work, |os, ctx| {
+            super::recv::finalize_object(os, ctx, pending)
+        })
+        .map_err(pool)?;
+        if let Some(base) = &sub.base {
+            let snapshots = spa.snapshots(&sub.dest_fs).map_err(pool)?;
+            let index = snapshots
+                .iter()
+                .position(|(name, _, _)| name == base)
+                .ok_or_else(|| pool(SpaError::Invalid(format!("{base} was destroyed"))))?;
+            let later = &snapshots[index + 1..];
+            if !self.options.force
+                && (!later.is_empty()
+                    || spa
+                        .modified_since_newest_snapshot(&sub.dest_fs)
+                        .map_err(pool)?)
+            {
+                return Err(RecvError::Refused(format!(
+                    "{}: destination {} has been modified\nsince most recent snapshot",
+                    sub.context, sub.dest_fs
+                )));
+            }
+            for (name, _, _) in later.iter().rev() {
+                spa.destroy_snapshot(name).map_err(pool)?;
+            }
+            if spa
+                .modified_since_newest_snapshot(&sub.dest_fs)
+                .map_err(pool)?
+            {
+                spa.rollback(base).map_err(pool)?;
+            }
+        }
+        if sub.work != sub.dest_fs {
+            spa.recv_swap(&sub.dest_fs, &sub.work).map_err(pool)?;
+        } else {
+            spa.clear_local_prop(&sub.dest_fs, RECV_STATE_PROP)
+                .map_err(pool)?;
+        }
+        spa.snapshot_as(
+            std::slice::from_ref(&sub.dest_snap),
+            Some((sub.begin.to_guid, sub.begin.creation_time)),
+        )
+        .map_err(pool)?;
+        for (name, value) in &sub.props {
+            spa.set_local_prop(&sub.dest_fs, name, value)
+                .map_err(pool)?;
+        }
+        for tag in &sub.holds {
+            let _ = spa.hold(tag, &sub.dest_snap);
+        }
+        spa.refresh_io_props().map_err(pool)?;
+        spa.sync().map_err(pool)?;
+        Ok(())
+    }
+}
+
+/// The snapshot a clone stream's origin guid names: the one nearest the destination in the
+/// dataset tree (a pool may hold the same guid twice, e.g. the sent snapshot itself when a
+/// replication stream is received into its own pool).
+fn find_origin(spa: &mut Spa, guid: Guid, dest_fs: &str) -> Result<Option<String>, SpaError> {
+    let shared = |fs: &str| {
+        fs.split('/')
+            .zip(dest_fs.split('/'))
+            .take_while(|(a, b)| a == b)
+            .count()
+    };
+    let mut best: Option<(usize, String)> = None;
+    for fs in spa.dataset_names()? {
+        if fs.contains('%') {
+            continue;
+        }
+        if let Some((name, _, _)) = spa
+            .snapshots(&fs)?
+            .into_iter()
+            .find(|(_, _, phys)| phys.guid == guid.0)
+        {
+            let score = shared(&fs);
+            if best.as_ref().is_none_or(|(b, _)| score > *b) {
+                best = Some((score, name));
+            }
+        }
+    }
+    Ok(best.map(|(_, name)| name))
+}
+
+/// `-d`: creates the missing filesystems above a destination.
+fn create_parents(spa: &mut Spa, fs: &str) -> Result<(), SpaError> {
+    let parts: Vec<&str> = fs.split('/').collect();
+    for end in 2..=parts.len() {
+        let partial = parts[..end].join("/");
+        if spa.lookup_dir(&partial)?.is_none() {
+            spa.create_filesystem(&partial)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,87 @@
+//! Where a receive's state lives, and which receives are running (OpenZFS keeps both in
+//! the dataset: `%recv` clones, `ds_resume_*` fields, and dataset ownership).
+//!
+//! A work dataset carries the local property `RECV_STATE_PROP`: empty while its receive
+//! runs, the resume token once a `-s` receive was interrupted. A work dataset with an empty
+//! state that no running receive claims is debris of a process that died, and the next
+//! receive into that target destroys it. Running receives register their work dataset in
+//! a process-wide set, so a second receive into the same target is refused as busy instead
+//! of mistaking the first one's work dataset for debris.
+
+use super::error::RecvError;
+use super::recv::{RECV_CHILD_NAME, RECV_STATE_PROP};
+use crate::spa::{Spa, SpaError};
+use parking_lot::Mutex;
+use std::collections::HashSet;
+
+static ACTIVE: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+
+pub(super) fn claim_active(key: &str) -> bool {
+    ACTIVE
+        .lock()
+        .get_or_insert_with(HashSet::new)
+        .insert(key.to_string())
+}
+
+pub(super) fn release_active(key: &str) {
+    if let Some(set) = ACTIVE.lock().as_mut() {
+        set.remove(key);
+    }
+}
+
+pub(super) fn is_active(key: &str) -> bool {
+    ACTIVE.lock().as_ref().is_some_and(|set| set.contains(key))
+}
+
+pub(super) fn active_key(spa: &Spa, work: &str) -> String {
+    format!("{}/{work}", spa.guid.0)
+}
+
+/// Where a receive's partial state is: (work dataset, its state value).
+pub(super) fn recv_state(spa: &mut Spa, fs: &str) -> Result<Option<(String, String)>, SpaError> {
+    if spa.lookup_dir(fs)?.is_none() {
+        return Ok(None);
+    }
+    let child = format!("{fs}/{RECV_CHILD_NAME}");
+    for candidate in [child, fs.to_string()] {
+        if spa.lookup_dir(&candidate)?.is_none() {
+            continue;
+        }
+        let props = spa.local_props(&candidate)?;
+        match props.into_iter().find(|(name, _)| name == RECV_STATE_PROP) {
+            Some((_, value)) => return Ok(Some((candidate, value))),
+            None if candidate.ends_with(RECV_CHILD_NAME) => {
+                return Ok(Some((candidate, String::new())))
+            }
+            None => {}
+        }
+    }
+    Ok(None)
+}
+
+/// `receive_resume_token` of a filesystem: set while an interrupted `-s` receive waits.
+pub fn receive_resume_token(spa: &mut Spa, fs: &str) -> Result<Option<String>, SpaError> {
+    Ok(recv_state(spa, fs)?
+        .map(|(_, value)| value)
+        .filter(|value| !value.is_empty()))
+}
+
+/// `zfs receive -A fs`: discards an interrupted `-s` receive's partial state.
+pub fn abort_resumable_receive(spa: &mut Spa, fs: &str) -> Result<(), RecvError> {
+    let pool = |error| RecvError::Pool {
+        context: "cannot abort receive".to_string(),
+        error,
+    };
+    let missing = || {
+        RecvError::Refused(format!(
+            "'{fs}' does not have any resumable receive state to abort"
+        ))
+    };
+    let (work, value) = recv_state(spa, fs).map_err(pool)?.ok_or_else(missing)?;
+    if value.is_empty() || is_active(&active_key(spa, &work)) {
+        return Err(missing());
+    }
+    spa.destroy_filesystem(&work).map_err(pool)?;
+    spa.sync().map_err(pool)?;
+    Ok(())
+}

@@ -1,0 +1,292 @@
+//! Which substreams a `zfs send` command line stands for (OpenZFS `libzfs_sendrecv.c`:
+//! `zfs_send`, `dump_filesystems`, `send_iterate_fs`).
+//!
+//! - `send fs@s`: one full substream. `-i a fs@s`: one incremental (from a snapshot or a
+//!   bookmark). `-I a fs@s`: one incremental per snapshot after `a` up to `s`, in order, so
+//!   a receiver ends up with every intermediate snapshot.
+//! - `-R fs@s`: a replication stream. First a package header (a BEGIN with the
+//!   `COMPOUND` feature, whose nvlist lists every filesystem sent — `name`, `props`, `snaps`
+//!   {name → guid}, `origin` guid for clones — and an END), then, for the filesystem and
+//!   each descendant that has `@s` (parents before children, clones after their origin's
+//!   filesystem): a full substream of its oldest snapshot (or, for a clone whose origin is
+//!   in the stream, an incremental from the origin) and one incremental per later snapshot
+//!   up to `@s`. With `-I a`/`-i a`, filesystems that have `@a` send only what follows it.
+
+use super::error::SendError;
+use super::record::{BeginRecord, Record, RecordWriter, FEATURE_COMPOUND};
+use super::send::{find_point, SendOptions, SubstreamSpec};
+use crate::nvlist::NvList;
+use crate::spa::Spa;
+use crate::types::Guid;
+
+/// A `zfs send` command line, names as given.
+#[derive(Clone, Debug, Default)]
+pub struct SendRequest {
+    /// `pool/fs@snap`.
+    pub to: String,
+    /// `-i`/`-I` argument: `@a`, `a`, `pool/fs@a`, `#mark` or `pool/fs#mark`.
+    pub from: Option<String>,
+    /// `-I`.
+    pub intermediates: bool,
+    /// `-R`.
+    pub replicate: bool,
+    pub options: SendOptions,
+}
+
+/// What to send, in order.
+#[derive(Clone, Debug, Default)]
+pub struct SendPlan {
+    /// A replication stream's package header, a complete substream.
+    pub header: Option<Vec<u8>>,
+    pub substreams: Vec<SubstreamSpec>,
+}
+
+fn refuse(message: String) -> SendError {
+    SendError::Refused(message)
+}
+
+/// The full name of an incremental source given relative to `fs`.
+pub fn source_name(fs: &str, from: &str) -> String {
+    if from.starts_with(['@', '#']) {
+        format!("{fs}{from}")
+    } else if from.contains(['@', '#']) {
+        from.to_string()
+    } else {
+        format!("{fs}@{from}")
+    }
+}
+
+fn spec(to: &str, from: Option<String>, clone: bool) -> SubstreamSpec {
+    SubstreamSpec {
+        to: to.to_string(),
+        from,
+        clone,
+    }
+}
+
+/// Snapshots of `fs` (names) created after `after_txg` up to and including `to_txg`.
+fn snapshots_between(
+    spa: &mut Spa,
+    fs: &str,
+    after_txg: u64,
+    to_txg: u64,
+) -> Result<Vec<String>, SendError> {
+    Ok(spa
+        .snapshots(fs)?
+        .into_iter()
+        .filter(|(_, _, phys)| phys.creation_txg > after_txg && phys.creation_txg <= to_txg)
+        .map(|(name, _, _)| name)
+        .collect())
+}
+
+/// Incrementals from `from` to `to` (one, or one per snapshot between with `-I`).
+fn chain(
+    spa: &mut Spa,
+    fs: &str,
+    from: &str,
+    to: &str,
+    intermediates: bool,
+) -> Result<Vec<SubstreamSpec>, SendError> {
+    if !intermediates {
+        return Ok(vec![spec(to, Some(from.to_string()), false)]);
+    }
+    let missing = |name: &str| refuse(format!("cannot open '{name}': dataset does not exist"));
+    let (_, from_txg, _) = find_point(spa, from)?.ok_or_else(|| missing(from))?;
+    let (_, to_txg, _) = find_point(spa, to)?.ok_or_else(|| missing(to))?;
+    if from_txg >= to_txg {
+        return Err(refuse(format!(
+            "cannot send '{to}': not an earlier snapshot from the same fs"
+        )));
+    }
+    let mut out = Vec::new();
+    let mut previous = from.to_string();
+    for next in snapshots_between(spa, fs, from_txg, to_txg)? {
+        out.push(spec(&next, Some(previous), false));
+        previous = next;
+    }
+    Ok(out)
+}
+
+/// The substreams (and header) of a send request.
+pub fn plan_send(spa: &mut Spa, request: &SendRequest) -> Result<SendPlan, SendError> {
+    let Some((fs, snap)) = request.to.split_once('@') else {
+        return Err(refuse(format!(
+            "cannot send '{}': operation only applies to snapshots",
+            request.to
+        )));
+    };
+    if !request.replicate {
+        let substreams = match &request.from {
+            None => vec![spec(&request.to, None, false)],
+            Some(from) => chain(
+                spa,
+                fs,
+                &source_name(fs, from),
+                &request.to,
+                request.intermediates,
+            )?,
+        };
+        return Ok(SendPlan {
+            header: None,
+            substreams,
+        });
+    }
+    replicate(spa, request, fs, snap)
+}
+
+/// Filesystems to send with `-R`: `top` and descendants, parents first, clones after the
+/// filesystem of their origin.
+fn replication_order(spa: &mut Spa, top: &str) -> Result<Vec<(String, Option<String>)>, SendError> {
+    let mut pending = Vec::new();
+    for name in spa.dataset_names()? {
+        if (name == top || name.starts_with(&format!("{top}/"))) && !name.contains('%') {
+            let origin = spa.origin_of(&name)?;
+            pending.push((name, origin));
+        }
+    }
+    let names: Vec<String> = pending.iter().map(|(n, _)| n.clone()).collect();
+    let mut ordered: Vec<(String, Option<String>)> = Vec::new();
+    while !pending.is_empty() {
+        let done = |name: &str, ordered: &[(String, Option<String>)]| {
+            ordered.iter().any(|(n, _)| n == name)
+        };
+        let ready = pending.iter().position(|(name, origin)| {
+            let parent_ok = name == top
+                || name
+                    .rsplit_once('/')
+                    .is_none_or(|(parent, _)| done(parent, &ordered));
+            let origin_fs = origin.as_deref().map(|o| o.split('@').next().unwrap_or(o));
+            let origin_ok =
+                origin_fs.is_none_or(|o| !names.iter().any(|n| n == o) || done(o, &ordered));
+            parent_ok && origin_ok
+        });
+        ordered.push(pending.remove(ready.unwrap_or(0)));
+    }
+    Ok(ordered)
+}
+
+fn replicate(
+    spa: &mut Spa,
+    request: &SendRequest,
+    top: &str,
+    snap: &str,
+) -> Result<SendPlan, SendError> {
+    let from_snap = match &request.from {
+        Some(from) if from.contains('#') => {
+            return Err(refuse(
+                "cannot send: a bookmark cannot be the source of a replication stream".to_string(),
+            ))
+        }
+        Some(from) => Some(
+            source_name(top, from)
+                .split_once('@')
+                .map(|(_, s)| s.to_string())
+                .unwrap_or_default(),
+        ),
+        None => None,
+    };
+    let (top_guid, top_txg, top_time) = find_point(spa, &request.to)?.ok_or_else(|| {
+        refuse(format!(
+            "cannot open '{}': dataset does not exist",
+            request.to
+        ))
+    })?;
+    let ordered = replication_order(spa, top)?;
+    let sent: Vec<String> = ordered.iter().map(|(n, _)| n.clone()).collect();
+    let mut substreams = Vec::new();
+    let mut entries = Vec::new();
+    for (fs, origin) in ordered {
+        let to = format!("{fs}@{snap}");
+        let Some((_, to_txg, _)) = find_point(spa, &to)? else {
+            let dataset = spa.lookup_dataset(&fs)?.unwrap_or(0);
+            if spa.dataset_phys(dataset)?.creation_txg > top_txg {
+                continue;
+            }
+            return Err(refuse(format!(
+                "cannot send {top}@{snap} recursively: snapshot {to} does not exist"
+            )));
+        };
+        let included: Vec<(String, u64)> = spa
+            .snapshots(&fs)?
+            .into_iter()
+            .filter(|(_, _, phys)| phys.creation_txg <= to_txg)
+            .map(|(name, _, phys)| (name, phys.guid))
+            .collect();
+        let base = from_snap
+            .as_ref()
+            .map(|s| format!("{fs}@{s}"))
+            .filter(|name| included.iter().any(|(n, _)| n == name));
+        match base {
+            Some(base) => substreams.extend(chain(spa, &fs, &base, &to, request.intermediates)?),
+            None => {
+                let origin_guid = match &origin {
+                    Some(o) if sent.iter().any(|n| Some(n.as_str()) == o.split('@').next()) => {
+                        find_point(spa, o)?.map(|(guid, _, _)| (o.clone(), guid))
+                    }
+                    _ => None,
+                };
+                let mut previous: Option<String> = None;
+                for (name, _) in &included {
+                    let from = previous
+                        .clone()
+                        .or_else(|| origin_guid.as_ref().map(|(o, _)| o.clone()));
+                    let clone = previous.is_none() && origin_guid.is_some();
+                    substreams.push(spec(name, from, clone));
+                    previous = Some(name.clone());
+                }
+            }
+        }
+        let mut props = NvList::new();
+        for (name, value) in spa.local_props(&fs)? {
+            if !name.starts_with('%') {
+                props.set_str(&name, &value);
+            }
+        }
+        let mut snaps = NvList::new();
+        for (name, guid) in &included {
+            snaps.set_u64(
+                name.split_once('@').map_or(name.as_str(), |(_, s)| s),
+                *guid,
+            );
+        }
+        let mut entry = NvList::new();
+        entry
+            .set_str("name", &fs)
+            .set_list("props", props)
+            .set_list("snaps", snaps);
+        if let Some(origin) = &origin {
+            if let Some((guid, _, _)) = find_point(spa, origin)? {
+                entry.set_u64("origin", guid);
+            }
+        }
+        entries.push(entry);
+    }
+    let mut info = NvList::new();
+    info.set_str("toname", &request.to)
+        .set_str("sendfs", top)
+        .set_str("tosnap", snap)
+        .set_str("fromsnap", from_snap.as_deref().unwrap_or(""))
+        .set_list_array("fss", entries);
+    let mut header = Vec::new();
+    let mut writer = RecordWriter::new();
+    writer.emit_record(
+        &mut header,
+        &Record::Begin(BeginRecord {
+            features: FEATURE_COMPOUND,
+            to_guid: Guid(top_guid),
+            from_guid: Guid(0),
+            creation_time: top_time,
+            info,
+        }),
+    );
+    writer.emit_record(
+        &mut header,
+        &Record::End {
+            to_guid: Guid(top_guid),
+        },
+    );
+    Ok(SendPlan {
+        header: Some(header),
+        substreams,
+    })
+}

@@ -1,0 +1,619 @@
+//! The sending side of one substream (OpenZFS `dmu_send.c`): a snapshot's objects as
+//! records, in (object, offset) order.
+//!
+//! A `Sender` produces its substream in chunks (`fill`) and keeps a cursor (object, offset)
+//! between them, so a caller can let go of the pool between chunks — a `zfs send | zfs
+//! receive` into the same pool takes turns on it instead of deadlocking — and can stop
+//! after any number of bytes. Each chunk looks the snapshot up again by name and guid and
+//! fails cleanly if it is gone. The same cursor is what a resume token carries: `zfs send
+//! -t` builds a Sender that starts where the receiver stopped.
+//!
+//! What a substream holds: every object of the snapshot (full), or for an incremental from
+//! a snapshot or bookmark with creation txg `T` only what changed after `T`: the dnode
+//! blocks born after `T` give the objects to describe (OBJECT) and the free slots among
+//! them (FREEOBJECTS); each such object's tree, pruned by birth txg (`traverse`), gives the
+//! WRITE records and the holes to FREE. A changed dnode block is sent whole (32 dnodes),
+//! like OpenZFS; the receiver finds unchanged ones identical.
+
+use super::error::SendError;
+use super::record::{
+    BeginRecord, RecordWriter, FEATURE_CLONE, FEATURE_COMPRESSED, FEATURE_RESUMING,
+    OBJECT_ID_LIMIT, RECORD_BEGIN, RECORD_END, RECORD_FREE, RECORD_FREEOBJECTS, RECORD_OBJECT,
+    RECORD_WRITE, STREAM_VERSION, WRITE_FLAG_COMPRESSED,
+};
+use super::token::ResumeToken;
+use super::traverse::{Event, Flow, Walk};
+use crate::dmu::dnode::{DnodePhys, DNODE_SIZE_BYTES};
+use crate::dmu::objset::DNODES_PER_BLOCK;
+use crate::dmu::IoCtx;
+use crate::nvlist::NvList;
+use crate::spa::{Spa, SpaError};
+use crate::types::{Guid, Txg};
+use crate::zio::blkptr::BlockPointer;
+use crate::zio::Bookmark;
+
+/// Stream options of `zfs send` that change the records.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SendOptions {
+    /// `-c` (and `-w`): WRITE records carry blocks in their stored compressed form.
+    pub compressed: bool,
+    /// `-p`: the filesystem's local properties go in the BEGIN record.
+    pub properties: bool,
+    /// `-h`: the snapshot's user holds go in the BEGIN record.
+    pub holds: bool,
+}
+
+/// One substream to produce.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SubstreamSpec {
+    /// The snapshot sent, `pool/fs@snap`.
+    pub to: String,
+    /// The incremental source: `pool/fs@a`, `pool/fs#mark`, or for a clone the origin.
+    pub from: Option<String>,
+    /// A new filesystem cloned from `from` (replication of clones).
+    pub clone: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    Begin,
+    Objects,
+    End,
+    Done,
+}
+
+/// Where the next record comes from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Cursor {
+    object: u64,
+    offset: u64,
+    /// The OBJECT record of `object` is already in the stream.
+    object_open: bool,
+}
+
+/// Where records go: bytes, or only their sizes (dry-run estimates).
+enum Sink<'a> {
+    Bytes(&'a mut Vec<u8>),
+    Count(&'a mut u64),
+}
+
+impl Sink<'_> {
+    fn produced(&self) -> u64 {
+        match self {
+            Sink::Bytes(out) => out.len() as u64,
+            Sink::Count(n) => **n,
+        }
+    }
+}
+
+/// Produces one substream.
+pub struct Sender {
+    spec: SubstreamSpec,
+    options: SendOptions,
+    to_guid: Guid,
+    from_guid: Guid,
+    from_txg: Txg,
+    begin: BeginRecord,
+    cursor: Cursor,
+    stage: Stage,
+    writer: RecordWriter,
+    pending_free: Option<(u64, u64, u64)>,
+    pending_freeobjects: Option<(u64, u64)>,
+}
+
+/// A snapshot or bookmark found by name: (guid, creation txg, creation time).
+pub(super) fn find_point(spa: &mut Spa, name: &str) -> Result<Option<(u64, u64, u64)>, SpaError> {
+    if let Some((fs, _)) = name.split_once('#') {
+        if spa.lookup_dir(fs)?.is_none() {
+            return Ok(None);
+        }
+        return Ok(spa
+            .bookmarks(fs)?
+            .into_iter()
+            .find(|b| b.name == name)
+            .map(|b| (b.guid, b.creation_txg, b.creation_time)));
+    }
+    let Some((fs, _)) = name.split_once('@') else {
+        return Ok(None);
+    };
+    if spa.lookup_dir(fs)?.is_none() {
+        return Ok(None);
+    }
+    Ok(spa
+        .snapshots(fs)?
+        .into_iter()
+        .find(|(n, _, _)| n == name)
+        .map(|(_, _, phys)| (phys.guid, phys.creation_txg, phys.creation_time)))
+}
+
+fn missing(name: &str) -> SendError {
+    SendError::Refused(format!("cannot open '{name}': dataset does not exist"))
+}
+
+impl Sender {
+    /// A sender of `spec`, checked against the pool: the snapshot exists, the source is an
+    /// earlier snapshot or bookmark of the same filesystem (or the clone's origin).
+    pub fn new(
+        spa: &mut Spa,
+        spec: SubstreamSpec,
+        options: SendOptions,
+    ) -> Result<Sender, SendError> {
+        let (to_fs, _) = spec.to.split_once('@').ok_or_else(|| missing(&spec.to))?;
+        let to_fs = to_fs.to_string();
+        let (to_guid, to_txg, creation_time) =
+            find_point(spa, &spec.to)?.ok_or_else(|| missing(&spec.to))?;
+        let mut info = NvList::new();
+        info.set_str("toname", &spec.to).set_u64("type", 2);
+        let (mut from_guid, mut from_txg, mut features) = (0, 0, 0);
+        if let Some(from) = &spec.from {
+            let (guid, txg, _) = find_point(spa, from)?.ok_or_else(|| missing(from))?;
+            let from_fs = from.split(['@', '#']).next().unwrap_or(from);
+            if (!spec.clone && from_fs != to_fs) || txg >= to_txg {
+                return Err(SendError::Refused(format!(
+                    "cannot send '{}': not an earlier snapshot from the same fs",
+                    spec.to
+                )));
+            }
+            (from_guid, from_txg) = (guid, txg);
+            info.set_str("fromname", from);
+            if spec.clone {
+                features |= FEATURE_CLONE;
+            }
+        }
+        if options.compressed {
+            features |= FEATURE_COMPRESSED;
+        }
+        if options.properties {
+            let mut props = NvList::new();
+            for (name, value) in spa.local_props(&to_fs)? {
+                if !name.starts_with('%') {
+                    props.set_str(&name, &value);
+                }
+            }
+            info.set_list("props", props);
+        }
+        if options.holds {
+            let mut holds = NvList::new();
+            for (tag, time) in spa.holds(&spec.to)? {
+                holds.set_u64(&tag, time);
+            }
+            info.set_list("holds", holds);
+        }
+        Ok(Sender {
+            begin: BeginRecord {
+                features,
+                to_guid: Guid(to_guid),
+                from_guid: Guid(from_guid),
+                creation_time,
+                info,
+            },
+            spec,
+            options,
+            to_guid: Guid(to_guid),
+            from_guid: Guid(from_guid),
+            from_txg: Txg(from_txg),
+            cursor: Cursor::default(),
+            stage: Stage::Begin,
+            writer: RecordWriter::new(),
+            pending_free: None,
+            pending_freeobjects: None,
+        })
+    }
+
+    /// `zfs send -t`: the rest of the substream a resume token describes.
+    pub fn resume(spa: &mut Spa, token: &ResumeToken) -> Result<Sender, SendError> {
+        let refuse = |why: &str| SendError::Refused(format!("cannot resume send: {why}"));
+        let (to_guid, _, _) = find_point(spa, &token.to_name)?
+            .ok_or_else(|| refuse(&format!("'{}' does not exist", token.to_name)))?;
+        if to_guid != token.to_guid.0 {
+            return Err(refuse(&format!(
+                "'{}' is no longer the same snapshot",
+                token.to_name
+            )));
+        }
+        let from = match token.from_guid.0 {
+            0 => None,
+            guid => Some(
+                find_by_guid(spa, &token.to_name, guid, token.clone)?
+                    .ok_or_else(|| refuse("the incremental source no longer exists"))?,
+            ),
+        };
+        let spec = SubstreamSpec {
+            to: token.to_name.clone(),
+            from,
+            clone: token.clone,
+        };
+        let options = SendOptions {
+            compressed: token.compressed,
+            ..SendOptions::default()
+        };
+        let mut sender = Sender::new(spa, spec, options)?;
+        sender.begin.features |= FEATURE_RESUMING;
+        sender
+            .begin
+            .info
+            .set_u64("resume_object", token.object)
+            .set_u64("resume_offset", token.offset);
+        sender.cursor = Cursor {
+            object: token.object,
+            offset: token.offset,
+            object_open: false,
+        };
+        Ok(sender)
+    }
+
+    pub fn spec(&self) -> &SubstreamSpec {
+        &self.spec
+    }
+
+    /// Stream bytes produced so far.
+    pub fn bytes(&self) -> u64 {
+        self.writer.bytes()
+    }
+
+    /// Appends records to `out` until it holds at least `budget_bytes` or the substream is
+    /// complete; returns whether it is complete.
+    pub fn fill(
+        &mut self,
+        spa: &mut Spa,
+        out: &mut Vec<u8>,
+        budget_bytes: usize,
+    ) -> Result<bool, SendError> {
+        self.run(spa, &mut Sink::Bytes(out), budget_bytes as u64)
+    }
+
+    /// The exact size of what is left of the substream (records are counted, data blocks
+    /// are not read; with `-c` a block counts its allocated physical size).
+    pub fn estimate(mut self, spa: &mut Spa) -> Result<u64, SendError> {
+        let mut total = 0u64;
+        while !self.run(spa, &mut Sink::Count(&mut total), u64::MAX)? {}
+        Ok(total)
+    }
+
+    fn run(&mut self, spa: &mut Spa, sink: &mut Sink<'_>, budget: u64) -> Result<bool, SendError> {
+        if self.stage == Stage::Begin {
+            let payload = self.begin.info.encode();
+            let words = [
+                STREAM_VERSION,
+                self.begin.features,
+                self.to_guid.0,
+                self.from_guid.0,
+                self.begin.creation_time,
+            ];
+            self.emit(sink, RECORD_BEGIN, 0, words, &payload);
+            self.stage = Stage::Objects;
+        }
+        if self.stage == Stage::Objects {
+            let (objset, root_bp) = self.resolve(spa)?;
+            let ctx = spa.ctx();
+            let done = self.walk_objects(&ctx, objset, &root_bp, sink, budget)?;
+            self.flush_frees(sink);
+            if !done {
+                return Ok(false);
+            }
+            self.stage = Stage::End;
+        }
+        if self.stage == Stage::End {
+            self.emit(sink, RECORD_END, 0, [self.to_guid.0, 0, 0, 0, 0], &[]);
+            self.stage = Stage::Done;
+        }
+        Ok(true)
+    }
+
+    /// The snapshot's dataset object and objset pointer, if it is still the one we send.
+    fn resolve(&self, spa: &mut Spa) -> Result<(u64, BlockPointer), SendError> {
+        let vanished = || SendError::Vanished(self.spec.to.clone());
+        let fs = self.spec.to.split('@').next().unwrap_or(&self.spec.to);
+        let snapshots = spa.snapshots(fs).map_err(|_| vanished())?;
+        snapshots
+            .into_iter()
+            .find(|(name, _, phys)| *name == self.spec.to && phys.guid == self.to_guid.0)
+            .map(|(_, object, phys)| (object, phys.bp))
+            .ok_or_else(vanished)
+    }
+
+    fn emit(
+        &mut self,
+        sink: &mut Sink<'_>,
+        kind: u16,
+        flags: u16,
+        words: [u64; 5],
+        payload: &[u8],
+    ) {
+        match sink {
+            Sink::Bytes(out) => self.writer.emit(out, kind, flags, words, payload),
+            Sink::Count(total) => {
+                let before = self.writer.bytes();
+                self.writer.count(payload.len());
+                **total += self.writer.bytes() - before;
+            }
+        }
+    }
+
+    fn flush_frees(&mut self, sink: &mut Sink<'_>) {
+        if let Some((first, count)) = self.pending_freeobjects.take() {
+            self.emit(sink, RECORD_FREEOBJECTS, 0, [first, count, 0, 0, 0], &[]);
+        }
+        if let Some((object, offset, length)) = self.pending_free.take() {
+            self.emit(sink, RECORD_FREE, 0, [object, offset, length, 0, 0], &[]);
+        }
+    }
+
+    fn free_objects(&mut self, sink: &mut Sink<'_>, first: u64, count: u64) {
+        let count = count.min(OBJECT_ID_LIMIT.saturating_sub(first));
+        if count == 0 || first == 0 {
+            return;
+        }
+        match &mut self.pending_freeobjects {
+            Some((start, n)) if *start + *n == first => *n += count,
+            _ => {
+                self.flush_frees(sink);
+                self.pending_freeobjects = Some((first, count));
+            }
+        }
+    }
+
+    fn free_range(&mut self, sink: &mut Sink<'_>, object: u64, offset: u64, length: u64) {
+        match &mut self.pending_free {
+            Some((o, start, n)) if *o == object && start.saturating_add(*n) == offset => {
+                *n = n.saturating_add(length)
+            }
+            _ => {
+                self.flush_frees(sink);
+                self.pending_free = Some((object, offset, length));
+            }
+        }
+    }
+
+    /// Walks the dnode blocks from the cursor; true when every object is done.
+    fn walk_objects(
+        &mut self,
+        ctx: &IoCtx<'_>,
+        objset: u64,
+        root_bp: &BlockPointer,
+        sink: &mut Sink<'_>,
+        budget: u64,
+    ) -> Result<bool, SendError> {
+        let block = ctx
+            .zio
+            .read_block(ctx.root, root_bp, Some(bookmark(objset, 0, 0, u64::MAX)))
+            .map_err(|e| SendError::Pool(SpaError::from(e)))?;
+        let meta = DnodePhys::decode(block.get(..DNODE_SIZE_BYTES).unwrap_or(&[]))
+            .map_err(|e| SendError::Pool(SpaError::Corrupt(e.0)))?;
+        let incremental = self.from_txg > Txg(0);
+        let walk = Walk {
+            ctx,
+            objset,
+            object: 0,
+            from_txg: self.from_txg,
+            start_blkid: self.cursor.object / DNODES_PER_BLOCK,
+            report_holes: incremental,
+        };
+        let flow = walk.run(&meta, &mut |event| match event {
+            Event::Hole { first_blkid, count } => {
+                let first = first_blkid
+                    .saturating_mul(DNODES_PER_BLOCK)
+                    .max(self.cursor.object);
+                let end = first_blkid
+                    .saturating_add(count)
+                    .saturating_mul(DNODES_PER_BLOCK);
+                self.free_objects(sink, first.max(1), end.saturating_sub(first.max(1)));
+                Ok(Flow::Continue)
+            }
+            Event::Block { blkid, bp } => {
+                let data = ctx
+                    .zio
+                    .read_block(ctx.root, bp, Some(bookmark(objset, 0, 0, blkid)))
+                    .map_err(|e| SendError::Pool(SpaError::from(e)))?;
+                for slot in 0..DNODES_PER_BLOCK {
+                    let id = blkid * DNODES_PER_BLOCK + slot;
+                    if id == 0 || id < self.cursor.object {
+                        continue;
+                    }
+                    let at = slot as usize * DNODE_SIZE_BYTES;
+                    let dnode = data
+                        .get(at..at + DNODE_SIZE_BYTES)
+                        .ok_or_else(|| corrupt(id, "dnode block too short"))
+                        .and_then(|b| DnodePhys::decode(b).map_err(|e| corrupt(id, &e.0)))?;
+                    if dnode.is_free() {
+                        if incremental {
+                            self.free_objects(sink, id, 1);
+                        }
+                        self.cursor = Cursor {
+                            object: id + 1,
+                            ..Cursor::default()
+                        };
+                        continue;
+                    }
+                    if self.send_object(ctx, objset, id, &dnode, sink, budget)? == Flow::Stop {
+                        return Ok(Flow::Stop);
+                    }
+                    self.cursor = Cursor {
+                        object: id + 1,
+                        ..Cursor::default()
+                    };
+                    if sink.produced() >= budget {
+                        return Ok(Flow::Stop);
+                    }
+                }
+                Ok(Flow::Continue)
+            }
+        })?;
+        Ok(flow == Flow::Continue)
+    }
+
+    /// OBJECT, then the object's WRITE and FREE records from the cursor's offset.
+    fn send_object(
+        &mut self,
+        ctx: &IoCtx<'_>,
+        objset: u64,
+        id: u64,
+        dnode: &DnodePhys,
+        sink: &mut Sink<'_>,
+        budget: u64,
+    ) -> Result<Flow, SendError> {
+        if !(self.cursor.object == id && self.cursor.object_open) {
+            self.flush_frees(sink);
+            let packed = u64::from(dnode.object_type)
+                | u64::from(dnode.bonus_type) << 8
+                | u64::from(dnode.flags) << 16
+                | u64::from(dnode.checksum) << 24
+                | u64::from(dnode.compress) << 32;
+            let words = [
+                id,
+                packed,
+                u64::from(dnode.data_block_size_bytes),
+                dnode.size_bytes,
+                0,
+            ];
+            self.emit(sink, RECORD_OBJECT, 0, words, &dnode.bonus);
+            let offset = if self.cursor.object == id {
+                self.cursor.offset
+            } else {
+                0
+            };
+            self.cursor = Cursor {
+                object: id,
+                offset,
+                object_open: true,
+            };
+        }
+        let block_size = u64::from(dnode.data_block_size_bytes);
+        let size = dnode.size_bytes;
+        let walk = Walk {
+            ctx,
+            objset,
+            object: id,
+            from_txg: self.from_txg,
+            start_blkid: self.cursor.offset / block_size,
+            report_holes: self.from_txg > Txg(0),
+        };
+        let flow = walk.run(dnode, &mut |event| match event {
+            Event::Hole { first_blkid, count } => {
+                let offset = first_blkid.saturating_mul(block_size);
+                if offset < size {
+                    let length = count.saturating_mul(block_size).min(size - offset);
+                    self.free_range(sink, id, offset, length);
+                }
+                Ok(Flow::Continue)
+            }
+            Event::Block { blkid, bp } => {
+                let offset = blkid.saturating_mul(block_size);
+                if offset >= size {
+                    return Ok(Flow::Continue);
+                }
+                let length = block_size.min(size - offset);
+                self.flush_frees(sink);
+                self.send_block(ctx, objset, id, blkid, bp, offset, length, sink)?;
+                self.cursor.offset = offset + block_size;
+                if sink.produced() >= budget {
+                    return Ok(Flow::Stop);
+                }
+                Ok(Flow::Continue)
+            }
+        })?;
+        if flow == Flow::Continue {
+            self.flush_frees(sink);
+        }
+        Ok(flow)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn send_block(
+        &mut self,
+        ctx: &IoCtx<'_>,
+        objset: u64,
+        id: u64,
+        blkid: u64,
+        bp: &BlockPointer,
+        offset: u64,
+        length: u64,
+        sink: &mut Sink<'_>,
+    ) -> Result<(), SendError> {
+        let where_ = Some(bookmark(objset, id, 0, blkid));
+        let stored = self.options.compressed && bp.compression != 0;
+        if let Sink::Count(total) = sink {
+            let payload = if stored {
+                u64::from(bp.psize_bytes)
+            } else {
+                length
+            };
+            let before = self.writer.bytes();
+            self.writer.count(payload as usize);
+            **total += self.writer.bytes() - before;
+            return Ok(());
+        }
+        let pool = |e| SendError::Pool(SpaError::from(e));
+        if stored {
+            let physical = ctx
+                .zio
+                .read_block_physical(ctx.root, bp, where_)
+                .map_err(pool)?;
+            let header: [u8; 4] = physical
+                .get(..4)
+                .and_then(|b| b.try_into().ok())
+                .ok_or_else(|| corrupt(id, "stored block too short"))?;
+            let stored_len = 4 + u32::from_le_bytes(header) as usize;
+            let payload = physical
+                .get(..stored_len)
+                .ok_or_else(|| corrupt(id, "stored block length"))?;
+            let words = [
+                id,
+                offset,
+                length,
+                u64::from(bp.compression),
+                u64::from(bp.lsize_bytes),
+            ];
+            self.emit(sink, RECORD_WRITE, WRITE_FLAG_COMPRESSED, words, payload);
+            return Ok(());
+        }
+        let data = ctx.zio.read_block(ctx.root, bp, where_).map_err(pool)?;
+        let payload = data
+            .get(..length as usize)
+            .ok_or_else(|| corrupt(id, "block shorter than the object's block size"))?;
+        self.emit(sink, RECORD_WRITE, 0, [id, offset, length, 0, 0], payload);
+        Ok(())
+    }
+}
+
+/// The snapshot (or bookmark) with `guid` an incremental of `to_name` starts from: in the
+/// same filesystem, or anywhere in the pool for a clone's origin.
+fn find_by_guid(
+    spa: &mut Spa,
+    to_name: &str,
+    guid: u64,
+    clone: bool,
+) -> Result<Option<String>, SpaError> {
+    let fs = to_name.split('@').next().unwrap_or(to_name).to_string();
+    let filesystems = if clone {
+        spa.dataset_names()?
+    } else {
+        vec![fs]
+    };
+    for fs in filesystems {
+        if let Some((name, _, _)) = spa
+            .snapshots(&fs)?
+            .into_iter()
+            .find(|(_, _, phys)| phys.guid == guid)
+        {
+            return Ok(Some(name));
+        }
+        if let Some(mark) = spa.bookmarks(&fs)?.into_iter().find(|b| b.guid == guid) {
+            return Ok(Some(mark.name));
+        }
+    }
+    Ok(None)
+}
+
+fn bookmark(objset: u64, object: u64, level: u8, blkid: u64) -> Bookmark {
+    Bookmark {
+        objset,
+        object,
+        level,
+        blkid,
+    }
+}
+
+fn corrupt(object: u64, why: &str) -> SendError {
+    SendError::Pool(SpaError::Corrupt(format!("object {object}: {why}")))
+}

@@ -1,0 +1,190 @@
+//! Receive and send options: destination names (`-d`, `-e`, `fs@snap`), properties (`-p`,
+//! `-o`, `-x`), holds (`-h`), a bookmark as incremental source, the pool's root dataset
+//! as source and as `-F` target, and `-n` changing nothing.
+
+use super::tests::{
+    contents, full, incremental, pool, populate, receive, send, snap, snapshot_ids, write,
+};
+use super::*;
+use crate::spa::Spa;
+
+fn options() -> RecvOptions {
+    RecvOptions::default()
+}
+
+/// `-d` appends the sent name without its pool (creating parents), `-e` its last element,
+/// a `fs@snap` target names the snapshot; bad combinations are refused in OpenZFS's words.
+#[test]
+fn destination_names() {
+    let mut spa = pool();
+    spa.create_filesystem("tank/a").unwrap();
+    populate(&mut spa, "tank/a/src");
+    snap(&mut spa, "tank/a/src@s");
+    let stream = send(&mut spa, full("tank/a/src@s"));
+    spa.create_filesystem("tank/d").unwrap();
+    let discard = RecvOptions {
+        name_mode: NameMode::DiscardFirst,
+        ..options()
+    };
+    receive(&mut spa, "tank/d", &stream, discard.clone()).unwrap();
+    assert_eq!(snapshot_ids(&mut spa, "tank/d/a/src")[0].0, "s");
+    let last = RecvOptions {
+        name_mode: NameMode::LastElement,
+        ..options()
+    };
+    receive(&mut spa, "tank/d", &stream, last).unwrap();
+    assert_eq!(
+        contents(&mut spa, "tank/d/src@s"),
+        contents(&mut spa, "tank/a/src@s")
+    );
+    receive(&mut spa, "tank/named@other", &stream, options()).unwrap();
+    assert_eq!(snapshot_ids(&mut spa, "tank/named")[0].0, "other");
+    let refused = |spa: &mut Spa, target: &str| {
+        let err = receive(spa, target, &stream, discard.clone())
+            .err()
+            .unwrap();
+        err.to_string()
+    };
+    assert_eq!(
+        refused(&mut spa, "tank/d@x"),
+        "cannot receive: specified fs (tank/d@x) does not exist"
+    );
+    assert_eq!(
+        refused(&mut spa, "tank/a/src@s"),
+        "cannot receive: invalid argument - snapshot not allowed with -d"
+    );
+    assert_eq!(
+        refused(&mut spa, "tank/absent"),
+        "cannot receive: specified fs (tank/absent) does not exist"
+    );
+    let err = receive(&mut spa, "tank/none/x", &stream, options())
+        .err()
+        .unwrap();
+    assert_eq!(
+        err.to_string(),
+        "cannot open 'tank/none': dataset does not exist\ncannot receive new filesystem stream: unable to restore to destination"
+    );
+}
+
+/// `-p` carries local properties, `-x` keeps one out, `-o` overrides; `-h` on the sending
+/// side carries holds and on the receiving side drops them.
+#[test]
+fn properties_and_holds() {
+    let mut spa = pool();
+    populate(&mut spa, "tank/src");
+    spa.set_local_prop("tank/src", "org.test:color", "red")
+        .unwrap();
+    spa.set_local_prop("tank/src", "org.test:size", "big")
+        .unwrap();
+    spa.set_local_prop("tank/src", "compression", "gzip-6")
+        .unwrap();
+    snap(&mut spa, "tank/src@s");
+    spa.hold("keep", "tank/src@s").unwrap();
+    let request = SendRequest {
+        options: SendOptions {
+            properties: true,
+            holds: true,
+            ..SendOptions::default()
+        },
+        ..full("tank/src@s")
+    };
+    let stream = send(&mut spa, request);
+    let custom = RecvOptions {
+        exclude_props: vec!["org.test:size".to_string()],
+        set_props: vec![("org.test:color".to_string(), "green".to_string())],
+        ..options()
+    };
+    receive(&mut spa, "tank/p", &stream, custom).unwrap();
+    let props = spa.local_props("tank/p").unwrap();
+    assert!(props.contains(&("org.test:color".to_string(), "green".to_string())));
+    assert!(props.contains(&("compression".to_string(), "gzip-6".to_string())));
+    assert!(!props
+        .iter()
+        .any(|(name, _)| name == "org.test:size" || name.starts_with('%')));
+    assert_eq!(spa.holds("tank/p@s").unwrap()[0].0, "keep");
+    let skip = RecvOptions {
+        skip_holds: true,
+        ..options()
+    };
+    receive(&mut spa, "tank/q", &stream, skip).unwrap();
+    assert!(spa.holds("tank/q@s").unwrap().is_empty());
+    // Without -p nothing is carried.
+    let plain = send(&mut spa, full("tank/src@s"));
+    receive(&mut spa, "tank/r", &plain, options()).unwrap();
+    assert!(spa.local_props("tank/r").unwrap().is_empty());
+}
+
+/// A bookmark stands in for a destroyed source snapshot (`zfs send -i #mark`).
+#[test]
+fn bookmark_as_incremental_source() {
+    let mut spa = pool();
+    populate(&mut spa, "tank/src");
+    snap(&mut spa, "tank/src@a");
+    spa.create_bookmark("tank/src@a", "tank/src#a").unwrap();
+    let base = send(&mut spa, full("tank/src@a"));
+    receive(&mut spa, "tank/dst", &base, options()).unwrap();
+    write(&mut spa, "tank/src", 1, 0, b"after the bookmark");
+    snap(&mut spa, "tank/src@b");
+    spa.destroy_snapshot("tank/src@a").unwrap();
+    let stream = send(&mut spa, incremental("#a", "tank/src@b", false));
+    receive(&mut spa, "tank/dst", &stream, options()).unwrap();
+    assert_eq!(
+        contents(&mut spa, "tank/dst"),
+        contents(&mut spa, "tank/src@b")
+    );
+}
+
+/// The pool's root dataset sends like any other, and `-F` replaces it (it always exists).
+#[test]
+fn root_dataset_as_source_and_target() {
+    let mut spa = pool();
+    write(&mut spa, "tank", 1, 0, b"root data");
+    snap(&mut spa, "tank@r");
+    let stream = send(&mut spa, full("tank@r"));
+    receive(&mut spa, "tank/copy", &stream, options()).unwrap();
+    assert_eq!(
+        contents(&mut spa, "tank/copy"),
+        contents(&mut spa, "tank@r")
+    );
+    populate(&mut spa, "tank/src");
+    snap(&mut spa, "tank/src@s");
+    let other = send(&mut spa, full("tank/src@s"));
+    spa.destroy_snapshot("tank@r").unwrap();
+    let force = RecvOptions {
+        force: true,
+        ..options()
+    };
+    receive(&mut spa, "tank", &other, force).unwrap();
+    assert_eq!(contents(&mut spa, "tank"), contents(&mut spa, "tank/src@s"));
+    assert_eq!(snapshot_ids(&mut spa, "tank")[0].0, "s");
+    assert!(spa.lookup_dir("tank/%recv").unwrap().is_none());
+}
+
+/// `-n` reads and verifies the whole stream, reports what it would do, and changes nothing.
+#[test]
+fn dry_run_changes_nothing() {
+    let mut spa = pool();
+    populate(&mut spa, "tank/src");
+    snap(&mut spa, "tank/src@s");
+    let stream = send(&mut spa, full("tank/src@s"));
+    let names = spa.dataset_names().unwrap();
+    let dry = RecvOptions {
+        dry_run: true,
+        ..options()
+    };
+    let mut receiver = receive(&mut spa, "tank/dst", &stream, dry.clone()).unwrap();
+    assert_eq!(
+        receiver.take_events(),
+        [RecvEvent::Receiving {
+            incremental: false,
+            to_name: "tank/src@s".to_string(),
+            dest_snap: "tank/dst@s".to_string(),
+            dry_run: true,
+        }]
+    );
+    assert_eq!(spa.dataset_names().unwrap(), names);
+    let mut damaged = stream.clone();
+    let at = damaged.len() / 2;
+    damaged[at] ^= 4;
+    assert!(receive(&mut spa, "tank/dst", &damaged, dry).is_err());
+}

@@ -1,0 +1,78 @@
+//! The dataset side of `zfs receive` (OpenZFS `dmu_recv_end_sync`, `dsl_dataset_clone_swap`,
+//! `dsl_dataset_modified_since_snap`).
+//!
+//! A receive into an existing filesystem `T` writes into a hidden child `T/%recv` (a clone
+//! of the incremental's base snapshot, or a new filesystem for a forced full stream), so
+//! that `T` stays exactly as it was until the stream has been verified to its END. Then
+//! `recv_swap` gives `T`'s head the received tree in one step: `T` takes `T/%recv`'s object
+//! set, referenced bytes and dead list (blocks of the base snapshot the received tree no
+//! longer uses — just what `T`'s own dead list would hold had it written them), the blocks
+//! only `T`'s old head held are freed, and `T/%recv`'s records go without touching its
+//! blocks. The caller has rolled `T` back to the base snapshot first, so the old head holds
+//! nothing of its own in the incremental case.
+
+use super::phys::DslDatasetPhys;
+use crate::spa::{Spa, SpaError, MOS_OBJECT_ROOT_DATASET};
+
+impl Spa {
+    /// Whether a filesystem's head differs from its newest snapshot (written since, or not
+    /// yet committed). True when it has no snapshot.
+    pub fn modified_since_newest_snapshot(&mut self, fs: &str) -> Result<bool, SpaError> {
+        let dataset = self
+            .lookup_dataset(fs)?
+            .ok_or_else(|| SpaError::NoSuchPool(fs.to_string()))?;
+        self.open_dataset(dataset)?;
+        let Some((_, _, newest)) = self.snapshots(fs)?.pop() else {
+            return Ok(true);
+        };
+        let (dirty, head_bp) = if dataset == MOS_OBJECT_ROOT_DATASET.0 {
+            (self.root_dataset.is_dirty(), self.root_bp())
+        } else {
+            let head = self
+                .datasets
+                .get(&dataset)
+                .ok_or_else(|| SpaError::Corrupt(format!("dataset {dataset} vanished")))?;
+            (head.objset.is_dirty(), head.phys.bp)
+        };
+        Ok(dirty || head_bp != newest.bp)
+    }
+
+    /// Gives `target`'s head the tree of `received` (a filesystem directly below it, made by
+    /// this receive) and removes `received`; see the module header.
+    pub fn recv_swap(&mut self, target: &str, received: &str) -> Result<(), SpaError> {
+        self.sync()?;
+        let target_dataset = self
+            .lookup_dataset(target)?
+            .ok_or_else(|| SpaError::NoSuchPool(target.to_string()))?;
+        let received_dir = self
+            .lookup_dir(received)?
+            .ok_or_else(|| SpaError::NoSuchPool(received.to_string()))?;
+        let received_dataset = self.read_dir(received_dir)?.head_dataset;
+        self.open_dataset(target_dataset)?;
+        self.open_dataset(received_dataset)?;
+        let head: DslDatasetPhys = self.head_phys(target_dataset)?;
+        let old_bp = if target_dataset == MOS_OBJECT_ROOT_DATASET.0 {
+            self.root_bp()
+        } else {
+            head.bp
+        };
+        let new: DslDatasetPhys = self.head_phys(received_dataset)?;
+        // Blocks only the old head held: born after its previous snapshot (none after a
+        // rollback to it).
+        self.free_blocks_born_after(target_dataset, &old_bp, head.prev_snap_txg)?;
+        // The base's blocks the received tree released are what the head's dead list
+        // must hold.
+        self.replace_head_tree(
+            target_dataset,
+            head,
+            new.bp,
+            new.referenced_bytes,
+            new.deadlist,
+        )?;
+        self.datasets.remove(&received_dataset);
+        self.unlink_dataset(received, received_dir)?;
+        self.refresh_io_props()?;
+        self.sync()?;
+        Ok(())
+    }
+}
