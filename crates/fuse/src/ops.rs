@@ -17,8 +17,11 @@ use zetta::dmu::{IoCtx, ObjectSet};
 use zetta::zpl::vnops::SetAttr;
 use zetta::zpl::{Attr, Creds, FileKind, Timespec, Zfsvfs, ZplError};
 
-/// How long the kernel may trust attributes and names (only this mount changes them).
+/// How long the kernel may trust attributes (atime moves under reads without a reply).
 const TTL: Duration = Duration::from_secs(1);
+/// How long it may trust names: only this mount changes them (rollback and receive
+/// remount), so a looked-up name stays valid; `find` and `stat` storms then skip lookups.
+const ENTRY_TTL: Duration = Duration::from_secs(3600);
 const ROOT_INO: u64 = 1;
 /// The offset after `.zfs` in a root listing (above every directory cursor).
 const CTL_LISTED_OFFSET: i64 = i64::MAX - 1;
@@ -239,7 +242,12 @@ impl ZplFs {
 
     fn reply_entry(&self, reply: ReplyEntry, result: Result<Attr, Errno>) {
         match result {
-            Ok(attr) => reply.entry(&TTL, &self.file_attr(&attr), Generation(attr.znode.gen)),
+            Ok(attr) => reply.entry_with_ttls(
+                &TTL,
+                &ENTRY_TTL,
+                &self.file_attr(&attr),
+                Generation(attr.znode.gen),
+            ),
             Err(e) => reply.error(e),
         }
     }
