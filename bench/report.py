@@ -139,7 +139,7 @@ def build(results_path, info_path):
         "attribute and entry timeouts 3600 s), one fresh daemon per contender started by the",
         "harness. Its `compression=on` is lzjb (it has no lz4); the data is incompressible, so",
         "that row shows the cost of trying. Zetta runs with its defaults (ARC at most 64 MiB,",
-        "FUSE attribute and entry timeouts 1 s, 128K records, sync=standard), one fresh",
+        "FUSE attribute timeout 1 s, entry timeout 3600 s, 128K records, sync=standard), one fresh",
         "daemon per contender with its own `ZETTA_CACHE_FILE` under the run directory; the",
         "pool's root filesystem is the one measured. Ratios are within this one run: read",
         "them, not the absolute figures, which swing 2-4x between runs on this host-cached",
