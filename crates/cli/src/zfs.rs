@@ -197,6 +197,23 @@ pub(crate) fn store(imported: &mut Imported, name: &str, set: SetValue) -> Resul
         .map_err(spa_fail)
 }
 
+/// `-p` of clone and rename: creates every missing filesystem above `name`.
+pub(crate) fn create_parents(imported: &mut Imported, name: &str) -> CmdResult {
+    let components: Vec<&str> = name.split('/').collect();
+    for end in 2..components.len() {
+        let partial = components[..end].join("/");
+        if imported
+            .spa
+            .lookup_dir(&partial)
+            .map_err(spa_fail)?
+            .is_none()
+        {
+            imported.spa.create_filesystem(&partial).map_err(spa_fail)?;
+        }
+    }
+    Ok(())
+}
+
 /// `zfs create [-p] [-o prop=value]… fs`
 fn cmd_create(args: &[String]) -> CmdResult {
     let parsed = getopt(args, "po:uV:b:s")?;
@@ -374,18 +391,7 @@ fn cmd_clone(args: &[String]) -> CmdResult {
     let settings = parse_settings(&parsed, name)?;
     let mut imported = pool::open_pool(pool_of(origin)).map_err(|_| missing(origin))?;
     if parsed.has('p') {
-        let components: Vec<&str> = name.split('/').collect();
-        for end in 2..components.len() {
-            let partial = components[..end].join("/");
-            if imported
-                .spa
-                .lookup_dir(&partial)
-                .map_err(spa_fail)?
-                .is_none()
-            {
-                imported.spa.create_filesystem(&partial).map_err(spa_fail)?;
-            }
-        }
+        create_parents(&mut imported, name)?;
     }
     imported
         .spa
@@ -438,27 +444,8 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
         }
         if parsed.has('R') {
             // -R takes the snapshot's clones (and their descendants) with it.
-            let object = imported
-                .spa
-                .snapshots(fs)
-                .map_err(spa_fail)?
-                .into_iter()
-                .find(|(n, _, _)| n == name)
-                .map(|(_, object, _)| object);
-            if let Some(object) = object {
-                for clone in imported.spa.dependent_clones(object).map_err(spa_fail)? {
-                    let all = imported.spa.dataset_names().map_err(spa_fail)?;
-                    for victim in all
-                        .iter()
-                        .rev()
-                        .filter(|n| **n == clone || n.starts_with(&format!("{clone}/")))
-                    {
-                        for (snapshot, _, _) in imported.spa.snapshots(victim).map_err(spa_fail)? {
-                            imported.spa.destroy_snapshot(&snapshot).map_err(spa_fail)?;
-                        }
-                        imported.spa.destroy_filesystem(victim).map_err(spa_fail)?;
-                    }
-                }
+            for clone in snapshot_clones(&mut imported, name)? {
+                destroy_tree(&mut imported, &clone)?;
             }
         }
         imported.spa.destroy_snapshot(name).map_err(spa_fail)?;
@@ -493,20 +480,10 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
     // Clones of the tree's snapshots that live outside it: -R takes them, -r refuses.
     let mut outside_clones = Vec::new();
     for snapshot in children.iter().filter(|c| c.contains('@')) {
-        let fs = snapshot.split('@').next().unwrap_or(snapshot);
-        let object = imported
-            .spa
-            .snapshots(fs)
-            .map_err(spa_fail)?
-            .into_iter()
-            .find(|(n, _, _)| n == *snapshot)
-            .map(|(_, object, _)| object);
-        if let Some(object) = object {
-            for clone in imported.spa.dependent_clones(object).map_err(spa_fail)? {
-                let inside = clone == *name || clone.starts_with(&format!("{name}/"));
-                if !inside && !outside_clones.contains(&clone) {
-                    outside_clones.push(clone);
-                }
+        for clone in snapshot_clones(&mut imported, snapshot)? {
+            let inside = clone == *name || clone.starts_with(&format!("{name}/"));
+            if !inside && !outside_clones.contains(&clone) {
+                outside_clones.push(clone);
             }
         }
     }
@@ -526,17 +503,7 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
     }
     // Dependent clones elsewhere first (-R), then snapshots, then filesystems deepest first.
     for clone in &outside_clones {
-        let all = imported.spa.dataset_names().map_err(spa_fail)?;
-        for victim in all
-            .iter()
-            .rev()
-            .filter(|n| *n == clone || n.starts_with(&format!("{clone}/")))
-        {
-            for (snapshot, _, _) in imported.spa.snapshots(victim).map_err(spa_fail)? {
-                imported.spa.destroy_snapshot(&snapshot).map_err(spa_fail)?;
-            }
-            imported.spa.destroy_filesystem(victim).map_err(spa_fail)?;
-        }
+        destroy_tree(&mut imported, clone)?;
     }
     for snapshot in children.iter().filter(|c| c.contains('@')) {
         imported.spa.destroy_snapshot(snapshot).map_err(spa_fail)?;
@@ -550,6 +517,39 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
         imported.spa.destroy_filesystem(victim).map_err(spa_fail)?;
     }
     finish(&mut imported, "destroy", args)
+}
+
+/// The clones of snapshot `full` (`fs@snap`), by name.
+fn snapshot_clones(imported: &mut Imported, full: &str) -> Result<Vec<String>, CmdError> {
+    let fs = full.split('@').next().unwrap_or(full);
+    let object = imported
+        .spa
+        .snapshots(fs)
+        .map_err(spa_fail)?
+        .into_iter()
+        .find(|(n, _, _)| n == full)
+        .map(|(_, object, _)| object);
+    match object {
+        Some(object) => imported.spa.dependent_clones(object).map_err(spa_fail),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// Destroys `root`, its descendants (deepest first) and all their snapshots (`-R`'s
+/// handling of a dependent clone).
+fn destroy_tree(imported: &mut Imported, root: &str) -> CmdResult {
+    let all = imported.spa.dataset_names().map_err(spa_fail)?;
+    for victim in all
+        .iter()
+        .rev()
+        .filter(|n| *n == root || n.starts_with(&format!("{root}/")))
+    {
+        for (snapshot, _, _) in imported.spa.snapshots(victim).map_err(spa_fail)? {
+            imported.spa.destroy_snapshot(&snapshot).map_err(spa_fail)?;
+        }
+        imported.spa.destroy_filesystem(victim).map_err(spa_fail)?;
+    }
+    Ok(())
 }
 
 /// Every locally set property of the pool's datasets (the inheritance source).

@@ -59,14 +59,10 @@ pub fn specs(spa: &mut Spa) -> Result<Vec<MountSpec>, CmdError> {
         let at = match get("mountpoint").as_str() {
             "none" => Where::None,
             "legacy" => Where::Legacy,
-            path => {
-                let mut full = PathBuf::from(altroot.clone().unwrap_or_default());
-                full.push(path.trim_start_matches('/'));
-                if altroot.is_none() {
-                    full = PathBuf::from(path);
-                }
-                Where::Path(full)
-            }
+            path => Where::Path(match &altroot {
+                Some(root) => PathBuf::from(root).join(path.trim_start_matches('/')),
+                None => PathBuf::from(path),
+            }),
         };
         let options = MountOptions {
             readonly: get("readonly") == "on",

@@ -63,18 +63,7 @@ pub fn cmd_rename(args: &[String]) -> CmdResult {
         )));
     }
     if parsed.has('p') {
-        let parts: Vec<&str> = to.split('/').collect();
-        for depth in 2..parts.len() {
-            let partial = parts[..depth].join("/");
-            if imported
-                .spa
-                .lookup_dir(&partial)
-                .map_err(spa_fail)?
-                .is_none()
-            {
-                imported.spa.create_filesystem(&partial).map_err(spa_fail)?;
-            }
-        }
+        crate::zfs::create_parents(&mut imported, to)?;
     }
     imported.spa.rename_filesystem(from, to).map_err(spa_fail)?;
     finish(&mut imported, "rename", args)

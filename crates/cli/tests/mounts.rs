@@ -7,43 +7,30 @@
 //! Each test has its own pool, cache file, daemon and mount directory under /tmp.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+mod common;
+
+/// The shared CLI lab with a pool `tank` on a 1 GiB sparse file, mounted under
+/// `<lab>/mnt`, and `tank/fs`.
 struct Lab {
-    dir: PathBuf,
+    inner: common::Lab,
 }
 
 impl Lab {
-    /// A pool `tank` on a 1 GiB sparse file, mounted under `<lab>/mnt`, and `tank/fs`.
     fn new() -> Lab {
-        static COUNTER: AtomicU32 = AtomicU32::new(0);
-        let unique = (std::process::id() << 8) ^ COUNTER.fetch_add(1, Ordering::Relaxed);
-        let dir = PathBuf::from(format!("/tmp/zm{unique:08x}"));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        for front in ["zpool", "zfs"] {
-            std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_zetta"), dir.join(front)).unwrap();
-        }
-        let lab = Lab { dir };
-        let disk = lab.dir.join("disk");
-        std::fs::File::create(&disk)
-            .unwrap()
-            .set_len(1 << 30)
-            .unwrap();
+        let inner = common::Lab::new();
+        let disk = inner.disk("disk", 1 << 30);
+        let lab = Lab { inner };
         let mnt = lab.mnt("");
-        lab.ok(
-            "zpool",
-            &["create", "-m", &mnt, "tank", disk.to_str().unwrap()],
-        );
+        lab.ok("zpool", &["create", "-m", &mnt, "tank", &disk]);
         lab.ok("zfs", &["create", "tank/fs"]);
         lab
     }
 
     fn mnt(&self, rest: &str) -> String {
-        let mut path = self.dir.join("mnt").to_string_lossy().into_owned();
+        let mut path = self.inner.path("mnt");
         if !rest.is_empty() {
             path.push('/');
             path.push_str(rest);
@@ -52,19 +39,10 @@ impl Lab {
     }
 
     fn run(&self, front: &str, args: &[&str]) -> (i32, String, String) {
-        let output = Command::new(self.dir.join(front))
-            .args(args)
-            .env("ZETTA_CACHE_FILE", self.dir.join("zpool.cache"))
-            .env("ZETTA_RUN_DIR", self.dir.join("run"))
-            .env_remove("ZETTA_DIRECT")
-            .env_remove("ZETTA_MOUNT")
-            .output()
-            .unwrap();
-        (
-            output.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&output.stdout).into_owned(),
-            String::from_utf8_lossy(&output.stderr).into_owned(),
-        )
+        let mut command = self.inner.command(front);
+        command.args(args);
+        let out = self.inner.run(command);
+        (out.code, out.stdout, out.stderr)
     }
 
     fn ok(&self, front: &str, args: &[&str]) -> String {
@@ -74,25 +52,19 @@ impl Lab {
     }
 
     fn daemon_pid(&self) -> i32 {
-        std::fs::read_to_string(self.dir.join("run").join("zetta.pid"))
+        std::fs::read_to_string(self.inner.dir.join("run").join("zetta.pid"))
             .unwrap()
             .trim()
             .parse()
             .unwrap()
     }
-
-    fn stop_daemon(&self) {
-        let _ = Command::new(env!("CARGO_BIN_EXE_zetta"))
-            .args(["daemon", "--stop"])
-            .env("ZETTA_RUN_DIR", self.dir.join("run"))
-            .output();
-    }
 }
 
 impl Drop for Lab {
     fn drop(&mut self) {
-        self.stop_daemon();
-        // Mounts go with the daemon (fusermount3's auto-unmount); make sure before deleting.
+        self.inner.stop_daemon();
+        // Mounts go with the daemon (fusermount3's auto-unmount); make sure before the
+        // shared lab deletes the directory.
         for _ in 0..50 {
             if !mounted(&self.mnt("")) {
                 break;
@@ -104,7 +76,6 @@ impl Drop for Lab {
                 let _ = Command::new("umount").args(["-l", &path]).status();
             }
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -159,7 +130,7 @@ fn real_programs_work_on_a_mount() {
     };
     assert_eq!(groups("/usr/bin"), groups(&format!("{fs}/bin")));
     // git: clone a local repository onto the mount, check it out and verify every object.
-    let repo = lab.dir.join("repo");
+    let repo = lab.inner.dir.join("repo");
     sh(&format!(
         "git init -q '{r}' && cd '{r}' && for i in 1 2 3; do seq 1 $((i * 1000)) > f$i; git add f$i; git -c user.name=t -c user.email=t@t commit -qm c$i; done",
         r = repo.display()
@@ -263,7 +234,7 @@ fn mounts_follow_pools_and_properties() {
     assert!(!mounted(&fs));
     lab.ok(
         "zpool",
-        &["import", "-d", lab.dir.to_str().unwrap(), "tank"],
+        &["import", "-d", lab.inner.dir.to_str().unwrap(), "tank"],
     );
     assert!(mounted(&fs));
     assert_eq!(std::fs::read(format!("{fs}/keep")).unwrap(), b"kept");
@@ -436,7 +407,6 @@ while True:
         format!("crash test: {rounds} kills, {acknowledged_total} fsync'd records kept\n")
             .as_bytes(),
     );
-    let _ = Path::new(&file);
 }
 
 /// Concurrency: processes creating, renaming, linking and deleting in the same

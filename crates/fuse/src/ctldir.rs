@@ -132,21 +132,15 @@ impl ZplFs {
     }
 
     /// The inode number under which an object of snapshot `name` is shown.
-    pub(crate) fn snap_object_ino(
-        &self,
-        name: &str,
-        object: u64,
-        root: u64,
-    ) -> Result<INodeNo, Errno> {
+    pub(crate) fn snap_object_ino(&self, name: &str, object: u64) -> Result<INodeNo, Errno> {
         let slot = self.slots.lock().slot_of(name).ok_or(Errno::ENOSPC)?;
-        let _ = root;
         Ok(snap_ino(slot, object))
     }
 
     /// A snapshot object's attributes with its `.zfs` inode number.
     pub(crate) fn snap_attr(&self, name: &str, attr: &Attr) -> Result<FileAttr, Errno> {
         let mut out = self.file_attr(attr);
-        out.ino = self.snap_object_ino(name, attr.object, 0)?;
+        out.ino = self.snap_object_ino(name, attr.object)?;
         Ok(out)
     }
 
@@ -234,7 +228,7 @@ impl ZplFs {
                 for (i, full) in self.snapshot_names()?.into_iter().enumerate() {
                     let short = full.split_once('@').map(|(_, s)| s).unwrap_or(&full);
                     let root = self.in_snapshot(&full, |vfs, _, _| Ok(vfs.root))?;
-                    let ino = self.snap_object_ino(&full, root, root)?;
+                    let ino = self.snap_object_ino(&full, root)?;
                     list.push((
                         ino,
                         i as i64 + 3,
@@ -253,7 +247,7 @@ impl ZplFs {
                     let ino = if entry.name == b".." && dir == root {
                         INodeNo(CTL_SNAPDIR)
                     } else {
-                        self.snap_object_ino(&snap, entry.object, root)?
+                        self.snap_object_ino(&snap, entry.object)?
                     };
                     list.push((
                         ino,

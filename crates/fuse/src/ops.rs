@@ -319,10 +319,11 @@ impl ZplFs {
         umask: u32,
         rdev: u32,
     ) -> Result<Attr, Errno> {
-        let kind = FileKind::from_mode(u64::from(mode)).unwrap_or(FileKind::Regular);
-        if matches!(kind, FileKind::CharDevice | FileKind::BlockDevice) && !self.options.devices {
-            // Creating device nodes is allowed; opening them is what `nodev` refuses.
+        if parent.0 >= CTL_ROOT {
+            // Under .zfs: snapshots are immutable.
+            return Err(Errno::EROFS);
         }
+        let kind = FileKind::from_mode(u64::from(mode)).unwrap_or(FileKind::Regular);
         let dir = self.object(parent);
         let perm = mode & !umask & 0o7777;
         let now = Timespec::now();
@@ -448,9 +449,6 @@ impl fuser::Filesystem for ZplFs {
         rdev: u32,
         reply: ReplyEntry,
     ) {
-        if parent.0 >= CTL_ROOT {
-            return reply.error(Errno::EROFS);
-        }
         let result = self.create_node(req, parent, name, mode, umask, rdev);
         self.reply_entry(reply, result);
     }
@@ -464,9 +462,6 @@ impl fuser::Filesystem for ZplFs {
         umask: u32,
         reply: ReplyEntry,
     ) {
-        if parent.0 >= CTL_ROOT {
-            return reply.error(Errno::EROFS);
-        }
         let mode = (mode & 0o7777) | libc::S_IFDIR;
         let result = self.create_node(req, parent, name, mode, umask, 0);
         self.reply_entry(reply, result);
@@ -485,10 +480,7 @@ impl fuser::Filesystem for ZplFs {
             }
             Ok(())
         });
-        match result {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        reply_empty(reply, result);
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
@@ -501,10 +493,7 @@ impl fuser::Filesystem for ZplFs {
             let gone = vfs.rmdir(os, ctx, dir, name.as_bytes(), now)?;
             self.orphaned(vfs, os, ctx, gone.object)
         });
-        match result {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        reply_empty(reply, result);
     }
 
     fn symlink(
@@ -573,10 +562,7 @@ impl fuser::Filesystem for ZplFs {
             }
             Ok(())
         });
-        match result {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        reply_empty(reply, result);
     }
 
     fn link(
@@ -727,10 +713,7 @@ impl fuser::Filesystem for ZplFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        match self.commit() {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        reply_empty(reply, self.commit());
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
@@ -831,10 +814,7 @@ impl fuser::Filesystem for ZplFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        match self.commit() {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        reply_empty(reply, self.commit());
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
@@ -880,10 +860,7 @@ impl fuser::Filesystem for ZplFs {
         let result = self.change(|vfs, os, ctx| {
             vfs.setxattr(os, ctx, object, name.as_bytes(), value, flags as u32, now)
         });
-        match result {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        reply_empty(reply, result);
     }
 
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
@@ -924,10 +901,10 @@ impl fuser::Filesystem for ZplFs {
         }
         let object = self.object(ino);
         let now = Timespec::now();
-        match self.change(|vfs, os, ctx| vfs.removexattr(os, ctx, object, name.as_bytes(), now)) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        reply_empty(
+            reply,
+            self.change(|vfs, os, ctx| vfs.removexattr(os, ctx, object, name.as_bytes(), now)),
+        );
     }
 
     fn access(&self, _req: &Request, _ino: INodeNo, _mask: AccessFlags, reply: ReplyEmpty) {
@@ -968,10 +945,7 @@ impl fuser::Filesystem for ZplFs {
             }
             _ => Err(Errno::from_i32(libc::EOPNOTSUPP)),
         };
-        match result {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        reply_empty(reply, result);
     }
 
     fn create(
@@ -984,9 +958,6 @@ impl fuser::Filesystem for ZplFs {
         _flags: i32,
         reply: ReplyCreate,
     ) {
-        if parent.0 >= CTL_ROOT {
-            return reply.error(Errno::EROFS);
-        }
         let mode = (mode & 0o7777) | libc::S_IFREG;
         match self.create_node(req, parent, name, mode, umask, 0) {
             Ok(attr) => {
@@ -1009,6 +980,14 @@ impl fuser::Filesystem for ZplFs {
 /// instead of storing an ACL the kernel would not enforce.
 fn is_acl(name: &OsStr) -> bool {
     name.as_bytes().starts_with(b"system.posix_acl_")
+}
+
+/// Replies to a request that returns nothing but success or an errno.
+fn reply_empty(reply: ReplyEmpty, result: Result<(), Errno>) {
+    match result {
+        Ok(()) => reply.ok(),
+        Err(e) => reply.error(e),
+    }
 }
 
 /// xattr replies: the size when asked for it, ERANGE when the buffer is too small.

@@ -67,6 +67,7 @@ impl Lab {
             .env("ZETTA_CACHE_FILE", self.dir.join("zpool.cache"))
             .env("ZETTA_RUN_DIR", self.dir.join("run"))
             .env_remove("ZETTA_DIRECT")
+            .env_remove("ZETTA_MOUNT")
             .env("TZ", "UTC")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -199,12 +199,14 @@ impl Zfsvfs {
         }
         let delete_queue = zap::zap_create(os, ctx, object_type::ZAP)?;
         let now = Timespec::now();
+        // The root is its own parent; its number is known only once allocated.
         let root = vnops::allocate(
             os,
             ctx,
             FileKind::Directory,
             0o755,
             Creds::default(),
+            0,
             0,
             now,
         )?;

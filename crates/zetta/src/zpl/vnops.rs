@@ -19,11 +19,7 @@ const MODE_PERM_MASK: u64 = 0o7777;
 pub const FILE_SIZE_MAX: u64 = i64::MAX as u64;
 
 pub fn get(os: &mut ObjectSet, ctx: &IoCtx<'_>, object: u64) -> Result<ZnodePhys, ZplError> {
-    let dnode = os.dnode(ctx, ObjectId(object))?;
-    if dnode.bonus_type != BONUS_TYPE_ZNODE {
-        return Err(ZplError::NotFound);
-    }
-    ZnodePhys::decode(&dnode.bonus).map_err(|e| ZplError::Io(format!("object {object}: {e}")))
+    Ok(attr(os, ctx, object)?.znode)
 }
 
 pub fn put(
@@ -72,7 +68,8 @@ fn next_generation(txg: u64) -> u64 {
     txg << 24 | (count & 0xFF_FFFF)
 }
 
-/// Creates an object with a fresh znode (no name yet).
+/// Creates an object with a fresh znode (no name yet) whose parent is `parent`.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn allocate(
     os: &mut ObjectSet,
     ctx: &IoCtx<'_>,
@@ -80,6 +77,7 @@ pub(super) fn allocate(
     mode: u64,
     creds: Creds,
     rdev: u64,
+    parent: u64,
     now: Timespec,
 ) -> Result<u64, ZplError> {
     let object = if kind == FileKind::Directory {
@@ -104,7 +102,7 @@ pub(super) fn allocate(
         uid: u64::from(creds.uid),
         gid: u64::from(creds.gid),
         links: if kind == FileKind::Directory { 2 } else { 1 },
-        parent: 0,
+        parent,
         size: if kind == FileKind::Directory { 2 } else { 0 },
         gen: next_generation(ctx.txg.0),
         flags: 0,
@@ -242,10 +240,7 @@ impl Zfsvfs {
                 mode |= S_ISGID;
             }
         }
-        let object = allocate(os, ctx, kind, mode, creds, rdev, now)?;
-        let mut znode = get(os, ctx, object)?;
-        znode.parent = dir;
-        put(os, ctx, object, &znode)?;
+        let object = allocate(os, ctx, kind, mode, creds, rdev, dir, now)?;
         link_into(os, ctx, dir, name, object, kind, now)?;
         attr(os, ctx, object)
     }
