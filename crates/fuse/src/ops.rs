@@ -183,7 +183,7 @@ impl ZplFs {
             .map_err(errno)?;
         spa.note_dirty(4096).map_err(commit_failed)?;
         if self.options.sync == SyncMode::Always {
-            spa.sync().map_err(commit_failed)?;
+            spa.zil_commit(self.dataset).map_err(commit_failed)?;
         }
         Ok(result)
     }
@@ -228,15 +228,15 @@ impl ZplFs {
         Ok(())
     }
 
+    /// fsync: the dataset's intent log makes everything it changed durable (a txg commit
+    /// only when it has no log yet).
     fn commit(&self) -> Result<(), Errno> {
         if self.options.sync == SyncMode::Disabled {
             return Ok(());
         }
         let pool = self.pool()?;
         let mut spa = pool.write();
-        if spa.has_dirty() {
-            spa.sync().map_err(commit_failed)?;
-        }
+        spa.zil_commit(self.dataset).map_err(commit_failed)?;
         Ok(())
     }
 
@@ -670,7 +670,7 @@ impl fuser::Filesystem for ZplFs {
             .map_err(errno)?;
             spa.note_dirty(data.len() as u64).map_err(commit_failed)?;
             if sync {
-                spa.sync().map_err(commit_failed)?;
+                spa.zil_commit(self.dataset).map_err(commit_failed)?;
             }
             Ok(())
         })();

@@ -185,10 +185,36 @@ impl MetaslabClass {
         record: bool,
         txg: u64,
     ) -> Result<(), MetaslabError> {
+        self.free_inner(vdev_id, offset_bytes, asize_bytes, record, txg, false)
+    }
+
+    /// Like `free`, but the space waits out the two-txg deferral even when it was allocated
+    /// in this same txg: for blocks the last committed state can reach without naming them
+    /// in any space map (intent log blocks, read at import to replay).
+    pub fn free_deferred(
+        &mut self,
+        vdev_id: u32,
+        offset_bytes: u64,
+        asize_bytes: u64,
+        record: bool,
+        txg: u64,
+    ) -> Result<(), MetaslabError> {
+        self.free_inner(vdev_id, offset_bytes, asize_bytes, record, txg, true)
+    }
+
+    fn free_inner(
+        &mut self,
+        vdev_id: u32,
+        offset_bytes: u64,
+        asize_bytes: u64,
+        record: bool,
+        txg: u64,
+        force_defer: bool,
+    ) -> Result<(), MetaslabError> {
         let group = self
             .group_mut(vdev_id)
             .ok_or(MetaslabError::NoSuchVdev { vdev_id })?;
-        let immediate = group.free(offset_bytes, asize_bytes, record, txg)?;
+        let immediate = group.free(offset_bytes, asize_bytes, record, txg, force_defer)?;
         if !immediate {
             self.deferred_by_txg
                 .entry(txg)

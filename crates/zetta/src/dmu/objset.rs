@@ -137,6 +137,8 @@ pub struct ObjectSet {
     next_object: u64,
     flags: u64,
     pub zil_header: [u8; 192],
+    /// The intent log of this object set (see `zil`).
+    pub zil: crate::zil::Zilog,
     block_size_max_bytes: u32,
     /// Blocks released this txg that a snapshot still references.
     pub dead_blocks: Vec<BlockPointer>,
@@ -188,6 +190,7 @@ impl ObjectSet {
             next_object: 1,
             flags: 0,
             zil_header: [0u8; 192],
+            zil: crate::zil::Zilog::default(),
             block_size_max_bytes: 128 << 10,
             dead_blocks: Vec::new(),
             freed_bytes: 0,
@@ -245,6 +248,7 @@ impl ObjectSet {
             objects: HashMap::new(),
             next_object: word(528).clamp(1, OBJECT_ID_MAX),
             flags: word(520),
+            zil: crate::zil::Zilog::from_header(&zil_header),
             zil_header,
             block_size_max_bytes: 128 << 10,
             dead_blocks: Vec::new(),
@@ -256,6 +260,17 @@ impl ObjectSet {
 
     pub fn is_dirty(&self) -> bool {
         self.dirty
+    }
+
+    /// The objset block must be written at the next commit (its ZIL header changed).
+    pub fn mark_dirty(&mut self) {
+        self.dirty = true;
+    }
+
+    /// The next `create_object` tries number `id` first (intent log replay recreates
+    /// objects under the numbers they had).
+    pub fn set_next_object_hint(&mut self, id: u64) {
+        self.next_object = id.clamp(1, OBJECT_ID_MAX);
     }
 
     /// Allocates a new object number and creates the object.
@@ -573,9 +588,15 @@ impl ObjectSet {
         let within = size_bytes % block_size;
         if within != 0 {
             let blkid = size_bytes / block_size;
-            let dbuf = load_dbuf(state, ctx, objset, id.0, 0, blkid)?;
-            dbuf.data[within as usize..].fill(0);
-            dbuf.dirty = true;
+            zero_in_block(
+                state,
+                ctx,
+                objset,
+                id.0,
+                blkid,
+                within as usize,
+                block_size as usize,
+            )?;
         }
         let first_free = size_bytes.div_ceil(block_size);
         let last = old_size.div_ceil(block_size);
@@ -611,10 +632,16 @@ impl ObjectSet {
         ] {
             if start < stop {
                 let blkid = start / block_size;
-                let dbuf = load_dbuf(state, ctx, objset, id.0, 0, blkid)?;
                 let from = (start % block_size) as usize;
-                dbuf.data[from..from + (stop - start) as usize].fill(0);
-                dbuf.dirty = true;
+                zero_in_block(
+                    state,
+                    ctx,
+                    objset,
+                    id.0,
+                    blkid,
+                    from,
+                    from + (stop - start) as usize,
+                )?;
             }
         }
         if first_whole < last_whole {
@@ -1188,6 +1215,32 @@ fn load_dbuf<'s>(
         .ok_or_else(|| DmuError::Corrupt("dbuf vanished".to_string()))
 }
 
+/// Zeroes bytes [from, to) of level-0 block `blkid`. A hole already reads as zeros and is
+/// left alone: dirtying it would write a block of zeros, and past the tree's reach (a
+/// sparse extension never written) there is no pointer slot to store it in.
+fn zero_in_block(
+    state: &mut ObjectState,
+    ctx: &IoCtx<'_>,
+    objset: u64,
+    object: u64,
+    blkid: u64,
+    from: usize,
+    to: usize,
+) -> Result<(), DmuError> {
+    if !state.dbufs.contains_key(&(0, blkid))
+        && block_pointer(state, ctx, objset, object, 0, blkid)?.is_hole()
+    {
+        return Ok(());
+    }
+    let dbuf = load_dbuf(state, ctx, objset, object, 0, blkid)?;
+    let to = to.min(dbuf.data.len());
+    if from < to {
+        dbuf.data[from..to].fill(0);
+        dbuf.dirty = true;
+    }
+    Ok(())
+}
+
 /// Stores `bp` as the pointer of child (level, blkid) in its parent.
 #[allow(clippy::too_many_arguments)]
 fn set_child_bp(
@@ -1205,7 +1258,12 @@ fn set_child_bp(
             state.dnode_dirty = true;
             return Ok(());
         }
-        return Err(DmuError::Invalid(format!("block {blkid} beyond the dnode")));
+        return Err(DmuError::Invalid(format!(
+            "block {blkid} beyond the dnode (object {object} level {level} nlevels {} nblkptr {} bs {})",
+            state.phys.nlevels,
+            state.phys.blkptr.len(),
+            state.phys.data_block_size_bytes
+        )));
     }
     let per = state.phys.entries_per_indirect();
     let parent = load_dbuf(state, ctx, objset, object, level + 1, blkid / per)?;

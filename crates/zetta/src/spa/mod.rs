@@ -112,6 +112,8 @@ pub struct Spa {
     pub props: NvList,
     pub scan: ScanStats,
     pub dirty_bytes: u64,
+    /// What the intent log replay at import did, per dataset that had a log.
+    pub zil_replayed: Vec<(String, crate::zil::ReplayReport)>,
     pub import_time_secs: u64,
     pub state: u64,
     /// Metaslab array contents per top-level vdev, loaded at import (object numbers).
@@ -293,6 +295,7 @@ impl Spa {
             props: options.props.clone(),
             scan: ScanStats::default(),
             dirty_bytes: 0,
+            zil_replayed: Vec::new(),
             import_time_secs: now_secs(),
             state: POOL_STATE_ACTIVE,
             ms_arrays: Vec::new(),
@@ -413,9 +416,14 @@ impl Spa {
     /// Commits the open txg (see the module header for the order of writes).
     pub fn sync(&mut self) -> Result<Txg, SpaError> {
         let txg = self.open_txg;
-        // 1. Dataset object sets.
+        // 1. Dataset object sets (their intent logs are retired first: this txg holds
+        //    every change they recorded).
         {
             let ctx = io_ctx!(self, txg);
+            crate::zil::sync(&mut self.root_dataset, &ctx);
+            for head in self.datasets.values_mut() {
+                crate::zil::sync(&mut head.objset, &ctx);
+            }
             if self.root_dataset.is_dirty() || self.root_dataset_bp.is_hole() {
                 let old = self.root_dataset_bp;
                 self.root_dataset_bp = self.root_dataset.sync(&ctx, &old)?;
