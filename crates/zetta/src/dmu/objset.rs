@@ -144,6 +144,9 @@ pub struct ObjectSet {
     pub dead_blocks: Vec<BlockPointer>,
     /// Blocks freed this txg (for space accounting by the dataset layer).
     pub freed_bytes: u64,
+    /// Bytes of data blocks that became dirty this txg (a 4 KiB write into a clean 128 KiB
+    /// record counts 128 KiB): what the txg holds in memory until it commits.
+    pub dirty_data_bytes: u64,
     pub born_bytes: u64,
     dirty: bool,
 }
@@ -194,6 +197,7 @@ impl ObjectSet {
             block_size_max_bytes: 128 << 10,
             dead_blocks: Vec::new(),
             freed_bytes: 0,
+            dirty_data_bytes: 0,
             born_bytes: 0,
             dirty: true,
         }
@@ -253,6 +257,7 @@ impl ObjectSet {
             block_size_max_bytes: 128 << 10,
             dead_blocks: Vec::new(),
             freed_bytes: 0,
+            dirty_data_bytes: 0,
             born_bytes: 0,
             dirty: false,
         })
@@ -533,7 +538,7 @@ impl ObjectSet {
         })?;
         let maximum = u64::from(self.block_size_max_bytes);
         let state = self.state(ctx, id)?;
-        grow_block_size(state, ctx, objset, id.0, end, maximum)?;
+        let mut newly_dirty = grow_block_size(state, ctx, objset, id.0, end, maximum)?;
         let block_size = u64::from(state.phys.data_block_size_bytes);
         let mut position = offset;
         let mut consumed = 0usize;
@@ -554,6 +559,9 @@ impl ObjectSet {
                 load_dbuf(state, ctx, objset, id.0, 0, blkid)?
             };
             dbuf.data[within..within + take].copy_from_slice(&data[consumed..consumed + take]);
+            if !dbuf.dirty {
+                newly_dirty += dbuf.data.len() as u64;
+            }
             dbuf.dirty = true;
             state.phys.max_block_id = state.phys.max_block_id.max(blkid);
             position += take as u64;
@@ -564,6 +572,7 @@ impl ObjectSet {
         }
         state.dnode_dirty = true;
         self.dirty = true;
+        self.dirty_data_bytes += newly_dirty;
         Ok(())
     }
 
@@ -851,6 +860,7 @@ impl ObjectSet {
             .dbufs
             .retain(|(level, _), d| d.dirty || *level > 0);
         self.dirty = false;
+        self.dirty_data_bytes = 0;
         Ok(bp)
     }
 
@@ -1033,7 +1043,8 @@ fn release_block(
 }
 
 /// Grows a single-block object's block size up to its maximum (a small file is one small
-/// record; it becomes record-sized blocks once it outgrows one).
+/// record; it becomes record-sized blocks once it outgrows one). Returns the bytes this
+/// newly holds dirty.
 fn grow_block_size(
     state: &mut ObjectState,
     ctx: &IoCtx<'_>,
@@ -1041,21 +1052,26 @@ fn grow_block_size(
     object: u64,
     end: u64,
     maximum: u64,
-) -> Result<(), DmuError> {
+) -> Result<u64, DmuError> {
     let current = u64::from(state.phys.data_block_size_bytes);
     if state.phys.flags & DNODE_FLAG_FIXED_BLOCK_SIZE != 0
         || state.phys.max_block_id > 0
         || end <= current
         || current >= maximum
     {
-        return Ok(());
+        return Ok(0);
     }
     let new_size = round_up_shift(end, 9).min(maximum);
     let dbuf = load_dbuf(state, ctx, objset, object, 0, 0)?;
+    let newly_dirty = if dbuf.dirty {
+        new_size.saturating_sub(dbuf.data.len() as u64)
+    } else {
+        new_size
+    };
     dbuf.data.resize(new_size as usize, 0);
     dbuf.dirty = true;
     state.phys.data_block_size_bytes = new_size as u32;
-    Ok(())
+    Ok(newly_dirty)
 }
 
 /// Adds indirect levels until `blkid` is addressable.

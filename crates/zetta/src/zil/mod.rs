@@ -42,6 +42,10 @@ pub const BLOCK_SIZE_MIN_BYTES: usize = 4096;
 pub const BLOCK_SIZE_MAX_BYTES: usize = 128 << 10;
 /// Consecutive writes to one object merge into one in-memory record up to this size.
 const WRITE_MERGE_MAX_BYTES: u64 = 1 << 20;
+/// More file data than this waiting for the log, and a commit commits the txg instead: the
+/// txg writes that data once, the log would write it twice (OpenZFS avoids the copy with
+/// indirect write records; for bulk data a txg commit costs the same).
+pub const LOG_DATA_MAX_BYTES: u64 = 8 << 20;
 
 #[derive(Debug)]
 pub enum ZilError {
@@ -77,7 +81,8 @@ pub enum Commit {
     Nothing,
     /// `records` records went into `blocks` new log blocks.
     Written { blocks: usize, records: usize },
-    /// The dataset has no log yet: the caller must commit the txg (which creates one).
+    /// The dataset has no log yet, or the changes hold more data than the log should carry
+    /// (`LOG_DATA_MAX_BYTES`): the caller must commit the txg (which also creates the log).
     NeedTxgSync,
 }
 
@@ -308,8 +313,15 @@ pub fn commit(os: &mut ObjectSet, ctx: &IoCtx<'_>) -> Result<Commit, ZilError> {
     if records == 0 {
         return Ok(Commit::Nothing);
     }
-    let Some(first) = os.zil.next else {
-        os.zil.active = true;
+    let pending_data: u64 = os.zil.itxs[os.zil.committed..]
+        .iter()
+        .map(|r| match r.lr {
+            Lr::Write { len, .. } => len,
+            _ => 0,
+        })
+        .sum();
+    os.zil.active = true;
+    let Some(first) = os.zil.next.filter(|_| pending_data <= LOG_DATA_MAX_BYTES) else {
         return Ok(Commit::NeedTxgSync);
     };
     let encoded = encode_pending(os, ctx)?;
