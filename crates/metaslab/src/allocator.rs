@@ -65,6 +65,17 @@ impl MetaslabClass {
         self.groups.push(group);
     }
 
+    /// Drops a top-level vdev (a removed log device): its space, pending space map entries
+    /// and deferred frees go with it. Returns whether it was there.
+    pub fn remove_group(&mut self, vdev_id: u32) -> bool {
+        let before = self.groups.len();
+        self.groups.retain(|g| g.vdev_id != vdev_id);
+        for frees in self.deferred_by_txg.values_mut() {
+            frees.retain(|f| f.vdev_id != vdev_id);
+        }
+        self.groups.len() != before
+    }
+
     pub fn group(&self, vdev_id: u32) -> Option<&MetaslabGroup> {
         self.groups.iter().find(|g| g.vdev_id == vdev_id)
     }

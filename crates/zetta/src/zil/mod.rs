@@ -165,9 +165,12 @@ impl Zilog {
         self.itxs.len() - self.committed
     }
 
-    /// The chain's first block as the header will name it.
-    pub fn head(&self) -> Option<BlockRef> {
-        self.owned.first().copied().or(self.next)
+    /// Whether any block of this log is on top-level vdev `vdev`.
+    pub fn uses_vdev(&self, vdev: u32) -> bool {
+        self.owned
+            .iter()
+            .chain(self.next.iter())
+            .any(|b| b.vdev == vdev)
     }
 }
 
@@ -180,12 +183,22 @@ fn allocate(ctx: &IoCtx<'_>, psize_bytes: u64, guid: u64, seq: u64) -> Result<Bl
             .map(|v| v.allocation_size_bytes(round_up_shift(psize_bytes, v.ashift)))
             .unwrap_or(u64::MAX)
     };
-    let dvas = ctx
+    // Separate log devices first (OpenZFS's log class), the pool's normal class when there
+    // are none or they are full.
+    let from_log = ctx
         .zio
-        .allocator
+        .log_allocator
         .lock()
-        .allocate(1, &asize_of, true, ctx.txg.0)
-        .map_err(|_| ZilError::NoSpace)?;
+        .allocate(1, &asize_of, true, ctx.txg.0);
+    let dvas = match from_log {
+        Ok(dvas) => dvas,
+        Err(_) => ctx
+            .zio
+            .allocator
+            .lock()
+            .allocate(1, &asize_of, true, ctx.txg.0)
+            .map_err(|_| ZilError::NoSpace)?,
+    };
     let (vdev, offset_bytes, _) = dvas[0];
     let ashift = ctx.root.children[vdev as usize].ashift;
     Ok(BlockRef {
@@ -198,26 +211,47 @@ fn allocate(ctx: &IoCtx<'_>, psize_bytes: u64, guid: u64, seq: u64) -> Result<Bl
     })
 }
 
+/// The allocation class a log block's vdev belongs to.
+fn class_of<'a>(
+    ctx: &'a IoCtx<'_>,
+    vdev: &crate::vdev::Vdev,
+) -> &'a parking_lot::Mutex<crate::metaslab::Allocator> {
+    if vdev.is_log {
+        &ctx.zio.log_allocator
+    } else {
+        &ctx.zio.allocator
+    }
+}
+
 /// Frees log blocks, deferred (see the module header).
 fn free_blocks(ctx: &IoCtx<'_>, blocks: &[BlockRef]) {
-    let mut allocator = ctx.zio.allocator.lock();
     for b in blocks {
         let Some(vdev) = ctx.root.children.get(b.vdev as usize) else {
             continue;
         };
+        if vdev.kind == crate::vdev::VdevKind::Hole {
+            continue;
+        }
         let asize = vdev.allocation_size_bytes(b.psize_bytes);
-        let result = allocator.free_deferred(b.vdev, b.offset_bytes, asize, true, ctx.txg.0);
+        let result = class_of(ctx, vdev).lock().free_deferred(
+            b.vdev,
+            b.offset_bytes,
+            asize,
+            true,
+            ctx.txg.0,
+        );
         debug_assert!(result.is_ok(), "free of log block {b:?} failed: {result:?}");
     }
 }
 
 /// Frees blocks allocated in this txg that nothing on disk names yet (a failed commit).
 fn undo_allocations(ctx: &IoCtx<'_>, blocks: &[BlockRef]) {
-    let mut allocator = ctx.zio.allocator.lock();
     for b in blocks {
         if let Some(vdev) = ctx.root.children.get(b.vdev as usize) {
             let asize = vdev.allocation_size_bytes(b.psize_bytes);
-            let _ = allocator.free(b.vdev, b.offset_bytes, asize, true, ctx.txg.0);
+            let _ = class_of(ctx, vdev)
+                .lock()
+                .free(b.vdev, b.offset_bytes, asize, true, ctx.txg.0);
         }
     }
 }

@@ -588,3 +588,84 @@ fn bulk_data_commits_the_txg_instead_of_the_log() {
         Commit::Written { .. }
     ));
 }
+
+/// A separate log device takes the intent log (OpenZFS's log class): log blocks land on
+/// it, replay reads them from it, and `zpool remove` of it moves the log back to the pool's
+/// normal vdevs without losing a record or leaking its space.
+#[test]
+fn a_separate_log_device_takes_the_log() {
+    let data_dev = Arc::new(MemDevice::new("/mem/zil0", 128 << 20));
+    let log_dev = Arc::new(MemDevice::new("/mem/slog", 128 << 20));
+    let specs = [
+        TopSpec {
+            kind: TopKind::Single,
+            leaves: vec![("/mem/zil0".to_string(), data_dev.clone() as DeviceRef)],
+            is_log: false,
+        },
+        TopSpec {
+            kind: TopKind::Single,
+            leaves: vec![("/mem/slog".to_string(), log_dev.clone() as DeviceRef)],
+            is_log: true,
+        },
+    ];
+    let mut spa = Spa::create("tank", &specs, &CreateOptions::default()).unwrap();
+    let root = dataset(&mut spa, "tank");
+    let f = spa
+        .with_zpl("tank", |vfs, os, ctx| {
+            vfs.create(
+                os,
+                ctx,
+                vfs.root,
+                b"f",
+                FileKind::Regular,
+                0o644,
+                Creds::default(),
+                0,
+                t(1),
+            )
+        })
+        .unwrap();
+    spa.zil_commit(root).unwrap();
+    let log_alloc = |spa: &Spa| spa.vdev_space(1).map(|(_, alloc, _, _)| alloc).unwrap_or(0);
+    let head_only = log_alloc(&spa);
+    assert!(head_only > 0, "the log's head block is on the log device");
+    spa.with_zpl("tank", |vfs, os, ctx| {
+        vfs.write(os, ctx, f.object, 0, &[9u8; 50_000], t(2))
+    })
+    .unwrap();
+    assert!(matches!(
+        spa.zil_commit(root).unwrap(),
+        Commit::Written { .. }
+    ));
+    assert!(
+        log_alloc(&spa) > head_only,
+        "the records went to the log device"
+    );
+    drop(spa);
+    let devs = [data_dev.clone(), log_dev.clone()];
+    let refs: Vec<DeviceRef> = devs.iter().map(|d| d.clone() as DeviceRef).collect();
+    let mut spa = Spa::import(&find_pools(&refs)[0], None, 64 << 20).unwrap();
+    assert_eq!(spa.zil_replayed.len(), 1);
+    assert_eq!(read_file(&mut spa, "tank", b"f"), Some(vec![9u8; 50_000]));
+    spa.remove_device("/mem/slog").unwrap();
+    spa.with_zpl("tank", |vfs, os, ctx| {
+        vfs.write(os, ctx, f.object, 0, &[8u8; 1000], t(3))
+    })
+    .unwrap();
+    spa.zil_commit(root).unwrap();
+    spa.with_zpl("tank", |vfs, os, ctx| {
+        vfs.write(os, ctx, f.object, 1000, &[7u8; 1000], t(4))
+    })
+    .unwrap();
+    assert!(matches!(
+        spa.zil_commit(root).unwrap(),
+        Commit::Written { .. }
+    ));
+    drop(spa);
+    let mut spa = Spa::import(&find_pools(&[data_dev as DeviceRef])[0], None, 64 << 20).unwrap();
+    let mut expected = vec![9u8; 50_000];
+    expected[..1000].fill(8);
+    expected[1000..2000].fill(7);
+    assert_eq!(read_file(&mut spa, "tank", b"f"), Some(expected));
+    assert_eq!(spa.scrub(None).unwrap().errors, 0);
+}
