@@ -682,4 +682,8 @@ impl Spa {
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_promote;
+#[cfg(test)]
+mod tests_space;
+#[cfg(test)]
 mod tests_space_random;
