@@ -331,7 +331,10 @@ fn cmd_snapshot(args: &[String]) -> CmdResult {
         Ok(()) => {}
         // A refreservation leaves no room for what the snapshot would take over.
         Err(zetta::spa::SpaError::NoSpace) if names.len() == 1 => {
-            return fail(format!("cannot create snapshot '{}': out of space", names[0]));
+            return fail(format!(
+                "cannot create snapshot '{}': out of space",
+                names[0]
+            ));
         }
         Err(zetta::spa::SpaError::NoSpace) => {
             return fail("cannot create snapshots : out of space");
@@ -675,8 +678,15 @@ fn property(
         Some("name") => Some(name.to_string()),
         Some("type") => Some("filesystem".to_string()),
         Some(
-            "used" | "referenced" | "available" | "usedbysnapshots" | "usedbydataset"
-            | "usedbychildren" | "usedbyrefreservation" | "logicalused" | "logicalreferenced",
+            "used"
+            | "referenced"
+            | "available"
+            | "usedbysnapshots"
+            | "usedbydataset"
+            | "usedbychildren"
+            | "usedbyrefreservation"
+            | "logicalused"
+            | "logicalreferenced",
         ) => {
             let space = spa.dataset_space(name).map_err(spa_fail)?;
             let value = match native.map(|p| p.name()) {

@@ -695,7 +695,10 @@ fn quotas_refuse_writes_past_them() {
         .trim()
         .parse()
         .unwrap();
-    lab.ok("zfs", &["set", &format!("quota={}", used + (2 << 20)), "tank"]);
+    lab.ok(
+        "zfs",
+        &["set", &format!("quota={}", used + (2 << 20)), "tank"],
+    );
     let mut more = 0;
     let err = loop {
         match file.write_all(&chunk) {

@@ -106,7 +106,10 @@ fn promote_mounted_clone_then_destroy_original() {
     lab.ok("zfs", &["promote", "tank/vm"]);
     assert!(mounted(&vm) && mounted(&golden));
     assert_eq!(std::fs::read(format!("{vm}/diverged")).unwrap(), b"vm data");
-    assert_eq!(std::fs::read(format!("{golden}/update")).unwrap(), b"golden update");
+    assert_eq!(
+        std::fs::read(format!("{golden}/update")).unwrap(),
+        b"golden update"
+    );
     let listing = |dir: &str| -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(format!("{dir}/.zfs/snapshot"))
             .unwrap()
@@ -126,9 +129,15 @@ fn promote_mounted_clone_then_destroy_original() {
     lab.ok("zfs", &["destroy", "-r", "tank/golden"]);
     assert!(!mounted(&golden));
     assert!(mounted(&vm));
-    assert_eq!(std::fs::read(format!("{vm}/os.img")).unwrap(), vec![3u8; 3 << 20]);
     assert_eq!(
-        lab.ok("zfs", &["list", "-H", "-o", "name,origin", "-t", "all", "-r", "tank"]),
+        std::fs::read(format!("{vm}/os.img")).unwrap(),
+        vec![3u8; 3 << 20]
+    );
+    assert_eq!(
+        lab.ok(
+            "zfs",
+            &["list", "-H", "-o", "name,origin", "-t", "all", "-r", "tank"]
+        ),
         "tank\t-\ntank/vm\t-\ntank/vm@install\t-\n"
     );
 }
@@ -142,12 +151,18 @@ fn reservation_refuses_other_writers_with_enospc() {
     lab.ok("zfs", &["create", "-o", "compression=off", "tank/db"]);
     lab.ok("zfs", &["create", "-o", "compression=off", "tank/scratch"]);
     let avail: u64 = lab
-        .ok("zfs", &["get", "-Hp", "-o", "value", "available", "tank/scratch"])
+        .ok(
+            "zfs",
+            &["get", "-Hp", "-o", "value", "available", "tank/scratch"],
+        )
         .trim()
         .parse()
         .unwrap();
     let reserved_mib = (avail >> 20) - 160;
-    lab.ok("zfs", &["set", &format!("reservation={reserved_mib}M"), "tank/db"]);
+    lab.ok(
+        "zfs",
+        &["set", &format!("reservation={reserved_mib}M"), "tank/db"],
+    );
     let (written, error) = fill(&lab.mnt("scratch/fill"), 1024);
     let error = error.expect("the reservation let everything through");
     assert_eq!(error.raw_os_error(), Some(libc_enospc()), "{error}");
@@ -157,7 +172,10 @@ fn reservation_refuses_other_writers_with_enospc() {
     );
     // The pool is full but for the reservation: it is still there for its owner.
     let (written, error) = fill(&lab.mnt("db/data"), 64);
-    assert!(error.is_none(), "the reserved dataset was refused: {error:?}");
+    assert!(
+        error.is_none(),
+        "the reserved dataset was refused: {error:?}"
+    );
     assert_eq!(written, 64);
 }
 

@@ -42,7 +42,10 @@ impl Lab {
     /// `zfs get -Hp -o value prop name` as a number.
     fn number(&self, prop: &str, name: &str) -> u64 {
         let value = self.ok("zfs", &["get", "-Hp", "-o", "value", prop, name]);
-        value.trim().parse().unwrap_or_else(|_| panic!("{prop} of {name}: {value:?}"))
+        value
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{prop} of {name}: {value:?}"))
     }
 }
 
@@ -58,11 +61,17 @@ fn zfs_promote_and_its_refusals() {
     lab.ok("zfs", &["snapshot", "tank/fs@c"]);
     assert_eq!(
         lab.fails(&["promote", "tank/fs"]),
-        (1, "cannot promote 'tank/fs': not a cloned filesystem\n".to_string())
+        (
+            1,
+            "cannot promote 'tank/fs': not a cloned filesystem\n".to_string()
+        )
     );
     assert_eq!(
         lab.fails(&["promote", "tank/nothing"]),
-        (1, "cannot open 'tank/nothing': dataset does not exist\n".to_string())
+        (
+            1,
+            "cannot open 'tank/nothing': dataset does not exist\n".to_string()
+        )
     );
     assert_eq!(
         lab.fails(&["promote", "tank/fs@a"]),
@@ -73,7 +82,10 @@ fn zfs_promote_and_its_refusals() {
     );
     let (code, stderr) = lab.fails(&["promote"]);
     assert_eq!(code, 2);
-    assert!(stderr.starts_with("missing clone filesystem argument\n"), "{stderr}");
+    assert!(
+        stderr.starts_with("missing clone filesystem argument\n"),
+        "{stderr}"
+    );
     let (code, stderr) = lab.fails(&["promote", "tank/clone", "tank/fs"]);
     assert_eq!(code, 2);
     assert!(stderr.starts_with("too many arguments\n"), "{stderr}");
@@ -89,24 +101,56 @@ fn zfs_promote_and_its_refusals() {
     lab.ok("zfs", &["rename", "tank/clone@a", "tank/clone@mine"]);
     lab.ok("zfs", &["promote", "tank/clone"]);
     assert_eq!(
-        lab.ok("zfs", &["list", "-H", "-o", "name", "-t", "snapshot", "-s", "createtxg"]),
+        lab.ok(
+            "zfs",
+            &[
+                "list",
+                "-H",
+                "-o",
+                "name",
+                "-t",
+                "snapshot",
+                "-s",
+                "createtxg"
+            ]
+        ),
         "tank/clone@a\ntank/clone@b\ntank/fs@c\ntank/clone@mine\n"
     );
     assert_eq!(
-        lab.ok("zfs", &["get", "-H", "-o", "value", "origin", "tank/fs", "tank/clone"]),
+        lab.ok(
+            "zfs",
+            &[
+                "get",
+                "-H",
+                "-o",
+                "value",
+                "origin",
+                "tank/fs",
+                "tank/clone"
+            ]
+        ),
         "tank/clone@b\n-\n"
     );
     assert_eq!(
-        lab.ok("zfs", &["get", "-H", "-o", "value", "clones", "tank/clone@b"]),
+        lab.ok(
+            "zfs",
+            &["get", "-H", "-o", "value", "clones", "tank/clone@b"]
+        ),
         "tank/fs\n"
     );
     assert_eq!(
         lab.fails(&["promote", "tank/clone"]),
-        (1, "cannot promote 'tank/clone': not a cloned filesystem\n".to_string())
+        (
+            1,
+            "cannot promote 'tank/clone': not a cloned filesystem\n".to_string()
+        )
     );
     lab.ok("zfs", &["destroy", "-r", "tank/fs"]);
     assert_eq!(
-        lab.ok("zfs", &["list", "-H", "-o", "name", "-t", "all", "-r", "tank"]),
+        lab.ok(
+            "zfs",
+            &["list", "-H", "-o", "name", "-t", "all", "-r", "tank"]
+        ),
         "tank\ntank/clone\ntank/clone@a\ntank/clone@b\ntank/clone@mine\n"
     );
     let history = lab.ok("zpool", &["history", "tank"]);
@@ -136,7 +180,11 @@ fn zfs_space_columns_and_limits() {
         .ok("zfs", &["list", "-Hp", "-o", "space", "-r", "tank"])
         .lines()
     {
-        let f: Vec<u64> = line.split('\t').skip(1).map(|v| v.parse().unwrap()).collect();
+        let f: Vec<u64> = line
+            .split('\t')
+            .skip(1)
+            .map(|v| v.parse().unwrap())
+            .collect();
         // AVAIL USED USEDSNAP USEDDS USEDREFRESERV USEDCHILD
         assert_eq!(f[1], f[2] + f[3] + f[4] + f[5], "{line}");
     }
@@ -144,16 +192,14 @@ fn zfs_space_columns_and_limits() {
         lab.fails(&["set", "reservation=2G", "tank/b"]),
         (
             1,
-            "cannot set property for 'tank/b': size is greater than available space\n"
-                .to_string()
+            "cannot set property for 'tank/b': size is greater than available space\n".to_string()
         )
     );
     assert_eq!(
         lab.fails(&["set", "refreservation=2G", "tank/b"]),
         (
             1,
-            "cannot set property for 'tank/b': size is greater than available space\n"
-                .to_string()
+            "cannot set property for 'tank/b': size is greater than available space\n".to_string()
         )
     );
     assert_eq!(
@@ -174,13 +220,28 @@ fn zfs_space_columns_and_limits() {
     );
     lab.ok("zfs", &["set", "reservation=none", "tank/a"]);
     let now = lab.number("available", "tank/b");
-    assert!(near(now, avail), "{now} vs {avail}: its own refreservation is its to use");
+    assert!(
+        near(now, avail),
+        "{now} vs {avail}: its own refreservation is its to use"
+    );
     // Ratios: a fresh filesystem holds only metadata; the format is OpenZFS's.
-    let ratio = lab.ok("zfs", &["get", "-H", "-o", "value", "compressratio", "tank/a"]);
-    assert!(ratio.trim_end().ends_with('x') && ratio.contains('.'), "{ratio:?}");
-    let parsable = lab.ok("zfs", &["get", "-Hp", "-o", "value", "refcompressratio", "tank/a"]);
+    let ratio = lab.ok(
+        "zfs",
+        &["get", "-H", "-o", "value", "compressratio", "tank/a"],
+    );
+    assert!(
+        ratio.trim_end().ends_with('x') && ratio.contains('.'),
+        "{ratio:?}"
+    );
+    let parsable = lab.ok(
+        "zfs",
+        &["get", "-Hp", "-o", "value", "refcompressratio", "tank/a"],
+    );
     let (whole, decimals) = parsable.trim().split_once('.').unwrap();
-    assert!(whole.parse::<u64>().unwrap() >= 1 && decimals.len() == 2, "{parsable:?}");
+    assert!(
+        whole.parse::<u64>().unwrap() >= 1 && decimals.len() == 2,
+        "{parsable:?}"
+    );
     assert!(lab.number("logicalused", "tank/a") > 0);
     assert!(lab.number("logicalreferenced", "tank/a") >= lab.number("referenced", "tank/a"));
 }

@@ -166,7 +166,13 @@ fn main() {
         values[values.len() / 2].as_secs_f64() * 1e3
     };
     let worst = |values: &[Duration]| {
-        values.iter().max().copied().unwrap_or_default().as_secs_f64() * 1e3
+        values
+            .iter()
+            .max()
+            .copied()
+            .unwrap_or_default()
+            .as_secs_f64()
+            * 1e3
     };
     let (empty_median, big_median) = (median(empty.clone()), median(big.clone()));
     println!("snapshot creation, {rounds} rounds, one file vdev in {dir}");

@@ -19,6 +19,8 @@ use zetta::types::{ObjectId, Txg};
 use zetta::zpl::{Creds, FileKind, Timespec};
 
 type Model = BTreeMap<u64, Vec<u8>>;
+/// Snapshots (full name, the file's content in it), oldest first.
+type Snapshots = Vec<(String, Vec<u8>)>;
 
 /// Coverage mark: promotes that completed before the cut (the run proves it reached them).
 static PROMOTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -120,7 +122,7 @@ fn promoted(
     snapshots: &[(String, Vec<u8>)],
     origins: &BTreeMap<String, String>,
     clone: &str,
-) -> (Vec<(String, Vec<u8>)>, BTreeMap<String, String>) {
+) -> (Snapshots, BTreeMap<String, String>) {
     let origin = origins[clone].clone();
     let (origin_fs, _) = origin.split_once('@').unwrap_or_default();
     let last = snapshots
@@ -144,7 +146,12 @@ fn promoted(
         .collect();
     let mut new_origins: BTreeMap<String, String> = origins
         .iter()
-        .map(|(fs, o)| (fs.clone(), renamed.get(o).cloned().unwrap_or_else(|| o.clone())))
+        .map(|(fs, o)| {
+            (
+                fs.clone(),
+                renamed.get(o).cloned().unwrap_or_else(|| o.clone()),
+            )
+        })
         .collect();
     match origins.get(origin_fs) {
         Some(grand) => new_origins.insert(clone.to_string(), grand.clone()),
@@ -210,7 +217,14 @@ fn run_seed(seed: u64) -> Result<(), String> {
     };
     committed.insert(
         spa.last_synced_txg(),
-        snapshot(&model, &file_in_a, &filesystems, &snapshots, &zpl_files, &origins),
+        snapshot(
+            &model,
+            &file_in_a,
+            &filesystems,
+            &snapshots,
+            &zpl_files,
+            &origins,
+        ),
     );
     let mut last_returned = spa.last_synced_txg();
 
@@ -322,10 +336,24 @@ fn run_seed(seed: u64) -> Result<(), String> {
             20..=22 if !origins.is_empty() => {
                 let clones: Vec<String> = origins.keys().cloned().collect();
                 let clone = clones[rng.below(clones.len() as u64) as usize].clone();
-                let before = snapshot(&model, &file_in_a, &filesystems, &snapshots, &zpl_files, &origins);
+                let before = snapshot(
+                    &model,
+                    &file_in_a,
+                    &filesystems,
+                    &snapshots,
+                    &zpl_files,
+                    &origins,
+                );
                 committed.insert(spa.open_txg(), before);
                 let (moved, new_origins) = promoted(&snapshots, &origins, &clone);
-                let after = snapshot(&model, &file_in_a, &filesystems, &moved, &zpl_files, &new_origins);
+                let after = snapshot(
+                    &model,
+                    &file_in_a,
+                    &filesystems,
+                    &moved,
+                    &zpl_files,
+                    &new_origins,
+                );
                 committed.insert(spa.open_txg().next(), after);
                 match spa.promote(&clone) {
                     Ok(()) => {
@@ -340,9 +368,23 @@ fn run_seed(seed: u64) -> Result<(), String> {
             }
             15 if newest_of_a(&snapshots).is_some() => {
                 let (name, content) = newest_of_a(&snapshots).unwrap_or_default();
-                let before = snapshot(&model, &file_in_a, &filesystems, &snapshots, &zpl_files, &origins);
+                let before = snapshot(
+                    &model,
+                    &file_in_a,
+                    &filesystems,
+                    &snapshots,
+                    &zpl_files,
+                    &origins,
+                );
                 committed.insert(spa.open_txg(), before);
-                let after = snapshot(&model, &content, &filesystems, &snapshots, &zpl_files, &origins);
+                let after = snapshot(
+                    &model,
+                    &content,
+                    &filesystems,
+                    &snapshots,
+                    &zpl_files,
+                    &origins,
+                );
                 committed.insert(spa.open_txg().next(), after);
                 match spa.rollback(&name) {
                     Ok(()) => {
@@ -356,11 +398,25 @@ fn run_seed(seed: u64) -> Result<(), String> {
             14 if !snapshots.is_empty() => {
                 let pick = rng.below(snapshots.len() as u64) as usize;
                 let name = snapshots[pick].0.clone();
-                let before = snapshot(&model, &file_in_a, &filesystems, &snapshots, &zpl_files, &origins);
+                let before = snapshot(
+                    &model,
+                    &file_in_a,
+                    &filesystems,
+                    &snapshots,
+                    &zpl_files,
+                    &origins,
+                );
                 committed.insert(spa.open_txg(), before);
                 let mut without = snapshots.clone();
                 without.remove(pick);
-                let after = snapshot(&model, &file_in_a, &filesystems, &without, &zpl_files, &origins);
+                let after = snapshot(
+                    &model,
+                    &file_in_a,
+                    &filesystems,
+                    &without,
+                    &zpl_files,
+                    &origins,
+                );
                 committed.insert(spa.open_txg().next(), after);
                 match spa.destroy_snapshot(&name) {
                     Ok(()) => {
@@ -371,8 +427,14 @@ fn run_seed(seed: u64) -> Result<(), String> {
                     // Refused (a clone depends on it): nothing changed but a commit.
                     Err(zetta::spa::SpaError::Invalid(_)) => {
                         last_returned = spa.last_synced_txg();
-                        let same =
-                            snapshot(&model, &file_in_a, &filesystems, &snapshots, &zpl_files, &origins);
+                        let same = snapshot(
+                            &model,
+                            &file_in_a,
+                            &filesystems,
+                            &snapshots,
+                            &zpl_files,
+                            &origins,
+                        );
                         committed.insert(spa.open_txg(), same.clone());
                         committed.insert(spa.last_synced_txg(), same);
                         Ok(())
@@ -385,11 +447,25 @@ fn run_seed(seed: u64) -> Result<(), String> {
                 // with or without the snapshot, so both are acceptable at import.
                 let name = format!("sim/a@s{next_snapshot}");
                 next_snapshot += 1;
-                let before = snapshot(&model, &file_in_a, &filesystems, &snapshots, &zpl_files, &origins);
+                let before = snapshot(
+                    &model,
+                    &file_in_a,
+                    &filesystems,
+                    &snapshots,
+                    &zpl_files,
+                    &origins,
+                );
                 committed.insert(spa.open_txg(), before);
                 let mut with = snapshots.clone();
                 with.push((name.clone(), file_in_a.clone()));
-                let after = snapshot(&model, &file_in_a, &filesystems, &with, &zpl_files, &origins);
+                let after = snapshot(
+                    &model,
+                    &file_in_a,
+                    &filesystems,
+                    &with,
+                    &zpl_files,
+                    &origins,
+                );
                 committed.insert(spa.open_txg().next(), after);
                 match spa.snapshot(std::slice::from_ref(&name)) {
                     Ok(()) => {
@@ -426,7 +502,14 @@ fn run_seed(seed: u64) -> Result<(), String> {
                 let pick = rng.below(filesystems.len() as u64) as usize;
                 let name = filesystems.iter().nth(pick).cloned().unwrap_or_default();
                 // Destroy commits what is in flight first.
-                let before = snapshot(&model, &file_in_a, &filesystems, &snapshots, &zpl_files, &origins);
+                let before = snapshot(
+                    &model,
+                    &file_in_a,
+                    &filesystems,
+                    &snapshots,
+                    &zpl_files,
+                    &origins,
+                );
                 committed.insert(spa.open_txg(), before);
                 match spa.destroy_filesystem(&name) {
                     Ok(()) => {
@@ -467,7 +550,14 @@ fn run_seed(seed: u64) -> Result<(), String> {
                 })
             }
             3 | 4 => {
-                let in_flight = snapshot(&model, &file_in_a, &filesystems, &snapshots, &zpl_files, &origins);
+                let in_flight = snapshot(
+                    &model,
+                    &file_in_a,
+                    &filesystems,
+                    &snapshots,
+                    &zpl_files,
+                    &origins,
+                );
                 let txg = spa.open_txg();
                 committed.insert(txg, in_flight);
                 match spa.sync() {
@@ -679,5 +769,8 @@ fn power_cuts_at_seeded_points_never_lose_committed_data() {
         "crash simulation: {} power cuts survived ({promotes} promotes before them)",
         seeds.len()
     );
-    assert!(seeds.len() < 500 || promotes > 0, "no seed reached a promote");
+    assert!(
+        seeds.len() < 500 || promotes > 0,
+        "no seed reached a promote"
+    );
 }

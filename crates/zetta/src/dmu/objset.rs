@@ -675,13 +675,7 @@ impl ObjectSet {
         state.phys.used_bytes = state.phys.used_bytes.saturating_sub(released_bytes);
         state.dnode_dirty = true;
         for bp in released {
-            release_block(
-                ctx,
-                &policy,
-                &mut self.dead_blocks,
-                &mut self.freed,
-                &bp,
-            );
+            release_block(ctx, &policy, &mut self.dead_blocks, &mut self.freed, &bp);
         }
         self.dirty = true;
         Ok(())
@@ -698,13 +692,7 @@ impl ObjectSet {
         state.phys = DnodePhys::free();
         state.dnode_dirty = true;
         for bp in blocks {
-            release_block(
-                ctx,
-                &policy,
-                &mut self.dead_blocks,
-                &mut self.freed,
-                &bp,
-            );
+            release_block(ctx, &policy, &mut self.dead_blocks, &mut self.freed, &bp);
         }
         self.next_object = self.next_object.min(id.0);
         self.dirty = true;
@@ -821,13 +809,7 @@ impl ObjectSet {
             .write_blocks(ctx.root, vec![(&block[..], props)], ctx.txg)?[0];
         self.born.add(&BlockSpace::of(ctx.root, &bp));
         if !old_bp.is_hole() {
-            release_block(
-                ctx,
-                &policy,
-                &mut self.dead_blocks,
-                &mut self.freed,
-                old_bp,
-            );
+            release_block(ctx, &policy, &mut self.dead_blocks, &mut self.freed, old_bp);
         }
         for state in self.objects.values_mut() {
             state.dbufs.retain(|(level, _), d| d.dirty || *level > 0);

@@ -246,7 +246,10 @@ mod tests {
         assert_eq!(bytes[64], 0x06);
         let breakdown: Vec<u8> = (0..5).map(|i| bytes[72 + 8 * i]).collect();
         assert_eq!(breakdown, [0x10, 0x11, 0x12, 0x13, 0x14]);
-        assert_eq!([bytes[112], bytes[120], bytes[128], bytes[136]], [0x20, 0x21, 0x22, 0x23]);
+        assert_eq!(
+            [bytes[112], bytes[120], bytes[128], bytes[136]],
+            [0x20, 0x21, 0x22, 0x23]
+        );
         assert!(bytes[144..].iter().all(|b| *b == 0));
         assert_eq!(DslDirPhys::decode(&bytes).unwrap(), dir);
         let dataset = DslDatasetPhys {

@@ -58,7 +58,11 @@ impl Spa {
             Some(origin) if origin_object != 0 => origin,
             _ => return Err(refuse("not a cloned filesystem".to_string())),
         };
-        let origin_fs = origin_name.split('@').next().unwrap_or(&origin_name).to_string();
+        let origin_fs = origin_name
+            .split('@')
+            .next()
+            .unwrap_or(&origin_name)
+            .to_string();
         let clone_head_object = clone_dir_phys.head_dataset;
         self.open_dataset(clone_head_object)?;
         // Everything pending is committed and accounted first.
@@ -162,7 +166,8 @@ impl Spa {
             .map_err(zap_error)?;
             let mut phys = phys.clone();
             phys.dir = clone_dir;
-            self.mos.set_bonus(&ctx, ObjectId(*object), &phys.encode())?;
+            self.mos
+                .set_bonus(&ctx, ObjectId(*object), &phys.encode())?;
         }
         self.move_bookmarks(&mut origin_head, &mut clone_head, origin.creation_txg)?;
         self.store_head_phys(origin_head_object, origin_head)?;
@@ -177,7 +182,11 @@ impl Spa {
         // The space, as OpenZFS moves it: USEDSNAP to its new value, HEAD the rest.
         let clone_snap_delta =
             signed(clone_snap.allocated_bytes) - signed(clone_dir_phys.used(UsedKind::Snap));
-        self.space_diduse(clone_dir, UsedKind::Snap, SpaceDelta::used_only(clone_snap_delta))?;
+        self.space_diduse(
+            clone_dir,
+            UsedKind::Snap,
+            SpaceDelta::used_only(clone_snap_delta),
+        )?;
         self.space_diduse(
             clone_dir,
             UsedKind::Head,
@@ -271,8 +280,14 @@ impl Spa {
             }
             zap::zap_remove(&mut self.mos, &ctx, ObjectId(from.bookmarks_zap), &name)
                 .map_err(zap_error)?;
-            zap::zap_add(&mut self.mos, &ctx, ObjectId(to.bookmarks_zap), &name, &values)
-                .map_err(zap_error)?;
+            zap::zap_add(
+                &mut self.mos,
+                &ctx,
+                ObjectId(to.bookmarks_zap),
+                &name,
+                &values,
+            )
+            .map_err(zap_error)?;
         }
         Ok(())
     }

@@ -160,10 +160,7 @@ pub(crate) fn diduse_transfer(
         phys.compressed_bytes = apply(phys.compressed_bytes, delta.compressed);
         phys.uncompressed_bytes = apply(phys.uncompressed_bytes, delta.uncompressed);
         let breakdown = &mut phys.used_breakdown;
-        breakdown[old as usize] = apply(
-            breakdown[old as usize],
-            delta.used.saturating_sub(tonew),
-        );
+        breakdown[old as usize] = apply(breakdown[old as usize], delta.used.saturating_sub(tonew));
         breakdown[new as usize] = apply(breakdown[new as usize], tonew);
         debug_assert_eq!(
             breakdown.iter().sum::<u64>(),
@@ -225,9 +222,8 @@ pub(crate) fn origin_txg(
         return Ok(0);
     }
     let bonus = mos.bonus(ctx, ObjectId(dir.origin_snapshot))?;
-    let origin = DslDatasetPhys::decode(&bonus).map_err(|e| {
-        DmuError::Corrupt(format!("origin snapshot {}: {e}", dir.origin_snapshot))
-    })?;
+    let origin = DslDatasetPhys::decode(&bonus)
+        .map_err(|e| DmuError::Corrupt(format!("origin snapshot {}: {e}", dir.origin_snapshot)))?;
     Ok(origin.creation_txg)
 }
 
@@ -251,7 +247,8 @@ pub(crate) fn head_synced(
     let released = BlockSpace::of_all(ctx.root, dead);
     // Released blocks born after the origin were charged to this dir's HEAD; now only a
     // snapshot holds them. Older ones were never this dir's.
-    let to_snapshots = BlockSpace::of_all(ctx.root, dead.iter().filter(|bp| bp.birth_txg.0 > origin));
+    let to_snapshots =
+        BlockSpace::of_all(ctx.root, dead.iter().filter(|bp| bp.birth_txg.0 > origin));
     let referenced = SpaceDelta::gained(&born)
         .plus(SpaceDelta::lost(&freed))
         .plus(SpaceDelta::lost(&released));
@@ -275,7 +272,13 @@ pub(crate) fn head_synced(
     )?;
     let charge = |unique| signed(refrsrv_charge(dir.refreserved_bytes, unique));
     let refrsrv = charge(phys.unique_bytes) - charge(unique_before);
-    diduse(mos, ctx, phys.dir, UsedKind::Refrsrv, SpaceDelta::used_only(refrsrv))?;
+    diduse(
+        mos,
+        ctx,
+        phys.dir,
+        UsedKind::Refrsrv,
+        SpaceDelta::used_only(refrsrv),
+    )?;
     mos.set_bonus(ctx, ObjectId(dataset), &phys.encode())
 }
 
@@ -474,9 +477,12 @@ impl Spa {
         let refused = match limit {
             SpaceLimit::Reservation => {
                 let used = phys.used_bytes;
-                let grows = used.max(bytes).saturating_sub(used.max(phys.reserved_bytes));
+                let grows = used
+                    .max(bytes)
+                    .saturating_sub(used.max(phys.reserved_bytes));
+                // The pool's free space is what is left beside every USED already.
                 let available = if phys.parent_dir == 0 {
-                    self.pool_space(false)?.saturating_sub(used)
+                    self.pool_space(true)?
                 } else {
                     self.dir_available(phys.parent_dir, true)?.bytes
                 };
@@ -512,21 +518,22 @@ impl Spa {
             self.set_space_limit(dir, limit, 0)?;
         }
         let phys = self.read_dir(dir)?;
-        let own = DslDirPhys {
-            used_breakdown: phys.used_breakdown,
-            ..DslDirPhys::default()
-        };
         self.space_diduse(
             dir,
             UsedKind::Head,
             SpaceDelta {
-                used: -signed(own.used(UsedKind::Head)),
+                used: -signed(phys.used(UsedKind::Head)),
                 compressed: -signed(phys.compressed_bytes),
                 uncompressed: -signed(phys.uncompressed_bytes),
             },
         )?;
-        for kind in [UsedKind::Snap, UsedKind::Refrsrv, UsedKind::Child, UsedKind::ChildRsrv] {
-            let left = own.used(kind);
+        for kind in [
+            UsedKind::Snap,
+            UsedKind::Refrsrv,
+            UsedKind::Child,
+            UsedKind::ChildRsrv,
+        ] {
+            let left = phys.used(kind);
             self.space_diduse(dir, kind, SpaceDelta::used_only(-signed(left)))?;
         }
         Ok(())
@@ -556,9 +563,17 @@ impl Spa {
             uncompressed: -counts.uncompressed,
         };
         self.space_diduse(from_parent, UsedKind::Child, lost)?;
-        self.space_diduse(from_parent, UsedKind::ChildRsrv, SpaceDelta::used_only(-unused))?;
+        self.space_diduse(
+            from_parent,
+            UsedKind::ChildRsrv,
+            SpaceDelta::used_only(-unused),
+        )?;
         self.space_diduse(to_parent, UsedKind::Child, counts)?;
-        self.space_diduse(to_parent, UsedKind::ChildRsrv, SpaceDelta::used_only(unused))
+        self.space_diduse(
+            to_parent,
+            UsedKind::ChildRsrv,
+            SpaceDelta::used_only(unused),
+        )
     }
 
     /// Every DSL dir of the pool, parents first.
@@ -645,13 +660,13 @@ impl Spa {
             by_quota: false,
         };
         for (index, (object, phys)) in chain.iter().rev().enumerate() {
-            let used = phys
-                .used_bytes
-                .saturating_add(if pending { self.pending_of(*object).1 } else { 0 });
+            let used = phys.used_bytes.saturating_add(if pending {
+                self.pending_of(*object).1
+            } else {
+                0
+            });
             if index > 0 && phys.reserved_bytes > used {
-                available.bytes = available
-                    .bytes
-                    .saturating_add(phys.reserved_bytes - used);
+                available.bytes = available.bytes.saturating_add(phys.reserved_bytes - used);
             }
             if phys.quota_bytes > 0 {
                 available = available.capped(phys.quota_bytes.saturating_sub(used));
@@ -752,7 +767,10 @@ impl Spa {
     }
 
     /// The breakdown of a dir's USED, by `UsedKind` (tests and the audit).
-    pub fn dir_used_breakdown(&mut self, name: &str) -> Result<(u64, [u64; USED_KIND_COUNT]), SpaError> {
+    pub fn dir_used_breakdown(
+        &mut self,
+        name: &str,
+    ) -> Result<(u64, [u64; USED_KIND_COUNT]), SpaError> {
         let dir = self
             .lookup_dir(name)?
             .ok_or_else(|| SpaError::NoSuchPool(name.to_string()))?;

@@ -11,7 +11,14 @@ use std::sync::Arc;
 fn write(spa: &mut Spa, fs: &str, id: u64, byte: u8, len: usize) {
     spa.with_dataset(fs, |os, ctx| {
         if !os.object_exists(ctx, ObjectId(id))? {
-            os.create_object_at(ctx, ObjectId(id), crate::dmu::object_type::PLAIN_FILE, 512, 0, 0)?;
+            os.create_object_at(
+                ctx,
+                ObjectId(id),
+                crate::dmu::object_type::PLAIN_FILE,
+                512,
+                0,
+                0,
+            )?;
         }
         // Not compressible: a byte pattern that changes every 8 bytes.
         let data: Vec<u8> = (0..len)
@@ -171,23 +178,43 @@ fn promote_clone_of_clone_and_back() {
     let b = read(&mut spa, "tank/c1@b", 11);
 
     spa.promote("tank/c2").unwrap();
-    assert_eq!(spa.origin_of("tank/c2").unwrap().as_deref(), Some("tank/fs@a"));
-    assert_eq!(spa.origin_of("tank/c1").unwrap().as_deref(), Some("tank/c2@b"));
+    assert_eq!(
+        spa.origin_of("tank/c2").unwrap().as_deref(),
+        Some("tank/fs@a")
+    );
+    assert_eq!(
+        spa.origin_of("tank/c1").unwrap().as_deref(),
+        Some("tank/c2@b")
+    );
     assert_eq!(snapshot_names(&mut spa, "tank/c2"), ["tank/c2@b"]);
     assert_eq!(snapshot_names(&mut spa, "tank/c1"), ["tank/c1@later"]);
-    let marks: Vec<String> = spa.bookmarks("tank/c2").unwrap().into_iter().map(|b| b.name).collect();
+    let marks: Vec<String> = spa
+        .bookmarks("tank/c2")
+        .unwrap()
+        .into_iter()
+        .map(|b| b.name)
+        .collect();
     assert_eq!(marks, ["tank/c2#mark"]);
     assert!(spa.bookmarks("tank/c1").unwrap().is_empty());
     assert_eq!(read(&mut spa, "tank/c2@b", 11), b);
     audit_clean(&mut spa);
 
     spa.promote("tank/c1").unwrap();
-    assert_eq!(spa.origin_of("tank/c1").unwrap().as_deref(), Some("tank/fs@a"));
-    assert_eq!(spa.origin_of("tank/c2").unwrap().as_deref(), Some("tank/c1@b"));
+    assert_eq!(
+        spa.origin_of("tank/c1").unwrap().as_deref(),
+        Some("tank/fs@a")
+    );
+    assert_eq!(
+        spa.origin_of("tank/c2").unwrap().as_deref(),
+        Some("tank/c1@b")
+    );
     audit_clean(&mut spa);
     // And over the first filesystem too: then nothing is left to promote it over.
     spa.promote("tank/c1").unwrap();
-    assert_eq!(spa.origin_of("tank/fs").unwrap().as_deref(), Some("tank/c1@a"));
+    assert_eq!(
+        spa.origin_of("tank/fs").unwrap().as_deref(),
+        Some("tank/c1@a")
+    );
     assert!(spa.promote("tank/c1").is_err());
     audit_clean(&mut spa);
     assert_eq!(read(&mut spa, "tank/c1@b", 11), b);
@@ -207,7 +234,10 @@ fn promote_respects_quotas() {
     spa.set_local_prop("tank/small", "quota", &(1u64 << 20).to_string())
         .unwrap();
     spa.clone_snapshot("tank/fs@a", "tank/small/clone").unwrap();
-    assert!(matches!(spa.promote("tank/small/clone"), Err(SpaError::NoSpace)));
+    assert!(matches!(
+        spa.promote("tank/small/clone"),
+        Err(SpaError::NoSpace)
+    ));
     assert_eq!(snapshot_names(&mut spa, "tank/fs"), ["tank/fs@a"]);
     audit_clean(&mut spa);
 }

@@ -24,7 +24,14 @@ fn write(spa: &mut Spa, fs: &str, id: u64, offset: u64, len: usize, compressible
     }
     spa.with_dataset(fs, |os, ctx| {
         if !os.object_exists(ctx, ObjectId(id))? {
-            os.create_object_at(ctx, ObjectId(id), crate::dmu::object_type::PLAIN_FILE, 512, 0, 0)?;
+            os.create_object_at(
+                ctx,
+                ObjectId(id),
+                crate::dmu::object_type::PLAIN_FILE,
+                512,
+                0,
+                0,
+            )?;
         }
         os.write(ctx, ObjectId(id), offset, &data)
     })
@@ -52,7 +59,8 @@ fn logical_figures_and_compression_ratios() {
     let mut spa = pool(&device);
     spa.create_filesystem("tank/lz4").unwrap();
     spa.create_filesystem("tank/off").unwrap();
-    spa.set_local_prop("tank/off", "compression", "off").unwrap();
+    spa.set_local_prop("tank/off", "compression", "off")
+        .unwrap();
     write(&mut spa, "tank/lz4", 10, 0, 8 << 20, true);
     write(&mut spa, "tank/off", 10, 0, 8 << 20, true);
     spa.sync().unwrap();
@@ -108,7 +116,10 @@ fn reservation_is_held_back_from_others() {
     assert_eq!(other.available_bytes, before - 100 * MIB);
     let reserved = spa.dataset_space("tank/reserved").unwrap();
     assert!(reserved.used_bytes < MIB, "its own USED is what it holds");
-    assert_eq!(reserved.available_bytes, before, "its reservation is its own to use");
+    assert_eq!(
+        reserved.available_bytes, before,
+        "its reservation is its own to use"
+    );
     let root = spa.dataset_space("tank").unwrap();
     assert!(root.used_by_children_bytes >= 100 * MIB);
     // Larger than what is available: refused (OpenZFS ENOSPC).
@@ -168,7 +179,11 @@ fn refreservation_is_charged_until_used() {
         space.used_by_refreservation_bytes,
         50 * MIB - space.referenced_bytes
     );
-    assert_eq!(space.used_bytes, 50 * MIB, "writing inside it does not grow USED");
+    assert_eq!(
+        space.used_bytes,
+        50 * MIB,
+        "writing inside it does not grow USED"
+    );
     spa.snapshot(&["tank/fs@s".to_string()]).unwrap();
     let space = spa.dataset_space("tank/fs").unwrap();
     assert_eq!(space.used_by_refreservation_bytes, 50 * MIB);
@@ -184,7 +199,8 @@ fn refreservation_is_charged_until_used() {
     write(&mut spa, "tank/fs", 11, 0, 8 << 20, false);
     spa.sync().unwrap();
     spa.create_filesystem("tank/filler").unwrap();
-    spa.set_local_prop("tank/filler", "compression", "off").unwrap();
+    spa.set_local_prop("tank/filler", "compression", "off")
+        .unwrap();
     let filler = spa.lookup_dataset("tank/filler").unwrap().unwrap();
     let mut id = 10;
     while spa.dsl_tempreserve(filler, 4 * MIB).is_ok() {
@@ -199,7 +215,12 @@ fn refreservation_is_charged_until_used() {
     audit_clean(&mut spa);
     // Dropping the refreservation gives its space back.
     set(&mut spa, "tank/fs", "refreservation", 0);
-    assert_eq!(spa.dataset_space("tank/fs").unwrap().used_by_refreservation_bytes, 0);
+    assert_eq!(
+        spa.dataset_space("tank/fs")
+            .unwrap()
+            .used_by_refreservation_bytes,
+        0
+    );
     audit_clean(&mut spa);
 }
 
@@ -212,10 +233,14 @@ fn ancestor_quota_limits_descendants() {
     let mut spa = pool(&device);
     spa.create_filesystem("tank/parent").unwrap();
     spa.create_filesystem("tank/parent/child").unwrap();
-    spa.set_local_prop("tank/parent", "compression", "off").unwrap();
+    spa.set_local_prop("tank/parent", "compression", "off")
+        .unwrap();
     set(&mut spa, "tank/parent", "quota", 10 * MIB);
     let child = spa.lookup_dataset("tank/parent/child").unwrap().unwrap();
-    let available = spa.dataset_space("tank/parent/child").unwrap().available_bytes;
+    let available = spa
+        .dataset_space("tank/parent/child")
+        .unwrap()
+        .available_bytes;
     assert!(available <= 10 * MIB);
     spa.dsl_tempreserve(child, 6 * MIB).unwrap();
     write(&mut spa, "tank/parent/child", 10, 0, 6 << 20, false);

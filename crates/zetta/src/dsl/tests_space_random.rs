@@ -10,7 +10,7 @@
 //! allocated byte must be the MOS's, a reachable block's or a deferred free. At the end
 //! everything is destroyed and the pool's data must be back to its empty size: no leak.
 //!
-//! `ZETTA_SPACE_CASES=<n>` runs n seeds (default 12, about 15 s in release);
+//! `ZETTA_SPACE_CASES=<n>` runs n seeds (default 100, about 8 s in release);
 //! `ZETTA_SPACE_SEED=<s>` replays one. A failure names its seed and step.
 
 use crate::dsl::SpaceLimit;
@@ -138,11 +138,15 @@ impl World {
                         }
                     })
                     .unwrap();
-                format!("{} {fs}/{name} at {cut}", if punch { "punch" } else { "truncate" })
+                format!(
+                    "{} {fs}/{name} at {cut}",
+                    if punch { "punch" } else { "truncate" }
+                )
             }
             0 | 1 if filesystems.len() < FILESYSTEMS_MAX => {
                 let parent = if self.rng.below(3) == 0 {
-                    self.pick(&filesystems).unwrap_or_else(|| "tank".to_string())
+                    self.pick(&filesystems)
+                        .unwrap_or_else(|| "tank".to_string())
                 } else {
                     "tank".to_string()
                 };
@@ -150,13 +154,17 @@ impl World {
                 self.next_name += 1;
                 self.spa.create_filesystem(&name).unwrap();
                 if self.rng.below(2) == 0 {
-                    self.spa.set_local_prop(&name, "compression", "off").unwrap();
+                    self.spa
+                        .set_local_prop(&name, "compression", "off")
+                        .unwrap();
                 }
                 if self.rng.below(4) == 0 {
                     self.spa.set_local_prop(&name, "copies", "2").unwrap();
                 }
                 if self.rng.below(4) == 0 {
-                    self.spa.set_local_prop(&name, "recordsize", "16384").unwrap();
+                    self.spa
+                        .set_local_prop(&name, "recordsize", "16384")
+                        .unwrap();
                 }
                 format!("create {name}")
             }
@@ -175,7 +183,11 @@ impl World {
                     Err(e) => panic!("tempreserve: {e}"),
                 }
                 let files = self.files(&fs);
-                let existing = if self.rng.below(2) == 0 { self.pick(&files) } else { None };
+                let existing = if self.rng.below(2) == 0 {
+                    self.pick(&files)
+                } else {
+                    None
+                };
                 let offset = self.rng.below(200_000);
                 let name = existing.clone().unwrap_or_else(|| {
                     self.next_name += 1;
@@ -289,7 +301,9 @@ impl World {
                 let Some(victim) = self.pick(&filesystems) else {
                     return "nothing".to_string();
                 };
-                let dependents = filesystems.iter().any(|n| n.starts_with(&format!("{victim}/")));
+                let dependents = filesystems
+                    .iter()
+                    .any(|n| n.starts_with(&format!("{victim}/")));
                 if dependents || !self.spa.snapshots(&victim).unwrap().is_empty() {
                     return format!("destroy {victim}: has children");
                 }
@@ -319,7 +333,9 @@ impl World {
                 };
                 match self.spa.check_space_limit(&fs, limit, bytes) {
                     Ok(()) => {
-                        self.spa.set_local_prop(&fs, prop, &bytes.to_string()).unwrap();
+                        self.spa
+                            .set_local_prop(&fs, prop, &bytes.to_string())
+                            .unwrap();
                         format!("set {prop}={bytes} {fs}")
                     }
                     Err(SpaError::NoSpace) => format!("set {prop}={bytes} {fs}: refused"),
@@ -350,7 +366,7 @@ impl World {
     /// `zfs send | zfs receive` of a filesystem's newest snapshot into `tank/r<n>`: a full
     /// stream into a new filesystem, or an incremental onto one received before.
     fn send_receive(&mut self) -> String {
-        use crate::dmu_send::{plan_send, RecvOptions, Receiver, SendRequest, Sender};
+        use crate::dmu_send::{plan_send, Receiver, RecvOptions, SendRequest, Sender};
         let targets = self.targets();
         let Some(fs) = self.pick(&targets) else {
             return "nothing".to_string();
@@ -571,7 +587,11 @@ fn run_seed(seed: u64, steps: usize) {
     }
     let end = world.spa.audit_space().unwrap();
     if std::env::var("ZETTA_SPACE_VERBOSE").is_ok() {
-        eprintln!("end: {end:?} root {:?} names {:?}", world.spa.dataset_space("tank"), world.spa.dataset_names());
+        eprintln!(
+            "end: {end:?} root {:?} names {:?}",
+            world.spa.dataset_space("tank"),
+            world.spa.dataset_names()
+        );
     }
     // With the root untouched the pool is back to its empty size exactly; a root that was
     // written keeps its own grown metadata (directory and dnode blocks), and nothing else.
@@ -601,7 +621,7 @@ fn space_identity_holds_under_random_histories() {
     let cases: u64 = std::env::var("ZETTA_SPACE_CASES")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(12);
+        .unwrap_or(100);
     let seeds: Vec<u64> = match single {
         Some(seed) => vec![seed],
         None => (0..cases).collect(),
