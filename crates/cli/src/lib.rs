@@ -17,6 +17,7 @@ pub mod daemon;
 pub mod zfs;
 pub mod zfs_diff;
 pub mod zfs_mount;
+pub mod zfs_promote;
 pub mod zfs_rename;
 pub mod zpool;
 

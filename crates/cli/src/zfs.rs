@@ -24,7 +24,7 @@ use zetta_zprop::{
     ZfsProp,
 };
 
-const USAGE: &str = "usage: zfs command args ...\nwhere 'command' is one of the following:\n\n\tversion\n\n\tcreate [-p] [-o property=value] ... <filesystem>\n\tsnapshot [-r] <filesystem|volume>@<snap> ...\n\trollback [-rRf] <snapshot>\n\tclone [-p] [-o property=value] ... <snapshot> <filesystem|volume>\n\tbookmark <snapshot|bookmark> <newbookmark>\n\thold [-r] <tag> <snapshot> ...\n\tholds [-rHp] <snapshot> ...\n\trelease [-r] <tag> <snapshot> ...\n\tdestroy [-fnpRrv] <filesystem|volume>\n\trename [-fnpu] <filesystem> <filesystem>\n\trename -r <snapshot> <snapshot>\n\tdiff [-FH] <snapshot> [snapshot|filesystem]\n\n\tlist [-Hp] [-r|-d max] [-o property[,...]] [-s property]...\n\t    [-S property]... [-t type[,...]] [filesystem|volume|snapshot] ...\n\n\tset <property=value> ... <filesystem|volume|snapshot> ...\n\tget [-rHp] [-d max] [-o \"all\" | field[,...]]\n\t    [-t type[,...]] [-s source[,...]]\n\t    <\"all\" | property[,...]> [filesystem|volume|snapshot|bookmark] ...\n\tinherit [-rS] <property> <filesystem|volume|snapshot> ...\n";
+const USAGE: &str = "usage: zfs command args ...\nwhere 'command' is one of the following:\n\n\tversion\n\n\tcreate [-p] [-o property=value] ... <filesystem>\n\tsnapshot [-r] <filesystem|volume>@<snap> ...\n\trollback [-rRf] <snapshot>\n\tclone [-p] [-o property=value] ... <snapshot> <filesystem|volume>\n\tpromote <clone-filesystem>\n\tbookmark <snapshot|bookmark> <newbookmark>\n\thold [-r] <tag> <snapshot> ...\n\tholds [-rHp] <snapshot> ...\n\trelease [-r] <tag> <snapshot> ...\n\tdestroy [-fnpRrv] <filesystem|volume>\n\trename [-fnpu] <filesystem> <filesystem>\n\trename -r <snapshot> <snapshot>\n\tdiff [-FH] <snapshot> [snapshot|filesystem]\n\n\tlist [-Hp] [-r|-d max] [-o property[,...]] [-s property]...\n\t    [-S property]... [-t type[,...]] [filesystem|volume|snapshot] ...\n\n\tset <property=value> ... <filesystem|volume|snapshot> ...\n\tget [-rHp] [-d max] [-o \"all\" | field[,...]]\n\t    [-t type[,...]] [-s source[,...]]\n\t    <\"all\" | property[,...]> [filesystem|volume|snapshot|bookmark] ...\n\tinherit [-rS] <property> <filesystem|volume|snapshot> ...\n";
 
 /// The client's standard input, and whether its standard streams are terminals: what
 /// `zfs receive` reads and what `zfs send`/`receive` refuse, wherever the command runs (in
@@ -84,6 +84,7 @@ pub fn run_io(
         "set" => cmd_set(rest),
         "inherit" => cmd_inherit(rest),
         "rename" => crate::zfs_rename::cmd_rename(rest),
+        "promote" => crate::zfs_promote::cmd_promote(rest),
         "diff" => crate::zfs_diff::cmd_diff(rest, &mut ctx),
         "mount" => crate::zfs_mount::cmd_mount(rest, &mut ctx),
         "unmount" | "umount" => crate::zfs_mount::cmd_unmount(rest),
@@ -186,6 +187,46 @@ fn parse_settings(parsed: &crate::zpool::Parsed, name: &str) -> Result<Vec<SetVa
     Ok(settings)
 }
 
+/// Whether a quota or reservation value fits (OpenZFS refuses it with ENOSPC): `Some`
+/// with the reason when it does not.
+fn space_limit_refusal(
+    imported: &mut Imported,
+    name: &str,
+    set: &SetValue,
+) -> Result<Option<&'static str>, CmdError> {
+    let SetValue::Native(prop, value) = set else {
+        return Ok(None);
+    };
+    let Some(limit) = zetta::dsl::SpaceLimit::from_prop(prop.name()) else {
+        return Ok(None);
+    };
+    let bytes = value.as_number().unwrap_or(0);
+    match imported.spa.check_space_limit(name, limit, bytes) {
+        Ok(()) => Ok(None),
+        Err(zetta::spa::SpaError::NoSpace) => Ok(Some(match limit {
+            zetta::dsl::SpaceLimit::Quota | zetta::dsl::SpaceLimit::Refquota => {
+                "size is less than current used or reserved space"
+            }
+            _ => "size is greater than available space",
+        })),
+        Err(e) => Err(spa_fail(e)),
+    }
+}
+
+/// Stores the `-o` settings of a dataset just created; one that does not fit (a
+/// reservation larger than the space available) takes the new dataset away again, as
+/// OpenZFS's create does.
+fn store_created(imported: &mut Imported, name: &str, settings: Vec<SetValue>) -> CmdResult {
+    for set in settings {
+        if space_limit_refusal(imported, name, &set)?.is_some() {
+            imported.spa.destroy_filesystem(name).map_err(spa_fail)?;
+            return fail(format!("cannot create '{name}': out of space"));
+        }
+        store(imported, name, set)?;
+    }
+    Ok(())
+}
+
 pub(crate) fn store(imported: &mut Imported, name: &str, set: SetValue) -> Result<(), CmdError> {
     let (prop, value) = match set {
         SetValue::Native(prop, value) => (prop.name().to_string(), value.to_stored()),
@@ -253,9 +294,7 @@ fn cmd_create(args: &[String]) -> CmdResult {
         }
         imported.spa.create_filesystem(&partial).map_err(spa_fail)?;
     }
-    for set in settings {
-        store(&mut imported, name, set)?;
-    }
+    store_created(&mut imported, name, settings)?;
     finish(&mut imported, "create", args)
 }
 
@@ -288,7 +327,20 @@ fn cmd_snapshot(args: &[String]) -> CmdResult {
             }
         }
     }
-    imported.spa.snapshot(&names).map_err(spa_fail)?;
+    match imported.spa.snapshot(&names) {
+        Ok(()) => {}
+        // A refreservation leaves no room for what the snapshot would take over.
+        Err(zetta::spa::SpaError::NoSpace) if names.len() == 1 => {
+            return fail(format!(
+                "cannot create snapshot '{}': out of space",
+                names[0]
+            ));
+        }
+        Err(zetta::spa::SpaError::NoSpace) => {
+            return fail("cannot create snapshots : out of space");
+        }
+        Err(e) => return Err(spa_fail(e)),
+    }
     finish(&mut imported, "snapshot", args)
 }
 
@@ -397,9 +449,7 @@ fn cmd_clone(args: &[String]) -> CmdResult {
         .spa
         .clone_snapshot(origin, name)
         .map_err(spa_fail)?;
-    for set in settings {
-        store(&mut imported, name, set)?;
-    }
+    store_created(&mut imported, name, settings)?;
     finish(&mut imported, "clone", args)
 }
 
@@ -627,26 +677,40 @@ fn property(
         }
         Some("name") => Some(name.to_string()),
         Some("type") => Some("filesystem".to_string()),
-        Some("used") => Some(number(
-            spa.dataset_used_bytes(name).map_err(spa_fail)?,
-            ZfsProp::from_name("used").unwrap_or(ZfsProp::ALL[0]),
-        )),
-        Some("referenced") => Some(number(
-            spa.dataset_referenced_bytes(name).map_err(spa_fail)?,
-            ZfsProp::from_name("referenced").unwrap_or(ZfsProp::ALL[0]),
-        )),
-        Some("available") => {
-            let avail = spa.available_bytes();
-            Some(number(
-                avail,
-                ZfsProp::from_name("available").unwrap_or(ZfsProp::ALL[0]),
-            ))
+        Some(
+            "used"
+            | "referenced"
+            | "available"
+            | "usedbysnapshots"
+            | "usedbydataset"
+            | "usedbychildren"
+            | "usedbyrefreservation"
+            | "logicalused"
+            | "logicalreferenced",
+        ) => {
+            let space = spa.dataset_space(name).map_err(spa_fail)?;
+            let value = match native.map(|p| p.name()) {
+                Some("used") => space.used_bytes,
+                Some("referenced") => space.referenced_bytes,
+                Some("available") => space.available_bytes,
+                Some("usedbysnapshots") => space.used_by_snapshots_bytes,
+                Some("usedbydataset") => space.used_by_dataset_bytes,
+                Some("usedbychildren") => space.used_by_children_bytes,
+                Some("usedbyrefreservation") => space.used_by_refreservation_bytes,
+                Some("logicalused") => space.logical_used_bytes,
+                _ => space.logical_referenced_bytes,
+            };
+            Some(number(value, native.unwrap_or(ZfsProp::ALL[0])))
         }
-        Some("compressratio") | Some("refcompressratio") => Some(if parsable {
-            "1.00".to_string()
-        } else {
-            "1.00x".to_string()
-        }),
+        Some("compressratio" | "refcompressratio") => {
+            let space = spa.dataset_space(name).map_err(spa_fail)?;
+            let ratio = if native.map(|p| p.name()) == Some("compressratio") {
+                space.compress_ratio_x100
+            } else {
+                space.refcompress_ratio_x100
+            };
+            Some(number(ratio, native.unwrap_or(ZfsProp::ALL[0])))
+        }
         Some("mounted") => Some(
             if crate::daemon::mounts::is_mounted(name) {
                 "yes"
@@ -665,28 +729,10 @@ fn property(
                 .map_err(spa_fail)?
                 .unwrap_or_else(|| "-".to_string()),
         ),
-        Some("usedbysnapshots") => Some(number(
-            spa.used_by_snapshots_bytes(name).map_err(spa_fail)?,
-            native.unwrap_or(ZfsProp::ALL[0]),
-        )),
-        Some("usedbyrefreservation") => Some(number(0, native.unwrap_or(ZfsProp::ALL[0]))),
         Some("written") => Some(number(
             spa.written_bytes(name).map_err(spa_fail)?,
             native.unwrap_or(ZfsProp::ALL[0]),
         )),
-        Some("usedbydataset") => Some(number(
-            spa.used_by_dataset_bytes(name).map_err(spa_fail)?,
-            native.unwrap_or(ZfsProp::ALL[0]),
-        )),
-        Some("usedbychildren") => {
-            let used = spa.dataset_used_bytes(name).map_err(spa_fail)?;
-            let own = spa.used_by_dataset_bytes(name).map_err(spa_fail)?
-                + spa.used_by_snapshots_bytes(name).map_err(spa_fail)?;
-            Some(number(
-                used - own.min(used),
-                native.unwrap_or(ZfsProp::ALL[0]),
-            ))
-        }
         _ => None,
     };
     if let Some(value) = stat {
@@ -758,9 +804,14 @@ fn snapshot_property(
                 clones.join(",")
             })
         }
-        Some("compressratio") | Some("refcompressratio") => {
-            Some(if parsable { "1.00" } else { "1.00x" }.to_string())
-        }
+        Some("compressratio") | Some("refcompressratio") => Some(number(
+            zetta::dsl::space::ratio_x100(phys.uncompressed_bytes, phys.compressed_bytes),
+            native.unwrap_or(ZfsProp::ALL[0]),
+        )),
+        Some("logicalreferenced") => Some(number(
+            phys.uncompressed_bytes,
+            native.unwrap_or(ZfsProp::ALL[0]),
+        )),
         Some("available") | Some("mountpoint") => Some("-".to_string()),
         _ => None,
     };
@@ -1145,6 +1196,9 @@ fn cmd_set(args: &[String]) -> CmdResult {
     }
     let mut imported = open_dataset(name)?;
     for set in sets {
+        if let Some(why) = space_limit_refusal(&mut imported, name, &set)? {
+            return fail(format!("cannot set property for '{name}': {why}"));
+        }
         store(&mut imported, name, set)?;
     }
     finish(&mut imported, "set", args)

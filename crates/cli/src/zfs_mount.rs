@@ -10,7 +10,7 @@ use crate::daemon::mounts;
 use crate::zpool::{fail, getopt, CmdError, CmdResult, Ctx};
 use std::path::PathBuf;
 use zetta::spa::Spa;
-use zetta_fuse::{MountOptions, QuotaLimits, SnapDir, SyncMode};
+use zetta_fuse::{MountOptions, SnapDir, SyncMode};
 use zetta_zprop::resolve;
 
 /// Where a dataset mounts.
@@ -82,10 +82,6 @@ pub fn specs(spa: &mut Spa) -> Result<Vec<MountSpec>, CmdError> {
                 "disabled" => SnapDir::Disabled,
                 _ => SnapDir::Hidden,
             },
-            limits: std::sync::Arc::new(QuotaLimits::new(
-                get("quota").parse().unwrap_or(0),
-                get("refquota").parse().unwrap_or(0),
-            )),
             fsname: name.clone(),
         };
         let canmount = match get("canmount").as_str() {

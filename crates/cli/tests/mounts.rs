@@ -645,8 +645,9 @@ fn clones_post_reproduces() {
     );
 }
 
-/// quota and refquota take effect on a mount: writes past them fail with EDQUOT, and a
-/// new limit applies to the running mount at once (no remount, even while busy).
+/// quota and refquota take effect on a mount: writes past them fail with EDQUOT (a
+/// parent's quota too), and a new limit applies to the running mount at once (no remount,
+/// even while busy).
 #[test]
 fn quotas_refuse_writes_past_them() {
     let lab = Lab::new();
@@ -678,11 +679,35 @@ fn quotas_refuse_writes_past_them() {
     lab.ok("zfs", &["set", "refquota=32M", "tank/q"]);
     file.write_all(&chunk).unwrap();
     lab.ok("zfs", &["set", "refquota=none", "tank/q"]);
-    lab.ok("zfs", &["set", "quota=4M", "tank/q"]);
+    // A quota below what is used is refused, as in OpenZFS.
+    let (code, _, stderr) = lab.run("zfs", &["set", "quota=4M", "tank/q"]);
     assert_eq!(
-        file.write_all(&chunk).unwrap_err().raw_os_error(),
-        Some(libc_edquot())
+        (code, stderr.as_str()),
+        (
+            1,
+            "cannot set property for 'tank/q': size is less than current used or reserved space\n"
+        )
     );
+    // A quota of the parent bounds the child too.
+    lab.ok("zpool", &["sync", "tank"]);
+    let used: u64 = lab
+        .ok("zfs", &["get", "-Hp", "-o", "value", "used", "tank"])
+        .trim()
+        .parse()
+        .unwrap();
+    lab.ok(
+        "zfs",
+        &["set", &format!("quota={}", used + (2 << 20)), "tank"],
+    );
+    let mut more = 0;
+    let err = loop {
+        match file.write_all(&chunk) {
+            Ok(()) => more += 1,
+            Err(e) => break e,
+        }
+        assert!(more < 16, "the parent's quota let 16 MiB through");
+    };
+    assert_eq!(err.raw_os_error(), Some(libc_edquot()), "{err}");
 }
 
 fn libc_edquot() -> i32 {

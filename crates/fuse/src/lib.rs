@@ -33,28 +33,6 @@ pub enum SyncMode {
     Disabled,
 }
 
-/// `quota` and `refquota` in bytes (0 = none).
-#[derive(Debug, Default)]
-pub struct QuotaLimits {
-    pub quota: std::sync::atomic::AtomicU64,
-    pub refquota: std::sync::atomic::AtomicU64,
-}
-
-impl QuotaLimits {
-    pub fn new(quota: u64, refquota: u64) -> QuotaLimits {
-        QuotaLimits {
-            quota: quota.into(),
-            refquota: refquota.into(),
-        }
-    }
-
-    pub fn set_from(&self, other: &QuotaLimits) {
-        use std::sync::atomic::Ordering::Relaxed;
-        self.quota.store(other.quota.load(Relaxed), Relaxed);
-        self.refquota.store(other.refquota.load(Relaxed), Relaxed);
-    }
-}
-
 /// `snapdir` property values: whether `.zfs` exists, and whether the root lists it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SnapDir {
@@ -75,9 +53,6 @@ pub struct MountOptions {
     pub xattr: bool,
     pub sync: SyncMode,
     pub snapdir: SnapDir,
-    /// `quota` and `refquota`, shared with the daemon so a change applies to the running
-    /// mount without remounting it.
-    pub limits: Arc<QuotaLimits>,
     /// `fsname` shown in /proc/mounts (the dataset name).
     pub fsname: String,
 }
@@ -94,7 +69,6 @@ impl Default for MountOptions {
             xattr: true,
             sync: SyncMode::Standard,
             snapdir: SnapDir::Hidden,
-            limits: Arc::new(QuotaLimits::default()),
             fsname: String::new(),
         }
     }
@@ -124,8 +98,6 @@ pub struct ZplFs {
     refs: parking_lot::Mutex<std::collections::HashMap<u64, Refs>>,
     /// Snapshots shown under `.zfs/snapshot`, by slot.
     slots: parking_lot::Mutex<ctldir::Slots>,
-    /// (open txg, bytes written in it): the uncommitted part of quota checks.
-    pending: parking_lot::Mutex<(u64, u64)>,
 }
 
 #[derive(Debug)]
@@ -174,7 +146,6 @@ impl ZplFs {
             options,
             refs: parking_lot::Mutex::new(Default::default()),
             slots: parking_lot::Mutex::new(Default::default()),
-            pending: parking_lot::Mutex::new((0, 0)),
         })
     }
 

@@ -188,44 +188,17 @@ impl ZplFs {
         Ok(result)
     }
 
-    /// quota/refquota of the mounted filesystem: refuses (EDQUOT) a write that would take
-    /// its USED or REFER past them, counting what earlier writes dirtied in this txg.
-    /// Conservative like OpenZFS's: an overwrite counts as new space until it commits.
-    fn check_quota(&self, spa: &mut zetta::spa::Spa, bytes: u64) -> Result<(), Errno> {
-        use std::sync::atomic::Ordering::Relaxed;
-        let limits = &self.options.limits;
-        let (quota, refquota) = (limits.quota.load(Relaxed), limits.refquota.load(Relaxed));
-        if quota == 0 && refquota == 0 {
-            return Ok(());
+    /// The dataset layer admits the write (OpenZFS `dsl_dir_tempreserve_space`): EDQUOT
+    /// past a quota or refquota of the filesystem or an ancestor, ENOSPC when it would take
+    /// space reserved for another dataset. Conservative like OpenZFS's: an overwrite
+    /// counts as new space until it commits.
+    fn reserve_space(&self, spa: &mut zetta::spa::Spa, bytes: u64) -> Result<(), Errno> {
+        match spa.dsl_tempreserve(self.dataset, bytes) {
+            Ok(()) => Ok(()),
+            Err(zetta::spa::SpaError::QuotaExceeded) => Err(Errno::from_i32(libc::EDQUOT)),
+            Err(zetta::spa::SpaError::NoSpace) => Err(Errno::ENOSPC),
+            Err(_) => Err(Errno::EIO),
         }
-        let txg = spa.open_txg().0;
-        let pending = {
-            let mut pending = self.pending.lock();
-            if pending.0 != txg {
-                *pending = (txg, 0);
-            }
-            pending.1 += bytes;
-            pending.1
-        };
-        let over = |used: u64, limit: u64| limit != 0 && used.saturating_add(pending) > limit;
-        if refquota != 0 {
-            let referenced = spa
-                .dataset_phys(self.dataset)
-                .map_err(|_| Errno::EIO)?
-                .referenced_bytes;
-            if over(referenced, refquota) {
-                return Err(Errno::from_i32(libc::EDQUOT));
-            }
-        }
-        if quota != 0 {
-            let used = spa
-                .dataset_used_bytes(&self.options.fsname)
-                .map_err(|_| Errno::EIO)?;
-            if over(used, quota) {
-                return Err(Errno::from_i32(libc::EDQUOT));
-            }
-        }
-        Ok(())
     }
 
     /// fsync: the dataset's intent log makes everything it changed durable (a txg commit
@@ -660,10 +633,13 @@ impl fuser::Filesystem for ZplFs {
         let result = (|| {
             let pool = self.pool()?;
             let mut spa = pool.write();
-            let copies = 1;
+            // Every copy takes space (`copies`), as USED counts them.
+            let copies = spa
+                .with_dataset_object(self.dataset, |os, _| Ok(os.policy.data_props.copies))
+                .map_err(|_| Errno::EIO)?;
             spa.check_space(data.len() as u64, copies)
                 .map_err(|_| Errno::ENOSPC)?;
-            self.check_quota(&mut spa, data.len() as u64)?;
+            self.reserve_space(&mut spa, data.len() as u64 * u64::from(copies.max(1)))?;
             // The txg is charged what it now holds in memory: a small write into a clean
             // record dirties the whole record.
             let dirtied = spa

@@ -19,6 +19,11 @@ use zetta::types::{ObjectId, Txg};
 use zetta::zpl::{Creds, FileKind, Timespec};
 
 type Model = BTreeMap<u64, Vec<u8>>;
+/// Snapshots (full name, the file's content in it), oldest first.
+type Snapshots = Vec<(String, Vec<u8>)>;
+
+/// Coverage mark: promotes that completed before the cut (the run proves it reached them).
+static PROMOTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// What the pool must hold at a txg: the root dataset's objects, the file in `sim/a`, and
 /// the set of extra filesystems.
@@ -27,8 +32,11 @@ struct State {
     objects: Model,
     file_in_a: Vec<u8>,
     filesystems: std::collections::BTreeSet<String>,
-    /// Snapshots of `sim/a` and the file's content in each.
+    /// Snapshots of `sim/a` (or, after a promote, of the clone they moved to) and the
+    /// file's content in each, oldest first.
     snapshots: Vec<(String, Vec<u8>)>,
+    /// The origin snapshot of each clone (`zfs promote` moves these around).
+    origins: BTreeMap<String, String>,
     /// Files (name → content) in the root directory of the ZPL filesystem `sim/z`.
     zpl_files: BTreeMap<String, Vec<u8>>,
 }
@@ -97,6 +105,62 @@ fn random_data(rng: &mut SeededRng, len: usize) -> Vec<u8> {
     data
 }
 
+/// The newest snapshot of `sim/a` and its file (snapshots may live in a clone after a
+/// promote).
+fn newest_of_a(snapshots: &[(String, Vec<u8>)]) -> Option<(String, Vec<u8>)> {
+    snapshots
+        .iter()
+        .rev()
+        .find(|(name, _)| name.starts_with("sim/a@"))
+        .cloned()
+}
+
+/// The model of `zfs promote clone`: the origin filesystem's snapshots up to the clone's
+/// origin move to the clone, the clone takes the origin's origin, the origin becomes a
+/// clone of the moved origin snapshot, and clones of moved snapshots follow their names.
+fn promoted(
+    snapshots: &[(String, Vec<u8>)],
+    origins: &BTreeMap<String, String>,
+    clone: &str,
+) -> (Snapshots, BTreeMap<String, String>) {
+    let origin = origins[clone].clone();
+    let (origin_fs, _) = origin.split_once('@').unwrap_or_default();
+    let last = snapshots
+        .iter()
+        .position(|(name, _)| *name == origin)
+        .unwrap_or(0);
+    let mut renamed = BTreeMap::new();
+    let moved: Vec<(String, Vec<u8>)> = snapshots
+        .iter()
+        .enumerate()
+        .map(|(index, (name, content))| {
+            let (fs, short) = name.split_once('@').unwrap_or_default();
+            if fs == origin_fs && index <= last {
+                let new = format!("{clone}@{short}");
+                renamed.insert(name.clone(), new.clone());
+                (new, content.clone())
+            } else {
+                (name.clone(), content.clone())
+            }
+        })
+        .collect();
+    let mut new_origins: BTreeMap<String, String> = origins
+        .iter()
+        .map(|(fs, o)| {
+            (
+                fs.clone(),
+                renamed.get(o).cloned().unwrap_or_else(|| o.clone()),
+            )
+        })
+        .collect();
+    match origins.get(origin_fs) {
+        Some(grand) => new_origins.insert(clone.to_string(), grand.clone()),
+        None => new_origins.remove(clone),
+    };
+    new_origins.insert(origin_fs.to_string(), renamed[&origin].clone());
+    (moved, new_origins)
+}
+
 /// One seeded run; returns a description of the failure, if any.
 fn run_seed(seed: u64) -> Result<(), String> {
     let mut rng = SeededRng::new(seed);
@@ -137,20 +201,30 @@ fn run_seed(seed: u64) -> Result<(), String> {
     let mut next_snapshot = 0u64;
     // Clones of sim/a's snapshots (kept in `filesystems`) and the file each must show.
     let mut clone_contents: std::collections::HashMap<String, Vec<u8>> = Default::default();
+    let mut origins: BTreeMap<String, String> = BTreeMap::new();
     let snapshot = |model: &Model,
                     file: &Vec<u8>,
                     fs: &std::collections::BTreeSet<String>,
                     snaps: &Vec<(String, Vec<u8>)>,
-                    zpl: &BTreeMap<String, Vec<u8>>| State {
+                    zpl: &BTreeMap<String, Vec<u8>>,
+                    origins: &BTreeMap<String, String>| State {
         objects: model.clone(),
         file_in_a: file.clone(),
         filesystems: fs.clone(),
         snapshots: snaps.clone(),
         zpl_files: zpl.clone(),
+        origins: origins.clone(),
     };
     committed.insert(
         spa.last_synced_txg(),
-        snapshot(&model, &file_in_a, &filesystems, &snapshots, &zpl_files),
+        snapshot(
+            &model,
+            &file_in_a,
+            &filesystems,
+            &snapshots,
+            &zpl_files,
+            &origins,
+        ),
     );
     let mut last_returned = spa.last_synced_txg();
 
@@ -160,7 +234,7 @@ fn run_seed(seed: u64) -> Result<(), String> {
     }
     let operations = 5 + rng.below(40);
     'ops: for _ in 0..operations {
-        let result = match rng.below(20) {
+        let result = match rng.below(23) {
             // POSIX-layer operations on sim/z: each is atomic within its txg.
             17 if zpl_files.len() < 12 => {
                 let name = format!("z{next_zpl_name}");
@@ -247,20 +321,70 @@ fn run_seed(seed: u64) -> Result<(), String> {
                 })
                 .map_err(|e| zetta::spa::SpaError::Corrupt(e.to_string()))
             }
-            16 if !snapshots.is_empty() && filesystems.len() < 6 => {
-                let (origin, content) = snapshots[snapshots.len() - 1].clone();
+            16 | 21 if newest_of_a(&snapshots).is_some() && filesystems.len() < 6 => {
+                let (origin, content) = newest_of_a(&snapshots).unwrap_or_default();
                 let name = format!("sim/c{next_fs}");
                 next_fs += 1;
                 spa.clone_snapshot(&origin, &name).map(|_| {
                     clone_contents.insert(name.clone(), content);
+                    origins.insert(name.clone(), origin);
                     filesystems.insert(name);
                 })
             }
-            15 if !snapshots.is_empty() => {
-                let (name, content) = snapshots[snapshots.len() - 1].clone();
-                let before = snapshot(&model, &file_in_a, &filesystems, &snapshots, &zpl_files);
+            // `zfs promote`: it commits what is in flight, then moves snapshots and
+            // origins and commits again, so both txgs are acceptable at import.
+            20..=22 if !origins.is_empty() => {
+                let clones: Vec<String> = origins.keys().cloned().collect();
+                let clone = clones[rng.below(clones.len() as u64) as usize].clone();
+                let before = snapshot(
+                    &model,
+                    &file_in_a,
+                    &filesystems,
+                    &snapshots,
+                    &zpl_files,
+                    &origins,
+                );
                 committed.insert(spa.open_txg(), before);
-                let after = snapshot(&model, &content, &filesystems, &snapshots, &zpl_files);
+                let (moved, new_origins) = promoted(&snapshots, &origins, &clone);
+                let after = snapshot(
+                    &model,
+                    &file_in_a,
+                    &filesystems,
+                    &moved,
+                    &zpl_files,
+                    &new_origins,
+                );
+                committed.insert(spa.open_txg().next(), after);
+                match spa.promote(&clone) {
+                    Ok(()) => {
+                        PROMOTES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        snapshots = moved;
+                        origins = new_origins;
+                        last_returned = spa.last_synced_txg();
+                        Ok(())
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            15 if newest_of_a(&snapshots).is_some() => {
+                let (name, content) = newest_of_a(&snapshots).unwrap_or_default();
+                let before = snapshot(
+                    &model,
+                    &file_in_a,
+                    &filesystems,
+                    &snapshots,
+                    &zpl_files,
+                    &origins,
+                );
+                committed.insert(spa.open_txg(), before);
+                let after = snapshot(
+                    &model,
+                    &content,
+                    &filesystems,
+                    &snapshots,
+                    &zpl_files,
+                    &origins,
+                );
                 committed.insert(spa.open_txg().next(), after);
                 match spa.rollback(&name) {
                     Ok(()) => {
@@ -274,11 +398,25 @@ fn run_seed(seed: u64) -> Result<(), String> {
             14 if !snapshots.is_empty() => {
                 let pick = rng.below(snapshots.len() as u64) as usize;
                 let name = snapshots[pick].0.clone();
-                let before = snapshot(&model, &file_in_a, &filesystems, &snapshots, &zpl_files);
+                let before = snapshot(
+                    &model,
+                    &file_in_a,
+                    &filesystems,
+                    &snapshots,
+                    &zpl_files,
+                    &origins,
+                );
                 committed.insert(spa.open_txg(), before);
                 let mut without = snapshots.clone();
                 without.remove(pick);
-                let after = snapshot(&model, &file_in_a, &filesystems, &without, &zpl_files);
+                let after = snapshot(
+                    &model,
+                    &file_in_a,
+                    &filesystems,
+                    &without,
+                    &zpl_files,
+                    &origins,
+                );
                 committed.insert(spa.open_txg().next(), after);
                 match spa.destroy_snapshot(&name) {
                     Ok(()) => {
@@ -289,8 +427,14 @@ fn run_seed(seed: u64) -> Result<(), String> {
                     // Refused (a clone depends on it): nothing changed but a commit.
                     Err(zetta::spa::SpaError::Invalid(_)) => {
                         last_returned = spa.last_synced_txg();
-                        let same =
-                            snapshot(&model, &file_in_a, &filesystems, &snapshots, &zpl_files);
+                        let same = snapshot(
+                            &model,
+                            &file_in_a,
+                            &filesystems,
+                            &snapshots,
+                            &zpl_files,
+                            &origins,
+                        );
                         committed.insert(spa.open_txg(), same.clone());
                         committed.insert(spa.last_synced_txg(), same);
                         Ok(())
@@ -298,16 +442,30 @@ fn run_seed(seed: u64) -> Result<(), String> {
                     Err(e) => Err(e),
                 }
             }
-            13 if snapshots.len() < 4 => {
+            13 if snapshots.len() < 5 => {
                 // A snapshot commits the open txg first: that txg holds the same state
                 // with or without the snapshot, so both are acceptable at import.
                 let name = format!("sim/a@s{next_snapshot}");
                 next_snapshot += 1;
-                let before = snapshot(&model, &file_in_a, &filesystems, &snapshots, &zpl_files);
+                let before = snapshot(
+                    &model,
+                    &file_in_a,
+                    &filesystems,
+                    &snapshots,
+                    &zpl_files,
+                    &origins,
+                );
                 committed.insert(spa.open_txg(), before);
                 let mut with = snapshots.clone();
                 with.push((name.clone(), file_in_a.clone()));
-                let after = snapshot(&model, &file_in_a, &filesystems, &with, &zpl_files);
+                let after = snapshot(
+                    &model,
+                    &file_in_a,
+                    &filesystems,
+                    &with,
+                    &zpl_files,
+                    &origins,
+                );
                 committed.insert(spa.open_txg().next(), after);
                 match spa.snapshot(std::slice::from_ref(&name)) {
                     Ok(()) => {
@@ -343,9 +501,27 @@ fn run_seed(seed: u64) -> Result<(), String> {
             12 if !filesystems.is_empty() => {
                 let pick = rng.below(filesystems.len() as u64) as usize;
                 let name = filesystems.iter().nth(pick).cloned().unwrap_or_default();
-                spa.destroy_filesystem(&name).map(|_| {
-                    filesystems.remove(&name);
-                })
+                // Destroy commits what is in flight first.
+                let before = snapshot(
+                    &model,
+                    &file_in_a,
+                    &filesystems,
+                    &snapshots,
+                    &zpl_files,
+                    &origins,
+                );
+                committed.insert(spa.open_txg(), before);
+                match spa.destroy_filesystem(&name) {
+                    Ok(()) => {
+                        filesystems.remove(&name);
+                        origins.remove(&name);
+                        last_returned = spa.last_synced_txg();
+                        Ok(())
+                    }
+                    // A promoted clone holds snapshots: refused before any change.
+                    Err(zetta::spa::SpaError::Invalid(_)) => Ok(()),
+                    Err(e) => Err(e),
+                }
             }
             0 | 9 if model.len() < 8 => spa.create_object(512).map(|id| {
                 model.insert(id.0, Vec::new());
@@ -374,7 +550,14 @@ fn run_seed(seed: u64) -> Result<(), String> {
                 })
             }
             3 | 4 => {
-                let in_flight = snapshot(&model, &file_in_a, &filesystems, &snapshots, &zpl_files);
+                let in_flight = snapshot(
+                    &model,
+                    &file_in_a,
+                    &filesystems,
+                    &snapshots,
+                    &zpl_files,
+                    &origins,
+                );
                 let txg = spa.open_txg();
                 committed.insert(txg, in_flight);
                 match spa.sync() {
@@ -463,6 +646,19 @@ fn run_seed(seed: u64) -> Result<(), String> {
             if read != *content {
                 return Err(format!("txg {txg}: clone {name} differs"));
             }
+        }
+    }
+    let mut clones_and_a: Vec<String> = state.filesystems.iter().cloned().collect();
+    clones_and_a.push("sim/a".to_string());
+    for fs in clones_and_a {
+        let origin = spa
+            .origin_of(&fs)
+            .map_err(|e| format!("origin of {fs}: {e}"))?;
+        if origin.as_ref() != state.origins.get(&fs) {
+            return Err(format!(
+                "txg {txg}: origin of {fs} is {origin:?}, expected {:?}",
+                state.origins.get(&fs)
+            ));
         }
     }
     for (name, content) in &state.snapshots {
@@ -568,5 +764,13 @@ fn power_cuts_at_seeded_points_never_lose_committed_data() {
         failures.is_empty(),
         "failing seeds (replay with ZETTA_SIM_SEED=n): {failures:?}"
     );
-    eprintln!("crash simulation: {} power cuts survived", seeds.len());
+    let promotes = PROMOTES.load(std::sync::atomic::Ordering::Relaxed);
+    eprintln!(
+        "crash simulation: {} power cuts survived ({promotes} promotes before them)",
+        seeds.len()
+    );
+    assert!(
+        seeds.len() < 500 || promotes > 0,
+        "no seed reached a promote"
+    );
 }

@@ -23,8 +23,6 @@ struct Active {
     key: String,
     /// Mounted by `zfs mount` (kept even when canmount=noauto).
     explicit: bool,
-    /// The running mount's quota limits (updated in place).
-    limits: std::sync::Arc<zetta_fuse::QuotaLimits>,
     /// Dropped (never used) when unmounted: dropping ends the session.
     _mounted: Mounted,
 }
@@ -140,7 +138,6 @@ fn mount_spec(pool: &PoolRef, guid: u64, spec: &MountSpec, explicit: bool) -> Re
                 path: path.clone(),
                 key: spec.key(),
                 explicit,
-                limits: spec.options.limits.clone(),
                 _mounted: mounted,
             },
         )
@@ -267,14 +264,7 @@ pub fn reconcile(messages: &mut Vec<String>) {
             *g == guid && spec.key() == key && (spec.canmount == "on" || explicit)
         });
         if fits {
-            // Limits change in place (no remount): `zfs set quota` on a busy filesystem.
-            if let Some((_, _, spec)) = wanted.get(&name) {
-                with_table(|table| {
-                    if let Some(active) = table.get(&name) {
-                        active.limits.set_from(&spec.options.limits);
-                    }
-                });
-            }
+            // quota and reservations are the pool's to enforce: a change needs no remount.
             keep.insert(name);
         } else if let Err(message) = unmount(&name, false) {
             messages.push(message);

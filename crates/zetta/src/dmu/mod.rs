@@ -1,9 +1,11 @@
 //! The data management unit: objects made of block trees, grouped in object sets (OpenZFS
 //! `dmu.c`). See `objset` for the tree and its copy-on-write sync, `dnode` for the format.
 
+pub mod block_space;
 pub mod dnode;
 pub mod objset;
 
+pub use block_space::BlockSpace;
 pub use objset::{
     default_data_props, object_type, DmuError, IoCtx, ObjectSet, ObjsetPolicy, ObjsetType,
 };

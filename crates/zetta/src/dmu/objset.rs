@@ -20,6 +20,7 @@
 //! commit that stops referencing it (deferred by the allocator) — or handed to the dataset's
 //! dead list when a snapshot still references it (born at or before `prev_snap_txg`).
 
+use super::block_space::BlockSpace;
 use super::dnode::{DnodePhys, DNODE_SIZE_BYTES};
 use crate::types::{round_up_shift, ObjectId, Txg};
 use crate::vdev::Vdev;
@@ -142,12 +143,14 @@ pub struct ObjectSet {
     block_size_max_bytes: u32,
     /// Blocks released this txg that a snapshot still references.
     pub dead_blocks: Vec<BlockPointer>,
-    /// Blocks freed this txg (for space accounting by the dataset layer).
-    pub freed_bytes: u64,
+    /// Blocks freed this txg (born after the newest snapshot), for the dataset layer's
+    /// space accounting.
+    pub freed: BlockSpace,
+    /// Blocks written this txg.
+    pub born: BlockSpace,
     /// Bytes of data blocks that became dirty this txg (a 4 KiB write into a clean 128 KiB
     /// record counts 128 KiB): what the txg holds in memory until it commits.
     pub dirty_data_bytes: u64,
-    pub born_bytes: u64,
     dirty: bool,
 }
 
@@ -196,9 +199,9 @@ impl ObjectSet {
             zil: crate::zil::Zilog::default(),
             block_size_max_bytes: 128 << 10,
             dead_blocks: Vec::new(),
-            freed_bytes: 0,
+            freed: BlockSpace::ZERO,
+            born: BlockSpace::ZERO,
             dirty_data_bytes: 0,
-            born_bytes: 0,
             dirty: true,
         }
     }
@@ -256,9 +259,9 @@ impl ObjectSet {
             zil_header,
             block_size_max_bytes: 128 << 10,
             dead_blocks: Vec::new(),
-            freed_bytes: 0,
+            freed: BlockSpace::ZERO,
+            born: BlockSpace::ZERO,
             dirty_data_bytes: 0,
-            born_bytes: 0,
             dirty: false,
         })
     }
@@ -276,6 +279,16 @@ impl ObjectSet {
     /// objects under the numbers they had).
     pub fn set_next_object_hint(&mut self, id: u64) {
         self.next_object = id.clamp(1, OBJECT_ID_MAX);
+    }
+
+    /// What the syncs since the last call gave birth to, freed, and handed to the dead list
+    /// (the dataset layer's share of a commit); the counters start again from zero.
+    pub fn take_space_changes(&mut self) -> (BlockSpace, BlockSpace, Vec<BlockPointer>) {
+        (
+            std::mem::take(&mut self.born),
+            std::mem::take(&mut self.freed),
+            std::mem::take(&mut self.dead_blocks),
+        )
     }
 
     /// Allocates a new object number and creates the object.
@@ -595,7 +608,9 @@ impl ObjectSet {
         }
         let block_size = u64::from(state.phys.data_block_size_bytes);
         let within = size_bytes % block_size;
-        if within != 0 {
+        // A block past what the tree addresses (an extending truncate's hole) is zeros.
+        let addressed = state.phys.capacity_blocks(state.phys.nlevels);
+        if within != 0 && size_bytes / block_size < addressed {
             let blkid = size_bytes / block_size;
             zero_in_block(
                 state,
@@ -635,11 +650,13 @@ impl ObjectSet {
         let block_size = u64::from(state.phys.data_block_size_bytes);
         let first_whole = offset.div_ceil(block_size);
         let last_whole = end / block_size;
+        let addressed = state.phys.capacity_blocks(state.phys.nlevels);
         for (start, stop) in [
             (offset, (first_whole * block_size).min(end)),
             ((last_whole * block_size).max(offset), end),
         ] {
-            if start < stop {
+            // A partial block past what the tree addresses is a hole already.
+            if start < stop && start / block_size < addressed {
                 let blkid = start / block_size;
                 let from = (start % block_size) as usize;
                 zero_in_block(
@@ -694,13 +711,7 @@ impl ObjectSet {
         state.phys.used_bytes = state.phys.used_bytes.saturating_sub(released_bytes);
         state.dnode_dirty = true;
         for bp in released {
-            release_block(
-                ctx,
-                &policy,
-                &mut self.dead_blocks,
-                &mut self.freed_bytes,
-                &bp,
-            );
+            release_block(ctx, &policy, &mut self.dead_blocks, &mut self.freed, &bp);
         }
         self.dirty = true;
         Ok(())
@@ -717,13 +728,7 @@ impl ObjectSet {
         state.phys = DnodePhys::free();
         state.dnode_dirty = true;
         for bp in blocks {
-            release_block(
-                ctx,
-                &policy,
-                &mut self.dead_blocks,
-                &mut self.freed_bytes,
-                &bp,
-            );
+            release_block(ctx, &policy, &mut self.dead_blocks, &mut self.freed, &bp);
         }
         self.next_object = self.next_object.min(id.0);
         self.dirty = true;
@@ -780,8 +785,8 @@ impl ObjectSet {
                 &policy,
                 &mut states,
                 &mut self.dead_blocks,
-                &mut self.freed_bytes,
-                &mut self.born_bytes,
+                &mut self.freed,
+                &mut self.born,
                 false,
             )?;
         }
@@ -820,8 +825,8 @@ impl ObjectSet {
                 &policy,
                 &mut states,
                 &mut self.dead_blocks,
-                &mut self.freed_bytes,
-                &mut self.born_bytes,
+                &mut self.freed,
+                &mut self.born,
                 true,
             )?;
         }
@@ -838,15 +843,9 @@ impl ObjectSet {
         let bp = ctx
             .zio
             .write_blocks(ctx.root, vec![(&block[..], props)], ctx.txg)?[0];
-        self.born_bytes += ctx.root.dsize_bytes(&bp);
+        self.born.add(&BlockSpace::of(ctx.root, &bp));
         if !old_bp.is_hole() {
-            release_block(
-                ctx,
-                &policy,
-                &mut self.dead_blocks,
-                &mut self.freed_bytes,
-                old_bp,
-            );
+            release_block(ctx, &policy, &mut self.dead_blocks, &mut self.freed, old_bp);
         }
         for state in self.objects.values_mut() {
             state.dbufs.retain(|(level, _), d| d.dirty || *level > 0);
@@ -1028,7 +1027,7 @@ fn release_block(
     ctx: &IoCtx<'_>,
     policy: &ObjsetPolicy,
     dead: &mut Vec<BlockPointer>,
-    freed_bytes: &mut u64,
+    freed: &mut BlockSpace,
     bp: &BlockPointer,
 ) {
     if bp.is_hole() {
@@ -1037,7 +1036,7 @@ fn release_block(
     if bp.birth_txg <= policy.prev_snap_txg {
         dead.push(*bp);
     } else {
-        *freed_bytes += ctx.root.dsize_bytes(bp);
+        freed.add(&BlockSpace::of(ctx.root, bp));
         ctx.zio.free_block(bp, policy.record, ctx.txg);
     }
 }
@@ -1323,8 +1322,8 @@ fn sync_trees(
     policy: &ObjsetPolicy,
     states: &mut [(u64, &mut ObjectState)],
     dead: &mut Vec<BlockPointer>,
-    freed_bytes: &mut u64,
-    born_bytes: &mut u64,
+    freed: &mut BlockSpace,
+    born: &mut BlockSpace,
     is_meta: bool,
 ) -> Result<(), DmuError> {
     let max_levels = states
@@ -1428,8 +1427,8 @@ fn sync_trees(
                 .used_bytes
                 .saturating_sub(ctx.root.dsize_bytes(&old_bp))
                 + ctx.root.dsize_bytes(&new_bp);
-            *born_bytes += ctx.root.dsize_bytes(&new_bp);
-            release_block(ctx, policy, dead, freed_bytes, &old_bp);
+            born.add(&BlockSpace::of(ctx.root, &new_bp));
+            release_block(ctx, policy, dead, freed, &old_bp);
             set_child_bp(state, ctx, objset, object, level, blkid, new_bp)?;
             state.dnode_dirty = true;
         }

@@ -102,23 +102,28 @@ fn deep_trees_round_trip_and_free_completely() {
     );
 }
 
-/// Found by the intent log's crash simulation: an empty object extended sparsely by
-/// truncate, then shrunk to a size inside that never-written range, made the commit fail
-/// ("block beyond the dnode"): the shrink zeroed the tail of a block the tree cannot hold.
-/// A hole needs no zeroing. Same for a hole punched there.
+/// Regression (found by the space property test): a file grown by an extending truncate
+/// has a size past what its block tree addresses; shrinking it to a size inside that hole
+/// zeroed the "tail" of a block beyond the dnode, and the next commit failed with "block 1
+/// beyond the dnode". The tail of a hole is already zeros: nothing to write.
 #[test]
-fn shrinking_inside_a_sparse_extension_commits() {
+fn shrinking_into_an_extended_hole_commits() {
     let mut spa = pool();
     let id = spa.create_object(512).unwrap();
-    spa.write_object(id, 0, &[7u8; 300]).unwrap();
+    spa.write_object(id, 0, &[7u8; 100_000]).unwrap();
     spa.sync().unwrap();
-    spa.truncate_object(id, 75_142).unwrap();
-    spa.truncate_object(id, 64_574).unwrap();
+    spa.truncate_object(id, 4 << 20).unwrap();
+    spa.truncate_object(id, 300_000).unwrap();
     spa.sync().unwrap();
-    assert_eq!(spa.object_size(id).unwrap(), 64_574);
-    let data = spa.read_object(id, 0, 64_574).unwrap();
-    assert_eq!(&data[..300], &[7u8; 300][..]);
-    assert!(data[300..].iter().all(|&b| b == 0));
+    assert_eq!(spa.object_size(id).unwrap(), 300_000);
+    let data = spa.read_object(id, 0, 300_000).unwrap();
+    assert!(data[..100_000].iter().all(|b| *b == 7));
+    assert!(data[100_000..].iter().all(|b| *b == 0));
+    // The same through a punched hole past the tree.
+    spa.truncate_object(id, 4 << 20).unwrap();
+    spa.with_dataset("dmu", |os, ctx| os.free_range(ctx, id, 200_000, 300_000))
+        .unwrap();
+    spa.sync().unwrap();
 }
 
 /// A txg is charged the records it holds dirty in memory, not the bytes written into

@@ -7,17 +7,21 @@
 //! and a head dataset whose bonus holds the block pointer of its object set. Properties set
 //! on a dir live in its props ZAP (name → value bytes); inheritance is resolved above this
 //! layer (`zetta-zprop`). Each dataset's object set is synced by the pool's txg (`spa`),
-//! and its `referenced` bytes follow what its syncs allocate and free.
+//! and its space figures follow what its syncs allocate and free (`space`).
 //!
-//! Scope today: filesystems (create, destroy, list, properties, objects). Snapshots, clones
-//! and dead lists build on `prev_snap`, `snapnames_zap`, `deadlist` and
-//! `ObjsetPolicy::prev_snap_txg`, which exist but stay zero.
+//! Filesystems here; snapshots, clones, rollback and bookmarks in `snapshot`, renames in
+//! `rename`, promote in `promote`, the receive swap in `recv`, space accounting and
+//! AVAIL in `space`, its from-scratch check in `space_audit`.
 
 pub mod phys;
+mod promote;
 mod recv;
 mod rename;
 mod snapshot;
+pub mod space;
+pub mod space_audit;
 pub use snapshot::{append_dead_list, Bookmark, DS_FLAG_SNAPSHOT};
+pub use space::{DatasetSpace, SpaceLimit};
 
 use crate::dmu::{default_data_props, object_type, IoCtx, ObjectSet, ObjsetType};
 use crate::spa::{
@@ -65,6 +69,7 @@ impl Spa {
     fn write_dir(&mut self, dir: u64, phys: &DslDirPhys) -> Result<(), SpaError> {
         let ctx = io_ctx!(self);
         self.mos.set_bonus(&ctx, ObjectId(dir), &phys.encode())?;
+        self.dsl_space_changed();
         Ok(())
     }
 
@@ -221,6 +226,8 @@ impl Spa {
                 phys.prev_snap = *object;
                 phys.prev_snap_txg = snapshot.creation_txg;
                 phys.referenced_bytes = snapshot.referenced_bytes;
+                phys.compressed_bytes = snapshot.compressed_bytes;
+                phys.uncompressed_bytes = snapshot.uncompressed_bytes;
                 let mut objset = ObjectSet::open(
                     &ctx,
                     dataset.0,
@@ -331,6 +338,8 @@ impl Spa {
         let phys = self.read_dir(dir)?;
         let dataset = phys.head_dataset;
         self.open_dataset(dataset)?;
+        // Pending changes of its object set are committed (and accounted) first.
+        self.sync()?;
         if let Some(mut head) = self.datasets.remove(&dataset) {
             crate::zil::discard(&mut head.objset, &io_ctx!(self));
             // Blocks born up to the previous snapshot belong to it (a clone's origin);
@@ -341,19 +350,21 @@ impl Spa {
                 self.mos.free_object(&ctx, ObjectId(head.phys.deadlist))?;
             }
         }
+        self.release_dir_space(dir)?;
         self.unlink_dataset(name, dir)
     }
 
     /// Frees the blocks of the tree under `bp` (an object set of `dataset`) born after
     /// `txg`: what a head wrote since its previous snapshot; older blocks are the snapshot's.
+    /// Returns their space (the caller accounts for it).
     pub(super) fn free_blocks_born_after(
         &mut self,
         dataset: u64,
         bp: &crate::zio::blkptr::BlockPointer,
         txg: u64,
-    ) -> Result<(), SpaError> {
+    ) -> Result<crate::dmu::BlockSpace, SpaError> {
         if bp.is_hole() || bp.birth_txg.0 <= txg {
-            return Ok(());
+            return Ok(crate::dmu::BlockSpace::ZERO);
         }
         let mut blocks = Vec::new();
         let ctx = io_ctx!(self);
@@ -372,7 +383,7 @@ impl Spa {
         for block in &blocks {
             self.zio.free_block(block, true, open_txg);
         }
-        Ok(())
+        Ok(crate::dmu::BlockSpace::of_all(&self.root, &blocks))
     }
 
     /// Removes a filesystem's records (its name in the parent, its ZAPs, its dir and head
@@ -546,33 +557,13 @@ impl Spa {
 
     /// Bytes a filesystem's own blocks take (REFER), as of the last commit.
     pub fn dataset_referenced_bytes(&mut self, name: &str) -> Result<u64, SpaError> {
-        let dataset = self
-            .lookup_dataset(name)?
-            .ok_or_else(|| SpaError::NoSuchPool(name.to_string()))?;
-        Ok(self.read_dataset_phys(dataset)?.referenced_bytes)
+        Ok(self.dataset_space(name)?.referenced_bytes)
     }
 
-    /// Bytes a filesystem and its descendants take (USED = REFER + USEDSNAP + USEDCHILD).
+    /// Bytes a filesystem and its descendants take (USED = USEDDS + USEDSNAP +
+    /// USEDREFRESERV + USEDCHILD), as of the last commit.
     pub fn dataset_used_bytes(&mut self, name: &str) -> Result<u64, SpaError> {
-        let mut total = 0;
-        for other in self.dataset_names()? {
-            if other == name || other.starts_with(&format!("{name}/")) {
-                total += self.used_by_dataset_bytes(&other)?;
-                total += self.used_by_snapshots_bytes(&other)?;
-            }
-        }
-        Ok(total)
-    }
-
-    /// The txg of a clone's origin snapshot (0 for a filesystem that is not a clone):
-    /// blocks born at or before it belong to the origin, not to the clone.
-    pub(crate) fn origin_txg(&mut self, dataset: u64) -> Result<u64, SpaError> {
-        let dir = self.read_dataset_phys(dataset)?.dir;
-        let origin = self.read_dir(dir)?.origin_snapshot;
-        if origin == 0 {
-            return Ok(0);
-        }
-        Ok(self.read_dataset_phys(origin)?.creation_txg)
+        Ok(self.dir_used_breakdown(name)?.0)
     }
 
     /// `written` of a filesystem (`fs`) or snapshot (`fs@snap`): what its tree took on
@@ -614,32 +605,9 @@ impl Spa {
 
     /// USEDDS: what the head's tree takes that no origin holds — REFER for a filesystem,
     /// only the blocks born since its origin for a clone (OpenZFS charges a clone's dir
-    /// only for what it writes). Found by walking what changed since the origin.
+    /// only for what it writes).
     pub fn used_by_dataset_bytes(&mut self, name: &str) -> Result<u64, SpaError> {
-        let dataset = self
-            .lookup_dataset(name)?
-            .ok_or_else(|| SpaError::NoSuchPool(name.to_string()))?;
-        let phys = self.read_dataset_phys(dataset)?;
-        let origin_txg = self.origin_txg(dataset)?;
-        if origin_txg == 0 {
-            return Ok(phys.referenced_bytes);
-        }
-        let bp = if dataset == MOS_OBJECT_ROOT_DATASET.0 {
-            self.root_bp()
-        } else {
-            phys.bp
-        };
-        let ctx = io_ctx!(self);
-        let mut unique = 0u64;
-        ObjectSet::walk_blocks_born_after(
-            &ctx,
-            dataset,
-            &bp,
-            crate::types::Txg(origin_txg),
-            &mut |bp, _| unique += ctx.root.dsize_bytes(bp),
-            false,
-        )?;
-        Ok(unique)
+        Ok(self.dataset_space(name)?.used_by_dataset_bytes)
     }
 
     /// Sets a property locally on a filesystem (the value is stored as given).
@@ -651,6 +619,11 @@ impl Spa {
         let ctx = io_ctx!(self);
         zap::zap_update_bytes(&mut self.mos, &ctx, ObjectId(props), prop, value.as_bytes())
             .map_err(zap_error)?;
+        // quota, reservation, refquota, refreservation: the dir record and the accounting
+        // follow (the caller checked the value with `check_space_limit`).
+        if let Some(limit) = SpaceLimit::from_prop(prop) {
+            self.set_space_limit(dir, limit, value.parse().unwrap_or(0))?;
+        }
         // compression, checksum, copies, recordsize: new writes follow at once.
         self.refresh_io_props()
     }
@@ -663,7 +636,12 @@ impl Spa {
         let props = self.props_zap(dir)?;
         let ctx = io_ctx!(self);
         match zap::zap_remove(&mut self.mos, &ctx, ObjectId(props), prop) {
-            Ok(()) | Err(ZapError::NotFound) => self.refresh_io_props(),
+            Ok(()) | Err(ZapError::NotFound) => {
+                if let Some(limit) = SpaceLimit::from_prop(prop) {
+                    self.set_space_limit(dir, limit, 0)?;
+                }
+                self.refresh_io_props()
+            }
             Err(e) => Err(zap_error(e)),
         }
     }
@@ -705,3 +683,9 @@ impl Spa {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_promote;
+#[cfg(test)]
+mod tests_space;
+#[cfg(test)]
+mod tests_space_random;

@@ -8,14 +8,25 @@
 //! ```text
 //! dsl_dir:      0 head_dataset u64   8 parent_dir u64 (0 = the pool's root dir)
 //!              16 child_dir_zap u64 (name -> dir object)  24 props_zap u64 (name -> bytes)
-//!              32 creation_time u64  40 origin_snapshot u64 (clones)  48..256 reserved
+//!              32 creation_time u64  40 origin_snapshot u64 (clones)
+//!              48 used_bytes u64     56 compressed_bytes u64  64 uncompressed_bytes u64
+//!              72 used_breakdown [u64; 5]: head, snap, child, child_rsrv, refrsrv
+//!             112 quota_bytes u64   120 reserved_bytes u64 (reservation)
+//!             128 refquota_bytes u64 136 refreserved_bytes u64 (its head's)  144..256 zero
 //! dsl_dataset:  0 objset block pointer (128 bytes)
 //!             128 dir u64           136 prev_snap u64     144 prev_snap_txg u64
 //!             152 snapnames_zap u64 160 referenced_bytes u64
 //!             168 creation_txg u64  176 creation_time u64 184 guid u64
 //!             192 deadlist u64      200 flags u64         208 bookmarks_zap u64
-//!             216 holds_zap u64 (snapshots: tag -> [time])   224..256 reserved
+//!             216 holds_zap u64 (snapshots: tag -> [time])
+//!             224 compressed_bytes u64  232 uncompressed_bytes u64
+//!             240 unique_bytes u64 (heads: born since the newest snapshot)  248 zero
 //! ```
+//! A dir's space fields are OpenZFS's `dd_used_bytes`, `dd_compressed_bytes`,
+//! `dd_uncompressed_bytes` and `dd_used_breakdown` (see `dsl::space`); the four limits
+//! are copies of the `quota`, `reservation`, `refquota` and `refreservation` properties
+//! (0 = none), kept in step by `zfs set`, so that commits and write checks never read the
+//! property ZAP. Format version 2 wrote zeros there; import rebuilds them (`dsl::space_audit`).
 //! Decoding validates the block pointer; the object numbers are checked where they are
 //! followed.
 
@@ -33,6 +44,23 @@ fn put(bytes: &mut [u8], at: usize, value: u64) {
     bytes[at..at + 8].copy_from_slice(&value.to_le_bytes());
 }
 
+/// Where a dir's USED comes from (OpenZFS `dd_used_t`): index into `used_breakdown`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UsedKind {
+    /// The head's blocks born after the dir's origin (USEDDS).
+    Head = 0,
+    /// Blocks only snapshots hold, born after the origin (USEDSNAP).
+    Snap = 1,
+    /// Children's USED (USEDCHILD, with `ChildRsrv`).
+    Child = 2,
+    /// Children's reservations beyond their USED.
+    ChildRsrv = 3,
+    /// The head's refreservation beyond its unique bytes (USEDREFRESERV).
+    Refrsrv = 4,
+}
+
+pub const USED_KIND_COUNT: usize = 5;
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DslDirPhys {
     pub head_dataset: u64,
@@ -41,6 +69,20 @@ pub struct DslDirPhys {
     pub props_zap: u64,
     pub creation_time: u64,
     pub origin_snapshot: u64,
+    pub used_bytes: u64,
+    pub compressed_bytes: u64,
+    pub uncompressed_bytes: u64,
+    pub used_breakdown: [u64; USED_KIND_COUNT],
+    pub quota_bytes: u64,
+    pub reserved_bytes: u64,
+    pub refquota_bytes: u64,
+    pub refreserved_bytes: u64,
+}
+
+impl DslDirPhys {
+    pub fn used(&self, kind: UsedKind) -> u64 {
+        self.used_breakdown[kind as usize]
+    }
 }
 
 impl DslDirPhys {
@@ -52,6 +94,16 @@ impl DslDirPhys {
         put(&mut out, 24, self.props_zap);
         put(&mut out, 32, self.creation_time);
         put(&mut out, 40, self.origin_snapshot);
+        put(&mut out, 48, self.used_bytes);
+        put(&mut out, 56, self.compressed_bytes);
+        put(&mut out, 64, self.uncompressed_bytes);
+        for (index, value) in self.used_breakdown.iter().enumerate() {
+            put(&mut out, 72 + 8 * index, *value);
+        }
+        put(&mut out, 112, self.quota_bytes);
+        put(&mut out, 120, self.reserved_bytes);
+        put(&mut out, 128, self.refquota_bytes);
+        put(&mut out, 136, self.refreserved_bytes);
         out
     }
 
@@ -69,6 +121,14 @@ impl DslDirPhys {
             props_zap: word(bytes, 24),
             creation_time: word(bytes, 32),
             origin_snapshot: word(bytes, 40),
+            used_bytes: word(bytes, 48),
+            compressed_bytes: word(bytes, 56),
+            uncompressed_bytes: word(bytes, 64),
+            used_breakdown: std::array::from_fn(|index| word(bytes, 72 + 8 * index)),
+            quota_bytes: word(bytes, 112),
+            reserved_bytes: word(bytes, 120),
+            refquota_bytes: word(bytes, 128),
+            refreserved_bytes: word(bytes, 136),
         })
     }
 }
@@ -90,6 +150,13 @@ pub struct DslDatasetPhys {
     pub bookmarks_zap: u64,
     /// Snapshot only: user holds, tag -> [creation time]; a held snapshot is not destroyed.
     pub holds_zap: u64,
+    /// Sum of the physical (compressed) sizes of the blocks it references.
+    pub compressed_bytes: u64,
+    /// Sum of their logical sizes (`logicalreferenced`).
+    pub uncompressed_bytes: u64,
+    /// Head only: bytes of its blocks born after its previous snapshot (what no snapshot
+    /// shares; what a refreservation is measured against).
+    pub unique_bytes: u64,
 }
 
 impl DslDatasetPhys {
@@ -109,6 +176,9 @@ impl DslDatasetPhys {
             (200, self.flags),
             (208, self.bookmarks_zap),
             (216, self.holds_zap),
+            (224, self.compressed_bytes),
+            (232, self.uncompressed_bytes),
+            (240, self.unique_bytes),
         ] {
             put(&mut out, at, value);
         }
@@ -136,6 +206,9 @@ impl DslDatasetPhys {
             flags: word(bytes, 200),
             bookmarks_zap: word(bytes, 208),
             holds_zap: word(bytes, 216),
+            compressed_bytes: word(bytes, 224),
+            uncompressed_bytes: word(bytes, 232),
+            unique_bytes: word(bytes, 240),
         })
     }
 }
@@ -154,18 +227,39 @@ mod tests {
             props_zap: 7,
             creation_time: 1_700_000_000,
             origin_snapshot: 0,
+            used_bytes: 0x0102,
+            compressed_bytes: 0x0304,
+            uncompressed_bytes: 0x0506,
+            used_breakdown: [0x10, 0x11, 0x12, 0x13, 0x14],
+            quota_bytes: 0x20,
+            reserved_bytes: 0x21,
+            refquota_bytes: 0x22,
+            refreserved_bytes: 0x23,
         };
         let bytes = dir.encode();
         assert_eq!(bytes[0], 4);
         assert_eq!(bytes[16], 6);
         assert_eq!(bytes[24], 7);
         assert_eq!(&bytes[32..40], &1_700_000_000u64.to_le_bytes());
+        assert_eq!(&bytes[48..50], &[0x02, 0x01]);
+        assert_eq!(bytes[56], 0x04);
+        assert_eq!(bytes[64], 0x06);
+        let breakdown: Vec<u8> = (0..5).map(|i| bytes[72 + 8 * i]).collect();
+        assert_eq!(breakdown, [0x10, 0x11, 0x12, 0x13, 0x14]);
+        assert_eq!(
+            [bytes[112], bytes[120], bytes[128], bytes[136]],
+            [0x20, 0x21, 0x22, 0x23]
+        );
+        assert!(bytes[144..].iter().all(|b| *b == 0));
         assert_eq!(DslDirPhys::decode(&bytes).unwrap(), dir);
         let dataset = DslDatasetPhys {
             dir: 5,
             referenced_bytes: 4096,
             creation_txg: 4,
             guid: 0xabcd,
+            compressed_bytes: 0x31,
+            uncompressed_bytes: 0x32,
+            unique_bytes: 0x33,
             ..DslDatasetPhys::default()
         };
         let bytes = dataset.encode();
@@ -176,6 +270,8 @@ mod tests {
         assert_eq!(bytes[128], 5);
         assert_eq!(&bytes[160..168], &4096u64.to_le_bytes());
         assert_eq!(&bytes[184..192], &0xabcdu64.to_le_bytes());
+        assert_eq!([bytes[224], bytes[232], bytes[240]], [0x31, 0x32, 0x33]);
+        assert!(bytes[248..].iter().all(|b| *b == 0));
         assert_eq!(DslDatasetPhys::decode(&bytes).unwrap(), dataset);
         assert!(DslDatasetPhys::decode(&bytes[..100]).is_err());
     }

@@ -11,7 +11,9 @@
 //! blocks. The caller has rolled `T` back to the base snapshot first, so the old head holds
 //! nothing of its own in the incremental case.
 
-use super::phys::DslDatasetPhys;
+use super::phys::{DslDatasetPhys, UsedKind};
+use super::space::SpaceDelta;
+use crate::dmu::IoCtx;
 use crate::spa::{Spa, SpaError, MOS_OBJECT_ROOT_DATASET};
 
 impl Spa {
@@ -59,16 +61,35 @@ impl Spa {
         let new: DslDatasetPhys = self.head_phys(received_dataset)?;
         // Blocks only the old head held: born after its previous snapshot (none after a
         // rollback to it).
-        self.free_blocks_born_after(target_dataset, &old_bp, head.prev_snap_txg)?;
-        // The base's blocks the received tree released are what the head's dead list
-        // must hold.
-        self.replace_head_tree(
-            target_dataset,
-            head,
-            new.bp,
-            new.referenced_bytes,
-            new.deadlist,
+        let freed = self.free_blocks_born_after(target_dataset, &old_bp, head.prev_snap_txg)?;
+        self.space_diduse(head.dir, UsedKind::Head, SpaceDelta::lost(&freed))?;
+        // The received tree's own blocks move from its dir to the target's HEAD; the base's
+        // blocks it released (its dead list) are the target's snapshots' now.
+        let work = self.read_dir(received_dir)?;
+        let gained = SpaceDelta {
+            used: i64::try_from(work.used(UsedKind::Head)).unwrap_or(i64::MAX),
+            compressed: i64::try_from(work.compressed_bytes).unwrap_or(i64::MAX),
+            uncompressed: i64::try_from(work.uncompressed_bytes).unwrap_or(i64::MAX),
+        };
+        self.release_dir_space(received_dir)?;
+        self.space_diduse(head.dir, UsedKind::Head, gained)?;
+        let target_dir = self.read_dir(head.dir)?;
+        let ctx = io_ctx!(self);
+        let origin = super::space::origin_txg(&mut self.mos, &ctx, &target_dir)?;
+        let released: Vec<_> = self
+            .read_dead_list(new.deadlist)?
+            .into_iter()
+            .filter(|bp| bp.birth_txg.0 > origin)
+            .collect();
+        let released = crate::dmu::BlockSpace::of_all(&self.root, &released).allocated_bytes;
+        self.space_transfer(
+            head.dir,
+            i64::try_from(released).unwrap_or(i64::MAX),
+            UsedKind::Head,
+            UsedKind::Snap,
         )?;
+        let unique = new.unique_bytes;
+        self.replace_head_tree(target_dataset, head, &new, new.deadlist, unique)?;
         self.datasets.remove(&received_dataset);
         self.unlink_dataset(received, received_dir)?;
         self.refresh_io_props()?;

@@ -72,6 +72,8 @@ impl Spa {
             &[dir],
         )
         .map_err(zap_error)?;
+        // What it counts for leaves the old ancestors and reaches the new ones.
+        self.move_dir_space(dir, old_parent, new_parent)?;
         let mut phys = self.read_dir(dir)?;
         phys.parent_dir = new_parent;
         self.write_dir(dir, &phys)?;

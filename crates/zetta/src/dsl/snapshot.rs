@@ -10,7 +10,8 @@
 //! blocks born after the previous snapshot) takes the head's or next snapshot's dead list
 //! apart (see `destroy_snapshot`).
 
-use super::phys::DslDatasetPhys;
+use super::phys::{DslDatasetPhys, UsedKind};
+use super::space::SpaceDelta;
 use super::zap_error;
 use crate::dmu::{default_data_props, object_type, DmuError, IoCtx, ObjectSet};
 use crate::spa::{dataset_policy, now_secs, Spa, SpaError, MOS_OBJECT_ROOT_DATASET};
@@ -104,6 +105,9 @@ impl Spa {
         }
         // Commit what the heads hold now; the snapshots capture exactly this txg.
         self.sync()?;
+        for (dataset, _) in &targets {
+            self.snapshot_reserve_space(*dataset)?;
+        }
         let txg = self.last_synced_txg();
         for (dataset, snap) in targets {
             let mut head = self.head_phys(dataset)?;
@@ -120,6 +124,8 @@ impl Spa {
                 prev_snap: head.prev_snap,
                 prev_snap_txg: head.prev_snap_txg,
                 referenced_bytes: head.referenced_bytes,
+                compressed_bytes: head.compressed_bytes,
+                uncompressed_bytes: head.uncompressed_bytes,
                 creation_txg: txg.0,
                 creation_time: identity.map_or_else(now_secs, |(_, time)| time),
                 guid: identity.map_or_else(Guid::random, |(guid, _)| guid).0,
@@ -146,6 +152,9 @@ impl Spa {
             .map_err(zap_error)?;
             head.prev_snap = object.0;
             head.prev_snap_txg = txg.0;
+            // Everything the head holds is shared with the snapshot now: a refreservation
+            // is charged in full again.
+            self.set_head_unique(&mut head, 0)?;
             self.store_head_phys(dataset, head)?;
         }
         self.sync()?;
@@ -234,7 +243,7 @@ impl Spa {
 }
 
 impl Spa {
-    fn read_dead_list(&mut self, object: u64) -> Result<Vec<BlockPointer>, SpaError> {
+    pub(super) fn read_dead_list(&mut self, object: u64) -> Result<Vec<BlockPointer>, SpaError> {
         if object == 0 {
             return Ok(Vec::new());
         }
@@ -291,13 +300,19 @@ impl Spa {
         };
         let txg = self.open_txg();
         let mut kept = Vec::new();
+        let mut freed = Vec::new();
         for bp in self.read_dead_list(next.deadlist)? {
             if bp.birth_txg.0 > victim.prev_snap_txg {
                 self.zio.free_block(&bp, true, txg);
+                freed.push(bp);
             } else {
                 kept.push(bp);
             }
         }
+        // What it alone held was the dir's USEDSNAP (born after its previous snapshot,
+        // so after the dir's origin).
+        let freed = crate::dmu::BlockSpace::of_all(&self.root, &freed);
+        self.space_diduse(victim.dir, UsedKind::Snap, SpaceDelta::lost(&freed))?;
         kept.extend(self.read_dead_list(victim.deadlist)?);
         let ctx = io_ctx!(self);
         for old in [next.deadlist, victim.deadlist] {
@@ -311,6 +326,10 @@ impl Spa {
         next.prev_snap_txg = victim.prev_snap_txg;
         let head = self.head_phys(dataset)?;
         if next_object == dataset {
+            // Blocks the head shared only with the victim are its own now
+            // (`dsl_dataset_recalc_head_uniq`).
+            let unique = self.recalc_head_unique(&next, &kept)?;
+            self.set_head_unique(&mut next, unique)?;
             self.store_head_phys(dataset, next)?;
         } else {
             let ctx = io_ctx!(self);
@@ -359,21 +378,40 @@ impl Spa {
         self.dead_list_bytes(next_deadlist, prev_txg)
     }
 
-    /// A filesystem's USEDSNAP: every block its snapshots hold that the head no longer
-    /// references (all its dead lists).
-    pub fn used_by_snapshots_bytes(&mut self, fs: &str) -> Result<u64, SpaError> {
-        let dataset = self.lookup_dataset(fs)?.ok_or_else(|| {
-            SpaError::Invalid(format!("cannot open '{fs}': dataset does not exist"))
-        })?;
-        let head_deadlist = self.head_phys(dataset)?.deadlist;
-        // A clone's dead lists also hold origin blocks it stopped using: those are the
-        // origin's, not the clone's.
-        let origin_txg = self.origin_txg(dataset)?;
-        let mut total = self.dead_list_bytes(head_deadlist, origin_txg)?;
-        for (_, _, phys) in self.snapshots(fs)? {
-            total += self.dead_list_bytes(phys.deadlist, origin_txg)?;
+    /// Unique bytes of a head whose dead list is `dead` (OpenZFS
+    /// `dsl_dataset_recalc_head_uniq`): REFER less what it shares with its previous
+    /// snapshot, which is that snapshot's REFER less the blocks the head released from it.
+    pub(super) fn recalc_head_unique(
+        &mut self,
+        head: &DslDatasetPhys,
+        dead: &[BlockPointer],
+    ) -> Result<u64, SpaError> {
+        let previous = if head.prev_snap == 0 {
+            0
+        } else {
+            self.read_dataset_phys(head.prev_snap)?.referenced_bytes
+        };
+        let released = crate::dmu::BlockSpace::of_all(&self.root, dead).allocated_bytes;
+        let shared = previous.saturating_sub(released);
+        Ok(head.referenced_bytes.saturating_sub(shared))
+    }
+
+    /// OpenZFS `dsl_dataset_snapshot_reserve_space`: with a refreservation, the blocks the
+    /// snapshot takes over from it must fit outside it.
+    fn snapshot_reserve_space(&mut self, dataset: u64) -> Result<(), SpaError> {
+        let head = self.head_phys(dataset)?;
+        let dir = self.read_dir(head.dir)?;
+        let claimed = head.unique_bytes.min(dir.refreserved_bytes);
+        if claimed > 0 && claimed > self.dir_available_bytes(head.dir)? {
+            return Err(SpaError::NoSpace);
         }
-        Ok(total)
+        Ok(())
+    }
+
+    /// A filesystem's USEDSNAP: every block its snapshots hold that the head no longer
+    /// references.
+    pub fn used_by_snapshots_bytes(&mut self, fs: &str) -> Result<u64, SpaError> {
+        Ok(self.dir_used_breakdown(fs)?.1[UsedKind::Snap as usize])
     }
 }
 
@@ -414,33 +452,56 @@ impl Spa {
             head.bp
         };
         // Everything the head wrote after the snapshot goes.
-        self.free_blocks_born_after(dataset, &head_bp, snap.creation_txg)?;
-        // The snapshot's blocks the head had released are live again: no dead list.
-        self.replace_head_tree(dataset, head, snap.bp, snap.referenced_bytes, 0)?;
+        let freed = self.free_blocks_born_after(dataset, &head_bp, snap.creation_txg)?;
+        self.space_diduse(head.dir, UsedKind::Head, SpaceDelta::lost(&freed))?;
+        // The snapshot's blocks the head had released are live again: no dead list, and
+        // those this dir was charged for count as the head's again.
+        let dir = self.read_dir(head.dir)?;
+        let ctx = io_ctx!(self);
+        let origin = super::space::origin_txg(&mut self.mos, &ctx, &dir)?;
+        let revived: Vec<BlockPointer> = self
+            .read_dead_list(head.deadlist)?
+            .into_iter()
+            .filter(|bp| bp.birth_txg.0 > origin)
+            .collect();
+        let revived = crate::dmu::BlockSpace::of_all(&self.root, &revived).allocated_bytes;
+        self.space_transfer(
+            head.dir,
+            i64::try_from(revived).unwrap_or(i64::MAX),
+            UsedKind::Snap,
+            UsedKind::Head,
+        )?;
+        self.replace_head_tree(dataset, head, &snap, 0, 0)?;
         self.refresh_io_props()?;
         self.sync()?;
         Ok(())
     }
 
-    /// Points a head at another tree (rollback, receive): its dead list object goes and
-    /// `deadlist` takes its place, the object set is reopened on `bp`, the record stored.
+    /// Points a head at another tree (rollback, receive): `source`'s tree and its REFER and
+    /// logical sums; its dead list object goes and `deadlist` takes its place, its unique
+    /// bytes become `unique`; the object set is reopened, the record stored. The caller
+    /// has moved the dir's HEAD and SNAP.
     pub(super) fn replace_head_tree(
         &mut self,
         dataset: u64,
         mut head: DslDatasetPhys,
-        bp: BlockPointer,
-        referenced_bytes: u64,
+        source: &DslDatasetPhys,
         deadlist: u64,
+        unique: u64,
     ) -> Result<(), SpaError> {
         // Loaded, so the old tree's intent log can be freed below.
         self.open_dataset(dataset)?;
+        self.set_head_unique(&mut head, unique)?;
         let ctx = io_ctx!(self);
         if head.deadlist != 0 {
             self.mos.free_object(&ctx, ObjectId(head.deadlist))?;
         }
+        let bp = source.bp;
         head.deadlist = deadlist;
         head.bp = bp;
-        head.referenced_bytes = referenced_bytes;
+        head.referenced_bytes = source.referenced_bytes;
+        head.compressed_bytes = source.compressed_bytes;
+        head.uncompressed_bytes = source.uncompressed_bytes;
         let mut objset = ObjectSet::open(&ctx, dataset, &bp, dataset_policy(default_data_props()))?;
         objset.policy.prev_snap_txg = Txg(head.prev_snap_txg);
         // The old tree's log goes with it; the new one comes from a snapshot (no log).

@@ -5,7 +5,7 @@ use crate::spa::{find_pools, CreateOptions, Spa, SpaError, TopKind, TopSpec};
 use crate::types::ObjectId;
 use std::sync::Arc;
 
-fn pool(device: &Arc<MemDevice>) -> Spa {
+pub(super) fn pool(device: &Arc<MemDevice>) -> Spa {
     let spec = TopSpec {
         kind: TopKind::Single,
         leaves: vec![("/mem/dsl".to_string(), device.clone() as DeviceRef)],
@@ -14,7 +14,7 @@ fn pool(device: &Arc<MemDevice>) -> Spa {
     Spa::create("tank", &[spec], &CreateOptions::default()).unwrap()
 }
 
-fn reimport(device: &Arc<MemDevice>) -> Spa {
+pub(super) fn reimport(device: &Arc<MemDevice>) -> Spa {
     let found = find_pools(&[device.clone() as DeviceRef]);
     Spa::import(&found[0], None, 64 << 20).unwrap()
 }

@@ -19,6 +19,8 @@ pub enum SpaError {
     Invalid(String),
     NoSuchPool(String),
     NoSpace,
+    /// A quota or refquota would be exceeded (EDQUOT).
+    QuotaExceeded,
     /// An I/O error on data (the block is in the error log).
     Io(String),
 }
@@ -35,6 +37,7 @@ impl fmt::Display for SpaError {
             SpaError::Invalid(why) => write!(f, "{why}"),
             SpaError::NoSuchPool(name) => write!(f, "no such pool '{name}'"),
             SpaError::NoSpace => write!(f, "out of space"),
+            SpaError::QuotaExceeded => write!(f, "disk quota exceeded"),
             SpaError::Io(why) => write!(f, "I/O error: {why}"),
         }
     }

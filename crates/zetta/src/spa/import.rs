@@ -191,6 +191,7 @@ impl Spa {
             import_time_secs: now_secs(),
             state: POOL_STATE_ACTIVE,
             ms_arrays: Vec::new(),
+            dsl_space: Default::default(),
         };
         {
             let ctx = io_ctx!(spa, txg);
@@ -230,6 +231,11 @@ impl Spa {
         }
         spa.load_space_maps()?;
         spa.refresh_io_props()?;
+        // Format 3 keeps space figures that older pools never wrote: derive them once,
+        // committed with the next txg (which writes the new version).
+        if root_config.get_u64("version").unwrap_or(1) < 3 {
+            spa.rebuild_space_accounting()?;
+        }
         spa.expand_vdevs_if_allowed();
         Ok(spa)
     }

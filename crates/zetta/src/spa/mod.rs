@@ -118,6 +118,8 @@ pub struct Spa {
     pub state: u64,
     /// Metaslab array contents per top-level vdev, loaded at import (object numbers).
     ms_arrays: Vec<Vec<u64>>,
+    /// The dataset layer's uncommitted space claims (`dsl::space`).
+    pub(crate) dsl_space: crate::dsl::space::SpaceState,
 }
 
 pub fn now_secs() -> u64 {
@@ -301,6 +303,7 @@ impl Spa {
             import_time_secs: now_secs(),
             state: POOL_STATE_ACTIVE,
             ms_arrays: Vec::new(),
+            dsl_space: Default::default(),
         };
         spa.ms_arrays = vec![Vec::new(); spa.root.children.len()];
         {
@@ -433,19 +436,17 @@ impl Spa {
                 let mut phys = crate::dsl::phys::DslDatasetPhys::decode(&bonus)
                     .map_err(|e| SpaError::Corrupt(e.to_string()))?;
                 phys.bp = self.root_dataset_bp;
-                // Released blocks a snapshot still holds go to the dead list, same txg.
-                let dead = std::mem::take(&mut self.root_dataset.dead_blocks);
-                let dead_bytes =
-                    crate::dsl::append_dead_list(&mut self.mos, &ctx, &mut phys, &dead)?;
-                phys.referenced_bytes = phys
-                    .referenced_bytes
-                    .saturating_add(self.root_dataset.born_bytes)
-                    .saturating_sub(self.root_dataset.freed_bytes)
-                    .saturating_sub(dead_bytes);
-                self.root_dataset.born_bytes = 0;
-                self.root_dataset.freed_bytes = 0;
-                self.mos
-                    .set_bonus(&ctx, MOS_OBJECT_ROOT_DATASET, &phys.encode())?;
+                // Space accounting and the dead list of what it released, same txg.
+                let (born, freed, dead) = self.root_dataset.take_space_changes();
+                crate::dsl::space::head_synced(
+                    &mut self.mos,
+                    &ctx,
+                    MOS_OBJECT_ROOT_DATASET.0,
+                    &mut phys,
+                    born,
+                    freed,
+                    &dead,
+                )?;
             }
             for (&object, head) in self.datasets.iter_mut() {
                 if !head.objset.is_dirty() && !head.phys.bp.is_hole() {
@@ -453,19 +454,16 @@ impl Spa {
                 }
                 let old = head.phys.bp;
                 head.phys.bp = head.objset.sync(&ctx, &old)?;
-                let dead = std::mem::take(&mut head.objset.dead_blocks);
-                let dead_bytes =
-                    crate::dsl::append_dead_list(&mut self.mos, &ctx, &mut head.phys, &dead)?;
-                head.phys.referenced_bytes = head
-                    .phys
-                    .referenced_bytes
-                    .saturating_add(head.objset.born_bytes)
-                    .saturating_sub(head.objset.freed_bytes)
-                    .saturating_sub(dead_bytes);
-                head.objset.born_bytes = 0;
-                head.objset.freed_bytes = 0;
-                self.mos
-                    .set_bonus(&ctx, ObjectId(object), &head.phys.encode())?;
+                let (born, freed, dead) = head.objset.take_space_changes();
+                crate::dsl::space::head_synced(
+                    &mut self.mos,
+                    &ctx,
+                    object,
+                    &mut head.phys,
+                    born,
+                    freed,
+                    &dead,
+                )?;
             }
             // 2. History and error log.
             if !self.history_pending.is_empty() {
@@ -856,6 +854,11 @@ impl Spa {
     /// The root dataset's object-set block pointer as of the last commit.
     pub(crate) fn root_bp(&self) -> BlockPointer {
         self.root_dataset_bp
+    }
+
+    /// The MOS's objset block pointer as of the last commit (the uberblock's `rootbp`).
+    pub(crate) fn mos_root_bp(&self) -> BlockPointer {
+        self.mos_bp
     }
 
     /// ARC statistics in the Linux kstat layout (`name type data` lines, like

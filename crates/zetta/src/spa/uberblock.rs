@@ -27,8 +27,11 @@ const CHECKSUM_OFFSET: usize = UBERBLOCK_SIZE_BYTES - 32;
 /// nvlist MOS directory, space maps of 16-byte entries). 2: every filesystem carries the
 /// ZPL layout (master node, znodes, directory ZAPs, delete queue) and dataset space is
 /// accounted in deflated bytes. A version-1 pool still imports: a filesystem without a
-/// master node gets one when first mounted.
-pub const FORMAT_VERSION: u64 = 2;
+/// master node gets one when first mounted. 3: DSL dir records keep USED and its breakdown,
+/// compressed and logical sums and the four space limits; dataset records keep compressed
+/// and logical sums and unique bytes (bytes 224..248). A version-1 or 2 pool still imports:
+/// the figures are derived at import (`dsl::space_audit`) and written with the next txg.
+pub const FORMAT_VERSION: u64 = 3;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Uberblock {
@@ -117,7 +120,7 @@ mod tests {
     fn golden_header() {
         let bytes = sample().encode(1024, 4096);
         assert_eq!(&bytes[0..8], b"ZETTAUB1");
-        assert_eq!(bytes[8], 2);
+        assert_eq!(bytes[8], 3);
         assert_eq!(bytes[16], 42);
         assert_eq!(bytes[40], 99);
         assert_eq!(Uberblock::decode(&bytes, 4096), Some(sample()));

@@ -465,7 +465,12 @@ pub fn discard(os: &mut ObjectSet, ctx: &IoCtx<'_>) {
 /// An object set opened from a snapshot's block: the header it carries names a chain
 /// someone else owns; it starts with no log.
 pub fn forget(os: &mut ObjectSet) {
+    let had_log = chain::decode_header(&os.zil_header).is_some();
     os.zil = Zilog::default();
     os.zil_header = chain::encode_header(None);
-    os.mark_dirty();
+    // The zeroed header must reach the disk (a stale one would be replayed or freed at
+    // the next import); an object set that had none needs no rewrite.
+    if had_log {
+        os.mark_dirty();
+    }
 }

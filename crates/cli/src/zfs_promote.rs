@@ -1,0 +1,40 @@
+//! `zfs promote clone` (OpenZFS `zfs_do_promote`, `zfs_promote`): the clone takes its
+//! origin's snapshots up to the one it was cloned from, and the former origin becomes a
+//! clone of it (see `zetta::dsl::promote`). Refusals word for word: a snapshot name,
+//! a filesystem that is not a clone, a snapshot name the clone already has, a quota the
+//! moved space would pass. Mounts stay as they are; each filesystem's `.zfs/snapshot`
+//! shows the snapshots it now has.
+
+use crate::zfs::{finish, spa_fail};
+use crate::zpool::pool;
+use crate::zpool::{getopt, usage, CmdError, CmdResult};
+
+pub fn cmd_promote(args: &[String]) -> CmdResult {
+    let parsed = getopt(args, "")?;
+    let name = match parsed.operands.as_slice() {
+        [] => return usage("missing clone filesystem argument"),
+        [name] => name,
+        _ => return usage("too many arguments"),
+    };
+    if name.contains('@') {
+        return Err(CmdError::Fail(format!(
+            "cannot open '{name}': snapshot delimiter '@' is not expected here"
+        )));
+    }
+    let missing = || CmdError::Fail(format!("cannot open '{name}': dataset does not exist"));
+    let pool_name = name.split('/').next().unwrap_or(name);
+    let mut imported = pool::open_pool(pool_name).map_err(|_| missing())?;
+    if imported.spa.lookup_dir(name).map_err(spa_fail)?.is_none() {
+        return Err(missing());
+    }
+    match imported.spa.promote(name) {
+        Ok(()) => {}
+        Err(zetta::spa::SpaError::NoSpace) => {
+            return Err(CmdError::Fail(format!(
+                "cannot promote '{name}': out of space"
+            )));
+        }
+        Err(e) => return Err(spa_fail(e)),
+    }
+    finish(&mut imported, "promote", args)
+}

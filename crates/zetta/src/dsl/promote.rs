@@ -1,0 +1,294 @@
+//! `zfs promote` (OpenZFS `dsl_dataset_promote`): a clone changes places with its origin.
+//!
+//! The origin filesystem's snapshots up to and including the clone's origin snapshot move
+//! to the clone (names, records and bookmarks up to that txg); the clone takes over the
+//! origin's own origin (none, or the snapshot a clone of a clone came from) and the former
+//! origin becomes a clone of the snapshot that moved last. No block and no dead list moves:
+//! every snapshot keeps its object, tree and dead list, and the dead lists are read through
+//! each dir's origin txg (`dsl::space`), which is what changes. Then the original can be
+//! destroyed, the classic use.
+//!
+//! Space: the blocks born in the moved range that anything still holds are charged to the
+//! clone's dir instead of the origin's. Their sum is the origin snapshot's REFER plus every
+//! moved snapshot's dead list, less the REFER of the origin's own origin (its blocks were
+//! never the origin's); each side's USEDSNAP is the sum of its dead lists above its new
+//! origin txg, and HEAD takes the rest (OpenZFS `dsl_dataset_promote_check`/`_sync`).
+//! Everything happens in one txg.
+
+use super::phys::{DslDatasetPhys, UsedKind};
+use super::space::SpaceDelta;
+use super::zap_error;
+use crate::dmu::{object_type, BlockSpace, IoCtx};
+use crate::spa::{Spa, SpaError};
+use crate::types::ObjectId;
+use crate::zap::{self, ZapValue};
+
+fn signed(bytes: u64) -> i64 {
+    i64::try_from(bytes).unwrap_or(i64::MAX)
+}
+
+impl Spa {
+    /// Sum of the dead lists of `datasets`, counting blocks born after `born_after_txg`.
+    fn dead_lists_space(
+        &mut self,
+        datasets: &[DslDatasetPhys],
+        born_after_txg: u64,
+    ) -> Result<BlockSpace, SpaError> {
+        let mut total = BlockSpace::ZERO;
+        for phys in datasets {
+            let dead: Vec<_> = self
+                .read_dead_list(phys.deadlist)?
+                .into_iter()
+                .filter(|bp| bp.birth_txg.0 > born_after_txg)
+                .collect();
+            total.add(&BlockSpace::of_all(&self.root, &dead));
+        }
+        Ok(total)
+    }
+
+    /// `zfs promote clone`: see the module header. Refusals are OpenZFS's, word for word.
+    pub fn promote(&mut self, name: &str) -> Result<(), SpaError> {
+        let refuse = |why: String| SpaError::Invalid(format!("cannot promote '{name}': {why}"));
+        let clone_dir = self.lookup_dir(name)?.ok_or_else(|| {
+            SpaError::Invalid(format!("cannot open '{name}': dataset does not exist"))
+        })?;
+        let clone_dir_phys = self.read_dir(clone_dir)?;
+        let origin_object = clone_dir_phys.origin_snapshot;
+        let origin_name = match self.origin_of(name)? {
+            Some(origin) if origin_object != 0 => origin,
+            _ => return Err(refuse("not a cloned filesystem".to_string())),
+        };
+        let origin_fs = origin_name
+            .split('@')
+            .next()
+            .unwrap_or(&origin_name)
+            .to_string();
+        let clone_head_object = clone_dir_phys.head_dataset;
+        self.open_dataset(clone_head_object)?;
+        // Everything pending is committed and accounted first.
+        self.sync()?;
+        let origin = self.read_dataset_phys(origin_object)?;
+        let origin_dir = origin.dir;
+        let origin_dir_phys = self.read_dir(origin_dir)?;
+        let origin_head_object = origin_dir_phys.head_dataset;
+        self.open_dataset(origin_head_object)?;
+        let origin_snapshots = self.snapshots(&origin_fs)?;
+        let (moved, kept): (Vec<_>, Vec<_>) = origin_snapshots
+            .into_iter()
+            .partition(|(_, _, phys)| phys.creation_txg <= origin.creation_txg);
+        // Name conflicts, newest first like OpenZFS's walk from the origin backwards.
+        let clone_head = self.head_phys(clone_head_object)?;
+        for (full, _, _) in moved.iter().rev() {
+            let short = full.rsplit('@').next().unwrap_or(full);
+            if self.snapshot_object(clone_head_object, short)?.is_some() {
+                return Err(refuse(format!(
+                    "conflicting snapshot '{short}' from parent '{origin_name}'"
+                )));
+            }
+        }
+        let moved_bookmarks: Vec<_> = self
+            .bookmarks(&origin_fs)?
+            .into_iter()
+            .filter(|b| b.creation_txg <= origin.creation_txg)
+            .collect();
+        let clone_bookmarks = self.bookmarks(name)?;
+        for bookmark in &moved_bookmarks {
+            let short = bookmark.name.rsplit('#').next().unwrap_or(&bookmark.name);
+            if clone_bookmarks
+                .iter()
+                .any(|b| b.name.rsplit('#').next() == Some(short))
+            {
+                return Err(refuse(format!(
+                    "conflicting snapshot '{short}' from parent '{origin_name}'"
+                )));
+            }
+        }
+        // The origin's own origin (a clone of a clone), which the clone takes over.
+        let origin_origin = origin_dir_phys.origin_snapshot;
+        let origin_origin_phys = if origin_origin == 0 {
+            None
+        } else {
+            Some(self.read_dataset_phys(origin_origin)?)
+        };
+        let origin_origin_txg = origin_origin_phys.as_ref().map_or(0, |p| p.creation_txg);
+        // Space that changes dirs: what anything holds of the blocks born in the moved range.
+        let mut moving = BlockSpace {
+            allocated_bytes: origin.referenced_bytes,
+            physical_bytes: origin.compressed_bytes,
+            logical_bytes: origin.uncompressed_bytes,
+        };
+        let moved_phys: Vec<DslDatasetPhys> = moved.iter().map(|(_, _, p)| p.clone()).collect();
+        let moved_dead = self.dead_lists_space(&moved_phys, 0)?;
+        moving.add(&moved_dead);
+        if let Some(oo) = &origin_origin_phys {
+            moving.allocated_bytes = moving.allocated_bytes.saturating_sub(oo.referenced_bytes);
+            moving.physical_bytes = moving.physical_bytes.saturating_sub(oo.compressed_bytes);
+            moving.logical_bytes = moving.logical_bytes.saturating_sub(oo.uncompressed_bytes);
+        }
+        self.check_promote_quota(clone_dir, origin_dir, moving.allocated_bytes)?;
+        // Each side's USEDSNAP after the move: its dead lists above its new origin txg.
+        let mut clone_side = moved_phys.clone();
+        for (_, _, phys) in self.snapshots(name)? {
+            clone_side.push(phys);
+        }
+        clone_side.push(clone_head.clone());
+        let clone_snap = self.dead_lists_space(&clone_side, origin_origin_txg)?;
+        let mut origin_side: Vec<DslDatasetPhys> = kept.iter().map(|(_, _, p)| p.clone()).collect();
+        origin_side.push(self.head_phys(origin_head_object)?);
+        let origin_snap = self.dead_lists_space(&origin_side, origin.creation_txg)?;
+
+        // The records: snapshot names and dirs, bookmarks, origins.
+        let mut origin_head = self.head_phys(origin_head_object)?;
+        let mut clone_head = clone_head;
+        let ctx = io_ctx!(self);
+        if clone_head.snapnames_zap == 0 {
+            clone_head.snapnames_zap = zap::zap_create(&mut self.mos, &ctx, object_type::ZAP)
+                .map_err(zap_error)?
+                .0;
+        }
+        for (full, object, phys) in &moved {
+            let short = full.rsplit('@').next().unwrap_or(full);
+            let ctx = io_ctx!(self);
+            zap::zap_remove(
+                &mut self.mos,
+                &ctx,
+                ObjectId(origin_head.snapnames_zap),
+                short,
+            )
+            .map_err(zap_error)?;
+            zap::zap_add(
+                &mut self.mos,
+                &ctx,
+                ObjectId(clone_head.snapnames_zap),
+                short,
+                &[*object],
+            )
+            .map_err(zap_error)?;
+            let mut phys = phys.clone();
+            phys.dir = clone_dir;
+            self.mos
+                .set_bonus(&ctx, ObjectId(*object), &phys.encode())?;
+        }
+        self.move_bookmarks(&mut origin_head, &mut clone_head, origin.creation_txg)?;
+        self.store_head_phys(origin_head_object, origin_head)?;
+        self.store_head_phys(clone_head_object, clone_head)?;
+        let mut clone_dir_phys = self.read_dir(clone_dir)?;
+        clone_dir_phys.origin_snapshot = origin_origin;
+        self.write_dir(clone_dir, &clone_dir_phys)?;
+        let mut origin_dir_phys = self.read_dir(origin_dir)?;
+        origin_dir_phys.origin_snapshot = origin_object;
+        self.write_dir(origin_dir, &origin_dir_phys)?;
+
+        // The space, as OpenZFS moves it: USEDSNAP to its new value, HEAD the rest.
+        let clone_snap_delta =
+            signed(clone_snap.allocated_bytes) - signed(clone_dir_phys.used(UsedKind::Snap));
+        self.space_diduse(
+            clone_dir,
+            UsedKind::Snap,
+            SpaceDelta::used_only(clone_snap_delta),
+        )?;
+        self.space_diduse(
+            clone_dir,
+            UsedKind::Head,
+            SpaceDelta {
+                used: signed(moving.allocated_bytes) - clone_snap_delta,
+                compressed: signed(moving.physical_bytes),
+                uncompressed: signed(moving.logical_bytes),
+            },
+        )?;
+        let origin_snap_delta =
+            signed(origin_snap.allocated_bytes) - signed(origin_dir_phys.used(UsedKind::Snap));
+        self.space_diduse(
+            origin_dir,
+            UsedKind::Snap,
+            SpaceDelta::used_only(origin_snap_delta),
+        )?;
+        self.space_diduse(
+            origin_dir,
+            UsedKind::Head,
+            SpaceDelta {
+                used: -signed(moving.allocated_bytes) - origin_snap_delta,
+                compressed: -signed(moving.physical_bytes),
+                uncompressed: -signed(moving.logical_bytes),
+            },
+        )?;
+        self.sync()?;
+        Ok(())
+    }
+
+    /// OpenZFS `dsl_dir_transfer_possible`: the clone's side takes `bytes` more, which must
+    /// fit every quota on its way up to the dir it shares with the origin.
+    fn check_promote_quota(
+        &mut self,
+        clone_dir: u64,
+        origin_dir: u64,
+        bytes: u64,
+    ) -> Result<(), SpaError> {
+        let mut origin_chain = Vec::new();
+        let mut current = origin_dir;
+        for _ in 0..=super::NESTING_MAX + 1 {
+            origin_chain.push(current);
+            let parent = self.read_dir(current)?.parent_dir;
+            if parent == 0 {
+                break;
+            }
+            current = parent;
+        }
+        let mut current = clone_dir;
+        for _ in 0..=super::NESTING_MAX + 1 {
+            if origin_chain.contains(&current) {
+                return Ok(());
+            }
+            let phys = self.read_dir(current)?;
+            if phys.quota_bytes > 0 && phys.used_bytes.saturating_add(bytes) > phys.quota_bytes {
+                return Err(SpaError::NoSpace);
+            }
+            if phys.parent_dir == 0 {
+                return Ok(());
+            }
+            current = phys.parent_dir;
+        }
+        Ok(())
+    }
+
+    /// Bookmarks created at or before `txg` move from `from`'s head to `to`'s.
+    fn move_bookmarks(
+        &mut self,
+        from: &mut DslDatasetPhys,
+        to: &mut DslDatasetPhys,
+        txg: u64,
+    ) -> Result<(), SpaError> {
+        if from.bookmarks_zap == 0 {
+            return Ok(());
+        }
+        let ctx = io_ctx!(self);
+        let entries = zap::zap_list_all(&mut self.mos, &ctx, ObjectId(from.bookmarks_zap))
+            .map_err(zap_error)?;
+        for entry in entries {
+            let ZapValue::U64s(values) = entry.value else {
+                continue;
+            };
+            if values.get(1).is_none_or(|&created| created > txg) {
+                continue;
+            }
+            let name = String::from_utf8_lossy(&entry.name).into_owned();
+            let ctx = io_ctx!(self);
+            if to.bookmarks_zap == 0 {
+                to.bookmarks_zap = zap::zap_create(&mut self.mos, &ctx, object_type::ZAP)
+                    .map_err(zap_error)?
+                    .0;
+            }
+            zap::zap_remove(&mut self.mos, &ctx, ObjectId(from.bookmarks_zap), &name)
+                .map_err(zap_error)?;
+            zap::zap_add(
+                &mut self.mos,
+                &ctx,
+                ObjectId(to.bookmarks_zap),
+                &name,
+                &values,
+            )
+            .map_err(zap_error)?;
+        }
+        Ok(())
+    }
+}
