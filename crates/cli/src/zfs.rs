@@ -16,6 +16,7 @@ use crate::zpool::pool::{self, Imported};
 use crate::zpool::{fail, getopt, usage, CmdError, CmdResult, Ctx};
 use std::collections::HashMap;
 use std::io::Write;
+use zetta::dsl::{is_local_entry, INHERIT_SUFFIX, RECEIVED_SUFFIX};
 use zetta_zprop::list_sort::{
     sort_entries, sorts_as_text, ListEntry, ListProp, SortColumn, SortValue,
 };
@@ -552,16 +553,43 @@ fn destroy_tree(imported: &mut Imported, root: &str) -> CmdResult {
     Ok(())
 }
 
-/// Every locally set property of the pool's datasets (the inheritance source).
+/// Every property entry of the pool's datasets (the inheritance source): local values,
+/// and received values with the `zfs inherit` markers that hide them (`zetta::dsl` prop).
 pub(crate) struct LocalProps(HashMap<String, HashMap<String, String>>);
+
+impl LocalProps {
+    /// The user properties set or received anywhere (`zfs get all` lists them).
+    fn user_prop_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .0
+            .values()
+            .flat_map(|m| m.keys())
+            .map(|k| k.strip_suffix(RECEIVED_SUFFIX).unwrap_or(k))
+            .filter(|k| k.contains(':') && is_local_entry(k))
+            .map(str::to_string)
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+}
 
 impl zetta_zprop::PropSource for LocalProps {
     fn local(&self, dataset: &str, prop: &str) -> Option<String> {
         self.0.get(dataset)?.get(prop).cloned()
     }
 
-    fn received(&self, _dataset: &str, _prop: &str) -> Option<String> {
-        None
+    fn received(&self, dataset: &str, prop: &str) -> Option<String> {
+        self.0
+            .get(dataset)?
+            .get(&format!("{prop}{RECEIVED_SUFFIX}"))
+            .cloned()
+    }
+
+    fn inherit_marker(&self, dataset: &str, prop: &str) -> bool {
+        self.0
+            .get(dataset)
+            .is_some_and(|m| m.contains_key(&format!("{prop}{INHERIT_SUFFIX}")))
     }
 }
 
@@ -1076,16 +1104,7 @@ fn cmd_get(args: &[String], ctx: &mut Ctx) -> CmdResult {
                     .iter()
                     .map(|p| p.to_string())
                     .collect();
-                let mut user: Vec<String> = props
-                    .0
-                    .values()
-                    .flat_map(|m| m.keys())
-                    .filter(|k| k.contains(':'))
-                    .cloned()
-                    .collect();
-                user.sort();
-                user.dedup();
-                all.extend(user);
+                all.extend(props.user_prop_names());
                 all
             } else {
                 props_arg.split(',').map(str::to_string).collect()
@@ -1145,12 +1164,22 @@ fn cmd_set(args: &[String]) -> CmdResult {
     }
     let mut imported = open_dataset(name)?;
     for set in sets {
+        let prop = match &set {
+            SetValue::Native(prop, _) => prop.name().to_string(),
+            SetValue::User { name, .. } => name.clone(),
+        };
         store(&mut imported, name, set)?;
+        // A set value replaces `zfs inherit`'s hiding of a received one.
+        imported
+            .spa
+            .clear_local_prop(name, &format!("{prop}{INHERIT_SUFFIX}"))
+            .map_err(spa_fail)?;
     }
     finish(&mut imported, "set", args)
 }
 
-/// `zfs inherit [-r] prop fs`
+/// `zfs inherit [-rS] prop fs`: the local value goes; a received value is hidden, or with
+/// `-S` shown again.
 fn cmd_inherit(args: &[String]) -> CmdResult {
     let parsed = getopt(args, "rS")?;
     let [prop, name] = parsed.operands.as_slice() else {
@@ -1179,7 +1208,7 @@ fn cmd_inherit(args: &[String]) -> CmdResult {
     for victim in victims {
         imported
             .spa
-            .clear_local_prop(&victim, &canonical)
+            .inherit_prop(&victim, &canonical, parsed.has('S'))
             .map_err(spa_fail)?;
     }
     finish(&mut imported, "inherit", args)

@@ -82,6 +82,10 @@ pub enum RecvEvent {
     Skipped {
         dest_snap: String,
     },
+    /// `-F` with a replication stream: a snapshot or filesystem the sender no longer has.
+    Destroying {
+        name: String,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,7 +116,10 @@ pub(super) struct Substream {
     /// The incremental's base snapshot in `dest_fs`.
     pub base: Option<String>,
     pub mode: Mode,
-    pub props: Vec<(String, String)>,
+    /// The stream's properties (stored as received values), if it carries any.
+    pub received_props: Option<Vec<(String, String)>>,
+    /// `-o` properties (stored as local values).
+    pub local_props: Vec<(String, String)>,
     pub holds: Vec<String>,
     pub pending: Option<PendingObject>,
     /// Highest object number placed so far, and the object (number, block size) whose
@@ -156,6 +163,8 @@ pub struct Receiver {
     /// `sendfs` and `fss` of a replication stream's package header.
     pub(super) compound: Option<(String, Vec<NvList>)>,
     pub(super) compound_open: bool,
+    /// `-F` and an incremental replication header: its `tosnap`, until the header's END.
+    pub(super) destroy_unsent_at: Option<String>,
     pub(super) current: Option<Substream>,
     pub(super) events: Vec<RecvEvent>,
     pub(super) substreams: u64,
@@ -171,6 +180,7 @@ impl Receiver {
             parser: RecordParser::new(),
             compound: None,
             compound_open: false,
+            destroy_unsent_at: None,
             current: None,
             events: Vec::new(),
             substreams: 0,
@@ -374,7 +384,7 @@ impl Receiver {
     }
 }
 
-fn resume_token(sub: &Substream, parser_offset: u64) -> String {
+pub(super) fn resume_token(sub: &Substream, parser_offset: u64) -> String {
     ResumeToken {
         to_name: sub.to_name.clone(),
         to_guid: sub.begin.to_guid,
