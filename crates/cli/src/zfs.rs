@@ -427,7 +427,7 @@ fn cmd_rollback(args: &[String]) -> CmdResult {
     finish(&mut imported, "rollback", args)
 }
 
-/// `zfs destroy [-r] fs`
+/// `zfs destroy [-rR] fs|fs@snap|fs#mark` (-r on a snapshot: the same name in descendants)
 fn cmd_destroy(args: &[String]) -> CmdResult {
     let parsed = getopt(args, "fnpRrv")?;
     let [name] = parsed.operands.as_slice() else {
@@ -438,18 +438,33 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
         imported.spa.destroy_bookmark(name).map_err(spa_fail)?;
         return pool::commit(&mut imported);
     }
-    if let Some((fs, _)) = name.split_once('@') {
+    if let Some((fs, snap)) = name.split_once('@') {
         let mut imported = open_dataset(fs)?;
         if parsed.has('n') {
             return Ok(());
         }
-        if parsed.has('R') {
-            // -R takes the snapshot's clones (and their descendants) with it.
-            for clone in snapshot_clones(&mut imported, name)? {
-                destroy_tree(&mut imported, &clone)?;
+        // -r (and -R): the snapshot of that name in every descendant too.
+        let mut victims = vec![name.clone()];
+        if parsed.has('r') || parsed.has('R') {
+            for child in visible_names(&mut imported)? {
+                if child.starts_with(&format!("{fs}/")) {
+                    let full = format!("{child}@{snap}");
+                    let snapshots = imported.spa.snapshots(&child).map_err(spa_fail)?;
+                    if snapshots.iter().any(|(n, _, _)| *n == full) {
+                        victims.push(full);
+                    }
+                }
             }
         }
-        imported.spa.destroy_snapshot(name).map_err(spa_fail)?;
+        for victim in &victims {
+            if parsed.has('R') {
+                // -R takes the snapshot's clones (and their descendants) with it.
+                for clone in snapshot_clones(&mut imported, victim)? {
+                    destroy_tree(&mut imported, &clone)?;
+                }
+            }
+            imported.spa.destroy_snapshot(victim).map_err(spa_fail)?;
+        }
         imported
             .spa
             .log_history(&format!("zfs destroy {}", args.join(" ")));
