@@ -885,7 +885,10 @@ fn targets(
     // One handle per pool (a second exclusive open of the same pool would wait on itself).
     let mut roots: Vec<(String, Vec<String>)> = Vec::new();
     if names.is_empty() {
-        for entry in pool::load_cache()? {
+        // Every pool, by name (as datasets are listed).
+        let mut entries = pool::load_cache()?;
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        for entry in entries {
             roots.push((entry.name.clone(), vec![entry.name]));
         }
     } else {

@@ -274,3 +274,124 @@ fn verifying_copies_post() {
         "the copy is /usr/bin"
     );
 }
+
+/// Every command of reference/sanoid-syncoid.md, in the exact form sanoid and syncoid run
+/// it, with the output they parse (field order, tabs, `-` for unset, exit codes).
+#[test]
+fn reference_command_set() {
+    let host = Host::new();
+    two_pools(&host);
+    host.sh_ok(
+        "zfs create src/data && zfs create src/data/child && zfs snapshot -r src/data@a && \
+         zfs clone src/data/child@a src/data/kid && zfs snapshot src/data@b:1-2_3.4",
+    );
+    let sh = |script: &str| host.sh(script);
+    let lines = |text: &str| text.lines().map(str::to_string).collect::<Vec<String>>();
+
+    // sanoid: every snapshot's creation, flags bundled, no dataset.
+    let out = host.sh_ok("zfs get -Hrpt snapshot creation");
+    let names: Vec<&str> = out.lines().map(|l| l.split('\t').next().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["src/data@a", "src/data@b:1-2_3.4", "src/data/child@a"]
+    );
+    for line in out.lines() {
+        let fields: Vec<&str> = line.split('\t').collect();
+        assert_eq!(
+            (fields.len(), fields[1], fields[3]),
+            (4, "creation", "-"),
+            "{line}"
+        );
+        assert!(fields[2].parse::<u64>().is_ok(), "{line}");
+    }
+    // syncoid: snapshots of one filesystem only, guid then creation each.
+    let out = host.sh_ok("zfs get -Hpd 1 -t snapshot guid,creation src/data");
+    let props: Vec<(String, String)> = lines(&out)
+        .iter()
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            (f[0].to_string(), f[1].to_string())
+        })
+        .collect();
+    let expected: Vec<(String, String)> = ["src/data@a", "src/data@b:1-2_3.4"]
+        .iter()
+        .flat_map(|s| ["guid", "creation"].map(|p| (s.to_string(), p.to_string())))
+        .collect();
+    assert_eq!(props, expected);
+    let out = host.sh_ok("zfs get -Hpd 1 type,guid,creation src/data/child");
+    assert_eq!(out.lines().count(), 6, "3 lines per object: {out}");
+    assert!(out.starts_with("src/data/child\ttype\tfilesystem\t-\nsrc/data/child\tguid\t"));
+    // Bookmarks: nothing and exit 0, then the bookmark's lines.
+    assert_eq!(
+        host.sh_ok("zfs get -Hpd 1 -t bookmark guid,creation src/data"),
+        ""
+    );
+    host.sh_ok("zfs bookmark src/data@a src/data#a");
+    let out = host.sh_ok("zfs get -Hpd 1 -t bookmark guid,creation src/data");
+    assert!(out.starts_with("src/data#a\tguid\t") && out.contains("\nsrc/data#a\tcreation\t"));
+    // Single values syncoid reads from field 3.
+    for (prop, value) in [
+        ("name", "src/data"),
+        ("syncoid:sync", "-"),
+        ("receive_resume_token", "-"),
+        ("type", "filesystem"),
+        ("recordsize", "128K"),
+    ] {
+        let out = host.sh_ok(&format!("zfs get -H {prop} src/data"));
+        assert_eq!(out.split('\t').nth(2), Some(value), "{prop}: {out}");
+    }
+    let used = host.sh_ok("zfs get -H -p used src/data");
+    assert!(
+        used.split('\t').nth(2).unwrap().parse::<u64>().is_ok(),
+        "{used}"
+    );
+    let out = sh("zfs get -H name dst/none 2>&1");
+    assert!(out.code != 0 && out.stdout.contains("dataset does not exist"));
+    // Lists: pre-order, origins, pools, mounts.
+    assert_eq!(
+        host.sh_ok("zfs list -o name -t filesystem,volume -Hr src/data"),
+        "src/data\nsrc/data/child\nsrc/data/kid\n"
+    );
+    assert_eq!(
+        host.sh_ok("zfs list -o name,origin -t filesystem,volume -Hr src"),
+        "src\t-\nsrc/data\t-\nsrc/data/child\t-\nsrc/data/kid\tsrc/data/child@a\n"
+    );
+    assert_eq!(host.sh_ok("zfs list -d0 -H -oname"), "dst\nsrc\n");
+    let mounts = host.sh_ok("zfs list -H -t filesystem -o mountpoint,mounted");
+    assert!(
+        mounts.contains(&format!("{}\tyes\n", host.mnt("src/data/kid"))),
+        "{mounts}"
+    );
+    // Snapshot, rollback, destroy.
+    let out = sh("zfs snapshot src/data@a");
+    assert!(
+        out.code != 0 && out.stderr.contains("already exists"),
+        "{}",
+        out.stderr
+    );
+    host.sh_ok("zfs rollback -R src/data@a");
+    assert_eq!(
+        host.sh_ok("zfs list -H -t snapshot -o name -r src/data"),
+        "src/data@a\nsrc/data/child@a\n"
+    );
+    // Estimates: the last line is `size\t<bytes>`, also for a resume token.
+    let out = host.sh_ok("zfs send -nvP src/data@a");
+    assert!(out.lines().last().unwrap().starts_with("size\t"), "{out}");
+    // Pools.
+    assert_eq!(
+        host.sh_ok("zpool get -o value -H feature@extensible_dataset src"),
+        "active\n"
+    );
+    let cap = host.sh_ok("zpool list -H -o cap src");
+    assert!(cap.trim_end().ends_with('%'), "{cap}");
+    let out = host.sh_ok("zpool list -o name,size,cap,health,free src");
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows[0], ["NAME", "SIZE", "CAP", "HEALTH", "FREE"]);
+    assert_eq!((rows[1][0], rows[1][3]), ("src", "ONLINE"));
+    let status = host.sh_ok("zpool status src");
+    assert!(status.contains("\tNAME "), "{status}");
+    assert!(status.contains("\tsrc "), "{status}");
+}

@@ -60,11 +60,32 @@ impl Remote {
             all.extend_from_slice(args);
             run("ip", &all);
         };
-        run("ip", &["link", "add", &outside, "type", "veth", "peer", "name", &inside]);
+        run(
+            "ip",
+            &[
+                "link", "add", &outside, "type", "veth", "peer", "name", &inside,
+            ],
+        );
         run("ip", &["link", "set", &inside, "netns", &netns]);
-        run("ip", &["addr", "add", &format!("10.254.{unique}.1/24"), "dev", &outside]);
+        run(
+            "ip",
+            &[
+                "addr",
+                "add",
+                &format!("10.254.{unique}.1/24"),
+                "dev",
+                &outside,
+            ],
+        );
         run("ip", &["link", "set", &outside, "up"]);
-        ns(&["ip", "addr", "add", &format!("{address}/24"), "dev", &inside]);
+        ns(&[
+            "ip",
+            "addr",
+            "add",
+            &format!("{address}/24"),
+            "dev",
+            &inside,
+        ]);
         ns(&["ip", "link", "set", &inside, "up"]);
         ns(&["ip", "link", "set", "lo", "up"]);
 
@@ -74,9 +95,27 @@ impl Remote {
             std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_zetta"), format!("{dir}/bin/{name}"))
                 .unwrap();
         }
-        run("ssh-keygen", &["-q", "-t", "ed25519", "-N", "", "-f", &format!("{dir}/hostkey")]);
-        run("ssh-keygen", &["-q", "-t", "ed25519", "-N", "", "-f", &remote.key]);
-        std::fs::copy(format!("{}.pub", remote.key), format!("{dir}/authorized_keys")).unwrap();
+        run(
+            "ssh-keygen",
+            &[
+                "-q",
+                "-t",
+                "ed25519",
+                "-N",
+                "",
+                "-f",
+                &format!("{dir}/hostkey"),
+            ],
+        );
+        run(
+            "ssh-keygen",
+            &["-q", "-t", "ed25519", "-N", "", "-f", &remote.key],
+        );
+        std::fs::copy(
+            format!("{}.pub", remote.key),
+            format!("{dir}/authorized_keys"),
+        )
+        .unwrap();
         let config = format!(
             "ListenAddress {address}\nHostKey {dir}/hostkey\nAuthorizedKeysFile {dir}/authorized_keys\n\
              PermitRootLogin prohibit-password\nPasswordAuthentication no\n\
@@ -141,7 +180,9 @@ impl Drop for Remote {
             let _ = sshd.kill();
             let _ = sshd.wait();
         }
-        let _ = Command::new("ip").args(["netns", "del", &self.netns]).status();
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.netns])
+            .status();
     }
 }
 
@@ -162,9 +203,15 @@ fn syncoid_replicates_to_a_second_host_over_ssh() {
     ));
     let disk = host.lab.disk("remote/backup.d0", 512 << 20);
     let backup_mnt = format!("{}/mnt/backup", remote.dir);
-    remote.ssh_ok(&host, &format!("zpool create -m {backup_mnt} backup {disk}"));
+    remote.ssh_ok(
+        &host,
+        &format!("zpool create -m {backup_mnt} backup {disk}"),
+    );
     assert_eq!(
-        remote.ssh_ok(&host, "zpool get -o value -H feature@extensible_dataset backup"),
+        remote.ssh_ok(
+            &host,
+            "zpool get -o value -H feature@extensible_dataset backup"
+        ),
         "active\n"
     );
 
@@ -176,10 +223,16 @@ fn syncoid_replicates_to_a_second_host_over_ssh() {
         host.sh_ok(&format!("{SYNCOID} {options} {what}"))
     };
     let out = syncoid(&format!("src/data {target}"));
-    assert!(out.starts_with("INFO: Sending oldest full snapshot src/data@first (~ "), "{out}");
+    assert!(
+        out.starts_with("INFO: Sending oldest full snapshot src/data@first (~ "),
+        "{out}"
+    );
     let remote_guids = || {
         remote
-            .ssh_ok(&host, "zfs list -Hp -r -t snapshot -o name,guid backup/data")
+            .ssh_ok(
+                &host,
+                "zfs list -Hp -r -t snapshot -o name,guid backup/data",
+            )
             .replace("backup/data", "X")
     };
     assert_eq!(remote_guids(), host.snapshot_guids("src/data", "X"));
@@ -195,7 +248,10 @@ fn syncoid_replicates_to_a_second_host_over_ssh() {
 
     host.sh_ok(&format!("rm {data}/blob && echo later > {data}/later"));
     let out = syncoid(&format!("src/data {target}"));
-    assert!(out.starts_with("Sending incremental src/data@syncoid_"), "{out}");
+    assert!(
+        out.starts_with("Sending incremental src/data@syncoid_"),
+        "{out}"
+    );
     assert_eq!(remote_guids(), host.snapshot_guids("src/data", "X"));
     assert_eq!(tree_digest(&host, &data), remote_digest());
     // The remote pool belongs to the remote daemon, not to this host's.

@@ -22,14 +22,24 @@ fn get(host: &Host, props: &str, fs: &str) -> String {
 fn received_properties_show_their_source() {
     let host = Host::new();
     host.pool("tank", 256 << 20, false);
-    host.zfs_ok(&["create", "-o", "compression=gzip", "-o", "org.test:tag=blue", "tank/src"]);
+    host.zfs_ok(&[
+        "create",
+        "-o",
+        "compression=gzip",
+        "-o",
+        "org.test:tag=blue",
+        "tank/src",
+    ]);
     host.sh_ok("zfs snapshot tank/src@a && zfs send -p tank/src@a | zfs receive tank/copy");
     assert_eq!(
         get(&host, "compression,org.test:tag", "tank/copy"),
         "compression\tgzip\treceived\norg.test:tag\tblue\treceived\n"
     );
     host.zfs_ok(&["set", "compression=zle", "tank/copy"]);
-    assert_eq!(get(&host, "compression", "tank/copy"), "compression\tzle\tlocal\n");
+    assert_eq!(
+        get(&host, "compression", "tank/copy"),
+        "compression\tzle\tlocal\n"
+    );
     host.zfs_ok(&["inherit", "-S", "compression", "tank/copy"]);
     assert_eq!(
         get(&host, "compression", "tank/copy"),
@@ -42,7 +52,10 @@ fn received_properties_show_their_source() {
         "compression\ton\tdefault\norg.test:tag\t-\t-\n"
     );
     host.zfs_ok(&["inherit", "-S", "org.test:tag", "tank/copy"]);
-    assert_eq!(get(&host, "org.test:tag", "tank/copy"), "org.test:tag\tblue\treceived\n");
+    assert_eq!(
+        get(&host, "org.test:tag", "tank/copy"),
+        "org.test:tag\tblue\treceived\n"
+    );
     // A child inherits a received value from its parent like any other.
     host.zfs_ok(&["create", "tank/copy/child"]);
     assert_eq!(
@@ -79,17 +92,30 @@ fn force_replication_receive_destroys_what_the_sender_destroyed() {
          && zfs send -R tank/top@2 | zfs receive tank/backup",
         host.mnt("tank/top")
     ));
-    host.sh_ok("zfs destroy -r tank/top/b && zfs destroy -r tank/top@1 && zfs snapshot -r tank/top@3");
+    host.sh_ok(
+        "zfs destroy -r tank/top/b && zfs destroy -r tank/top@1 && zfs snapshot -r tank/top@3",
+    );
     host.zfs_ok(&["snapshot", "tank/backup/a@mine"]);
     let names = || host.zfs_ok(&["list", "-H", "-r", "-t", "all", "-o", "name", "tank/backup"]);
     let before = names();
     let out = host.sh("zfs send -R -I @2 tank/top@3 | zfs receive tank/backup");
     assert_ne!(out.code, 0, "without -F the receiver's own @mine blocks it");
-    assert!(before.lines().all(|n| names().contains(n)), "nothing destroyed");
+    assert!(
+        before.lines().all(|n| names().contains(n)),
+        "nothing destroyed"
+    );
 
     let out = host.sh_ok("zfs send -R -I @2 tank/top@3 | zfs receive -F -v tank/backup");
-    for victim in ["tank/backup/b", "tank/backup@1", "tank/backup/a@1", "tank/backup/a@mine"] {
-        assert!(out.contains(&format!("attempting destroy {victim}\n")), "{out}");
+    for victim in [
+        "tank/backup/b",
+        "tank/backup@1",
+        "tank/backup/a@1",
+        "tank/backup/a@mine",
+    ] {
+        assert!(
+            out.contains(&format!("attempting destroy {victim}\n")),
+            "{out}"
+        );
     }
     assert_eq!(
         names(),
@@ -146,14 +172,33 @@ fn receives_killed_with_the_daemon_are_cleaned_at_import() {
     }
 
     let out = host.lab.zfs(&["list", "tank/new"]);
-    assert_eq!(out.stderr, "cannot open 'tank/new': dataset does not exist\n");
-    let token = host.zfs_ok(&["get", "-H", "-o", "value", "receive_resume_token", "tank/kept"]);
+    assert_eq!(
+        out.stderr,
+        "cannot open 'tank/new': dataset does not exist\n"
+    );
+    let token = host.zfs_ok(&[
+        "get",
+        "-H",
+        "-o",
+        "value",
+        "receive_resume_token",
+        "tank/kept",
+    ]);
     assert!(token.starts_with("zt1-"), "{token}");
-    host.sh_ok(&format!("zfs send -t {} | zfs receive -s tank/kept", token.trim()));
-    assert_eq!(tree_digest(&host, &host.mnt("tank/kept")), tree_digest(&host, &format!("{src}/.zfs/snapshot/a")));
+    host.sh_ok(&format!(
+        "zfs send -t {} | zfs receive -s tank/kept",
+        token.trim()
+    ));
+    assert_eq!(
+        tree_digest(&host, &host.mnt("tank/kept")),
+        tree_digest(&host, &format!("{src}/.zfs/snapshot/a"))
+    );
     let work_left = host.with_engine(&disks, |spa| {
         spa.lookup_dir("tank/old/%recv").unwrap().is_some()
     });
-    assert!(!work_left, "the hidden work dataset of the killed incremental is gone");
+    assert!(
+        !work_left,
+        "the hidden work dataset of the killed incremental is gone"
+    );
     host.sh_ok("zfs receive tank/old < inc.zfs");
 }
