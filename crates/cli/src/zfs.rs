@@ -3,7 +3,7 @@
 //!
 //! Today: `create [-p] [-o prop=value]… fs`, `destroy [-r] fs`, `list [-Hpr] [-d depth]
 //! [-o fields] [fs…]`, `get [-Hpr] [-o fields] all|props fs…`, `set prop=value… fs`,
-//! `inherit [-r] prop fs`, `version`; `send` and `receive` in `zfs/send.rs` and
+//! `inherit [-rS] prop fs`, `version`; `send` and `receive` in `zfs/send.rs` and
 //! `zfs/recv.rs`. Datasets whose name holds `%` (a receive's work dataset) are hidden. A dataset name's first component is its pool, which
 //! is opened like `zpool` does (through the daemon). Properties are stored and inherited
 //! with OpenZFS's sources (`default`, `local`, `inherited from …`); making each take effect
