@@ -395,3 +395,39 @@ fn reference_command_set() {
     assert!(status.contains("\tNAME "), "{status}");
     assert!(status.contains("\tsrc "), "{status}");
 }
+
+/// `--create-bookmark`: syncoid bookmarks the snapshot it sent; once the source has
+/// destroyed that snapshot, the next run finds no common snapshot, lists bookmarks (`zfs
+/// get -Hpd 1 -t bookmark guid,creation`) and sends from the bookmark (`send -i fs#mark`).
+#[test]
+fn syncoid_falls_back_to_a_bookmark() {
+    if !installed(SYNCOID) {
+        return;
+    }
+    let host = Host::new();
+    two_pools(&host);
+    host.zfs_ok(&["create", "src/bm"]);
+    let bm = host.mnt("src/bm");
+    host.sh_ok(&format!("echo a > {bm}/a && zfs snapshot src/bm@one"));
+    syncoid_ok(&host, "--create-bookmark --no-sync-snap src/bm dst/bm");
+    assert_eq!(
+        host.zfs_ok(&["list", "-H", "-t", "bookmark", "-o", "name", "-r", "src/bm"]),
+        "src/bm#one\n"
+    );
+    host.sh_ok(&format!(
+        "echo b > {bm}/b && zfs snapshot src/bm@two && zfs destroy src/bm@one"
+    ));
+    let out = syncoid_ok(&host, "--create-bookmark --no-sync-snap src/bm dst/bm");
+    assert!(
+        out.contains("Sending incremental src/bm#'one' ... two"),
+        "{out}"
+    );
+    assert_eq!(
+        host.zfs_ok(&["list", "-H", "-t", "snapshot", "-o", "name", "-r", "dst/bm"]),
+        "dst/bm@one\ndst/bm@two\n"
+    );
+    assert_eq!(
+        tree_digest(&host, &bm),
+        tree_digest(&host, &host.mnt("dst/bm"))
+    );
+}

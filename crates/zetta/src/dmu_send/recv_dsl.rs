@@ -16,6 +16,9 @@ use super::token::ResumeToken;
 use crate::spa::{Spa, SpaError};
 use crate::types::Guid;
 
+/// Property (name, stored value) pairs.
+type Props = Vec<(String, String)>;
+
 /// Maps a pool error to the receive error of a substream (`context` is OpenZFS's prefix).
 fn pool_error(context: &str) -> impl Fn(SpaError) -> RecvError + Copy + '_ {
     move |error| RecvError::Pool {
@@ -102,11 +105,7 @@ impl Receiver {
 
     /// Properties of the received filesystem: the stream's (minus `-x`; `None` when the
     /// stream carries none), to be stored as received values, and `-o`'s, stored locally.
-    fn props_for(
-        &self,
-        begin: &BeginRecord,
-        to_fs: &str,
-    ) -> (Option<Vec<(String, String)>>, Vec<(String, String)>) {
+    fn props_for(&self, begin: &BeginRecord, to_fs: &str) -> (Option<Props>, Props) {
         let from_header = self.compound.as_ref().and_then(|(_, fss)| {
             fss.iter()
                 .find(|fs| fs.get_str("name") == Some(to_fs))
