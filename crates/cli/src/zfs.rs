@@ -521,16 +521,31 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
     for clone in &outside_clones {
         destroy_tree(&mut imported, clone)?;
     }
-    for snapshot in children.iter().filter(|c| c.contains('@')) {
-        imported.spa.destroy_snapshot(snapshot).map_err(spa_fail)?;
-    }
-    let filesystems: Vec<&str> = children
-        .iter()
-        .filter(|c| !c.contains('@'))
-        .map(|s| s.as_str())
+    let snapshots = children.iter().filter(|c| c.contains('@'));
+    let filesystems = children.iter().filter(|c| !c.contains('@')).rev();
+    let mut victims: Vec<String> = snapshots
+        .chain(filesystems)
+        .map(|s| s.to_string())
+        .chain([name.clone()])
         .collect();
-    for victim in filesystems.iter().rev().copied().chain([name.as_str()]) {
-        imported.spa.destroy_filesystem(victim).map_err(spa_fail)?;
+    // A clone inside the tree (syncoid -r makes them) must go before its origin snapshot:
+    // what fails is retried while each pass destroys something.
+    loop {
+        let before = victims.len();
+        let mut failure = None;
+        victims.retain(|victim| {
+            let result = if victim.contains('@') {
+                imported.spa.destroy_snapshot(victim)
+            } else {
+                imported.spa.destroy_filesystem(victim)
+            };
+            result.map_err(|e| failure = Some(e)).is_err()
+        });
+        match failure {
+            None => break,
+            Some(e) if victims.len() == before => return Err(spa_fail(e)),
+            Some(_) => {}
+        }
     }
     finish(&mut imported, "destroy", args)
 }

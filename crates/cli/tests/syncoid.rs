@@ -129,6 +129,14 @@ fn syncoid_recursive_with_clone_and_no_sync_snap() {
         host.snapshot_guids("src/tree", "X"),
         host.snapshot_guids("dst/tree", "X")
     );
+    // The replica goes with `zfs destroy -r`, its clone before the clone's origin, and its
+    // mounts at once (regression: the parent was found busy while a child's fusermount3
+    // was still in it, and the origin snapshot was destroyed before its clone).
+    host.zfs_ok(&["destroy", "-r", "dst/tree"]);
+    assert_eq!(
+        host.zfs_ok(&["list", "-H", "-o", "name", "-r", "dst"]),
+        "dst\n"
+    );
 
     // --no-sync-snap: no snapshot of syncoid's own on either side.
     host.zfs_ok(&["create", "src/plain"]);
