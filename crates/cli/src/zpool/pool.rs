@@ -264,6 +264,7 @@ fn import_entry(entry: &CacheEntry) -> Result<Imported, CmdError> {
     let spa = Spa::import(&candidate, None, ARC_SIZE_BYTES_CLI)
         .map_err(|e| CmdError::Fail(format!("cannot open '{name}': {}", spa_error_text(&e))))?;
     restore_stats(&spa);
+    report_replay(&spa);
     let mut spa = spa;
     destroy_interrupted_receives(&mut spa);
     Ok(Imported::owned(entry.guid, spa))
@@ -274,6 +275,23 @@ fn import_entry(entry: &CacheEntry) -> Result<Imported, CmdError> {
 /// `zfs send -t`. Best effort: a pool that cannot be written keeps them until it can.
 pub fn destroy_interrupted_receives(spa: &mut Spa) {
     let _ = zetta::dmu_send::destroy_interrupted_receives(spa);
+}
+
+/// Says in the daemon's log what the intent log replay at import did (OpenZFS is silent
+/// unless it fails; a line per dataset helps an admin after a crash).
+pub fn report_replay(spa: &Spa) {
+    for (dataset, report) in &spa.zil_replayed {
+        match &report.error {
+            None => eprintln!(
+                "zetta: {dataset}: replayed {} intent log records from {} blocks",
+                report.records, report.blocks
+            ),
+            Some(error) => eprintln!(
+                "zetta: {dataset}: intent log replay stopped after {} records: {error}",
+                report.records
+            ),
+        }
+    }
 }
 
 /// OpenZFS's wording for engine errors.
