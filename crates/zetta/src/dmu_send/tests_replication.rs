@@ -1,13 +1,15 @@
 //! Replication semantics syncoid and admins rely on: `receive -F` of an incremental `-R`
 //! stream destroys what the sender no longer has (and nothing on a damaged header); a
 //! clone's origin as the `-i`/`-I` source (syncoid `-r`); work datasets of receives that
-//! died, destroyed at import unless `-s` kept them resumable from their very BEGIN.
+//! died, destroyed at import unless `-s` kept them resumable from their very BEGIN; `-c`
+//! streams received without a second compression.
 
 use super::tests::{
     contents, full, incremental, pool, populate, random_bytes, receive, send, snap, snapshot_ids,
     write,
 };
 use super::*;
+use crate::dmu::IoCtx;
 use crate::spa::Spa;
 
 fn short_names(spa: &mut Spa, fs: &str) -> Vec<String> {
@@ -211,4 +213,67 @@ fn dead_receives_are_cleaned_unless_resumable() {
         contents(&mut spa, "tank/src@a")
     );
     assert_eq!(receive_resume_token(&mut spa, "tank/kept").unwrap(), None);
+}
+
+/// (compression id, psize, checksum) of each level-0 block of object `DATA_OBJECT`.
+fn data_blocks(spa: &mut Spa, snapshot: &str) -> Vec<(u8, u32, [u64; 4])> {
+    let fs = snapshot.split('@').next().unwrap();
+    let (_, object, phys) = spa
+        .snapshots(fs)
+        .unwrap()
+        .into_iter()
+        .find(|(n, _, _)| n == snapshot)
+        .unwrap();
+    let ctx = io_ctx!(spa);
+    let mut out = Vec::new();
+    let mut visit = |bp: &crate::zio::blkptr::BlockPointer, at: crate::zio::Bookmark| {
+        if at.object == DATA_OBJECT && at.level == 0 {
+            out.push((bp.compression, bp.psize_bytes, bp.checksum));
+        }
+    };
+    crate::dmu::ObjectSet::walk_blocks(&ctx, object, &phys.bp, &mut visit, false).unwrap();
+    out
+}
+
+/// A plain file's object number, clear of the ZPL's own objects.
+const DATA_OBJECT: u64 = 100;
+
+/// A `-c` receive writes blocks as they were sent: gzip-9 blocks stay gzip-9 (same size,
+/// same checksum) in a target whose compression is lz4, where a plain receive compresses
+/// them with lz4 again.
+#[test]
+fn compressed_receive_stores_blocks_as_sent() {
+    let mut spa = pool();
+    spa.create_filesystem("tank/src").unwrap();
+    spa.set_local_prop("tank/src", "compression", "gzip-9")
+        .unwrap();
+    let text: Vec<u8> = b"all work and no play makes jack a dull boy\n"
+        .iter()
+        .cycle()
+        .take((1 << 20) + 5000)
+        .copied()
+        .collect();
+    write(&mut spa, "tank/src", DATA_OBJECT, 0, &text);
+    snap(&mut spa, "tank/src@a");
+    let sent = data_blocks(&mut spa, "tank/src@a");
+    let gzip = zetta_zcommon::compress::Compression::Gzip(9).algorithm_id();
+    assert!(
+        sent.len() >= 8 && sent.iter().all(|(c, _, _)| *c == gzip),
+        "{sent:?}"
+    );
+    let mut request = full("tank/src@a");
+    request.options.compressed = true;
+    let stream = send(&mut spa, request);
+    receive(&mut spa, "tank/raw", &stream, RecvOptions::default()).unwrap();
+    assert_eq!(data_blocks(&mut spa, "tank/raw@a"), sent);
+    assert_eq!(
+        contents(&mut spa, "tank/raw@a"),
+        contents(&mut spa, "tank/src@a")
+    );
+    let plain = send(&mut spa, full("tank/src@a"));
+    receive(&mut spa, "tank/plain", &plain, RecvOptions::default()).unwrap();
+    let lz4 = zetta_zcommon::compress::Compression::Lz4.algorithm_id();
+    assert!(data_blocks(&mut spa, "tank/plain@a")
+        .iter()
+        .all(|(c, _, _)| *c == lz4));
 }
