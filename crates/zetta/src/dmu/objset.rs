@@ -600,7 +600,7 @@ impl ObjectSet {
         self.write(ctx, id, offset, data)?;
         let state = self.state(ctx, id)?;
         let block_size = u64::from(state.phys.data_block_size_bytes);
-        if block_size == 0 || offset % block_size != 0 || data.len() as u64 > block_size {
+        if block_size == 0 || !offset.is_multiple_of(block_size) || data.len() as u64 > block_size {
             return Ok(());
         }
         if let Some(dbuf) = state.dbufs.get_mut(&(0, offset / block_size)) {

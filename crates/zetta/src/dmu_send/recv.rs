@@ -300,7 +300,7 @@ impl Receiver {
                     .get(w.length as usize..)
                     .is_some_and(|tail| tail.iter().all(|b| *b == 0));
                 logical.truncate(w.length as usize);
-                let stored = as_sent.then(|| StoredBlock {
+                let stored = as_sent.then_some(StoredBlock {
                     compression_id: w.compression,
                     bytes: w.data,
                 });
