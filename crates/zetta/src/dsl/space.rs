@@ -361,8 +361,8 @@ pub struct SpaceState {
 
 /// An AVAIL figure and whether a quota (rather than the pool) bounds it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Avail {
-    bytes: u64,
+pub(crate) struct Avail {
+    pub(crate) bytes: u64,
     by_quota: bool,
 }
 
@@ -677,7 +677,11 @@ impl Spa {
 
     /// AVAIL of a head dataset: its dir's, plus its unused refreservation, capped by its
     /// refquota (OpenZFS `dsl_get_available`).
-    fn head_available(&mut self, dataset: u64, pending: bool) -> Result<Avail, SpaError> {
+    pub(crate) fn head_available(
+        &mut self,
+        dataset: u64,
+        pending: bool,
+    ) -> Result<Avail, SpaError> {
         let head = self.head_phys(dataset)?;
         let dir = self.read_dir(head.dir)?;
         let (written, _) = if pending {
