@@ -244,7 +244,9 @@ impl World {
                 self.next_name += 1;
                 match self.spa.snapshot(std::slice::from_ref(&name)) {
                     Ok(()) => format!("snapshot {name}"),
-                    Err(SpaError::NoSpace) => format!("snapshot {name}: refused"),
+                    Err(SpaError::Invalid(why)) if why.ends_with("out of space") => {
+                        format!("snapshot {name}: refused")
+                    }
                     Err(e) => panic!("snapshot {name}: {e}"),
                 }
             }
