@@ -183,7 +183,7 @@ impl ZplFs {
             .map_err(errno)?;
         spa.note_dirty(4096).map_err(commit_failed)?;
         if self.options.sync == SyncMode::Always {
-            spa.sync().map_err(commit_failed)?;
+            spa.zil_commit(self.dataset).map_err(commit_failed)?;
         }
         Ok(result)
     }
@@ -201,15 +201,15 @@ impl ZplFs {
         }
     }
 
+    /// fsync: the dataset's intent log makes everything it changed durable (a txg commit
+    /// only when it has no log yet).
     fn commit(&self) -> Result<(), Errno> {
         if self.options.sync == SyncMode::Disabled {
             return Ok(());
         }
         let pool = self.pool()?;
         let mut spa = pool.write();
-        if spa.has_dirty() {
-            spa.sync().map_err(commit_failed)?;
-        }
+        spa.zil_commit(self.dataset).map_err(commit_failed)?;
         Ok(())
     }
 
@@ -640,13 +640,18 @@ impl fuser::Filesystem for ZplFs {
             spa.check_space(data.len() as u64, copies)
                 .map_err(|_| Errno::ENOSPC)?;
             self.reserve_space(&mut spa, data.len() as u64 * u64::from(copies.max(1)))?;
-            spa.with_zpl_object(self.dataset, &self.vfs, |vfs, os, ctx| {
-                vfs.write(os, ctx, object, offset, data, now)
-            })
-            .map_err(errno)?;
-            spa.note_dirty(data.len() as u64).map_err(commit_failed)?;
+            // The txg is charged what it now holds in memory: a small write into a clean
+            // record dirties the whole record.
+            let dirtied = spa
+                .with_zpl_object(self.dataset, &self.vfs, |vfs, os, ctx| {
+                    let before = os.dirty_data_bytes;
+                    vfs.write(os, ctx, object, offset, data, now)?;
+                    Ok(os.dirty_data_bytes.saturating_sub(before))
+                })
+                .map_err(errno)?;
+            spa.note_dirty(dirtied).map_err(commit_failed)?;
             if sync {
-                spa.sync().map_err(commit_failed)?;
+                spa.zil_commit(self.dataset).map_err(commit_failed)?;
             }
             Ok(())
         })();

@@ -65,6 +65,17 @@ impl MetaslabClass {
         self.groups.push(group);
     }
 
+    /// Drops a top-level vdev (a removed log device): its space, pending space map entries
+    /// and deferred frees go with it. Returns whether it was there.
+    pub fn remove_group(&mut self, vdev_id: u32) -> bool {
+        let before = self.groups.len();
+        self.groups.retain(|g| g.vdev_id != vdev_id);
+        for frees in self.deferred_by_txg.values_mut() {
+            frees.retain(|f| f.vdev_id != vdev_id);
+        }
+        self.groups.len() != before
+    }
+
     pub fn group(&self, vdev_id: u32) -> Option<&MetaslabGroup> {
         self.groups.iter().find(|g| g.vdev_id == vdev_id)
     }
@@ -185,10 +196,36 @@ impl MetaslabClass {
         record: bool,
         txg: u64,
     ) -> Result<(), MetaslabError> {
+        self.free_inner(vdev_id, offset_bytes, asize_bytes, record, txg, false)
+    }
+
+    /// Like `free`, but the space waits out the two-txg deferral even when it was allocated
+    /// in this same txg: for blocks the last committed state can reach without naming them
+    /// in any space map (intent log blocks, read at import to replay).
+    pub fn free_deferred(
+        &mut self,
+        vdev_id: u32,
+        offset_bytes: u64,
+        asize_bytes: u64,
+        record: bool,
+        txg: u64,
+    ) -> Result<(), MetaslabError> {
+        self.free_inner(vdev_id, offset_bytes, asize_bytes, record, txg, true)
+    }
+
+    fn free_inner(
+        &mut self,
+        vdev_id: u32,
+        offset_bytes: u64,
+        asize_bytes: u64,
+        record: bool,
+        txg: u64,
+        force_defer: bool,
+    ) -> Result<(), MetaslabError> {
         let group = self
             .group_mut(vdev_id)
             .ok_or(MetaslabError::NoSuchVdev { vdev_id })?;
-        let immediate = group.free(offset_bytes, asize_bytes, record, txg)?;
+        let immediate = group.free(offset_bytes, asize_bytes, record, txg, force_defer)?;
         if !immediate {
             self.deferred_by_txg
                 .entry(txg)

@@ -224,13 +224,14 @@ impl Metaslab {
     }
 
     /// Frees a range that `check_allocated` accepted. Returns true if the space is free again at
-    /// once (allocated in this same txg), false if it is deferred.
+    /// once (allocated in this same txg and not `force_defer`), false if it is deferred.
     pub(crate) fn free(
         &mut self,
         offset_bytes: u64,
         size_bytes: u64,
         record: bool,
         txg: u64,
+        force_defer: bool,
     ) -> bool {
         if record {
             expect_ok(
@@ -242,8 +243,11 @@ impl Metaslab {
                 size_bytes,
             });
         }
-        if self.fresh_txg == Some(txg) && self.fresh.contains(offset_bytes, size_bytes) {
+        let fresh = self.fresh_txg == Some(txg) && self.fresh.contains(offset_bytes, size_bytes);
+        if fresh {
             expect_ok(self.fresh.remove(offset_bytes, size_bytes), "free fresh");
+        }
+        if fresh && !force_defer {
             expect_ok(self.free.add(offset_bytes, size_bytes), "free now");
             true
         } else {

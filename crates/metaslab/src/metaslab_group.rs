@@ -261,11 +261,12 @@ impl MetaslabGroup {
         size_bytes: u64,
         record: bool,
         txg: u64,
+        force_defer: bool,
     ) -> Result<bool, MetaslabError> {
         let ms_index = self.locate(offset_bytes, size_bytes)?;
         let metaslab = &mut self.metaslabs[ms_index];
         metaslab.check_allocated(self.vdev_id, offset_bytes, size_bytes, record)?;
-        let immediate = metaslab.free(offset_bytes, size_bytes, record, txg);
+        let immediate = metaslab.free(offset_bytes, size_bytes, record, txg, force_defer);
         if immediate {
             self.free_bytes += size_bytes;
             self.failed_size_bytes = u64::MAX;

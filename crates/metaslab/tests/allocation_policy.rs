@@ -181,6 +181,25 @@ fn deferred_frees_are_not_reused_before_txg_plus_two() {
 }
 
 #[test]
+fn forced_deferral_keeps_a_fresh_block_until_two_commits() {
+    // Why: intent log blocks are read at import by following pointers the committed state
+    // holds, without any space map naming them; freeing one at once in the txg that wrote it
+    // would let that txg's own metadata overwrite a chain a power cut still needs.
+    let mut class = MetaslabClass::new();
+    class.add_group(MetaslabGroup::new(0, 32 * MIB, 12));
+    let dva = class.allocate(1, &|_| 16 * MIB, true, 3).unwrap()[0];
+    class.free_deferred(dva.0, dva.1, dva.2, true, 3).unwrap();
+    assert_eq!(class.deferred_bytes(), 16 * MIB);
+    let other = class.allocate(1, &|_| 16 * MIB, true, 3).unwrap()[0];
+    assert_ne!(other.1, dva.1, "a deferred range was handed out again");
+    class.txg_committed(3);
+    class.txg_committed(4);
+    assert_eq!(class.deferred_bytes(), 16 * MIB);
+    class.txg_committed(5);
+    assert_eq!(class.deferred_bytes(), 0);
+}
+
+#[test]
 fn same_txg_frees_are_reusable_at_once() {
     // Why: a block allocated and freed within one open txg was never on disk in any committed
     // tree, so deferring it would only waste space.

@@ -39,5 +39,6 @@ pub mod spa;
 pub mod types;
 pub mod vdev;
 pub mod zap;
+pub mod zil;
 pub mod zio;
 pub mod zpl;

@@ -241,6 +241,7 @@ fn do_import(
         })?;
     let spa = Spa::import(&locked, new_name, pool::ARC_SIZE_BYTES_CLI)
         .map_err(|e| CmdError::Fail(format!("{action}: {}", pool::spa_error_text(&e))))?;
+    pool::report_replay(&spa);
     let mut imported = Imported::owned(candidate.guid.0, spa);
     pool::reset_stats(&mut imported.spa);
     found_paths(&mut imported.spa.root);

@@ -138,6 +138,8 @@ pub struct ObjectSet {
     next_object: u64,
     flags: u64,
     pub zil_header: [u8; 192],
+    /// The intent log of this object set (see `zil`).
+    pub zil: crate::zil::Zilog,
     block_size_max_bytes: u32,
     /// Blocks released this txg that a snapshot still references.
     pub dead_blocks: Vec<BlockPointer>,
@@ -146,6 +148,9 @@ pub struct ObjectSet {
     pub freed: BlockSpace,
     /// Blocks written this txg.
     pub born: BlockSpace,
+    /// Bytes of data blocks that became dirty this txg (a 4 KiB write into a clean 128 KiB
+    /// record counts 128 KiB): what the txg holds in memory until it commits.
+    pub dirty_data_bytes: u64,
     dirty: bool,
 }
 
@@ -191,10 +196,12 @@ impl ObjectSet {
             next_object: 1,
             flags: 0,
             zil_header: [0u8; 192],
+            zil: crate::zil::Zilog::default(),
             block_size_max_bytes: 128 << 10,
             dead_blocks: Vec::new(),
             freed: BlockSpace::ZERO,
             born: BlockSpace::ZERO,
+            dirty_data_bytes: 0,
             dirty: true,
         }
     }
@@ -248,17 +255,30 @@ impl ObjectSet {
             objects: HashMap::new(),
             next_object: word(528).clamp(1, OBJECT_ID_MAX),
             flags: word(520),
+            zil: crate::zil::Zilog::from_header(&zil_header),
             zil_header,
             block_size_max_bytes: 128 << 10,
             dead_blocks: Vec::new(),
             freed: BlockSpace::ZERO,
             born: BlockSpace::ZERO,
+            dirty_data_bytes: 0,
             dirty: false,
         })
     }
 
     pub fn is_dirty(&self) -> bool {
         self.dirty
+    }
+
+    /// The objset block must be written at the next commit (its ZIL header changed).
+    pub fn mark_dirty(&mut self) {
+        self.dirty = true;
+    }
+
+    /// The next `create_object` tries number `id` first (intent log replay recreates
+    /// objects under the numbers they had).
+    pub fn set_next_object_hint(&mut self, id: u64) {
+        self.next_object = id.clamp(1, OBJECT_ID_MAX);
     }
 
     /// What the syncs since the last call gave birth to, freed, and handed to the dead list
@@ -531,7 +551,7 @@ impl ObjectSet {
         })?;
         let maximum = u64::from(self.block_size_max_bytes);
         let state = self.state(ctx, id)?;
-        grow_block_size(state, ctx, objset, id.0, end, maximum)?;
+        let mut newly_dirty = grow_block_size(state, ctx, objset, id.0, end, maximum)?;
         let block_size = u64::from(state.phys.data_block_size_bytes);
         let mut position = offset;
         let mut consumed = 0usize;
@@ -552,6 +572,9 @@ impl ObjectSet {
                 load_dbuf(state, ctx, objset, id.0, 0, blkid)?
             };
             dbuf.data[within..within + take].copy_from_slice(&data[consumed..consumed + take]);
+            if !dbuf.dirty {
+                newly_dirty += dbuf.data.len() as u64;
+            }
             dbuf.dirty = true;
             state.phys.max_block_id = state.phys.max_block_id.max(blkid);
             position += take as u64;
@@ -562,6 +585,7 @@ impl ObjectSet {
         }
         state.dnode_dirty = true;
         self.dirty = true;
+        self.dirty_data_bytes += newly_dirty;
         Ok(())
     }
 
@@ -588,9 +612,15 @@ impl ObjectSet {
         let addressed = state.phys.capacity_blocks(state.phys.nlevels);
         if within != 0 && size_bytes / block_size < addressed {
             let blkid = size_bytes / block_size;
-            let dbuf = load_dbuf(state, ctx, objset, id.0, 0, blkid)?;
-            dbuf.data[within as usize..].fill(0);
-            dbuf.dirty = true;
+            zero_in_block(
+                state,
+                ctx,
+                objset,
+                id.0,
+                blkid,
+                within as usize,
+                block_size as usize,
+            )?;
         }
         let first_free = size_bytes.div_ceil(block_size);
         let last = old_size.div_ceil(block_size);
@@ -628,10 +658,16 @@ impl ObjectSet {
             // A partial block past what the tree addresses is a hole already.
             if start < stop && start / block_size < addressed {
                 let blkid = start / block_size;
-                let dbuf = load_dbuf(state, ctx, objset, id.0, 0, blkid)?;
                 let from = (start % block_size) as usize;
-                dbuf.data[from..from + (stop - start) as usize].fill(0);
-                dbuf.dirty = true;
+                zero_in_block(
+                    state,
+                    ctx,
+                    objset,
+                    id.0,
+                    blkid,
+                    from,
+                    from + (stop - start) as usize,
+                )?;
             }
         }
         if first_whole < last_whole {
@@ -823,6 +859,7 @@ impl ObjectSet {
             .dbufs
             .retain(|(level, _), d| d.dirty || *level > 0);
         self.dirty = false;
+        self.dirty_data_bytes = 0;
         Ok(bp)
     }
 
@@ -1005,7 +1042,8 @@ fn release_block(
 }
 
 /// Grows a single-block object's block size up to its maximum (a small file is one small
-/// record; it becomes record-sized blocks once it outgrows one).
+/// record; it becomes record-sized blocks once it outgrows one). Returns the bytes this
+/// newly holds dirty.
 fn grow_block_size(
     state: &mut ObjectState,
     ctx: &IoCtx<'_>,
@@ -1013,21 +1051,26 @@ fn grow_block_size(
     object: u64,
     end: u64,
     maximum: u64,
-) -> Result<(), DmuError> {
+) -> Result<u64, DmuError> {
     let current = u64::from(state.phys.data_block_size_bytes);
     if state.phys.flags & DNODE_FLAG_FIXED_BLOCK_SIZE != 0
         || state.phys.max_block_id > 0
         || end <= current
         || current >= maximum
     {
-        return Ok(());
+        return Ok(0);
     }
     let new_size = round_up_shift(end, 9).min(maximum);
     let dbuf = load_dbuf(state, ctx, objset, object, 0, 0)?;
+    let newly_dirty = if dbuf.dirty {
+        new_size.saturating_sub(dbuf.data.len() as u64)
+    } else {
+        new_size
+    };
     dbuf.data.resize(new_size as usize, 0);
     dbuf.dirty = true;
     state.phys.data_block_size_bytes = new_size as u32;
-    Ok(())
+    Ok(newly_dirty)
 }
 
 /// Adds indirect levels until `blkid` is addressable.
@@ -1187,6 +1230,32 @@ fn load_dbuf<'s>(
         .ok_or_else(|| DmuError::Corrupt("dbuf vanished".to_string()))
 }
 
+/// Zeroes bytes [from, to) of level-0 block `blkid`. A hole already reads as zeros and is
+/// left alone: dirtying it would write a block of zeros, and past the tree's reach (a
+/// sparse extension never written) there is no pointer slot to store it in.
+fn zero_in_block(
+    state: &mut ObjectState,
+    ctx: &IoCtx<'_>,
+    objset: u64,
+    object: u64,
+    blkid: u64,
+    from: usize,
+    to: usize,
+) -> Result<(), DmuError> {
+    if !state.dbufs.contains_key(&(0, blkid))
+        && block_pointer(state, ctx, objset, object, 0, blkid)?.is_hole()
+    {
+        return Ok(());
+    }
+    let dbuf = load_dbuf(state, ctx, objset, object, 0, blkid)?;
+    let to = to.min(dbuf.data.len());
+    if from < to {
+        dbuf.data[from..to].fill(0);
+        dbuf.dirty = true;
+    }
+    Ok(())
+}
+
 /// Stores `bp` as the pointer of child (level, blkid) in its parent.
 #[allow(clippy::too_many_arguments)]
 fn set_child_bp(
@@ -1204,7 +1273,12 @@ fn set_child_bp(
             state.dnode_dirty = true;
             return Ok(());
         }
-        return Err(DmuError::Invalid(format!("block {blkid} beyond the dnode")));
+        return Err(DmuError::Invalid(format!(
+            "block {blkid} beyond the dnode (object {object} level {level} nlevels {} nblkptr {} bs {})",
+            state.phys.nlevels,
+            state.phys.blkptr.len(),
+            state.phys.data_block_size_bytes
+        )));
     }
     let per = state.phys.entries_per_indirect();
     let parent = load_dbuf(state, ctx, objset, object, level + 1, blkid / per)?;

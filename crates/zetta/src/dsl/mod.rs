@@ -237,6 +237,7 @@ impl Spa {
                     dataset_policy(default_data_props()),
                 )?;
                 objset.policy.prev_snap_txg = crate::types::Txg(snapshot.creation_txg);
+                crate::zil::forget(&mut objset);
                 objset
             }
         };
@@ -341,7 +342,8 @@ impl Spa {
         self.open_dataset(dataset)?;
         // Pending changes of its object set are committed (and accounted) first.
         self.sync()?;
-        if let Some(head) = self.datasets.remove(&dataset) {
+        if let Some(mut head) = self.datasets.remove(&dataset) {
+            crate::zil::discard(&mut head.objset, &io_ctx!(self));
             // Blocks born up to the previous snapshot belong to it (a clone's origin);
             // the rest are this dataset's alone.
             self.free_blocks_born_after(dataset, &head.phys.bp, head.phys.prev_snap_txg)?;

@@ -499,6 +499,8 @@ impl Spa {
         deadlist: u64,
         unique: u64,
     ) -> Result<(), SpaError> {
+        // Loaded, so the old tree's intent log can be freed below.
+        self.open_dataset(dataset)?;
         self.set_head_unique(&mut head, unique)?;
         let ctx = io_ctx!(self);
         if head.deadlist != 0 {
@@ -512,9 +514,13 @@ impl Spa {
         head.uncompressed_bytes = source.uncompressed_bytes;
         let mut objset = ObjectSet::open(&ctx, dataset, &bp, dataset_policy(default_data_props()))?;
         objset.policy.prev_snap_txg = Txg(head.prev_snap_txg);
+        // The old tree's log goes with it; the new one comes from a snapshot (no log).
+        crate::zil::forget(&mut objset);
         if dataset == MOS_OBJECT_ROOT_DATASET.0 {
+            crate::zil::discard(&mut self.root_dataset, &ctx);
             self.set_root_objset(objset, bp);
         } else if let Some(loaded) = self.datasets.get_mut(&dataset) {
+            crate::zil::discard(&mut loaded.objset, &ctx);
             loaded.objset = objset;
         }
         self.store_head_phys(dataset, head)

@@ -110,7 +110,10 @@ impl Spa {
         let mut last_error = None;
         for ub in &uberblocks {
             match Self::open_at(candidate, &label_tree, ub, new_name, arc_size_bytes_max) {
-                Ok(spa) => return Ok(spa),
+                Ok(mut spa) => {
+                    spa.zil_replayed = spa.zil_replay_all()?;
+                    return Ok(spa);
+                }
                 Err(e) => last_error = Some(e),
             }
         }
@@ -184,6 +187,7 @@ impl Spa {
                 .map(ScanStats::from_nvlist)
                 .unwrap_or_default(),
             dirty_bytes: 0,
+            zil_replayed: Vec::new(),
             import_time_secs: now_secs(),
             state: POOL_STATE_ACTIVE,
             ms_arrays: Vec::new(),

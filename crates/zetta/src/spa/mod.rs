@@ -112,6 +112,8 @@ pub struct Spa {
     pub props: NvList,
     pub scan: ScanStats,
     pub dirty_bytes: u64,
+    /// What the intent log replay at import did, per dataset that had a log.
+    pub zil_replayed: Vec<(String, crate::zil::ReplayReport)>,
     pub import_time_secs: u64,
     pub state: u64,
     /// Metaslab array contents per top-level vdev, loaded at import (object numbers).
@@ -257,18 +259,16 @@ impl Spa {
         }
         let mut root = Vdev::new(VdevKind::Root, Guid::random());
         let mut allocator = Allocator::new();
+        let mut log_allocator = Allocator::new();
         for (id, spec) in tops.iter().enumerate() {
             let top = build_top(spec, id as u64, options.ashift, TXG_INITIAL)?;
-            if !top.is_log {
-                allocator.add_group(
-                    MetaslabGroup::with_ms_shift(
-                        id as u32,
-                        top.asize_bytes,
-                        top.ashift,
-                        top.ms_shift,
-                    )
-                    .map_err(|e| SpaError::Invalid(e.to_string()))?,
-                );
+            let group =
+                MetaslabGroup::with_ms_shift(id as u32, top.asize_bytes, top.ashift, top.ms_shift)
+                    .map_err(|e| SpaError::Invalid(e.to_string()))?;
+            if top.is_log {
+                log_allocator.add_group(group);
+            } else {
+                allocator.add_group(group);
             }
             root.children.push(top);
         }
@@ -277,7 +277,11 @@ impl Spa {
             guid: Guid::random(),
             root,
             cache: Vec::new(),
-            zio: Zio::new(allocator, options.arc_size_bytes_max),
+            zio: {
+                let zio = Zio::new(allocator, options.arc_size_bytes_max);
+                *zio.log_allocator.lock() = log_allocator;
+                zio
+            },
             mos: ObjectSet::create(0, ObjsetType::Meta, mos_policy()),
             mos_bp: BlockPointer::HOLE,
             directory: NvList::new(),
@@ -295,6 +299,7 @@ impl Spa {
             props: options.props.clone(),
             scan: ScanStats::default(),
             dirty_bytes: 0,
+            zil_replayed: Vec::new(),
             import_time_secs: now_secs(),
             state: POOL_STATE_ACTIVE,
             ms_arrays: Vec::new(),
@@ -416,9 +421,14 @@ impl Spa {
     /// Commits the open txg (see the module header for the order of writes).
     pub fn sync(&mut self) -> Result<Txg, SpaError> {
         let txg = self.open_txg;
-        // 1. Dataset object sets.
+        // 1. Dataset object sets (their intent logs are retired first: this txg holds
+        //    every change they recorded).
         {
             let ctx = io_ctx!(self, txg);
+            crate::zil::sync(&mut self.root_dataset, &ctx);
+            for head in self.datasets.values_mut() {
+                crate::zil::sync(&mut head.objset, &ctx);
+            }
             if self.root_dataset.is_dirty() || self.root_dataset_bp.is_hole() {
                 let old = self.root_dataset_bp;
                 self.root_dataset_bp = self.root_dataset.sync(&ctx, &old)?;
@@ -501,6 +511,7 @@ impl Spa {
             self.config_dirty = false;
         }
         self.zio.allocator.lock().txg_committed(txg.0);
+        self.zio.log_allocator.lock().txg_committed(txg.0);
         self.last_synced_txg = txg;
         self.open_txg = txg.next();
         self.dirty_bytes = 0;
@@ -602,7 +613,8 @@ impl Spa {
 
     /// Persists this txg's space map changes into MOS objects.
     fn sync_space_maps(&mut self, txg: Txg) -> Result<(), SpaError> {
-        let updates = self.zio.allocator.lock().take_space_map_updates();
+        let mut updates = self.zio.allocator.lock().take_space_map_updates();
+        updates.extend(self.zio.log_allocator.lock().take_space_map_updates());
         if updates.is_empty() {
             return Ok(());
         }
@@ -665,9 +677,10 @@ impl Spa {
     pub(crate) fn load_space_maps(&mut self) -> Result<(), SpaError> {
         let ctx = io_ctx!(self);
         let mut allocator = Allocator::new();
+        let mut log_allocator = Allocator::new();
         self.ms_arrays = vec![Vec::new(); self.root.children.len()];
         for (vdev, top) in self.root.children.iter().enumerate() {
-            if top.is_log || top.kind == VdevKind::Hole {
+            if top.kind == VdevKind::Hole {
                 continue;
             }
             let mut group = MetaslabGroup::with_ms_shift(
@@ -703,7 +716,11 @@ impl Spa {
                 }
                 self.ms_arrays[vdev] = ids;
             }
-            allocator.add_group(group);
+            if top.is_log {
+                log_allocator.add_group(group);
+            } else {
+                allocator.add_group(group);
+            }
         }
         // The MOS's own blocks are not in space maps: mark them in use.
         let mut mos_blocks = Vec::new();
@@ -724,6 +741,7 @@ impl Spa {
             }
         }
         *self.zio.allocator.lock() = allocator;
+        *self.zio.log_allocator.lock() = log_allocator;
         Ok(())
     }
 
@@ -812,7 +830,12 @@ impl Spa {
 
     /// Per top-level vdev: (size, allocated, free, fragmentation).
     pub fn vdev_space(&self, vdev: usize) -> Option<(u64, u64, u64, Option<u64>)> {
-        let allocator = self.zio.allocator.lock();
+        let is_log = self.root.children.get(vdev).is_some_and(|t| t.is_log);
+        let allocator = if is_log {
+            self.zio.log_allocator.lock()
+        } else {
+            self.zio.allocator.lock()
+        };
         let group = allocator.group(vdev as u32)?;
         Some((
             group.size_bytes(),

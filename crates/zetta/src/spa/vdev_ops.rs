@@ -106,14 +106,16 @@ impl Spa {
             )?);
         }
         for top in built {
-            if !top.is_log {
-                let group = MetaslabGroup::with_ms_shift(
-                    top.id as u32,
-                    top.asize_bytes,
-                    top.ashift,
-                    top.ms_shift,
-                )
-                .map_err(|e| SpaError::Invalid(e.to_string()))?;
+            let group = MetaslabGroup::with_ms_shift(
+                top.id as u32,
+                top.asize_bytes,
+                top.ashift,
+                top.ms_shift,
+            )
+            .map_err(|e| SpaError::Invalid(e.to_string()))?;
+            if top.is_log {
+                self.zio.log_allocator.lock().add_group(group);
+            } else {
                 self.zio.allocator.lock().add_group(group);
             }
             self.root.children.push(top);
@@ -167,6 +169,32 @@ impl Spa {
             ));
         }
         self.sync()?;
+        // Intent logs with blocks on it start over elsewhere (their records are all in the
+        // txg just committed), then the device's space and space maps go.
+        {
+            let ctx = io_ctx!(self);
+            let vdev = top_index as u32;
+            if self.root_dataset.zil.uses_vdev(vdev) {
+                crate::zil::discard(&mut self.root_dataset, &ctx);
+            }
+            for head in self.datasets.values_mut() {
+                if head.objset.zil.uses_vdev(vdev) {
+                    crate::zil::discard(&mut head.objset, &ctx);
+                }
+            }
+        }
+        self.zio.log_allocator.lock().remove_group(top_index as u32);
+        {
+            let ctx = io_ctx!(self);
+            let maps = std::mem::take(&mut self.ms_arrays[top_index]);
+            for object in maps.into_iter().filter(|&o| o != 0) {
+                self.mos.free_object(&ctx, ObjectId(object))?;
+            }
+            let array = self.root.children[top_index].ms_array_object;
+            if array != 0 {
+                self.mos.free_object(&ctx, ObjectId(array))?;
+            }
+        }
         let mut hole = Vdev::new(VdevKind::Hole, Guid::random());
         hole.id = top_index as u64;
         let removed = std::mem::replace(&mut self.root.children[top_index], hole);

@@ -160,6 +160,8 @@ fn prepare(data: &[u8], props: WriteProps, ashift_max: u32) -> PreparedBlock<'_>
 /// The pipeline's shared state: the vdev tree, the allocator, the cache and the error log.
 pub struct Zio {
     pub allocator: Mutex<Allocator>,
+    /// The log class: separate intent log (SLOG) vdevs, used only by the ZIL.
+    pub log_allocator: Mutex<Allocator>,
     pub arc: Arc_,
     /// Blocks found unrecoverable since the last scrub (persisted by spa).
     pub errlog: Mutex<BTreeSet<Bookmark>>,
@@ -169,6 +171,7 @@ impl Zio {
     pub fn new(allocator: Allocator, arc_size_bytes_max: u64) -> Zio {
         Zio {
             allocator: Mutex::new(allocator),
+            log_allocator: Mutex::new(Allocator::new()),
             arc: SharedArc::new(arc_size_bytes_max),
             errlog: Mutex::new(BTreeSet::new()),
         }

@@ -12,6 +12,7 @@ use super::{Attr, Creds, Zfsvfs, ZplError, LINK_MAX, ZNODE_SIZE_BYTES};
 use crate::dmu::{object_type, IoCtx, ObjectSet};
 use crate::types::ObjectId;
 use crate::zap;
+use crate::zil::record::Lr;
 
 const S_ISGID: u64 = 0o2000;
 const MODE_PERM_MASK: u64 = 0o7777;
@@ -161,7 +162,7 @@ fn unlink_from(
 }
 
 /// What to change in `setattr`; `None` leaves a field alone.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SetAttr {
     pub mode: Option<u32>,
     pub uid: Option<u32>,
@@ -227,6 +228,33 @@ impl Zfsvfs {
         rdev: u64,
         now: Timespec,
     ) -> Result<Attr, ZplError> {
+        let created = self.create_unlogged(os, ctx, dir, name, kind, mode, creds, rdev, now)?;
+        os.zil.log(
+            ctx.txg,
+            Lr::Create {
+                dir,
+                object: created.object,
+                name: name.to_vec(),
+                znode: created.znode,
+                target: Vec::new(),
+            },
+        );
+        Ok(created)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn create_unlogged(
+        &self,
+        os: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        dir: u64,
+        name: &[u8],
+        kind: FileKind,
+        mode: u32,
+        creds: Creds,
+        rdev: u64,
+        now: Timespec,
+    ) -> Result<Attr, ZplError> {
         dir::check_name(name)?;
         let parent = get_dir(os, ctx, dir)?;
         if dir::lookup(os, ctx, dir, name)?.is_some() {
@@ -259,11 +287,22 @@ impl Zfsvfs {
         if target.is_empty() || target.len() > 4096 {
             return Err(ZplError::NameTooLong);
         }
-        let created = self.create(os, ctx, dir, name, FileKind::Symlink, 0o777, creds, 0, now)?;
+        let created =
+            self.create_unlogged(os, ctx, dir, name, FileKind::Symlink, 0o777, creds, 0, now)?;
         os.write(ctx, ObjectId(created.object), 0, target)?;
         let mut znode = created.znode;
         znode.size = target.len() as u64;
         put(os, ctx, created.object, &znode)?;
+        os.zil.log(
+            ctx.txg,
+            Lr::Create {
+                dir,
+                object: created.object,
+                name: name.to_vec(),
+                znode,
+                target: target.to_vec(),
+            },
+        );
         attr(os, ctx, created.object)
     }
 
@@ -309,6 +348,15 @@ impl Zfsvfs {
         znode.links += 1;
         znode.ctime = now;
         put(os, ctx, object, &znode)?;
+        os.zil.log(
+            ctx.txg,
+            Lr::Link {
+                object,
+                dir,
+                name: name.to_vec(),
+                now,
+            },
+        );
         attr(os, ctx, object)
     }
 
@@ -360,7 +408,17 @@ impl Zfsvfs {
             return Err(ZplError::IsDir);
         }
         unlink_from(os, ctx, dir, name, kind, now)?;
-        self.drop_link(os, ctx, object, now)
+        let gone = self.drop_link(os, ctx, object, now)?;
+        os.zil.log(
+            ctx.txg,
+            Lr::Remove {
+                dir,
+                name: name.to_vec(),
+                is_dir: false,
+                now,
+            },
+        );
+        Ok(gone)
     }
 
     pub fn rmdir(
@@ -386,7 +444,17 @@ impl Zfsvfs {
             return Err(ZplError::NotEmpty);
         }
         unlink_from(os, ctx, dir, name, kind, now)?;
-        self.drop_link(os, ctx, object, now)
+        let gone = self.drop_link(os, ctx, object, now)?;
+        os.zil.log(
+            ctx.txg,
+            Lr::Remove {
+                dir,
+                name: name.to_vec(),
+                is_dir: true,
+                now,
+            },
+        );
+        Ok(gone)
     }
 
     /// Renames `sdir/sname` to `ddir/dname`, replacing a compatible target (POSIX
@@ -394,6 +462,36 @@ impl Zfsvfs {
     /// Returns what happened to a replaced target.
     #[allow(clippy::too_many_arguments)]
     pub fn rename(
+        &self,
+        os: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        sdir: u64,
+        sname: &[u8],
+        ddir: u64,
+        dname: &[u8],
+        noreplace: bool,
+        exchange: bool,
+        now: Timespec,
+    ) -> Result<Option<Unlinked>, ZplError> {
+        let replaced =
+            self.rename_unlogged(os, ctx, sdir, sname, ddir, dname, noreplace, exchange, now)?;
+        os.zil.log(
+            ctx.txg,
+            Lr::Rename {
+                sdir,
+                sname: sname.to_vec(),
+                ddir,
+                dname: dname.to_vec(),
+                noreplace,
+                exchange,
+                now,
+            },
+        );
+        Ok(replaced)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn rename_unlogged(
         &self,
         os: &mut ObjectSet,
         ctx: &IoCtx<'_>,
@@ -527,6 +625,14 @@ impl Zfsvfs {
         }
         znode.ctime = change.ctime.unwrap_or(now);
         put(os, ctx, object, &znode)?;
+        os.zil.log(
+            ctx.txg,
+            Lr::Setattr {
+                object,
+                change: *change,
+                now,
+            },
+        );
         attr(os, ctx, object)
     }
 
@@ -602,6 +708,16 @@ impl Zfsvfs {
         znode.mtime = now;
         znode.ctime = now;
         put(os, ctx, object, &znode)?;
+        os.zil.log(
+            ctx.txg,
+            Lr::Write {
+                object,
+                offset,
+                len: data.len() as u64,
+                data: Vec::new(),
+                now,
+            },
+        );
         Ok(znode.size)
     }
 
@@ -626,7 +742,17 @@ impl Zfsvfs {
         }
         znode.mtime = now;
         znode.ctime = now;
-        put(os, ctx, object, &znode)
+        put(os, ctx, object, &znode)?;
+        os.zil.log(
+            ctx.txg,
+            Lr::Punch {
+                object,
+                offset,
+                len,
+                now,
+            },
+        );
+        Ok(())
     }
 
     /// Frees an unlinked object for good (its last close, or the queue drained at mount).
@@ -656,9 +782,11 @@ impl Zfsvfs {
         }
         os.free_object(ctx, ObjectId(object))?;
         match zap::zap_remove(os, ctx, ObjectId(self.delete_queue), &key) {
-            Ok(()) | Err(zap::ZapError::NotFound) => Ok(()),
-            Err(e) => Err(e.into()),
+            Ok(()) | Err(zap::ZapError::NotFound) => {}
+            Err(e) => return Err(e.into()),
         }
+        os.zil.log(ctx.txg, Lr::Reclaim { object });
+        Ok(())
     }
 
     /// Up to `max` entries of directory `dir` from `offset` (0 first; see `dir`).

@@ -10,6 +10,7 @@ use super::{Zfsvfs, ZplError};
 use crate::dmu::{object_type, IoCtx, ObjectSet};
 use crate::types::ObjectId;
 use crate::zap::{self, ZapValue, VALUE_SIZE_MAX_BYTES};
+use crate::zil::record::Lr;
 
 /// Largest xattr value (Linux XATTR_SIZE_MAX).
 pub const XATTR_VALUE_MAX_BYTES: usize = 64 << 10;
@@ -134,7 +135,18 @@ impl Zfsvfs {
             zap::zap_update(os, ctx, zap_object, name, &[holder.0, value.len() as u64])?;
         }
         znode.ctime = now;
-        put(os, ctx, object, &znode)
+        put(os, ctx, object, &znode)?;
+        os.zil.log(
+            ctx.txg,
+            Lr::SetXattr {
+                object,
+                name: name.to_vec(),
+                value: value.to_vec(),
+                flags,
+                now,
+            },
+        );
+        Ok(())
     }
 
     pub fn removexattr(
@@ -155,6 +167,15 @@ impl Zfsvfs {
         free_value(os, ctx, &old)?;
         zap::zap_remove(os, ctx, zap_object, name)?;
         znode.ctime = now;
-        put(os, ctx, object, &znode)
+        put(os, ctx, object, &znode)?;
+        os.zil.log(
+            ctx.txg,
+            Lr::RemoveXattr {
+                object,
+                name: name.to_vec(),
+                now,
+            },
+        );
+        Ok(())
     }
 }

@@ -1,0 +1,476 @@
+//! The ZFS intent log (OpenZFS `zil.c`, `zfs_log.c`, `zfs_replay.c`): what makes `fsync`
+//! cheap. Without it, making one change durable means committing the whole txg (every dirty
+//! block of every dataset, the MOS, space maps, uberblocks); with it, `fsync` writes the
+//! changes made since the last commit as log records into one or a few log blocks, flushes,
+//! and returns. The txg commits later as usual; its uberblock makes the log obsolete.
+//!
+//! - In memory each object set keeps a `Zilog`: the records of the open txg (`itxs`), in the
+//!   order the mount made the changes. A write is logged by position only and its bytes are
+//!   copied from the object when the record is written (WR_NEED_COPY), so logging costs no
+//!   memory copy of the data.
+//! - `commit` writes every record not yet written into the chain (`chain`) and flushes the
+//!   devices. The first commit of a dataset without a log commits the txg instead, and from
+//!   then on every txg commit leaves a preallocated head block for the next chain in the
+//!   objset's ZIL header (OpenZFS's `zil_create` waits for a txg the same way).
+//! - `sync` (inside the txg commit, before the objset block is written): the records are now
+//!   in the txg, so the chain is freed — deferred two txgs even though it was allocated in
+//!   this very txg, since the last committed header still leads to it — and a new head
+//!   takes its place in the header.
+//! - At import, `replay` reads the chain the committed header names, stops at the first
+//!   block that does not verify, and makes each record's change again on the committed
+//!   state; the next txg commit retires the chain. A power cut during replay replays again.
+//!
+//! Object sets derived from a snapshot (a clone, a rollback, a receive) start with no log:
+//! the snapshot's copy of the header names a chain its head owned (`forget`). Destroying a
+//! head, or replacing its tree, frees its chain (`discard`).
+
+pub mod chain;
+mod pool;
+pub mod record;
+pub mod replay;
+#[cfg(test)]
+mod tests;
+
+use crate::dmu::{DmuError, IoCtx, ObjectSet};
+use crate::types::{round_up_shift, Guid, ObjectId, Txg};
+use chain::BlockRef;
+use record::{LogRecord, Lr, WRITE_CHUNK_MAX_BYTES};
+
+pub use replay::ReplayReport;
+
+pub const BLOCK_SIZE_MIN_BYTES: usize = 4096;
+pub const BLOCK_SIZE_MAX_BYTES: usize = 128 << 10;
+/// Consecutive writes to one object merge into one in-memory record up to this size.
+const WRITE_MERGE_MAX_BYTES: u64 = 1 << 20;
+/// More file data than this waiting for the log, and a commit commits the txg instead: the
+/// txg writes that data once, the log would write it twice (OpenZFS avoids the copy with
+/// indirect write records; for bulk data a txg commit costs the same).
+pub const LOG_DATA_MAX_BYTES: u64 = 8 << 20;
+
+#[derive(Debug)]
+pub enum ZilError {
+    Corrupt(String),
+    NoSpace,
+    Io(String),
+    Dmu(DmuError),
+}
+
+impl std::fmt::Display for ZilError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ZilError::Corrupt(why) => write!(f, "intent log is damaged: {why}"),
+            ZilError::NoSpace => write!(f, "out of space for the intent log"),
+            ZilError::Io(why) => write!(f, "intent log write failed: {why}"),
+            ZilError::Dmu(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for ZilError {}
+
+impl From<DmuError> for ZilError {
+    fn from(e: DmuError) -> Self {
+        ZilError::Dmu(e)
+    }
+}
+
+/// What a `commit` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Commit {
+    /// Every record was already on disk.
+    Nothing,
+    /// `records` records went into `blocks` new log blocks.
+    Written { blocks: usize, records: usize },
+    /// The dataset has no log yet, or the changes hold more data than the log should carry
+    /// (`LOG_DATA_MAX_BYTES`): the caller must commit the txg (which also creates the log).
+    NeedTxgSync,
+}
+
+/// An object set's intent log, in memory.
+#[derive(Debug, Default)]
+pub struct Zilog {
+    /// Records of the open txg, oldest first.
+    itxs: Vec<LogRecord>,
+    /// How many of `itxs` are already in the chain.
+    committed: usize,
+    /// The preallocated block the next commit writes first.
+    next: Option<BlockRef>,
+    /// Blocks this log allocated and has not freed yet (the chain and `next`).
+    owned: Vec<BlockRef>,
+    /// A block of the chain was written since the header was last rewritten.
+    chain_written: bool,
+    /// A commit asked for a log: keep a head allocated at every txg commit.
+    active: bool,
+    /// Size of the next preallocated block (the size the last commit needed).
+    size_hint_bytes: u64,
+}
+
+impl Zilog {
+    /// The log an object set opened from disk has: the chain its header names.
+    pub fn from_header(header: &[u8; chain::HEADER_SIZE_BYTES]) -> Zilog {
+        let head = chain::decode_header(header);
+        Zilog {
+            next: head,
+            owned: head.into_iter().collect(),
+            active: head.is_some(),
+            size_hint_bytes: head.map_or(BLOCK_SIZE_MIN_BYTES as u64, |h| h.psize_bytes),
+            ..Zilog::default()
+        }
+    }
+
+    /// Records one change made in txg `txg`.
+    pub fn log(&mut self, txg: Txg, lr: Lr) {
+        if let Lr::Write {
+            object,
+            offset,
+            len,
+            now,
+            ..
+        } = &lr
+        {
+            if self.itxs.len() > self.committed {
+                if let Some(LogRecord {
+                    txg: last_txg,
+                    lr:
+                        Lr::Write {
+                            object: last_object,
+                            offset: last_offset,
+                            len: last_len,
+                            now: last_now,
+                            ..
+                        },
+                }) = self.itxs.last_mut()
+                {
+                    let contiguous = *last_object == *object
+                        && last_offset.checked_add(*last_len) == Some(*offset)
+                        && *last_len + *len <= WRITE_MERGE_MAX_BYTES;
+                    if contiguous && *last_txg == txg {
+                        *last_len += *len;
+                        *last_now = *now;
+                        return;
+                    }
+                }
+            }
+        }
+        self.itxs.push(LogRecord { txg, lr });
+    }
+
+    /// The chain read at import is retired at the next txg commit.
+    pub fn mark_chain_written(&mut self) {
+        self.chain_written = true;
+    }
+
+    /// Records not yet written to the chain.
+    pub fn pending(&self) -> usize {
+        self.itxs.len() - self.committed
+    }
+
+    /// Whether any block of this log is on top-level vdev `vdev`.
+    pub fn uses_vdev(&self, vdev: u32) -> bool {
+        self.owned
+            .iter()
+            .chain(self.next.iter())
+            .any(|b| b.vdev == vdev)
+    }
+}
+
+/// Allocates a log block of at least `psize_bytes` in the open txg.
+fn allocate(ctx: &IoCtx<'_>, psize_bytes: u64, guid: u64, seq: u64) -> Result<BlockRef, ZilError> {
+    let asize_of = |vdev: u32| {
+        ctx.root
+            .children
+            .get(vdev as usize)
+            .map(|v| v.allocation_size_bytes(round_up_shift(psize_bytes, v.ashift)))
+            .unwrap_or(u64::MAX)
+    };
+    // Separate log devices first (OpenZFS's log class), the pool's normal class when there
+    // are none or they are full.
+    let from_log = ctx
+        .zio
+        .log_allocator
+        .lock()
+        .allocate(1, &asize_of, true, ctx.txg.0);
+    let dvas = match from_log {
+        Ok(dvas) => dvas,
+        Err(_) => ctx
+            .zio
+            .allocator
+            .lock()
+            .allocate(1, &asize_of, true, ctx.txg.0)
+            .map_err(|_| ZilError::NoSpace)?,
+    };
+    let (vdev, offset_bytes, _) = dvas[0];
+    let ashift = ctx.root.children[vdev as usize].ashift;
+    Ok(BlockRef {
+        vdev,
+        offset_bytes,
+        psize_bytes: round_up_shift(psize_bytes, ashift),
+        birth: ctx.txg,
+        guid,
+        seq,
+    })
+}
+
+/// The allocation class a log block's vdev belongs to.
+fn class_of<'a>(
+    ctx: &'a IoCtx<'_>,
+    vdev: &crate::vdev::Vdev,
+) -> &'a parking_lot::Mutex<crate::metaslab::Allocator> {
+    if vdev.is_log {
+        &ctx.zio.log_allocator
+    } else {
+        &ctx.zio.allocator
+    }
+}
+
+/// Frees log blocks, deferred (see the module header).
+fn free_blocks(ctx: &IoCtx<'_>, blocks: &[BlockRef]) {
+    for b in blocks {
+        let Some(vdev) = ctx.root.children.get(b.vdev as usize) else {
+            continue;
+        };
+        if vdev.kind == crate::vdev::VdevKind::Hole {
+            continue;
+        }
+        let asize = vdev.allocation_size_bytes(b.psize_bytes);
+        let result = class_of(ctx, vdev).lock().free_deferred(
+            b.vdev,
+            b.offset_bytes,
+            asize,
+            true,
+            ctx.txg.0,
+        );
+        debug_assert!(result.is_ok(), "free of log block {b:?} failed: {result:?}");
+    }
+}
+
+/// Frees blocks allocated in this txg that nothing on disk names yet (a failed commit).
+fn undo_allocations(ctx: &IoCtx<'_>, blocks: &[BlockRef]) {
+    for b in blocks {
+        if let Some(vdev) = ctx.root.children.get(b.vdev as usize) {
+            let asize = vdev.allocation_size_bytes(b.psize_bytes);
+            let _ = class_of(ctx, vdev)
+                .lock()
+                .free(b.vdev, b.offset_bytes, asize, true, ctx.txg.0);
+        }
+    }
+}
+
+/// The bytes of `[offset, offset + len)` of file `object` as they are now, clipped to its
+/// size; `None` when the object is gone (its later removal is logged too).
+fn current_data(
+    os: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    object: u64,
+    offset: u64,
+    len: u64,
+) -> Result<Option<Vec<u8>>, ZilError> {
+    let znode = match crate::zpl::vnops::get(os, ctx, object) {
+        Ok(znode) => znode,
+        Err(crate::zpl::ZplError::NotFound) => return Ok(None),
+        Err(e) => return Err(ZilError::Io(e.to_string())),
+    };
+    if offset >= znode.size {
+        return Ok(Some(Vec::new()));
+    }
+    let want = (znode.size - offset).min(len) as usize;
+    let mut data = os.read(ctx, ObjectId(object), offset, want)?;
+    data.resize(want, 0);
+    Ok(Some(data))
+}
+
+/// Encodes the records not yet written, copying write data from the objects now.
+fn encode_pending(os: &mut ObjectSet, ctx: &IoCtx<'_>) -> Result<Vec<Vec<u8>>, ZilError> {
+    let pending: Vec<LogRecord> = os.zil.itxs[os.zil.committed..].to_vec();
+    let mut encoded = Vec::with_capacity(pending.len());
+    for record in pending {
+        let Lr::Write {
+            object,
+            offset,
+            len,
+            now,
+            ..
+        } = record.lr
+        else {
+            encoded.push(record.encode());
+            continue;
+        };
+        let Some(data) = current_data(os, ctx, object, offset, len)? else {
+            continue;
+        };
+        if data.is_empty() {
+            // Clipped away by a later truncate, which is logged after it: keep the size
+            // change a write past the end made.
+            encoded.push(
+                LogRecord {
+                    txg: record.txg,
+                    lr: Lr::Write {
+                        object,
+                        offset,
+                        len: 0,
+                        data,
+                        now,
+                    },
+                }
+                .encode(),
+            );
+            continue;
+        }
+        for (i, chunk) in data.chunks(WRITE_CHUNK_MAX_BYTES).enumerate() {
+            let chunk_offset = offset + (i * WRITE_CHUNK_MAX_BYTES) as u64;
+            encoded.push(
+                LogRecord {
+                    txg: record.txg,
+                    lr: Lr::Write {
+                        object,
+                        offset: chunk_offset,
+                        len: chunk.len() as u64,
+                        data: chunk.to_vec(),
+                        now,
+                    },
+                }
+                .encode(),
+            );
+        }
+    }
+    Ok(encoded)
+}
+
+fn block_size_for(payload_bytes: usize) -> u64 {
+    (chain::BLOCK_HEADER_SIZE_BYTES + payload_bytes)
+        .clamp(BLOCK_SIZE_MIN_BYTES, BLOCK_SIZE_MAX_BYTES) as u64
+}
+
+/// `zil_commit`: makes every change logged so far durable (see the module header).
+pub fn commit(os: &mut ObjectSet, ctx: &IoCtx<'_>) -> Result<Commit, ZilError> {
+    let records = os.zil.pending();
+    if records == 0 {
+        return Ok(Commit::Nothing);
+    }
+    let pending_data: u64 = os.zil.itxs[os.zil.committed..]
+        .iter()
+        .map(|r| match r.lr {
+            Lr::Write { len, .. } => len,
+            _ => 0,
+        })
+        .sum();
+    os.zil.active = true;
+    let Some(first) = os.zil.next.filter(|_| pending_data <= LOG_DATA_MAX_BYTES) else {
+        return Ok(Commit::NeedTxgSync);
+    };
+    let encoded = encode_pending(os, ctx)?;
+    let total: usize = encoded.iter().map(Vec::len).sum();
+    // Pack records into blocks, allocating each next block as the one before fills.
+    let mut allocated: Vec<BlockRef> = Vec::new();
+    let mut blocks: Vec<(BlockRef, Vec<Vec<u8>>, BlockRef)> = Vec::new();
+    let mut current = first;
+    let mut current_records: Vec<Vec<u8>> = Vec::new();
+    let mut used = chain::BLOCK_HEADER_SIZE_BYTES;
+    let mut remaining = total;
+    for record in encoded {
+        if used + record.len() > current.psize_bytes as usize {
+            let size = block_size_for(remaining).max(block_size_for(record.len()));
+            let next = match allocate(ctx, size, current.guid, current.seq + 1) {
+                Ok(next) => next,
+                Err(e) => {
+                    undo_allocations(ctx, &allocated);
+                    return Err(e);
+                }
+            };
+            allocated.push(next);
+            blocks.push((current, std::mem::take(&mut current_records), next));
+            current = next;
+            used = chain::BLOCK_HEADER_SIZE_BYTES;
+        }
+        remaining -= record.len();
+        used += record.len();
+        current_records.push(record);
+    }
+    let hint = block_size_for(total);
+    let after = match allocate(ctx, hint, current.guid, current.seq + 1) {
+        Ok(after) => after,
+        Err(e) => {
+            undo_allocations(ctx, &allocated);
+            return Err(e);
+        }
+    };
+    allocated.push(after);
+    blocks.push((current, current_records, after));
+    // Write every block of this commit in one batch, then flush once.
+    let images: Vec<(BlockRef, Vec<u8>)> = blocks
+        .iter()
+        .map(|(this, recs, next)| (*this, chain::encode_block(this, ctx.txg, recs, next)))
+        .collect();
+    let mut plan = Vec::new();
+    for (this, image) in &images {
+        let vdev = &ctx.root.children[this.vdev as usize];
+        if let Err(e) = vdev.plan_write(this.offset_bytes, image, &mut plan) {
+            undo_allocations(ctx, &allocated);
+            return Err(ZilError::Io(e.to_string()));
+        }
+    }
+    let failures = crate::vdev::issue_leaf_writes(plan);
+    if !failures.is_empty() && !ctx.root.state().is_usable() {
+        undo_allocations(ctx, &allocated);
+        return Err(ZilError::Io(failures[0].to_string()));
+    }
+    let flush_errors = ctx.root.flush_all();
+    if !ctx.root.state().is_usable() {
+        undo_allocations(ctx, &allocated);
+        let why = flush_errors
+            .first()
+            .map_or("devices unavailable".to_string(), |e| e.to_string());
+        return Err(ZilError::Io(why));
+    }
+    let zil = &mut os.zil;
+    zil.owned.extend(allocated);
+    zil.next = Some(after);
+    zil.committed = zil.itxs.len();
+    zil.chain_written = true;
+    zil.size_hint_bytes = hint;
+    os.mark_dirty();
+    Ok(Commit::Written {
+        blocks: blocks.len(),
+        records,
+    })
+}
+
+/// Called by the txg commit for each dataset object set before its block is written.
+pub fn sync(os: &mut ObjectSet, ctx: &IoCtx<'_>) {
+    let zil = &mut os.zil;
+    zil.itxs.clear();
+    zil.committed = 0;
+    if !zil.active || (!zil.chain_written && zil.next.is_some()) {
+        return;
+    }
+    free_blocks(ctx, &zil.owned);
+    zil.owned.clear();
+    zil.chain_written = false;
+    let size = zil.size_hint_bytes.max(BLOCK_SIZE_MIN_BYTES as u64);
+    let head = allocate(ctx, size, Guid::random().0, 1).ok();
+    // Out of space: no log until a commit finds room (commits fall back to txg commits).
+    zil.next = head;
+    zil.owned.extend(head);
+    os.zil_header = chain::encode_header(head.as_ref());
+    os.mark_dirty();
+}
+
+/// The dataset goes (destroy) or its tree is replaced (rollback, receive): its chain is
+/// freed and it has no log.
+pub fn discard(os: &mut ObjectSet, ctx: &IoCtx<'_>) {
+    free_blocks(ctx, &os.zil.owned);
+    forget(os);
+}
+
+/// An object set opened from a snapshot's block: the header it carries names a chain
+/// someone else owns; it starts with no log.
+pub fn forget(os: &mut ObjectSet) {
+    let had_log = chain::decode_header(&os.zil_header).is_some();
+    os.zil = Zilog::default();
+    os.zil_header = chain::encode_header(None);
+    // The zeroed header must reach the disk (a stale one would be replayed or freed at
+    // the next import); an object set that had none needs no rewrite.
+    if had_log {
+        os.mark_dirty();
+    }
+}

@@ -1,0 +1,671 @@
+//! Intent log tests: each checks what `fsync` promises. A "crash" here is dropping the pool
+//! without a txg commit: the memory devices keep exactly what was written, as a disk keeps
+//! what was flushed.
+
+use super::chain::{self, BlockRef};
+use super::record::{LogRecord, Lr};
+use super::*;
+use crate::io::{DeviceRef, MemDevice};
+use crate::spa::{find_pools, CreateOptions, Spa, TopKind, TopSpec};
+use crate::zpl::vnops::SetAttr;
+use crate::zpl::{Creds, FileKind, Timespec};
+use std::sync::Arc;
+
+fn pool(kind: TopKind, devices: &[Arc<MemDevice>]) -> Spa {
+    let spec = TopSpec {
+        kind,
+        leaves: devices
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (format!("/mem/zil{i}"), d.clone() as DeviceRef))
+            .collect(),
+        is_log: false,
+    };
+    Spa::create("tank", &[spec], &CreateOptions::default()).unwrap()
+}
+
+fn devices(count: usize) -> Vec<Arc<MemDevice>> {
+    (0..count)
+        .map(|i| Arc::new(MemDevice::new(&format!("/mem/zil{i}"), 128 << 20)))
+        .collect()
+}
+
+fn reimport(devices: &[Arc<MemDevice>]) -> Spa {
+    let refs: Vec<DeviceRef> = devices.iter().map(|d| d.clone() as DeviceRef).collect();
+    let found = find_pools(&refs);
+    Spa::import(&found[0], None, 64 << 20).unwrap()
+}
+
+fn t(sec: i64) -> Timespec {
+    Timespec { sec, nsec: 7 }
+}
+
+fn dataset(spa: &mut Spa, name: &str) -> u64 {
+    spa.lookup_dataset(name).unwrap().unwrap()
+}
+
+/// Reads `name` in the filesystem's root, if it is there.
+fn read_file(spa: &mut Spa, fs: &str, name: &[u8]) -> Option<Vec<u8>> {
+    spa.with_zpl(fs, |vfs, os, ctx| {
+        let attr = match vfs.lookup(os, ctx, vfs.root, name) {
+            Ok(attr) => attr,
+            Err(crate::zpl::ZplError::NotFound) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        Ok(Some(vfs.read(
+            os,
+            ctx,
+            attr.object,
+            0,
+            attr.znode.size as usize,
+        )?))
+    })
+    .unwrap()
+}
+
+fn every_record() -> Vec<Lr> {
+    let now = t(1_700_000_000);
+    vec![
+        Lr::Create {
+            dir: 34,
+            object: 90,
+            name: b"file".to_vec(),
+            znode: crate::zpl::ZnodePhys {
+                mode: 0o100644,
+                links: 1,
+                parent: 34,
+                gen: 5,
+                atime: now,
+                mtime: now,
+                ctime: now,
+                crtime: now,
+                ..Default::default()
+            },
+            target: Vec::new(),
+        },
+        Lr::Link {
+            object: 90,
+            dir: 34,
+            name: b"other".to_vec(),
+            now,
+        },
+        Lr::Remove {
+            dir: 34,
+            name: b"gone".to_vec(),
+            is_dir: true,
+            now,
+        },
+        Lr::Rename {
+            sdir: 34,
+            sname: b"a".to_vec(),
+            ddir: 35,
+            dname: b"b".to_vec(),
+            noreplace: false,
+            exchange: true,
+            now,
+        },
+        Lr::Setattr {
+            object: 90,
+            change: SetAttr {
+                mode: Some(0o600),
+                size: Some(0),
+                mtime: Some(t(-5)),
+                ..SetAttr::default()
+            },
+            now,
+        },
+        Lr::Write {
+            object: 90,
+            offset: 4096,
+            len: 3,
+            data: b"abc".to_vec(),
+            now,
+        },
+        Lr::Punch {
+            object: 90,
+            offset: 0,
+            len: 8192,
+            now,
+        },
+        Lr::SetXattr {
+            object: 90,
+            name: b"user.k".to_vec(),
+            value: vec![1, 2, 3],
+            flags: 1,
+            now,
+        },
+        Lr::RemoveXattr {
+            object: 90,
+            name: b"user.k".to_vec(),
+            now,
+        },
+        Lr::Reclaim { object: 90 },
+    ]
+}
+
+/// Every record type decodes to what was encoded; one stored form is pinned byte for byte
+/// (docs/ONDISK.md), so an accidental format change fails here.
+#[test]
+fn records_round_trip_and_the_format_is_pinned() {
+    for lr in every_record() {
+        let record = LogRecord {
+            txg: Txg(77),
+            lr: lr.clone(),
+        };
+        let bytes = record.encode();
+        assert!(bytes.len().is_multiple_of(8));
+        let (back, len) = LogRecord::decode(&bytes).unwrap();
+        assert_eq!((back, len), (record, bytes.len()));
+    }
+    let golden = LogRecord {
+        txg: Txg(9),
+        lr: Lr::Write {
+            object: 2,
+            offset: 16,
+            len: 3,
+            data: b"xyz".to_vec(),
+            now: Timespec { sec: 1, nsec: 2 },
+        },
+    }
+    .encode();
+    let expected: Vec<u8> = [
+        &[6u8, 0, 0, 0, 56, 0, 0, 0][..],
+        &9u64.to_le_bytes(),
+        &2u64.to_le_bytes(),
+        &16u64.to_le_bytes(),
+        &1u64.to_le_bytes(),
+        &[2, 0, 0, 0, 0, 0, 0, 0],
+        &[3, 0, 0, 0, b'x', b'y', b'z', 0],
+    ]
+    .concat();
+    assert_eq!(golden, expected);
+}
+
+/// A damaged record is an error, never a panic or an over-read: every truncation and
+/// every single-byte change of every record type.
+#[test]
+fn damaged_records_are_refused_cleanly() {
+    for lr in every_record() {
+        let bytes = LogRecord { txg: Txg(3), lr }.encode();
+        for cut in 0..bytes.len() {
+            let _ = LogRecord::decode(&bytes[..cut]);
+            assert!(LogRecord::decode(&bytes[..cut]).is_err() || cut == bytes.len());
+        }
+        for at in 0..bytes.len() {
+            for flip in [0x01u8, 0x80, 0xff] {
+                let mut bad = bytes.clone();
+                bad[at] ^= flip;
+                let _ = LogRecord::decode(&bad);
+            }
+        }
+    }
+}
+
+/// The ZIL header and block pointer layouts are pinned, and an empty header means no log.
+#[test]
+fn header_layout_is_pinned() {
+    let head = BlockRef {
+        vdev: 1,
+        offset_bytes: 0x40_0000,
+        psize_bytes: 4096,
+        birth: Txg(12),
+        guid: 0xdead_beef,
+        seq: 1,
+    };
+    let header = chain::encode_header(Some(&head));
+    assert_eq!(&header[0..8], b"ZILHDR01");
+    assert_eq!(&header[8..12], &1u32.to_le_bytes());
+    assert_eq!(&header[12..16], &1u32.to_le_bytes());
+    assert_eq!(&header[16..24], &0x40_0000u64.to_le_bytes());
+    assert_eq!(chain::decode_header(&header), Some(head));
+    assert_eq!(chain::decode_header(&[0u8; chain::HEADER_SIZE_BYTES]), None);
+}
+
+/// fsync'd changes of every kind survive a crash: the first commit of a dataset commits the
+/// txg (it has no log yet); later ones only write log blocks, and import replays them with
+/// the same object numbers, generation numbers and times.
+#[test]
+fn committed_changes_survive_a_crash_and_replay() {
+    let devs = devices(1);
+    let mut spa = pool(TopKind::Single, &devs);
+    spa.create_filesystem("tank/fs").unwrap();
+    let fs = dataset(&mut spa, "tank/fs");
+    spa.with_zpl("tank/fs", |vfs, os, ctx| {
+        vfs.create(
+            os,
+            ctx,
+            vfs.root,
+            b"first",
+            FileKind::Regular,
+            0o644,
+            Creds::default(),
+            0,
+            t(1),
+        )
+        .map(|_| ())
+    })
+    .unwrap();
+    assert_eq!(spa.zil_commit(fs).unwrap(), Commit::NeedTxgSync);
+    let synced = spa.last_synced_txg();
+    let big: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let (file, dir, link) = spa
+        .with_zpl("tank/fs", |vfs, os, ctx| {
+            let root = vfs.root;
+            let me = Creds {
+                uid: 1000,
+                gid: 100,
+            };
+            let file = vfs.create(os, ctx, root, b"big", FileKind::Regular, 0o640, me, 0, t(2))?;
+            vfs.write(os, ctx, file.object, 0, &big, t(3))?;
+            let dir = vfs.create(os, ctx, root, b"d", FileKind::Directory, 0o755, me, 0, t(4))?;
+            let link = vfs.symlink(os, ctx, dir.object, b"l", b"../big", me, t(5))?;
+            vfs.link(os, ctx, file.object, dir.object, b"hard", t(6))?;
+            vfs.setxattr(os, ctx, file.object, b"user.k", b"v", 0, t(7))?;
+            vfs.rename(
+                os,
+                ctx,
+                root,
+                b"first",
+                dir.object,
+                b"moved",
+                false,
+                false,
+                t(8),
+            )?;
+            vfs.setattr(
+                os,
+                ctx,
+                file.object,
+                &SetAttr {
+                    mode: Some(0o600),
+                    ..SetAttr::default()
+                },
+                t(9),
+            )?;
+            Ok((vfs.getattr(os, ctx, file.object)?, dir, link))
+        })
+        .unwrap();
+    match spa.zil_commit(fs).unwrap() {
+        Commit::Written { blocks, records } => {
+            assert!(blocks >= 3, "300 KB of writes take several 128 KiB blocks");
+            assert!(records >= 8);
+        }
+        other => panic!("expected log blocks, got {other:?}"),
+    }
+    assert_eq!(
+        spa.last_synced_txg(),
+        synced,
+        "a log commit must not commit the txg"
+    );
+    // Uncommitted after the last fsync: lost in the crash, and that is allowed.
+    spa.with_zpl("tank/fs", |vfs, os, ctx| {
+        vfs.create(
+            os,
+            ctx,
+            vfs.root,
+            b"late",
+            FileKind::Regular,
+            0o644,
+            Creds::default(),
+            0,
+            t(10),
+        )
+        .map(|_| ())
+    })
+    .unwrap();
+    drop(spa);
+
+    let mut spa = reimport(&devs);
+    assert_eq!(spa.zil_replayed.len(), 1, "{:?}", spa.zil_replayed);
+    let (name, report) = &spa.zil_replayed[0];
+    assert_eq!(name, "tank/fs");
+    assert_eq!(report.error, None);
+    assert!(report.records >= 8);
+    assert_eq!(read_file(&mut spa, "tank/fs", b"big"), Some(big.clone()));
+    assert_eq!(read_file(&mut spa, "tank/fs", b"late"), None);
+    assert_eq!(read_file(&mut spa, "tank/fs", b"first"), None);
+    spa.with_zpl("tank/fs", |vfs, os, ctx| {
+        let again = vfs.getattr(os, ctx, file.object)?;
+        assert_eq!(
+            again.znode, file.znode,
+            "same znode: gen, times, mode, links"
+        );
+        let l = vfs.lookup(os, ctx, dir.object, b"l")?;
+        assert_eq!(l.object, link.object);
+        assert_eq!(vfs.readlink(os, ctx, l.object)?, b"../big");
+        assert_eq!(
+            vfs.lookup(os, ctx, dir.object, b"hard")?.object,
+            file.object
+        );
+        assert!(vfs.lookup(os, ctx, dir.object, b"moved").is_ok());
+        assert_eq!(vfs.getxattr(os, ctx, file.object, b"user.k")?, b"v");
+        Ok(())
+    })
+    .unwrap();
+    // Replay committed the txg: a second crash has nothing left to replay.
+    drop(spa);
+    let mut spa = reimport(&devs);
+    assert!(spa.zil_replayed.is_empty(), "{:?}", spa.zil_replayed);
+    assert_eq!(read_file(&mut spa, "tank/fs", b"big"), Some(big));
+}
+
+/// A txg commit retires the log: a crash after it replays nothing, and data written
+/// between an fsync and a later commit comes from the txg, not the log.
+#[test]
+fn a_txg_commit_retires_the_log() {
+    let devs = devices(1);
+    let mut spa = pool(TopKind::Single, &devs);
+    let root = dataset(&mut spa, "tank");
+    assert_eq!(
+        spa.zil_commit(root).unwrap(),
+        Commit::Nothing,
+        "nothing to log"
+    );
+    let f = spa
+        .with_zpl("tank", |vfs, os, ctx| {
+            vfs.create(
+                os,
+                ctx,
+                vfs.root,
+                b"f",
+                FileKind::Regular,
+                0o644,
+                Creds::default(),
+                0,
+                t(1),
+            )
+        })
+        .unwrap();
+    assert_eq!(spa.zil_commit(root).unwrap(), Commit::NeedTxgSync);
+    spa.with_zpl("tank", |vfs, os, ctx| {
+        vfs.write(os, ctx, f.object, 0, b"one", t(2))
+    })
+    .unwrap();
+    assert!(matches!(
+        spa.zil_commit(root).unwrap(),
+        Commit::Written { .. }
+    ));
+    assert_eq!(spa.zil_commit(root).unwrap(), Commit::Nothing);
+    spa.sync().unwrap();
+    drop(spa);
+    let mut spa = reimport(&devs);
+    assert!(spa.zil_replayed.is_empty(), "{:?}", spa.zil_replayed);
+    assert_eq!(read_file(&mut spa, "tank", b"f"), Some(b"one".to_vec()));
+}
+
+/// Log blocks on a mirror and on raidz: replay reads them from whichever copy verifies, and
+/// the end of the chain (a block never written) counts no checksum errors.
+#[test]
+fn replay_works_on_redundant_vdevs_without_counting_errors() {
+    for (kind, count) in [(TopKind::Mirror, 2), (TopKind::Raidz(1), 3)] {
+        let devs = devices(count);
+        let mut spa = pool(kind, &devs);
+        let root = dataset(&mut spa, "tank");
+        spa.zil_commit(root).unwrap();
+        for round in 0..5u8 {
+            spa.with_zpl("tank", |vfs, os, ctx| {
+                let name = [b'f', b'0' + round];
+                let f = vfs.create(
+                    os,
+                    ctx,
+                    vfs.root,
+                    &name,
+                    FileKind::Regular,
+                    0o644,
+                    Creds::default(),
+                    0,
+                    t(1),
+                )?;
+                vfs.write(os, ctx, f.object, 0, &vec![round; 10_000], t(2))
+            })
+            .unwrap();
+            spa.zil_commit(root).unwrap();
+        }
+        drop(spa);
+        let mut spa = reimport(&devs);
+        for round in 0..5u8 {
+            assert_eq!(
+                read_file(&mut spa, "tank", &[b'f', b'0' + round]),
+                Some(vec![round; 10_000])
+            );
+        }
+        for leaf in spa.root.leaves() {
+            assert_eq!(
+                leaf.stats
+                    .checksum_errors
+                    .load(std::sync::atomic::Ordering::Relaxed),
+                0,
+                "{kind:?}: replay counted the chain's end as damage"
+            );
+        }
+    }
+}
+
+/// Log blocks are allocated space like any other: once retired they are freed, so a long
+/// run of fsyncs and commits leaves the pool's allocation where it was, and destroying a
+/// dataset frees its log's head.
+#[test]
+fn log_blocks_do_not_leak() {
+    let devs = devices(1);
+    let mut spa = pool(TopKind::Single, &devs);
+    spa.create_filesystem("tank/fs").unwrap();
+    spa.sync().unwrap();
+    for _ in 0..3 {
+        spa.sync().unwrap();
+    }
+    let (_, before, _) = spa.space();
+    let fs = dataset(&mut spa, "tank/fs");
+    for round in 0..20u32 {
+        spa.with_zpl("tank/fs", |vfs, os, ctx| {
+            let name = format!("f{round}");
+            let f = vfs.create(
+                os,
+                ctx,
+                vfs.root,
+                name.as_bytes(),
+                FileKind::Regular,
+                0o644,
+                Creds::default(),
+                0,
+                t(1),
+            )?;
+            vfs.write(os, ctx, f.object, 0, &[1u8; 5000], t(2))?;
+            let gone = vfs.unlink(os, ctx, vfs.root, name.as_bytes(), t(3))?;
+            vfs.reclaim(os, ctx, gone.object)
+        })
+        .unwrap();
+        spa.zil_commit(fs).unwrap();
+        if round % 4 == 3 {
+            spa.sync().unwrap();
+        }
+    }
+    spa.destroy_filesystem("tank/fs").unwrap();
+    for _ in 0..4 {
+        spa.sync().unwrap();
+    }
+    let (_, after, _) = spa.space();
+    // The filesystem itself held a few metadata blocks; everything it and its log
+    // allocated is free again.
+    assert!(after <= before, "allocated {before} before, {after} after");
+}
+
+/// Rolling back or cloning gives an object set whose header came from a snapshot: it must
+/// not replay that snapshot's old chain, nor free its blocks a second time.
+#[test]
+fn rollback_and_clone_start_without_a_log() {
+    let devs = devices(1);
+    let mut spa = pool(TopKind::Single, &devs);
+    spa.create_filesystem("tank/fs").unwrap();
+    let fs = dataset(&mut spa, "tank/fs");
+    spa.zil_commit(fs).unwrap();
+    spa.with_zpl("tank/fs", |vfs, os, ctx| {
+        vfs.create(
+            os,
+            ctx,
+            vfs.root,
+            b"a",
+            FileKind::Regular,
+            0o644,
+            Creds::default(),
+            0,
+            t(1),
+        )
+        .map(|_| ())
+    })
+    .unwrap();
+    spa.zil_commit(fs).unwrap();
+    spa.snapshot(&["tank/fs@s".to_string()]).unwrap();
+    spa.clone_snapshot("tank/fs@s", "tank/c").unwrap();
+    spa.with_zpl("tank/fs", |vfs, os, ctx| {
+        vfs.create(
+            os,
+            ctx,
+            vfs.root,
+            b"b",
+            FileKind::Regular,
+            0o644,
+            Creds::default(),
+            0,
+            t(2),
+        )
+        .map(|_| ())
+    })
+    .unwrap();
+    spa.zil_commit(fs).unwrap();
+    spa.rollback("tank/fs@s").unwrap();
+    spa.sync().unwrap();
+    drop(spa);
+    let mut spa = reimport(&devs);
+    assert!(spa.zil_replayed.is_empty(), "{:?}", spa.zil_replayed);
+    assert_eq!(read_file(&mut spa, "tank/fs", b"b"), None);
+    assert!(read_file(&mut spa, "tank/fs", b"a").is_some());
+    assert!(read_file(&mut spa, "tank/c", b"a").is_some());
+    spa.destroy_filesystem("tank/c").unwrap();
+    spa.sync().unwrap();
+    let stats = spa.scrub(None).unwrap();
+    assert_eq!(stats.errors, 0);
+}
+
+/// Bulk data goes through the txg, not the log: an fsync after writing more than
+/// `LOG_DATA_MAX_BYTES` commits the txg (the data is written once), while a small one
+/// writes log blocks. Measured: a 1 GiB sequential write with a final fsync ran at a quarter
+/// of its speed and held 800 MB when the log copied the whole dirty txg.
+#[test]
+fn bulk_data_commits_the_txg_instead_of_the_log() {
+    let devs = devices(1);
+    let mut spa = pool(TopKind::Single, &devs);
+    let root = dataset(&mut spa, "tank");
+    let f = spa
+        .with_zpl("tank", |vfs, os, ctx| {
+            vfs.create(
+                os,
+                ctx,
+                vfs.root,
+                b"f",
+                FileKind::Regular,
+                0o644,
+                Creds::default(),
+                0,
+                t(1),
+            )
+        })
+        .unwrap();
+    assert_eq!(spa.zil_commit(root).unwrap(), Commit::NeedTxgSync);
+    let big = vec![5u8; LOG_DATA_MAX_BYTES as usize + 4096];
+    spa.with_zpl("tank", |vfs, os, ctx| {
+        vfs.write(os, ctx, f.object, 0, &big, t(2))
+    })
+    .unwrap();
+    let before = spa.last_synced_txg();
+    assert_eq!(spa.zil_commit(root).unwrap(), Commit::NeedTxgSync);
+    assert!(spa.last_synced_txg() > before, "the txg committed");
+    spa.with_zpl("tank", |vfs, os, ctx| {
+        vfs.write(os, ctx, f.object, 0, &[6u8; 4096], t(3))
+    })
+    .unwrap();
+    assert!(matches!(
+        spa.zil_commit(root).unwrap(),
+        Commit::Written { .. }
+    ));
+}
+
+/// A separate log device takes the intent log (OpenZFS's log class): log blocks land on
+/// it, replay reads them from it, and `zpool remove` of it moves the log back to the pool's
+/// normal vdevs without losing a record or leaking its space.
+#[test]
+fn a_separate_log_device_takes_the_log() {
+    let data_dev = Arc::new(MemDevice::new("/mem/zil0", 128 << 20));
+    let log_dev = Arc::new(MemDevice::new("/mem/slog", 128 << 20));
+    let specs = [
+        TopSpec {
+            kind: TopKind::Single,
+            leaves: vec![("/mem/zil0".to_string(), data_dev.clone() as DeviceRef)],
+            is_log: false,
+        },
+        TopSpec {
+            kind: TopKind::Single,
+            leaves: vec![("/mem/slog".to_string(), log_dev.clone() as DeviceRef)],
+            is_log: true,
+        },
+    ];
+    let mut spa = Spa::create("tank", &specs, &CreateOptions::default()).unwrap();
+    let root = dataset(&mut spa, "tank");
+    let f = spa
+        .with_zpl("tank", |vfs, os, ctx| {
+            vfs.create(
+                os,
+                ctx,
+                vfs.root,
+                b"f",
+                FileKind::Regular,
+                0o644,
+                Creds::default(),
+                0,
+                t(1),
+            )
+        })
+        .unwrap();
+    spa.zil_commit(root).unwrap();
+    let log_alloc = |spa: &Spa| spa.vdev_space(1).map(|(_, alloc, _, _)| alloc).unwrap_or(0);
+    let head_only = log_alloc(&spa);
+    assert!(head_only > 0, "the log's head block is on the log device");
+    spa.with_zpl("tank", |vfs, os, ctx| {
+        vfs.write(os, ctx, f.object, 0, &[9u8; 50_000], t(2))
+    })
+    .unwrap();
+    assert!(matches!(
+        spa.zil_commit(root).unwrap(),
+        Commit::Written { .. }
+    ));
+    assert!(
+        log_alloc(&spa) > head_only,
+        "the records went to the log device"
+    );
+    drop(spa);
+    let devs = [data_dev.clone(), log_dev.clone()];
+    let refs: Vec<DeviceRef> = devs.iter().map(|d| d.clone() as DeviceRef).collect();
+    let mut spa = Spa::import(&find_pools(&refs)[0], None, 64 << 20).unwrap();
+    assert_eq!(spa.zil_replayed.len(), 1);
+    assert_eq!(read_file(&mut spa, "tank", b"f"), Some(vec![9u8; 50_000]));
+    spa.remove_device("/mem/slog").unwrap();
+    spa.with_zpl("tank", |vfs, os, ctx| {
+        vfs.write(os, ctx, f.object, 0, &[8u8; 1000], t(3))
+    })
+    .unwrap();
+    spa.zil_commit(root).unwrap();
+    spa.with_zpl("tank", |vfs, os, ctx| {
+        vfs.write(os, ctx, f.object, 1000, &[7u8; 1000], t(4))
+    })
+    .unwrap();
+    assert!(matches!(
+        spa.zil_commit(root).unwrap(),
+        Commit::Written { .. }
+    ));
+    drop(spa);
+    let mut spa = Spa::import(&find_pools(&[data_dev as DeviceRef])[0], None, 64 << 20).unwrap();
+    let mut expected = vec![9u8; 50_000];
+    expected[..1000].fill(8);
+    expected[1000..2000].fill(7);
+    assert_eq!(read_file(&mut spa, "tank", b"f"), Some(expected));
+    assert_eq!(spa.scrub(None).unwrap().errors, 0);
+}
