@@ -12,8 +12,12 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # Packages the build and the tests need: a C compiler for zstd-sys, pkg-config; fuse3
 # (fusermount3) for mounts; rsync, git and attr for the tests that run real programs on a
-# mount ...
-required_packages=(build-essential pkg-config fuse3 rsync git)
+# mount; sanoid (sanoid and syncoid, with the mbuffer, pv and lzop syncoid pipes through;
+# its package also brings zfs-fuse as "a ZFS", which the tests never put first in PATH) and
+# ssh for the replication tests, whose second host is a network namespace with its own sshd
+# ...
+required_packages=(build-essential pkg-config fuse3 rsync git sanoid mbuffer pv lzop
+    openssh-client openssh-server)
 # ... and packages only benchmarks need. Installed when possible; a failure is a warning.
 optional_packages=(fio)
 # The oldest Rust that builds the workspace (parking_lot 0.13 declares rust-version 1.95).
@@ -45,8 +49,19 @@ apt_install() {
         apt_updated=1
     fi
     log "apt-get install $*"
+    # Services of the packages (sshd, zfs-fuse) are not started: the tests run their own.
+    local policy="" status=0
+    if [ ! -e /usr/sbin/policy-rc.d ] &&
+        printf '#!/bin/sh\nexit 101\n' | "${as_root[@]}" tee /usr/sbin/policy-rc.d >/dev/null; then
+        "${as_root[@]}" chmod 755 /usr/sbin/policy-rc.d
+        policy=/usr/sbin/policy-rc.d
+    fi
     # dpkg's progress lines go to stdout and say nothing useful in a log; errors go to stderr.
-    "${as_root[@]}" apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+    "${as_root[@]}" apt-get install -y -qq --no-install-recommends "$@" >/dev/null || status=$?
+    if [ -n "$policy" ]; then
+        "${as_root[@]}" rm -f "$policy"
+    fi
+    return "$status"
 }
 
 missing_packages() {

@@ -3,7 +3,7 @@
 //!
 //! Today: `create [-p] [-o prop=value]… fs`, `destroy [-r] fs`, `list [-Hpr] [-d depth]
 //! [-o fields] [fs…]`, `get [-Hpr] [-o fields] all|props fs…`, `set prop=value… fs`,
-//! `inherit [-r] prop fs`, `version`; `send` and `receive` in `zfs/send.rs` and
+//! `inherit [-rS] prop fs`, `version`; `send` and `receive` in `zfs/send.rs` and
 //! `zfs/recv.rs`. Datasets whose name holds `%` (a receive's work dataset) are hidden. A dataset name's first component is its pool, which
 //! is opened like `zpool` does (through the daemon). Properties are stored and inherited
 //! with OpenZFS's sources (`default`, `local`, `inherited from …`); making each take effect
@@ -16,6 +16,7 @@ use crate::zpool::pool::{self, Imported};
 use crate::zpool::{fail, getopt, usage, CmdError, CmdResult, Ctx};
 use std::collections::HashMap;
 use std::io::Write;
+use zetta::dsl::{is_local_entry, INHERIT_SUFFIX, RECEIVED_SUFFIX};
 use zetta_zprop::list_sort::{
     sort_entries, sorts_as_text, ListEntry, ListProp, SortColumn, SortValue,
 };
@@ -463,7 +464,7 @@ fn cmd_rollback(args: &[String]) -> CmdResult {
     finish(&mut imported, "rollback", args)
 }
 
-/// `zfs destroy [-r] fs`
+/// `zfs destroy [-rR] fs|fs@snap|fs#mark` (-r on a snapshot: the same name in descendants)
 fn cmd_destroy(args: &[String]) -> CmdResult {
     let parsed = getopt(args, "fnpRrv")?;
     let [name] = parsed.operands.as_slice() else {
@@ -474,18 +475,33 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
         imported.spa.destroy_bookmark(name).map_err(spa_fail)?;
         return pool::commit(&mut imported);
     }
-    if let Some((fs, _)) = name.split_once('@') {
+    if let Some((fs, snap)) = name.split_once('@') {
         let mut imported = open_dataset(fs)?;
         if parsed.has('n') {
             return Ok(());
         }
-        if parsed.has('R') {
-            // -R takes the snapshot's clones (and their descendants) with it.
-            for clone in snapshot_clones(&mut imported, name)? {
-                destroy_tree(&mut imported, &clone)?;
+        // -r (and -R): the snapshot of that name in every descendant too.
+        let mut victims = vec![name.clone()];
+        if parsed.has('r') || parsed.has('R') {
+            for child in visible_names(&mut imported)? {
+                if child.starts_with(&format!("{fs}/")) {
+                    let full = format!("{child}@{snap}");
+                    let snapshots = imported.spa.snapshots(&child).map_err(spa_fail)?;
+                    if snapshots.iter().any(|(n, _, _)| *n == full) {
+                        victims.push(full);
+                    }
+                }
             }
         }
-        imported.spa.destroy_snapshot(name).map_err(spa_fail)?;
+        for victim in &victims {
+            if parsed.has('R') {
+                // -R takes the snapshot's clones (and their descendants) with it.
+                for clone in snapshot_clones(&mut imported, victim)? {
+                    destroy_tree(&mut imported, &clone)?;
+                }
+            }
+            imported.spa.destroy_snapshot(victim).map_err(spa_fail)?;
+        }
         imported
             .spa
             .log_history(&format!("zfs destroy {}", args.join(" ")));
@@ -542,16 +558,31 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
     for clone in &outside_clones {
         destroy_tree(&mut imported, clone)?;
     }
-    for snapshot in children.iter().filter(|c| c.contains('@')) {
-        imported.spa.destroy_snapshot(snapshot).map_err(spa_fail)?;
-    }
-    let filesystems: Vec<&str> = children
-        .iter()
-        .filter(|c| !c.contains('@'))
-        .map(|s| s.as_str())
+    let snapshots = children.iter().filter(|c| c.contains('@'));
+    let filesystems = children.iter().filter(|c| !c.contains('@')).rev();
+    let mut victims: Vec<String> = snapshots
+        .chain(filesystems)
+        .map(|s| s.to_string())
+        .chain([name.clone()])
         .collect();
-    for victim in filesystems.iter().rev().copied().chain([name.as_str()]) {
-        imported.spa.destroy_filesystem(victim).map_err(spa_fail)?;
+    // A clone inside the tree (syncoid -r makes them) must go before its origin snapshot:
+    // what fails is retried while each pass destroys something.
+    loop {
+        let before = victims.len();
+        let mut failure = None;
+        victims.retain(|victim| {
+            let result = if victim.contains('@') {
+                imported.spa.destroy_snapshot(victim)
+            } else {
+                imported.spa.destroy_filesystem(victim)
+            };
+            result.map_err(|e| failure = Some(e)).is_err()
+        });
+        match failure {
+            None => break,
+            Some(e) if victims.len() == before => return Err(spa_fail(e)),
+            Some(_) => {}
+        }
     }
     finish(&mut imported, "destroy", args)
 }
@@ -589,16 +620,43 @@ fn destroy_tree(imported: &mut Imported, root: &str) -> CmdResult {
     Ok(())
 }
 
-/// Every locally set property of the pool's datasets (the inheritance source).
+/// Every property entry of the pool's datasets (the inheritance source): local values,
+/// and received values with the `zfs inherit` markers that hide them (`zetta::dsl` prop).
 pub(crate) struct LocalProps(HashMap<String, HashMap<String, String>>);
+
+impl LocalProps {
+    /// The user properties set or received anywhere (`zfs get all` lists them).
+    fn user_prop_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .0
+            .values()
+            .flat_map(|m| m.keys())
+            .map(|k| k.strip_suffix(RECEIVED_SUFFIX).unwrap_or(k))
+            .filter(|k| k.contains(':') && is_local_entry(k))
+            .map(str::to_string)
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+}
 
 impl zetta_zprop::PropSource for LocalProps {
     fn local(&self, dataset: &str, prop: &str) -> Option<String> {
         self.0.get(dataset)?.get(prop).cloned()
     }
 
-    fn received(&self, _dataset: &str, _prop: &str) -> Option<String> {
-        None
+    fn received(&self, dataset: &str, prop: &str) -> Option<String> {
+        self.0
+            .get(dataset)?
+            .get(&format!("{prop}{RECEIVED_SUFFIX}"))
+            .cloned()
+    }
+
+    fn inherit_marker(&self, dataset: &str, prop: &str) -> bool {
+        self.0
+            .get(dataset)
+            .is_some_and(|m| m.contains_key(&format!("{prop}{INHERIT_SUFFIX}")))
     }
 }
 
@@ -880,7 +938,10 @@ fn targets(
     // One handle per pool (a second exclusive open of the same pool would wait on itself).
     let mut roots: Vec<(String, Vec<String>)> = Vec::new();
     if names.is_empty() {
-        for entry in pool::load_cache()? {
+        // Every pool, by name (as datasets are listed).
+        let mut entries = pool::load_cache()?;
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        for entry in entries {
             roots.push((entry.name.clone(), vec![entry.name]));
         }
     } else {
@@ -1114,16 +1175,7 @@ fn cmd_get(args: &[String], ctx: &mut Ctx) -> CmdResult {
                     .iter()
                     .map(|p| p.to_string())
                     .collect();
-                let mut user: Vec<String> = props
-                    .0
-                    .values()
-                    .flat_map(|m| m.keys())
-                    .filter(|k| k.contains(':'))
-                    .cloned()
-                    .collect();
-                user.sort();
-                user.dedup();
-                all.extend(user);
+                all.extend(props.user_prop_names());
                 all
             } else {
                 props_arg.split(',').map(str::to_string).collect()
@@ -1186,12 +1238,22 @@ fn cmd_set(args: &[String]) -> CmdResult {
         if let Some(why) = space_limit_refusal(&mut imported, name, &set)? {
             return fail(format!("cannot set property for '{name}': {why}"));
         }
+        let prop = match &set {
+            SetValue::Native(prop, _) => prop.name().to_string(),
+            SetValue::User { name, .. } => name.clone(),
+        };
         store(&mut imported, name, set)?;
+        // A set value replaces `zfs inherit`'s hiding of a received one.
+        imported
+            .spa
+            .clear_local_prop(name, &format!("{prop}{INHERIT_SUFFIX}"))
+            .map_err(spa_fail)?;
     }
     finish(&mut imported, "set", args)
 }
 
-/// `zfs inherit [-r] prop fs`
+/// `zfs inherit [-rS] prop fs`: the local value goes; a received value is hidden, or with
+/// `-S` shown again.
 fn cmd_inherit(args: &[String]) -> CmdResult {
     let parsed = getopt(args, "rS")?;
     let [prop, name] = parsed.operands.as_slice() else {
@@ -1220,7 +1282,7 @@ fn cmd_inherit(args: &[String]) -> CmdResult {
     for victim in victims {
         imported
             .spa
-            .clear_local_prop(&victim, &canonical)
+            .inherit_prop(&victim, &canonical, parsed.has('S'))
             .map_err(spa_fail)?;
     }
     finish(&mut imported, "inherit", args)

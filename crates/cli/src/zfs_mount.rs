@@ -47,9 +47,17 @@ pub fn specs(spa: &mut Spa) -> Result<Vec<MountSpec>, CmdError> {
     let props = crate::zfs::load_spa_props(spa)?;
     let altroot = spa.props.get_str("altroot").map(str::to_string);
     let mut out = Vec::new();
-    // `%` names are a receive's hidden work datasets: never mounted.
+    // `%` names are a receive's hidden work datasets, and a filesystem with receive state
+    // is being (or was partly) received into: never mounted, as OpenZFS leaves
+    // inconsistent datasets alone.
     let names = spa.dataset_names().map_err(crate::zfs::spa_fail)?;
-    for name in names.into_iter().filter(|n| !n.contains('%')) {
+    let receiving = |name: &str| {
+        zetta_zprop::PropSource::local(&props, name, zetta::dmu_send::RECV_STATE_PROP).is_some()
+    };
+    for name in names
+        .into_iter()
+        .filter(|n| !n.contains('%') && !receiving(n))
+    {
         let get = |prop: &str| {
             resolve(&props, &name, prop)
                 .map(|r| r.value)

@@ -145,12 +145,28 @@ fn mount_spec(pool: &PoolRef, guid: u64, spec: &MountSpec, explicit: bool) -> Re
     Ok(())
 }
 
+/// How long a busy unmount is retried: a child's `fusermount3` sits in its parent's root
+/// directory for a moment after mounting (it mounts relative to it), so unmounting a tree
+/// just after creating it can find the parent busy for that moment.
+const UNMOUNT_BUSY_RETRIES: u32 = 20;
+const UNMOUNT_BUSY_WAIT: std::time::Duration = std::time::Duration::from_millis(25);
+
 /// Unmounts `name`; busy refuses unless `force` (then the kernel detaches it lazily).
 pub fn unmount(name: &str, force: bool) -> Result<(), String> {
     let Some(path) = with_table(|table| table.get(name).map(|a| a.path.clone())) else {
         return Ok(());
     };
-    match umount2(&path, force) {
+    let mut result = umount2(&path, force);
+    for _ in 0..UNMOUNT_BUSY_RETRIES {
+        match &result {
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                std::thread::sleep(UNMOUNT_BUSY_WAIT);
+                result = umount2(&path, force);
+            }
+            _ => break,
+        }
+    }
+    match result {
         Ok(()) => {}
         Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
             return Err(format!(

@@ -154,6 +154,7 @@ fn print_events(ctx: &mut Ctx, events: Vec<RecvEvent>, started: Instant) {
             RecvEvent::Skipped { dest_snap } => {
                 ctx.print(&format!("snap {dest_snap} already exists; ignoring\n"))
             }
+            RecvEvent::Destroying { name } => ctx.print(&format!("attempting destroy {name}\n")),
         }
     }
 }

@@ -243,6 +243,7 @@ fn do_import(
         .map_err(|e| CmdError::Fail(format!("{action}: {}", pool::spa_error_text(&e))))?;
     pool::report_replay(&spa);
     let mut imported = Imported::owned(candidate.guid.0, spa);
+    pool::destroy_interrupted_receives(&mut imported.spa);
     pool::reset_stats(&mut imported.spa);
     found_paths(&mut imported.spa.root);
     imported.spa.mark_config_dirty();

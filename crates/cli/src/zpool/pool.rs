@@ -265,7 +265,16 @@ fn import_entry(entry: &CacheEntry) -> Result<Imported, CmdError> {
         .map_err(|e| CmdError::Fail(format!("cannot open '{name}': {}", spa_error_text(&e))))?;
     restore_stats(&spa);
     report_replay(&spa);
+    let mut spa = spa;
+    destroy_interrupted_receives(&mut spa);
     Ok(Imported::owned(entry.guid, spa))
+}
+
+/// At import, the work datasets of receives a dead process left unfinished without `-s`
+/// are destroyed (OpenZFS `dsl_destroy_inconsistent`); those of `-s` receives stay for
+/// `zfs send -t`. Best effort: a pool that cannot be written keeps them until it can.
+pub fn destroy_interrupted_receives(spa: &mut Spa) {
+    let _ = zetta::dmu_send::destroy_interrupted_receives(spa);
 }
 
 /// Says in the daemon's log what the intent log replay at import did (OpenZFS is silent

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod host;
+
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -50,10 +52,10 @@ impl Lab {
         self.dir.join(name).to_string_lossy().into_owned()
     }
 
-    /// A command of this lab (`zpool`, `zfs`, or `sh` with the lab first in PATH).
+    /// A command of this lab (`zpool`, `zfs`, or `sh`/`bash` with the lab first in PATH).
     pub fn command(&self, program: &str) -> Command {
-        let mut command = if program == "sh" {
-            Command::new("sh")
+        let mut command = if program == "sh" || program == "bash" {
+            Command::new(program)
         } else {
             Command::new(self.dir.join(program))
         };

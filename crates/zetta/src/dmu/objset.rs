@@ -19,13 +19,16 @@
 //! changed block goes to a new place (copy-on-write), and the old one is freed only after the
 //! commit that stops referencing it (deferred by the allocator) — or handed to the dataset's
 //! dead list when a snapshot still references it (born at or before `prev_snap_txg`).
+//! A level-0 dbuf written with `write_stored` (a `-c` receive) also carries the block's
+//! stored compressed form, which `sync` writes as is; any later change of the dbuf's bytes
+//! drops it.
 
 use super::block_space::BlockSpace;
 use super::dnode::{DnodePhys, DNODE_SIZE_BYTES};
 use crate::types::{round_up_shift, ObjectId, Txg};
 use crate::vdev::Vdev;
 use crate::zio::blkptr::{BlockPointer, BLKPTR_SIZE_BYTES};
-use crate::zio::{Bookmark, WriteProps, Zio, ZioError};
+use crate::zio::{BlockSource, Bookmark, StoredBlock, WriteProps, Zio, ZioError};
 use std::collections::{BTreeMap, HashMap};
 use zetta_zcommon::checksum::ChecksumKind;
 use zetta_zcommon::compress::Compression;
@@ -109,6 +112,9 @@ struct Dbuf {
     dirty: bool,
     /// The block pointer this dbuf was read from (or the hole it replaces).
     bp: BlockPointer,
+    /// The stored form `data` was received in (`write_stored`), written as is at sync
+    /// instead of compressing `data` again. Every change of `data` drops it.
+    stored: Option<StoredBlock>,
 }
 
 struct ObjectState {
@@ -567,11 +573,13 @@ impl ObjectSet {
                     data: data[consumed..consumed + take].to_vec(),
                     dirty: false,
                     bp,
+                    stored: None,
                 })
             } else {
                 load_dbuf(state, ctx, objset, id.0, 0, blkid)?
             };
             dbuf.data[within..within + take].copy_from_slice(&data[consumed..consumed + take]);
+            dbuf.stored = None;
             if !dbuf.dirty {
                 newly_dirty += dbuf.data.len() as u64;
             }
@@ -586,6 +594,37 @@ impl ObjectSet {
         state.dnode_dirty = true;
         self.dirty = true;
         self.dirty_data_bytes += newly_dirty;
+        Ok(())
+    }
+
+    /// `write` of a block that arrived in its stored compressed form (`zfs receive` of a
+    /// `-c` stream): `data` is its first logical bytes (the rest of the block being zeros),
+    /// `stored` what the sync writes as is instead of compressing the block again. When
+    /// the block does not start at `offset` or holds anything else past `data`, this is a
+    /// plain write.
+    pub fn write_stored(
+        &mut self,
+        ctx: &IoCtx<'_>,
+        id: ObjectId,
+        offset: u64,
+        data: &[u8],
+        stored: StoredBlock,
+    ) -> Result<(), DmuError> {
+        self.write(ctx, id, offset, data)?;
+        let state = self.state(ctx, id)?;
+        let block_size = u64::from(state.phys.data_block_size_bytes);
+        if block_size == 0 || !offset.is_multiple_of(block_size) || data.len() as u64 > block_size {
+            return Ok(());
+        }
+        if let Some(dbuf) = state.dbufs.get_mut(&(0, offset / block_size)) {
+            let tail_zero = dbuf
+                .data
+                .get(data.len()..)
+                .is_some_and(|tail| tail.iter().all(|b| *b == 0));
+            if tail_zero && dbuf.data.len() as u64 == block_size {
+                dbuf.stored = Some(stored);
+            }
+        }
         Ok(())
     }
 
@@ -1064,6 +1103,7 @@ fn grow_block_size(
         new_size
     };
     dbuf.data.resize(new_size as usize, 0);
+    dbuf.stored = None;
     dbuf.dirty = true;
     state.phys.data_block_size_bytes = new_size as u32;
     Ok(newly_dirty)
@@ -1096,6 +1136,7 @@ fn ensure_levels(
                 data: block,
                 dirty: true,
                 bp: BlockPointer::HOLE,
+                stored: None,
             },
         );
         for bp in state.phys.blkptr.iter_mut() {
@@ -1217,6 +1258,7 @@ fn load_dbuf<'s>(
                 data,
                 dirty: false,
                 bp,
+                stored: None,
             },
         );
     }
@@ -1247,6 +1289,7 @@ fn zero_in_block(
     let to = to.min(dbuf.data.len());
     if from < to {
         dbuf.data[from..to].fill(0);
+        dbuf.stored = None;
         dbuf.dirty = true;
     }
     Ok(())
@@ -1344,7 +1387,8 @@ fn sync_trees(
         if jobs.is_empty() {
             continue;
         }
-        let mut payloads: Vec<(Vec<u8>, WriteProps, bool)> = Vec::with_capacity(jobs.len());
+        let mut payloads: Vec<(Vec<u8>, WriteProps, bool, Option<StoredBlock>)> =
+            Vec::with_capacity(jobs.len());
         for &(index, blkid) in &jobs {
             let state = &mut *states[index].1;
             let object_type_of_state = state.phys.object_type;
@@ -1354,6 +1398,7 @@ fn sync_trees(
                 .ok_or_else(|| DmuError::Corrupt("dirty dbuf vanished".to_string()))?;
             // The bytes move out of the dbuf for the write (no copy) and come back after.
             let data = std::mem::take(&mut dbuf.data);
+            let stored = dbuf.stored.take();
             let (props, empty) = if level == 0 {
                 let all_zero = !is_meta && data.iter().all(|b| *b == 0);
                 let mut props = if is_meta {
@@ -1373,18 +1418,22 @@ fn sync_trees(
                 props.level = level;
                 (props, fill == 0)
             };
-            payloads.push((data, props, empty));
+            payloads.push((data, props, empty, stored));
         }
-        let to_write: Vec<(&[u8], WriteProps)> = payloads
+        let to_write: Vec<BlockSource<'_>> = payloads
             .iter()
-            .filter(|(_, _, empty)| !*empty)
-            .map(|(data, props, _)| (&data[..], *props))
+            .filter(|(_, _, empty, _)| !*empty)
+            .map(|(data, props, _, stored)| BlockSource {
+                data,
+                props: *props,
+                stored: stored.as_ref(),
+            })
             .collect();
         let mut written = ctx
             .zio
-            .write_blocks(ctx.root, to_write, ctx.txg)?
+            .write_block_sources(ctx.root, to_write, ctx.txg)?
             .into_iter();
-        for (job, (data, _, empty)) in jobs.iter().zip(payloads) {
+        for (job, (data, _, empty, _)) in jobs.iter().zip(payloads) {
             let (index, blkid) = *job;
             let new_bp = if empty {
                 BlockPointer::HOLE

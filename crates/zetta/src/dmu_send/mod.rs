@@ -12,7 +12,8 @@
 //!   txg), produced in chunks with a cursor so the pool can be released between chunks;
 //!   the cursor is also what resume tokens (`token`) carry.
 //! - `replication`: which substreams a command line means (`-i`, `-I`, `-R`).
-//! - `recv` / `recv_dsl` / `recv_state`: the receiver, pushed bytes as they come. It applies verified
+//! - `recv` / `recv_dsl` / `recv_state` / `recv_replication`: the receiver, pushed bytes as
+//!   they come (and, for `-F` with an incremental `-R` stream, what the sender destroyed). It applies verified
 //!   records to a work dataset and commits at END (swap into place, snapshot with the
 //!   sender's guid); any failure before that leaves the target as it was, or under `-s`
 //!   keeps the partial state and a resume token.
@@ -27,6 +28,7 @@ pub mod record;
 pub mod record_fuzz;
 mod recv;
 mod recv_dsl;
+mod recv_replication;
 mod recv_state;
 mod replication;
 mod send;
@@ -35,7 +37,7 @@ mod traverse;
 
 pub use error::{RecvError, SendError, StreamError};
 pub use recv::{NameMode, Receiver, RecvEvent, RecvOptions, RECV_CHILD_NAME, RECV_STATE_PROP};
-pub use recv_state::{abort_resumable_receive, receive_resume_token};
+pub use recv_state::{abort_resumable_receive, destroy_interrupted_receives, receive_resume_token};
 pub use replication::{plan_send, source_name, SendPlan, SendRequest};
 pub use send::{SendOptions, Sender, SubstreamSpec};
 pub use token::ResumeToken;
@@ -46,3 +48,5 @@ mod tests;
 mod tests_hostile;
 #[cfg(test)]
 mod tests_options;
+#[cfg(test)]
+mod tests_replication;

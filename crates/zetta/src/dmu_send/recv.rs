@@ -21,6 +21,7 @@ use crate::dmu::{DmuError, IoCtx, ObjectSet};
 use crate::nvlist::NvList;
 use crate::spa::{Spa, SpaError};
 use crate::types::ObjectId;
+use crate::zio::StoredBlock;
 use zetta_zcommon::compress::decompress;
 
 /// The hidden child a receive into an existing filesystem writes into.
@@ -82,6 +83,10 @@ pub enum RecvEvent {
     Skipped {
         dest_snap: String,
     },
+    /// `-F` with a replication stream: a snapshot or filesystem the sender no longer has.
+    Destroying {
+        name: String,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,7 +117,10 @@ pub(super) struct Substream {
     /// The incremental's base snapshot in `dest_fs`.
     pub base: Option<String>,
     pub mode: Mode,
-    pub props: Vec<(String, String)>,
+    /// The stream's properties (stored as received values), if it carries any.
+    pub received_props: Option<Vec<(String, String)>>,
+    /// `-o` properties (stored as local values).
+    pub local_props: Vec<(String, String)>,
     pub holds: Vec<String>,
     pub pending: Option<PendingObject>,
     /// Highest object number placed so far, and the object (number, block size) whose
@@ -141,6 +149,12 @@ impl Drop for Substream {
     }
 }
 
+/// A record placed in its substream, with the stored form of a whole compressed block.
+pub(super) struct Placed {
+    pub record: Record,
+    pub stored: Option<StoredBlock>,
+}
+
 /// Why a substream is being torn down.
 pub(super) enum Failure {
     Stream(StreamError),
@@ -156,6 +170,8 @@ pub struct Receiver {
     /// `sendfs` and `fss` of a replication stream's package header.
     pub(super) compound: Option<(String, Vec<NvList>)>,
     pub(super) compound_open: bool,
+    /// `-F` and an incremental replication header: its `tosnap`, until the header's END.
+    pub(super) destroy_unsent_at: Option<String>,
     pub(super) current: Option<Substream>,
     pub(super) events: Vec<RecvEvent>,
     pub(super) substreams: u64,
@@ -171,6 +187,7 @@ impl Receiver {
             parser: RecordParser::new(),
             compound: None,
             compound_open: false,
+            destroy_unsent_at: None,
             current: None,
             events: Vec::new(),
             substreams: 0,
@@ -196,7 +213,7 @@ impl Receiver {
     /// substream in progress has been undone (or saved, under `-s`).
     pub fn feed(&mut self, spa: &mut Spa, bytes: &[u8]) -> Result<(), RecvError> {
         self.parser.push(bytes);
-        let mut batch: Vec<Record> = Vec::new();
+        let mut batch: Vec<Placed> = Vec::new();
         let mut batch_bytes = 0u64;
         loop {
             let record = match self.parser.next_record() {
@@ -224,7 +241,7 @@ impl Receiver {
                             return Err(self.fail(spa, Failure::Stream(e)));
                         }
                     };
-                    if let Record::Write(w) = &data {
+                    if let Record::Write(w) = &data.record {
                         batch_bytes += w.length;
                     }
                     batch.push(data);
@@ -256,8 +273,10 @@ impl Receiver {
         self.fail(spa, Failure::Input(why.to_string()))
     }
 
-    /// Checks where a data record falls and turns compressed writes into plain ones.
-    fn place(&mut self, record: Record) -> Result<Record, StreamError> {
+    /// Checks where a data record falls and decodes compressed writes (a hostile stored
+    /// form is refused here); a whole compressed block keeps its stored form, written as
+    /// sent (no second compression).
+    fn place(&mut self, record: Record) -> Result<Placed, StreamError> {
         let Some(sub) = self.current.as_mut() else {
             return Err(StreamError::OutOfOrder {
                 seq: 0,
@@ -275,19 +294,32 @@ impl Receiver {
                         why: format!("compressed block does not decode: {e}"),
                     }
                 })?;
+                // An object's trimmed last block is kept as sent too when what it holds
+                // past the object's end is zeros (as a write of `length` bytes leaves it).
+                let as_sent = logical
+                    .get(w.length as usize..)
+                    .is_some_and(|tail| tail.iter().all(|b| *b == 0));
                 logical.truncate(w.length as usize);
-                Ok(Record::Write(WriteRecord {
+                let stored = as_sent.then_some(StoredBlock {
+                    compression_id: w.compression,
+                    bytes: w.data,
+                });
+                let record = Record::Write(WriteRecord {
                     compression: 0,
                     logical_size_bytes: 0,
                     data: logical,
                     ..w
-                }))
+                });
+                Ok(Placed { record, stored })
             }
-            other => Ok(other),
+            record => Ok(Placed {
+                record,
+                stored: None,
+            }),
         }
     }
 
-    fn apply_batch(&mut self, spa: &mut Spa, batch: &mut Vec<Record>) -> Result<(), RecvError> {
+    fn apply_batch(&mut self, spa: &mut Spa, batch: &mut Vec<Placed>) -> Result<(), RecvError> {
         if batch.is_empty() {
             return Ok(());
         }
@@ -300,7 +332,7 @@ impl Receiver {
         }
         let bytes: u64 = records
             .iter()
-            .map(|r| match r {
+            .map(|r| match &r.record {
                 Record::Write(w) => w.length,
                 _ => 0,
             })
@@ -374,7 +406,7 @@ impl Receiver {
     }
 }
 
-fn resume_token(sub: &Substream, parser_offset: u64) -> String {
+pub(super) fn resume_token(sub: &Substream, parser_offset: u64) -> String {
     ResumeToken {
         to_name: sub.to_name.clone(),
         to_guid: sub.begin.to_guid,
@@ -475,7 +507,7 @@ fn place_in_object(
 }
 
 /// Applies verified, placed records to the work dataset in one pool visit.
-fn apply_records(spa: &mut Spa, sub: &mut Substream, records: &[Record]) -> Result<(), SpaError> {
+fn apply_records(spa: &mut Spa, sub: &mut Substream, records: &[Placed]) -> Result<(), SpaError> {
     let work = sub.work.clone();
     let mut pending = sub.pending;
     let mut position = sub.position;
@@ -483,9 +515,9 @@ fn apply_records(spa: &mut Spa, sub: &mut Substream, records: &[Record]) -> Resu
         if let Some(p) = pending {
             os.set_block_size_max(p.block_size_bytes);
         }
-        for record in records {
-            apply_one(os, ctx, record, &mut pending)?;
-            position = match record {
+        for placed in records {
+            apply_one(os, ctx, placed, &mut pending)?;
+            position = match &placed.record {
                 Record::Object(o) => (o.object.0, 0),
                 Record::FreeObjects { first, count } => (first.0 + count, 0),
                 Record::Write(w) => (w.object.0, w.offset + w.length),
@@ -522,10 +554,10 @@ pub(super) fn finalize_object(
 fn apply_one(
     os: &mut ObjectSet,
     ctx: &IoCtx<'_>,
-    record: &Record,
+    placed: &Placed,
     pending: &mut Option<PendingObject>,
 ) -> Result<(), DmuError> {
-    match record {
+    match &placed.record {
         Record::Object(o) => {
             finalize_object(os, ctx, pending.take())?;
             apply_object(os, ctx, o)?;
@@ -554,7 +586,10 @@ fn apply_one(
                 }
             }
         }
-        Record::Write(w) => os.write(ctx, w.object, w.offset, &w.data)?,
+        Record::Write(w) => match &placed.stored {
+            Some(stored) => os.write_stored(ctx, w.object, w.offset, &w.data, stored.clone())?,
+            None => os.write(ctx, w.object, w.offset, &w.data)?,
+        },
         Record::Free {
             object,
             offset,

@@ -16,6 +16,9 @@ use super::token::ResumeToken;
 use crate::spa::{Spa, SpaError};
 use crate::types::Guid;
 
+/// Property (name, stored value) pairs.
+type Props = Vec<(String, String)>;
+
 /// Maps a pool error to the receive error of a substream (`context` is OpenZFS's prefix).
 fn pool_error(context: &str) -> impl Fn(SpaError) -> RecvError + Copy + '_ {
     move |error| RecvError::Pool {
@@ -57,7 +60,7 @@ fn valid_name(name: &str) -> bool {
 
 impl Receiver {
     /// The destination snapshot of a sent snapshot `to_name` (sent from `sendfs`).
-    fn destination(&self, to_name: &str, sendfs: &str) -> Result<String, RecvError> {
+    pub(super) fn destination(&self, to_name: &str, sendfs: &str) -> Result<String, RecvError> {
         let target = &self.target;
         let refuse = |why: &str| RecvError::Refused(format!("cannot receive: {why}"));
         let suffix = match self.options.name_mode {
@@ -100,15 +103,17 @@ impl Receiver {
         Ok(dest)
     }
 
-    /// Properties to set on the received filesystem: the stream's (minus `-x`), then `-o`.
-    fn props_for(&self, begin: &BeginRecord, to_fs: &str) -> Vec<(String, String)> {
+    /// Properties of the received filesystem: the stream's (minus `-x`; `None` when the
+    /// stream carries none), to be stored as received values, and `-o`'s, stored locally.
+    fn props_for(&self, begin: &BeginRecord, to_fs: &str) -> (Option<Props>, Props) {
         let from_header = self.compound.as_ref().and_then(|(_, fss)| {
             fss.iter()
                 .find(|fs| fs.get_str("name") == Some(to_fs))
                 .and_then(|fs| fs.get_list("props"))
         });
         let mut out: Vec<(String, String)> = Vec::new();
-        if let Some(props) = begin.info.get_list("props").or(from_header) {
+        let carried = begin.info.get_list("props").or(from_header);
+        if let Some(props) = carried {
             for (name, value) in &props.entries {
                 if let crate::nvlist::NvValue::Str(value) = value {
                     let sane = name.len() <= 256
@@ -123,11 +128,10 @@ impl Receiver {
                 }
             }
         }
-        for (name, value) in &self.options.set_props {
+        for (name, _) in &self.options.set_props {
             out.retain(|(n, _)| n != name);
-            out.push((name.clone(), value.clone()));
         }
-        out
+        (carried.map(|_| out), self.options.set_props.clone())
     }
 
     pub(super) fn begin(&mut self, spa: &mut Spa, begin: BeginRecord) -> Result<(), RecvError> {
@@ -150,6 +154,16 @@ impl Receiver {
                 .get_list_array("fss")
                 .unwrap_or_default()
                 .to_vec();
+            let tosnap = begin.info.get_str("tosnap").unwrap_or_default();
+            let incremental = !begin
+                .info
+                .get_str("fromsnap")
+                .unwrap_or_default()
+                .is_empty();
+            // Applied at the header's END, once its checksum has verified.
+            self.destroy_unsent_at =
+                (incremental && self.options.force && !self.options.dry_run && !tosnap.is_empty())
+                    .then(|| tosnap.to_string());
             self.compound = Some((sendfs, fss));
             self.compound_open = true;
             return Ok(());
@@ -185,8 +199,10 @@ impl Receiver {
             Some(holds) if !self.options.skip_holds => holds.entries.keys().cloned().collect(),
             _ => Vec::new(),
         };
+        let (received_props, local_props) = self.props_for(&begin, &to_fs);
         let mut sub = Substream {
-            props: self.props_for(&begin, &to_fs),
+            received_props,
+            local_props,
             begin,
             to_name: to_name.clone(),
             context: context.to_string(),
@@ -318,11 +334,26 @@ impl Receiver {
             None => spa.create_filesystem(&sub.work),
         };
         created.map_err(pool)?;
-        let mut marked = spa.set_local_prop(&sub.work, RECV_STATE_PROP, "");
-        for (name, value) in &sub.props {
-            marked = marked.and_then(|()| spa.set_local_prop(&sub.work, name, value));
+        self.mark_work(spa, sub).map_err(pool)
+    }
+
+    /// A new work dataset: its receive state (the first resume token under `-s`, so even
+    /// a receive killed before its first commit point can be resumed) and the properties
+    /// that shape what is written (compression, recordsize, …).
+    fn mark_work(&self, spa: &mut Spa, sub: &Substream) -> Result<(), SpaError> {
+        let state = if self.options.resumable {
+            super::recv::resume_token(sub, self.parser.offset_bytes())
+        } else {
+            String::new()
+        };
+        spa.set_local_prop(&sub.work, RECV_STATE_PROP, &state)?;
+        if let Some(props) = &sub.received_props {
+            spa.set_received_props(&sub.work, props)?;
         }
-        marked.and_then(|()| spa.refresh_io_props()).map_err(pool)
+        for (name, value) in &sub.local_props {
+            spa.set_local_prop(&sub.work, name, value)?;
+        }
+        spa.refresh_io_props()
     }
 
     /// An incremental: onto `dest_fs`'s snapshot with the stream's from guid.
@@ -379,13 +410,7 @@ impl Receiver {
             return Ok(());
         }
         spa.clone_snapshot(&base, &sub.work)
-            .and_then(|_| spa.set_local_prop(&sub.work, RECV_STATE_PROP, ""))
-            .and_then(|()| {
-                for (name, value) in &sub.props {
-                    spa.set_local_prop(&sub.work, name, value)?;
-                }
-                spa.refresh_io_props()
-            })
+            .and_then(|_| self.mark_work(spa, sub))
             .map_err(pool)
     }
 
@@ -446,6 +471,11 @@ impl Receiver {
     pub(super) fn end(&mut self, spa: &mut Spa, to_guid: Guid) -> Result<(), RecvError> {
         if self.compound_open && self.current.is_none() {
             self.compound_open = false;
+            if let (Some(tosnap), Some((sendfs, fss))) =
+                (self.destroy_unsent_at.take(), self.compound.clone())
+            {
+                self.destroy_unsent(spa, &sendfs, &tosnap, &fss)?;
+            }
             return Ok(());
         }
         let matches = self
@@ -492,7 +522,8 @@ impl Receiver {
         let pool = pool_error(&sub.context);
         // Everything that can refuse the properties is checked before the first change:
         // a refusal after the swap would leave the target half received.
-        for (name, value) in &sub.props {
+        let received = sub.received_props.iter().flatten();
+        for (name, value) in received.chain(&sub.local_props) {
             let bad_name = name.is_empty()
                 || name.contains('\0')
                 || name.len() > crate::zap::NAME_LEN_MAX_BYTES;
@@ -547,7 +578,10 @@ impl Receiver {
             Some((sub.begin.to_guid, sub.begin.creation_time)),
         )
         .map_err(pool)?;
-        for (name, value) in &sub.props {
+        if let Some(props) = &sub.received_props {
+            spa.set_received_props(&sub.dest_fs, props).map_err(pool)?;
+        }
+        for (name, value) in &sub.local_props {
             spa.set_local_prop(&sub.dest_fs, name, value)
                 .map_err(pool)?;
         }

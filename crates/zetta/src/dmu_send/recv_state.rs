@@ -1,12 +1,15 @@
 //! Where a receive's state lives, and which receives are running (OpenZFS keeps both in
 //! the dataset: `%recv` clones, `ds_resume_*` fields, and dataset ownership).
 //!
-//! A work dataset carries the local property `RECV_STATE_PROP`: empty while its receive
-//! runs, the resume token once a `-s` receive was interrupted. A work dataset with an empty
-//! state that no running receive claims is debris of a process that died, and the next
-//! receive into that target destroys it. Running receives register their work dataset in
-//! a process-wide set, so a second receive into the same target is refused as busy instead
-//! of mistaking the first one's work dataset for debris.
+//! A work dataset carries the local property `RECV_STATE_PROP`: empty while a receive
+//! without `-s` runs, the resume token of a `-s` receive (from its BEGIN on, refreshed as it
+//! goes, final when it is interrupted). A work dataset with an empty state that no running
+//! receive claims is debris of a process that died: the next receive into that target
+//! destroys it, and so does `destroy_interrupted_receives` when the pool is imported (OpenZFS
+//! `dsl_destroy_inconsistent`); one with a token stays for `zfs send -t`. Running receives
+//! register their work dataset in a process-wide set, so a second receive into the same
+//! target is refused as busy instead of mistaking the first one's work dataset for debris,
+//! and a running receive's token is not offered for resuming.
 
 use super::error::RecvError;
 use super::recv::{RECV_CHILD_NAME, RECV_STATE_PROP};
@@ -61,9 +64,39 @@ pub(super) fn recv_state(spa: &mut Spa, fs: &str) -> Result<Option<(String, Stri
 
 /// `receive_resume_token` of a filesystem: set while an interrupted `-s` receive waits.
 pub fn receive_resume_token(spa: &mut Spa, fs: &str) -> Result<Option<String>, SpaError> {
-    Ok(recv_state(spa, fs)?
-        .map(|(_, value)| value)
-        .filter(|value| !value.is_empty()))
+    let Some((work, value)) = recv_state(spa, fs)? else {
+        return Ok(None);
+    };
+    if value.is_empty() || is_active(&active_key(spa, &work)) {
+        return Ok(None);
+    }
+    Ok(Some(value))
+}
+
+/// Destroys the work datasets of receives without `-s` that a dead process left behind
+/// (called at import, before any receive of this process can have started). Returns their
+/// names.
+pub fn destroy_interrupted_receives(spa: &mut Spa) -> Result<Vec<String>, SpaError> {
+    let mut debris = Vec::new();
+    for name in spa.dataset_names()? {
+        let state = spa
+            .local_props(&name)?
+            .into_iter()
+            .find(|(prop, _)| prop == RECV_STATE_PROP);
+        if matches!(state, Some((_, value)) if value.is_empty())
+            && !is_active(&active_key(spa, &name))
+        {
+            debris.push(name);
+        }
+    }
+    // Deepest first: a `%recv` child goes before a half-received parent.
+    for name in debris.iter().rev() {
+        spa.destroy_filesystem(name)?;
+    }
+    if !debris.is_empty() {
+        spa.sync()?;
+    }
+    Ok(debris)
 }
 
 /// `zfs receive -A fs`: discards an interrupted `-s` receive's partial state.

@@ -3,7 +3,8 @@
 //!
 //! - `send fs@s`: one full substream. `-i a fs@s`: one incremental (from a snapshot or a
 //!   bookmark). `-I a fs@s`: one incremental per snapshot after `a` up to `s`, in order, so
-//!   a receiver ends up with every intermediate snapshot.
+//!   a receiver ends up with every intermediate snapshot. For a clone, `a` may be its
+//!   origin (a snapshot of another filesystem): the first substream is then a clone stream.
 //! - `-R fs@s`: a replication stream. First a package header (a BEGIN with the
 //!   `COMPOUND` feature, whose nvlist lists every filesystem sent — `name`, `props`, `snaps`
 //!   {name → guid}, `origin` guid for clones — and an END), then, for the filesystem and
@@ -107,6 +108,32 @@ fn chain(
     Ok(out)
 }
 
+/// `-i origin clone@s` (one clone substream) or `-I origin clone@s` (a clone substream to
+/// the clone's first snapshot, then one incremental per snapshot up to `s`): OpenZFS lets
+/// the origin snapshot of a clone be its incremental source, and syncoid `-r` sends clones
+/// that way.
+fn from_origin(
+    spa: &mut Spa,
+    fs: &str,
+    origin: &str,
+    to: &str,
+    intermediates: bool,
+) -> Result<Vec<SubstreamSpec>, SendError> {
+    if !intermediates {
+        return Ok(vec![spec(to, Some(origin.to_string()), true)]);
+    }
+    let (_, to_txg, _) = find_point(spa, to)?
+        .ok_or_else(|| refuse(format!("cannot open '{to}': dataset does not exist")))?;
+    let mut out = Vec::new();
+    let mut previous = origin.to_string();
+    for next in snapshots_between(spa, fs, 0, to_txg)? {
+        let clone = out.is_empty();
+        out.push(spec(&next, Some(previous), clone));
+        previous = next;
+    }
+    Ok(out)
+}
+
 /// The substreams (and header) of a send request.
 pub fn plan_send(spa: &mut Spa, request: &SendRequest) -> Result<SendPlan, SendError> {
     let Some((fs, snap)) = request.to.split_once('@') else {
@@ -118,13 +145,14 @@ pub fn plan_send(spa: &mut Spa, request: &SendRequest) -> Result<SendPlan, SendE
     if !request.replicate {
         let substreams = match &request.from {
             None => vec![spec(&request.to, None, false)],
-            Some(from) => chain(
-                spa,
-                fs,
-                &source_name(fs, from),
-                &request.to,
-                request.intermediates,
-            )?,
+            Some(from) => {
+                let from = source_name(fs, from);
+                if spa.origin_of(fs)?.as_deref() == Some(from.as_str()) {
+                    from_origin(spa, fs, &from, &request.to, request.intermediates)?
+                } else {
+                    chain(spa, fs, &from, &request.to, request.intermediates)?
+                }
+            }
         };
         return Ok(SendPlan {
             header: None,
@@ -237,10 +265,8 @@ fn replicate(
             }
         }
         let mut props = NvList::new();
-        for (name, value) in spa.local_props(&fs)? {
-            if !name.starts_with('%') {
-                props.set_str(&name, &value);
-            }
+        for (name, value) in spa.own_effective_props(&fs)? {
+            props.set_str(&name, &value);
         }
         let mut snaps = NvList::new();
         for (name, guid) in &included {

@@ -165,10 +165,8 @@ impl Sender {
         }
         if options.properties {
             let mut props = NvList::new();
-            for (name, value) in spa.local_props(&to_fs)? {
-                if !name.starts_with('%') {
-                    props.set_str(&name, &value);
-                }
+            for (name, value) in spa.own_effective_props(&to_fs)? {
+                props.set_str(&name, &value);
             }
             info.set_list("props", props);
         }

@@ -522,7 +522,7 @@ fn replication_stream_with_child_and_clone() {
         Some("tank/backup/top@a")
     );
     assert!(spa
-        .local_props("tank/backup/top")
+        .own_effective_props("tank/backup/top")
         .unwrap()
         .contains(&("org.test:tag".to_string(), "blue".to_string())));
     snap(&mut spa, "tank/top@c");

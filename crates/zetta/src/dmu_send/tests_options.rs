@@ -95,12 +95,21 @@ fn properties_and_holds() {
         ..options()
     };
     receive(&mut spa, "tank/p", &stream, custom).unwrap();
+    // The stream's values are stored as received values, `-o`'s as local ones.
     let props = spa.local_props("tank/p").unwrap();
-    assert!(props.contains(&("org.test:color".to_string(), "green".to_string())));
-    assert!(props.contains(&("compression".to_string(), "gzip-6".to_string())));
+    let pair = |name: &str, value: &str| (name.to_string(), value.to_string());
+    assert!(props.contains(&pair("org.test:color", "green")));
+    assert!(props.contains(&pair("compression$recvd", "gzip-6")));
     assert!(!props
         .iter()
-        .any(|(name, _)| name == "org.test:size" || name.starts_with('%')));
+        .any(|(name, _)| name.starts_with("org.test:size") || name.starts_with('%')));
+    assert_eq!(
+        spa.own_effective_props("tank/p").unwrap(),
+        [
+            pair("compression", "gzip-6"),
+            pair("org.test:color", "green")
+        ]
+    );
     assert_eq!(spa.holds("tank/p@s").unwrap()[0].0, "keep");
     let skip = RecvOptions {
         skip_holds: true,

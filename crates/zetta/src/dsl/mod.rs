@@ -16,12 +16,14 @@
 
 pub mod phys;
 mod promote;
+mod prop;
 mod recv;
 mod rename;
 mod snapshot;
 pub mod space;
 pub mod space_audit;
 mod space_avail;
+pub use prop::{is_local_entry, INHERIT_SUFFIX, RECEIVED_SUFFIX};
 pub use snapshot::{append_dead_list, Bookmark, DS_FLAG_SNAPSHOT};
 pub use space::{DatasetSpace, SpaceLimit};
 
@@ -428,16 +430,9 @@ impl Spa {
                     if found[index] {
                         continue;
                     }
-                    let ctx = io_ctx!(self);
-                    let value = match zap::zap_lookup_bytes(
-                        &mut self.mos,
-                        &ctx,
-                        ObjectId(phys.props_zap),
-                        prop,
-                    ) {
-                        Ok(Some(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
-                        Ok(None) | Err(ZapError::NotFound) => continue,
-                        Err(e) => return Err(zap_error(e)),
+                    // Local, else received (dsl/prop.rs).
+                    let Some(value) = self.lookup_prop_effective(phys.props_zap, prop)? else {
+                        continue;
                     };
                     found[index] = true;
                     match index {

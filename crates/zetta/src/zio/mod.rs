@@ -1,7 +1,8 @@
 //! The I/O pipeline (OpenZFS `zio.c`, `zio_checksum.c`, `zio_compress.c`).
 //!
-//! Write: compress (kept only when it saves 12.5% after rounding to the allocation size) →
-//! pad to 512 bytes → checksum → allocate `copies` DVAs on distinct top-level vdevs →
+//! Write: compress (kept only when it saves 12.5% after rounding to the allocation size;
+//! a caller may give the block's stored form instead, `StoredBlock`, as a `-c` receive does,
+//! kept under the same rule) → pad to 512 bytes → checksum → allocate `copies` DVAs on distinct top-level vdevs →
 //! plan the leaf writes (mirror fan-out, raidz parity) → aggregate and issue. Compression,
 //! checksumming and parity run on all cores (rayon); allocation is serial and cheap.
 //!
@@ -119,11 +120,40 @@ struct PreparedBlock<'a> {
     props: WriteProps,
 }
 
-fn prepare(data: &[u8], props: WriteProps, ashift_max: u32) -> PreparedBlock<'_> {
+/// A block's stored compressed form, given instead of compressing its logical bytes again:
+/// a `zfs receive` of a `-c` stream writes blocks as they were sent (OpenZFS
+/// `dmu_assign_arcbuf` with a compressed ARC buffer). The bytes are the stored form
+/// without padding; the logical bytes still come with them (reads before the commit).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredBlock {
+    pub compression_id: u8,
+    pub bytes: Vec<u8>,
+}
+
+/// One block to write: its logical bytes, and optionally its stored form.
+pub struct BlockSource<'a> {
+    pub data: &'a [u8],
+    pub props: WriteProps,
+    pub stored: Option<&'a StoredBlock>,
+}
+
+fn prepare<'a>(
+    data: &'a [u8],
+    props: WriteProps,
+    stored: Option<&StoredBlock>,
+    ashift_max: u32,
+) -> PreparedBlock<'a> {
     let lsize_bytes = data.len() as u64;
     let mut compression_id = 0;
     let mut physical = None;
-    if props.compression != Compression::Off {
+    // A stored form is kept when it saves space like one made here would.
+    let given = stored.filter(|s| {
+        s.compression_id != 0 && keep_compressed(s.bytes.len(), data.len(), ashift_max)
+    });
+    if let Some(stored) = given {
+        compression_id = stored.compression_id;
+        physical = Some(stored.bytes.clone());
+    } else if props.compression != Compression::Off {
         if let Some(compressed) = compress(props.compression, data) {
             if keep_compressed(compressed.len(), data.len(), ashift_max) {
                 compression_id = props.compression.algorithm_id();
@@ -184,10 +214,28 @@ impl Zio {
         blocks: Vec<(&[u8], WriteProps)>,
         txg: Txg,
     ) -> Result<Vec<BlockPointer>, ZioError> {
+        let sources = blocks
+            .into_iter()
+            .map(|(data, props)| BlockSource {
+                data,
+                props,
+                stored: None,
+            })
+            .collect();
+        self.write_block_sources(root, sources, txg)
+    }
+
+    /// `write_blocks` where a block may come with its stored form (`StoredBlock`).
+    pub fn write_block_sources(
+        &self,
+        root: &Vdev,
+        blocks: Vec<BlockSource<'_>>,
+        txg: Txg,
+    ) -> Result<Vec<BlockPointer>, ZioError> {
         let ashift_max = root.children.iter().map(|c| c.ashift).max().unwrap_or(12);
         let prepared: Vec<PreparedBlock> = blocks
             .into_par_iter()
-            .map(|(data, props)| prepare(data, props, ashift_max))
+            .map(|b| prepare(b.data, b.props, b.stored, ashift_max))
             .collect();
         // Allocation: serial, in order, so consecutive blocks land contiguously.
         let mut bps = Vec::with_capacity(prepared.len());
