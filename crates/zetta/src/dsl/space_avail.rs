@@ -158,13 +158,34 @@ impl Spa {
     /// What the whole hierarchy may still take: free space (deflated) less the slop and the
     /// unused reservations; with `pending`, less what the open txg already claimed.
     pub(super) fn pool_space(&mut self, pending: bool) -> Result<u64, SpaError> {
+        // Intent log blocks hold data the open txg is about to write anyway (and the
+        // claims below already count): as in OpenZFS, they take nothing from AVAIL.
         let mut space = self
-            .available_bytes()
+            .available_bytes_counting(self.zil_held_bytes(false))
             .saturating_sub(self.unused_reservation_bytes()?);
         if pending {
             space = space.saturating_sub(self.pending_of(MOS_OBJECT_ROOT_DIR.0).1);
         }
         Ok(space)
+    }
+
+    /// Allocated bytes of the intent log blocks every loaded head holds, on separate log
+    /// devices (`on_log_devices`) or in the normal class.
+    pub(crate) fn zil_held_bytes(&self, on_log_devices: bool) -> u64 {
+        let objsets = std::iter::once(&self.root_dataset)
+            .chain(self.datasets.values().map(|head| &head.objset));
+        let mut total = 0u64;
+        for objset in objsets {
+            for block in objset.zil.owned_blocks() {
+                let Some(top) = self.root.children.get(block.vdev as usize) else {
+                    continue;
+                };
+                if top.is_log == on_log_devices {
+                    total = total.saturating_add(top.allocation_size_bytes(block.psize_bytes));
+                }
+            }
+        }
+        total
     }
 
     /// `dsl_dir_space_available`: what `dir` may still take, from the pool down through

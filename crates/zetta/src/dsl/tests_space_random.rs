@@ -1,6 +1,7 @@
 //! The space identity under random histories: seeded sequences of create, write,
-//! overwrite, truncate, delete, snapshot, clone, promote, rollback, rename, destroy,
-//! space-limit changes, send | receive and export/import, most followed by a commit and
+//! overwrite, truncate, delete, fsync (intent log), snapshot, clone, promote, rollback,
+//! rename, destroy, space-limit changes, send | receive and export/import, most followed
+//! by a commit and
 //! `audit_space` (a third run on into the next step in the same open txg).
 //!
 //! Why: every figure of `zfs list -o space` is kept incrementally by half a dozen code
@@ -104,8 +105,45 @@ impl World {
     fn step(&mut self) -> String {
         let filesystems = self.filesystems();
         let targets = self.targets();
-        match self.rng.below(22) {
+        match self.rng.below(24) {
             18 => self.send_receive(),
+            22 | 23 => {
+                // fsync: the changes go to the intent log, whose blocks no dataset is
+                // charged for (the audit counts them apart).
+                let Some(fs) = self.pick(&targets) else {
+                    return "nothing".to_string();
+                };
+                let dataset = self.spa.lookup_dataset(&fs).unwrap().unwrap();
+                // Something to log first: an append to a file of its own.
+                let len = self.rng.below(64 << 10) as usize;
+                let data = random_data(&mut self.rng, len);
+                let now = Timespec::now();
+                let appended = self.spa.with_zpl(&fs, |vfs, os, ctx| {
+                    let object = match vfs.lookup(os, ctx, vfs.root, b"log") {
+                        Ok(attr) => attr.object,
+                        Err(_) => {
+                            let creds = Creds::default();
+                            vfs.create(
+                                os,
+                                ctx,
+                                vfs.root,
+                                b"log",
+                                FileKind::Regular,
+                                0o644,
+                                creds,
+                                0,
+                                now,
+                            )?
+                            .object
+                        }
+                    };
+                    let size = vfs.getattr(os, ctx, object)?.znode.size;
+                    vfs.write(os, ctx, object, size, &data, now)
+                });
+                appended.unwrap();
+                let commit = self.spa.zil_commit(dataset).unwrap();
+                format!("append {len} to {fs}/log, fsync: {commit:?}")
+            }
             19 => {
                 // Export and import: every figure must come back from disk.
                 let spa = std::mem::replace(&mut self.spa, placeholder());
