@@ -328,20 +328,7 @@ fn cmd_snapshot(args: &[String]) -> CmdResult {
             }
         }
     }
-    match imported.spa.snapshot(&names) {
-        Ok(()) => {}
-        // A refreservation leaves no room for what the snapshot would take over.
-        Err(zetta::spa::SpaError::NoSpace) if names.len() == 1 => {
-            return fail(format!(
-                "cannot create snapshot '{}': out of space",
-                names[0]
-            ));
-        }
-        Err(zetta::spa::SpaError::NoSpace) => {
-            return fail("cannot create snapshots : out of space");
-        }
-        Err(e) => return Err(spa_fail(e)),
-    }
+    imported.spa.snapshot(&names).map_err(spa_fail)?;
     finish(&mut imported, "snapshot", args)
 }
 

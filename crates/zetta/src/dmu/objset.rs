@@ -647,9 +647,7 @@ impl ObjectSet {
         }
         let block_size = u64::from(state.phys.data_block_size_bytes);
         let within = size_bytes % block_size;
-        // A block past what the tree addresses (an extending truncate's hole) is zeros.
-        let addressed = state.phys.capacity_blocks(state.phys.nlevels);
-        if within != 0 && size_bytes / block_size < addressed {
+        if within != 0 {
             let blkid = size_bytes / block_size;
             zero_in_block(
                 state,
@@ -689,13 +687,11 @@ impl ObjectSet {
         let block_size = u64::from(state.phys.data_block_size_bytes);
         let first_whole = offset.div_ceil(block_size);
         let last_whole = end / block_size;
-        let addressed = state.phys.capacity_blocks(state.phys.nlevels);
         for (start, stop) in [
             (offset, (first_whole * block_size).min(end)),
             ((last_whole * block_size).max(offset), end),
         ] {
-            // A partial block past what the tree addresses is a hole already.
-            if start < stop && start / block_size < addressed {
+            if start < stop {
                 let blkid = start / block_size;
                 let from = (start % block_size) as usize;
                 zero_in_block(

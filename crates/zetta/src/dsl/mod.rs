@@ -10,8 +10,9 @@
 //! and its space figures follow what its syncs allocate and free (`space`).
 //!
 //! Filesystems here; snapshots, clones, rollback and bookmarks in `snapshot`, renames in
-//! `rename`, promote in `promote`, the receive swap in `recv`, space accounting and
-//! AVAIL in `space`, its from-scratch check in `space_audit`.
+//! `rename`, promote in `promote`, the receive swap in `recv`, space accounting in `space`,
+//! AVAIL and the admission of writes in `space_avail`, its from-scratch check in
+//! `space_audit`.
 
 pub mod phys;
 mod promote;
@@ -21,6 +22,7 @@ mod rename;
 mod snapshot;
 pub mod space;
 pub mod space_audit;
+mod space_avail;
 pub use prop::{is_local_entry, INHERIT_SUFFIX, RECEIVED_SUFFIX};
 pub use snapshot::{append_dead_list, Bookmark, DS_FLAG_SNAPSHOT};
 pub use space::{DatasetSpace, SpaceLimit};

@@ -16,16 +16,12 @@
 //! Everything happens in one txg.
 
 use super::phys::{DslDatasetPhys, UsedKind};
-use super::space::SpaceDelta;
+use super::space::{signed, SpaceDelta};
 use super::zap_error;
 use crate::dmu::{object_type, BlockSpace, IoCtx};
 use crate::spa::{Spa, SpaError};
 use crate::types::ObjectId;
 use crate::zap::{self, ZapValue};
-
-fn signed(bytes: u64) -> i64 {
-    i64::try_from(bytes).unwrap_or(i64::MAX)
-}
 
 impl Spa {
     /// Sum of the dead lists of `datasets`, counting blocks born after `born_after_txg`.

@@ -101,12 +101,20 @@ impl Spa {
                     "cannot create snapshot '{full}': dataset already exists"
                 )));
             }
+            // Two snapshots of one filesystem in one txg would share a creation txg and
+            // leave the snapshot chain without an order.
+            if targets.iter().any(|(other, _)| *other == dataset) {
+                return Err(SpaError::Invalid(
+                    "cannot create snapshots : multiple snapshots of same fs not allowed"
+                        .to_string(),
+                ));
+            }
             targets.push((dataset, snap.to_string()));
         }
         // Commit what the heads hold now; the snapshots capture exactly this txg.
         self.sync()?;
-        for (dataset, _) in &targets {
-            self.snapshot_reserve_space(*dataset)?;
+        for ((dataset, _), full) in targets.iter().zip(names) {
+            self.snapshot_reserve_space(*dataset, full)?;
         }
         let txg = self.last_synced_txg();
         for (dataset, snap) in targets {
@@ -398,12 +406,14 @@ impl Spa {
 
     /// OpenZFS `dsl_dataset_snapshot_reserve_space`: with a refreservation, the blocks the
     /// snapshot takes over from it must fit outside it.
-    fn snapshot_reserve_space(&mut self, dataset: u64) -> Result<(), SpaError> {
+    fn snapshot_reserve_space(&mut self, dataset: u64, full: &str) -> Result<(), SpaError> {
         let head = self.head_phys(dataset)?;
         let dir = self.read_dir(head.dir)?;
         let claimed = head.unique_bytes.min(dir.refreserved_bytes);
         if claimed > 0 && claimed > self.dir_available_bytes(head.dir)? {
-            return Err(SpaError::NoSpace);
+            return Err(SpaError::Invalid(format!(
+                "cannot create snapshot '{full}': out of space"
+            )));
         }
         Ok(())
     }

@@ -46,11 +46,12 @@ pub struct SpaceAudit {
     pub mismatches: Vec<String>,
     /// Allocated in the allocator (all top-level vdevs, all copies).
     pub allocated_bytes: u64,
-    /// Of which: the MOS, the blocks reachable from heads and snapshots, and frees of the
-    /// last txgs not yet reusable.
+    /// Of which: the MOS, the blocks reachable from heads and snapshots, frees of the last
+    /// txgs not yet reusable, and intent log blocks in the normal class.
     pub mos_bytes: u64,
     pub data_bytes: u64,
     pub deferred_bytes: u64,
+    pub log_bytes: u64,
 }
 
 fn allocated(bp: &BlockPointer) -> u64 {
@@ -261,11 +262,16 @@ impl Spa {
             audit.allocated_bytes = allocator.allocated_bytes();
             audit.deferred_bytes = allocator.deferred_bytes();
         }
-        let accounted = audit.mos_bytes + audit.data_bytes + audit.deferred_bytes;
+        audit.log_bytes = self.zil_held_bytes(false);
+        let accounted = audit.mos_bytes + audit.data_bytes + audit.deferred_bytes + audit.log_bytes;
         if accounted != audit.allocated_bytes {
             audit.mismatches.push(format!(
-                "allocated {} but MOS {} + data {} + deferred frees {} = {accounted} (leak or double free)",
-                audit.allocated_bytes, audit.mos_bytes, audit.data_bytes, audit.deferred_bytes
+                "allocated {} but MOS {} + data {} + deferred frees {} + intent logs {} = {accounted} (leak or double free)",
+                audit.allocated_bytes,
+                audit.mos_bytes,
+                audit.data_bytes,
+                audit.deferred_bytes,
+                audit.log_bytes
             ));
         }
         Ok(audit)

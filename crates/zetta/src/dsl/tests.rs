@@ -601,3 +601,22 @@ fn set_properties_apply_to_open_object_sets_at_once() {
         "compression=off stored {referenced} bytes for 4 MiB"
     );
 }
+
+/// Regression: two snapshots of one filesystem in one command (`zfs snapshot fs@a fs@b`)
+/// were both taken in the same txg, so the snapshot chain had no order and destroying one
+/// could leave the other pointing at it. OpenZFS refuses them, word for word.
+#[test]
+fn two_snapshots_of_one_filesystem_at_once_are_refused() {
+    let device = Arc::new(MemDevice::new("/mem/dsl", 128 << 20));
+    let mut spa = pool(&device);
+    spa.create_filesystem("tank/fs").unwrap();
+    let names = ["tank/fs@a".to_string(), "tank/fs@b".to_string()];
+    assert!(matches!(
+        spa.snapshot(&names),
+        Err(SpaError::Invalid(m)) if m == "cannot create snapshots : multiple snapshots of same fs not allowed"
+    ));
+    assert!(spa.snapshots("tank/fs").unwrap().is_empty());
+    spa.create_filesystem("tank/other").unwrap();
+    spa.snapshot(&["tank/fs@a".to_string(), "tank/other@a".to_string()])
+        .unwrap();
+}

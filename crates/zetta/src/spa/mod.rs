@@ -755,7 +755,14 @@ impl Spa {
     /// AVAIL as `zfs list` shows it: free space less the slop, deflated like USED (raidz
     /// parity excluded), so the two columns add up in the same units.
     pub fn available_bytes(&self) -> u64 {
+        self.available_bytes_counting(0)
+    }
+
+    /// `available_bytes` as if `extra_free_bytes` more were free (space held only for a
+    /// while, like intent log blocks, that no dataset is charged for).
+    pub(crate) fn available_bytes_counting(&self, extra_free_bytes: u64) -> u64 {
         let (_, _, free) = self.space();
+        let free = free.saturating_add(extra_free_bytes);
         let normal = self.root.children.iter().filter(|t| !t.is_log);
         let (usable, raw) = normal.fold((0u64, 0u64), |(u, r), t| {
             (u + t.usable_size_bytes(), r + t.raw_size_bytes())

@@ -169,6 +169,12 @@ impl Zilog {
         self.itxs.len() - self.committed
     }
 
+    /// The blocks this log holds allocated (its chain and the preallocated next block):
+    /// space no dataset is charged for (the space audit and AVAIL leave it aside).
+    pub fn owned_blocks(&self) -> &[BlockRef] {
+        &self.owned
+    }
+
     /// Whether any block of this log is on top-level vdev `vdev`.
     pub fn uses_vdev(&self, vdev: u32) -> bool {
         self.owned
