@@ -22,3 +22,4 @@ mod common;
 
 mod copies;
 mod lab;
+mod primer;
