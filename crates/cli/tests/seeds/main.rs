@@ -20,6 +20,8 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod allocation;
 mod copies;
 mod lab;
+mod mirror;
 mod primer;

@@ -77,6 +77,19 @@ fn capacity_of_each_vdev_type() {
     mixed.push(&big);
     let (_, mixed_space) = create(&mixed);
     near(mixed_space, raidz1_space as f64);
+    let disks_of = |space: u64| space as f64 / single_space as f64;
+    eprintln!(
+        "seeds capacities in disks (zfs list USED+AVAIL / zpool list SIZE): mirror {:.2}/{:.2}, \
+         raidz1 of 6 {:.2}/{:.2} (post 5), raidz2 of 8 {:.2}/{:.2} (post 6), raidz1 of 5x1G+2G \
+         {:.2}",
+        disks_of(mirror_space),
+        mirror_size as f64 / single_size as f64,
+        disks_of(raidz1_space),
+        raidz1_size as f64 / single_size as f64,
+        disks_of(raidz2_space),
+        raidz2_size as f64 / single_size as f64,
+        disks_of(mixed_space)
+    );
 }
 
 /// Why: "There is absolutely no parity or redundancy at the pool level. If you lose any
