@@ -215,8 +215,11 @@ zetta_contender() {
         "$ZETTA" daemon >"$RUN/zetta.$key.log" 2>&1 </dev/null &
     pid=$!
     note_state zettad "$pid $CUR_CACHE"
+    # Wait for its socket before the first command: a command that finds no daemon
+    # answering starts one of its own, which would race this one for the socket.
     for ((i = 0; i < 100; i++)); do
-        daemon_alive "$pid" zetta && zetta_cli "$CUR_CACHE" zpool list >/dev/null 2>&1 && break
+        daemon_alive "$pid" zetta || break
+        [[ -S $CUR_CACHE.run/zetta.sock ]] && break
         sleep 0.1
     done
     if ! daemon_alive "$pid" zetta || ! zetta_cli "$CUR_CACHE" zpool list >/dev/null 2>&1; then
