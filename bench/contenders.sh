@@ -62,6 +62,7 @@ contender_raw() {
     CUR_MNT=$RUN/raw
     mkdir -p "$CUR_MNT"
     workloads raw "$CUR_MNT"
+    rm -rf --one-file-system -- "$CUR_MNT" "$RECV_MNT"  # its space, for the next contenders
 }
 
 btrfs_contender() {  # btrfs_contender KEY NDEV
@@ -217,9 +218,10 @@ zetta_contender() {
     note_state zettad "$pid $CUR_CACHE"
     # Wait for its socket before the first command: a command that finds no daemon
     # answering starts one of its own, which would race this one for the socket.
+    # (Until setsid and env have exec'd it, the process is not yet called zetta.)
     for ((i = 0; i < 100; i++)); do
-        daemon_alive "$pid" zetta || break
         [[ -S $CUR_CACHE.run/zetta.sock ]] && break
+        kill -0 "$pid" 2>/dev/null || break
         sleep 0.1
     done
     if ! daemon_alive "$pid" zetta || ! zetta_cli "$CUR_CACHE" zpool list >/dev/null 2>&1; then

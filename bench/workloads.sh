@@ -267,18 +267,18 @@ make_corpus() {
 }
 
 # corpus_dir KIND: make the directory that KIND (text or vm) is written into, and print
-# it: a child dataset POOL/cKIND (the pool's compression), or for btrfs a directory with
-# `btrfs property set DIR compression lzo`.
+# it (so anything else goes to stderr): a child dataset POOL/cKIND (the pool's
+# compression), or for btrfs a directory with `btrfs property set DIR compression lzo`.
 corpus_dir() {
     local d=$CUR_MNT/c$1
     case $CUR_ENGINE in
         zfs-fuse | zetta)
-            cur_zfs create "$CUR_POOL/c$1"
+            cur_zfs create "$CUR_POOL/c$1" >&2
             wait_mounted "$d" || { log "$CUR_ENGINE: $d not mounted after zfs create"; return 1; }
             ;;
         btrfs)
             mkdir "$d"
-            btrfs property set "$d" compression lzo
+            btrfs property set "$d" compression lzo >&2
             ;;
         *) mkdir "$d" ;;
     esac
