@@ -58,6 +58,7 @@ new_btrfs() {
 }
 
 contender_raw() {
+    CUR_KEY=raw
     CUR_ENGINE=raw
     CUR_MNT=$RUN/raw
     mkdir -p "$CUR_MNT"
@@ -68,6 +69,7 @@ contender_raw() {
 btrfs_contender() {  # btrfs_contender KEY NDEV
     local key=$1
     btrfs_ok "$key" || return 0
+    CUR_KEY=$key
     CUR_ENGINE=btrfs
     CUR_NDEV=$2
     CUR_MNT=$RUN/$key
@@ -174,6 +176,7 @@ zfs_fuse() {
         skip "$key" "zfs-fuse daemon did not start: $(tail -n1 "$RUN/zfs-fuse.$key.log")"
         return 0
     fi
+    CUR_KEY=$key
     CUR_ENGINE=zfs-fuse
     CUR_COMP=$2
     CUR_NDEV=$3
@@ -228,6 +231,7 @@ zetta_contender() {
         skip "$key" "zetta daemon did not start: $(tail -n1 "$RUN/zetta.$key.log")"
         return 0
     fi
+    CUR_KEY=$key
     CUR_ENGINE=zetta
     CUR_COMP=$2
     CUR_NDEV=$3

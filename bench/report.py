@@ -4,8 +4,8 @@
     report.py RESULTS.tsv INFO.tsv [--doc docs/PERFORMANCE.md]
 
 RESULTS.tsv lines: contender <TAB> metric <TAB> value, where metric "skip" or "fail" carries
-a reason for the whole contender instead of a number, and "skip:WORKLOAD" the reason one
-workload makes no sense there. INFO.tsv lines: key <TAB> value (machine, sizes, command).
+a reason for the whole contender instead of a number, "skip:WORKLOAD" the reason one
+workload makes no sense there, and "note" something that happened during the run. INFO.tsv lines: key <TAB> value (machine, sizes, command).
 Prints the section; with --doc also replaces the section in that file (or appends it).
 How the workloads are run is described in docs/PERFORMANCE.md's section "Side by side:
 what bench/run.sh measures", which this script leaves alone.
@@ -120,6 +120,8 @@ def load(results_path):
     for key, metric, value in read_tsv(results_path):
         if metric in ("skip", "fail"):
             notes[key] = (metric, value)
+        elif metric == "note":
+            workload_notes.setdefault(key, []).append(("note", value))
         elif metric.startswith("skip:"):
             workload_notes.setdefault(key, []).append((metric[len("skip:"):], value))
         else:
@@ -227,7 +229,7 @@ def build(results_path, info_path):
               "for Zetta's lz4):", ""]
     lines += ratio_tables(zfs_anchor)
     if notes or workload_notes:
-        lines += ["", "Not measured in this run:", ""]
+        lines += ["", "Not measured in this run, and notes:", ""]
         for k in run_keys:
             if k in notes:
                 kind, why = notes[k]

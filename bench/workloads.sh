@@ -16,6 +16,7 @@
 # snapshots) records why with `skip_workload`. Any command that fails fails the contender.
 
 DROP_CACHES=yes
+CUR_KEY=""           # the contender's key, for notes
 CUR_ENGINE=""
 CUR_MNT=""
 CUR_NDEV=1
@@ -43,6 +44,10 @@ skip() {  # the whole contender cannot run here
 skip_workload() {  # skip_workload KEY WORKLOAD REASON: one workload makes no sense here
     printf '%s\tskip:%s\t%s\n' "$1" "$2" "$3" >>"$RESULTS"
     log "  $1 $2: skipped ($3)"
+}
+note() {  # note TEXT: something the reader of the figures should know, for the report
+    printf '%s\tnote\t%s\n' "$CUR_KEY" "$1" >>"$RESULTS"
+    log "  $CUR_KEY: note: $1"
 }
 
 # timed VAR COMMAND...: run COMMAND in this shell and set VAR to its wall time in
@@ -101,6 +106,23 @@ wait_mounted() {
     return 1
 }
 
+# export_pool: zpool export, tried again for a few seconds when it fails (once, Zetta found
+# its root filesystem busy with nothing of the harness running); the first refusal is
+# noted in the report with whoever holds the mount.
+export_pool() {
+    local i holders
+    for ((i = 0; i < 10; i++)); do
+        cur_zpool export "$CUR_POOL" 2>"$RUN/err" && return 0
+        if ((i == 0)); then
+            holders=$(fuser -vm "$CUR_MNT" 2>&1 | tr -s ' \n' ' ' || true)
+            note "zpool export refused ($(tail -n1 "$RUN/err")), tried again; fuser -vm: ${holders:-nothing}"
+        fi
+        sleep 0.5
+    done
+    log "$CUR_ENGINE: zpool export $CUR_POOL: $(tail -n1 "$RUN/err")"
+    return 1
+}
+
 # drop_caches [MOUNTPOINT...]: empty the page cache and, for a pool, its ARC by exporting
 # and importing it (which also commits everything); then wait for the pool's root and the
 # given child filesystems to be mounted again. Only the contender is flushed first (btrfs:
@@ -112,7 +134,7 @@ drop_caches() {
     local m
     [[ $CUR_ENGINE == btrfs ]] && sync -f "$CUR_MNT"
     if [[ -n $CUR_POOL ]]; then
-        cur_zpool export "$CUR_POOL"
+        export_pool
         cur_zpool import -d "$CUR_VDEV_DIR" "$CUR_POOL"
         for m in "$CUR_MNT" "$@"; do
             wait_mounted "$m" ||
@@ -393,12 +415,21 @@ zfs_scrub_wait() {
     return 1
 }
 
+# host_read_us VAR: the time to read random.dat, the dataset's bytes on the host
+# filesystem, cold with dd: the raw read bandwidth to hold the scrub against.
+host_read_us() {
+    echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true
+    timed "$1" dd if="$CORPUS/random.dat" of=/dev/null bs=1M status=none
+}
+
 # Scrub the pool holding the dataset (cold), metric scrub_mbps: the dataset's bytes over
-# the scrub's time. Then read_mbps: random.dat, the same bytes on the host filesystem,
-# read cold with dd, as the raw read bandwidth to hold the scrub against.
+# the scrub's time. The host read of the same bytes just before and just after it gives
+# read_mbps (both reads' bytes over both times: the disk of this minute, as the host's
+# cache in front of it swings).
 scrub_time() {
-    local key=$1 us bytes
+    local key=$1 us bytes read_before_us read_after_us
     bytes=$(mib_bytes "$DATA_MIB")
+    host_read_us read_before_us
     case $CUR_ENGINE in
         zfs-fuse | zetta)
             drop_caches "$DATA_DIR"
@@ -411,9 +442,8 @@ scrub_time() {
         *) skip_workload "$key" scrub "a plain directory has no scrub" ;;
     esac
     [[ $CUR_ENGINE == raw ]] || result "$key" scrub_mbps "$(mb_per_sec "$bytes" "$us")"
-    echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true
-    timed us dd if="$CORPUS/random.dat" of=/dev/null bs=1M status=none
-    result "$key" read_mbps "$(mb_per_sec "$bytes" "$us")"
+    host_read_us read_after_us
+    result "$key" read_mbps "$(mb_per_sec $((2 * bytes)) $((read_before_us + read_after_us)))"
 }
 
 zfs_send_receive() {  # zfs_send_receive TARGET SEND-ARGS...: with -F for incrementals
