@@ -2,7 +2,7 @@
 # Side-by-side benchmark: a raw directory, kernel btrfs on loop devices, zfs-fuse and
 # Zetta (FUSE), all on backing files of one size on one host filesystem.
 #
-#   bash bench/run.sh --quick      # about 5 minutes
+#   bash bench/run.sh --quick      # under 5 minutes on a quiet machine
 #   bash bench/run.sh              # full sizes
 #
 # Run as root. Installs fio, zfs-fuse, btrfs-progs and util-linux when missing, prints a
@@ -27,8 +27,9 @@ usage() {
     cat <<'EOF'
 usage: bash bench/run.sh [--quick] [--dir DIR] [--only LIST] [--no-doc]
 
-  --quick      small sizes (512M sequential, 64m x 8 random writers, 10k files, 256M for
-               scrub and send, 64M text and 256M VM image); under 5 min
+  --quick      small sizes (512M sequential, 64m x 8 random writers capped at 20 s, 10k
+               files, 256M scrubbed and sent, 64M text, 256M VM image); under 5 min on a
+               quiet machine
   --dir DIR    work directory on the filesystem to test on (default /var/tmp/zetta-bench)
   --only LIST  comma-separated contenders to run (default: all of
                raw,btrfs,btrfs-raid1,zfs-fuse,zfs-fuse-comp,zfs-fuse-mirror,zetta,
@@ -56,7 +57,7 @@ done
 # DATA_MIB: the incompressible dataset that is scrubbed and sent; TEXT_MIB and VM_MIB: the
 # compressible corpus (a text tar and a VM-image-like file).
 if [[ $MODE == quick ]]; then
-    SEQ_MIB=512 RW_SIZE=64m RW_JOBS=8 FILES=10000 CAP=30 VDEV_SIZE=3G
+    SEQ_MIB=512 RW_SIZE=64m RW_JOBS=8 FILES=10000 CAP=20 VDEV_SIZE=3G
     DATA_MIB=256 TEXT_MIB=64 VM_MIB=256
 else
     SEQ_MIB=2048 RW_SIZE=256m RW_JOBS=16 FILES=100000 CAP=600 VDEV_SIZE=8G
