@@ -362,10 +362,24 @@ while True:
             .wrapping_add(1442695040888963407);
         let delay = 100 + (state >> 33) % 600;
         std::thread::sleep(Duration::from_millis(delay));
+        let pid = lab.daemon_pid();
         Command::new("kill")
-            .args(["-9", &lab.daemon_pid().to_string()])
+            .args(["-9", &pid.to_string()])
             .status()
             .unwrap();
+        // A killed daemon can take a moment to be gone (its FUSE connections are torn down
+        // first); until then its socket still accepts, and a command sent to it is reset
+        // (seen once under heavy load in CI). Wait for it, as an admin would.
+        let proc_dir = format!("/proc/{pid}/status");
+        for _ in 0..200 {
+            let zombie_or_gone = std::fs::read_to_string(&proc_dir)
+                .map(|s| s.contains("State:\tZ"))
+                .unwrap_or(true);
+            if zombie_or_gone {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
         std::thread::sleep(Duration::from_millis(100));
         let _ = child.kill();
         let output = child.wait_with_output().unwrap();
