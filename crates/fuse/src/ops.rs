@@ -192,8 +192,20 @@ impl ZplFs {
     /// past a quota or refquota of the filesystem or an ancestor, ENOSPC when it would take
     /// space reserved for another dataset. Conservative like OpenZFS's: an overwrite
     /// counts as new space until it commits.
+    /// When the refusal may come from this txg's pending changes (counted as new space until
+    /// they commit, and intent log blocks held until then), the txg commits and the write is
+    /// admitted again, as OpenZFS's ERESTART makes `dmu_tx_assign` wait for a sync.
     fn reserve_space(&self, spa: &mut zetta::spa::Spa, bytes: u64) -> Result<(), Errno> {
-        match spa.dsl_tempreserve(self.dataset, bytes) {
+        let mut result = spa.dsl_tempreserve(self.dataset, bytes);
+        if matches!(
+            result,
+            Err(zetta::spa::SpaError::QuotaExceeded | zetta::spa::SpaError::NoSpace)
+        ) && spa.has_dirty()
+        {
+            spa.sync().map_err(commit_failed)?;
+            result = spa.dsl_tempreserve(self.dataset, bytes);
+        }
+        match result {
             Ok(()) => Ok(()),
             Err(zetta::spa::SpaError::QuotaExceeded) => Err(Errno::from_i32(libc::EDQUOT)),
             Err(zetta::spa::SpaError::NoSpace) => Err(Errno::ENOSPC),

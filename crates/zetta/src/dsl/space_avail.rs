@@ -37,8 +37,8 @@ pub struct SpaceState {
 
 /// An AVAIL figure and whether a quota (rather than the pool) bounds it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Avail {
-    pub(super) bytes: u64,
+pub(crate) struct Avail {
+    pub(crate) bytes: u64,
     by_quota: bool,
 }
 
@@ -229,7 +229,7 @@ impl Spa {
 
     /// AVAIL of a head dataset: its dir's, plus its unused refreservation, capped by its
     /// refquota (OpenZFS `dsl_get_available`).
-    pub(super) fn head_available(
+    pub(crate) fn head_available(
         &mut self,
         dataset: u64,
         pending: bool,

@@ -46,6 +46,10 @@ const WRITE_MERGE_MAX_BYTES: u64 = 1 << 20;
 /// txg writes that data once, the log would write it twice (OpenZFS avoids the copy with
 /// indirect write records; for bulk data a txg commit costs the same).
 pub const LOG_DATA_MAX_BYTES: u64 = 8 << 20;
+/// The log holds at most 1/this of the free space of its class (and of the dataset's AVAIL)
+/// before commits fall back to txg commits (which free it): a nearly full pool or dataset is
+/// not filled by log blocks, which its space accounting does not see.
+const LOG_SHARE_OF_FREE_MAX: u64 = 8;
 
 #[derive(Debug)]
 pub enum ZilError {
@@ -348,7 +352,8 @@ fn block_size_for(payload_bytes: usize) -> u64 {
 }
 
 /// `zil_commit`: makes every change logged so far durable (see the module header).
-pub fn commit(os: &mut ObjectSet, ctx: &IoCtx<'_>) -> Result<Commit, ZilError> {
+/// `space_bytes`: what the dataset may still take (its AVAIL), which bounds the log too.
+pub fn commit(os: &mut ObjectSet, ctx: &IoCtx<'_>, space_bytes: u64) -> Result<Commit, ZilError> {
     let records = os.zil.pending();
     if records == 0 {
         return Ok(Commit::Nothing);
@@ -361,7 +366,23 @@ pub fn commit(os: &mut ObjectSet, ctx: &IoCtx<'_>) -> Result<Commit, ZilError> {
         })
         .sum();
     os.zil.active = true;
-    let Some(first) = os.zil.next.filter(|_| pending_data <= LOG_DATA_MAX_BYTES) else {
+    // The log's blocks are held until the txg commits: on a filling pool it must not take
+    // more than a slice of what is free (a txg commit then retires it).
+    let held: u64 = os.zil.owned.iter().map(|b| b.psize_bytes).sum();
+    let free = {
+        let log_class = ctx.zio.log_allocator.lock().free_bytes();
+        if log_class > 0 {
+            log_class
+        } else {
+            ctx.zio.allocator.lock().free_bytes().min(space_bytes)
+        }
+    };
+    let fits = held + 2 * pending_data <= free / LOG_SHARE_OF_FREE_MAX;
+    let Some(first) = os
+        .zil
+        .next
+        .filter(|_| pending_data <= LOG_DATA_MAX_BYTES && fits)
+    else {
         return Ok(Commit::NeedTxgSync);
     };
     let encoded = encode_pending(os, ctx)?;

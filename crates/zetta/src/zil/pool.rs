@@ -13,6 +13,7 @@ impl Spa {
         if dataset != MOS_OBJECT_ROOT_DATASET.0 {
             self.open_dataset(dataset)?;
         }
+        let space = self.head_available(dataset, true)?.bytes;
         let outcome = {
             let ctx = io_ctx!(self);
             let os = if dataset == MOS_OBJECT_ROOT_DATASET.0 {
@@ -23,7 +24,7 @@ impl Spa {
                     None => return Err(SpaError::Corrupt(format!("dataset {dataset} vanished"))),
                 }
             };
-            super::commit(os, &ctx)
+            super::commit(os, &ctx, space)
         };
         match outcome {
             Ok(Commit::NeedTxgSync) | Err(super::ZilError::NoSpace) => {
