@@ -4,8 +4,11 @@
     report.py RESULTS.tsv INFO.tsv [--doc docs/PERFORMANCE.md]
 
 RESULTS.tsv lines: contender <TAB> metric <TAB> value, where metric "skip" or "fail" carries
-a reason instead of a number. INFO.tsv lines: key <TAB> value (machine, sizes, command).
+a reason for the whole contender instead of a number, "skip:WORKLOAD" the reason one
+workload makes no sense there, and "note" something that happened during the run. INFO.tsv lines: key <TAB> value (machine, sizes, command).
 Prints the section; with --doc also replaces the section in that file (or appends it).
+How the workloads are run is described in docs/PERFORMANCE.md's section "Side by side:
+what bench/run.sh measures", which this script leaves alone.
 """
 import sys
 
@@ -13,38 +16,78 @@ HEADING = "## Side by side: raw, kernel btrfs, zfs-fuse and Zetta"
 # Earlier headings of the same section, replaced in place by the current one.
 OLD_HEADINGS = ["## Side by side: raw, kernel btrfs, zfs-fuse (and Zetta when mountable)"]
 
-# key, label, geometry. The order is the table's order and run.sh's order.
+# key, label, geometry, compressed. The order is the table's order and run.sh's order.
 CONTENDERS = [
-    ("raw", "raw directory on the host filesystem", "single"),
-    ("btrfs", "kernel btrfs, 1 loop device", "single"),
-    ("btrfs-raid1", "kernel btrfs raid1 (`-d raid1 -m raid1`), 2 loop devices", "mirror"),
-    ("zfs-fuse", "zfs-fuse, 1 file vdev, compression=off", "single"),
-    ("zfs-fuse-comp", "zfs-fuse, 1 file vdev, compression=on (lzjb)", "single"),
-    ("zfs-fuse-mirror", "zfs-fuse, 2-way mirror of file vdevs, compression=off", "mirror"),
-    ("zetta", "Zetta (FUSE), 1 file vdev, compression=off", "single"),
-    ("zetta-lz4", "Zetta (FUSE), 1 file vdev, compression=lz4", "single"),
-    ("zetta-mirror", "Zetta (FUSE), 2-way mirror of file vdevs, compression=off", "mirror"),
+    ("raw", "raw directory on the host filesystem", "single", False),
+    ("btrfs", "kernel btrfs, 1 loop device", "single", False),
+    ("btrfs-raid1", "kernel btrfs raid1 (`-d raid1 -m raid1`), 2 loop devices", "mirror", False),
+    ("zfs-fuse", "zfs-fuse, 1 file vdev, compression=off", "single", False),
+    ("zfs-fuse-comp", "zfs-fuse, 1 file vdev, compression=on (lzjb)", "single", True),
+    ("zfs-fuse-mirror", "zfs-fuse, 2-way mirror of file vdevs, compression=off", "mirror", False),
+    ("zetta", "Zetta (FUSE), 1 file vdev, compression=off", "single", False),
+    ("zetta-lz4", "Zetta (FUSE), 1 file vdev, compression=lz4", "single", True),
+    ("zetta-mirror", "Zetta (FUSE), 2-way mirror of file vdevs, compression=off", "mirror", False),
 ]
-LABEL = {k: label for k, label, _ in CONTENDERS}
-GEOMETRY = {k: g for k, _, g in CONTENDERS}
-# Same-geometry anchors: btrfs and zfs-fuse (compression off) with as many devices.
+LABEL = {k: label for k, label, _, _ in CONTENDERS}
+GEOMETRY = {k: g for k, _, g, _ in CONTENDERS}
+COMPRESSED = {k: c for k, _, _, c in CONTENDERS}
+# Same-geometry anchors: btrfs with as many devices; zfs-fuse with as many devices and
+# compression on where the contender compresses (zfs-fuse has lzjb where Zetta has lz4).
 BTRFS_ANCHOR = {"single": "btrfs", "mirror": "btrfs-raid1"}
-ZFS_ANCHOR = {"single": "zfs-fuse", "mirror": "zfs-fuse-mirror"}
 
-# metric key, column header. All are "higher is better" except the RSS.
-METRICS = [
-    ("seq_write", "seq write MB/s"),
-    ("seq_read", "seq read MB/s"),
-    ("randwrite_4k", "4k rand write MB/s"),
-    ("randread_16k", "16k rand read MB/s"),
-    ("create", "create files/s"),
-    ("ls_lR", "`ls -lR` (cold) files/s"),
-    ("find", "`find` files/s"),
-    ("stat", "stat files/s"),
-    ("delete", "delete files/s"),
-    ("rss_mib", "daemon peak RSS MiB"),
+
+def zfs_anchor(key):
+    if GEOMETRY[key] == "mirror":
+        return "zfs-fuse-mirror"
+    return "zfs-fuse-comp" if COMPRESSED[key] else "zfs-fuse"
+
+
+# Metric kinds: "rate" (higher is better; ratio = contender / anchor), "time" (lower is
+# better; ratio = anchor / contender, so above 1.00 is faster in both), "ratio" (a
+# dimensionless figure, higher is better, two decimals), "info" (shown, never compared),
+# "reported" (a ratio the engine reports, two decimals, never compared).
+# A metric is key, column header, kind.
+FILE_METRICS = [
+    ("seq_write", "seq write MB/s", "rate"),
+    ("seq_read", "seq read MB/s", "rate"),
+    ("randwrite_4k", "4k rand write MB/s", "rate"),
+    ("randread_16k", "16k rand read MB/s", "rate"),
+    ("create", "create files/s", "rate"),
+    ("ls_lR", "`ls -lR` (cold) files/s", "rate"),
+    ("find", "`find` files/s", "rate"),
+    ("stat", "stat files/s", "rate"),
+    ("delete", "delete files/s", "rate"),
+    ("rss_mib", "daemon peak RSS MiB", "info"),
 ]
-RATIO_METRICS = [m for m in METRICS if m[0] != "rss_mib"]
+POOL_METRICS = [
+    ("snap_empty_ms", "snapshot, empty fs ms", "time"),
+    ("snap_seq_ms", "snapshot after seq file ms", "time"),
+    ("snap_files_ms", "snapshot after the files ms", "time"),
+    ("scrub_mbps", "scrub MB/s", "rate"),
+    ("read_mbps", "host read of the same bytes MB/s", "info"),
+    ("scrub_vs_read", "scrub / host read", "ratio"),
+    ("sendrecv_mbps", "send \\| receive MB/s", "rate"),
+    ("cp_mbps", "`cp -a` MB/s", "rate"),
+    ("send_vs_cp", "send \\| receive / `cp -a`", "ratio"),
+    ("incr_ms", "incremental, 1 MiB changed, ms", "time"),
+    ("incr_pct", "incremental / full time %", "info"),
+]
+CORPUS_METRICS = [
+    ("text_mbps", "text write MB/s", "rate"),
+    ("text_space_ratio", "text size / space used", "ratio"),
+    ("text_compressratio", "text `compressratio`", "reported"),
+    ("vm_mbps", "VM image write MB/s", "rate"),
+    ("vm_space_ratio", "VM image size / space used", "ratio"),
+    ("vm_compressratio", "VM image `compressratio`", "reported"),
+]
+# Figures computed from others of the same contender: key -> (numerator, denominator, scale).
+DERIVED = {
+    "scrub_vs_read": ("scrub_mbps", "read_mbps", 1),
+    "send_vs_cp": ("sendrecv_mbps", "cp_mbps", 1),
+    "incr_pct": ("incr_ms", "send_full_ms", 100),
+}
+# For the ratio to raw, which has no scrub or send: the raw figure each is held against.
+RAW_EQUIVALENT = {"scrub_mbps": "read_mbps", "sendrecv_mbps": "cp_mbps"}
 
 
 def read_tsv(path):
@@ -57,93 +100,87 @@ def read_tsv(path):
     return rows
 
 
-def fmt_abs(value):
+def fmt_abs(value, kind):
+    if kind in ("ratio", "reported"):
+        return f"{value:.2f}"
     if value >= 100:
         return f"{value:.0f}"
     return f"{value:.1f}"
 
 
 def table(header_first, columns, rows):
-    out = ["| " + " | ".join([header_first] + [c for _, c in columns]) + " |"]
+    out = ["| " + " | ".join([header_first] + [c for _, c, _ in columns]) + " |"]
     out.append("|" + "---|" * (len(columns) + 1))
     out.extend("| " + " | ".join(r) + " |" for r in rows)
     return out
 
 
-def build(results_path, info_path):
-    info = {k: v for k, v in read_tsv(info_path)}
-    figures, notes = {}, {}
+def load(results_path):
+    figures, notes, workload_notes = {}, {}, {}
     for key, metric, value in read_tsv(results_path):
         if metric in ("skip", "fail"):
             notes[key] = (metric, value)
+        elif metric == "note":
+            workload_notes.setdefault(key, []).append(("note", value))
+        elif metric.startswith("skip:"):
+            workload_notes.setdefault(key, []).append((metric[len("skip:"):], value))
         else:
             figures.setdefault(key, {})[metric] = float(value)
+    for values in figures.values():
+        for derived, (num, den, scale) in DERIVED.items():
+            if values.get(num) is not None and values.get(den):
+                values[derived] = values[num] / values[den] * scale
+    return figures, notes, workload_notes
 
-    def cells_abs(key):
+
+def build(results_path, info_path):
+    info = {k: v for k, v in read_tsv(info_path)}
+    figures, notes, workload_notes = load(results_path)
+    run_keys = [k for k, _, _, _ in CONTENDERS]
+
+    def cells_abs(key, metrics):
         if key not in figures:
             kind = notes.get(key, ("skip", "not run"))[0]
-            return ["skipped" if kind == "skip" else "failed"] + ["—"] * (len(METRICS) - 1)
-        return [fmt_abs(figures[key][m]) if m in figures[key] else "—" for m, _ in METRICS]
+            return ["skipped" if kind == "skip" else "failed"] + ["—"] * (len(metrics) - 1)
+        return [fmt_abs(figures[key][m], kind) if m in figures[key] else "—"
+                for m, _, kind in metrics]
 
-    def cells_ratio(key, anchor):
+    def cells_ratio(key, anchor, metrics):
         if key not in figures:
-            return ["—"] * len(RATIO_METRICS)
+            return ["—"] * len(metrics)
         base = figures.get(anchor, {})
         cells = []
-        for m, _ in RATIO_METRICS:
-            if m in figures[key] and base.get(m):
-                cells.append(f"{figures[key][m] / base[m]:.2f}")
-            else:
+        for m, _, kind in metrics:
+            b = base.get(RAW_EQUIVALENT.get(m, m) if anchor == "raw" else m)
+            v = figures[key].get(m)
+            if v is None or not b:
                 cells.append("—")
+            elif kind == "time":
+                cells.append(f"{b / v:.2f}" if v else "—")
+            else:
+                cells.append(f"{v / b:.2f}")
         return cells
 
-    run_keys = [k for k, _, _ in CONTENDERS]
+    def compared(metrics):
+        return [m for m in metrics if m[2] in ("rate", "time", "ratio")]
+
+    def ratio_tables(anchor_of):
+        out = table("contender", compared(FILE_METRICS),
+                    [[LABEL[k]] + cells_ratio(k, anchor_of(k), compared(FILE_METRICS))
+                     for k in run_keys])
+        later = compared(POOL_METRICS) + compared(CORPUS_METRICS)
+        later = [m for m in later if m[0] not in DERIVED]
+        out += [""]
+        out += table("contender", later,
+                     [[LABEL[k]] + cells_ratio(k, anchor_of(k), later) for k in run_keys])
+        return out
+
     lines = [HEADING, ""]
     lines += [
         "Written by `bench/run.sh`, which replaces this section on every run (edit the",
-        "script, not this text). One command, as root, from a fresh clone: it installs fio,",
-        "zfs-fuse, btrfs-progs and util-linux if they are missing (services kept from starting),",
-        "builds each contender under one work directory on one host filesystem (sparse",
-        "backing files of the same size; loop devices for btrfs, file vdevs for zfs-fuse and",
-        "Zetta, a plain directory for raw), runs the same workloads on each in turn, tears",
-        "everything down (also on failure or Ctrl-C) and prints this section. Zetta is the",
-        "checkout's `target/release/zetta`, built with cargo only when it is missing.",
-        "",
-        "```sh",
-        "bash bench/run.sh --quick     # about 5 minutes",
-        "bash bench/run.sh             # full: 2 GiB sequential, 256m x 16 random writers, 100k files",
-        "bash bench/run.sh --help      # --dir DIR (default /var/tmp/zetta-bench), --only, --no-doc",
-        "```",
-        "",
-        "Workloads, in this order, on each contender (page cache dropped with",
-        "`echo 3 > /proc/sys/vm/drop_caches` where it says cold; for zfs-fuse and Zetta the",
-        "pool is also exported and imported to empty its ARC):",
-        "",
-        f"- seq write: fio 1M writes, psync, {info.get('seq_size', '?')} incompressible, `end_fsync=1`",
-        "  (fio's runtime includes the fsync);",
-        "- seq read: the same file, cold;",
-        f"- 16k rand read: the same file, cold, psync, {info.get('rr_jobs', '?')} jobs each reading its",
-        "  own part of the file once in random order (every block read once, no page-cache",
-        "  hits; zfs-fuse and Zetta read whole 128K records, so their ARC can serve neighbours);",
-        "- 4k rand write, the seeds' benchmark: `fio --name=random-writers --ioengine=sync",
-        f"  --iodepth=4 --rw=randwrite --bs=4k --direct=0 --size={info.get('rw_size', '?')}"
-        f" --numjobs={info.get('rw_jobs', '?')} --end_fsync=1`",
-        f"  (plus `--group_reporting`, capped at {info.get('cap', '?')} s);",
-        f"- small files (`bench/storm.py`): create {info.get('files', '?')} files of 1 KiB in",
-        "  directories of 1000, then syncfs; `ls -lR` over them cold; `find` and `os.stat` of",
-        "  each, warm; delete them all, then syncfs;",
-        "- peak RSS (VmHWM) of the contender's daemon, zfs-fuse or zetta; the kernel",
-        "  filesystems have none.",
-        "",
-        "zfs-fuse runs as packaged by Debian (`/etc/zfs/zfsrc`: ARC at most 100 MB, FUSE",
-        "attribute and entry timeouts 3600 s), one fresh daemon per contender started by the",
-        "harness. Its `compression=on` is lzjb (it has no lz4); the data is incompressible, so",
-        "that row shows the cost of trying. Zetta runs with its defaults (ARC at most 64 MiB,",
-        "FUSE attribute timeout 1 s, entry timeout 3600 s, 128K records, sync=standard), one fresh",
-        "daemon per contender with its own `ZETTA_CACHE_FILE` under the run directory; the",
-        "pool's root filesystem is the one measured. Ratios are within this one run: read",
-        "them, not the absolute figures, which swing 2-4x between runs on this host-cached",
-        "virtual disk.",
+        "script, not this text); how it measures is the section above. Ratios are within",
+        "this one run: read them, not the absolute figures, which swing 2-4x between runs on",
+        "this host-cached virtual disk.",
         "",
         f"Last run: {info.get('date', '?')}, commit {info.get('commit', '?')}, mode {info.get('mode', '?')}.",
         "",
@@ -158,28 +195,47 @@ def build(results_path, info_path):
         f"| versions | {info.get('versions', '?')} |",
         f"| zetta | {info.get('zetta', '?')} |",
         f"| backing files | {info.get('vdev_size', '?')} each, sparse, in `{info.get('dir', '?')}` |",
+        f"| sequential file | {info.get('seq_size', '?')}, then {info.get('rr_jobs', '?')} random readers |",
+        f"| 4k random writers | {info.get('rw_jobs', '?')} x {info.get('rw_size', '?')}, capped at {info.get('cap', '?')} s |",
+        f"| small files | {info.get('files', '?')} |",
+        f"| scrubbed and sent dataset | {info.get('data_size', '?')} in {info.get('data_files', '?')} files: {info.get('data_corpus', '?')} |",
+        f"| text corpus | {info.get('text_corpus', '?')} |",
+        f"| VM image | {info.get('vm_corpus', '?')} |",
+        f"| snapshot times | median of {info.get('snapshot_repeats', '?')} |",
         f"| page cache dropped | {info.get('drop_caches', '?')} |",
         f"| wall time | {info.get('wall', '?')} |",
         "",
-        "Absolute figures (higher is better, except RSS):",
+        "Absolute figures: files and memory (higher is better, except RSS):",
         "",
     ]
-    lines += table("contender", METRICS, [[LABEL[k]] + cells_abs(k) for k in run_keys])
-    lines += ["", "Ratio to raw (raw = 1.00):", ""]
-    lines += table("contender", RATIO_METRICS,
-                   [[LABEL[k]] + cells_ratio(k, "raw") for k in run_keys])
+    lines += table("contender", FILE_METRICS,
+                   [[LABEL[k]] + cells_abs(k, FILE_METRICS) for k in run_keys])
+    lines += ["", "Absolute figures: snapshots, scrub and send | receive (times: lower is",
+              "better):", ""]
+    lines += table("contender", POOL_METRICS,
+                   [[LABEL[k]] + cells_abs(k, POOL_METRICS) for k in run_keys])
+    lines += ["", "Absolute figures: writing the compressible corpus (btrfs into a directory",
+              "with compression=lzo; `compressratio` is what the pool reports):", ""]
+    lines += table("contender", CORPUS_METRICS,
+                   [[LABEL[k]] + cells_abs(k, CORPUS_METRICS) for k in run_keys])
+    lines += ["", "In the ratio tables above 1.00 is better than the anchor: for rates",
+              "contender / anchor, for times anchor / contender.", ""]
+    lines += ["Ratio to raw (raw = 1.00; scrub against raw's cold read of the same bytes,",
+              "send | receive against raw's `cp -a`):", ""]
+    lines += ratio_tables(lambda k: "raw")
     lines += ["", "Ratio to kernel btrfs of the same geometry (1 device, or raid1 of 2):", ""]
-    lines += table("contender", RATIO_METRICS,
-                   [[LABEL[k]] + cells_ratio(k, BTRFS_ANCHOR[GEOMETRY[k]]) for k in run_keys])
-    lines += ["", "Ratio to zfs-fuse of the same geometry, compression off:", ""]
-    lines += table("contender", RATIO_METRICS,
-                   [[LABEL[k]] + cells_ratio(k, ZFS_ANCHOR[GEOMETRY[k]]) for k in run_keys])
-    if notes:
-        lines += ["", "Not measured in this run:", ""]
+    lines += ratio_tables(lambda k: BTRFS_ANCHOR[GEOMETRY[k]])
+    lines += ["", "Ratio to zfs-fuse of the same geometry and compression (off, or its lzjb",
+              "for Zetta's lz4):", ""]
+    lines += ratio_tables(zfs_anchor)
+    if notes or workload_notes:
+        lines += ["", "Not measured in this run, and notes:", ""]
         for k in run_keys:
             if k in notes:
                 kind, why = notes[k]
                 lines.append(f"- {LABEL[k]}: {'skipped' if kind == 'skip' else 'failed'} — {why}")
+            for workload, why in workload_notes.get(k, []):
+                lines.append(f"- {LABEL[k]}, {workload}: {why}")
     lines.append("")
     return "\n".join(lines)
 

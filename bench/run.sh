@@ -2,14 +2,20 @@
 # Side-by-side benchmark: a raw directory, kernel btrfs on loop devices, zfs-fuse and
 # Zetta (FUSE), all on backing files of one size on one host filesystem.
 #
-#   bash bench/run.sh --quick      # about 5 minutes
+#   bash bench/run.sh --quick      # under 5 minutes on a quiet machine
 #   bash bench/run.sh              # full sizes
 #
 # Run as root. Installs fio, zfs-fuse, btrfs-progs and util-linux when missing, prints a
 # markdown section and writes it into docs/PERFORMANCE.md. Zetta is target/release/zetta
 # (built with cargo when missing). Everything it sets up (mounts, loop devices, the zfs-fuse
 # and zetta daemons, pools, backing files) is torn down on exit, failure or Ctrl-C.
+#
+# Files: this one (options, state and teardown, tools, the loop over contenders),
+# contenders.sh (setting each contender up), workloads.sh (what is measured on each),
+# corpus.py, fio_mbps.py, storm.py (helpers) and report.py (the markdown section).
 set -euo pipefail
+shopt -s inherit_errexit  # a failure inside $(...) fails the command that uses it
+export LC_ALL=C           # the tools' output parsed below, and a '.' in $EPOCHREALTIME
 
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(dirname "$BENCH")
@@ -21,7 +27,9 @@ usage() {
     cat <<'EOF'
 usage: bash bench/run.sh [--quick] [--dir DIR] [--only LIST] [--no-doc]
 
-  --quick      small sizes (512M sequential, 64m x 8 random writers, 10k files); ~5 min
+  --quick      small sizes (512M sequential, 64m x 8 random writers capped at 20 s, 10k
+               files, 256M scrubbed and sent, 64M text, 256M VM image); under 5 min on a
+               quiet machine
   --dir DIR    work directory on the filesystem to test on (default /var/tmp/zetta-bench)
   --only LIST  comma-separated contenders to run (default: all of
                raw,btrfs,btrfs-raid1,zfs-fuse,zfs-fuse-comp,zfs-fuse-mirror,zetta,
@@ -46,12 +54,18 @@ while (($#)); do
     shift
 done
 
+# DATA_MIB: the incompressible dataset that is scrubbed and sent; TEXT_MIB and VM_MIB: the
+# compressible corpus (a text tar and a VM-image-like file).
 if [[ $MODE == quick ]]; then
-    SEQ_MIB=512 RW_SIZE=64m RW_JOBS=8 FILES=10000 CAP=45 VDEV_SIZE=3G
+    SEQ_MIB=512 RW_SIZE=64m RW_JOBS=8 FILES=10000 CAP=20 VDEV_SIZE=3G
+    DATA_MIB=256 TEXT_MIB=64 VM_MIB=256
 else
     SEQ_MIB=2048 RW_SIZE=256m RW_JOBS=16 FILES=100000 CAP=600 VDEV_SIZE=8G
+    DATA_MIB=1024 TEXT_MIB=256 VM_MIB=1024
 fi
-RR_JOBS=4  # 16k random readers, each over its own quarter of the sequential file
+RR_JOBS=4        # 16k random readers, each over its own quarter of the sequential file
+DATA_FILES=8     # the scrubbed and sent dataset is this many files of DATA_MIB / DATA_FILES
+SNAPSHOT_REPEATS=3  # snapshot times are the median of this many snapshots
 
 log() { printf '%s\n' "$*" >&2; }
 die() { log "run.sh: $*"; exit 1; }
@@ -64,7 +78,12 @@ RUN=""                    # the run's own directory under $DIR, made after the t
 STATE=""                  # what is set up, one "kind argument" a line, undone newest first
 OUR_POLICY_RC=""          # set while we hold a policy-rc.d that keeps services from starting
 ZPOOL=""
-ZETTA=$REPO/target/release/zetta
+ZFS=""
+# This checkout's build: target/release/zetta, or under CARGO_TARGET_DIR when that is set
+# (cargo build puts it there too).
+TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
+[[ $TARGET_DIR == /* ]] || TARGET_DIR=$REPO/$TARGET_DIR
+ZETTA=$TARGET_DIR/release/zetta
 DIR_CREATED=0
 
 note_state() { printf '%s %s\n' "$1" "$2" >>"$STATE"; }
@@ -239,6 +258,7 @@ if [[ -x $ZETTA ]] && want_zetta &&
 fi
 ZFS_FUSE=$(zfs_fuse_bin zfs-fuse)
 ZPOOL=$(zfs_fuse_bin zpool)
+ZFS=$(zfs_fuse_bin zfs)
 ZFS_SOCKET=/var/run/zfs/zfs_socket
 
 if [[ ! -d $DIR ]]; then
@@ -256,6 +276,7 @@ INFO=$RUN/info.tsv        # key <TAB> value
 # One build for the whole run: others may rebuild target/release while it goes on (and a
 # profiler then still finds the symbols of the running daemon).
 ZETTA_BUILT=""
+ZETTA_SOURCE=$ZETTA
 if [[ -x $ZETTA ]] && want_zetta; then
     ZETTA_BUILT=$(date -u -r "$ZETTA" '+%Y-%m-%d %H:%M UTC')
     mkdir "$RUN/bin"  # not RUN/zetta: that is the zetta contender's mountpoint
@@ -263,297 +284,10 @@ if [[ -x $ZETTA ]] && want_zetta; then
     ZETTA=$RUN/bin/zetta
 fi
 
-# ---------------------------------------------------------------- measuring
-
-DROP_CACHES=yes
-CUR_ENGINE=""        # zfs-fuse or zetta, inside those contenders
-CUR_POOL=""          # set in a zfs-fuse or zetta contender: export/import it to empty the ARC
-CUR_VDEV_DIR=""
-CUR_MNT=""
-CUR_DAEMON=""
-CUR_CACHE=""         # zetta: the cache file naming its daemon
-
-result() {
-    printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$RESULTS"
-    log "  $1 $2: $3"
-}
-skip() {
-    printf '%s\tskip\t%s\n' "$1" "$2" >>"$RESULTS"
-    log "$1: skipped: $2"
-}
-
-# The current contender's zpool: zfs-fuse's by absolute path, or Zetta's with its cache file.
-cur_zpool() {
-    case $CUR_ENGINE in
-        zfs-fuse) "$ZPOOL" "$@" ;;
-        zetta) zetta_cli "$CUR_CACHE" zpool "$@" ;;
-        *) die "cur_zpool: no pool in contender ($CUR_ENGINE)" ;;
-    esac
-}
-
-drop_caches() {
-    sync
-    if [[ -n $CUR_POOL ]]; then
-        cur_zpool export "$CUR_POOL"
-        cur_zpool import -d "$CUR_VDEV_DIR" "$CUR_POOL"
-        wait_mounted "$CUR_MNT" ||
-            { log "$CUR_ENGINE: $CUR_MNT not mounted after import"; return 1; }
-    fi
-    echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true
-}
-
-wait_mounted() {
-    local i
-    for ((i = 0; i < 50; i++)); do
-        mountpoint -q "$1" && return 0
-        sleep 0.1
-    done
-    return 1
-}
-
-# fio_run JSON_OUT fio-options...: run fio quietly, its JSON report into a file.
-fio_run() {
-    local out=$1
-    shift
-    fio --output-format=json --output="$out" "$@" >/dev/null
-}
-
-workloads() {
-    local key=$1 m=$2 out=$RUN/fio.json
-    local seq=(--filename="$m/seq.dat" --bs=1M --size="${SEQ_MIB}m" --ioengine=psync --direct=0)
-    local part=$((SEQ_MIB / RR_JOBS))m
-
-    fio_run "$out" --name=seqwrite --rw=write --end_fsync=1 "${seq[@]}"
-    result "$key" seq_write "$(python3 "$BENCH/fio_mbps.py" "$out" write)"
-    drop_caches
-    fio_run "$out" --name=seqread --rw=read --readonly "${seq[@]}"
-    result "$key" seq_read "$(python3 "$BENCH/fio_mbps.py" "$out" read)"
-    drop_caches
-    # Every 16k block read once, cold: each job reads its own part in random order.
-    fio_run "$out" --name=randread16k --filename="$m/seq.dat" --rw=randread --readonly \
-        --bs=16k --ioengine=psync --direct=0 --numjobs="$RR_JOBS" --size="$part" \
-        --offset_increment="$part" --group_reporting --runtime="$CAP"
-    result "$key" randread_16k "$(python3 "$BENCH/fio_mbps.py" "$out" read)"
-    rm -f "$m/seq.dat"
-
-    # The seeds' benchmark of record (sizes scaled in --quick), runtime capped.
-    fio_run "$out" --name=random-writers --directory="$m" --ioengine=sync --iodepth=4 \
-        --rw=randwrite --bs=4k --direct=0 --size="$RW_SIZE" --numjobs="$RW_JOBS" \
-        --end_fsync=1 --group_reporting --runtime="$CAP"
-    result "$key" randwrite_4k "$(python3 "$BENCH/fio_mbps.py" "$out" write)"
-    rm -f "$m"/random-writers.*
-
-    local s=$m/storm
-    result "$key" create "$(python3 "$BENCH/storm.py" create "$s" "$FILES")"
-    drop_caches
-    result "$key" ls_lR "$(python3 "$BENCH/storm.py" cmd "$s" "$FILES" -- ls -lR "$s")"
-    result "$key" find "$(python3 "$BENCH/storm.py" cmd "$s" "$FILES" -- find "$s")"
-    result "$key" stat "$(python3 "$BENCH/storm.py" stat "$s" "$FILES")"
-    result "$key" delete "$(python3 "$BENCH/storm.py" delete "$s" "$FILES")"
-
-    if [[ -n $CUR_DAEMON ]]; then
-        result "$key" rss_mib "$(awk '/^VmHWM:/ { printf "%.0f", $2 / 1024 }' \
-            "/proc/$CUR_DAEMON/status")"
-    fi
-}
-
-# ---------------------------------------------------------------- contenders
-# Each runs in a subshell with set -e; what it sets up goes to $STATE for teardown.
-# A contender that cannot be set up here records why with `skip` and returns.
-
-new_loop() {  # new_loop KEY FILE: print the loop device over a new sparse FILE
-    local dev
-    note_state file "$2"
-    truncate -s "$VDEV_SIZE" "$2"
-    if ! dev=$(losetup -f --show "$2" 2>"$RUN/err"); then
-        skip "$1" "loop devices unavailable: $(tail -n1 "$RUN/err")"
-        return 1
-    fi
-    note_state loop "$dev"
-    printf '%s\n' "$dev"
-}
-
-btrfs_ok() {
-    if ! grep -qw btrfs /proc/filesystems && ! modprobe btrfs 2>/dev/null; then
-        skip "$1" "the kernel has no btrfs (not in /proc/filesystems, modprobe btrfs failed)"
-        return 1
-    fi
-}
-
-btrfs_mount() {  # btrfs_mount KEY MOUNTPOINT DEV...
-    local key=$1 m=$2
-    shift 2
-    local -a mkfs=(mkfs.btrfs -q -f)
-    (($# > 1)) && mkfs+=(-d raid1 -m raid1)
-    if ! "${mkfs[@]}" "$@" >"$RUN/err" 2>&1; then
-        skip "$key" "mkfs.btrfs failed: $(tail -n1 "$RUN/err")"
-        return 1
-    fi
-    mkdir -p "$m"
-    local -a opts=()
-    (($# > 1)) && opts=(-o "device=$2")
-    if ! mount -t btrfs "${opts[@]}" "$1" "$m" 2>"$RUN/err"; then
-        skip "$key" "mount -t btrfs failed: $(tail -n1 "$RUN/err")"
-        return 1
-    fi
-    note_state mount "$m"
-}
-
-contender_raw() {
-    mkdir -p "$RUN/raw"
-    workloads raw "$RUN/raw"
-}
-
-contender_btrfs() {
-    btrfs_ok btrfs || return 0
-    local dev
-    dev=$(new_loop btrfs "$RUN/btrfs.img") || return 0
-    btrfs_mount btrfs "$RUN/btrfs" "$dev" || return 0
-    workloads btrfs "$RUN/btrfs"
-}
-
-contender_btrfs-raid1() {
-    btrfs_ok btrfs-raid1 || return 0
-    local d0 d1
-    d0=$(new_loop btrfs-raid1 "$RUN/btrfs-raid1.0.img") || return 0
-    d1=$(new_loop btrfs-raid1 "$RUN/btrfs-raid1.1.img") || return 0
-    btrfs_mount btrfs-raid1 "$RUN/btrfs-raid1" "$d0" "$d1" || return 0
-    workloads btrfs-raid1 "$RUN/btrfs-raid1"
-}
-
-# new_vdevs N: N sparse backing files in $CUR_VDEV_DIR, into the array vdevs (a mirror
-# when N > 1); the caller declares `local -a vdevs`.
-new_vdevs() {
-    local i
-    mkdir -p "$CUR_VDEV_DIR"
-    vdevs=()
-    for ((i = 0; i < $1; i++)); do
-        note_state file "$CUR_VDEV_DIR/v$i"
-        truncate -s "$VDEV_SIZE" "$CUR_VDEV_DIR/v$i"
-        vdevs+=("$CUR_VDEV_DIR/v$i")
-    done
-    (($1 > 1)) && vdevs=(mirror "${vdevs[@]}")
-    return 0
-}
-
-pool_name() {  # one name per run: zbench and the run directory's suffix
-    local pool=zbench${RUN##*.}
-    printf '%s\n' "${pool//[^A-Za-z0-9]/}"
-}
-
-# zfs_fuse KEY COMPRESSION NVDEVS: a fresh daemon, a pool of file vdevs, one dataset.
-zfs_fuse() {
-    local key=$1 comp=$2 n=$3 i pid other
-    local -a vdevs
-    if [[ -z $ZFS_FUSE || -z $ZPOOL ]]; then
-        skip "$key" "zfs-fuse binaries not found in package $ZFS_FUSE_PKG"
-        return 0
-    fi
-    if [[ ! -c /dev/fuse ]]; then
-        skip "$key" "no /dev/fuse (FUSE unavailable here)"
-        return 0
-    fi
-    other=""
-    for pid in $(pgrep -x zfs-fuse || true); do
-        zfs_fuse_alive "$pid" && other+=" $pid"
-    done
-    if [[ -n $other ]]; then
-        skip "$key" "a zfs-fuse daemon not started by this run (pid$other) holds $ZFS_SOCKET; stop it (service zfs-fuse stop) to include zfs-fuse"
-        return 0
-    fi
-    # In its own session, so a Ctrl-C at the terminal does not reach it (it catches SIGINT
-    # and aborts): the teardown destroys the pool first, then stops the daemon by its id.
-    # (A background job of a non-interactive shell is no group leader: setsid does not fork.)
-    setsid "$ZFS_FUSE" --no-daemon --no-kstat-mount >"$RUN/zfs-fuse.$key.log" 2>&1 </dev/null &
-    pid=$!
-    note_state zfsd "$pid"
-    for ((i = 0; i < 100; i++)); do
-        zfs_fuse_alive "$pid" && "$ZPOOL" list >/dev/null 2>&1 && break
-        sleep 0.1
-    done
-    if ! zfs_fuse_alive "$pid" || ! "$ZPOOL" list >/dev/null 2>&1; then
-        skip "$key" "zfs-fuse daemon did not start: $(tail -n1 "$RUN/zfs-fuse.$key.log")"
-        return 0
-    fi
-    CUR_ENGINE=zfs-fuse
-    CUR_DAEMON=$pid
-    CUR_VDEV_DIR=$RUN/vdevs.$key
-    new_vdevs "$n"
-    local pool m=$RUN/$key
-    pool=$(pool_name)
-    if ! "$ZPOOL" create -f -o cachefile=none -O compression="$comp" -m "$m" \
-        "$pool" "${vdevs[@]}" >"$RUN/err" 2>&1; then
-        skip "$key" "zpool create (zfs-fuse) failed: $(tail -n1 "$RUN/err")"
-        return 0
-    fi
-    note_state pool "$pool"
-    CUR_POOL=$pool
-    CUR_MNT=$m
-    if ! wait_mounted "$m"; then
-        skip "$key" "zfs-fuse created the pool but $m is not mounted (FUSE mount failed)"
-        return 0
-    fi
-    workloads "$key" "$m"
-}
-
-contender_zfs-fuse() { zfs_fuse zfs-fuse off 1; }
-contender_zfs-fuse-comp() { zfs_fuse zfs-fuse-comp on 1; }
-contender_zfs-fuse-mirror() { zfs_fuse zfs-fuse-mirror off 2; }
-
-# zetta_contender KEY COMPRESSION NVDEVS: like zfs_fuse. A fresh daemon with its own cache
-# file (and so its own socket, in CACHE.run) under the run directory, started in its own
-# session as `zpool` would start it on demand; a pool of file vdevs whose root filesystem
-# the daemon mounts.
-zetta_contender() {
-    local key=$1 comp=$2 n=$3 i pid
-    local -a vdevs
-    if [[ ! -x $ZETTA ]]; then
-        skip "$key" "no $ZETTA (cargo build --release -p zetta-cli failed or no cargo)"
-        return 0
-    fi
-    if [[ ! -c /dev/fuse ]]; then
-        skip "$key" "no /dev/fuse (FUSE unavailable here)"
-        return 0
-    fi
-    CUR_CACHE=$RUN/zetta.$key/zpool.cache
-    mkdir -p "$RUN/zetta.$key"
-    setsid env -u ZETTA_RUN_DIR -u ZETTA_DIRECT -u ZETTA_MOUNT ZETTA_CACHE_FILE="$CUR_CACHE" \
-        "$ZETTA" daemon >"$RUN/zetta.$key.log" 2>&1 </dev/null &
-    pid=$!
-    note_state zettad "$pid $CUR_CACHE"
-    for ((i = 0; i < 100; i++)); do
-        daemon_alive "$pid" zetta && zetta_cli "$CUR_CACHE" zpool list >/dev/null 2>&1 && break
-        sleep 0.1
-    done
-    if ! daemon_alive "$pid" zetta || ! zetta_cli "$CUR_CACHE" zpool list >/dev/null 2>&1; then
-        skip "$key" "zetta daemon did not start: $(tail -n1 "$RUN/zetta.$key.log")"
-        return 0
-    fi
-    CUR_ENGINE=zetta
-    CUR_DAEMON=$pid
-    CUR_VDEV_DIR=$RUN/vdevs.$key
-    new_vdevs "$n"
-    local pool m=$RUN/$key
-    pool=$(pool_name)
-    if ! zetta_cli "$CUR_CACHE" zpool create -f -O compression="$comp" -m "$m" \
-        "$pool" "${vdevs[@]}" >"$RUN/err" 2>&1; then
-        skip "$key" "zpool create (zetta) failed: $(tail -n1 "$RUN/err")"
-        return 0
-    fi
-    note_state zettapool "$pool $CUR_CACHE"
-    CUR_POOL=$pool
-    CUR_MNT=$m
-    if ! wait_mounted "$m"; then
-        skip "$key" "zetta created the pool but $m is not mounted (FUSE mount failed;\
- daemon log: $(tail -n1 "$RUN/zetta.$key.log"))"
-        return 0
-    fi
-    workloads "$key" "$m"
-}
-
-contender_zetta() { zetta_contender zetta off 1; }
-contender_zetta-lz4() { zetta_contender zetta-lz4 lz4 1; }
-contender_zetta-mirror() { zetta_contender zetta-mirror off 2; }
+# shellcheck source=bench/workloads.sh
+. "$BENCH/workloads.sh"
+# shellcheck source=bench/contenders.sh
+. "$BENCH/contenders.sh"
 
 # ---------------------------------------------------------------- machine and run
 
@@ -581,7 +315,7 @@ machine_info() {
     info load "$(cut -d' ' -f1-3 /proc/loadavg)"
     info versions "$(fio --version), zfs-fuse $(dpkg-query -W -f='${Version}' "$ZFS_FUSE_PKG" 2>/dev/null), btrfs-progs $(dpkg-query -W -f='${Version}' btrfs-progs 2>/dev/null)"
     if [[ -n $ZETTA_BUILT ]]; then
-        info zetta "$("$ZETTA" version 2>/dev/null), target/release/zetta built $ZETTA_BUILT"
+        info zetta "$("$ZETTA" version 2>/dev/null), $ZETTA_SOURCE built $ZETTA_BUILT"
     else
         info zetta "not run or not built"
     fi
@@ -593,13 +327,19 @@ machine_info() {
     info rr_jobs "$RR_JOBS"
     info cap "$CAP"
     info files "$FILES"
+    info data_size "$DATA_MIB MiB"
+    info data_files "$DATA_FILES"
+    info snapshot_repeats "$SNAPSHOT_REPEATS"
 }
 
+# Room for the largest contender at once: a mirror whose two sparse files fill up (freed
+# blocks are not given back to the host), the receiving pool's copies of the dataset (sent
+# and cp'd, on each side of a mirror), and the corpus files.
 need_space() {
     local avail need
     avail=$(df --output=avail -B1 "$DIR" | tail -n1)
     need=$(numfmt --from=iec "$VDEV_SIZE")
-    need=$((need * 2))
+    need=$((need * 2 + (5 * DATA_MIB + TEXT_MIB + VM_MIB) * 1048576))
     ((avail > need)) || die "need $(numfmt --to=iec "$need") free in $DIR, have $(numfmt --to=iec "$avail")"
 }
 
@@ -610,6 +350,7 @@ if ! echo 3 >/proc/sys/vm/drop_caches 2>/dev/null; then
     log "warning: cannot drop caches ($DROP_CACHES)"
 fi
 info drop_caches "$DROP_CACHES"
+make_corpus
 
 START=$SECONDS
 IFS=, read -r -a WANT <<<"$ONLY"

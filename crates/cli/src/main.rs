@@ -19,10 +19,12 @@ fn main() {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let stdout = std::io::stdout();
-    let stderr = std::io::stderr();
-    let mut out = stdout.lock();
-    let mut err = stderr.lock();
+    // Unlocked handles (each write takes the lock): `zetta daemon` runs its server on this
+    // thread for the process's whole life, and a lock held here would block every
+    // `eprintln!` of its other threads — a mount thread logging an I/O error while holding
+    // its pool's lock then hung the pool (and the reader, in D state) for good.
+    let mut out = std::io::stdout();
+    let mut err = std::io::stderr();
     let code = match basename.as_str() {
         "zpool" | "zfs" => zetta_cli::dispatch(&basename, &args, &mut out, &mut err),
         _ => zetta_cli::run_zetta(&args, &mut out, &mut err),

@@ -9,8 +9,9 @@
 
 use super::pool::{self, Imported};
 use super::{getopt, interval_count, CmdResult, Ctx};
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use zetta::spa::{ScanFunction, ScanState};
+use zetta::spa::{ScanFunction, ScanState, Spa, MOS_OBJECT_ROOT_DATASET};
 use zetta::vdev::{Vdev, VdevKind, VdevState};
 use zetta_zutil::status::{
     format_status, format_status_all_healthy, PoolStatusView, ScanView, VdevStatusRow,
@@ -63,23 +64,69 @@ fn has_errors(vdev: &Vdev) -> bool {
     found
 }
 
-/// `<metadata>:<0x1>` for the MOS, `pool:<0x5>` for the root dataset's objects.
-fn error_paths(imported: &Imported) -> Vec<String> {
-    let mut paths: Vec<String> = imported
-        .spa
+/// The damaged objects of the error log, (dataset object, object), in log order, once each
+/// (`zpool_get_errlog` folds the log's blocks into files).
+fn error_objects(spa: &Spa) -> Vec<(u64, u64)> {
+    let mut objects: Vec<(u64, u64)> = spa
         .error_log()
         .iter()
-        .map(|b| {
-            if b.objset == 0 {
-                format!("<metadata>:<{:#x}>", b.object)
+        .map(|b| (b.objset, b.object))
+        .collect();
+    objects.dedup();
+    objects
+}
+
+/// What `-v` lists without looking names up (the pool is shared with a running scrub):
+/// `<metadata>:<0x1>` for the MOS, `pool:<0x5>` for the root filesystem's objects and
+/// `<0x36>:<0x5>` (dataset object, object) for another dataset's, as OpenZFS prints a
+/// dataset it cannot name.
+fn error_paths(imported: &Imported) -> Vec<String> {
+    error_objects(&imported.spa)
+        .into_iter()
+        .map(|(dataset, object)| {
+            if dataset == 0 {
+                format!("<metadata>:<{object:#x}>")
+            } else if dataset == MOS_OBJECT_ROOT_DATASET.0 {
+                format!("{}:<{object:#x}>", imported.spa.name)
             } else {
-                format!("{}:<{:#x}>", imported.spa.name, b.object)
+                format!("<{dataset:#x}>:<{object:#x}>")
             }
         })
-        .collect();
-    paths.sort();
-    paths.dedup();
-    paths
+        .collect()
+}
+
+/// The `-v` list with names (OpenZFS `zpool_obj_to_path`): a file of a mounted filesystem
+/// is `<mountpoint>/<path>`, of an unmounted one or a snapshot `<dataset>:/<path>`, an
+/// object no directory names `<dataset>:<0x5>`, the MOS's `<metadata>:<0x1>`. Needs the
+/// pool exclusively (the lookups read the MOS and the directories).
+fn named_error_paths(spa: &mut Spa) -> Vec<String> {
+    let mountpoints: HashMap<String, std::path::PathBuf> =
+        crate::daemon::mounts::mounted_list().into_iter().collect();
+    let mut dataset_names: HashMap<u64, String> = HashMap::new();
+    for name in spa.dataset_names().unwrap_or_default() {
+        if let Ok(Some(dataset)) = spa.lookup_dataset(&name) {
+            dataset_names.insert(dataset, name.clone());
+        }
+        for (snapshot, dataset, _) in spa.snapshots(&name).unwrap_or_default() {
+            dataset_names.insert(dataset, snapshot);
+        }
+    }
+    error_objects(spa)
+        .into_iter()
+        .map(|(dataset, object)| {
+            if dataset == 0 {
+                return format!("<metadata>:<{object:#x}>");
+            }
+            let Some(name) = dataset_names.get(&dataset) else {
+                return format!("<{dataset:#x}>:<{object:#x}>");
+            };
+            match (spa.zpl_object_path(dataset, object), mountpoints.get(name)) {
+                (Some(path), Some(mountpoint)) => format!("{}{path}", mountpoint.display()),
+                (Some(path), None) => format!("{name}:{path}"),
+                (None, _) => format!("{name}:<{object:#x}>"),
+            }
+        })
+        .collect()
 }
 
 pub fn scan_view(imported: &Imported) -> ScanView {
@@ -155,7 +202,8 @@ pub fn status_view(imported: &Imported) -> PoolStatusView {
         root,
         logs,
         cache: spa.cache.iter().map(row_of).collect(),
-        data_errors: errors.len() as u64,
+        // OpenZFS counts the error log's entries (blocks), `-v` folds them into files.
+        data_errors: spa.error_log().len() as u64,
         error_paths: errors,
         ..PoolStatusView::default()
     };
@@ -174,6 +222,20 @@ pub fn status_view(imported: &Imported) -> PoolStatusView {
         view.set_reason(&STATUS_OFFLINE_DEV);
     }
     view
+}
+
+/// Replaces the unnamed `-v` lists by named ones, taking each pool with errors exclusively
+/// for the lookups; a pool being scrubbed keeps its unnamed list (the scrub shares it until
+/// it ends).
+fn name_error_paths(views: &mut [PoolStatusView]) {
+    for view in views.iter_mut() {
+        if view.error_paths.is_empty() || matches!(view.scan, ScanView::ScrubInProgress(_)) {
+            continue;
+        }
+        if let Ok(mut imported) = pool::open_pool(&view.name) {
+            view.error_paths = named_error_paths(&mut imported.spa);
+        }
+    }
 }
 
 /// Whether `zpool status -x` has something to say about the pool.
@@ -196,8 +258,11 @@ pub fn cmd_status(args: &[String], ctx: &mut Ctx) -> CmdResult {
             ctx.warn("no pools available\n");
             return Ok(());
         }
-        let views: Vec<PoolStatusView> = pools.iter().map(status_view).collect();
+        let mut views: Vec<PoolStatusView> = pools.iter().map(status_view).collect();
         drop(pools);
+        if verbose {
+            name_error_paths(&mut views);
+        }
         let shown: Vec<&PoolStatusView> = views
             .iter()
             .filter(|v| !only_unhealthy || is_unhealthy(v))

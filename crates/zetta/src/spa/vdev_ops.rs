@@ -344,6 +344,9 @@ impl Spa {
             let _ = label::clear_labels(device.as_ref());
         }
         self.config_dirty = true;
+        // The detached disk may have been the smallest (OpenZFS `spa_vdev_detach` reopens
+        // and expands with autoexpand on): a 2T disk detached from a 4T one leaves a 4T vdev.
+        self.expand_vdevs_if_allowed();
         self.sync()?;
         Ok(())
     }

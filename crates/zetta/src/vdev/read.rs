@@ -119,11 +119,13 @@ impl Vdev {
         order.sort_unstable();
         let mut good: Option<Vec<u8>> = None;
         let mut bad = Vec::new();
+        let mut read = Vec::new();
         let mut repaired_bytes = 0;
         for (_, _, index) in order {
             if good.is_some() && !scrub {
                 break;
             }
+            read.push(index);
             match self.children[index].read_block(offset_bytes, psize_bytes, birth, verify, mode) {
                 Some(outcome) => {
                     repaired_bytes += outcome.repaired_bytes;
@@ -139,8 +141,13 @@ impl Vdev {
             for (index, child) in self.children.iter().enumerate() {
                 if child.state().is_usable() && !child.can_serve(birth) && !bad.contains(&index) {
                     bad.push(index);
-                } else if child.state().is_usable() && child.kind != VdevKind::Leaf {
-                    // A replacing pair inside a mirror: let it resilver its new half.
+                } else if child.state().is_usable()
+                    && child.kind != VdevKind::Leaf
+                    && !read.contains(&index)
+                {
+                    // A replacing pair inside a mirror: let it resilver its new half, unless
+                    // the loop above read it (that read resilvered it already; a second one
+                    // wrote the block twice and counted it twice in `resilvered`).
                     if let Some(inner) =
                         child.read_block(offset_bytes, psize_bytes, birth, verify, mode)
                     {

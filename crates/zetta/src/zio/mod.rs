@@ -410,7 +410,13 @@ impl Zio {
                 None => bad_dvas.push(slot),
             }
         }
-        let mut physical = good?;
+        let Some(mut physical) = good else {
+            // No copy verified: the pool's own row counts the lost block, as OpenZFS counts
+            // a failed logical read on the root vdev (`zpool status` shows it on the pool's
+            // line, the per-copy failures on the devices').
+            VdevStats::bump(&root.stats.checksum_errors, 1);
+            return None;
+        };
         // Heal the copies that failed (ditto blocks) with the good bytes.
         for slot in bad_dvas {
             let dva = bp.dvas[slot];

@@ -51,7 +51,12 @@ pub struct DiffEntry {
 }
 
 /// The path of `object` in one tree, or `None` when no directory names it.
-fn path_of(os: &mut ObjectSet, ctx: &IoCtx<'_>, vfs: &Zfsvfs, object: u64) -> Option<String> {
+pub(super) fn path_of(
+    os: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    vfs: &Zfsvfs,
+    object: u64,
+) -> Option<String> {
     let mut parts = Vec::new();
     let mut current = object;
     for _ in 0..4096 {

@@ -353,6 +353,27 @@ impl crate::spa::Spa {
         )
     }
 
+    /// The path of ZPL object `object` from the root of the filesystem or snapshot whose
+    /// MOS object is `dataset` (`/dir/file`), as of the last commit: what `zpool status -v`
+    /// names a damaged file by (OpenZFS `zfs_obj_to_path`). `None` when no directory names
+    /// it (metadata, a freed or unlinked object) or its directories cannot be read.
+    pub fn zpl_object_path(&mut self, dataset: u64, object: u64) -> Option<String> {
+        let mut phys = self.dataset_phys(dataset).ok()?;
+        if dataset == crate::spa::MOS_OBJECT_ROOT_DATASET.0 {
+            phys.bp = self.root_bp();
+        }
+        let ctx = io_ctx!(self);
+        let policy = crate::spa::dataset_policy(crate::dmu::default_data_props());
+        let mut os = ObjectSet::open(&ctx, dataset, &phys.bp, policy).ok()?;
+        let vfs = Zfsvfs::open(&mut os, &ctx).ok()?;
+        let path = diff::path_of(&mut os, &ctx, &vfs, object)?;
+        Some(if path.is_empty() {
+            "/".to_string()
+        } else {
+            path
+        })
+    }
+
     /// Runs `work` on a snapshot's filesystem (read-only: changes are never committed).
     pub fn with_zpl_snapshot<T>(
         &mut self,
