@@ -9,6 +9,8 @@
 //! `ZETTA_SIM_SEEDS=<count>` sets how many seeds run (default 2000; the soak profile in
 //! docs/PERFORMANCE.md runs 100000).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
@@ -739,38 +741,8 @@ fn run_seed(seed: u64) -> Result<(), String> {
 
 #[test]
 fn power_cuts_at_seeded_points_never_lose_committed_data() {
-    let single: Option<u64> = std::env::var("ZETTA_SIM_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok());
-    let count: u64 = std::env::var("ZETTA_SIM_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(2000);
-    let seeds: Vec<u64> = match single {
-        Some(seed) => vec![seed],
-        None => (0..count).collect(),
-    };
-    let mut failures = Vec::new();
-    for seed in &seeds {
-        if let Err(why) = run_seed(*seed) {
-            eprintln!("crash simulation seed {seed} FAILED: {why}");
-            failures.push(*seed);
-            if failures.len() >= 5 {
-                break;
-            }
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "failing seeds (replay with ZETTA_SIM_SEED=n): {failures:?}"
-    );
+    let ran = common::run_seeds("ZETTA_SIM", "crash simulation", 2000, run_seed);
     let promotes = PROMOTES.load(std::sync::atomic::Ordering::Relaxed);
-    eprintln!(
-        "crash simulation: {} power cuts survived ({promotes} promotes before them)",
-        seeds.len()
-    );
-    assert!(
-        seeds.len() < 500 || promotes > 0,
-        "no seed reached a promote"
-    );
+    eprintln!("crash simulation: {ran} power cuts survived ({promotes} promotes before them)");
+    assert!(ran < 500 || promotes > 0, "no seed reached a promote");
 }

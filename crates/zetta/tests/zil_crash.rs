@@ -10,6 +10,8 @@
 //! A failing seed replays exactly: `ZETTA_ZIL_SEED=<n> cargo test --release --test zil_crash`;
 //! `ZETTA_ZIL_SEEDS=<count>` sets how many run (default 1000).
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
@@ -400,24 +402,6 @@ fn run_seed(seed: u64) -> Result<(), String> {
 
 #[test]
 fn fsynced_changes_survive_power_cuts() {
-    let single: Option<u64> = std::env::var("ZETTA_ZIL_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok());
-    let count: u64 = std::env::var("ZETTA_ZIL_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1000);
-    let seeds: Vec<u64> = match single {
-        Some(seed) => vec![seed],
-        None => (0..count).collect(),
-    };
-    let mut failures = Vec::new();
-    for seed in &seeds {
-        if let Err(why) = run_seed(*seed) {
-            eprintln!("zil crash seed {seed} FAILED: {why}");
-            failures.push(*seed);
-        }
-    }
-    assert!(failures.is_empty(), "failing seeds: {failures:?}");
-    eprintln!("zil crash simulation: {} power cuts survived", seeds.len());
+    let ran = common::run_seeds("ZETTA_ZIL", "zil crash", 1000, run_seed);
+    eprintln!("zil crash simulation: {ran} power cuts survived");
 }

@@ -63,6 +63,33 @@ fn read_file(spa: &mut Spa, fs: &str, name: &[u8]) -> Option<Vec<u8>> {
     .unwrap()
 }
 
+/// A 0644 regular file `name` in the root of `vfs`, created at time `at`.
+fn create_in(
+    vfs: &crate::zpl::Zfsvfs,
+    os: &mut crate::dmu::ObjectSet,
+    ctx: &crate::dmu::IoCtx<'_>,
+    name: &[u8],
+    at: i64,
+) -> Result<crate::zpl::Attr, crate::zpl::ZplError> {
+    vfs.create(
+        os,
+        ctx,
+        vfs.root,
+        name,
+        FileKind::Regular,
+        0o644,
+        Creds::default(),
+        0,
+        t(at),
+    )
+}
+
+/// `create_in` on filesystem `fs`.
+fn create_file(spa: &mut Spa, fs: &str, name: &[u8], at: i64) -> crate::zpl::Attr {
+    spa.with_zpl(fs, |vfs, os, ctx| create_in(vfs, os, ctx, name, at))
+        .unwrap()
+}
+
 fn every_record() -> Vec<Lr> {
     let now = t(1_700_000_000);
     vec![
@@ -230,21 +257,7 @@ fn committed_changes_survive_a_crash_and_replay() {
     let mut spa = pool(TopKind::Single, &devs);
     spa.create_filesystem("tank/fs").unwrap();
     let fs = dataset(&mut spa, "tank/fs");
-    spa.with_zpl("tank/fs", |vfs, os, ctx| {
-        vfs.create(
-            os,
-            ctx,
-            vfs.root,
-            b"first",
-            FileKind::Regular,
-            0o644,
-            Creds::default(),
-            0,
-            t(1),
-        )
-        .map(|_| ())
-    })
-    .unwrap();
+    create_file(&mut spa, "tank/fs", b"first", 1);
     assert_eq!(spa.zil_commit(fs).unwrap(), Commit::NeedTxgSync);
     let synced = spa.last_synced_txg();
     let big: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
@@ -298,21 +311,7 @@ fn committed_changes_survive_a_crash_and_replay() {
         "a log commit must not commit the txg"
     );
     // Uncommitted after the last fsync: lost in the crash, and that is allowed.
-    spa.with_zpl("tank/fs", |vfs, os, ctx| {
-        vfs.create(
-            os,
-            ctx,
-            vfs.root,
-            b"late",
-            FileKind::Regular,
-            0o644,
-            Creds::default(),
-            0,
-            t(10),
-        )
-        .map(|_| ())
-    })
-    .unwrap();
+    create_file(&mut spa, "tank/fs", b"late", 10);
     drop(spa);
 
     let mut spa = reimport(&devs);
@@ -361,21 +360,7 @@ fn a_txg_commit_retires_the_log() {
         Commit::Nothing,
         "nothing to log"
     );
-    let f = spa
-        .with_zpl("tank", |vfs, os, ctx| {
-            vfs.create(
-                os,
-                ctx,
-                vfs.root,
-                b"f",
-                FileKind::Regular,
-                0o644,
-                Creds::default(),
-                0,
-                t(1),
-            )
-        })
-        .unwrap();
+    let f = create_file(&mut spa, "tank", b"f", 1);
     assert_eq!(spa.zil_commit(root).unwrap(), Commit::NeedTxgSync);
     spa.with_zpl("tank", |vfs, os, ctx| {
         vfs.write(os, ctx, f.object, 0, b"one", t(2))
@@ -405,17 +390,7 @@ fn replay_works_on_redundant_vdevs_without_counting_errors() {
         for round in 0..5u8 {
             spa.with_zpl("tank", |vfs, os, ctx| {
                 let name = [b'f', b'0' + round];
-                let f = vfs.create(
-                    os,
-                    ctx,
-                    vfs.root,
-                    &name,
-                    FileKind::Regular,
-                    0o644,
-                    Creds::default(),
-                    0,
-                    t(1),
-                )?;
+                let f = create_in(vfs, os, ctx, &name, 1)?;
                 vfs.write(os, ctx, f.object, 0, &vec![round; 10_000], t(2))
             })
             .unwrap();
@@ -458,17 +433,7 @@ fn log_blocks_do_not_leak() {
     for round in 0..20u32 {
         spa.with_zpl("tank/fs", |vfs, os, ctx| {
             let name = format!("f{round}");
-            let f = vfs.create(
-                os,
-                ctx,
-                vfs.root,
-                name.as_bytes(),
-                FileKind::Regular,
-                0o644,
-                Creds::default(),
-                0,
-                t(1),
-            )?;
+            let f = create_in(vfs, os, ctx, name.as_bytes(), 1)?;
             vfs.write(os, ctx, f.object, 0, &[1u8; 5000], t(2))?;
             let gone = vfs.unlink(os, ctx, vfs.root, name.as_bytes(), t(3))?;
             vfs.reclaim(os, ctx, gone.object)
@@ -498,39 +463,11 @@ fn rollback_and_clone_start_without_a_log() {
     spa.create_filesystem("tank/fs").unwrap();
     let fs = dataset(&mut spa, "tank/fs");
     spa.zil_commit(fs).unwrap();
-    spa.with_zpl("tank/fs", |vfs, os, ctx| {
-        vfs.create(
-            os,
-            ctx,
-            vfs.root,
-            b"a",
-            FileKind::Regular,
-            0o644,
-            Creds::default(),
-            0,
-            t(1),
-        )
-        .map(|_| ())
-    })
-    .unwrap();
+    create_file(&mut spa, "tank/fs", b"a", 1);
     spa.zil_commit(fs).unwrap();
     spa.snapshot(&["tank/fs@s".to_string()]).unwrap();
     spa.clone_snapshot("tank/fs@s", "tank/c").unwrap();
-    spa.with_zpl("tank/fs", |vfs, os, ctx| {
-        vfs.create(
-            os,
-            ctx,
-            vfs.root,
-            b"b",
-            FileKind::Regular,
-            0o644,
-            Creds::default(),
-            0,
-            t(2),
-        )
-        .map(|_| ())
-    })
-    .unwrap();
+    create_file(&mut spa, "tank/fs", b"b", 2);
     spa.zil_commit(fs).unwrap();
     spa.rollback("tank/fs@s").unwrap();
     spa.sync().unwrap();
@@ -555,21 +492,7 @@ fn bulk_data_commits_the_txg_instead_of_the_log() {
     let devs = devices(1);
     let mut spa = pool(TopKind::Single, &devs);
     let root = dataset(&mut spa, "tank");
-    let f = spa
-        .with_zpl("tank", |vfs, os, ctx| {
-            vfs.create(
-                os,
-                ctx,
-                vfs.root,
-                b"f",
-                FileKind::Regular,
-                0o644,
-                Creds::default(),
-                0,
-                t(1),
-            )
-        })
-        .unwrap();
+    let f = create_file(&mut spa, "tank", b"f", 1);
     assert_eq!(spa.zil_commit(root).unwrap(), Commit::NeedTxgSync);
     let big = vec![5u8; LOG_DATA_MAX_BYTES as usize + 4096];
     spa.with_zpl("tank", |vfs, os, ctx| {
@@ -610,21 +533,7 @@ fn a_separate_log_device_takes_the_log() {
     ];
     let mut spa = Spa::create("tank", &specs, &CreateOptions::default()).unwrap();
     let root = dataset(&mut spa, "tank");
-    let f = spa
-        .with_zpl("tank", |vfs, os, ctx| {
-            vfs.create(
-                os,
-                ctx,
-                vfs.root,
-                b"f",
-                FileKind::Regular,
-                0o644,
-                Creds::default(),
-                0,
-                t(1),
-            )
-        })
-        .unwrap();
+    let f = create_file(&mut spa, "tank", b"f", 1);
     spa.zil_commit(root).unwrap();
     let log_alloc = |spa: &Spa| spa.vdev_space(1).map(|(_, alloc, _, _)| alloc).unwrap_or(0);
     let head_only = log_alloc(&spa);

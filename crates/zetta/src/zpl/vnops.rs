@@ -228,22 +228,13 @@ impl Zfsvfs {
         rdev: u64,
         now: Timespec,
     ) -> Result<Attr, ZplError> {
-        let created = self.create_unlogged(os, ctx, dir, name, kind, mode, creds, rdev, now)?;
-        os.zil.log(
-            ctx.txg,
-            Lr::Create {
-                dir,
-                object: created.object,
-                name: name.to_vec(),
-                znode: created.znode,
-                target: Vec::new(),
-            },
-        );
-        Ok(created)
+        self.make_node(os, ctx, dir, name, kind, mode, creds, rdev, now, &[])
     }
 
+    /// `create` and `symlink`: the new object named in `dir`, a symlink's `target` as its
+    /// data, and one log record for all of it.
     #[allow(clippy::too_many_arguments)]
-    fn create_unlogged(
+    fn make_node(
         &self,
         os: &mut ObjectSet,
         ctx: &IoCtx<'_>,
@@ -254,6 +245,7 @@ impl Zfsvfs {
         creds: Creds,
         rdev: u64,
         now: Timespec,
+        target: &[u8],
     ) -> Result<Attr, ZplError> {
         dir::check_name(name)?;
         let parent = get_dir(os, ctx, dir)?;
@@ -270,7 +262,24 @@ impl Zfsvfs {
         }
         let object = allocate(os, ctx, kind, mode, creds, rdev, dir, now)?;
         link_into(os, ctx, dir, name, object, kind, now)?;
-        attr(os, ctx, object)
+        if !target.is_empty() {
+            os.write(ctx, ObjectId(object), 0, target)?;
+            let mut znode = get(os, ctx, object)?;
+            znode.size = target.len() as u64;
+            put(os, ctx, object, &znode)?;
+        }
+        let created = attr(os, ctx, object)?;
+        os.zil.log(
+            ctx.txg,
+            Lr::Create {
+                dir,
+                object,
+                name: name.to_vec(),
+                znode: created.znode,
+                target: target.to_vec(),
+            },
+        );
+        Ok(created)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -287,23 +296,18 @@ impl Zfsvfs {
         if target.is_empty() || target.len() > 4096 {
             return Err(ZplError::NameTooLong);
         }
-        let created =
-            self.create_unlogged(os, ctx, dir, name, FileKind::Symlink, 0o777, creds, 0, now)?;
-        os.write(ctx, ObjectId(created.object), 0, target)?;
-        let mut znode = created.znode;
-        znode.size = target.len() as u64;
-        put(os, ctx, created.object, &znode)?;
-        os.zil.log(
-            ctx.txg,
-            Lr::Create {
-                dir,
-                object: created.object,
-                name: name.to_vec(),
-                znode,
-                target: target.to_vec(),
-            },
-        );
-        attr(os, ctx, created.object)
+        self.make_node(
+            os,
+            ctx,
+            dir,
+            name,
+            FileKind::Symlink,
+            0o777,
+            creds,
+            0,
+            now,
+            target,
+        )
     }
 
     pub fn readlink(

@@ -1,0 +1,36 @@
+//! Shared by the seeded simulations: which seeds to run, and the verdict.
+
+/// Runs `run` on seed `$<prefix>_SEED` alone if set, else on seeds 0..`$<prefix>_SEEDS`
+/// (default `default_count`); stops after five failures and fails the test naming them.
+/// Returns how many seeds ran.
+pub fn run_seeds(
+    prefix: &str,
+    what: &str,
+    default_count: u64,
+    run: impl Fn(u64) -> Result<(), String>,
+) -> usize {
+    let var = |suffix: &str| -> Option<u64> {
+        std::env::var(format!("{prefix}_{suffix}"))
+            .ok()
+            .and_then(|s| s.parse().ok())
+    };
+    let seeds: Vec<u64> = match var("SEED") {
+        Some(seed) => vec![seed],
+        None => (0..var("SEEDS").unwrap_or(default_count)).collect(),
+    };
+    let mut failures = Vec::new();
+    for &seed in &seeds {
+        if let Err(why) = run(seed) {
+            eprintln!("{what} seed {seed} FAILED: {why}");
+            failures.push(seed);
+            if failures.len() >= 5 {
+                break;
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "failing seeds (replay with {prefix}_SEED=n): {failures:?}"
+    );
+    seeds.len()
+}
