@@ -79,6 +79,14 @@ pub fn forward(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32
         let _ = writeln!(err, "cannot talk to the zetta daemon: {e}");
         return 1;
     }
+    if protocol::passes_stdio(args) {
+        // Whatever this process buffered for stdout goes first: the daemon writes after it.
+        let _ = out.flush();
+        if let Err(e) = protocol::send_stdio(&stream) {
+            let _ = writeln!(err, "cannot talk to the zetta daemon: {e}");
+            return 1;
+        }
+    }
     let mut reader = &stream;
     let mut stdin = std::io::stdin();
     loop {

@@ -8,6 +8,9 @@
 //!           kind 1 = stdout bytes, 2 = stderr bytes, 3 = exit code (len 4, i32 LE), last
 //!           kind 4 = stdin wanted (len 4: u32 most bytes, at most STDIN_CHUNK_MAX)
 //! stdin:    kind 5 = stdin bytes, client to daemon, one per kind-4 frame (len 0 = end)
+//! stdio:    `zfs send` / `zfs receive` only (`passes_stdio`), right after the request:
+//!           one byte carrying the client's descriptors 0 and 1 (SCM_RIGHTS); the daemon
+//!           then reads the stream from and writes it to them itself, no frames
 //! ```
 //! All integers little-endian. Limits (`ARGS_MAX`, `ARG_LEN_MAX`, `FRAME_LEN_MAX`) bound
 //! what either side allocates for the other. Standard input flows only when the command
@@ -91,14 +94,21 @@ pub fn read_frame(stream: &mut dyn Read) -> std::io::Result<(u8, Vec<u8>)> {
     Ok((kind[0], payload))
 }
 
-/// A writer that ships everything written to it as frames of one kind.
+/// A writer that ships everything written to it as frames of one kind, or straight to
+/// the client's own descriptor when it passed one (`passes_stdio`).
 pub struct FrameWriter<'a> {
     pub stream: &'a std::os::unix::net::UnixStream,
     pub kind: u8,
+    pub direct: Option<std::fs::File>,
 }
 
 impl Write for FrameWriter<'_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if let Some(file) = self.direct.as_mut() {
+            check_client(self.stream)?;
+            file.write_all(buf)?;
+            return Ok(buf.len());
+        }
         let mut stream = self.stream;
         write_frame(&mut stream, self.kind, buf)?;
         Ok(buf.len())
@@ -107,6 +117,40 @@ impl Write for FrameWriter<'_> {
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
+}
+
+/// The client's standard input as it passed it (`passes_stdio`), read directly.
+pub struct ClientInput<'a> {
+    pub stream: &'a std::os::unix::net::UnixStream,
+    pub file: std::fs::File,
+}
+
+impl Read for ClientInput<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        check_client(self.stream)?;
+        self.file.read(buf)
+    }
+}
+
+/// A killed client ends its command, as killing `zfs send` or `zfs receive` does on
+/// OpenZFS: the daemon holds the client's pipe itself (`passes_stdio`), so it looks for
+/// the client's end of the socket going away before each read or write of the stream.
+fn check_client(stream: &std::os::unix::net::UnixStream) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let mut poll = libc::pollfd {
+        fd: stream.as_raw_fd(),
+        events: libc::POLLRDHUP,
+        revents: 0,
+    };
+    // SAFETY: one pollfd, no timeout.
+    let ready = unsafe { libc::poll(&mut poll, 1, 0) };
+    if ready > 0 && poll.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::BrokenPipe,
+            "the command's client went away",
+        ));
+    }
+    Ok(())
 }
 
 /// The client's standard input, read through the socket: each `read` asks the client for
@@ -129,6 +173,108 @@ impl Read for RemoteStdin<'_> {
         }
         buf[..payload.len()].copy_from_slice(&payload);
         Ok(payload.len())
+    }
+}
+
+/// Whether the client hands its standard input and output to the daemon with the request
+/// (`zfs send`, `zfs receive`): the stream then flows between the daemon and the pipe or
+/// file directly instead of being copied through the client and the socket twice.
+pub fn passes_stdio(args: &[String]) -> bool {
+    args.first().is_some_and(|a| a == "zfs")
+        && args
+            .get(1)
+            .is_some_and(|a| matches!(a.as_str(), "send" | "receive" | "recv"))
+}
+
+/// Client side: sends descriptors 0 and 1 (one byte carrying them as SCM_RIGHTS).
+pub fn send_stdio(stream: &std::os::unix::net::UnixStream) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fds: [libc::c_int; 2] = [0, 1];
+    let mut byte = [0u8; 1];
+    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of_val(&fds) as u32) } as usize;
+    let mut control = vec![0u8; space];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    // SAFETY: the message names live buffers of the stated sizes; CMSG_* compute offsets
+    // inside `control`, which is CMSG_SPACE bytes for two descriptors.
+    unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = space as _;
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of_val(&fds) as u32) as _;
+        std::ptr::copy_nonoverlapping(
+            fds.as_ptr().cast::<u8>(),
+            libc::CMSG_DATA(cmsg),
+            std::mem::size_of_val(&fds),
+        );
+        if libc::sendmsg(stream.as_raw_fd(), &msg, 0) != 1 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Daemon side: the client's standard input and output (`send_stdio`).
+pub fn recv_stdio(
+    stream: &std::os::unix::net::UnixStream,
+) -> std::io::Result<(std::fs::File, std::fs::File)> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let mut byte = [0u8; 1];
+    let want = std::mem::size_of::<[libc::c_int; 2]>();
+    let space = unsafe { libc::CMSG_SPACE(want as u32) } as usize;
+    let mut control = vec![0u8; space];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    // SAFETY: as in `send_stdio`; every descriptor received is owned by a File at once
+    // (MSG_CMSG_CLOEXEC: none leaks into children), and the control data is checked
+    // before it is read.
+    unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = space as _;
+        let got = libc::recvmsg(stream.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC);
+        if got < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let mut fds = Vec::new();
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
+                let bytes = (*cmsg).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
+                let data = libc::CMSG_DATA(cmsg);
+                for i in 0..bytes / std::mem::size_of::<libc::c_int>() {
+                    let mut fd: libc::c_int = 0;
+                    std::ptr::copy_nonoverlapping(
+                        data.add(i * std::mem::size_of::<libc::c_int>()),
+                        (&mut fd as *mut libc::c_int).cast::<u8>(),
+                        std::mem::size_of::<libc::c_int>(),
+                    );
+                    fds.push(std::fs::File::from_raw_fd(fd));
+                }
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+        if got != 1 || fds.len() != 2 || msg.msg_flags & libc::MSG_CTRUNC != 0 {
+            return Err(invalid("the client did not pass its standard streams"));
+        }
+        let output = fds
+            .pop()
+            .ok_or_else(|| invalid("no standard output passed"))?;
+        let input = fds
+            .pop()
+            .ok_or_else(|| invalid("no standard input passed"))?;
+        Ok((input, output))
     }
 }
 

@@ -9,7 +9,8 @@ use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, OnceLock};
-use zetta::spa::{ScanStats, Spa};
+use zetta::spa::writeback::{WRITEBACK_BATCH_BYTES, WRITEBACK_START_BYTES};
+use zetta::spa::{ScanStats, Spa, WritebackMode};
 
 pub type PoolRef = Arc<RwLock<Spa>>;
 
@@ -43,7 +44,16 @@ impl Registry {
         self.pools.lock().get(&guid).cloned()
     }
 
-    pub fn insert(&self, guid: u64, spa: Spa) -> PoolRef {
+    pub fn insert(&self, guid: u64, mut spa: Spa) -> PoolRef {
+        // A held pool writes file data early on its own thread while writers go on
+        // (`zetta::spa::writeback`); ZETTA_WRITEBACK=off|inline selects the other modes
+        // (benchmarks compare them).
+        let mode = match std::env::var("ZETTA_WRITEBACK").as_deref() {
+            Ok("off") => WritebackMode::Off,
+            Ok("inline") => WritebackMode::Inline,
+            _ => WritebackMode::Threaded,
+        };
+        spa.set_writeback(mode, WRITEBACK_START_BYTES, WRITEBACK_BATCH_BYTES);
         let pool = Arc::new(RwLock::new(spa));
         self.pools.lock().insert(guid, pool.clone());
         pool

@@ -84,14 +84,24 @@ fn serve(stream: UnixStream) {
     let Ok((args, flags)) = protocol::read_request(&mut reader) else {
         return;
     };
+    let (input, output) = if protocol::passes_stdio(&args) {
+        match protocol::recv_stdio(&stream) {
+            Ok((input, output)) => (Some(input), Some(output)),
+            Err(_) => return,
+        }
+    } else {
+        (None, None)
+    };
     let code = {
         let mut out = FrameWriter {
             stream: &stream,
             kind: FRAME_STDOUT,
+            direct: output,
         };
         let mut err = FrameWriter {
             stream: &stream,
             kind: FRAME_STDERR,
+            direct: None,
         };
         if let Err(message) = super::mounts::prepare(&args) {
             let _ = writeln!(err, "{message}");
@@ -102,8 +112,15 @@ fn serve(stream: UnixStream) {
         let code = match args[0].as_str() {
             "zpool" => crate::zpool::run(&args[1..], &mut out, &mut err),
             "zfs" => {
+                let input: Box<dyn std::io::Read> = match input {
+                    Some(file) => Box::new(protocol::ClientInput {
+                        stream: &stream,
+                        file,
+                    }),
+                    None => Box::new(protocol::RemoteStdin { stream: &stream }),
+                };
                 let io = crate::zfs::CommandIo {
-                    input: Box::new(protocol::RemoteStdin { stream: &stream }),
+                    input,
                     stdin_is_terminal: flags & protocol::REQUEST_FLAG_STDIN_TERMINAL != 0,
                     stdout_is_terminal: flags & protocol::REQUEST_FLAG_STDOUT_TERMINAL != 0,
                 };
@@ -149,7 +166,16 @@ fn txg_timer() {
         let Some(registry) = registry::get() else {
             return;
         };
-        for pool in registry.all() {
+        // One pool held at a time: an export waits for every other holder to let go.
+        let guids: Vec<u64> = registry
+            .all_with_guids()
+            .into_iter()
+            .map(|(g, _)| g)
+            .collect();
+        for guid in guids {
+            let Some(pool) = registry.pool(guid) else {
+                continue;
+            };
             if pool.read().has_dirty() {
                 let _ = pool.write().sync();
             }

@@ -234,6 +234,11 @@ fn write_out(ctx: &mut Ctx, bytes: &[u8], name: &str) -> CmdResult {
         .write_all(bytes)
         .and_then(|()| ctx.out.flush())
         .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                // The reader went away (`zfs send | head`): OpenZFS's zfs dies of SIGPIPE
+                // without a word; so does this send, with status 1.
+                return CmdError::Fail(String::new());
+            }
             CmdError::Fail(format!(
                 "warning: cannot send '{name}': {}",
                 pool::strerror(&e)

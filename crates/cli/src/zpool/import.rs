@@ -245,7 +245,7 @@ fn do_import(
     let mut imported = Imported::owned(candidate.guid.0, spa);
     pool::destroy_interrupted_receives(&mut imported.spa);
     pool::reset_stats(&mut imported.spa);
-    found_paths(&mut imported.spa.root);
+    found_paths(imported.spa.root_mut());
     imported.spa.mark_config_dirty();
     imported.spa.props.remove("altroot");
     for (key, value) in pool_props {

@@ -107,25 +107,33 @@ impl Imported {
                         "cannot export '{name}': pool is busy"
                     )));
                 }
-                let Some(pool) = registry.remove(self.guid) else {
-                    return Err(CmdError::Fail(format!(
-                        "cannot open '{name}': no such pool"
-                    )));
-                };
-                match std::sync::Arc::try_unwrap(pool) {
-                    Ok(lock) => Ok(lock.into_inner()),
-                    Err(pool) => {
-                        registry.put_back(self.guid, pool);
-                        Err(CmdError::Fail(format!(
-                            "cannot export '{name}': pool is busy"
-                        )))
+                // Other holders of the pool are brief (the txg timer walking every pool, a
+                // FUSE request in flight, a command finishing): wait them out a while
+                // before calling the pool busy.
+                for _ in 0..HANDOVER_TRIES {
+                    let Some(pool) = registry.remove(self.guid) else {
+                        return Err(CmdError::Fail(format!(
+                            "cannot open '{name}': no such pool"
+                        )));
+                    };
+                    match std::sync::Arc::try_unwrap(pool) {
+                        Ok(lock) => return Ok(lock.into_inner()),
+                        Err(pool) => registry.put_back(self.guid, pool),
                     }
+                    std::thread::sleep(HANDOVER_WAIT);
                 }
+                Err(CmdError::Fail(format!(
+                    "cannot export '{name}': pool is busy"
+                )))
             }
             SpaHandle::Shared(_) => Err(CmdError::Fail("pool opened read-only".to_string())),
         }
     }
 }
+
+/// How long `into_spa` waits for brief holders of a pool to let go (500 x 10 ms).
+const HANDOVER_TRIES: u32 = 500;
+const HANDOVER_WAIT: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// `strerror`-like text of an I/O error (Rust appends " (os error N)").
 pub fn strerror(error: &std::io::Error) -> String {

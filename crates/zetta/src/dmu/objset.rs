@@ -23,6 +23,9 @@
 //! stored compressed form, which `sync` writes as is; any later change of the dbuf's bytes
 //! drops it.
 
+mod writeback;
+pub use writeback::WritebackRecord;
+
 use super::block_space::BlockSpace;
 use super::dnode::{DnodePhys, DNODE_SIZE_BYTES};
 use crate::types::{round_up_shift, ObjectId, Txg};
@@ -1406,9 +1409,7 @@ fn sync_trees(
                 } else if is_metadata_type(object_type_of_state) {
                     meta_props(policy, object_type_of_state, 0, 1)
                 } else {
-                    let mut p = policy.data_props;
-                    p.object_type = object_type_of_state;
-                    p
+                    file_data_props(policy, object_type_of_state)
                 };
                 props.level = 0;
                 (props, all_zero)
@@ -1467,18 +1468,70 @@ fn sync_trees(
                 }
                 old
             };
-            state.phys.used_bytes = state
-                .phys
-                .used_bytes
-                .saturating_sub(ctx.root.dsize_bytes(&old_bp))
-                + ctx.root.dsize_bytes(&new_bp);
-            born.add(&BlockSpace::of(ctx.root, &new_bp));
-            release_block(ctx, policy, dead, freed, &old_bp);
-            set_child_bp(state, ctx, objset, object, level, blkid, new_bp)?;
-            state.dnode_dirty = true;
+            let place = BlockPlace {
+                objset,
+                object,
+                level,
+                blkid,
+            };
+            adopt_block(
+                ctx, policy, state, place, &old_bp, new_bp, dead, freed, born,
+            )?;
         }
     }
     Ok(())
+}
+
+/// Where a block sits: object set, object, level, block id.
+#[derive(Clone, Copy)]
+struct BlockPlace {
+    objset: u64,
+    object: u64,
+    level: u8,
+    blkid: u64,
+}
+
+/// The tree takes `new_bp` in place of `old_bp` (whose dbuf already names the new one):
+/// the object's space, the txg's born and freed space, the old block released (freed, or
+/// to the dead list), the pointer put into the parent.
+#[allow(clippy::too_many_arguments)]
+fn adopt_block(
+    ctx: &IoCtx<'_>,
+    policy: &ObjsetPolicy,
+    state: &mut ObjectState,
+    place: BlockPlace,
+    old_bp: &BlockPointer,
+    new_bp: BlockPointer,
+    dead: &mut Vec<BlockPointer>,
+    freed: &mut BlockSpace,
+    born: &mut BlockSpace,
+) -> Result<(), DmuError> {
+    state.phys.used_bytes = state
+        .phys
+        .used_bytes
+        .saturating_sub(ctx.root.dsize_bytes(old_bp))
+        + ctx.root.dsize_bytes(&new_bp);
+    born.add(&BlockSpace::of(ctx.root, &new_bp));
+    release_block(ctx, policy, dead, freed, old_bp);
+    set_child_bp(
+        state,
+        ctx,
+        place.objset,
+        place.object,
+        place.level,
+        place.blkid,
+        new_bp,
+    )?;
+    state.dnode_dirty = true;
+    Ok(())
+}
+
+/// How a level-0 block of a file (or volume) is written: the dataset's data properties.
+fn file_data_props(policy: &ObjsetPolicy, object_type: u8) -> WriteProps {
+    let mut props = policy.data_props;
+    props.object_type = object_type;
+    props.level = 0;
+    props
 }
 
 fn is_metadata_type(object_type: u8) -> bool {

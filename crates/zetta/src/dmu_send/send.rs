@@ -486,8 +486,12 @@ impl Sender {
             start_blkid: self.cursor.offset / block_size,
             report_holes: self.from_txg > Txg(0),
         };
+        // Blocks are read SEND_PREFETCH_BLOCKS at a time, in parallel (OpenZFS prefetches
+        // ahead of the send the same way), and emitted in order.
+        let mut pending: Vec<PendingBlock> = Vec::new();
         let flow = walk.run(dnode, &mut |event| match event {
             Event::Hole { first_blkid, count } => {
+                self.send_blocks(ctx, objset, id, block_size, &mut pending, sink)?;
                 let offset = first_blkid.saturating_mul(block_size);
                 if offset < size {
                     let length = count.saturating_mul(block_size).min(size - offset);
@@ -501,34 +505,73 @@ impl Sender {
                     return Ok(Flow::Continue);
                 }
                 let length = block_size.min(size - offset);
-                self.flush_frees(sink);
-                self.send_block(ctx, objset, id, blkid, bp, offset, length, sink)?;
-                self.cursor.offset = offset + block_size;
+                pending.push(PendingBlock {
+                    blkid,
+                    bp: *bp,
+                    offset,
+                    length,
+                });
+                if pending.len() < SEND_PREFETCH_BLOCKS {
+                    return Ok(Flow::Continue);
+                }
+                self.send_blocks(ctx, objset, id, block_size, &mut pending, sink)?;
                 if sink.produced() >= budget {
                     return Ok(Flow::Stop);
                 }
                 Ok(Flow::Continue)
             }
         })?;
+        self.send_blocks(ctx, objset, id, block_size, &mut pending, sink)?;
         if flow == Flow::Continue {
             self.flush_frees(sink);
         }
         Ok(flow)
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Reads the pending blocks in parallel and emits them in order.
+    fn send_blocks(
+        &mut self,
+        ctx: &IoCtx<'_>,
+        objset: u64,
+        id: u64,
+        block_size: u64,
+        pending: &mut Vec<PendingBlock>,
+        sink: &mut Sink<'_>,
+    ) -> Result<(), SendError> {
+        use rayon::prelude::*;
+        if pending.is_empty() {
+            return Ok(());
+        }
+        self.flush_frees(sink);
+        let stored = self.options.compressed;
+        let counting = matches!(sink, Sink::Count(_));
+        let fetched: Vec<Result<Option<Fetched>, SendError>> = pending
+            .par_iter()
+            .map(|b| {
+                if counting {
+                    return Ok(None);
+                }
+                fetch(ctx, objset, id, b, stored).map(Some)
+            })
+            .collect();
+        for (block, data) in pending.drain(..).zip(fetched) {
+            self.send_block(ctx, objset, id, &block, data?, sink)?;
+            self.cursor.offset = block.offset + block_size;
+        }
+        Ok(())
+    }
+
+    /// One block's WRITE record (or, counting, its size).
     fn send_block(
         &mut self,
         ctx: &IoCtx<'_>,
         objset: u64,
         id: u64,
-        blkid: u64,
-        bp: &BlockPointer,
-        offset: u64,
-        length: u64,
+        block: &PendingBlock,
+        fetched: Option<Fetched>,
         sink: &mut Sink<'_>,
     ) -> Result<(), SendError> {
-        let where_ = Some(bookmark(objset, id, 0, blkid));
+        let (bp, offset, length) = (&block.bp, block.offset, block.length);
         let stored = self.options.compressed && bp.compression != 0;
         if let Sink::Count(total) = sink {
             let payload = if stored {
@@ -541,37 +584,79 @@ impl Sender {
             **total += self.writer.bytes() - before;
             return Ok(());
         }
-        let pool = |e| SendError::Pool(SpaError::from(e));
-        if stored {
-            let physical = ctx
-                .zio
-                .read_block_physical(ctx.root, bp, where_)
-                .map_err(pool)?;
-            let header: [u8; 4] = physical
-                .get(..4)
-                .and_then(|b| b.try_into().ok())
-                .ok_or_else(|| corrupt(id, "stored block too short"))?;
-            let stored_len = 4 + u32::from_le_bytes(header) as usize;
-            let payload = physical
-                .get(..stored_len)
-                .ok_or_else(|| corrupt(id, "stored block length"))?;
-            let words = [
-                id,
-                offset,
-                length,
-                u64::from(bp.compression),
-                u64::from(bp.lsize_bytes),
-            ];
-            self.emit(sink, RECORD_WRITE, WRITE_FLAG_COMPRESSED, words, payload);
-            return Ok(());
+        let fetched = match fetched {
+            Some(fetched) => fetched,
+            None => fetch(ctx, objset, id, block, self.options.compressed)?,
+        };
+        match fetched {
+            Fetched::Physical(physical) => {
+                let header: [u8; 4] = physical
+                    .get(..4)
+                    .and_then(|b| b.try_into().ok())
+                    .ok_or_else(|| corrupt(id, "stored block too short"))?;
+                let stored_len = 4 + u32::from_le_bytes(header) as usize;
+                let payload = physical
+                    .get(..stored_len)
+                    .ok_or_else(|| corrupt(id, "stored block length"))?;
+                let words = [
+                    id,
+                    offset,
+                    length,
+                    u64::from(bp.compression),
+                    u64::from(bp.lsize_bytes),
+                ];
+                self.emit(sink, RECORD_WRITE, WRITE_FLAG_COMPRESSED, words, payload);
+            }
+            Fetched::Logical(data) => {
+                let payload = data
+                    .get(..length as usize)
+                    .ok_or_else(|| corrupt(id, "block shorter than the object's block size"))?;
+                self.emit(sink, RECORD_WRITE, 0, [id, offset, length, 0, 0], payload);
+            }
         }
-        let data = ctx.zio.read_block(ctx.root, bp, where_).map_err(pool)?;
-        let payload = data
-            .get(..length as usize)
-            .ok_or_else(|| corrupt(id, "block shorter than the object's block size"))?;
-        self.emit(sink, RECORD_WRITE, 0, [id, offset, length, 0, 0], payload);
         Ok(())
     }
+}
+
+/// Blocks read ahead of the stream, in parallel, per object.
+const SEND_PREFETCH_BLOCKS: usize = 16;
+
+/// A data block the walk found, waiting for its read.
+struct PendingBlock {
+    blkid: u64,
+    bp: BlockPointer,
+    offset: u64,
+    length: u64,
+}
+
+/// A block's bytes as the stream carries them: stored (compressed, `-c`) or logical.
+enum Fetched {
+    Physical(Vec<u8>),
+    Logical(std::sync::Arc<Vec<u8>>),
+}
+
+/// Reads one pending block (any thread).
+fn fetch(
+    ctx: &IoCtx<'_>,
+    objset: u64,
+    id: u64,
+    block: &PendingBlock,
+    compressed: bool,
+) -> Result<Fetched, SendError> {
+    let pool = |e| SendError::Pool(SpaError::from(e));
+    let where_ = Some(bookmark(objset, id, 0, block.blkid));
+    if compressed && block.bp.compression != 0 {
+        let physical = ctx
+            .zio
+            .read_block_physical(ctx.root, &block.bp, where_)
+            .map_err(pool)?;
+        return Ok(Fetched::Physical(physical));
+    }
+    let data = ctx
+        .zio
+        .read_block(ctx.root, &block.bp, where_)
+        .map_err(pool)?;
+    Ok(Fetched::Logical(data))
 }
 
 /// The snapshot (or bookmark) with `guid` an incremental of `to_name` starts from: in the

@@ -159,14 +159,14 @@ impl Spa {
         let mut spa = Spa {
             name,
             guid: candidate.guid,
-            root,
+            root: std::sync::Arc::new(root),
             cache: root_config
                 .get_list_array("l2cache")
                 .unwrap_or(&[])
                 .iter()
                 .filter_map(|c| Vdev::from_config(c, &candidate.devices).ok())
                 .collect(),
-            zio,
+            zio: std::sync::Arc::new(zio),
             mos: ObjectSet::create(0, ObjsetType::Meta, mos_policy()),
             mos_bp: ub.rootbp,
             directory: directory.clone(),
@@ -192,6 +192,7 @@ impl Spa {
             state: POOL_STATE_ACTIVE,
             ms_arrays: Vec::new(),
             dsl_space: Default::default(),
+            writeback: Default::default(),
         };
         {
             let ctx = io_ctx!(spa, txg);

@@ -25,10 +25,12 @@ pub mod import;
 pub mod scan;
 pub mod uberblock;
 mod vdev_ops;
+pub mod writeback;
 
 pub use error::SpaError;
 pub use import::{find_pools, ImportCandidate};
 pub use scan::{ScanFunction, ScanPlan, ScanState, ScanStats};
+pub use writeback::WritebackMode;
 
 use crate::dmu::{default_data_props, object_type, IoCtx, ObjectSet, ObjsetPolicy, ObjsetType};
 use crate::io::DeviceRef;
@@ -92,10 +94,10 @@ impl Default for CreateOptions {
 pub struct Spa {
     pub name: String,
     pub guid: Guid,
-    pub root: Vdev,
+    pub root: std::sync::Arc<Vdev>,
     /// Cache (L2ARC) devices: leaves outside the DVA address space.
     pub cache: Vec<Vdev>,
-    pub zio: Zio,
+    pub zio: std::sync::Arc<Zio>,
     pub(crate) mos: ObjectSet,
     mos_bp: BlockPointer,
     /// The object directory's content (config lives in `root`, written at sync).
@@ -120,6 +122,8 @@ pub struct Spa {
     ms_arrays: Vec<Vec<u64>>,
     /// The dataset layer's uncommitted space claims (`dsl::space`).
     pub(crate) dsl_space: crate::dsl::space::SpaceState,
+    /// File data of the open txg written early (`writeback`).
+    pub(crate) writeback: writeback::Writeback,
 }
 
 pub fn now_secs() -> u64 {
@@ -275,12 +279,12 @@ impl Spa {
         let mut spa = Spa {
             name: name.to_string(),
             guid: Guid::random(),
-            root,
+            root: std::sync::Arc::new(root),
             cache: Vec::new(),
             zio: {
                 let zio = Zio::new(allocator, options.arc_size_bytes_max);
                 *zio.log_allocator.lock() = log_allocator;
-                zio
+                std::sync::Arc::new(zio)
             },
             mos: ObjectSet::create(0, ObjsetType::Meta, mos_policy()),
             mos_bp: BlockPointer::HOLE,
@@ -304,6 +308,7 @@ impl Spa {
             state: POOL_STATE_ACTIVE,
             ms_arrays: Vec::new(),
             dsl_space: Default::default(),
+            writeback: Default::default(),
         };
         spa.ms_arrays = vec![Vec::new(); spa.root.children.len()];
         {
@@ -420,6 +425,8 @@ impl Spa {
 
     /// Commits the open txg (see the module header for the order of writes).
     pub fn sync(&mut self) -> Result<Txg, SpaError> {
+        // File data written early in this txg takes its place first (`writeback`).
+        self.writeback_reap(true);
         let txg = self.open_txg;
         // 1. Dataset object sets (their intent logs are retired first: this txg holds
         //    every change they recorded).
@@ -664,12 +671,14 @@ impl Spa {
                 self.mos.write(&ctx, object, end, &bytes)?;
             }
         }
-        for (top, object) in self.root.children.iter_mut().zip(array_objects) {
+        let mut changed = false;
+        for (top, object) in self.root_mut().children.iter_mut().zip(array_objects) {
             if top.ms_array_object != object {
                 top.ms_array_object = object;
-                self.config_dirty = true;
+                changed = true;
             }
         }
+        self.config_dirty |= changed;
         Ok(())
     }
 
@@ -798,10 +807,20 @@ impl Spa {
         } else {
             raw as f64 / usable as f64
         };
-        let needed =
-            ((self.dirty_bytes + bytes) as f64 * f64::from(copies.max(1)) * inflation * 1.02)
-                as u64;
-        if free < needed + self.slop_bytes() || size == 0 {
+        let needed = |pending: u64| {
+            ((pending + bytes) as f64 * f64::from(copies.max(1)) * inflation * 1.02) as u64
+        };
+        if size == 0 {
+            return Err(SpaError::NoSpace);
+        }
+        if free >= needed(self.dirty_bytes) + self.slop_bytes() {
+            return Ok(());
+        }
+        // Dirty data written early but not installed yet already has its space: count it
+        // once (this waits for a batch in flight, only when the pool is nearly full).
+        let settled = self.writeback_settled_bytes();
+        let (_, _, free) = self.space();
+        if free < needed(self.dirty_bytes.saturating_sub(settled)) + self.slop_bytes() {
             return Err(SpaError::NoSpace);
         }
         Ok(())
@@ -819,8 +838,11 @@ impl Spa {
     /// Commits when enough dirty data has accumulated (the txg "dirty data max").
     pub fn note_dirty(&mut self, bytes: u64) -> Result<(), SpaError> {
         self.dirty_bytes += bytes;
+        self.writeback_reap(false);
         if self.dirty_bytes >= DIRTY_BYTES_MAX {
             self.sync()?;
+        } else {
+            self.writeback_start();
         }
         Ok(())
     }
@@ -994,3 +1016,5 @@ fn hostname() -> String {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_writeback;

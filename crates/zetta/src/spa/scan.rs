@@ -250,7 +250,7 @@ impl Spa {
         for leaf in self.root.leaves() {
             leaf.missing_through_txg.store(0, Ordering::Relaxed);
         }
-        for top in self.root.children.iter_mut() {
+        for top in self.root_mut().children.iter_mut() {
             vdev_ops::complete_replacements(top);
         }
         self.config_dirty = true;

@@ -118,7 +118,7 @@ impl Spa {
             } else {
                 self.zio.allocator.lock().add_group(group);
             }
-            self.root.children.push(top);
+            self.root_mut().children.push(top);
             self.ms_arrays.push(Vec::new());
         }
         self.config_dirty = true;
@@ -197,7 +197,7 @@ impl Spa {
         }
         let mut hole = Vdev::new(VdevKind::Hole, Guid::random());
         hole.id = top_index as u64;
-        let removed = std::mem::replace(&mut self.root.children[top_index], hole);
+        let removed = std::mem::replace(&mut self.root_mut().children[top_index], hole);
         for leaf in removed.leaves() {
             if let Some(device) = &leaf.device {
                 let _ = label::clear_labels(device.as_ref());
@@ -237,7 +237,7 @@ impl Spa {
         if new_leaf.asize_bytes < top_asize {
             return Err(SpaError::Invalid("device is too small".to_string()));
         }
-        let top = &mut self.root.children[top_index];
+        let top = &mut self.root_mut().children[top_index];
         if top.kind == VdevKind::Leaf {
             let mut old = std::mem::replace(top, Vdev::new(VdevKind::Mirror, Guid::random()));
             let mut mirror = Vdev::new(VdevKind::Mirror, Guid::random());
@@ -277,7 +277,7 @@ impl Spa {
         new_leaf
             .missing_through_txg
             .store(self.last_synced_txg.0, Ordering::Relaxed);
-        let target = node_mut(&mut self.root, &path);
+        let target = node_mut(self.root_mut(), &path);
         let mut old_vdev =
             std::mem::replace(target, Vdev::new(VdevKind::Replacing, Guid::random()));
         let mut pair = Vdev::new(VdevKind::Replacing, Guid::random());
@@ -326,7 +326,7 @@ impl Spa {
             }
         }
         self.sync()?;
-        let parent = node_mut(&mut self.root, parent_path);
+        let parent = node_mut(self.root_mut(), parent_path);
         let detached = parent.children.remove(leaf_index);
         for (i, child) in parent.children.iter_mut().enumerate() {
             child.id = i as u64;
@@ -385,7 +385,7 @@ impl Spa {
             return;
         }
         let mut grown = Vec::new();
-        for (index, top) in self.root.children.iter_mut().enumerate() {
+        for (index, top) in self.root_mut().children.iter_mut().enumerate() {
             let leaves = top.leaves();
             if leaves.iter().any(|l| l.device.is_none()) {
                 continue;
