@@ -522,6 +522,7 @@ impl Spa {
         self.last_synced_txg = txg;
         self.open_txg = txg.next();
         self.dirty_bytes = 0;
+        self.writeback_committed();
         Ok(txg)
     }
 

@@ -74,6 +74,10 @@ pub(crate) struct Writeback {
     pub installed_bytes: u64,
     /// Early blocks freed because their record changed first (statistics, tests).
     pub discarded_blocks: u64,
+    /// Dirty data the last claim left behind (all-zero records, growing blocks, append
+    /// frontiers): the next claim waits for half a batch of new dirty data beyond it, so
+    /// a txg full of such records is not scanned again on every write.
+    unclaimable_bytes: u64,
 }
 
 impl Default for Writeback {
@@ -85,6 +89,7 @@ impl Default for Writeback {
             inflight: None,
             installed_bytes: 0,
             discarded_blocks: 0,
+            unclaimable_bytes: 0,
         }
     }
 }
@@ -132,9 +137,13 @@ impl Spa {
 
     /// Starts a batch when the open txg holds enough dirty data and none is in flight.
     pub(crate) fn writeback_start(&mut self) {
+        let wanted = self
+            .writeback
+            .start_bytes
+            .max(self.writeback.unclaimable_bytes + self.writeback.batch_bytes / 2);
         if self.writeback.mode == WritebackMode::Off
             || self.writeback.inflight.is_some()
-            || self.dirty_bytes < self.writeback.start_bytes
+            || self.dirty_bytes < wanted
         {
             return;
         }
@@ -153,6 +162,7 @@ impl Spa {
         for (&object, head) in &self.datasets {
             claim(Some(object), &head.objset, &mut taken);
         }
+        self.writeback.unclaimable_bytes = self.dirty_bytes.saturating_sub(taken);
         if records.is_empty() {
             return;
         }
@@ -177,6 +187,11 @@ impl Spa {
             }
         }
         self.writeback.inflight = Some(slot);
+    }
+
+    /// A txg commit leaves no dirty data behind.
+    pub(crate) fn writeback_committed(&mut self) {
+        self.writeback.unclaimable_bytes = 0;
     }
 
     /// Bytes of dirty data whose early blocks are allocated and written but not installed
