@@ -61,7 +61,7 @@ if [[ $MODE == quick ]]; then
     DATA_MIB=256 TEXT_MIB=64 VM_MIB=256
 else
     SEQ_MIB=2048 RW_SIZE=256m RW_JOBS=16 FILES=100000 CAP=600 VDEV_SIZE=8G
-    DATA_MIB=1024 TEXT_MIB=256 VM_MIB=1024
+    DATA_MIB=2048 TEXT_MIB=256 VM_MIB=1024
 fi
 RR_JOBS=4        # 16k random readers, each over its own quarter of the sequential file
 DATA_FILES=8     # the scrubbed and sent dataset is this many files of DATA_MIB / DATA_FILES
