@@ -13,6 +13,9 @@ use crate::vdev::ReadMode;
 use crate::zio::Bookmark;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+/// Data blocks a scan verifies together (on all cores, their reads in flight together).
+const SCAN_BATCH_BLOCKS: usize = 32;
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ScanFunction {
     #[default]
@@ -207,6 +210,28 @@ impl Spa {
         let mut stats = plan.stats;
         let mut canceled = false;
         let ctx = io_ctx!(self);
+        // Data blocks are verified SCAN_BATCH_BLOCKS at a time on all cores, with their
+        // device reads in flight together (OpenZFS issues scrub I/O asynchronously too);
+        // indirect blocks at once, in walk order.
+        let mut batch: Vec<(BlockPointer, Bookmark)> = Vec::with_capacity(SCAN_BATCH_BLOCKS);
+        let scrub_batch = |batch: &mut Vec<(BlockPointer, Bookmark)>, stats: &mut ScanStats| {
+            use rayon::prelude::*;
+            let lost: Vec<bool> = batch
+                .par_iter()
+                .map(|(bp, bookmark)| {
+                    ctx.zio
+                        .scrub_block(ctx.root, bp, *bookmark, mode)
+                        .unrecoverable
+                })
+                .collect();
+            for ((bp, _), lost) in batch.drain(..).zip(lost) {
+                stats.examined_bytes += bp.asize_total_bytes();
+                stats.errors += u64::from(lost);
+            }
+            if let Some(progress) = progress {
+                progress.store(stats.examined_bytes, Ordering::Relaxed);
+            }
+        };
         for &(objset, root_bp) in &plan.roots {
             let mut visit = |bp: &BlockPointer, bookmark: Bookmark| {
                 if canceled {
@@ -216,17 +241,14 @@ impl Spa {
                     canceled = true;
                     return;
                 }
-                let result = ctx.zio.scrub_block(ctx.root, bp, bookmark, mode);
-                stats.examined_bytes += bp.asize_total_bytes();
-                if let Some(progress) = progress {
-                    progress.store(stats.examined_bytes, Ordering::Relaxed);
-                }
-                if result.unrecoverable {
-                    stats.errors += 1;
+                batch.push((*bp, bookmark));
+                if bp.level > 0 || batch.len() >= SCAN_BATCH_BLOCKS {
+                    scrub_batch(&mut batch, &mut stats);
                 }
             };
             // An unreadable indirect block was already counted by its own visit.
             let _ = ObjectSet::walk_blocks(&ctx, objset, &root_bp, &mut visit, true);
+            scrub_batch(&mut batch, &mut stats);
         }
         stats.repaired_bytes = self.repaired_bytes_total() - plan.repaired_before_bytes;
         stats.state = if canceled {
