@@ -620,10 +620,7 @@ impl ObjectSet {
             return Ok(());
         }
         if let Some(dbuf) = state.dbufs.get_mut(&(0, offset / block_size)) {
-            let tail_zero = dbuf
-                .data
-                .get(data.len()..)
-                .is_some_and(|tail| tail.iter().all(|b| *b == 0));
+            let tail_zero = dbuf.data.get(data.len()..).is_some_and(is_all_zero);
             if tail_zero && dbuf.data.len() as u64 == block_size {
                 dbuf.stored = Some(stored);
             }
@@ -1403,7 +1400,7 @@ fn sync_trees(
             let data = std::mem::take(&mut dbuf.data);
             let stored = dbuf.stored.take();
             let (props, empty) = if level == 0 {
-                let all_zero = !is_meta && data.iter().all(|b| *b == 0);
+                let all_zero = !is_meta && is_all_zero(&data);
                 let mut props = if is_meta {
                     meta_props(policy, object_type::DNODE, 0, dnode_fill(&data))
                 } else if is_metadata_type(object_type_of_state) {
@@ -1524,6 +1521,14 @@ fn adopt_block(
     )?;
     state.dnode_dirty = true;
     Ok(())
+}
+
+/// Whether every byte is zero (a record that becomes a hole). Checked a page at a time
+/// with a branch-free OR inside each page, which the compiler vectorizes: the byte-wise
+/// `all` was most of a commit's CPU for a file of zeros.
+pub(crate) fn is_all_zero(data: &[u8]) -> bool {
+    data.chunks(4096)
+        .all(|page| page.iter().fold(0u8, |acc, b| acc | b) == 0)
 }
 
 /// How a level-0 block of a file (or volume) is written: the dataset's data properties.

@@ -298,7 +298,7 @@ impl Receiver {
                 // past the object's end is zeros (as a write of `length` bytes leaves it).
                 let as_sent = logical
                     .get(w.length as usize..)
-                    .is_some_and(|tail| tail.iter().all(|b| *b == 0));
+                    .is_some_and(crate::dmu::objset::is_all_zero);
                 logical.truncate(w.length as usize);
                 let stored = as_sent.then_some(StoredBlock {
                     compression_id: w.compression,

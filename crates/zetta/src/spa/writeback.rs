@@ -75,7 +75,7 @@ pub(crate) struct Writeback {
     /// Early blocks freed because their record changed first (statistics, tests).
     pub discarded_blocks: u64,
     /// Dirty data the last claim left behind (all-zero records, growing blocks, append
-    /// frontiers): the next claim waits for half a batch of new dirty data beyond it, so
+    /// frontiers): the next claim waits for a batch of new dirty data beyond it, so
     /// a txg full of such records is not scanned again on every write.
     unclaimable_bytes: u64,
 }
@@ -140,7 +140,7 @@ impl Spa {
         let wanted = self
             .writeback
             .start_bytes
-            .max(self.writeback.unclaimable_bytes + self.writeback.batch_bytes / 2);
+            .max(self.writeback.unclaimable_bytes + self.writeback.batch_bytes);
         if self.writeback.mode == WritebackMode::Off
             || self.writeback.inflight.is_some()
             || self.dirty_bytes < wanted

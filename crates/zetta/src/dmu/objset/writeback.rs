@@ -21,7 +21,8 @@
 //! never written early: they are small, or already carry their final bytes.
 
 use super::{
-    adopt_block, file_data_props, is_metadata_type, BlockPlace, DmuError, IoCtx, ObjectSet,
+    adopt_block, file_data_props, is_all_zero, is_metadata_type, BlockPlace, DmuError, IoCtx,
+    ObjectSet,
 };
 use crate::zio::blkptr::BlockPointer;
 use crate::zio::WriteProps;
@@ -69,7 +70,7 @@ impl ObjectSet {
                 if Some(blkid) == frontier {
                     continue;
                 }
-                if dbuf.data.iter().all(|b| *b == 0) {
+                if is_all_zero(&dbuf.data) {
                     continue;
                 }
                 out.push(WritebackRecord {
