@@ -118,6 +118,10 @@ struct Dbuf {
     /// The stored form `data` was received in (`write_stored`), written as is at sync
     /// instead of compressing `data` again. Every change of `data` drops it.
     stored: Option<StoredBlock>,
+    /// Bytes written into it since it became dirty (overlaps count twice): a record
+    /// written whole is complete and may be written early (`writeback`); one written in
+    /// scattered pieces waits for the commit, which may see it filled by then.
+    filled_bytes: usize,
 }
 
 struct ObjectState {
@@ -577,6 +581,7 @@ impl ObjectSet {
                     dirty: false,
                     bp,
                     stored: None,
+                    filled_bytes: 0,
                 })
             } else {
                 load_dbuf(state, ctx, objset, id.0, 0, blkid)?
@@ -585,7 +590,9 @@ impl ObjectSet {
             dbuf.stored = None;
             if !dbuf.dirty {
                 newly_dirty += dbuf.data.len() as u64;
+                dbuf.filled_bytes = 0;
             }
+            dbuf.filled_bytes += take;
             dbuf.dirty = true;
             state.phys.max_block_id = state.phys.max_block_id.max(blkid);
             position += take as u64;
@@ -1137,6 +1144,7 @@ fn ensure_levels(
                 dirty: true,
                 bp: BlockPointer::HOLE,
                 stored: None,
+                filled_bytes: 0,
             },
         );
         for bp in state.phys.blkptr.iter_mut() {
@@ -1259,6 +1267,7 @@ fn load_dbuf<'s>(
                 dirty: false,
                 bp,
                 stored: None,
+                filled_bytes: 0,
             },
         );
     }

@@ -177,3 +177,37 @@ fn threaded_writeback_gives_the_same_pool() {
     assert_eq!(off_model, model);
     check_after_import(&off_devices, off_file, &off_model);
 }
+
+/// Records written in scattered pieces (a torrent, random small writes) are not written
+/// early: each would be read back and written again when its next piece arrives. Whole
+/// records written next to them still are.
+#[test]
+fn partly_written_records_wait_for_the_commit() {
+    let devices = mem_devices(1, 256 << 20);
+    let mut spa = pool(&devices, WritebackMode::Inline);
+    let mut rng = SeededRng::new(11);
+    let file = new_file(&mut spa, "wb/fs");
+    let mut model = Vec::new();
+    for i in 0..64u64 {
+        let piece = random(&mut rng, 16 << 10);
+        write(
+            &mut spa,
+            "wb/fs",
+            file,
+            (i << 17) + 8192,
+            &piece,
+            &mut model,
+        );
+    }
+    assert_eq!(spa.writeback_installed_bytes(), 0);
+    for i in 64..80u64 {
+        let whole = random(&mut rng, 128 << 10);
+        write(&mut spa, "wb/fs", file, i << 17, &whole, &mut model);
+    }
+    spa.note_dirty(0).unwrap();
+    assert!(spa.writeback_installed_bytes() > 0);
+    spa.sync().unwrap();
+    assert_eq!(read(&mut spa, "wb/fs", file, model.len()), model);
+    let audit = spa.audit_space().unwrap();
+    assert!(audit.mismatches.is_empty(), "{:#?}", audit.mismatches);
+}

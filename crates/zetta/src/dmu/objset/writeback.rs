@@ -18,7 +18,10 @@
 //! every sync.
 //!
 //! Metadata (ZAPs, dnodes, directories) and blocks received in stored form (`-c`) are
-//! never written early: they are small, or already carry their final bytes.
+//! never written early: they are small, or already carry their final bytes. Nor are
+//! records written in scattered pieces since they became dirty (random writes, a torrent
+//! filling a file): written now, they would be read back and written again when the next
+//! piece arrives, where the commit may find them whole (the recordsize post's point).
 
 use super::{
     adopt_block, file_data_props, is_all_zero, is_metadata_type, BlockPlace, DmuError, IoCtx,
@@ -64,7 +67,11 @@ impl ObjectSet {
                 .find(|(_, d)| d.dirty)
                 .map(|(&(_, blkid), _)| blkid);
             for (&(_, blkid), dbuf) in state.dbufs.range((0, 0)..=(0, u64::MAX)) {
-                if !dbuf.dirty || dbuf.stored.is_some() || dbuf.data.is_empty() {
+                if !dbuf.dirty
+                    || dbuf.stored.is_some()
+                    || dbuf.data.is_empty()
+                    || dbuf.filled_bytes < dbuf.data.len()
+                {
                     continue;
                 }
                 if Some(blkid) == frontier {
