@@ -4,11 +4,8 @@
 //! old sync snapshots on both sides), `-r` with a clone (sent last with `send -i origin`),
 //! `--no-sync-snap`, and a transfer killed mid-stream that the next run resumes with the
 //! target's `receive_resume_token` (`zfs send -t`). Data is written and compared through
-//! the FUSE mounts; snapshots are compared by guid. Over ssh: `syncoid_ssh.rs`.
-//!
-//! Also the seed post "Verifying copies": `/usr/bin` copied with `rsync -haH`, replicated
-//! with `zfs send | zfs receive` and with syncoid, and `tar -c . | md5sum` run in each
-//! copy gives one digest.
+//! the FUSE mounts; snapshots are compared by guid. Over ssh: `syncoid_ssh.rs`. The seed
+//! post "Verifying copies" (syncoid among its copies) is `tests/seeds/verifying_copies.rs`.
 
 mod common;
 
@@ -242,45 +239,6 @@ fn syncoid_resumes_an_interrupted_transfer() {
         "dst/big",
     ]);
     assert_eq!(token, "-\n");
-}
-
-/// The seed post "Verifying copies", its commands as close as a test allows: `zfs create
-/// -o compression=off`, `rsync -haH /usr/bin`, then replication (`zfs send | zfs receive`
-/// and syncoid), and `tar -c . | md5sum` in each copy — one digest for all three. (The
-/// deterministic `--sort=name --numeric-owner` digest agrees too.)
-#[test]
-fn verifying_copies_post() {
-    if !installed(SYNCOID) {
-        return;
-    }
-    let host = Host::new();
-    host.pool("banshee", 2 << 30, false);
-    let tmp = host.mnt("banshee/tmp");
-    host.zfs_ok(&["create", "-o", "compression=off", "banshee/tmp"]);
-    host.sh_ok(&format!("rsync -haH /usr/bin {tmp}/"));
-    host.sh_ok(
-        "zfs snapshot banshee/tmp@copy && zfs send banshee/tmp@copy | zfs receive banshee/sent",
-    );
-    let out = syncoid_ok(&host, "banshee/tmp banshee/tmp2");
-    assert!(
-        out.starts_with("INFO: Sending oldest full snapshot banshee/tmp@copy (~ "),
-        "{out}"
-    );
-    let post_digest = |dir: &str| host.sh_ok(&format!("cd {dir} ; tar -c . | md5sum"));
-    let digest = post_digest(&tmp);
-    for copy in ["banshee/sent", "banshee/tmp2"] {
-        assert_eq!(post_digest(&host.mnt(copy)), digest, "{copy}");
-        assert_eq!(
-            tree_digest(&host, &host.mnt(copy)),
-            tree_digest(&host, &tmp),
-            "{copy}"
-        );
-    }
-    assert_eq!(
-        tree_digest(&host, &format!("{tmp}/bin")),
-        tree_digest(&host, "/usr/bin"),
-        "the copy is /usr/bin"
-    );
 }
 
 /// Every command of reference/sanoid-syncoid.md, in the exact form sanoid and syncoid run

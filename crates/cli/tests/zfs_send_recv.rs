@@ -1,7 +1,5 @@
-//! End-to-end `zfs send` / `zfs receive` with the real binary: the seed post "ZFS snapshots
-//! and cold storage" (ten snapshots with data written between them, full and incremental
-//! streams kept in files, every refusal word for word, restores in order, `-i` giving only
-//! its end snapshot and `-I` every one, `zfs list -rt all` of the restore), streams piped
+//! End-to-end `zfs send` / `zfs receive` with the real binary (the seed post "ZFS snapshots
+//! and cold storage" itself is `tests/seeds/cold_storage.rs`): streams piped
 //! through the daemon (same pool, no deadlock), the `-nvP` lines syncoid reads, `-s`
 //! resume and `-A`, the terminal refusals, and a running receive visible in `ps`.
 //!
@@ -11,7 +9,7 @@
 
 mod common;
 
-use common::{Lab, Output};
+use common::Lab;
 use std::io::Write;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -45,39 +43,9 @@ fn write_object(disk: &str, fs: &str, object: u64, seed: u64, len: usize) {
     spa.sync().unwrap();
 }
 
-/// `zfs …` with stdin from a file and stdout to a file (`zfs send … > file`).
-fn zfs_files(lab: &Lab, args: &[&str], stdin: Option<&str>, stdout: Option<&str>) -> Output {
-    let mut command = lab.command("zfs");
-    command.args(args);
-    if let Some(path) = stdin {
-        command.stdin(std::fs::File::open(lab.path(path)).unwrap());
-    }
-    if let Some(path) = stdout {
-        command.stdout(std::fs::File::create(lab.path(path)).unwrap());
-    }
-    lab.run(command)
-}
-
-fn send_to(lab: &Lab, args: &[&str], file: &str) {
-    let out = zfs_files(lab, args, None, Some(file));
-    assert_eq!(out.code, 0, "zfs {args:?}: {}", out.stderr);
-}
-
-fn receive_from(lab: &Lab, target: &str, file: &str) -> Output {
-    zfs_files(lab, &["receive", target], Some(file), None)
-}
-
 /// `zfs get -H -o value receive_resume_token fs`, as syncoid asks.
 fn resume_token(lab: &Lab, fs: &str) -> String {
     lab.zfs_ok(&["get", "-H", "-o", "value", "receive_resume_token", fs])
-}
-
-/// NAME column of `zfs list -rt all`.
-fn listed(lab: &Lab, fs: &str) -> Vec<String> {
-    lab.zfs_ok(&["list", "-Hrt", "all", "-o", "name", fs])
-        .lines()
-        .map(str::to_string)
-        .collect()
 }
 
 fn setup_setname(lab: &Lab) -> String {
@@ -95,134 +63,6 @@ fn setup_setname(lab: &Lab) -> String {
     disk
 }
 
-/// The cold-storage post, step by step, through the CLI and files.
-#[test]
-fn cold_storage_post_through_the_cli() {
-    let lab = Lab::new();
-    setup_setname(&lab);
-    let names: Vec<String> = std::iter::once("poolname/setname".to_string())
-        .chain((0..10).map(|n| format!("poolname/setname@{n}")))
-        .collect();
-    assert_eq!(listed(&lab, "poolname/setname"), names);
-
-    send_to(&lab, &["send", "poolname/setname@0"], "setname@0.zfsfull");
-    send_to(
-        &lab,
-        &["send", "-i", "poolname/setname@0", "poolname/setname@1"],
-        "setname@0-@1.zfsinc",
-    );
-    send_to(
-        &lab,
-        &["send", "-i", "poolname/setname@1", "poolname/setname@2"],
-        "setname@1-@2.zfsinc",
-    );
-    let full_size = std::fs::metadata(lab.path("setname@0.zfsfull"))
-        .unwrap()
-        .len();
-    assert!(full_size > SNAPSHOT_DATA_BYTES as u64);
-
-    // Without a full, incrementals are useless.
-    let out = receive_from(&lab, "poolname/restore", "setname@0-@1.zfsinc");
-    assert_eq!(out.code, 1);
-    assert_eq!(
-        out.stderr,
-        "cannot receive incremental stream: destination 'poolname/restore' does not exist\n"
-    );
-    let out = receive_from(&lab, "poolname/restore", "setname@0.zfsfull");
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    assert_eq!(
-        listed(&lab, "poolname/restore"),
-        ["poolname/restore", "poolname/restore@0"]
-    );
-    let table = lab.zfs_ok(&["list", "-rt", "all", "poolname/restore"]);
-    let lines: Vec<&str> = table.lines().collect();
-    let header: Vec<&str> = lines[0].split_whitespace().collect();
-    assert_eq!(header, ["NAME", "USED", "AVAIL", "REFER", "MOUNTPOINT"]);
-    let head: Vec<&str> = lines[1].split_whitespace().collect();
-    let snap0: Vec<&str> = lines[2].split_whitespace().collect();
-    assert_eq!(head[4], "/poolname/restore");
-    assert_eq!(
-        (snap0[0], snap0[2], snap0[4]),
-        ("poolname/restore@0", "-", "-")
-    );
-    assert_eq!(head[3], snap0[3], "the restore refers to what @0 refers to");
-    assert_eq!(snap0[1], "0B", "nothing is unique to @0 yet");
-
-    // Without ONE incremental, following incrementals are useless.
-    let out = receive_from(&lab, "poolname/restore", "setname@1-@2.zfsinc");
-    assert_eq!(out.code, 1);
-    assert_eq!(
-        out.stderr,
-        "cannot receive incremental stream: most recent snapshot of poolname/restore does not\nmatch incremental source\n"
-    );
-    // Restoring incrementals in order.
-    for file in ["setname@0-@1.zfsinc", "setname@1-@2.zfsinc"] {
-        let out = receive_from(&lab, "poolname/restore", file);
-        assert_eq!(out.code, 0, "{file}: {}", out.stderr);
-    }
-    let mut expected = vec!["poolname/restore".to_string()];
-    expected.extend((0..3).map(|n| format!("poolname/restore@{n}")));
-    assert_eq!(listed(&lab, "poolname/restore"), expected);
-
-    // Incrementals that skip snapshots: only the end snapshot arrives.
-    send_to(
-        &lab,
-        &["send", "-i", "poolname/setname@2", "poolname/setname@9"],
-        "setname@2-@9.zfsinc",
-    );
-    assert_eq!(
-        receive_from(&lab, "poolname/restore", "setname@2-@9.zfsinc").code,
-        0
-    );
-    expected.push("poolname/restore@9".to_string());
-    assert_eq!(listed(&lab, "poolname/restore"), expected);
-
-    // Incremental streams (-I) carry every snapshot, and need the full too.
-    send_to(
-        &lab,
-        &["send", "-I", "poolname/setname@0", "poolname/setname@9"],
-        "setname@0-@9.zfsincstream",
-    );
-    lab.zfs_ok(&["destroy", "-r", "poolname/restore"]);
-    let out = receive_from(&lab, "poolname/restore", "setname@0-@9.zfsincstream");
-    assert_eq!(
-        (out.code, out.stderr.as_str()),
-        (
-            1,
-            "cannot receive incremental stream: destination 'poolname/restore' does not exist\n"
-        )
-    );
-    assert_eq!(
-        receive_from(&lab, "poolname/restore", "setname@0.zfsfull").code,
-        0
-    );
-    let out = receive_from(&lab, "poolname/restore", "setname@0-@9.zfsincstream");
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let mut expected = vec!["poolname/restore".to_string()];
-    expected.extend((0..10).map(|n| format!("poolname/restore@{n}")));
-    assert_eq!(listed(&lab, "poolname/restore"), expected);
-    // Guids and creation times are the sender's.
-    let props = |fs: &str| -> Vec<String> {
-        lab.zfs_ok(&[
-            "get",
-            "-Hpd",
-            "1",
-            "-t",
-            "snapshot",
-            "-o",
-            "value",
-            "guid,creation",
-            fs,
-        ])
-        .lines()
-        .map(str::to_string)
-        .collect()
-    };
-    assert_eq!(props("poolname/restore"), props("poolname/setname"));
-    let refer = |fs: &str| lab.zfs_ok(&["get", "-Hp", "-o", "value", "referenced", fs]);
-    assert_eq!(refer("poolname/restore"), refer("poolname/setname@9"));
-}
-
 /// `zfs send | zfs receive` into the same pool goes through the daemon in turns (the
 /// stream is far larger than any pipe or socket buffer), and `-nvP` reports the exact
 /// size in the lines syncoid reads.
@@ -235,7 +75,7 @@ fn pipes_estimates_resume_and_refusals() {
     assert!(out.stdout.starts_with(
         "receiving full stream of poolname/setname@0 into poolname/piped@0\nreceived "
     ));
-    assert_eq!(listed(&lab, "poolname/piped").len(), 11);
+    assert_eq!(lab.listed("poolname/piped").len(), 11);
 
     let estimate = lab.zfs_ok(&["send", "-nvP", "-I", "@0", "poolname/setname@9"]);
     let last = estimate.lines().last().unwrap();
@@ -303,11 +143,11 @@ fn pipes_estimates_resume_and_refusals() {
 fn running_receive_shows_in_ps() {
     let lab = Lab::new();
     setup_setname(&lab);
-    send_to(&lab, &["send", "-i", "@0", "poolname/setname@1"], "inc.zfs");
-    let out = receive_from(&lab, "poolname/copy", "inc.zfs");
+    lab.send_to(&["send", "-i", "@0", "poolname/setname@1"], "inc.zfs");
+    let out = lab.receive_from("poolname/copy", "inc.zfs");
     assert_eq!(out.code, 1);
-    send_to(&lab, &["send", "poolname/setname@0"], "full.zfs");
-    assert_eq!(receive_from(&lab, "poolname/copy", "full.zfs").code, 0);
+    lab.send_to(&["send", "poolname/setname@0"], "full.zfs");
+    assert_eq!(lab.receive_from("poolname/copy", "full.zfs").code, 0);
     let stream = std::fs::read(lab.path("inc.zfs")).unwrap();
     let mut receive = lab.command("zfs");
     receive
@@ -329,7 +169,7 @@ fn running_receive_shows_in_ps() {
     );
     // Other commands run meanwhile, and do not see the work dataset.
     assert_eq!(
-        listed(&lab, "poolname/copy"),
+        lab.listed("poolname/copy"),
         ["poolname/copy", "poolname/copy@0"]
     );
     stdin.write_all(&stream[stream.len() / 2..]).unwrap();
@@ -337,7 +177,7 @@ fn running_receive_shows_in_ps() {
     let status = child.wait().unwrap();
     assert!(status.success());
     assert_eq!(
-        listed(&lab, "poolname/copy"),
+        lab.listed("poolname/copy"),
         ["poolname/copy", "poolname/copy@0", "poolname/copy@1"]
     );
 }
