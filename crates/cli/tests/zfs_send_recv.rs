@@ -1,13 +1,10 @@
-//! End-to-end `zfs send` / `zfs receive` with the real binary: the seed post "ZFS snapshots
-//! and cold storage" (ten snapshots with data written between them, full and incremental
-//! streams kept in files, every refusal word for word, restores in order, `-i` giving only
-//! its end snapshot and `-I` every one, `zfs list -rt all` of the restore), streams piped
-//! through the daemon (same pool, no deadlock), the `-nvP` lines syncoid reads, `-s`
-//! resume and `-A`, the terminal refusals, and a running receive visible in `ps`.
+//! End-to-end `zfs send` / `zfs receive` with the real binary: streams piped through the
+//! daemon (same pool, no deadlock), the `-nvP` lines syncoid reads, `-s` resume and `-A`,
+//! the terminal refusals, and a running receive visible in `ps`. (The seed post "ZFS
+//! snapshots and cold storage", streams kept in files, is `seeds/cold_storage.rs`.)
 //!
 //! Data is written between snapshots by this test process through the engine library (the
-//! pool is free then: setup commands run with `ZETTA_DIRECT=1`, no daemon), since nothing
-//! can mount a filesystem yet.
+//! pool is free then: setup commands run with `ZETTA_DIRECT=1`, no daemon).
 
 mod common;
 
@@ -93,134 +90,6 @@ fn setup_setname(lab: &Lab) -> String {
         direct(lab, &["snapshot", &format!("poolname/setname@{n}")]);
     }
     disk
-}
-
-/// The cold-storage post, step by step, through the CLI and files.
-#[test]
-fn cold_storage_post_through_the_cli() {
-    let lab = Lab::new();
-    setup_setname(&lab);
-    let names: Vec<String> = std::iter::once("poolname/setname".to_string())
-        .chain((0..10).map(|n| format!("poolname/setname@{n}")))
-        .collect();
-    assert_eq!(listed(&lab, "poolname/setname"), names);
-
-    send_to(&lab, &["send", "poolname/setname@0"], "setname@0.zfsfull");
-    send_to(
-        &lab,
-        &["send", "-i", "poolname/setname@0", "poolname/setname@1"],
-        "setname@0-@1.zfsinc",
-    );
-    send_to(
-        &lab,
-        &["send", "-i", "poolname/setname@1", "poolname/setname@2"],
-        "setname@1-@2.zfsinc",
-    );
-    let full_size = std::fs::metadata(lab.path("setname@0.zfsfull"))
-        .unwrap()
-        .len();
-    assert!(full_size > SNAPSHOT_DATA_BYTES as u64);
-
-    // Without a full, incrementals are useless.
-    let out = receive_from(&lab, "poolname/restore", "setname@0-@1.zfsinc");
-    assert_eq!(out.code, 1);
-    assert_eq!(
-        out.stderr,
-        "cannot receive incremental stream: destination 'poolname/restore' does not exist\n"
-    );
-    let out = receive_from(&lab, "poolname/restore", "setname@0.zfsfull");
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    assert_eq!(
-        listed(&lab, "poolname/restore"),
-        ["poolname/restore", "poolname/restore@0"]
-    );
-    let table = lab.zfs_ok(&["list", "-rt", "all", "poolname/restore"]);
-    let lines: Vec<&str> = table.lines().collect();
-    let header: Vec<&str> = lines[0].split_whitespace().collect();
-    assert_eq!(header, ["NAME", "USED", "AVAIL", "REFER", "MOUNTPOINT"]);
-    let head: Vec<&str> = lines[1].split_whitespace().collect();
-    let snap0: Vec<&str> = lines[2].split_whitespace().collect();
-    assert_eq!(head[4], "/poolname/restore");
-    assert_eq!(
-        (snap0[0], snap0[2], snap0[4]),
-        ("poolname/restore@0", "-", "-")
-    );
-    assert_eq!(head[3], snap0[3], "the restore refers to what @0 refers to");
-    assert_eq!(snap0[1], "0B", "nothing is unique to @0 yet");
-
-    // Without ONE incremental, following incrementals are useless.
-    let out = receive_from(&lab, "poolname/restore", "setname@1-@2.zfsinc");
-    assert_eq!(out.code, 1);
-    assert_eq!(
-        out.stderr,
-        "cannot receive incremental stream: most recent snapshot of poolname/restore does not\nmatch incremental source\n"
-    );
-    // Restoring incrementals in order.
-    for file in ["setname@0-@1.zfsinc", "setname@1-@2.zfsinc"] {
-        let out = receive_from(&lab, "poolname/restore", file);
-        assert_eq!(out.code, 0, "{file}: {}", out.stderr);
-    }
-    let mut expected = vec!["poolname/restore".to_string()];
-    expected.extend((0..3).map(|n| format!("poolname/restore@{n}")));
-    assert_eq!(listed(&lab, "poolname/restore"), expected);
-
-    // Incrementals that skip snapshots: only the end snapshot arrives.
-    send_to(
-        &lab,
-        &["send", "-i", "poolname/setname@2", "poolname/setname@9"],
-        "setname@2-@9.zfsinc",
-    );
-    assert_eq!(
-        receive_from(&lab, "poolname/restore", "setname@2-@9.zfsinc").code,
-        0
-    );
-    expected.push("poolname/restore@9".to_string());
-    assert_eq!(listed(&lab, "poolname/restore"), expected);
-
-    // Incremental streams (-I) carry every snapshot, and need the full too.
-    send_to(
-        &lab,
-        &["send", "-I", "poolname/setname@0", "poolname/setname@9"],
-        "setname@0-@9.zfsincstream",
-    );
-    lab.zfs_ok(&["destroy", "-r", "poolname/restore"]);
-    let out = receive_from(&lab, "poolname/restore", "setname@0-@9.zfsincstream");
-    assert_eq!(
-        (out.code, out.stderr.as_str()),
-        (
-            1,
-            "cannot receive incremental stream: destination 'poolname/restore' does not exist\n"
-        )
-    );
-    assert_eq!(
-        receive_from(&lab, "poolname/restore", "setname@0.zfsfull").code,
-        0
-    );
-    let out = receive_from(&lab, "poolname/restore", "setname@0-@9.zfsincstream");
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let mut expected = vec!["poolname/restore".to_string()];
-    expected.extend((0..10).map(|n| format!("poolname/restore@{n}")));
-    assert_eq!(listed(&lab, "poolname/restore"), expected);
-    // Guids and creation times are the sender's.
-    let props = |fs: &str| -> Vec<String> {
-        lab.zfs_ok(&[
-            "get",
-            "-Hpd",
-            "1",
-            "-t",
-            "snapshot",
-            "-o",
-            "value",
-            "guid,creation",
-            fs,
-        ])
-        .lines()
-        .map(str::to_string)
-        .collect()
-    };
-    assert_eq!(props("poolname/restore"), props("poolname/setname"));
-    let refer = |fs: &str| lab.zfs_ok(&["get", "-Hp", "-o", "value", "referenced", fs]);
-    assert_eq!(refer("poolname/restore"), refer("poolname/setname@9"));
 }
 
 /// `zfs send | zfs receive` into the same pool goes through the daemon in turns (the

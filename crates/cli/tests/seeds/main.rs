@@ -11,7 +11,13 @@
 //!   imbalanced on ZFS", "Demonstrating ZFS zpool write distribution" (001, 002);
 //! - `primer`: "Primer: How data is stored on-disk with ZFS" (001, 002);
 //! - `copies`: "Testing copies=n resiliency", "copies=n is not a substitute for device
-//!   redundancy!" (003).
+//!   redundancy!" (003);
+//! - `recordsize`: "About ZFS recordsize" (000, 004);
+//! - `compression`: "ZFS compression: yes, you want this" (003);
+//! - `clones`: "ZFS clones: Probably not what you really want" (000, 001, 002, 004);
+//! - `cold_storage`: "ZFS snapshots and cold storage" (000, 002, 004);
+//! - `verifying_copies`: "Verifying copies" (000);
+//! - `reshuffling`: "Reshuffling pool storage on the fly" (003).
 //!
 //! Sizes are the posts' except where docs/SEEDS.md says they are scaled down (the
 //! allocation ratios do not depend on size); `ZETTA_SEEDS_FULL=1` runs those at the posts'
@@ -21,7 +27,11 @@
 mod common;
 
 mod allocation;
+mod clones;
+mod cold_storage;
 mod copies;
 mod lab;
 mod mirror;
 mod primer;
+mod recordsize;
+mod verifying_copies;
