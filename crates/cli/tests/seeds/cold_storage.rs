@@ -102,7 +102,7 @@ fn cold_storage_post_through_the_cli() {
     ] {
         let size = std::fs::metadata(format!("{cold}/{file}")).unwrap().len();
         assert!(
-            size >= SNAPSHOT_DATA_BYTES && size <= SNAPSHOT_DATA_BYTES * 11 / 10,
+            (SNAPSHOT_DATA_BYTES..=SNAPSHOT_DATA_BYTES * 11 / 10).contains(&size),
             "{file}: {size} bytes"
         );
     }
@@ -218,8 +218,7 @@ fn cold_storage_post_through_the_cli() {
         .unwrap()
         .len();
     assert!(
-        stream_bytes >= 9 * SNAPSHOT_DATA_BYTES
-            && stream_bytes <= 9 * SNAPSHOT_DATA_BYTES * 11 / 10,
+        (9 * SNAPSHOT_DATA_BYTES..=9 * SNAPSHOT_DATA_BYTES * 11 / 10).contains(&stream_bytes),
         "-I stream of 9 snapshots: {stream_bytes} bytes"
     );
     // "Incremental streams can't be used without a full, either"
