@@ -4,31 +4,15 @@
 //! old sync snapshots on both sides), `-r` with a clone (sent last with `send -i origin`),
 //! `--no-sync-snap`, and a transfer killed mid-stream that the next run resumes with the
 //! target's `receive_resume_token` (`zfs send -t`). Data is written and compared through
-//! the FUSE mounts; snapshots are compared by guid. Over ssh: `syncoid_ssh.rs`. The seed
-//! post "Verifying copies" (syncoid among its copies) is `tests/seeds/verifying_copies.rs`.
+//! the FUSE mounts; snapshots are compared by guid. Over ssh: `syncoid_ssh.rs`.
+//!
+//! The seed post "Verifying copies" (syncoid replicating a copy of `/usr/bin`) is in
+//! `seeds/verifying_copies.rs`.
 
 mod common;
 
-use common::host::{installed, tree_digest, Host};
+use common::host::{installed, tree_digest, Host, SYNCOID};
 use std::time::{Duration, Instant};
-
-const SYNCOID: &str = "/usr/sbin/syncoid";
-
-/// One second between syncoid runs: sync snapshots are named to the second.
-fn syncoid(host: &Host, args: &str) -> common::Output {
-    std::thread::sleep(Duration::from_millis(1100));
-    host.sh(&format!("{SYNCOID} {args}"))
-}
-
-fn syncoid_ok(host: &Host, args: &str) -> String {
-    let out = syncoid(host, args);
-    assert_eq!(
-        out.code, 0,
-        "syncoid {args}\nstdout: {}\nstderr: {}",
-        out.stdout, out.stderr
-    );
-    out.stdout
-}
 
 fn two_pools(host: &Host) {
     host.pool("src", 512 << 20, false);
@@ -49,7 +33,7 @@ fn syncoid_full_then_incremental() {
     host.sh_ok(&format!(
         "cp -a /usr/share/doc/bash {data}/ && ln -s bash {data}/link && zfs snapshot src/data@first"
     ));
-    let out = syncoid_ok(&host, "src/data dst/data");
+    let out = host.syncoid_ok("src/data dst/data");
     assert!(
         out.starts_with("INFO: Sending oldest full snapshot src/data@first (~ "),
         "{out}"
@@ -67,7 +51,7 @@ fn syncoid_full_then_incremental() {
     );
 
     host.sh_ok(&format!("echo more > {data}/new && rm {data}/link"));
-    let out = syncoid_ok(&host, "src/data dst/data");
+    let out = host.syncoid_ok("src/data dst/data");
     assert!(
         out.starts_with("Sending incremental src/data@syncoid_"),
         "{out}"
@@ -102,7 +86,7 @@ fn syncoid_recursive_with_clone_and_no_sync_snap() {
          zfs clone src/tree/child@base src/tree/kid && echo kid > {0}/kid/g",
         host.mnt("src/tree")
     ));
-    syncoid_ok(&host, "-r src/tree dst/tree");
+    host.syncoid_ok("-r src/tree dst/tree");
     let listing = host.zfs_ok(&["list", "-H", "-o", "name,origin", "-r", "dst/tree"]);
     assert_eq!(
         listing,
@@ -117,7 +101,7 @@ fn syncoid_recursive_with_clone_and_no_sync_snap() {
     }
     // A second run is incremental for the whole tree, the clone included.
     host.sh_ok(&format!("echo changed > {}/kid/g", host.mnt("src/tree")));
-    syncoid_ok(&host, "-r src/tree dst/tree");
+    host.syncoid_ok("-r src/tree dst/tree");
     assert_eq!(
         tree_digest(&host, &host.mnt("src/tree/kid")),
         tree_digest(&host, &host.mnt("dst/tree/kid"))
@@ -141,9 +125,9 @@ fn syncoid_recursive_with_clone_and_no_sync_snap() {
         "echo 1 > {0}/f && zfs snapshot src/plain@a && echo 2 > {0}/f && zfs snapshot src/plain@b",
         host.mnt("src/plain")
     ));
-    syncoid_ok(&host, "--no-sync-snap src/plain dst/plain");
+    host.syncoid_ok("--no-sync-snap src/plain dst/plain");
     host.sh_ok("zfs snapshot src/plain@c");
-    syncoid_ok(&host, "--no-sync-snap src/plain dst/plain");
+    host.syncoid_ok("--no-sync-snap src/plain dst/plain");
     let names = host.zfs_ok(&[
         "list",
         "-H",
@@ -221,7 +205,7 @@ fn syncoid_resumes_an_interrupted_transfer() {
         "a partly received filesystem is not mounted"
     );
 
-    let out = syncoid_ok(&host, "src/big dst/big");
+    let out = host.syncoid_ok("src/big dst/big");
     assert!(
         out.starts_with("Resuming interrupted zfs send/receive from src/big to dst/big (~ "),
         "{out}"
@@ -375,7 +359,7 @@ fn syncoid_falls_back_to_a_bookmark() {
     host.zfs_ok(&["create", "src/bm"]);
     let bm = host.mnt("src/bm");
     host.sh_ok(&format!("echo a > {bm}/a && zfs snapshot src/bm@one"));
-    syncoid_ok(&host, "--create-bookmark --no-sync-snap src/bm dst/bm");
+    host.syncoid_ok("--create-bookmark --no-sync-snap src/bm dst/bm");
     assert_eq!(
         host.zfs_ok(&["list", "-H", "-t", "bookmark", "-o", "name", "-r", "src/bm"]),
         "src/bm#one\n"
@@ -383,7 +367,7 @@ fn syncoid_falls_back_to_a_bookmark() {
     host.sh_ok(&format!(
         "echo b > {bm}/b && zfs snapshot src/bm@two && zfs destroy src/bm@one"
     ));
-    let out = syncoid_ok(&host, "--create-bookmark --no-sync-snap src/bm dst/bm");
+    let out = host.syncoid_ok("--create-bookmark --no-sync-snap src/bm dst/bm");
     assert!(
         out.contains("Sending incremental src/bm#'one' ... two"),
         "{out}"

@@ -1,15 +1,14 @@
-//! End-to-end `zfs send` / `zfs receive` with the real binary (the seed post "ZFS snapshots
-//! and cold storage" itself is `tests/seeds/cold_storage.rs`): streams piped
-//! through the daemon (same pool, no deadlock), the `-nvP` lines syncoid reads, `-s`
-//! resume and `-A`, the terminal refusals, and a running receive visible in `ps`.
+//! End-to-end `zfs send` / `zfs receive` with the real binary: streams piped through the
+//! daemon (same pool, no deadlock), the `-nvP` lines syncoid reads, `-s` resume and `-A`,
+//! the terminal refusals, and a running receive visible in `ps`. (The seed post "ZFS
+//! snapshots and cold storage", streams kept in files, is `seeds/cold_storage.rs`.)
 //!
 //! Data is written between snapshots by this test process through the engine library (the
-//! pool is free then: setup commands run with `ZETTA_DIRECT=1`, no daemon), since nothing
-//! can mount a filesystem yet.
+//! pool is free then: setup commands run with `ZETTA_DIRECT=1`, no daemon).
 
 mod common;
 
-use common::Lab;
+use common::{Lab, Output};
 use std::io::Write;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -43,9 +42,39 @@ fn write_object(disk: &str, fs: &str, object: u64, seed: u64, len: usize) {
     spa.sync().unwrap();
 }
 
+/// `zfs …` with stdin from a file and stdout to a file (`zfs send … > file`).
+fn zfs_files(lab: &Lab, args: &[&str], stdin: Option<&str>, stdout: Option<&str>) -> Output {
+    let mut command = lab.command("zfs");
+    command.args(args);
+    if let Some(path) = stdin {
+        command.stdin(std::fs::File::open(lab.path(path)).unwrap());
+    }
+    if let Some(path) = stdout {
+        command.stdout(std::fs::File::create(lab.path(path)).unwrap());
+    }
+    lab.run(command)
+}
+
+fn send_to(lab: &Lab, args: &[&str], file: &str) {
+    let out = zfs_files(lab, args, None, Some(file));
+    assert_eq!(out.code, 0, "zfs {args:?}: {}", out.stderr);
+}
+
+fn receive_from(lab: &Lab, target: &str, file: &str) -> Output {
+    zfs_files(lab, &["receive", target], Some(file), None)
+}
+
 /// `zfs get -H -o value receive_resume_token fs`, as syncoid asks.
 fn resume_token(lab: &Lab, fs: &str) -> String {
     lab.zfs_ok(&["get", "-H", "-o", "value", "receive_resume_token", fs])
+}
+
+/// NAME column of `zfs list -rt all`.
+fn listed(lab: &Lab, fs: &str) -> Vec<String> {
+    lab.zfs_ok(&["list", "-Hrt", "all", "-o", "name", fs])
+        .lines()
+        .map(str::to_string)
+        .collect()
 }
 
 fn setup_setname(lab: &Lab) -> String {
@@ -75,7 +104,7 @@ fn pipes_estimates_resume_and_refusals() {
     assert!(out.stdout.starts_with(
         "receiving full stream of poolname/setname@0 into poolname/piped@0\nreceived "
     ));
-    assert_eq!(lab.listed("poolname/piped").len(), 11);
+    assert_eq!(listed(&lab, "poolname/piped").len(), 11);
 
     let estimate = lab.zfs_ok(&["send", "-nvP", "-I", "@0", "poolname/setname@9"]);
     let last = estimate.lines().last().unwrap();
@@ -143,11 +172,11 @@ fn pipes_estimates_resume_and_refusals() {
 fn running_receive_shows_in_ps() {
     let lab = Lab::new();
     setup_setname(&lab);
-    lab.send_to(&["send", "-i", "@0", "poolname/setname@1"], "inc.zfs");
-    let out = lab.receive_from("poolname/copy", "inc.zfs");
+    send_to(&lab, &["send", "-i", "@0", "poolname/setname@1"], "inc.zfs");
+    let out = receive_from(&lab, "poolname/copy", "inc.zfs");
     assert_eq!(out.code, 1);
-    lab.send_to(&["send", "poolname/setname@0"], "full.zfs");
-    assert_eq!(lab.receive_from("poolname/copy", "full.zfs").code, 0);
+    send_to(&lab, &["send", "poolname/setname@0"], "full.zfs");
+    assert_eq!(receive_from(&lab, "poolname/copy", "full.zfs").code, 0);
     let stream = std::fs::read(lab.path("inc.zfs")).unwrap();
     let mut receive = lab.command("zfs");
     receive
@@ -169,7 +198,7 @@ fn running_receive_shows_in_ps() {
     );
     // Other commands run meanwhile, and do not see the work dataset.
     assert_eq!(
-        lab.listed("poolname/copy"),
+        listed(&lab, "poolname/copy"),
         ["poolname/copy", "poolname/copy@0"]
     );
     stdin.write_all(&stream[stream.len() / 2..]).unwrap();
@@ -177,7 +206,7 @@ fn running_receive_shows_in_ps() {
     let status = child.wait().unwrap();
     assert!(status.success());
     assert_eq!(
-        lab.listed("poolname/copy"),
+        listed(&lab, "poolname/copy"),
         ["poolname/copy", "poolname/copy@0", "poolname/copy@1"]
     );
 }

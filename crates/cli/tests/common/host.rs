@@ -9,6 +9,9 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Debian's syncoid (the `sanoid` package; scripts/setup.sh installs it).
+pub const SYNCOID: &str = "/usr/sbin/syncoid";
+
 pub struct Host {
     pub lab: Lab,
 }
@@ -62,6 +65,24 @@ impl Host {
 
     pub fn zfs_ok(&self, args: &[&str]) -> String {
         self.lab.zfs_ok(args)
+    }
+
+    /// `syncoid <args>` with the lab's `zfs` first in PATH, a second after the previous
+    /// run: sync snapshots are named to the second.
+    pub fn syncoid(&self, args: &str) -> Output {
+        std::thread::sleep(Duration::from_millis(1100));
+        self.sh(&format!("{SYNCOID} {args}"))
+    }
+
+    /// `syncoid` that must succeed; its stdout.
+    pub fn syncoid_ok(&self, args: &str) -> String {
+        let out = self.syncoid(args);
+        assert_eq!(
+            out.code, 0,
+            "syncoid {args}\nstdout: {}\nstderr: {}",
+            out.stdout, out.stderr
+        );
+        out.stdout
     }
 
     /// `name\tguid` of every snapshot under `fs`, with `fs` replaced by `as_name` (so two

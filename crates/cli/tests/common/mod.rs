@@ -118,38 +118,6 @@ impl Lab {
         out.stdout
     }
 
-    /// `zfs …` with stdin from a lab file and stdout to one (`zfs send … > file`).
-    pub fn zfs_files(&self, args: &[&str], stdin: Option<&str>, stdout: Option<&str>) -> Output {
-        let mut command = self.command("zfs");
-        command.args(args);
-        if let Some(path) = stdin {
-            command.stdin(std::fs::File::open(self.path(path)).unwrap());
-        }
-        if let Some(path) = stdout {
-            command.stdout(std::fs::File::create(self.path(path)).unwrap());
-        }
-        self.run(command)
-    }
-
-    /// `zfs send ARGS > file`, which must succeed.
-    pub fn send_to(&self, args: &[&str], file: &str) {
-        let out = self.zfs_files(args, None, Some(file));
-        assert_eq!(out.code, 0, "zfs {args:?}: {}", out.stderr);
-    }
-
-    /// `zfs receive TARGET < file`.
-    pub fn receive_from(&self, target: &str, file: &str) -> Output {
-        self.zfs_files(&["receive", target], Some(file), None)
-    }
-
-    /// NAME column of `zfs list -rt all FS`.
-    pub fn listed(&self, fs: &str) -> Vec<String> {
-        self.zfs_ok(&["list", "-Hrt", "all", "-o", "name", fs])
-            .lines()
-            .map(str::to_string)
-            .collect()
-    }
-
     /// Stops this lab's daemon (it commits its pools; they stay imported).
     pub fn stop_daemon(&self) {
         let _ = Command::new(env!("CARGO_BIN_EXE_zetta"))

@@ -1,48 +1,38 @@
-//! Post "ZFS clones: probably not what you really want" (seeds 000, 001, 002, 004): a
-//! snapshot and its clone, and the `zfs list` space columns as the clone and its origin
-//! diverge; destroying the origin is refused while the clone depends on it, word for
-//! word, and `destroy -R` takes the clone.
+//! Post "ZFS clones: Probably not what you really want" (seeds 000, 001, 002, 004): a
+//! dataset with 256 MiB of random data, a snapshot and a clone of it; as the parent and
+//! then the clone diverge, USED and REFER move between the dataset, the snapshot and the
+//! clone exactly as the post's `zfs list` tables show; at the end nothing is shared, yet
+//! neither the dataset nor the snapshot can be destroyed without the clone (the two
+//! refusals word for word), and `destroy -R` takes the clone with it.
+//!
+//! Sizes are the post's (256 MiB files, compression off). The post's pool shows 262M for
+//! the 256 MiB file (2.3% allocation overhead of its geometry); ours shows 256M (our
+//! metadata is under 0.2% of the data; docs/PERFORMANCE.md), so sizes are compared with
+//! the post's within 2.5%.
 
-use crate::lab::SeedLab;
+use crate::lab::{write_random, SeedLab};
 
-/// The post "ZFS clones: Probably not what you really want" (seeds 000/001/002/004),
-/// step by step through a mount with 256 MiB of random data: each `zfs list` of the post
-/// with its USED and REFER, the two refusals word for word, and `destroy -R` taking the
-/// clone. Sizes are compared with the post's within 2.5%: the post's pool shows 262M for
-/// the 256 MiB file (2.3% allocation overhead of its geometry); ours shows 256M (our
-/// metadata is under 0.2% of the data; see docs/PERFORMANCE.md).
+/// "dd if=/dev/zero bs=16M count=16 | openssl enc -aes-256-ctr … > random.bin".
+const FILE_BYTES: u64 = 256 << 20;
+
+/// Why: every `zfs list` of the post, its USED and REFER, as the clone and its parent
+/// diverge, and the two refusals that make the clone "probably not what you want".
 #[test]
 fn clones_post_reproduces() {
     let lab = SeedLab::new();
-    let disk = lab.disk("disk", 1 << 30);
-    let mnt = lab.path("mnt");
-    lab.zpool_ok(&["create", "-m", &mnt, "tank", &disk]);
-    let ok = |front: &str, args: &[&str]| -> String {
-        let out = if front == "zpool" {
-            lab.zpool(args)
-        } else {
-            lab.inner.zfs(args)
-        };
-        assert_eq!(out.code, 0, "{front} {args:?}: {}", out.stderr);
-        out.stdout
-    };
-    let run = |args: &[&str]| {
-        let out = lab.inner.zfs(args);
-        (out.code, out.stdout, out.stderr)
-    };
-    let sh = |script: &str| {
-        let out = lab.inner.sh(script);
-        assert_eq!(out.code, 0, "{script}: {}", out.stderr);
-    };
+    let disk = lab.disk("disks/banshee.img", 1 << 30);
+    let root = lab.path("banshee");
+    lab.zpool_ok(&["create", "-m", &root, "banshee", &disk]);
+    // (name, USED MiB, REFER MiB) of `zfs list [-rt all] names`, after a commit (space
+    // figures are those of the last commit, as in ZFS).
     let list = |names: &[&str], all: bool| -> Vec<(String, f64, f64)> {
-        // Space figures are those of the last commit (as in ZFS): commit first.
-        ok("zpool", &["sync", "tank"]);
+        lab.settle("banshee");
         let mut args = vec!["list", "-Hp", "-o", "name,used,refer"];
         if all {
             args.extend(["-r", "-t", "all"]);
         }
         args.extend(names);
-        ok("zfs", &args)
+        lab.zfs_ok(&args)
             .lines()
             .map(|l| {
                 let f: Vec<&str> = l.split('\t').collect();
@@ -51,11 +41,11 @@ fn clones_post_reproduces() {
             })
             .collect()
     };
-    // (name, USED MiB, REFER MiB) from the post; tiny values (19K, 1K, 0) must stay under 1M.
+    // The post's rows; tiny values (19K, 1K, 0) must stay under 1M.
     let expect = |got: Vec<(String, f64, f64)>, want: &[(&str, f64, f64)]| {
         assert_eq!(got.len(), want.len(), "{got:?}");
         for ((name, used, refer), (wname, wused, wrefer)) in got.iter().zip(want) {
-            assert_eq!(name, &wname.replace("banshee", "tank"));
+            assert_eq!(name, wname);
             for (value, wanted) in [(used, wused), (refer, wrefer)] {
                 if *wanted < 1.0 {
                     assert!(*value < 1.0, "{name}: {value:.2}M, post {wanted}M");
@@ -66,86 +56,105 @@ fn clones_post_reproduces() {
             }
         }
     };
-    let random_file = |path: String| {
-        let mut data = vec![0u8; 256 << 20];
-        let mut state = 0x2545_f491_4f6c_dd1du64 ^ path.len() as u64 ^ std::process::id() as u64;
-        for chunk in data.chunks_mut(8) {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            chunk.copy_from_slice(&state.to_le_bytes()[..chunk.len()]);
-        }
-        std::fs::write(&path, &data).unwrap();
-        sh(&format!("sync '{path}'"));
-    };
-    ok("zfs", &["create", "tank/demo"]);
-    ok("zfs", &["set", "compression=off", "tank/demo"]);
-    let demo = format!("{mnt}/demo");
-    random_file(format!("{demo}/random.bin"));
+    let demo = format!("{root}/demo");
+    // root@banshee:~# zfs create banshee/demo ; zfs set compression=off banshee/demo
+    lab.zfs_ok(&["create", "banshee/demo"]);
+    lab.zfs_ok(&["set", "compression=off", "banshee/demo"]);
+    // root@banshee:~# dd … | openssl enc -aes-256-ctr … | pv > /banshee/demo/random.bin
+    write_random(&format!("{demo}/random.bin"), FILE_BYTES, 1).unwrap();
+    // banshee/demo 262M 83.3G 262M /banshee/demo
     expect(
-        list(&["tank/demo"], false),
+        list(&["banshee/demo"], false),
         &[("banshee/demo", 262.0, 262.0)],
     );
-    ok("zfs", &["snapshot", "tank/demo@parent-snapshot"]);
-    ok(
-        "zfs",
-        &["clone", "tank/demo@parent-snapshot", "tank/demo-clone"],
-    );
+    // root@banshee:~# zfs snapshot banshee/demo@parent-snapshot
+    // root@banshee:~# zfs clone banshee/demo@parent-snapshot banshee/demo-clone
+    lab.zfs_ok(&["snapshot", "banshee/demo@parent-snapshot"]);
+    lab.zfs_ok(&[
+        "clone",
+        "banshee/demo@parent-snapshot",
+        "banshee/demo-clone",
+    ]);
+    // banshee/demo 262M 262M; banshee/demo@parent-snapshot 0 262M
     expect(
-        list(&["tank/demo"], true),
+        list(&["banshee/demo"], true),
         &[
             ("banshee/demo", 262.0, 262.0),
             ("banshee/demo@parent-snapshot", 0.0, 262.0),
         ],
     );
+    // banshee/demo-clone 1K 262M
     expect(
-        list(&["tank/demo-clone"], true),
+        list(&["banshee/demo-clone"], true),
         &[("banshee/demo-clone", 0.001, 262.0)],
     );
-    // Removing the data: the snapshot now holds it.
+    // "Beginning divergence: removing data"
+    // root@banshee:~# rm /banshee/demo/random.bin
     std::fs::remove_file(format!("{demo}/random.bin")).unwrap();
-    sh(&format!("sync -f '{demo}'"));
+    lab.sh_ok(&format!("sync -f '{demo}'"));
+    // banshee/demo 262M 19K; banshee/demo@parent-snapshot 262M 262M; clone 1K 262M
     expect(
-        list(&["tank/demo"], true),
+        list(&["banshee/demo"], true),
         &[
             ("banshee/demo", 262.0, 0.019),
             ("banshee/demo@parent-snapshot", 262.0, 262.0),
         ],
     );
-    // Replacing the data in the parent.
-    random_file(format!("{demo}/random.bin"));
     expect(
-        list(&["tank/demo"], true),
+        list(&["banshee/demo-clone"], false),
+        &[("banshee/demo-clone", 0.001, 262.0)],
+    );
+    // "Continuing divergence: replacing data in the parent"
+    write_random(&format!("{demo}/random.bin"), FILE_BYTES, 2).unwrap();
+    // banshee/demo 523M 262M; banshee/demo@parent-snapshot 262M 262M; clone 1K 262M
+    expect(
+        list(&["banshee/demo"], true),
         &[
             ("banshee/demo", 523.0, 262.0),
             ("banshee/demo@parent-snapshot", 262.0, 262.0),
         ],
     );
     expect(
-        list(&["tank/demo-clone"], false),
+        list(&["banshee/demo-clone"], false),
         &[("banshee/demo-clone", 0.001, 262.0)],
     );
-    // Diverging completely: replacing the data in the clone.
-    random_file(format!("{mnt}/demo-clone/random.bin"));
+    // "Diverging completely: replacing data in the clone"
+    write_random(&format!("{root}/demo-clone/random.bin"), FILE_BYTES, 3).unwrap();
+    // banshee/demo-clone 262M 82.8G 262M
     expect(
-        list(&["tank/demo-clone"], false),
+        list(&["banshee/demo-clone"], false),
         &[("banshee/demo-clone", 262.0, 262.0)],
     );
-    // The refusals, word for word.
-    let (code, _, stderr) = run(&["destroy", "tank/demo", "-r"]);
-    assert_eq!(
-        (code, stderr.as_str()),
-        (1, "cannot destroy 'tank/demo': filesystem has dependent clones\nuse '-R' to destroy the following datasets:\ntank/demo-clone\n")
+    expect(
+        list(&["banshee/demo"], true),
+        &[
+            ("banshee/demo", 523.0, 262.0),
+            ("banshee/demo@parent-snapshot", 262.0, 262.0),
+        ],
     );
-    let (code, _, stderr) = run(&["destroy", "tank/demo@parent-snapshot"]);
+    // "Examining the suck": the refusals, word for word.
+    // root@banshee:~# zfs destroy banshee/demo -r
+    let out = lab.zfs(&["destroy", "banshee/demo", "-r"]);
     assert_eq!(
-        (code, stderr.as_str()),
-        (1, "cannot destroy 'tank/demo@parent-snapshot': snapshot has dependent clones\nuse '-R' to destroy the following datasets:\ntank/demo-clone\n")
+        (out.code, out.stderr.as_str()),
+        (1, "cannot destroy 'banshee/demo': filesystem has dependent clones\nuse '-R' to destroy the following datasets:\nbanshee/demo-clone\n")
     );
-    ok("zfs", &["destroy", "-R", "tank/demo@parent-snapshot"]);
-    let (code, _, stderr) = run(&["list", "tank/demo-clone"]);
+    // root@banshee:~# zfs destroy banshee/demo@parent-snapshot
+    let out = lab.zfs(&["destroy", "banshee/demo@parent-snapshot"]);
     assert_eq!(
-        (code, stderr.as_str()),
-        (1, "cannot open 'tank/demo-clone': dataset does not exist\n")
+        (out.code, out.stderr.as_str()),
+        (1, "cannot destroy 'banshee/demo@parent-snapshot': snapshot has dependent clones\nuse '-R' to destroy the following datasets:\nbanshee/demo-clone\n")
+    );
+    // root@banshee:~# zfs destroy -R banshee/demo@parent-snapshot
+    // root@banshee:~# zfs list banshee/demo-clone
+    // cannot open 'banshee/demo-clone': dataset does not exist
+    lab.zfs_ok(&["destroy", "-R", "banshee/demo@parent-snapshot"]);
+    let out = lab.zfs(&["list", "banshee/demo-clone"]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            1,
+            "cannot open 'banshee/demo-clone': dataset does not exist\n"
+        )
     );
 }

@@ -7,32 +7,38 @@
 #![allow(dead_code)]
 
 use crate::common;
+use crate::common::host::Host;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::process::Command;
-use std::time::Duration;
 
 /// Bytes of one garbage block of post 003's corruptor ("generate 8K of garbage data").
 pub const GARBAGE_BLOCK_BYTES: u64 = 8 << 10;
 
+/// The shared replication host (lab directory, cache file, daemon, `zfs`/`zpool` first in
+/// PATH for the admin's scripts and syncoid; its drop stops the daemon and waits for the
+/// mounts to go) with the seeds' helpers on top.
 pub struct SeedLab {
-    pub inner: common::Lab,
+    pub host: Host,
 }
 
 impl SeedLab {
     pub fn new() -> SeedLab {
-        SeedLab {
-            inner: common::Lab::new(),
-        }
+        SeedLab { host: Host::new() }
+    }
+
+    /// The underlying CLI lab.
+    pub fn inner(&self) -> &common::Lab {
+        &self.host.lab
     }
 
     /// `<lab>/<rest>`.
     pub fn path(&self, rest: &str) -> String {
-        self.inner.path(rest)
+        self.host.lab.path(rest)
     }
 
     /// A sparse disk file `<lab>/<name>` (parent directories made), its absolute path.
     pub fn disk(&self, name: &str, size_bytes: u64) -> String {
-        let path = self.inner.dir.join(name);
+        let path = self.host.lab.dir.join(name);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::File::create(&path)
             .unwrap()
@@ -42,7 +48,11 @@ impl SeedLab {
     }
 
     pub fn zpool(&self, args: &[&str]) -> common::Output {
-        self.inner.zpool(args)
+        self.host.lab.zpool(args)
+    }
+
+    pub fn zfs(&self, args: &[&str]) -> common::Output {
+        self.host.lab.zfs(args)
     }
 
     /// A `zpool` command that must succeed; its stdout.
@@ -54,7 +64,7 @@ impl SeedLab {
 
     /// A `zfs` command that must succeed; its stdout.
     pub fn zfs_ok(&self, args: &[&str]) -> String {
-        self.inner.zfs_ok(args)
+        self.host.lab.zfs_ok(args)
     }
 
     /// Commits the pool, so `list`/`iostat` show what was written (they show the last
@@ -63,6 +73,13 @@ impl SeedLab {
         for _ in 0..3 {
             self.zpool_ok(&["sync", pool]);
         }
+    }
+
+    /// `settle`, then waits out the kernel's cache of file attributes (the FUSE mount's
+    /// one-second TTL), so `stat`/`du` show the committed allocation and block size.
+    pub fn settle_for_stat(&self, pool: &str) {
+        self.settle(pool);
+        std::thread::sleep(std::time::Duration::from_millis(1100));
     }
 
     /// `zpool list -Hpv`: (name, size, alloc, free) of the pool and each vdev row.
@@ -112,37 +129,6 @@ impl SeedLab {
     pub fn status(&self, pool: &str) -> String {
         self.zpool_ok(&["status", pool])
     }
-
-    /// Stops the daemon and waits for its mounts under the lab to go (auto-unmount).
-    fn stop(&self) {
-        self.inner.stop_daemon();
-        let prefix = format!("{}/", self.inner.dir.display());
-        for _ in 0..50 {
-            if lab_mounts(&prefix).is_empty() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        for path in lab_mounts(&prefix).iter().rev() {
-            let _ = Command::new("umount").args(["-l", path]).status();
-        }
-    }
-}
-
-impl Drop for SeedLab {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-fn lab_mounts(prefix: &str) -> Vec<String> {
-    std::fs::read_to_string("/proc/self/mounts")
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.split(' ').nth(1))
-        .filter(|p| p.starts_with(prefix))
-        .map(str::to_string)
-        .collect()
 }
 
 /// xorshift64*: the pseudorandom bytes every experiment writes (a seed per file, so a
@@ -376,4 +362,153 @@ pub fn assert_unimportable(lab: &SeedLab, dir: &str, pool: &str) {
             "{args:?}"
         );
     }
+}
+
+impl SeedLab {
+    /// A shell command line (bash, pipefail) with the lab's `zfs`/`zpool` first in PATH,
+    /// that must succeed; its stdout.
+    pub fn sh_ok(&self, script: &str) -> String {
+        self.host.sh_ok(script)
+    }
+
+    /// `du -s` of `path` in bytes: allocated space (st_blocks), or with `apparent` the
+    /// logical size (`du --apparent-size`, st_size).
+    pub fn du_bytes(&self, path: &str, apparent: bool) -> u64 {
+        let flag = if apparent { "--apparent-size " } else { "" };
+        self.sh_ok(&format!("du -s --block-size=1 {flag}'{path}'"))
+            .split_whitespace()
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("du of {path}"))
+    }
+
+    /// `zfs get -Hp -o value <property> <dataset>`, trimmed.
+    pub fn zfs_get(&self, property: &str, dataset: &str) -> String {
+        self.zfs_ok(&["get", "-Hp", "-o", "value", property, dataset])
+            .trim()
+            .to_string()
+    }
+
+    /// `compressratio` of a dataset (`zfs get -Hp`: "1.55").
+    pub fn compressratio(&self, dataset: &str) -> f64 {
+        let value = self.zfs_get("compressratio", dataset);
+        value
+            .trim_end_matches('x')
+            .parse()
+            .unwrap_or_else(|_| panic!("compressratio of {dataset}: {value}"))
+    }
+}
+
+/// One syslog-like line of `write_log_text` (hosts, programs and messages of the posts).
+fn log_line(rng: &mut Xorshift, line: &mut String) {
+    const HOSTS: [&str; 5] = ["banshee", "locutus", "client-prod1", "lab", "box"];
+    const PROGRAMS: [&str; 8] = [
+        "sshd", "kernel", "CRON", "systemd", "zfs-zed", "sanoid", "syncoid", "nginx",
+    ];
+    use std::fmt::Write as _;
+    let mut pick = |bound: u64| rng.below(bound);
+    let _ = write!(
+        line,
+        "Jun {:2} {:02}:{:02}:{:02} {} {}[{}]: ",
+        1 + pick(30),
+        pick(24),
+        pick(60),
+        pick(60),
+        HOSTS[pick(5) as usize],
+        PROGRAMS[pick(8) as usize],
+        100 + pick(99900)
+    );
+    let _ = match pick(6) {
+        0 => writeln!(
+            line,
+            "Accepted publickey for root from 10.0.{}.{} port {} ssh2",
+            pick(256),
+            pick(256),
+            pick(65536)
+        ),
+        1 => writeln!(
+            line,
+            "pam_unix(cron:session): session opened for user root by (uid=0)"
+        ),
+        2 => writeln!(line, "Started Session {} of user root.", pick(65536)),
+        3 => writeln!(line, "eid={} class=history_event pool=data", pick(65536)),
+        4 => writeln!(
+            line,
+            "GET /index.php?page={} HTTP/1.1 200 {}",
+            pick(65536),
+            pick(65536)
+        ),
+        _ => writeln!(
+            line,
+            "Received disconnect from 10.0.{}.{} port {}:11: disconnected by user",
+            pick(256),
+            pick(256),
+            pick(65536)
+        ),
+    };
+}
+
+/// Writes `size_bytes` of compressible data: syslog-like text (lz4: about 2.8:1 in 128K
+/// records, 2:1 in 4K ones), except that `random_percent` of each 1 MiB chunk is seeded
+/// pseudorandom bytes (incompressible), as in a disk image. 1 MiB writes; returns the
+/// first write error.
+pub fn write_compressible(
+    path: &str,
+    size_bytes: u64,
+    seed: u64,
+    random_percent: u64,
+) -> Result<u64, std::io::Error> {
+    let mut file = std::fs::File::create(path)?;
+    let mut rng = Xorshift::new(seed);
+    let mut buffer = vec![0u8; CHUNK_BYTES];
+    let mut text = String::new();
+    let random_bytes = CHUNK_BYTES * random_percent as usize / 100;
+    let mut written_bytes = 0;
+    while written_bytes < size_bytes {
+        rng.fill(&mut buffer[..random_bytes]);
+        let mut at = random_bytes;
+        while at < CHUNK_BYTES {
+            if text.is_empty() {
+                for _ in 0..64 {
+                    log_line(&mut rng, &mut text);
+                }
+            }
+            let take = text.len().min(CHUNK_BYTES - at);
+            buffer[at..at + take].copy_from_slice(&text.as_bytes()[..take]);
+            text.drain(..take);
+            at += take;
+        }
+        let length = (size_bytes - written_bytes).min(CHUNK_BYTES as u64) as usize;
+        file.write_all(&buffer[..length])?;
+        written_bytes += length as u64;
+    }
+    Ok(written_bytes)
+}
+
+/// Evicts a device file from the host's page cache (`posix_fadvise(DONTNEED)` on this file
+/// only), so the next reads of the pool come from the disk, as after the post's `zpool
+/// export ; modprobe -r zfs` ("a weapons-grade-certain method of emptying the ARC").
+pub fn drop_cached_pages(device: &str) {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::File::open(device).unwrap();
+    file.sync_all().unwrap();
+    // SAFETY: a plain advisory call on a descriptor this function owns.
+    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    assert_eq!(rc, 0, "posix_fadvise({device})");
+}
+
+/// `pv < path > /dev/null`: reads the whole file in 1 MiB reads; (bytes, seconds).
+pub fn timed_read(path: &str) -> (u64, f64) {
+    let started = std::time::Instant::now();
+    let mut file = std::fs::File::open(path).unwrap();
+    let mut buffer = vec![0u8; CHUNK_BYTES];
+    let mut total_bytes = 0u64;
+    loop {
+        let n = file.read(&mut buffer).unwrap();
+        if n == 0 {
+            break;
+        }
+        total_bytes += n as u64;
+    }
+    (total_bytes, started.elapsed().as_secs_f64())
 }

@@ -14,7 +14,7 @@
 //!   redundancy!" (003);
 //! - `recordsize`: "About ZFS recordsize" (000, 004);
 //! - `compression`: "ZFS compression: yes, you want this" (003);
-//! - `clones`: "ZFS clones: probably not what you really want" (000, 001, 002, 004);
+//! - `clones`: "ZFS clones: Probably not what you really want" (000, 001, 002, 004);
 //! - `cold_storage`: "ZFS snapshots and cold storage" (000, 002, 004);
 //! - `verifying_copies`: "Verifying copies" (000);
 //! - `reshuffling`: "Reshuffling pool storage on the fly" (003).
