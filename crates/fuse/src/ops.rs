@@ -171,7 +171,7 @@ impl ZplFs {
         &self,
         work: impl FnOnce(&Zfsvfs, &mut ObjectSet, &IoCtx<'_>) -> Result<T, ZplError>,
     ) -> Result<T, Errno> {
-        if self.options.readonly {
+        if self.readonly() {
             return Err(Errno::EROFS);
         }
         let pool = self.pool()?;
@@ -266,7 +266,7 @@ impl ZplFs {
                 None => false,
             }
         };
-        if last && !self.options.readonly && object != self.vfs.root {
+        if last && !self.readonly() && object != self.vfs.root {
             let _ = self.run(|vfs, os, ctx| {
                 // Referenced again meanwhile (a new lookup under the lock)?
                 if self.refs.lock().contains_key(&object) {
@@ -574,7 +574,7 @@ impl fuser::Filesystem for ZplFs {
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let object = self.object(ino);
         let writing = flags.0 & libc::O_ACCMODE != libc::O_RDONLY;
-        if writing && (self.options.readonly || object >= CTL_ROOT) {
+        if writing && (self.readonly() || object >= CTL_ROOT) {
             return reply.error(Errno::EROFS);
         }
         if object >= CTL_ROOT {
@@ -607,8 +607,8 @@ impl fuser::Filesystem for ZplFs {
             };
         }
         let object = self.object(ino);
-        let touch = self.options.atime && !self.options.readonly;
-        let relatime = self.options.relatime;
+        let touch = self.atime() && !self.readonly();
+        let relatime = self.relatime();
         let result = self.run(|vfs, os, ctx| {
             let data = vfs.read(os, ctx, object, offset, size as usize)?;
             if touch {
@@ -634,7 +634,7 @@ impl fuser::Filesystem for ZplFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        if self.options.readonly {
+        if self.readonly() {
             return reply.error(Errno::EROFS);
         }
         let object = self.object(ino);

@@ -21,10 +21,26 @@ struct Active {
     pool: u64,
     path: PathBuf,
     key: String,
+    /// The options a running mount takes in place (`MountSpec::flags_key`).
+    flags: String,
     /// Mounted by `zfs mount` (kept even when canmount=noauto).
     explicit: bool,
+    /// The kernel's mount: its id and device in /proc/self/mountinfo. While the kernel
+    /// lists both, the mount is live; when not, it went (an external `umount`, a lazy
+    /// unmount, fusermount3) and the daemon says so.
+    id: u32,
+    dev: String,
+    /// The path the kernel lists it under (symlinks resolved).
+    kernel_path: PathBuf,
     /// Dropped (never used) when unmounted: dropping ends the session.
-    _mounted: Mounted,
+    mounted: Mounted,
+}
+
+impl Active {
+    /// Whether `k` is this mount (ids and devices are reused: the path and dataset too).
+    fn is(&self, k: &KernelMount, name: &str) -> bool {
+        k.id == self.id && k.dev == self.dev && k.path == self.kernel_path && k.source == name
+    }
 }
 
 static TABLE: Mutex<Option<HashMap<String, Active>>> = Mutex::new(None);
@@ -50,7 +66,10 @@ pub fn suppress(name: &str) {
         .insert(name.to_string());
 }
 
+/// `zfs mount -a`: every filesystem may be mounted again (also those unmounted from
+/// outside: forgotten first, so that they are not suppressed after this).
 pub fn unsuppress_all() {
+    prune();
     SUPPRESSED.lock().take();
 }
 
@@ -61,12 +80,15 @@ fn suppressed(name: &str) -> bool {
         .is_some_and(|set| set.contains(name))
 }
 
+/// Whether `name` is mounted: the daemon serves it and the kernel lists that mount.
 pub fn is_mounted(name: &str) -> bool {
+    prune();
     with_table(|table| table.contains_key(name))
 }
 
 /// (filesystem, mountpoint) of every mount, by name.
 pub fn mounted_list() -> Vec<(String, PathBuf)> {
+    prune();
     let mut list: Vec<(String, PathBuf)> = with_table(|table| {
         table
             .iter()
@@ -77,19 +99,169 @@ pub fn mounted_list() -> Vec<(String, PathBuf)> {
     list
 }
 
-/// Whether the kernel lists a mount at `path`.
-fn kernel_has_mount(path: &Path) -> bool {
-    let Ok(mounts) = std::fs::read_to_string("/proc/self/mounts") else {
+/// One mount of /proc/self/mountinfo.
+struct KernelMount {
+    id: u32,
+    dev: String,
+    path: PathBuf,
+    fstype: String,
+    source: String,
+}
+
+/// Undoes the kernel's octal escapes (`\040` for a space) in a mountinfo field.
+fn unescape(field: &str) -> String {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let octal = bytes
+            .get(i + 1..i + 4)
+            .filter(|d| bytes[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match octal {
+            Some(digits) => {
+                let value = digits.iter().fold(0u32, |v, c| v * 8 + u32::from(c - b'0'));
+                out.push(value as u8);
+                i += 4;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The kernel's mount table as this process sees it, in mount order; None when it
+/// cannot be read.
+fn kernel_mounts() -> Option<Vec<KernelMount>> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mut mounts = Vec::new();
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let Some(dash) = fields.iter().position(|f| *f == "-") else {
+            continue;
+        };
+        let (Some(id), Some(dev), Some(path), Some(fstype), Some(source)) = (
+            fields.first().and_then(|f| f.parse().ok()),
+            fields.get(2),
+            fields.get(4),
+            fields.get(dash + 1),
+            fields.get(dash + 2),
+        ) else {
+            continue;
+        };
+        mounts.push(KernelMount {
+            id,
+            dev: dev.to_string(),
+            path: PathBuf::from(unescape(path)),
+            fstype: fstype.to_string(),
+            source: unescape(source),
+        });
+    }
+    Some(mounts)
+}
+
+const FSTYPE: &str = "fuse.zetta";
+
+/// Forgets the mounts the kernel no longer lists (unmounted from outside: `umount`,
+/// `umount -l`, a dead session's fusermount3). As after an external unmount in
+/// OpenZFS, the filesystem is then unmounted until `zfs mount`.
+fn prune() {
+    let Some(kernel) = kernel_mounts() else {
+        return;
+    };
+    let gone: Vec<(String, Active)> = with_table(|table| {
+        let names: Vec<String> = table
+            .iter()
+            .filter(|(name, a)| !kernel.iter().any(|k| a.is(k, name)))
+            .map(|(name, _)| name.clone())
+            .collect();
+        names
+            .into_iter()
+            .filter_map(|name| table.remove(&name).map(|a| (name, a)))
+            .collect()
+    });
+    for (name, active) in gone {
+        suppress(&name);
+        std::thread::spawn(move || drop(active));
+    }
+}
+
+/// Whether the FUSE mount on top at `path` has no server any more (its daemon died:
+/// every request fails with ENOTCONN).
+fn dead_fuse_mount(path: &Path) -> bool {
+    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else {
         return false;
     };
-    let wanted = path.to_string_lossy();
-    mounts.lines().any(|line| {
-        let mut fields = line.split(' ');
-        let _device = fields.next();
-        fields
-            .next()
-            .is_some_and(|at| at.replace("\\040", " ") == wanted)
-    })
+    // SAFETY: a valid NUL-terminated path and a zeroed statfs buffer of the right type.
+    let rc = unsafe {
+        let mut buf: libc::statfs = std::mem::zeroed();
+        libc::statfs(c_path.as_ptr(), &mut buf)
+    };
+    rc != 0
+        && matches!(
+            std::io::Error::last_os_error().raw_os_error(),
+            Some(libc::ENOTCONN | libc::ECONNABORTED)
+        )
+}
+
+/// Clears the dead `fuse.zetta` mounts at `path` (a killed daemon's, whose fusermount3
+/// did not take them away) before mounting there: lazily, as a process may still sit in
+/// one. A live mount of anyone else is left alone.
+fn clear_dead_mounts(path: &Path) {
+    for _ in 0..8 {
+        let Some(kernel) = kernel_mounts() else {
+            return;
+        };
+        let Some(top) = kernel.iter().rev().find(|k| k.path == path) else {
+            return;
+        };
+        let ours = with_table(|table| table.iter().any(|(name, a)| a.is(top, name)));
+        if ours || top.fstype != FSTYPE || !dead_fuse_mount(path) {
+            return;
+        }
+        if umount2(path, true).is_err() {
+            return;
+        }
+    }
+}
+
+/// The mount just made at `path` (canonical) of `fsname`: the topmost one there.
+fn find_new_mount(path: &Path, fsname: &str) -> Option<(u32, String)> {
+    kernel_mounts()?
+        .into_iter()
+        .rev()
+        .find(|k| k.path == path && k.fstype == FSTYPE && k.source == fsname)
+        .map(|k| (k.id, k.dev))
+}
+
+/// A failed FUSE mount in OpenZFS's words (no Rust error text; fusermount3's own
+/// complaint reduced to its reason).
+fn mount_failure(e: &zetta_fuse::MountError) -> String {
+    match e {
+        zetta_fuse::MountError::Dataset(why) => why.clone(),
+        zetta_fuse::MountError::Io(io) if io.raw_os_error() == Some(libc::EPERM) => {
+            "Insufficient privileges".to_string()
+        }
+        zetta_fuse::MountError::Io(io) if io.raw_os_error().is_some() => {
+            crate::zpool::pool::strerror(io)
+        }
+        zetta_fuse::MountError::Io(io) => {
+            let text = io.to_string();
+            let last = text.trim().lines().last().unwrap_or("").trim().to_string();
+            if last.contains("allow_other") || last.contains("ermission denied") {
+                "Insufficient privileges".to_string()
+            } else {
+                // "fusermount3: failed to access mountpoint /x: Not a directory"
+                match last.rfind(": ") {
+                    Some(at) => last[at + 2..].to_string(),
+                    None if last.is_empty() => "mount failed".to_string(),
+                    None => last,
+                }
+            }
+        }
+    }
 }
 
 fn umount2(path: &Path, lazy: bool) -> std::io::Result<()> {
@@ -114,22 +286,45 @@ fn mount_spec(pool: &PoolRef, guid: u64, spec: &MountSpec, explicit: bool) -> Re
     let Where::Path(path) = &spec.at else {
         return Err(format!("cannot mount '{}': no mountpoint set", spec.name));
     };
-    // A mount left by a daemon that was killed: the kernel still lists it, dead.
-    if kernel_has_mount(path) && !is_mounted(&spec.name) {
-        let _ = umount2(path, true);
+    // OpenZFS creates a missing mountpoint, and mounts on what is there otherwise.
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if !meta.is_dir() && !meta.is_symlink() => {
+            return Err(format!("cannot mount '{}': Not a directory", spec.name));
+        }
+        Ok(_) => {}
+        Err(_) => {
+            if let Err(e) = std::fs::create_dir_all(path) {
+                return Err(format!(
+                    "cannot mount '{}': failed to create mountpoint: {}",
+                    path.display(),
+                    crate::zpool::pool::strerror(&e)
+                ));
+            }
+        }
     }
-    if let Err(e) = std::fs::create_dir_all(path) {
-        return Err(format!(
-            "cannot mount '{}': failed to create mountpoint: {}",
-            path.display(),
+    // A mount left by a daemon that was killed: the kernel still lists it, dead.
+    clear_dead_mounts(path);
+    // The kernel lists the mount under the resolved path.
+    let canonical = std::fs::canonicalize(path).map_err(|e| {
+        format!(
+            "cannot mount '{}': {}",
+            spec.name,
             crate::zpool::pool::strerror(&e)
-        ));
+        )
+    })?;
+    if !canonical.is_dir() {
+        return Err(format!("cannot mount '{}': Not a directory", spec.name));
     }
     let fs = ZplFs::open(pool.clone(), &spec.name, spec.options.clone())
-        .map_err(|e| format!("cannot mount '{}': {e}", spec.name))?;
+        .map_err(|e| format!("cannot mount '{}': {}", spec.name, mount_failure(&e)))?;
     let mounted = fs
-        .mount(path)
-        .map_err(|e| format!("cannot mount '{}': {e}", path.display()))?;
+        .mount(&canonical)
+        .map_err(|e| format!("cannot mount '{}': {}", spec.name, mount_failure(&e)))?;
+    let Some((id, dev)) = find_new_mount(&canonical, &spec.name) else {
+        // Taken away as soon as made: never report it mounted.
+        std::thread::spawn(move || drop(mounted));
+        return Err(format!("cannot mount '{}': the mount went away", spec.name));
+    };
     with_table(|table| {
         table.insert(
             spec.name.clone(),
@@ -137,12 +332,40 @@ fn mount_spec(pool: &PoolRef, guid: u64, spec: &MountSpec, explicit: bool) -> Re
                 pool: guid,
                 path: path.clone(),
                 key: spec.key(),
+                flags: spec.flags_key(),
                 explicit,
-                _mounted: mounted,
+                id,
+                dev,
+                kernel_path: canonical,
+                mounted,
             },
         )
     });
     Ok(())
+}
+
+/// Changes a running mount's flag-like options in place (busy or not).
+fn apply_flags(name: &str, spec: &MountSpec) -> Result<(), String> {
+    let result = with_table(|table| {
+        let active = table.get_mut(name)?;
+        Some(
+            active
+                .mounted
+                .apply_flags(&active.path, &spec.options)
+                .map(|()| active.flags = spec.flags_key()),
+        )
+    });
+    match result {
+        None | Some(Ok(())) => Ok(()),
+        Some(Err(e)) => Err(format!(
+            "cannot mount '{name}': {}",
+            if e.raw_os_error() == Some(libc::EPERM) {
+                "Insufficient privileges".to_string()
+            } else {
+                crate::zpool::pool::strerror(&e)
+            }
+        )),
+    }
 }
 
 /// How long a busy unmount is retried: a child's `fusermount3` sits in its parent's root
@@ -153,6 +376,8 @@ const UNMOUNT_BUSY_WAIT: std::time::Duration = std::time::Duration::from_millis(
 
 /// Unmounts `name`; busy refuses unless `force` (then the kernel detaches it lazily).
 pub fn unmount(name: &str, force: bool) -> Result<(), String> {
+    // A mount already gone from the kernel is only forgotten: its path may hold another.
+    prune();
     let Some(path) = with_table(|table| table.get(name).map(|a| a.path.clone())) else {
         return Ok(());
     };
@@ -248,12 +473,20 @@ pub fn mount_named(name: &str) -> Result<(), String> {
 /// Brings mounts in line with every held pool (see the module comment). Problems are
 /// appended to `messages`, one line each.
 pub fn reconcile(messages: &mut Vec<String>) {
+    reconcile_noting(messages, &mut Vec::new());
+}
+
+/// `reconcile`, naming in `failed` the filesystems that were to be mounted and are not.
+/// A mount that fails is not tried again until `zfs mount` (or the next daemon): the
+/// admin hears of it once, from the command that caused it.
+fn reconcile_noting(messages: &mut Vec<String>, failed: &mut Vec<String>) {
     let Some(registry) = registry::get() else {
         return;
     };
     if !enabled() {
         return;
     }
+    prune();
     let mut wanted: HashMap<String, (u64, PoolRef, MountSpec)> = HashMap::new();
     for (guid, pool) in registry.all_with_guids() {
         let all = {
@@ -268,22 +501,38 @@ pub fn reconcile(messages: &mut Vec<String>) {
         }
     }
     // Unmount what should not be there (or not like this).
-    let running: Vec<(String, u64, String, bool)> = with_table(|table| {
+    let running: Vec<(String, u64, String, String, bool)> = with_table(|table| {
         table
             .iter()
-            .map(|(n, a)| (n.clone(), a.pool, a.key.clone(), a.explicit))
+            .map(|(n, a)| {
+                (
+                    n.clone(),
+                    a.pool,
+                    a.key.clone(),
+                    a.flags.clone(),
+                    a.explicit,
+                )
+            })
             .collect()
     });
     let mut keep = HashSet::new();
-    for (name, guid, key, explicit) in running {
-        let fits = wanted.get(&name).is_some_and(|(g, _, spec)| {
+    for (name, guid, key, flags, explicit) in running {
+        let fits = wanted.get(&name).filter(|(g, _, spec)| {
             *g == guid && spec.key() == key && (spec.canmount == "on" || explicit)
         });
-        if fits {
-            // quota and reservations are the pool's to enforce: a change needs no remount.
+        if let Some((_, _, spec)) = fits {
+            // quota and reservations are the pool's to enforce: a change needs no remount;
+            // readonly, atime, exec, setuid, devices change on the running mount.
+            if spec.flags_key() != flags {
+                if let Err(message) = apply_flags(&name, spec) {
+                    messages.push(message);
+                    failed.push(name.clone());
+                }
+            }
             keep.insert(name);
         } else if let Err(message) = unmount(&name, false) {
             messages.push(message);
+            failed.push(name.clone());
             keep.insert(name);
         }
     }
@@ -298,6 +547,8 @@ pub fn reconcile(messages: &mut Vec<String>) {
     for (guid, pool, spec) in missing {
         if let Err(message) = mount_spec(pool, *guid, spec, false) {
             messages.push(message);
+            suppress(&spec.name);
+            failed.push(spec.name.clone());
         }
     }
 }
@@ -397,7 +648,18 @@ pub fn after(args: &[String], messages: &mut Vec<String>) {
             }
         }
     }
-    reconcile(messages);
+    let mut failed = Vec::new();
+    reconcile_noting(messages, &mut failed);
+    // OpenZFS `zfs_do_create`: the filesystem exists; say that it is not mounted.
+    let created = args.first().map(String::as_str) == Some("zfs")
+        && args.get(1).map(String::as_str) == Some("create");
+    if created
+        && operands
+            .last()
+            .is_some_and(|fs| failed.iter().any(|f| f == *fs))
+    {
+        messages.push("filesystem successfully created, but not mounted".to_string());
+    }
 }
 
 /// Commands after which mounts may need to change.
