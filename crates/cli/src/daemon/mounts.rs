@@ -227,6 +227,17 @@ fn clear_dead_mounts(path: &Path) {
     }
 }
 
+/// `path` with its parent's symlinks resolved: as the kernel lists a mount there, even
+/// when the mountpoint itself cannot be reached (a dead mount on it).
+fn resolved_parent(path: &Path) -> PathBuf {
+    match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) => std::fs::canonicalize(parent)
+            .map(|p| p.join(name))
+            .unwrap_or_else(|_| path.to_path_buf()),
+        _ => path.to_path_buf(),
+    }
+}
+
 /// The mount just made at `path` (canonical) of `fsname`: the topmost one there.
 fn find_new_mount(path: &Path, fsname: &str) -> Option<(u32, String)> {
     kernel_mounts()?
@@ -286,6 +297,9 @@ fn mount_spec(pool: &PoolRef, guid: u64, spec: &MountSpec, explicit: bool) -> Re
     let Where::Path(path) = &spec.at else {
         return Err(format!("cannot mount '{}': no mountpoint set", spec.name));
     };
+    // A mount left by a daemon that was killed: the kernel still lists it, dead (and the
+    // mountpoint answers nothing but ENOTCONN until it goes).
+    clear_dead_mounts(&resolved_parent(path));
     // OpenZFS creates a missing mountpoint, and mounts on what is there otherwise.
     match std::fs::symlink_metadata(path) {
         Ok(meta) if !meta.is_dir() && !meta.is_symlink() => {
@@ -302,8 +316,6 @@ fn mount_spec(pool: &PoolRef, guid: u64, spec: &MountSpec, explicit: bool) -> Re
             }
         }
     }
-    // A mount left by a daemon that was killed: the kernel still lists it, dead.
-    clear_dead_mounts(path);
     // The kernel lists the mount under the resolved path.
     let canonical = std::fs::canonicalize(path).map_err(|e| {
         format!(
