@@ -34,11 +34,7 @@ pub struct MountSpec {
 impl MountSpec {
     /// What must match for a running mount to stay (a change means a new mount).
     pub fn key(&self) -> String {
-        let o = &self.options;
-        format!(
-            "{:?} xattr={} sync={:?} snapdir={:?}",
-            self.at, o.xattr, o.sync, o.snapdir
-        )
+        format!("{:?}", self.at)
     }
 
     /// The options a running mount takes in place, busy or not (a remount of the
@@ -46,8 +42,16 @@ impl MountSpec {
     pub fn flags_key(&self) -> String {
         let o = &self.options;
         format!(
-            "ro={} atime={} relatime={} exec={} suid={} dev={}",
-            o.readonly, o.atime, o.relatime, o.exec, o.setuid, o.devices
+            "ro={} atime={} relatime={} exec={} suid={} dev={} xattr={} sync={:?} snapdir={:?}",
+            o.readonly,
+            o.atime,
+            o.relatime,
+            o.exec,
+            o.setuid,
+            o.devices,
+            o.xattr,
+            o.sync,
+            o.snapdir
         )
     }
 }

@@ -399,8 +399,9 @@ fn hold_cwd(dir: &str) -> Child {
 // Why: `zfs set setuid=off` (exec, devices, readonly, atime likewise) on a busy mount
 // printed "cannot unmount … busy", exited 0, `zfs get` said off, and the mount kept suid
 // (a setuid binary still ran as root) (issue 21 item 2). The options now change on the
-// running mount: the kernel's flags (nosuid, noexec, ro, noatime in mountinfo) and what
-// the filesystem does, with the process still inside, exit 0.
+// running mount: the kernel's flags (nosuid, noexec, nodev, ro, noatime in mountinfo)
+// and what the filesystem does (snapdir, xattr, sync too), with the process still
+// inside, exit 0.
 #[test]
 fn mount_options_change_on_a_busy_mount() {
     let lab = Lab::new();
@@ -464,6 +465,22 @@ fn mount_options_change_on_a_busy_mount() {
     let err = std::fs::write(format!("{data}/new"), b"x").unwrap_err();
     assert_eq!(err.raw_os_error(), Some(libc::EROFS), "{err}");
 
+    // The options the filesystem itself applies change in place too.
+    lab.ok("zfs", &["set", "snapdir=visible", "tank/data"]);
+    let names: Vec<String> = std::fs::read_dir(&data)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.contains(&".zfs".to_string()), "{names:?}");
+    lab.ok("zfs", &["set", "xattr=off", "tank/data"]);
+    let c_path = std::ffi::CString::new(id.as_str()).unwrap();
+    // SAFETY: valid NUL-terminated strings and a one-byte value.
+    let rc =
+        unsafe { libc::getxattr(c_path.as_ptr(), c"user.x".as_ptr(), std::ptr::null_mut(), 0) };
+    let errno = std::io::Error::last_os_error().raw_os_error();
+    assert_eq!((rc, errno), (-1, Some(libc::EOPNOTSUPP)));
+    lab.ok("zfs", &["set", "sync=always", "tank/data"]);
+
     // And back: writable and executable again, on the same mount all along.
     lab.ok("zfs", &["set", "readonly=off", "tank/data"]);
     lab.ok("zfs", &["set", "exec=on", "tank/data"]);
@@ -518,4 +535,99 @@ fn create_fails_when_its_mount_fails() {
     assert_eq!(lab.mounted_prop("other"), "no");
     lab.ok("zpool", &["destroy", "other"]);
     assert_eq!(std::fs::read(&file).unwrap(), b"not a directory");
+}
+
+// Why: mounts always asked for `allow_other`, which fusermount3 refuses to a user without
+// `user_allow_other` in /etc/fuse.conf, and `zpool create`/`zfs create` then exited 0
+// with fusermount3's complaint (issue 21 item 23). A daemon that is not root asks for
+// `allow_other` only when fuse.conf allows it; its mount works where FUSE lets the user
+// mount, and where it does not, the command says why in OpenZFS's words and exits 1.
+#[test]
+fn non_root_daemon_mounts_without_allow_other() {
+    let fuse_conf = std::fs::read_to_string("/etc/fuse.conf").unwrap_or_default();
+    if fuse_conf
+        .lines()
+        .any(|l| l.split('#').next().unwrap_or("").trim() == "user_allow_other")
+    {
+        eprintln!("skipped: /etc/fuse.conf allows allow_other to every user");
+        return;
+    }
+    let lab = common::Lab::new();
+    let home = lab.dir.join("user");
+    std::fs::create_dir(&home).unwrap();
+    let disk = home.join("disk");
+    std::fs::File::create(&disk)
+        .unwrap()
+        .set_len(256 << 20)
+        .unwrap();
+    for path in [&home, &disk] {
+        std::os::unix::fs::chown(path, Some(65534), Some(65534)).unwrap();
+    }
+    let mnt = home.join("mnt").to_string_lossy().into_owned();
+    let as_nobody = |front: &str, args: &[&str]| {
+        let mut command = Command::new("setpriv");
+        command
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(lab.dir.join(front))
+            .args(args)
+            .env("ZETTA_CACHE_FILE", home.join("zpool.cache"))
+            .env("ZETTA_RUN_DIR", home.join("run"))
+            .env_remove("ZETTA_DIRECT")
+            .env_remove("ZETTA_MOUNT");
+        let out = command.output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let disk = disk.to_string_lossy().into_owned();
+    let (code, stderr) = as_nobody("zpool", &["create", "-m", &mnt, "np", &disk]);
+    let data = format!("{mnt}/a");
+    let (code_fs, stderr_fs) = as_nobody("zfs", &["create", "np/a"]);
+    let mounts = kernel_mount(&mnt);
+    let _ = as_nobody("zpool", &["destroy", "-f", "np"]);
+    let mut stop = Command::new("setpriv");
+    stop.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(env!("CARGO_BIN_EXE_zetta"))
+        .args(["daemon", "--stop"])
+        .env("ZETTA_RUN_DIR", home.join("run"));
+    let _ = stop.output();
+    for path in [&data, &mnt] {
+        if kernel_mount(path).is_some() {
+            let _ = Command::new("umount").args(["-l", path]).status();
+        }
+    }
+    for text in [&stderr, &stderr_fs] {
+        assert!(
+            !text.contains("allow_other")
+                && !text.contains("fusermount")
+                && !text.contains("os error"),
+            "{text}"
+        );
+    }
+    match mounts {
+        // FUSE lets this user mount (/dev/fuse open to all): mounted, without allow_other.
+        Some((fstype, source, _, _)) => {
+            assert_eq!(
+                (code, fstype.as_str(), source.as_str()),
+                (0, "fuse.zetta", "np"),
+                "{stderr}"
+            );
+            assert_eq!((code_fs, stderr_fs.as_str()), (0, ""));
+        }
+        // It does not: the pool and the filesystem exist, and the commands say so.
+        None => {
+            assert_eq!(code, 1, "{stderr}");
+            assert!(
+                stderr.starts_with("cannot mount 'np': ") && stderr.lines().count() == 1,
+                "{stderr}"
+            );
+            assert_eq!(code_fs, 1, "{stderr_fs}");
+            assert!(
+                stderr_fs.starts_with("cannot mount 'np/a': ")
+                    && stderr_fs.ends_with("\nfilesystem successfully created, but not mounted\n"),
+                "{stderr_fs}"
+            );
+        }
+    }
 }

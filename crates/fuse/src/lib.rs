@@ -21,7 +21,7 @@ mod ops;
 
 use parking_lot::RwLock;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use zetta::spa::Spa;
 use zetta::zpl::{Zfsvfs, ZplError};
@@ -75,13 +75,17 @@ impl Default for MountOptions {
     }
 }
 
-/// The settings a running mount changes in place (`zfs set readonly|atime|relatime`):
-/// the kernel's per-mount flags say what the VFS refuses, these what the server does.
+/// The settings a running mount changes in place (`zfs set readonly|atime|relatime|
+/// sync|xattr|snapdir`): the kernel's per-mount flags say what the VFS refuses, these
+/// what the server does.
 #[derive(Debug, Default)]
 struct LiveOptions {
     readonly: AtomicBool,
     atime: AtomicBool,
     relatime: AtomicBool,
+    xattr: AtomicBool,
+    sync: AtomicU8,
+    snapdir: AtomicU8,
 }
 
 impl LiveOptions {
@@ -89,6 +93,19 @@ impl LiveOptions {
         self.readonly.store(o.readonly, Ordering::Relaxed);
         self.atime.store(o.atime, Ordering::Relaxed);
         self.relatime.store(o.relatime, Ordering::Relaxed);
+        self.xattr.store(o.xattr, Ordering::Relaxed);
+        let sync = match o.sync {
+            SyncMode::Standard => 0,
+            SyncMode::Always => 1,
+            SyncMode::Disabled => 2,
+        };
+        self.sync.store(sync, Ordering::Relaxed);
+        let snapdir = match o.snapdir {
+            SnapDir::Hidden => 0,
+            SnapDir::Visible => 1,
+            SnapDir::Disabled => 2,
+        };
+        self.snapdir.store(snapdir, Ordering::Relaxed);
     }
 }
 
@@ -99,10 +116,10 @@ pub struct Mounted {
 }
 
 impl Mounted {
-    /// Applies the flag-like options (readonly, atime, relatime, exec, setuid, devices) to
-    /// the running mount at `mountpoint` without unmounting it: the kernel's per-mount
-    /// flags by a bind remount (`mount -o remount,bind,nosuid …`), the server's own
-    /// settings in place. A busy mount (open files, a cwd) keeps running.
+    /// Applies the options (readonly, atime, relatime, exec, setuid, devices, xattr, sync,
+    /// snapdir) to the running mount at `mountpoint` without unmounting it: the kernel's
+    /// per-mount flags by a bind remount (`mount -o remount,bind,nosuid …`), the server's
+    /// own settings in place. A busy mount (open files, a cwd) keeps running.
     pub fn apply_flags(&self, mountpoint: &Path, o: &MountOptions) -> std::io::Result<()> {
         let mut flags = libc::MS_REMOUNT | libc::MS_BIND;
         if o.readonly {
@@ -248,6 +265,26 @@ impl ZplFs {
 
     fn relatime(&self) -> bool {
         self.live.relatime.load(Ordering::Relaxed)
+    }
+
+    fn xattr(&self) -> bool {
+        self.live.xattr.load(Ordering::Relaxed)
+    }
+
+    fn sync(&self) -> SyncMode {
+        match self.live.sync.load(Ordering::Relaxed) {
+            1 => SyncMode::Always,
+            2 => SyncMode::Disabled,
+            _ => SyncMode::Standard,
+        }
+    }
+
+    fn snapdir(&self) -> SnapDir {
+        match self.live.snapdir.load(Ordering::Relaxed) {
+            1 => SnapDir::Visible,
+            2 => SnapDir::Disabled,
+            _ => SnapDir::Hidden,
+        }
     }
 
     /// Mounts at `mountpoint` (which must exist) with worker threads and kernel caching.

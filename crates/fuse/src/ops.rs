@@ -182,7 +182,7 @@ impl ZplFs {
             .with_zpl_object(self.dataset, &self.vfs, work)
             .map_err(errno)?;
         spa.note_dirty(4096).map_err(commit_failed)?;
-        if self.options.sync == SyncMode::Always {
+        if self.sync() == SyncMode::Always {
             spa.zil_commit(self.dataset).map_err(commit_failed)?;
         }
         Ok(result)
@@ -216,7 +216,7 @@ impl ZplFs {
     /// fsync: the dataset's intent log makes everything it changed durable (a txg commit
     /// only when it has no log yet).
     fn commit(&self) -> Result<(), Errno> {
-        if self.options.sync == SyncMode::Disabled {
+        if self.sync() == SyncMode::Disabled {
             return Ok(());
         }
         let pool = self.pool()?;
@@ -639,9 +639,8 @@ impl fuser::Filesystem for ZplFs {
         }
         let object = self.object(ino);
         let now = Timespec::now();
-        let sync = self.options.sync == SyncMode::Always
-            || (self.options.sync == SyncMode::Standard
-                && flags.0 & (libc::O_SYNC | libc::O_DSYNC) != 0);
+        let sync = self.sync() == SyncMode::Always
+            || (self.sync() == SyncMode::Standard && flags.0 & (libc::O_SYNC | libc::O_DSYNC) != 0);
         let result = (|| {
             let pool = self.pool()?;
             let mut spa = pool.write();
@@ -774,7 +773,7 @@ impl fuser::Filesystem for ZplFs {
         }
         // snapdir=visible: `.zfs` ends the root's listing (its offset is past any ZAP's).
         if dir == self.vfs.root
-            && self.options.snapdir == crate::SnapDir::Visible
+            && self.snapdir() == crate::SnapDir::Visible
             && offset != CTL_LISTED_OFFSET
         {
             let _ = reply.add(
@@ -845,7 +844,7 @@ impl fuser::Filesystem for ZplFs {
         if ino.0 >= CTL_ROOT {
             return reply.error(Errno::EROFS);
         }
-        if !self.options.xattr || is_acl(name) {
+        if !self.xattr() || is_acl(name) {
             return reply.error(Errno::from_i32(libc::EOPNOTSUPP));
         }
         let object = self.object(ino);
@@ -857,7 +856,7 @@ impl fuser::Filesystem for ZplFs {
     }
 
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
-        if !self.options.xattr || is_acl(name) || ino.0 >= CTL_ROOT {
+        if !self.xattr() || is_acl(name) || ino.0 >= CTL_ROOT {
             return reply.error(Errno::from_i32(libc::EOPNOTSUPP));
         }
         let object = self.object(ino);
@@ -868,7 +867,7 @@ impl fuser::Filesystem for ZplFs {
     }
 
     fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
-        if !self.options.xattr || ino.0 >= CTL_ROOT {
+        if !self.xattr() || ino.0 >= CTL_ROOT {
             return reply_sized(reply, size, &[]);
         }
         let object = self.object(ino);
@@ -889,7 +888,7 @@ impl fuser::Filesystem for ZplFs {
         if ino.0 >= CTL_ROOT {
             return reply.error(Errno::EROFS);
         }
-        if !self.options.xattr {
+        if !self.xattr() {
             return reply.error(Errno::from_i32(libc::EOPNOTSUPP));
         }
         let object = self.object(ino);
