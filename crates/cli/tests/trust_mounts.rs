@@ -493,8 +493,30 @@ fn mount_options_change_on_a_busy_mount() {
         "the mount was replaced"
     );
     assert_eq!(lab.mounted_prop("tank/data"), "yes");
+    // A new mountpoint needs a new mount: busy refuses it and keeps the property, as in
+    // OpenZFS; once free, the mount moves.
+    let moved = lab.mnt("moved");
+    let (code, _, stderr) = lab.run("zfs", &["set", &format!("mountpoint={moved}"), "tank/data"]);
+    assert_eq!(
+        (code, stderr),
+        (
+            1,
+            format!("cannot unmount '{data}': pool or dataset is busy\n")
+        )
+    );
+    assert_eq!(
+        lab.ok(
+            "zfs",
+            &["get", "-H", "-o", "value", "mountpoint", "tank/data"]
+        ),
+        format!("{data}\n")
+    );
+    assert!(kernel_has(&data, "tank/data"));
     let _ = holder.kill();
     let _ = holder.wait();
+    lab.ok("zfs", &["set", &format!("mountpoint={moved}"), "tank/data"]);
+    assert!(kernel_has(&moved, "tank/data") && kernel_mount(&data).is_none());
+    assert_eq!(lab.mounted_prop("tank/data"), "yes");
 }
 
 // Why: `zfs create` and `zpool create` exited 0 when their mount failed (issue 21 items

@@ -587,6 +587,30 @@ pub fn prepare(args: &[String]) -> Result<(), String> {
                 unmount_tree(name, force)?;
             }
         }
+        // A new mountpoint (or canmount=off) needs the filesystems unmounted first, as
+        // OpenZFS's changelist does: busy refuses the change and leaves the property.
+        ("zfs", "set" | "inherit") => {
+            let (props, datasets): (Vec<&String>, Vec<&String>) = if args[1] == "set" {
+                operands.iter().copied().partition(|o| o.contains('='))
+            } else {
+                let mut all = operands.iter().copied();
+                (all.next().into_iter().collect(), all.collect())
+            };
+            let moves = props.iter().any(|p| {
+                p.split('=').next() == Some("mountpoint")
+                    || (p.split('=').next() == Some("canmount")
+                        && (args[1] == "inherit" || p.ends_with("=off")))
+            });
+            if moves {
+                for name in datasets {
+                    if let Err(message) = unmount_tree(name, false) {
+                        // Whatever was unmounted before the busy one comes back.
+                        reconcile(&mut Vec::new());
+                        return Err(message);
+                    }
+                }
+            }
+        }
         ("zfs", "rename") => {
             if let Some(name) = operands.first() {
                 unmount_tree(name, force)?;
