@@ -522,7 +522,7 @@ fn mount_options_change_on_a_busy_mount() {
 // Why: `zfs create` and `zpool create` exited 0 when their mount failed (issue 21 items
 // 20 and 23). OpenZFS: `zfs create` prints the mount error and "filesystem successfully
 // created, but not mounted", `zpool create` the mount error; both exit 1; the dataset
-// and the pool exist, unmounted.
+// and the pool exist, unmounted. (And `zfs create -u` mounted all the same.)
 #[test]
 fn create_fails_when_its_mount_fails() {
     let lab = Lab::new();
@@ -547,6 +547,17 @@ fn create_fails_when_its_mount_fails() {
     assert_eq!(lab.mounted_prop("tank/f"), "no");
     // The failure is told once: other commands go on succeeding.
     lab.ok("zfs", &["set", "atime=off", "tank"]);
+    // A new mountpoint mounts it (OpenZFS mounts a filesystem whose mountpoint is set).
+    let dir = lab.mnt("f");
+    lab.ok("zfs", &["set", &format!("mountpoint={dir}"), "tank/f"]);
+    assert!(kernel_has(&dir, "tank/f"));
+    assert_eq!(lab.mounted_prop("tank/f"), "yes");
+    // `zfs create -u` leaves the new filesystem unmounted (it was accepted and ignored).
+    lab.ok("zfs", &["create", "-u", "tank/u"]);
+    assert_eq!(lab.mounted_prop("tank/u"), "no");
+    assert!(!kernel_has(&lab.mnt("u"), "tank/u"));
+    lab.ok("zfs", &["mount", "tank/u"]);
+    assert!(kernel_has(&lab.mnt("u"), "tank/u"));
 
     let disk = lab.inner.disk("disk2", 256 << 20);
     let (code, _, stderr) = lab.run("zpool", &["create", "-m", &file, "other", &disk]);

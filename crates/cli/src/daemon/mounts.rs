@@ -3,10 +3,20 @@
 //!
 //! After every command that can change what should be mounted, `reconcile` compares each
 //! held pool's filesystems (canmount=on, a mountpoint path, not unmounted by the admin)
-//! with the running mounts: it mounts what is missing, and unmounts what vanished, moved
-//! or changed options (then mounts it again). Commands that take a filesystem away —
-//! destroy, rename, rollback, export — unmount first (`prepare`), so a busy mount makes
-//! them fail cleanly with OpenZFS's message instead of leaving a mount on a dead dataset.
+//! with the running mounts: it mounts what is missing, unmounts what should not be
+//! mounted or moved (then mounts it again), and applies changed options to the running
+//! mount in place (`zetta_fuse::Mounted::apply_flags`: busy or not). Commands that take a
+//! filesystem away — destroy, rename, rollback, export, a new mountpoint — unmount first
+//! (`prepare`), so a busy mount makes them fail cleanly with OpenZFS's message instead of
+//! leaving a mount on a dead dataset or a property that is not in force. A mount that
+//! fails is reported by the command that asked for it (which then exits 1) and not tried
+//! again until `zfs mount`.
+//!
+//! The kernel's mount table is the truth: a mount is reported (`mounted`, `zfs mount`)
+//! only while /proc/self/mountinfo lists it (its id, device, path and dataset). One that
+//! went from outside (`umount`, `umount -l`) is forgotten and stays unmounted until
+//! `zfs mount`, as in OpenZFS; a dead daemon's mount at a mountpoint (ENOTCONN) is
+//! detached before mounting there.
 //! No pool lock is held while mounting or unmounting: the kernel may be waiting on a
 //! request that needs it.
 
@@ -71,6 +81,13 @@ pub fn suppress(name: &str) {
 pub fn unsuppress_all() {
     prune();
     SUPPRESSED.lock().take();
+}
+
+fn unsuppress_tree(name: &str) {
+    let prefix = format!("{name}/");
+    if let Some(set) = SUPPRESSED.lock().as_mut() {
+        set.retain(|n| n != name && !n.starts_with(&prefix));
+    }
 }
 
 fn suppressed(name: &str) -> bool {
@@ -602,6 +619,11 @@ pub fn prepare(args: &[String]) -> Result<(), String> {
                         && (args[1] == "inherit" || p.ends_with("=off")))
             });
             if moves {
+                for name in &datasets {
+                    // As OpenZFS mounts a filesystem whose mountpoint is set (canmount=on),
+                    // also one the admin had unmounted.
+                    unsuppress_tree(name);
+                }
                 for name in datasets {
                     if let Err(message) = unmount_tree(name, false) {
                         // Whatever was unmounted before the busy one comes back.
@@ -661,9 +683,12 @@ pub fn after(args: &[String], messages: &mut Vec<String>) {
         .iter()
         .skip(2)
         .any(|a| a.starts_with('-') && a.contains('N'));
-    // `zfs receive -u`: the received filesystem stays unmounted.
+    // `zfs receive -u`, `zfs create -u`: the new filesystem stays unmounted.
     let receive_unmounted = args.first().map(String::as_str) == Some("zfs")
-        && matches!(args.get(1).map(String::as_str), Some("receive" | "recv"))
+        && matches!(
+            args.get(1).map(String::as_str),
+            Some("receive" | "recv" | "create")
+        )
         && args
             .iter()
             .skip(2)
