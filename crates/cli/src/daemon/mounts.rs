@@ -43,7 +43,8 @@ struct Active {
     /// The path the kernel lists it under (symlinks resolved).
     kernel_path: PathBuf,
     /// Dropped (never used) when unmounted: dropping ends the session.
-    mounted: Mounted,
+    /// Shared only while options are applied (without the table's lock held).
+    mounted: std::sync::Arc<Mounted>,
 }
 
 impl Active {
@@ -366,7 +367,7 @@ fn mount_spec(pool: &PoolRef, guid: u64, spec: &MountSpec, explicit: bool) -> Re
                 id,
                 dev,
                 kernel_path: canonical,
-                mounted,
+                mounted: std::sync::Arc::new(mounted),
             },
         )
     });
@@ -375,18 +376,41 @@ fn mount_spec(pool: &PoolRef, guid: u64, spec: &MountSpec, explicit: bool) -> Re
 
 /// Changes a running mount's flag-like options in place (busy or not).
 fn apply_flags(name: &str, spec: &MountSpec) -> Result<(), String> {
-    let result = with_table(|table| {
-        let active = table.get_mut(name)?;
-        Some(
-            active
-                .mounted
-                .apply_flags(&active.path, &spec.options)
-                .map(|()| active.flags = spec.flags_key()),
-        )
-    });
+    // Not under the table's lock: the remount walks the path, which may ask a parent
+    // mount (a FUSE lookup needing a pool lock that a `zfs get mounted` holds while it
+    // waits for the table).
+    let Some((mounted, path, id, on_top)) = with_table(|table| {
+        table.get(name).map(|a| {
+            // A remount changes the topmost mount at the path: it must be this one.
+            let on_top = kernel_mounts().is_some_and(|kernel| {
+                kernel
+                    .iter()
+                    .rev()
+                    .find(|k| k.path == a.kernel_path)
+                    .is_some_and(|k| a.is(k, name))
+            });
+            (a.mounted.clone(), a.path.clone(), a.id, on_top)
+        })
+    }) else {
+        return Ok(());
+    };
+    if !on_top {
+        return Err(format!(
+            "cannot mount '{name}': mountpoint or dataset is busy"
+        ));
+    }
+    let result = mounted.apply_flags(&path, &spec.options);
+    drop(mounted);
     match result {
-        None | Some(Ok(())) => Ok(()),
-        Some(Err(e)) => Err(format!(
+        Ok(()) => {
+            with_table(|table| {
+                if let Some(active) = table.get_mut(name).filter(|a| a.id == id) {
+                    active.flags = spec.flags_key();
+                }
+            });
+            Ok(())
+        }
+        Err(e) => Err(format!(
             "cannot mount '{name}': {}",
             if e.raw_os_error() == Some(libc::EPERM) {
                 "Insufficient privileges".to_string()
