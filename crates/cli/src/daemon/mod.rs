@@ -14,6 +14,7 @@
 //! command imports with an exclusive lock, commits and releases).
 
 pub mod client;
+pub mod fusermount;
 pub mod mounts;
 pub mod protocol;
 pub mod registry;
