@@ -129,7 +129,12 @@ fn cleanup_mounts(lab: &common::Lab) {
         .collect();
     paths.sort_by_key(|p| std::cmp::Reverse(p.len()));
     for path in paths {
-        let _ = Command::new("umount").args(["-l", path]).status();
+        if mounted(path) {
+            let _ = Command::new("umount")
+                .args(["-l", path])
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
     }
 }
 
@@ -195,6 +200,88 @@ fn file_handles_outlive_the_inode_cache_and_remounts() {
     assert_eq!(gone.open(fs_dir, libc::O_RDONLY).err(), Some(libc::ESTALE));
     let fd = kept.open(fs_dir, libc::O_RDONLY).unwrap();
     assert_eq!(read_fd(fd), "kept contents\n");
+
+    cleanup_mounts(&lab);
+}
+
+/// A line of /proc/PID/status in kB (VmHWM, VmRSS) or as a count (Threads).
+fn status_field(pid: &str, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
+}
+
+const MEMORY_POOLS: usize = 32;
+const MEMORY_DATASETS: usize = 100;
+/// Peak resident memory allowed for MEMORY_POOLS pools and their MEMORY_POOLS +
+/// MEMORY_DATASETS mounts. Measured 105 MB on the fix (docs/PERFORMANCE.md, "Many pools
+/// and mounts"); the daemon before it peaked near 520 MB (~4 MB per mount: mimalloc's
+/// cleared 16 MiB FUSE buffers and transparent huge pages under 5 threads per mount).
+const MEMORY_PEAK_KB_MAX: u64 = 256 << 10;
+
+// Why: the daemon's memory grew without bound with pools and mounts (issue 21 item 8): 23 GB
+// for 128 pools (a fixed ARC and dirty budget per pool, ~30 MB and 5 threads per mount), so
+// the OOM killer ended it. Many pools and mounted datasets in one daemon must stay small.
+#[test]
+fn many_pools_and_mounts_stay_within_a_bounded_daemon_memory() {
+    let lab = common::Lab::new();
+    let mnt = lab.path("mnt");
+    for pool in 0..MEMORY_POOLS {
+        let disk = lab.disk(&format!("d{pool}"), 64 << 20);
+        let name = format!("p{pool}");
+        ok(
+            &lab,
+            "zpool",
+            &["create", "-m", &format!("{mnt}/{name}"), &name, &disk],
+        );
+    }
+    for dataset in 0..MEMORY_DATASETS {
+        let name = format!("p{}/fs{dataset}", dataset % MEMORY_POOLS);
+        ok(&lab, "zfs", &["create", &name]);
+    }
+    let prefix = format!("{mnt}/");
+    let mounts: Vec<String> = std::fs::read_to_string("/proc/self/mounts")
+        .unwrap()
+        .lines()
+        .filter(|l| l.split(' ').nth(2) == Some("fuse.zetta"))
+        .filter_map(|l| l.split(' ').nth(1))
+        .filter(|p| p.starts_with(&prefix))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(mounts.len(), MEMORY_POOLS + MEMORY_DATASETS, "{mounts:?}");
+    // Every mount serves some requests: a file written and read back in each.
+    let data: Vec<u8> = (0..64 << 10).map(|i| (i % 253) as u8).collect();
+    for mount in &mounts {
+        let path = Path::new(mount).join("file");
+        std::fs::write(&path, &data).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), data);
+    }
+    ok(&lab, "zpool", &["sync"]);
+
+    let pid = std::fs::read_to_string(lab.dir.join("run/zetta.pid")).unwrap();
+    let pid = pid.trim();
+    let peak_kb = status_field(pid, "VmHWM");
+    let threads = status_field(pid, "Threads");
+    eprintln!(
+        "{MEMORY_POOLS} pools, {} mounts: peak {peak_kb} kB, {threads} threads",
+        mounts.len()
+    );
+    assert!(
+        peak_kb <= MEMORY_PEAK_KB_MAX,
+        "daemon peaked at {peak_kb} kB with {} mounts (bound {MEMORY_PEAK_KB_MAX} kB)",
+        mounts.len()
+    );
+    // Three threads per mount (fuser's session thread and two workers), a few for the
+    // daemon itself; the daemon before had five per mount.
+    let threads_max = 3 * mounts.len() as u64 + 32;
+    assert!(
+        threads <= threads_max,
+        "{threads} threads for {} mounts (bound {threads_max})",
+        mounts.len()
+    );
 
     cleanup_mounts(&lab);
 }
