@@ -201,6 +201,23 @@ fn file_handles_outlive_the_inode_cache_and_remounts() {
     let fd = kept.open(fs_dir, libc::O_RDONLY).unwrap();
     assert_eq!(read_fd(fd), "kept contents\n");
 
+    // Under .zfs a forgotten handle is stale, never another snapshot's file: snapshot
+    // inode numbers are slots a mount hands out in the order it meets the names.
+    ok(&lab, "zfs", &["snapshot", "tank/fs@s1"]);
+    let in_snapshot = FileHandle::of(&fs_dir.join(".zfs/snapshot/s1/a/b/kept"));
+    ok(&lab, "zfs", &["unmount", "tank/fs"]);
+    wait_mounted(&fs, false);
+    ok(&lab, "zfs", &["mount", "tank/fs"]);
+    wait_mounted(&fs, true);
+    assert_eq!(
+        in_snapshot.open(fs_dir, libc::O_RDONLY).err(),
+        Some(libc::ESTALE)
+    );
+    assert_eq!(
+        std::fs::read_to_string(fs_dir.join(".zfs/snapshot/s1/a/b/kept")).unwrap(),
+        "kept contents\n"
+    );
+
     cleanup_mounts(&lab);
 }
 

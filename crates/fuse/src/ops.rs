@@ -346,6 +346,13 @@ impl fuser::Filesystem for ZplFs {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        // The kernel sends "." and ".." only for file handles (export support, below).
+        // Under `.zfs` an inode number holds a snapshot slot that this mount handed out,
+        // not a stable name: a forgotten handle there is stale (ENOENT: ESTALE), rather
+        // than possibly another snapshot's file after a remount.
+        if parent.0 >= CTL_ROOT && matches!(name.as_bytes(), b"." | b"..") {
+            return reply.error(Errno::ENOENT);
+        }
         if let Some(result) = self.ctl_lookup(parent, name.as_bytes()) {
             return match result {
                 Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
