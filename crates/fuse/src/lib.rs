@@ -10,8 +10,11 @@
 //! Inode numbers are object numbers, except that the root directory is inode 1 (object 1
 //! is the master node, never a file). The generation is the znode's (creation txg << 24 |
 //! a counter), so a reused object number is a different file to the kernel — and a
-//! number is reused only after the kernel has forgotten it (lookup counts). Permission checks are the
-//! kernel's (`default_permissions`); the layer keeps what only the file system can know:
+//! number is reused only after the kernel has forgotten it (lookup counts). The pair is
+//! also the file handle (FUSE export support): the kernel finds a forgotten node by looking
+//! up "." in it, and a directory's path by "..", so handles work across cache drops and
+//! remounts. Permission checks are the kernel's (`default_permissions`); the layer keeps
+//! what only the file system can know:
 //! setgid inheritance, the delete queue (an unlinked file lives until its last close),
 //! and the properties that shape a mount (readonly, atime/relatime, exec, setuid,
 //! devices, xattr, sync).
