@@ -71,6 +71,19 @@ fn pools_of_a_process_share_one_bounded_arc_and_one_dirty_budget() {
         zetta::zio::arc::process_wide_stats().map(|s| s.size_bytes_max),
         Some(ARC_BYTES)
     );
+    // A pool that goes away (export) takes its cached blocks with it.
+    let mut c = pool("c");
+    let in_c = written_object(&mut c, 4 << 20);
+    c.zio.arc.clear();
+    assert_eq!(c.read_object(in_c, 0, 4 << 20).unwrap(), pattern(4 << 20));
+    let with_c = a.zio.arc.stats().size_bytes;
+    assert!(with_c >= 4 << 20, "c's blocks are cached: {with_c}");
+    drop(c);
+    assert_eq!(
+        a.zio.arc.stats().size_bytes,
+        0,
+        "c's blocks left the ARC with c"
+    );
 
     // The dirty budget: a's dirty data alone stays under it and waits; b's change takes
     // the total past it, so b commits (each alone is far below DIRTY_BYTES_MAX).

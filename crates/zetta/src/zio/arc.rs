@@ -10,7 +10,8 @@
 //! Invariant: a key carries the pool instance it was cached by (`PoolArc::instance`, unique
 //! per opened `Zio` in this process), so one pool never reads another's block, and a pool
 //! exported and imported again (perhaps changed meanwhile by another process) never reads
-//! what its earlier instance cached; those entries are simply never hit again and age out.
+//! what its earlier instance cached. A pool's entries leave the shared cache with it (`Drop`),
+//! so an exported pool leaves no dead weight in the others' cache.
 
 use super::BlockKey;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -85,6 +86,15 @@ impl PoolArc {
     /// Drops every cached block (every pool's when the cache is shared).
     pub fn clear(&self) {
         self.cache.clear()
+    }
+}
+
+impl Drop for PoolArc {
+    fn drop(&mut self) {
+        if Arc::strong_count(&self.cache) > 1 {
+            let instance = self.instance;
+            self.cache.remove_where(|(owner, _)| *owner == instance);
+        }
     }
 }
 
