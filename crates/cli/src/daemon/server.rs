@@ -201,6 +201,10 @@ fn stop() {
 /// The ARC statistics of every held pool, summed, in the kstat layout tools read
 /// (`/proc/spl/kstat/zfs/arcstats` on Linux with OpenZFS).
 fn arc_stats_text() -> String {
+    // One ARC for every pool of the daemon (`registry::enable`).
+    if let Some(stats) = zetta::zio::arc::process_wide_stats() {
+        return stats.to_kstat_text();
+    }
     let mut total = zetta_arc::ArcStats::default();
     if let Some(registry) = registry::get() {
         for pool in registry.all() {
