@@ -253,6 +253,9 @@ fn all_names() -> Vec<String> {
         .collect()
 }
 
+/// One property of one pool for `zpool get`: (property, value, source).
+type GetRow = (String, String, String);
+
 /// `zpool get [-Hp] [-o field,…] all|prop,… [pool]…`
 pub fn cmd_get(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let parsed = getopt(args, "Hpo:j")?;
@@ -290,7 +293,7 @@ pub fn cmd_get(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let (pools, unavailable) = pool::open_named_listing(&parsed.operands[1..])?;
     // A pool that cannot be opened shows its name, guid and health (FAULTED) and '-'
     // for the rest, as OpenZFS's `zpool_get_prop` does.
-    let mut per_pool: Vec<(String, Vec<(String, String, String)>)> = unavailable
+    let mut per_pool: Vec<(String, Vec<GetRow>)> = unavailable
         .iter()
         .map(|gone| {
             let values = names
