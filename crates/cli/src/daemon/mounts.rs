@@ -315,6 +315,8 @@ fn mount_spec(pool: &PoolRef, guid: u64, spec: &MountSpec, explicit: bool) -> Re
     let Where::Path(path) = &spec.at else {
         return Err(format!("cannot mount '{}': no mountpoint set", spec.name));
     };
+    // The auto-unmount helpers of a killed daemon would unmount what we mount here.
+    super::fusermount::end_orphaned_helpers(path);
     // A mount left by a daemon that was killed: the kernel still lists it, dead (and the
     // mountpoint answers nothing but ENOTCONN until it goes).
     clear_dead_mounts(&resolved_parent(path));
