@@ -186,6 +186,13 @@ const FSTYPE: &str = "fuse.zetta";
 /// `umount -l`, a dead session's fusermount3). As after an external unmount in
 /// OpenZFS, the filesystem is then unmounted until `zfs mount`.
 fn prune() {
+    forget_vanished(true);
+}
+
+/// Forgets the mounts the kernel no longer lists; `external`: they went from outside
+/// (then they stay unmounted until `zfs mount`), else with one of ours (a lazy detach
+/// takes the mounts below it along; `reconcile` mounts them again).
+fn forget_vanished(external: bool) {
     let Some(kernel) = kernel_mounts() else {
         return;
     };
@@ -201,7 +208,9 @@ fn prune() {
             .collect()
     });
     for (name, active) in gone {
-        suppress(&name);
+        if external {
+            suppress(&name);
+        }
         std::thread::spawn(move || drop(active));
     }
 }
@@ -462,6 +471,10 @@ pub fn unmount(name: &str, force: bool) -> Result<(), String> {
     if let Some(active) = active {
         std::thread::spawn(move || drop(active));
     }
+    // A lazy detach took the mounts below along.
+    if force {
+        forget_vanished(false);
+    }
     Ok(())
 }
 
@@ -580,6 +593,11 @@ fn reconcile_noting(messages: &mut Vec<String>, failed: &mut Vec<String>) {
             // readonly, atime, exec, setuid, devices change on the running mount.
             if spec.flags_key() != flags {
                 if let Err(message) = apply_flags(&name, spec) {
+                    // No remount allowed (a daemon that is not root): a new mount with
+                    // the new options, when nothing holds the old one.
+                    if unmount(&name, false).is_ok() {
+                        continue;
+                    }
                     messages.push(message);
                     failed.push(name.clone());
                 }
