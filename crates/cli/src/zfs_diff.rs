@@ -74,7 +74,8 @@ pub fn cmd_diff(args: &[String], ctx: &mut Ctx) -> CmdResult {
         }
         text.push_str(&full(&entry.path));
         if let (DiffKind::Renamed, Some(to)) = (entry.kind, &entry.new_path) {
-            text.push_str(" -> ");
+            // -H (scripted): the two names separated by a tab instead of an arrow.
+            text.push_str(if parsed.has('H') { "\t" } else { " -> " });
             text.push_str(&full(to));
         }
         text.push('\n');

@@ -67,6 +67,12 @@ fn start_daemon() -> Result<(), String> {
 
 /// Runs `args` (argv[0] = "zpool" or "zfs") in the daemon, relaying its output.
 pub fn forward(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    if !protocol::request_fits(args) {
+        // strerror(E2BIG), as a shell reports a command line execve(2) refused.
+        let front = args.first().map(String::as_str).unwrap_or("zetta");
+        let _ = writeln!(err, "{front}: Argument list too long");
+        return 1;
+    }
     let stream = match connect() {
         Ok(stream) => stream,
         Err(why) => {

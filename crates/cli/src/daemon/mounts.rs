@@ -320,12 +320,15 @@ pub fn prepare(args: &[String]) -> Result<(), String> {
             for name in operands
                 .iter()
                 .filter(|n| !n.contains('@') && !n.contains('#'))
+                // A pool's root without -r/-R is refused by the command itself.
+                .filter(|n| n.contains('/') || flags.contains('r') || flags.contains('R'))
             {
                 unmount_tree(name, force)?;
             }
         }
         ("zfs", "rename") => {
-            if let Some(name) = operands.first() {
+            // Renaming a pool's root is refused by the command itself.
+            if let Some(name) = operands.first().filter(|n| n.contains('/')) {
                 unmount_tree(name, force)?;
             }
         }

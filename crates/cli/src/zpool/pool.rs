@@ -412,6 +412,14 @@ pub fn commit(imported: &mut Imported) -> Result<(), CmdError> {
 }
 
 /// The pool a device's label names: (pool name, pool guid, pool state).
+/// Whether the device carries at least one valid label (any pool, any state).
+pub fn has_label(path: &str) -> bool {
+    FileDevice::open_read_only(path)
+        .ok()
+        .and_then(|device| label::read_config(&device))
+        .is_some()
+}
+
 pub fn label_owner(path: &str) -> Option<(String, u64, u64)> {
     let device = FileDevice::open_read_only(path).ok()?;
     let (config, _) = label::read_config(&device)?;
