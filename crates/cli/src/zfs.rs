@@ -362,6 +362,13 @@ fn cmd_hold(args: &[String], hold: bool) -> CmdResult {
         let Some((fs, snap)) = full.split_once('@') else {
             return fail(format!("'{full}' is not a snapshot"));
         };
+        if tag.is_empty() {
+            // Zetta's ZAP takes no empty names: refused as libzfs words EINVAL.
+            let verb = if hold { "hold" } else { "release" };
+            return fail(format!(
+                "cannot {verb} snapshot '{full}': operation not applicable to datasets of this type"
+            ));
+        }
         let mut imported = open_dataset(fs)?;
         let mut targets = vec![full.clone()];
         if parsed.has('r') {
@@ -421,6 +428,39 @@ fn cmd_bookmark(args: &[String]) -> CmdResult {
     let [snapshot, bookmark] = parsed.operands.as_slice() else {
         return usage("missing snapshot or bookmark argument");
     };
+    if !snapshot.contains(['@', '#']) {
+        return usage(format!(
+            "invalid source name '{snapshot}': must contain a '@' or '#'"
+        ));
+    }
+    if !bookmark.contains('#') {
+        return usage(format!(
+            "invalid bookmark name '{bookmark}': must contain a '#'"
+        ));
+    }
+    // One of the two may be short (`@snap`, `#mark`): expand it from the other.
+    let dataset_of = |name: &str| name.split(['@', '#']).next().unwrap_or("").to_string();
+    let (snapshot, bookmark) = match (snapshot.starts_with(['@', '#']), bookmark.starts_with('#')) {
+        (true, true) => {
+            return usage("either source or bookmark must be specified as full dataset paths")
+        }
+        (false, true) => (
+            snapshot.clone(),
+            format!("{}{bookmark}", dataset_of(snapshot)),
+        ),
+        (true, false) => (
+            format!("{}{snapshot}", dataset_of(bookmark)),
+            bookmark.clone(),
+        ),
+        (false, false) => (snapshot.clone(), bookmark.clone()),
+    };
+    let (snapshot, bookmark) = (&snapshot, &bookmark);
+    // The kernel's dataset_namecheck answers EINVAL; zfs_do_bookmark words it so.
+    if zetta_zprop::namecheck::validate_bookmark_name(bookmark, true).is_err() {
+        return fail(format!(
+            "cannot create bookmark '{bookmark}': invalid argument"
+        ));
+    }
     let mut imported = pool::open_pool(pool_of(snapshot)).map_err(|_| missing(snapshot))?;
     imported
         .spa
@@ -1353,10 +1393,15 @@ fn cmd_inherit(args: &[String]) -> CmdResult {
     let [prop, name] = parsed.operands.as_slice() else {
         return usage("missing property or dataset argument");
     };
-    if let Some(native) = ZfsProp::from_name(prop) {
-        if native.is_readonly() {
-            return fail(format!("'{prop}' property is read-only"));
+    match ZfsProp::from_name(prop) {
+        Some(native) if native.is_readonly() => {
+            return fail(format!("{prop} property is read-only"));
         }
+        Some(_) => {}
+        None if !zetta_zprop::user_prop::is_user_prop_name(prop) => {
+            return usage(format!("invalid property '{prop}'"));
+        }
+        None => {}
     }
     let mut imported = open_dataset(name)?;
     let mut victims = vec![name.clone()];

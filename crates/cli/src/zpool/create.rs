@@ -401,7 +401,12 @@ pub fn cmd_labelclear(args: &[String], _ctx: &mut Ctx) -> CmdResult {
         [vdev] => vdev,
         _ => return usage("too many arguments"),
     };
-    if let Err(e) = std::fs::metadata(vdev) {
+    // zpool_do_labelclear opens the device read-write first (EISDIR for a directory).
+    if let Err(e) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(vdev)
+    {
         return fail(format!("failed to open {vdev}: {}", pool::strerror(&e)));
     }
     // zpool_clear_label zeroes only valid labels, and fails when it finds none: a file or

@@ -480,8 +480,13 @@ pub fn leaf_kind(word: &str) -> Result<VdevKind, VdevSpecError> {
             use std::os::unix::fs::FileTypeExt;
             if meta.file_type().is_block_device() {
                 Ok(VdevKind::Disk)
-            } else {
+            } else if meta.is_file() {
                 Ok(VdevKind::File)
+            } else {
+                // make_leaf_vdev: directories, fifos, character devices.
+                Err(VdevSpecError::Device(format!(
+                    "cannot use '{word}': must be a block device or regular file"
+                )))
             }
         }
     }
