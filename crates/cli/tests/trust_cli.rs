@@ -245,6 +245,8 @@ fn ignored_flags_are_refused() {
         (vec!["rename", "-n", "p/a", "p/b"], 'n'),
         (vec!["snapshot", "-o", "user:a=b", "p@s"], 'o'),
         (vec!["mount", "-o", "ro", "p"], 'o'),
+        (vec!["send", "-b", "p@s"], 'b'),
+        (vec!["destroy", "-v", "p@s"], 'v'),
     ] {
         let out = zfs(&lab, &args);
         assert_usage(&out, &format!("invalid option '{flag}'"));
@@ -517,4 +519,38 @@ fn pool_names_and_nesting_are_checked_first() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let out = zfs(&lab, &["list", "-H", "-o", "name", "-r", "p"]);
     assert_eq!(out.stdout, "p\n");
+}
+
+// Why: with -R ALTROOT the mounts themselves went under the altroot but `zfs mount`
+// and `zfs get mountpoint` disagreed (issue 21 item 19): both now print the same path.
+#[test]
+fn mounts_under_an_altroot_are_listed_with_it() {
+    let lab = Lab::new();
+    let disk = lab.disk("d0", DISK_SIZE_BYTES);
+    let root = lab.path("alt");
+    let out = lab.zpool(&["create", "-R", &root, "p", &disk]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let created = lab.zfs(&["create", "p/a"]);
+    let listing = lab.zfs(&["mount"]);
+    let mountpoint = lab.zfs(&["get", "-H", "-o", "value", "mountpoint", "p/a"]);
+    let proc_mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    let exported = lab.zpool(&["export", "p"]);
+    assert_eq!(created.code, 0, "{}", created.stderr);
+    assert_eq!(exported.code, 0, "{}", exported.stderr);
+    let a = format!("{root}/p/a");
+    assert_eq!(mountpoint.stdout, format!("{a}\n"));
+    assert!(
+        listing
+            .stdout
+            .lines()
+            .any(|l| l.starts_with("p/a ") && l.ends_with(&format!("  {a}"))),
+        "{}",
+        listing.stdout
+    );
+    assert!(
+        proc_mounts
+            .lines()
+            .any(|l| l.split(' ').nth(1) == Some(a.as_str())),
+        "{a} not in /proc/mounts"
+    );
 }
