@@ -1324,12 +1324,27 @@ fn cmd_get(args: &[String], ctx: &mut Ctx) -> CmdResult {
                 if !source_wanted(&source) {
                     continue;
                 }
+                // RECEIVED: the value `zfs receive` stored, whatever is in force.
+                let native = ZfsProp::from_name(&prop);
+                let received = zetta_zprop::PropSource::received(
+                    &props,
+                    &name,
+                    native.map(|p| p.name()).unwrap_or(&prop),
+                )
+                .map(|stored| {
+                    match native.and_then(|p| PropValue::from_stored(p, &stored).map(|v| (p, v))) {
+                        Some((p, v)) => format_value(p, &v, parsable),
+                        None => stored,
+                    }
+                })
+                .unwrap_or_else(|| "-".to_string());
                 let row: Vec<String> = fields
                     .iter()
                     .map(|f| match f.as_str() {
                         "name" => name.clone(),
                         "property" => prop.clone(),
                         "value" => value.clone(),
+                        "received" => received.clone(),
                         "source" => source.clone(),
                         _ => "-".to_string(),
                     })

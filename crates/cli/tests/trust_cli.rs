@@ -214,6 +214,16 @@ fn unhonoured_pool_properties_are_refused() {
         "cannot create 'q': operation not supported on this type of pool\n",
     );
     assert_eq!(zpool(&lab, &["list", "q"]).code, 1);
+    // A read-only import would have been read-write.
+    assert_eq!(zpool(&lab, &["export", "p"]).code, 0);
+    let dir = lab.dir.to_string_lossy().into_owned();
+    let out = zpool(&lab, &["import", "-d", &dir, "-o", "readonly=on", "p"]);
+    assert_fails(
+        &out,
+        1,
+        "cannot import 'p': operation not supported on this type of pool\n",
+    );
+    assert_eq!(zpool(&lab, &["import", "-d", &dir, "p"]).code, 0);
 }
 
 // Why: flags that were parsed and ignored (`zpool iostat -l/-w/-q/-r`, `zpool status
@@ -431,6 +441,13 @@ fn usage_errors_exit_2() {
         &["get", "-H", "-o", "property", "-s", "local", "all", "p"],
     );
     assert_eq!((out.code, out.stdout.as_str()), (0, "compression\n"));
+    // -o received was accepted and always printed '-'.
+    assert_eq!(zfs(&lab, &["set", "user:x=1", "p"]).code, 0);
+    assert_eq!(zfs(&lab, &["snapshot", "p@s"]).code, 0);
+    let out = lab.sh("export ZETTA_MOUNT=0; zfs send -p p@s | zfs receive p/r");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = zfs(&lab, &["get", "-H", "-o", "all", "user:x", "p/r"]);
+    assert_eq!(out.stdout, "p/r\tuser:x\t1\t1\treceived\n");
     // OpenZFS 2.3 skips a missing -d directory (zutil_import.c: ENOENT continues) and
     // reports what it found, as here.
     let out = zpool(&lab, &["import", "-d", "/nonexistent/zetta", "p2"]);
