@@ -410,8 +410,12 @@ pub fn cmd_labelclear(args: &[String], _ctx: &mut Ctx) -> CmdResult {
         return fail(format!("failed to open {vdev}: {}", pool::strerror(&e)));
     }
     // zpool_clear_label zeroes only valid labels, and fails when it finds none: a file or
-    // disk that is not a vdev is never touched, with or without -f.
+    // disk that is not a vdev is never touched, with or without -f. Label areas that are
+    // already zero (a device `zpool detach` let go) have nothing left to clear.
     if !pool::has_label(vdev) {
+        if pool::labels_zeroed(vdev) {
+            return Ok(());
+        }
         return fail(format!("failed to clear label for {vdev}"));
     }
     if let Some((name, guid, state)) = pool::label_owner(vdev) {
