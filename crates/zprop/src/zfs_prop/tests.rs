@@ -549,6 +549,10 @@ fn unhonoured_values_are_refused() {
         "pool and or dataset must be upgraded to set this property or value"
     );
     assert_eq!(
+        set_error("checksum", "skein", fs_set()),
+        "pool and or dataset must be upgraded to set this property or value"
+    );
+    assert_eq!(
         validate_set("acltype", "posixacl", creating)
             .unwrap_err()
             .to_string(),

@@ -569,7 +569,14 @@ pub fn validate_set(
     if prop.is_readonly() && !(prop.is_create_only() && target.creating) {
         return Err(PropError::ReadOnly(typed_name.to_string()));
     }
-    let value = parse_value_named(prop, typed_name, input)?;
+    // A value OpenZFS knows and Zetta does not implement (checksum=skein…): libzfs's
+    // ENOTSUP words, as for every value Zetta refuses.
+    let value = parse_value_named(prop, typed_name, input).map_err(|e| match e {
+        PropError::Unsupported(_) => PropError::NotHonoured {
+            creating: target.creating,
+        },
+        other => other,
+    })?;
     if prop == ZfsProp::Refreservation
         && value == PropValue::Number(REFRESERVATION_AUTO)
         && input == "auto"
