@@ -549,13 +549,31 @@ fn mounts_under_an_altroot_are_listed_with_it() {
     let out = lab.zpool(&["create", "-R", &root, "p", &disk]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let created = lab.zfs(&["create", "p/a"]);
+    // zfs create -u was accepted and mounted anyway.
+    let created_unmounted = lab.zfs(&["create", "-u", "p/u"]);
     let listing = lab.zfs(&["mount"]);
     let mountpoint = lab.zfs(&["get", "-H", "-o", "value", "mountpoint", "p/a"]);
+    let u_mounted = lab.zfs(&["get", "-H", "-o", "value", "mounted", "p/u"]);
     let proc_mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    // zfs diff -H separates a rename's two paths with a tab.
+    let a = format!("{root}/p/a");
+    let renamed = std::fs::write(format!("{a}/f1"), b"x").is_ok()
+        && lab.zfs(&["snapshot", "p/a@1"]).code == 0
+        && std::fs::rename(format!("{a}/f1"), format!("{a}/f2")).is_ok();
+    let diff = lab.zfs(&["diff", "-H", "p/a@1"]);
     let exported = lab.zpool(&["export", "p"]);
     assert_eq!(created.code, 0, "{}", created.stderr);
+    assert_eq!(created_unmounted.code, 0, "{}", created_unmounted.stderr);
     assert_eq!(exported.code, 0, "{}", exported.stderr);
-    let a = format!("{root}/p/a");
+    assert_eq!(u_mounted.stdout, "no\n");
+    assert!(!listing.stdout.contains("p/u"), "{}", listing.stdout);
+    assert!(renamed);
+    assert!(
+        diff.stdout.contains(&format!("R\t{a}/f1\t{a}/f2\n")),
+        "{} {}",
+        diff.stdout,
+        diff.stderr
+    );
     assert_eq!(mountpoint.stdout, format!("{a}\n"));
     assert!(
         listing
