@@ -6,6 +6,7 @@ use super::protocol::{
     REQUEST_FLAG_STDIN_TERMINAL, REQUEST_FLAG_STDOUT_TERMINAL, STDIN_CHUNK_MAX,
 };
 use super::{run_dir, socket_path};
+use crate::zpool::pool::strerror;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
@@ -76,20 +77,20 @@ pub fn forward(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32
     let stream = match connect() {
         Ok(stream) => stream,
         Err(why) => {
-            let _ = writeln!(err, "{why}");
+            let _ = writeln!(err, "{}", crate::zpool::plain_words(&why));
             return 1;
         }
     };
     let mut writer = &stream;
     if let Err(e) = protocol::write_request(&mut writer, args, terminal_flags()) {
-        let _ = writeln!(err, "cannot talk to the zetta daemon: {e}");
+        let _ = writeln!(err, "cannot talk to the zetta daemon: {}", strerror(&e));
         return 1;
     }
     if protocol::passes_stdio(args) {
         // Whatever this process buffered for stdout goes first: the daemon writes after it.
         let _ = out.flush();
         if let Err(e) = protocol::send_stdio(&stream) {
-            let _ = writeln!(err, "cannot talk to the zetta daemon: {e}");
+            let _ = writeln!(err, "cannot talk to the zetta daemon: {}", strerror(&e));
             return 1;
         }
     }
@@ -123,7 +124,7 @@ pub fn forward(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32
                 return 1;
             }
             Err(e) => {
-                let _ = writeln!(err, "the zetta daemon went away: {e}");
+                let _ = writeln!(err, "the zetta daemon went away: {}", strerror(&e));
                 return 1;
             }
         }
@@ -148,7 +149,7 @@ fn read_chunk(stdin: &mut dyn Read, want: usize, err: &mut dyn Write) -> Vec<u8>
             Ok(n) => filled += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                let _ = writeln!(err, "cannot read standard input: {e}");
+                let _ = writeln!(err, "cannot read standard input: {}", strerror(&e));
                 break;
             }
         }
