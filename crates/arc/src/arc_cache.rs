@@ -147,6 +147,17 @@ impl<K: Hash + Eq + Clone, V: Clone> AdaptiveReplacementCache<K, V> {
         self.arena.remove(index).value
     }
 
+    /// Drops every key `doomed` picks (resident or ghost), e.g. all blocks of a pool that
+    /// went away. O(entries); returns how many went.
+    pub fn remove_where(&mut self, mut doomed: impl FnMut(&K) -> bool) -> usize {
+        let keys: Vec<K> = self.index.keys().filter(|k| doomed(k)).cloned().collect();
+        for key in &keys {
+            self.remove(key);
+        }
+        self.check_bounds();
+        keys.len()
+    }
+
     /// Changes the byte bound. Shrinking evicts at once until the cache and its ghosts fit.
     pub fn set_size_bytes_max(&mut self, size_bytes_max: u64) {
         self.size_bytes_max = size_bytes_max;

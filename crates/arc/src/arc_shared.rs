@@ -90,6 +90,14 @@ impl<K: Hash + Eq + Clone, V: Clone> SharedArc<K, V> {
         }
     }
 
+    /// Drops every key `doomed` picks, shard by shard. Returns how many went.
+    pub fn remove_where(&self, doomed: impl Fn(&K) -> bool) -> usize {
+        self.shards
+            .iter()
+            .map(|lock| lock_shard(lock).remove_where(&doomed))
+            .sum()
+    }
+
     /// Drops every entry in every shard; counters are kept.
     pub fn clear(&self) {
         for lock in self.shards.iter() {

@@ -362,3 +362,20 @@ fn insert_of_resident_key_replaces_value_and_size() {
     assert_eq!(stats.size_bytes, 2 * BLOCK_SIZE_BYTES);
     cache.check_invariants();
 }
+
+// Why: the daemon's pools share one ARC (issue 21 item 8); an exported pool's blocks must
+// leave it, resident and ghost alike, without disturbing the other pools' entries.
+#[test]
+fn remove_where_drops_only_the_chosen_keys() {
+    let cache = crate::SharedArc::<(u64, u64), u64>::with_shard_count(1 << 20, 4);
+    for key in 0..200u64 {
+        cache.insert((key % 2, key), key, 1024);
+    }
+    let before = cache.stats().size_bytes;
+    assert_eq!(cache.remove_where(|(pool, _)| *pool == 1), 100);
+    assert_eq!(cache.stats().size_bytes, before - 100 * 1024);
+    for key in 0..200u64 {
+        let found = cache.get(&(key % 2, key));
+        assert_eq!(found, (key % 2 == 0).then_some(key), "key {key}");
+    }
+}

@@ -35,7 +35,7 @@ pub fn run_zetta(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i
         "zpool" | "zfs" => dispatch(first, &args[1..], out, err),
         "daemon" => match args.get(1).map(String::as_str) {
             None | Some("--foreground") => daemon::server::run(err),
-            Some("--stop") => daemon::client::stop(out),
+            Some("--stop") => daemon::client::stop(out, err),
             Some(other) => {
                 let _ = writeln!(
                     err,

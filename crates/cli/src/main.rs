@@ -3,15 +3,20 @@
 //! All logic lives in the library; this file only picks the front end by the basename
 //! of argv[0], hands it the real stdout/stderr and exits with its code.
 
+mod large_alloc;
+
 /// The daemon allocates and frees a record-sized buffer per block it touches; mimalloc
 /// keeps that off the page-fault path (16% of daemon samples with glibc malloc under a
-/// sequential write, bench/README.md).
+/// sequential write, bench/README.md). Allocations of `LARGE_BYTES_MIN` and more are
+/// mappings of their own (see `large_alloc`).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: large_alloc::LargeMapped<mimalloc::MiMalloc> =
+    large_alloc::LargeMapped(mimalloc::MiMalloc);
 
 use std::io::Write;
 
 fn main() {
+    large_alloc::disable_transparent_huge_pages();
     let mut argv = std::env::args_os().map(|a| a.to_string_lossy().into_owned());
     let program = argv.next().unwrap_or_default();
     let args: Vec<String> = argv.collect();

@@ -1034,7 +1034,13 @@ fn targets(
     }
     let mut out = Vec::new();
     for (pool_name, wanted) in roots {
-        let mut imported = pool::open_pool(&pool_name).map_err(|_| missing(&wanted[0]))?;
+        let mut imported = match pool::open_pool(&pool_name) {
+            Ok(imported) => imported,
+            // Listing every pool: one that cannot be opened (a device missing) has no
+            // datasets to show and hides none of the others'.
+            Err(_) if names.is_empty() => continue,
+            Err(_) => return Err(missing(&wanted[0])),
+        };
         let all = visible_names(&mut imported)?;
         // `zfs list -t snapshot fs` means fs's snapshots: an implied depth of 1.
         let implied = if types.snapshots && !types.filesystems {

@@ -10,8 +10,11 @@
 //! Inode numbers are object numbers, except that the root directory is inode 1 (object 1
 //! is the master node, never a file). The generation is the znode's (creation txg << 24 |
 //! a counter), so a reused object number is a different file to the kernel — and a
-//! number is reused only after the kernel has forgotten it (lookup counts). Permission checks are the
-//! kernel's (`default_permissions`); the layer keeps what only the file system can know:
+//! number is reused only after the kernel has forgotten it (lookup counts). The pair is
+//! also the file handle (FUSE export support): the kernel finds a forgotten node by looking
+//! up "." in it, and a directory's path by "..", so handles work across cache drops and
+//! remounts. Permission checks are the kernel's (`default_permissions`); the layer keeps
+//! what only the file system can know:
 //! setgid inheritance, the delete queue (an unlinked file lives until its last close),
 //! and the properties that shape a mount (readonly, atime/relatime, exec, setuid,
 //! devices, xattr, sync).
@@ -73,6 +76,12 @@ impl Default for MountOptions {
         }
     }
 }
+
+/// Request threads per mount. Every request takes its pool's lock, so more threads add
+/// little but memory and a daemon-wide thread count (128 pools with 500 mounted datasets
+/// had 3,140 threads at 4 per mount plus fuser's session thread): two keep one request
+/// in flight while another waits on the kernel or the lock.
+pub const WORKER_THREADS: usize = 2;
 
 /// A running mount; dropping it unmounts.
 pub struct Mounted {
@@ -169,7 +178,7 @@ impl ZplFs {
         let mut config = fuser::Config::default();
         config.mount_options = options;
         config.acl = fuser::SessionACL::All;
-        config.n_threads = Some(4);
+        config.n_threads = Some(WORKER_THREADS);
         config.clone_fd = true;
         let session = fuser::spawn_mount(self, mountpoint, &config).map_err(MountError::Io)?;
         Ok(Mounted { session })

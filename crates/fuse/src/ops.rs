@@ -334,6 +334,10 @@ impl fuser::Filesystem for ZplFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         let _ = config.set_max_write(MAX_WRITE_BYTES);
         let _ = config.set_time_granularity(Duration::from_nanos(1));
+        // Export support (NFS, name_to_handle_at/open_by_handle_at): a file handle is the
+        // node id and generation, and the kernel asks for a node it has forgotten by looking
+        // up "." in it (and ".." for its parent) — answered in `lookup`.
+        let _ = config.add_capabilities(fuser::InitFlags::FUSE_EXPORT_SUPPORT);
         Ok(())
     }
 
@@ -342,6 +346,13 @@ impl fuser::Filesystem for ZplFs {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        // The kernel sends "." and ".." only for file handles (export support, below).
+        // Under `.zfs` an inode number holds a snapshot slot that this mount handed out,
+        // not a stable name: a forgotten handle there is stale (ENOENT: ESTALE), rather
+        // than possibly another snapshot's file after a remount.
+        if parent.0 >= CTL_ROOT && matches!(name.as_bytes(), b"." | b"..") {
+            return reply.error(Errno::ENOENT);
+        }
         if let Some(result) = self.ctl_lookup(parent, name.as_bytes()) {
             return match result {
                 Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
@@ -350,7 +361,23 @@ impl fuser::Filesystem for ZplFs {
         }
         let dir = self.object(parent);
         let result = self.run(|vfs, os, ctx| {
-            let attr = vfs.lookup(os, ctx, dir, name.as_bytes())?;
+            let attr = match name.as_bytes() {
+                // A node by its id alone (export support: a file handle opened after the
+                // kernel dropped the inode), any kind of file. An unlinked file has no
+                // handle any more: ENOENT, which the kernel turns into ESTALE, as OpenZFS's
+                // `zfs_vget` refuses an unlinked znode. A reused object number answers
+                // with the new file's generation, which the kernel finds stale.
+                b"." => {
+                    let attr = vfs.getattr(os, ctx, dir)?;
+                    if attr.znode.links == 0 {
+                        return Err(ZplError::NotFound);
+                    }
+                    attr
+                }
+                // ".." of a directory (the kernel reconnecting a handle's path) and any
+                // name: the ZPL's lookup.
+                name => vfs.lookup(os, ctx, dir, name)?,
+            };
             self.looked_up(attr.object);
             Ok(attr)
         });

@@ -8,6 +8,7 @@ use super::protocol::{
 use super::{run_dir, socket_path};
 use crate::zpool::pool::strerror;
 use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
@@ -19,15 +20,17 @@ const START_WAIT_STEPS: u32 = 100;
 const STOP_WAIT_STEPS: u32 = 1200;
 const START_WAIT_STEP: Duration = Duration::from_millis(50);
 
-/// Connects to the daemon, starting it if needed.
+/// Connects to the daemon, starting it if needed. The run directory is checked first
+/// and the daemon's user after (see `daemon`'s module comment).
 pub fn connect() -> Result<UnixStream, String> {
+    super::check_run_dir(false)?;
     if let Ok(stream) = UnixStream::connect(socket_path()) {
-        return Ok(stream);
+        return trusted(stream);
     }
     start_daemon()?;
     for _ in 0..START_WAIT_STEPS {
         if let Ok(stream) = UnixStream::connect(socket_path()) {
-            return Ok(stream);
+            return trusted(stream);
         }
         std::thread::sleep(START_WAIT_STEP);
     }
@@ -37,15 +40,35 @@ pub fn connect() -> Result<UnixStream, String> {
     ))
 }
 
+/// The stream, when the process behind it runs as this user or root.
+fn trusted(stream: UnixStream) -> Result<UnixStream, String> {
+    match super::peer_uid(&stream) {
+        Ok(uid) if super::trusted_uid(uid) => Ok(stream),
+        Ok(uid) => Err(format!(
+            "refusing the zetta daemon on '{}': it runs as uid {uid}, not as uid {} or root",
+            socket_path().display(),
+            super::euid()
+        )),
+        Err(e) => Err(format!(
+            "cannot check the zetta daemon on '{}': {}",
+            socket_path().display(),
+            crate::zpool::pool::strerror(&e)
+        )),
+    }
+}
+
 fn start_daemon() -> Result<(), String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find zetta: {e}"))?;
-    let dir = run_dir();
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create '{}': {e}", dir.display()))?;
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(dir.join("zetta.log"))
-        .map_err(|e| format!("cannot open the daemon log: {e}"))?;
+    let exe = std::env::current_exe()
+        .map_err(|e| format!("cannot find zetta: {}", crate::zpool::pool::strerror(&e)))?;
+    super::check_run_dir(true)?;
+    let log_path = run_dir().join("zetta.log");
+    let log = super::open_run_file(&log_path, false, true).map_err(|e| {
+        format!(
+            "cannot open '{}': {}",
+            log_path.display(),
+            crate::zpool::pool::strerror(&e)
+        )
+    })?;
     let mut command = Command::new(exe);
     command
         .arg("daemon")
@@ -60,9 +83,12 @@ fn start_daemon() -> Result<(), String> {
             Ok(())
         });
     }
-    command
-        .spawn()
-        .map_err(|e| format!("cannot start the zetta daemon: {e}"))?;
+    command.spawn().map_err(|e| {
+        format!(
+            "cannot start the zetta daemon: {}",
+            crate::zpool::pool::strerror(&e)
+        )
+    })?;
     Ok(())
 }
 
@@ -83,14 +109,29 @@ pub fn forward(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32
     };
     let mut writer = &stream;
     if let Err(e) = protocol::write_request(&mut writer, args, terminal_flags()) {
-        let _ = writeln!(err, "cannot talk to the zetta daemon: {}", strerror(&e));
+        // A daemon that refuses this user answers and hangs up before reading the
+        // request: its answer is still there to read.
+        let mut reader = &stream;
+        if let Ok((FRAME_STDERR, bytes)) = protocol::read_frame(&mut reader) {
+            let _ = err.write_all(&bytes);
+            return 1;
+        }
+        let _ = writeln!(
+            err,
+            "cannot talk to the zetta daemon: {}",
+            crate::zpool::pool::strerror(&e)
+        );
         return 1;
     }
     if protocol::passes_stdio(args) {
         // Whatever this process buffered for stdout goes first: the daemon writes after it.
         let _ = out.flush();
         if let Err(e) = protocol::send_stdio(&stream) {
-            let _ = writeln!(err, "cannot talk to the zetta daemon: {}", strerror(&e));
+            let _ = writeln!(
+                err,
+                "cannot talk to the zetta daemon: {}",
+                crate::zpool::pool::strerror(&e)
+            );
             return 1;
         }
     }
@@ -159,10 +200,28 @@ fn read_chunk(stdin: &mut dyn Read, want: usize, err: &mut dyn Write) -> Vec<u8>
 }
 
 /// `zetta daemon --stop`: asks a running daemon to commit its pools and exit.
-pub fn stop(out: &mut dyn Write) -> i32 {
+pub fn stop(out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    match super::check_run_dir(false) {
+        Ok(true) => {}
+        Ok(false) => {
+            let _ = writeln!(out, "zetta daemon: not running");
+            return 0;
+        }
+        Err(message) => {
+            let _ = writeln!(err, "{message}");
+            return 1;
+        }
+    }
     let Ok(stream) = UnixStream::connect(socket_path()) else {
         let _ = writeln!(out, "zetta daemon: not running");
         return 0;
+    };
+    let stream = match trusted(stream) {
+        Ok(stream) => stream,
+        Err(message) => {
+            let _ = writeln!(err, "{message}");
+            return 1;
+        }
     };
     let mut writer = &stream;
     if protocol::write_request(&mut writer, &["__stop".to_string()], 0).is_err() {
@@ -172,7 +231,11 @@ pub fn stop(out: &mut dyn Write) -> i32 {
     let _ = protocol::read_frame(&mut reader);
     // Return only once the process is gone and its device locks are released: the
     // daemon's lifetime lock is free exactly then.
-    let Ok(lock) = std::fs::File::open(super::lock_path()) else {
+    let Ok(lock) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(super::lock_path())
+    else {
         return 0;
     };
     for _ in 0..STOP_WAIT_STEPS {

@@ -12,13 +12,25 @@
 //!
 //! `ZETTA_DIRECT=1` runs a command in the calling process instead (no daemon; each
 //! command imports with an exclusive lock, commits and releases).
+//!
+//! Trust: the run directory may sit in a place others can write (`ZETTA_CACHE_FILE=
+//! /tmp/x.cache` puts it at `/tmp/x.cache.run`), so before anything in it is used,
+//! `check_run_dir` makes sure it is a real directory (not a symbolic link) owned by this
+//! user or root and writable by nobody else; it is created with mode 0700 and the files
+//! in it are opened with O_NOFOLLOW. Both ends of the socket check the other's user
+//! (SO_PEERCRED): the daemon serves only its own user and root, and a client talks only
+//! to a daemon run by itself or root. SIGTERM and SIGINT stop the daemon as `zetta daemon
+//! --stop` does (mounts unmounted, every pool committed).
 
 pub mod client;
+pub mod fusermount;
 pub mod mounts;
 pub mod protocol;
 pub mod registry;
 pub mod server;
 
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::PathBuf;
 
 /// Directory holding the socket, pid file and log: `$ZETTA_RUN_DIR`; else, when a cache
@@ -56,4 +68,140 @@ pub fn lock_path() -> PathBuf {
 /// Whether commands must run in this process (`ZETTA_DIRECT=1`).
 pub fn direct_mode() -> bool {
     std::env::var_os("ZETTA_DIRECT").is_some_and(|v| v != "0")
+}
+
+/// This process's effective user.
+pub fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Whether a peer or an owner of this uid may be trusted: this user or root.
+pub fn trusted_uid(uid: u32) -> bool {
+    uid == 0 || uid == euid()
+}
+
+/// Checks the run directory before anything in it is used (see the module comment);
+/// creates it, mode 0700, when `create` and it does not exist. `Ok(false)`: it does not
+/// exist (and `create` was not asked). The error is the message to print.
+pub fn check_run_dir(create: bool) -> Result<bool, String> {
+    let dir = run_dir();
+    let refuse = |why: String| format!("cannot use run directory '{}': {why}", dir.display());
+    let meta = match std::fs::symlink_metadata(&dir) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && create => {
+            if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| refuse(crate::zpool::pool::strerror(&e)))?;
+            }
+            match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+                Ok(()) => {}
+                // Another command created it meanwhile: check what is there.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(refuse(crate::zpool::pool::strerror(&e))),
+            }
+            std::fs::symlink_metadata(&dir).map_err(|e| refuse(crate::zpool::pool::strerror(&e)))?
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(refuse(crate::zpool::pool::strerror(&e))),
+    };
+    if meta.file_type().is_symlink() {
+        return Err(refuse("it is a symbolic link".to_string()));
+    }
+    if !meta.is_dir() {
+        return Err(refuse("not a directory".to_string()));
+    }
+    if !trusted_uid(meta.uid()) {
+        return Err(refuse(format!(
+            "owned by uid {}, not by uid {}",
+            meta.uid(),
+            euid()
+        )));
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        return Err(refuse(format!("writable by other users (mode {mode:04o})")));
+    }
+    // Only the owner may reach the socket.
+    if mode & 0o077 != 0 && meta.uid() == euid() {
+        let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+    }
+    Ok(true)
+}
+
+/// Opens a file of the run directory for writing without following a symbolic link
+/// planted there (mode 0600 when created).
+pub fn open_run_file(
+    path: &std::path::Path,
+    truncate: bool,
+    append: bool,
+) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+    if append {
+        options.append(true);
+    } else {
+        options.write(true).truncate(truncate);
+    }
+    options.open(path)
+}
+
+/// The user at the other end of a Unix socket (SO_PEERCRED).
+pub fn peer_uid(stream: &std::os::unix::net::UnixStream) -> std::io::Result<u32> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: u32::MAX,
+        gid: u32::MAX,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` is a live ucred and `len` its size; the kernel writes at most that.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(cred.uid)
+}
+
+std::thread_local! {
+    /// The socket of the command this daemon thread serves (`server::serve`).
+    static CLIENT: std::cell::Cell<Option<std::os::fd::RawFd>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// Records (or clears) the client socket of the command running on this thread.
+pub fn set_client(fd: Option<std::os::fd::RawFd>) {
+    CLIENT.with(|c| c.set(fd));
+}
+
+/// How often an interval command looks for its client while it waits.
+const INTERVAL_CHECK: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Waits `seconds` between the reports of an interval command (`zpool iostat p 1`).
+/// Returns false as soon as the command's client has gone away (^C, kill): the command
+/// then ends instead of running on inside the daemon, taking pool locks forever.
+pub fn wait_interval(seconds: f64) -> bool {
+    let total = std::time::Duration::try_from_secs_f64(seconds)
+        .unwrap_or(std::time::Duration::from_secs(u32::MAX as u64));
+    let start = std::time::Instant::now();
+    loop {
+        if CLIENT.with(|c| c.get()).is_some_and(protocol::client_gone) {
+            return false;
+        }
+        let elapsed = start.elapsed();
+        if elapsed >= total {
+            return true;
+        }
+        std::thread::sleep((total - elapsed).min(INTERVAL_CHECK));
+    }
 }

@@ -114,6 +114,8 @@ fn mount_spec(pool: &PoolRef, guid: u64, spec: &MountSpec, explicit: bool) -> Re
     let Where::Path(path) = &spec.at else {
         return Err(format!("cannot mount '{}': no mountpoint set", spec.name));
     };
+    // The auto-unmount helpers of a killed daemon would unmount what we mount here.
+    super::fusermount::end_orphaned_helpers(path);
     // A mount left by a daemon that was killed: the kernel still lists it, dead.
     if kernel_has_mount(path) && !is_mounted(&spec.name) {
         let _ = umount2(path, true);

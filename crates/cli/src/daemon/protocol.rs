@@ -151,20 +151,25 @@ impl Read for ClientInput<'_> {
 /// the client's end of the socket going away before each read or write of the stream.
 fn check_client(stream: &std::os::unix::net::UnixStream) -> std::io::Result<()> {
     use std::os::fd::AsRawFd;
-    let mut poll = libc::pollfd {
-        fd: stream.as_raw_fd(),
-        events: libc::POLLRDHUP,
-        revents: 0,
-    };
-    // SAFETY: one pollfd, no timeout.
-    let ready = unsafe { libc::poll(&mut poll, 1, 0) };
-    if ready > 0 && poll.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0 {
+    if client_gone(stream.as_raw_fd()) {
         return Err(std::io::Error::new(
             std::io::ErrorKind::BrokenPipe,
             "the command's client went away",
         ));
     }
     Ok(())
+}
+
+/// Whether the client's end of the socket `fd` has gone away (hang-up or error).
+pub fn client_gone(fd: std::os::fd::RawFd) -> bool {
+    let mut poll = libc::pollfd {
+        fd,
+        events: libc::POLLRDHUP,
+        revents: 0,
+    };
+    // SAFETY: one pollfd, no timeout.
+    let ready = unsafe { libc::poll(&mut poll, 1, 0) };
+    ready > 0 && poll.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0
 }
 
 /// The client's standard input, read through the socket: each `read` asks the client for

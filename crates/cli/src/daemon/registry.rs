@@ -29,8 +29,19 @@ pub struct Registry {
 
 static REGISTRY: OnceLock<Registry> = OnceLock::new();
 
-/// Turns this process into a pool holder (called once by the daemon).
+/// The daemon's ARC, shared by all its pools (OpenZFS: one per kernel, `zfs_arc_max`):
+/// what each pool had to itself before.
+pub const ARC_SIZE_BYTES_DAEMON: u64 = crate::zpool::pool::ARC_SIZE_BYTES_CLI;
+/// The daemon's dirty-data budget, shared by all its pools: what each pool had to itself
+/// before (each still commits at that much of its own).
+pub const DIRTY_BYTES_DAEMON: u64 = zetta::spa::DIRTY_BYTES_MAX;
+
+/// Turns this process into a pool holder (called once by the daemon, before it opens any
+/// pool): one ARC and one dirty budget for all the pools it will hold, so its memory does
+/// not grow with their number (128 pools had 8 GiB of ARC and 16 GiB of dirty budget).
 pub fn enable() {
+    zetta::zio::arc::share_process_wide(ARC_SIZE_BYTES_DAEMON);
+    zetta::spa::dirty::share_process_wide(DIRTY_BYTES_DAEMON);
     let _ = REGISTRY.set(Registry::default());
 }
 

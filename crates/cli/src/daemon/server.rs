@@ -1,38 +1,45 @@
 //! `zetta daemon`: accepts commands on the socket and runs them in-process against the
 //! pools it holds. One thread per connection; pool locks (see `registry`) order them.
-//! `__stop` commits every held pool and exits (the pools stay imported in the cache and
-//! come back with the next daemon).
+//! `__stop`, SIGTERM and SIGINT unmount every filesystem, commit every held pool and exit
+//! 0 (the pools stay imported in the cache and come back with the next daemon).
 
 use super::protocol::{self, FrameWriter, FRAME_EXIT, FRAME_STDERR, FRAME_STDOUT};
-use super::{lock_path, pid_path, registry, run_dir, socket_path};
+use super::{lock_path, pid_path, registry, socket_path};
 use std::io::Write;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 
 /// Runs the daemon in this process until stopped. Returns an exit code.
 pub fn run(err: &mut dyn Write) -> i32 {
-    let dir = run_dir();
-    if let Err(e) = std::fs::create_dir_all(&dir) {
-        let _ = writeln!(err, "cannot create '{}': {e}", dir.display());
+    // Before any thread starts: every thread inherits the blocked signals.
+    catch_stop_signals();
+    if let Err(message) = super::check_run_dir(true) {
+        let _ = writeln!(err, "{message}");
         return 1;
     }
-    // Only the owner (root) may reach the socket.
-    let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
     let socket = socket_path();
-    if UnixStream::connect(&socket).is_ok() {
-        let _ = writeln!(
-            err,
-            "zetta daemon: already running on '{}'",
-            socket.display()
-        );
-        return 0;
+    if let Ok(stream) = UnixStream::connect(&socket) {
+        if super::peer_uid(&stream).is_ok_and(super::trusted_uid) {
+            let _ = writeln!(
+                err,
+                "zetta daemon: already running on '{}'",
+                socket.display()
+            );
+            return 0;
+        }
     }
     // Held (never dropped) until the process exits; see `lock_path`.
     // A daemon that was just stopped may still be exiting: wait for it, briefly.
-    let lifetime_lock = match std::fs::File::create(lock_path()) {
+    let lifetime_lock = match super::open_run_file(&lock_path(), false, false) {
         Ok(file) => file,
         Err(e) => {
-            let _ = writeln!(err, "cannot create '{}': {e}", lock_path().display());
+            let _ = writeln!(
+                err,
+                "cannot open '{}': {}",
+                lock_path().display(),
+                crate::zpool::pool::strerror(&e)
+            );
             return 1;
         }
     };
@@ -53,17 +60,28 @@ pub fn run(err: &mut dyn Write) -> i32 {
     let listener = match UnixListener::bind(&socket) {
         Ok(listener) => listener,
         Err(e) => {
-            let _ = writeln!(err, "cannot listen on '{}': {e}", socket.display());
+            let _ = writeln!(
+                err,
+                "cannot listen on '{}': {}",
+                socket.display(),
+                crate::zpool::pool::strerror(&e)
+            );
             return 1;
         }
     };
     let _ = std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600));
-    let _ = std::fs::write(pid_path(), format!("{}\n", std::process::id()));
+    SERVING.store(true, std::sync::atomic::Ordering::SeqCst);
+    if let Ok(mut file) = super::open_run_file(&pid_path(), true, false) {
+        let _ = writeln!(file, "{}", std::process::id());
+    }
     registry::enable();
     // Pools imported before (the cache file) come back with their mounts; commands
-    // that connect meanwhile wait in the listen queue.
-    if let Ok(pools) = crate::zpool::pool::open_all() {
-        drop(pools);
+    // that connect meanwhile wait in the listen queue. A pool that cannot be opened
+    // (a device missing) stays UNAVAIL in the listings and keeps no other pool away.
+    for entry in crate::zpool::pool::load_cache().unwrap_or_default() {
+        if let Err(e) = crate::zpool::pool::open_entry(&entry) {
+            let _ = writeln!(err, "zetta: {}", e.message());
+        }
     }
     let mut messages = Vec::new();
     super::mounts::reconcile(&mut messages);
@@ -79,7 +97,81 @@ pub fn run(err: &mut dyn Write) -> i32 {
     0
 }
 
+/// SIGTERM and SIGINT are blocked in every thread and taken by one thread of their own
+/// (sigwait), which stops the daemon cleanly (`shutdown`) instead of leaving the last
+/// seconds of writes uncommitted and the mounts dead. Children get an empty signal mask
+/// from `std::process::Command`.
+fn catch_stop_signals() {
+    // SAFETY: a sigset_t is plain data; sigemptyset/sigaddset initialise it, and
+    // pthread_sigmask only changes this thread's mask.
+    let set = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    };
+    std::thread::spawn(move || loop {
+        let mut signal: libc::c_int = 0;
+        // SAFETY: `set` is initialised and blocked in every thread; sigwait writes one int.
+        if unsafe { libc::sigwait(&set, &mut signal) } == 0 {
+            shutdown();
+        }
+    });
+}
+
+/// Held from the first stop on: a second stop (a signal during `__stop`) waits here
+/// while the first one finishes and exits the process.
+static STOPPING: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+
+/// The clean stop: unmounts every filesystem (the kernel writes back what it caches),
+/// commits every held pool, removes the socket and pid file, and exits 0.
+fn shutdown() -> ! {
+    let _guard = STOPPING.lock();
+    unmount_all();
+    stop();
+    if SERVING.load(std::sync::atomic::Ordering::SeqCst) {
+        let _ = std::fs::remove_file(socket_path());
+        let _ = std::fs::remove_file(pid_path());
+    }
+    std::process::exit(0);
+}
+
+/// Whether this process bound the socket (and so owns it and the pid file).
+static SERVING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Unmounts every mount of this daemon, deepest first; a busy one is detached lazily.
+fn unmount_all() {
+    let mut names: Vec<String> = super::mounts::mounted_list()
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    names.sort_by_key(|n| std::cmp::Reverse(n.matches('/').count()));
+    for name in names {
+        if super::mounts::unmount(&name, false).is_err() {
+            let _ = super::mounts::unmount(&name, true);
+        }
+    }
+}
+
 fn serve(stream: UnixStream) {
+    // Only this user and root may command the daemon (the socket's directory already
+    // keeps others out; this holds even if it were opened to them).
+    match super::peer_uid(&stream) {
+        Ok(uid) if super::trusted_uid(uid) => {}
+        other => {
+            let uid = other
+                .map(|u| u.to_string())
+                .unwrap_or_else(|_| "?".to_string());
+            let mut writer = &stream;
+            let text = format!("permission denied: the zetta daemon does not serve uid {uid}\n");
+            let _ = protocol::write_frame(&mut writer, FRAME_STDERR, text.as_bytes());
+            let _ = protocol::write_frame(&mut writer, FRAME_EXIT, &1i32.to_le_bytes());
+            return;
+        }
+    }
+    super::set_client(Some(stream.as_raw_fd()));
     let mut reader = &stream;
     let Ok((args, flags)) = protocol::read_request(&mut reader) else {
         return;
@@ -131,12 +223,9 @@ fn serve(stream: UnixStream) {
                 0
             }
             "__stop" => {
-                stop();
-                let mut writer = &stream;
-                let _ = protocol::write_frame(&mut writer, FRAME_EXIT, &0i32.to_le_bytes());
-                let _ = std::fs::remove_file(socket_path());
-                let _ = std::fs::remove_file(pid_path());
-                std::process::exit(0);
+                // The client waits for the lifetime lock, not for this reply: it goes
+                // with the process.
+                shutdown();
             }
             other => {
                 let _ = writeln!(err, "unknown request '{other}'");
@@ -201,6 +290,10 @@ fn stop() {
 /// The ARC statistics of every held pool, summed, in the kstat layout tools read
 /// (`/proc/spl/kstat/zfs/arcstats` on Linux with OpenZFS).
 fn arc_stats_text() -> String {
+    // One ARC for every pool of the daemon (`registry::enable`).
+    if let Some(stats) = zetta::zio::arc::process_wide_stats() {
+        return stats.to_kstat_text();
+    }
     let mut total = zetta_arc::ArcStats::default();
     if let Some(registry) = registry::get() {
         for pool in registry.all() {

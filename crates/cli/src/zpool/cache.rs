@@ -5,9 +5,13 @@
 //! on first write). Format, text, one pool per line, fields separated by tabs:
 //!
 //! ```text
-//! # zetta pool cache v1
+//! # zetta pool cache v2
 //! <pool guid, decimal> \t <pool name> \t <device path> \t <device path> ...
 //! ```
+//!
+//! In v2 a backslash, tab, newline or carriage return inside a name or path is written
+//! `\\`, `\t`, `\n`, `\r` (a device path may hold any of them); v1 files (no escapes)
+//! are still read as they were written.
 //!
 //! Invariants: a guid appears at most once; the file is replaced atomically (written to a
 //! temporary file in the same directory, flushed, renamed), so a reader sees the old or
@@ -18,7 +22,46 @@ use std::io::Write;
 use std::path::PathBuf;
 
 pub const CACHE_FILE_DEFAULT: &str = "/etc/zetta/zpool.cache";
-const HEADER: &str = "# zetta pool cache v1";
+const HEADER: &str = "# zetta pool cache v2";
+
+/// A field with the separators escaped (v2).
+fn escape(field: &str) -> String {
+    let mut out = String::with_capacity(field.len());
+    for c in field.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The field `escape` wrote; an unknown escape is kept as it stands.
+fn unescape(field: &str) -> String {
+    let mut out = String::with_capacity(field.len());
+    let mut chars = field.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('\\') => out.push('\\'),
+            Some('t') => out.push('\t'),
+            Some('n') => out.push('\n'),
+            Some('r') => out.push('\r'),
+            Some(other) => {
+                out.push('\\');
+                out.push(other);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CacheEntry {
@@ -36,6 +79,15 @@ pub fn cache_path() -> PathBuf {
 
 /// Parses the cache text; bad lines are skipped.
 pub fn parse(text: &str) -> Vec<CacheEntry> {
+    // v2 escapes separators inside fields; v1 (or no header) wrote them raw.
+    let escaped = text.lines().next() == Some(HEADER);
+    let field = |raw: &str| {
+        if escaped {
+            unescape(raw)
+        } else {
+            raw.to_string()
+        }
+    };
     let mut entries: Vec<CacheEntry> = Vec::new();
     for line in text.lines() {
         if line.starts_with('#') || line.trim().is_empty() {
@@ -53,11 +105,8 @@ pub fn parse(text: &str) -> Vec<CacheEntry> {
         }
         entries.push(CacheEntry {
             guid,
-            name: name.to_string(),
-            paths: fields
-                .filter(|p| !p.is_empty())
-                .map(str::to_string)
-                .collect(),
+            name: field(name),
+            paths: fields.filter(|p| !p.is_empty()).map(field).collect(),
         });
     }
     entries
@@ -68,10 +117,10 @@ pub fn format(entries: &[CacheEntry]) -> String {
     for entry in entries {
         text.push_str(&entry.guid.to_string());
         text.push('\t');
-        text.push_str(&entry.name);
+        text.push_str(&escape(&entry.name));
         for path in &entry.paths {
             text.push('\t');
-            text.push_str(path);
+            text.push_str(&escape(path));
         }
         text.push('\n');
     }
@@ -147,6 +196,15 @@ mod tests {
             paths: vec!["/tmp/a".to_string(), "/tmp/b".to_string()],
         }];
         assert_eq!(parse(&format(&entries)), entries);
+        // Separators inside a path survive (v2), and a v1 file is read as written.
+        let odd = vec![CacheEntry {
+            guid: 9,
+            name: "odd".to_string(),
+            paths: vec!["/tmp/a\tb\\c\nd\re\\t".to_string(), "/tmp/f".to_string()],
+        }];
+        assert_eq!(parse(&format(&odd)), odd);
+        let v1 = "# zetta pool cache v1\n5\told\t/tmp/back\\slash\t/tmp/g\n";
+        assert_eq!(parse(v1)[0].paths, vec!["/tmp/back\\slash", "/tmp/g"]);
         let junk = "garbage\nx\ttank\n42\n7\tpool\t/d\n7\tdup\t/e\n";
         let parsed = parse(junk);
         assert_eq!(parsed.len(), 1);

@@ -381,7 +381,14 @@ pub fn cmd_destroy(args: &[String], _ctx: &mut Ctx) -> CmdResult {
         [name] => name,
         _ => return usage("too many arguments"),
     };
-    let imported = pool::open_pool(name)?;
+    // A pool whose devices are gone is only forgotten (OpenZFS destroys it from its
+    // namespace and cache file the same way; its labels cannot be written).
+    let imported = match pool::open_pool_or_unavailable(name)? {
+        pool::Opened::Pool(imported) => imported,
+        pool::Opened::Unavailable(gone) => {
+            return super::cache::remove(gone.entry.guid).map_err(CmdError::Fail)
+        }
+    };
     let guid = imported.guid;
     imported.into_spa()?.destroy().map_err(|e| {
         CmdError::Fail(format!(

@@ -277,7 +277,15 @@ pub fn cmd_export(args: &[String], _ctx: &mut Ctx) -> CmdResult {
         parsed.operands.clone()
     };
     for name in &names {
-        let mut imported = pool::open_pool(name)?;
+        // A pool whose devices are gone is only forgotten (OpenZFS exports it from its
+        // namespace and cache file the same way; its labels cannot be written).
+        let mut imported = match pool::open_pool_or_unavailable(name)? {
+            pool::Opened::Pool(imported) => imported,
+            pool::Opened::Unavailable(gone) => {
+                super::cache::remove(gone.entry.guid).map_err(CmdError::Fail)?;
+                continue;
+            }
+        };
         let guid = imported.guid;
         imported
             .spa

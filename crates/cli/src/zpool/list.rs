@@ -109,31 +109,45 @@ pub fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let columns = zpool_list_columns(&name_refs, exact);
     let mut iteration = 0u64;
     loop {
-        let pools = pool::open_named_shared(&pool_names)?;
+        let (pools, unavailable) = pool::open_named_listing(&pool_names)?;
         ctx.print(&super::timestamp_line(timestamp));
-        if pools.is_empty() && !scripted {
+        if pools.is_empty() && unavailable.is_empty() && !scripted {
             ctx.print("no pools available\n");
             return Ok(());
         }
-        let entries: Vec<PoolListEntry> = pools
+        let mut rows: Vec<(String, PoolListEntry)> = unavailable
             .iter()
-            .map(|imported| PoolListEntry {
-                values: names
-                    .iter()
-                    .map(|n| {
-                        value_of(imported, n, exact)
-                            .map(|(v, _)| v)
-                            .unwrap_or_else(|| "-".to_string())
-                    })
-                    .collect(),
-                vdevs: if verbose {
-                    vdev_lines(imported, &names, exact)
-                } else {
-                    Vec::new()
-                },
-            })
+            .map(|gone| (gone.entry.name.clone(), unavailable_entry(gone, &names)))
             .collect();
+        let entries = pools.iter().map(|imported| {
+            (
+                imported.spa.name.clone(),
+                PoolListEntry {
+                    values: names
+                        .iter()
+                        .map(|n| {
+                            value_of(imported, n, exact)
+                                .map(|(v, _)| v)
+                                .unwrap_or_else(|| "-".to_string())
+                        })
+                        .collect(),
+                    vdevs: if verbose {
+                        vdev_lines(imported, &names, exact)
+                    } else {
+                        Vec::new()
+                    },
+                },
+            )
+        });
+        rows.extend(entries);
         drop(pools);
+        if pool_names.is_empty() {
+            rows.sort_by(|a, b| a.0.cmp(&b.0));
+        } else {
+            // In the order named.
+            rows.sort_by_key(|(name, _)| pool_names.iter().position(|n| n == name));
+        }
+        let entries: Vec<PoolListEntry> = rows.into_iter().map(|(_, entry)| entry).collect();
         ctx.print(&format_zpool_list(&columns, &entries, verbose, scripted));
         iteration += 1;
         let Some(interval) = interval else {
@@ -144,7 +158,27 @@ pub fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
         }
         ctx.print("\n");
         let _ = ctx.out.flush();
-        std::thread::sleep(std::time::Duration::from_secs_f64(interval));
+        // A client gone (^C) ends the command inside the daemon too.
+        if !crate::daemon::wait_interval(interval) {
+            return Ok(());
+        }
+    }
+}
+
+/// The `zpool list` row of a pool that cannot be opened: OpenZFS's `zpool_get_prop` on
+/// an unavailable pool gives its name, guid and health (FAULTED) and '-' for the rest.
+fn unavailable_entry(gone: &pool::Unavailable, names: &[String]) -> PoolListEntry {
+    PoolListEntry {
+        values: names
+            .iter()
+            .map(|name| match name.as_str() {
+                "name" => gone.entry.name.clone(),
+                "guid" => gone.entry.guid.to_string(),
+                "health" => "FAULTED".to_string(),
+                _ => "-".to_string(),
+            })
+            .collect(),
+        vdevs: Vec::new(),
     }
 }
 
@@ -257,7 +291,8 @@ pub fn cmd_iostat(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let mut iteration = 0u64;
     let mut printed = 0u64;
     loop {
-        let pools = pool::open_named_shared(&names)?;
+        // A pool that cannot be opened has no counters: OpenZFS leaves it out.
+        let (pools, _unavailable) = pool::open_named_listing(&names)?;
         if pools.is_empty() {
             return fail("no pools available");
         }
@@ -306,6 +341,9 @@ pub fn cmd_iostat(args: &[String], ctx: &mut Ctx) -> CmdResult {
             return Ok(());
         }
         let _ = ctx.out.flush();
-        std::thread::sleep(std::time::Duration::from_secs_f64(interval));
+        // A client gone (^C) ends the command inside the daemon too.
+        if !crate::daemon::wait_interval(interval) {
+            return Ok(());
+        }
     }
 }

@@ -171,6 +171,84 @@ pub fn open_pool_shared(name: &str) -> Result<Imported, CmdError> {
     open_entry_shared(entry)
 }
 
+/// A pool of the cache whose devices cannot be opened (moved, removed, unreadable):
+/// OpenZFS keeps such a pool in its namespace and shows it UNAVAIL beside the others
+/// (`zpool status`; FAULTED health and '-' figures in `zpool list`), and `zpool export` or
+/// `zpool destroy` forget it.
+pub struct Unavailable {
+    pub entry: CacheEntry,
+    /// Why it cannot be opened (for a command that needs the pool itself).
+    pub message: String,
+}
+
+/// A pool for a command that can also act on one that cannot be opened.
+pub enum Opened {
+    Pool(Imported),
+    Unavailable(Unavailable),
+}
+
+/// The named pools (all when `names` is empty) for a listing (`zpool list`, `status`,
+/// `iostat`): those that open, and those that cannot (a pool with a missing device does
+/// not hide the others). A name not in the cache is an error, as is a busy pool.
+pub fn open_named_listing(names: &[String]) -> Result<(Vec<Imported>, Vec<Unavailable>), CmdError> {
+    let entries = load_cache()?;
+    let wanted: Vec<&CacheEntry> = if names.is_empty() {
+        entries.iter().collect()
+    } else {
+        let mut wanted = Vec::new();
+        for name in names {
+            let Some(entry) = entries.iter().find(|e| &e.name == name) else {
+                return Err(CmdError::Fail(format!(
+                    "cannot open '{name}': no such pool"
+                )));
+            };
+            wanted.push(entry);
+        }
+        wanted
+    };
+    let mut pools = Vec::new();
+    let mut unavailable = Vec::new();
+    for entry in wanted {
+        match open_entry_or_unavailable(entry, true)? {
+            Opened::Pool(imported) => pools.push(imported),
+            Opened::Unavailable(gone) => unavailable.push(gone),
+        }
+    }
+    if names.is_empty() {
+        pools.sort_by(|a, b| a.spa.name.cmp(&b.spa.name));
+        unavailable.sort_by(|a, b| a.entry.name.cmp(&b.entry.name));
+    }
+    Ok((pools, unavailable))
+}
+
+/// Opens the imported pool called `name` exclusively, or says it cannot be opened
+/// (`zpool export`, `zpool destroy`).
+pub fn open_pool_or_unavailable(name: &str) -> Result<Opened, CmdError> {
+    let entries = load_cache()?;
+    let Some(entry) = entries.iter().find(|e| e.name == name) else {
+        return Err(CmdError::Fail(format!(
+            "cannot open '{name}': no such pool"
+        )));
+    };
+    open_entry_or_unavailable(entry, false)
+}
+
+/// The vdev tree of a pool that cannot be opened, from the labels of whichever of its
+/// devices are still there (read-only); `None` when none is.
+pub fn unavailable_tree(entry: &CacheEntry) -> Option<Vdev> {
+    let devices: Vec<DeviceRef> = entry
+        .paths
+        .iter()
+        .filter_map(|p| FileDevice::open_read_only(p).ok())
+        .map(|d| Arc::new(d) as DeviceRef)
+        .collect();
+    find_pools(&devices)
+        .into_iter()
+        .find(|c| c.guid.0 == entry.guid)?
+        .vdev_tree()
+        .ok()
+}
+
 /// The named pools (all when `names` is empty) for a read-only command.
 pub fn open_named_shared(names: &[String]) -> Result<Vec<Imported>, CmdError> {
     if names.is_empty() {
@@ -224,29 +302,49 @@ pub fn open_entry_shared(entry: &CacheEntry) -> Result<Imported, CmdError> {
 }
 
 fn open_entry_as(entry: &CacheEntry, shared: bool) -> Result<Imported, CmdError> {
+    match open_entry_or_unavailable(entry, shared)? {
+        Opened::Pool(imported) => Ok(imported),
+        Opened::Unavailable(gone) => Err(CmdError::Fail(gone.message)),
+    }
+}
+
+fn open_entry_or_unavailable(entry: &CacheEntry, shared: bool) -> Result<Opened, CmdError> {
     if let Some(registry) = registry::get() {
         let pool = match registry.pool(entry.guid) {
             Some(pool) => pool,
-            None => {
-                let imported = import_entry(entry)?;
-                registry.insert(entry.guid, imported.into_spa()?)
-            }
+            None => match import_entry(entry)? {
+                Ok(imported) => registry.insert(entry.guid, imported.into_spa()?),
+                Err(message) => {
+                    return Ok(Opened::Unavailable(Unavailable {
+                        entry: entry.clone(),
+                        message,
+                    }))
+                }
+            },
         };
         let spa = if shared {
             SpaHandle::Shared(pool.read_arc())
         } else {
             SpaHandle::Exclusive(pool.write_arc())
         };
-        return Ok(Imported {
+        return Ok(Opened::Pool(Imported {
             spa,
             guid: entry.guid,
-        });
+        }));
     }
-    import_entry(entry)
+    Ok(match import_entry(entry)? {
+        Ok(imported) => Opened::Pool(imported),
+        Err(message) => Opened::Unavailable(Unavailable {
+            entry: entry.clone(),
+            message,
+        }),
+    })
 }
 
-/// Imports a cached pool from its devices (exclusive locks on every device).
-fn import_entry(entry: &CacheEntry) -> Result<Imported, CmdError> {
+/// Imports a cached pool from its devices (exclusive locks on every device). `Ok(Err)`:
+/// the pool cannot be opened (UNAVAIL), with the message saying so; a device held by
+/// another process is an error of its own.
+fn import_entry(entry: &CacheEntry) -> Result<Result<Imported, String>, CmdError> {
     let name = &entry.name;
     let mut devices: Vec<DeviceRef> = Vec::new();
     for path in &entry.paths {
@@ -261,21 +359,27 @@ fn import_entry(entry: &CacheEntry) -> Result<Imported, CmdError> {
             Err(_) => continue,
         }
     }
-    let candidate = find_pools(&devices)
+    let Some(candidate) = find_pools(&devices)
         .into_iter()
         .find(|c| c.guid.0 == entry.guid)
-        .ok_or_else(|| {
-            CmdError::Fail(format!(
-                "cannot open '{name}': one or more devices is currently unavailable"
-            ))
-        })?;
-    let spa = Spa::import(&candidate, None, ARC_SIZE_BYTES_CLI)
-        .map_err(|e| CmdError::Fail(format!("cannot open '{name}': {}", spa_error_text(&e))))?;
+    else {
+        // OpenZFS's `zpool_open` of a pool its kernel could not load.
+        return Ok(Err(format!("cannot open '{name}': pool is unavailable")));
+    };
+    let spa = match Spa::import(&candidate, None, ARC_SIZE_BYTES_CLI) {
+        Ok(spa) => spa,
+        Err(SpaError::Busy(_)) => {
+            return Err(CmdError::Fail(format!(
+                "cannot open '{name}': pool is busy"
+            )))
+        }
+        Err(_) => return Ok(Err(format!("cannot open '{name}': pool is unavailable"))),
+    };
     restore_stats(&spa);
     report_replay(&spa);
     let mut spa = spa;
     destroy_interrupted_receives(&mut spa);
-    Ok(Imported::owned(entry.guid, spa))
+    Ok(Ok(Imported::owned(entry.guid, spa)))
 }
 
 /// At import, the work datasets of receives a dead process left unfinished without `-s`

@@ -279,6 +279,9 @@ fn all_names() -> Vec<String> {
         .collect()
 }
 
+/// One property of one pool for `zpool get`: (property, value, source).
+type GetRow = (String, String, String);
+
 /// `zpool get [-Hp] [-o field,…] all|prop,… [pool]…`
 pub fn cmd_get(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let parsed = getopt(args, "Hpo:")?;
@@ -313,20 +316,53 @@ pub fn cmd_get(args: &[String], ctx: &mut Ctx) -> CmdResult {
             fields = chosen;
         }
     }
-    let pools = pool::open_named_shared(&parsed.operands[1..])?;
-    let mut rows = Vec::new();
+    let (pools, unavailable) = pool::open_named_listing(&parsed.operands[1..])?;
+    // A pool that cannot be opened shows its name, guid and health (FAULTED) and '-'
+    // for the rest, as OpenZFS's `zpool_get_prop` does.
+    let mut per_pool: Vec<(String, Vec<GetRow>)> = unavailable
+        .iter()
+        .map(|gone| {
+            let values = names
+                .iter()
+                .map(|name| {
+                    let value = match name.as_str() {
+                        "name" => gone.entry.name.clone(),
+                        "guid" => gone.entry.guid.to_string(),
+                        "health" => "FAULTED".to_string(),
+                        _ => "-".to_string(),
+                    };
+                    (name.clone(), value, "-".to_string())
+                })
+                .collect();
+            (gone.entry.name.clone(), values)
+        })
+        .collect();
     for imported in &pools {
-        for name in &names {
-            let Some((value, source)) = value_of(imported, name, exact) else {
-                continue;
-            };
+        let values = names
+            .iter()
+            .filter_map(|name| {
+                let (value, source) = value_of(imported, name, exact)?;
+                Some((name.clone(), value, source.to_string()))
+            })
+            .collect();
+        per_pool.push((imported.spa.name.clone(), values));
+    }
+    let named = &parsed.operands[1..];
+    if named.is_empty() {
+        per_pool.sort_by(|a, b| a.0.cmp(&b.0));
+    } else {
+        per_pool.sort_by_key(|(pool_name, _)| named.iter().position(|n| n == pool_name));
+    }
+    let mut rows = Vec::new();
+    for (pool_name, values) in per_pool {
+        for (name, value, source) in values {
             let row: Vec<String> = fields
                 .iter()
                 .map(|field| match *field {
-                    "name" => imported.spa.name.clone(),
+                    "name" => pool_name.clone(),
                     "property" => name.clone(),
                     "value" => value.clone(),
-                    _ => source.to_string(),
+                    _ => source.clone(),
                 })
                 .collect();
             rows.push(row);

@@ -224,6 +224,99 @@ pub fn status_view(imported: &Imported) -> PoolStatusView {
     view
 }
 
+/// A row of the tree of a pool that cannot be opened: a device that is not there says
+/// `cannot open` under its path, a vdev that cannot work `insufficient replicas`.
+fn unavailable_row(vdev: &Vdev) -> VdevStatusRow {
+    let state = vdev.state();
+    let note = if vdev.is_leaf() && vdev.device.is_none() {
+        Some("cannot open".to_string())
+    } else if !vdev.is_leaf() && !state.is_usable() {
+        Some("insufficient replicas".to_string())
+    } else {
+        None
+    };
+    VdevStatusRow {
+        name: if vdev.is_leaf() {
+            vdev.path.clone()
+        } else {
+            vdev.display_name()
+        },
+        state: if vdev.is_leaf() && vdev.device.is_none() {
+            "UNAVAIL".to_string()
+        } else {
+            state.name().to_string()
+        },
+        read_errors: 0,
+        write_errors: 0,
+        checksum_errors: 0,
+        note,
+        children: vdev
+            .children
+            .iter()
+            .filter(|c| c.kind != VdevKind::Hole)
+            .map(unavailable_row)
+            .collect(),
+    }
+}
+
+/// `zpool status` of a pool that cannot be opened (OpenZFS prints its cached config as
+/// UNAVAIL with `ZPOOL_STATUS_MISSING_DEV_NR`): the tree from the labels of the devices
+/// still there, else every cached device path as a missing leaf.
+pub fn unavailable_view(gone: &pool::Unavailable) -> PoolStatusView {
+    let (mut root, logs) = match pool::unavailable_tree(&gone.entry) {
+        Some(tree) => {
+            let mut root = unavailable_row(&tree);
+            let logs: Vec<bool> = tree
+                .children
+                .iter()
+                .filter(|c| c.kind != VdevKind::Hole)
+                .map(|c| c.is_log)
+                .collect();
+            let mut normal = Vec::new();
+            let mut log_rows = Vec::new();
+            for (row, is_log) in root.children.drain(..).zip(logs) {
+                if is_log {
+                    log_rows.push(row);
+                } else {
+                    normal.push(row);
+                }
+            }
+            root.children = normal;
+            (root, log_rows)
+        }
+        None => (
+            VdevStatusRow {
+                children: gone
+                    .entry
+                    .paths
+                    .iter()
+                    .map(|path| VdevStatusRow {
+                        name: path.clone(),
+                        state: "UNAVAIL".to_string(),
+                        note: Some("cannot open".to_string()),
+                        ..VdevStatusRow::default()
+                    })
+                    .collect(),
+                ..VdevStatusRow::default()
+            },
+            Vec::new(),
+        ),
+    };
+    root.name = gone.entry.name.clone();
+    root.state = "UNAVAIL".to_string();
+    root.note = Some("insufficient replicas".to_string());
+    let mut view = PoolStatusView {
+        name: gone.entry.name.clone(),
+        state: "UNAVAIL".to_string(),
+        scan: ScanView::None,
+        root,
+        logs,
+        ..PoolStatusView::default()
+    };
+    view.set_reason(&STATUS_MISSING_DEV_NO_REPLICAS);
+    view
+}
+
 /// Replaces the unnamed `-v` lists by named ones, taking each pool with errors exclusively
 /// for the lookups; a pool being scrubbed keeps its unnamed list (the scrub shares it until
 /// it ends).
@@ -254,14 +347,20 @@ pub fn cmd_status(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let (interval, count) = interval_count(&mut names)?;
     let mut iteration = 0u64;
     loop {
-        let pools = pool::open_named_shared(&names)?;
-        if pools.is_empty() {
+        let (pools, unavailable) = pool::open_named_listing(&names)?;
+        if pools.is_empty() && unavailable.is_empty() {
             ctx.warn("no pools available\n");
             return Ok(());
         }
         ctx.print(&super::timestamp_line(timestamp));
         let mut views: Vec<PoolStatusView> = pools.iter().map(status_view).collect();
         drop(pools);
+        views.extend(unavailable.iter().map(unavailable_view));
+        if names.is_empty() {
+            views.sort_by(|a, b| a.name.cmp(&b.name));
+        } else {
+            views.sort_by_key(|v| names.iter().position(|n| *n == v.name));
+        }
         if verbose {
             name_error_paths(&mut views);
         }
@@ -290,6 +389,9 @@ pub fn cmd_status(args: &[String], ctx: &mut Ctx) -> CmdResult {
             return Ok(());
         }
         let _ = ctx.out.flush();
-        std::thread::sleep(std::time::Duration::from_secs_f64(interval));
+        // A client gone (^C) ends the command inside the daemon too.
+        if !crate::daemon::wait_interval(interval) {
+            return Ok(());
+        }
     }
 }

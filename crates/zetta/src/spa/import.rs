@@ -187,6 +187,7 @@ impl Spa {
                 .map(ScanStats::from_nvlist)
                 .unwrap_or_default(),
             dirty_bytes: 0,
+            dirty_share: Default::default(),
             zil_replayed: Vec::new(),
             import_time_secs: now_secs(),
             state: POOL_STATE_ACTIVE,

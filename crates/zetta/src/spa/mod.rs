@@ -20,6 +20,7 @@
 //! top-level vdev's metaslab array object number is in the config as `ms_array`), 2 = history, 3 = error log, 4 = the root dataset (bonus: its objset
 //! block pointer); space map arrays and space maps are allocated as needed.
 
+pub mod dirty;
 mod error;
 pub mod import;
 pub mod scan;
@@ -114,6 +115,8 @@ pub struct Spa {
     pub props: NvList,
     pub scan: ScanStats,
     pub dirty_bytes: u64,
+    /// This pool's part of the process-wide dirty budget, if there is one (`dirty`).
+    pub(crate) dirty_share: dirty::DirtyShare,
     /// What the intent log replay at import did, per dataset that had a log.
     pub zil_replayed: Vec<(String, crate::zil::ReplayReport)>,
     pub import_time_secs: u64,
@@ -303,6 +306,7 @@ impl Spa {
             props: options.props.clone(),
             scan: ScanStats::default(),
             dirty_bytes: 0,
+            dirty_share: Default::default(),
             zil_replayed: Vec::new(),
             import_time_secs: now_secs(),
             state: POOL_STATE_ACTIVE,
@@ -522,6 +526,7 @@ impl Spa {
         self.last_synced_txg = txg;
         self.open_txg = txg.next();
         self.dirty_bytes = 0;
+        self.dirty_share.publish(0);
         self.writeback_committed();
         Ok(txg)
     }
@@ -836,11 +841,13 @@ impl Spa {
             || self.datasets.values().any(|head| head.objset.is_dirty())
     }
 
-    /// Commits when enough dirty data has accumulated (the txg "dirty data max").
+    /// Commits when enough dirty data has accumulated (the txg "dirty data max"): this
+    /// pool's, or all pools' of the process when they share a budget (`dirty`).
     pub fn note_dirty(&mut self, bytes: u64) -> Result<(), SpaError> {
         self.dirty_bytes += bytes;
         self.writeback_reap(false);
-        if self.dirty_bytes >= DIRTY_BYTES_MAX {
+        let over_shared_budget = self.dirty_share.publish(self.dirty_bytes);
+        if self.dirty_bytes >= DIRTY_BYTES_MAX || over_shared_budget {
             self.sync()?;
         } else {
             self.writeback_start();

@@ -281,6 +281,7 @@ impl Spa {
             self.zio.free_block(bp, true, current);
         }
         self.dirty_bytes = self.dirty_bytes.saturating_sub(released);
+        self.dirty_share.publish(self.dirty_bytes);
         self.writeback.installed_bytes += released;
         self.writeback.discarded_blocks += unused.len() as u64;
         Ok(())

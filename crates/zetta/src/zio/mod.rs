@@ -14,6 +14,7 @@
 //! Invariant: a block pointer handed out by `write_blocks` is only referenced after every
 //! leaf write it needs has been issued; durability comes from the txg's flushes (spa).
 
+pub mod arc;
 pub mod blkptr;
 
 use crate::metaslab::Allocator;
@@ -25,7 +26,6 @@ use rayon::prelude::*;
 use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
-use zetta_arc::SharedArc;
 use zetta_zcommon::checksum::{checksum, ChecksumKind};
 use zetta_zcommon::compress::{compress, decompress, keep_compressed, Compression};
 
@@ -100,7 +100,8 @@ impl BlockKey {
     }
 }
 
-pub type Arc_ = SharedArc<BlockKey, Arc<Vec<u8>>>;
+/// A pool's ARC (its own, or its process's: see `arc`).
+pub type Arc_ = arc::PoolArc;
 
 /// What one block's verified read found.
 #[derive(Debug, Default, Clone, Copy)]
@@ -202,7 +203,7 @@ impl Zio {
         Zio {
             allocator: Mutex::new(allocator),
             log_allocator: Mutex::new(Allocator::new()),
-            arc: SharedArc::new(arc_size_bytes_max),
+            arc: arc::PoolArc::new(arc_size_bytes_max),
             errlog: Mutex::new(BTreeSet::new()),
         }
     }
