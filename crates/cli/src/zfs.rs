@@ -6,8 +6,9 @@
 //! `inherit [-rS] prop fs`, `version`; `send` and `receive` in `zfs/send.rs` and
 //! `zfs/recv.rs`. Datasets whose name holds `%` (a receive's work dataset) are hidden. A dataset name's first component is its pool, which
 //! is opened like `zpool` does (through the daemon). Properties are stored and inherited
-//! with OpenZFS's sources (`default`, `local`, `inherited from …`); making each take effect
-//! on reads and writes comes with the POSIX layer.
+//! with OpenZFS's sources (`default`, `local`, `inherited from …`); values Zetta does not
+//! act on are refused by `zetta-zprop` before anything is stored (README "What Zetta
+//! refuses").
 
 mod recv;
 mod send;

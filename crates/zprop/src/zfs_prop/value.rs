@@ -11,6 +11,9 @@
 //! typed name; index errors use the canonical name. Numbers follow `zfs_nicestrtonum`: a leading
 //! digit or `.`, decimal digits, an optional fraction (computed in floating point and truncated),
 //! then an optional suffix `B K M G T P E Z` (any case) optionally followed by `B` or `iB`.
+//! Last, `refuse_unhonoured` turns away values Zetta would store but not act on (encryption,
+//! dedup, ACLs, sharing, …) with libzfs's words for a pool that lacks the feature; the list
+//! is README's "What Zetta refuses".
 
 use super::{
     DatasetType, DisplayRule, PropType, ZfsProp, SPA_MAXBLOCKSIZE_BYTES, SPA_MINBLOCKSIZE_BYTES,
