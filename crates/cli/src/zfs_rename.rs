@@ -40,6 +40,8 @@ pub fn cmd_rename(args: &[String]) -> CmdResult {
                 "cannot rename to '{to_full}': snapshots must be part of same dataset"
             )));
         }
+        zetta_zprop::namecheck::validate_snapshot_name(&to_full, true)
+            .map_err(|e| CmdError::Fail(format!("cannot rename to '{to_full}': {e}")))?;
         let from_snap = from.split_once('@').map(|(_, s)| s).unwrap_or_default();
         let mut targets = vec![fs.to_string()];
         if parsed.has('r') {

@@ -479,6 +479,14 @@ fn no_rust_error_text() {
     let out = zfs(&lab, &["bookmark", "p@s", "p#"]);
     assert_fails(&out, 1, "cannot create bookmark 'p#': invalid argument\n");
     assert_usage(&zfs(&lab, &["inherit", "", "p"]), "invalid property ''");
+    let out = zfs(&lab, &["rename", "p@s", "p@"]);
+    assert_fails(
+        &out,
+        1,
+        "cannot rename to 'p@': empty component or misplaced '@' or '#' delimiter in name\n",
+    );
+    let out = zfs(&lab, &["diff", "p@s", "p@nosuch"]);
+    assert_fails(&out, 1, "cannot open 'p@nosuch': dataset does not exist\n");
     assert_eq!(zfs(&lab, &["bookmark", "p@s", "#b"]).code, 0);
     assert_eq!(value(&lab, "name", "p#b"), "p#b");
     // 5,000 arguments in one command reach the daemon (its request limit was 4,096).
