@@ -124,6 +124,7 @@ show export ZETTA_CACHE_FILE="$ZETTA_CACHE_FILE"
 
 heading "Three sparse ${device_size_mib} MiB files as devices"
 run truncate -s "${device_size_mib}M" "$disks/f1" "$disks/f2" "$disks/f3"
+run chmod 600 "$disks/f1" "$disks/f2" "$disks/f3"   # a vdev holds every byte: keep it private
 run ls -ls "$disks"
 
 heading "Create a two-way mirror"

@@ -94,13 +94,22 @@ fn install_links(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
         Err(e) => {
-            let _ = writeln!(err, "cannot find the zetta executable: {e}");
+            let _ = writeln!(
+                err,
+                "cannot find the zetta executable: {}",
+                zpool::pool::strerror(&e)
+            );
             return 1;
         }
     };
     let dir = std::path::Path::new(dir);
     if let Err(e) = std::fs::create_dir_all(dir) {
-        let _ = writeln!(err, "cannot create '{}': {e}", dir.display());
+        let _ = writeln!(
+            err,
+            "cannot create '{}': {}",
+            dir.display(),
+            zpool::pool::strerror(&e)
+        );
         return 1;
     }
     let mut status = 0;
@@ -118,7 +127,12 @@ fn install_links(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i
             }
             Ok(_) => {
                 if let Err(e) = std::fs::remove_file(&link) {
-                    let _ = writeln!(err, "cannot replace '{}': {e}", link.display());
+                    let _ = writeln!(
+                        err,
+                        "cannot replace '{}': {}",
+                        link.display(),
+                        zpool::pool::strerror(&e)
+                    );
                     status = 1;
                     continue;
                 }
@@ -130,7 +144,12 @@ fn install_links(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i
                 let _ = writeln!(out, "{} -> {}", link.display(), exe.display());
             }
             Err(e) => {
-                let _ = writeln!(err, "cannot create '{}': {e}", link.display());
+                let _ = writeln!(
+                    err,
+                    "cannot create '{}': {}",
+                    link.display(),
+                    zpool::pool::strerror(&e)
+                );
                 status = 1;
             }
         }

@@ -6,8 +6,9 @@
 //! `inherit [-rS] prop fs`, `version`; `send` and `receive` in `zfs/send.rs` and
 //! `zfs/recv.rs`. Datasets whose name holds `%` (a receive's work dataset) are hidden. A dataset name's first component is its pool, which
 //! is opened like `zpool` does (through the daemon). Properties are stored and inherited
-//! with OpenZFS's sources (`default`, `local`, `inherited from …`); making each take effect
-//! on reads and writes comes with the POSIX layer.
+//! with OpenZFS's sources (`default`, `local`, `inherited from …`); values Zetta does not
+//! act on are refused by `zetta-zprop` before anything is stored (README "What Zetta
+//! refuses").
 
 mod recv;
 mod send;
@@ -105,13 +106,13 @@ pub fn run_io(
         Ok(()) => 0,
         Err(CmdError::Fail(message)) => {
             if !message.is_empty() {
-                ctx.warn(&format!("{message}\n"));
+                ctx.warn(&format!("{}\n", crate::zpool::plain_words(&message)));
             }
             1
         }
         Err(CmdError::Usage(message)) => {
             if !message.is_empty() {
-                ctx.warn(&format!("{message}\n"));
+                ctx.warn(&format!("{}\n", crate::zpool::plain_words(&message)));
             }
             ctx.warn(USAGE);
             2
@@ -241,6 +242,7 @@ pub(crate) fn store(imported: &mut Imported, name: &str, set: SetValue) -> Resul
 
 /// `-p` of clone and rename: creates every missing filesystem above `name`.
 pub(crate) fn create_parents(imported: &mut Imported, name: &str) -> CmdResult {
+    check_nesting(name)?;
     let components: Vec<&str> = name.split('/').collect();
     for end in 2..components.len() {
         let partial = components[..end].join("/");
@@ -254,6 +256,17 @@ pub(crate) fn create_parents(imported: &mut Imported, name: &str) -> CmdResult {
         }
     }
     Ok(())
+}
+
+/// `dataset_nestcheck` before anything is created: a name deeper than
+/// zfs_max_dataset_nesting creates nothing (not even the parents `-p` would make).
+fn check_nesting(name: &str) -> CmdResult {
+    if zetta_zprop::namecheck::nesting_ok(name) {
+        return Ok(());
+    }
+    fail(format!(
+        "cannot create '{name}': maximum name nesting depth exceeded"
+    ))
 }
 
 /// `zfs create [-p] [-o prop=value]… fs`
@@ -271,6 +284,7 @@ fn cmd_create(args: &[String]) -> CmdResult {
     };
     zetta_zprop::namecheck::validate_dataset_name(name, true)
         .map_err(|e| CmdError::Fail(format!("cannot create '{name}': {e}")))?;
+    check_nesting(name)?;
     let settings = parse_settings(&parsed, name)?;
     let mut imported = pool::open_pool(pool_of(name)).map_err(|_| {
         CmdError::Fail(format!(
@@ -296,12 +310,16 @@ fn cmd_create(args: &[String]) -> CmdResult {
         imported.spa.create_filesystem(&partial).map_err(spa_fail)?;
     }
     store_created(&mut imported, name, settings)?;
+    if parsed.has('u') {
+        // Not mounted until `zfs mount` (the daemon mounts what is not suppressed).
+        crate::daemon::mounts::suppress(name);
+    }
     finish(&mut imported, "create", args)
 }
 
 /// `zfs snapshot [-r] fs@snap…`: every snapshot in one txg (atomic).
 fn cmd_snapshot(args: &[String]) -> CmdResult {
-    let parsed = getopt(args, "ro:")?;
+    let parsed = getopt(args, "r")?;
     if parsed.operands.is_empty() {
         return usage("missing snapshot argument");
     }
@@ -345,6 +363,13 @@ fn cmd_hold(args: &[String], hold: bool) -> CmdResult {
         let Some((fs, snap)) = full.split_once('@') else {
             return fail(format!("'{full}' is not a snapshot"));
         };
+        if tag.is_empty() {
+            // Zetta's ZAP takes no empty names: refused as libzfs words EINVAL.
+            let verb = if hold { "hold" } else { "release" };
+            return fail(format!(
+                "cannot {verb} snapshot '{full}': operation not applicable to datasets of this type"
+            ));
+        }
         let mut imported = open_dataset(fs)?;
         let mut targets = vec![full.clone()];
         if parsed.has('r') {
@@ -404,6 +429,39 @@ fn cmd_bookmark(args: &[String]) -> CmdResult {
     let [snapshot, bookmark] = parsed.operands.as_slice() else {
         return usage("missing snapshot or bookmark argument");
     };
+    if !snapshot.contains(['@', '#']) {
+        return usage(format!(
+            "invalid source name '{snapshot}': must contain a '@' or '#'"
+        ));
+    }
+    if !bookmark.contains('#') {
+        return usage(format!(
+            "invalid bookmark name '{bookmark}': must contain a '#'"
+        ));
+    }
+    // One of the two may be short (`@snap`, `#mark`): expand it from the other.
+    let dataset_of = |name: &str| name.split(['@', '#']).next().unwrap_or("").to_string();
+    let (snapshot, bookmark) = match (snapshot.starts_with(['@', '#']), bookmark.starts_with('#')) {
+        (true, true) => {
+            return usage("either source or bookmark must be specified as full dataset paths")
+        }
+        (false, true) => (
+            snapshot.clone(),
+            format!("{}{bookmark}", dataset_of(snapshot)),
+        ),
+        (true, false) => (
+            format!("{}{snapshot}", dataset_of(bookmark)),
+            bookmark.clone(),
+        ),
+        (false, false) => (snapshot.clone(), bookmark.clone()),
+    };
+    let (snapshot, bookmark) = (&snapshot, &bookmark);
+    // The kernel's dataset_namecheck answers EINVAL; zfs_do_bookmark words it so.
+    if zetta_zprop::namecheck::validate_bookmark_name(bookmark, true).is_err() {
+        return fail(format!(
+            "cannot create bookmark '{bookmark}': invalid argument"
+        ));
+    }
     let mut imported = pool::open_pool(pool_of(snapshot)).map_err(|_| missing(snapshot))?;
     imported
         .spa
@@ -428,6 +486,7 @@ fn cmd_clone(args: &[String]) -> CmdResult {
             "cannot create '{name}': source and target pools differ"
         ));
     }
+    check_nesting(name)?;
     let settings = parse_settings(&parsed, name)?;
     let mut imported = pool::open_pool(pool_of(origin)).map_err(|_| missing(origin))?;
     if parsed.has('p') {
@@ -466,7 +525,7 @@ fn cmd_rollback(args: &[String]) -> CmdResult {
 
 /// `zfs destroy [-rR] fs|fs@snap|fs#mark` (-r on a snapshot: the same name in descendants)
 fn cmd_destroy(args: &[String]) -> CmdResult {
-    let parsed = getopt(args, "fnpRrv")?;
+    let parsed = getopt(args, "fnRr")?;
     let [name] = parsed.operands.as_slice() else {
         return usage("missing dataset argument");
     };
@@ -508,6 +567,12 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
         return pool::commit(&mut imported);
     }
     let mut imported = open_dataset(name)?;
+    let is_pool = name == pool_of(name);
+    // zfs_do_destroy checks for a pool before anything else; with -r it destroys the
+    // pool's datasets and leaves the root (destroy_callback skips pools).
+    if is_pool && !parsed.has('r') && !parsed.has('R') {
+        return fail(format!("cannot destroy '{name}': operation does not apply to pools\nuse 'zfs destroy -r {name}' to destroy all datasets in the pool\nuse 'zpool destroy {name}' to destroy the pool itself"));
+    }
     let mut names = imported.spa.dataset_names().map_err(spa_fail)?;
     // Snapshots count as children too (a dataset's own, and its descendants').
     for fs in names.clone() {
@@ -548,9 +613,6 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
         }
         return fail(message);
     }
-    if name == pool_of(name) {
-        return fail(format!("cannot destroy '{name}': operation does not apply to pools\nuse 'zfs destroy -r {name}' to destroy all datasets in the pool\nuse 'zpool destroy {name}' to destroy the pool itself"));
-    }
     if parsed.has('n') {
         return Ok(());
     }
@@ -563,7 +625,7 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
     let mut victims: Vec<String> = snapshots
         .chain(filesystems)
         .map(|s| s.to_string())
-        .chain([name.clone()])
+        .chain((!is_pool).then(|| name.clone()))
         .collect();
     // A clone inside the tree (syncoid -r makes them) must go before its origin snapshot:
     // what fails is retried while each pass destroys something.
@@ -786,16 +848,34 @@ fn property(
     let Some(resolved) = resolve(props, name, prop) else {
         return Ok(None);
     };
-    let value =
+    let mut value =
         match native.and_then(|p| PropValue::from_stored(p, &resolved.value).map(|v| (p, v))) {
             Some((p, v)) => format_value(p, &v, parsable),
             None => resolved.value.clone(),
         };
+    if native == Some(ZfsProp::Mountpoint) {
+        value = with_altroot(imported.spa.props.get_str("altroot"), &value);
+    }
     let source = match resolved.source {
         Source::None => "-".to_string(),
         other => other.to_string(),
     };
     Ok(Some((value, source)))
+}
+
+/// A mountpoint as `zfs get` prints it on a pool with an alternate root
+/// (`zfs_prop_get`): the root prepended to a path, `none`/`legacy` untouched, a root of
+/// `/` adding nothing, a mountpoint of `/` adding nothing to a root.
+pub(crate) fn with_altroot(altroot: Option<&str>, mountpoint: &str) -> String {
+    let root = match altroot {
+        Some("/") | Some("-") | Some("") | None => "",
+        Some(root) => root,
+    };
+    if !mountpoint.starts_with('/') || root.is_empty() {
+        return mountpoint.to_string();
+    }
+    let rest = if mountpoint == "/" { "" } else { mountpoint };
+    format!("{root}{rest}")
 }
 
 /// A snapshot's properties: its own statistics, and its filesystem's settings.
@@ -1067,6 +1147,17 @@ fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
     } else {
         fields_arg.split(',').map(str::to_string).collect()
     };
+    // zprop_get_list: an unknown column is a usage error (user properties hold ':',
+    // written@snap and userused@who name their object).
+    for field in &fields {
+        let known = ZfsProp::from_name(field).is_some()
+            || field.contains(':')
+            || field.contains('@')
+            || field.contains('#');
+        if !known {
+            return usage(format!("bad property list: invalid property '{field}'"));
+        }
+    }
     let parsable = parsed.has('p');
     let depth = parse_depth(&parsed)?;
     let mut rows = Vec::new();
@@ -1153,16 +1244,57 @@ fn cmd_get(args: &[String], ctx: &mut Ctx) -> CmdResult {
         return usage("missing property argument");
     };
     let parsable = parsed.has('p');
-    let fields: Vec<String> = parsed
-        .values('o')
-        .last()
-        .map(|o| o.split(',').map(str::to_string).collect())
-        .unwrap_or_else(|| {
-            ["name", "property", "value", "source"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect()
-        });
+    let mut fields: Vec<String> = ["name", "property", "value", "source"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    for list in parsed.values('o') {
+        fields = Vec::new();
+        for field in list.split(',') {
+            match field {
+                "name" | "property" | "value" | "received" | "source" => {
+                    fields.push(field.to_string())
+                }
+                "all" if fields.is_empty() => {
+                    fields = ["name", "property", "value", "received", "source"]
+                        .iter()
+                        .map(|s| s.to_string())
+                        .collect();
+                }
+                "all" => return usage("\"all\" conflicts with specific fields given to -o option"),
+                _ => return usage(format!("invalid column name '{field}'")),
+            }
+        }
+    }
+    // -s: which SOURCE classes to print (all when not given).
+    let mut sources: Option<Vec<&str>> = None;
+    for list in parsed.values('s') {
+        let chosen = sources.get_or_insert_with(Vec::new);
+        for source in list.split(',') {
+            const KNOWN: [&str; 6] = [
+                "local",
+                "default",
+                "inherited",
+                "received",
+                "temporary",
+                "none",
+            ];
+            match KNOWN.iter().find(|k| **k == source) {
+                Some(known) => chosen.push(known),
+                None => return usage(format!("invalid source '{source}'")),
+            }
+        }
+    }
+    let source_wanted = |source: &str| {
+        let class = match source {
+            "-" => "none",
+            s if s.starts_with("inherited") => "inherited",
+            s => s,
+        };
+        sources
+            .as_ref()
+            .is_none_or(|chosen| chosen.contains(&class))
+    };
     let depth = parse_depth(&parsed)?;
     let mut rows = Vec::new();
     let types = parse_types(
@@ -1196,12 +1328,30 @@ fn cmd_get(args: &[String], ctx: &mut Ctx) -> CmdResult {
                 if props_arg == "all" && value == "-" && source == "-" && !prop.contains(':') {
                     continue;
                 }
+                if !source_wanted(&source) {
+                    continue;
+                }
+                // RECEIVED: the value `zfs receive` stored, whatever is in force.
+                let native = ZfsProp::from_name(&prop);
+                let received = zetta_zprop::PropSource::received(
+                    &props,
+                    &name,
+                    native.map(|p| p.name()).unwrap_or(&prop),
+                )
+                .map(|stored| {
+                    match native.and_then(|p| PropValue::from_stored(p, &stored).map(|v| (p, v))) {
+                        Some((p, v)) => format_value(p, &v, parsable),
+                        None => stored,
+                    }
+                })
+                .unwrap_or_else(|| "-".to_string());
                 let row: Vec<String> = fields
                     .iter()
                     .map(|f| match f.as_str() {
                         "name" => name.clone(),
                         "property" => prop.clone(),
                         "value" => value.clone(),
+                        "received" => received.clone(),
                         "source" => source.clone(),
                         _ => "-".to_string(),
                     })
@@ -1265,10 +1415,15 @@ fn cmd_inherit(args: &[String]) -> CmdResult {
     let [prop, name] = parsed.operands.as_slice() else {
         return usage("missing property or dataset argument");
     };
-    if let Some(native) = ZfsProp::from_name(prop) {
-        if native.is_readonly() {
-            return fail(format!("'{prop}' property is read-only"));
+    match ZfsProp::from_name(prop) {
+        Some(native) if native.is_readonly() => {
+            return fail(format!("{prop} property is read-only"));
         }
+        Some(_) => {}
+        None if !zetta_zprop::user_prop::is_user_prop_name(prop) => {
+            return usage(format!("invalid property '{prop}'"));
+        }
+        None => {}
     }
     let mut imported = open_dataset(name)?;
     let mut victims = vec![name.clone()];

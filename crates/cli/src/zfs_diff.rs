@@ -49,6 +49,20 @@ pub fn cmd_diff(args: &[String], ctx: &mut Ctx) -> CmdResult {
             _ => String::new(),
         })
         .ok_or_else(|| CmdError::Fail(format!("cannot open '{fs}': dataset does not exist")))?;
+    // Both ends must exist (zfs_open's words), before the engine is asked.
+    for end in [&from, &to].into_iter().filter(|e| e.contains('@')) {
+        let (end_fs, _) = end.split_once('@').unwrap_or_default();
+        let exists = imported
+            .spa
+            .snapshots(end_fs)
+            .map(|snapshots| snapshots.iter().any(|(name, _, _)| name == end))
+            .unwrap_or(false);
+        if !exists {
+            return Err(CmdError::Fail(format!(
+                "cannot open '{end}': dataset does not exist"
+            )));
+        }
+    }
     if !to.contains('@') {
         // Against the live filesystem: commit first (OpenZFS takes a temporary snapshot).
         imported.spa.sync().map_err(crate::zfs::spa_fail)?;
@@ -74,7 +88,8 @@ pub fn cmd_diff(args: &[String], ctx: &mut Ctx) -> CmdResult {
         }
         text.push_str(&full(&entry.path));
         if let (DiffKind::Renamed, Some(to)) = (entry.kind, &entry.new_path) {
-            text.push_str(" -> ");
+            // -H (scripted): the two names separated by a tab instead of an arrow.
+            text.push_str(if parsed.has('H') { "\t" } else { " -> " });
             text.push_str(&full(to));
         }
         text.push('\n');

@@ -81,10 +81,10 @@ pub fn specs(spa: &mut Spa) -> Result<Vec<MountSpec>, CmdError> {
         let at = match get("mountpoint").as_str() {
             "none" => Where::None,
             "legacy" => Where::Legacy,
-            path => Where::Path(match &altroot {
-                Some(root) => PathBuf::from(root).join(path.trim_start_matches('/')),
-                None => PathBuf::from(path),
-            }),
+            path => Where::Path(PathBuf::from(crate::zfs::with_altroot(
+                altroot.as_deref(),
+                path,
+            ))),
         };
         let options = MountOptions {
             readonly: get("readonly") == "on",
@@ -129,7 +129,7 @@ fn needs_daemon(verb: &str, what: &str) -> CmdError {
 /// `zfs mount`: without arguments, lists mounted filesystems; `-a` mounts every
 /// filesystem that may be; `fs` mounts one (even with canmount=noauto).
 pub fn cmd_mount(args: &[String], ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "avlOo:")?;
+    let parsed = getopt(args, "aO")?;
     if parsed.operands.is_empty() && !parsed.has('a') {
         for (name, path) in mounts::mounted_list() {
             ctx.print(&format!("{name:<30}  {}\n", path.display()));
@@ -155,7 +155,7 @@ pub fn cmd_mount(args: &[String], ctx: &mut Ctx) -> CmdResult {
 
 /// `zfs unmount [-f] -a | fs | mountpoint`.
 pub fn cmd_unmount(args: &[String]) -> CmdResult {
-    let parsed = getopt(args, "afu")?;
+    let parsed = getopt(args, "af")?;
     if crate::daemon::registry::get().is_none() {
         let what = parsed.operands.first().cloned().unwrap_or_default();
         return Err(needs_daemon("unmount", &what));

@@ -5,10 +5,10 @@
 
 use crate::zfs::{finish, spa_fail};
 use crate::zpool::pool;
-use crate::zpool::{getopt, usage, CmdError, CmdResult};
+use crate::zpool::{fail, getopt, usage, CmdError, CmdResult};
 
 pub fn cmd_rename(args: &[String]) -> CmdResult {
-    let parsed = getopt(args, "fnpru")?;
+    let parsed = getopt(args, "fpr")?;
     let [from, to] = parsed.operands.as_slice() else {
         return usage(if parsed.operands.len() < 2 {
             "missing target dataset argument"
@@ -17,7 +17,16 @@ pub fn cmd_rename(args: &[String]) -> CmdResult {
         });
     };
     let pool_name = from.split(['/', '@']).next().unwrap_or(from);
+    if parsed.has('r') && !from.contains('@') {
+        return usage("source dataset for recursive rename must be a snapshot");
+    }
+    if from == to {
+        return Ok(());
+    }
     let mut imported = pool::open_pool(pool_name)?;
+    if !from.contains('@') {
+        check_target(from, to)?;
+    }
     if let Some((fs, _)) = from.split_once('@') {
         // The new name may be given whole (`fs@b`) or as the part after '@' (`b`).
         let to_full = if to.contains('@') {
@@ -31,6 +40,8 @@ pub fn cmd_rename(args: &[String]) -> CmdResult {
                 "cannot rename to '{to_full}': snapshots must be part of same dataset"
             )));
         }
+        zetta_zprop::namecheck::validate_snapshot_name(&to_full, true)
+            .map_err(|e| CmdError::Fail(format!("cannot rename to '{to_full}': {e}")))?;
         let from_snap = from.split_once('@').map(|(_, s)| s).unwrap_or_default();
         let mut targets = vec![fs.to_string()];
         if parsed.has('r') {
@@ -67,4 +78,32 @@ pub fn cmd_rename(args: &[String]) -> CmdResult {
     }
     imported.spa.rename_filesystem(from, to).map_err(spa_fail)?;
     finish(&mut imported, "rename", args)
+}
+
+/// `zfs_rename`'s checks of a filesystem's new name, in its order, before anything is
+/// unmounted or created: a name with a parent (`check_parents`), in the same pool, not
+/// below itself. A pool's root dataset always fails one of them, as in OpenZFS.
+fn check_target(from: &str, to: &str) -> CmdResult {
+    let Some((to_parent, _)) = to.rsplit_once('/') else {
+        return fail(format!("cannot create '{to}': missing dataset name"));
+    };
+    let to_pool = to_parent.split('/').next().unwrap_or(to_parent);
+    let from_pool = from.split('/').next().unwrap_or(from);
+    if to_pool != from_pool {
+        if !pool::load_cache()?
+            .iter()
+            .any(|entry| entry.name == to_pool)
+        {
+            return fail(format!("cannot create '{to}': no such pool '{to_pool}'"));
+        }
+        return fail(format!(
+            "cannot rename to '{to}': datasets must be within same pool"
+        ));
+    }
+    if to.starts_with(&format!("{from}/")) {
+        return fail(format!(
+            "cannot rename to '{to}': New dataset name cannot be a descendant of current dataset name"
+        ));
+    }
+    Ok(())
 }

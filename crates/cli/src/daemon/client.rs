@@ -6,6 +6,7 @@ use super::protocol::{
     REQUEST_FLAG_STDIN_TERMINAL, REQUEST_FLAG_STDOUT_TERMINAL, STDIN_CHUNK_MAX,
 };
 use super::{run_dir, socket_path};
+use crate::zpool::pool::strerror;
 use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::UnixStream;
@@ -93,10 +94,16 @@ fn start_daemon() -> Result<(), String> {
 
 /// Runs `args` (argv[0] = "zpool" or "zfs") in the daemon, relaying its output.
 pub fn forward(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    if !protocol::request_fits(args) {
+        // strerror(E2BIG), as a shell reports a command line execve(2) refused.
+        let front = args.first().map(String::as_str).unwrap_or("zetta");
+        let _ = writeln!(err, "{front}: Argument list too long");
+        return 1;
+    }
     let stream = match connect() {
         Ok(stream) => stream,
         Err(why) => {
-            let _ = writeln!(err, "{why}");
+            let _ = writeln!(err, "{}", crate::zpool::plain_words(&why));
             return 1;
         }
     };
@@ -158,7 +165,7 @@ pub fn forward(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32
                 return 1;
             }
             Err(e) => {
-                let _ = writeln!(err, "the zetta daemon went away: {e}");
+                let _ = writeln!(err, "the zetta daemon went away: {}", strerror(&e));
                 return 1;
             }
         }
@@ -183,7 +190,7 @@ fn read_chunk(stdin: &mut dyn Read, want: usize, err: &mut dyn Write) -> Vec<u8>
             Ok(n) => filled += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                let _ = writeln!(err, "cannot read standard input: {e}");
+                let _ = writeln!(err, "cannot read standard input: {}", strerror(&e));
                 break;
             }
         }

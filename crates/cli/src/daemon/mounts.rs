@@ -644,6 +644,8 @@ pub fn prepare(args: &[String]) -> Result<(), String> {
             for name in operands
                 .iter()
                 .filter(|n| !n.contains('@') && !n.contains('#'))
+                // A pool's root without -r/-R is refused by the command itself.
+                .filter(|n| n.contains('/') || flags.contains('r') || flags.contains('R'))
             {
                 unmount_tree(name, force)?;
             }
@@ -678,7 +680,8 @@ pub fn prepare(args: &[String]) -> Result<(), String> {
             }
         }
         ("zfs", "rename") => {
-            if let Some(name) = operands.first() {
+            // Renaming a pool's root is refused by the command itself.
+            if let Some(name) = operands.first().filter(|n| n.contains('/')) {
                 unmount_tree(name, force)?;
             }
         }

@@ -19,8 +19,13 @@
 
 use std::io::{Read, Write};
 
-pub const ARGS_MAX: u32 = 4096;
+/// As many arguments as execve(2) can pass (its 2 MiB default holds ~1M one-byte words);
+/// what a request may carry in all is bounded by `REQUEST_LEN_MAX`.
+pub const ARGS_MAX: u32 = 1 << 20;
 pub const ARG_LEN_MAX: u32 = 1 << 20;
+/// Total argument bytes of one request (Linux allows at most a quarter of the stack
+/// limit, 2 MiB by default).
+pub const REQUEST_LEN_MAX: u64 = 16 << 20;
 pub const FRAME_LEN_MAX: u32 = 64 << 20;
 pub const FRAME_STDOUT: u8 = 1;
 pub const FRAME_STDERR: u8 = 2;
@@ -42,6 +47,13 @@ fn read_u32(stream: &mut dyn Read) -> std::io::Result<u32> {
     Ok(u32::from_le_bytes(word))
 }
 
+/// Whether `args` fit in one request (what `read_request` accepts).
+pub fn request_fits(args: &[String]) -> bool {
+    args.len() <= ARGS_MAX as usize
+        && args.iter().all(|arg| arg.len() <= ARG_LEN_MAX as usize)
+        && args.iter().map(|arg| arg.len() as u64).sum::<u64>() <= REQUEST_LEN_MAX
+}
+
 pub fn write_request(stream: &mut dyn Write, args: &[String], flags: u32) -> std::io::Result<()> {
     let mut bytes = Vec::new();
     bytes.extend_from_slice(&(args.len() as u32).to_le_bytes());
@@ -60,10 +72,12 @@ pub fn read_request(stream: &mut dyn Read) -> std::io::Result<(Vec<String>, u32)
     if argc == 0 || argc > ARGS_MAX {
         return Err(invalid("bad argument count"));
     }
-    let mut args = Vec::with_capacity(argc as usize);
+    let mut args = Vec::with_capacity((argc as usize).min(1024));
+    let mut total_len = 0u64;
     for _ in 0..argc {
         let len = read_u32(stream)?;
-        if len > ARG_LEN_MAX {
+        total_len += u64::from(len);
+        if len > ARG_LEN_MAX || total_len > REQUEST_LEN_MAX {
             return Err(invalid("argument too long"));
         }
         let mut bytes = vec![0u8; len as usize];

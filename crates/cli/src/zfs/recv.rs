@@ -41,7 +41,7 @@ fn read_chunk(input: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
 
 /// `zfs receive …`
 pub(super) fn cmd_receive(args: &[String], io: &mut CommandIo<'_>, ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "AcCdeFhMno:suvx:")?;
+    let parsed = getopt(args, "AdeFhno:suvx:")?;
     if parsed.has('A') {
         let [fs] = parsed.operands.as_slice() else {
             return usage("missing filesystem argument");
@@ -71,7 +71,16 @@ pub(super) fn cmd_receive(args: &[String], io: &mut CommandIo<'_>, ctx: &mut Ctx
         let Some((prop, value)) = option.split_once('=') else {
             return usage("missing '=' for property=value argument");
         };
-        let stored = match validate(&target, prop, value, true)? {
+        // Checked before any stream is read: a refused value receives nothing.
+        let checked = validate(&target, prop, value, true).map_err(|e| match e {
+            CmdError::Fail(message) => CmdError::Fail(message.replacen(
+                &format!("cannot create '{target}'"),
+                "cannot receive new filesystem stream",
+                1,
+            )),
+            other => other,
+        })?;
+        let stored = match checked {
             SetValue::Native(prop, value) => (prop.name().to_string(), value.to_stored()),
             SetValue::User { name, value } => (name, value),
         };

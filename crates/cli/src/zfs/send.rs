@@ -75,7 +75,7 @@ fn clock() -> String {
 
 /// `zfs send …`
 pub(super) fn cmd_send(args: &[String], io: &mut CommandIo<'_>, ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "DLPRbcehi:I:npst:vVw")?;
+    let parsed = getopt(args, "DLPRcehi:I:npt:vVw")?;
     let dry_run = parsed.has('n');
     let verbose = parsed.has('v') || parsed.has('P');
     let parsable = parsed.has('P');

@@ -62,7 +62,7 @@ fn spec_tree(groups: &[VdevSpecGroup], class: VdevClass, indent: usize) -> Strin
 
 /// `zpool create [-fn] [-o p=v]… [-O p=v]… [-m mnt] [-R root] pool vdev…`
 pub fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "fndo:O:m:R:t:")?;
+    let parsed = getopt(args, "fno:O:m:R:")?;
     let force = parsed.has('f');
     let Some(name) = parsed.operands.first() else {
         return usage("missing pool name argument");
@@ -98,6 +98,9 @@ pub fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
         let Some((key, value)) = split_prop(&option) else {
             return fail("missing '=' for -O option");
         };
+        // Checked before any device is written (zpool_create runs zfs_valid_proplist and
+        // zfs_crypto_create first): a refused value leaves no pool behind.
+        crate::zfs::validate(name, key, value, true)?;
         pool_props.set_str(&format!("fs:{key}"), value);
     }
     if let Some(root) = parsed.last('R') {
@@ -264,7 +267,7 @@ fn pool_tree(vdev: &Vdev, indent: usize, logs: bool, out: &mut String) {
 
 /// `zpool add [-fn] [-o ashift=N] pool vdev…`
 pub fn cmd_add(args: &[String], ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "afgLnPo:")?;
+    let parsed = getopt(args, "fnPo:")?;
     let force = parsed.has('f');
     let Some(name) = parsed.operands.first() else {
         return usage("missing pool name argument");
@@ -351,7 +354,7 @@ fn add_cache(imported: &mut Imported, groups: &[VdevSpecGroup], action: &str) ->
 /// `zpool remove pool device…`: cache devices and top-level log vdevs (data vdevs hold
 /// blocks that would have to move, which Zetta does not do).
 pub fn cmd_remove(args: &[String], _ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "npsw")?;
+    let parsed = getopt(args, "")?;
     let (name, devices) = match parsed.operands.split_first() {
         None => return usage("missing pool name argument"),
         Some((_, [])) => return usage("missing device"),
@@ -405,8 +408,22 @@ pub fn cmd_labelclear(args: &[String], _ctx: &mut Ctx) -> CmdResult {
         [vdev] => vdev,
         _ => return usage("too many arguments"),
     };
-    if let Err(e) = std::fs::metadata(vdev) {
+    // zpool_do_labelclear opens the device read-write first (EISDIR for a directory).
+    if let Err(e) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(vdev)
+    {
         return fail(format!("failed to open {vdev}: {}", pool::strerror(&e)));
+    }
+    // zpool_clear_label zeroes only valid labels, and fails when it finds none: a file or
+    // disk that is not a vdev is never touched, with or without -f. Label areas that are
+    // already zero (a device `zpool detach` let go) have nothing left to clear.
+    if !pool::has_label(vdev) {
+        if pool::labels_zeroed(vdev) {
+            return Ok(());
+        }
+        return fail(format!("failed to clear label for {vdev}"));
     }
     if let Some((name, guid, state)) = pool::label_owner(vdev) {
         let imported = pool::load_cache()?.iter().any(|e| e.guid == guid);

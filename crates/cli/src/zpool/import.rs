@@ -116,7 +116,7 @@ pub fn show_import(candidate: &ImportCandidate) -> String {
 
 /// `zpool import [-d dir]… [-D] [-f] [-N] [-R root] [-o prop=v]… [-a | pool|id [newpool]]`
 pub fn cmd_import(args: &[String], ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "ac:d:DfFlmnNo:R:sT:X")?;
+    let parsed = getopt(args, "ad:DfNo:R:")?;
     let mut dirs = parsed.values('d');
     if dirs.is_empty() {
         dirs.push("/dev".to_string());
@@ -268,7 +268,7 @@ fn found_paths(vdev: &mut Vdev) {
 
 /// `zpool export [-af] pool…`
 pub fn cmd_export(args: &[String], _ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "afF")?;
+    let parsed = getopt(args, "af")?;
     let names: Vec<String> = if parsed.has('a') {
         pool::load_cache()?.into_iter().map(|e| e.name).collect()
     } else if parsed.operands.is_empty() {

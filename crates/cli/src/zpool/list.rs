@@ -88,7 +88,7 @@ fn vdev_lines(imported: &Imported, names: &[String], exact: bool) -> Vec<PoolLis
 
 /// `zpool list [-gHLpPv] [-o prop,…] [pool]… [interval [count]]`
 pub fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "gHLpPvo:T:j")?;
+    let parsed = getopt(args, "HpPvo:T:")?;
     let scripted = parsed.has('H');
     let exact = parsed.has('p');
     let verbose = parsed.has('v');
@@ -102,6 +102,7 @@ pub fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
             return usage(format!("bad property list: invalid property '{name}'"));
         }
     }
+    let timestamp = super::timestamp_format(&parsed)?;
     let mut pool_names = parsed.operands.clone();
     let (interval, count) = interval_count(&mut pool_names)?;
     let name_refs: Vec<&str> = given.iter().map(String::as_str).collect();
@@ -109,6 +110,7 @@ pub fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let mut iteration = 0u64;
     loop {
         let (pools, unavailable) = pool::open_named_listing(&pool_names)?;
+        ctx.print(&super::timestamp_line(timestamp));
         if pools.is_empty() && unavailable.is_empty() && !scripted {
             ctx.print("no pools available\n");
             return Ok(());
@@ -275,13 +277,14 @@ fn rates(now: &IostatPool, previous: Option<&IostatPool>, secs: u64) -> IostatPo
 
 /// `zpool iostat [-v] [-Hpy] [pool]… [interval [count]]`
 pub fn cmd_iostat(args: &[String], ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "c:ghHlLnpPqrTvwy")?;
+    let parsed = getopt(args, "HpPvyT:")?;
     let options = IostatOptions {
         verbose: parsed.has('v'),
         scripted: parsed.has('H'),
         exact_numbers: parsed.has('p'),
     };
     let skip_first = parsed.has('y');
+    let timestamp = super::timestamp_format(&parsed)?;
     let mut names = parsed.operands.clone();
     let (interval, count) = interval_count(&mut names)?;
     let mut previous: Option<Vec<IostatPool>> = None;
@@ -317,6 +320,7 @@ pub fn cmd_iostat(args: &[String], ctx: &mut Ctx) -> CmdResult {
             })
             .collect();
         if !(skip_first && iteration == 0) {
+            ctx.print(&super::timestamp_line(timestamp));
             if printed == 0 || options.verbose {
                 ctx.print(&format_iostat(&reports, options));
             } else {

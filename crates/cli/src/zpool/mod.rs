@@ -182,6 +182,26 @@ fn print_full_usage(stream: &mut dyn Write) {
     let _ = stream.write_all(text.as_bytes());
 }
 
+/// A failure message as libzfs words it: Rust's `std::io::Error` prints strerror's words
+/// followed by ` (os error N)`, libzfs prints the words alone.
+pub fn plain_words(message: &str) -> String {
+    let mut text = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find(" (os error ") {
+        let after = &rest[at + " (os error ".len()..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 0 && after[digits..].starts_with(')') {
+            text.push_str(&rest[..at]);
+            rest = &after[digits + 1..];
+        } else {
+            text.push_str(&rest[..at + 1]);
+            rest = &rest[at + 1..];
+        }
+    }
+    text.push_str(rest);
+    text
+}
+
 /// `zpool ARGS…`: runs one subcommand and returns the exit code.
 pub fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     let Some(name) = args.first() else {
@@ -208,13 +228,13 @@ pub fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         Ok(()) => 0,
         Err(CmdError::Fail(message)) => {
             if !message.is_empty() {
-                ctx.warn(&format!("{message}\n"));
+                ctx.warn(&format!("{}\n", plain_words(&message)));
             }
             1
         }
         Err(CmdError::Usage(message)) => {
             if !message.is_empty() {
-                ctx.warn(&format!("{message}\n"));
+                ctx.warn(&format!("{}\n", plain_words(&message)));
             }
             ctx.warn(&format!("usage:\n{synopsis}"));
             2
@@ -312,6 +332,52 @@ pub fn split_prop(word: &str) -> Option<(&str, &str)> {
     word.split_once('=')
 }
 
+/// `-T u|d` of status, list and iostat (`get_timestamp_arg`): any other letter is a bare
+/// usage error, as in OpenZFS.
+pub fn timestamp_format(parsed: &Parsed) -> Result<Option<char>, CmdError> {
+    match parsed.last('T').as_deref() {
+        None => Ok(None),
+        Some("u") => Ok(Some('u')),
+        Some("d") => Ok(Some('d')),
+        Some(_) => usage(""),
+    }
+}
+
+/// `print_timestamp`: epoch seconds (`u`) or the C locale's date(1) format (`d`), one line.
+pub fn timestamp_line(format: Option<char>) -> String {
+    let Some(format) = format else {
+        return String::new();
+    };
+    let now_secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as libc::time_t)
+        .unwrap_or(0);
+    if format == 'u' {
+        return format!("{now_secs}\n");
+    }
+    // nl_langinfo(_DATE_FMT) in the C locale.
+    let pattern = c"%a %b %e %H:%M:%S %Z %Y";
+    let mut buffer = [0u8; 64];
+    // SAFETY: `tm` is filled by localtime_r before use; strftime writes at most
+    // buffer.len() bytes and returns how many it wrote.
+    let written = unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&now_secs, &mut tm).is_null() {
+            return String::new();
+        }
+        libc::strftime(
+            buffer.as_mut_ptr().cast(),
+            buffer.len(),
+            pattern.as_ptr(),
+            &tm,
+        )
+    };
+    match written {
+        0 => String::new(),
+        n => format!("{}\n", String::from_utf8_lossy(&buffer[..n])),
+    }
+}
+
 /// Parses trailing `interval [count]` operands (status, iostat, list).
 pub fn interval_count(operands: &mut Vec<String>) -> Result<(Option<f64>, Option<u64>), CmdError> {
     let is_number = |w: &String| w.parse::<f64>().is_ok_and(|v| v.is_finite() && v >= 0.0);
@@ -366,6 +432,19 @@ mod tests {
             Err(CmdError::Usage(m)) => assert_eq!(m, "missing argument for 'o' option"),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// Rust's " (os error N)" never reaches users (issue 21 item 21).
+    #[test]
+    fn plain_words_drop_os_error_suffixes() {
+        assert_eq!(
+            plain_words("cannot open '/x': Is a directory (os error 21)"),
+            "cannot open '/x': Is a directory"
+        );
+        assert_eq!(
+            plain_words("a (os error 13) and b (os error x)"),
+            "a and b (os error x)"
+        );
     }
 
     /// `zpool iostat tank 1 3` takes the two trailing numbers as interval and count.

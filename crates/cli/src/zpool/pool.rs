@@ -516,6 +516,33 @@ pub fn commit(imported: &mut Imported) -> Result<(), CmdError> {
 }
 
 /// The pool a device's label names: (pool name, pool guid, pool state).
+/// Whether the device carries at least one valid label (any pool, any state).
+pub fn has_label(path: &str) -> bool {
+    FileDevice::open_read_only(path)
+        .ok()
+        .and_then(|device| label::read_config(&device))
+        .is_some()
+}
+
+/// Whether all four label areas of the device hold only zeros: what Zetta's `zpool
+/// detach` leaves (OpenZFS's leaves a txg-0 label that `labelclear` then clears).
+pub fn labels_zeroed(path: &str) -> bool {
+    let Ok(device) = FileDevice::open_read_only(path) else {
+        return false;
+    };
+    let size = device.size_bytes();
+    if size < label::LABEL_COUNT as u64 * label::LABEL_SIZE_BYTES {
+        return false;
+    }
+    let mut area = vec![0u8; label::LABEL_SIZE_BYTES as usize];
+    (0..label::LABEL_COUNT).all(|index| {
+        device
+            .read_at(label::label_offset(index, size), &mut area)
+            .is_ok()
+            && area.iter().all(|&byte| byte == 0)
+    })
+}
+
 pub fn label_owner(path: &str) -> Option<(String, u64, u64)> {
     let device = FileDevice::open_read_only(path).ok()?;
     let (config, _) = label::read_config(&device)?;
@@ -576,8 +603,13 @@ pub fn leaf_kind(word: &str) -> Result<VdevKind, VdevSpecError> {
             use std::os::unix::fs::FileTypeExt;
             if meta.file_type().is_block_device() {
                 Ok(VdevKind::Disk)
-            } else {
+            } else if meta.is_file() {
                 Ok(VdevKind::File)
+            } else {
+                // make_leaf_vdev: directories, fifos, character devices.
+                Err(VdevSpecError::Device(format!(
+                    "cannot use '{word}': must be a block device or regular file"
+                )))
             }
         }
     }

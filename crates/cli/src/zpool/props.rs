@@ -136,12 +136,16 @@ pub fn validate(name: &str, value: &str, phase: Phase) -> Result<(), String> {
         if !allowed.contains(&value) {
             return Err(format!("property '{name}' can only be set to 'enabled'"));
         }
+        if value == "disabled" {
+            // Zetta's feature set is fixed: a pool without one is not something it makes.
+            return Err(POOL_NOTSUP.to_string());
+        }
         return Ok(());
     }
     let Some((_, kind, _)) = POOL_PROPS.iter().find(|(n, _, _)| *n == name) else {
         return Err(format!("invalid property '{name}'"));
     };
-    match kind {
+    let checked = match kind {
         Kind::ReadOnly => Err(format!("'{name}' is readonly")),
         Kind::CreateOnly if phase == Phase::Set => Err(format!(
             "property '{name}' can only be set during pool creation or import"
@@ -174,6 +178,28 @@ pub fn validate(name: &str, value: &str, phase: Phase) -> Result<(), String> {
             _ => Ok(()),
         },
         _ => Ok(()),
+    };
+    checked?;
+    if pool_value_unhonoured(name, value) {
+        return Err(POOL_NOTSUP.to_string());
+    }
+    Ok(())
+}
+
+/// libzfs's words when the kernel answers ENOTSUP for a pool (`EZFS_POOL_NOTSUP`).
+const POOL_NOTSUP: &str = "operation not supported on this type of pool";
+
+/// Pool property values Zetta would store but not act on, refused rather than ignored
+/// (README "What Zetta refuses"): a cache file other than its own, automatic replace and
+/// trim, failure modes other than waiting, snapshots in `zfs list`, multihost protection,
+/// read-only import, feature compatibility sets. The defaults pass.
+fn pool_value_unhonoured(name: &str, value: &str) -> bool {
+    match name {
+        "cachefile" => !value.is_empty(),
+        "autoreplace" | "autotrim" | "listsnapshots" | "multihost" | "readonly" => value == "on",
+        "failmode" => value != "wait",
+        "compatibility" => value != "off",
+        _ => false,
     }
 }
 
@@ -258,7 +284,7 @@ type GetRow = (String, String, String);
 
 /// `zpool get [-Hp] [-o field,…] all|prop,… [pool]…`
 pub fn cmd_get(args: &[String], ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "Hpo:j")?;
+    let parsed = getopt(args, "Hpo:")?;
     let scripted = parsed.has('H');
     let exact = parsed.has('p');
     let Some(list) = parsed.operands.first() else {
@@ -414,7 +440,7 @@ pub fn cmd_sync(args: &[String], _ctx: &mut Ctx) -> CmdResult {
 }
 
 pub fn cmd_history(args: &[String], ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "il")?;
+    let parsed = getopt(args, "")?;
     let mut pools = pool::open_named(&parsed.operands)?;
     if pools.is_empty() {
         ctx.warn("no pools available\n");
@@ -457,7 +483,13 @@ mod tests {
             validate("ashift", "17", Phase::Create).unwrap_err(),
             "property 'ashift' number 17 is invalid, only values between 9 and 16 are allowed."
         );
-        assert!(validate("failmode", "continue", Phase::Set).is_ok());
+        assert!(validate("failmode", "wait", Phase::Set).is_ok());
+        // Stored but not acted on: refused (issue 21 item 1).
+        assert_eq!(
+            validate("failmode", "continue", Phase::Set).unwrap_err(),
+            "operation not supported on this type of pool"
+        );
+        assert!(validate("cachefile", "/tmp/x.cache", Phase::Create).is_err());
     }
 
     /// History lines carry `YYYY-MM-DD.HH:MM:SS`, 19 characters, whatever the zone.

@@ -338,10 +338,11 @@ fn is_unhealthy(view: &PoolStatusView) -> bool {
 
 /// `zpool status [-vxpP] [pool]… [interval [count]]`
 pub fn cmd_status(args: &[String], ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "c:DdegiLPpstvxT:j")?;
+    let parsed = getopt(args, "PpvxT:")?;
     let verbose = parsed.has('v');
     let exact = parsed.has('p');
     let only_unhealthy = parsed.has('x');
+    let timestamp = super::timestamp_format(&parsed)?;
     let mut names = parsed.operands.clone();
     let (interval, count) = interval_count(&mut names)?;
     let mut iteration = 0u64;
@@ -351,6 +352,7 @@ pub fn cmd_status(args: &[String], ctx: &mut Ctx) -> CmdResult {
             ctx.warn("no pools available\n");
             return Ok(());
         }
+        ctx.print(&super::timestamp_line(timestamp));
         let mut views: Vec<PoolStatusView> = pools.iter().map(status_view).collect();
         drop(pools);
         views.extend(unavailable.iter().map(unavailable_view));

@@ -28,7 +28,7 @@ fn find_leaf<'a>(root: &'a Vdev, name: &str) -> Option<&'a Vdev> {
 
 /// `zpool attach [-fsw] [-o ashift=N] pool device new_device`
 pub fn cmd_attach(args: &[String], _ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "fswo:")?;
+    let parsed = getopt(args, "f")?;
     let (name, old, new) = match parsed.operands.as_slice() {
         [] => return usage("missing pool name argument"),
         [_] => return usage("missing <device> specification"),
@@ -53,7 +53,7 @@ pub fn cmd_attach(args: &[String], _ctx: &mut Ctx) -> CmdResult {
 
 /// `zpool replace [-fsw] pool device [new_device]`
 pub fn cmd_replace(args: &[String], _ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "fswo:")?;
+    let parsed = getopt(args, "f")?;
     let (name, old, new) = match parsed.operands.as_slice() {
         [] => return usage("missing pool name argument"),
         [_] => return usage("missing <device> specification"),
@@ -114,7 +114,7 @@ fn pool_and_devices(parsed: &super::Parsed) -> Result<(&String, &[String]), CmdE
 
 /// `zpool offline [-ft] pool device…`
 pub fn cmd_offline(args: &[String], _ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "ft")?;
+    let parsed = getopt(args, "")?;
     let (name, devices) = pool_and_devices(&parsed)?;
     let mut imported = pool::open_pool(name)?;
     let mut result = Ok(());
@@ -134,7 +134,7 @@ pub fn cmd_offline(args: &[String], _ctx: &mut Ctx) -> CmdResult {
 
 /// `zpool online [-e] pool device…`
 pub fn cmd_online(args: &[String], ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "ef")?;
+    let parsed = getopt(args, "e")?;
     let (name, devices) = pool_and_devices(&parsed)?;
     let mut imported = pool::open_pool(name)?;
     let mut result = Ok(());
@@ -164,7 +164,7 @@ pub fn cmd_online(args: &[String], ctx: &mut Ctx) -> CmdResult {
 
 /// `zpool clear pool [device]`
 pub fn cmd_clear(args: &[String], _ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "FnX")?;
+    let parsed = getopt(args, "")?;
     let (name, device) = match parsed.operands.as_slice() {
         [] => return usage("missing pool name"),
         [name] => (name, None),
@@ -194,7 +194,7 @@ pub fn cmd_clear(args: &[String], _ctx: &mut Ctx) -> CmdResult {
 
 /// `zpool scrub [-s | -p] [-w] pool…`
 pub fn cmd_scrub(args: &[String], _ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "spweCt")?;
+    let parsed = getopt(args, "spw")?;
     if parsed.has('s') && parsed.has('p') {
         return usage("invalid option combination: -s and -p are mutually exclusive");
     }

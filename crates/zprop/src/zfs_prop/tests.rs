@@ -494,11 +494,16 @@ fn validate_set_messages() {
         ..fs_set()
     };
     assert_eq!(
-        validate_set("casesensitivity", "mixed", creating),
+        validate_set("casesensitivity", "sensitive", creating),
         Ok(SetValue::Native(
             ZfsProp::Casesensitivity,
-            PropValue::Index("mixed")
+            PropValue::Index("sensitive")
         ))
+    );
+    // Name folding is not built: refused at creation, not stored and ignored (issue 21).
+    assert_eq!(
+        validate_set("casesensitivity", "mixed", creating),
+        Err(PropError::NotHonoured { creating: true })
     );
     assert_eq!(
         validate_set("syncoid:sync", "false", snapshot),
@@ -514,6 +519,59 @@ fn validate_set_messages() {
             PropValue::Number(MIB)
         ))
     );
+}
+
+// Values Zetta would store and not honour are refused with libzfs's words (issue 21):
+// encryption parameters as on a pool without the encryption feature, the rest as ENOTSUP.
+#[test]
+fn unhonoured_values_are_refused() {
+    let creating = SetTarget {
+        creating: true,
+        ..fs_set()
+    };
+    for (prop, value) in [
+        ("encryption", "on"),
+        ("keyformat", "raw"),
+        ("keylocation", "prompt"),
+        ("pbkdf2iters", "200000"),
+    ] {
+        assert_eq!(
+            validate_set(prop, value, creating).unwrap_err().to_string(),
+            "Encryption feature not enabled."
+        );
+    }
+    assert_eq!(
+        set_error("keylocation", "prompt", fs_set()),
+        "keylocation must be 'none' for unencrypted datasets"
+    );
+    assert_eq!(
+        set_error("dedup", "on", fs_set()),
+        "pool and or dataset must be upgraded to set this property or value"
+    );
+    assert_eq!(
+        set_error("checksum", "skein", fs_set()),
+        "pool and or dataset must be upgraded to set this property or value"
+    );
+    assert_eq!(
+        validate_set("acltype", "posixacl", creating)
+            .unwrap_err()
+            .to_string(),
+        "pool must be upgraded to set this property or value"
+    );
+    for (prop, value) in [
+        ("dedup", "off"),
+        ("acltype", "off"),
+        ("sharenfs", "off"),
+        ("encryption", "off"),
+        ("keylocation", "none"),
+        ("snapshot_limit", "none"),
+        ("logbias", "throughput"),
+    ] {
+        assert!(
+            validate_set(prop, value, creating).is_ok(),
+            "{prop}={value}"
+        );
+    }
 }
 
 // volsize on an existing volume: multiple of volblocksize, not zero.

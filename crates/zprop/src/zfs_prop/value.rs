@@ -11,6 +11,9 @@
 //! typed name; index errors use the canonical name. Numbers follow `zfs_nicestrtonum`: a leading
 //! digit or `.`, decimal digits, an optional fraction (computed in floating point and truncated),
 //! then an optional suffix `B K M G T P E Z` (any case) optionally followed by `B` or `iB`.
+//! Last, `refuse_unhonoured` turns away values Zetta would store but not act on (encryption,
+//! dedup, ACLs, sharing, …) with libzfs's words for a pool that lacks the feature; the list
+//! is README's "What Zetta refuses".
 
 use super::{
     DatasetType, DisplayRule, PropType, ZfsProp, SPA_MAXBLOCKSIZE_BYTES, SPA_MINBLOCKSIZE_BYTES,
@@ -170,6 +173,17 @@ pub enum PropError {
     UserValueTooLong,
     /// A real OpenZFS value this implementation does not provide (zcommon's sentence).
     Unsupported(PropertyError),
+    /// An encryption property at creation: the pool lacks the encryption feature
+    /// (`zfs_crypto_create`'s sentence; Zetta has no native encryption).
+    EncryptionNotEnabled,
+    /// `zfs set keylocation=…` other than `none`: every dataset is unencrypted.
+    KeylocationUnencrypted,
+    /// A value Zetta would store but not honour (dedup, POSIX ACLs, sharing, …): refused
+    /// with the words libzfs prints when the kernel answers ENOTSUP — at creation
+    /// (`zfs_create`) or on a set (`zfs_setprop_error`).
+    NotHonoured {
+        creating: bool,
+    },
 }
 
 /// The `EZFS_*` class of an error: the text libzfs prints when no reason is attached, and
@@ -254,6 +268,21 @@ impl fmt::Display for PropError {
             }
             PropError::UserValueTooLong => write!(formatter, "property value too long"),
             PropError::Unsupported(error) => write!(formatter, "{error}"),
+            PropError::EncryptionNotEnabled => {
+                write!(formatter, "Encryption feature not enabled.")
+            }
+            PropError::KeylocationUnencrypted => write!(
+                formatter,
+                "keylocation must be 'none' for unencrypted datasets"
+            ),
+            PropError::NotHonoured { creating: true } => write!(
+                formatter,
+                "pool must be upgraded to set this property or value"
+            ),
+            PropError::NotHonoured { creating: false } => write!(
+                formatter,
+                "pool and or dataset must be upgraded to set this property or value"
+            ),
         }
     }
 }
@@ -543,7 +572,14 @@ pub fn validate_set(
     if prop.is_readonly() && !(prop.is_create_only() && target.creating) {
         return Err(PropError::ReadOnly(typed_name.to_string()));
     }
-    let value = parse_value_named(prop, typed_name, input)?;
+    // A value OpenZFS knows and Zetta does not implement (checksum=skein…): libzfs's
+    // ENOTSUP words, as for every value Zetta refuses.
+    let value = parse_value_named(prop, typed_name, input).map_err(|e| match e {
+        PropError::Unsupported(_) => PropError::NotHonoured {
+            creating: target.creating,
+        },
+        other => other,
+    })?;
     if prop == ZfsProp::Refreservation
         && value == PropValue::Number(REFRESERVATION_AUTO)
         && input == "auto"
@@ -564,7 +600,66 @@ pub fn validate_set(
             return Err(PropError::VolsizeZero(typed_name.to_string()));
         }
     }
+    refuse_unhonoured(prop, &value, target.creating)?;
     Ok(SetValue::Native(prop, value))
+}
+
+/// Whether `prop=value` asks for behaviour Zetta does not have: encryption, dedup, ACLs,
+/// sharing, name folding, limits, labels. Such values are refused, never stored and
+/// ignored (README "What Zetta refuses"). The defaults (`dedup=off`, `acltype=off`, …) and
+/// pure tuning hints (`logbias`, `primarycache`, `prefetch`, …) pass.
+pub fn refuse_unhonoured(
+    prop: ZfsProp,
+    value: &PropValue,
+    creating: bool,
+) -> Result<(), PropError> {
+    let word = match value {
+        PropValue::Index(word) => *word,
+        PropValue::Text(text) => text.as_str(),
+        PropValue::Number(_) => "",
+    };
+    let number = value.as_number().unwrap_or(0);
+    // zfs_crypto_create: any encryption parameter at creation needs the feature; later,
+    // only keylocation is settable, and must stay `none` on an unencrypted dataset.
+    let encryption = match prop {
+        ZfsProp::Encryption => word != "off",
+        ZfsProp::Keylocation => word != "none",
+        ZfsProp::Keyformat | ZfsProp::Pbkdf2iters => true,
+        _ => false,
+    };
+    if encryption {
+        return Err(if creating {
+            PropError::EncryptionNotEnabled
+        } else {
+            PropError::KeylocationUnencrypted
+        });
+    }
+    let refused = match prop {
+        ZfsProp::Dedup => word != "off",
+        ZfsProp::Acltype => word != "off",
+        ZfsProp::Sharenfs | ZfsProp::Sharesmb => word != "off",
+        ZfsProp::Casesensitivity => word != "sensitive",
+        ZfsProp::Normalization => word != "none",
+        ZfsProp::Utf8only | ZfsProp::Nbmand | ZfsProp::Vscan | ZfsProp::Zoned => word == "on",
+        ZfsProp::Longname => word == "on",
+        ZfsProp::Overlay => word == "off",
+        ZfsProp::FilesystemLimit | ZfsProp::SnapshotLimit => number != u64::MAX,
+        ZfsProp::SpecialSmallBlocks => number != 0,
+        ZfsProp::Defaultuserquota
+        | ZfsProp::Defaultgroupquota
+        | ZfsProp::Defaultprojectquota
+        | ZfsProp::Defaultuserobjquota
+        | ZfsProp::Defaultgroupobjquota
+        | ZfsProp::Defaultprojectobjquota => number != 0,
+        ZfsProp::Context | ZfsProp::Fscontext | ZfsProp::Defcontext | ZfsProp::Rootcontext => {
+            word != "none"
+        }
+        _ => false,
+    };
+    if refused {
+        return Err(PropError::NotHonoured { creating });
+    }
+    Ok(())
 }
 
 /// Formats a value as `zfs get`/`zfs list` print it; `parsable` is `-p`. Dates use local time.
