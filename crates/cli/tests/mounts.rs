@@ -393,7 +393,16 @@ while True:
         acknowledged_total += acknowledged;
         // The next command starts a daemon, re-imports and remounts.
         lab.ok("zpool", &["status", "tank"]);
-        let content = std::fs::read(&file).unwrap();
+        // The writer may not have created the file yet when the daemon died (python starts
+        // slowly on a loaded machine, and an unsynced create may be lost): only a file
+        // that had an fsync acknowledged must be there.
+        let content = match std::fs::read(&file) {
+            Ok(content) => content,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && acknowledged_total == 0 => {
+                Vec::new()
+            }
+            Err(e) => panic!("round {round}: {file}: {e} after {acknowledged_total} fsyncs"),
+        };
         let records: Vec<&[u8]> = content.split(|&b| b == b'\n').collect();
         let this_round = records
             .iter()
