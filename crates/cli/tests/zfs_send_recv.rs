@@ -79,9 +79,13 @@ fn listed(lab: &Lab, fs: &str) -> Vec<String> {
 
 fn setup_setname(lab: &Lab) -> String {
     let disk = lab.disk("disk", DISK_SIZE_BYTES);
+    // Mounted under the lab, never at the default /poolname: the tests of this file run
+    // in parallel, each with its own daemon, and two daemons mounting at one path undo
+    // each other's mounts ("FUSE device disconnected during handshake" under load).
+    let mnt = lab.path("mnt");
     let mut create = lab.command("zpool");
     create
-        .args(["create", "poolname", &disk])
+        .args(["create", "-m", &mnt, "poolname", &disk])
         .env("ZETTA_DIRECT", "1");
     assert_eq!(lab.run(create).code, 0);
     direct(lab, &["create", "poolname/setname"]);
