@@ -41,6 +41,8 @@ const FILES: [(&str, &str, u64, u64); 6] = [
 /// The file the MySQL VM keeps appending to while the first replication runs.
 const LIVE_FILE: &str = "images/suite100-mysql/ibdata1";
 const LIVE_SEED: u64 = 3306;
+/// The most the MySQL VM appends while the first replication runs (1 MiB each 100 ms).
+const LIVE_MIB_MAX: u64 = 24;
 
 /// `md5sum` of every file of every dataset under `pool`, by dataset-relative path, so
 /// the listing compares across pools and mountpoints.
@@ -173,7 +175,9 @@ fn four_mirrors_become_three_without_losing_a_byte() {
             let mut rng = Xorshift::new(LIVE_SEED);
             let mut chunk = vec![0u8; 1 << 20];
             let mut written_mib = 0u64;
-            while !stop.load(Ordering::Relaxed) || written_mib < 4 {
+            // Bounded: a syncoid slowed by a loaded machine must not turn the VM's
+            // appends into more data than the two-disk pool holds (it did: "out of space").
+            while written_mib < 4 || (!stop.load(Ordering::Relaxed) && written_mib < LIVE_MIB_MAX) {
                 rng.fill(&mut chunk);
                 file.write_all(&chunk).unwrap();
                 written_mib += 1;
