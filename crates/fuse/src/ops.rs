@@ -36,6 +36,16 @@ fn errno(e: ZplError) -> Errno {
     Errno::from_i32(e.errno())
 }
 
+/// A refused admission: EDQUOT past a quota, ENOSPC when the pool or a reservation has
+/// no room; a commit that failed on the way is EIO.
+fn space_refused(e: zetta::spa::SpaError) -> Errno {
+    match e {
+        zetta::spa::SpaError::QuotaExceeded => Errno::from_i32(libc::EDQUOT),
+        zetta::spa::SpaError::NoSpace => Errno::ENOSPC,
+        other => commit_failed(other),
+    }
+}
+
 /// A commit that failed: logged (the pool's devices are failing), EIO to the caller.
 fn commit_failed(e: zetta::spa::SpaError) -> Errno {
     eprintln!("zetta-fuse: commit failed: {e}");
@@ -171,13 +181,38 @@ impl ZplFs {
         &self,
         work: impl FnOnce(&Zfsvfs, &mut ObjectSet, &IoCtx<'_>) -> Result<T, ZplError>,
     ) -> Result<T, Errno> {
+        self.change_checked(false, work)
+    }
+
+    /// A change that frees space (unlink, rmdir, truncate, punch hole): admitted into half
+    /// the slop, so a full filesystem can always be emptied (OpenZFS's net-free txs).
+    fn freeing_change<T>(
+        &self,
+        work: impl FnOnce(&Zfsvfs, &mut ObjectSet, &IoCtx<'_>) -> Result<T, ZplError>,
+    ) -> Result<T, Errno> {
+        self.change_checked(true, work)
+    }
+
+    fn change_checked<T>(
+        &self,
+        frees: bool,
+        work: impl FnOnce(&Zfsvfs, &mut ObjectSet, &IoCtx<'_>) -> Result<T, ZplError>,
+    ) -> Result<T, Errno> {
         if self.options.readonly {
             return Err(Errno::EROFS);
         }
         let pool = self.pool()?;
         let mut spa = pool.write();
-        // Metadata needs room too: refuse before dirtying anything when the pool is full.
-        spa.check_space(64 << 10, 1).map_err(|_| Errno::ENOSPC)?;
+        // Metadata needs room too: refuse before dirtying anything when the pool is full
+        // (after committing, when that could make room).
+        spa.admit_settled(|spa| {
+            if frees {
+                spa.check_space_to_free()
+            } else {
+                spa.check_space(64 << 10, 1)
+            }
+        })
+        .map_err(space_refused)?;
         let result = spa
             .with_zpl_object(self.dataset, &self.vfs, work)
             .map_err(errno)?;
@@ -196,21 +231,56 @@ impl ZplFs {
     /// they commit, and intent log blocks held until then), the txg commits and the write is
     /// admitted again, as OpenZFS's ERESTART makes `dmu_tx_assign` wait for a sync.
     fn reserve_space(&self, spa: &mut zetta::spa::Spa, bytes: u64) -> Result<(), Errno> {
-        let mut result = spa.dsl_tempreserve(self.dataset, bytes);
-        if matches!(
-            result,
-            Err(zetta::spa::SpaError::QuotaExceeded | zetta::spa::SpaError::NoSpace)
-        ) && spa.has_dirty()
+        spa.admit_settled(|spa| spa.dsl_tempreserve(self.dataset, bytes))
+            .map_err(space_refused)
+    }
+
+    /// fallocate modes 0 and KEEP_SIZE: refuses with ENOSPC a range the filesystem could
+    /// not hold (beyond what the file already occupies), then for mode 0 grows the size.
+    fn preallocate(
+        &self,
+        object: u64,
+        offset: u64,
+        length: u64,
+        grow: bool,
+        now: Timespec,
+    ) -> Result<(), Errno> {
+        if self.options.readonly {
+            return Err(Errno::EROFS);
+        }
         {
-            spa.sync().map_err(commit_failed)?;
-            result = spa.dsl_tempreserve(self.dataset, bytes);
+            let pool = self.pool()?;
+            let mut spa = pool.write();
+            let held = spa
+                .with_zpl_object(self.dataset, &self.vfs, |vfs, os, ctx| {
+                    Ok(vfs.getattr(os, ctx, object)?.used_bytes)
+                })
+                .map_err(errno)?;
+            let needed = length.saturating_sub(held);
+            spa.admit_settled(|spa| {
+                if needed > spa.dsl_space_available(self.dataset)? {
+                    Err(zetta::spa::SpaError::NoSpace)
+                } else {
+                    Ok(())
+                }
+            })
+            .map_err(|e| match e {
+                zetta::spa::SpaError::QuotaExceeded => Errno::ENOSPC,
+                other => space_refused(other),
+            })?;
         }
-        match result {
-            Ok(()) => Ok(()),
-            Err(zetta::spa::SpaError::QuotaExceeded) => Err(Errno::from_i32(libc::EDQUOT)),
-            Err(zetta::spa::SpaError::NoSpace) => Err(Errno::ENOSPC),
-            Err(_) => Err(Errno::EIO),
+        if !grow {
+            return Ok(());
         }
+        self.change(|vfs, os, ctx| {
+            let size = vfs.getattr(os, ctx, object)?.znode.size;
+            let end = offset.saturating_add(length);
+            let change = SetAttr {
+                size: (end > size).then_some(end),
+                ..SetAttr::default()
+            };
+            vfs.setattr(os, ctx, object, &change, now).map(|_| ())
+        })
     }
 
     /// fsync: the dataset's intent log makes everything it changed durable (a txg commit
@@ -404,7 +474,13 @@ impl fuser::Filesystem for ZplFs {
             crtime: crtime.map(from_kernel),
         };
         let now = Timespec::now();
-        match self.change(|vfs, os, ctx| vfs.setattr(os, ctx, object, &change, now)) {
+        // A size change may only free (a shrink; an extension allocates nothing).
+        let result = if change.size.is_some() {
+            self.freeing_change(|vfs, os, ctx| vfs.setattr(os, ctx, object, &change, now))
+        } else {
+            self.change(|vfs, os, ctx| vfs.setattr(os, ctx, object, &change, now))
+        };
+        match result {
             Ok(attr) => reply.attr(&TTL, &self.file_attr(&attr)),
             Err(e) => reply.error(e),
         }
@@ -458,7 +534,7 @@ impl fuser::Filesystem for ZplFs {
         }
         let dir = self.object(parent);
         let now = Timespec::now();
-        let result = self.change(|vfs, os, ctx| {
+        let result = self.freeing_change(|vfs, os, ctx| {
             let gone = vfs.unlink(os, ctx, dir, name.as_bytes(), now)?;
             if gone.orphaned {
                 self.orphaned(vfs, os, ctx, gone.object)?;
@@ -474,7 +550,7 @@ impl fuser::Filesystem for ZplFs {
         }
         let dir = self.object(parent);
         let now = Timespec::now();
-        let result = self.change(|vfs, os, ctx| {
+        let result = self.freeing_change(|vfs, os, ctx| {
             let gone = vfs.rmdir(os, ctx, dir, name.as_bytes(), now)?;
             self.orphaned(vfs, os, ctx, gone.object)
         });
@@ -649,8 +725,9 @@ impl fuser::Filesystem for ZplFs {
             let copies = spa
                 .with_dataset_object(self.dataset, |os, _| Ok(os.policy.data_props.copies))
                 .map_err(|_| Errno::EIO)?;
-            spa.check_space(data.len() as u64, copies)
-                .map_err(|_| Errno::ENOSPC)?;
+            let len = data.len() as u64;
+            spa.admit_settled(|spa| spa.check_space(len, copies))
+                .map_err(space_refused)?;
             self.reserve_space(&mut spa, data.len() as u64 * u64::from(copies.max(1)))?;
             // The txg is charged what it now holds in memory: a small write into a clean
             // record dirties the whole record.
@@ -905,8 +982,10 @@ impl fuser::Filesystem for ZplFs {
         reply.ok();
     }
 
-    /// Mode 0 reserves by growing the size (as OpenZFS does: copy-on-write cannot
-    /// promise blocks ahead); KEEP_SIZE alone is a no-op; PUNCH_HOLE frees the range.
+    /// Mode 0 and KEEP_SIZE check that the range fits in what the filesystem may still
+    /// take (ENOSPC, as OpenZFS: copy-on-write cannot promise blocks ahead, but it does
+    /// refuse a reservation larger than AVAIL); mode 0 then grows the size. PUNCH_HOLE
+    /// frees the range.
     fn fallocate(
         &self,
         _req: &Request,
@@ -923,19 +1002,13 @@ impl fuser::Filesystem for ZplFs {
         let object = self.object(ino);
         let now = Timespec::now();
         let result = match mode {
-            0 => self.change(|vfs, os, ctx| {
-                let size = vfs.getattr(os, ctx, object)?.znode.size;
-                let end = offset.saturating_add(length);
-                let change = SetAttr {
-                    size: (end > size).then_some(end),
-                    ..SetAttr::default()
-                };
-                vfs.setattr(os, ctx, object, &change, now).map(|_| ())
-            }),
-            libc::FALLOC_FL_KEEP_SIZE => Ok(()),
-            m if m == libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE => {
-                self.change(|vfs, os, ctx| vfs.punch_hole(os, ctx, object, offset, length, now))
+            0 | libc::FALLOC_FL_KEEP_SIZE => {
+                self.preallocate(object, offset, length, mode == 0, now)
             }
+            m if m == libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE => self
+                .freeing_change(|vfs, os, ctx| {
+                    vfs.punch_hole(os, ctx, object, offset, length, now)
+                }),
             _ => Err(Errno::from_i32(libc::EOPNOTSUPP)),
         };
         reply_empty(reply, result);

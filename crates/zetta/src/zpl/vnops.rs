@@ -43,7 +43,9 @@ pub fn attr(os: &mut ObjectSet, ctx: &IoCtx<'_>, object: u64) -> Result<Attr, Zp
     Ok(Attr {
         object,
         znode,
-        used_bytes: dnode.used_bytes,
+        used_bytes: dnode
+            .used_bytes
+            .saturating_add(os.pending_new_bytes(ObjectId(object))),
         block_size_bytes: dnode.data_block_size_bytes,
     })
 }
