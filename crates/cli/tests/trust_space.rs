@@ -203,9 +203,9 @@ fn deleting_files_written_at_huge_offsets_takes_bounded_memory() {
 
 // Why: issue 21 item 13 — after filling a 512 MiB pool with one big file and then 8 KiB
 // fsynced files until ENOSPC, `rm` of any file and `truncate -s 0` failed with ENOSPC: the
-// admission check that keeps writes out of the slop refused the changes that free space.
-// Item 14 — and a write right after freeing space on the full pool still got ENOSPC
-// while the freed space waited out its deferral.
+// admission check that keeps writes out of the slop refused the changes that free space,
+// and destroying a snapshot did not help. Item 14 — a write right after freeing space on
+// the full pool still got ENOSPC while the freed space waited out its deferral.
 #[test]
 fn full_filesystem_can_be_emptied_and_written_again() {
     let lab = Lab::new(512 * MIB);
@@ -225,7 +225,10 @@ fn full_filesystem_can_be_emptied_and_written_again() {
         }
         assert!(small < 100_000, "8 KiB files never ran out of space");
     }
-    // Frees fit: rm of a small file, then truncate of the big one.
+    // Administrative changes fit: a snapshot of the full filesystem.
+    lab.ok("zfs", &["snapshot", "tank/fs@full"]);
+    // Frees fit: rm of a small file, then truncate of the big one (both still held by
+    // the snapshot), then the snapshot's destruction, which frees them for good.
     if small > 0 {
         std::fs::remove_file(format!("{fs}/s0")).expect("rm on a full filesystem");
     }
@@ -238,9 +241,10 @@ fn full_filesystem_can_be_emptied_and_written_again() {
         .expect("truncate -s 0 on a full filesystem");
     big_file.sync_all().unwrap();
     drop(big_file);
+    lab.ok("zfs", &["destroy", "tank/fs@full"]);
     // The freed space is there for the next writer at once.
     let (written, error) = fill(&format!("{fs}/after"), 64);
-    assert!(error.is_none(), "writing after the truncate: {error:?}");
+    assert!(error.is_none(), "writing after the frees: {error:?}");
     assert_eq!(written, 64);
     // And rm of everything else works too.
     for i in 1..small {
