@@ -168,6 +168,41 @@ fn deleting_files_written_at_huge_offsets_takes_bounded_memory() {
         let mut byte = [0u8; 1];
         file.read_exact_at(&mut byte, offset).unwrap();
         assert_eq!(&byte, b"a");
+        // copy_file_range of the far byte into another file at the same offset, and a
+        // preallocation just below it: neither costs more than the bytes involved.
+        let copy_path = format!("{fs}/{name}.copy");
+        let copy = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&copy_path)
+            .unwrap();
+        let mut from = offset as i64;
+        let mut to = offset as i64;
+        // SAFETY: both descriptors are open files and the offsets are valid pointers.
+        let copied = unsafe {
+            libc::copy_file_range(
+                std::os::fd::AsRawFd::as_raw_fd(&file),
+                &mut from,
+                std::os::fd::AsRawFd::as_raw_fd(&copy),
+                &mut to,
+                1,
+                0,
+            )
+        };
+        assert_eq!(copied, 1, "{}", std::io::Error::last_os_error());
+        let mut byte = [0u8; 1];
+        copy.read_exact_at(&mut byte, offset).unwrap();
+        assert_eq!(&byte, b"a");
+        drop(copy);
+        let below = (offset - 8192).to_string();
+        let preallocated = std::process::Command::new("fallocate")
+            .args(["-o", &below, "-l", "4096", &copy_path])
+            .status()
+            .unwrap();
+        assert!(preallocated.success(), "fallocate -o {below} -l 4096");
+        std::fs::remove_file(&copy_path).unwrap();
         drop(file);
         lab.ok("zpool", &["sync", "tank"]);
         // Truncate away the far byte, write it again, punch it out, write it again.
