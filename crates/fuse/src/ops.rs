@@ -25,6 +25,8 @@ const ENTRY_TTL: Duration = Duration::from_secs(3600);
 const ROOT_INO: u64 = 1;
 /// The offset after `.zfs` in a root listing (above every directory cursor).
 const CTL_LISTED_OFFSET: i64 = i64::MAX - 1;
+/// Records a shrinking truncate frees per txg (16 indirect blocks' worth).
+const TRUNCATE_BATCH_BLOCKS: usize = 16 * 1024;
 /// Largest write the kernel sends in one request.
 const MAX_WRITE_BYTES: u32 = 1 << 20;
 
@@ -233,6 +235,23 @@ impl ZplFs {
     fn reserve_space(&self, spa: &mut zetta::spa::Spa, bytes: u64) -> Result<(), Errno> {
         spa.admit_settled(|spa| spa.dsl_tempreserve(self.dataset, bytes))
             .map_err(space_refused)
+    }
+
+    /// Frees what a shrink to `size` takes away in batches of `TRUNCATE_BATCH_BLOCKS`
+    /// records, committing between batches (OpenZFS `dmu_free_long_range`), so the
+    /// indirect blocks one txg dirties stay bounded whatever the file's size.
+    fn truncate_in_batches(&self, object: u64, size: u64) -> Result<(), Errno> {
+        loop {
+            let done = self.freeing_change(|vfs, os, ctx| {
+                vfs.truncate_batch(os, ctx, object, size, TRUNCATE_BATCH_BLOCKS)
+            })?;
+            if done {
+                return Ok(());
+            }
+            let pool = self.pool()?;
+            let mut spa = pool.write();
+            spa.sync().map_err(commit_failed)?;
+        }
     }
 
     /// fallocate modes 0 and KEEP_SIZE: refuses with ENOSPC a range the filesystem could
@@ -474,9 +493,12 @@ impl fuser::Filesystem for ZplFs {
             crtime: crtime.map(from_kernel),
         };
         let now = Timespec::now();
-        // A size change may only free (a shrink; an extension allocates nothing).
-        let result = if change.size.is_some() {
-            self.freeing_change(|vfs, os, ctx| vfs.setattr(os, ctx, object, &change, now))
+        // A size change may only free (a shrink; an extension allocates nothing). A long
+        // shrink frees in batches, each committed, before the size changes.
+        let result = if let Some(size) = change.size {
+            self.truncate_in_batches(object, size).and_then(|()| {
+                self.freeing_change(|vfs, os, ctx| vfs.setattr(os, ctx, object, &change, now))
+            })
         } else {
             self.change(|vfs, os, ctx| vfs.setattr(os, ctx, object, &change, now))
         };

@@ -19,6 +19,10 @@
 //! changed block goes to a new place (copy-on-write), and the old one is freed only after the
 //! commit that stops referencing it (deferred by the allocator) — or handed to the dataset's
 //! dead list when a snapshot still references it (born at or before `prev_snap_txg`).
+//! Frees (truncate, punch hole, free of an object) walk only the live tree's non-hole
+//! pointers and loaded dbufs, so they cost what an object holds, not its size: a file with
+//! one byte at 2^63 is freed in a handful of steps. Long truncates can go in batches from
+//! the end (`free_tail_batch`, OpenZFS `dmu_free_long_range`) committed in between.
 //! A level-0 dbuf written with `write_stored` (a `-c` receive) also carries the block's
 //! stored compressed form, which `sync` writes as is; any later change of the dbuf's bytes
 //! drops it.
@@ -691,6 +695,49 @@ impl ObjectSet {
         state.dnode_dirty = true;
         self.dirty = true;
         Ok(())
+    }
+
+    /// One batch of a long truncate (OpenZFS `dmu_free_long_range`): frees the last
+    /// `max_blocks` allocated level-0 blocks lying wholly past `size_bytes`, from the end
+    /// backwards, without changing the size. Returns whether none is left, so a caller
+    /// can commit between batches and keep what one txg dirties (the indirect blocks
+    /// above the freed ones) bounded; the `truncate` that follows is then cheap.
+    pub fn free_tail_batch(
+        &mut self,
+        ctx: &IoCtx<'_>,
+        id: ObjectId,
+        size_bytes: u64,
+        max_blocks: usize,
+    ) -> Result<bool, DmuError> {
+        let objset = self.id;
+        let state = self.state(ctx, id)?;
+        let block_size = u64::from(state.phys.data_block_size_bytes).max(1);
+        let first = size_bytes.div_ceil(block_size);
+        let last = state.phys.capacity_blocks(state.phys.nlevels);
+        if first >= last || max_blocks == 0 {
+            return Ok(true);
+        }
+        let mut found = Vec::new();
+        if let Some(top) = state.phys.nlevels.checked_sub(1) {
+            for (i, bp) in state.phys.blkptr.iter().enumerate().rev() {
+                let tail = LiveTail {
+                    first,
+                    last,
+                    max: max_blocks,
+                };
+                collect_live_tail(
+                    state, ctx, objset, id.0, top, i as u64, *bp, &tail, &mut found,
+                )?;
+                if found.len() >= max_blocks {
+                    break;
+                }
+            }
+        }
+        let Some(&lowest) = found.iter().min() else {
+            return Ok(true);
+        };
+        self.free_range_blocks(ctx, id, lowest, last)?;
+        Ok(found.len() < max_blocks)
     }
 
     /// Punches a hole: whole blocks in the range become holes, partial ones are zeroed.
@@ -1383,6 +1430,95 @@ fn walk_live_tree(
     for (i, bp) in state.phys.blkptr.iter().enumerate() {
         walk_live_node(
             state, ctx, objset, object, top, i as u64, *bp, first, last, visit,
+        )?;
+    }
+    Ok(())
+}
+
+/// The range and batch size of `collect_live_tail`.
+struct LiveTail {
+    first: u64,
+    last: u64,
+    max: usize,
+}
+
+/// `walk_live_node` backwards, collecting level-0 block ids (with a block or a dbuf) of
+/// [first, last) from the end until `max` are found: one batch of a long truncate, whose
+/// cost is that batch's blocks and the indirect blocks above them.
+#[allow(clippy::too_many_arguments)]
+fn collect_live_tail(
+    state: &ObjectState,
+    ctx: &IoCtx<'_>,
+    objset: u64,
+    object: u64,
+    level: u8,
+    blkid: u64,
+    parent_bp: BlockPointer,
+    tail: &LiveTail,
+    out: &mut Vec<u64>,
+) -> Result<(), DmuError> {
+    if out.len() >= tail.max {
+        return Ok(());
+    }
+    let per = state.phys.entries_per_indirect();
+    let span = per.saturating_pow(u32::from(level));
+    let start = blkid.saturating_mul(span);
+    let end = blkid.saturating_add(1).saturating_mul(span);
+    if end <= tail.first || start >= tail.last {
+        return Ok(());
+    }
+    let dbuf = state.dbufs.get(&(level, blkid));
+    let bp = dbuf.map(|d| d.bp).unwrap_or(parent_bp);
+    if dbuf.is_none() && bp.is_hole() && !subtree_has_dbufs(state, level, blkid) {
+        return Ok(());
+    }
+    if level == 0 {
+        out.push(blkid);
+        return Ok(());
+    }
+    let children: Option<std::sync::Arc<Vec<u8>>> = match dbuf {
+        Some(d) => Some(std::sync::Arc::new(d.data.clone())),
+        None if !bp.is_hole() => Some(ctx.zio.read_block(
+            ctx.root,
+            &bp,
+            Some(Bookmark {
+                objset,
+                object,
+                level,
+                blkid,
+            }),
+        )?),
+        None => None,
+    };
+    for i in (0..per).rev() {
+        if out.len() >= tail.max {
+            break;
+        }
+        let child = blkid.saturating_mul(per).saturating_add(i);
+        let child_bp = match &children {
+            Some(data) => {
+                let at = i as usize * BLKPTR_SIZE_BYTES;
+                match data.get(at..at + BLKPTR_SIZE_BYTES) {
+                    Some(chunk) => BlockPointer::decode(chunk)
+                        .map_err(|e| DmuError::Corrupt(format!("object {object}: {e}")))?,
+                    None => BlockPointer::HOLE,
+                }
+            }
+            None => BlockPointer::HOLE,
+        };
+        if child_bp.is_hole() && !subtree_has_dbufs(state, level - 1, child) {
+            continue;
+        }
+        collect_live_tail(
+            state,
+            ctx,
+            objset,
+            object,
+            level - 1,
+            child,
+            child_bp,
+            tail,
+            out,
         )?;
     }
     Ok(())

@@ -345,7 +345,7 @@ fn deferred_frees_settle_and_refused_writes_wait_for_them() {
         }
         write(&mut spa, "tank/fs", 1001, written, MIB as usize, false);
         written += MIB;
-        if written % (16 * MIB) == 0 {
+        if written.is_multiple_of(16 * MIB) {
             spa.sync().unwrap();
         }
         assert!(written < 256 * MIB, "a 256 MiB pool took {written} bytes");
@@ -377,7 +377,7 @@ fn deferred_frees_settle_and_refused_writes_wait_for_them() {
     while spa.check_space(MIB, 1).is_ok() && spa.dsl_tempreserve(fs, MIB).is_ok() {
         write(&mut spa, "tank/fs", 1002, refill, MIB as usize, false);
         refill += MIB;
-        if refill % (16 * MIB) == 0 {
+        if refill.is_multiple_of(16 * MIB) {
             spa.sync().unwrap();
         }
         assert!(refill < 256 * MIB);

@@ -739,3 +739,78 @@ fn no_space_and_quota_keep_their_errno() {
         .unwrap_err();
     assert_eq!(err.errno(), libc_errno::ENOSPC);
 }
+
+// Why: issue 21 item 12 — a shrinking truncate freed a whole file's tail in one txg,
+// dirtying the indirect blocks above all of it at once. It now frees in batches from the
+// end (OpenZFS `dmu_free_long_range`), each bounded, committed in between, and the size
+// changes last.
+#[test]
+fn truncate_frees_in_bounded_batches_from_the_end() {
+    let device = Arc::new(MemDevice::new("/mem/zpl", 256 << 20));
+    let mut spa = pool(&device);
+    let record = 128u64 << 10;
+    let far = 1u64 << 40;
+    let file = spa
+        .with_zpl("tank", |vfs, os, ctx| {
+            let f = vfs.create(
+                os,
+                ctx,
+                vfs.root,
+                b"long",
+                FileKind::Regular,
+                0o644,
+                ME,
+                0,
+                t(1),
+            )?;
+            vfs.write(os, ctx, f.object, 0, &[9u8; 1000], t(2))?;
+            // 100 records of one byte each, spread out to 2^40.
+            for i in 1..=100u64 {
+                vfs.write(os, ctx, f.object, i * (far / 100) + record, b"x", t(2))?;
+            }
+            Ok(f.object)
+        })
+        .unwrap();
+    spa.sync().unwrap();
+    let mut batches = 0;
+    loop {
+        let done = spa
+            .with_zpl("tank", |vfs, os, ctx| {
+                vfs.truncate_batch(os, ctx, file, 500, 16)
+            })
+            .unwrap();
+        spa.sync().unwrap();
+        batches += 1;
+        if done {
+            break;
+        }
+        assert!(batches < 20, "truncate batches never ended");
+        // The size is untouched until the end; the freed tail reads as zeros.
+        spa.with_zpl("tank", |vfs, os, ctx| {
+            assert_eq!(
+                vfs.getattr(os, ctx, file)?.znode.size,
+                100 * (far / 100) + record + 1
+            );
+            assert_eq!(vfs.read(os, ctx, file, 100 * (far / 100) + record, 1)?, [0]);
+            Ok(())
+        })
+        .unwrap();
+    }
+    // 100 records in batches of 16 (the first record holds bytes below the new size).
+    assert_eq!(batches, 7);
+    spa.with_zpl("tank", |vfs, os, ctx| {
+        let change = SetAttr {
+            size: Some(500),
+            ..SetAttr::default()
+        };
+        vfs.setattr(os, ctx, file, &change, t(3))?;
+        assert_eq!(vfs.read(os, ctx, file, 0, 1000)?, vec![9u8; 500]);
+        Ok(())
+    })
+    .unwrap();
+    for _ in 0..3 {
+        spa.sync().unwrap();
+    }
+    let audit = spa.audit_space().unwrap();
+    assert!(audit.mismatches.is_empty(), "{:#?}", audit.mismatches);
+}

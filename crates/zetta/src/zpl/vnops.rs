@@ -586,6 +586,28 @@ impl Zfsvfs {
         Ok(replaced)
     }
 
+    /// One batch of a shrinking truncate to `size`: frees up to `max_blocks` of the
+    /// file's last records past it (OpenZFS `zfs_trunc` frees with `dmu_free_long_range`
+    /// before it sets the size). Returns whether nothing is left to free, after which
+    /// `setattr` sets the size at little cost. Callers commit between batches so that no
+    /// txg holds the indirect blocks of a whole huge file. The size is unchanged and
+    /// nothing is logged: a crash between batches leaves the tail read as zeros, as on
+    /// OpenZFS, and the truncate itself was never acknowledged.
+    pub fn truncate_batch(
+        &self,
+        os: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        object: u64,
+        size: u64,
+        max_blocks: usize,
+    ) -> Result<bool, ZplError> {
+        let znode = get(os, ctx, object)?;
+        if znode.kind() != Some(FileKind::Regular) || size >= znode.size {
+            return Ok(true);
+        }
+        Ok(os.free_tail_batch(ctx, ObjectId(object), size, max_blocks)?)
+    }
+
     /// Changes attributes; a size change truncates or extends (sparsely) a regular file.
     pub fn setattr(
         &self,
