@@ -60,11 +60,33 @@ impl Lab {
         out.trim().parse().unwrap_or(0)
     }
 
-    /// The daemon's process id (from its pid file in the run directory).
+    /// The daemon's process id: from its pid file in the run directory, else the process
+    /// whose environment names this lab's run directory and whose command line is
+    /// `zetta daemon`.
     fn daemon_pid(&self) -> u32 {
-        let text = std::fs::read_to_string(self.inner.dir.join("run/zetta.pid"))
-            .expect("the daemon's pid file");
-        text.trim().parse().expect("a pid")
+        let run = self.inner.dir.join("run");
+        if let Some(pid) = std::fs::read_to_string(run.join("zetta.pid"))
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+        {
+            return pid;
+        }
+        let wanted = format!("ZETTA_RUN_DIR={}", run.display());
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+            let is_daemon = cmdline.split(|&b| b == 0).any(|arg| arg == b"daemon");
+            let ours = environ
+                .split(|&b| b == 0)
+                .any(|var| var == wanted.as_bytes());
+            if is_daemon && ours {
+                return pid;
+            }
+        }
+        panic!("no daemon found for {}", run.display());
     }
 }
 
