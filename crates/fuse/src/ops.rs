@@ -25,8 +25,8 @@ const ENTRY_TTL: Duration = Duration::from_secs(3600);
 const ROOT_INO: u64 = 1;
 /// The offset after `.zfs` in a root listing (above every directory cursor).
 const CTL_LISTED_OFFSET: i64 = i64::MAX - 1;
-/// Records a shrinking truncate frees per txg (16 indirect blocks' worth).
-const TRUNCATE_BATCH_BLOCKS: usize = 16 * 1024;
+/// Records a long truncate or hole punch frees per txg (16 indirect blocks' worth).
+const FREE_BATCH_BLOCKS: usize = 16 * 1024;
 /// Largest write the kernel sends in one request.
 const MAX_WRITE_BYTES: u32 = 1 << 20;
 
@@ -237,15 +237,15 @@ impl ZplFs {
             .map_err(space_refused)
     }
 
-    /// Frees what a shrink to `size` takes away in batches of `TRUNCATE_BATCH_BLOCKS`
-    /// records, committing between batches (OpenZFS `dmu_free_long_range`), so the
-    /// indirect blocks one txg dirties stay bounded whatever the file's size.
-    fn truncate_in_batches(&self, object: u64, size: u64) -> Result<(), Errno> {
+    /// Runs a freeing `batch` (which says whether it is done) until it is, committing
+    /// between batches (OpenZFS `dmu_free_long_range`), so the indirect blocks one txg
+    /// dirties stay bounded whatever the file's size.
+    fn in_batches(
+        &self,
+        mut batch: impl FnMut(&Zfsvfs, &mut ObjectSet, &IoCtx<'_>) -> Result<bool, ZplError>,
+    ) -> Result<(), Errno> {
         loop {
-            let done = self.freeing_change(|vfs, os, ctx| {
-                vfs.truncate_batch(os, ctx, object, size, TRUNCATE_BATCH_BLOCKS)
-            })?;
-            if done {
+            if self.freeing_change(&mut batch)? {
                 return Ok(());
             }
             let pool = self.pool()?;
@@ -496,7 +496,10 @@ impl fuser::Filesystem for ZplFs {
         // A size change may only free (a shrink; an extension allocates nothing). A long
         // shrink frees in batches, each committed, before the size changes.
         let result = if let Some(size) = change.size {
-            self.truncate_in_batches(object, size).and_then(|()| {
+            self.in_batches(|vfs, os, ctx| {
+                vfs.truncate_batch(os, ctx, object, size, FREE_BATCH_BLOCKS)
+            })
+            .and_then(|()| {
                 self.freeing_change(|vfs, os, ctx| vfs.setattr(os, ctx, object, &change, now))
             })
         } else {
@@ -1028,8 +1031,13 @@ impl fuser::Filesystem for ZplFs {
                 self.preallocate(object, offset, length, mode == 0, now)
             }
             m if m == libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE => self
-                .freeing_change(|vfs, os, ctx| {
-                    vfs.punch_hole(os, ctx, object, offset, length, now)
+                .in_batches(|vfs, os, ctx| {
+                    vfs.punch_batch(os, ctx, object, offset, length, FREE_BATCH_BLOCKS)
+                })
+                .and_then(|()| {
+                    self.freeing_change(|vfs, os, ctx| {
+                        vfs.punch_hole(os, ctx, object, offset, length, now)
+                    })
                 }),
             _ => Err(Errno::from_i32(libc::EOPNOTSUPP)),
         };

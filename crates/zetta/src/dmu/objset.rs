@@ -709,11 +709,48 @@ impl ObjectSet {
         size_bytes: u64,
         max_blocks: usize,
     ) -> Result<bool, DmuError> {
-        let objset = self.id;
         let state = self.state(ctx, id)?;
         let block_size = u64::from(state.phys.data_block_size_bytes).max(1);
         let first = size_bytes.div_ceil(block_size);
-        let last = state.phys.capacity_blocks(state.phys.nlevels);
+        self.free_blocks_batch(ctx, id, first, u64::MAX, max_blocks)
+    }
+
+    /// One batch of a long hole punch: frees the last `max_blocks` allocated level-0
+    /// blocks lying wholly inside [offset, offset + len) (and below the size), without
+    /// zeroing partial blocks; `free_range` finishes the punch. Returns whether none is
+    /// left.
+    pub fn free_range_batch(
+        &mut self,
+        ctx: &IoCtx<'_>,
+        id: ObjectId,
+        offset: u64,
+        len: u64,
+        max_blocks: usize,
+    ) -> Result<bool, DmuError> {
+        let state = self.state(ctx, id)?;
+        let block_size = u64::from(state.phys.data_block_size_bytes).max(1);
+        let end = offset.saturating_add(len).min(state.phys.size_bytes);
+        if offset >= end {
+            return Ok(true);
+        }
+        let first = offset.div_ceil(block_size);
+        let last = end / block_size;
+        self.free_blocks_batch(ctx, id, first, last, max_blocks)
+    }
+
+    /// Frees the last `max_blocks` allocated level-0 blocks of [first, last), from the end
+    /// backwards; whether none is left.
+    fn free_blocks_batch(
+        &mut self,
+        ctx: &IoCtx<'_>,
+        id: ObjectId,
+        first: u64,
+        last: u64,
+        max_blocks: usize,
+    ) -> Result<bool, DmuError> {
+        let objset = self.id;
+        let state = self.state(ctx, id)?;
+        let last = last.min(state.phys.capacity_blocks(state.phys.nlevels));
         if first >= last || max_blocks == 0 {
             return Ok(true);
         }

@@ -814,3 +814,60 @@ fn truncate_frees_in_bounded_batches_from_the_end() {
     let audit = spa.audit_space().unwrap();
     assert!(audit.mismatches.is_empty(), "{:#?}", audit.mismatches);
 }
+
+// Why: issue 21 item 12 — a hole punched over a long range freed it all in one txg; it now
+// frees in batches from the end like a long truncate, and `punch_hole` finishes it.
+#[test]
+fn punch_frees_in_bounded_batches() {
+    let device = Arc::new(MemDevice::new("/mem/zpl", 256 << 20));
+    let mut spa = pool(&device);
+    let record = 128u64 << 10;
+    let file = spa
+        .with_zpl("tank", |vfs, os, ctx| {
+            let f = vfs.create(
+                os,
+                ctx,
+                vfs.root,
+                b"holes",
+                FileKind::Regular,
+                0o644,
+                ME,
+                0,
+                t(1),
+            )?;
+            for i in 0..40u64 {
+                vfs.write(os, ctx, f.object, i * record, &[7u8; 100], t(2))?;
+            }
+            Ok(f.object)
+        })
+        .unwrap();
+    spa.sync().unwrap();
+    // Punch [record / 2, 39.5 records): records 1..39 are whole inside it.
+    let (offset, len) = (record / 2, 39 * record);
+    let mut batches = 0;
+    while !spa
+        .with_zpl("tank", |vfs, os, ctx| {
+            vfs.punch_batch(os, ctx, file, offset, len, 10)
+        })
+        .unwrap()
+    {
+        spa.sync().unwrap();
+        batches += 1;
+        assert!(batches < 10);
+    }
+    assert_eq!(batches, 3, "38 records in batches of 10");
+    spa.with_zpl("tank", |vfs, os, ctx| {
+        vfs.punch_hole(os, ctx, file, offset, len, t(3))?;
+        assert_eq!(vfs.read(os, ctx, file, 0, 100)?, vec![7u8; 100]);
+        for i in 1..40u64 {
+            assert_eq!(vfs.read(os, ctx, file, i * record, 100)?, vec![0u8; 100]);
+        }
+        Ok(())
+    })
+    .unwrap();
+    for _ in 0..3 {
+        spa.sync().unwrap();
+    }
+    let audit = spa.audit_space().unwrap();
+    assert!(audit.mismatches.is_empty(), "{:#?}", audit.mismatches);
+}

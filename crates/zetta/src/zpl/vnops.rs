@@ -608,6 +608,27 @@ impl Zfsvfs {
         Ok(os.free_tail_batch(ctx, ObjectId(object), size, max_blocks)?)
     }
 
+    /// One batch of a long hole punch over [offset, offset + len): frees up to
+    /// `max_blocks` of the whole records inside it, from the end; `punch_hole` then
+    /// zeroes the partial records, frees what is left and logs the punch. Like
+    /// `truncate_batch`, nothing is logged and a crash between batches leaves part of
+    /// the range reading as zeros.
+    pub fn punch_batch(
+        &self,
+        os: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        object: u64,
+        offset: u64,
+        len: u64,
+        max_blocks: usize,
+    ) -> Result<bool, ZplError> {
+        let znode = get(os, ctx, object)?;
+        if znode.kind() != Some(FileKind::Regular) {
+            return Ok(true);
+        }
+        Ok(os.free_range_batch(ctx, ObjectId(object), offset, len, max_blocks)?)
+    }
+
     /// Changes attributes; a size change truncates or extends (sparsely) a regular file.
     pub fn setattr(
         &self,
