@@ -25,6 +25,8 @@ const ENTRY_TTL: Duration = Duration::from_secs(3600);
 const ROOT_INO: u64 = 1;
 /// The offset after `.zfs` in a root listing (above every directory cursor).
 const CTL_LISTED_OFFSET: i64 = i64::MAX - 1;
+/// Records a long truncate or hole punch frees per txg (16 indirect blocks' worth).
+const FREE_BATCH_BLOCKS: usize = 16 * 1024;
 /// Largest write the kernel sends in one request.
 const MAX_WRITE_BYTES: u32 = 1 << 20;
 
@@ -34,6 +36,16 @@ fn errno(e: ZplError) -> Errno {
         eprintln!("zetta-fuse: I/O error: {why}");
     }
     Errno::from_i32(e.errno())
+}
+
+/// A refused admission: EDQUOT past a quota, ENOSPC when the pool or a reservation has
+/// no room; a commit that failed on the way is EIO.
+fn space_refused(e: zetta::spa::SpaError) -> Errno {
+    match e {
+        zetta::spa::SpaError::QuotaExceeded => Errno::from_i32(libc::EDQUOT),
+        zetta::spa::SpaError::NoSpace => Errno::ENOSPC,
+        other => commit_failed(other),
+    }
 }
 
 /// A commit that failed: logged (the pool's devices are failing), EIO to the caller.
@@ -171,13 +183,38 @@ impl ZplFs {
         &self,
         work: impl FnOnce(&Zfsvfs, &mut ObjectSet, &IoCtx<'_>) -> Result<T, ZplError>,
     ) -> Result<T, Errno> {
+        self.change_checked(false, work)
+    }
+
+    /// A change that frees space (unlink, rmdir, truncate, punch hole): admitted into half
+    /// the slop, so a full filesystem can always be emptied (OpenZFS's net-free txs).
+    fn freeing_change<T>(
+        &self,
+        work: impl FnOnce(&Zfsvfs, &mut ObjectSet, &IoCtx<'_>) -> Result<T, ZplError>,
+    ) -> Result<T, Errno> {
+        self.change_checked(true, work)
+    }
+
+    fn change_checked<T>(
+        &self,
+        frees: bool,
+        work: impl FnOnce(&Zfsvfs, &mut ObjectSet, &IoCtx<'_>) -> Result<T, ZplError>,
+    ) -> Result<T, Errno> {
         if self.readonly() {
             return Err(Errno::EROFS);
         }
         let pool = self.pool()?;
         let mut spa = pool.write();
-        // Metadata needs room too: refuse before dirtying anything when the pool is full.
-        spa.check_space(64 << 10, 1).map_err(|_| Errno::ENOSPC)?;
+        // Metadata needs room too: refuse before dirtying anything when the pool is full
+        // (after committing, when that could make room).
+        spa.admit_settled(|spa| {
+            if frees {
+                spa.check_space_to_free()
+            } else {
+                spa.check_space(64 << 10, 1)
+            }
+        })
+        .map_err(space_refused)?;
         let result = spa
             .with_zpl_object(self.dataset, &self.vfs, work)
             .map_err(errno)?;
@@ -196,21 +233,73 @@ impl ZplFs {
     /// they commit, and intent log blocks held until then), the txg commits and the write is
     /// admitted again, as OpenZFS's ERESTART makes `dmu_tx_assign` wait for a sync.
     fn reserve_space(&self, spa: &mut zetta::spa::Spa, bytes: u64) -> Result<(), Errno> {
-        let mut result = spa.dsl_tempreserve(self.dataset, bytes);
-        if matches!(
-            result,
-            Err(zetta::spa::SpaError::QuotaExceeded | zetta::spa::SpaError::NoSpace)
-        ) && spa.has_dirty()
-        {
+        spa.admit_settled(|spa| spa.dsl_tempreserve(self.dataset, bytes))
+            .map_err(space_refused)
+    }
+
+    /// Runs a freeing `batch` (which says whether it is done) until it is, committing
+    /// between batches (OpenZFS `dmu_free_long_range`), so the indirect blocks one txg
+    /// dirties stay bounded whatever the file's size.
+    fn in_batches(
+        &self,
+        mut batch: impl FnMut(&Zfsvfs, &mut ObjectSet, &IoCtx<'_>) -> Result<bool, ZplError>,
+    ) -> Result<(), Errno> {
+        loop {
+            if self.freeing_change(&mut batch)? {
+                return Ok(());
+            }
+            let pool = self.pool()?;
+            let mut spa = pool.write();
             spa.sync().map_err(commit_failed)?;
-            result = spa.dsl_tempreserve(self.dataset, bytes);
         }
-        match result {
-            Ok(()) => Ok(()),
-            Err(zetta::spa::SpaError::QuotaExceeded) => Err(Errno::from_i32(libc::EDQUOT)),
-            Err(zetta::spa::SpaError::NoSpace) => Err(Errno::ENOSPC),
-            Err(_) => Err(Errno::EIO),
+    }
+
+    /// fallocate modes 0 and KEEP_SIZE: refuses with ENOSPC a range the filesystem could
+    /// not hold (beyond what the file already occupies), then for mode 0 grows the size.
+    fn preallocate(
+        &self,
+        object: u64,
+        offset: u64,
+        length: u64,
+        grow: bool,
+        now: Timespec,
+    ) -> Result<(), Errno> {
+        if self.readonly() {
+            return Err(Errno::EROFS);
         }
+        {
+            let pool = self.pool()?;
+            let mut spa = pool.write();
+            let held = spa
+                .with_zpl_object(self.dataset, &self.vfs, |vfs, os, ctx| {
+                    Ok(vfs.getattr(os, ctx, object)?.used_bytes)
+                })
+                .map_err(errno)?;
+            let needed = length.saturating_sub(held);
+            spa.admit_settled(|spa| {
+                if needed > spa.dsl_space_available(self.dataset)? {
+                    Err(zetta::spa::SpaError::NoSpace)
+                } else {
+                    Ok(())
+                }
+            })
+            .map_err(|e| match e {
+                zetta::spa::SpaError::QuotaExceeded => Errno::ENOSPC,
+                other => space_refused(other),
+            })?;
+        }
+        if !grow {
+            return Ok(());
+        }
+        self.change(|vfs, os, ctx| {
+            let size = vfs.getattr(os, ctx, object)?.znode.size;
+            let end = offset.saturating_add(length);
+            let change = SetAttr {
+                size: (end > size).then_some(end),
+                ..SetAttr::default()
+            };
+            vfs.setattr(os, ctx, object, &change, now).map(|_| ())
+        })
     }
 
     /// fsync: the dataset's intent log makes everything it changed durable (a txg commit
@@ -431,7 +520,19 @@ impl fuser::Filesystem for ZplFs {
             crtime: crtime.map(from_kernel),
         };
         let now = Timespec::now();
-        match self.change(|vfs, os, ctx| vfs.setattr(os, ctx, object, &change, now)) {
+        // A size change may only free (a shrink; an extension allocates nothing). A long
+        // shrink frees in batches, each committed, before the size changes.
+        let result = if let Some(size) = change.size {
+            self.in_batches(|vfs, os, ctx| {
+                vfs.truncate_batch(os, ctx, object, size, FREE_BATCH_BLOCKS)
+            })
+            .and_then(|()| {
+                self.freeing_change(|vfs, os, ctx| vfs.setattr(os, ctx, object, &change, now))
+            })
+        } else {
+            self.change(|vfs, os, ctx| vfs.setattr(os, ctx, object, &change, now))
+        };
+        match result {
             Ok(attr) => reply.attr(&TTL, &self.file_attr(&attr)),
             Err(e) => reply.error(e),
         }
@@ -485,7 +586,7 @@ impl fuser::Filesystem for ZplFs {
         }
         let dir = self.object(parent);
         let now = Timespec::now();
-        let result = self.change(|vfs, os, ctx| {
+        let result = self.freeing_change(|vfs, os, ctx| {
             let gone = vfs.unlink(os, ctx, dir, name.as_bytes(), now)?;
             if gone.orphaned {
                 self.orphaned(vfs, os, ctx, gone.object)?;
@@ -501,7 +602,7 @@ impl fuser::Filesystem for ZplFs {
         }
         let dir = self.object(parent);
         let now = Timespec::now();
-        let result = self.change(|vfs, os, ctx| {
+        let result = self.freeing_change(|vfs, os, ctx| {
             let gone = vfs.rmdir(os, ctx, dir, name.as_bytes(), now)?;
             self.orphaned(vfs, os, ctx, gone.object)
         });
@@ -675,8 +776,9 @@ impl fuser::Filesystem for ZplFs {
             let copies = spa
                 .with_dataset_object(self.dataset, |os, _| Ok(os.policy.data_props.copies))
                 .map_err(|_| Errno::EIO)?;
-            spa.check_space(data.len() as u64, copies)
-                .map_err(|_| Errno::ENOSPC)?;
+            let len = data.len() as u64;
+            spa.admit_settled(|spa| spa.check_space(len, copies))
+                .map_err(space_refused)?;
             self.reserve_space(&mut spa, data.len() as u64 * u64::from(copies.max(1)))?;
             // The txg is charged what it now holds in memory: a small write into a clean
             // record dirties the whole record.
@@ -931,8 +1033,10 @@ impl fuser::Filesystem for ZplFs {
         reply.ok();
     }
 
-    /// Mode 0 reserves by growing the size (as OpenZFS does: copy-on-write cannot
-    /// promise blocks ahead); KEEP_SIZE alone is a no-op; PUNCH_HOLE frees the range.
+    /// Mode 0 and KEEP_SIZE check that the range fits in what the filesystem may still
+    /// take (ENOSPC, as OpenZFS: copy-on-write cannot promise blocks ahead, but it does
+    /// refuse a reservation larger than AVAIL); mode 0 then grows the size. PUNCH_HOLE
+    /// frees the range.
     fn fallocate(
         &self,
         _req: &Request,
@@ -949,19 +1053,18 @@ impl fuser::Filesystem for ZplFs {
         let object = self.object(ino);
         let now = Timespec::now();
         let result = match mode {
-            0 => self.change(|vfs, os, ctx| {
-                let size = vfs.getattr(os, ctx, object)?.znode.size;
-                let end = offset.saturating_add(length);
-                let change = SetAttr {
-                    size: (end > size).then_some(end),
-                    ..SetAttr::default()
-                };
-                vfs.setattr(os, ctx, object, &change, now).map(|_| ())
-            }),
-            libc::FALLOC_FL_KEEP_SIZE => Ok(()),
-            m if m == libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE => {
-                self.change(|vfs, os, ctx| vfs.punch_hole(os, ctx, object, offset, length, now))
+            0 | libc::FALLOC_FL_KEEP_SIZE => {
+                self.preallocate(object, offset, length, mode == 0, now)
             }
+            m if m == libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE => self
+                .in_batches(|vfs, os, ctx| {
+                    vfs.punch_batch(os, ctx, object, offset, length, FREE_BATCH_BLOCKS)
+                })
+                .and_then(|()| {
+                    self.freeing_change(|vfs, os, ctx| {
+                        vfs.punch_hole(os, ctx, object, offset, length, now)
+                    })
+                }),
             _ => Err(Errno::from_i32(libc::EOPNOTSUPP)),
         };
         reply_empty(reply, result);

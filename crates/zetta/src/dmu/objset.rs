@@ -19,6 +19,10 @@
 //! changed block goes to a new place (copy-on-write), and the old one is freed only after the
 //! commit that stops referencing it (deferred by the allocator) — or handed to the dataset's
 //! dead list when a snapshot still references it (born at or before `prev_snap_txg`).
+//! Frees (truncate, punch hole, free of an object) walk only the live tree's non-hole
+//! pointers and loaded dbufs, so they cost what an object holds, not its size: a file with
+//! one byte at 2^63 is freed in a handful of steps. Long truncates can go in batches from
+//! the end (`free_tail_batch`, OpenZFS `dmu_free_long_range`) committed in between.
 //! A level-0 dbuf written with `write_stored` (a `-c` receive) also carries the block's
 //! stored compressed form, which `sync` writes as is; any later change of the dbuf's bytes
 //! drops it.
@@ -423,6 +427,22 @@ impl ObjectSet {
         }
     }
 
+    /// Bytes of dirty level-0 data of `id` that has no block yet (new records, or records
+    /// whose old block a truncate or hole already freed): what `used_bytes` will grow by
+    /// when the txg commits, before compression. `stat`'s block count adds it, as
+    /// OpenZFS's does, so a file being rewritten never shows zero blocks.
+    pub fn pending_new_bytes(&self, id: ObjectId) -> u64 {
+        let Some(state) = self.objects.get(&id.0) else {
+            return 0;
+        };
+        state
+            .dbufs
+            .range((0, 0)..=(0, u64::MAX))
+            .filter(|(_, d)| d.dirty && d.bp.is_hole())
+            .map(|(_, d)| d.data.len() as u64)
+            .sum()
+    }
+
     pub fn dnode(&mut self, ctx: &IoCtx<'_>, id: ObjectId) -> Result<DnodePhys, DmuError> {
         Ok(self.state(ctx, id)?.phys.clone())
     }
@@ -677,6 +697,86 @@ impl ObjectSet {
         Ok(())
     }
 
+    /// One batch of a long truncate (OpenZFS `dmu_free_long_range`): frees the last
+    /// `max_blocks` allocated level-0 blocks lying wholly past `size_bytes`, from the end
+    /// backwards, without changing the size. Returns whether none is left, so a caller
+    /// can commit between batches and keep what one txg dirties (the indirect blocks
+    /// above the freed ones) bounded; the `truncate` that follows is then cheap.
+    pub fn free_tail_batch(
+        &mut self,
+        ctx: &IoCtx<'_>,
+        id: ObjectId,
+        size_bytes: u64,
+        max_blocks: usize,
+    ) -> Result<bool, DmuError> {
+        let state = self.state(ctx, id)?;
+        let block_size = u64::from(state.phys.data_block_size_bytes).max(1);
+        let first = size_bytes.div_ceil(block_size);
+        self.free_blocks_batch(ctx, id, first, u64::MAX, max_blocks)
+    }
+
+    /// One batch of a long hole punch: frees the last `max_blocks` allocated level-0
+    /// blocks lying wholly inside [offset, offset + len) (and below the size), without
+    /// zeroing partial blocks; `free_range` finishes the punch. Returns whether none is
+    /// left.
+    pub fn free_range_batch(
+        &mut self,
+        ctx: &IoCtx<'_>,
+        id: ObjectId,
+        offset: u64,
+        len: u64,
+        max_blocks: usize,
+    ) -> Result<bool, DmuError> {
+        let state = self.state(ctx, id)?;
+        let block_size = u64::from(state.phys.data_block_size_bytes).max(1);
+        let end = offset.saturating_add(len).min(state.phys.size_bytes);
+        if offset >= end {
+            return Ok(true);
+        }
+        let first = offset.div_ceil(block_size);
+        let last = end / block_size;
+        self.free_blocks_batch(ctx, id, first, last, max_blocks)
+    }
+
+    /// Frees the last `max_blocks` allocated level-0 blocks of [first, last), from the end
+    /// backwards; whether none is left.
+    fn free_blocks_batch(
+        &mut self,
+        ctx: &IoCtx<'_>,
+        id: ObjectId,
+        first: u64,
+        last: u64,
+        max_blocks: usize,
+    ) -> Result<bool, DmuError> {
+        let objset = self.id;
+        let state = self.state(ctx, id)?;
+        let last = last.min(state.phys.capacity_blocks(state.phys.nlevels));
+        if first >= last || max_blocks == 0 {
+            return Ok(true);
+        }
+        let mut found = Vec::new();
+        if let Some(top) = state.phys.nlevels.checked_sub(1) {
+            for (i, bp) in state.phys.blkptr.iter().enumerate().rev() {
+                let tail = LiveTail {
+                    first,
+                    last,
+                    max: max_blocks,
+                };
+                collect_live_tail(
+                    state, ctx, objset, id.0, top, i as u64, *bp, &tail, &mut found,
+                )?;
+                if found.len() >= max_blocks {
+                    break;
+                }
+            }
+        }
+        let Some(&lowest) = found.iter().min() else {
+            return Ok(true);
+        };
+        self.free_range_blocks(ctx, id, lowest, last)?;
+        Ok(found.len() < max_blocks)
+    }
+
     /// Punches a hole: whole blocks in the range become holes, partial ones are zeroed.
     pub fn free_range(
         &mut self,
@@ -719,7 +819,10 @@ impl ObjectSet {
         Ok(())
     }
 
-    /// Turns level-0 blocks [first, last) into holes.
+    /// Turns level-0 blocks [first, last) into holes. Costs what the range holds (its
+    /// blocks and the indirect blocks above them), not its length: only the live tree's
+    /// non-hole pointers and loaded dbufs are visited (OpenZFS `dnode_free_range` walks
+    /// the same way), so truncating a file written at 2^63 is cheap.
     fn free_range_blocks(
         &mut self,
         ctx: &IoCtx<'_>,
@@ -732,22 +835,33 @@ impl ObjectSet {
         let state = self.state(ctx, id)?;
         let capacity = state.phys.capacity_blocks(state.phys.nlevels);
         let last = last.min(capacity);
+        let mut live = Vec::new();
+        if first < last {
+            walk_live_tree(
+                state,
+                ctx,
+                objset,
+                id.0,
+                first,
+                last,
+                &mut |level, blkid, _| {
+                    if level == 0 {
+                        live.push(blkid);
+                    }
+                },
+            )?;
+        }
         let mut released = Vec::new();
-        let mut blkid = first;
-        while blkid < last {
-            // Skip quickly over unallocated regions of sparse objects.
-            if let Some(end) = hole_span_end(state, ctx, objset, id.0, blkid)? {
-                blkid = end.max(blkid + 1);
-                continue;
-            }
-            let bp = block_pointer(state, ctx, objset, id.0, 0, blkid)?;
+        for blkid in live {
             let had_dbuf = state.dbufs.remove(&(0, blkid));
-            let old = had_dbuf.map(|d| d.bp).unwrap_or(bp);
+            let old = match had_dbuf {
+                Some(dbuf) => dbuf.bp,
+                None => block_pointer(state, ctx, objset, id.0, 0, blkid)?,
+            };
             if !old.is_hole() {
                 released.push(old);
                 set_child_bp(state, ctx, objset, id.0, 0, blkid, BlockPointer::HOLE)?;
             }
-            blkid += 1;
         }
         let released_bytes: u64 = released.iter().map(|bp| ctx.root.dsize_bytes(bp)).sum();
         state.phys.used_bytes = state.phys.used_bytes.saturating_sub(released_bytes);
@@ -1191,38 +1305,6 @@ fn block_pointer(
         .map_err(|e| DmuError::Corrupt(format!("object {object}: {e}")))
 }
 
-/// The end of the largest aligned span around level-0 block `blkid` whose pointer is a
-/// hole with nothing of it in memory (so every block in it is a hole), or `None` when
-/// `blkid` has to be looked at itself. Lets frees of huge sparse ranges skip what was
-/// never written instead of visiting (and loading parents for) every block id.
-fn hole_span_end(
-    state: &mut ObjectState,
-    ctx: &IoCtx<'_>,
-    objset: u64,
-    object: u64,
-    blkid: u64,
-) -> Result<Option<u64>, DmuError> {
-    let per = state.phys.entries_per_indirect();
-    for level in (1..state.phys.nlevels).rev() {
-        let span = per.saturating_pow(u32::from(level));
-        let index = blkid / span;
-        let first = index.saturating_mul(span);
-        let end = first.saturating_add(span);
-        let cached = (0..=level).any(|l| {
-            let width = per.saturating_pow(u32::from(l));
-            state
-                .dbufs
-                .range((l, first / width)..(l, end.div_ceil(width)))
-                .next()
-                .is_some()
-        });
-        if !cached && block_pointer(state, ctx, objset, object, level, index)?.is_hole() {
-            return Ok(Some(end));
-        }
-    }
-    Ok(None)
-}
-
 /// Loads (reading if needed) the dbuf of (level, blkid).
 fn load_dbuf<'s>(
     state: &'s mut ObjectState,
@@ -1337,27 +1419,219 @@ fn set_child_bp(
 }
 
 /// Collects every block of an object as the live tree (in memory where loaded) sees it,
-/// top level first (for freeing it).
+/// parents before their children (for freeing it). Visits only non-hole pointers and
+/// loaded dbufs: the cost follows what the object holds, not its size.
 fn collect_tree(
-    state: &mut ObjectState,
+    state: &ObjectState,
     ctx: &IoCtx<'_>,
     objset: u64,
     object: u64,
     out: &mut Vec<BlockPointer>,
 ) -> Result<(), DmuError> {
-    let per = state.phys.entries_per_indirect();
-    let blocks_level0 = state.phys.max_block_id + 1;
-    for level in (0..state.phys.nlevels).rev() {
-        let count = blocks_level0.div_ceil(per.saturating_pow(u32::from(level)).max(1));
-        for blkid in 0..count {
-            let bp = match state.dbufs.get(&(level, blkid)) {
-                Some(dbuf) => dbuf.bp,
-                None => block_pointer(state, ctx, objset, object, level, blkid)?,
-            };
-            if !bp.is_hole() {
-                out.push(bp);
-            }
+    walk_live_tree(state, ctx, objset, object, 0, u64::MAX, &mut |_, _, bp| {
+        if !bp.is_hole() {
+            out.push(*bp);
         }
+    })
+}
+
+/// Whether any dbuf is loaded at or under node (level, blkid) of the tree.
+fn subtree_has_dbufs(state: &ObjectState, level: u8, blkid: u64) -> bool {
+    let per = state.phys.entries_per_indirect();
+    (0..=level).any(|l| {
+        let width = per.saturating_pow(u32::from(level - l));
+        let low = blkid.saturating_mul(width);
+        let high = blkid.saturating_add(1).saturating_mul(width);
+        state.dbufs.range((l, low)..(l, high)).next().is_some()
+    })
+}
+
+/// Visits, parents first, every node of the live tree that covers a level-0 block in
+/// [first, last) and is either a non-hole pointer or a loaded dbuf, with its block
+/// pointer (a loaded dbuf's own, else its parent's entry; a hole for a dbuf not written
+/// yet). Subtrees under a hole with nothing loaded are skipped whole, so a file with one
+/// block at 2^63 costs a handful of visits. Indirect blocks not loaded are read through
+/// the ARC and not kept as dbufs.
+fn walk_live_tree(
+    state: &ObjectState,
+    ctx: &IoCtx<'_>,
+    objset: u64,
+    object: u64,
+    first: u64,
+    last: u64,
+    visit: &mut dyn FnMut(u8, u64, &BlockPointer),
+) -> Result<(), DmuError> {
+    let Some(top) = state.phys.nlevels.checked_sub(1) else {
+        return Ok(());
+    };
+    for (i, bp) in state.phys.blkptr.iter().enumerate() {
+        walk_live_node(
+            state, ctx, objset, object, top, i as u64, *bp, first, last, visit,
+        )?;
+    }
+    Ok(())
+}
+
+/// The range and batch size of `collect_live_tail`.
+struct LiveTail {
+    first: u64,
+    last: u64,
+    max: usize,
+}
+
+/// `walk_live_node` backwards, collecting level-0 block ids (with a block or a dbuf) of
+/// [first, last) from the end until `max` are found: one batch of a long truncate, whose
+/// cost is that batch's blocks and the indirect blocks above them.
+#[allow(clippy::too_many_arguments)]
+fn collect_live_tail(
+    state: &ObjectState,
+    ctx: &IoCtx<'_>,
+    objset: u64,
+    object: u64,
+    level: u8,
+    blkid: u64,
+    parent_bp: BlockPointer,
+    tail: &LiveTail,
+    out: &mut Vec<u64>,
+) -> Result<(), DmuError> {
+    if out.len() >= tail.max {
+        return Ok(());
+    }
+    let per = state.phys.entries_per_indirect();
+    let span = per.saturating_pow(u32::from(level));
+    let start = blkid.saturating_mul(span);
+    let end = blkid.saturating_add(1).saturating_mul(span);
+    if end <= tail.first || start >= tail.last {
+        return Ok(());
+    }
+    let dbuf = state.dbufs.get(&(level, blkid));
+    let bp = dbuf.map(|d| d.bp).unwrap_or(parent_bp);
+    if dbuf.is_none() && bp.is_hole() && !subtree_has_dbufs(state, level, blkid) {
+        return Ok(());
+    }
+    if level == 0 {
+        out.push(blkid);
+        return Ok(());
+    }
+    let children: Option<std::sync::Arc<Vec<u8>>> = match dbuf {
+        Some(d) => Some(std::sync::Arc::new(d.data.clone())),
+        None if !bp.is_hole() => Some(ctx.zio.read_block(
+            ctx.root,
+            &bp,
+            Some(Bookmark {
+                objset,
+                object,
+                level,
+                blkid,
+            }),
+        )?),
+        None => None,
+    };
+    for i in (0..per).rev() {
+        if out.len() >= tail.max {
+            break;
+        }
+        let child = blkid.saturating_mul(per).saturating_add(i);
+        let child_bp = match &children {
+            Some(data) => {
+                let at = i as usize * BLKPTR_SIZE_BYTES;
+                match data.get(at..at + BLKPTR_SIZE_BYTES) {
+                    Some(chunk) => BlockPointer::decode(chunk)
+                        .map_err(|e| DmuError::Corrupt(format!("object {object}: {e}")))?,
+                    None => BlockPointer::HOLE,
+                }
+            }
+            None => BlockPointer::HOLE,
+        };
+        if child_bp.is_hole() && !subtree_has_dbufs(state, level - 1, child) {
+            continue;
+        }
+        collect_live_tail(
+            state,
+            ctx,
+            objset,
+            object,
+            level - 1,
+            child,
+            child_bp,
+            tail,
+            out,
+        )?;
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn walk_live_node(
+    state: &ObjectState,
+    ctx: &IoCtx<'_>,
+    objset: u64,
+    object: u64,
+    level: u8,
+    blkid: u64,
+    parent_bp: BlockPointer,
+    first: u64,
+    last: u64,
+    visit: &mut dyn FnMut(u8, u64, &BlockPointer),
+) -> Result<(), DmuError> {
+    let per = state.phys.entries_per_indirect();
+    let span = per.saturating_pow(u32::from(level));
+    let start = blkid.saturating_mul(span);
+    let end = blkid.saturating_add(1).saturating_mul(span);
+    if end <= first || start >= last {
+        return Ok(());
+    }
+    let dbuf = state.dbufs.get(&(level, blkid));
+    let bp = dbuf.map(|d| d.bp).unwrap_or(parent_bp);
+    if dbuf.is_none() && bp.is_hole() && !subtree_has_dbufs(state, level, blkid) {
+        return Ok(());
+    }
+    visit(level, blkid, &bp);
+    if level == 0 {
+        return Ok(());
+    }
+    let children: Option<std::sync::Arc<Vec<u8>>> = match dbuf {
+        Some(d) => Some(std::sync::Arc::new(d.data.clone())),
+        None if !bp.is_hole() => Some(ctx.zio.read_block(
+            ctx.root,
+            &bp,
+            Some(Bookmark {
+                objset,
+                object,
+                level,
+                blkid,
+            }),
+        )?),
+        None => None,
+    };
+    for i in 0..per {
+        let child = blkid.saturating_mul(per).saturating_add(i);
+        let child_bp = match &children {
+            Some(data) => {
+                let at = i as usize * BLKPTR_SIZE_BYTES;
+                match data.get(at..at + BLKPTR_SIZE_BYTES) {
+                    Some(chunk) => BlockPointer::decode(chunk)
+                        .map_err(|e| DmuError::Corrupt(format!("object {object}: {e}")))?,
+                    None => BlockPointer::HOLE,
+                }
+            }
+            None => BlockPointer::HOLE,
+        };
+        if child_bp.is_hole() && !subtree_has_dbufs(state, level - 1, child) {
+            continue;
+        }
+        walk_live_node(
+            state,
+            ctx,
+            objset,
+            object,
+            level - 1,
+            child,
+            child_bp,
+            first,
+            last,
+            visit,
+        )?;
     }
     Ok(())
 }

@@ -300,6 +300,13 @@ impl Spa {
         Ok(())
     }
 
+    /// What head `dataset` may still take in the open txg (its AVAIL less what earlier
+    /// writes of the txg claimed), for `fallocate`: a reservation larger than this cannot
+    /// be kept.
+    pub fn dsl_space_available(&mut self, dataset: u64) -> Result<u64, SpaError> {
+        Ok(self.head_available(dataset, true)?.bytes)
+    }
+
     /// AVAIL of a dir as of the last commit (`dsl_dir_space_available`, on-disk only).
     pub(crate) fn dir_available_bytes(&mut self, dir: u64) -> Result<u64, SpaError> {
         Ok(self.dir_available(dir, false)?.bytes)

@@ -315,3 +315,83 @@ fn figures_are_rebuilt_for_an_older_pool() {
     audit_clean(&mut spa);
     assert_eq!(figures(&mut spa), want);
 }
+
+// Why: issue 21 items 13 and 14 — freed space came back two commits late and only if
+// something else committed: an idle pool kept it deferred for good, and a write refused on
+// a full pool right after a delete failed with ENOSPC instead of letting the deferral
+// pass. The pool now reports frees pending (the txg timer commits while they are), and
+// `admit_settled` commits until the refused write fits. A freeing change may use half the
+// slop, which ordinary writes may not touch.
+#[test]
+fn deferred_frees_settle_and_refused_writes_wait_for_them() {
+    let device = Arc::new(MemDevice::new("/mem/dsl", 256 * MIB));
+    let mut spa = pool(&device);
+    spa.create_filesystem("tank/fs").unwrap();
+    let fs = spa.lookup_dataset("tank/fs").unwrap().unwrap();
+    spa.sync().unwrap();
+    spa.sync().unwrap();
+    spa.sync().unwrap();
+    assert!(!spa.has_dirty(), "an idle pool has nothing to commit");
+    // Fill the filesystem to its AVAIL in 1 MiB writes, as the mount admits them.
+    let mut written = 0u64;
+    loop {
+        let admitted = spa
+            .admit_settled(|spa| spa.check_space(MIB, 1))
+            .and_then(|()| spa.admit_settled(|spa| spa.dsl_tempreserve(fs, MIB)));
+        match admitted {
+            Ok(()) => {}
+            Err(SpaError::NoSpace) => break,
+            Err(e) => panic!("{e}"),
+        }
+        write(&mut spa, "tank/fs", 1001, written, MIB as usize, false);
+        written += MIB;
+        if written.is_multiple_of(16 * MIB) {
+            spa.sync().unwrap();
+        }
+        assert!(written < 256 * MIB, "a 256 MiB pool took {written} bytes");
+    }
+    spa.sync().unwrap();
+    assert!(written > 128 * MIB, "only {written} bytes fit");
+    assert!(spa.check_space(MIB, 1).is_err());
+    // A change that frees still fits into the slop.
+    spa.check_space_to_free().unwrap();
+    spa.with_dataset("tank/fs", |os, ctx| os.free_object(ctx, ObjectId(1001)))
+        .unwrap();
+    spa.sync().unwrap();
+    // Freed but deferred: the pool says so, and keeps committing until it is not.
+    assert!(spa.frees_pending() && spa.has_dirty());
+    let mut commits = 0;
+    while spa.has_dirty() {
+        spa.sync().unwrap();
+        commits += 1;
+        assert!(
+            commits <= 3,
+            "frees still pending after {commits} empty commits"
+        );
+    }
+    spa.check_space(written / 2, 1).unwrap();
+    audit_clean(&mut spa);
+    // The same on a full pool when a write comes right after the delete: admitted at
+    // once, by committing until the freed space is allocatable.
+    let mut refill = 0u64;
+    while spa.check_space(MIB, 1).is_ok() && spa.dsl_tempreserve(fs, MIB).is_ok() {
+        write(&mut spa, "tank/fs", 1002, refill, MIB as usize, false);
+        refill += MIB;
+        if refill.is_multiple_of(16 * MIB) {
+            spa.sync().unwrap();
+        }
+        assert!(refill < 256 * MIB);
+    }
+    spa.sync().unwrap();
+    spa.with_dataset("tank/fs", |os, ctx| os.free_object(ctx, ObjectId(1002)))
+        .unwrap();
+    spa.sync().unwrap();
+    assert!(
+        spa.check_space(8 * MIB, 1).is_err(),
+        "the freed space is still deferred"
+    );
+    spa.admit_settled(|spa| spa.check_space(8 * MIB, 1))
+        .unwrap();
+    spa.admit_settled(|spa| spa.dsl_tempreserve(fs, 8 * MIB))
+        .unwrap();
+}

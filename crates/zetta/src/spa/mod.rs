@@ -53,6 +53,8 @@ pub const MOS_OBJECT_ROOT_DATASET: ObjectId = ObjectId(4);
 pub const MOS_OBJECT_ROOT_DIR: ObjectId = ObjectId(5);
 /// Dirty data that forces a txg sync (OpenZFS zfs_dirty_data_max, scaled for a daemon).
 pub const DIRTY_BYTES_MAX: u64 = 128 << 20;
+/// Metadata a freeing change (unlink, truncate, destroy) is assumed to dirty.
+pub const FREE_CHANGE_BYTES: u64 = 64 << 10;
 pub const ARC_SIZE_BYTES_DEFAULT: u64 = 1 << 30;
 pub const POOL_NAME_LEN_MAX: usize = 255;
 
@@ -791,8 +793,20 @@ impl Spa {
 
     /// Refuses a write of `bytes` (with `copies`) that the pool could not commit: the
     /// ENOSPC check made before data is dirtied (OpenZFS `dmu_tx_assign`), conservative
-    /// because compression is not known yet.
+    /// because compression is not known yet. Ordinary writes stop short of the slop.
     pub fn check_space(&self, bytes: u64, copies: u8) -> Result<(), SpaError> {
+        self.check_space_within(bytes, copies, self.slop_bytes())
+    }
+
+    /// `check_space` for a change that frees space or only touches metadata to do so
+    /// (unlink, rmdir, truncate, punch hole, destroy): it may use half the slop, as
+    /// OpenZFS's net-free transactions (`ZFS_SPACE_CHECK_RESERVED`), so that a pool that
+    /// ordinary writes filled can always be emptied again.
+    pub fn check_space_to_free(&self) -> Result<(), SpaError> {
+        self.check_space_within(FREE_CHANGE_BYTES, 1, self.slop_bytes() / 2)
+    }
+
+    fn check_space_within(&self, bytes: u64, copies: u8, slop: u64) -> Result<(), SpaError> {
         let (size, _, free) = self.space();
         let usable: u64 = self
             .root
@@ -819,22 +833,59 @@ impl Spa {
         if size == 0 {
             return Err(SpaError::NoSpace);
         }
-        if free >= needed(self.dirty_bytes) + self.slop_bytes() {
+        if free >= needed(self.dirty_bytes) + slop {
             return Ok(());
         }
         // Dirty data written early but not installed yet already has its space: count it
         // once (this waits for a batch in flight, only when the pool is nearly full).
         let settled = self.writeback_settled_bytes();
         let (_, _, free) = self.space();
-        if free < needed(self.dirty_bytes.saturating_sub(settled)) + self.slop_bytes() {
+        if free < needed(self.dirty_bytes.saturating_sub(settled)) + slop {
             return Err(SpaError::NoSpace);
         }
         Ok(())
     }
 
-    /// Whether the open txg holds anything to commit (the txg timer's test).
+    /// Runs `check` and, when it refuses while the pool has something to commit (dirty
+    /// data counted as new space, or freed space still deferred), commits and asks again,
+    /// up to the deferral's length: a write on a full pool just after a delete waits for
+    /// the freed space instead of failing with ENOSPC (OpenZFS's `dmu_tx_assign` waits for
+    /// a sync on ERESTART the same way).
+    pub fn admit_settled(
+        &mut self,
+        mut check: impl FnMut(&mut Spa) -> Result<(), SpaError>,
+    ) -> Result<(), SpaError> {
+        for _ in 0..=zetta_metaslab::allocator::FREE_DEFER_TXG_COUNT + 1 {
+            match check(self) {
+                Ok(()) => return Ok(()),
+                Err(e @ (SpaError::NoSpace | SpaError::QuotaExceeded)) => {
+                    if !self.has_dirty() {
+                        return Err(e);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+            self.sync()?;
+        }
+        check(self)
+    }
+
+    /// Whether space freed by a committed txg still waits out the two-txg deferral: the
+    /// pool keeps committing (empty txgs) until it is allocatable again, as OpenZFS's
+    /// sync thread does while its defer trees hold space, so an idle pool gives back what
+    /// a delete freed within a few commits instead of holding it until the next change.
+    pub fn frees_pending(&self) -> bool {
+        let last = self.zio.last_free_txg().0;
+        last != 0
+            && self.open_txg.0
+                <= last.saturating_add(zetta_metaslab::allocator::FREE_DEFER_TXG_COUNT)
+    }
+
+    /// Whether the open txg holds anything to commit (the txg timer's test), counting
+    /// freed space still deferred (`frees_pending`).
     pub fn has_dirty(&self) -> bool {
-        self.dirty_bytes > 0
+        self.frees_pending()
+            || self.dirty_bytes > 0
             || self.config_dirty
             || self.mos.is_dirty()
             || self.root_dataset.is_dirty()

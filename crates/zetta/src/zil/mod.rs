@@ -243,6 +243,7 @@ fn free_blocks(ctx: &IoCtx<'_>, blocks: &[BlockRef]) {
             continue;
         }
         let asize = vdev.allocation_size_bytes(b.psize_bytes);
+        ctx.zio.note_free(ctx.txg);
         let result = class_of(ctx, vdev).lock().free_deferred(
             b.vdev,
             b.offset_bytes,

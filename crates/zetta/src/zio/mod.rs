@@ -196,6 +196,10 @@ pub struct Zio {
     pub arc: Arc_,
     /// Blocks found unrecoverable since the last scrub (persisted by spa).
     pub errlog: Mutex<BTreeSet<Bookmark>>,
+    /// The newest txg that freed data or intent log blocks (not the MOS's own rewrites):
+    /// their space waits out the two-txg deferral, and the pool keeps committing until it
+    /// has (`Spa::frees_pending`), so freed space comes back on an idle pool too.
+    freed_txg: std::sync::atomic::AtomicU64,
 }
 
 impl Zio {
@@ -205,7 +209,19 @@ impl Zio {
             log_allocator: Mutex::new(Allocator::new()),
             arc: arc::PoolArc::new(arc_size_bytes_max),
             errlog: Mutex::new(BTreeSet::new()),
+            freed_txg: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// Records that txg `txg` freed space that waits out the deferral.
+    pub fn note_free(&self, txg: Txg) {
+        self.freed_txg
+            .fetch_max(txg.0, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The newest txg that freed data or log blocks (0: none since import).
+    pub fn last_free_txg(&self) -> Txg {
+        Txg(self.freed_txg.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     /// Writes many blocks in one batch; returns their block pointers in order.
@@ -468,6 +484,9 @@ impl Zio {
             return;
         }
         self.arc.remove(&BlockKey::of(bp));
+        if record {
+            self.note_free(txg);
+        }
         let mut allocator = self.allocator.lock();
         free_dvas(&mut allocator, bp, record, txg);
     }

@@ -65,7 +65,10 @@ pub enum ZplError {
     Range,
     /// A snapshot, or a filesystem mounted read-only.
     ReadOnly,
+    /// The pool has no room (ENOSPC).
     NoSpace,
+    /// A quota or refquota would be exceeded (EDQUOT).
+    QuotaExceeded,
     /// The object set is not a ZPL filesystem (no master node).
     NotZpl,
     /// Malformed on-disk state or an I/O failure underneath.
@@ -89,6 +92,7 @@ impl ZplError {
             ZplError::Range => libc_errno::ERANGE,
             ZplError::ReadOnly => libc_errno::EROFS,
             ZplError::NoSpace => libc_errno::ENOSPC,
+            ZplError::QuotaExceeded => libc_errno::EDQUOT,
             ZplError::NotZpl | ZplError::Io(_) => libc_errno::EIO,
         }
     }
@@ -114,6 +118,7 @@ pub mod libc_errno {
     pub const ENOTEMPTY: i32 = 39;
     pub const ENODATA: i32 = 61;
     pub const EOPNOTSUPP: i32 = 95;
+    pub const EDQUOT: i32 = 122;
 }
 
 impl std::fmt::Display for ZplError {
@@ -133,7 +138,21 @@ impl From<DmuError> for ZplError {
     fn from(e: DmuError) -> Self {
         match e {
             DmuError::NoSuchObject(_) => ZplError::NotFound,
+            // The pool ran out of room under a write that was admitted: ENOSPC, as OpenZFS
+            // reports it, never EIO.
+            DmuError::Zio(crate::zio::ZioError::NoSpace) => ZplError::NoSpace,
             DmuError::Invalid(why) if why.contains("address space") => ZplError::TooBig,
+            other => ZplError::Io(other.to_string()),
+        }
+    }
+}
+
+impl From<crate::spa::SpaError> for ZplError {
+    fn from(e: crate::spa::SpaError) -> Self {
+        use crate::spa::SpaError;
+        match e {
+            SpaError::NoSpace => ZplError::NoSpace,
+            SpaError::QuotaExceeded => ZplError::QuotaExceeded,
             other => ZplError::Io(other.to_string()),
         }
     }
@@ -164,7 +183,8 @@ pub struct Creds {
 pub struct Attr {
     pub object: u64,
     pub znode: ZnodePhys,
-    /// Bytes allocated for the object (all copies), for `st_blocks`.
+    /// Bytes allocated for the object (all copies), plus its dirty data that has no block
+    /// yet (what it will occupy once committed), for `st_blocks`.
     pub used_bytes: u64,
     /// The object's data block size, for `st_blksize`.
     pub block_size_bytes: u32,
@@ -293,7 +313,7 @@ impl crate::spa::Spa {
         self.with_dataset(name, |os, ctx| {
             Ok(Zfsvfs::open_or_create(os, ctx).and_then(|vfs| work(&vfs, os, ctx)))
         })
-        .map_err(|e| ZplError::Io(e.to_string()))?
+        .map_err(ZplError::from)?
     }
 
     /// Runs `work` on the ZPL filesystem of the dataset with MOS object `dataset`, whose
@@ -305,7 +325,7 @@ impl crate::spa::Spa {
         work: impl FnOnce(&Zfsvfs, &mut ObjectSet, &IoCtx<'_>) -> Result<T, ZplError>,
     ) -> Result<T, ZplError> {
         self.with_dataset_object(dataset, |os, ctx| Ok(work(vfs, os, ctx)))
-            .map_err(|e| ZplError::Io(e.to_string()))?
+            .map_err(ZplError::from)?
     }
 
     /// `zfs diff from to`: what changed between snapshot `from` (`fs@a`) and `to`, a later

@@ -43,7 +43,9 @@ pub fn attr(os: &mut ObjectSet, ctx: &IoCtx<'_>, object: u64) -> Result<Attr, Zp
     Ok(Attr {
         object,
         znode,
-        used_bytes: dnode.used_bytes,
+        used_bytes: dnode
+            .used_bytes
+            .saturating_add(os.pending_new_bytes(ObjectId(object))),
         block_size_bytes: dnode.data_block_size_bytes,
     })
 }
@@ -582,6 +584,49 @@ impl Zfsvfs {
         znode.ctime = now;
         put(os, ctx, object, &znode)?;
         Ok(replaced)
+    }
+
+    /// One batch of a shrinking truncate to `size`: frees up to `max_blocks` of the
+    /// file's last records past it (OpenZFS `zfs_trunc` frees with `dmu_free_long_range`
+    /// before it sets the size). Returns whether nothing is left to free, after which
+    /// `setattr` sets the size at little cost. Callers commit between batches so that no
+    /// txg holds the indirect blocks of a whole huge file. The size is unchanged and
+    /// nothing is logged: a crash between batches leaves the tail read as zeros, as on
+    /// OpenZFS, and the truncate itself was never acknowledged.
+    pub fn truncate_batch(
+        &self,
+        os: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        object: u64,
+        size: u64,
+        max_blocks: usize,
+    ) -> Result<bool, ZplError> {
+        let znode = get(os, ctx, object)?;
+        if znode.kind() != Some(FileKind::Regular) || size >= znode.size {
+            return Ok(true);
+        }
+        Ok(os.free_tail_batch(ctx, ObjectId(object), size, max_blocks)?)
+    }
+
+    /// One batch of a long hole punch over [offset, offset + len): frees up to
+    /// `max_blocks` of the whole records inside it, from the end; `punch_hole` then
+    /// zeroes the partial records, frees what is left and logs the punch. Like
+    /// `truncate_batch`, nothing is logged and a crash between batches leaves part of
+    /// the range reading as zeros.
+    pub fn punch_batch(
+        &self,
+        os: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        object: u64,
+        offset: u64,
+        len: u64,
+        max_blocks: usize,
+    ) -> Result<bool, ZplError> {
+        let znode = get(os, ctx, object)?;
+        if znode.kind() != Some(FileKind::Regular) {
+            return Ok(true);
+        }
+        Ok(os.free_range_batch(ctx, ObjectId(object), offset, len, max_blocks)?)
     }
 
     /// Changes attributes; a size change truncates or extends (sparsely) a regular file.
