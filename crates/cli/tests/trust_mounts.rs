@@ -384,10 +384,13 @@ fn external_umount_is_seen() {
     lab.ok("zfs", &["mount", "-a"]);
     assert!(kernel_has(&data, "tank/data"));
     assert_eq!(lab.mounted_prop("tank/data"), "yes");
-    // Not from outside: a rollback of tank detaches its mount lazily (tank/data sits in
-    // it), which takes tank/data along; both are mounted again after it.
+    // Not from outside: a rollback of tank with tank/data busy detaches tank lazily,
+    // which takes tank/data along; both are mounted again after it.
     lab.ok("zfs", &["snapshot", "tank@now"]);
+    let mut holder = hold_cwd(&data);
     lab.ok("zfs", &["rollback", "tank@now"]);
+    let _ = holder.kill();
+    let _ = holder.wait();
     for (fs, path) in [("tank", lab.mnt("")), ("tank/data", data.clone())] {
         assert!(kernel_has(&path, fs), "{fs}");
         assert_eq!(lab.mounted_prop(fs), "yes", "{fs}");

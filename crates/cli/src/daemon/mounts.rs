@@ -695,8 +695,9 @@ pub fn prepare(args: &[String]) -> Result<(), String> {
         }
         ("zfs", "rollback") => {
             if let Some(fs) = operands.first().and_then(|n| n.split('@').next()) {
-                // Rollback replaces the tree under the mount: remount around it.
-                if unmount(fs, false).is_err() {
+                // Rollback replaces the tree under the mount: remount around it. The
+                // mounts below first (they hold it busy), all mounted again after.
+                if unmount_tree(fs, false).is_err() {
                     unmount(fs, true)?;
                 }
             }
