@@ -335,6 +335,124 @@ pub fn packed_size(list: &XdrNvList) -> Result<usize, XdrError> {
     Ok(4 + list_xdr_size(list, 0)?)
 }
 
+/// The text OpenZFS's `dump_nvlist(list, indent)` prints (libnvpair's `nvlist_snprintf`), the
+/// format of `zdb -l` and `zdb -C`: `name: value` lines, strings in single quotes, arrays as
+/// `name[i]: value`, nested lists indented by 4 more. HRTIME, DOUBLE and BOOLEAN_ARRAY print
+/// OpenZFS's own "bad config type" line.
+pub fn dump_nvlist(list: &XdrNvList, indent: usize) -> String {
+    let mut out = String::new();
+    dump_into(&mut out, list, indent);
+    out
+}
+
+fn dump_into(out: &mut String, list: &XdrNvList, indent: usize) {
+    use std::fmt::Write;
+    let pad = " ".repeat(indent);
+    for pair in &list.pairs {
+        let name = String::from_utf8_lossy(&pair.name);
+        let q = |s: &[u8]| format!("'{}'", String::from_utf8_lossy(s));
+        let mut array = |items: Vec<String>| {
+            for (i, v) in items.iter().enumerate() {
+                let _ = writeln!(out, "{pad}{name}[{i}]: {v}");
+            }
+        };
+        let scalar = match &pair.value {
+            XdrValue::Boolean => {
+                let _ = writeln!(out, "{pad}{name}");
+                continue;
+            }
+            XdrValue::BooleanValue(b) => b.to_string(),
+            XdrValue::Byte(v) | XdrValue::Uint8(v) => v.to_string(),
+            XdrValue::Int8(v) => v.to_string(),
+            XdrValue::Int16(v) => v.to_string(),
+            XdrValue::Uint16(v) => v.to_string(),
+            XdrValue::Int32(v) => v.to_string(),
+            XdrValue::Uint32(v) => v.to_string(),
+            XdrValue::Int64(v) => v.to_string(),
+            XdrValue::Uint64(v) => v.to_string(),
+            XdrValue::String(s) => q(s),
+            XdrValue::ByteArray(v) | XdrValue::Uint8Array(v) => {
+                array(v.iter().map(|x| x.to_string()).collect());
+                continue;
+            }
+            XdrValue::Int8Array(v) => {
+                array(v.iter().map(|x| x.to_string()).collect());
+                continue;
+            }
+            XdrValue::Int16Array(v) => {
+                array(v.iter().map(|x| x.to_string()).collect());
+                continue;
+            }
+            XdrValue::Uint16Array(v) => {
+                array(v.iter().map(|x| x.to_string()).collect());
+                continue;
+            }
+            XdrValue::Int32Array(v) => {
+                array(v.iter().map(|x| x.to_string()).collect());
+                continue;
+            }
+            XdrValue::Uint32Array(v) => {
+                array(v.iter().map(|x| x.to_string()).collect());
+                continue;
+            }
+            XdrValue::Int64Array(v) => {
+                array(v.iter().map(|x| x.to_string()).collect());
+                continue;
+            }
+            XdrValue::Uint64Array(v) => {
+                array(v.iter().map(|x| x.to_string()).collect());
+                continue;
+            }
+            XdrValue::StringArray(v) => {
+                array(v.iter().map(|x| q(x)).collect());
+                continue;
+            }
+            XdrValue::NvList(l) => {
+                let _ = writeln!(out, "{pad}{name}:");
+                dump_into(out, l, indent + 4);
+                continue;
+            }
+            XdrValue::NvListArray(v) => {
+                for (i, l) in v.iter().enumerate() {
+                    let _ = writeln!(out, "{pad}{name}[{i}]:");
+                    dump_into(out, l, indent + 4);
+                }
+                continue;
+            }
+            XdrValue::Hrtime(_) | XdrValue::DoubleBits(_) | XdrValue::BooleanArray(_) => {
+                let _ = writeln!(out, "bad config type {} for {name}", pair.value.data_type());
+                continue;
+            }
+        };
+        let _ = writeln!(out, "{pad}{name}: {scalar}");
+    }
+}
+
+/// The decoder's invariants on arbitrary bytes, for the fuzz target (fuzz/fuzz_targets/
+/// nvpair_xdr.rs) and the seeded mutation tests; panics when one breaks:
+/// - no input makes [`unpack`] panic;
+/// - an accepted list packs again, and that packing unpacks to the same list and length;
+/// - re-packing is stable (`pack(unpack(pack(l))) == pack(l)`).
+pub fn fuzz_check(data: &[u8]) {
+    let Ok(u) = unpack(data) else { return };
+    let bytes = match pack_with_endian(&u.list, u.endian) {
+        Ok(b) => b,
+        Err(e) => panic!("a decoded nvlist does not encode: {e}"),
+    };
+    assert_eq!(
+        bytes.len(),
+        u.len,
+        "re-encoded length differs from the bytes consumed"
+    );
+    match unpack(&bytes) {
+        Ok(again) => {
+            assert_eq!(again.list, u.list, "re-encoding changed the list");
+            assert_eq!(again.len, bytes.len());
+        }
+        Err(e) => panic!("a re-encoded nvlist does not decode: {e}"),
+    }
+}
+
 // ---- sizes ----------------------------------------------------------------------------
 
 fn align4(n: u64) -> u64 {
@@ -612,10 +730,7 @@ impl<'a> Reader<'a> {
         let low = word & mask;
         let sign_extended = low & (1 << (bits - 1)) != 0 && word | mask == u32::MAX;
         if word > mask && !sign_extended {
-            return Err(self.err(
-                at,
-                format!("{what}: {word:#x} does not fit in {bits} bits"),
-            ));
+            return Err(self.err(at, format!("{what}: {word:#x} does not fit in {bits} bits")));
         }
         Ok(low)
     }
@@ -961,13 +1076,17 @@ mod tests {
         let bytes = pack(&l).unwrap();
         let expected: Vec<u8> = [
             "01010000", // XDR, little-endian writer, reserved
-            "00000000", "00000001", // nvl_version 0, NV_UNIQUE_NAME
+            "00000000",
+            "00000001", // nvl_version 0, NV_UNIQUE_NAME
             "00000024", // encode size 36
             "00000020", // decode size 32 = align8(16 + 8) + 8
-            "00000007", "76657273696f6e00", // "version" + 1 pad byte
-            "00000008", "00000001", // DATA_TYPE_UINT64, 1 element
+            "00000007",
+            "76657273696f6e00", // "version" + 1 pad byte
+            "00000008",
+            "00000001",         // DATA_TYPE_UINT64, 1 element
             "0000000000001388", // 5000
-            "00000000", "00000000", // end of list
+            "00000000",
+            "00000000", // end of list
         ]
         .concat()
         .as_bytes()
