@@ -1097,6 +1097,32 @@ mod tests {
     }
 
     #[test]
+    fn decoder_invariants_hold_on_mutations() {
+        // Why: decoded bytes are outside input: flips, truncations and huge counts in every
+        // data type's encoding give errors, never a panic or a runaway allocation.
+        let good = pack(&every_type()).unwrap();
+        let mut rng = crate::rand::SeededRng::new(0x0d15ea5e);
+        for cut in 0..good.len() {
+            assert!(unpack(&good[..cut]).is_err(), "cut {cut}");
+        }
+        for at in (0..good.len()).step_by(4) {
+            for word in [u32::MAX, 0x7fff_ffff, 0x8000_0000, 0x10_0000, 1, 0] {
+                let mut b = good.clone();
+                b[at..at + 4].copy_from_slice(&word.to_be_bytes());
+                fuzz_check(&b);
+            }
+        }
+        for _ in 0..20_000 {
+            let mut b = good.clone();
+            for _ in 0..1 + rng.below(4) {
+                let i = rng.below(b.len() as u64) as usize;
+                b[i] ^= 1 << rng.below(8);
+            }
+            fuzz_check(&b);
+        }
+    }
+
+    #[test]
     fn sign_extended_small_values_decode() {
         // libtirpc on x86 writes a char of 0xfe as 0xfffffffe.
         let mut l = XdrNvList::new();
