@@ -7,6 +7,7 @@
 //! Why: Zetta could not read a single byte of a real ZFS pool ("zpool import -d" found no
 //! pools); the XDR nvlist of the vdev label is the first structure an import reads.
 
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -80,6 +81,24 @@ fn fixture(rel: &str) -> Fixture {
         .trim_end_matches(".Z")
         .to_string();
     let file = dir.join(stem);
+    if rel.ends_with(".tar.gz") {
+        // One sparse image inside (compression/testpool_zstd.tar.gz).
+        let status = Command::new("tar")
+            .arg("-xzf")
+            .arg(&src)
+            .arg("-C")
+            .arg(&dir)
+            .status()
+            .unwrap_or_else(|e| panic!("tar: {e}"));
+        assert!(status.success(), "tar -xzf {} failed", src.display());
+        let file = std::fs::read_dir(&dir)
+            .unwrap()
+            .next()
+            .expect("an image in the archive")
+            .unwrap()
+            .path();
+        return Fixture { dir, file };
+    }
     let tool = if rel.ends_with(".bz2") {
         "bunzip2"
     } else {
@@ -96,15 +115,20 @@ fn fixture(rel: &str) -> Fixture {
     Fixture { dir, file }
 }
 
-/// The 112 KiB config area of label `l` (0..4) of a device image.
-fn label_area(device: &[u8], l: usize) -> &[u8] {
-    let size = device.len() / LABEL_SIZE * LABEL_SIZE;
+/// The 112 KiB config area of label `l` (0..4) of a device image, read in place (some
+/// fixtures are sparse 1 GiB files).
+fn label_area(file: &Path, l: usize) -> Vec<u8> {
+    let f = std::fs::File::open(file).unwrap();
+    let size = f.metadata().unwrap().len() as usize / LABEL_SIZE * LABEL_SIZE;
     let start = if l < 2 {
         l * LABEL_SIZE
     } else {
         size - (4 - l) * LABEL_SIZE
     };
-    &device[start + LABEL_NVLIST_OFFSET..start + LABEL_NVLIST_OFFSET + LABEL_NVLIST_SIZE]
+    let mut area = vec![0u8; LABEL_NVLIST_SIZE];
+    f.read_exact_at(&mut area, (start + LABEL_NVLIST_OFFSET) as u64)
+        .unwrap();
+    area
 }
 
 /// What `zdb -l FILE` prints for label 0: the lines between its header and "labels = ".
@@ -141,12 +165,11 @@ fn zdb_label0(file: &Path) -> String {
 /// Decodes label 0 of a fixture, compares it with zdb -l, and round-trips all four labels.
 fn check_against_zdb(rel: &str) -> nvpair_xdr::XdrNvList {
     let fx = fixture(rel);
-    let device = std::fs::read(&fx.file).unwrap();
     let expected = zdb_label0(&fx.file);
     let mut first = None;
     for l in 0..4 {
-        let area = label_area(&device, l);
-        let u = nvpair_xdr::unpack(area).unwrap_or_else(|e| panic!("{rel} label {l}: {e}"));
+        let area = label_area(&fx.file, l);
+        let u = nvpair_xdr::unpack(&area).unwrap_or_else(|e| panic!("{rel} label {l}: {e}"));
         // Byte for byte: OpenZFS's encoder and ours write the same bytes.
         let again = nvpair_xdr::pack_with_endian(&u.list, u.endian).unwrap();
         assert_eq!(again.len(), u.len, "{rel} label {l}: length");
@@ -214,10 +237,37 @@ fn pool_version_labels_match_zdb() {
         "cli_root/zpool_upgrade/blockfiles/zfs-pool-v3hotspare1.dat.bz2",
         "cli_root/zpool_upgrade/blockfiles/zfs-pool-v2raidz2.dat.bz2",
         "cli_root/zpool_upgrade/blockfiles/zfs-pool-v999.dat.bz2",
+        "cli_root/zpool_import/blockfiles/cryptv0.dat.bz2",
         "history/sparc.migratedpool.DAT.Z",
     ] {
         check_against_zdb(rel);
     }
+}
+
+#[test]
+fn modern_pool_label_with_features_matches_zdb() {
+    // Why: a typical v5000 pool's label lists its read features as BOOLEAN pairs (names
+    // without values) and carries errata/hostid; these must decode and re-encode exactly.
+    let list = check_against_zdb("compression/testpool_zstd.tar.gz");
+    assert_eq!(list.get_str("name"), Some("testpool_zstd"));
+    let features = list.get_nvlist("features_for_read").unwrap();
+    let names: Vec<_> = features
+        .pairs
+        .iter()
+        .map(|p| {
+            (
+                String::from_utf8_lossy(&p.name).into_owned(),
+                p.value.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("com.delphix:hole_birth".to_string(), XdrValue::Boolean),
+            ("com.delphix:embedded_data".to_string(), XdrValue::Boolean),
+        ]
+    );
 }
 
 #[test]
@@ -262,8 +312,7 @@ fn hex(s: &str) -> Vec<u8> {
 fn golden_vector_of_a_real_label() {
     // Why: pins the byte layout (header, version, flags, pair sizes, padding) to real bytes.
     let fx = fixture("cli_root/zpool_import/blockfiles/unclean_export.dat.bz2");
-    let device = std::fs::read(&fx.file).unwrap();
-    let area = label_area(&device, 0);
+    let area = label_area(&fx.file, 0);
     assert_eq!(area[..64], hex(GOLDEN_LABEL_HEAD)[..]);
     // The same bytes from our encoder, from a list built by hand.
     let mut l = nvpair_xdr::XdrNvList::new();
@@ -279,9 +328,8 @@ fn hostile_label_bytes_error_never_panic() {
     // Why: a label is outside input; truncations, flipped bits and huge lengths must give
     // errors (with an offset inside the buffer), never a panic or a huge allocation.
     let fx = fixture("cli_root/zpool_upgrade/blockfiles/zfs-pool-v3mirror1.dat.bz2");
-    let device = std::fs::read(&fx.file).unwrap();
-    let area = label_area(&device, 0);
-    let len = nvpair_xdr::unpack(area).unwrap().len;
+    let area = label_area(&fx.file, 0);
+    let len = nvpair_xdr::unpack(&area).unwrap().len;
     let good = &area[..len];
     // Every truncation fails, with an offset within the bytes given.
     for cut in 0..len {
