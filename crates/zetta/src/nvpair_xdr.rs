@@ -1122,6 +1122,70 @@ mod tests {
         }
     }
 
+    /// {"a": <value>} with the value's words patched by `patch(bytes, value_offset)`.
+    fn one_pair(value: XdrValue, patch: impl Fn(&mut Vec<u8>, usize)) -> Vec<u8> {
+        let mut l = XdrNvList::new();
+        l.add("a", value);
+        let mut b = pack(&l).unwrap();
+        // header 4, list 8, sizes 8, name 8, type and nelem 8.
+        patch(&mut b, 36);
+        b
+    }
+
+    #[test]
+    fn faults_are_refused_at_their_offset() {
+        let err = |b: Vec<u8>| unpack(&b).unwrap_err();
+        let e = err(one_pair(XdrValue::BooleanValue(true), |b, at| {
+            b[at + 3] = 2
+        }));
+        assert_eq!((e.offset, e.reason.as_str()), (36, "boolean value 2"));
+        let e = err(one_pair(XdrValue::Uint64(1), |b, _| b[28 + 3] = 99));
+        assert_eq!(e.offset, 28);
+        assert!(e.reason.contains("unknown data type 99"), "{e}");
+        let e = err(one_pair(XdrValue::Uint64(1), |b, _| b[32 + 3] = 2));
+        assert_eq!(e.offset, 32);
+        let e = err(one_pair(XdrValue::String(b"xy".to_vec()), |b, at| {
+            b[at + 5] = 0
+        }));
+        assert_eq!(e.offset, 41);
+        assert!(e.reason.contains("NUL"), "{e}");
+        let e = err(one_pair(XdrValue::Uint64Array(vec![1]), |b, at| {
+            b[at + 3] = 2
+        }));
+        assert_eq!(e.offset, 36);
+        assert!(e.reason.contains("array count 2"), "{e}");
+        // A decoded size too small for the pair, and a header that is not XDR.
+        let e = err(one_pair(XdrValue::Uint64(1), |b, _| b[16 + 3] = 8));
+        assert_eq!(e.offset, 16);
+        let e = err(one_pair(XdrValue::Uint64(1), |b, _| b[0] = 0));
+        assert_eq!(e.offset, 0);
+        let mut l = XdrNvList::new();
+        l.add("a\0b", XdrValue::Boolean);
+        assert!(pack(&l).is_err());
+    }
+
+    #[test]
+    fn openzfs_leniencies_are_kept() {
+        // A larger decoded size, padding bytes, reserved header bytes and trailing bytes are
+        // ignored, as nvlist_unpack ignores them.
+        let l = {
+            let mut l = XdrNvList::new();
+            l.add("a", XdrValue::String(b"x".to_vec()));
+            l
+        };
+        let mut b = one_pair(XdrValue::String(b"x".to_vec()), |b, at| {
+            b[19] = 0xf0; // decode size 240
+            b[at + 5] = 0xaa; // a padding byte of "x"
+            b[2] = 7;
+            b.extend_from_slice(&[0xee; 9]);
+        });
+        let u = unpack(&b).unwrap();
+        assert_eq!(u.list, l);
+        assert_eq!(u.len, b.len() - 9);
+        b.truncate(u.len);
+        assert_ne!(pack(&u.list).unwrap(), b);
+    }
+
     #[test]
     fn sign_extended_small_values_decode() {
         // libtirpc on x86 writes a char of 0xfe as 0xfffffffe.
