@@ -84,6 +84,12 @@ else
     log "warning: not a Debian system; install ${required_packages[*]} by hand"
 fi
 
+# The oracle: OpenZFS's userspace tools (zdb...) and its test fixtures, from bookworm-backports,
+# unpacked into /opt/zetta-oracle without replacing zfs-fuse (scripts/oracle.sh says how).
+if command -v apt-get >/dev/null 2>&1; then
+    bash scripts/oracle.sh || die "could not install the OpenZFS oracle (scripts/oracle.sh)"
+fi
+
 # Rust: use the toolchain that is there (rustup's lives in ~/.cargo/bin, which a non-login
 # shell may not have on PATH); Debian's cargo/rustc are the last resort.
 if ! command -v cargo >/dev/null 2>&1 && [ -x "${CARGO_HOME:-$HOME/.cargo}/bin/cargo" ]; then

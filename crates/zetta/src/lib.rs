@@ -34,6 +34,7 @@ pub mod dsl;
 pub mod io;
 pub mod metaslab;
 pub mod nvlist;
+pub mod nvpair_xdr;
 pub mod rand;
 pub mod spa;
 pub mod types;
