@@ -32,12 +32,26 @@ pub struct MountSpec {
 }
 
 impl MountSpec {
-    /// What must match for a running mount to stay as it is.
+    /// What must match for a running mount to stay (a change means a new mount).
     pub fn key(&self) -> String {
+        format!("{:?}", self.at)
+    }
+
+    /// The options a running mount takes in place, busy or not (a remount of the
+    /// kernel's flags and the server's settings: `zetta_fuse::Mounted::apply_flags`).
+    pub fn flags_key(&self) -> String {
         let o = &self.options;
         format!(
-            "{:?} ro={} atime={} relatime={} exec={} suid={} dev={} xattr={} sync={:?} snapdir={:?}",
-            self.at, o.readonly, o.atime, o.relatime, o.exec, o.setuid, o.devices, o.xattr, o.sync, o.snapdir
+            "ro={} atime={} relatime={} exec={} suid={} dev={} xattr={} sync={:?} snapdir={:?}",
+            o.readonly,
+            o.atime,
+            o.relatime,
+            o.exec,
+            o.setuid,
+            o.devices,
+            o.xattr,
+            o.sync,
+            o.snapdir
         )
     }
 }

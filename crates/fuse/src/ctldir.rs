@@ -145,7 +145,7 @@ impl ZplFs {
     }
 
     pub(crate) fn snapdir_enabled(&self) -> bool {
-        self.options.snapdir != super::SnapDir::Disabled
+        self.snapdir() != super::SnapDir::Disabled
     }
 }
 

@@ -24,6 +24,7 @@ mod ops;
 
 use parking_lot::RwLock;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use zetta::spa::Spa;
 use zetta::zpl::{Zfsvfs, ZplError};
@@ -83,9 +84,109 @@ impl Default for MountOptions {
 /// in flight while another waits on the kernel or the lock.
 pub const WORKER_THREADS: usize = 2;
 
+/// The settings a running mount changes in place (`zfs set readonly|atime|relatime|
+/// sync|xattr|snapdir`): the kernel's per-mount flags say what the VFS refuses, these
+/// what the server does.
+#[derive(Debug, Default)]
+struct LiveOptions {
+    readonly: AtomicBool,
+    atime: AtomicBool,
+    relatime: AtomicBool,
+    xattr: AtomicBool,
+    sync: AtomicU8,
+    snapdir: AtomicU8,
+}
+
+impl LiveOptions {
+    fn set(&self, o: &MountOptions) {
+        self.readonly.store(o.readonly, Ordering::Relaxed);
+        self.atime.store(o.atime, Ordering::Relaxed);
+        self.relatime.store(o.relatime, Ordering::Relaxed);
+        self.xattr.store(o.xattr, Ordering::Relaxed);
+        let sync = match o.sync {
+            SyncMode::Standard => 0,
+            SyncMode::Always => 1,
+            SyncMode::Disabled => 2,
+        };
+        self.sync.store(sync, Ordering::Relaxed);
+        let snapdir = match o.snapdir {
+            SnapDir::Hidden => 0,
+            SnapDir::Visible => 1,
+            SnapDir::Disabled => 2,
+        };
+        self.snapdir.store(snapdir, Ordering::Relaxed);
+    }
+}
+
 /// A running mount; dropping it unmounts.
 pub struct Mounted {
     pub session: fuser::BackgroundSession,
+    live: Arc<LiveOptions>,
+}
+
+impl Mounted {
+    /// Applies the options (readonly, atime, relatime, exec, setuid, devices, xattr, sync,
+    /// snapdir) to the running mount at `mountpoint` without unmounting it: the kernel's
+    /// per-mount flags by a bind remount (`mount -o remount,bind,nosuid …`), the server's
+    /// own settings in place. A busy mount (open files, a cwd) keeps running.
+    pub fn apply_flags(&self, mountpoint: &Path, o: &MountOptions) -> std::io::Result<()> {
+        let mut flags = libc::MS_REMOUNT | libc::MS_BIND;
+        if o.readonly {
+            flags |= libc::MS_RDONLY;
+        }
+        if !o.exec {
+            flags |= libc::MS_NOEXEC;
+        }
+        if !o.setuid {
+            flags |= libc::MS_NOSUID;
+        }
+        if !o.devices {
+            flags |= libc::MS_NODEV;
+        }
+        flags |= if !o.atime {
+            libc::MS_NOATIME
+        } else if o.relatime {
+            libc::MS_RELATIME
+        } else {
+            libc::MS_STRICTATIME
+        };
+        let c_path = std::ffi::CString::new(mountpoint.as_os_str().as_encoded_bytes())
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+        // Read-only first on the server when turning it on (the kernel refuses writes
+        // only after the remount), last when turning it off.
+        if o.readonly {
+            self.live.set(o);
+        }
+        // SAFETY: valid NUL-terminated strings; a remount keeps no pointer.
+        let rc = unsafe {
+            libc::mount(
+                c"none".as_ptr(),
+                c_path.as_ptr(),
+                std::ptr::null(),
+                flags,
+                std::ptr::null(),
+            )
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        self.live.set(o);
+        Ok(())
+    }
+}
+
+/// Whether this process may ask for `allow_other` (other users reach the mount): root
+/// may, others only when /etc/fuse.conf says `user_allow_other` (fusermount3 refuses
+/// the mount otherwise).
+pub fn may_allow_other() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    std::fs::read_to_string("/etc/fuse.conf").is_ok_and(|conf| {
+        conf.lines()
+            .any(|line| line.split('#').next().unwrap_or("").trim() == "user_allow_other")
+    })
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -102,6 +203,8 @@ pub struct ZplFs {
     dataset: u64,
     vfs: Zfsvfs,
     options: MountOptions,
+    /// readonly/atime/relatime as they are now (`options` has them as mounted).
+    live: Arc<LiveOptions>,
     /// The kernel's references per object (open handles, lookups not yet forgotten): an
     /// unlinked object is reclaimed when both drop to zero.
     refs: parking_lot::Mutex<std::collections::HashMap<u64, Refs>>,
@@ -148,25 +251,62 @@ impl ZplFs {
                 .map_err(|e: ZplError| MountError::Dataset(e.to_string()))?;
             (dataset, vfs)
         };
+        let live = Arc::new(LiveOptions::default());
+        live.set(&options);
         Ok(ZplFs {
             pool: Arc::downgrade(&pool),
             dataset,
             vfs,
             options,
+            live,
             refs: parking_lot::Mutex::new(Default::default()),
             slots: parking_lot::Mutex::new(Default::default()),
         })
     }
 
+    fn readonly(&self) -> bool {
+        self.live.readonly.load(Ordering::Relaxed)
+    }
+
+    fn atime(&self) -> bool {
+        self.live.atime.load(Ordering::Relaxed)
+    }
+
+    fn relatime(&self) -> bool {
+        self.live.relatime.load(Ordering::Relaxed)
+    }
+
+    fn xattr(&self) -> bool {
+        self.live.xattr.load(Ordering::Relaxed)
+    }
+
+    fn sync(&self) -> SyncMode {
+        match self.live.sync.load(Ordering::Relaxed) {
+            1 => SyncMode::Always,
+            2 => SyncMode::Disabled,
+            _ => SyncMode::Standard,
+        }
+    }
+
+    fn snapdir(&self) -> SnapDir {
+        match self.live.snapdir.load(Ordering::Relaxed) {
+            1 => SnapDir::Visible,
+            2 => SnapDir::Disabled,
+            _ => SnapDir::Hidden,
+        }
+    }
+
     /// Mounts at `mountpoint` (which must exist) with worker threads and kernel caching.
+    /// `allow_other` (and with it fusermount3's auto-unmount, which needs it) only where
+    /// `may_allow_other` says so: without it only this user reaches the mount.
     pub fn mount(self, mountpoint: &Path) -> Result<Mounted, MountError> {
         use fuser::MountOption as O;
         let o = &self.options;
+        let allow_other = may_allow_other();
         let mut options = vec![
             O::FSName(o.fsname.clone()),
             O::Subtype("zetta".to_string()),
             O::DefaultPermissions,
-            O::AutoUnmount,
             if o.readonly { O::RO } else { O::RW },
             if o.exec { O::Exec } else { O::NoExec },
             if o.setuid { O::Suid } else { O::NoSuid },
@@ -175,12 +315,20 @@ impl ZplFs {
         if !o.atime {
             options.push(O::NoAtime);
         }
+        if allow_other {
+            options.push(O::AutoUnmount);
+        }
         let mut config = fuser::Config::default();
         config.mount_options = options;
-        config.acl = fuser::SessionACL::All;
+        config.acl = if allow_other {
+            fuser::SessionACL::All
+        } else {
+            fuser::SessionACL::Owner
+        };
         config.n_threads = Some(WORKER_THREADS);
         config.clone_fd = true;
+        let live = self.live.clone();
         let session = fuser::spawn_mount(self, mountpoint, &config).map_err(MountError::Io)?;
-        Ok(Mounted { session })
+        Ok(Mounted { session, live })
     }
 }

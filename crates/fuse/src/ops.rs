@@ -171,7 +171,7 @@ impl ZplFs {
         &self,
         work: impl FnOnce(&Zfsvfs, &mut ObjectSet, &IoCtx<'_>) -> Result<T, ZplError>,
     ) -> Result<T, Errno> {
-        if self.options.readonly {
+        if self.readonly() {
             return Err(Errno::EROFS);
         }
         let pool = self.pool()?;
@@ -182,7 +182,7 @@ impl ZplFs {
             .with_zpl_object(self.dataset, &self.vfs, work)
             .map_err(errno)?;
         spa.note_dirty(4096).map_err(commit_failed)?;
-        if self.options.sync == SyncMode::Always {
+        if self.sync() == SyncMode::Always {
             spa.zil_commit(self.dataset).map_err(commit_failed)?;
         }
         Ok(result)
@@ -216,7 +216,7 @@ impl ZplFs {
     /// fsync: the dataset's intent log makes everything it changed durable (a txg commit
     /// only when it has no log yet).
     fn commit(&self) -> Result<(), Errno> {
-        if self.options.sync == SyncMode::Disabled {
+        if self.sync() == SyncMode::Disabled {
             return Ok(());
         }
         let pool = self.pool()?;
@@ -266,7 +266,7 @@ impl ZplFs {
                 None => false,
             }
         };
-        if last && !self.options.readonly && object != self.vfs.root {
+        if last && !self.readonly() && object != self.vfs.root {
             let _ = self.run(|vfs, os, ctx| {
                 // Referenced again meanwhile (a new lookup under the lock)?
                 if self.refs.lock().contains_key(&object) {
@@ -601,7 +601,7 @@ impl fuser::Filesystem for ZplFs {
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let object = self.object(ino);
         let writing = flags.0 & libc::O_ACCMODE != libc::O_RDONLY;
-        if writing && (self.options.readonly || object >= CTL_ROOT) {
+        if writing && (self.readonly() || object >= CTL_ROOT) {
             return reply.error(Errno::EROFS);
         }
         if object >= CTL_ROOT {
@@ -634,8 +634,8 @@ impl fuser::Filesystem for ZplFs {
             };
         }
         let object = self.object(ino);
-        let touch = self.options.atime && !self.options.readonly;
-        let relatime = self.options.relatime;
+        let touch = self.atime() && !self.readonly();
+        let relatime = self.relatime();
         let result = self.run(|vfs, os, ctx| {
             let data = vfs.read(os, ctx, object, offset, size as usize)?;
             if touch {
@@ -661,14 +661,13 @@ impl fuser::Filesystem for ZplFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        if self.options.readonly {
+        if self.readonly() {
             return reply.error(Errno::EROFS);
         }
         let object = self.object(ino);
         let now = Timespec::now();
-        let sync = self.options.sync == SyncMode::Always
-            || (self.options.sync == SyncMode::Standard
-                && flags.0 & (libc::O_SYNC | libc::O_DSYNC) != 0);
+        let sync = self.sync() == SyncMode::Always
+            || (self.sync() == SyncMode::Standard && flags.0 & (libc::O_SYNC | libc::O_DSYNC) != 0);
         let result = (|| {
             let pool = self.pool()?;
             let mut spa = pool.write();
@@ -801,7 +800,7 @@ impl fuser::Filesystem for ZplFs {
         }
         // snapdir=visible: `.zfs` ends the root's listing (its offset is past any ZAP's).
         if dir == self.vfs.root
-            && self.options.snapdir == crate::SnapDir::Visible
+            && self.snapdir() == crate::SnapDir::Visible
             && offset != CTL_LISTED_OFFSET
         {
             let _ = reply.add(
@@ -872,7 +871,7 @@ impl fuser::Filesystem for ZplFs {
         if ino.0 >= CTL_ROOT {
             return reply.error(Errno::EROFS);
         }
-        if !self.options.xattr || is_acl(name) {
+        if !self.xattr() || is_acl(name) {
             return reply.error(Errno::from_i32(libc::EOPNOTSUPP));
         }
         let object = self.object(ino);
@@ -884,7 +883,7 @@ impl fuser::Filesystem for ZplFs {
     }
 
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
-        if !self.options.xattr || is_acl(name) || ino.0 >= CTL_ROOT {
+        if !self.xattr() || is_acl(name) || ino.0 >= CTL_ROOT {
             return reply.error(Errno::from_i32(libc::EOPNOTSUPP));
         }
         let object = self.object(ino);
@@ -895,7 +894,7 @@ impl fuser::Filesystem for ZplFs {
     }
 
     fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
-        if !self.options.xattr || ino.0 >= CTL_ROOT {
+        if !self.xattr() || ino.0 >= CTL_ROOT {
             return reply_sized(reply, size, &[]);
         }
         let object = self.object(ino);
@@ -916,7 +915,7 @@ impl fuser::Filesystem for ZplFs {
         if ino.0 >= CTL_ROOT {
             return reply.error(Errno::EROFS);
         }
-        if !self.options.xattr {
+        if !self.xattr() {
             return reply.error(Errno::from_i32(libc::EOPNOTSUPP));
         }
         let object = self.object(ino);

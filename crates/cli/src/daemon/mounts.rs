@@ -3,10 +3,20 @@
 //!
 //! After every command that can change what should be mounted, `reconcile` compares each
 //! held pool's filesystems (canmount=on, a mountpoint path, not unmounted by the admin)
-//! with the running mounts: it mounts what is missing, and unmounts what vanished, moved
-//! or changed options (then mounts it again). Commands that take a filesystem away —
-//! destroy, rename, rollback, export — unmount first (`prepare`), so a busy mount makes
-//! them fail cleanly with OpenZFS's message instead of leaving a mount on a dead dataset.
+//! with the running mounts: it mounts what is missing, unmounts what should not be
+//! mounted or moved (then mounts it again), and applies changed options to the running
+//! mount in place (`zetta_fuse::Mounted::apply_flags`: busy or not). Commands that take a
+//! filesystem away — destroy, rename, rollback, export, a new mountpoint — unmount first
+//! (`prepare`), so a busy mount makes them fail cleanly with OpenZFS's message instead of
+//! leaving a mount on a dead dataset or a property that is not in force. A mount that
+//! fails is reported by the command that asked for it (which then exits 1) and not tried
+//! again until `zfs mount`.
+//!
+//! The kernel's mount table is the truth: a mount is reported (`mounted`, `zfs mount`)
+//! only while /proc/self/mountinfo lists it (its id, device, path and dataset). One that
+//! went from outside (`umount`, `umount -l`) is forgotten and stays unmounted until
+//! `zfs mount`, as in OpenZFS; a dead daemon's mount at a mountpoint (ENOTCONN) is
+//! detached before mounting there.
 //! No pool lock is held while mounting or unmounting: the kernel may be waiting on a
 //! request that needs it.
 
@@ -21,10 +31,27 @@ struct Active {
     pool: u64,
     path: PathBuf,
     key: String,
+    /// The options a running mount takes in place (`MountSpec::flags_key`).
+    flags: String,
     /// Mounted by `zfs mount` (kept even when canmount=noauto).
     explicit: bool,
+    /// The kernel's mount: its id and device in /proc/self/mountinfo. While the kernel
+    /// lists both, the mount is live; when not, it went (an external `umount`, a lazy
+    /// unmount, fusermount3) and the daemon says so.
+    id: u32,
+    dev: String,
+    /// The path the kernel lists it under (symlinks resolved).
+    kernel_path: PathBuf,
     /// Dropped (never used) when unmounted: dropping ends the session.
-    _mounted: Mounted,
+    /// Shared only while options are applied (without the table's lock held).
+    mounted: std::sync::Arc<Mounted>,
+}
+
+impl Active {
+    /// Whether `k` is this mount (ids and devices are reused: the path and dataset too).
+    fn is(&self, k: &KernelMount, name: &str) -> bool {
+        k.id == self.id && k.dev == self.dev && k.path == self.kernel_path && k.source == name
+    }
 }
 
 static TABLE: Mutex<Option<HashMap<String, Active>>> = Mutex::new(None);
@@ -50,8 +77,18 @@ pub fn suppress(name: &str) {
         .insert(name.to_string());
 }
 
+/// `zfs mount -a`: every filesystem may be mounted again (also those unmounted from
+/// outside: forgotten first, so that they are not suppressed after this).
 pub fn unsuppress_all() {
+    prune();
     SUPPRESSED.lock().take();
+}
+
+fn unsuppress_tree(name: &str) {
+    let prefix = format!("{name}/");
+    if let Some(set) = SUPPRESSED.lock().as_mut() {
+        set.retain(|n| n != name && !n.starts_with(&prefix));
+    }
 }
 
 fn suppressed(name: &str) -> bool {
@@ -61,12 +98,15 @@ fn suppressed(name: &str) -> bool {
         .is_some_and(|set| set.contains(name))
 }
 
+/// Whether `name` is mounted: the daemon serves it and the kernel lists that mount.
 pub fn is_mounted(name: &str) -> bool {
+    prune();
     with_table(|table| table.contains_key(name))
 }
 
 /// (filesystem, mountpoint) of every mount, by name.
 pub fn mounted_list() -> Vec<(String, PathBuf)> {
+    prune();
     let mut list: Vec<(String, PathBuf)> = with_table(|table| {
         table
             .iter()
@@ -77,19 +117,189 @@ pub fn mounted_list() -> Vec<(String, PathBuf)> {
     list
 }
 
-/// Whether the kernel lists a mount at `path`.
-fn kernel_has_mount(path: &Path) -> bool {
-    let Ok(mounts) = std::fs::read_to_string("/proc/self/mounts") else {
+/// One mount of /proc/self/mountinfo.
+struct KernelMount {
+    id: u32,
+    dev: String,
+    path: PathBuf,
+    fstype: String,
+    source: String,
+}
+
+/// Undoes the kernel's octal escapes (`\040` for a space) in a mountinfo field.
+fn unescape(field: &str) -> String {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let octal = bytes
+            .get(i + 1..i + 4)
+            .filter(|d| bytes[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match octal {
+            Some(digits) => {
+                let value = digits.iter().fold(0u32, |v, c| v * 8 + u32::from(c - b'0'));
+                out.push(value as u8);
+                i += 4;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The kernel's mount table as this process sees it, in mount order; None when it
+/// cannot be read.
+fn kernel_mounts() -> Option<Vec<KernelMount>> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mut mounts = Vec::new();
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let Some(dash) = fields.iter().position(|f| *f == "-") else {
+            continue;
+        };
+        let (Some(id), Some(dev), Some(path), Some(fstype), Some(source)) = (
+            fields.first().and_then(|f| f.parse().ok()),
+            fields.get(2),
+            fields.get(4),
+            fields.get(dash + 1),
+            fields.get(dash + 2),
+        ) else {
+            continue;
+        };
+        mounts.push(KernelMount {
+            id,
+            dev: dev.to_string(),
+            path: PathBuf::from(unescape(path)),
+            fstype: fstype.to_string(),
+            source: unescape(source),
+        });
+    }
+    Some(mounts)
+}
+
+const FSTYPE: &str = "fuse.zetta";
+
+/// Forgets the mounts the kernel no longer lists (unmounted from outside: `umount`,
+/// `umount -l`, a dead session's fusermount3). As after an external unmount in
+/// OpenZFS, the filesystem is then unmounted until `zfs mount`.
+fn prune() {
+    forget_vanished(true);
+}
+
+/// Forgets the mounts the kernel no longer lists; `external`: they went from outside
+/// (then they stay unmounted until `zfs mount`), else with one of ours (a lazy detach
+/// takes the mounts below it along; `reconcile` mounts them again).
+fn forget_vanished(external: bool) {
+    let Some(kernel) = kernel_mounts() else {
+        return;
+    };
+    let gone: Vec<(String, Active)> = with_table(|table| {
+        let names: Vec<String> = table
+            .iter()
+            .filter(|(name, a)| !kernel.iter().any(|k| a.is(k, name)))
+            .map(|(name, _)| name.clone())
+            .collect();
+        names
+            .into_iter()
+            .filter_map(|name| table.remove(&name).map(|a| (name, a)))
+            .collect()
+    });
+    for (name, active) in gone {
+        if external {
+            suppress(&name);
+        }
+        std::thread::spawn(move || drop(active));
+    }
+}
+
+/// Whether the FUSE mount on top at `path` has no server any more (its daemon died:
+/// every request fails with ENOTCONN).
+fn dead_fuse_mount(path: &Path) -> bool {
+    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else {
         return false;
     };
-    let wanted = path.to_string_lossy();
-    mounts.lines().any(|line| {
-        let mut fields = line.split(' ');
-        let _device = fields.next();
-        fields
-            .next()
-            .is_some_and(|at| at.replace("\\040", " ") == wanted)
-    })
+    // SAFETY: a valid NUL-terminated path and a zeroed statfs buffer of the right type.
+    let rc = unsafe {
+        let mut buf: libc::statfs = std::mem::zeroed();
+        libc::statfs(c_path.as_ptr(), &mut buf)
+    };
+    rc != 0
+        && matches!(
+            std::io::Error::last_os_error().raw_os_error(),
+            Some(libc::ENOTCONN | libc::ECONNABORTED)
+        )
+}
+
+/// Clears the dead `fuse.zetta` mounts at `path` (a killed daemon's, whose fusermount3
+/// did not take them away) before mounting there: lazily, as a process may still sit in
+/// one. A live mount of anyone else is left alone.
+fn clear_dead_mounts(path: &Path) {
+    for _ in 0..8 {
+        let Some(kernel) = kernel_mounts() else {
+            return;
+        };
+        let Some(top) = kernel.iter().rev().find(|k| k.path == path) else {
+            return;
+        };
+        let ours = with_table(|table| table.iter().any(|(name, a)| a.is(top, name)));
+        if ours || top.fstype != FSTYPE || !dead_fuse_mount(path) {
+            return;
+        }
+        if umount2(path, true).is_err() {
+            return;
+        }
+    }
+}
+
+/// `path` with its parent's symlinks resolved: as the kernel lists a mount there, even
+/// when the mountpoint itself cannot be reached (a dead mount on it).
+fn resolved_parent(path: &Path) -> PathBuf {
+    match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) => std::fs::canonicalize(parent)
+            .map(|p| p.join(name))
+            .unwrap_or_else(|_| path.to_path_buf()),
+        _ => path.to_path_buf(),
+    }
+}
+
+/// The mount just made at `path` (canonical) of `fsname`: the topmost one there.
+fn find_new_mount(path: &Path, fsname: &str) -> Option<(u32, String)> {
+    kernel_mounts()?
+        .into_iter()
+        .rev()
+        .find(|k| k.path == path && k.fstype == FSTYPE && k.source == fsname)
+        .map(|k| (k.id, k.dev))
+}
+
+/// A failed FUSE mount in OpenZFS's words (no Rust error text; fusermount3's own
+/// complaint reduced to its reason).
+fn mount_failure(e: &zetta_fuse::MountError) -> String {
+    match e {
+        zetta_fuse::MountError::Dataset(why) => why.clone(),
+        zetta_fuse::MountError::Io(io) if io.raw_os_error() == Some(libc::EPERM) => {
+            "Insufficient privileges".to_string()
+        }
+        zetta_fuse::MountError::Io(io) if io.raw_os_error().is_some() => {
+            crate::zpool::pool::strerror(io)
+        }
+        zetta_fuse::MountError::Io(io) => {
+            let text = io.to_string();
+            let last = text.trim().lines().last().unwrap_or("").trim().to_string();
+            if last.contains("allow_other") || last.contains("ermission denied") {
+                "Insufficient privileges".to_string()
+            } else {
+                // "fusermount3: failed to access mountpoint /x: Not a directory"
+                match last.rfind(": ") {
+                    Some(at) => last[at + 2..].to_string(),
+                    None if last.is_empty() => "mount failed".to_string(),
+                    None => last,
+                }
+            }
+        }
+    }
 }
 
 fn umount2(path: &Path, lazy: bool) -> std::io::Result<()> {
@@ -116,22 +326,46 @@ fn mount_spec(pool: &PoolRef, guid: u64, spec: &MountSpec, explicit: bool) -> Re
     };
     // The auto-unmount helpers of a killed daemon would unmount what we mount here.
     super::fusermount::end_orphaned_helpers(path);
-    // A mount left by a daemon that was killed: the kernel still lists it, dead.
-    if kernel_has_mount(path) && !is_mounted(&spec.name) {
-        let _ = umount2(path, true);
+    // A mount left by a daemon that was killed: the kernel still lists it, dead (and the
+    // mountpoint answers nothing but ENOTCONN until it goes).
+    clear_dead_mounts(&resolved_parent(path));
+    // OpenZFS creates a missing mountpoint, and mounts on what is there otherwise.
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if !meta.is_dir() && !meta.is_symlink() => {
+            return Err(format!("cannot mount '{}': Not a directory", spec.name));
+        }
+        Ok(_) => {}
+        Err(_) => {
+            if let Err(e) = std::fs::create_dir_all(path) {
+                return Err(format!(
+                    "cannot mount '{}': failed to create mountpoint: {}",
+                    path.display(),
+                    crate::zpool::pool::strerror(&e)
+                ));
+            }
+        }
     }
-    if let Err(e) = std::fs::create_dir_all(path) {
-        return Err(format!(
-            "cannot mount '{}': failed to create mountpoint: {}",
-            path.display(),
+    // The kernel lists the mount under the resolved path.
+    let canonical = std::fs::canonicalize(path).map_err(|e| {
+        format!(
+            "cannot mount '{}': {}",
+            spec.name,
             crate::zpool::pool::strerror(&e)
-        ));
+        )
+    })?;
+    if !canonical.is_dir() {
+        return Err(format!("cannot mount '{}': Not a directory", spec.name));
     }
     let fs = ZplFs::open(pool.clone(), &spec.name, spec.options.clone())
-        .map_err(|e| format!("cannot mount '{}': {e}", spec.name))?;
+        .map_err(|e| format!("cannot mount '{}': {}", spec.name, mount_failure(&e)))?;
     let mounted = fs
-        .mount(path)
-        .map_err(|e| format!("cannot mount '{}': {e}", path.display()))?;
+        .mount(&canonical)
+        .map_err(|e| format!("cannot mount '{}': {}", spec.name, mount_failure(&e)))?;
+    let Some((id, dev)) = find_new_mount(&canonical, &spec.name) else {
+        // Taken away as soon as made: never report it mounted.
+        std::thread::spawn(move || drop(mounted));
+        return Err(format!("cannot mount '{}': the mount went away", spec.name));
+    };
     with_table(|table| {
         table.insert(
             spec.name.clone(),
@@ -139,12 +373,63 @@ fn mount_spec(pool: &PoolRef, guid: u64, spec: &MountSpec, explicit: bool) -> Re
                 pool: guid,
                 path: path.clone(),
                 key: spec.key(),
+                flags: spec.flags_key(),
                 explicit,
-                _mounted: mounted,
+                id,
+                dev,
+                kernel_path: canonical,
+                mounted: std::sync::Arc::new(mounted),
             },
         )
     });
     Ok(())
+}
+
+/// Changes a running mount's flag-like options in place (busy or not).
+fn apply_flags(name: &str, spec: &MountSpec) -> Result<(), String> {
+    // Not under the table's lock: the remount walks the path, which may ask a parent
+    // mount (a FUSE lookup needing a pool lock that a `zfs get mounted` holds while it
+    // waits for the table).
+    let Some((mounted, path, id, on_top)) = with_table(|table| {
+        table.get(name).map(|a| {
+            // A remount changes the topmost mount at the path: it must be this one.
+            let on_top = kernel_mounts().is_some_and(|kernel| {
+                kernel
+                    .iter()
+                    .rev()
+                    .find(|k| k.path == a.kernel_path)
+                    .is_some_and(|k| a.is(k, name))
+            });
+            (a.mounted.clone(), a.path.clone(), a.id, on_top)
+        })
+    }) else {
+        return Ok(());
+    };
+    if !on_top {
+        return Err(format!(
+            "cannot mount '{name}': mountpoint or dataset is busy"
+        ));
+    }
+    let result = mounted.apply_flags(&path, &spec.options);
+    drop(mounted);
+    match result {
+        Ok(()) => {
+            with_table(|table| {
+                if let Some(active) = table.get_mut(name).filter(|a| a.id == id) {
+                    active.flags = spec.flags_key();
+                }
+            });
+            Ok(())
+        }
+        Err(e) => Err(format!(
+            "cannot mount '{name}': {}",
+            if e.raw_os_error() == Some(libc::EPERM) {
+                "Insufficient privileges".to_string()
+            } else {
+                crate::zpool::pool::strerror(&e)
+            }
+        )),
+    }
 }
 
 /// How long a busy unmount is retried: a child's `fusermount3` sits in its parent's root
@@ -155,6 +440,8 @@ const UNMOUNT_BUSY_WAIT: std::time::Duration = std::time::Duration::from_millis(
 
 /// Unmounts `name`; busy refuses unless `force` (then the kernel detaches it lazily).
 pub fn unmount(name: &str, force: bool) -> Result<(), String> {
+    // A mount already gone from the kernel is only forgotten: its path may hold another.
+    prune();
     let Some(path) = with_table(|table| table.get(name).map(|a| a.path.clone())) else {
         return Ok(());
     };
@@ -183,6 +470,10 @@ pub fn unmount(name: &str, force: bool) -> Result<(), String> {
     // Ending the session may wait for the kernel: never on a command's path.
     if let Some(active) = active {
         std::thread::spawn(move || drop(active));
+    }
+    // A lazy detach took the mounts below along.
+    if force {
+        forget_vanished(false);
     }
     Ok(())
 }
@@ -250,12 +541,20 @@ pub fn mount_named(name: &str) -> Result<(), String> {
 /// Brings mounts in line with every held pool (see the module comment). Problems are
 /// appended to `messages`, one line each.
 pub fn reconcile(messages: &mut Vec<String>) {
+    reconcile_noting(messages, &mut Vec::new());
+}
+
+/// `reconcile`, naming in `failed` the filesystems that were to be mounted and are not.
+/// A mount that fails is not tried again until `zfs mount` (or the next daemon): the
+/// admin hears of it once, from the command that caused it.
+fn reconcile_noting(messages: &mut Vec<String>, failed: &mut Vec<String>) {
     let Some(registry) = registry::get() else {
         return;
     };
     if !enabled() {
         return;
     }
+    prune();
     let mut wanted: HashMap<String, (u64, PoolRef, MountSpec)> = HashMap::new();
     for (guid, pool) in registry.all_with_guids() {
         let all = {
@@ -270,22 +569,43 @@ pub fn reconcile(messages: &mut Vec<String>) {
         }
     }
     // Unmount what should not be there (or not like this).
-    let running: Vec<(String, u64, String, bool)> = with_table(|table| {
+    let running: Vec<(String, u64, String, String, bool)> = with_table(|table| {
         table
             .iter()
-            .map(|(n, a)| (n.clone(), a.pool, a.key.clone(), a.explicit))
+            .map(|(n, a)| {
+                (
+                    n.clone(),
+                    a.pool,
+                    a.key.clone(),
+                    a.flags.clone(),
+                    a.explicit,
+                )
+            })
             .collect()
     });
     let mut keep = HashSet::new();
-    for (name, guid, key, explicit) in running {
-        let fits = wanted.get(&name).is_some_and(|(g, _, spec)| {
+    for (name, guid, key, flags, explicit) in running {
+        let fits = wanted.get(&name).filter(|(g, _, spec)| {
             *g == guid && spec.key() == key && (spec.canmount == "on" || explicit)
         });
-        if fits {
-            // quota and reservations are the pool's to enforce: a change needs no remount.
+        if let Some((_, _, spec)) = fits {
+            // quota and reservations are the pool's to enforce: a change needs no remount;
+            // readonly, atime, exec, setuid, devices change on the running mount.
+            if spec.flags_key() != flags {
+                if let Err(message) = apply_flags(&name, spec) {
+                    // No remount allowed (a daemon that is not root): a new mount with
+                    // the new options, when nothing holds the old one.
+                    if unmount(&name, false).is_ok() {
+                        continue;
+                    }
+                    messages.push(message);
+                    failed.push(name.clone());
+                }
+            }
             keep.insert(name);
         } else if let Err(message) = unmount(&name, false) {
             messages.push(message);
+            failed.push(name.clone());
             keep.insert(name);
         }
     }
@@ -300,6 +620,8 @@ pub fn reconcile(messages: &mut Vec<String>) {
     for (guid, pool, spec) in missing {
         if let Err(message) = mount_spec(pool, *guid, spec, false) {
             messages.push(message);
+            suppress(&spec.name);
+            failed.push(spec.name.clone());
         }
     }
 }
@@ -326,6 +648,35 @@ pub fn prepare(args: &[String]) -> Result<(), String> {
                 .filter(|n| n.contains('/') || flags.contains('r') || flags.contains('R'))
             {
                 unmount_tree(name, force)?;
+            }
+        }
+        // A new mountpoint (or canmount=off) needs the filesystems unmounted first, as
+        // OpenZFS's changelist does: busy refuses the change and leaves the property.
+        ("zfs", "set" | "inherit") => {
+            let (props, datasets): (Vec<&String>, Vec<&String>) = if args[1] == "set" {
+                operands.iter().copied().partition(|o| o.contains('='))
+            } else {
+                let mut all = operands.iter().copied();
+                (all.next().into_iter().collect(), all.collect())
+            };
+            let moves = props.iter().any(|p| {
+                p.split('=').next() == Some("mountpoint")
+                    || (p.split('=').next() == Some("canmount")
+                        && (args[1] == "inherit" || p.ends_with("=off")))
+            });
+            if moves {
+                for name in &datasets {
+                    // As OpenZFS mounts a filesystem whose mountpoint is set (canmount=on),
+                    // also one the admin had unmounted.
+                    unsuppress_tree(name);
+                }
+                for name in datasets {
+                    if let Err(message) = unmount_tree(name, false) {
+                        // Whatever was unmounted before the busy one comes back.
+                        reconcile(&mut Vec::new());
+                        return Err(message);
+                    }
+                }
             }
         }
         ("zfs", "rename") => {
@@ -379,9 +730,12 @@ pub fn after(args: &[String], messages: &mut Vec<String>) {
         .iter()
         .skip(2)
         .any(|a| a.starts_with('-') && a.contains('N'));
-    // `zfs receive -u`: the received filesystem stays unmounted.
+    // `zfs receive -u`, `zfs create -u`: the new filesystem stays unmounted.
     let receive_unmounted = args.first().map(String::as_str) == Some("zfs")
-        && matches!(args.get(1).map(String::as_str), Some("receive" | "recv"))
+        && matches!(
+            args.get(1).map(String::as_str),
+            Some("receive" | "recv" | "create")
+        )
         && args
             .iter()
             .skip(2)
@@ -402,7 +756,18 @@ pub fn after(args: &[String], messages: &mut Vec<String>) {
             }
         }
     }
-    reconcile(messages);
+    let mut failed = Vec::new();
+    reconcile_noting(messages, &mut failed);
+    // OpenZFS `zfs_do_create`: the filesystem exists; say that it is not mounted.
+    let created = args.first().map(String::as_str) == Some("zfs")
+        && args.get(1).map(String::as_str) == Some("create");
+    if created
+        && operands
+            .last()
+            .is_some_and(|fs| failed.iter().any(|f| f == *fs))
+    {
+        messages.push("filesystem successfully created, but not mounted".to_string());
+    }
 }
 
 /// Commands after which mounts may need to change.

@@ -201,7 +201,7 @@ fn serve(stream: UnixStream) {
             let _ = protocol::write_frame(&mut writer, FRAME_EXIT, &1i32.to_le_bytes());
             return;
         }
-        let code = match args[0].as_str() {
+        let mut code = match args[0].as_str() {
             "zpool" => crate::zpool::run(&args[1..], &mut out, &mut err),
             "zfs" => {
                 let input: Box<dyn std::io::Read> = match input {
@@ -235,6 +235,11 @@ fn serve(stream: UnixStream) {
         if super::mounts::changes_mounts(&args) {
             let mut messages = Vec::new();
             super::mounts::after(&args, &mut messages);
+            // A mount the command called for failed: the command failed (OpenZFS exits
+            // 1 after `zfs create`/`zpool create` whose mount fails).
+            if !messages.is_empty() && code == 0 {
+                code = 1;
+            }
             for message in messages {
                 let _ = writeln!(err, "{message}");
             }
