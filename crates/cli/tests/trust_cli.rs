@@ -598,3 +598,77 @@ fn mounts_under_an_altroot_are_listed_with_it() {
         "{a} not in /proc/mounts"
     );
 }
+
+// Why: commands printed an error and exited 0 (issue 21 item 20). The rule, over a battery
+// of malformed invocations: whatever reaches stderr comes with exit 1 (failed) or 2
+// (usage), and no Rust error text comes with it.
+#[test]
+fn errors_never_exit_0() {
+    let (lab, disk) = lab_with_pool();
+    assert_eq!(zfs(&lab, &["snapshot", "p@s"]).code, 0);
+    let small = lab.disk("small", 1 << 20);
+    let zfs_cases: &[&[&str]] = &[
+        &["list", "-t", "bogus"],
+        &["list", "-d", "x"],
+        &["list", "-s", "nosuch"],
+        &["list", "-o", "nosuch"],
+        &["get", "all", "nosuch"],
+        &["get", "-s", "nosuch", "all", "p"],
+        &["get", "-o", "nosuch", "all", "p"],
+        &["set", "compression=bogus", "p"],
+        &["set", "dedup=on", "p"],
+        &["set", "nosuch=1", "p"],
+        &["snapshot", "p@"],
+        &["create", "p/a/b/c"],
+        &["create", "-o", "encryption=on", "p/e"],
+        &["destroy", "p"],
+        &["destroy", "p/nosuch"],
+        &["rename", "p", "x"],
+        &["rename", "p@s", "p@"],
+        &["inherit", "", "p"],
+        &["inherit", "used", "p"],
+        &["hold", "", "p@s"],
+        &["bookmark", "p@s", "p#"],
+        &["diff", "p@s", "p@nosuch"],
+        &["promote", "p"],
+        &["send", "p@nosuch"],
+        &["nosuchcommand"],
+    ];
+    let zpool_cases: Vec<Vec<&str>> = vec![
+        vec!["status", "nosuch"],
+        vec!["status", "-T", "x"],
+        vec!["status", "-j"],
+        vec!["iostat", "-l"],
+        vec!["list", "-o", "nosuch"],
+        vec!["get", "nosuch", "p"],
+        vec!["set", "nosuch=1", "p"],
+        vec!["set", "cachefile=/tmp/x", "p"],
+        vec!["create", "q", &small],
+        vec!["create", "q", &disk],
+        vec!["labelclear", &small],
+        vec!["offline", "p", &disk],
+        vec!["detach", "p", &disk],
+        vec!["import", "nosuch"],
+        vec!["export", "nosuch"],
+        vec!["nosuchcommand"],
+    ];
+    let mut outcomes = Vec::new();
+    for args in zfs_cases {
+        outcomes.push((format!("zfs {args:?}"), zfs(&lab, args)));
+    }
+    for args in &zpool_cases {
+        outcomes.push((format!("zpool {args:?}"), zpool(&lab, args)));
+    }
+    for (what, out) in outcomes {
+        assert!(!out.stderr.is_empty(), "{what}: no message");
+        assert!(
+            matches!(out.code, 1 | 2),
+            "{what}: exit {}: {}",
+            out.code,
+            out.stderr
+        );
+        for rust_text in ["os error", "ZAP", "Error {", "NotFound", "panicked"] {
+            assert!(!out.stderr.contains(rust_text), "{what}: {}", out.stderr);
+        }
+    }
+}

@@ -531,7 +531,8 @@ pub fn labels_zeroed(path: &str) -> bool {
         return false;
     };
     let size = device.size_bytes();
-    if size < label::LABEL_COUNT as u64 * label::LABEL_SIZE_BYTES {
+    // Smaller than any vdev Zetta makes: never one that detach let go.
+    if size < DEVICE_SIZE_MIN_BYTES.max(label::LABEL_COUNT as u64 * label::LABEL_SIZE_BYTES) {
         return false;
     }
     let mut area = vec![0u8; label::LABEL_SIZE_BYTES as usize];
