@@ -149,6 +149,8 @@ fn unhonoured_dataset_properties_are_refused() {
         "snapshot_limit=10",
         "special_small_blocks=16K",
         "context=system_u:object_r:tmp_t:s0",
+        "primarycache=metadata",
+        "logbias=throughput",
     ] {
         let out = zfs(&lab, &["set", assignment, "p"]);
         assert_fails(&out, 1, set_refusal);

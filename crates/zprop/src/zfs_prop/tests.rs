@@ -552,6 +552,22 @@ fn unhonoured_values_are_refused() {
         set_error("checksum", "skein", fs_set()),
         "pool and or dataset must be upgraded to set this property or value"
     );
+    // Tuning hints Zetta does not act on: accepted, they would be shown but do nothing.
+    for (prop, value) in [
+        ("logbias", "throughput"),
+        ("primarycache", "metadata"),
+        ("secondarycache", "none"),
+        ("prefetch", "none"),
+        ("direct", "always"),
+        ("dnodesize", "auto"),
+        ("redundant_metadata", "most"),
+    ] {
+        assert_eq!(
+            set_error(prop, value, fs_set()),
+            "pool and or dataset must be upgraded to set this property or value",
+            "{prop}={value}"
+        );
+    }
     assert_eq!(
         validate_set("acltype", "posixacl", creating)
             .unwrap_err()
@@ -565,7 +581,9 @@ fn unhonoured_values_are_refused() {
         ("encryption", "off"),
         ("keylocation", "none"),
         ("snapshot_limit", "none"),
-        ("logbias", "throughput"),
+        ("logbias", "latency"),
+        ("primarycache", "all"),
+        ("dnodesize", "legacy"),
     ] {
         assert!(
             validate_set(prop, value, creating).is_ok(),

@@ -606,8 +606,8 @@ pub fn validate_set(
 
 /// Whether `prop=value` asks for behaviour Zetta does not have: encryption, dedup, ACLs,
 /// sharing, name folding, limits, labels. Such values are refused, never stored and
-/// ignored (README "What Zetta refuses"). The defaults (`dedup=off`, `acltype=off`, …) and
-/// pure tuning hints (`logbias`, `primarycache`, `prefetch`, …) pass.
+/// ignored (README "What Zetta refuses"). The defaults (`dedup=off`, `acltype=off`,
+/// `logbias=latency`, `primarycache=all`, …) pass.
 pub fn refuse_unhonoured(
     prop: ZfsProp,
     value: &PropValue,
@@ -654,6 +654,13 @@ pub fn refuse_unhonoured(
         ZfsProp::Context | ZfsProp::Fscontext | ZfsProp::Defcontext | ZfsProp::Rootcontext => {
             word != "none"
         }
+        // Tuning hints Zetta does not act on yet (no per-dataset ARC policy, no L2ARC, no
+        // indirect log writes, no large dnodes, no Direct I/O): only their defaults.
+        ZfsProp::Logbias => word != "latency",
+        ZfsProp::Primarycache | ZfsProp::Secondarycache | ZfsProp::Prefetch => word != "all",
+        ZfsProp::Direct => word != "standard",
+        ZfsProp::Dnodesize => word != "legacy",
+        ZfsProp::RedundantMetadata => word != "all",
         _ => false,
     };
     if refused {
