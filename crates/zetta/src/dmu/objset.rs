@@ -1472,6 +1472,48 @@ fn walk_live_tree(
     Ok(())
 }
 
+/// The block pointers below a node of the live tree (`walk_live_node`,
+/// `collect_live_tail`): its dbuf's data if loaded, else its block read through the ARC;
+/// `None` for a hole with no dbuf.
+fn live_children(
+    ctx: &IoCtx<'_>,
+    objset: u64,
+    object: u64,
+    level: u8,
+    blkid: u64,
+    dbuf: Option<&Dbuf>,
+    bp: &BlockPointer,
+) -> Result<Option<std::sync::Arc<Vec<u8>>>, DmuError> {
+    Ok(match dbuf {
+        Some(d) => Some(std::sync::Arc::new(d.data.clone())),
+        None if !bp.is_hole() => Some(ctx.zio.read_block(
+            ctx.root,
+            bp,
+            Some(Bookmark {
+                objset,
+                object,
+                level,
+                blkid,
+            }),
+        )?),
+        None => None,
+    })
+}
+
+/// Child block pointer `i` of a node's `children` (see `live_children`): a hole when
+/// there are none or the data ends before it.
+fn child_blkptr(children: Option<&[u8]>, i: u64, object: u64) -> Result<BlockPointer, DmuError> {
+    let Some(data) = children else {
+        return Ok(BlockPointer::HOLE);
+    };
+    let at = i as usize * BLKPTR_SIZE_BYTES;
+    match data.get(at..at + BLKPTR_SIZE_BYTES) {
+        Some(chunk) => BlockPointer::decode(chunk)
+            .map_err(|e| DmuError::Corrupt(format!("object {object}: {e}"))),
+        None => Ok(BlockPointer::HOLE),
+    }
+}
+
 /// The range and batch size of `collect_live_tail`.
 struct LiveTail {
     first: u64,
@@ -1513,36 +1555,13 @@ fn collect_live_tail(
         out.push(blkid);
         return Ok(());
     }
-    let children: Option<std::sync::Arc<Vec<u8>>> = match dbuf {
-        Some(d) => Some(std::sync::Arc::new(d.data.clone())),
-        None if !bp.is_hole() => Some(ctx.zio.read_block(
-            ctx.root,
-            &bp,
-            Some(Bookmark {
-                objset,
-                object,
-                level,
-                blkid,
-            }),
-        )?),
-        None => None,
-    };
+    let children = live_children(ctx, objset, object, level, blkid, dbuf, &bp)?;
     for i in (0..per).rev() {
         if out.len() >= tail.max {
             break;
         }
         let child = blkid.saturating_mul(per).saturating_add(i);
-        let child_bp = match &children {
-            Some(data) => {
-                let at = i as usize * BLKPTR_SIZE_BYTES;
-                match data.get(at..at + BLKPTR_SIZE_BYTES) {
-                    Some(chunk) => BlockPointer::decode(chunk)
-                        .map_err(|e| DmuError::Corrupt(format!("object {object}: {e}")))?,
-                    None => BlockPointer::HOLE,
-                }
-            }
-            None => BlockPointer::HOLE,
-        };
+        let child_bp = child_blkptr(children.as_deref().map(Vec::as_slice), i, object)?;
         if child_bp.is_hole() && !subtree_has_dbufs(state, level - 1, child) {
             continue;
         }
@@ -1590,33 +1609,10 @@ fn walk_live_node(
     if level == 0 {
         return Ok(());
     }
-    let children: Option<std::sync::Arc<Vec<u8>>> = match dbuf {
-        Some(d) => Some(std::sync::Arc::new(d.data.clone())),
-        None if !bp.is_hole() => Some(ctx.zio.read_block(
-            ctx.root,
-            &bp,
-            Some(Bookmark {
-                objset,
-                object,
-                level,
-                blkid,
-            }),
-        )?),
-        None => None,
-    };
+    let children = live_children(ctx, objset, object, level, blkid, dbuf, &bp)?;
     for i in 0..per {
         let child = blkid.saturating_mul(per).saturating_add(i);
-        let child_bp = match &children {
-            Some(data) => {
-                let at = i as usize * BLKPTR_SIZE_BYTES;
-                match data.get(at..at + BLKPTR_SIZE_BYTES) {
-                    Some(chunk) => BlockPointer::decode(chunk)
-                        .map_err(|e| DmuError::Corrupt(format!("object {object}: {e}")))?,
-                    None => BlockPointer::HOLE,
-                }
-            }
-            None => BlockPointer::HOLE,
-        };
+        let child_bp = child_blkptr(children.as_deref().map(Vec::as_slice), i, object)?;
         if child_bp.is_hole() && !subtree_has_dbufs(state, level - 1, child) {
             continue;
         }
