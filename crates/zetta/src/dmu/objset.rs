@@ -1472,6 +1472,33 @@ fn walk_live_tree(
     Ok(())
 }
 
+/// Node (`level`, `blkid`) of the live tree as `walk_live_node` and `collect_live_tail`
+/// see it: its dbuf if loaded and its block pointer (the dbuf's own, else `parent_bp`), or
+/// `None` when the walk skips it (it covers no level-0 block of [first, last), or it is a
+/// hole with nothing loaded at or below it).
+fn live_node(
+    state: &ObjectState,
+    level: u8,
+    blkid: u64,
+    parent_bp: BlockPointer,
+    first: u64,
+    last: u64,
+) -> Option<(Option<&Dbuf>, BlockPointer)> {
+    let per = state.phys.entries_per_indirect();
+    let span = per.saturating_pow(u32::from(level));
+    let start = blkid.saturating_mul(span);
+    let end = blkid.saturating_add(1).saturating_mul(span);
+    if end <= first || start >= last {
+        return None;
+    }
+    let dbuf = state.dbufs.get(&(level, blkid));
+    let bp = dbuf.map(|d| d.bp).unwrap_or(parent_bp);
+    if dbuf.is_none() && bp.is_hole() && !subtree_has_dbufs(state, level, blkid) {
+        return None;
+    }
+    Some((dbuf, bp))
+}
+
 /// The block pointers below a node of the live tree (`walk_live_node`,
 /// `collect_live_tail`): its dbuf's data if loaded, else its block read through the ARC;
 /// `None` for a hole with no dbuf.
@@ -1539,18 +1566,10 @@ fn collect_live_tail(
     if out.len() >= tail.max {
         return Ok(());
     }
+    let Some((dbuf, bp)) = live_node(state, level, blkid, parent_bp, tail.first, tail.last) else {
+        return Ok(());
+    };
     let per = state.phys.entries_per_indirect();
-    let span = per.saturating_pow(u32::from(level));
-    let start = blkid.saturating_mul(span);
-    let end = blkid.saturating_add(1).saturating_mul(span);
-    if end <= tail.first || start >= tail.last {
-        return Ok(());
-    }
-    let dbuf = state.dbufs.get(&(level, blkid));
-    let bp = dbuf.map(|d| d.bp).unwrap_or(parent_bp);
-    if dbuf.is_none() && bp.is_hole() && !subtree_has_dbufs(state, level, blkid) {
-        return Ok(());
-    }
     if level == 0 {
         out.push(blkid);
         return Ok(());
@@ -1593,18 +1612,10 @@ fn walk_live_node(
     last: u64,
     visit: &mut dyn FnMut(u8, u64, &BlockPointer),
 ) -> Result<(), DmuError> {
+    let Some((dbuf, bp)) = live_node(state, level, blkid, parent_bp, first, last) else {
+        return Ok(());
+    };
     let per = state.phys.entries_per_indirect();
-    let span = per.saturating_pow(u32::from(level));
-    let start = blkid.saturating_mul(span);
-    let end = blkid.saturating_add(1).saturating_mul(span);
-    if end <= first || start >= last {
-        return Ok(());
-    }
-    let dbuf = state.dbufs.get(&(level, blkid));
-    let bp = dbuf.map(|d| d.bp).unwrap_or(parent_bp);
-    if dbuf.is_none() && bp.is_hole() && !subtree_has_dbufs(state, level, blkid) {
-        return Ok(());
-    }
     visit(level, blkid, &bp);
     if level == 0 {
         return Ok(());
