@@ -26,22 +26,9 @@ tools=(zfsutils-linux zfs-test)
 source_file=/etc/apt/sources.list.d/zetta-bookworm-backports.sources
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 
-log() { printf 'oracle: %s\n' "$*"; }
-die() { printf 'oracle: error: %s\n' "$*" >&2; exit 1; }
-
-export DEBIAN_FRONTEND=noninteractive
-
-if [ "$(id -u)" -eq 0 ]; then
-    as_root=()
-elif command -v sudo >/dev/null 2>&1; then
-    as_root=(sudo -n)
-else
-    as_root=(false)
-fi
-
-package_installed() {
-    [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]
-}
+# log, die, as_root, package_installed; DEBIAN_FRONTEND.
+log_name=oracle
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 zdb="$prefix/sbin/zdb"
 

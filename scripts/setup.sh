@@ -23,22 +23,9 @@ optional_packages=(fio)
 # The oldest Rust that builds the workspace (parking_lot 0.13 declares rust-version 1.95).
 rust_version_min="1.95"
 
-log() { printf 'setup: %s\n' "$*"; }
-die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
-
-export DEBIAN_FRONTEND=noninteractive
-
-if [ "$(id -u)" -eq 0 ]; then
-    as_root=()
-elif command -v sudo >/dev/null 2>&1; then
-    as_root=(sudo -n)
-else
-    as_root=(false)
-fi
-
-package_installed() {
-    [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]
-}
+# log, die, as_root, package_installed; DEBIAN_FRONTEND.
+log_name=setup
+. scripts/lib.sh
 
 apt_updated=0
 apt_install() {

@@ -12,79 +12,7 @@ use std::time::Duration;
 
 mod common;
 
-/// The shared CLI lab with a pool `tank` on a 1 GiB sparse file, mounted under
-/// `<lab>/mnt`, and `tank/fs`.
-struct Lab {
-    inner: common::Lab,
-}
-
-impl Lab {
-    fn new() -> Lab {
-        let inner = common::Lab::new();
-        let disk = inner.disk("disk", 1 << 30);
-        let lab = Lab { inner };
-        let mnt = lab.mnt("");
-        lab.ok("zpool", &["create", "-m", &mnt, "tank", &disk]);
-        lab.ok("zfs", &["create", "tank/fs"]);
-        lab
-    }
-
-    fn mnt(&self, rest: &str) -> String {
-        let mut path = self.inner.path("mnt");
-        if !rest.is_empty() {
-            path.push('/');
-            path.push_str(rest);
-        }
-        path
-    }
-
-    fn run(&self, front: &str, args: &[&str]) -> (i32, String, String) {
-        let mut command = self.inner.command(front);
-        command.args(args);
-        let out = self.inner.run(command);
-        (out.code, out.stdout, out.stderr)
-    }
-
-    fn ok(&self, front: &str, args: &[&str]) -> String {
-        let (code, stdout, stderr) = self.run(front, args);
-        assert_eq!(code, 0, "{front} {args:?}: {stderr}");
-        stdout
-    }
-
-    fn daemon_pid(&self) -> i32 {
-        std::fs::read_to_string(self.inner.dir.join("run").join("zetta.pid"))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap()
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        self.inner.stop_daemon();
-        // Mounts go with the daemon (fusermount3's auto-unmount); make sure before the
-        // shared lab deletes the directory.
-        for _ in 0..50 {
-            if !mounted(&self.mnt("")) {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        for path in [self.mnt("fs"), self.mnt("")] {
-            if mounted(&path) {
-                let _ = Command::new("umount").args(["-l", &path]).status();
-            }
-        }
-    }
-}
-
-fn mounted(path: &str) -> bool {
-    std::fs::read_to_string("/proc/self/mounts")
-        .unwrap_or_default()
-        .lines()
-        .any(|l| l.split(' ').nth(1) == Some(path))
-}
+use common::mount_lab::{mounted, MountLab};
 
 fn sh(script: &str) -> String {
     let output = Command::new("bash")
@@ -112,7 +40,7 @@ fn tree_digest(dir: &str) -> String {
 /// and a C program builds and runs from the mount.
 #[test]
 fn real_programs_work_on_a_mount() {
-    let lab = Lab::new();
+    let lab = MountLab::new("tank/fs");
     let fs = lab.mnt("fs");
     assert!(mounted(&fs));
     sh(&format!("cp -a /usr/share/doc '{fs}/doc'"));
@@ -154,7 +82,7 @@ fn real_programs_work_on_a_mount() {
 /// nanosecond and post-2038 times stick.
 #[test]
 fn posix_semantics_through_the_kernel() {
-    let lab = Lab::new();
+    let lab = MountLab::new("tank/fs");
     let fs = lab.mnt("fs");
     let script = format!(
         r#"
@@ -228,7 +156,7 @@ print("ok")
 /// move the mount; readonly=on refuses writes.
 #[test]
 fn mounts_follow_pools_and_properties() {
-    let lab = Lab::new();
+    let lab = MountLab::new("tank/fs");
     let fs = lab.mnt("fs");
     std::fs::write(format!("{fs}/keep"), b"kept").unwrap();
     sh(&format!("sync '{fs}/keep'"));
@@ -335,7 +263,7 @@ fn fsync_survives_killed_daemon() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(12);
-    let lab = Lab::new();
+    let lab = MountLab::new("tank/fs");
     let file = format!("{}/log", lab.mnt("fs"));
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
     let mut acknowledged_total = 0u64;
@@ -446,7 +374,7 @@ fn namespace_storm_with_racing_readers_and_writers() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20);
-    let lab = Lab::new();
+    let lab = MountLab::new("tank/fs");
     let fs = lab.mnt("fs");
     let pid_before = lab.daemon_pid();
     let script = format!(
@@ -550,7 +478,7 @@ assert not bad, bad
 /// even while busy).
 #[test]
 fn quotas_refuse_writes_past_them() {
-    let lab = Lab::new();
+    let lab = MountLab::new("tank/fs");
     lab.ok(
         "zfs",
         &[
@@ -618,7 +546,7 @@ fn libc_edquot() -> i32 {
 /// between a snapshot and the live filesystem, with OpenZFS's columns (and `-F` types).
 #[test]
 fn zfs_diff_lists_changes() {
-    let lab = Lab::new();
+    let lab = MountLab::new("tank/fs");
     let fs = lab.mnt("fs");
     sh(&format!(
         "cd '{fs}' && mkdir d && echo a > d/a && echo b > b && echo c > c && ln -s b sl"

@@ -10,61 +10,7 @@ use std::time::Duration;
 
 mod common;
 
-/// A pool `tank` on a 1 GiB sparse file mounted under `<lab>/mnt`.
-struct Lab {
-    inner: common::Lab,
-}
-
-impl Lab {
-    fn new() -> Lab {
-        let inner = common::Lab::new();
-        let disk = inner.disk("disk", 1 << 30);
-        let lab = Lab { inner };
-        let mnt = lab.mnt("");
-        lab.ok("zpool", &["create", "-m", &mnt, "tank", &disk]);
-        lab
-    }
-
-    fn mnt(&self, rest: &str) -> String {
-        let mut path = self.inner.path("mnt");
-        if !rest.is_empty() {
-            path.push('/');
-            path.push_str(rest);
-        }
-        path
-    }
-
-    fn run(&self, front: &str, args: &[&str]) -> common::Output {
-        let mut command = self.inner.command(front);
-        command.args(args);
-        self.inner.run(command)
-    }
-
-    fn ok(&self, front: &str, args: &[&str]) -> String {
-        let out = self.run(front, args);
-        assert_eq!(out.code, 0, "{front} {args:?}: {}", out.stderr);
-        out.stdout
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        self.inner.stop_daemon();
-        for _ in 0..50 {
-            if !mounted(&self.mnt("")) {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-fn mounted(path: &str) -> bool {
-    std::fs::read_to_string("/proc/self/mounts")
-        .unwrap_or_default()
-        .lines()
-        .any(|l| l.split(' ').nth(1) == Some(path))
-}
+use common::mount_lab::{mounted, MountLab};
 
 /// Writes `mib` MiB of incompressible data to `path` in 1 MiB writes; returns how many
 /// went through and the error that stopped it, if any.
@@ -92,7 +38,7 @@ fn fill(path: &str, mib: usize) -> (usize, Option<std::io::Error>) {
 /// it and leaves the clone (and its snapshot's data) intact.
 #[test]
 fn promote_mounted_clone_then_destroy_original() {
-    let lab = Lab::new();
+    let lab = MountLab::with(1 << 30, &[]);
     lab.ok("zfs", &["create", "tank/golden"]);
     let golden = lab.mnt("golden");
     std::fs::write(format!("{golden}/os.img"), vec![3u8; 3 << 20]).unwrap();
@@ -147,7 +93,7 @@ fn promote_mounted_clone_then_destroy_original() {
 /// write its share afterwards.
 #[test]
 fn reservation_refuses_other_writers_with_enospc() {
-    let lab = Lab::new();
+    let lab = MountLab::with(1 << 30, &[]);
     lab.ok("zfs", &["create", "-o", "compression=off", "tank/db"]);
     lab.ok("zfs", &["create", "-o", "compression=off", "tank/scratch"]);
     let avail: u64 = lab

@@ -12,44 +12,15 @@ use std::time::Duration;
 
 mod common;
 
-/// A lab with a pool `tank` mounted at `<lab>/mnt` and `tank/data` below it.
-struct Lab {
-    inner: common::Lab,
+use common::mount_lab::MountLab;
+
+/// This file's questions to a lab (a `MountLab` with `tank/data` below the pool).
+trait TrustLab {
+    fn mounted_prop(&self, fs: &str) -> String;
+    fn evidence(&self) -> String;
 }
 
-impl Lab {
-    fn new() -> Lab {
-        let inner = common::Lab::new();
-        let disk = inner.disk("disk", 1 << 30);
-        let lab = Lab { inner };
-        let mnt = lab.mnt("");
-        lab.ok("zpool", &["create", "-m", &mnt, "tank", &disk]);
-        lab.ok("zfs", &["create", "tank/data"]);
-        lab
-    }
-
-    fn mnt(&self, rest: &str) -> String {
-        let mut path = self.inner.path("mnt");
-        if !rest.is_empty() {
-            path.push('/');
-            path.push_str(rest);
-        }
-        path
-    }
-
-    fn run(&self, front: &str, args: &[&str]) -> (i32, String, String) {
-        let mut command = self.inner.command(front);
-        command.args(args);
-        let out = self.inner.run(command);
-        (out.code, out.stdout, out.stderr)
-    }
-
-    fn ok(&self, front: &str, args: &[&str]) -> String {
-        let (code, stdout, stderr) = self.run(front, args);
-        assert_eq!(code, 0, "{front} {args:?}: {stderr}");
-        stdout
-    }
-
+impl TrustLab for MountLab {
     fn mounted_prop(&self, fs: &str) -> String {
         self.ok("zfs", &["get", "-H", "-o", "value", "mounted", fs])
             .trim()
@@ -68,26 +39,6 @@ impl Lab {
             .map(str::to_string)
             .collect();
         format!("daemon log:\n{log}\nmounts:\n{}", mounts.join("\n"))
-    }
-
-    fn daemon_pid(&self) -> i32 {
-        let text = std::fs::read_to_string(self.inner.dir.join("run").join("zetta.pid"))
-            .expect("the daemon's pid file");
-        text.trim().parse().expect("a pid")
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        self.inner.stop_daemon();
-        wait_for("the mounts to go with the daemon", 100, || {
-            kernel_mount(&self.mnt("")).is_none()
-        });
-        for path in [self.mnt("data"), self.mnt("")] {
-            if kernel_mount(&path).is_some() {
-                let _ = Command::new("umount").args(["-l", &path]).status();
-            }
-        }
     }
 }
 
@@ -211,7 +162,7 @@ fn restarted_daemon_reports_only_live_mounts() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20);
-    let lab = Lab::new();
+    let lab = MountLab::new("tank/data");
     let data = lab.mnt("data");
     let root = lab.mnt("");
     let log = format!("{data}/log");
@@ -343,7 +294,7 @@ fn restarted_daemon_reports_only_live_mounts() {
 // again — also after a lazy `umount -l`.
 #[test]
 fn external_umount_is_seen() {
-    let lab = Lab::new();
+    let lab = MountLab::new("tank/data");
     let data = lab.mnt("data");
     std::fs::write(format!("{data}/kept"), b"kept").unwrap();
     lab.ok("zpool", &["sync", "tank"]);
@@ -415,7 +366,7 @@ fn hold_cwd(dir: &str) -> Child {
 // inside, exit 0.
 #[test]
 fn mount_options_change_on_a_busy_mount() {
-    let lab = Lab::new();
+    let lab = MountLab::new("tank/data");
     let data = lab.mnt("data");
     // A setuid copy of `id` and an executable, before the options change.
     let id = format!("{data}/id");
@@ -536,7 +487,7 @@ fn mount_options_change_on_a_busy_mount() {
 // and the pool exist, unmounted. (And `zfs create -u` mounted all the same.)
 #[test]
 fn create_fails_when_its_mount_fails() {
-    let lab = Lab::new();
+    let lab = MountLab::new("tank/data");
     let file = lab.inner.path("a-file");
     std::fs::write(&file, b"not a directory").unwrap();
     let (code, _, stderr) = lab.run(

@@ -13,45 +13,23 @@ mod common;
 
 const MIB: u64 = 1 << 20;
 
-/// A pool `tank` on a sparse file of `size` bytes mounted under `<lab>/mnt`, with a
-/// filesystem `tank/fs` (compression off, so written bytes are allocated bytes).
-struct Lab {
-    inner: common::Lab,
+use common::mount_lab::{mounted, MountLab};
+
+/// A `MountLab` on a sparse file of `size` bytes with a filesystem `tank/fs` (compression
+/// off, so written bytes are allocated bytes).
+fn space_lab(size: u64) -> MountLab {
+    let lab = MountLab::with(size, &["-o", "compression=off", "tank/fs"]);
+    assert!(mounted(&lab.mnt("fs")), "tank/fs is not mounted");
+    lab
 }
 
-impl Lab {
-    fn new(size: u64) -> Lab {
-        let inner = common::Lab::new();
-        let disk = inner.disk("disk", size);
-        let lab = Lab { inner };
-        let mnt = lab.mnt("");
-        lab.ok("zpool", &["create", "-m", &mnt, "tank", &disk]);
-        lab.ok("zfs", &["create", "-o", "compression=off", "tank/fs"]);
-        assert!(mounted(&lab.mnt("fs")), "tank/fs is not mounted");
-        lab
-    }
+/// This file's questions to a lab.
+trait SpaceLab {
+    fn avail(&self) -> u64;
+    fn daemon_process(&self) -> u32;
+}
 
-    fn mnt(&self, rest: &str) -> String {
-        let mut path = self.inner.path("mnt");
-        if !rest.is_empty() {
-            path.push('/');
-            path.push_str(rest);
-        }
-        path
-    }
-
-    fn run(&self, front: &str, args: &[&str]) -> common::Output {
-        let mut command = self.inner.command(front);
-        command.args(args);
-        self.inner.run(command)
-    }
-
-    fn ok(&self, front: &str, args: &[&str]) -> String {
-        let out = self.run(front, args);
-        assert_eq!(out.code, 0, "{front} {args:?}: {}", out.stderr);
-        out.stdout
-    }
-
+impl SpaceLab for MountLab {
     fn avail(&self) -> u64 {
         let out = self.ok(
             "zfs",
@@ -63,7 +41,7 @@ impl Lab {
     /// The daemon's process id: from its pid file in the run directory, else the process
     /// whose environment names this lab's run directory and whose command line is
     /// `zetta daemon`.
-    fn daemon_pid(&self) -> u32 {
+    fn daemon_process(&self) -> u32 {
         let run = self.inner.dir.join("run");
         if let Some(pid) = std::fs::read_to_string(run.join("zetta.pid"))
             .ok()
@@ -88,25 +66,6 @@ impl Lab {
         }
         panic!("no daemon found for {}", run.display());
     }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        self.inner.stop_daemon();
-        for _ in 0..50 {
-            if !mounted(&self.mnt("")) {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-fn mounted(path: &str) -> bool {
-    std::fs::read_to_string("/proc/self/mounts")
-        .unwrap_or_default()
-        .lines()
-        .any(|l| l.split(' ').nth(1) == Some(path))
 }
 
 /// A `VmHWM`/`VmRSS` figure of /proc/PID/status, in bytes.
@@ -172,9 +131,9 @@ const ENOSPC: i32 = 28;
 // up to the offset instead of the blocks the file holds.
 #[test]
 fn deleting_files_written_at_huge_offsets_takes_bounded_memory() {
-    let lab = Lab::new(1 << 30);
+    let lab = space_lab(1 << 30);
     let fs = lab.mnt("fs");
-    let pid = lab.daemon_pid();
+    let pid = lab.daemon_process();
     for (name, offset) in [("t40", 1u64 << 40), ("t63", (1u64 << 63) - 2)] {
         let path = format!("{fs}/{name}");
         let file = std::fs::OpenOptions::new()
@@ -245,7 +204,7 @@ fn deleting_files_written_at_huge_offsets_takes_bounded_memory() {
         lab.ok("zpool", &["sync", "tank"]);
     }
     // The daemon lived through it all, and never grew anywhere near the offsets' span.
-    assert_eq!(lab.daemon_pid(), pid, "the daemon was restarted");
+    assert_eq!(lab.daemon_process(), pid, "the daemon was restarted");
     lab.ok("zpool", &["list", "tank"]);
     let peak = vm_figure(pid, "VmHWM");
     eprintln!("daemon {pid} peak {} MiB", peak / MIB);
@@ -265,7 +224,7 @@ fn deleting_files_written_at_huge_offsets_takes_bounded_memory() {
 // the full pool still got ENOSPC while the freed space waited out its deferral.
 #[test]
 fn full_filesystem_can_be_emptied_and_written_again() {
-    let lab = Lab::new(512 * MIB);
+    let lab = space_lab(512 * MIB);
     let fs = lab.mnt("fs");
     let (big, error) = fill(&format!("{fs}/big"), 1024);
     let error = error.expect("512 MiB took 1 GiB");
@@ -314,7 +273,7 @@ fn full_filesystem_can_be_emptied_and_written_again() {
 // committed again to let it pass.
 #[test]
 fn freed_space_comes_back_on_an_idle_pool() {
-    let lab = Lab::new(1 << 30);
+    let lab = space_lab(1 << 30);
     let fs = lab.mnt("fs");
     let (written, error) = fill(&format!("{fs}/big"), 300);
     assert!(error.is_none() && written == 300, "{error:?}");
@@ -343,7 +302,7 @@ fn freed_space_comes_back_on_an_idle_pool() {
 // be met.
 #[test]
 fn fallocate_beyond_free_space_is_enospc() {
-    let lab = Lab::new(512 * MIB);
+    let lab = space_lab(512 * MIB);
     let fs = lab.mnt("fs");
     let avail = lab.avail();
     let too_big = (avail + 64 * MIB).to_string();
@@ -383,7 +342,7 @@ fn fallocate_beyond_free_space_is_enospc() {
 // and tools that skip "empty" files saw nothing. OpenZFS counts dirty data.
 #[test]
 fn st_blocks_counts_data_not_yet_committed() {
-    let lab = Lab::new(512 * MIB);
+    let lab = space_lab(512 * MIB);
     let fs = lab.mnt("fs");
     let path = format!("{fs}/rewritten");
     let data = vec![0x5au8; MIB as usize];

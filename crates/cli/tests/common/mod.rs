@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod host;
+pub mod mount_lab;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};

@@ -1472,6 +1472,75 @@ fn walk_live_tree(
     Ok(())
 }
 
+/// Node (`level`, `blkid`) of the live tree as `walk_live_node` and `collect_live_tail`
+/// see it: its dbuf if loaded and its block pointer (the dbuf's own, else `parent_bp`), or
+/// `None` when the walk skips it (it covers no level-0 block of [first, last), or it is a
+/// hole with nothing loaded at or below it).
+fn live_node(
+    state: &ObjectState,
+    level: u8,
+    blkid: u64,
+    parent_bp: BlockPointer,
+    first: u64,
+    last: u64,
+) -> Option<(Option<&Dbuf>, BlockPointer)> {
+    let per = state.phys.entries_per_indirect();
+    let span = per.saturating_pow(u32::from(level));
+    let start = blkid.saturating_mul(span);
+    let end = blkid.saturating_add(1).saturating_mul(span);
+    if end <= first || start >= last {
+        return None;
+    }
+    let dbuf = state.dbufs.get(&(level, blkid));
+    let bp = dbuf.map(|d| d.bp).unwrap_or(parent_bp);
+    if dbuf.is_none() && bp.is_hole() && !subtree_has_dbufs(state, level, blkid) {
+        return None;
+    }
+    Some((dbuf, bp))
+}
+
+/// The block pointers below a node of the live tree (`walk_live_node`,
+/// `collect_live_tail`): its dbuf's data if loaded, else its block read through the ARC;
+/// `None` for a hole with no dbuf.
+fn live_children(
+    ctx: &IoCtx<'_>,
+    objset: u64,
+    object: u64,
+    level: u8,
+    blkid: u64,
+    dbuf: Option<&Dbuf>,
+    bp: &BlockPointer,
+) -> Result<Option<std::sync::Arc<Vec<u8>>>, DmuError> {
+    Ok(match dbuf {
+        Some(d) => Some(std::sync::Arc::new(d.data.clone())),
+        None if !bp.is_hole() => Some(ctx.zio.read_block(
+            ctx.root,
+            bp,
+            Some(Bookmark {
+                objset,
+                object,
+                level,
+                blkid,
+            }),
+        )?),
+        None => None,
+    })
+}
+
+/// Child block pointer `i` of a node's `children` (see `live_children`): a hole when
+/// there are none or the data ends before it.
+fn child_blkptr(children: Option<&[u8]>, i: u64, object: u64) -> Result<BlockPointer, DmuError> {
+    let Some(data) = children else {
+        return Ok(BlockPointer::HOLE);
+    };
+    let at = i as usize * BLKPTR_SIZE_BYTES;
+    match data.get(at..at + BLKPTR_SIZE_BYTES) {
+        Some(chunk) => BlockPointer::decode(chunk)
+            .map_err(|e| DmuError::Corrupt(format!("object {object}: {e}"))),
+        None => Ok(BlockPointer::HOLE),
+    }
+}
+
 /// The range and batch size of `collect_live_tail`.
 struct LiveTail {
     first: u64,
@@ -1497,52 +1566,21 @@ fn collect_live_tail(
     if out.len() >= tail.max {
         return Ok(());
     }
+    let Some((dbuf, bp)) = live_node(state, level, blkid, parent_bp, tail.first, tail.last) else {
+        return Ok(());
+    };
     let per = state.phys.entries_per_indirect();
-    let span = per.saturating_pow(u32::from(level));
-    let start = blkid.saturating_mul(span);
-    let end = blkid.saturating_add(1).saturating_mul(span);
-    if end <= tail.first || start >= tail.last {
-        return Ok(());
-    }
-    let dbuf = state.dbufs.get(&(level, blkid));
-    let bp = dbuf.map(|d| d.bp).unwrap_or(parent_bp);
-    if dbuf.is_none() && bp.is_hole() && !subtree_has_dbufs(state, level, blkid) {
-        return Ok(());
-    }
     if level == 0 {
         out.push(blkid);
         return Ok(());
     }
-    let children: Option<std::sync::Arc<Vec<u8>>> = match dbuf {
-        Some(d) => Some(std::sync::Arc::new(d.data.clone())),
-        None if !bp.is_hole() => Some(ctx.zio.read_block(
-            ctx.root,
-            &bp,
-            Some(Bookmark {
-                objset,
-                object,
-                level,
-                blkid,
-            }),
-        )?),
-        None => None,
-    };
+    let children = live_children(ctx, objset, object, level, blkid, dbuf, &bp)?;
     for i in (0..per).rev() {
         if out.len() >= tail.max {
             break;
         }
         let child = blkid.saturating_mul(per).saturating_add(i);
-        let child_bp = match &children {
-            Some(data) => {
-                let at = i as usize * BLKPTR_SIZE_BYTES;
-                match data.get(at..at + BLKPTR_SIZE_BYTES) {
-                    Some(chunk) => BlockPointer::decode(chunk)
-                        .map_err(|e| DmuError::Corrupt(format!("object {object}: {e}")))?,
-                    None => BlockPointer::HOLE,
-                }
-            }
-            None => BlockPointer::HOLE,
-        };
+        let child_bp = child_blkptr(children.as_deref().map(Vec::as_slice), i, object)?;
         if child_bp.is_hole() && !subtree_has_dbufs(state, level - 1, child) {
             continue;
         }
@@ -1574,49 +1612,18 @@ fn walk_live_node(
     last: u64,
     visit: &mut dyn FnMut(u8, u64, &BlockPointer),
 ) -> Result<(), DmuError> {
+    let Some((dbuf, bp)) = live_node(state, level, blkid, parent_bp, first, last) else {
+        return Ok(());
+    };
     let per = state.phys.entries_per_indirect();
-    let span = per.saturating_pow(u32::from(level));
-    let start = blkid.saturating_mul(span);
-    let end = blkid.saturating_add(1).saturating_mul(span);
-    if end <= first || start >= last {
-        return Ok(());
-    }
-    let dbuf = state.dbufs.get(&(level, blkid));
-    let bp = dbuf.map(|d| d.bp).unwrap_or(parent_bp);
-    if dbuf.is_none() && bp.is_hole() && !subtree_has_dbufs(state, level, blkid) {
-        return Ok(());
-    }
     visit(level, blkid, &bp);
     if level == 0 {
         return Ok(());
     }
-    let children: Option<std::sync::Arc<Vec<u8>>> = match dbuf {
-        Some(d) => Some(std::sync::Arc::new(d.data.clone())),
-        None if !bp.is_hole() => Some(ctx.zio.read_block(
-            ctx.root,
-            &bp,
-            Some(Bookmark {
-                objset,
-                object,
-                level,
-                blkid,
-            }),
-        )?),
-        None => None,
-    };
+    let children = live_children(ctx, objset, object, level, blkid, dbuf, &bp)?;
     for i in 0..per {
         let child = blkid.saturating_mul(per).saturating_add(i);
-        let child_bp = match &children {
-            Some(data) => {
-                let at = i as usize * BLKPTR_SIZE_BYTES;
-                match data.get(at..at + BLKPTR_SIZE_BYTES) {
-                    Some(chunk) => BlockPointer::decode(chunk)
-                        .map_err(|e| DmuError::Corrupt(format!("object {object}: {e}")))?,
-                    None => BlockPointer::HOLE,
-                }
-            }
-            None => BlockPointer::HOLE,
-        };
+        let child_bp = child_blkptr(children.as_deref().map(Vec::as_slice), i, object)?;
         if child_bp.is_hole() && !subtree_has_dbufs(state, level - 1, child) {
             continue;
         }
