@@ -541,21 +541,29 @@ fn install_links_creates_symlinks_and_spares_files() {
     assert_eq!(String::from_utf8_lossy(&version.stdout), "zetta 0.1.0\n");
 }
 
-/// Log and cache devices: created with the pool, shown in their status sections, removed
-/// with `zpool remove`, and a removed log leaves no trace in `list -v` or after import.
+/// Log devices: created with the pool, shown in their status section, removed with
+/// `zpool remove`, and a removed log leaves no trace in `list -v` or after import. Cache
+/// devices are refused at create and add, nothing written (issue 21: no L2ARC reads them
+/// yet, so accepting one would promise what Zetta does not do).
 #[test]
-fn log_and_cache_devices_create_show_remove() {
+fn log_devices_create_show_remove_and_cache_devices_are_refused() {
     let lab = Lab::new();
     let (a, log, cache) = (
         lab.disk("a", DISK_SIZE_BYTES),
         lab.disk("log", DISK_SIZE_BYTES),
         lab.disk("cache", DISK_SIZE_BYTES),
     );
-    lab.ok(&["create", "tank", &a, "log", &log, "cache", &cache]);
+    let refused = "invalid vdev specification: cache devices are not supported by zetta yet\n";
+    let out = lab.zpool(&["create", "tank", &a, "log", &log, "cache", &cache]);
+    assert_eq!((out.code, out.stderr.as_str()), (1, refused));
+    assert_eq!(lab.zpool(&["list", "tank"]).code, 1, "nothing was created");
+    lab.ok(&["create", "tank", &a, "log", &log]);
+    let out = lab.zpool(&["add", "tank", "cache", &cache]);
+    assert_eq!((out.code, out.stderr.as_str()), (1, refused));
     let status = lab.ok(&["status", "tank"]);
     assert!(status.contains("\tlogs\t\n"), "{status}");
-    assert!(status.contains("\tcache\n"), "{status}");
-    lab.ok(&["remove", "tank", &cache, &log]);
+    assert!(!status.contains("\tcache\n"), "{status}");
+    lab.ok(&["remove", "tank", &log]);
     let status = lab.ok(&["status", "tank"]);
     assert!(
         !status.contains("logs") && !status.contains("cache"),

@@ -623,7 +623,10 @@ pub fn parse_spec(words: &[String], action: &str) -> Result<Vec<VdevSpecGroup>, 
         .map_err(|e| CmdError::Fail(e.to_string()))?;
     for group in &groups {
         let class = match group.class {
-            VdevClass::Normal | VdevClass::Log | VdevClass::Cache => continue,
+            VdevClass::Normal | VdevClass::Log => continue,
+            // No read goes to a cache device yet (no L2ARC): accepted, it would be a
+            // device that promises speed and does nothing.
+            VdevClass::Cache => "cache",
             VdevClass::Spare => "spare",
             VdevClass::Special => "special",
             VdevClass::Dedup => "dedup",
