@@ -156,7 +156,17 @@ impl MetaslabClass {
                 let Some(size_bytes) = round_up(requested_bytes, 1u64 << group.ashift) else {
                     continue;
                 };
-                if let Some(offset_bytes) = group.allocate(size_bytes, record, txg) {
+                let others: Vec<u64> = placed
+                    .iter()
+                    .filter(|p| p.0 == position)
+                    .map(|p| p.1)
+                    .collect();
+                let allocated = if others.is_empty() {
+                    group.allocate(size_bytes, record, txg)
+                } else {
+                    group.allocate_apart(size_bytes, record, txg, &others)
+                };
+                if let Some(offset_bytes) = allocated {
                     group.allocation_credit =
                         (group.allocation_credit - 1.0).max(-ALLOCATION_CREDIT_LIMIT);
                     placed.push((position, offset_bytes, size_bytes));

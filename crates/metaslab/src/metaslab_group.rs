@@ -30,6 +30,9 @@ pub const ASHIFT_MIN: u32 = 9;
 pub const ASHIFT_MAX: u32 = 16;
 /// Most metaslabs one group may have (bounds memory for a damaged config).
 pub const METASLAB_COUNT_MAX: u64 = 1 << 20;
+/// Ditto copies of one block on the same vdev lie at least vdev size >> this apart
+/// (OpenZFS's `ditto_same_vdev_distance_shift`).
+pub const DITTO_DISTANCE_SHIFT: u32 = 3;
 
 /// floor(log2(value)) + 1, and 0 for 0.
 pub fn highbit(value: u64) -> u32 {
@@ -46,6 +49,10 @@ pub struct MetaslabGroup {
     asize_bytes: u64,
     free_bytes: u64,
     active_index: usize,
+    /// The metaslabs that take the second and third copies of blocks whose other copies
+    /// are on this vdev (OpenZFS's `mg_secondaries`): kept, like `active_index`, so ditto
+    /// copies gather in few metaslabs instead of dirtying a new space map each time.
+    ditto_active_index: [Option<usize>; 2],
     /// Smallest block size that failed to fit since space was last returned (u64::MAX: none);
     /// lets a full group refuse quickly instead of scanning its metaslabs every time.
     failed_size_bytes: u64,
@@ -93,6 +100,7 @@ impl MetaslabGroup {
             asize_bytes: 0,
             free_bytes: 0,
             active_index: 0,
+            ditto_active_index: [None, None],
             failed_size_bytes: u64::MAX,
             allocation_credit: 0.0,
         };
@@ -245,6 +253,64 @@ impl MetaslabGroup {
                 None
             }
         }
+    }
+
+    /// Allocates a ditto copy of a block whose other copies are at `others` on this same
+    /// vdev: in a metaslab at least 1/8 of the vdev away from each of them (OpenZFS's
+    /// `ditto_same_vdev_distance_shift`), so that one damaged region of a single disk does
+    /// not take every copy; the active metaslab stays as it is. Falls back to a different
+    /// metaslab at any distance, then to the ordinary allocation.
+    pub(crate) fn allocate_apart(
+        &mut self,
+        size_bytes: u64,
+        record: bool,
+        txg: u64,
+        others: &[u64],
+    ) -> Option<u64> {
+        let align_bytes = self.sector_bytes();
+        debug_assert!(size_bytes != 0 && size_bytes.is_multiple_of(align_bytes));
+        if size_bytes > self.free_bytes {
+            return None;
+        }
+        let distance_bytes = self.size_bytes() >> DITTO_DISTANCE_SHIFT;
+        let far = |m: &Metaslab, min_bytes: u64| {
+            others.iter().all(|&other| {
+                let near_start = other.saturating_sub(min_bytes);
+                let near_end = other.saturating_add(min_bytes);
+                m.end_bytes() <= near_start || m.start_bytes > near_end
+            })
+        };
+        let slot = others.len().clamp(1, 2) - 1;
+        // The ditto metaslab in use, while it is far enough from every other copy.
+        let active = self.ditto_active_index[slot].and_then(|i| self.metaslabs.get_mut(i));
+        if let Some(metaslab) = active {
+            if far(metaslab, distance_bytes) {
+                if let Some(offset_bytes) = metaslab.allocate(size_bytes, align_bytes, record, txg)
+                {
+                    self.free_bytes -= size_bytes;
+                    return Some(offset_bytes);
+                }
+            }
+        }
+        for min_bytes in [distance_bytes, 0] {
+            let candidate = self
+                .metaslabs
+                .iter()
+                .filter(|m| m.largest_free_segment_bytes() >= size_bytes && far(m, min_bytes))
+                .max_by_key(|m| (m.free_bytes(), std::cmp::Reverse(m.index)))
+                .map(|m| m.index);
+            if let Some(index) = candidate {
+                if let Some(offset_bytes) =
+                    self.metaslabs[index].allocate(size_bytes, align_bytes, record, txg)
+                {
+                    self.free_bytes -= size_bytes;
+                    self.ditto_active_index[slot] = Some(index);
+                    debug_assert!(!others.contains(&offset_bytes));
+                    return Some(offset_bytes);
+                }
+            }
+        }
+        self.allocate(size_bytes, record, txg)
     }
 
     pub(crate) fn undo_allocate(&mut self, offset_bytes: u64, size_bytes: u64, record: bool) {

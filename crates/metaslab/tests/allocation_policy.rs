@@ -130,6 +130,24 @@ fn copies_land_on_distinct_vdevs_when_possible() {
 }
 
 #[test]
+fn ditto_copies_on_one_vdev_lie_an_eighth_of_it_apart() {
+    // Why: copies=2 on a single disk put both copies side by side, so one damaged region
+    // took both: the copies seed post lost a filesystem's root directory (every file then
+    // unnamed) at 10% damage. OpenZFS keeps ditto copies vdev/8 apart.
+    let mut single = MetaslabClass::new();
+    single.add_group(MetaslabGroup::new(0, GIB, 12));
+    let apart = GIB >> zetta_metaslab::metaslab_group::DITTO_DISTANCE_SHIFT;
+    for txg in 1..2000 {
+        let dvas = single.allocate(3, &|_| BLOCK_BYTES, true, txg).unwrap();
+        for (i, a) in dvas.iter().enumerate() {
+            for b in &dvas[i + 1..] {
+                assert!(a.1.abs_diff(b.1) >= apart, "{dvas:?}");
+            }
+        }
+    }
+}
+
+#[test]
 fn failed_multi_copy_allocation_leaves_no_trace() {
     // Why: a block that cannot get all its copies must not leak the copies it did get, nor
     // leave Alloc entries in the space map.
