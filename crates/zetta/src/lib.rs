@@ -28,6 +28,7 @@ mod macros {
     }
 }
 
+pub mod byteorder;
 pub mod dmu;
 pub mod dmu_send;
 pub mod dsl;

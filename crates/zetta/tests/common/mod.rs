@@ -1,8 +1,13 @@
-//! Shared by the seeded simulations: which seeds to run, and the verdict.
+//! Shared by the integration tests: which seeds the seeded simulations run and their verdict;
+//! `oracle`, OpenZFS's tools and fixtures.
+
+#[allow(dead_code)]
+pub mod oracle;
 
 /// Runs `run` on seed `$<prefix>_SEED` alone if set, else on seeds 0..`$<prefix>_SEEDS`
 /// (default `default_count`); stops after five failures and fails the test naming them.
 /// Returns how many seeds ran.
+#[allow(dead_code)]
 pub fn run_seeds(
     prefix: &str,
     what: &str,
