@@ -2,7 +2,6 @@
 //! suite ships, as scripts/oracle.sh installs them (into /opt/zetta-oracle, or
 //! $ZETTA_ORACLE_PREFIX). Tests that compare Zetta's reading of real OpenZFS bytes with what
 //! OpenZFS's `zdb` says use these.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
