@@ -2,7 +2,10 @@
 //! the bytes come from) and published test vectors.
 
 use super::*;
-use crate::openzfs_golden::{all_blocks, hex_bytes, V15_UBERBLOCK_BE, ZSTDPOOL_UBERBLOCK};
+use crate::openzfs_golden::{
+    all_blocks, hex_bytes, FUSE_ZIL_BLOCK_SIZE, FUSE_ZIL_BLOCK_USED_HEX, FUSE_ZIL_BLOCK_VERIFIER,
+    V15_UBERBLOCK_BE, ZSTDPOOL_UBERBLOCK,
+};
 use crate::test_rng::TestRng;
 
 const NO_SALT: ChecksumSalt = [0; CHECKSUM_SALT_SIZE_BYTES];
@@ -273,6 +276,30 @@ fn golden_uberblocks_verify_with_their_device_offset() {
             Err(OpenZfsChecksumError::EmbeddedBadMagic { .. })
         ));
     }
+}
+
+// Why: a real ZIL block (zilog2) verifies against its block pointer's checksum as verifier:
+// the eck sits in the zil_chain_t at the block's start and covers zc_nused rounded up to 4 KiB.
+#[test]
+fn golden_zil_block_verifies_with_its_block_pointer_checksum() {
+    let mut block = hex_bytes(FUSE_ZIL_BLOCK_USED_HEX);
+    block.resize(FUSE_ZIL_BLOCK_SIZE, 0);
+    let verified = verify_embedded(ZioChecksum::Zilog2, &block, FUSE_ZIL_BLOCK_VERIFIER).unwrap();
+    assert_eq!(verified.order, BlockOrder::Little);
+    assert_eq!(verified.checked_size_bytes, 4096);
+    let mut next = FUSE_ZIL_BLOCK_VERIFIER;
+    next[3] += 1;
+    assert!(matches!(
+        verify_embedded(ZioChecksum::Zilog2, &block, next),
+        Err(OpenZfsChecksumError::Mismatch { .. })
+    ));
+    // zc_nused larger than the block is refused before any checksum.
+    block[ZIL_CHAIN_NUSED_OFFSET..ZIL_CHAIN_NUSED_OFFSET + 8]
+        .copy_from_slice(&5000u64.to_le_bytes());
+    assert!(matches!(
+        verify_embedded(ZioChecksum::Zilog2, &block, FUSE_ZIL_BLOCK_VERIFIER),
+        Err(OpenZfsChecksumError::ZilNusedInvalid { .. })
+    ));
 }
 
 // Why: the writer side must produce what the reader accepts, for every embedded kind and both

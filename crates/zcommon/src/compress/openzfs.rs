@@ -45,6 +45,11 @@
 //! ZLE (`zle.c`, level 64): a control byte `c`: `c < 64` = `c + 1` literal bytes follow;
 //! `c >= 64` = `c - 63` zero bytes (1..=192).
 //!
+//! Zetta's own `lzjb.rs` and `zle.rs` are not reused: Zetta's ZLE splits its control byte at 128
+//! (OpenZFS: 64), and Zetta's LZJB decoder refuses bytes after the output is full (an OpenZFS
+//! block has no length header, so its sector padding follows the stream) and its encoder picks
+//! different matches than OpenZFS's.
+//!
 //! Invariants: `decompress` never panics and never allocates more than `lsize` (at most
 //! [`OPENZFS_MAX_LSIZE_BYTES`]) plus the physical size, whatever the input.
 
