@@ -103,6 +103,9 @@ pub const FUSE_ZIL_BLOCK_USED_HEX: &[&str] = &[
 pub const FUSE_ZIL_BLOCK_SIZE: usize = 4096;
 pub const FUSE_ZIL_BLOCK_VERIFIER: [u64; 4] = [0x8a84bf5cf81f263b, 0xd0473e4787f1d15e, 0x1e, 0x1];
 
+/// The seven functions zdb's `:c` flag prints for one block, with their words.
+pub type ZdbChecksums = [(ZioChecksum, [u64; 4]); 7];
+
 /// The checksum salt of compression/testpool_zstd.tar.gz (`org.illumos:checksum_salt` in its
 /// MOS object directory, as `zdb -dddddd` prints it).
 pub const ZSTDPOOL_CHECKSUM_SALT_HEX: &str =
@@ -112,7 +115,7 @@ pub const ZSTDPOOL_CHECKSUM_SALT_HEX: &str =
 /// [`ZSTDPOOL_X86_LZ4_FLETCHER4`]) and `0:3000:200:c` ([`ZSTDPOOL_PPC_LZ4_FLETCHER4_BE`])
 /// print: every non-embedded function over the block, salted with the pool's salt, computed
 /// with the native (little-endian host) member of each pair whatever the block's order.
-pub const ZSTDPOOL_ZDB_ALL_CHECKSUMS: [(&GoldenBlock, [(ZioChecksum, [u64; 4]); 7]); 2] = [
+pub const ZSTDPOOL_ZDB_ALL_CHECKSUMS: [(&GoldenBlock, ZdbChecksums); 2] = [
     (
         &ZSTDPOOL_X86_LZ4_FLETCHER4,
         [
