@@ -708,6 +708,13 @@ pub fn scan_devices(dirs: &[String]) -> Vec<DeviceRef> {
     use std::os::unix::fs::FileTypeExt;
     let mut paths: Vec<String> = Vec::new();
     for dir in dirs {
+        // `-d` may also name a device itself (OpenZFS 2.x accepts a file or block device).
+        if let Ok(meta) = std::fs::metadata(dir) {
+            if meta.is_file() || meta.file_type().is_block_device() {
+                paths.push(dir.clone());
+                continue;
+            }
+        }
         let Ok(read) = std::fs::read_dir(dir) else {
             continue;
         };
