@@ -413,3 +413,40 @@ fn openzfs_pools_are_refused_untouched_and_damaged_labels_are_ignored() {
     assert!(out.stdout.contains("  pool: v999-pool\n"), "{}", out.stdout);
     assert!(!out.stdout.contains(&name), "{}", out.stdout);
 }
+
+// Why: OpenZFS pools are listed beside Zetta's own (which still import), and `zpool import
+// -a` imports Zetta's pools while refusing each OpenZFS pool on its own line (exit 1).
+#[test]
+fn zetta_and_openzfs_pools_are_listed_together_and_import_all_refuses_only_openzfs() {
+    let lab = Lab::new();
+    let dir = place(&lab, "pools", &[&upgrade("zfs-pool-v5")]);
+    let d = dir.to_str().unwrap();
+    let disk = lab.disk("pools/zetta-disk", 256 << 20);
+    let created = lab.zpool(&["create", "tank", &disk]);
+    assert_eq!(created.code, 0, "{}", created.stderr);
+    assert_eq!(lab.zpool(&["export", "tank"]).code, 0);
+    let (name, id) = zdb_pool(&dir.join("zfs-pool-v5.dat"));
+
+    let out = lab.zpool(&["import", "-d", d]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let blocks: Vec<&str> = out.stdout.split("\n  pool: ").collect();
+    assert_eq!(blocks.len(), 2, "{}", out.stdout);
+    assert!(blocks[0].starts_with("  pool: tank\n"), "{}", out.stdout);
+    assert!(
+        blocks[1].starts_with(&header(&name, id, "ONLINE")[8..]),
+        "{}",
+        out.stdout
+    );
+
+    let all = lab.zpool(&["import", "-a", "-d", d]);
+    assert_eq!(
+        (all.code, all.stderr.as_str()),
+        (
+            1,
+            format!("cannot import '{name}': importing OpenZFS pools is not supported yet\n")
+                .as_str()
+        )
+    );
+    let list = lab.zpool(&["list", "-H", "-o", "name"]);
+    assert_eq!(list.stdout, "tank\n");
+}

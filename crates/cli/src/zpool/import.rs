@@ -157,10 +157,15 @@ pub fn cmd_import(args: &[String], ctx: &mut Ctx) -> CmdResult {
             for candidate in &candidates {
                 do_import(candidate, None, &parsed, args)?;
             }
-            if let Some(first) = foreign.first() {
-                return Err(import_openzfs::refuse(first, ctx));
+            // Each OpenZFS pool is refused on its own line, as `-a` reports each failure.
+            let mut refused = false;
+            for candidate in &foreign {
+                if let CmdError::Fail(message) = import_openzfs::refuse(candidate, ctx) {
+                    ctx.warn(&format!("{message}\n"));
+                }
+                refused = true;
             }
-            return Ok(());
+            return if refused { fail("") } else { Ok(()) };
         }
         if candidates.is_empty() && foreign.is_empty() {
             ctx.warn("no pools available to import\n");

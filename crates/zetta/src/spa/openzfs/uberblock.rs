@@ -323,9 +323,7 @@ mod tests {
             0x79, 0x54, 0xa5, 0x60, 0, 0, 0, 0, 0x01, 0, 0, 0, 0, 0, 0, 0,
         ];
         slot[..48].copy_from_slice(&bytes);
-        slot[168..180].copy_from_slice(&[
-            0x88, 0x13, 0, 0, 0, 0, 0, 0, 0x11, 0xea, 0x1c, 0xa1,
-        ]);
+        slot[168..180].copy_from_slice(&[0x88, 0x13, 0, 0, 0, 0, 0, 0, 0x11, 0xea, 0x1c, 0xa1]);
         let ub = Uberblock::decode(&slot).unwrap();
         assert_eq!(ub.order, ByteOrder::Little);
         assert_eq!(
@@ -333,7 +331,10 @@ mod tests {
             (5000, 782, 12154918636128069502, 1621447801)
         );
         assert_eq!((ub.software_version, ub.mmp_magic), (5000, MMP_MAGIC));
-        assert_eq!((ub.mmp_seq(), ub.mmp_delay, ub.checkpoint_txg), (None, 0, 0));
+        assert_eq!(
+            (ub.mmp_seq(), ub.mmp_delay, ub.checkpoint_txg),
+            (None, 0, 0)
+        );
         // The root bp starts at byte 40: its first word is DVA[0]'s vdev/asize word.
         assert_eq!(ub.rootbp[0], 0x01);
     }
