@@ -740,7 +740,25 @@ pub fn open_cache_devices(groups: &[VdevSpecGroup]) -> Result<Vec<(String, Devic
 pub fn scan_devices(dirs: &[String]) -> Vec<DeviceRef> {
     use std::os::unix::fs::FileTypeExt;
     let mut paths: Vec<String> = Vec::new();
+    // Paths are shown as OpenZFS finds them: the directory part resolved (`realpath`),
+    // the last component kept (a symlink to a device is named by the link).
+    let resolved = |dir: &std::path::Path, name: &std::ffi::OsStr| {
+        std::fs::canonicalize(dir)
+            .unwrap_or_else(|_| dir.to_path_buf())
+            .join(name)
+            .to_string_lossy()
+            .into_owned()
+    };
     for dir in dirs {
+        // `-d` may also name a device itself (OpenZFS 2.x accepts a file or block device).
+        let given = std::path::Path::new(dir);
+        if let (Ok(meta), Some(name)) = (std::fs::metadata(given), given.file_name()) {
+            if meta.is_file() || meta.file_type().is_block_device() {
+                let parent = given.parent().filter(|p| !p.as_os_str().is_empty());
+                paths.push(resolved(parent.unwrap_or(std::path::Path::new(".")), name));
+                continue;
+            }
+        }
         let Ok(read) = std::fs::read_dir(dir) else {
             continue;
         };
@@ -750,7 +768,7 @@ pub fn scan_devices(dirs: &[String]) -> Vec<DeviceRef> {
                 continue;
             };
             if meta.is_file() || meta.file_type().is_block_device() {
-                paths.push(path.to_string_lossy().into_owned());
+                paths.push(resolved(given, &entry.file_name()));
             }
         }
     }
