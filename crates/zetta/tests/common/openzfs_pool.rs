@@ -359,16 +359,35 @@ pub fn only_dva(bp: &BlockPointer, index: usize) -> BlockPointer {
 
 /// `zdb -R` of DVA[0] of many pointers in one run: their physical bytes, in order.
 pub fn zdb_raw_blocks(dir: &Path, pool: &str, bps: &[BlockPointer]) -> Vec<Vec<u8>> {
+    zdb_blocks(dir, pool, bps, false)
+}
+
+/// `zdb -R` of DVA[0] of many pointers in one run: their physical bytes or, decompressed by
+/// zdb (`d`), their logical bytes, in order.
+pub fn zdb_blocks(dir: &Path, pool: &str, bps: &[BlockPointer], logical: bool) -> Vec<Vec<u8>> {
+    let compressed = |bp: &BlockPointer| logical && bp.compression() != 2 && bp.compression() != 0;
+    let size = |bp: &BlockPointer| {
+        if logical {
+            bp.lsize_bytes()
+        } else {
+            bp.psize_bytes()
+        }
+    };
     let specs: Vec<String> = bps
         .iter()
         .map(|bp| {
             let dva = bp.dva(0);
-            format!(
-                "{}:{:x}:{:x}:r",
-                dva.vdev,
-                dva.offset_bytes().expect("offset"),
-                bp.psize_bytes()
-            )
+            let offset = dva.offset_bytes().expect("offset");
+            if compressed(bp) {
+                format!(
+                    "{}:{offset:x}:{:x}/{:x}:dr",
+                    dva.vdev,
+                    bp.lsize_bytes(),
+                    bp.psize_bytes()
+                )
+            } else {
+                format!("{}:{offset:x}:{:x}:r", dva.vdev, size(bp))
+            }
         })
         .collect();
     let mut out = Vec::new();
@@ -377,11 +396,11 @@ pub fn zdb_raw_blocks(dir: &Path, pool: &str, bps: &[BlockPointer]) -> Vec<Vec<u
         let mut args = vec!["-e", "-p", dir.to_str().expect("utf-8"), "-R", pool];
         args.extend(chunk_specs.iter().map(String::as_str));
         let bytes = zdb_output(&args);
-        let total: u64 = chunk_bps.iter().map(BlockPointer::psize_bytes).sum();
+        let total: u64 = chunk_bps.iter().map(size).sum();
         assert_eq!(bytes.len() as u64, total, "zdb -R {chunk_specs:?}");
         let mut rest = &bytes[..];
         for bp in chunk_bps {
-            let (head, tail) = rest.split_at(bp.psize_bytes() as usize);
+            let (head, tail) = rest.split_at(size(bp) as usize);
             out.push(head.to_vec());
             rest = tail;
         }
