@@ -26,6 +26,10 @@ use crate::byteorder::ByteOrder;
 use crate::io::DeviceRef;
 use std::collections::HashMap;
 use std::fmt;
+use zetta_zcommon::checksum::openzfs::{
+    checksum, gang_verifier, verify_embedded, BlockOrder, ChecksumSalt, ZioChecksum,
+};
+use zetta_zcommon::compress::openzfs::{decompress, ZioCompress};
 
 /// Size of a gang header (`SPA_GANGBLOCKSIZE`).
 pub const GANG_HEADER_SIZE_BYTES: u64 = 512;
@@ -56,6 +60,8 @@ pub enum ReadError {
     ChecksumMismatch,
     /// No copy could be read; the error of the last one tried.
     NoValidCopy { bp: String, last: Box<ReadError> },
+    /// Verified bytes did not decompress to the block's logical size.
+    Decompress { bp: String, reason: String },
 }
 
 impl fmt::Display for ReadError {
@@ -76,6 +82,9 @@ impl fmt::Display for ReadError {
             ReadError::ChecksumMismatch => write!(f, "checksum mismatch"),
             ReadError::NoValidCopy { bp, last } => {
                 write!(f, "no valid copy of block {bp}: {last}")
+            }
+            ReadError::Decompress { bp, reason } => {
+                write!(f, "block {bp} does not decompress: {reason}")
             }
         }
     }
@@ -291,6 +300,72 @@ fn read_physical_depth(
     })
 }
 
+/// Whether `bytes` are the physical bytes `bp` names, by its checksum (OpenZFS
+/// `zio_checksum_error`). `salt` is the pool's checksum salt (skein, blake3). Blocks whose
+/// checksum is `off` always match; ZIL blocks carry their checksum inside (verifier: the
+/// pointer's checksum words); encrypted and authenticated blocks keep a MAC in words 2..3,
+/// so only words 0..1 are compared. An empty `bytes` asks whether `bp` is checked at all
+/// (used by gang headers) and answers `true` for the no-verification reader only.
+pub fn checksum_matches(bp: &BlockPointer, bytes: &[u8], salt: &ChecksumSalt) -> bool {
+    let Some(kind) = ZioChecksum::from_id(u64::from(bp.checksum_kind())) else {
+        return false;
+    };
+    if bytes.is_empty() {
+        return false;
+    }
+    let order = match bp.byte_order() {
+        ByteOrder::Little => BlockOrder::Little,
+        ByteOrder::Big => BlockOrder::Big,
+    };
+    let expected = bp.checksum();
+    match kind {
+        ZioChecksum::Off | ZioChecksum::NoParity => true,
+        ZioChecksum::Zilog | ZioChecksum::Zilog2 => verify_embedded(kind, bytes, expected).is_ok(),
+        _ => match checksum(kind, bytes, order, salt) {
+            Ok(actual) if bp.uses_crypt() => actual[..2] == expected[..2],
+            Ok(actual) => actual == expected,
+            Err(_) => false,
+        },
+    }
+}
+
+/// A block's logical bytes (OpenZFS `zio_read` of a whole block): a hole reads as zeros, an
+/// embedded pointer's payload is decompressed, any other block is read from the first copy
+/// (or raidz reconstruction) whose checksum matches and then decompressed to its lsize.
+pub fn read_block(
+    devices: &PoolDevices,
+    bp: &BlockPointer,
+    salt: &ChecksumSalt,
+) -> Result<Vec<u8>, ReadError> {
+    let lsize = usize::try_from(bp.lsize_bytes()).map_err(|_| {
+        ReadError::Blkptr(BlkptrError::SizeTooLarge {
+            lsize_bytes: bp.lsize_bytes(),
+            psize_bytes: bp.psize_bytes(),
+        })
+    })?;
+    if bp.is_hole() {
+        if bp.lsize_bytes() > super::blkptr::BLOCK_SIZE_MAX_BYTES {
+            return Err(ReadError::Blkptr(BlkptrError::SizeTooLarge {
+                lsize_bytes: bp.lsize_bytes(),
+                psize_bytes: 0,
+            }));
+        }
+        return Ok(vec![0u8; lsize]);
+    }
+    let physical = if bp.is_embedded() {
+        read_physical(devices, bp)?
+    } else {
+        read_physical_verified(devices, bp, &|bp, bytes| checksum_matches(bp, bytes, salt))?
+    };
+    let undecodable = |reason: String| ReadError::Decompress {
+        bp: bp.to_string(),
+        reason,
+    };
+    let kind = ZioCompress::from_id(u64::from(bp.compression()))
+        .ok_or_else(|| undecodable(format!("compression {}", bp.compression())))?;
+    decompress(kind, &physical, lsize).map_err(|e| undecodable(e.to_string()))
+}
+
 /// The child block pointers of a gang header, in the order of the gang pointer's bytes.
 pub fn gang_header_children(
     header: &[u8],
@@ -330,8 +405,19 @@ fn read_gang(
         });
     }
     let order = bp.byte_order();
+    // The header carries its own SHA-256 with the gang pointer's DVA[0] and birth as verifier;
+    // a caller that verifies nothing (read_physical) only checks the tail magic.
+    let identity = bp.dva(0);
+    let verifier = gang_verifier(
+        u64::from(identity.vdev),
+        identity.offset_bytes().unwrap_or(0),
+        bp.birth(),
+    );
+    let unchecked = verify(bp, &[]);
     let header = devices.read_dva_bytes(dva, GANG_HEADER_SIZE_BYTES, &|bytes| {
         gang_header_children(bytes, order).is_ok()
+            && (unchecked
+                || verify_embedded(ZioChecksum::GangHeader, &bytes[..512], verifier).is_ok())
     })?;
     let psize = usize::try_from(bp.psize_bytes()).map_err(|_| ReadError::ChecksumMismatch)?;
     let mut data = Vec::with_capacity(psize);
