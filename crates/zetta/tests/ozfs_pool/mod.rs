@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use zetta::byteorder::ByteOrder;
 use zetta::dmu::openzfs::{objset::ObjsetPhys, raw_bp_byte_order, RawBlkptr};
 
@@ -31,6 +32,34 @@ impl Pool {
     pub fn open(rel: &str, name: &str) -> Pool {
         Pool {
             fx: fixture(rel),
+            name: name.to_string(),
+            cache: RefCell::new(HashMap::new()),
+        }
+    }
+
+    /// A pool image checked into `tests/fixtures` as `NAME.xz`, decompressed into its own
+    /// temp dir.
+    pub fn open_checked_in(file: &str, name: &str) -> Pool {
+        let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(file);
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("zetta-ozfs-{}-{n}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let img = dir.join(file.trim_end_matches(".xz"));
+        let out = std::fs::File::create(&img).unwrap();
+        let status = Command::new("xz")
+            .arg("-dc")
+            .arg(&src)
+            .stdout(out)
+            .status()
+            .expect("xz runs");
+        assert!(status.success(), "xz -dc {} failed", src.display());
+        Pool {
+            fx: Fixture { dir, file: img },
             name: name.to_string(),
             cache: RefCell::new(HashMap::new()),
         }

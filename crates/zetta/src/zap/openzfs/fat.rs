@@ -45,7 +45,8 @@
 //! are followed for exactly as many chunks as their length needs.
 
 use super::{
-    zap_hash, ZapEntry, ZapError, ZapKey, ZapReadError, ZAP_FLAG_UINT64_KEY, ZBT_HEADER, ZBT_LEAF,
+    normalize_key, zap_hash, ZapEntry, ZapError, ZapKey, ZapReadError, ZAP_FLAG_UINT64_KEY,
+    ZBT_HEADER, ZBT_LEAF,
 };
 use crate::byteorder::ByteOrder;
 use crate::dmu::openzfs::dnode::DnodeBlock;
@@ -250,13 +251,12 @@ impl FatZapHeader {
         key: &ZapKey,
         blocks: &mut ZapBlockFn<'_, E>,
     ) -> Result<Option<ZapEntry>, ZapReadError<E>> {
-        if self.normflags != 0 {
-            return Err(ZapError::Unsupported("lookup in a normalized ZAP").into());
-        }
         if matches!(key, ZapKey::U64s(_)) != (self.flags & ZAP_FLAG_UINT64_KEY != 0) {
             return Ok(None);
         }
-        let hash = zap_hash(self.salt, self.flags, key);
+        // The hash is of the normalized name; the match is exact (OpenZFS's MT_NORMALIZE
+        // lookups, which match any name normalizing alike, are not done here).
+        let hash = zap_hash(self.salt, self.flags, &normalize_key(self.normflags, key)?);
         let idx = if self.ptrtbl.shift == 0 {
             0
         } else {

@@ -16,7 +16,7 @@
 //!
 //! Invariants: never panics on outside bytes; a name without its NUL is an error.
 
-use super::{zap_hash, ZapEntry, ZapError, ZapKey, ZBT_MICRO};
+use super::{normalize_key, zap_hash, ZapEntry, ZapError, ZapKey, ZBT_MICRO};
 use crate::byteorder::ByteOrder;
 
 pub const MZAP_ENT_LEN: usize = 64;
@@ -68,7 +68,11 @@ impl MicroZap {
             slots.push((
                 slot,
                 ZapEntry {
-                    hash: zap_hash(salt, 0, &key),
+                    hash: zap_hash(
+                        salt,
+                        0,
+                        &normalize_key(normflags, &key).unwrap_or_else(|_| key.clone()),
+                    ),
                     key,
                     cd: order.u32_at(ent, 8)?,
                     int_len: 8,

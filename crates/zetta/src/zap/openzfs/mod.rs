@@ -110,6 +110,34 @@ pub fn zap_hash(salt: u64, flags: u64, key: &ZapKey) -> u64 {
     h & !((1u64 << (64 - bits)) - 1)
 }
 
+/// `U8_TEXTPREP_TOUPPER` and `U8_TEXTPREP_TOLOWER` (case-insensitive names: snapshot maps,
+/// `casesensitivity=insensitive` directories); the other bits are Unicode normal forms.
+pub const U8_TEXTPREP_TOUPPER: u64 = 0x2;
+pub const U8_TEXTPREP_TOLOWER: u64 = 0x4;
+
+/// The key a ZAP with `normflags` hashes (`zap_name_init_str`'s `zn_key_norm`): for ASCII
+/// names every Unicode normal form is the name itself and case folding is ASCII's, so
+/// those are done here; a non-ASCII name in a normalizing ZAP is `Unsupported`.
+pub fn normalize_key(normflags: u64, key: &ZapKey) -> Result<ZapKey, ZapError> {
+    match key {
+        ZapKey::Name(name) if normflags != 0 => {
+            if !name.is_ascii() {
+                return Err(ZapError::Unsupported(
+                    "a non-ASCII name in a normalizing ZAP",
+                ));
+            }
+            let mut n = name.clone();
+            if normflags & U8_TEXTPREP_TOUPPER != 0 {
+                n.make_ascii_uppercase();
+            } else if normflags & U8_TEXTPREP_TOLOWER != 0 {
+                n.make_ascii_lowercase();
+            }
+            Ok(ZapKey::Name(n))
+        }
+        _ => Ok(key.clone()),
+    }
+}
+
 /// One entry: its key, collision differentiator, hash, and value (integers of
 /// `int_len` bytes: 1, 2, 4 or 8).
 #[derive(Clone, Debug, PartialEq, Eq)]
