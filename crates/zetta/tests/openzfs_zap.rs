@@ -308,10 +308,10 @@ fn corrupted_real_blocks_never_panic_any_decoder() {
     let header = FatZapHeader::decode(&blocks[0].data, order).unwrap();
     let names: Vec<ZapKey> = header
         .list::<()>(&mut |b| {
-            Ok(blocks
+            blocks
                 .get(b as usize)
                 .cloned()
-                .ok_or(ZapReadError::Read(()))?)
+                .ok_or(ZapReadError::Read(()))
         })
         .unwrap()
         .into_iter()

@@ -125,7 +125,8 @@ pub fn dnode_in<R: BlockReader>(
 ) -> Result<Option<DnodePhys>, DmuReadError<R::Error>> {
     let bs = meta_dnode.data_block_size() as u64;
     let slot = DNODE_SLOT_BYTES as u64;
-    if bs < slot || bs % slot != 0 || bs > (DNODE_MAX_SLOTS * DNODE_SLOT_BYTES) as u64 * 4 {
+    if bs < slot || !bs.is_multiple_of(slot) || bs > (DNODE_MAX_SLOTS * DNODE_SLOT_BYTES) as u64 * 4
+    {
         return Err(DnodeCorrupt::Field {
             field: "meta-dnode dn_datablkszsec",
             value: meta_dnode.datablkszsec.into(),

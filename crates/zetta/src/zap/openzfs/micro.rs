@@ -41,7 +41,7 @@ impl MicroZap {
                 found: block_type,
             });
         }
-        if buf.len() < MZAP_HEADER_LEN || buf.len() % MZAP_ENT_LEN != 0 {
+        if buf.len() < MZAP_HEADER_LEN || !buf.len().is_multiple_of(MZAP_ENT_LEN) {
             return Err(ZapError::Field {
                 field: "micro ZAP block size",
                 value: buf.len() as u64,
