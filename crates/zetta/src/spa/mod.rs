@@ -23,6 +23,7 @@
 pub mod dirty;
 mod error;
 pub mod import;
+pub mod openzfs;
 pub mod scan;
 pub mod uberblock;
 mod vdev_ops;

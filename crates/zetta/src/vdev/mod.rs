@@ -15,6 +15,7 @@
 
 pub mod config;
 pub mod label;
+pub mod openzfs;
 mod read;
 
 pub use read::{ReadMode, ReadOutcome, VerifyFn};

@@ -1,0 +1,122 @@
+//! Which OpenZFS pools Zetta can read: pool versions and read-incompatible features
+//! (OpenZFS `include/sys/fs/zfs.h` `SPA_VERSION_*`, `module/zcommon/zfeature_common.c`
+//! `zpool_feature_init`, `module/zfs/spa.c` `spa_ld_select_uberblock`).
+//!
+//! Theory. Before feature flags a pool's format was one number, 1..=28; since then it is
+//! 5000 (`SPA_VERSION_FEATURES`) plus a set of named features. A feature registered
+//! without `ZFEATURE_FLAG_READONLY_COMPAT` changes what a reader must understand; when it
+//! is *active* the pool's label lists it in `features_for_read` (a nvlist of feature guids),
+//! and OpenZFS refuses to open the pool if any name there is unknown to it. Features marked
+//! read-only compatible (spacemap_histogram, async_destroy, userobj_accounting, …) never
+//! appear there: a reader may ignore them.
+//!
+//! [`READ_SUPPORTED`] is the honest list of read-incompatible features whose on-disk
+//! formats Zetta's OpenZFS codecs decode (compression lz4 and zstd; checksum blake3; block
+//! pointers with embedded data and hole birth; extensible datasets; large blocks; large
+//! dnodes). Everything else in `features_for_read` makes the pool unreadable here.
+
+/// `SPA_VERSION_INITIAL`.
+pub const SPA_VERSION_INITIAL: u64 = 1;
+/// `SPA_VERSION_BEFORE_FEATURES`.
+pub const SPA_VERSION_BEFORE_FEATURES: u64 = 28;
+/// `SPA_VERSION_FEATURES` (= `SPA_VERSION`, the newest).
+pub const SPA_VERSION_FEATURES: u64 = 5000;
+
+/// `SPA_VERSION_IS_SUPPORTED`: 1..=28 and 5000.
+pub fn version_is_supported(version: u64) -> bool {
+    (SPA_VERSION_INITIAL..=SPA_VERSION_BEFORE_FEATURES).contains(&version)
+        || version == SPA_VERSION_FEATURES
+}
+
+/// Every feature OpenZFS 2.3 registers without `ZFEATURE_FLAG_READONLY_COMPAT` (the ones
+/// that can appear in `features_for_read`), by guid.
+pub const READ_INCOMPATIBLE: &[&str] = &[
+    "org.illumos:lz4_compress",
+    "com.joyent:multi_vdev_crash_dump",
+    "com.delphix:hole_birth",
+    "com.delphix:extensible_dataset",
+    "com.delphix:embedded_data",
+    "org.open-zfs:large_blocks",
+    "org.zfsonlinux:large_dnode",
+    "org.illumos:sha512",
+    "org.illumos:skein",
+    "org.illumos:edonr",
+    "com.delphix:redaction_bookmarks",
+    "com.delphix:redacted_datasets",
+    "com.delphix:bookmark_written",
+    "com.delphix:device_removal",
+    "com.datto:bookmark_v2",
+    "com.datto:encryption",
+    "org.freebsd:zstd_compress",
+    "org.openzfs:draid",
+    "com.delphix:head_errlog",
+    "org.openzfs:blake3",
+    "com.klarasystems:vdev_zaps_v2",
+    "com.delphix:redaction_list_spill",
+    "org.openzfs:raidz_expansion",
+    "org.zfsonlinux:longname",
+];
+
+/// The read-incompatible features Zetta reads.
+pub const READ_SUPPORTED: &[&str] = &[
+    "org.illumos:lz4_compress",
+    "com.delphix:hole_birth",
+    "com.delphix:extensible_dataset",
+    "com.delphix:embedded_data",
+    "org.open-zfs:large_blocks",
+    "org.zfsonlinux:large_dnode",
+    "org.freebsd:zstd_compress",
+    "org.openzfs:blake3",
+];
+
+/// Whether Zetta can read a pool that has `guid` in its `features_for_read`.
+pub fn read_supported(guid: &str) -> bool {
+    READ_SUPPORTED.contains(&guid)
+}
+
+/// The names in a label's `features_for_read` that Zetta cannot read, in label order
+/// (what OpenZFS lists as unsupported). Names that are not UTF-8 are shown lossily.
+pub fn unsupported_for_read(features_for_read: &crate::nvpair_xdr::XdrNvList) -> Vec<String> {
+    features_for_read
+        .pairs
+        .iter()
+        .map(|p| String::from_utf8_lossy(&p.name).into_owned())
+        .filter(|name| !read_supported(name))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nvpair_xdr::{XdrNvList, XdrValue};
+
+    // Why: OpenZFS accepts exactly versions 1..=28 and 5000; v999 (a fixture) and 29..4999
+    // must be refused as unsupported versions, not misread.
+    #[test]
+    fn only_legacy_versions_and_5000_are_supported() {
+        for v in [1, 15, 28, 5000] {
+            assert!(version_is_supported(v), "{v}");
+        }
+        for v in [0, 29, 999, 4999, 5001, u64::MAX] {
+            assert!(!version_is_supported(v), "{v}");
+        }
+    }
+
+    // Why: only features OpenZFS marks as needed for reading can block a read-only import,
+    // and the supported list must be a subset of them (a read-only-compatible name there
+    // would be a lie that never matters, a missing one refuses readable pools).
+    #[test]
+    fn supported_features_are_read_incompatible_ones_and_unknown_ones_are_listed() {
+        for f in READ_SUPPORTED {
+            assert!(READ_INCOMPATIBLE.contains(f), "{f}");
+        }
+        let mut ffr = XdrNvList::new();
+        ffr.add("com.delphix:hole_birth", XdrValue::Uint64(1));
+        ffr.add("com.datto:encryption", XdrValue::Uint64(1));
+        ffr.add("com.example:future", XdrValue::Uint64(1));
+        assert_eq!(
+            unsupported_for_read(&ffr),
+            vec!["com.datto:encryption", "com.example:future"]
+        );
+    }
+}

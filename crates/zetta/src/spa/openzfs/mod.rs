@@ -1,0 +1,5 @@
+//! OpenZFS's own pool-level on-disk structures (uberblocks, feature flags), read from real
+//! OpenZFS devices beside Zetta's private `spa::uberblock`.
+
+pub mod feature;
+pub mod uberblock;
