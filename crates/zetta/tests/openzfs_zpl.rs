@@ -421,6 +421,20 @@ fn check_zpl_dataset(dir: &Path, pool: &str, set: &DatasetDump) -> usize {
         );
     }
     let version: u64 = keys[znode::MASTER_VERSION].parse().unwrap();
+    if version >= znode::ZPL_VERSION_SA {
+        for key in [
+            znode::MASTER_SA_ATTRS,
+            znode::MASTER_NORMALIZATION,
+            znode::MASTER_UTF8ONLY,
+            znode::MASTER_CASESENSITIVITY,
+        ] {
+            assert!(
+                keys.contains_key(key),
+                "{}: master node lacks {key}",
+                set.name
+            );
+        }
+    }
     let tables = (version >= znode::ZPL_VERSION_SA).then(|| sa_tables(set));
     let mut files = 0;
     for obj in &set.objects {
@@ -623,23 +637,7 @@ fn properties_resolve_through_the_real_dir_chain() {
     let sets = parse_dump(&text);
     let mos = sets.iter().find(|s| s.name == "mos").unwrap();
     let mdn = meta_dnode(&fx.dir, "testpool_zstd", mos);
-    let props_of = |obj: u64| -> PropsZap {
-        mos.object(obj as i64)
-            .eq_fields()
-            .into_iter()
-            .map(|(k, v)| {
-                let value = match v.parse::<u64>() {
-                    Ok(n) => ZapValue::Ints(vec![n]),
-                    Err(_) => {
-                        let mut b = v.into_bytes();
-                        b.push(0);
-                        ZapValue::Bytes(b)
-                    }
-                };
-                (k, value)
-            })
-            .collect()
-    };
+    let props_of = |obj: u64| props_zap(mos, obj);
     let dir = |obj: u64| {
         let (_, b) = bonus(&mdn, obj as i64, mos.order);
         DslDirPhys::decode(b, mos.order).unwrap()
@@ -679,6 +677,25 @@ fn properties_resolve_through_the_real_dir_chain() {
     assert_eq!(r.source, PropSource::Local);
     let r = prop::resolve("atime", inheritable, &chain, None).unwrap();
     assert_eq!((r.value, r.source), (None, PropSource::Default));
+}
+
+/// A props ZAP as zdb prints it: numbers as numbers, anything else as a string.
+fn props_zap(mos: &DatasetDump, obj: u64) -> PropsZap {
+    mos.object(obj as i64)
+        .eq_fields()
+        .into_iter()
+        .map(|(k, v)| {
+            let value = match v.parse::<u64>() {
+                Ok(n) => ZapValue::Ints(vec![n]),
+                Err(_) => {
+                    let mut b = v.into_bytes();
+                    b.push(0);
+                    ZapValue::Bytes(b)
+                }
+            };
+            (k, value)
+        })
+        .collect()
 }
 
 fn zap(entries: &[(&str, ZapValue)]) -> PropsZap {
@@ -1053,4 +1070,258 @@ fn hostile_bytes_never_panic_and_are_typed_errors() {
     ByteOrder::Big.put_u64(&mut zb, 80, 36).unwrap();
     let z = ZnodePhys::decode(&zb, ByteOrder::Big).unwrap();
     assert_eq!(z.inline_symlink(&zb).map(|s| s.len()), Some(36));
+}
+
+// ---------------------------------------------------------------------------------------
+// A zfs-fuse pool: ZPL 4 znodes of every file kind, xattr dirs, symlinks in and out of the
+// bonus, received and masked properties.
+//
+// tests/fixtures/zfs-fuse-zpl4.dat.bz2 is a 64 MiB pool (SPA version 23, ZPL 4) made by
+// zfs-fuse 0.7 (`zfs-fuse -x`, xattrs on):
+//   zpool create -m MNT fusepool FILE; cd MNT
+//   echo hello > file; mkdir -p dir/sub; echo x > dir/sub/deep; ln -s file short
+//   ln -s t{56} sym56; ln -s t{57} sym57; ln -s /long/{x40}end longlink (204 bytes)
+//   mkfifo fifo; mknod cdev c 4 66; mknod bdev b 8 3; a unix socket `sock`; ln file hard
+//   chown 1234:5678 file; chmod 4751 dir; chmod 1777 dir/sub; truncate -s 5G sparse
+//   xattrs user.color=blue on file, user.big=v{300} and user.two=2 on dir
+//   zfs create -o compression=gzip fusepool/a; zfs create fusepool/a/b
+//   zfs set com.x:note=hello fusepool/a; zfs set quota=50M fusepool/a/b
+//   zfs snapshot fusepool/a@s1; zfs set com.x:snapnote=yes fusepool/a@s1
+//   zfs send -R fusepool/a@s1 | zfs recv fusepool/r; zfs inherit compression fusepool/r
+//   zfs set com.x:note=mine fusepool/r; zfs create fusepool/r/c; zpool export fusepool
+// `zfs get` printed the SOURCE column that `FUSE_ZFS_GET` holds.
+
+fn fuse_fixture() -> Fixture {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/zfs-fuse-zpl4.dat.bz2");
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("zetta-zfsfuse-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("fuse.dat");
+    let out = std::fs::File::create(&file).unwrap();
+    let status = Command::new("bunzip2")
+        .arg("-dc")
+        .arg(&src)
+        .stdout(out)
+        .status()
+        .unwrap();
+    assert!(status.success(), "bunzip2 {}", src.display());
+    Fixture { dir, file }
+}
+
+// Why: zfs-fuse (and every pool before ZPL 5) stores znode_phys_t; device numbers, xattr
+// directories, hard links, setuid/sticky modes, and symlink targets kept in the bonus
+// (up to 56 bytes) or in a data block must all come out as OpenZFS reads them.
+#[test]
+fn zpl4_znodes_of_every_file_kind_match_zdb() {
+    let fx = fuse_fixture();
+    let text = zdb_text(&fx.dir, &["-dddddd", "fusepool"]);
+    let sets = parse_dump(&text);
+    let mut total = 0;
+    for set in sets.iter().filter(|s| s.name != "mos") {
+        total += check_zpl_dataset(&fx.dir, "fusepool", set);
+    }
+    assert!(total >= 30, "{total} znodes");
+    let root = sets.iter().find(|s| s.name == "fusepool").unwrap();
+    let mdn = meta_dnode(&fx.dir, "fusepool", root);
+    let by_path = |path: &str| {
+        let obj = root
+            .objects
+            .iter()
+            .find(|o| o.znode_fields().get("path").map(String::as_str) == Some(path))
+            .unwrap_or_else(|| panic!("no {path}"));
+        let (_, b) = bonus(&mdn, obj.id, root.order);
+        (ZnodePhys::decode(b, root.order).unwrap(), b.to_vec())
+    };
+    let t56 = "t".repeat(56);
+    for (path, inline) in [
+        ("/short", Some("file")),
+        ("/sym56", Some(t56.as_str())),
+        ("/sym57", None),
+        ("/longlink", None),
+        ("/hard", None),
+    ] {
+        let (z, b) = by_path(path);
+        assert_eq!(
+            z.inline_symlink(&b)
+                .map(|t| String::from_utf8_lossy(t).into_owned()),
+            inline.map(str::to_string),
+            "{path}"
+        );
+    }
+    assert_eq!(by_path("/longlink").0.size, 204);
+    // The kinds: mode bits and the directory entries' types agree (checked above), and the
+    // device numbers are the ones mknod was given, as zfs-fuse stores a Linux dev_t
+    // (major << 8 | minor for small numbers).
+    let (cdev, _) = by_path("/cdev");
+    let (bdev, _) = by_path("/bdev");
+    assert_eq!(cdev.mode & znode::S_IFMT, znode::S_IFCHR);
+    assert_eq!(bdev.mode & znode::S_IFMT, znode::S_IFBLK);
+    assert_eq!((cdev.rdev >> 8, cdev.rdev & 0xff), (4, 66));
+    assert_eq!((bdev.rdev >> 8, bdev.rdev & 0xff), (8, 3));
+    // `file` and `hard` are one znode; zdb names it by the entry it finds first.
+    let (file, _) = by_path("/hard");
+    assert_ne!(file.xattr, 0, "user.color lives in an xattr dir");
+    assert_eq!((file.uid, file.gid, file.links), (1234, 5678, 2));
+    assert_eq!(by_path("/sparse").0.size, 5 << 30);
+    // The xattr dir holds the xattr files by name.
+    let xdir = root.object(file.xattr as i64);
+    let names: Vec<String> = xdir.eq_fields().into_iter().map(|(k, _)| k).collect();
+    assert_eq!(names, ["user.color"]);
+    // The master node of a ZPL 4 filesystem.
+    let master: BTreeMap<String, String> = root.object(1).eq_fields().into_iter().collect();
+    assert_eq!(master[znode::MASTER_VERSION], "4");
+    // zfs-fuse records no normalization/utf8only/casesensitivity (OpenZFS 2.x does:
+    // testpool_zstd's master nodes are checked for them).
+    for key in [znode::MASTER_ROOT, znode::MASTER_DELETE_QUEUE] {
+        assert!(master.contains_key(key), "{key}");
+    }
+}
+
+/// What `zfs get -H -o name,property,value,source` printed before the export.
+const FUSE_ZFS_GET: &str = "\
+fusepool	compression	off	default
+fusepool	com.x:note	-	-
+fusepool	quota	none	default
+fusepool	atime	on	default
+fusepool/a	compression	gzip	local
+fusepool/a	com.x:note	hello	local
+fusepool/a	quota	none	default
+fusepool/a	atime	on	default
+fusepool/a@s1	com.x:note	hello	inherited from fusepool/a
+fusepool/a@s1	com.x:snapnote	yes	local
+fusepool/a/b	compression	gzip	inherited from fusepool/a
+fusepool/a/b	com.x:note	hello	inherited from fusepool/a
+fusepool/a/b	quota	50M	local
+fusepool/a/b	atime	on	default
+fusepool/r	compression	off	default
+fusepool/r	com.x:note	mine	local
+fusepool/r	quota	none	default
+fusepool/r	atime	on	default
+fusepool/r@s1	com.x:note	mine	inherited from fusepool/r
+fusepool/r@s1	com.x:snapnote	yes	received
+fusepool/r/c	compression	off	default
+fusepool/r/c	com.x:note	mine	inherited from fusepool/r
+fusepool/r/c	quota	none	default
+fusepool/r/c	atime	on	default
+";
+
+// Why: `zfs get` must name the same value and SOURCE as ZFS for real props ZAPs, including
+// a received value masked by `zfs inherit` ($inherit), a local value over a received one,
+// $hasrecvd, a snapshot's own local and received properties, and non-inheritable quota.
+#[test]
+fn property_sources_of_a_real_pool_match_zfs_get() {
+    let fx = fuse_fixture();
+    let (dirs, datasets) = check_dsl(&fx, "fusepool");
+    assert!(
+        dirs >= 5 && datasets >= 7,
+        "{dirs} dirs, {datasets} datasets"
+    );
+    let text = zdb_text(&fx.dir, &["-dddddd", "fusepool"]);
+    let sets = parse_dump(&text);
+    let mos = sets.iter().find(|s| s.name == "mos").unwrap();
+    let mdn = meta_dnode(&fx.dir, "fusepool", mos);
+    let dir_of = |obj: u64| {
+        let (_, b) = bonus(&mdn, obj as i64, mos.order);
+        DslDirPhys::decode(b, mos.order).unwrap()
+    };
+    let ds_of = |obj: u64| {
+        let (_, b) = bonus(&mdn, obj as i64, mos.order);
+        DslDatasetPhys::decode(b, mos.order).unwrap()
+    };
+    let zap_u64s = |obj: u64| -> Vec<(String, u64)> {
+        mos.object(obj as i64)
+            .eq_fields()
+            .into_iter()
+            .filter(|(k, _)| !k.starts_with('$'))
+            .map(|(k, v)| (k, v.parse().unwrap()))
+            .collect()
+    };
+    // Walk the dir tree: full name → (dir, props), and each snapshot's props.
+    let objdir: BTreeMap<String, String> = mos.object(1).eq_fields().into_iter().collect();
+    let root_obj: u64 = objdir[zetta::dsl::openzfs::objdir::ROOT_DATASET]
+        .parse()
+        .unwrap();
+    let mut dirs: BTreeMap<String, (u64, PropsZap)> = BTreeMap::new();
+    let mut snaps: BTreeMap<String, PropsZap> = BTreeMap::new();
+    let mut todo = vec![("fusepool".to_string(), root_obj)];
+    while let Some((name, obj)) = todo.pop() {
+        let d = dir_of(obj);
+        for (child, cobj) in zap_u64s(d.child_dir_zapobj) {
+            todo.push((format!("{name}/{child}"), cobj));
+        }
+        let head = ds_of(d.head_dataset_obj);
+        assert!(!head.is_snapshot());
+        for (snap, sobj) in zap_u64s(head.snapnames_zapobj) {
+            let s = ds_of(sobj);
+            assert!(s.is_snapshot());
+            let props = if s.props_obj == 0 {
+                PropsZap::new()
+            } else {
+                props_zap(mos, s.props_obj)
+            };
+            snaps.insert(format!("{name}@{snap}"), props);
+        }
+        dirs.insert(name, (d.parent_obj, props_zap(mos, d.props_zapobj)));
+    }
+    let has_received = &dirs["fusepool/r"].1;
+    assert_eq!(
+        prop::entry_kind("$hasrecvd"),
+        prop::EntryKind::HasReceived,
+        "{:?}",
+        has_received.keys()
+    );
+    assert!(has_received.contains_key(prop::HAS_RECEIVED));
+    let rule = |p: &str| PropRule {
+        inheritable: p != "quota",
+        index_values: None,
+    };
+    let shown = |p: &str, v: Option<PropValue>| -> String {
+        match (p, v) {
+            ("compression", None) => "off".into(),
+            ("compression", Some(PropValue::Number(2))) => "off".into(),
+            ("compression", Some(PropValue::Number(10))) => "gzip".into(),
+            ("quota", None) | ("quota", Some(PropValue::Number(0))) => "none".into(),
+            ("quota", Some(PropValue::Number(n))) => format!("{}M", n >> 20),
+            ("atime", None) => "on".into(),
+            (_, None) => "-".into(),
+            (_, Some(v)) => v.to_string(),
+        }
+    };
+    let mut checked = 0;
+    for line in FUSE_ZFS_GET.lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        let (name, property, value, source) = (f[0], f[1], f[2], f[3]);
+        let (fs, snap) = match name.split_once('@') {
+            Some((fs, _)) => (fs, Some(&snaps[name])),
+            None => (name, None),
+        };
+        // The chain from the dataset's dir up to the root.
+        let mut chain_names = vec![fs.to_string()];
+        while let Some((parent, _)) = chain_names.last().unwrap().rsplit_once('/') {
+            chain_names.push(parent.to_string());
+        }
+        let chain: Vec<PropDir<'_>> = chain_names
+            .iter()
+            .map(|n| PropDir {
+                name: n,
+                props: &dirs[n].1,
+            })
+            .collect();
+        let r = prop::resolve(property, rule(property), &chain, snap).unwrap();
+        let src = match (&r.source, property.contains(':')) {
+            // zfs get prints "-" for a user property that is not set anywhere.
+            (PropSource::Default, true) => "-".to_string(),
+            (PropSource::Local, _) if snap.is_some() => "local".to_string(),
+            (s, _) => s.to_string(),
+        };
+        assert_eq!(
+            (shown(property, r.value), src),
+            (value.to_string(), source.to_string()),
+            "{line}"
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 24);
 }
