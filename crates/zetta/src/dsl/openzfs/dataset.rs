@@ -151,3 +151,47 @@ impl DslDatasetPhys {
         self.num_children != 0
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dsl::openzfs::{swap_words, unhex};
+
+    /// The bonus of MOS object 53 (the head dataset of `testpool_zstd`) of OpenZFS's
+    /// testpool_zstd fixture (little-endian).
+    const ROOT_DATASET_LE: &str = "\
+        20000000000000008000000000000000010000000000000000000000000000003600000000000000\
+        00000000000000006d7c9b6000000000010000000000000037000000000000000064000000000000\
+        003200000000000000340000000000000064000000000000670ea8daa1837b00802faef0b4d2566f\
+        04000000000000000100000000000000fc0000000000000001000000000000007301020000000000\
+        00000000000000000000000000000000070000000f070b8000000000000000000000000000000000\
+        0000000000000000e6020000000000000b00000000000000fc83266c0e0000006522e81947050000\
+        ecf9ad90f9010100dbc51eef622d2200000000000000000000000000000000000000000000000000\
+        00000000000000000000000000000000000000000000000000000000000000000000000000000000";
+
+    // Why: the head dataset's bonus holds the object set's block pointer; every field
+    // around it, and the 128 raw bytes themselves, must come out where OpenZFS put them.
+    #[test]
+    fn golden_head_dataset_decodes_in_both_orders() {
+        let mut le = unhex(ROOT_DATASET_LE);
+        le.resize(DSL_DATASET_PHYS_SIZE, 0);
+        let d = DslDatasetPhys::decode(&le, ByteOrder::Little).unwrap();
+        assert_eq!((d.dir_obj, d.prev_snap_obj, d.prev_snap_txg), (32, 128, 1));
+        assert_eq!((d.snapnames_zapobj, d.num_children), (54, 0));
+        assert_eq!((d.creation_txg, d.deadlist_obj), (1, 55));
+        assert_eq!(d.referenced_bytes, 25 << 10);
+        assert_eq!(d.flags, DS_FLAG_UNIQUE_ACCURATE);
+        assert!(!d.is_snapshot());
+        assert_eq!(&d.bp[..], &le[DS_BP_OFFSET..DS_BP_OFFSET + BLKPTR_SIZE]);
+        // DVA[0] of the object set: vdev 0, 1 sector allocated.
+        assert_eq!(ByteOrder::Little.u64_at(&d.bp, 0), Ok(1));
+        assert_eq!(&d.encode(ByteOrder::Little)[..], &le[..]);
+        let mut be = swap_words(&le);
+        // The block pointer is raw: the encoder copies it, so put it back unswapped.
+        be[DS_BP_OFFSET..DS_BP_OFFSET + BLKPTR_SIZE].copy_from_slice(&d.bp);
+        let b = DslDatasetPhys::decode(&be, ByteOrder::Big).unwrap();
+        assert_eq!(b, d);
+        assert_eq!(&b.encode(ByteOrder::Big)[..], &be[..]);
+        assert!(DslDatasetPhys::decode(&le[..319], ByteOrder::Little).is_err());
+    }
+}

@@ -135,3 +135,51 @@ pub(crate) fn words_to_bytes<const B: usize>(words: &[u64], order: ByteOrder) ->
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dsl::openzfs::{swap_words, unhex};
+
+    /// The bonus of MOS object 32 (the root DSL dir) of OpenZFS's testpool_zstd fixture
+    /// (little-endian); zdb prints head_dataset_obj = 53, origin_obj = 128,
+    /// child_dir_zapobj = 34, props_zapobj = 33, flags = 1, used_breakdown[HEAD] = 25K,
+    /// [CHILD] = 641K.
+    const ROOT_DIR_LE: &str = "\
+        6d7c9b60000000003500000000000000000000000000000080000000000000002200000000000000\
+        00680a00000000000010080000000000007e11000000000000000000000000000000000000000000\
+        21000000000000000000000000000000010000000000000000640000000000000000000000000000\
+        00040a00000000000000000000000000000000000000000000000000000000000000000000000000\
+        00000000000000000000000000000000000000000000000000000000000000000000000000000000\
+        00000000000000000000000000000000000000000000000000000000000000000000000000000000\
+        00000000000000000000000000000000";
+
+    // Why: the DSL dir is how an import finds every filesystem; golden bytes from a real
+    // pool pin the field order, and the same words swapped must decode alike big-endian.
+    #[test]
+    fn golden_root_dir_decodes_in_both_orders() {
+        let mut le = unhex(ROOT_DIR_LE);
+        le.resize(DSL_DIR_PHYS_SIZE, 0);
+        let d = DslDirPhys::decode(&le, ByteOrder::Little).unwrap();
+        assert_eq!(d.creation_time, 0x609b_7c6d);
+        assert_eq!(
+            (
+                d.head_dataset_obj,
+                d.parent_obj,
+                d.origin_obj,
+                d.child_dir_zapobj
+            ),
+            (53, 0, 128, 34)
+        );
+        assert_eq!((d.props_zapobj, d.deleg_zapobj, d.flags), (33, 0, 1));
+        assert!(d.has_used_breakdown());
+        assert_eq!(d.used_breakdown[DD_USED_HEAD], 25 << 10);
+        assert_eq!(d.used_breakdown[DD_USED_CHILD], 641 << 10);
+        assert_eq!(d.used_bytes, d.used_breakdown.iter().sum::<u64>());
+        assert_eq!(&d.encode(ByteOrder::Little)[..], &le[..]);
+        let be = swap_words(&le);
+        assert_eq!(DslDirPhys::decode(&be, ByteOrder::Big).unwrap(), d);
+        assert_eq!(&d.encode(ByteOrder::Big)[..], &be[..]);
+        assert!(DslDirPhys::decode(&le[..255], ByteOrder::Little).is_err());
+    }
+}

@@ -84,3 +84,20 @@ impl ZapValue {
         }
     }
 }
+
+/// Hex to bytes, for the golden vectors of this module's tests.
+#[cfg(test)]
+pub(crate) fn unhex(s: &str) -> Vec<u8> {
+    let s: Vec<u8> = s.bytes().filter(|b| b.is_ascii_hexdigit()).collect();
+    s.chunks(2)
+        .map(|p| u8::from_str_radix(std::str::from_utf8(p).unwrap(), 16).unwrap())
+        .collect()
+}
+
+/// The same u64 words in the other byte order.
+#[cfg(test)]
+pub(crate) fn swap_words(b: &[u8]) -> Vec<u8> {
+    b.chunks(8)
+        .flat_map(|w| w.iter().rev().copied().collect::<Vec<u8>>())
+        .collect()
+}

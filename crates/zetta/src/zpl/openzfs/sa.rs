@@ -546,3 +546,84 @@ pub fn decode_sa_xattrs(bytes: &[u8]) -> Result<Vec<SaXattr>, SaError> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bonus of object 2 (`/zstd`) of OpenZFS's testpool_zstd/ppc64_fbsd: a big-endian
+    /// SA bonus in layout 2 with one variable attribute (24 bytes of ACEs).
+    const ZSTD_FILE_BE: &str = "\
+        002f505a04020018000000000000816d0000000000023a7800000000000000110000000000000000\
+        00000000000000000000000000000022000004080000010400000000609bbc8a00000000065e7c4a\
+        00000000609b7c96000000000c2442d800000000609b7c96000000000c2442d800000000609b7c96\
+        00000000084612900000000000000001000000000000000300001000001e01b900002040001200a9\
+        00004000001200a9";
+
+    fn tables() -> (SaRegistry, SaLayouts) {
+        // The fixture's REGISTRY values (zdb: `ZPL_DACL_ACES = 40013 : [0:4:19]`, ...).
+        let reg: Vec<(String, ZapValue)> = [
+            ("ZPL_DACL_COUNT", 0x8000010u64),
+            ("ZPL_DACL_ACES", 0x40013),
+            ("ZPL_SYMLINK", 0x30011),
+            ("ZPL_DXATTR", 0x30014),
+            ("ZPL_PROJID", 0x8000015),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), ZapValue::Ints(vec![*v])))
+        .collect();
+        let registry = SaRegistry::from_zap(reg.iter().map(|(k, v)| (k.as_str(), v))).unwrap();
+        let layout = ZapValue::Ints(vec![5, 6, 4, 12, 13, 7, 11, 0, 1, 2, 3, 8, 16, 19]);
+        let layouts = SaLayouts::from_zap([("2", &layout)]).unwrap();
+        (registry, layouts)
+    }
+
+    // Why: golden bytes from a real big-endian SA bonus pin the header (magic, layout,
+    // header size, variable lengths), the 8-byte alignment and every attribute's place.
+    #[test]
+    fn golden_sa_bonus_decodes() {
+        let b = crate::dsl::openzfs::unhex(ZSTD_FILE_BE);
+        assert_eq!(b.len(), 168);
+        let (registry, layouts) = tables();
+        let buf = decode_buffer(&b, ByteOrder::Big, &registry, &layouts).unwrap();
+        assert_eq!((buf.header.layout, buf.header.header_size), (2, 8));
+        let z = ZplAttrs::from_buffers(&[buf], &registry).unwrap();
+        assert_eq!(z.mode, Some(0o100555));
+        assert_eq!(z.size, Some(146_040));
+        assert_eq!(
+            (z.gen, z.uid, z.gid, z.parent),
+            (Some(17), Some(0), Some(0), Some(34))
+        );
+        assert_eq!(z.flags, Some(0x408_0000_0104));
+        assert_eq!(z.atime.map(|t| t.sec), Some(0x609b_bc8a));
+        assert_eq!((z.links, z.dacl_count), (Some(1), Some(3)));
+        assert_eq!(z.dacl_aces.as_ref().map(Vec::len), Some(24));
+        assert_eq!(z.dacl_order, Some(ByteOrder::Big));
+        assert_eq!((z.xattr, z.rdev, z.symlink.as_ref()), (None, None, None));
+        // The registry entry codec.
+        let r = SaAttrReg::decode("ZPL_ZNODE_ACL", 0x5803000f);
+        assert_eq!((r.attr, r.length, r.bswap), (15, 88, SA_UINT8_ARRAY));
+        assert_eq!(r.encode(), 0x5803000f);
+        assert_eq!(registry.attr_of("ZPL_DXATTR"), Some(20));
+    }
+
+    // Why: a file whose attributes overflow the bonus keeps the rest in a spill block with
+    // its own header; the file's attributes are the union of both.
+    #[test]
+    fn bonus_and_spill_attributes_merge() {
+        let (registry, mut layouts) = tables();
+        layouts.by_num.insert(3, vec![17]); // the spill holds the symlink target
+        let target = b"/a/long/target";
+        let mut spill = Vec::new();
+        spill.extend_from_slice(&SA_MAGIC.to_le_bytes());
+        spill.extend_from_slice(&(3u16 | 1 << 10).to_le_bytes());
+        spill.extend_from_slice(&(target.len() as u16).to_le_bytes());
+        spill.extend_from_slice(target);
+        let b = crate::dsl::openzfs::unhex(ZSTD_FILE_BE);
+        let bonus = decode_buffer(&b, ByteOrder::Big, &registry, &layouts).unwrap();
+        let spill = decode_buffer(&spill, ByteOrder::Little, &registry, &layouts).unwrap();
+        let z = ZplAttrs::from_buffers(&[bonus, spill], &registry).unwrap();
+        assert_eq!(z.symlink.as_deref(), Some(&target[..]));
+        assert_eq!(z.mode, Some(0o100555));
+    }
+}

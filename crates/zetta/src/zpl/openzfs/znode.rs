@@ -306,3 +306,55 @@ impl DirEntry {
         NAMES[usize::from(self.dtype & 0xf)]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dsl::openzfs::unhex;
+
+    /// The bonus of object 4 (`/file.0`) of OpenZFS's zfs-pool-v1 fixture: a big-endian
+    /// ZPL 1 znode; zdb prints gen 6, mode 100644, size 4, parent 3, links 1, pflags 4,
+    /// mtime Thu Jun 8 12:28:54 2006.
+    const FILE0_BE: &str = "\
+        00000000448818060000000008b2208900000000448818060000000008b9e69d0000000044881806\
+        0000000008b9e69d00000000448818060000000008b22089000000000000000600000000000081a4\
+        00000000000000040000000000000003000000000000000100000000000000000000000000000000\
+        00000000000000040000000000000000000000000000000000000000000000000000000000000000\
+        0000000000000000000000000000000000000000000000000000000600000000ffffffff00000020\
+        10000001ffffffff000c011710000000ffffffff0000002620400001ffffffff0000000120400000\
+        ffffffff000c013640000001ffffffff0012008940000000";
+
+    // Why: every pool before ZPL 5 keeps file attributes in this struct; golden bytes
+    // from a real (big-endian) pool pin each field's offset and the v0 ACL header.
+    #[test]
+    fn golden_v1_znode_decodes() {
+        let b = unhex(FILE0_BE);
+        assert_eq!(b.len(), ZNODE_PHYS_SIZE);
+        let z = ZnodePhys::decode(&b, ByteOrder::Big).unwrap();
+        assert_eq!(z.mtime.sec, 0x4488_1806);
+        assert_eq!(z.mtime.nsec, 0x08b9_e69d);
+        assert_eq!(
+            (z.gen, z.mode, z.size, z.parent, z.links),
+            (6, 0o100644, 4, 3, 1)
+        );
+        assert_eq!((z.xattr, z.rdev, z.flags, z.uid, z.gid), (0, 0, 4, 0, 0));
+        assert_eq!(
+            (z.acl.extern_obj, z.acl.version, z.acl.ace_count()),
+            (0, 0, 6)
+        );
+        assert!(!z.is_symlink());
+        assert_eq!(z.inline_symlink(&b), None);
+        assert!(ZnodePhys::decode(&b[..263], ByteOrder::Big).is_err());
+    }
+
+    // Why: a directory entry packs the object and the file type in one word; the type
+    // bits must not leak into the object number.
+    #[test]
+    fn dirents_split_object_and_type() {
+        let e = DirEntry::decode(0x8000_0000_0000_0022);
+        assert_eq!((e.object, e.dtype, e.type_name()), (34, 8, "Regular File"));
+        assert_eq!(e.encode(), 0x8000_0000_0000_0022);
+        assert_eq!(DirEntry::dtype_of_mode(0o40755), 4);
+        assert_eq!(DirEntry::decode(0x0fff_0000_0000_0005).object, 5);
+    }
+}
