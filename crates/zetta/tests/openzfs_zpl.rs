@@ -514,6 +514,13 @@ fn legacy_znodes_of_a_v1_pool_match_zdb() {
     assert_eq!(set.order, ByteOrder::Big);
     let files = check_zpl_dataset(&fx.dir, "v1-pool", set);
     assert_eq!(files, 302);
+    // A pool written on SPARC (version 4, big-endian).
+    let fx = fixture("history/sparc.migratedpool.DAT.Z");
+    let text = zdb_text(&fx.dir, &["-dddddd", "history_pool"]);
+    let sets = parse_dump(&text);
+    let set = sets.iter().find(|s| s.name == "history_pool").unwrap();
+    assert_eq!(set.order, ByteOrder::Big);
+    assert_eq!(check_zpl_dataset(&fx.dir, "history_pool", set), 1);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -621,6 +628,12 @@ fn dsl_dirs_and_datasets_match_zdb_in_both_byte_orders() {
     );
     let fx = fixture("cli_root/zpool_upgrade/blockfiles/zfs-pool-v1.dat.bz2");
     let (dirs, datasets) = check_dsl(&fx, "v1-pool");
+    assert!(
+        dirs >= 1 && datasets >= 1,
+        "{dirs} dirs, {datasets} datasets"
+    );
+    let fx = fixture("history/sparc.migratedpool.DAT.Z");
+    let (dirs, datasets) = check_dsl(&fx, "history_pool");
     assert!(
         dirs >= 1 && datasets >= 1,
         "{dirs} dirs, {datasets} datasets"
