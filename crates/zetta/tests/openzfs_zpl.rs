@@ -98,6 +98,8 @@ impl ObjectDump {
 struct DatasetDump {
     name: String,
     order: ByteOrder,
+    /// Its dnode blocks' bonuses are ciphertext: not readable without the key.
+    encrypted: bool,
     objects: Vec<ObjectDump>,
 }
 
@@ -135,6 +137,7 @@ fn parse_dump(text: &str) -> Vec<DatasetDump> {
             sets.push(DatasetDump {
                 name,
                 order,
+                encrypted: !line.contains(" unencrypted "),
                 objects: Vec::new(),
             });
         } else if line.trim_start().starts_with("Object  lvl") {
@@ -501,6 +504,21 @@ fn sa_znodes_of_a_zpl5_pool_match_zdb_in_both_byte_orders() {
         orders.push(set.order);
     }
     assert_eq!(orders, [ByteOrder::Little, ByteOrder::Big]);
+    // OpenZFS 2.x filesystems, their snapshots and a received one (the encrypted ones
+    // keep their bonuses encrypted: skipped).
+    let fx = fixture("userquota/13709_reproducer.bz2");
+    let text = zdb_text(&fx.dir, &["-dddddd", "testpool_13709"]);
+    let sets = parse_dump(&text);
+    let mut checked = 0;
+    for set in sets.iter().filter(|s| s.name != "mos" && !s.encrypted) {
+        assert!(
+            check_zpl_dataset(&fx.dir, "testpool_13709", set) >= 1,
+            "{}",
+            set.name
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 3);
 }
 
 // Why: pools written before ZPL 5 (and every zfs-fuse pool) keep a 264-byte znode_phys_t in
@@ -636,6 +654,13 @@ fn dsl_dirs_and_datasets_match_zdb_in_both_byte_orders() {
     let (dirs, datasets) = check_dsl(&fx, "history_pool");
     assert!(
         dirs >= 1 && datasets >= 1,
+        "{dirs} dirs, {datasets} datasets"
+    );
+    // OpenZFS 2.x: snapshots, a received filesystem, encrypted (extensified) dirs.
+    let fx = fixture("userquota/13709_reproducer.bz2");
+    let (dirs, datasets) = check_dsl(&fx, "testpool_13709");
+    assert!(
+        dirs >= 6 && datasets >= 8,
         "{dirs} dirs, {datasets} datasets"
     );
 }
