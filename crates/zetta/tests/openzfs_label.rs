@@ -161,7 +161,9 @@ fn damaged_labels_are_ignored_and_random_bytes_never_panic() {
     assert_eq!(one_bad.config, good.config);
     assert!(matches!(
         label::read_label(&device, 0).unwrap().phys,
-        Err(label::LabelError::Checksum(label::EckError::Mismatch { .. }))
+        Err(label::LabelError::Checksum(
+            label::EckError::Mismatch { .. }
+        ))
     ));
     // A flipped checksum word is as bad as a flipped config byte.
     flip(1, PHYS_SIZE_BYTES as u64 - 3);

@@ -242,7 +242,10 @@ pub fn best_uberblock<'a>(
     let mut best: Option<Uberblock> = None;
     for label in labels {
         for (_, ub) in ring_uberblocks(&label.ring, label.ring_offset(), ashift) {
-            if best.as_ref().is_none_or(|b| ub.compare(b) == Ordering::Greater) {
+            if best
+                .as_ref()
+                .is_none_or(|b| ub.compare(b) == Ordering::Greater)
+            {
                 best = Some(ub);
             }
         }
@@ -276,8 +279,14 @@ mod tests {
         let ub = |txg, ts, seq| Uberblock::decode(&slot(ByteOrder::Little, txg, ts, seq)).unwrap();
         assert_eq!(ub(5, 1, None).compare(&ub(4, 9, None)), Ordering::Greater);
         assert_eq!(ub(5, 1, None).compare(&ub(5, 2, None)), Ordering::Less);
-        assert_eq!(ub(5, 2, Some(3)).compare(&ub(5, 2, None)), Ordering::Greater);
-        assert_eq!(ub(5, 2, Some(3)).compare(&ub(5, 2, Some(3))), Ordering::Equal);
+        assert_eq!(
+            ub(5, 2, Some(3)).compare(&ub(5, 2, None)),
+            Ordering::Greater
+        );
+        assert_eq!(
+            ub(5, 2, Some(3)).compare(&ub(5, 2, Some(3))),
+            Ordering::Equal
+        );
     }
 
     // Why: the magic decides the order of every word; a big-endian (SPARC) pool must decode
@@ -286,7 +295,10 @@ mod tests {
     fn either_byte_order_decodes_and_records_its_order() {
         for order in [ByteOrder::Little, ByteOrder::Big] {
             let ub = Uberblock::decode(&slot(order, 42, 1_700_000_000, Some(9))).unwrap();
-            assert_eq!((ub.order, ub.txg, ub.version, ub.guid_sum), (order, 42, 5000, 7));
+            assert_eq!(
+                (ub.order, ub.txg, ub.version, ub.guid_sum),
+                (order, 42, 5000, 7)
+            );
             assert_eq!(ub.mmp_seq(), Some(9));
         }
         assert_eq!(

@@ -109,7 +109,10 @@ pub enum EckError {
     /// `zec_magic` is ZEC_MAGIC in neither byte order (as read little-endian).
     BadMagic { found: u64 },
     /// The stored checksum is not the SHA-256 of the block with its verifier.
-    Mismatch { stored: [u64; 4], computed: [u64; 4] },
+    Mismatch {
+        stored: [u64; 4],
+        computed: [u64; 4],
+    },
 }
 
 impl fmt::Display for EckError {

@@ -264,9 +264,8 @@ impl BlockPointer {
         checksum: [u64; 4],
     ) -> Result<BlockPointer, BlkptrError> {
         let sectors = |bytes: u64| bytes >> SECTOR_SHIFT;
-        let fits = |bytes: u64| {
-            bytes >= 512 && bytes.is_multiple_of(512) && sectors(bytes) - 1 <= 0xffff
-        };
+        let fits =
+            |bytes: u64| bytes >= 512 && bytes.is_multiple_of(512) && sectors(bytes) - 1 <= 0xffff;
         if !fits(props.lsize_bytes) || !fits(props.psize_bytes) {
             return Err(BlkptrError::SizeTooLarge {
                 lsize_bytes: props.lsize_bytes,
@@ -288,7 +287,12 @@ impl BlockPointer {
         set_bits(&mut prop, 56, 5, u64::from(props.level));
         set_bits(&mut prop, 61, 1, u64::from(props.crypt));
         set_bits(&mut prop, 62, 1, u64::from(props.dedup));
-        set_bits(&mut prop, 63, 1, u64::from(props.byte_order == ByteOrder::Little));
+        set_bits(
+            &mut prop,
+            63,
+            1,
+            u64::from(props.byte_order == ByteOrder::Little),
+        );
         words[WORD_PROP] = prop;
         words[WORD_LOGICAL_BIRTH] = logical_birth;
         words[WORD_PHYSICAL_BIRTH] = if physical_birth == logical_birth {
@@ -543,7 +547,8 @@ impl BlockPointer {
         }
         let psize_bytes = self.embedded_psize_bytes();
         let lsize_bytes = self.embedded_lsize_bytes();
-        if psize_bytes as usize > EMBEDDED_PAYLOAD_SIZE_MAX_BYTES || lsize_bytes > BLOCK_SIZE_MAX_BYTES
+        if psize_bytes as usize > EMBEDDED_PAYLOAD_SIZE_MAX_BYTES
+            || lsize_bytes > BLOCK_SIZE_MAX_BYTES
         {
             return Err(BlkptrError::EmbeddedSize {
                 psize_bytes,
@@ -574,8 +579,7 @@ impl BlockPointer {
                 id: self.checksum_kind(),
             });
         }
-        if self.lsize_bytes() > BLOCK_SIZE_MAX_BYTES || self.psize_bytes() > BLOCK_SIZE_MAX_BYTES
-        {
+        if self.lsize_bytes() > BLOCK_SIZE_MAX_BYTES || self.psize_bytes() > BLOCK_SIZE_MAX_BYTES {
             return Err(BlkptrError::SizeTooLarge {
                 lsize_bytes: self.lsize_bytes(),
                 psize_bytes: self.psize_bytes(),
@@ -860,7 +864,11 @@ mod tests {
             gang: false,
         };
         let bp = BlockPointer::new(
-            [dva(0x1b400, 0x400), dva(0x2219400, 0x400), dva(0x4407000, 0x400)],
+            [
+                dva(0x1b400, 0x400),
+                dva(0x2219400, 0x400),
+                dva(0x4407000, 0x400),
+            ],
             BlockProps {
                 lsize_bytes: 0x400,
                 psize_bytes: 0x200,
@@ -911,7 +919,10 @@ mod tests {
             bp.to_string(),
             "HOLE [L0 ZFS directory] size=4000L birth=42L"
         );
-        assert_eq!(BlockPointer::HOLE.to_string(), "HOLE [L0 unallocated] size=200L birth=0L");
+        assert_eq!(
+            BlockPointer::HOLE.to_string(),
+            "HOLE [L0 unallocated] size=200L birth=0L"
+        );
         assert_eq!(bp.validate(), Err(BlkptrError::NoDva));
     }
 
@@ -938,8 +949,9 @@ mod tests {
         }
         // Payload byte 48 is the first byte of word 7 (word 6 is the prop word).
         assert_eq!(bp.words[7] & 0xff, u64::from(payload[48]));
-        assert!(BlockPointer::new_embedded(0, 15, 19, 0, ByteOrder::Little, 1, 1, &[0; 113])
-            .is_err());
+        assert!(
+            BlockPointer::new_embedded(0, 15, 19, 0, ByteOrder::Little, 1, 1, &[0; 113]).is_err()
+        );
     }
 
     // Why: the new-style object types print their byteswap class, as zdb does.

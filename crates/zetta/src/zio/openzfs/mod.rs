@@ -5,5 +5,5 @@
 //! until the writer switches.
 
 pub mod blkptr;
-pub mod vdev_map;
 pub mod read;
+pub mod vdev_map;

@@ -110,9 +110,12 @@ impl PoolDevices {
     }
 
     fn read_span(&self, span: &LeafSpan) -> Result<Vec<u8>, ReadError> {
-        let device = self.leaves.get(&span.leaf_guid).ok_or(ReadError::LeafMissing {
-            leaf_guid: span.leaf_guid,
-        })?;
+        let device = self
+            .leaves
+            .get(&span.leaf_guid)
+            .ok_or(ReadError::LeafMissing {
+                leaf_guid: span.leaf_guid,
+            })?;
         let io = |reason: String| ReadError::Io {
             leaf_guid: span.leaf_guid,
             reason,
@@ -158,7 +161,10 @@ impl PoolDevices {
             .offset_bytes()
             .ok_or(ReadError::Blkptr(BlkptrError::OffsetOverflow { dva: 0 }))?;
         let size = usize::try_from(size_bytes).map_err(|_| ReadError::ChecksumMismatch)?;
-        match self.vdevs.map(u64::from(dva.vdev), offset_bytes, size_bytes)? {
+        match self
+            .vdevs
+            .map(u64::from(dva.vdev), offset_bytes, size_bytes)?
+        {
             DvaMap::Replicated(spans) => {
                 let mut last = ReadError::LeafMissing { leaf_guid: 0 };
                 for span in &spans {
@@ -397,17 +403,30 @@ mod tests {
             byte_order: order,
         };
         let child = |n: u64| {
-            BlockPointer::new([sector(n), Dva::default(), Dva::default()], props, 5, 5, 1, [0; 4])
-                .expect("valid")
+            BlockPointer::new(
+                [sector(n), Dva::default(), Dva::default()],
+                props,
+                5,
+                5,
+                1,
+                [0; 4],
+            )
+            .expect("valid")
         };
         let mut header = vec![0u8; 512];
         header[..128].copy_from_slice(&child(10).encode(order));
         header[128..256].copy_from_slice(&child(11).encode(order));
         header[472..480].copy_from_slice(&ZEC_MAGIC.to_le_bytes());
         use crate::io::BlockDevice;
-        device.write_at((4 << 20) + 9 * 512, &header).expect("write");
-        device.write_at((4 << 20) + 10 * 512, &[0xaa; 512]).expect("write");
-        device.write_at((4 << 20) + 11 * 512, &[0xbb; 512]).expect("write");
+        device
+            .write_at((4 << 20) + 9 * 512, &header)
+            .expect("write");
+        device
+            .write_at((4 << 20) + 10 * 512, &[0xaa; 512])
+            .expect("write");
+        device
+            .write_at((4 << 20) + 11 * 512, &[0xbb; 512])
+            .expect("write");
         let mut leaves: HashMap<u64, DeviceRef> = HashMap::new();
         leaves.insert(1, Arc::new(device));
         let devices = PoolDevices::new(vdevs, leaves);
@@ -434,10 +453,14 @@ mod tests {
         let mut looping = header.clone();
         looping[..128].copy_from_slice(&gang.encode(order));
         let device = devices.leaves[&1].clone();
-        device.write_at((4 << 20) + 9 * 512, &looping).expect("write");
+        device
+            .write_at((4 << 20) + 9 * 512, &looping)
+            .expect("write");
         assert!(read_physical(&devices, &gang).is_err());
         // Bad magic.
-        device.write_at((4 << 20) + 9 * 512, &[0u8; 512]).expect("write");
+        device
+            .write_at((4 << 20) + 9 * 512, &[0u8; 512])
+            .expect("write");
         assert!(read_physical(&devices, &gang).is_err());
     }
 }

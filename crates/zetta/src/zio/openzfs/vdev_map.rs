@@ -358,7 +358,10 @@ mod tests {
         let mut l = XdrNvList::new();
         l.add("type", XdrValue::String(b"file".to_vec()));
         l.add("guid", XdrValue::Uint64(guid));
-        l.add("path", XdrValue::String(format!("/dev/{guid}").into_bytes()));
+        l.add(
+            "path",
+            XdrValue::String(format!("/dev/{guid}").into_bytes()),
+        );
         l
     }
 
@@ -401,13 +404,20 @@ mod tests {
         // Sector 0 of an even MiB: P on child 1, D0 on child 2, D1 on child 3.
         assert_eq!(
             spans(0),
-            vec![(1, LABEL_START_BYTES), (2, LABEL_START_BYTES), (3, LABEL_START_BYTES)]
+            vec![
+                (1, LABEL_START_BYTES),
+                (2, LABEL_START_BYTES),
+                (3, LABEL_START_BYTES)
+            ]
         );
         // 1 MiB = sector 2048: first child 2048 % 3 = index 2 (guid 3), row 682; column 1
         // wraps to index 0 (guid 1) and column 2 is index 1 (guid 2), both on row 683.
         // Bit 20 is set, so columns 0 and 1 trade places.
         let row = (682u64 << 9) + LABEL_START_BYTES;
-        assert_eq!(spans(1 << 20), vec![(1, row + 512), (3, row), (2, row + 512)]);
+        assert_eq!(
+            spans(1 << 20),
+            vec![(1, row + 512), (3, row), (2, row + 512)]
+        );
         // raidz2 never swaps.
         let pool2 = pool_of(raidz(2, 3));
         match pool2.map(0, 1 << 20, 512).expect("maps") {
