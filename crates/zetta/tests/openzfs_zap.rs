@@ -368,3 +368,60 @@ fn corrupted_real_blocks_never_panic_any_decoder() {
     let zap = Zap::open(&dir, &mut pool.reader()).unwrap();
     assert_eq!(zap.list(&dir, &mut pool.reader()).unwrap().len(), 700);
 }
+
+// Why: once a fat ZAP's pointer table outgrows half the header block it moves to blocks of
+// its own (zt_numblks > 0, one more hash bit per doubling); lookups and listings must follow
+// it there. The real 8-leaf directory's table, doubled into its own block the way
+// zap_grow_ptrtbl does (slot i of the new table = slot i/2 of the old), must give the same
+// entries and lookups.
+#[test]
+fn external_pointer_table_reads_like_the_embedded_one() {
+    let pool = Pool::open_checked_in("zfs-fuse-fatzap.img.xz", "fatzap");
+    let (_, blocks, ..) = real_blocks(&pool);
+    let order = blocks[0].order;
+    let embedded = FatZapHeader::decode(&blocks[0].data, order).unwrap();
+    assert_eq!((embedded.ptrtbl.numblks, embedded.ptrtbl.shift), (0, 10));
+    let bs = blocks[0].data.len();
+    let mut table = vec![0u8; bs];
+    for i in 0..bs / 8 {
+        order
+            .put_u64(&mut table, i * 8, embedded.embedded[i / 2])
+            .unwrap();
+    }
+    let mut moved = blocks.clone();
+    let table_blk = moved.len() as u64;
+    moved.push(DnodeBlock { data: table, order });
+    let mut header = blocks[0].data.clone();
+    order.put_u64(&mut header, 16, table_blk).unwrap(); // zt_blk
+    order.put_u64(&mut header, 24, 1).unwrap(); // zt_numblks
+    order.put_u64(&mut header, 32, 11).unwrap(); // zt_shift
+    header[bs / 2..].fill(0); // The embedded table is no longer read.
+    moved[0].data = header;
+    let external = FatZapHeader::decode(&moved[0].data, order).unwrap();
+    let mut fetch = |b: u64| -> Result<DnodeBlock, ZapReadError<()>> {
+        moved.get(b as usize).cloned().ok_or(ZapReadError::Read(()))
+    };
+    let mut from_embedded = embedded
+        .list::<()>(&mut |b| {
+            blocks
+                .get(b as usize)
+                .cloned()
+                .ok_or(ZapReadError::Read(()))
+        })
+        .unwrap();
+    let mut from_external = external.list(&mut fetch).unwrap();
+    assert_eq!(from_external.len(), 700);
+    for e in &from_external {
+        assert_eq!(
+            external.lookup(&e.key, &mut fetch).unwrap().as_ref(),
+            Some(e)
+        );
+    }
+    from_embedded.sort_by(|a, b| a.key.cmp(&b.key));
+    from_external.sort_by(|a, b| a.key.cmp(&b.key));
+    assert_eq!(from_embedded, from_external);
+    // A table whose block count does not match its shift is corrupt.
+    let mut bad = moved[0].data.clone();
+    order.put_u64(&mut bad, 24, 3).unwrap();
+    assert!(FatZapHeader::decode(&bad, order).is_err());
+}
