@@ -132,7 +132,11 @@ impl ZdbObject {
 /// Runs `zdb -e -p DIR -ddddd TARGET` (TARGET a pool, `POOL/FS` or `POOL/FS@SNAP`; the pool
 /// alone dumps the MOS) and parses every object it prints.
 pub fn zdb_objects(dir: &Path, target: &str) -> Vec<ZdbObject> {
+    // -A: zdb 2.3 asserts on some old pools' object counts (zfs-pool-v1) and would abort;
+    // TZ=UTC: its times are ctime(3) text in the local zone.
     let out = Command::new(zdb())
+        .env("TZ", "UTC")
+        .arg("-A")
         .arg("-e")
         .arg("-p")
         .arg(dir)

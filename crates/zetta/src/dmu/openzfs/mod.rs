@@ -12,6 +12,7 @@
 
 pub mod dnode;
 pub mod objset;
+pub mod reader;
 
 pub use dnode::{
     object_type_name, raw_bp_byte_order, raw_bp_is_hole, BlockReader, DmuReadError, DnodeBlock,

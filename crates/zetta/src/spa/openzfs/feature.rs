@@ -67,6 +67,17 @@ pub const READ_SUPPORTED: &[&str] = &[
     "org.zfsonlinux:large_dnode",
     "org.freebsd:zstd_compress",
     "org.openzfs:blake3",
+    // The salted checksums zcommon computes (checked against zdb's own words).
+    "org.illumos:sha512",
+    "org.illumos:skein",
+    // Encryption is per dataset: a pool that uses it is read, its encrypted datasets are
+    // listed and refused (their keys are not here), as OpenZFS does without keys loaded.
+    "com.datto:encryption",
+    // They change only the error log's format and where vdev properties live; the read
+    // path (labels, MOS, DSL, ZPL) never consults either. Pools made by OpenZFS 2.2+
+    // carry them active as soon as they are enabled.
+    "com.delphix:head_errlog",
+    "com.klarasystems:vdev_zaps_v2",
 ];
 
 /// Whether Zetta can read a pool that has `guid` in its `features_for_read`.
@@ -112,11 +123,11 @@ mod tests {
         }
         let mut ffr = XdrNvList::new();
         ffr.add("com.delphix:hole_birth", XdrValue::Uint64(1));
-        ffr.add("com.datto:encryption", XdrValue::Uint64(1));
+        ffr.add("org.illumos:edonr", XdrValue::Uint64(1));
         ffr.add("com.example:future", XdrValue::Uint64(1));
         assert_eq!(
             unsupported_for_read(&ffr),
-            vec!["com.datto:encryption", "com.example:future"]
+            vec!["org.illumos:edonr", "com.example:future"]
         );
     }
 }

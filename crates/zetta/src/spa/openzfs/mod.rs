@@ -3,4 +3,5 @@
 
 pub mod discover;
 pub mod feature;
+pub mod pool;
 pub mod uberblock;

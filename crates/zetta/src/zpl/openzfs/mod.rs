@@ -15,6 +15,7 @@
 //! the byte order their block recorded; none panics on any input. Zetta's own ZPL
 //! (`crate::zpl::znode`) is untouched. Byte diagrams: docs/ONDISK.md, "OpenZFS DSL and ZPL".
 
+pub mod fs;
 pub mod sa;
 pub mod znode;
 
