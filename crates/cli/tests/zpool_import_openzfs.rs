@@ -450,3 +450,71 @@ fn zetta_and_openzfs_pools_are_listed_together_and_import_all_refuses_only_openz
     let list = lab.zpool(&["list", "-H", "-o", "name"]);
     assert_eq!(list.stdout, "tank\n");
 }
+
+/// Rewrites every label of `file` with `edit` applied to its config, resealing the checksum
+/// as OpenZFS would (the label keeps its writer's byte order).
+fn rewrite_labels(file: &Path, edit: &dyn Fn(&mut zetta::nvpair_xdr::XdrNvList)) {
+    use std::os::unix::fs::FileExt;
+    use zetta::vdev::openzfs::label;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(file)
+        .unwrap();
+    let size = f.metadata().unwrap().len();
+    for l in 0..label::LABEL_COUNT {
+        let at = label::label_offset(size, l).unwrap() + label::PHYS_OFFSET_BYTES;
+        let mut phys = vec![0u8; label::PHYS_SIZE_BYTES];
+        f.read_exact_at(&mut phys, at).unwrap();
+        let mut decoded = label::decode_vdev_phys(&phys, at).unwrap();
+        edit(&mut decoded.config);
+        let packed = zetta::nvpair_xdr::pack_with_endian(&decoded.config, phys[1]).unwrap();
+        let mut fresh = vec![0u8; label::PHYS_SIZE_BYTES];
+        fresh[..packed.len()].copy_from_slice(&packed);
+        label::seal_label_eck(&mut fresh, at, decoded.order).unwrap();
+        f.write_all_at(&fresh, at).unwrap();
+    }
+}
+
+// Why: a pool whose label lists active features needed for reading that Zetta does not read
+// must be listed UNAVAIL with OpenZFS's unsupported-feature status naming them, and its
+// import refused with OpenZFS's words (the list on stdout, "unsupported version or feature").
+#[test]
+fn unsupported_read_features_are_listed_and_refused_in_openzfs_words() {
+    use zetta::nvpair_xdr::{XdrNvList, XdrValue};
+    let lab = Lab::new();
+    let dir = place(&lab, "zstd", &["compression/testpool_zstd.tar.gz"]);
+    let file = dir.join("testpool_zstd");
+    rewrite_labels(&file, &|config: &mut XdrNvList| {
+        let mut ffr = config.get_nvlist("features_for_read").unwrap().clone();
+        ffr.add("com.delphix:device_removal", XdrValue::Boolean);
+        ffr.add("com.example:future", XdrValue::Boolean);
+        config.add("features_for_read", XdrValue::NvList(ffr));
+    });
+    let out = lab.zpool(&["import", "-d", dir.to_str().unwrap()]);
+    let expected = format!(
+        "{}status: The pool uses the following feature(s) not supported on this system:
+\tcom.delphix:device_removal
+\tcom.example:future
+action: The pool cannot be imported. Access the pool on a system that supports
+\tthe required feature(s), or recreate the pool from backup.
+config:
+
+{}",
+        header("testpool_zstd", 4253333510760776491, "UNAVAIL"),
+        tree(&[
+            (0, "testpool_zstd", "UNAVAIL  unsupported feature(s)"),
+            (2, file.to_str().unwrap(), "ONLINE"),
+        ])
+    );
+    assert_eq!((out.code, out.stdout.as_str()), (0, expected.as_str()));
+    let refused = lab.zpool(&["import", "-d", dir.to_str().unwrap(), "testpool_zstd"]);
+    assert_eq!(
+        (refused.code, refused.stdout.as_str(), refused.stderr.as_str()),
+        (
+            1,
+            "This pool uses the following feature(s) not supported by this system:\n\tcom.delphix:device_removal\n\tcom.example:future\n",
+            "cannot import 'testpool_zstd': unsupported version or feature\n"
+        )
+    );
+}
