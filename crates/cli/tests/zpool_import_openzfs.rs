@@ -524,3 +524,60 @@ config:
         )
     );
 }
+
+// Why: a striped OpenZFS pool missing a whole top-level vdev cannot be imported; listing it
+// ONLINE from the devices present would promise a pool that is gone. Whether the missing
+// device leaves a gap in the ids or was the last (old labels do not record how many
+// top-level vdevs there are: the uberblock's guid sum tells), the pool is UNAVAIL with
+// OpenZFS's missing-device words.
+#[test]
+fn a_stripe_missing_a_top_level_vdev_is_unavailable() {
+    let lab = Lab::new();
+    for (sub, present) in [("last", [1, 2]), ("gap", [1, 3])] {
+        let rels: Vec<String> = present
+            .iter()
+            .map(|n| upgrade(&format!("zfs-pool-v2stripe{n}")))
+            .collect();
+        let rels: Vec<&str> = rels.iter().map(String::as_str).collect();
+        let dir = place(&lab, sub, &rels);
+        let out = lab.zpool(&["import", "-d", dir.to_str().unwrap()]);
+        let (name, id) = zdb_pool(&dir.join(format!("zfs-pool-v2stripe{}.dat", present[0])));
+        let devices: Vec<String> = present
+            .iter()
+            .map(|n| format!("{}/zfs-pool-v2stripe{n}.dat", dir.display()))
+            .collect();
+        let expected = format!(
+            "{}status: One or more devices are missing from the system.
+action: The pool cannot be imported. Attach the missing
+\tdevices and try again.
+   see: https://openzfs.github.io/openzfs-docs/msg/ZFS-8000-6X
+config:
+
+{}
+\tAdditional devices are known to be part of this pool, though their
+\texact configuration cannot be determined.
+",
+            header(&name, id, "UNAVAIL"),
+            tree(&[
+                (0, &name, "UNAVAIL  missing device"),
+                (2, &devices[0], "ONLINE"),
+                (2, &devices[1], "ONLINE"),
+            ])
+        );
+        assert_eq!(
+            (out.code, out.stdout.as_str()),
+            (0, expected.as_str()),
+            "{sub}"
+        );
+        let refused = lab.zpool(&["import", "-d", dir.to_str().unwrap(), &name]);
+        assert_eq!(
+            (refused.code, refused.stderr.as_str()),
+            (
+                1,
+                format!("cannot import '{name}': one or more devices is currently unavailable\n")
+                    .as_str()
+            ),
+            "{sub}"
+        );
+    }
+}

@@ -278,6 +278,16 @@ fn assemble(guid: u64, found: &[Found], system_hostid: u64) -> Option<OpenZfsCan
             Some(_) => {}
         }
     }
+    // A top-level vdev no label describes (an old label does not say how many there are)
+    // still counts in the uberblock's guid sum: the config is incomplete.
+    if root.state != State::CantOpen {
+        if let Some(ub) = &best {
+            if guid_sum(&root) != ub.guid_sum {
+                root.state = State::CantOpen;
+                root.aux = Some(Aux::BadGuidSum);
+            }
+        }
+    }
     let pool_state = config.get_u64("state").unwrap_or(pool_state::ACTIVE);
     let hostid = config.get_u64("hostid").unwrap_or(0);
     let status = check_status(
@@ -301,6 +311,13 @@ fn assemble(guid: u64, found: &[Found], system_hostid: u64) -> Option<OpenZfsCan
         status,
         devices,
     })
+}
+
+/// `vdev_guid_sum` of the root: every vdev's guid, the root's (the pool guid) included.
+fn guid_sum(vdev: &ImportVdev) -> u64 {
+    vdev.children
+        .iter()
+        .fold(vdev.guid, |sum, c| sum.wrapping_add(guid_sum(c)))
 }
 
 /// The name `zpool_vdev_name` gives a vdev config with `VDEV_NAME_TYPE_ID`.
