@@ -3,6 +3,7 @@
 //! layout, refused on import without touching the devices.
 
 mod common;
+#[allow(dead_code)]
 #[path = "../../zetta/tests/common/oracle.rs"]
 mod oracle;
 

@@ -15,6 +15,7 @@
 //! `parse_property(kind.property_name()) == Ok(kind)`.
 
 mod fletcher4;
+pub mod openzfs;
 
 pub use fletcher4::{fletcher4, fletcher4_reference, Fletcher4, FLETCHER4_WORD_SIZE_BYTES};
 

@@ -32,6 +32,7 @@
 //! input bytes, without panicking and without touching memory outside `dst`.
 
 mod lzjb;
+pub mod openzfs;
 mod zle;
 
 #[cfg(test)]

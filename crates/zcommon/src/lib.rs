@@ -14,6 +14,8 @@ pub mod compress;
 pub mod error;
 
 #[cfg(test)]
+mod openzfs_golden;
+#[cfg(test)]
 mod test_rng;
 
 pub use checksum::{checksum, fletcher4, Checksum256, ChecksumKind, Fletcher4};

@@ -266,19 +266,35 @@ fn do_import(
                 "{action}: one or more devices is currently unavailable"
             ))
         })?;
-    let spa = Spa::import(&locked, new_name, pool::ARC_SIZE_BYTES_CLI)
+    // `-o readonly=on`: nothing is written, from the import on (no replay, no history,
+    // no label update), and the pool stays out of the cache file.
+    let readonly = pool_props
+        .iter()
+        .any(|(key, value)| matches!(key.as_str(), "readonly" | "rdonly") && value == "on");
+    let spa = Spa::import_with(&locked, new_name, pool::ARC_SIZE_BYTES_CLI, readonly)
         .map_err(|e| CmdError::Fail(format!("{action}: {}", pool::spa_error_text(&e))))?;
     pool::report_replay(&spa);
     let mut imported = Imported::owned(candidate.guid.0, spa);
-    pool::destroy_interrupted_receives(&mut imported.spa);
+    if !readonly {
+        pool::destroy_interrupted_receives(&mut imported.spa);
+    }
     pool::reset_stats(&mut imported.spa);
     found_paths(imported.spa.root_mut());
-    imported.spa.mark_config_dirty();
+    if !readonly {
+        imported.spa.mark_config_dirty();
+    }
     imported.spa.props.remove("altroot");
     for (key, value) in pool_props {
+        let key = if key == "rdonly" {
+            "readonly".to_string()
+        } else {
+            key
+        };
         imported.spa.props.set_str(&key, &value);
     }
-    imported.spa.log_history(&history_line("import", args));
+    if !readonly {
+        imported.spa.log_history(&history_line("import", args));
+    }
     pool::commit(&mut imported)
 }
 
@@ -309,7 +325,7 @@ pub fn cmd_export(args: &[String], _ctx: &mut Ctx) -> CmdResult {
         let mut imported = match pool::open_pool_or_unavailable(name)? {
             pool::Opened::Pool(imported) => imported,
             pool::Opened::Unavailable(gone) => {
-                super::cache::remove(gone.entry.guid).map_err(CmdError::Fail)?;
+                super::pool::forget(gone.entry.guid)?;
                 continue;
             }
         };
@@ -323,7 +339,7 @@ pub fn cmd_export(args: &[String], _ctx: &mut Ctx) -> CmdResult {
                 pool::spa_error_text(&e)
             ))
         })?;
-        super::cache::remove(guid).map_err(CmdError::Fail)?;
+        super::pool::forget(guid)?;
     }
     Ok(())
 }

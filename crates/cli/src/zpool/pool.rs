@@ -148,8 +148,35 @@ fn is_busy(error: &IoError) -> bool {
     matches!(error, IoError::Open { reason, .. } if reason.contains("in use by another process"))
 }
 
+/// The imported pools: the cache file's, and those the daemon holds read-only (which
+/// OpenZFS, and so Zetta, never writes to the cache file).
 pub fn load_cache() -> Result<Vec<CacheEntry>, CmdError> {
-    cache::load().map_err(CmdError::Fail)
+    let mut entries = cache::load().map_err(CmdError::Fail)?;
+    if let Some(registry) = registry::get() {
+        for entry in registry.readonly_entries() {
+            if !entries.iter().any(|e| e.guid == entry.guid) {
+                entries.push(entry);
+            }
+        }
+    }
+    Ok(entries)
+}
+
+/// Forgets an imported pool (export, destroy): its cache file line, or its read-only entry.
+pub fn forget(guid: u64) -> Result<(), CmdError> {
+    if let Some(registry) = registry::get() {
+        registry.forget_readonly(guid);
+    }
+    cache::remove(guid).map_err(CmdError::Fail)
+}
+
+/// Refuses a change to a pool imported read-only, as OpenZFS does (EROFS: "pool is
+/// read-only" after the command's own "cannot …" words).
+pub fn writable(imported: &Imported, action: &str) -> Result<(), CmdError> {
+    if imported.spa.readonly {
+        return Err(CmdError::Fail(format!("{action}: pool is read-only")));
+    }
+    Ok(())
 }
 
 /// The guid of the imported pool called `name`, if the cache lists it.
@@ -507,12 +534,18 @@ pub fn commit(imported: &mut Imported) -> Result<(), CmdError> {
             spa_error_text(&e)
         ))
     })?;
-    cache::upsert(CacheEntry {
+    let entry = CacheEntry {
         guid: imported.guid,
         name: spa.name.clone(),
         paths: leaf_paths(spa),
-    })
-    .map_err(CmdError::Fail)
+    };
+    if spa.readonly {
+        if let Some(registry) = registry::get() {
+            registry.add_readonly(entry);
+        }
+        return Ok(());
+    }
+    cache::upsert(entry).map_err(CmdError::Fail)
 }
 
 /// The pool a device's label names: (pool name, pool guid, pool state).

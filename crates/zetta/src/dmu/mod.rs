@@ -4,6 +4,7 @@
 pub mod block_space;
 pub mod dnode;
 pub mod objset;
+pub mod openzfs;
 
 pub use block_space::BlockSpace;
 pub use objset::{

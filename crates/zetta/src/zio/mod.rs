@@ -16,6 +16,7 @@
 
 pub mod arc;
 pub mod blkptr;
+pub mod openzfs;
 
 use crate::metaslab::Allocator;
 use crate::types::{round_up_shift, Txg};

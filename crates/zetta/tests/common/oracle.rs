@@ -101,3 +101,108 @@ pub fn fixture(rel: &str) -> Fixture {
     assert!(status.success(), "{tool} -dc {} failed", src.display());
     Fixture { dir, file }
 }
+
+/// One object as `zdb -ddddd POOL/FS` prints it: the header row, the ZPL attributes of its
+/// bonus (znode or system attributes) and the entries of its ZAP, all as zdb spells them.
+/// Times are zdb's `ctime(3)` text (second resolution), modes are octal as zdb prints them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ZdbObject {
+    pub object: i64,
+    pub levels: u32,
+    pub type_name: String,
+    /// `bonus  <type>` of the second header row, if any.
+    pub bonus_type: Option<String>,
+    /// `dnode maxblkid: N`.
+    pub max_block_id: Option<u64>,
+    /// Tab-separated `name\tvalue` attribute lines (`path`, `uid`, `mode`, `size`, …).
+    pub attrs: Vec<(String, String)>,
+    /// `name = value` lines of a micro or fat ZAP (values as printed: `7 (type: Regular File)`).
+    pub zap: Vec<(String, String)>,
+}
+
+impl ZdbObject {
+    pub fn attr(&self, name: &str) -> Option<&str> {
+        self.attrs
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Runs `zdb -e -p DIR -ddddd TARGET` (TARGET a pool, `POOL/FS` or `POOL/FS@SNAP`; the pool
+/// alone dumps the MOS) and parses every object it prints.
+pub fn zdb_objects(dir: &Path, target: &str) -> Vec<ZdbObject> {
+    let out = Command::new(zdb())
+        .arg("-e")
+        .arg("-p")
+        .arg(dir)
+        .arg("-ddddd")
+        .arg(target)
+        .output()
+        .unwrap_or_else(|e| panic!("zdb: {e}"));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "zdb -ddddd {target} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    parse_zdb_objects(&text)
+}
+
+/// The parser behind `zdb_objects`, for text already captured.
+pub fn parse_zdb_objects(text: &str) -> Vec<ZdbObject> {
+    let mut objects: Vec<ZdbObject> = Vec::new();
+    let mut lines = text.lines().peekable();
+    let mut in_zap = false;
+    while let Some(line) = lines.next() {
+        let trimmed = line.trim();
+        if trimmed.starts_with("Object  lvl") {
+            in_zap = false;
+            let Some(row) = lines.next() else { break };
+            let cols: Vec<&str> = row.split_whitespace().collect();
+            if cols.len() < 9 {
+                continue;
+            }
+            let mut object = ZdbObject {
+                object: cols[0].parse().unwrap_or(i64::MIN),
+                levels: cols[1].parse().unwrap_or(0),
+                type_name: cols[8..].join(" "),
+                ..ZdbObject::default()
+            };
+            if let Some(next) = lines.peek() {
+                if let Some(at) = next.find("bonus  ") {
+                    object.bonus_type = Some(next[at + 7..].trim().to_string());
+                    lines.next();
+                }
+            }
+            objects.push(object);
+            continue;
+        }
+        let Some(object) = objects.last_mut() else {
+            continue;
+        };
+        if let Some(rest) = trimmed.strip_prefix("dnode maxblkid: ") {
+            object.max_block_id = rest.trim().parse().ok();
+        } else if trimmed.starts_with("microzap:") || trimmed.starts_with("Fat ZAP stats:") {
+            in_zap = true;
+        } else if trimmed.starts_with("Indirect blocks:") {
+            in_zap = false;
+        } else if in_zap && line.starts_with("\t\t") && trimmed.contains(" = ") {
+            // Fat ZAP statistics are `name: value`; entries are `name = value`.
+            if let Some((name, value)) = trimmed.split_once(" = ") {
+                object
+                    .zap
+                    .push((name.to_string(), value.trim().to_string()));
+            }
+        } else if !in_zap && line.starts_with('\t') && !line.starts_with("\t\t") {
+            if let Some((name, value)) = trimmed.split_once(char::is_whitespace) {
+                if !name.ends_with(':') && name != "dnode" {
+                    object
+                        .attrs
+                        .push((name.to_string(), value.trim().to_string()));
+                }
+            }
+        }
+    }
+    objects
+}
