@@ -19,7 +19,13 @@ fn place(lab: &Lab, sub: &str, rels: &[&str]) -> PathBuf {
     for rel in rels {
         let fx = oracle::fixture(rel);
         let name = fx.file.file_name().unwrap().to_owned();
-        std::fs::rename(&fx.file, dir.join(name)).unwrap();
+        let dest = dir.join(name);
+        std::fs::rename(&fx.file, &dest).unwrap();
+        // The images are mostly zeros: punch them out so dozens fit in /tmp at once.
+        let _ = std::process::Command::new("fallocate")
+            .arg("--dig-holes")
+            .arg(&dest)
+            .status();
     }
     dir
 }
@@ -450,4 +456,129 @@ fn zetta_and_openzfs_pools_are_listed_together_and_import_all_refuses_only_openz
     );
     let list = lab.zpool(&["list", "-H", "-o", "name"]);
     assert_eq!(list.stdout, "tank\n");
+}
+
+/// Rewrites every label of `file` with `edit` applied to its config, resealing the checksum
+/// as OpenZFS would (the label keeps its writer's byte order).
+fn rewrite_labels(file: &Path, edit: &dyn Fn(&mut zetta::nvpair_xdr::XdrNvList)) {
+    use std::os::unix::fs::FileExt;
+    use zetta::vdev::openzfs::label;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(file)
+        .unwrap();
+    let size = f.metadata().unwrap().len();
+    for l in 0..label::LABEL_COUNT {
+        let at = label::label_offset(size, l).unwrap() + label::PHYS_OFFSET_BYTES;
+        let mut phys = vec![0u8; label::PHYS_SIZE_BYTES];
+        f.read_exact_at(&mut phys, at).unwrap();
+        let mut decoded = label::decode_vdev_phys(&phys, at).unwrap();
+        edit(&mut decoded.config);
+        let packed = zetta::nvpair_xdr::pack_with_endian(&decoded.config, phys[1]).unwrap();
+        let mut fresh = vec![0u8; label::PHYS_SIZE_BYTES];
+        fresh[..packed.len()].copy_from_slice(&packed);
+        label::seal_label_eck(&mut fresh, at, decoded.order).unwrap();
+        f.write_all_at(&fresh, at).unwrap();
+    }
+}
+
+// Why: a pool whose label lists active features needed for reading that Zetta does not read
+// must be listed UNAVAIL with OpenZFS's unsupported-feature status naming them, and its
+// import refused with OpenZFS's words (the list on stdout, "unsupported version or feature").
+#[test]
+fn unsupported_read_features_are_listed_and_refused_in_openzfs_words() {
+    use zetta::nvpair_xdr::{XdrNvList, XdrValue};
+    let lab = Lab::new();
+    let dir = place(&lab, "zstd", &["compression/testpool_zstd.tar.gz"]);
+    let file = dir.join("testpool_zstd");
+    rewrite_labels(&file, &|config: &mut XdrNvList| {
+        let mut ffr = config.get_nvlist("features_for_read").unwrap().clone();
+        ffr.add("com.delphix:device_removal", XdrValue::Boolean);
+        ffr.add("com.example:future", XdrValue::Boolean);
+        config.add("features_for_read", XdrValue::NvList(ffr));
+    });
+    let out = lab.zpool(&["import", "-d", dir.to_str().unwrap()]);
+    let expected = format!(
+        "{}status: The pool uses the following feature(s) not supported on this system:
+\tcom.delphix:device_removal
+\tcom.example:future
+action: The pool cannot be imported. Access the pool on a system that supports
+\tthe required feature(s), or recreate the pool from backup.
+config:
+
+{}",
+        header("testpool_zstd", 4253333510760776491, "UNAVAIL"),
+        tree(&[
+            (0, "testpool_zstd", "UNAVAIL  unsupported feature(s)"),
+            (2, file.to_str().unwrap(), "ONLINE"),
+        ])
+    );
+    assert_eq!((out.code, out.stdout.as_str()), (0, expected.as_str()));
+    let refused = lab.zpool(&["import", "-d", dir.to_str().unwrap(), "testpool_zstd"]);
+    assert_eq!(
+        (refused.code, refused.stdout.as_str(), refused.stderr.as_str()),
+        (
+            1,
+            "This pool uses the following feature(s) not supported by this system:\n\tcom.delphix:device_removal\n\tcom.example:future\n",
+            "cannot import 'testpool_zstd': unsupported version or feature\n"
+        )
+    );
+}
+
+// Why: a striped OpenZFS pool missing a whole top-level vdev cannot be imported; listing it
+// ONLINE from the devices present would promise a pool that is gone. Whether the missing
+// device leaves a gap in the ids or was the last (old labels do not record how many
+// top-level vdevs there are: the uberblock's guid sum tells), the pool is UNAVAIL with
+// OpenZFS's missing-device words.
+#[test]
+fn a_stripe_missing_a_top_level_vdev_is_unavailable() {
+    let lab = Lab::new();
+    for (sub, present) in [("last", [1, 2]), ("gap", [1, 3])] {
+        let rels: Vec<String> = present
+            .iter()
+            .map(|n| upgrade(&format!("zfs-pool-v2stripe{n}")))
+            .collect();
+        let rels: Vec<&str> = rels.iter().map(String::as_str).collect();
+        let dir = place(&lab, sub, &rels);
+        let out = lab.zpool(&["import", "-d", dir.to_str().unwrap()]);
+        let (name, id) = zdb_pool(&dir.join(format!("zfs-pool-v2stripe{}.dat", present[0])));
+        let devices: Vec<String> = present
+            .iter()
+            .map(|n| format!("{}/zfs-pool-v2stripe{n}.dat", dir.display()))
+            .collect();
+        let expected = format!(
+            "{}status: One or more devices are missing from the system.
+action: The pool cannot be imported. Attach the missing
+\tdevices and try again.
+   see: https://openzfs.github.io/openzfs-docs/msg/ZFS-8000-6X
+config:
+
+{}
+\tAdditional devices are known to be part of this pool, though their
+\texact configuration cannot be determined.
+",
+            header(&name, id, "UNAVAIL"),
+            tree(&[
+                (0, &name, "UNAVAIL  missing device"),
+                (2, &devices[0], "ONLINE"),
+                (2, &devices[1], "ONLINE"),
+            ])
+        );
+        assert_eq!(
+            (out.code, out.stdout.as_str()),
+            (0, expected.as_str()),
+            "{sub}"
+        );
+        let refused = lab.zpool(&["import", "-d", dir.to_str().unwrap(), &name]);
+        assert_eq!(
+            (refused.code, refused.stderr.as_str()),
+            (
+                1,
+                format!("cannot import '{name}': one or more devices is currently unavailable\n")
+                    .as_str()
+            ),
+            "{sub}"
+        );
+    }
 }

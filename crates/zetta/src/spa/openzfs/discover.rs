@@ -12,11 +12,16 @@
 //! present", so it is not shown by guid). Interior vdevs derive their state: a mirror (or a
 //! spare / replacing group) is DEGRADED while one child works and UNAVAIL "insufficient
 //! replicas" when none does; a raidz tolerates `nparity` lost children. The root is UNAVAIL
-//! when a top-level vdev is, or when a whole top-level vdev is missing (then "missing device":
-//! the guid sum cannot match). Only when the tree opens does the pool-level verdict follow,
-//! in the kernel's order: no valid uberblock (FAULTED, corrupted data), an unsupported
-//! version ("newer version"), features needed for reading that Zetta does not read
-//! ("unsupported feature(s)").
+//! when a top-level vdev is. Only when the tree opens does the pool-level verdict follow, in
+//! the kernel's order: no valid uberblock (FAULTED, corrupted data), an unsupported version
+//! ("newer version"), features needed for reading that Zetta does not read ("unsupported
+//! feature(s)"), and a whole top-level vdev missing — a gap in the ids, or a tree whose guids
+//! do not add up to the uberblock's `ub_guid_sum` (root + every vdev) — "missing device".
+//!
+//! Where OpenZFS's listing knows more than labels say, it has read the MOS: its tryimport
+//! swaps in the MOS's vdev tree (so a missing top-level vdev shows under its own path, and
+//! hot spares / cache devices are listed), and checks the MOS's full `features_for_read`.
+//! Zetta cannot read the MOS yet; those parts of the listing wait for it.
 //!
 //! The status line then follows `check_status`'s order for an import. One thing the labels
 //! cannot tell: which features a v5000 pool has *enabled* (that set lives in the MOS). Every
@@ -278,6 +283,16 @@ fn assemble(guid: u64, found: &[Found], system_hostid: u64) -> Option<OpenZfsCan
             Some(_) => {}
         }
     }
+    // A top-level vdev no label describes (an old label does not say how many there are)
+    // still counts in the uberblock's guid sum: the config is incomplete.
+    if root.state != State::CantOpen {
+        if let Some(ub) = &best {
+            if guid_sum(&root) != ub.guid_sum {
+                root.state = State::CantOpen;
+                root.aux = Some(Aux::BadGuidSum);
+            }
+        }
+    }
     let pool_state = config.get_u64("state").unwrap_or(pool_state::ACTIVE);
     let hostid = config.get_u64("hostid").unwrap_or(0);
     let status = check_status(
@@ -301,6 +316,13 @@ fn assemble(guid: u64, found: &[Found], system_hostid: u64) -> Option<OpenZfsCan
         status,
         devices,
     })
+}
+
+/// `vdev_guid_sum` of the root: every vdev's guid, the root's (the pool guid) included.
+fn guid_sum(vdev: &ImportVdev) -> u64 {
+    vdev.children
+        .iter()
+        .fold(vdev.guid, |sum, c| sum.wrapping_add(guid_sum(c)))
 }
 
 /// The name `zpool_vdev_name` gives a vdev config with `VDEV_NAME_TYPE_ID`.

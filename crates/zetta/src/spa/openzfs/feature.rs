@@ -10,6 +10,13 @@
 //! read-only compatible (spacemap_histogram, async_destroy, userobj_accounting, …) never
 //! appear there: a reader may ignore them.
 //!
+//! The *label's* `features_for_read` holds only the active features also flagged
+//! `ZFEATURE_FLAG_MOS` (needed before the MOS itself can be read: hole_birth, embedded_data,
+//! device_removal, draid, vdev_zaps_v2, raidz_expansion — `feature_sync` activates only
+//! those in the label). The others (lz4, zstd, encryption, large_blocks, …) are listed in the
+//! MOS's own `features_for_read` ZAP, which the import checks once the MOS is open; a listing
+//! from labels alone can only judge the first group.
+//!
 //! [`READ_SUPPORTED`] is the honest list of read-incompatible features whose on-disk
 //! formats Zetta's OpenZFS codecs decode (compression lz4 and zstd; checksum blake3; block
 //! pointers with embedded data and hole birth; extensible datasets; large blocks; large
