@@ -160,9 +160,9 @@ fn compare_with_zdb(name: &str, ours: &BTreeMap<u64, FileAttr>, zdb: &[ZdbObject
             continue;
         }
         zdb_paths.insert(object);
-        let ours = ours
-            .get(&object)
-            .unwrap_or_else(|| panic!("{name}: object {object} ({path}) not reached from the root"));
+        let ours = ours.get(&object).unwrap_or_else(|| {
+            panic!("{name}: object {object} ({path}) not reached from the root")
+        });
         let want = |field: &str| z.attr(field).unwrap_or("").to_string();
         let got = [
             ("mode", format!("{:o}", ours.mode)),
@@ -177,17 +177,28 @@ fn compare_with_zdb(name: &str, ours: &BTreeMap<u64, FileAttr>, zdb: &[ZdbObject
             ("ctime", ctime(ours.ctime)),
             ("crtime", ctime(ours.crtime)),
         ];
-        assert_eq!(mode, format!("{:o}", ours.mode), "{name} object {object} {path}");
+        assert_eq!(
+            mode,
+            format!("{:o}", ours.mode),
+            "{name} object {object} {path}"
+        );
         for (field, value) in got {
             assert_eq!(want(field), value, "{name} object {object} {path}: {field}");
         }
         if let Some(xattr) = z.attr("xattr") {
-            assert_eq!(xattr, ours.xattr.to_string(), "{name} object {object}: xattr");
+            assert_eq!(
+                xattr,
+                ours.xattr.to_string(),
+                "{name} object {object}: xattr"
+            );
         }
         checked += 1;
     }
     let extra: Vec<&u64> = ours.keys().filter(|o| !zdb_paths.contains(o)).collect();
-    assert!(extra.is_empty(), "{name}: objects zdb does not show: {extra:?}");
+    assert!(
+        extra.is_empty(),
+        "{name}: objects zdb does not show: {extra:?}"
+    );
     checked
 }
 
@@ -284,7 +295,6 @@ fn unsupported_versions_are_refused() {
     }
 }
 
-
 /// Resolves a relative path from the root of `fs`.
 fn resolve(fs: &ZplFs, path: &std::path::Path) -> u64 {
     let mut object = fs.root;
@@ -378,7 +388,10 @@ fn pools_zfs_fuse_writes_read_back_as_written() {
             }
             for (path, target) in &populated.symlinks {
                 let object = resolve(&fs, path);
-                assert_eq!(fs.readlink(object).unwrap(), target.as_os_str().as_encoded_bytes());
+                assert_eq!(
+                    fs.readlink(object).unwrap(),
+                    target.as_os_str().as_encoded_bytes()
+                );
             }
             for (path, name, value) in &populated.xattrs {
                 let object = resolve(&fs, path);
@@ -392,9 +405,13 @@ fn pools_zfs_fuse_writes_read_back_as_written() {
                     path.display()
                 );
             }
-            let small = fs.attr(resolve(&fs, std::path::Path::new("small.txt"))).unwrap();
+            let small = fs
+                .attr(resolve(&fs, std::path::Path::new("small.txt")))
+                .unwrap();
             assert_eq!((small.uid, small.gid, small.links), (1234, 5678, 2));
-            let text = fs.attr(resolve(&fs, std::path::Path::new("text.txt"))).unwrap();
+            let text = fs
+                .attr(resolve(&fs, std::path::Path::new("text.txt")))
+                .unwrap();
             // The pool zfs-fuse wrote holds whole seconds for a time set through FUSE.
             assert_eq!(text.mtime.sec, 1_500_000_000, "mtime");
             assert!([0, 987_654_321].contains(&text.mtime.nsec), "mtime nsec");

@@ -62,12 +62,12 @@ impl fmt::Display for OpenError {
         match self {
             OpenError::Device { path, reason } => write!(f, "cannot open '{path}': {reason}"),
             OpenError::NoUberblock => write!(f, "no valid uberblock found"),
-            OpenError::Version(_) => write!(f, "pool is formatted using an unsupported ZFS version"),
-            OpenError::UnsupportedFeatures(names) => write!(
-                f,
-                "unsupported feature(s) ({})",
-                names.join(", ")
-            ),
+            OpenError::Version(_) => {
+                write!(f, "pool is formatted using an unsupported ZFS version")
+            }
+            OpenError::UnsupportedFeatures(names) => {
+                write!(f, "unsupported feature(s) ({})", names.join(", "))
+            }
             OpenError::Metadata(e) => write!(f, "{e}"),
         }
     }

@@ -14,7 +14,7 @@
 //! Invariants: nothing is written; every read is bounded by the file's recorded size and
 //! every failure (bad bytes, a block that does not verify) is an error naming the object.
 
-use super::sa::{decode_buffer, SaLayouts, SaRegistry, ZplAttrs, SA_LAYOUTS, SA_REGISTRY};
+use super::sa::{decode_buffer, SaLayouts, SaRegistry, SaXattr, ZplAttrs, SA_LAYOUTS, SA_REGISTRY};
 use super::znode::{
     DirEntry, ZTime, ZnodePhys, DMU_OT_SA, DMU_OT_ZNODE, MASTER_NODE_OBJ, MASTER_ROOT,
     MASTER_SA_ATTRS, MASTER_VERSION, S_IFLNK, S_IFMT,
@@ -109,10 +109,12 @@ impl ZplFs {
     /// A file's system attributes (bonus, then spill block), for ZPL 5 files.
     fn sa_attrs(&self, object: u64) -> Result<ZplAttrs, OzfsError> {
         let dn = self.os.dnode(object)?;
-        let (registry, layouts) = self
-            .sa
-            .as_ref()
-            .ok_or_else(|| corrupt(object, "system attributes in a filesystem without SA tables"))?;
+        let (registry, layouts) = self.sa.as_ref().ok_or_else(|| {
+            corrupt(
+                object,
+                "system attributes in a filesystem without SA tables",
+            )
+        })?;
         let spill = match &dn.spill {
             Some(bp) if !crate::dmu::openzfs::raw_bp_is_hole(bp, dn.order) => {
                 let order = crate::dmu::openzfs::raw_bp_byte_order(bp, dn.order);
@@ -120,10 +122,12 @@ impl ZplFs {
             }
             _ => None,
         };
-        let mut buffers =
-            vec![decode_buffer(&dn.bonus, dn.order, registry, layouts).map_err(|e| corrupt(object, e))?];
+        let mut buffers = vec![decode_buffer(&dn.bonus, dn.order, registry, layouts)
+            .map_err(|e| corrupt(object, e))?];
         if let Some((bytes, order)) = &spill {
-            buffers.push(decode_buffer(bytes, *order, registry, layouts).map_err(|e| corrupt(object, e))?);
+            buffers.push(
+                decode_buffer(bytes, *order, registry, layouts).map_err(|e| corrupt(object, e))?,
+            );
         }
         ZplAttrs::from_buffers(&buffers, registry).map_err(|e| corrupt(object, e))
     }
@@ -173,7 +177,10 @@ impl ZplFs {
                     flags: a.flags.unwrap_or(0),
                 })
             }
-            other => Err(corrupt(object, format!("bonus type {other} is not a znode"))),
+            other => Err(corrupt(
+                object,
+                format!("bonus type {other} is not a znode"),
+            )),
         }
     }
 
@@ -243,7 +250,7 @@ impl ZplFs {
 
     /// A file's extended attributes: the SA ones (ZPL 5, `xattr=sa`) and the files of its
     /// hidden xattr directory, as (name, value).
-    pub fn xattrs(&self, object: u64) -> Result<Vec<(Vec<u8>, Vec<u8>)>, OzfsError> {
+    pub fn xattrs(&self, object: u64) -> Result<Vec<SaXattr>, OzfsError> {
         let dn = self.os.dnode(object)?;
         let mut out = Vec::new();
         if dn.bonustype == DMU_OT_SA {
