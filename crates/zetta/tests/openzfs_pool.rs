@@ -202,6 +202,26 @@ fn compare_with_zdb(name: &str, ours: &BTreeMap<u64, FileAttr>, zdb: &[ZdbObject
     checked
 }
 
+/// What `zdb -d POOL` prints per dataset: name → its REFER figure (`384K`).
+fn zdb_referenced(dir: &std::path::Path, pool: &str) -> BTreeMap<String, String> {
+    let out = std::process::Command::new(common::oracle::zdb())
+        .args(["-A", "-e", "-p"])
+        .arg(dir)
+        .args(["-d", pool])
+        .output()
+        .expect("zdb runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("Dataset ")?;
+            let (name, rest) = rest.split_once(' ')?;
+            // "[ZPL], ID 137, cr_txg 45, 384K, 9 objects"
+            let refer = rest.split(", ").nth(3)?;
+            Some((name.to_string(), refer.to_string()))
+        })
+        .collect()
+}
+
 /// Opens the one pool on `devices`, walks every dataset, compares with zdb; returns
 /// (datasets read, files compared).
 fn read_whole_pool(pool: &PoolDir) -> (usize, usize) {
@@ -212,7 +232,23 @@ fn read_whole_pool(pool: &PoolDir) -> (usize, usize) {
         .unwrap_or_else(|e| panic!("{}: {e}", candidates[0].name));
     let mut datasets = 0;
     let mut files = 0;
-    for ds in opened.datasets().expect("the dataset tree") {
+    let referenced = zdb_referenced(&pool.dir, &opened.name);
+    let all = opened.datasets().expect("the dataset tree");
+    let ours: BTreeSet<&str> = all.iter().map(|d| d.name.as_str()).collect();
+    let theirs: BTreeSet<&str> = referenced
+        .keys()
+        .map(String::as_str)
+        .filter(|n| *n != "mos")
+        .collect();
+    assert_eq!(ours, theirs, "the datasets zdb lists");
+    for ds in all {
+        // REFER, as `zfs list` will show it, is what zdb's dataset line says.
+        assert_eq!(
+            referenced.get(&ds.name).map(String::as_str),
+            Some(zetta_zutil::nicenum::nicenum(ds.phys.referenced_bytes).as_str()),
+            "{}: referenced bytes",
+            ds.name
+        );
         if ds.is_encrypted() {
             continue;
         }
