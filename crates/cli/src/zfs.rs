@@ -292,6 +292,7 @@ fn cmd_create(args: &[String]) -> CmdResult {
             pool_of(name)
         ))
     })?;
+    pool::writable(&imported, &format!("cannot create '{name}'"))?;
     let components: Vec<&str> = name.split('/').collect();
     let start = if parsed.has('p') { 2 } else { components.len() };
     for end in start..=components.len() {
@@ -332,6 +333,10 @@ fn cmd_snapshot(args: &[String]) -> CmdResult {
             .map_err(|e| CmdError::Fail(format!("cannot create snapshot '{name}': {e}")))?;
     }
     let mut imported = pool::open_pool(&pool_name).map_err(|_| missing(&parsed.operands[0]))?;
+    pool::writable(
+        &imported,
+        &format!("cannot create snapshot '{}'", parsed.operands[0]),
+    )?;
     let mut names = Vec::new();
     let all = visible_names(&mut imported)?;
     for full in &parsed.operands {
@@ -372,6 +377,14 @@ fn cmd_hold(args: &[String], hold: bool) -> CmdResult {
         }
         let mut imported = open_dataset(fs)?;
         let mut targets = vec![full.clone()];
+        pool::writable(
+            &imported,
+            &if hold {
+                format!("cannot hold snapshot '{full}'")
+            } else {
+                format!("cannot release hold from snapshot '{full}'")
+            },
+        )?;
         if parsed.has('r') {
             for child in imported.spa.dataset_names().map_err(spa_fail)? {
                 if child.starts_with(&format!("{fs}/")) {
@@ -463,6 +476,7 @@ fn cmd_bookmark(args: &[String]) -> CmdResult {
         ));
     }
     let mut imported = pool::open_pool(pool_of(snapshot)).map_err(|_| missing(snapshot))?;
+    pool::writable(&imported, &format!("cannot create bookmark '{bookmark}'"))?;
     imported
         .spa
         .create_bookmark(snapshot, bookmark)
@@ -489,6 +503,7 @@ fn cmd_clone(args: &[String]) -> CmdResult {
     check_nesting(name)?;
     let settings = parse_settings(&parsed, name)?;
     let mut imported = pool::open_pool(pool_of(origin)).map_err(|_| missing(origin))?;
+    pool::writable(&imported, &format!("cannot create '{name}'"))?;
     if parsed.has('p') {
         create_parents(&mut imported, name)?;
     }
@@ -511,6 +526,7 @@ fn cmd_rollback(args: &[String]) -> CmdResult {
     };
     let mut imported = open_dataset(fs)?;
     let snapshots = imported.spa.snapshots(fs).map_err(spa_fail)?;
+    pool::writable(&imported, &format!("cannot rollback to '{name}'"))?;
     let Some(index) = snapshots.iter().position(|(n, _, _)| n == name) else {
         return Err(missing(name));
     };
@@ -531,11 +547,13 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
     };
     if let Some((fs, _)) = name.split_once('#') {
         let mut imported = open_dataset(fs)?;
+        pool::writable(&imported, &format!("cannot destroy '{name}'"))?;
         imported.spa.destroy_bookmark(name).map_err(spa_fail)?;
         return pool::commit(&mut imported);
     }
     if let Some((fs, snap)) = name.split_once('@') {
         let mut imported = open_dataset(fs)?;
+        pool::writable(&imported, &format!("cannot destroy '{name}'"))?;
         if parsed.has('n') {
             return Ok(());
         }
@@ -568,6 +586,7 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
     }
     let mut imported = open_dataset(name)?;
     let is_pool = name == pool_of(name);
+    pool::writable(&imported, &format!("cannot destroy '{name}'"))?;
     // zfs_do_destroy checks for a pool before anything else; with -r it destroys the
     // pool's datasets and leaves the root (destroy_callback skips pools).
     if is_pool && !parsed.has('r') && !parsed.has('R') {
@@ -855,6 +874,17 @@ fn property(
         };
     if native == Some(ZfsProp::Mountpoint) {
         value = with_altroot(imported.spa.props.get_str("altroot"), &value);
+    }
+    // A mounted filesystem of a read-only pool is read-only whatever its property says
+    // (`zfs_prop_get`: the `ro` mount option makes it `on`, source temporary).
+    let mut resolved = resolved;
+    if native == Some(ZfsProp::Readonly)
+        && imported.spa.readonly
+        && resolved.value != "on"
+        && crate::daemon::mounts::is_mounted(name)
+    {
+        value = "on".to_string();
+        resolved.source = Source::Temporary;
     }
     let source = match resolved.source {
         Source::None => "-".to_string(),
@@ -1390,6 +1420,7 @@ fn cmd_set(args: &[String]) -> CmdResult {
         sets.push(validate(name, prop, value, false)?);
     }
     let mut imported = open_dataset(name)?;
+    pool::writable(&imported, &format!("cannot set property for '{name}'"))?;
     for set in sets {
         if let Some(why) = space_limit_refusal(&mut imported, name, &set)? {
             return fail(format!("cannot set property for '{name}': {why}"));
@@ -1427,6 +1458,7 @@ fn cmd_inherit(args: &[String]) -> CmdResult {
     }
     let mut imported = open_dataset(name)?;
     let mut victims = vec![name.clone()];
+    pool::writable(&imported, &format!("cannot inherit {prop} for '{name}'"))?;
     if parsed.has('r') {
         victims.extend(
             imported

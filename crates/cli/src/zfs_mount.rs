@@ -87,7 +87,7 @@ pub fn specs(spa: &mut Spa) -> Result<Vec<MountSpec>, CmdError> {
             ))),
         };
         let options = MountOptions {
-            readonly: get("readonly") == "on",
+            readonly: get("readonly") == "on" || spa.readonly,
             atime: on("atime"),
             relatime: on("relatime"),
             exec: on("exec"),

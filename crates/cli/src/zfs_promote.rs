@@ -24,6 +24,7 @@ pub fn cmd_promote(args: &[String]) -> CmdResult {
     let missing = || CmdError::Fail(format!("cannot open '{name}': dataset does not exist"));
     let pool_name = name.split('/').next().unwrap_or(name);
     let mut imported = pool::open_pool(pool_name).map_err(|_| missing())?;
+    pool::writable(&imported, &format!("cannot promote '{name}'"))?;
     if imported.spa.lookup_dir(name).map_err(spa_fail)?.is_none() {
         return Err(missing());
     }

@@ -24,6 +24,7 @@ pub fn cmd_rename(args: &[String]) -> CmdResult {
         return Ok(());
     }
     let mut imported = pool::open_pool(pool_name)?;
+    pool::writable(&imported, &format!("cannot rename to '{to}'"))?;
     if !from.contains('@') {
         check_target(from, to)?;
     }

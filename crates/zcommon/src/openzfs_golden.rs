@@ -80,6 +80,180 @@ pub fn fuse_sparse() -> Vec<u8> {
     sparse
 }
 
+/// A ZIL block (zilog2: `zil_chain_t` at its start) of a zfs-fuse pool whose daemon was
+/// killed after an fsync: `zdb -e -p DIR -iiiiivvvvvv zilpool/fs` names it "Block seqno 1"
+/// at DVA 0:58000:1000, checksum zilog2, LE, with block pointer checksum (the verifier)
+/// `8a84bf5cf81f263b:d0473e4787f1d15e:000000000000001e:0000000000000001`. Its bytes from
+/// `zdb -R zilpool 0:58000:1000:r`: the first 448 (`zc_nused`) are these, the rest of the
+/// 4 KiB are zero.
+pub const FUSE_ZIL_BLOCK_USED_HEX: &[&str] = &[
+        "00000000000000000800000000000000c803000000000000000000000000000000000000000000000000000000000000",
+        "000000000000000007000700020909800000000000000000000000000000000000000000000000000a00000000000000",
+        "00000000000000003b261ff85cbf848a5ed1f187473e47d01e000000000000000200000000000000c001000000000000",
+        "117a0cb17ada10020ea017540d000000c4657c31e331000012a171802e965d00a60b2794c98e52750900000000000000",
+        "08010000000000000a0000000000000001000000000000000500000000000000e0010000000000004600000000000000",
+        "000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000",
+        "000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000",
+        "000000000000000000000000000000000000000000000000000000000000000000000000000000007365636f6e642072",
+        "65636f72640a7365636f6e64207265636f72640a7365636f6e64207265636f72640a7365636f6e64207265636f72640a",
+        "7365636f6e64207265636f72640a0000",
+];
+
+/// The size of [`FUSE_ZIL_BLOCK_USED_HEX`]'s block, and its block pointer's checksum.
+pub const FUSE_ZIL_BLOCK_SIZE: usize = 4096;
+pub const FUSE_ZIL_BLOCK_VERIFIER: [u64; 4] = [0x8a84bf5cf81f263b, 0xd0473e4787f1d15e, 0x1e, 0x1];
+
+/// The seven functions zdb's `:c` flag prints for one block, with their words.
+pub type ZdbChecksums = [(ZioChecksum, [u64; 4]); 7];
+
+/// The checksum salt of compression/testpool_zstd.tar.gz (`org.illumos:checksum_salt` in its
+/// MOS object directory, as `zdb -dddddd` prints it).
+pub const ZSTDPOOL_CHECKSUM_SALT_HEX: &str =
+    "7570abc78ed9505b40c300160bac52758e818440118b51ec08ca47c6b01aaab4";
+
+/// What `zdb -e -p DIR -R testpool_zstd 0:2e00:200:c` (the physical block of
+/// [`ZSTDPOOL_X86_LZ4_FLETCHER4`]) and `0:3000:200:c` ([`ZSTDPOOL_PPC_LZ4_FLETCHER4_BE`])
+/// print: every non-embedded function over the block, salted with the pool's salt, computed
+/// with the native (little-endian host) member of each pair whatever the block's order.
+pub const ZSTDPOOL_ZDB_ALL_CHECKSUMS: [(&GoldenBlock, ZdbChecksums); 2] = [
+    (
+        &ZSTDPOOL_X86_LZ4_FLETCHER4,
+        [
+            (
+                ZioChecksum::Fletcher2,
+                [
+                    0x4652d34ae4853ba8,
+                    0x3cd4d89ce4d78557,
+                    0xa5824f993a86a892,
+                    0xd39b4a516dc5960a,
+                ],
+            ),
+            (
+                ZioChecksum::Fletcher4,
+                [
+                    0x0000000e4c846cdf,
+                    0x0000049bbf26f7ce,
+                    0x0000d395cec60c01,
+                    0x001b72115dfecbfe,
+                ],
+            ),
+            (
+                ZioChecksum::Sha256,
+                [
+                    0xc05e209ab0f27fb8,
+                    0x6e5daa5a234ac979,
+                    0xe549952ca22fdbe3,
+                    0x63715a20cc5d141f,
+                ],
+            ),
+            (
+                ZioChecksum::Sha512,
+                [
+                    0x256d9a76264ba6cb,
+                    0x3be48b204c8aca0d,
+                    0xc21abb9004046333,
+                    0xa69248d140f0bfd8,
+                ],
+            ),
+            (
+                ZioChecksum::Skein,
+                [
+                    0xd446dd13ac67de76,
+                    0xf458b426fd03b08c,
+                    0x2a25fc40e4a8d725,
+                    0x83c6b157171c7267,
+                ],
+            ),
+            (
+                ZioChecksum::Edonr,
+                [
+                    0xd9b8e8b83bff0025,
+                    0x6beeb1c71e71e0bc,
+                    0xf918c6f73fab1de3,
+                    0xd2023caac1b442be,
+                ],
+            ),
+            (
+                ZioChecksum::Blake3,
+                [
+                    0x58a37a94e13deb72,
+                    0xdf41061609c904e8,
+                    0x50aec4078fd54404,
+                    0x35410339cffdbf29,
+                ],
+            ),
+        ],
+    ),
+    (
+        &ZSTDPOOL_PPC_LZ4_FLETCHER4_BE,
+        [
+            (
+                ZioChecksum::Fletcher2,
+                [
+                    0xc60568c7363cbd13,
+                    0x442393b17344c52b,
+                    0xa587e847bf74479e,
+                    0x0c3ea0f57d7f8039,
+                ],
+            ),
+            (
+                ZioChecksum::Fletcher4,
+                [
+                    0x00000009b3aa7eb1,
+                    0x0000042241ef93c1,
+                    0x0000e68c42fea068,
+                    0x002232d69d5bfecb,
+                ],
+            ),
+            (
+                ZioChecksum::Sha256,
+                [
+                    0x7e6c1107a180c34a,
+                    0xde0901dc1a37b760,
+                    0x404064aa70160a32,
+                    0xb589e55df9bb8611,
+                ],
+            ),
+            (
+                ZioChecksum::Sha512,
+                [
+                    0xdfbc8055ad1994a6,
+                    0xbd28e5af15ed2605,
+                    0xae41ad6a1a2ed020,
+                    0xb071267a1a64ac93,
+                ],
+            ),
+            (
+                ZioChecksum::Skein,
+                [
+                    0x14a58da25a119eee,
+                    0x0c48118ac6acb34f,
+                    0xfc3355c16cda1fda,
+                    0x90c796c4968056c9,
+                ],
+            ),
+            (
+                ZioChecksum::Edonr,
+                [
+                    0xf6f077652fc630d9,
+                    0x8b46149055acc2a8,
+                    0x6e061a6988cd760f,
+                    0xfe6387b230e2ff6e,
+                ],
+            ),
+            (
+                ZioChecksum::Blake3,
+                [
+                    0xd8ec9993fe731adf,
+                    0x94cfb2fd0e78c27b,
+                    0x3e46ea86e60997e1,
+                    0x9d34b4ad5dcd4a8e,
+                ],
+            ),
+        ],
+    ),
+];
+
 /// Every golden block.
 pub fn all_blocks() -> [(&'static str, &'static GoldenBlock); 8] {
     [

@@ -4,7 +4,13 @@
 //! exclusively, `status`/`list`/`iostat`/`get` share it, and a background scrub walks the
 //! pool under a shared lock (only its start and end are exclusive), so readers see its
 //! progress while it runs. The registry exists only inside the daemon.
+//!
+//! Pools imported read-only are held here but never written to the cache file (OpenZFS
+//! keeps read-only pools out of `zpool.cache`: nothing guarantees they import again the
+//! same way): the registry lists them beside the file's entries while the daemon lives,
+//! and a new daemon does not bring them back.
 
+use crate::zpool::cache::CacheEntry;
 use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -25,6 +31,8 @@ pub struct ScanHandle {
 pub struct Registry {
     pools: Mutex<HashMap<u64, PoolRef>>,
     scans: Mutex<HashMap<u64, Arc<ScanHandle>>>,
+    /// Read-only pools, as the cache file would list them (by guid).
+    readonly: Mutex<std::collections::BTreeMap<u64, CacheEntry>>,
 }
 
 static REGISTRY: OnceLock<Registry> = OnceLock::new();
@@ -100,5 +108,18 @@ impl Registry {
 
     pub fn end_scan(&self, guid: u64) {
         self.scans.lock().remove(&guid);
+    }
+
+    /// Lists a pool imported read-only (not in the cache file) until `forget_readonly`.
+    pub fn add_readonly(&self, entry: CacheEntry) {
+        self.readonly.lock().insert(entry.guid, entry);
+    }
+
+    pub fn readonly_entries(&self) -> Vec<CacheEntry> {
+        self.readonly.lock().values().cloned().collect()
+    }
+
+    pub fn forget_readonly(&self, guid: u64) {
+        self.readonly.lock().remove(&guid);
     }
 }

@@ -9,7 +9,7 @@
 
 use super::send::PoolSession;
 use super::{pool_of, validate, CommandIo};
-use crate::zpool::{fail, getopt, usage, CmdError, CmdResult, Ctx};
+use crate::zpool::{fail, getopt, pool, usage, CmdError, CmdResult, Ctx};
 use std::io::Read;
 use std::time::Instant;
 use zetta::dmu_send::{
@@ -65,6 +65,9 @@ pub(super) fn cmd_receive(args: &[String], io: &mut CommandIo<'_>, ctx: &mut Ctx
         return fail(
             "Error: Backup stream can not be read from a terminal.\nYou must redirect standard input.",
         );
+    }
+    if let Ok(imported) = pool::open_pool_shared(pool_of(&target)) {
+        pool::writable(&imported, "cannot receive new filesystem stream")?;
     }
     let mut set_props = Vec::new();
     for option in parsed.values('o') {

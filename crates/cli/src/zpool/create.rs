@@ -291,6 +291,7 @@ pub fn cmd_add(args: &[String], ctx: &mut Ctx) -> CmdResult {
     }
     let mut imported = pool::open_pool(name)?;
     let action = format!("cannot add to '{name}'");
+    pool::writable(&imported, &action)?;
     let groups = pool::parse_spec(&parsed.operands[1..], &action)?;
     let paths = all_paths(&groups);
     pool::check_in_use(&paths, force)?;
@@ -361,6 +362,7 @@ pub fn cmd_remove(args: &[String], _ctx: &mut Ctx) -> CmdResult {
         Some((name, devices)) => (name, devices),
     };
     let mut imported = pool::open_pool(name)?;
+    pool::writable(&imported, &format!("cannot remove {}", devices[0]))?;
     for device in devices {
         imported.spa.remove_device(device).map_err(|e| {
             CmdError::Fail(format!(
@@ -385,10 +387,9 @@ pub fn cmd_destroy(args: &[String], _ctx: &mut Ctx) -> CmdResult {
     // namespace and cache file the same way; its labels cannot be written).
     let imported = match pool::open_pool_or_unavailable(name)? {
         pool::Opened::Pool(imported) => imported,
-        pool::Opened::Unavailable(gone) => {
-            return super::cache::remove(gone.entry.guid).map_err(CmdError::Fail)
-        }
+        pool::Opened::Unavailable(gone) => return super::pool::forget(gone.entry.guid),
     };
+    pool::writable(&imported, &format!("cannot destroy '{name}'"))?;
     let guid = imported.guid;
     imported.into_spa()?.destroy().map_err(|e| {
         CmdError::Fail(format!(
@@ -396,7 +397,7 @@ pub fn cmd_destroy(args: &[String], _ctx: &mut Ctx) -> CmdResult {
             pool::spa_error_text(&e)
         ))
     })?;
-    super::cache::remove(guid).map_err(CmdError::Fail)
+    super::pool::forget(guid)
 }
 
 /// `zpool labelclear [-f] device`

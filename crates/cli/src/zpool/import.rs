@@ -12,10 +12,13 @@
 //! inside top-level vdevs, so nothing can rebuild a lost one.
 
 use super::create::history_line;
+use super::import_openzfs;
+use super::pool::POOL_STATE_DESTROYED;
 use super::pool::{self, Imported};
 use super::props::{self, Phase};
 use super::{fail, getopt, split_prop, usage, CmdError, CmdResult, Ctx};
 use zetta::io::DeviceRef;
+use zetta::spa::openzfs::discover::OpenZfsCandidate;
 use zetta::spa::{check_pool_name, find_pools, ImportCandidate, Spa};
 use zetta::vdev::{Vdev, VdevState};
 
@@ -137,23 +140,39 @@ pub fn cmd_import(args: &[String], ctx: &mut Ctx) -> CmdResult {
             ));
         }
     }
-    let candidates: Vec<ImportCandidate> = pool::find_candidates(&dirs)
+    let devices = pool::scan_devices(&dirs);
+    let candidates: Vec<ImportCandidate> = find_pools(&devices)
         .into_iter()
         .filter(|c| !cache.iter().any(|e| e.guid == c.guid.0))
         .filter(|c| (c.state == pool::POOL_STATE_DESTROYED) == destroyed)
+        .collect();
+    // Real OpenZFS pools are listed beside ours and refused on import (for now).
+    let foreign: Vec<OpenZfsCandidate> = import_openzfs::find(&devices)
+        .into_iter()
+        .filter(|c| !cache.iter().any(|e| e.guid == c.guid))
+        .filter(|c| (c.pool_state == POOL_STATE_DESTROYED) == destroyed)
         .collect();
     let Some(target) = parsed.operands.first() else {
         if parsed.has('a') {
             for candidate in &candidates {
                 do_import(candidate, None, &parsed, args)?;
             }
-            return Ok(());
+            // Each OpenZFS pool is refused on its own line, as `-a` reports each failure.
+            let mut refused = false;
+            for candidate in &foreign {
+                if let CmdError::Fail(message) = import_openzfs::refuse(candidate, ctx) {
+                    ctx.warn(&format!("{message}\n"));
+                }
+                refused = true;
+            }
+            return if refused { fail("") } else { Ok(()) };
         }
-        if candidates.is_empty() {
+        if candidates.is_empty() && foreign.is_empty() {
             ctx.warn("no pools available to import\n");
             return Ok(());
         }
-        let texts: Vec<String> = candidates.iter().map(show_import).collect();
+        let mut texts: Vec<String> = candidates.iter().map(show_import).collect();
+        texts.extend(foreign.iter().map(import_openzfs::show));
         ctx.print(&texts.join("\n"));
         return Ok(());
     };
@@ -165,14 +184,22 @@ pub fn cmd_import(args: &[String], ctx: &mut Ctx) -> CmdResult {
             None => &c.name == target,
         })
         .collect();
-    match matching.as_slice() {
-        [] => fail(format!("cannot import '{target}': no such pool available")),
-        [candidate] => do_import(
+    let foreign_matching: Vec<&OpenZfsCandidate> = foreign
+        .iter()
+        .filter(|c| match by_guid {
+            Some(guid) => c.guid == guid,
+            None => &c.name == target,
+        })
+        .collect();
+    match (matching.as_slice(), foreign_matching.as_slice()) {
+        ([], []) => fail(format!("cannot import '{target}': no such pool available")),
+        ([candidate], []) => do_import(
             candidate,
             parsed.operands.get(1).map(String::as_str),
             &parsed,
             args,
         ),
+        ([], [one]) => Err(import_openzfs::refuse(one, ctx)),
         _ => fail(format!(
             "cannot import '{target}': more than one matching pool\nimport by numeric ID instead"
         )),
@@ -239,19 +266,35 @@ fn do_import(
                 "{action}: one or more devices is currently unavailable"
             ))
         })?;
-    let spa = Spa::import(&locked, new_name, pool::ARC_SIZE_BYTES_CLI)
+    // `-o readonly=on`: nothing is written, from the import on (no replay, no history,
+    // no label update), and the pool stays out of the cache file.
+    let readonly = pool_props
+        .iter()
+        .any(|(key, value)| matches!(key.as_str(), "readonly" | "rdonly") && value == "on");
+    let spa = Spa::import_with(&locked, new_name, pool::ARC_SIZE_BYTES_CLI, readonly)
         .map_err(|e| CmdError::Fail(format!("{action}: {}", pool::spa_error_text(&e))))?;
     pool::report_replay(&spa);
     let mut imported = Imported::owned(candidate.guid.0, spa);
-    pool::destroy_interrupted_receives(&mut imported.spa);
+    if !readonly {
+        pool::destroy_interrupted_receives(&mut imported.spa);
+    }
     pool::reset_stats(&mut imported.spa);
     found_paths(imported.spa.root_mut());
-    imported.spa.mark_config_dirty();
+    if !readonly {
+        imported.spa.mark_config_dirty();
+    }
     imported.spa.props.remove("altroot");
     for (key, value) in pool_props {
+        let key = if key == "rdonly" {
+            "readonly".to_string()
+        } else {
+            key
+        };
         imported.spa.props.set_str(&key, &value);
     }
-    imported.spa.log_history(&history_line("import", args));
+    if !readonly {
+        imported.spa.log_history(&history_line("import", args));
+    }
     pool::commit(&mut imported)
 }
 
@@ -282,7 +325,7 @@ pub fn cmd_export(args: &[String], _ctx: &mut Ctx) -> CmdResult {
         let mut imported = match pool::open_pool_or_unavailable(name)? {
             pool::Opened::Pool(imported) => imported,
             pool::Opened::Unavailable(gone) => {
-                super::cache::remove(gone.entry.guid).map_err(CmdError::Fail)?;
+                super::pool::forget(gone.entry.guid)?;
                 continue;
             }
         };
@@ -296,7 +339,7 @@ pub fn cmd_export(args: &[String], _ctx: &mut Ctx) -> CmdResult {
                 pool::spa_error_text(&e)
             ))
         })?;
-        super::cache::remove(guid).map_err(CmdError::Fail)?;
+        super::pool::forget(guid)?;
     }
     Ok(())
 }

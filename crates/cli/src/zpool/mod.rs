@@ -15,6 +15,7 @@
 pub mod cache;
 mod create;
 mod import;
+mod import_openzfs;
 mod list;
 pub mod pool;
 mod props;

@@ -148,8 +148,35 @@ fn is_busy(error: &IoError) -> bool {
     matches!(error, IoError::Open { reason, .. } if reason.contains("in use by another process"))
 }
 
+/// The imported pools: the cache file's, and those the daemon holds read-only (which
+/// OpenZFS, and so Zetta, never writes to the cache file).
 pub fn load_cache() -> Result<Vec<CacheEntry>, CmdError> {
-    cache::load().map_err(CmdError::Fail)
+    let mut entries = cache::load().map_err(CmdError::Fail)?;
+    if let Some(registry) = registry::get() {
+        for entry in registry.readonly_entries() {
+            if !entries.iter().any(|e| e.guid == entry.guid) {
+                entries.push(entry);
+            }
+        }
+    }
+    Ok(entries)
+}
+
+/// Forgets an imported pool (export, destroy): its cache file line, or its read-only entry.
+pub fn forget(guid: u64) -> Result<(), CmdError> {
+    if let Some(registry) = registry::get() {
+        registry.forget_readonly(guid);
+    }
+    cache::remove(guid).map_err(CmdError::Fail)
+}
+
+/// Refuses a change to a pool imported read-only, as OpenZFS does (EROFS: "pool is
+/// read-only" after the command's own "cannot …" words).
+pub fn writable(imported: &Imported, action: &str) -> Result<(), CmdError> {
+    if imported.spa.readonly {
+        return Err(CmdError::Fail(format!("{action}: pool is read-only")));
+    }
+    Ok(())
 }
 
 /// The guid of the imported pool called `name`, if the cache lists it.
@@ -507,12 +534,18 @@ pub fn commit(imported: &mut Imported) -> Result<(), CmdError> {
             spa_error_text(&e)
         ))
     })?;
-    cache::upsert(CacheEntry {
+    let entry = CacheEntry {
         guid: imported.guid,
         name: spa.name.clone(),
         paths: leaf_paths(spa),
-    })
-    .map_err(CmdError::Fail)
+    };
+    if spa.readonly {
+        if let Some(registry) = registry::get() {
+            registry.add_readonly(entry);
+        }
+        return Ok(());
+    }
+    cache::upsert(entry).map_err(CmdError::Fail)
 }
 
 /// The pool a device's label names: (pool name, pool guid, pool state).
@@ -707,7 +740,25 @@ pub fn open_cache_devices(groups: &[VdevSpecGroup]) -> Result<Vec<(String, Devic
 pub fn scan_devices(dirs: &[String]) -> Vec<DeviceRef> {
     use std::os::unix::fs::FileTypeExt;
     let mut paths: Vec<String> = Vec::new();
+    // Paths are shown as OpenZFS finds them: the directory part resolved (`realpath`),
+    // the last component kept (a symlink to a device is named by the link).
+    let resolved = |dir: &std::path::Path, name: &std::ffi::OsStr| {
+        std::fs::canonicalize(dir)
+            .unwrap_or_else(|_| dir.to_path_buf())
+            .join(name)
+            .to_string_lossy()
+            .into_owned()
+    };
     for dir in dirs {
+        // `-d` may also name a device itself (OpenZFS 2.x accepts a file or block device).
+        let given = std::path::Path::new(dir);
+        if let (Ok(meta), Some(name)) = (std::fs::metadata(given), given.file_name()) {
+            if meta.is_file() || meta.file_type().is_block_device() {
+                let parent = given.parent().filter(|p| !p.as_os_str().is_empty());
+                paths.push(resolved(parent.unwrap_or(std::path::Path::new(".")), name));
+                continue;
+            }
+        }
         let Ok(read) = std::fs::read_dir(dir) else {
             continue;
         };
@@ -717,7 +768,7 @@ pub fn scan_devices(dirs: &[String]) -> Vec<DeviceRef> {
                 continue;
             };
             if meta.is_file() || meta.file_type().is_block_device() {
-                paths.push(path.to_string_lossy().into_owned());
+                paths.push(resolved(given, &entry.file_name()));
             }
         }
     }

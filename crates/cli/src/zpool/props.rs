@@ -150,6 +150,9 @@ pub fn validate(name: &str, value: &str, phase: Phase) -> Result<(), String> {
         Kind::CreateOnly if phase == Phase::Set => Err(format!(
             "property '{name}' can only be set during pool creation or import"
         )),
+        Kind::CreateOnly if name == "readonly" && phase == Phase::Create => Err(format!(
+            "property '{name}' can only be set at import time"
+        )),
         Kind::CreateOnly if name == "readonly" && !ON_OFF.contains(&value) => {
             Err(format!("'{name}' must be one of 'on | off'"))
         }
@@ -192,11 +195,11 @@ const POOL_NOTSUP: &str = "operation not supported on this type of pool";
 /// Pool property values Zetta would store but not act on, refused rather than ignored
 /// (README "What Zetta refuses"): a cache file other than its own, automatic replace and
 /// trim, failure modes other than waiting, snapshots in `zfs list`, multihost protection,
-/// read-only import, feature compatibility sets. The defaults pass.
+/// feature compatibility sets. The defaults pass.
 fn pool_value_unhonoured(name: &str, value: &str) -> bool {
     match name {
         "cachefile" => !value.is_empty(),
-        "autoreplace" | "autotrim" | "listsnapshots" | "multihost" | "readonly" => value == "on",
+        "autoreplace" | "autotrim" | "listsnapshots" | "multihost" => value == "on",
         "failmode" => value != "wait",
         "compatibility" => value != "off",
         _ => false,
@@ -390,6 +393,7 @@ pub fn cmd_set(args: &[String], _ctx: &mut Ctx) -> CmdResult {
     };
     let action = format!("cannot set property for '{name}'");
     let mut imported = pool::open_pool(name)?;
+    pool::writable(&imported, &action)?;
     validate(key, value, Phase::Set).map_err(|why| CmdError::Fail(format!("{action}: {why}")))?;
     let spa = &mut imported.spa;
     if key == "cachefile" && (value.is_empty() || value == "-") {

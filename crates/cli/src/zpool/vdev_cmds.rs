@@ -39,6 +39,7 @@ pub fn cmd_attach(args: &[String], _ctx: &mut Ctx) -> CmdResult {
     let mut imported = pool::open_pool(name)?;
     check_new_device(new, parsed.has('f'))?;
     let action = format!("cannot attach {new} to {old}");
+    pool::writable(&imported, &action)?;
     if find_leaf(&imported.spa.root, old).is_none() {
         return fail(format!("{action}: no such device in pool"));
     }
@@ -63,6 +64,7 @@ pub fn cmd_replace(args: &[String], _ctx: &mut Ctx) -> CmdResult {
     };
     let mut imported = pool::open_pool(name)?;
     let action = format!("cannot replace {old} with {new}");
+    pool::writable(&imported, &action)?;
     let Some(leaf) = find_leaf(&imported.spa.root, old) else {
         return fail(format!("{action}: no such device in pool"));
     };
@@ -94,6 +96,7 @@ pub fn cmd_detach(args: &[String], _ctx: &mut Ctx) -> CmdResult {
         _ => return usage("too many arguments"),
     };
     let mut imported = pool::open_pool(name)?;
+    pool::writable(&imported, &format!("cannot detach {device}"))?;
     imported.spa.detach(device).map_err(|e| {
         CmdError::Fail(format!(
             "cannot detach {device}: {}",
@@ -117,6 +120,7 @@ pub fn cmd_offline(args: &[String], _ctx: &mut Ctx) -> CmdResult {
     let parsed = getopt(args, "")?;
     let (name, devices) = pool_and_devices(&parsed)?;
     let mut imported = pool::open_pool(name)?;
+    pool::writable(&imported, &format!("cannot offline {}", devices[0]))?;
     let mut result = Ok(());
     for device in devices {
         if let Err(e) = imported.spa.set_offline(device, true) {
@@ -137,6 +141,7 @@ pub fn cmd_online(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let parsed = getopt(args, "e")?;
     let (name, devices) = pool_and_devices(&parsed)?;
     let mut imported = pool::open_pool(name)?;
+    pool::writable(&imported, &format!("cannot online {}", devices[0]))?;
     let mut result = Ok(());
     for device in devices {
         if let Err(e) = imported.spa.set_offline(device, false) {
@@ -172,6 +177,10 @@ pub fn cmd_clear(args: &[String], _ctx: &mut Ctx) -> CmdResult {
         _ => return usage("too many arguments"),
     };
     let mut imported: Imported = pool::open_pool(name)?;
+    pool::writable(
+        &imported,
+        &format!("cannot clear errors for {}", device.unwrap_or(name)),
+    )?;
     match device {
         None => {
             imported.spa.clear_errors();
@@ -215,6 +224,9 @@ pub fn cmd_scrub(args: &[String], _ctx: &mut Ctx) -> CmdResult {
             }
         }
         let mut imported = pool::open_pool(name)?;
+        // OpenZFS refuses too (a scan is a sync task); a verify-only scrub of a read-only
+        // pool would need reads that never heal.
+        pool::writable(&imported, &format!("cannot scrub {name}"))?;
         if parsed.has('s') {
             return fail(format!(
                 "cannot cancel scrubbing {name}: there is no active scrub"

@@ -29,6 +29,8 @@
 //! The salted functions (skein, edonr, blake3) use the pool's `checksum_salt` (the MOS directory
 //! entry `DMU_POOL_CHECKSUM_SALT`, 32 random bytes chosen at pool creation): Skein and BLAKE3
 //! take it as their MAC key (`Skein_512_InitExt(.., key = salt)`, `Blake3_InitKeyed(salt)`).
+//! (Edon-R instead feeds a 128-byte block `H(salt) || H(H(salt))` first; its byte-swapped member
+//! in OpenZFS swaps an unwritten variable, so those words are not reproducible at all.)
 //! Skein here is built from the Threefish-512 block cipher (RustCrypto `threefish`) with Skein's
 //! UBI chaining: KEY block(s), CONFIG block, MESSAGE blocks, OUTPUT block.
 //!

@@ -14,6 +14,7 @@
 //! AVAIL and the admission of writes in `space_avail`, its from-scratch check in
 //! `space_audit`.
 
+pub mod openzfs;
 pub mod phys;
 mod promote;
 mod prop;

@@ -23,6 +23,8 @@ pub enum SpaError {
     QuotaExceeded,
     /// An I/O error on data (the block is in the error log).
     Io(String),
+    /// A change to a pool imported read-only (EROFS).
+    ReadOnly,
 }
 
 impl fmt::Display for SpaError {
@@ -39,6 +41,7 @@ impl fmt::Display for SpaError {
             SpaError::NoSpace => write!(f, "out of space"),
             SpaError::QuotaExceeded => write!(f, "disk quota exceeded"),
             SpaError::Io(why) => write!(f, "I/O error: {why}"),
+            SpaError::ReadOnly => write!(f, "pool is read-only"),
         }
     }
 }

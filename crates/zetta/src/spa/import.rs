@@ -80,6 +80,19 @@ impl Spa {
         new_name: Option<&str>,
         arc_size_bytes_max: u64,
     ) -> Result<Spa, SpaError> {
+        Self::import_with(candidate, new_name, arc_size_bytes_max, false)
+    }
+
+    /// `import`, read-only when `readonly` (OpenZFS `spa_import` with `readonly=on`): the
+    /// pool opens at its newest uberblock and nothing is written, not even the replay of
+    /// its intent logs (their records stay for the next read-write import, and what they
+    /// hold is not visible until then), nor the figures an older format lacks.
+    pub fn import_with(
+        candidate: &ImportCandidate,
+        new_name: Option<&str>,
+        arc_size_bytes_max: u64,
+        readonly: bool,
+    ) -> Result<Spa, SpaError> {
         let label_tree = candidate.vdev_tree()?;
         if label_tree
             .children
@@ -109,9 +122,18 @@ impl Spa {
         }
         let mut last_error = None;
         for ub in &uberblocks {
-            match Self::open_at(candidate, &label_tree, ub, new_name, arc_size_bytes_max) {
+            match Self::open_at(
+                candidate,
+                &label_tree,
+                ub,
+                new_name,
+                arc_size_bytes_max,
+                readonly,
+            ) {
                 Ok(mut spa) => {
-                    spa.zil_replayed = spa.zil_replay_all()?;
+                    if !readonly {
+                        spa.zil_replayed = spa.zil_replay_all()?;
+                    }
                     return Ok(spa);
                 }
                 Err(e) => last_error = Some(e),
@@ -126,6 +148,7 @@ impl Spa {
         ub: &Uberblock,
         new_name: Option<&str>,
         arc_size_bytes_max: u64,
+        readonly: bool,
     ) -> Result<Spa, SpaError> {
         let zio = Zio::new(Allocator::new(), arc_size_bytes_max);
         let txg = ub.txg.next();
@@ -179,7 +202,7 @@ impl Spa {
             datasets: std::collections::BTreeMap::new(),
             open_txg: txg,
             last_synced_txg: ub.txg,
-            config_dirty: true,
+            config_dirty: !readonly,
             history_pending: Vec::new(),
             props: directory.get_list("props").cloned().unwrap_or_default(),
             scan: directory
@@ -194,6 +217,7 @@ impl Spa {
             ms_arrays: Vec::new(),
             dsl_space: Default::default(),
             writeback: Default::default(),
+            readonly,
         };
         {
             let ctx = io_ctx!(spa, txg);
@@ -235,10 +259,12 @@ impl Spa {
         spa.refresh_io_props()?;
         // Format 3 keeps space figures that older pools never wrote: derive them once,
         // committed with the next txg (which writes the new version).
-        if root_config.get_u64("version").unwrap_or(1) < 3 {
+        if root_config.get_u64("version").unwrap_or(1) < 3 && !readonly {
             spa.rebuild_space_accounting()?;
         }
-        spa.expand_vdevs_if_allowed();
+        if !readonly {
+            spa.expand_vdevs_if_allowed();
+        }
         Ok(spa)
     }
 }

@@ -130,6 +130,10 @@ pub struct Spa {
     pub(crate) dsl_space: crate::dsl::space::SpaceState,
     /// File data of the open txg written early (`writeback`).
     pub(crate) writeback: writeback::Writeback,
+    /// Imported read-only (`zpool import -o readonly=on`): nothing is ever written to its
+    /// devices — no txg commits, no label updates, no intent log replay — and every change
+    /// is refused (`SpaError::ReadOnly`).
+    pub readonly: bool,
 }
 
 pub fn now_secs() -> u64 {
@@ -316,6 +320,7 @@ impl Spa {
             ms_arrays: Vec::new(),
             dsl_space: Default::default(),
             writeback: Default::default(),
+            readonly: false,
         };
         spa.ms_arrays = vec![Vec::new(); spa.root.children.len()];
         {
@@ -406,6 +411,10 @@ impl Spa {
 
     /// Appends a line to the pool's command history (committed with the next txg).
     pub fn log_history(&mut self, command: &str) {
+        // A read-only pool keeps no history (OpenZFS logs nothing it cannot write).
+        if self.readonly {
+            return;
+        }
         self.history_pending
             .push(format!("{} {}", now_secs(), command));
     }
@@ -430,8 +439,16 @@ impl Spa {
         config
     }
 
-    /// Commits the open txg (see the module header for the order of writes).
+    /// Commits the open txg (see the module header for the order of writes). A read-only
+    /// pool commits nothing: with nothing changed it reports its last synced txg, and a
+    /// change that reached it anyway is refused rather than written.
     pub fn sync(&mut self) -> Result<Txg, SpaError> {
+        if self.readonly {
+            if self.has_dirty() {
+                return Err(SpaError::ReadOnly);
+            }
+            return Ok(self.last_synced_txg);
+        }
         // File data written early in this txg takes its place first (`writeback`).
         self.writeback_reap(true);
         let txg = self.open_txg;
@@ -981,6 +998,11 @@ impl Spa {
 
     /// Exports: commit, mark the labels exported, flush, release the devices.
     pub fn export(mut self) -> Result<(), SpaError> {
+        if self.readonly {
+            // Its labels still say what the last read-write import left (OpenZFS writes
+            // nothing at the export of a read-only pool either).
+            return Ok(());
+        }
         self.state = POOL_STATE_EXPORTED;
         self.config_dirty = true;
         self.sync()?;
@@ -989,6 +1011,9 @@ impl Spa {
 
     /// Destroys: labels say destroyed, so import no longer lists the pool.
     pub fn destroy(mut self) -> Result<(), SpaError> {
+        if self.readonly {
+            return Err(SpaError::ReadOnly);
+        }
         self.state = POOL_STATE_DESTROYED;
         self.config_dirty = true;
         self.sync()?;

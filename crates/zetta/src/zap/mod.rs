@@ -32,6 +32,7 @@
 mod hash;
 mod header;
 mod leaf;
+pub mod openzfs;
 mod ops;
 
 pub use hash::{siphash24, CURSOR_END};

@@ -22,6 +22,7 @@
 
 pub mod diff;
 pub mod dir;
+pub mod openzfs;
 pub mod vnops;
 pub mod xattr;
 pub mod znode;

@@ -413,8 +413,11 @@ impl DnodePhys {
     /// entry index in each indirect block from the top level down. `None` if the tree's
     /// shape cannot address `blkid` (it reads as a hole).
     pub fn block_path(&self, blkid: u64) -> Option<(usize, Vec<usize>)> {
-        let epbs = self.epbs();
         let levels = u32::from(self.nlevels.max(1));
+        if levels == 1 {
+            return (blkid < u64::from(self.nblkptr)).then(|| (blkid as usize, Vec::new()));
+        }
+        let epbs = self.epbs().min(63);
         let top_shift = epbs.checked_mul(levels - 1)?;
         let top = if top_shift >= 64 {
             0
@@ -596,6 +599,48 @@ mod tests {
             );
             assert!(dn.read(u64::MAX, 2, &mut reader).is_err());
         }
+    }
+
+    // Why: a large dnode (extra_slots) keeps its bonus up to its own end and its spill
+    // pointer in its last 128 bytes; reading either at single-slot offsets takes another
+    // object's bytes.
+    #[test]
+    fn large_dnodes_place_bonus_and_spill_at_their_own_end() {
+        let order = ByteOrder::Little;
+        let mut buf = vec![0u8; 2048];
+        // Two slots, one pointer, spill present, 700 bonus bytes (more than one slot holds).
+        buf[..8].copy_from_slice(&[19, 17, 1, 1, 44, 7, 15, DNODE_FLAG_SPILL_BLKPTR]);
+        buf[8..10].copy_from_slice(&1u16.to_le_bytes());
+        buf[10..12].copy_from_slice(&700u16.to_le_bytes());
+        buf[12] = 1;
+        for (i, b) in buf[192..892].iter_mut().enumerate() {
+            *b = i as u8;
+        }
+        buf[896..1024].fill(0xee);
+        buf[1024..1536].fill(0x77); // The next object's slot: not ours.
+        let dn = DnodePhys::decode(&buf, order).unwrap();
+        assert_eq!(dn.dnode_size(), 1024);
+        assert_eq!(dn.bonus.len(), 700);
+        assert_eq!(dn.bonus[699], (699 % 256) as u8);
+        assert_eq!(dn.spill, Some([0xee; 128]));
+        // 705 bonus bytes would run into the spill pointer.
+        buf[10..12].copy_from_slice(&705u16.to_le_bytes());
+        assert!(DnodePhys::decode(&buf, order).is_err());
+        // Without the spill pointer they fit.
+        buf[7] = 0;
+        assert_eq!(DnodePhys::decode(&buf, order).unwrap().spill, None);
+        // A dnode claiming more slots than its buffer holds.
+        buf[12] = 5;
+        assert!(matches!(
+            DnodePhys::decode(&buf, order),
+            Err(DnodeCorrupt::Short(_))
+        ));
+        // Single-level paths, and a hostile shift on a single-level dnode.
+        let mut one = two_level(order);
+        one.nlevels = 1;
+        one.indblkshift = 255;
+        assert_eq!(one.block_path(0), Some((0, vec![])));
+        assert_eq!(one.block_path(1), None);
     }
 
     // Why: dnodes come off the disk; no byte pattern may panic the decoder or the walk.

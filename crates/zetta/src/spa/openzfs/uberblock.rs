@@ -311,6 +311,34 @@ mod tests {
         );
     }
 
+    // Why: golden vector — slot 14 of label 0 of OpenZFS's compression/testpool_zstd
+    // fixture (little-endian, written by OpenZFS 2.0), whose values `zdb -lu` prints as
+    // version 5000, txg 782, guid_sum 12154918636128069502, timestamp 1621447801.
+    #[test]
+    fn golden_testpool_zstd_slot_decodes_as_zdb_prints_it() {
+        let mut slot = vec![0u8; 1024];
+        let bytes: [u8; 48] = [
+            0x0c, 0xb1, 0xba, 0x00, 0, 0, 0, 0, 0x88, 0x13, 0, 0, 0, 0, 0, 0, //
+            0x0e, 0x03, 0, 0, 0, 0, 0, 0, 0x7e, 0x67, 0x30, 0x9c, 0x19, 0xf2, 0xae, 0xa8, //
+            0x79, 0x54, 0xa5, 0x60, 0, 0, 0, 0, 0x01, 0, 0, 0, 0, 0, 0, 0,
+        ];
+        slot[..48].copy_from_slice(&bytes);
+        slot[168..180].copy_from_slice(&[0x88, 0x13, 0, 0, 0, 0, 0, 0, 0x11, 0xea, 0x1c, 0xa1]);
+        let ub = Uberblock::decode(&slot).unwrap();
+        assert_eq!(ub.order, ByteOrder::Little);
+        assert_eq!(
+            (ub.version, ub.txg, ub.guid_sum, ub.timestamp),
+            (5000, 782, 12154918636128069502, 1621447801)
+        );
+        assert_eq!((ub.software_version, ub.mmp_magic), (5000, MMP_MAGIC));
+        assert_eq!(
+            (ub.mmp_seq(), ub.mmp_delay, ub.checkpoint_txg),
+            (None, 0, 0)
+        );
+        // The root bp starts at byte 40: its first word is DVA[0]'s vdev/asize word.
+        assert_eq!(ub.rootbp[0], 0x01);
+    }
+
     // Why: the slot size follows the top-level vdev's ashift (1K..8K); a fixed 1K slot
     // reads garbage on every 4K-sector pool.
     #[test]
