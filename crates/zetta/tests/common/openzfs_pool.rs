@@ -316,13 +316,30 @@ pub fn mos_objects(
     logical: &mut dyn FnMut(&BlockPointer) -> Vec<u8>,
 ) -> (BlockPointer, BTreeMap<u64, Vec<BlockPointer>>) {
     let (_, rootbp) = newest_rootbp(opened);
-    let objset = logical(&rootbp);
-    let (_, meta_bps, _) = dnode_blkptrs(&objset[..512], rootbp.byte_order());
-    let mut objects: BTreeMap<u64, Vec<BlockPointer>> = BTreeMap::new();
+    let objset = objset_objects(&rootbp, logical);
+    (rootbp, objset.blkptrs)
+}
+
+/// The objects of one objset: each object's block pointers in zdb's order, and its dnode.
+pub struct Objset {
+    pub blkptrs: BTreeMap<u64, Vec<BlockPointer>>,
+    /// (dnode bytes, their byte order) by object.
+    pub dnodes: BTreeMap<u64, (Vec<u8>, ByteOrder)>,
+}
+
+/// Walks the objset `objset_bp` names (objset_phys: the meta-dnode at byte 0).
+pub fn objset_objects(
+    objset_bp: &BlockPointer,
+    logical: &mut dyn FnMut(&BlockPointer) -> Vec<u8>,
+) -> Objset {
+    let objset = logical(objset_bp);
+    let (_, meta_bps, _) = dnode_blkptrs(&objset[..512], objset_bp.byte_order());
+    let mut blkptrs: BTreeMap<u64, Vec<BlockPointer>> = BTreeMap::new();
+    let mut dnodes = BTreeMap::new();
     let mut dnode_blocks = Vec::new();
     for bp in &meta_bps {
         walk(bp, 0, logical, &mut |bp, blkid| {
-            objects.entry(0).or_default().push(*bp);
+            blkptrs.entry(0).or_default().push(*bp);
             if bp.level() == 0 && !bp.is_hole() {
                 dnode_blocks.push((*bp, blkid));
             }
@@ -334,19 +351,101 @@ pub fn mos_objects(
         let mut slot = 0usize;
         while slot < per_block {
             let object = blkid * per_block as u64 + slot as u64;
-            let dnode = &bytes[slot * 512..(slot + 1) * 512];
-            let (object_type, bps, extra) = dnode_blkptrs(dnode, bp.byte_order());
+            let (object_type, bps, extra) =
+                dnode_blkptrs(&bytes[slot * 512..(slot + 1) * 512], bp.byte_order());
+            let end = ((slot + 1 + extra) * 512).min(bytes.len());
+            let dnode = bytes[slot * 512..end].to_vec();
             slot += 1 + extra;
             if object_type == 0 || object == 0 {
                 continue;
             }
-            let list = objects.entry(object).or_default();
+            dnodes.insert(object, (dnode, bp.byte_order()));
+            let list = blkptrs.entry(object).or_default();
             for child in &bps {
                 walk(child, 0, logical, &mut |bp, _| list.push(*bp));
             }
         }
     }
-    (rootbp, objects)
+    Objset { blkptrs, dnodes }
+}
+
+/// The objset pointer of every DSL dataset of the MOS (bonus type 16, byte 4 of the dnode; the
+/// object type is a ZAP on extensible datasets): `ds_bp` at byte 128 of the bonus
+/// (`dsl_dataset_phys_t`), which follows the dnode's block pointers.
+pub fn dataset_objset_bps(mos: &Objset) -> BTreeMap<u64, BlockPointer> {
+    let mut out = BTreeMap::new();
+    for (&object, (dnode, order)) in &mos.dnodes {
+        if dnode[4] != 16 {
+            continue;
+        }
+        let bonus = 64 + 128 * usize::from(dnode[3]);
+        if let Ok(bp) = BlockPointer::decode(*order, dnode, bonus + 128) {
+            if !bp.is_hole() {
+                out.insert(object, bp);
+            }
+        }
+    }
+    out
+}
+
+/// zdb's text of every block pointer of every dataset it dumps (`-dddddd -bbbbbb POOL`), by
+/// dataset ID (its DSL dataset object) and object. `-A`: zdb 2.3 asserts on the object
+/// counts of the old (v1-v4) pools after dumping each objset; the dump itself is complete.
+pub fn zdb_dataset_blkptrs(dir: &Path, pool: &str) -> BTreeMap<u64, BTreeMap<u64, Vec<String>>> {
+    let dir = dir.to_str().expect("utf-8");
+    let out = Command::new(oracle::zdb())
+        .args(["-A", "-e", "-p", dir, "-dddddd", "-bbbbbb", pool])
+        .output()
+        .expect("zdb runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut datasets: BTreeMap<u64, BTreeMap<u64, Vec<String>>> = BTreeMap::new();
+    let mut dataset: Option<u64> = None;
+    let mut current: Option<u64> = None;
+    let mut header = false;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("Dataset ") {
+            dataset = rest
+                .split_once(", ID ")
+                .and_then(|(_, r)| r.split(',').next())
+                .and_then(|id| id.trim().parse().ok());
+            if rest.starts_with("mos ") {
+                dataset = None;
+            }
+            current = None;
+            continue;
+        }
+        let Some(ds) = dataset else { continue };
+        if line.trim_start().starts_with("Object  lvl") {
+            header = true;
+            continue;
+        }
+        if header {
+            header = false;
+            current = line.split_whitespace().next().and_then(|t| t.parse().ok());
+            if let Some(id) = current {
+                datasets.entry(ds).or_default().entry(id).or_default();
+            }
+            continue;
+        }
+        let mut tokens = line.split_whitespace();
+        let (Some(offset), Some(level)) = (tokens.next(), tokens.next()) else {
+            continue;
+        };
+        let is_bp_line = offset.chars().all(|c| c.is_ascii_hexdigit())
+            && level.len() > 1
+            && level.starts_with('L')
+            && level[1..].chars().all(|c| c.is_ascii_hexdigit());
+        if let (true, Some(id)) = (is_bp_line, current) {
+            let bp_text = tokens.collect::<Vec<_>>().join(" ");
+            datasets
+                .entry(ds)
+                .or_default()
+                .entry(id)
+                .or_default()
+                .push(bp_text);
+        }
+    }
+    datasets
 }
 
 /// `bp` with only its DVA `index` (moved to slot 0), to read one copy.

@@ -902,6 +902,28 @@ mod tests {
             let bytes = bp.encode(order);
             assert_eq!(BlockPointer::decode(order, &bytes, 0), Ok(bp));
         }
+        // The words as the fixture's uberblock holds them.
+        assert_eq!(
+            bp.words,
+            [
+                0x2,
+                0xda,
+                0x2,
+                0x110ca,
+                0x2,
+                0x22038,
+                0x800b_0703_0000_0001,
+                0,
+                0,
+                0,
+                7,
+                0x11,
+                0x9c69fa838,
+                0x420612347a1,
+                0xe2b49a75c487,
+                0x20f9eb5ef3fbc7
+            ]
+        );
         assert_eq!(bp.birth(), 7);
         assert_eq!(bp.physical_birth_word(), 0);
         assert_eq!(bp.readable_dvas().len(), 3);

@@ -300,11 +300,26 @@ fn read_physical_depth(
     })
 }
 
+/// `DMU_OT_OBJSET`: objset blocks keep a full checksum even in encrypted datasets.
+const OBJECT_TYPE_OBJSET: u8 = 11;
+
+/// The functions OpenZFS trusts for dedup (`ZCHECKSUM_FLAG_DEDUP`): cryptographic hashes.
+fn kind_is_strong(kind: ZioChecksum) -> bool {
+    matches!(
+        kind,
+        ZioChecksum::Sha256
+            | ZioChecksum::Sha512
+            | ZioChecksum::Skein
+            | ZioChecksum::Edonr
+            | ZioChecksum::Blake3
+    )
+}
+
 /// Whether `bytes` are the physical bytes `bp` names, by its checksum (OpenZFS
 /// `zio_checksum_error`). `salt` is the pool's checksum salt (skein, blake3). Blocks whose
 /// checksum is `off` always match; ZIL blocks carry their checksum inside (verifier: the
 /// pointer's checksum words); encrypted and authenticated blocks keep a MAC in words 2..3,
-/// so only words 0..1 are compared. An empty `bytes` asks whether `bp` is checked at all
+/// so only words 0..1 are compared (after folding 2..3 into them for fletcher). An empty `bytes` asks whether `bp` is checked at all
 /// (used by gang headers) and answers `true` for the no-verification reader only.
 pub fn checksum_matches(bp: &BlockPointer, bytes: &[u8], salt: &ChecksumSalt) -> bool {
     let Some(kind) = ZioChecksum::from_id(u64::from(bp.checksum_kind())) else {
@@ -322,7 +337,16 @@ pub fn checksum_matches(bp: &BlockPointer, bytes: &[u8], salt: &ChecksumSalt) ->
         ZioChecksum::Off | ZioChecksum::NoParity => true,
         ZioChecksum::Zilog | ZioChecksum::Zilog2 => verify_embedded(kind, bytes, expected).is_ok(),
         _ => match checksum(kind, bytes, order, salt) {
-            Ok(actual) if bp.uses_crypt() => actual[..2] == expected[..2],
+            // Encrypted and authenticated blocks (objsets excepted) keep their MAC in words
+            // 2..3; a weak (non-dedup) function's words 2..3 are folded into 0..1 first
+            // (`zio_checksum_handle_crypt`).
+            Ok(mut actual) if bp.uses_crypt() && bp.object_type() != OBJECT_TYPE_OBJSET => {
+                if !kind_is_strong(kind) {
+                    actual[0] ^= actual[2];
+                    actual[1] ^= actual[3];
+                }
+                actual[..2] == expected[..2]
+            }
             Ok(actual) => actual == expected,
             Err(_) => false,
         },
@@ -456,6 +480,63 @@ mod tests {
         l.add("type", XdrValue::String(b"file".to_vec()));
         l.add("guid", XdrValue::Uint64(guid));
         l
+    }
+
+    // Why: an encrypted block's pointer holds a MAC in checksum words 2..3 and, for
+    // fletcher, words 0..1 folded with the checksum's 2..3 (zio_checksum_handle_crypt);
+    // comparing all four words would reject every encrypted block.
+    #[test]
+    fn encrypted_blocks_compare_folded_checksum_words() {
+        let data = vec![0x5au8; 4096];
+        let salt = [0u8; 32];
+        let sum =
+            checksum(ZioChecksum::Fletcher4, &data, BlockOrder::Little, &salt).expect("fletcher4");
+        let props = super::super::blkptr::BlockProps {
+            lsize_bytes: 4096,
+            psize_bytes: 4096,
+            compression: 2,
+            checksum: 7,
+            object_type: 19,
+            level: 0,
+            crypt: true,
+            dedup: false,
+            byte_order: ByteOrder::Little,
+        };
+        let dva = Dva {
+            vdev: 0,
+            grid: 0,
+            asize_sectors: 8,
+            offset_sectors: 0,
+            gang: false,
+        };
+        let stored = [sum[0] ^ sum[2], sum[1] ^ sum[3], 0xdead, 0xbeef];
+        let bp = BlockPointer::new(
+            [dva, Dva::default(), Dva::default()],
+            props,
+            3,
+            3,
+            1,
+            stored,
+        )
+        .expect("valid");
+        assert!(checksum_matches(&bp, &data, &salt));
+        let plain = BlockPointer::new(
+            [dva, Dva::default(), Dva::default()],
+            super::super::blkptr::BlockProps {
+                crypt: false,
+                ..props
+            },
+            3,
+            3,
+            1,
+            sum,
+        )
+        .expect("valid");
+        assert!(checksum_matches(&plain, &data, &salt));
+        let mut wrong = data.clone();
+        wrong[7] ^= 1;
+        assert!(!checksum_matches(&bp, &wrong, &salt));
+        assert!(!checksum_matches(&plain, &wrong, &salt));
     }
 
     // Why: a gang block is its children's bytes in order; a hostile header (bad magic,
