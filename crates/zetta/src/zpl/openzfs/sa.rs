@@ -295,6 +295,8 @@ pub struct SaHeader {
     pub layout: u64,
     /// Header bytes as recorded.
     pub header_size: usize,
+    /// The lengths of the layout's variable-length attributes, in layout order.
+    pub var_lengths: Vec<u16>,
     /// The byte order the magic was found in (OpenZFS swaps a buffer whose magic reads
     /// swapped, whatever its block pointer says).
     pub order: ByteOrder,
@@ -371,16 +373,19 @@ pub fn decode_buffer<'a>(
             len: buf.len(),
         });
     }
+    let var_lengths = (0..var_count)
+        .map(|i| order.u16_at(buf, SA_HDR_LENGTHS_OFFSET + 2 * i))
+        .collect::<Result<Vec<u16>, _>>()
+        .map_err(|_| too_short.clone())?;
     let mut out = Vec::with_capacity(regs.len());
     let mut offset = header_size;
-    let mut var_index = 0usize;
+    let mut var_iter = var_lengths.iter();
     for reg in regs {
         let length = if reg.length != 0 {
             usize::from(reg.length)
         } else {
-            let at = SA_HDR_LENGTHS_OFFSET + 2 * var_index;
-            var_index += 1;
-            usize::from(order.u16_at(buf, at).map_err(|_| too_short.clone())?)
+            // One length per variable attribute: counted above.
+            usize::from(var_iter.next().copied().unwrap_or(0))
         };
         let overrun = SaError::Overrun {
             attr: reg.attr,
@@ -400,6 +405,7 @@ pub fn decode_buffer<'a>(
         header: SaHeader {
             layout: recorded_layout,
             header_size,
+            var_lengths,
             order,
         },
         attrs: out,
@@ -587,6 +593,7 @@ mod tests {
         let (registry, layouts) = tables();
         let buf = decode_buffer(&b, ByteOrder::Big, &registry, &layouts).unwrap();
         assert_eq!((buf.header.layout, buf.header.header_size), (2, 8));
+        assert_eq!(buf.header.var_lengths, [24]);
         let z = ZplAttrs::from_buffers(&[buf], &registry).unwrap();
         assert_eq!(z.mode, Some(0o100555));
         assert_eq!(z.size, Some(146_040));

@@ -114,20 +114,21 @@ pub struct AclPhys {
 impl AclPhys {
     /// Decodes 88 bytes of `zfs_acl_phys_t` at `offset` of `buf`.
     pub fn decode_at(buf: &[u8], offset: usize, order: ByteOrder) -> Result<AclPhys, ZnodeError> {
-        let short = ZnodeError::TooShort {
+        let short = || ZnodeError::TooShort {
             needed: offset.saturating_add(ACL_PHYS_SIZE),
             len: buf.len(),
         };
-        let end = offset.checked_add(ACL_PHYS_SIZE).ok_or(short.clone())?;
-        let acl = buf.get(offset..end).ok_or(short.clone())?;
+        let acl = offset
+            .checked_add(ACL_PHYS_SIZE)
+            .and_then(|end| buf.get(offset..end))
+            .ok_or_else(short)?;
         let mut ace_data = [0u8; ACE_SPACE];
         ace_data.copy_from_slice(&acl[16..]);
-        let read = |r: Result<u64, _>| r.map_err(|_| short.clone());
         Ok(AclPhys {
-            extern_obj: read(order.u64_at(acl, 0))?,
-            size_or_count: order.u32_at(acl, 8).map_err(|_| short.clone())?,
-            version: order.u16_at(acl, 12).map_err(|_| short.clone())?,
-            count_or_pad: order.u16_at(acl, 14).map_err(|_| short.clone())?,
+            extern_obj: order.u64_at(acl, 0).map_err(|_| short())?,
+            size_or_count: order.u32_at(acl, 8).map_err(|_| short())?,
+            version: order.u16_at(acl, 12).map_err(|_| short())?,
+            count_or_pad: order.u16_at(acl, 14).map_err(|_| short())?,
             ace_data,
         })
     }
