@@ -18,15 +18,14 @@
 //! feature(s)"), and a whole top-level vdev missing — a gap in the ids, or a tree whose guids
 //! do not add up to the uberblock's `ub_guid_sum` (root + every vdev) — "missing device".
 //!
-//! Where OpenZFS's listing knows more than labels say, it has read the MOS: its tryimport
-//! swaps in the MOS's vdev tree (so a missing top-level vdev shows under its own path, and
-//! hot spares / cache devices are listed), and checks the MOS's full `features_for_read`.
-//! Zetta cannot read the MOS yet; those parts of the listing wait for it.
+//! Where OpenZFS's listing knows more than labels say, it has read the MOS (its tryimport).
+//! `tryimport` here does the same through `pool::OpenZfsPool`: the MOS's full
+//! `features_for_read` (an active feature Zetta cannot read refuses the pool) and the set of
+//! enabled features (a v5000 pool lacking one of OpenZFS 2.3's gets `FeatDisabled`). The
+//! MOS's vdev tree (a missing top-level vdev under its own path, hot spares and cache
+//! devices) is not swapped in yet.
 //!
-//! The status line then follows `check_status`'s order for an import. One thing the labels
-//! cannot tell: which features a v5000 pool has *enabled* (that set lives in the MOS). Every
-//! pool not created by OpenZFS 2.3 itself lacks some of 2.3's features, so a healthy v5000
-//! pool gets `FeatDisabled`, as OpenZFS says for those pools, until the MOS reader can check.
+//! The status line then follows `check_status`'s order for an import.
 //!
 //! Nothing here opens a device for writing; damaged or foreign labels are skipped.
 
@@ -191,8 +190,53 @@ pub fn find_pools(devices: &[DeviceRef], system_hostid: u64) -> Vec<OpenZfsCandi
         .into_iter()
         .filter_map(|(guid, found)| assemble(guid, &found, system_hostid))
         .collect();
+    for candidate in &mut out {
+        tryimport(candidate, devices);
+    }
     out.sort_by(|a, b| a.name.cmp(&b.name).then(a.guid.cmp(&b.guid)));
     out
+}
+
+/// What OpenZFS's listing learns by loading the pool (`spa_tryimport`): the MOS's own
+/// `features_for_read` (active features a label does not list refuse the pool as
+/// unsupported), and the enabled features (`features_for_read` and `features_for_write`),
+/// so a pool with every feature OpenZFS 2.3 knows enabled is not told some are disabled.
+/// A pool whose MOS cannot be read keeps the labels' verdict.
+fn tryimport(candidate: &mut OpenZfsCandidate, devices: &[DeviceRef]) {
+    if candidate.root.state == State::CantOpen
+        || candidate.version < feature::SPA_VERSION_FEATURES
+        || !matches!(candidate.status, Status::Ok | Status::FeatDisabled)
+    {
+        return;
+    }
+    match super::pool::OpenZfsPool::open_devices(candidate, devices) {
+        Err(super::pool::OpenError::UnsupportedFeatures(names)) => {
+            candidate.root.state = State::CantOpen;
+            candidate.root.aux = Some(Aux::UnsupFeat);
+            candidate.status = Status::UnsupFeatRead(names);
+        }
+        Err(_) => {}
+        Ok(pool) => {
+            let mut enabled: std::collections::BTreeSet<String> =
+                pool.features_for_read.keys().cloned().collect();
+            let for_write = pool
+                .mos
+                .zap_u64(
+                    crate::dsl::openzfs::objdir::DIRECTORY_OBJECT,
+                    crate::dsl::openzfs::objdir::FEATURES_FOR_WRITE,
+                )
+                .ok()
+                .flatten();
+            if let Some(object) = for_write {
+                if let Ok(entries) = pool.mos.zap_list(object) {
+                    enabled.extend(entries.iter().map(crate::dmu::openzfs::reader::entry_name));
+                }
+            }
+            if candidate.status == Status::FeatDisabled && feature::all_enabled(&enabled) {
+                candidate.status = Status::Ok;
+            }
+        }
+    }
 }
 
 fn txg_of(config: &XdrNvList) -> u64 {

@@ -64,6 +64,61 @@ pub const READ_INCOMPATIBLE: &[&str] = &[
     "org.zfsonlinux:longname",
 ];
 
+/// Every feature OpenZFS 2.3 knows (`zfeature_common.c`), by guid: a v5000 pool that has not
+/// enabled one of them gets OpenZFS 2.3's "Some supported features are not enabled" status.
+pub const OPENZFS_2_3_FEATURES: &[&str] = &[
+    "com.datto:bookmark_v2",
+    "com.datto:encryption",
+    "com.datto:resilver_defer",
+    "com.delphix:async_destroy",
+    "com.delphix:bookmark_written",
+    "com.delphix:bookmarks",
+    "com.delphix:device_removal",
+    "com.delphix:embedded_data",
+    "com.delphix:empty_bpobj",
+    "com.delphix:enabled_txg",
+    "com.delphix:extensible_dataset",
+    "com.delphix:head_errlog",
+    "com.delphix:hole_birth",
+    "com.delphix:livelist",
+    "com.delphix:log_spacemap",
+    "com.delphix:obsolete_counts",
+    "com.delphix:redacted_datasets",
+    "com.delphix:redaction_bookmarks",
+    "com.delphix:redaction_list_spill",
+    "com.delphix:spacemap_histogram",
+    "com.delphix:spacemap_v2",
+    "com.delphix:zpool_checkpoint",
+    "com.fudosecurity:block_cloning",
+    "com.joyent:filesystem_limits",
+    "com.joyent:multi_vdev_crash_dump",
+    "com.klarasystems:fast_dedup",
+    "com.klarasystems:large_microzap",
+    "com.klarasystems:vdev_zaps_v2",
+    "org.freebsd:zstd_compress",
+    "org.illumos:edonr",
+    "org.illumos:lz4_compress",
+    "org.illumos:sha512",
+    "org.illumos:skein",
+    "org.open-zfs:large_blocks",
+    "org.openzfs:blake3",
+    "org.openzfs:device_rebuild",
+    "org.openzfs:draid",
+    "org.openzfs:raidz_expansion",
+    "org.openzfs:zilsaxattr",
+    "org.zfsonlinux:allocation_classes",
+    "org.zfsonlinux:large_dnode",
+    "org.zfsonlinux:longname",
+    "org.zfsonlinux:project_quota",
+    "org.zfsonlinux:userobj_accounting",
+];
+
+/// Whether `enabled` (the guids of a pool's `features_for_read` and `features_for_write`)
+/// holds every feature OpenZFS 2.3 knows: if not, its listing says some are not enabled.
+pub fn all_enabled(enabled: &std::collections::BTreeSet<String>) -> bool {
+    OPENZFS_2_3_FEATURES.iter().all(|f| enabled.contains(*f))
+}
+
 /// The read-incompatible features Zetta reads.
 pub const READ_SUPPORTED: &[&str] = &[
     "org.illumos:lz4_compress",
@@ -117,6 +172,20 @@ mod tests {
         }
         for v in [0, 29, 999, 4999, 5001, u64::MAX] {
             assert!(!version_is_supported(v), "{v}");
+        }
+    }
+
+    // Why: a pool OpenZFS 2.3 created with every feature on was listed "Some supported
+    // features are not enabled" (the labels cannot say which are enabled; the MOS can).
+    #[test]
+    fn a_pool_with_every_2_3_feature_enabled_is_not_told_to_upgrade() {
+        let mut enabled: std::collections::BTreeSet<String> =
+            OPENZFS_2_3_FEATURES.iter().map(|f| f.to_string()).collect();
+        assert!(all_enabled(&enabled));
+        enabled.remove("com.fudosecurity:block_cloning");
+        assert!(!all_enabled(&enabled));
+        for f in READ_INCOMPATIBLE {
+            assert!(OPENZFS_2_3_FEATURES.contains(f), "{f}");
         }
     }
 
