@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::oracle::{fixture, zdb_objects, Fixture, ZdbObject};
+use common::oracle::{ctime_utc, unpack, zdb_objects, PoolDir, ZdbObject};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,78 +17,12 @@ use zetta::io::{DeviceRef, FileDevice};
 use zetta::spa::openzfs::discover::find_pools;
 use zetta::spa::openzfs::pool::{OpenError, OpenZfsPool};
 use zetta::zpl::openzfs::fs::{FileAttr, ZplFs};
-use zetta::zpl::openzfs::znode::ZTime;
-
-/// Fixtures decompressed side by side in one directory (a pool's devices, for zdb -p).
-struct PoolDir {
-    dir: PathBuf,
-    devices: Vec<PathBuf>,
-    _fixtures: Vec<Fixture>,
-}
-
-impl Drop for PoolDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn pool_dir(rels: &[&str]) -> PoolDir {
-    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("zetta-ozpool-{}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut devices = Vec::new();
-    let mut fixtures = Vec::new();
-    for rel in rels {
-        let f = fixture(rel);
-        let to = dir.join(f.file.file_name().unwrap());
-        std::fs::rename(&f.file, &to).unwrap();
-        devices.push(to);
-        fixtures.push(f);
-    }
-    PoolDir {
-        dir,
-        devices,
-        _fixtures: fixtures,
-    }
-}
 
 fn open_devices(paths: &[PathBuf]) -> Vec<DeviceRef> {
     paths
         .iter()
         .map(|p| Arc::new(FileDevice::open_read_only(p.to_str().unwrap()).unwrap()) as DeviceRef)
         .collect()
-}
-
-/// `ctime(3)` of a UTC time, as zdb prints times under TZ=UTC: `Fri Nov 27 08:27:28 2026`.
-fn ctime(t: ZTime) -> String {
-    let days = (t.sec / 86_400) as i64;
-    let secs = t.sec % 86_400;
-    // Civil from days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    const WEEKDAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    format!(
-        "{} {} {:2} {:02}:{:02}:{:02} {}",
-        WEEKDAYS[days.rem_euclid(7) as usize],
-        MONTHS[(month - 1) as usize],
-        day,
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60,
-        year
-    )
 }
 
 /// Every object reachable from the root (and the shares directory: directories, files, xattr directories and their
@@ -172,10 +106,10 @@ fn compare_with_zdb(name: &str, ours: &BTreeMap<u64, FileAttr>, zdb: &[ZdbObject
             ("parent", ours.parent.to_string()),
             ("links", ours.links.to_string()),
             ("gen", ours.gen.to_string()),
-            ("atime", ctime(ours.atime)),
-            ("mtime", ctime(ours.mtime)),
-            ("ctime", ctime(ours.ctime)),
-            ("crtime", ctime(ours.crtime)),
+            ("atime", ctime_utc(ours.atime.sec)),
+            ("mtime", ctime_utc(ours.mtime.sec)),
+            ("ctime", ctime_utc(ours.ctime.sec)),
+            ("crtime", ctime_utc(ours.crtime.sec)),
         ];
         assert_eq!(
             mode,
@@ -290,7 +224,7 @@ fn every_single_device_fixture_reads_whole_and_matches_zdb() {
     );
     let mut total = 0;
     for rel in &rels {
-        let pool = pool_dir(&[rel]);
+        let pool = unpack(&[rel]);
         let (datasets, files) = read_whole_pool(&pool);
         assert!(datasets >= 1, "{rel}: no filesystem read");
         eprintln!("{rel}: {datasets} datasets, {files} files match zdb");
@@ -309,7 +243,7 @@ fn mirror_raidz_and_stripe_triples_read_whole() {
                 .map(|i| format!("{UPGRADE}/zfs-pool-v{v}{kind}{i}.dat.bz2"))
                 .collect();
             let refs: Vec<&str> = rels.iter().map(String::as_str).collect();
-            let pool = pool_dir(&refs);
+            let pool = unpack(&refs);
             let (datasets, files) = read_whole_pool(&pool);
             assert!(datasets >= 1 && files >= 1, "v{v} {kind}");
         }
@@ -320,7 +254,7 @@ fn mirror_raidz_and_stripe_triples_read_whole() {
 // version from the future, and a missing device of a non-redundant pool.
 #[test]
 fn unsupported_versions_are_refused() {
-    let pool = pool_dir(&[&format!("{UPGRADE}/zfs-pool-v999.dat.bz2")]);
+    let pool = unpack(&[&format!("{UPGRADE}/zfs-pool-v999.dat.bz2")]);
     let devices = open_devices(&pool.devices);
     let candidates = find_pools(&devices, 0);
     assert_eq!(candidates.len(), 1);
@@ -477,7 +411,7 @@ fn pools_zfs_fuse_writes_read_back_as_written() {
 // MAC-protected ciphertext), never read as if plain; the rest reads.
 #[test]
 fn encrypted_datasets_are_listed_and_recognised_the_rest_reads() {
-    let pool = pool_dir(&["cli_root/zpool_import/blockfiles/cryptv0.dat.bz2"]);
+    let pool = unpack(&["cli_root/zpool_import/blockfiles/cryptv0.dat.bz2"]);
     let devices = open_devices(&pool.devices);
     let candidates = find_pools(&devices, 0);
     assert_eq!(candidates.len(), 1);
@@ -535,7 +469,7 @@ fn scrub_verifies_every_block_like_zdb_counts_them() {
             .collect(),
     ] {
         let refs: Vec<&str> = rels.iter().map(String::as_str).collect();
-        let pool = pool_dir(&refs);
+        let pool = unpack(&refs);
         let devices = open_devices(&pool.devices);
         let candidates = find_pools(&devices, 0);
         let opened = OpenZfsPool::open_devices(&candidates[0], &devices).unwrap();
@@ -566,7 +500,7 @@ fn scrub_verifies_every_block_like_zdb_counts_them() {
 #[test]
 fn scrub_reports_damaged_copies_and_lost_blocks() {
     use std::os::unix::fs::FileExt;
-    let pool = pool_dir(&["compression/testpool_zstd.tar.gz"]);
+    let pool = unpack(&["compression/testpool_zstd.tar.gz"]);
     let devices = open_devices(&pool.devices);
     let candidates = find_pools(&devices, 0);
     let opened = OpenZfsPool::open_devices(&candidates[0], &devices).unwrap();

@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::oracle::{fixture, zdb, Fixture};
+use common::oracle::{ctime_utc, fixture, zdb, Fixture};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
@@ -227,36 +227,6 @@ fn bonus(mdn: &[u8], obj: i64, order: ByteOrder) -> (u8, &[u8]) {
     let len = usize::from(order.u16_at(d, 10).unwrap());
     let start = 64 + nblkptr * 128;
     (d[4], &d[start..start + len])
-}
-
-/// What C's `ctime()` prints for `secs` in UTC, without the newline.
-fn ctime_utc(secs: u64) -> String {
-    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let days = (secs / 86400) as i64;
-    let rem = secs % 86400;
-    // Civil from days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{} {} {:2} {:02}:{:02}:{:02} {}",
-        DAYS[(days % 7) as usize],
-        MONTHS[(m - 1) as usize],
-        d,
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60,
-        y
-    )
 }
 
 // ---------------------------------------------------------------------------------------

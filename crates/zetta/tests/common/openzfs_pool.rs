@@ -8,7 +8,6 @@ use crate::common::oracle;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use zetta::byteorder::ByteOrder;
 use zetta::io::{BlockDevice, DeviceRef, FileDevice};
@@ -53,60 +52,7 @@ pub fn pools() -> Vec<(String, Vec<String>)> {
     out
 }
 
-/// A directory holding the decompressed devices of one pool, removed on drop.
-pub struct PoolDir {
-    pub dir: PathBuf,
-}
-
-impl Drop for PoolDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// Decompresses every fixture of a pool into one fresh directory.
-pub fn unpack(rels: &[String]) -> PoolDir {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("zetta-ozfs-pool-{}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    for rel in rels {
-        let src = oracle::functional(rel);
-        if rel.ends_with(".tar.gz") {
-            let status = Command::new("tar")
-                .arg("-xzf")
-                .arg(&src)
-                .arg("-C")
-                .arg(&dir)
-                .status()
-                .expect("tar");
-            assert!(status.success(), "tar -xzf {}", src.display());
-            continue;
-        }
-        let name = Path::new(rel)
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("device")
-            .trim_end_matches(".bz2")
-            .trim_end_matches(".Z")
-            .to_string();
-        let tool = if rel.ends_with(".bz2") {
-            "bunzip2"
-        } else {
-            "gzip"
-        };
-        let out = std::fs::File::create(dir.join(name)).expect("create");
-        let status = Command::new(tool)
-            .arg("-dc")
-            .arg(&src)
-            .stdout(out)
-            .status()
-            .expect(tool);
-        assert!(status.success(), "{tool} -dc {}", src.display());
-    }
-    PoolDir { dir }
-}
+pub use crate::common::oracle::unpack;
 
 /// An opened pool: its devices and name.
 pub struct OpenPool {

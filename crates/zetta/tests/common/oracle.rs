@@ -210,3 +210,65 @@ pub fn parse_zdb_objects(text: &str) -> Vec<ZdbObject> {
     }
     objects
 }
+
+/// The decompressed devices of one pool in a fresh directory, removed on drop (for
+/// `zdb -e -p DIR`, which wants a pool's devices side by side).
+pub struct PoolDir {
+    pub dir: PathBuf,
+    /// The device files, in the order of the fixtures given.
+    pub devices: Vec<PathBuf>,
+}
+
+impl Drop for PoolDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Decompresses every fixture of a pool (its devices) into one fresh directory.
+pub fn unpack<S: AsRef<str>>(rels: &[S]) -> PoolDir {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("zetta-oracle-pool-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let mut devices = Vec::new();
+    for rel in rels {
+        let f = fixture(rel.as_ref());
+        let to = dir.join(f.file.file_name().expect("a file name"));
+        std::fs::rename(&f.file, &to).expect("move the fixture");
+        devices.push(to);
+    }
+    PoolDir { dir, devices }
+}
+
+/// What C's `ctime()` prints for `secs` in UTC, without the newline (zdb's times, with
+/// TZ=UTC): `Fri Nov 27 08:27:28 2026`.
+pub fn ctime_utc(secs: u64) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let days = (secs / 86400) as i64;
+    let rem = secs % 86400;
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{} {} {:2} {:02}:{:02}:{:02} {}",
+        DAYS[(days % 7) as usize],
+        MONTHS[(m - 1) as usize],
+        d,
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        y
+    )
+}
