@@ -140,37 +140,6 @@ fn zdb_output(args: &[&str]) -> Vec<u8> {
     out.stdout
 }
 
-/// `zdb -R` of DVA[0] of `bp`: its physical bytes (`logical` false) or, decompressed, its
-/// logical bytes.
-pub fn zdb_block(dir: &Path, pool: &str, bp: &BlockPointer, logical: bool) -> Vec<u8> {
-    let dva = bp.dva(0);
-    let psize = bp.psize_bytes();
-    let lsize = bp.lsize_bytes();
-    let spec = if logical && bp.compression() != 2 && bp.compression() != 0 {
-        format!(
-            "{}:{:x}:{lsize:x}/{psize:x}:dr",
-            dva.vdev,
-            dva.offset_bytes().expect("offset")
-        )
-    } else {
-        format!(
-            "{}:{:x}:{psize:x}:r",
-            dva.vdev,
-            dva.offset_bytes().expect("offset")
-        )
-    };
-    let dir = dir.to_str().expect("utf-8");
-    let bytes = zdb_output(&["-e", "-p", dir, "-R", pool, &spec]);
-    let want = if logical { lsize } else { psize } as usize;
-    assert_eq!(
-        bytes.len(),
-        want,
-        "zdb -R {spec} gave {} bytes",
-        bytes.len()
-    );
-    bytes
-}
-
 /// zdb's text of every block pointer of MOS objects (`-dddddd -bbbbbb POOL 0:-1`): the
 /// rootbp line, and per object the pointers in the order zdb visits them.
 pub fn zdb_mos_blkptrs(dir: &Path, pool: &str) -> (String, BTreeMap<u64, Vec<String>>) {
