@@ -1,10 +1,7 @@
 //! Test-side access to a real OpenZFS pool image for the DMU and ZAP oracle tests: the
-//! newest uberblock's root block pointer, a block reader (DVA[0] read straight from the
-//! device when stored uncompressed, else `zdb -R ...:dr`; embedded pointers through
-//! `zdb -E`), and a parser for what `zdb -dddd` prints per object.
-//!
-//! The block-pointer fields read here (DVA[0], sizes, compression, embedded bit) are the
-//! minimum a test needs; the real decoder is `zio::openzfs::blkptr`, built separately.
+//! newest uberblock's root block pointer, a block reader (Zetta's verified OpenZFS reader,
+//! `zio::openzfs::read`, whose bytes tests/openzfs_read.rs checks against `zdb -R`), and a
+//! parser for what `zdb -dddd` prints per object.
 
 #![allow(dead_code)]
 
@@ -26,6 +23,7 @@ pub struct Pool {
     pub fx: Fixture,
     pub name: String,
     cache: RefCell<HashMap<Vec<u64>, Vec<u8>>>,
+    io: std::sync::OnceLock<std::sync::Arc<zetta::dmu::openzfs::reader::PoolIo>>,
 }
 
 impl Pool {
@@ -34,6 +32,7 @@ impl Pool {
             fx: fixture(rel),
             name: name.to_string(),
             cache: RefCell::new(HashMap::new()),
+            io: std::sync::OnceLock::new(),
         }
     }
 
@@ -62,6 +61,7 @@ impl Pool {
             fx: Fixture { dir, file: img },
             name: name.to_string(),
             cache: RefCell::new(HashMap::new()),
+            io: std::sync::OnceLock::new(),
         }
     }
 
@@ -112,61 +112,29 @@ impl Pool {
         if let Some(hit) = self.cache.borrow().get(&w) {
             return Ok(hit.clone());
         }
-        let prop = w[6];
-        let data = if (prop >> 39) & 1 == 1 {
-            let words: Vec<String> = w.iter().map(|x| format!("{x:x}")).collect();
-            let out = Command::new(zdb())
-                .arg("-E")
-                .arg(words.join(":"))
-                .output()
-                .map_err(|e| e.to_string())?;
-            let lsize = ((prop & 0x1ff_ffff) + 1) as usize;
-            if out.stdout.len() != lsize {
-                return Err(format!(
-                    "zdb -E gave {} bytes, not {lsize}",
-                    out.stdout.len()
-                ));
-            }
-            out.stdout
-        } else {
-            let vdev = (w[0] >> 32) & 0xff_ffff;
-            if w[1] >> 63 == 1 {
-                return Err("gang block".into());
-            }
-            let offset = (w[1] & !(1 << 63)) << 9;
-            let lsize = ((prop & 0xffff) + 1) << 9;
-            let psize = (((prop >> 16) & 0xffff) + 1) << 9;
-            let comp = (prop >> 32) & 0x7f;
-            if comp == 2 && lsize == psize {
-                let f = std::fs::File::open(self.dev()).map_err(|e| e.to_string())?;
-                let mut buf = vec![0u8; lsize as usize];
-                f.read_exact_at(&mut buf, offset + VDEV_DATA_START)
-                    .map_err(|e| e.to_string())?;
-                buf
-            } else {
-                let spec = format!("{vdev}:{offset:x}:{lsize:x}/{psize:x}:dr");
-                let out = Command::new(zdb())
-                    .env("ZDB_NO_ZLE", "1")
-                    .arg("-e")
-                    .arg("-p")
-                    .arg(&self.fx.dir)
-                    .arg("-R")
-                    .arg(&self.name)
-                    .arg(&spec)
-                    .output()
-                    .map_err(|e| e.to_string())?;
-                if out.stdout.len() as u64 != lsize {
-                    return Err(format!(
-                        "zdb -R {spec} gave {} bytes: {}",
-                        out.stdout.len(),
-                        String::from_utf8_lossy(&out.stderr)
-                    ));
-                }
-                out.stdout
-            }
-        };
+        // Through Zetta's verified OpenZFS reader (tests/openzfs_read.rs checks its bytes
+        // against zdb -R block by block; one zdb run per block here took minutes).
+        let data = self.io().read(bp, order).map_err(|e| e.to_string())?;
         self.cache.borrow_mut().insert(w, data.clone());
         Ok(data)
+    }
+
+    /// The pool's block reader, built from its labels on first use.
+    fn io(&self) -> std::sync::Arc<zetta::dmu::openzfs::reader::PoolIo> {
+        self.io
+            .get_or_init(|| {
+                let device: zetta::io::DeviceRef = std::sync::Arc::new(
+                    zetta::io::FileDevice::open_read_only(self.dev().to_str().expect("utf-8"))
+                        .expect("open the image"),
+                );
+                let devices = [device];
+                let candidates = zetta::spa::openzfs::discover::find_pools(&devices, 0);
+                let candidate = candidates.first().expect("a pool on the image");
+                zetta::spa::openzfs::pool::OpenZfsPool::open_devices(candidate, &devices)
+                    .expect("the pool opens")
+                    .io
+            })
+            .clone()
     }
 
     pub fn reader(&self) -> impl FnMut(&RawBlkptr, ByteOrder) -> Result<Vec<u8>, String> + '_ {
