@@ -2,7 +2,9 @@
 //! v1 pool, a v2 raidz1 triple) corrupted in seeded ways — random byte flips over the whole
 //! image, whole blocks zeroed or randomised at the offsets the reader itself reads (its
 //! metadata and data blocks), the same damage at the same place of every label, truncated
-//! devices, a raidz member missing with damage on another — then discovered, opened and
+//! devices, a raidz member missing with damage on another, and — past the checksums — a
+//! re-sealed uberblock whose rootbp is forged (checksum off, pointing at another real block
+//! or anywhere) or a re-sealed label whose config bytes changed — then discovered, opened and
 //! walked (every dataset, directory, file, symlink and xattr) by `find_pools`,
 //! `OpenZfsPool` and `ZplFs`.
 //!
@@ -14,7 +16,8 @@
 //! pieces). Errors are fine: they are counted and shown.
 //!
 //! Replay: `ZETTA_HOSTILE_SEED=<case seed>` runs that one case on every pool;
-//! `ZETTA_HOSTILE_CASES=<n>` changes how many cases each pool gets (default 120).
+//! `ZETTA_HOSTILE_CASES=<n>` changes how many cases each pool gets (default 120);
+//! `ZETTA_HOSTILE_VERBOSE=1` prints each case and its first error.
 
 mod common;
 
@@ -30,6 +33,10 @@ use zetta::io::{BlockDevice, DeviceRef, FileDevice, IoError};
 use zetta::rand::{splitmix64, SeededRng};
 use zetta::spa::openzfs::discover::find_pools;
 use zetta::spa::openzfs::pool::OpenZfsPool;
+use zetta::spa::openzfs::uberblock::{config_ashift, ring_uberblocks, slot_size_bytes};
+use zetta::vdev::openzfs::label::{
+    read_device, seal_label_eck, Label, PHYS_OFFSET_BYTES, PHYS_SIZE_BYTES,
+};
 use zetta::zpl::openzfs::fs::ZplFs;
 
 // ---- memory guard ------------------------------------------------------------------------
@@ -368,8 +375,7 @@ fn make_case(pool: &Pool, seed: u64) -> Case {
     let mut patches: Vec<Vec<(u64, Vec<u8>)>> = vec![Vec::new(); n];
     let mut describe = Vec::new();
     let mut missing = None;
-    let kinds = if pool.raidz { 6 } else { 5 };
-    let kind = rng.below(kinds);
+    let kind = rng.below(8);
     // Damage to a block the clean walk read: zeroed, random, or a few flips inside it.
     let block_damage = |rng: &mut SeededRng, patches: &mut Vec<Vec<(u64, Vec<u8>)>>| {
         let (dev, offset, len) = pool.reads[rng.below(pool.reads.len() as u64) as usize];
@@ -446,6 +452,18 @@ fn make_case(pool: &Pool, seed: u64) -> Case {
                 describe.push(block_damage(&mut rng, &mut patches));
             }
         }
+        5 => {
+            // Past the checksums: a re-sealed uberblock whose rootbp is forged.
+            describe.push(forge_rootbp(pool, &mut rng, &mut patches));
+        }
+        6 => {
+            // Past the checksums: bytes of a label's config changed, the label re-sealed.
+            describe.push(forge_config(pool, &mut rng, &mut patches));
+        }
+        _ if !pool.raidz => {
+            describe.push(forge_rootbp(pool, &mut rng, &mut patches));
+            describe.push(block_damage(&mut rng, &mut patches));
+        }
         _ => {
             // A raidz member gone, blocks on another damaged (beyond what parity repairs).
             let gone = rng.below(n as u64) as usize;
@@ -473,6 +491,106 @@ fn make_case(pool: &Pool, seed: u64) -> Case {
         devices,
         budget,
     }
+}
+
+/// Every readable label of every device: (device, label, ashift).
+fn labels(pool: &Pool) -> Vec<(usize, Label, u64)> {
+    let mut out = Vec::new();
+    for (i, base) in pool.bases.iter().enumerate() {
+        let Some(read) = read_device(base.as_ref()) else {
+            continue;
+        };
+        let ashift = config_ashift(&read.config);
+        for label in read.labels {
+            out.push((i, label, ashift));
+        }
+    }
+    out
+}
+
+/// Rewrites the newest uberblock of every ring with one forged rootbp — checksum off (so
+/// the reader takes whatever bytes it finds), a DVA at a real block (of another kind,
+/// compressed otherwise) or anywhere, random sizes, compression, type and level — and
+/// re-seals each slot so the label checksum holds.
+fn forge_rootbp(pool: &Pool, rng: &mut SeededRng, patches: &mut [Vec<(u64, Vec<u8>)>]) -> String {
+    let lsize = [1u64, 2, 4, 8, 16, 32, 128, 256][rng.below(8) as usize];
+    // Half uncompressed (the raw bytes decode as they lie), half any id (past the table too).
+    let (psize, comp) = if rng.below(2) == 0 {
+        (lsize, 2)
+    } else {
+        (1 + rng.below(lsize), rng.below(18))
+    };
+    let object_type = if rng.below(2) == 0 { 11 } else { rng.below(256) };
+    let level = if rng.below(4) == 0 { rng.below(32) } else { 0 };
+    let (dev, at, _) = pool.reads[rng.below(pool.reads.len() as u64) as usize];
+    let sectors = if rng.below(4) == 0 {
+        rng.below(pool.bases[dev].size_bytes() >> 9)
+    } else {
+        at.saturating_sub(4 << 20) >> 9
+    };
+    let gang = rng.below(8) == 0;
+    let mut forged = 0;
+    for (i, label, ashift) in labels(pool) {
+        let size = slot_size_bytes(ashift);
+        let ring_offset = label.ring_offset();
+        let ubs = ring_uberblocks(&label.ring, ring_offset, ashift);
+        let Some((slot, ub)) = ubs.iter().max_by_key(|(_, ub)| ub.txg) else {
+            continue;
+        };
+        let mut bytes = label.ring[slot * size..(slot + 1) * size].to_vec();
+        let o = ub.order;
+        let w0 = o.u64_at(&bytes, 40).unwrap();
+        let prop = o.u64_at(&bytes, 88).unwrap();
+        o.put_u64(&mut bytes, 40, (w0 & !0xff_ffff) | psize).unwrap();
+        o.put_u64(&mut bytes, 48, sectors | u64::from(gang) << 63)
+            .unwrap();
+        for w in [56, 64, 72, 80] {
+            o.put_u64(&mut bytes, w, 0).unwrap();
+        }
+        let prop = (prop & (1 << 63))
+            | (lsize - 1)
+            | (psize - 1) << 16
+            | comp << 32
+            | 2 << 40
+            | object_type << 48
+            | level << 56;
+        o.put_u64(&mut bytes, 88, prop).unwrap();
+        let at = ring_offset + (slot * size) as u64;
+        seal_label_eck(&mut bytes, at, o).unwrap();
+        patches[i].push((at, bytes));
+        forged += 1;
+    }
+    format!(
+        "{forged} uberblocks forged: rootbp at sector {sectors} (dev {dev}{}), lsize {lsize} \
+         psize {psize} sectors, compression {comp}, type {object_type}, level {level}, checksum off",
+        if gang { ", gang" } else { "" }
+    )
+}
+
+/// Changes a few bytes of the XDR config of every label of one device (the same bytes in
+/// each) and re-seals the labels: a config that decodes to other values, or not at all.
+fn forge_config(pool: &Pool, rng: &mut SeededRng, patches: &mut [Vec<(u64, Vec<u8>)>]) -> String {
+    let dev = rng.below(pool.bases.len() as u64) as usize;
+    let flips: Vec<(usize, u8)> = (0..1 + rng.below(4))
+        .map(|_| (rng.below(3072) as usize, rng.next_u64() as u8))
+        .collect();
+    for (i, label, _) in labels(pool) {
+        let Ok(phys) = &label.phys else {
+            continue;
+        };
+        if i != dev {
+            continue;
+        }
+        let at = label.offset + PHYS_OFFSET_BYTES;
+        let mut bytes = vec![0u8; PHYS_SIZE_BYTES];
+        pool.bases[i].read_at(at, &mut bytes).unwrap();
+        for (off, b) in &flips {
+            bytes[*off] = *b;
+        }
+        seal_label_eck(&mut bytes, at, phys.order).unwrap();
+        patches[i].push((at, bytes));
+    }
+    format!("config bytes {flips:?} of every label of dev {dev}, re-sealed")
 }
 
 /// Runs one case in its own thread under a deadline; the verdict is an error text.
@@ -507,6 +625,9 @@ fn run_case(pool: &Pool, seed: u64) -> Result<Outcome, String> {
         }
         Err(_) => return Err(format!("{what}: still walking after 300 s")),
     };
+    if std::env::var_os("ZETTA_HOSTILE_VERBOSE").is_some() {
+        eprintln!("{what}: opened {}, {:?}", outcome.opened, outcome.errors.first());
+    }
     if case.budget.exceeded.load(Ordering::Relaxed) {
         return Err(format!(
             "{what}: more than {} device reads (a loop?)",
