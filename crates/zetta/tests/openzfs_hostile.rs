@@ -302,6 +302,93 @@ struct Pool {
     reads: Vec<(usize, u64, usize)>,
     clean_reads: u64,
     raidz: bool,
+    mos: Option<MosForge>,
+}
+
+/// What a forged MOS is built from (single-device pools): the real object-set block, the
+/// first block of the real meta-dnode, each live dnode of it with its first data block.
+struct MosForge {
+    objset: Vec<u8>,
+    /// The meta-dnode's indirect blocks on the way to its block 0, top first.
+    indirects: Vec<Vec<u8>>,
+    dnodes_block: Vec<u8>,
+    /// The order of the meta-dnode block (the objset's bp byte-order bit).
+    bp_order_bit: u64,
+    /// (slot, block 0 of the object if it has one level).
+    live: Vec<(usize, Option<Vec<u8>>)>,
+    /// First byte offset past everything the clean walk read: free space to put blocks in.
+    free_at: u64,
+}
+
+fn mos_forge(devices: &[DeviceRef], reads: &[(usize, u64, usize)]) -> Option<MosForge> {
+    let candidate = find_pools(devices, 0).into_iter().next()?;
+    let pool = OpenZfsPool::open_devices(&candidate, devices).ok()?;
+    let ub = &pool.uberblock;
+    let objset = pool.mos.read_raw(&ub.rootbp, ub.order).ok()?;
+    let meta = &pool.mos.phys.meta_dnode;
+    let dnodes_block = pool.mos.read(meta, 0, meta.data_block_size()).ok()?;
+    let mut indirects = Vec::new();
+    let mut bp = *meta.blkptrs.first()?;
+    for _ in 1..meta.nlevels {
+        let block = pool.mos.read_raw(&bp, meta.order).ok()?;
+        bp.copy_from_slice(block.get(..128)?);
+        indirects.push(block);
+    }
+    let mut live = Vec::new();
+    for slot in 0..dnodes_block.len() / 512 {
+        let Ok(dn) = pool.mos.dnode(slot as u64) else {
+            continue;
+        };
+        let block0 = (dn.nlevels == 1)
+            .then(|| pool.mos.read(&dn, 0, dn.data_block_size()).ok())
+            .flatten();
+        live.push((slot, block0));
+    }
+    let prop = ub.order.u64_at(&ub.rootbp, 48).ok()?;
+    // A 1 MiB gap between the blocks the clean walk read (past the front labels and boot
+    // area, before the end labels): unallocated, as far as the walk knows.
+    let end_labels = devices[0].size_bytes() - (512 << 10);
+    let mut used: Vec<(u64, u64)> = reads.iter().map(|(_, o, l)| (*o, o + *l as u64)).collect();
+    used.push((end_labels, u64::MAX));
+    used.sort();
+    let mut free_at = None;
+    let mut cursor = 4u64 << 20;
+    for (start, end) in used {
+        if start >= cursor + (1 << 20) {
+            free_at = Some(cursor);
+            break;
+        }
+        cursor = cursor.max(end.next_multiple_of(1 << 12));
+    }
+    let free_at = free_at?;
+    Some(MosForge {
+        objset,
+        indirects,
+        dnodes_block,
+        bp_order_bit: prop >> 63,
+        live,
+        free_at,
+    })
+}
+
+/// A block pointer to `size` uncompressed bytes at device offset `at`, checksum off.
+fn forged_bp(
+    order: zetta::byteorder::ByteOrder,
+    at: u64,
+    size: usize,
+    object_type: u64,
+    bit: u64,
+) -> [u8; 128] {
+    let mut bp = [0u8; 128];
+    let sectors = size as u64 >> 9;
+    order.put_u64(&mut bp, 0, sectors).unwrap();
+    order.put_u64(&mut bp, 8, (at - (4 << 20)) >> 9).unwrap();
+    let prop =
+        (sectors - 1) | (sectors - 1) << 16 | 2 << 32 | 2 << 40 | object_type << 48 | bit << 63;
+    order.put_u64(&mut bp, 48, prop).unwrap();
+    order.put_u64(&mut bp, 80, 1).unwrap(); // logical birth
+    order.put_u64(&mut bp, 88, 1).unwrap(); // fill
+    bp
 }
 
 const UPGRADE: &str = "cli_root/zpool_upgrade/blockfiles";
@@ -348,6 +435,11 @@ fn load(name: &'static str, rels: &[String], raidz: bool) -> Pool {
         clean.objects,
         reads.len()
     );
+    let mos = if raidz {
+        None
+    } else {
+        mos_forge(&devices, &reads)
+    };
     Pool {
         name,
         _fixtures: fixtures,
@@ -355,6 +447,7 @@ fn load(name: &'static str, rels: &[String], raidz: bool) -> Pool {
         reads,
         clean_reads,
         raidz,
+        mos,
     }
 }
 
@@ -461,8 +554,7 @@ fn make_case(pool: &Pool, seed: u64) -> Case {
             describe.push(forge_config(pool, &mut rng, &mut patches));
         }
         _ if !pool.raidz => {
-            describe.push(forge_rootbp(pool, &mut rng, &mut patches));
-            describe.push(block_damage(&mut rng, &mut patches));
+            describe.push(forge_mos(pool, &mut rng, &mut patches));
         }
         _ => {
             // A raidz member gone, blocks on another damaged (beyond what parity repairs).
@@ -520,7 +612,11 @@ fn forge_rootbp(pool: &Pool, rng: &mut SeededRng, patches: &mut [Vec<(u64, Vec<u
     } else {
         (1 + rng.below(lsize), rng.below(18))
     };
-    let object_type = if rng.below(2) == 0 { 11 } else { rng.below(256) };
+    let object_type = if rng.below(2) == 0 {
+        11
+    } else {
+        rng.below(256)
+    };
     let level = if rng.below(4) == 0 { rng.below(32) } else { 0 };
     let (dev, at, _) = pool.reads[rng.below(pool.reads.len() as u64) as usize];
     let sectors = if rng.below(4) == 0 {
@@ -541,7 +637,8 @@ fn forge_rootbp(pool: &Pool, rng: &mut SeededRng, patches: &mut [Vec<(u64, Vec<u
         let o = ub.order;
         let w0 = o.u64_at(&bytes, 40).unwrap();
         let prop = o.u64_at(&bytes, 88).unwrap();
-        o.put_u64(&mut bytes, 40, (w0 & !0xff_ffff) | psize).unwrap();
+        o.put_u64(&mut bytes, 40, (w0 & !0xff_ffff) | psize)
+            .unwrap();
         o.put_u64(&mut bytes, 48, sectors | u64::from(gang) << 63)
             .unwrap();
         for w in [56, 64, 72, 80] {
@@ -565,6 +662,94 @@ fn forge_rootbp(pool: &Pool, rng: &mut SeededRng, patches: &mut [Vec<(u64, Vec<u
          psize {psize} sectors, compression {comp}, type {object_type}, level {level}, checksum off",
         if gang { ", gang" } else { "" }
     )
+}
+
+/// A forged MOS in free space, every block checksum off, uberblocks re-sealed to point at
+/// it: the real object-set block whose meta-dnode now has one level and one block, that
+/// block being the real first dnode block with one live dnode damaged — bytes of its core,
+/// pointers or bonus (a DSL dir or dataset) changed, or its first block (a ZAP, mostly)
+/// replaced by a damaged copy. The decoders get hostile bytes no checksum stops.
+fn forge_mos(pool: &Pool, rng: &mut SeededRng, patches: &mut [Vec<(u64, Vec<u8>)>]) -> String {
+    let Some(m) = &pool.mos else {
+        return forge_rootbp(pool, rng, patches);
+    };
+    let (slot, block0) = &m.live[rng.below(m.live.len() as u64) as usize];
+    let mut describe = format!("forged MOS, dnode {slot}");
+    let mut dnodes = m.dnodes_block.clone();
+    let at_dnodes = m.free_at;
+    let at_objset = at_dnodes + dnodes.len() as u64;
+    let at_block = at_objset + m.objset.len() as u64;
+    let at_indirects = at_block + (128 << 10);
+    let base = slot * 512;
+    // The dnode block's integers are in the order its pointer's bit says.
+    let order = if m.bp_order_bit == 1 {
+        zetta::byteorder::ByteOrder::Little
+    } else {
+        zetta::byteorder::ByteOrder::Big
+    };
+    match (rng.below(3), block0) {
+        (0, Some(block)) if !block.is_empty() && block.len() % 512 == 0 => {
+            let mut block = block.clone();
+            let flips = 1 + rng.below(6);
+            for _ in 0..flips {
+                let i = rng.below(block.len().min(4096) as u64) as usize;
+                block[i] = rng.next_u64() as u8;
+            }
+            let object_type = u64::from(dnodes[base]);
+            let bp = forged_bp(order, at_block, block.len(), object_type, m.bp_order_bit);
+            dnodes[base + 64..base + 192].copy_from_slice(&bp);
+            patches[0].push((at_block, block));
+            describe += &format!(": block 0 with {flips} bytes changed");
+        }
+        (1, _) => {
+            let bonus = 64 + usize::from(dnodes[base + 3]).min(3) * 128;
+            let flips = 1 + rng.below(4);
+            for _ in 0..flips {
+                let i = bonus + rng.below((512 - bonus) as u64) as usize;
+                dnodes[base + i] = rng.next_u64() as u8;
+            }
+            describe += &format!(": {flips} bonus bytes changed");
+        }
+        _ => {
+            let flips = 1 + rng.below(4);
+            for _ in 0..flips {
+                let i = rng.below(64 + 128) as usize;
+                dnodes[base + i] = rng.next_u64() as u8;
+            }
+            describe += &format!(": {flips} core/pointer bytes changed");
+        }
+    }
+    // The object set: the meta-dnode's path to block 0 re-pointed, level by level, at copies
+    // (checksum off) ending in the forged dnode block; the other pointers stay real.
+    let mut bp = forged_bp(order, at_dnodes, dnodes.len(), 10, m.bp_order_bit);
+    patches[0].push((at_dnodes, dnodes));
+    let mut at = at_indirects;
+    for block in m.indirects.iter().rev() {
+        let mut copy = block.clone();
+        copy[..128].copy_from_slice(&bp);
+        bp = forged_bp(order, at, copy.len(), 10, m.bp_order_bit);
+        at += copy.len() as u64;
+        patches[0].push((at - copy.len() as u64, copy));
+    }
+    let mut objset = m.objset.clone();
+    objset[64..192].copy_from_slice(&bp);
+    patches[0].push((at_objset, objset.clone()));
+    // Every newest uberblock points at it.
+    for (i, label, ashift) in labels(pool) {
+        let size = slot_size_bytes(ashift);
+        let ring_offset = label.ring_offset();
+        let ubs = ring_uberblocks(&label.ring, ring_offset, ashift);
+        let Some((n, ub)) = ubs.iter().max_by_key(|(_, ub)| ub.txg) else {
+            continue;
+        };
+        let mut bytes = label.ring[n * size..(n + 1) * size].to_vec();
+        let bp = forged_bp(ub.order, at_objset, objset.len(), 11, m.bp_order_bit);
+        bytes[40..168].copy_from_slice(&bp);
+        let at = ring_offset + (n * size) as u64;
+        seal_label_eck(&mut bytes, at, ub.order).unwrap();
+        patches[i].push((at, bytes));
+    }
+    describe
 }
 
 /// Changes a few bytes of the XDR config of every label of one device (the same bytes in
@@ -626,7 +811,11 @@ fn run_case(pool: &Pool, seed: u64) -> Result<Outcome, String> {
         Err(_) => return Err(format!("{what}: still walking after 300 s")),
     };
     if std::env::var_os("ZETTA_HOSTILE_VERBOSE").is_some() {
-        eprintln!("{what}: opened {}, {:?}", outcome.opened, outcome.errors.first());
+        eprintln!(
+            "{what}: opened {}, {:?}",
+            outcome.opened,
+            outcome.errors.first()
+        );
     }
     if case.budget.exceeded.load(Ordering::Relaxed) {
         return Err(format!(

@@ -435,8 +435,7 @@ mod tests {
 /// a sealed block verifies; a decoded uberblock's order is its magic's.
 pub fn fuzz_check(data: &[u8]) {
     use crate::spa::openzfs::uberblock::{
-        config_ashift, decode_slot, ring_uberblocks, slot_size_bytes,
-        Uberblock,
+        config_ashift, decode_slot, ring_uberblocks, slot_size_bytes, Uberblock,
     };
     let Some((&head, rest)) = data.split_first() else {
         return;

@@ -390,7 +390,10 @@ pub fn fuzz_check(data: &[u8]) {
     ];
     if let Ok(m) = MicroZap::decode(first, order) {
         for e in m.entries() {
-            assert!(m.lookup(&e.key).is_some(), "a listed micro entry is not found");
+            assert!(
+                m.lookup(&e.key).is_some(),
+                "a listed micro entry is not found"
+            );
         }
         for k in &keys {
             let _ = m.lookup(k);
@@ -464,7 +467,9 @@ mod fuzz_tests {
                     // zap_magic, small table shift, no table blocks.
                     order.put_u64(&mut input[at..], 8, fat::ZAP_MAGIC).unwrap();
                     order.put_u64(&mut input[at..], 24, 0).unwrap();
-                    order.put_u64(&mut input[at..], 32, rng.next_u64() % 8).unwrap();
+                    order
+                        .put_u64(&mut input[at..], 32, rng.next_u64() % 8)
+                        .unwrap();
                     // Embedded pointer table: leaf ids among the blocks given.
                     for slot in (bs / 2..bs).step_by(8) {
                         let leaf = 1 + rng.next_u64() % nblocks as u64;

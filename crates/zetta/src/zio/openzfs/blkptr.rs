@@ -1026,12 +1026,21 @@ pub fn fuzz_check(data: &[u8]) {
     for dva in bp.dvas() {
         let _ = (dva.offset_bytes(), dva.asize_bytes(), dva.is_valid());
     }
-    assert!(bp.encode(order)[..] == data[1..1 + BLKPTR_SIZE_BYTES], "re-encoding");
+    assert!(
+        bp.encode(order)[..] == data[1..1 + BLKPTR_SIZE_BYTES],
+        "re-encoding"
+    );
     if let Ok(payload) = bp.embedded_payload() {
         assert_eq!(payload.len() as u64, bp.embedded_psize_bytes());
         assert!(payload.len() <= EMBEDDED_PAYLOAD_SIZE_MAX_BYTES);
-        if let Some(kind) = zetta_zcommon::compress::openzfs::ZioCompress::from_id(bp.compression().into()) {
-            if let Ok(out) = zetta_zcommon::compress::openzfs::decompress(kind, &payload, bp.embedded_lsize_bytes() as usize) {
+        if let Some(kind) =
+            zetta_zcommon::compress::openzfs::ZioCompress::from_id(bp.compression().into())
+        {
+            if let Ok(out) = zetta_zcommon::compress::openzfs::decompress(
+                kind,
+                &payload,
+                bp.embedded_lsize_bytes() as usize,
+            ) {
                 assert_eq!(out.len() as u64, bp.embedded_lsize_bytes());
             }
         }

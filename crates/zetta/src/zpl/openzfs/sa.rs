@@ -653,10 +653,9 @@ pub fn fuzz_check(data: &[u8]) {
         return;
     };
     // One attribute of variable length and one of a length the bytes choose.
-    registry.by_attr.insert(
-        32,
-        SaAttrReg::decode("org.test:var", 32 | 2 << 24),
-    );
+    registry
+        .by_attr
+        .insert(32, SaAttrReg::decode("org.test:var", 32 | 2 << 24));
     registry.by_attr.insert(
         33,
         SaAttrReg::decode("org.test:fixed", 33 | u64::from(head) << 16),
