@@ -29,6 +29,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use zetta::dmu::openzfs::reader::Objset;
 use zetta::io::{BlockDevice, DeviceRef, FileDevice, IoError};
 use zetta::rand::{splitmix64, SeededRng};
 use zetta::spa::openzfs::discover::find_pools;
@@ -305,18 +306,58 @@ struct Pool {
     mos: Option<MosForge>,
 }
 
-/// What a forged MOS is built from (single-device pools): the real object-set block, the
-/// first block of the real meta-dnode, each live dnode of it with its first data block.
-struct MosForge {
+/// One real object set, as a forgery starts from it: its object-set block, the indirect
+/// blocks on the way to its meta-dnode's block 0 (top first), that dnode block, and each live
+/// dnode of it with its block 0 when it has one level.
+struct ObjsetForge {
     objset: Vec<u8>,
-    /// The meta-dnode's indirect blocks on the way to its block 0, top first.
     indirects: Vec<Vec<u8>>,
     dnodes_block: Vec<u8>,
-    /// The order of the meta-dnode block (the objset's bp byte-order bit).
-    bp_order_bit: u64,
-    /// (slot, block 0 of the object if it has one level).
     live: Vec<(usize, Option<Vec<u8>>)>,
-    /// First byte offset past everything the clean walk read: free space to put blocks in.
+}
+
+fn objset_forge(
+    os: &Objset,
+    bp: &[u8; 128],
+    order: zetta::byteorder::ByteOrder,
+) -> Option<ObjsetForge> {
+    let objset = os.read_raw(bp, order).ok()?;
+    let meta = &os.phys.meta_dnode;
+    let dnodes_block = os.read(meta, 0, meta.data_block_size()).ok()?;
+    let mut indirects = Vec::new();
+    let mut bp = *meta.blkptrs.first()?;
+    for _ in 1..meta.nlevels {
+        let block = os.read_raw(&bp, meta.order).ok()?;
+        bp.copy_from_slice(block.get(..128)?);
+        indirects.push(block);
+    }
+    let mut live = Vec::new();
+    for slot in 0..dnodes_block.len() / 512 {
+        let Ok(dn) = os.dnode(slot as u64) else {
+            continue;
+        };
+        let block0 = (dn.nlevels == 1)
+            .then(|| os.read(&dn, 0, dn.data_block_size()).ok())
+            .flatten();
+        live.push((slot, block0));
+    }
+    Some(ObjsetForge {
+        objset,
+        indirects,
+        dnodes_block,
+        live,
+    })
+}
+
+/// What forged pools are built from (single-device pools): the MOS, and the first
+/// filesystem's object set with the MOS slot of its dataset (when that slot lies in the
+/// MOS's first dnode block).
+struct MosForge {
+    mos: ObjsetForge,
+    zpl: Option<(ObjsetForge, usize)>,
+    /// The pool's byte-order bit of block pointers.
+    bp_order_bit: u64,
+    /// Free space to put forged blocks in.
     free_at: u64,
 }
 
@@ -324,26 +365,18 @@ fn mos_forge(devices: &[DeviceRef], reads: &[(usize, u64, usize)]) -> Option<Mos
     let candidate = find_pools(devices, 0).into_iter().next()?;
     let pool = OpenZfsPool::open_devices(&candidate, devices).ok()?;
     let ub = &pool.uberblock;
-    let objset = pool.mos.read_raw(&ub.rootbp, ub.order).ok()?;
-    let meta = &pool.mos.phys.meta_dnode;
-    let dnodes_block = pool.mos.read(meta, 0, meta.data_block_size()).ok()?;
-    let mut indirects = Vec::new();
-    let mut bp = *meta.blkptrs.first()?;
-    for _ in 1..meta.nlevels {
-        let block = pool.mos.read_raw(&bp, meta.order).ok()?;
-        bp.copy_from_slice(block.get(..128)?);
-        indirects.push(block);
-    }
-    let mut live = Vec::new();
-    for slot in 0..dnodes_block.len() / 512 {
-        let Ok(dn) = pool.mos.dnode(slot as u64) else {
-            continue;
-        };
-        let block0 = (dn.nlevels == 1)
-            .then(|| pool.mos.read(&dn, 0, dn.data_block_size()).ok())
-            .flatten();
-        live.push((slot, block0));
-    }
+    let mos = objset_forge(&pool.mos, &ub.rootbp, ub.order)?;
+    let zpl = pool.datasets().ok().and_then(|datasets| {
+        let ds = datasets
+            .into_iter()
+            .find(|d| !d.is_encrypted() && !d.is_snapshot)?;
+        let slot = usize::try_from(ds.dataset_obj).ok()?;
+        if slot >= mos.dnodes_block.len() / 512 {
+            return None;
+        }
+        let os = pool.objset(&ds).ok()?;
+        Some((objset_forge(&os, &ds.phys.bp, ds.order)?, slot))
+    });
     let prop = ub.order.u64_at(&ub.rootbp, 48).ok()?;
     // A 1 MiB gap between the blocks the clean walk read (past the front labels and boot
     // area, before the end labels): unallocated, as far as the walk knows.
@@ -360,14 +393,11 @@ fn mos_forge(devices: &[DeviceRef], reads: &[(usize, u64, usize)]) -> Option<Mos
         }
         cursor = cursor.max(end.next_multiple_of(1 << 12));
     }
-    let free_at = free_at?;
     Some(MosForge {
-        objset,
-        indirects,
-        dnodes_block,
+        mos,
+        zpl,
         bp_order_bit: prop >> 63,
-        live,
-        free_at,
+        free_at: free_at?,
     })
 }
 
@@ -664,30 +694,21 @@ fn forge_rootbp(pool: &Pool, rng: &mut SeededRng, patches: &mut [Vec<(u64, Vec<u
     )
 }
 
-/// A forged MOS in free space, every block checksum off, uberblocks re-sealed to point at
-/// it: the real object-set block whose meta-dnode now has one level and one block, that
-/// block being the real first dnode block with one live dnode damaged — bytes of its core,
-/// pointers or bonus (a DSL dir or dataset) changed, or its first block (a ZAP, mostly)
-/// replaced by a damaged copy. The decoders get hostile bytes no checksum stops.
-fn forge_mos(pool: &Pool, rng: &mut SeededRng, patches: &mut [Vec<(u64, Vec<u8>)>]) -> String {
-    let Some(m) = &pool.mos else {
-        return forge_rootbp(pool, rng, patches);
-    };
-    let (slot, block0) = &m.live[rng.below(m.live.len() as u64) as usize];
-    let mut describe = format!("forged MOS, dnode {slot}");
-    let mut dnodes = m.dnodes_block.clone();
-    let at_dnodes = m.free_at;
-    let at_objset = at_dnodes + dnodes.len() as u64;
-    let at_block = at_objset + m.objset.len() as u64;
-    let at_indirects = at_block + (128 << 10);
+/// Damages one live dnode of a copy of `f`'s first dnode block — bytes of its core or
+/// pointers or bonus changed, or its block 0 (a ZAP, mostly) replaced by a damaged copy put
+/// at `at_block` — and returns the block and what was done.
+fn damage_dnodes(
+    f: &ObjsetForge,
+    rng: &mut SeededRng,
+    order: zetta::byteorder::ByteOrder,
+    bit: u64,
+    at_block: u64,
+    patches: &mut Vec<(u64, Vec<u8>)>,
+) -> (Vec<u8>, String) {
+    let (slot, block0) = &f.live[rng.below(f.live.len() as u64) as usize];
+    let mut dnodes = f.dnodes_block.clone();
     let base = slot * 512;
-    // The dnode block's integers are in the order its pointer's bit says.
-    let order = if m.bp_order_bit == 1 {
-        zetta::byteorder::ByteOrder::Little
-    } else {
-        zetta::byteorder::ByteOrder::Big
-    };
-    match (rng.below(3), block0) {
+    let describe = match (rng.below(3), block0) {
         (0, Some(block)) if !block.is_empty() && block.len() % 512 == 0 => {
             let mut block = block.clone();
             let flips = 1 + rng.below(6);
@@ -696,10 +717,10 @@ fn forge_mos(pool: &Pool, rng: &mut SeededRng, patches: &mut [Vec<(u64, Vec<u8>)
                 block[i] = rng.next_u64() as u8;
             }
             let object_type = u64::from(dnodes[base]);
-            let bp = forged_bp(order, at_block, block.len(), object_type, m.bp_order_bit);
+            let bp = forged_bp(order, at_block, block.len(), object_type, bit);
             dnodes[base + 64..base + 192].copy_from_slice(&bp);
-            patches[0].push((at_block, block));
-            describe += &format!(": block 0 with {flips} bytes changed");
+            patches.push((at_block, block));
+            format!("dnode {slot}: block 0 with {flips} bytes changed")
         }
         (1, _) => {
             let bonus = 64 + usize::from(dnodes[base + 3]).min(3) * 128;
@@ -708,7 +729,7 @@ fn forge_mos(pool: &Pool, rng: &mut SeededRng, patches: &mut [Vec<(u64, Vec<u8>)
                 let i = bonus + rng.below((512 - bonus) as u64) as usize;
                 dnodes[base + i] = rng.next_u64() as u8;
             }
-            describe += &format!(": {flips} bonus bytes changed");
+            format!("dnode {slot}: {flips} bonus bytes changed")
         }
         _ => {
             let flips = 1 + rng.below(4);
@@ -716,24 +737,79 @@ fn forge_mos(pool: &Pool, rng: &mut SeededRng, patches: &mut [Vec<(u64, Vec<u8>)
                 let i = rng.below(64 + 128) as usize;
                 dnodes[base + i] = rng.next_u64() as u8;
             }
-            describe += &format!(": {flips} core/pointer bytes changed");
+            format!("dnode {slot}: {flips} core/pointer bytes changed")
         }
-    }
-    // The object set: the meta-dnode's path to block 0 re-pointed, level by level, at copies
-    // (checksum off) ending in the forged dnode block; the other pointers stay real.
-    let mut bp = forged_bp(order, at_dnodes, dnodes.len(), 10, m.bp_order_bit);
-    patches[0].push((at_dnodes, dnodes));
-    let mut at = at_indirects;
-    for block in m.indirects.iter().rev() {
+    };
+    (dnodes, describe)
+}
+
+/// Puts `dnodes` (block 0 of `f`'s meta-dnode) at `at`, copies of the indirect blocks on
+/// its path re-pointed level by level after it, then the object-set block re-pointed;
+/// returns the object-set block's offset and length. The other pointers stay real.
+fn chain(
+    f: &ObjsetForge,
+    dnodes: Vec<u8>,
+    order: zetta::byteorder::ByteOrder,
+    bit: u64,
+    at: u64,
+    patches: &mut Vec<(u64, Vec<u8>)>,
+) -> (u64, usize) {
+    let mut bp = forged_bp(order, at, dnodes.len(), 10, bit);
+    let mut at = at + dnodes.len() as u64;
+    patches.push((at - dnodes.len() as u64, dnodes));
+    for block in f.indirects.iter().rev() {
         let mut copy = block.clone();
         copy[..128].copy_from_slice(&bp);
-        bp = forged_bp(order, at, copy.len(), 10, m.bp_order_bit);
+        bp = forged_bp(order, at, copy.len(), 10, bit);
         at += copy.len() as u64;
-        patches[0].push((at - copy.len() as u64, copy));
+        patches.push((at - copy.len() as u64, copy));
     }
-    let mut objset = m.objset.clone();
+    let mut objset = f.objset.clone();
     objset[64..192].copy_from_slice(&bp);
-    patches[0].push((at_objset, objset.clone()));
+    let len = objset.len();
+    patches.push((at, objset));
+    (at, len)
+}
+
+/// A forged pool in free space, every forged block checksum off, the uberblocks re-sealed
+/// to point at it: a MOS whose first dnode block has one dnode damaged, or (half the time,
+/// when the pool allows) an intact MOS whose first filesystem's dataset points at a forged
+/// object set with one ZPL dnode damaged (a znode or SA bonus, a directory ZAP). The
+/// decoders get hostile bytes no checksum stops.
+fn forge_mos(pool: &Pool, rng: &mut SeededRng, patches: &mut [Vec<(u64, Vec<u8>)>]) -> String {
+    let Some(m) = &pool.mos else {
+        return forge_rootbp(pool, rng, patches);
+    };
+    let bit = m.bp_order_bit;
+    let order = if bit == 1 {
+        zetta::byteorder::ByteOrder::Little
+    } else {
+        zetta::byteorder::ByteOrder::Big
+    };
+    let mut at = m.free_at;
+    let mut out = Vec::new();
+    let (mos_dnodes, describe) = match (&m.zpl, rng.below(2)) {
+        (Some((zpl, ds_slot)), 0) => {
+            let (dnodes, what) = damage_dnodes(zpl, rng, order, bit, at, &mut out);
+            at += 256 << 10;
+            let (os_at, os_len) = chain(zpl, dnodes, order, bit, at, &mut out);
+            at = os_at + os_len as u64;
+            // The dataset's ds_bp (offset 128 of its bonus) now names the forged set.
+            let mut mos_dnodes = m.mos.dnodes_block.clone();
+            let base = ds_slot * 512;
+            let bonus = base + 64 + usize::from(mos_dnodes[base + 3]).min(3) * 128;
+            let bp = forged_bp(order, os_at, os_len, 11, bit);
+            mos_dnodes[bonus + 128..bonus + 256].copy_from_slice(&bp);
+            (mos_dnodes, format!("forged filesystem, {what}"))
+        }
+        _ => {
+            let (dnodes, what) = damage_dnodes(&m.mos, rng, order, bit, at, &mut out);
+            at += 256 << 10;
+            (dnodes, format!("forged MOS, {what}"))
+        }
+    };
+    let (at_objset, objset_len) = chain(&m.mos, mos_dnodes, order, bit, at, &mut out);
+    patches[0].extend(out);
     // Every newest uberblock points at it.
     for (i, label, ashift) in labels(pool) {
         let size = slot_size_bytes(ashift);
@@ -743,7 +819,7 @@ fn forge_mos(pool: &Pool, rng: &mut SeededRng, patches: &mut [Vec<(u64, Vec<u8>)
             continue;
         };
         let mut bytes = label.ring[n * size..(n + 1) * size].to_vec();
-        let bp = forged_bp(ub.order, at_objset, objset.len(), 11, m.bp_order_bit);
+        let bp = forged_bp(ub.order, at_objset, objset_len, 11, bit);
         bytes[40..168].copy_from_slice(&bp);
         let at = ring_offset + (n * size) as u64;
         seal_label_eck(&mut bytes, at, ub.order).unwrap();
