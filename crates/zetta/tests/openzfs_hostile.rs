@@ -983,3 +983,38 @@ fn hostile_raidz_pool_errors_never_panics() {
     let pool = load("zfs-pool-v2raidz", &rels, true);
     hammer(&pool, 3);
 }
+
+// Why: the guards must not be vacuous: an allocation past the limit is seen, one under it
+// is not, and a device read past the budget fails and is recorded.
+#[test]
+fn the_guards_see_what_they_guard() {
+    let seen = std::thread::spawn(|| {
+        let big: Vec<u8> = Vec::with_capacity(ALLOC_LIMIT + 1);
+        drop(std::hint::black_box(big));
+        BIGGEST_ABSURD.with(Cell::get)
+    })
+    .join()
+    .unwrap();
+    assert_eq!(seen, ALLOC_LIMIT + 1);
+    let unseen = std::thread::spawn(|| {
+        let fine: Vec<u8> = Vec::with_capacity(16 << 20);
+        drop(std::hint::black_box(fine));
+        BIGGEST_ABSURD.with(Cell::get)
+    })
+    .join()
+    .unwrap();
+    assert_eq!(unseen, 0);
+    let budget = Budget::new(2, false);
+    let device = Damaged {
+        base: Arc::new(zetta::io::MemDevice::new("mem", 4096)),
+        size: 4096,
+        patches: vec![(10, vec![7])],
+        budget: budget.clone(),
+    };
+    let mut buf = [0u8; 16];
+    device.read_at(0, &mut buf).unwrap();
+    assert_eq!(buf[10], 7);
+    assert!(device.read_at(4090, &mut buf).is_err(), "past the end");
+    assert!(device.read_at(0, &mut buf).is_err(), "past the budget");
+    assert!(budget.exceeded.load(Ordering::Relaxed));
+}
