@@ -403,3 +403,22 @@ fn random_and_truncated_blocks_never_panic() {
         }
     }
 }
+
+// Why: blocks and labels come off the disk; every checksum id over any bytes, and the
+// embedded-checksum verify, must answer without a panic (the fuzz target's check).
+#[test]
+fn fuzz_check_holds_on_random_inputs() {
+    let mut state = 0x5eed_u64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for i in 0..3000u64 {
+        let len = [0, 7, 40, 200, 512, 4096][(next() % 6) as usize] + (next() % 3) as usize;
+        let mut input: Vec<u8> = (0..=len).map(|_| next() as u8).collect();
+        input[0] = (i % 34) as u8 | if i % 3 == 0 { 0x80 } else { 0 };
+        fuzz_check(&input);
+    }
+}

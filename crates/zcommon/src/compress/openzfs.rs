@@ -671,6 +671,40 @@ fn zstd_compress(src: &[u8], level: u8) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// One fuzz input through the decompressors (the fuzz target `openzfs_decompress` and a
+/// unit test call it): byte 0 picks the id (ids past the table included), bytes 1..4 the
+/// logical size (up to 1 MiB, and once in 64 inputs past OpenZFS's limit), the rest is the
+/// physical block. Panics only if an invariant breaks: a decoded block is exactly `lsize`
+/// bytes, and what our compressor writes decodes back to its input.
+pub fn fuzz_check(data: &[u8]) {
+    let Some((&head, rest)) = data.split_first() else {
+        return;
+    };
+    let (size_bytes, physical) = rest.split_at(rest.len().min(3));
+    let mut raw = [0u8; 4];
+    raw[..size_bytes.len()].copy_from_slice(size_bytes);
+    let raw = u32::from_le_bytes(raw);
+    let lsize = if raw & 0x3f == 0x3f {
+        OPENZFS_MAX_LSIZE_BYTES + (raw as usize >> 6)
+    } else {
+        (raw as usize >> 4) & ((1 << 20) - 1)
+    };
+    let Some(kind) = ZioCompress::from_id(u64::from(head % 20)) else {
+        return;
+    };
+    if let Ok(out) = decompress(kind, physical, lsize) {
+        assert_eq!(out.len(), lsize, "{kind}: decoded length");
+    }
+    if physical.len() <= 1 << 16 {
+        if let Some(packed) = compress(kind, physical, physical.len() + 1024, 3) {
+            match decompress(kind, &packed, physical.len()) {
+                Ok(back) => assert!(back == physical, "{kind}: round trip changed the data"),
+                Err(e) => panic!("{kind}: our own compressed block does not decode: {e}"),
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 #[path = "openzfs_tests.rs"]
 mod tests;
