@@ -365,10 +365,7 @@ pub fn zdb_dataset_blkptrs(dir: &Path, pool: &str) -> BTreeMap<u64, BTreeMap<u64
 
 /// `bp` with only its DVA `index` (moved to slot 0), to read one copy.
 pub fn only_dva(bp: &BlockPointer, index: usize) -> BlockPointer {
-    let mut one = *bp;
-    let [w0, w1] = bp.dva(index).to_words();
-    one.words[..6].copy_from_slice(&[w0, w1, 0, 0, 0, 0]);
-    one
+    bp.only_copy(index)
 }
 
 /// `zdb -R` of DVA[0] of many pointers in one run: their physical bytes, in order.

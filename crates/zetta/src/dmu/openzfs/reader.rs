@@ -91,12 +91,10 @@ impl BlockReader for &PoolIo {
     }
 }
 
-/// A ZAP entry's name as text (ZAP names are NUL-free bytes; not UTF-8 is shown lossily).
+/// A ZAP entry's name as text (ZAP names are NUL-free bytes; not UTF-8 is shown lossily):
+/// its key as `ZapKey` displays it.
 pub fn entry_name(entry: &ZapEntry) -> String {
-    match &entry.key {
-        ZapKey::Name(name) => String::from_utf8_lossy(name).into_owned(),
-        other => other.to_string(),
-    }
+    entry.key.to_string()
 }
 
 /// One OpenZFS object set, opened read-only.

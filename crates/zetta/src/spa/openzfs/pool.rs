@@ -93,8 +93,6 @@ pub struct Dataset {
     /// The byte order of the dataset's bonus (and so of its block pointer's words).
     pub order: ByteOrder,
     pub is_snapshot: bool,
-    /// DSL dir objects from this dataset's dir up to the root (for property inheritance).
-    pub dir_chain: Vec<(String, u64)>,
 }
 
 impl Dataset {
@@ -267,11 +265,9 @@ impl OpenZfsPool {
     /// `$FREE`, `%` receive work datasets) are left out.
     pub fn datasets(&self) -> Result<Vec<Dataset>, OzfsError> {
         let mut out = Vec::new();
-        let mut stack = vec![(self.name.clone(), self.root_dir_obj, Vec::new(), 0usize)];
-        while let Some((name, dir_obj, parents, depth)) = stack.pop() {
+        let mut stack = vec![(self.name.clone(), self.root_dir_obj, 0usize)];
+        while let Some((name, dir_obj, depth)) = stack.pop() {
             let (dir, _) = self.dir(dir_obj)?;
-            let mut chain: Vec<(String, u64)> = vec![(name.clone(), dir_obj)];
-            chain.extend(parents.iter().cloned());
             if dir.head_dataset_obj != 0 {
                 let (phys, order) = self.dataset_phys(dir.head_dataset_obj)?;
                 let snapnames = phys.snapnames_zapobj;
@@ -283,7 +279,6 @@ impl OpenZfsPool {
                     phys,
                     order,
                     is_snapshot: false,
-                    dir_chain: chain.clone(),
                 });
                 if snapnames != 0 {
                     let mut snaps = Vec::new();
@@ -298,7 +293,6 @@ impl OpenZfsPool {
                             phys,
                             order,
                             is_snapshot: true,
-                            dir_chain: chain.clone(),
                         });
                     }
                     snaps.sort_by_key(|s| s.phys.creation_txg);
@@ -319,7 +313,7 @@ impl OpenZfsPool {
             // Popped last-first: push in reverse name order so children come out sorted.
             children.sort();
             for (child, object) in children.into_iter().rev() {
-                stack.push((format!("{name}/{child}"), object, chain.clone(), depth + 1));
+                stack.push((format!("{name}/{child}"), object, depth + 1));
             }
         }
         Ok(out)

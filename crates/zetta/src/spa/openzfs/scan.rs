@@ -128,10 +128,7 @@ impl Walker<'_> {
         let salt = self.pool.io.salt;
         for (index, dva) in bp.readable_dvas().into_iter().enumerate() {
             self.report.allocated_bytes += dva.asize_bytes();
-            // This copy alone: a pointer with it as DVA[0] and the others cleared.
-            let mut single = bp;
-            single.words[..6].fill(0);
-            single.words[..2].copy_from_slice(&dva.to_words());
+            let single = bp.with_only(dva);
             let verified = read_physical_verified(&self.pool.io.devices, &single, &|bp, bytes| {
                 checksum_matches(bp, bytes, &salt)
             });

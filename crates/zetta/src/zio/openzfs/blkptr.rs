@@ -360,6 +360,20 @@ impl BlockPointer {
         [self.dva(0), self.dva(1), self.dva(2)]
     }
 
+    /// The same pointer naming only copy `index` (as its DVA[0]): reading it reads and
+    /// verifies that copy alone, as a scrub or a per-copy check needs.
+    pub fn only_copy(&self, index: usize) -> BlockPointer {
+        self.with_only(self.dva(index))
+    }
+
+    /// The same pointer with `dva` as its only copy.
+    pub fn with_only(&self, dva: Dva) -> BlockPointer {
+        let mut one = *self;
+        let [w0, w1] = dva.to_words();
+        one.words[..6].copy_from_slice(&[w0, w1, 0, 0, 0, 0]);
+        one
+    }
+
     /// `BP_IS_EMBEDDED`.
     pub fn is_embedded(&self) -> bool {
         bits(self.prop(), 39, 1) == 1

@@ -243,15 +243,10 @@ impl ZnodePhys {
     }
 }
 
-/// `S_IFMT` and the file types of `mode`.
-pub const S_IFMT: u64 = 0o170000;
-pub const S_IFIFO: u64 = 0o010000;
-pub const S_IFCHR: u64 = 0o020000;
-pub const S_IFDIR: u64 = 0o040000;
-pub const S_IFBLK: u64 = 0o060000;
-pub const S_IFREG: u64 = 0o100000;
-pub const S_IFLNK: u64 = 0o120000;
-pub const S_IFSOCK: u64 = 0o140000;
+/// `S_IFMT` and the file types of `mode`: POSIX's, the same in both formats.
+pub use crate::zpl::znode::{
+    S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG, S_IFSOCK,
+};
 
 /// A directory entry's value: object number and file type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
