@@ -134,6 +134,9 @@ pub struct Spa {
     /// devices — no txg commits, no label updates, no intent log replay — and every change
     /// is refused (`SpaError::ReadOnly`).
     pub readonly: bool,
+    /// A real OpenZFS pool imported read-only (`openzfs::import`): its reads dispatch to
+    /// the OpenZFS codecs.
+    pub(crate) openzfs: Option<std::sync::Arc<openzfs::import::Foreign>>,
 }
 
 pub fn now_secs() -> u64 {
@@ -321,6 +324,7 @@ impl Spa {
             dsl_space: Default::default(),
             writeback: Default::default(),
             readonly: false,
+            openzfs: None,
         };
         spa.ms_arrays = vec![Vec::new(); spa.root.children.len()];
         {
