@@ -983,6 +983,13 @@ impl Spa {
 
     /// Command history lines (epoch seconds, command).
     pub fn history(&mut self) -> Result<Vec<(u64, String)>, SpaError> {
+        if self.openzfs.is_some() {
+            // OpenZFS keeps its history as natively packed nvlists, which Zetta does not
+            // decode yet: say so rather than show an empty history.
+            return Err(SpaError::Invalid(
+                "the history of OpenZFS pools cannot be read yet".to_string(),
+            ));
+        }
         let ctx = io_ctx!(self);
         let size = self.mos.size_bytes(&ctx, MOS_OBJECT_HISTORY)?;
         let bytes = self.mos.read(&ctx, MOS_OBJECT_HISTORY, 0, size as usize)?;
