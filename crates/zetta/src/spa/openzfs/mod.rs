@@ -5,4 +5,5 @@ pub mod discover;
 pub mod feature;
 pub mod pool;
 pub mod scan;
+pub mod space;
 pub mod uberblock;
