@@ -17,8 +17,10 @@
 
 pub mod dataset;
 pub mod dir;
+pub mod index;
 pub mod objdir;
 pub mod prop;
+pub mod view;
 
 use crate::byteorder::ByteOrder;
 use std::fmt;

@@ -6,4 +6,5 @@ pub mod feature;
 pub mod import;
 pub mod pool;
 pub mod scan;
+pub mod space;
 pub mod uberblock;
