@@ -930,6 +930,9 @@ impl Spa {
 
     /// Space figures for `zpool list`: (size, allocated, free) over normal-class vdevs.
     pub fn space(&self) -> (u64, u64, u64) {
+        if let Some(f) = &self.openzfs {
+            return (f.space.size, f.space.alloc, f.space.free);
+        }
         let allocator = self.zio.allocator.lock();
         (
             allocator.size_bytes(),
@@ -940,6 +943,12 @@ impl Spa {
 
     /// Per top-level vdev: (size, allocated, free, fragmentation).
     pub fn vdev_space(&self, vdev: usize) -> Option<(u64, u64, u64, Option<u64>)> {
+        if let Some(f) = &self.openzfs {
+            let id = self.root.children.get(vdev)?.id;
+            let v = f.space.vdevs.iter().find(|v| v.id == id)?;
+            // Fragmentation needs the space maps' histograms, not read here.
+            return Some((v.size, v.alloc, v.free(), None));
+        }
         let is_log = self.root.children.get(vdev).is_some_and(|t| t.is_log);
         let allocator = if is_log {
             self.zio.log_allocator.lock()

@@ -314,6 +314,11 @@ impl DslView {
     }
 
     /// Whether the dataset's dir keeps the USED breakdown (pools of version 13 and later).
+    /// The DSL dir object of a head dataset (`Spa::lookup_dir`).
+    pub fn dir_object(&self, name: &str) -> Option<u64> {
+        self.head(name).map(|n| n.dir_obj)
+    }
+
     pub fn has_used_breakdown(&self, name: &str) -> bool {
         self.node(name)
             .and_then(|n| self.dirs.get(&n.dir_obj))

@@ -46,6 +46,10 @@ pub struct Foreign {
     pub version: u64,
     /// What the import listing said of it (legacy version, features not enabled...).
     pub status: Status,
+    /// The dataset layer, read once at import (the pool never changes under it).
+    pub view: crate::dsl::openzfs::view::DslView,
+    /// The pool's space from its space maps.
+    pub space: super::space::PoolSpace,
 }
 
 /// Nesting OpenZFS's own `spa_config_parse` allows is far deeper than any real tree;
@@ -270,15 +274,21 @@ impl Spa {
         }
         let mut props = read_pool_props(&pool);
         props.set_str("readonly", "on");
-        let name = new_name.unwrap_or(&candidate.name).to_string();
         let txg = Txg(pool.uberblock.txg);
         let features = read_features(&pool);
+        let name = new_name.unwrap_or(&candidate.name).to_string();
+        let view = crate::dsl::openzfs::view::DslView::load(&pool, &name)
+            .map_err(|e| SpaError::Corrupt(e.to_string()))?;
+        let space =
+            super::space::PoolSpace::load(&pool).map_err(|e| SpaError::Corrupt(e.to_string()))?;
         let scan = read_scan(&pool);
         let foreign = Foreign {
             pool: Arc::new(pool),
             features,
             version,
             status: candidate.status.clone(),
+            view,
+            space,
         };
         Ok(Spa {
             name,
