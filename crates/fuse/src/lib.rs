@@ -20,8 +20,8 @@
 //! devices, xattr, sync).
 
 mod ctldir;
-mod ops;
 pub mod openzfs;
+mod ops;
 
 use parking_lot::RwLock;
 use std::path::Path;

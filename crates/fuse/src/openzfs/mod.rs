@@ -222,7 +222,10 @@ impl OzfsFs {
     fn snap_fs(&self, slot: usize) -> Result<Arc<ZplFs>, fuser::Errno> {
         let snap = self.snaps.get(slot).ok_or(fuser::Errno::ENOENT)?;
         let opened = snap.fs.get_or_init(|| {
-            let os = self._pool.objset(&snap.dataset).map_err(|e| e.to_string())?;
+            let os = self
+                ._pool
+                .objset(&snap.dataset)
+                .map_err(|e| e.to_string())?;
             ZplFs::open(os).map(Arc::new).map_err(|e| e.to_string())
         });
         opened.clone().map_err(|why| {
@@ -324,7 +327,11 @@ impl OzfsFs {
             Node::CtlRoot => {
                 let mut list = dot(CTL_ROOT, ROOT_INO);
                 list.push((INodeNo(CTL_SHARES), FileType::Directory, b"shares".to_vec()));
-                list.push((INodeNo(CTL_SNAPDIR), FileType::Directory, b"snapshot".to_vec()));
+                list.push((
+                    INodeNo(CTL_SNAPDIR),
+                    FileType::Directory,
+                    b"snapshot".to_vec(),
+                ));
                 Ok(list)
             }
             Node::Shares => Ok(dot(CTL_SHARES, CTL_ROOT)),
@@ -476,9 +483,15 @@ fn dtype_kind(dtype: u8) -> Option<FileType> {
 }
 
 /// A device file's number as FUSE carries it (the kernel's `new_encode_dev`, which is
-/// glibc's `makedev` for 32-bit numbers). OpenZFS on Linux stores the kernel's own
-/// `dev_t` (`major << 20 | minor`, 32 bits); Solaris-lineage writers store the 64-bit
-/// `major << 32 | minor`. A value above 32 bits is the latter.
+/// glibc's `makedev` for 32-bit numbers). Writers differ in what they store:
+///
+/// - OpenZFS on Linux: the kernel's own `dev_t`, `major << 20 | minor` (`zfs_mknode`);
+/// - illumos and its heirs: the 64-bit `major << 32 | minor` (`expldev`);
+/// - zfs-fuse: the number FUSE gave it, already in FUSE's encoding.
+///
+/// A value above 32 bits is the 64-bit form; one from 2^20 up the kernel's (a device of
+/// major 0, which no disk holds a node of, is the only kernel number below 2^20); below
+/// 2^20 it is taken as FUSE's own encoding.
 pub(crate) fn linux_rdev(a: &ZAttr) -> u32 {
     let kind = a.mode & S_IFMT;
     if kind != S_IFCHR && kind != S_IFBLK {
@@ -486,8 +499,10 @@ pub(crate) fn linux_rdev(a: &ZAttr) -> u32 {
     }
     let (major, minor) = if a.rdev > u64::from(u32::MAX) {
         (a.rdev >> 32, a.rdev & 0xffff_ffff)
-    } else {
+    } else if a.rdev >= 1 << 20 {
         (a.rdev >> 20, a.rdev & 0xf_ffff)
+    } else {
+        return a.rdev as u32;
     };
     let (major, minor) = (major & 0xfff, minor & 0xf_ffff);
     ((minor & 0xff) | (major << 8) | ((minor & !0xff) << 12)) as u32

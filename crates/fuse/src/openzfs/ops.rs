@@ -14,6 +14,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
+use zetta::zpl::openzfs::sa::SaXattr;
 use zetta::zpl::openzfs::znode::{S_IFLNK, S_IFMT};
 
 /// How long the kernel may trust attributes and names: nothing on a read-only pool changes
@@ -34,11 +35,7 @@ fn enodata() -> Errno {
 
 impl OzfsFs {
     /// `lookup`: the entry's attributes and generation.
-    fn lookup_entry(
-        &self,
-        parent: INodeNo,
-        name: &[u8],
-    ) -> Result<(fuser::FileAttr, u64), Errno> {
+    fn lookup_entry(&self, parent: INodeNo, name: &[u8]) -> Result<(fuser::FileAttr, u64), Errno> {
         match self.node(parent)? {
             Node::CtlRoot => match name {
                 b"snapshot" => Ok((self.ctl_attr(CTL_SNAPDIR, 2), 0)),
@@ -102,7 +99,7 @@ impl OzfsFs {
     }
 
     /// A file's extended attributes as (stored name, value).
-    fn stored_xattrs(&self, ino: INodeNo) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Errno> {
+    fn stored_xattrs(&self, ino: INodeNo) -> Result<Vec<SaXattr>, Errno> {
         match self.node(ino)? {
             Node::Obj(fs, object, _) => fs.xattrs(object).map_err(io_error),
             _ => Ok(Vec::new()),
@@ -146,7 +143,7 @@ fn forbidden_bare_name(name: &[u8]) -> bool {
 
 /// The value of xattr `name` as Linux asks for it (OpenZFS `zpl_xattr_user_get` and
 /// friends): `user.X` is stored as `user.X` (Linux) or `X` (other platforms).
-fn find_xattr(stored: &[(Vec<u8>, Vec<u8>)], name: &[u8]) -> Result<Vec<u8>, Errno> {
+fn find_xattr(stored: &[SaXattr], name: &[u8]) -> Result<Vec<u8>, Errno> {
     let find = |want: &[u8]| {
         stored
             .iter()
@@ -586,9 +583,15 @@ mod tests {
                 ..Default::default()
             })
         };
-        // Linux's dev_t (1:3) and Solaris's 64-bit form give glibc's makedev(1, 3).
+        // Linux's dev_t (1:3), Solaris's 64-bit form and zfs-fuse's (FUSE's) encoding all
+        // give glibc's makedev(1, 3).
         assert_eq!(u64::from(dev(0o020644, (1 << 20) | 3)), libc::makedev(1, 3));
         assert_eq!(u64::from(dev(0o020644, (1 << 32) | 3)), libc::makedev(1, 3));
+        assert_eq!(u64::from(dev(0o020644, 0x103)), libc::makedev(1, 3));
+        assert_eq!(
+            u64::from(dev(0o060600, (259 << 20) | 70000)),
+            libc::makedev(259, 70000)
+        );
         assert_eq!(dev(0o100644, u64::MAX), 0);
     }
 }
