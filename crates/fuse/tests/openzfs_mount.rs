@@ -709,3 +709,83 @@ fn encrypted_filesystem_refuses_to_open() {
         }
     }
 }
+
+// Why: a pool's bytes are outside input: a data block that no longer matches its checksum
+// must answer EIO to the reader of that file (never a panic, never wrong bytes), and the
+// mount must keep serving everything else.
+#[test]
+fn a_corrupt_block_reads_as_eio_and_the_mount_lives_on() {
+    use std::os::unix::fs::FileExt;
+    use zetta::zio::openzfs::blkptr::BlockPointer;
+    let fx = oracle::fixture("compression/testpool_zstd.tar.gz");
+    // The first regular file of x86_64 whose first block pointer is an ordinary block:
+    // every copy of that block (an indirect block has two) is damaged.
+    let (victim, offsets) = {
+        let pool = open_pool(std::slice::from_ref(&fx.file));
+        let ds = pool
+            .datasets()
+            .unwrap()
+            .into_iter()
+            .find(|d| d.name.ends_with("/x86_64"))
+            .expect("testpool_zstd/x86_64");
+        let fs = ZplFs::open(pool.objset(&ds).unwrap()).unwrap();
+        let mut found = None;
+        for (name, object, _) in fs.readdir(fs.root).unwrap() {
+            let attr = fs.attr(object).unwrap();
+            let dn = fs.os.dnode(object).unwrap();
+            if attr.mode & 0o170000 != 0o100000 || dn.blkptrs.is_empty() {
+                continue;
+            }
+            let bp = BlockPointer::decode(dn.order, &dn.blkptrs[0], 0).unwrap();
+            if bp.is_embedded() || bp.is_hole() || bp.is_gang() {
+                continue;
+            }
+            // Allocations start after the two front labels and the boot block (4 MiB).
+            let offsets: Vec<u64> = bp
+                .dvas()
+                .iter()
+                .filter(|d| d.is_valid())
+                .filter_map(|d| d.offset_bytes())
+                .map(|at| at + (4 << 20))
+                .collect();
+            found = Some((String::from_utf8(name).unwrap(), offsets));
+            break;
+        }
+        found.expect("a file with a block")
+    };
+    let dev = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&fx.file)
+        .unwrap();
+    for offset in offsets {
+        let mut bytes = [0u8; 64];
+        dev.read_exact_at(&mut bytes, offset).unwrap();
+        for b in &mut bytes {
+            *b ^= 0x5a;
+        }
+        dev.write_all_at(&bytes, offset).unwrap();
+    }
+    drop(dev);
+    let pool = open_pool(std::slice::from_ref(&fx.file));
+    let m = mount(&pool, "testpool_zstd/x86_64", SnapDir::Hidden);
+    assert_eq!(
+        errno_of(std::fs::read(m.at.join(&victim))),
+        Some(libc::EIO),
+        "{victim}"
+    );
+    // Its attributes, its xattrs, the listing and every other file still read.
+    assert!(std::fs::symlink_metadata(m.at.join(&victim)).is_ok());
+    assert!(!xattrs(&m.at.join(&victim), true).is_empty());
+    let names: Vec<std::ffi::OsString> = std::fs::read_dir(&m.at)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(names.contains(&std::ffi::OsString::from(&victim)));
+    for entry in std::fs::read_dir(&m.at).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name() != Some(std::ffi::OsStr::new(&victim)) && path.is_file() {
+            std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        }
+    }
+}
