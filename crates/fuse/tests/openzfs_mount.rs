@@ -789,3 +789,20 @@ fn a_corrupt_block_reads_as_eio_and_the_mount_lives_on() {
         }
     }
 }
+
+// Why: the daemon mounts by name; a name the pool does not hold (or a snapshot's) must
+// refuse in OpenZFS's words, not mount something else.
+#[test]
+fn a_missing_dataset_refuses_to_open() {
+    let fx = oracle::fixture("compression/testpool_zstd.tar.gz");
+    let pool = open_pool(std::slice::from_ref(&fx.file));
+    for name in ["testpool_zstd/nope", "testpool_zstd@nope"] {
+        match OzfsFs::open(pool.clone(), name, MountOptions::default()) {
+            Err(zetta_fuse::MountError::Dataset(why)) => {
+                assert_eq!(why, format!("cannot open '{name}': dataset does not exist"))
+            }
+            Err(e) => panic!("{name}: {e}"),
+            Ok(_) => panic!("{name}: opened"),
+        }
+    }
+}

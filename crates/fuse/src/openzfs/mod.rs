@@ -127,7 +127,7 @@ impl OzfsFs {
     /// `options.fsname` empty shows the dataset's name in /proc/mounts.
     ///
     /// Refuses (`MountError::Dataset`): a name that is not a head filesystem of the
-    /// pool, an encrypted filesystem (`cannot mount 'DATASET': encryption key not
+    /// pool (`cannot open 'DATASET': dataset does not exist`), an encrypted filesystem (`cannot mount 'DATASET': encryption key not
     /// loaded`, OpenZFS's words with the dataset in place of the mountpoint, which is not
     /// known here: `key_not_loaded` rewords it), a volume, and a filesystem whose master
     /// node does not read.
@@ -143,7 +143,9 @@ impl OzfsFs {
         let head = all
             .iter()
             .find(|d| !d.is_snapshot && d.name == dataset)
-            .ok_or_else(|| cannot("filesystem does not exist"))?;
+            .ok_or_else(|| {
+                MountError::Dataset(format!("cannot open '{dataset}': dataset does not exist"))
+            })?;
         if head.is_encrypted() {
             return Err(MountError::Dataset(key_not_loaded(dataset)));
         }
