@@ -25,12 +25,12 @@
 //! SOURCE OpenZFS prints.
 
 use super::dataset::DslDatasetPhys as OzDatasetPhys;
+use super::dataset::FIELD_BOOKMARK_NAMES;
 use super::dir::{
     DslDirPhys as OzDirPhys, DD_FLAG_USED_BREAKDOWN, DD_USED_CHILD, DD_USED_CHILD_RSRV,
     DD_USED_HEAD, DD_USED_REFRSRV, DD_USED_SNAP,
 };
 use super::prop::{decode_value, entry_kind, EntryKind, PropValue, PropsZap};
-use super::dataset::FIELD_BOOKMARK_NAMES;
 use super::{index, ZapValue};
 use crate::byteorder::ByteOrder;
 use crate::dmu::openzfs::reader::{entry_name, OzfsError};
@@ -43,7 +43,7 @@ use crate::zio::blkptr::BlockPointer;
 use std::collections::{BTreeMap, HashMap};
 
 /// `DMU_OST_ZVOL`.
-const OST_ZVOL: u64 = 1;
+const OST_ZVOL: u64 = 3;
 /// `DMU_OT_BPOBJ`: a dead list in the pre-v26 format (one list, no per-txg sub-lists).
 const OT_BPOBJ: u8 = 5;
 /// Most entries read from one small ZAP (holds, bookmarks, clones, dead list sub-lists).
@@ -202,11 +202,10 @@ impl DslView {
                 );
             }
             let is_encrypted = ds.is_encrypted();
-            let is_volume = !ds.is_snapshot
-                && !is_encrypted
-                && pool
-                    .objset(&ds)
-                    .is_ok_and(|os| os.phys.os_type == OST_ZVOL);
+            // The object set block of an encrypted dataset is authenticated, not
+            // encrypted: its type reads without the key.
+            let is_volume =
+                !ds.is_snapshot && pool.objset(&ds).is_ok_and(|os| os.phys.os_type == OST_ZVOL);
             let snap_props = if ds.is_snapshot && ds.phys.props_obj != 0 {
                 zap_map(&pool.mos.zap_list(ds.phys.props_obj)?)
             } else {
@@ -250,7 +249,12 @@ impl DslView {
         // Snapshot volumes: a snapshot of a volume is a volume snapshot.
         for i in 0..view.nodes.len() {
             if view.nodes[i].is_snapshot {
-                let head = view.nodes[i].name.split('@').next().unwrap_or("").to_string();
+                let head = view.nodes[i]
+                    .name
+                    .split('@')
+                    .next()
+                    .unwrap_or("")
+                    .to_string();
                 if let Some(&h) = view.by_name.get(&head) {
                     view.nodes[i].is_volume = view.nodes[h].is_volume;
                 }
