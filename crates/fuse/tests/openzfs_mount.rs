@@ -329,13 +329,6 @@ extern "C" fn remove_made() {
 
 static MADE: OnceLock<Made> = OnceLock::new();
 
-fn mknod(path: &Path, mode: libc::mode_t, dev: libc::dev_t) {
-    let p = CString::new(path.as_os_str().as_bytes()).unwrap();
-    // SAFETY: a valid C string.
-    let rc = unsafe { libc::mknod(p.as_ptr(), mode, dev) };
-    assert_eq!(rc, 0, "mknod {}", path.display());
-}
-
 fn made_by_zfs_fuse() -> &'static Made {
     MADE.get_or_init(|| {
         assert!(
@@ -354,7 +347,7 @@ fn made_by_zfs_fuse() -> &'static Made {
         daemon.create_pool(&pool, &mnt, &[image.to_str().unwrap()]);
         zfs_fuse::populate(&mnt);
         // The kinds populate() leaves out: a block device and a socket.
-        mknod(
+        zfs_fuse::mknod(
             &mnt.join("blockdev"),
             libc::S_IFBLK | 0o600,
             libc::makedev(8, 1),

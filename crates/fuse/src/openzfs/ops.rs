@@ -3,6 +3,7 @@
 
 use super::{io_error, kind_of, Node, OzfsFs, CTL_SHARES};
 use crate::ctldir::{CTL_ROOT, CTL_SNAPDIR};
+use crate::ops::reply_sized;
 use crate::SnapDir;
 use fuser::{
     AccessFlags, Errno, FileHandle, FileType, FopenFlags, Generation, INodeNo, KernelConfig,
@@ -160,17 +161,6 @@ fn find_xattr(stored: &[SaXattr], name: &[u8]) -> Result<Vec<u8>, Errno> {
         return Err(Errno::from_i32(libc::EOPNOTSUPP));
     }
     find(name).ok_or_else(enodata)
-}
-
-/// xattr replies: the size when asked for it, ERANGE when the buffer is too small.
-fn reply_sized(reply: ReplyXattr, size: u32, value: &[u8]) {
-    if size == 0 {
-        reply.size(value.len().min(u32::MAX as usize) as u32);
-    } else if value.len() > size as usize {
-        reply.error(Errno::ERANGE);
-    } else {
-        reply.data(value);
-    }
 }
 
 impl fuser::Filesystem for OzfsFs {

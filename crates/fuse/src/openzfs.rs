@@ -209,11 +209,7 @@ impl OzfsFs {
     }
 
     fn snapdir(&self) -> SnapDir {
-        match self.live.snapdir.load(Ordering::Relaxed) {
-            1 => SnapDir::Visible,
-            2 => SnapDir::Disabled,
-            _ => SnapDir::Hidden,
-        }
+        self.live.snapdir()
     }
 
     fn xattr(&self) -> bool {
