@@ -291,8 +291,8 @@ impl fuser::Filesystem for OzfsFs {
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        let writing = flags.0 & libc::O_ACCMODE != libc::O_RDONLY
-            || flags.0 & (libc::O_TRUNC | libc::O_APPEND) != 0;
+        // Opening for writing, or truncating, changes the file (Linux's `may_open`).
+        let writing = flags.0 & libc::O_ACCMODE != libc::O_RDONLY || flags.0 & libc::O_TRUNC != 0;
         if writing {
             return reply.error(erofs());
         }
