@@ -826,3 +826,41 @@ fn old_and_foreign_pools_read_through_the_mount() {
         assert!(mounted > 0, "{rels:?}: no filesystem mounted");
     }
 }
+
+// Why: `zfs set snapdir=…` and the other mount properties reach a running mount through
+// `Mounted::apply_flags`; on an imported OpenZFS pool that must change `.zfs`'s listing
+// but never make the mount writable, whatever `readonly` says.
+#[test]
+fn applied_flags_change_snapdir_but_never_make_the_mount_writable() {
+    let made = made_by_zfs_fuse();
+    let pool = open_pool(std::slice::from_ref(&made.image));
+    let m = mount(&pool, &made.pool, SnapDir::Hidden);
+    let listed = |at: &Path| {
+        std::fs::read_dir(at)
+            .unwrap()
+            .any(|e| e.unwrap().file_name() == ".zfs")
+    };
+    assert!(!listed(&m.at));
+    let writable_visible = MountOptions {
+        readonly: false,
+        snapdir: SnapDir::Visible,
+        ..MountOptions::default()
+    };
+    m.mounted
+        .as_ref()
+        .unwrap()
+        .apply_flags(&m.at, &writable_visible)
+        .unwrap();
+    assert!(listed(&m.at));
+    assert_eq!(
+        errno_of(std::fs::File::create(m.at.join("new"))),
+        Some(libc::EROFS)
+    );
+    let options = std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .find(|l| l.split(' ').nth(4) == Some(m.at.to_str().unwrap()))
+        .map(|l| l.split(' ').nth(5).unwrap_or("").to_string())
+        .unwrap();
+    assert!(options.split(',').any(|o| o == "ro"), "{options}");
+}
