@@ -117,6 +117,14 @@ impl LiveOptions {
         };
         self.snapdir.store(snapdir, Ordering::Relaxed);
     }
+
+    fn snapdir(&self) -> SnapDir {
+        match self.snapdir.load(Ordering::Relaxed) {
+            1 => SnapDir::Visible,
+            2 => SnapDir::Disabled,
+            _ => SnapDir::Hidden,
+        }
+    }
 }
 
 /// A running mount; dropping it unmounts.
@@ -302,11 +310,7 @@ impl ZplFs {
     }
 
     fn snapdir(&self) -> SnapDir {
-        match self.live.snapdir.load(Ordering::Relaxed) {
-            1 => SnapDir::Visible,
-            2 => SnapDir::Disabled,
-            _ => SnapDir::Hidden,
-        }
+        self.live.snapdir()
     }
 
     /// Mounts at `mountpoint` (which must exist) with worker threads and kernel caching.

@@ -329,13 +329,6 @@ extern "C" fn remove_made() {
 
 static MADE: OnceLock<Made> = OnceLock::new();
 
-fn mknod(path: &Path, mode: libc::mode_t, dev: libc::dev_t) {
-    let p = CString::new(path.as_os_str().as_bytes()).unwrap();
-    // SAFETY: a valid C string.
-    let rc = unsafe { libc::mknod(p.as_ptr(), mode, dev) };
-    assert_eq!(rc, 0, "mknod {}", path.display());
-}
-
 fn made_by_zfs_fuse() -> &'static Made {
     MADE.get_or_init(|| {
         assert!(
@@ -354,7 +347,7 @@ fn made_by_zfs_fuse() -> &'static Made {
         daemon.create_pool(&pool, &mnt, &[image.to_str().unwrap()]);
         zfs_fuse::populate(&mnt);
         // The kinds populate() leaves out: a block device and a socket.
-        mknod(
+        zfs_fuse::mknod(
             &mnt.join("blockdev"),
             libc::S_IFBLK | 0o600,
             libc::makedev(8, 1),
@@ -533,9 +526,12 @@ fn compare_with_reader(fs: &ZplFs, dir: u64, at: &Path, slot: Option<u64>) -> us
     checked
 }
 
-fn compare_every_filesystem(paths: &[PathBuf]) -> usize {
+/// Mounts every filesystem of the pool on `paths` and compares it with the reader:
+/// (filesystems mounted, entries compared).
+fn compare_every_filesystem(paths: &[PathBuf]) -> (usize, usize) {
     let pool = open_pool(paths);
     let mut checked = 0;
+    let mut mounted = 0;
     for ds in pool.datasets().unwrap() {
         if ds.is_snapshot || ds.is_encrypted() {
             continue;
@@ -547,8 +543,9 @@ fn compare_every_filesystem(paths: &[PathBuf]) -> usize {
         let fs = ZplFs::open(os).unwrap();
         let m = mount(&pool, &ds.name, SnapDir::Hidden);
         checked += compare_with_reader(&fs, fs.root, &m.at, None);
+        mounted += 1;
     }
-    checked
+    (mounted, checked)
 }
 
 // Why: OpenZFS 2.x's own pool (zstd-compressed data written by x86_64 Linux and by
@@ -557,7 +554,8 @@ fn compare_every_filesystem(paths: &[PathBuf]) -> usize {
 #[test]
 fn openzfs_fixture_pool_reads_through_the_mount_as_the_reader_reads_it() {
     let fx = oracle::fixture("compression/testpool_zstd.tar.gz");
-    let checked = compare_every_filesystem(std::slice::from_ref(&fx.file));
+    let (mounted, checked) = compare_every_filesystem(std::slice::from_ref(&fx.file));
+    assert_eq!(mounted, 3, "testpool_zstd, its x86_64 and ppc64_fbsd");
     assert!(checked > 0, "no files compared");
 }
 
@@ -577,7 +575,7 @@ fn large_directory_lists_whole_through_the_mount() {
         .status()
         .expect("xz runs");
     assert!(status.success(), "xz -dc {}", src.display());
-    let checked = compare_every_filesystem(std::slice::from_ref(&img));
+    let (_, checked) = compare_every_filesystem(std::slice::from_ref(&img));
     assert!(checked >= 700, "{checked} entries compared");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -805,4 +803,64 @@ fn a_missing_dataset_refuses_to_open() {
             Ok(_) => panic!("{name}: opened"),
         }
     }
+}
+
+// Why: pools from old and foreign writers (SPA version 1 with ZPL 1 directories, whose
+// entries carry no file type; a big-endian SPARC pool; a raidz pool) must mount and read
+// through the mount as the reader reads them.
+#[test]
+fn old_and_foreign_pools_read_through_the_mount() {
+    const BLOCKFILES: &str = "cli_root/zpool_upgrade/blockfiles";
+    let pools: Vec<Vec<String>> = vec![
+        vec![format!("{BLOCKFILES}/zfs-pool-v1.dat.bz2")],
+        vec![format!("{BLOCKFILES}/zfs-pool-v15.dat.bz2")],
+        (1..=3)
+            .map(|i| format!("{BLOCKFILES}/zfs-pool-v3raidz{i}.dat.bz2"))
+            .collect(),
+        vec!["history/sparc.migratedpool.DAT.Z".to_string()],
+    ];
+    for rels in pools {
+        let dir = oracle::unpack(&rels);
+        // The SPARC pool's filesystem is empty: mounted and listed is what it can show.
+        let (mounted, _) = compare_every_filesystem(&dir.devices);
+        assert!(mounted > 0, "{rels:?}: no filesystem mounted");
+    }
+}
+
+// Why: `zfs set snapdir=…` and the other mount properties reach a running mount through
+// `Mounted::apply_flags`; on an imported OpenZFS pool that must change `.zfs`'s listing
+// but never make the mount writable, whatever `readonly` says.
+#[test]
+fn applied_flags_change_snapdir_but_never_make_the_mount_writable() {
+    let made = made_by_zfs_fuse();
+    let pool = open_pool(std::slice::from_ref(&made.image));
+    let m = mount(&pool, &made.pool, SnapDir::Hidden);
+    let listed = |at: &Path| {
+        std::fs::read_dir(at)
+            .unwrap()
+            .any(|e| e.unwrap().file_name() == ".zfs")
+    };
+    assert!(!listed(&m.at));
+    let writable_visible = MountOptions {
+        readonly: false,
+        snapdir: SnapDir::Visible,
+        ..MountOptions::default()
+    };
+    m.mounted
+        .as_ref()
+        .unwrap()
+        .apply_flags(&m.at, &writable_visible)
+        .unwrap();
+    assert!(listed(&m.at));
+    assert_eq!(
+        errno_of(std::fs::File::create(m.at.join("new"))),
+        Some(libc::EROFS)
+    );
+    let options = std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .find(|l| l.split(' ').nth(4) == Some(m.at.to_str().unwrap()))
+        .map(|l| l.split(' ').nth(5).unwrap_or("").to_string())
+        .unwrap();
+    assert!(options.split(',').any(|o| o == "ro"), "{options}");
 }

@@ -3,6 +3,7 @@
 
 use super::{io_error, kind_of, Node, OzfsFs, CTL_SHARES};
 use crate::ctldir::{CTL_ROOT, CTL_SNAPDIR};
+use crate::ops::reply_sized;
 use crate::SnapDir;
 use fuser::{
     AccessFlags, Errno, FileHandle, FileType, FopenFlags, Generation, INodeNo, KernelConfig,
@@ -162,17 +163,6 @@ fn find_xattr(stored: &[SaXattr], name: &[u8]) -> Result<Vec<u8>, Errno> {
     find(name).ok_or_else(enodata)
 }
 
-/// xattr replies: the size when asked for it, ERANGE when the buffer is too small.
-fn reply_sized(reply: ReplyXattr, size: u32, value: &[u8]) {
-    if size == 0 {
-        reply.size(value.len().min(u32::MAX as usize) as u32);
-    } else if value.len() > size as usize {
-        reply.error(Errno::ERANGE);
-    } else {
-        reply.data(value);
-    }
-}
-
 impl fuser::Filesystem for OzfsFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         let _ = config.set_time_granularity(Duration::from_nanos(1));
@@ -301,8 +291,8 @@ impl fuser::Filesystem for OzfsFs {
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        let writing = flags.0 & libc::O_ACCMODE != libc::O_RDONLY
-            || flags.0 & (libc::O_TRUNC | libc::O_APPEND) != 0;
+        // Opening for writing, or truncating, changes the file (Linux's `may_open`).
+        let writing = flags.0 & libc::O_ACCMODE != libc::O_RDONLY || flags.0 & libc::O_TRUNC != 0;
         if writing {
             return reply.error(erofs());
         }

@@ -34,8 +34,13 @@
 //! xattr directory's files; a stored name in no Linux namespace is listed as `user.NAME`,
 //! `freebsd:` names are hidden; `getxattr("user.X")` finds `user.X` or else `X`.
 //!
-//! Invariants: no request panics on pool bytes (the readers are fuzzed; time and device
-//! conversions here saturate); reads are bounded by the kernel's request and the file size.
+//! `statfs` counts in 512-byte units: blocks are the filesystem's REFER plus an AVAIL
+//! estimated once at open (`available_bytes`: no space map is read). Device numbers are
+//! converted from each writer's stored form (`linux_rdev`).
+//!
+//! Invariants: the mount stays `ro`, `Mounted::apply_flags` included; no request panics
+//! on pool bytes (the readers are fuzzed; time and device conversions here saturate);
+//! reads are bounded by the kernel's request and the file size.
 //!
 //! Locking: none around the readers (`ZplFs` and its object set are read-only and
 //! `Sync`; the object set's dnode cache has its own lock). The snapshot slots are opened
@@ -209,11 +214,7 @@ impl OzfsFs {
     }
 
     fn snapdir(&self) -> SnapDir {
-        match self.live.snapdir.load(Ordering::Relaxed) {
-            1 => SnapDir::Visible,
-            2 => SnapDir::Disabled,
-            _ => SnapDir::Hidden,
-        }
+        self.live.snapdir()
     }
 
     fn xattr(&self) -> bool {
