@@ -147,6 +147,45 @@ impl Objset {
         Ok(dnode.read(offset, len, &mut reader)?)
     }
 
+    /// `count` u64 words of an object's data from word `first`, each block decoded in the
+    /// byte order its own block pointer records (a pool moved between machines holds
+    /// blocks of both orders: OpenZFS byteswaps per block). Holes read as zeros.
+    pub fn read_u64s(
+        &self,
+        dnode: &DnodePhys,
+        first: u64,
+        count: usize,
+    ) -> Result<Vec<u64>, OzfsError> {
+        let bs = dnode.data_block_size() as u64;
+        let mut out = Vec::with_capacity(count);
+        if bs < 8 {
+            out.resize(count, 0);
+            return Ok(out);
+        }
+        let per_block = bs / 8;
+        let mut reader = &*self.io;
+        let mut word = first;
+        while out.len() < count {
+            let blkid = word / per_block;
+            let block = dnode
+                .read_block(blkid, &mut reader)
+                .map_err(OzfsError::from)?;
+            let in_block = (word % per_block) as usize;
+            let n = ((per_block as usize) - in_block).min(count - out.len());
+            for i in 0..n {
+                out.push(match &block {
+                    Some(b) => b
+                        .order
+                        .u64_at(&b.data, (in_block + i) * 8)
+                        .map_err(|e| OzfsError::Corrupt(format!("object array: {e}")))?,
+                    None => 0,
+                });
+            }
+            word += n as u64;
+        }
+        Ok(out)
+    }
+
     /// A block's logical bytes through this pool's reader (a spill block, say).
     pub fn read_raw(&self, bp: &RawBlkptr, order: ByteOrder) -> Result<Vec<u8>, OzfsError> {
         self.io.read(bp, order).map_err(OzfsError::Read)

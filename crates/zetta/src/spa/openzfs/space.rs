@@ -260,12 +260,9 @@ fn top_vdev_space(
     let mut allocs = Vec::with_capacity(count as usize);
     if count > 0 {
         let dn = pool.mos.dnode(array)?;
-        let bytes = pool.mos.read(&dn, 0, (count * 8) as usize)?;
-        for m in 0..count as usize {
-            let sm = dn
-                .order
-                .u64_at(&bytes, m * 8)
-                .map_err(|e| OzfsError::Corrupt(format!("metaslab array {array}: {e}")))?;
+        // Each block in its own byte order (a pool that moved between machines).
+        let objects = pool.mos.read_u64s(&dn, 0, count as usize)?;
+        for sm in objects {
             let alloc = if sm == 0 {
                 0
             } else {
