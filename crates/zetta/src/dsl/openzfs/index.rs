@@ -224,7 +224,10 @@ mod tests {
         assert_eq!(name_of("compression", 15 | (3 << 7)), None);
         assert_eq!(name_of("xattr", 1).as_deref(), Some("dir"));
         assert_eq!(name_of("aclinherit", 4).as_deref(), Some("restricted"));
-        assert_eq!(name_of("dedup", 8 | VERIFY).as_deref(), Some("sha256,verify"));
+        assert_eq!(
+            name_of("dedup", 8 | VERIFY).as_deref(),
+            Some("sha256,verify")
+        );
         assert_eq!(name_of("atime", 2), None);
         assert_eq!(name_of("quota", 0), None);
         assert!(is_index("canmount") && !is_index("recordsize"));

@@ -25,12 +25,12 @@
 //! SOURCE OpenZFS prints.
 
 use super::dataset::DslDatasetPhys as OzDatasetPhys;
+use super::dataset::FIELD_BOOKMARK_NAMES;
 use super::dir::{
     DslDirPhys as OzDirPhys, DD_FLAG_USED_BREAKDOWN, DD_USED_CHILD, DD_USED_CHILD_RSRV,
     DD_USED_HEAD, DD_USED_REFRSRV, DD_USED_SNAP,
 };
 use super::prop::{decode_value, entry_kind, EntryKind, PropValue, PropsZap};
-use super::dataset::FIELD_BOOKMARK_NAMES;
 use super::{index, ZapValue};
 use crate::byteorder::ByteOrder;
 use crate::dmu::openzfs::reader::{entry_name, OzfsError};
@@ -192,21 +192,16 @@ impl DslView {
         for ds in pool.datasets()? {
             let rest = ds.name.strip_prefix(pool.name.as_str()).unwrap_or("");
             let name = format!("{pool_name}{rest}");
-            if !view.dirs.contains_key(&ds.dir_obj) {
-                view.dirs.insert(
-                    ds.dir_obj,
-                    Dir {
-                        phys: ds.dir.clone(),
-                        props: pool.dir_props(ds.dir_obj)?,
-                    },
-                );
+            if let std::collections::hash_map::Entry::Vacant(slot) = view.dirs.entry(ds.dir_obj) {
+                slot.insert(Dir {
+                    phys: ds.dir.clone(),
+                    props: pool.dir_props(ds.dir_obj)?,
+                });
             }
             let is_encrypted = ds.is_encrypted();
             let is_volume = !ds.is_snapshot
                 && !is_encrypted
-                && pool
-                    .objset(&ds)
-                    .is_ok_and(|os| os.phys.os_type == OST_ZVOL);
+                && pool.objset(&ds).is_ok_and(|os| os.phys.os_type == OST_ZVOL);
             let snap_props = if ds.is_snapshot && ds.phys.props_obj != 0 {
                 zap_map(&pool.mos.zap_list(ds.phys.props_obj)?)
             } else {
@@ -250,7 +245,12 @@ impl DslView {
         // Snapshot volumes: a snapshot of a volume is a volume snapshot.
         for i in 0..view.nodes.len() {
             if view.nodes[i].is_snapshot {
-                let head = view.nodes[i].name.split('@').next().unwrap_or("").to_string();
+                let head = view.nodes[i]
+                    .name
+                    .split('@')
+                    .next()
+                    .unwrap_or("")
+                    .to_string();
                 if let Some(&h) = view.by_name.get(&head) {
                     view.nodes[i].is_volume = view.nodes[h].is_volume;
                 }
