@@ -436,6 +436,33 @@ fn fixture_pools_match_zdb() {
     }
 }
 
+// Why: `zfs list -t volume` and the `type` column need the object set type, encrypted
+// datasets included (their object set block is authenticated, not encrypted): zdb says
+// which datasets of this fixture are volumes.
+#[test]
+fn volumes_and_encryption_are_recognised() {
+    let pool_dir = unpack(&["cli_root/zpool_import/blockfiles/cryptv0.dat.bz2"]);
+    let devices = open_devices(&pool_dir.devices);
+    let pool = open_pool(&devices);
+    let view = DslView::load(&pool, "cryptv0").unwrap();
+    let kinds: Vec<(String, bool, bool)> = view
+        .dataset_names()
+        .into_iter()
+        .map(|n| (n.clone(), view.is_volume(&n), view.is_encrypted(&n)))
+        .collect();
+    let expect = |n: &str, v: bool, e: bool| (n.to_string(), v, e);
+    assert_eq!(
+        kinds,
+        [
+            expect("cryptv0", false, false),
+            expect("cryptv0/testfs", false, true),
+            expect("cryptv0/testvol", true, true),
+        ]
+    );
+    assert!(view.is_volume("cryptv0/testvol@snap1"));
+    assert!(!view.is_volume("cryptv0/testfs@snap1"));
+}
+
 // Why: a damaged MOS must make DslView::load return an error, never panic: the blocks it
 // reads are zeroed (each copy in turn, until no copy is left) after the pool opened.
 #[test]
@@ -656,6 +683,26 @@ fn zfs_fuse_pools_read_as_zfs_fuse_reports_them() {
     );
     assert_eq!(view.origin_of(&format!("{p1}/gz")), None);
     assert!(!view.is_volume(&p1) && !view.is_encrypted(&p1));
+    // `written` (zfs-fuse predates it): the clone wrote one 200 kB uncompressed file; the
+    // head only metadata since its snapshot (a file removed); the first snapshot
+    // everything it references.
+    let written = |n: &str| view.written_bytes(&format!("{p1}{n}")).unwrap();
+    let clone_written = written("/clone");
+    assert!(
+        (200_000..400_000).contains(&clone_written),
+        "written of the clone: {clone_written}"
+    );
+    let head_written = written("/gz");
+    assert!(
+        head_written > 0 && head_written < 1 << 20,
+        "written of the head: {head_written}"
+    );
+    let snap_refer = snaps[0].2.referenced_bytes;
+    let snap_written = written("/gz@snap");
+    assert!(
+        snap_written <= snap_refer && snap_written + (256 << 10) > snap_refer,
+        "written of the first snapshot: {snap_written} of {snap_refer}"
+    );
     let holds = view.holds(&format!("{p1}/gz@snap"));
     assert_eq!(holds.len(), 1);
     assert_eq!(holds[0].0, "keepme");

@@ -43,7 +43,7 @@ use crate::zio::blkptr::BlockPointer;
 use std::collections::{BTreeMap, HashMap};
 
 /// `DMU_OST_ZVOL`.
-const OST_ZVOL: u64 = 1;
+const OST_ZVOL: u64 = 3;
 /// `DMU_OT_BPOBJ`: a dead list in the pre-v26 format (one list, no per-txg sub-lists).
 const OT_BPOBJ: u8 = 5;
 /// Most entries read from one small ZAP (holds, bookmarks, clones, dead list sub-lists).
@@ -199,9 +199,10 @@ impl DslView {
                 });
             }
             let is_encrypted = ds.is_encrypted();
-            let is_volume = !ds.is_snapshot
-                && !is_encrypted
-                && pool.objset(&ds).is_ok_and(|os| os.phys.os_type == OST_ZVOL);
+            // The object set block of an encrypted dataset is only authenticated: its
+            // type reads without the key.
+            let is_volume =
+                !ds.is_snapshot && pool.objset(&ds).is_ok_and(|os| os.phys.os_type == OST_ZVOL);
             let snap_props = if ds.is_snapshot && ds.phys.props_obj != 0 {
                 zap_map(&pool.mos.zap_list(ds.phys.props_obj)?)
             } else {
