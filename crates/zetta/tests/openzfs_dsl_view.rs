@@ -346,7 +346,7 @@ fn zdb_metaslabs(dir: &Path, pool: &str) -> BTreeMap<u64, (u64, u64)> {
 
 /// The fixture pools checked against zdb: (fixtures, the compression their root shows).
 fn fixture_pools() -> Vec<(Vec<String>, Option<&'static str>)> {
-    vec![
+    let mut out = vec![
         (
             vec!["compression/testpool_zstd.tar.gz".to_string()],
             Some("zstd"),
@@ -357,12 +357,21 @@ fn fixture_pools() -> Vec<(Vec<String>, Option<&'static str>)> {
             None,
         ),
         (
-            (1..=3)
-                .map(|i| format!("cli_root/zpool_upgrade/blockfiles/zfs-pool-v3raidz{i}.dat.bz2"))
-                .collect(),
+            vec!["cli_root/zpool_upgrade/blockfiles/zfs-pool-v1.dat.bz2".to_string()],
             None,
         ),
-    ]
+    ];
+    for layout in ["raidz", "stripe", "mirror"] {
+        out.push((
+            (1..=3)
+                .map(|i| {
+                    format!("cli_root/zpool_upgrade/blockfiles/zfs-pool-v3{layout}{i}.dat.bz2")
+                })
+                .collect(),
+            None,
+        ));
+    }
+    out
 }
 
 fn check_fixture(pool_dir: &PoolDir, compression: Option<&str>) {
@@ -426,7 +435,8 @@ fn check_fixture(pool_dir: &PoolDir, compression: Option<&str>) {
 }
 
 // Why: `zfs list` of an imported OpenZFS pool must show what OpenZFS shows: REFER and USED
-// of every dataset as zdb prints them (little- and big-endian, v15, raidz), the metaslab
+// of every dataset as zdb prints them (little- and big-endian, v1 and v15, raidz, stripes
+// over three top-level vdevs, mirrors), the metaslab
 // allocations the pool's SIZE/ALLOC/FREE are made of, and compression=zstd by name.
 #[test]
 fn fixture_pools_match_zdb() {

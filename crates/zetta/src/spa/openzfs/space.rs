@@ -27,9 +27,14 @@
 //! deferred frees (`sync_bplist`'s `bpo_bytes`) less the slop; the root dataset's AVAIL is
 //! that less the root dir's USED.
 //!
+//! ALLOC is the metaslabs' space maps alone: changes still in log space maps
+//! (`log_spacemap`, a pool not exported cleanly) are what OpenZFS applies only when it imports
+//! writable (`spa_ld_log_sm_data` returns at once otherwise), and this serves read-only
+//! imports — checked against `zdb -m` on such a pool (testpool_zstd).
+//!
 //! Not modelled: space saved by dedup and block cloning (`ddt_get_dedup_dspace`,
-//! `brt_get_dspace`), unflushed log space maps (a cleanly exported pool has flushed them),
-//! vdevs being removed, and dRAID (its deflate ratio is taken as a plain vdev's).
+//! `brt_get_dspace`), vdevs being removed, and dRAID (its deflate ratio is taken as a plain
+//! vdev's).
 
 use super::pool::OpenZfsPool;
 use crate::dmu::openzfs::reader::OzfsError;
@@ -42,8 +47,9 @@ const EMBEDDED_SLOG_MIN_MS: u64 = 64;
 const SLOP_SHIFT: u32 = 5;
 const MIN_SLOP: u64 = 128 << 20;
 const MAX_SLOP: u64 = 128 << 30;
-/// Most metaslabs read per vdev (a hostile config could claim billions).
-const METASLABS_MAX: u64 = 1 << 20;
+/// Most metaslabs of one vdev (`zfs_vdev_ms_count_limit`; a hostile config could claim
+/// billions).
+const METASLABS_MAX: u64 = 1 << 17;
 /// `SPA_MINBLOCKSHIFT`, `SPA_OLD_MAXBLOCKSIZE`.
 const MIN_BLOCK_SHIFT: u32 = 9;
 const DEFLATE_BLOCK: u64 = 1 << 17;
