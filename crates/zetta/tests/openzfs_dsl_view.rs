@@ -591,6 +591,10 @@ fn zfs_fuse_pools_read_as_zfs_fuse_reports_them() {
         .status()
         .unwrap();
     assert!(recv.success(), "zfs recv");
+    // `zfs inherit` over a received value leaves a `$inherit` mask; a local value over a
+    // received one wins.
+    zfs(&["inherit", "compression", &format!("{p1}/recvd")]);
+    zfs(&["set", "refreservation=1M", &format!("{p1}/recvd")]);
     // What zfs-fuse reports, from a clean import (as Zetta will see the devices).
     daemon.export_all();
     let mut reports = Vec::new();
@@ -648,7 +652,8 @@ fn zfs_fuse_pools_read_as_zfs_fuse_reports_them() {
         if *pool_name == p1 {
             // The cases that matter are in what was compared.
             for needle in [
-                "/recvd\tcompression\tgzip-9\treceived",
+                "/recvd\tcompression\toff\tdefault",
+                "/recvd\trefreservation\t1048576\tlocal",
                 "/lz/child\tcom.example:note\thello\tlocal",
                 &format!("/lz/child\tcom.example:top\tpool\tinherited from {p1}"),
                 &format!("/lz/child\tchecksum\tsha256\tinherited from {p1}/lz"),
@@ -713,6 +718,17 @@ fn zfs_fuse_pools_read_as_zfs_fuse_reports_them() {
         snap_written <= snap_refer && snap_written + (256 << 10) > snap_refer,
         "written of the first snapshot: {snap_written} of {snap_refer}"
     );
+    // The received dataset's entries, in Zetta's convention.
+    let recvd: BTreeMap<String, String> = view
+        .local_props(&format!("{p1}/recvd"))
+        .into_iter()
+        .collect();
+    let entry = |k: &str| recvd.get(k).map(String::as_str);
+    assert_eq!(entry("compression$recvd"), Some("gzip-9"));
+    assert_eq!(entry("compression$inherit"), Some(""));
+    assert_eq!(entry("compression"), None);
+    assert_eq!(entry("refreservation"), Some("1048576"));
+    assert_eq!(entry("refreservation$recvd"), Some("5242880"));
     let holds = view.holds(&format!("{p1}/gz@snap"));
     assert_eq!(holds.len(), 1);
     assert_eq!(holds[0].0, "keepme");

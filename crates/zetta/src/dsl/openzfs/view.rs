@@ -589,3 +589,52 @@ impl DslView {
         self.node(full).map(|n| n.holds.clone()).unwrap_or_default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn string(s: &str) -> ZapValue {
+        let mut b = s.as_bytes().to_vec();
+        b.push(0);
+        ZapValue::Bytes(b)
+    }
+
+    // Why: the engine's props convention is strings with `$recvd`/`$inherit` entries; OpenZFS
+    // stores index numbers, a `$iuv` override and `$hasrecvd`. Each must come out so that
+    // zprop resolves what `dsl_prop_get_dd` does; malformed entries are left out.
+    #[test]
+    fn props_convert_to_zettas_convention() {
+        let mut zap = PropsZap::new();
+        zap.insert("compression".into(), ZapValue::Ints(vec![16 | (7 << 7)]));
+        zap.insert("checksum$recvd".into(), ZapValue::Ints(vec![8]));
+        zap.insert("checksum$inherit".into(), ZapValue::Ints(vec![0]));
+        zap.insert("atime".into(), ZapValue::Ints(vec![0]));
+        zap.insert("atime$iuv".into(), ZapValue::Ints(vec![1]));
+        zap.insert("sync$iuv".into(), ZapValue::Ints(vec![9]));
+        zap.insert("quota".into(), ZapValue::Ints(vec![1 << 30]));
+        zap.insert("mountpoint".into(), string("/mnt/x"));
+        zap.insert("com.example:note".into(), string("hi"));
+        zap.insert("$hasrecvd".into(), ZapValue::Ints(vec![0]));
+        zap.insert("canmount".into(), ZapValue::Ints(vec![7]));
+        zap.insert("bad".into(), ZapValue::Bytes(b"no nul".to_vec()));
+        zap.insert("worse".into(), ZapValue::Ints(vec![1, 2]));
+        let got: BTreeMap<String, String> = DslView::convert(&zap).into_iter().collect();
+        let want: BTreeMap<String, String> = [
+            ("compression", "zstd-7"),
+            ("checksum$recvd", "sha256"),
+            ("checksum$inherit", ""),
+            // A valid $iuv wins over the local value; an invalid one is ignored.
+            ("atime", "on"),
+            ("quota", "1073741824"),
+            ("mountpoint", "/mnt/x"),
+            ("com.example:note", "hi"),
+            // A number outside the table is kept as the number stored.
+            ("canmount", "7"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        assert_eq!(got, want);
+    }
+}
