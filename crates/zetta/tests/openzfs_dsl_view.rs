@@ -268,8 +268,9 @@ impl BlockDevice for Recording {
     }
 }
 
-/// zdb's `used_bytes = 666K` of every DSL dir with a head dataset: head object → figure.
-fn zdb_dir_used(dir: &Path, pool: &str) -> BTreeMap<u64, String> {
+/// zdb's DSL dir fields (`used_bytes = 666K`, `used_breakdown[HEAD] = 25K`, ...) of every
+/// dir with a head dataset: head object → field → figure.
+fn zdb_dirs(dir: &Path, pool: &str) -> BTreeMap<u64, BTreeMap<String, String>> {
     let out = std::process::Command::new(zdb())
         .args(["-A", "-e", "-p"])
         .arg(dir)
@@ -277,16 +278,19 @@ fn zdb_dir_used(dir: &Path, pool: &str) -> BTreeMap<u64, String> {
         .output()
         .expect("zdb runs");
     let text = String::from_utf8_lossy(&out.stdout);
-    let mut found = BTreeMap::new();
+    let mut found: BTreeMap<u64, BTreeMap<String, String>> = BTreeMap::new();
     let mut head = None;
     for line in text.lines() {
         let line = line.trim();
         if let Some(v) = line.strip_prefix("head_dataset_obj = ") {
             head = v.parse::<u64>().ok().filter(|h| *h != 0);
-        } else if let Some(v) = line.strip_prefix("used_bytes = ") {
-            if let Some(h) = head.take() {
-                found.insert(h, v.to_string());
-            }
+        } else if line.starts_with("Object ") {
+            head = None;
+        } else if let (Some(h), Some((field, value))) = (head, line.split_once(" = ")) {
+            found
+                .entry(h)
+                .or_default()
+                .insert(field.to_string(), value.to_string());
         }
     }
     found
@@ -382,17 +386,36 @@ fn check_fixture(pool_dir: &PoolDir, compression: Option<&str>) {
     let space = PoolSpace::load(&pool).unwrap_or_else(|e| panic!("{name}: {e}"));
     // REFER of every head and snapshot is zdb's; USED of every head is its dir's.
     let refer = zdb_referenced(&pool_dir.dir, &name);
-    let used = zdb_dir_used(&pool_dir.dir, &name);
+    let dirs = zdb_dirs(&pool_dir.dir, &name);
     let mut ours = BTreeMap::new();
     for fs in view.dataset_names() {
         let s = view.dataset_space(&fs, &space).unwrap();
         ours.insert(fs.clone(), nicenum(s.referenced_bytes));
         let object = view.lookup_dataset(&fs).unwrap();
+        let zdb_dir = dirs
+            .get(&object)
+            .unwrap_or_else(|| panic!("{fs}: zdb shows no dir"));
+        let field = |f: &str| zdb_dir.get(f).map(String::as_str);
+        let breakdown = view.has_used_breakdown(&fs);
         assert_eq!(
-            used.get(&object).map(String::as_str),
-            Some(nicenum(s.used_bytes).as_str()),
-            "{fs}: USED"
+            breakdown,
+            field("flags") == Some("1"),
+            "{fs}: breakdown flag"
         );
+        let mut figures = vec![
+            ("used_bytes", s.used_bytes),
+            ("uncompressed_bytes", s.logical_used_bytes),
+        ];
+        if breakdown {
+            figures.extend([
+                ("used_breakdown[HEAD]", s.used_by_dataset_bytes),
+                ("used_breakdown[SNAP]", s.used_by_snapshots_bytes),
+                ("used_breakdown[REFRSRV]", s.used_by_refreservation_bytes),
+            ]);
+        }
+        for (f, ours) in figures {
+            assert_eq!(field(f), Some(nicenum(ours).as_str()), "{fs}: {f}");
+        }
         assert!(s.used_bytes >= s.referenced_bytes.min(s.used_by_dataset_bytes));
         for (snap, _, phys) in view.snapshots(&fs) {
             ours.insert(snap, nicenum(phys.referenced_bytes));
@@ -434,8 +457,8 @@ fn check_fixture(pool_dir: &PoolDir, compression: Option<&str>) {
     assert_eq!(renamed.dataset_names(), names);
 }
 
-// Why: `zfs list` of an imported OpenZFS pool must show what OpenZFS shows: REFER and USED
-// of every dataset as zdb prints them (little- and big-endian, v1 and v15, raidz, stripes
+// Why: `zfs list` of an imported OpenZFS pool must show what OpenZFS shows: REFER, USED,
+// USEDDS/USEDSNAP/USEDREFRESERV and LUSED of every dataset as zdb prints them (little- and big-endian, v1 and v15, raidz, stripes
 // over three top-level vdevs, mirrors), the metaslab
 // allocations the pool's SIZE/ALLOC/FREE are made of, and compression=zstd by name.
 #[test]

@@ -18,6 +18,18 @@
 //! before the older snapshot (the per-txg sub-lists of a dead list ZAP, keyed by their first
 //! txg; a pre-v26 dead list is one list whose total is used).
 //!
+//! The small MOS structures read here besides the dir and dataset records:
+//!
+//! ```text
+//! dead list (DMU_OT_DEADLIST, a ZAP)  bonus word 0 dl_used, 1 dl_comp, 2 dl_uncomp;
+//!                                     entries "<first txg>" -> sub-list bpobj object
+//! bpobj / old dead list, sync_bplist  bonus word 0 entries, 1 bytes, 2 comp, 3 uncomp
+//! bookmarks ZAP ("com.delphix:bookmarks" in the dataset's own ZAP)
+//!                                     "<mark>" -> [guid, creation_txg, creation_time, ...]
+//! userrefs ZAP (ds_userrefs_obj)      "<tag>" -> [creation time]
+//! next clones ZAP (ds_next_clones_obj) "<object in hex>" -> [clone head dataset object]
+//! ```
+//!
 //! Properties go out in Zetta's props convention (`crate::dsl::prop`): every value a string,
 //! index numbers as the names `zfs get` prints (`index`), numbers in decimal, received values
 //! as `<prop>$recvd`, `zfs inherit` masks as `<prop>$inherit`; a valid `$iuv` entry becomes
@@ -598,6 +610,14 @@ mod tests {
         let mut b = s.as_bytes().to_vec();
         b.push(0);
         ZapValue::Bytes(b)
+    }
+
+    // Why: the engine keeps the view in its pool (shared across threads).
+    #[test]
+    fn the_view_is_send_and_sync() {
+        fn shared<T: Send + Sync>() {}
+        shared::<DslView>();
+        shared::<crate::spa::openzfs::space::PoolSpace>();
     }
 
     // Why: the engine's props convention is strings with `$recvd`/`$inherit` entries; OpenZFS
