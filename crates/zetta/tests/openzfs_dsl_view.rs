@@ -364,6 +364,11 @@ fn fixture_pools() -> Vec<(Vec<String>, Option<&'static str>)> {
             vec!["cli_root/zpool_upgrade/blockfiles/zfs-pool-v1.dat.bz2".to_string()],
             None,
         ),
+        (vec!["history/i386.migratedpool.DAT.Z".to_string()], None),
+        (
+            vec!["cli_root/zpool_import/blockfiles/unclean_export.dat.bz2".to_string()],
+            None,
+        ),
     ];
     for layout in ["raidz", "stripe", "mirror"] {
         out.push((

@@ -320,6 +320,41 @@ fn top_vdev_space(
 mod tests {
     use super::*;
 
+    fn vdev(vdev_type: &str, ashift: u64, children: usize, nparity: u64) -> XdrNvList {
+        use crate::nvpair_xdr::XdrValue;
+        let mut top = XdrNvList::new();
+        top.add("type", XdrValue::String(vdev_type.as_bytes().to_vec()));
+        top.add("ashift", XdrValue::Uint64(ashift));
+        top.add("nparity", XdrValue::Uint64(nparity));
+        top.add(
+            "children",
+            XdrValue::NvListArray(vec![XdrNvList::new(); children]),
+        );
+        top
+    }
+
+    // Why: AVAIL is the deflated space; the ratio must be OpenZFS's for each layout
+    // (`vdev_set_deflate_ratio` over `vdev_raidz_asize`), and a hostile config an error.
+    #[test]
+    fn deflate_ratios_are_openzfs_s() {
+        let ratio = |t: &str, ashift, children, nparity| {
+            deflate_ratio(&vdev(t, ashift, children, nparity), t)
+        };
+        assert_eq!(ratio("disk", 9, 0, 0), Ok(512));
+        assert_eq!(ratio("mirror", 12, 2, 0), Ok(512));
+        // 32 data sectors of 4 KiB over 2 data columns: 16 parity, 48 sectors.
+        assert_eq!(ratio("raidz", 12, 3, 1), Ok(341));
+        // 256 sectors of 512 B, 2 data columns: 128 parity, 384 sectors.
+        assert_eq!(ratio("raidz", 9, 3, 1), Ok(341));
+        // raidz2 over 6 disks at ashift 12: 32 + 2*8 = 48, a multiple of 3.
+        assert_eq!(ratio("raidz", 12, 6, 2), Ok(341));
+        // raidz1 over 5 at ashift 9: 256 + 64 = 320 sectors.
+        assert_eq!(ratio("raidz", 9, 5, 1), Ok(409));
+        assert!(ratio("raidz", 9, 2, 2).is_err());
+        assert!(ratio("raidz", 9, 3, 0).is_err());
+        assert!(ratio("disk", 40, 0, 0).is_err());
+    }
+
     #[test]
     fn slop_follows_openzfs_2_3() {
         // Small pool: half of it, under 128 MiB.
