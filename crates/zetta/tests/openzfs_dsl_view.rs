@@ -590,9 +590,23 @@ fn zfs_fuse_pools_read_as_zfs_fuse_reports_them() {
         &format!("{p1}/lz/child"),
     ]);
     zfs(&["create", "-o", "compression=lzjb", &format!("{p2}/lz")]);
+    zfs(&["create", "-o", "dedup=on", &format!("{p1}/dd")]);
     common::zfs_fuse::populate(&dir.join("mnt/a/gz"));
     common::zfs_fuse::populate(&dir.join("mnt/a/lz/child"));
     common::zfs_fuse::populate(&dir.join("mnt/b/lz"));
+    // Four copies of one incompressible megabyte: dedup saves three.
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let block: Vec<u8> = (0..1 << 20)
+        .map(|_| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng as u8
+        })
+        .collect();
+    for i in 0..4 {
+        std::fs::write(dir.join(format!("mnt/a/dd/copy{i}")), &block).unwrap();
+    }
     zfs(&["snapshot", &format!("{p1}/gz@snap")]);
     // Changed after the snapshot: USEDSNAP and the snapshot's USED are not zero.
     std::fs::remove_file(dir.join("mnt/a/gz/big.bin")).unwrap();
@@ -670,6 +684,13 @@ fn zfs_fuse_pools_read_as_zfs_fuse_reports_them() {
         // AVAIL: zfs-fuse's slop is 1/64 of the space (at least 32 MiB) and it knows no
         // embedded log metaslab; the rest of the chain is the same.
         let all = space.dspace + space.embedded_log_dspace;
+        if *pool_name == p1 {
+            assert!(
+                space.dedup_dspace >= 3 << 20 && space.dedup_dspace < 4 << 20,
+                "dedup saves three copies: {}",
+                space.dedup_dspace
+            );
+        }
         let fuse_space = PoolSpace {
             dspace: all,
             embedded_log_dspace: 0,

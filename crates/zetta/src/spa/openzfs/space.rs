@@ -32,8 +32,14 @@
 //! writable (`spa_ld_log_sm_data` returns at once otherwise), and this serves read-only
 //! imports — checked against `zdb -m` on such a pool (testpool_zstd).
 //!
-//! Not modelled: space saved by dedup and block cloning (`ddt_get_dedup_dspace`,
-//! `brt_get_dspace`), vdevs being removed, and dRAID (its deflate ratio is taken as a plain
+//! Dedup adds what it saves to the space the DSL may hand out (`ddt_get_dedup_dspace`): the
+//! `DDT-statistics` ZAP of the object directory holds one histogram per dedup table
+//! (64 buckets of `ddt_stat_t`: blocks, lsize, psize, dsize, then the same four counted by
+//! references); the saving is the sum of `ref_dsize` less the sum of `dsize`. The slop is
+//! taken from the space without it.
+//!
+//! Not modelled: space saved by block cloning (`brt_get_dspace`), fast dedup's in-memory
+//! log histogram, vdevs being removed, and dRAID (its deflate ratio is taken as a plain
 //! vdev's).
 
 use super::pool::OpenZfsPool;
@@ -102,8 +108,12 @@ pub struct PoolSpace {
     pub size: u64,
     pub alloc: u64,
     pub free: u64,
-    /// `spa_get_dspace`: the normal class's deflated space.
+    /// `spa_get_dspace`: the normal class's deflated space plus what dedup saves.
     pub dspace: u64,
+    /// `spa_rdspace`: the normal class's deflated space alone (the slop's base).
+    pub normal_dspace: u64,
+    /// What dedup saves (`ddt_get_dedup_dspace`).
+    pub dedup_dspace: u64,
     /// The embedded log metaslabs' deflated space.
     pub embedded_log_dspace: u64,
     /// Bytes waiting in the deferred-free list (`sync_bplist`).
@@ -169,17 +179,49 @@ impl PoolSpace {
             }
             _ => 0,
         };
+        let dedup_dspace = dedup_saved(pool)?;
         Ok(PoolSpace {
             size,
             alloc,
             free: size.saturating_sub(alloc),
-            dspace,
+            dspace: dspace.saturating_add(dedup_dspace),
+            normal_dspace: dspace,
+            dedup_dspace,
             embedded_log_dspace: log_dspace,
             deferred_free_bytes,
             slop: PoolSpace::slop_for(dspace, log_dspace),
             vdevs,
         })
     }
+}
+
+/// u64 words of one `ddt_histogram_t`: 64 buckets of 8-word `ddt_stat_t`.
+const DDT_HISTOGRAM_WORDS: usize = 64 * 8;
+
+/// `ddt_get_dedup_dspace`: Σ ref_dsize − Σ dsize over every dedup table's histogram.
+fn dedup_saved(pool: &OpenZfsPool) -> Result<u64, OzfsError> {
+    let Some(object) = pool
+        .mos
+        .zap_u64(objdir::DIRECTORY_OBJECT, objdir::DDT_STATS)?
+        .filter(|o| *o != 0)
+    else {
+        return Ok(0);
+    };
+    let (mut dsize, mut ref_dsize) = (0u64, 0u64);
+    for entry in pool.mos.zap_list(object)?.iter().take(1 << 10) {
+        if entry.int_len != 8 || entry.values.len() != DDT_HISTOGRAM_WORDS {
+            return Err(OzfsError::Corrupt(format!(
+                "DDT statistics {object}: an entry of {} {}-byte integers",
+                entry.values.len(),
+                entry.int_len
+            )));
+        }
+        for bucket in entry.values.chunks_exact(8) {
+            dsize = dsize.wrapping_add(bucket[3]);
+            ref_dsize = ref_dsize.wrapping_add(bucket[7]);
+        }
+    }
+    Ok(ref_dsize.wrapping_sub(dsize))
 }
 
 /// `vdev_psize_to_asize` of 128 KiB for a top-level vdev, as its deflate ratio.
