@@ -32,8 +32,9 @@
 //!
 //! Properties go out in Zetta's props convention (`crate::dsl::prop`): every value a string,
 //! index numbers as the names `zfs get` prints (`index`), numbers in decimal, received values
-//! as `<prop>$recvd`, `zfs inherit` masks as `<prop>$inherit`; a valid `$iuv` entry becomes
-//! the local value, as `dsl_prop_get_dd` prefers it. Resolution above (zprop) then gives the
+//! as `<prop>$recvd`, `zfs inherit` masks as `<prop>$inherit`; a `$iuv` entry takes the
+//! local value's place (its value if it is a valid index, else nothing), as
+//! `dsl_prop_get_all_impl` shows it to `zfs get`. Resolution above (zprop) then gives the
 //! SOURCE OpenZFS prints.
 
 use super::dataset::DslDatasetPhys as OzDatasetPhys;
@@ -450,7 +451,7 @@ impl DslView {
     /// A dir's or snapshot's props ZAP in Zetta's convention.
     fn convert(props: &PropsZap) -> Vec<(String, String)> {
         let mut out: BTreeMap<String, String> = BTreeMap::new();
-        let mut iuv: Vec<(String, String)> = Vec::new();
+        let mut iuv: Vec<(String, Option<String>)> = Vec::new();
         let text = |prop: &str, key: &str, value: &ZapValue| -> Option<String> {
             match decode_value(key, value).ok()? {
                 PropValue::String(s) => Some(s),
@@ -478,17 +479,27 @@ impl DslView {
                     );
                 }
                 EntryKind::InheritUnlessValue(prop) => {
-                    if let Some(n) = value.as_u64().filter(|n| index::is_valid(prop, *n)) {
-                        if let Some(name) = index::name_of(prop, n) {
-                            iuv.push((prop.to_string(), name));
-                        }
-                    }
+                    let name = value.as_u64().and_then(|n| index::name_of(prop, n));
+                    iuv.push((prop.to_string(), name));
                 }
                 EntryKind::HasReceived => {}
             }
         }
-        // A valid `$iuv` wins over the local value of the same dir.
-        out.extend(iuv);
+        // A `$iuv` entry hides the local value of the same dir (`dsl_prop_get_all_impl`);
+        // a valid one is the value, an invalid one leaves nothing here (the local value it
+        // hid still hides the received one).
+        for (prop, name) in iuv {
+            let local = out.remove(&prop);
+            match name {
+                Some(name) => {
+                    out.insert(prop, name);
+                }
+                None if local.is_some() => {
+                    out.remove(&format!("{prop}{}", super::prop::RECEIVED_SUFFIX));
+                }
+                None => {}
+            }
+        }
         out.into_iter().collect()
     }
 
@@ -632,6 +643,11 @@ mod tests {
         zap.insert("atime".into(), ZapValue::Ints(vec![0]));
         zap.insert("atime$iuv".into(), ZapValue::Ints(vec![1]));
         zap.insert("sync$iuv".into(), ZapValue::Ints(vec![9]));
+        zap.insert("logbias$iuv".into(), ZapValue::Ints(vec![7]));
+        zap.insert("logbias".into(), ZapValue::Ints(vec![1]));
+        zap.insert("logbias$recvd".into(), ZapValue::Ints(vec![0]));
+        zap.insert("dedup$iuv".into(), ZapValue::Ints(vec![7]));
+        zap.insert("dedup$recvd".into(), ZapValue::Ints(vec![8]));
         zap.insert("quota".into(), ZapValue::Ints(vec![1 << 30]));
         zap.insert("mountpoint".into(), string("/mnt/x"));
         zap.insert("com.example:note".into(), string("hi"));
@@ -644,8 +660,10 @@ mod tests {
             ("compression", "zstd-7"),
             ("checksum$recvd", "sha256"),
             ("checksum$inherit", ""),
-            // A valid $iuv wins over the local value; an invalid one is ignored.
+            // A valid $iuv wins over the local value; an invalid one hides the local value
+            // (and, through it, the received one) or alone is nothing.
             ("atime", "on"),
+            ("dedup$recvd", "sha256"),
             ("quota", "1073741824"),
             ("mountpoint", "/mnt/x"),
             ("com.example:note", "hi"),
