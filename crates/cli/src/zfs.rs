@@ -802,7 +802,14 @@ fn property(
             Some(number(value, native.unwrap_or(ZfsProp::ALL[0])))
         }
         Some("name") => Some(name.to_string()),
-        Some("type") => Some("filesystem".to_string()),
+        Some("type") => Some(
+            if spa.openzfs().is_some_and(|f| f.view.is_volume(name)) {
+                "volume"
+            } else {
+                "filesystem"
+            }
+            .to_string(),
+        ),
         Some(
             "used"
             | "referenced"
@@ -1009,6 +1016,8 @@ impl ListEntry for SortRow {
 #[derive(Clone, Copy)]
 struct Types {
     filesystems: bool,
+    /// Volumes (only foreign pools hold them yet).
+    volumes: bool,
     snapshots: bool,
     bookmarks: bool,
 }
@@ -1019,6 +1028,7 @@ fn parse_types(parsed: &crate::zpool::Parsed, default: Types) -> Result<Types, C
     };
     let mut types = Types {
         filesystems: false,
+        volumes: false,
         snapshots: false,
         bookmarks: false,
     };
@@ -1027,9 +1037,10 @@ fn parse_types(parsed: &crate::zpool::Parsed, default: Types) -> Result<Types, C
             "filesystem" | "fs" => types.filesystems = true,
             "snapshot" | "snap" => types.snapshots = true,
             "bookmark" => types.bookmarks = true,
-            "volume" | "vol" => {}
+            "volume" | "vol" => types.volumes = true,
             "all" => {
                 types.filesystems = true;
+                types.volumes = true;
                 types.snapshots = true;
                 types.bookmarks = true;
             }
@@ -1111,8 +1122,16 @@ fn targets(
                 .filter(|n| *n == root || n.starts_with(&format!("{root}/")))
             {
                 let below = name[root.len()..].matches('/').count();
-                if types.filesystems && limit.is_none_or(|l| below <= l) && !selected.contains(name)
-                {
+                let is_volume = imported
+                    .spa
+                    .openzfs()
+                    .is_some_and(|f| f.view.is_volume(name));
+                let wanted_type = if is_volume {
+                    types.volumes
+                } else {
+                    types.filesystems
+                };
+                if wanted_type && limit.is_none_or(|l| below <= l) && !selected.contains(name) {
                     selected.push(name.clone());
                 }
                 if types.snapshots && limit.is_none_or(|l| below < l) {
@@ -1195,6 +1214,7 @@ fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
         &parsed,
         Types {
             filesystems: true,
+            volumes: true,
             snapshots: false,
             bookmarks: false,
         },
@@ -1331,6 +1351,7 @@ fn cmd_get(args: &[String], ctx: &mut Ctx) -> CmdResult {
         &parsed,
         Types {
             filesystems: true,
+            volumes: true,
             snapshots: true,
             bookmarks: false,
         },

@@ -29,6 +29,10 @@ pub struct MountSpec {
     /// `on`, `off` or `noauto`.
     pub canmount: String,
     pub options: MountOptions,
+    /// Encrypted, its key not loaded (a foreign pool's: Zetta loads no keys): never
+    /// mounted automatically, refused by `zfs mount` (OpenZFS `zfs_iter_cb`,
+    /// `zfs_mount_at`).
+    pub locked: bool,
 }
 
 impl MountSpec {
@@ -68,9 +72,11 @@ pub fn specs(spa: &mut Spa) -> Result<Vec<MountSpec>, CmdError> {
     let receiving = |name: &str| {
         zetta_zprop::PropSource::local(&props, name, zetta::dmu_send::RECV_STATE_PROP).is_some()
     };
+    // A foreign pool's volumes have no tree to mount.
+    let volume = |name: &str| spa.openzfs().is_some_and(|f| f.view.is_volume(name));
     for name in names
         .into_iter()
-        .filter(|n| !n.contains('%') && !receiving(n))
+        .filter(|n| !n.contains('%') && !receiving(n) && !volume(n))
     {
         let get = |prop: &str| {
             resolve(&props, &name, prop)
@@ -110,11 +116,13 @@ pub fn specs(spa: &mut Spa) -> Result<Vec<MountSpec>, CmdError> {
             "" => "on".to_string(),
             value => value.to_string(),
         };
+        let locked = spa.openzfs().is_some_and(|f| f.view.is_encrypted(&name));
         out.push(MountSpec {
             name: name.clone(),
             at,
             canmount,
             options,
+            locked,
         });
     }
     Ok(out)

@@ -316,9 +316,9 @@ fn file_bytes(path: &Path) -> Vec<u8> {
     std::fs::read(path).unwrap()
 }
 
-// Why: importing a real OpenZFS pool must be refused cleanly until the read-only import
-// lands (exit 1, one OpenZFS-style line, no Rust error text), by name or id, with or
-// without readonly=on; v999 gets OpenZFS's unsupported-version message; the devices are
+// Why: a read-write import of a real OpenZFS pool must be refused cleanly until Zetta
+// writes OpenZFS's format (exit 1, a message naming the read-only way, no Rust error
+// text), by name or id, renamed or not (the read-only import is `openzfs_readonly_import`); v999 gets OpenZFS's unsupported-version message; the devices are
 // not modified; a device path given to -d works; damaged labels are ignored and a device
 // whose four labels are all damaged is not listed.
 #[test]
@@ -333,12 +333,11 @@ fn openzfs_pools_are_refused_untouched_and_damaged_labels_are_ignored() {
     let v10 = dir.join("zfs-pool-v10.dat");
     let before = file_bytes(&v10);
     let (name, id) = zdb_pool(&v10);
-    let refusal = format!("cannot import '{name}': importing OpenZFS pools is not supported yet\n");
+    let refusal = format!("cannot import '{name}': OpenZFS pools can only be imported read-only for now\nuse 'zpool import -o readonly=on {name}'\n");
     let id_text = id.to_string();
     for args in [
         vec!["import", "-d", d, &name],
         vec!["import", "-d", d, &id_text],
-        vec!["import", "-o", "readonly=on", "-d", d, &name],
         vec!["import", "-f", "-d", d, &name, "renamed"],
     ] {
         let out = lab.zpool(&args);
@@ -422,7 +421,7 @@ fn openzfs_pools_are_refused_untouched_and_damaged_labels_are_ignored() {
 }
 
 // Why: OpenZFS pools are listed beside Zetta's own (which still import), and `zpool import
-// -a` imports Zetta's pools while refusing each OpenZFS pool on its own line (exit 1).
+// -a` without readonly=on imports Zetta's pools while refusing each OpenZFS pool (exit 1).
 #[test]
 fn zetta_and_openzfs_pools_are_listed_together_and_import_all_refuses_only_openzfs() {
     let lab = Lab::new();
@@ -450,7 +449,7 @@ fn zetta_and_openzfs_pools_are_listed_together_and_import_all_refuses_only_openz
         (all.code, all.stderr.as_str()),
         (
             1,
-            format!("cannot import '{name}': importing OpenZFS pools is not supported yet\n")
+            format!("cannot import '{name}': OpenZFS pools can only be imported read-only for now\nuse 'zpool import -o readonly=on {name}'\n")
                 .as_str()
         )
     );

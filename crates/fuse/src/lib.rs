@@ -20,6 +20,7 @@
 //! devices, xattr, sync).
 
 mod ctldir;
+pub mod openzfs;
 mod ops;
 
 use parking_lot::RwLock;
@@ -116,12 +117,22 @@ impl LiveOptions {
         };
         self.snapdir.store(snapdir, Ordering::Relaxed);
     }
+
+    fn snapdir(&self) -> SnapDir {
+        match self.snapdir.load(Ordering::Relaxed) {
+            1 => SnapDir::Visible,
+            2 => SnapDir::Disabled,
+            _ => SnapDir::Hidden,
+        }
+    }
 }
 
 /// A running mount; dropping it unmounts.
 pub struct Mounted {
     pub session: fuser::BackgroundSession,
     live: Arc<LiveOptions>,
+    /// A mount that is read-only whatever the options say (an imported OpenZFS pool).
+    always_readonly: bool,
 }
 
 impl Mounted {
@@ -130,6 +141,16 @@ impl Mounted {
     /// per-mount flags by a bind remount (`mount -o remount,bind,nosuid …`), the server's
     /// own settings in place. A busy mount (open files, a cwd) keeps running.
     pub fn apply_flags(&self, mountpoint: &Path, o: &MountOptions) -> std::io::Result<()> {
+        let forced;
+        let o = if self.always_readonly && !o.readonly {
+            forced = MountOptions {
+                readonly: true,
+                ..o.clone()
+            };
+            &forced
+        } else {
+            o
+        };
         let mut flags = libc::MS_REMOUNT | libc::MS_BIND;
         if o.readonly {
             flags |= libc::MS_RDONLY;
@@ -289,46 +310,63 @@ impl ZplFs {
     }
 
     fn snapdir(&self) -> SnapDir {
-        match self.live.snapdir.load(Ordering::Relaxed) {
-            1 => SnapDir::Visible,
-            2 => SnapDir::Disabled,
-            _ => SnapDir::Hidden,
-        }
+        self.live.snapdir()
     }
 
     /// Mounts at `mountpoint` (which must exist) with worker threads and kernel caching.
     /// `allow_other` (and with it fusermount3's auto-unmount, which needs it) only where
     /// `may_allow_other` says so: without it only this user reaches the mount.
     pub fn mount(self, mountpoint: &Path) -> Result<Mounted, MountError> {
-        use fuser::MountOption as O;
-        let o = &self.options;
-        let allow_other = may_allow_other();
-        let mut options = vec![
-            O::FSName(o.fsname.clone()),
-            O::Subtype("zetta".to_string()),
-            O::DefaultPermissions,
-            if o.readonly { O::RO } else { O::RW },
-            if o.exec { O::Exec } else { O::NoExec },
-            if o.setuid { O::Suid } else { O::NoSuid },
-            if o.devices { O::Dev } else { O::NoDev },
-        ];
-        if !o.atime {
-            options.push(O::NoAtime);
-        }
-        if allow_other {
-            options.push(O::AutoUnmount);
-        }
-        let mut config = fuser::Config::default();
-        config.mount_options = options;
-        config.acl = if allow_other {
-            fuser::SessionACL::All
-        } else {
-            fuser::SessionACL::Owner
-        };
-        config.n_threads = Some(WORKER_THREADS);
-        config.clone_fd = true;
+        let options = self.options.clone();
         let live = self.live.clone();
-        let session = fuser::spawn_mount(self, mountpoint, &config).map_err(MountError::Io)?;
-        Ok(Mounted { session, live })
+        spawn_mount(self, &options, false, live, mountpoint)
     }
+}
+
+/// Mounts `fs` with the kernel flags `o` asks for (`ro` too when `always_readonly`), worker
+/// threads and kernel caching: the one mount path of every filesystem type this crate
+/// serves.
+fn spawn_mount<FS: fuser::Filesystem>(
+    fs: FS,
+    o: &MountOptions,
+    always_readonly: bool,
+    live: Arc<LiveOptions>,
+    mountpoint: &Path,
+) -> Result<Mounted, MountError> {
+    use fuser::MountOption as O;
+    let allow_other = may_allow_other();
+    let mut options = vec![
+        O::FSName(o.fsname.clone()),
+        O::Subtype("zetta".to_string()),
+        O::DefaultPermissions,
+        if o.readonly || always_readonly {
+            O::RO
+        } else {
+            O::RW
+        },
+        if o.exec { O::Exec } else { O::NoExec },
+        if o.setuid { O::Suid } else { O::NoSuid },
+        if o.devices { O::Dev } else { O::NoDev },
+    ];
+    if !o.atime {
+        options.push(O::NoAtime);
+    }
+    if allow_other {
+        options.push(O::AutoUnmount);
+    }
+    let mut config = fuser::Config::default();
+    config.mount_options = options;
+    config.acl = if allow_other {
+        fuser::SessionACL::All
+    } else {
+        fuser::SessionACL::Owner
+    };
+    config.n_threads = Some(WORKER_THREADS);
+    config.clone_fd = true;
+    let session = fuser::spawn_mount(fs, mountpoint, &config).map_err(MountError::Io)?;
+    Ok(Mounted {
+        session,
+        live,
+        always_readonly,
+    })
 }

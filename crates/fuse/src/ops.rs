@@ -1113,7 +1113,7 @@ fn reply_empty(reply: ReplyEmpty, result: Result<(), Errno>) {
 }
 
 /// xattr replies: the size when asked for it, ERANGE when the buffer is too small.
-fn reply_sized(reply: ReplyXattr, size: u32, value: &[u8]) {
+pub(crate) fn reply_sized(reply: ReplyXattr, size: u32, value: &[u8]) {
     if size == 0 {
         reply.size(value.len() as u32);
     } else if value.len() > size as usize {

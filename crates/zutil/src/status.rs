@@ -152,6 +152,19 @@ pub const STATUS_OFFLINE_DEV: StatusReason = StatusReason {
     action: "Online the device using 'zpool online' or replace the device with\n\t'zpool replace'.",
     msgid: None,
 };
+/// ZPOOL_STATUS_VERSION_OLDER: a legacy (pre-feature-flags) pool. Healthy for `-x`.
+pub const STATUS_VERSION_OLDER: StatusReason = StatusReason {
+    status: "The pool is formatted using a legacy on-disk format.  The pool can\n\tstill be used, but some features are unavailable.",
+    action: "Upgrade the pool using 'zpool upgrade'.  Once this is done, the\n\tpool will no longer be accessible on software that does not support\n\tfeature flags.",
+    msgid: None,
+};
+/// ZPOOL_STATUS_FEAT_DISABLED: features this software supports are not enabled. Healthy
+/// for `-x`.
+pub const STATUS_FEAT_DISABLED: StatusReason = StatusReason {
+    status: "Some supported and requested features are not enabled on the pool.\n\tThe pool can still be used, but some features are unavailable.",
+    action: "Enable all features using 'zpool upgrade'. Once this is done,\n\tthe pool may no longer be accessible by software that does not support\n\tthe features. See zpool-features(7) for details.",
+    msgid: None,
+};
 /// ZPOOL_STATUS_RESILVERING.
 pub const STATUS_RESILVERING: StatusReason = StatusReason {
     status: "One or more devices is currently being resilvered.  The pool will\n\tcontinue to function, possibly in a degraded state.",

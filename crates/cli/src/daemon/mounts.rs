@@ -25,6 +25,7 @@ use crate::zfs_mount::{specs, MountSpec, Where};
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use zetta_fuse::openzfs::OzfsFs;
 use zetta_fuse::{Mounted, ZplFs};
 
 struct Active {
@@ -356,11 +357,33 @@ fn mount_spec(pool: &PoolRef, guid: u64, spec: &MountSpec, explicit: bool) -> Re
     if !canonical.is_dir() {
         return Err(format!("cannot mount '{}': Not a directory", spec.name));
     }
-    let fs = ZplFs::open(pool.clone(), &spec.name, spec.options.clone())
-        .map_err(|e| format!("cannot mount '{}': {}", spec.name, mount_failure(&e)))?;
-    let mounted = fs
-        .mount(&canonical)
-        .map_err(|e| format!("cannot mount '{}': {}", spec.name, mount_failure(&e)))?;
+    let foreign = pool.read().openzfs().map(|f| {
+        // The reader names datasets by the pool's name on disk.
+        let spa_name_len = pool.read().name.len();
+        (
+            f.pool.clone(),
+            format!("{}{}", f.pool.name, &spec.name[spa_name_len..]),
+        )
+    });
+    let mounted = match foreign {
+        // A real OpenZFS pool: its own read-only server over the OpenZFS codecs.
+        Some((reader, disk_name)) => {
+            let mut options = spec.options.clone();
+            options.fsname = spec.name.clone();
+            OzfsFs::open(reader, &disk_name, options)
+                .and_then(|fs| fs.mount(&canonical))
+                .map_err(|e| match e {
+                    zetta_fuse::MountError::Dataset(why) => why,
+                    other => format!("cannot mount '{}': {}", spec.name, mount_failure(&other)),
+                })?
+        }
+        None => {
+            let fs = ZplFs::open(pool.clone(), &spec.name, spec.options.clone())
+                .map_err(|e| format!("cannot mount '{}': {}", spec.name, mount_failure(&e)))?;
+            fs.mount(&canonical)
+                .map_err(|e| format!("cannot mount '{}': {}", spec.name, mount_failure(&e)))?
+        }
+    };
     let Some((id, dev)) = find_new_mount(&canonical, &spec.name) else {
         // Taken away as soon as made: never report it mounted.
         std::thread::spawn(move || drop(mounted));
@@ -528,6 +551,9 @@ pub fn mount_named(name: &str) -> Result<(), String> {
             "cannot mount '{name}': legacy mountpoint\nuse mount(8) to mount this filesystem"
         )),
         (Where::None, _) => Err(format!("cannot mount '{name}': no mountpoint set")),
+        (Where::Path(path), _) if spec.locked => Err(zetta_fuse::openzfs::key_not_loaded(
+            &path.display().to_string(),
+        )),
         _ => {
             SUPPRESSED
                 .lock()
@@ -563,7 +589,7 @@ fn reconcile_noting(messages: &mut Vec<String>, failed: &mut Vec<String>) {
         };
         let Ok(all) = all else { continue };
         for spec in all {
-            if matches!(spec.at, Where::Path(_)) && spec.canmount != "off" {
+            if matches!(spec.at, Where::Path(_)) && spec.canmount != "off" && !spec.locked {
                 wanted.insert(spec.name.clone(), (guid, pool.clone(), spec));
             }
         }

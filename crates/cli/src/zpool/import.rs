@@ -157,13 +157,16 @@ pub fn cmd_import(args: &[String], ctx: &mut Ctx) -> CmdResult {
             for candidate in &candidates {
                 do_import(candidate, None, &parsed, args)?;
             }
-            // Each OpenZFS pool is refused on its own line, as `-a` reports each failure.
+            // OpenZFS pools import read-only (or are refused), each failure on its own
+            // line as `-a` reports them.
             let mut refused = false;
             for candidate in &foreign {
-                if let CmdError::Fail(message) = import_openzfs::refuse(candidate, ctx) {
-                    ctx.warn(&format!("{message}\n"));
+                if let Err(e) = import_openzfs::import(candidate, None, &parsed, args, ctx) {
+                    if let CmdError::Fail(message) = e {
+                        ctx.warn(&format!("{message}\n"));
+                    }
+                    refused = true;
                 }
-                refused = true;
             }
             return if refused { fail("") } else { Ok(()) };
         }
@@ -199,7 +202,13 @@ pub fn cmd_import(args: &[String], ctx: &mut Ctx) -> CmdResult {
             &parsed,
             args,
         ),
-        ([], [one]) => Err(import_openzfs::refuse(one, ctx)),
+        ([], [one]) => import_openzfs::import(
+            one,
+            parsed.operands.get(1).map(String::as_str),
+            &parsed,
+            args,
+            ctx,
+        ),
         _ => fail(format!(
             "cannot import '{target}': more than one matching pool\nimport by numeric ID instead"
         )),

@@ -2,13 +2,18 @@
 //! `print_import_config`, `print_class_vdevs`, `do_import` in `cmd/zpool/zpool_main.c`).
 //!
 //! Discovery and the verdict on each pool (`zetta::spa::openzfs::discover`) come from the
-//! labels alone; this module prints them in OpenZFS 2.3's layout, word for word, and refuses
-//! to import them for now: the read-only import of OpenZFS pools is not built yet, and a
-//! refusal never touches the devices.
+//! labels alone; this module prints them in OpenZFS 2.3's layout, word for word, and imports
+//! them read-only (`zpool import -o readonly=on`): the engine reads the pool through the
+//! OpenZFS codecs (`zetta::spa::openzfs::import`) and the daemon holds and mounts it like
+//! any read-only pool. A read-write import is refused until Zetta writes OpenZFS's format;
+//! a refusal never touches the devices.
 
-use super::{CmdError, Ctx};
+use super::pool::{self, Imported};
+use super::props::{self, Phase};
+use super::{split_prop, CmdError, CmdResult, Ctx};
 use zetta::io::DeviceRef;
 use zetta::spa::openzfs::discover::{self, ImportVdev, OpenZfsCandidate, Status};
+use zetta::spa::{check_pool_name, Spa};
 use zetta::vdev::openzfs::label::pool_state;
 
 /// This host's id as OpenZFS's `get_system_hostid` finds it without its kernel module:
@@ -187,7 +192,82 @@ pub fn refuse(c: &OpenZfsCandidate, ctx: &mut Ctx) -> CmdError {
             "cannot import '{name}': one or more devices is currently unavailable"
         )),
         _ => CmdError::Fail(format!(
-            "cannot import '{name}': importing OpenZFS pools is not supported yet"
+            "cannot import '{name}': OpenZFS pools can only be imported read-only for now\nuse 'zpool import -o readonly=on {name}'"
         )),
     }
+}
+
+/// Imports one OpenZFS pool (`do_import`): read-only, or refused.
+pub fn import(
+    c: &OpenZfsCandidate,
+    new_name: Option<&str>,
+    parsed: &super::Parsed,
+    args: &[String],
+    ctx: &mut Ctx,
+) -> CmdResult {
+    let name = &c.name;
+    let action = match new_name {
+        Some(new) if new != name => format!("cannot import '{name}' as '{new}'"),
+        _ => format!("cannot import '{name}'"),
+    };
+    if matches!(c.status, Status::VersionNewer | Status::UnsupFeatRead(_))
+        || c.root.state == discover::State::CantOpen
+    {
+        return Err(refuse(c, ctx));
+    }
+    if force_import_required(c) && !parsed.has('f') {
+        let host = c.config.get_str("hostname").unwrap_or("<unknown>");
+        let hostid = c.config.get_u64("hostid").unwrap_or(0);
+        let when = c.uberblock.as_ref().map_or(0, |ub| ub.timestamp);
+        return Err(CmdError::Fail(format!(
+            "cannot import '{name}': pool was previously in use from another system.\nLast accessed by {host} (hostid={hostid:x}) at {}\nThe pool can be imported, use 'zpool import -f' to import the pool.",
+            zetta_zutil::nicenum::ctime(when as i64)
+        )));
+    }
+    if let Some(new) = new_name {
+        check_pool_name(new)
+            .map_err(|why| CmdError::Fail(format!("cannot import '{new}': {why}")))?;
+        if pool::load_cache()?.iter().any(|e| e.name == new) {
+            return Err(CmdError::Fail(format!("{action}: pool already exists")));
+        }
+    }
+    let mut pool_props = Vec::new();
+    for option in parsed.values('o') {
+        let Some((key, value)) = split_prop(&option) else {
+            continue;
+        };
+        props::validate(key, value, Phase::Import)
+            .map_err(|why| CmdError::Fail(format!("{action}: {why}")))?;
+        let key = if key == "rdonly" { "readonly" } else { key };
+        pool_props.push((key.to_string(), value.to_string()));
+    }
+    if !pool_props.iter().any(|(k, v)| k == "readonly" && v == "on") {
+        return Err(refuse(c, ctx));
+    }
+    if let Some(root) = parsed.last('R') {
+        pool_props.push(("altroot".to_string(), root));
+    }
+    let mut devices: Vec<DeviceRef> = Vec::new();
+    for path in c.devices.values() {
+        devices.push(pool::open_device(path).map_err(|e| match e {
+            CmdError::Fail(m) => CmdError::Fail(format!("{action}: pool is busy\n{m}")),
+            other => other,
+        })?);
+    }
+    let spa = Spa::import_openzfs(c, &devices, new_name)
+        .map_err(|e| CmdError::Fail(format!("{action}: {}", pool::spa_error_text(&e))))?;
+    let mut imported = Imported::owned(c.guid, spa);
+    pool::reset_stats(&mut imported.spa);
+    for (key, value) in pool_props {
+        imported.spa.props.set_str(&key, &value);
+    }
+    let _ = args;
+    pool::commit(&mut imported)
+}
+
+/// `zfs_force_import_required`: the pool was not exported and another host (by hostid)
+/// last had it.
+fn force_import_required(c: &OpenZfsCandidate) -> bool {
+    let hostid = c.config.get_u64("hostid").unwrap_or(0);
+    c.pool_state != pool_state::EXPORTED && hostid != system_hostid()
 }

@@ -227,10 +227,34 @@ pub fn value_of(imported: &Imported, name: &str, exact: bool) -> Option<(String,
     };
     if let Some(feature) = name.strip_prefix("feature@") {
         let (_, state) = FEATURES.iter().find(|(f, _)| *f == feature)?;
+        // A foreign pool's features are what its MOS lists (by guid: `org:name`).
+        if let Some(foreign) = spa.openzfs() {
+            let count = foreign
+                .features
+                .iter()
+                .find(|(guid, _)| guid.rsplit(':').next() == Some(feature))
+                .map(|(_, count)| *count);
+            let state = match count {
+                Some(0) => "enabled",
+                Some(_) => "active",
+                None => "disabled",
+            };
+            return Some((state.to_string(), "local"));
+        }
         let state = spa.props.get_str(name).unwrap_or(state);
         return Some((state.to_string(), "local"));
     }
     let computed = match name {
+        // `spa_prop_get_config`: computed, no source.
+        "readonly" => if spa.readonly { "on" } else { "off" }.to_string(),
+        // The pool's version: `-` (default) for a feature-flags pool, the number (local)
+        // for a legacy one.
+        "version" => match spa.openzfs().map(|f| f.version) {
+            Some(version) if version < zetta::spa::openzfs::feature::SPA_VERSION_FEATURES => {
+                return Some((version.to_string(), "local"))
+            }
+            _ => return Some(("-".to_string(), "default")),
+        },
         "name" => spa.name.clone(),
         "size" => number(size),
         "allocated" => number(allocated),

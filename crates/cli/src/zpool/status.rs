@@ -15,8 +15,8 @@ use zetta::spa::{ScanFunction, ScanState, Spa, MOS_OBJECT_ROOT_DATASET};
 use zetta::vdev::{Vdev, VdevKind, VdevState};
 use zetta_zutil::status::{
     format_status, format_status_all_healthy, PoolStatusView, ScanView, VdevStatusRow,
-    STATUS_CORRUPT_DATA, STATUS_FAILING_DEV, STATUS_MISSING_DEV_NO_REPLICAS,
-    STATUS_MISSING_DEV_REPLICATED, STATUS_OFFLINE_DEV,
+    STATUS_CORRUPT_DATA, STATUS_FAILING_DEV, STATUS_FEAT_DISABLED, STATUS_MISSING_DEV_NO_REPLICAS,
+    STATUS_MISSING_DEV_REPLICATED, STATUS_OFFLINE_DEV, STATUS_VERSION_OLDER,
 };
 
 fn row_of(vdev: &Vdev) -> VdevStatusRow {
@@ -220,6 +220,14 @@ pub fn status_view(imported: &Imported) -> PoolStatusView {
         view.set_reason(&STATUS_FAILING_DEV);
     } else if any_leaf(&spa.root, &|l| l.offline.load(Ordering::Relaxed)) {
         view.set_reason(&STATUS_OFFLINE_DEV);
+    } else if let Some(foreign) = spa.openzfs() {
+        // A foreign pool's format notes, last in `zpool_get_status` order.
+        use zetta::spa::openzfs::discover::Status;
+        match foreign.status {
+            Status::VersionOlder => view.set_reason(&STATUS_VERSION_OLDER),
+            Status::FeatDisabled => view.set_reason(&STATUS_FEAT_DISABLED),
+            _ => {}
+        }
     }
     view
 }
@@ -333,7 +341,10 @@ fn name_error_paths(views: &mut [PoolStatusView]) {
 
 /// Whether `zpool status -x` has something to say about the pool.
 fn is_unhealthy(view: &PoolStatusView) -> bool {
-    view.state != "ONLINE" || view.status.is_some() || view.data_errors > 0
+    let format_note = [&STATUS_VERSION_OLDER, &STATUS_FEAT_DISABLED]
+        .iter()
+        .any(|r| view.status.as_deref() == Some(r.status));
+    view.state != "ONLINE" || (view.status.is_some() && !format_note) || view.data_errors > 0
 }
 
 /// `zpool status [-vxpP] [pool]… [interval [count]]`

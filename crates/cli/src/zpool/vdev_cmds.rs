@@ -224,6 +224,15 @@ pub fn cmd_scrub(args: &[String], _ctx: &mut Ctx) -> CmdResult {
             }
         }
         let mut imported = pool::open_pool(name)?;
+        // A foreign (OpenZFS) pool is verified in place: every copy read and checked,
+        // nothing repaired, nothing written (issue 12 asks for it; OpenZFS itself refuses
+        // a scan of a read-only pool).
+        if imported.spa.openzfs().is_some() && !parsed.has('s') && !parsed.has('p') {
+            imported.spa.scrub(None).map_err(|e| {
+                CmdError::Fail(format!("cannot scrub {name}: {}", pool::spa_error_text(&e)))
+            })?;
+            continue;
+        }
         // OpenZFS refuses too (a scan is a sync task); a verify-only scrub of a read-only
         // pool would need reads that never heal.
         pool::writable(&imported, &format!("cannot scrub {name}"))?;

@@ -223,6 +223,16 @@ impl ObjectSet {
         }
     }
 
+    /// An empty, clean object set that stands in for one the pool never reads or writes
+    /// (the MOS slot of a foreign pool, whose reads go through the OpenZFS codecs): it has
+    /// nothing to commit.
+    pub fn placeholder(id: u64, os_type: ObjsetType, policy: ObjsetPolicy) -> ObjectSet {
+        ObjectSet {
+            dirty: false,
+            ..Self::create(id, os_type, policy)
+        }
+    }
+
     /// Opens an object set from its block pointer.
     pub fn open(
         ctx: &IoCtx<'_>,

@@ -113,6 +113,9 @@ impl Spa {
 
     /// The DSL dir of a dataset name, if it exists.
     pub fn lookup_dir(&mut self, name: &str) -> Result<Option<u64>, SpaError> {
+        if let Some(f) = self.openzfs.clone() {
+            return Ok(f.view.dir_object(name));
+        }
         let mut dir = MOS_OBJECT_ROOT_DIR.0;
         for component in self.components(name)? {
             match self.child_dir(dir, component)? {
@@ -125,6 +128,9 @@ impl Spa {
 
     /// The head dataset object of a dataset name.
     pub fn lookup_dataset(&mut self, name: &str) -> Result<Option<u64>, SpaError> {
+        if let Some(f) = self.openzfs.clone() {
+            return Ok(f.view.lookup_dataset(name));
+        }
         match self.lookup_dir(name)? {
             Some(dir) => Ok(Some(self.read_dir(dir)?.head_dataset)),
             None => Ok(None),
@@ -253,6 +259,9 @@ impl Spa {
 
     /// Filesystems cloned from the snapshot object `snapshot`.
     pub fn dependent_clones(&mut self, snapshot: u64) -> Result<Vec<String>, SpaError> {
+        if let Some(f) = self.openzfs.clone() {
+            return Ok(f.view.dependent_clones(snapshot));
+        }
         let mut out = Vec::new();
         for name in self.dataset_names()? {
             if let Some(dir) = self.lookup_dir(&name)? {
@@ -266,6 +275,9 @@ impl Spa {
 
     /// The origin snapshot's name of a clone (`origin` property), if it is one.
     pub fn origin_of(&mut self, name: &str) -> Result<Option<String>, SpaError> {
+        if let Some(f) = self.openzfs.clone() {
+            return Ok(f.view.origin_of(name));
+        }
         let Some(dir) = self.lookup_dir(name)? else {
             return Ok(None);
         };
@@ -308,6 +320,9 @@ impl Spa {
 
     /// Every filesystem of the pool, parents before children, siblings by name.
     pub fn dataset_names(&mut self) -> Result<Vec<String>, SpaError> {
+        if let Some(f) = self.openzfs.clone() {
+            return Ok(f.view.dataset_names());
+        }
         let mut out = Vec::new();
         let mut stack = vec![(self.name.clone(), MOS_OBJECT_ROOT_DIR.0, 0usize)];
         while let Some((name, dir, depth)) = stack.pop() {
@@ -550,6 +565,12 @@ impl Spa {
 
     /// A dataset's on-disk record (creation time and txg, guid, REFER).
     pub fn dataset_phys(&mut self, dataset: u64) -> Result<DslDatasetPhys, SpaError> {
+        if let Some(f) = self.openzfs.clone() {
+            return f
+                .view
+                .dataset_phys(dataset)
+                .ok_or_else(|| SpaError::Corrupt(format!("dataset {dataset} does not exist")));
+        }
         self.read_dataset_phys(dataset)
     }
 
@@ -568,6 +589,12 @@ impl Spa {
     /// since the snapshot before it — the blocks born after that snapshot's txg, found by
     /// walking only what changed.
     pub fn written_bytes(&mut self, name: &str) -> Result<u64, SpaError> {
+        if let Some(f) = self.openzfs.clone() {
+            return f
+                .view
+                .written_bytes(name)
+                .ok_or_else(|| SpaError::NoSuchPool(name.to_string()));
+        }
         let (phys, dataset) = match name.split_once('@') {
             Some((fs, _)) => {
                 let (_, object, phys) = self
@@ -646,6 +673,12 @@ impl Spa {
 
     /// The properties set locally on a filesystem, by name.
     pub fn local_props(&mut self, name: &str) -> Result<Vec<(String, String)>, SpaError> {
+        if let Some(f) = self.openzfs.clone() {
+            if f.view.lookup_dataset(name).is_none() {
+                return Err(SpaError::NoSuchPool(name.to_string()));
+            }
+            return Ok(f.view.local_props(name));
+        }
         let dir = self
             .lookup_dir(name)?
             .ok_or_else(|| SpaError::NoSuchPool(name.to_string()))?;

@@ -186,6 +186,14 @@ impl Spa {
 
     /// Snapshots of a filesystem, oldest first: (name, dataset object, record).
     pub fn snapshots(&mut self, fs: &str) -> Result<Vec<(String, u64, DslDatasetPhys)>, SpaError> {
+        if let Some(f) = self.openzfs.clone() {
+            if f.view.lookup_dataset(fs).is_none() {
+                return Err(SpaError::Invalid(format!(
+                    "cannot open '{fs}': dataset does not exist"
+                )));
+            }
+            return Ok(f.view.snapshots(fs));
+        }
         let dataset = self.lookup_dataset(fs)?.ok_or_else(|| {
             SpaError::Invalid(format!("cannot open '{fs}': dataset does not exist"))
         })?;
@@ -366,6 +374,11 @@ impl Spa {
     /// A snapshot's USED: the bytes only it holds — blocks in the next dataset's dead list
     /// born after the previous snapshot (what destroying it would free).
     pub fn snapshot_used_bytes(&mut self, full: &str) -> Result<u64, SpaError> {
+        if let Some(f) = self.openzfs.clone() {
+            return f.view.snapshot_used_bytes(full).ok_or_else(|| {
+                SpaError::Invalid(format!("cannot open '{full}': dataset does not exist"))
+            });
+        }
         let fs = full.split('@').next().unwrap_or(full);
         let snapshots = self.snapshots(fs)?;
         let Some(index) = snapshots.iter().position(|(name, _, _)| name == full) else {
@@ -591,6 +604,9 @@ impl Spa {
 
     /// The bookmarks of a filesystem, oldest first.
     pub fn bookmarks(&mut self, fs: &str) -> Result<Vec<Bookmark>, SpaError> {
+        if let Some(f) = self.openzfs.clone() {
+            return Ok(f.view.bookmarks(fs));
+        }
         let dataset = self.lookup_dataset(fs)?.ok_or_else(|| {
             SpaError::Invalid(format!("cannot open '{fs}': dataset does not exist"))
         })?;
@@ -712,6 +728,9 @@ impl Spa {
 
     /// The holds on a snapshot: (tag, time), by tag.
     pub fn holds(&mut self, full: &str) -> Result<Vec<(String, u64)>, SpaError> {
+        if let Some(f) = self.openzfs.clone() {
+            return Ok(f.view.holds(full));
+        }
         let (_, phys) = self.snapshot_record(full)?;
         let mut out = Vec::new();
         if phys.holds_zap == 0 {

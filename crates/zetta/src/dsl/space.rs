@@ -488,6 +488,12 @@ impl Spa {
 
     /// The space figures of a filesystem (`fs`) as of the last commit.
     pub fn dataset_space(&mut self, name: &str) -> Result<DatasetSpace, SpaError> {
+        if let Some(f) = self.openzfs.clone() {
+            return f
+                .view
+                .dataset_space(name, &f.space)
+                .ok_or_else(|| SpaError::NoSuchPool(name.to_string()));
+        }
         let dataset = self
             .lookup_dataset(name)?
             .ok_or_else(|| SpaError::NoSuchPool(name.to_string()))?;
@@ -513,6 +519,19 @@ impl Spa {
         &mut self,
         name: &str,
     ) -> Result<(u64, [u64; USED_KIND_COUNT]), SpaError> {
+        if let Some(f) = self.openzfs.clone() {
+            // A foreign dataset's figures come whole from its DSL records.
+            let space = f
+                .view
+                .dataset_space(name, &f.space)
+                .ok_or_else(|| SpaError::NoSuchPool(name.to_string()))?;
+            let mut breakdown = [0u64; USED_KIND_COUNT];
+            breakdown[UsedKind::Head as usize] = space.used_by_dataset_bytes;
+            breakdown[UsedKind::Snap as usize] = space.used_by_snapshots_bytes;
+            breakdown[UsedKind::Child as usize] = space.used_by_children_bytes;
+            breakdown[UsedKind::Refrsrv as usize] = space.used_by_refreservation_bytes;
+            return Ok((space.used_bytes, breakdown));
+        }
         let dir = self
             .lookup_dir(name)?
             .ok_or_else(|| SpaError::NoSuchPool(name.to_string()))?;

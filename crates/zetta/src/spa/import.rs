@@ -218,6 +218,7 @@ impl Spa {
             dsl_space: Default::default(),
             writeback: Default::default(),
             readonly,
+            openzfs: None,
         };
         {
             let ctx = io_ctx!(spa, txg);

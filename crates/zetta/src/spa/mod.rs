@@ -134,6 +134,9 @@ pub struct Spa {
     /// devices — no txg commits, no label updates, no intent log replay — and every change
     /// is refused (`SpaError::ReadOnly`).
     pub readonly: bool,
+    /// A real OpenZFS pool imported read-only (`openzfs::import`): its reads dispatch to
+    /// the OpenZFS codecs.
+    pub(crate) openzfs: Option<std::sync::Arc<openzfs::import::Foreign>>,
 }
 
 pub fn now_secs() -> u64 {
@@ -321,6 +324,7 @@ impl Spa {
             dsl_space: Default::default(),
             writeback: Default::default(),
             readonly: false,
+            openzfs: None,
         };
         spa.ms_arrays = vec![Vec::new(); spa.root.children.len()];
         {
@@ -926,6 +930,9 @@ impl Spa {
 
     /// Space figures for `zpool list`: (size, allocated, free) over normal-class vdevs.
     pub fn space(&self) -> (u64, u64, u64) {
+        if let Some(f) = &self.openzfs {
+            return (f.space.size, f.space.alloc, f.space.free);
+        }
         let allocator = self.zio.allocator.lock();
         (
             allocator.size_bytes(),
@@ -936,6 +943,12 @@ impl Spa {
 
     /// Per top-level vdev: (size, allocated, free, fragmentation).
     pub fn vdev_space(&self, vdev: usize) -> Option<(u64, u64, u64, Option<u64>)> {
+        if let Some(f) = &self.openzfs {
+            let id = self.root.children.get(vdev)?.id;
+            let v = f.space.vdevs.iter().find(|v| v.id == id)?;
+            // Fragmentation needs the space maps' histograms, not read here.
+            return Some((v.size, v.alloc, v.free(), None));
+        }
         let is_log = self.root.children.get(vdev).is_some_and(|t| t.is_log);
         let allocator = if is_log {
             self.zio.log_allocator.lock()
@@ -979,6 +992,13 @@ impl Spa {
 
     /// Command history lines (epoch seconds, command).
     pub fn history(&mut self) -> Result<Vec<(u64, String)>, SpaError> {
+        if self.openzfs.is_some() {
+            // OpenZFS keeps its history as natively packed nvlists, which Zetta does not
+            // decode yet: say so rather than show an empty history.
+            return Err(SpaError::Invalid(
+                "the history of OpenZFS pools cannot be read yet".to_string(),
+            ));
+        }
         let ctx = io_ctx!(self);
         let size = self.mos.size_bytes(&ctx, MOS_OBJECT_HISTORY)?;
         let bytes = self.mos.read(&ctx, MOS_OBJECT_HISTORY, 0, size as usize)?;

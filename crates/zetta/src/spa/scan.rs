@@ -144,6 +144,9 @@ impl Spa {
         cancel: Option<&AtomicBool>,
         progress: Option<&AtomicU64>,
     ) -> Result<ScanStats, SpaError> {
+        if let Some(foreign) = self.openzfs.clone() {
+            return Ok(self.scrub_openzfs(&foreign));
+        }
         let plan = self.scan_prepare(function)?;
         let stats = self.scan_walk(&plan, cancel, progress);
         self.scan_finish(stats)

@@ -205,7 +205,7 @@ fn set_xattr(path: &Path, name: &str, value: &[u8]) {
     );
 }
 
-fn mknod(path: &Path, mode: libc::mode_t, dev: libc::dev_t) {
+pub fn mknod(path: &Path, mode: libc::mode_t, dev: libc::dev_t) {
     let p = CString::new(path.as_os_str().as_bytes()).unwrap();
     // SAFETY: a valid C string.
     let rc = unsafe { libc::mknod(p.as_ptr(), mode, dev) };

@@ -327,6 +327,11 @@ impl DslView {
         self.node(name).is_some_and(|n| n.is_encrypted)
     }
 
+    /// The DSL dir object of a head dataset (`Spa::lookup_dir`).
+    pub fn dir_object(&self, name: &str) -> Option<u64> {
+        self.head(name).map(|n| n.dir_obj)
+    }
+
     /// Whether the dataset's dir keeps the USED breakdown (pools of version 13 and later).
     pub fn has_used_breakdown(&self, name: &str) -> bool {
         self.node(name)

@@ -1,0 +1,343 @@
+//! A real OpenZFS pool imported read-only into the engine (OpenZFS `spa_import` with
+//! `readonly=on`, `spa_config_parse`, `spa_prop_get`).
+//!
+//! Theory. The pool keeps OpenZFS's bytes; what the engine holds in memory is what Zetta's
+//! own import builds — a `Spa` with its vdev tree, its pool properties and its datasets —
+//! decoded from those bytes by the OpenZFS codecs instead of Zetta's:
+//!
+//! - the vdev tree comes from the MOS config's `vdev_tree` (the same nvlist keys Zetta's
+//!   config uses, renamed where OpenZFS names them differently: `metaslab_shift`,
+//!   `metaslab_array`), each leaf given the device whose label carries its guid;
+//! - pool properties come from the MOS `pool_props` ZAP, numbers turned into the words
+//!   `zpool get` prints;
+//! - the dataset layer answers from the DSL records (`dsl::openzfs`), the ZPL from the
+//!   znodes and system attributes (`zpl::openzfs`), the scrub from `spa::openzfs::scan`.
+//!
+//! Invariants: such a `Spa` is read-only from birth (`readonly` is set and never cleared),
+//! so no code path can commit a txg to it; its MOS and root-dataset object sets are empty
+//! placeholders that nothing reads (every read of a foreign pool dispatches on
+//! [`Spa::openzfs`] before reaching them); nothing here writes to a device.
+
+use super::discover::{OpenZfsCandidate, Status};
+use super::pool::OpenZfsPool;
+use crate::dmu::{default_data_props, ObjectSet, ObjsetType};
+use crate::io::DeviceRef;
+use crate::metaslab::Allocator;
+use crate::nvlist::NvList;
+use crate::nvpair_xdr::XdrNvList;
+use crate::spa::{
+    dataset_policy, mos_policy, now_secs, ScanStats, Spa, SpaError, MOS_OBJECT_ROOT_DATASET,
+    POOL_STATE_ACTIVE,
+};
+use crate::types::{Guid, Txg};
+use crate::vdev::Vdev;
+use crate::zio::blkptr::BlockPointer;
+use crate::zio::Zio;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// What the engine keeps of a foreign pool besides its `Spa` fields.
+pub struct Foreign {
+    pub pool: Arc<OpenZfsPool>,
+    /// Every enabled feature (`features_for_read` and `features_for_write`) by guid,
+    /// with its reference count (0: enabled, more: active).
+    pub features: std::collections::BTreeMap<String, u64>,
+    /// The pool's on-disk version (`SPA_VERSION_FEATURES` = 5000 for feature-flag pools).
+    pub version: u64,
+    /// What the import listing said of it (legacy version, features not enabled...).
+    pub status: Status,
+    /// The dataset layer, read once at import (the pool never changes under it).
+    pub view: crate::dsl::openzfs::view::DslView,
+    /// The pool's space from its space maps.
+    pub space: super::space::PoolSpace,
+}
+
+/// Nesting OpenZFS's own `spa_config_parse` allows is far deeper than any real tree;
+/// Zetta's vdev parser bounds it again.
+const CONFIG_DEPTH_MAX: usize = 8;
+
+/// An OpenZFS vdev config in the keys Zetta's `Vdev::from_config` reads.
+fn vdev_config(x: &XdrNvList, version: u64, depth: usize) -> Result<NvList, String> {
+    if depth > CONFIG_DEPTH_MAX {
+        return Err("vdev tree nested too deep".to_string());
+    }
+    let mut out = NvList::new();
+    let kind = x.get_str("type").ok_or("a vdev has no type")?;
+    out.set_str("type", kind);
+    out.set_u64("guid", x.get_u64("guid").ok_or("a vdev has no guid")?);
+    for (from, to) in [
+        ("id", "id"),
+        ("ashift", "ashift"),
+        ("asize", "asize"),
+        ("metaslab_shift", "ms_shift"),
+        ("metaslab_array", "ms_array"),
+        ("is_log", "is_log"),
+        ("create_txg", "create_txg"),
+        ("offline", "offline"),
+    ] {
+        if let Some(value) = x.get_u64(from) {
+            out.set_u64(to, value);
+        }
+    }
+    if kind == "raidz" {
+        // Pools older than version 3 (raidz2) record no parity: single.
+        let parity = x
+            .get_u64("nparity")
+            .unwrap_or(if version < 3 { 1 } else { 0 });
+        out.set_u64("nparity", parity);
+    }
+    if let Some(path) = x.get_str("path") {
+        out.set_str("path", path);
+    }
+    if let Some(children) = x.get_nvlist_array("children") {
+        let children = children
+            .iter()
+            .map(|c| vdev_config(c, version, depth + 1))
+            .collect::<Result<Vec<_>, _>>()?;
+        out.set_list_array("children", children);
+    }
+    Ok(out)
+}
+
+/// `pool_props` entries as the words `zpool get` prints (OpenZFS stores numbers for the
+/// index properties: `zpool_prop.c`).
+fn pool_prop_text(name: &str, value: &XdrValueOrZap, pool: &OpenZfsPool) -> Option<String> {
+    let number = match value {
+        XdrValueOrZap::Text(text) => return Some(text.clone()),
+        XdrValueOrZap::Number(n) => *n,
+    };
+    let on_off = |n: u64| if n == 0 { "off" } else { "on" }.to_string();
+    Some(match name {
+        "autoreplace" | "autoexpand" | "autotrim" | "listsnapshots" | "delegation"
+        | "multihost" => on_off(number),
+        "failmode" => match number {
+            0 => "wait",
+            1 => "continue",
+            2 => "panic",
+            _ => return None,
+        }
+        .to_string(),
+        "bootfs" => {
+            if number == 0 {
+                return None;
+            }
+            pool.datasets()
+                .ok()?
+                .into_iter()
+                .find(|d| d.dataset_obj == number)?
+                .name
+        }
+        // Kept by the engine itself, not as a setting.
+        "version" => return None,
+        _ => number.to_string(),
+    })
+}
+
+enum XdrValueOrZap {
+    Text(String),
+    Number(u64),
+}
+
+fn read_pool_props(pool: &OpenZfsPool) -> NvList {
+    let mut props = NvList::new();
+    let Ok(Some(object)) = pool.mos.zap_u64(
+        crate::dsl::openzfs::objdir::DIRECTORY_OBJECT,
+        crate::dsl::openzfs::objdir::POOL_PROPS,
+    ) else {
+        return props;
+    };
+    let Ok(entries) = pool.mos.zap_list(object) else {
+        return props;
+    };
+    for entry in entries {
+        let name = crate::dmu::openzfs::reader::entry_name(&entry);
+        let value = if entry.int_len == 1 {
+            let bytes: Vec<u8> = entry.values.iter().map(|&v| v as u8).collect();
+            let text = bytes.split(|&b| b == 0).next().unwrap_or(&[]);
+            XdrValueOrZap::Text(String::from_utf8_lossy(text).into_owned())
+        } else if let [n] = entry.values.as_slice() {
+            XdrValueOrZap::Number(*n)
+        } else {
+            continue;
+        };
+        if let Some(text) = pool_prop_text(&name, &value, pool) {
+            props.set_str(&name, &text);
+        }
+    }
+    props
+}
+
+/// `features_for_read` and `features_for_write` merged: guid → reference count.
+fn read_features(pool: &OpenZfsPool) -> std::collections::BTreeMap<String, u64> {
+    let mut features = pool.features_for_read.clone();
+    if let Ok(Some(object)) = pool.mos.zap_u64(
+        crate::dsl::openzfs::objdir::DIRECTORY_OBJECT,
+        crate::dsl::openzfs::objdir::FEATURES_FOR_WRITE,
+    ) {
+        for entry in pool.mos.zap_list(object).unwrap_or_default() {
+            let count = entry.values.first().copied().unwrap_or(0);
+            features.insert(crate::dmu::openzfs::reader::entry_name(&entry), count);
+        }
+    }
+    features
+}
+
+/// The last scan as `dsl_scan_phys_t` records it (the object directory's `scan` entry, 24
+/// u64 words: func, state, queue, min/max txg, cur min/max txg, start, end, to_examine,
+/// examined, skipped, processed, errors, …).
+fn read_scan(pool: &OpenZfsPool) -> ScanStats {
+    use crate::spa::{ScanFunction, ScanState};
+    let Ok(Some(entry)) = pool.mos.zap_lookup(
+        crate::dsl::openzfs::objdir::DIRECTORY_OBJECT,
+        crate::dsl::openzfs::objdir::SCAN,
+    ) else {
+        return ScanStats::default();
+    };
+    let word = |i: usize| entry.values.get(i).copied().unwrap_or(0);
+    if entry.int_len != 8 || entry.values.len() < 14 {
+        return ScanStats::default();
+    }
+    ScanStats {
+        function: match word(0) {
+            1 => ScanFunction::Scrub,
+            2 => ScanFunction::Resilver,
+            _ => ScanFunction::None,
+        },
+        state: match word(1) {
+            2 => ScanState::Finished,
+            // Scanning when the pool was last written: interrupted, as far as a
+            // read-only import can tell (nothing resumes it here).
+            1 | 3 => ScanState::Canceled,
+            _ => ScanState::None,
+        },
+        start_secs: word(7),
+        end_secs: word(8),
+        to_examine_bytes: word(9),
+        examined_bytes: word(10),
+        repaired_bytes: word(12),
+        errors: word(13),
+    }
+}
+
+impl Spa {
+    /// Verifies every copy of every block of a foreign pool (`spa::openzfs::scan`):
+    /// nothing is repaired or written; the result is this import's last scan.
+    pub(crate) fn scrub_openzfs(&mut self, foreign: &Foreign) -> ScanStats {
+        let start_secs = now_secs();
+        let report = super::scan::scrub(&foreign.pool);
+        let stats = ScanStats {
+            function: crate::spa::ScanFunction::Scrub,
+            state: crate::spa::ScanState::Finished,
+            start_secs,
+            end_secs: now_secs(),
+            to_examine_bytes: report.allocated_bytes,
+            examined_bytes: report.allocated_bytes,
+            repaired_bytes: 0,
+            errors: report.bad_copies + report.unrecoverable,
+        };
+        self.scan = stats;
+        stats
+    }
+
+    /// Imports a found OpenZFS pool read-only, on devices already open (exclusively, by
+    /// the caller), optionally under a new name.
+    pub fn import_openzfs(
+        candidate: &OpenZfsCandidate,
+        devices: &[DeviceRef],
+        new_name: Option<&str>,
+    ) -> Result<Spa, SpaError> {
+        let pool = OpenZfsPool::open_devices(candidate, devices)
+            .map_err(|e| SpaError::Corrupt(e.to_string()))?;
+        let version = pool.uberblock.version;
+        let tree = pool
+            .config
+            .get_nvlist("vdev_tree")
+            .or_else(|| candidate.config.get_nvlist("vdev_tree"))
+            .ok_or_else(|| SpaError::Corrupt("config has no vdev tree".to_string()))?;
+        let tree = vdev_config(tree, version, 0).map_err(SpaError::Corrupt)?;
+        let mut by_guid: HashMap<Guid, DeviceRef> = HashMap::new();
+        for device in devices {
+            let Some(read) = crate::vdev::openzfs::label::read_device(device.as_ref()) else {
+                continue;
+            };
+            if read.config.get_u64("pool_guid") != Some(candidate.guid) {
+                continue;
+            }
+            if let Some(guid) = read.config.get_u64("guid") {
+                by_guid.insert(Guid(guid), device.clone());
+            }
+        }
+        let mut root = Vdev::from_config(&tree, &by_guid).map_err(SpaError::Corrupt)?;
+        found_paths(&mut root);
+        if root.children.iter().any(|top| !top.state().is_usable()) {
+            return Err(SpaError::DevicesUnavailable);
+        }
+        let mut props = read_pool_props(&pool);
+        props.set_str("readonly", "on");
+        let txg = Txg(pool.uberblock.txg);
+        let features = read_features(&pool);
+        let name = new_name.unwrap_or(&candidate.name).to_string();
+        let view = crate::dsl::openzfs::view::DslView::load(&pool, &name)
+            .map_err(|e| SpaError::Corrupt(e.to_string()))?;
+        let space =
+            super::space::PoolSpace::load(&pool).map_err(|e| SpaError::Corrupt(e.to_string()))?;
+        let scan = read_scan(&pool);
+        let foreign = Foreign {
+            pool: Arc::new(pool),
+            features,
+            version,
+            status: candidate.status.clone(),
+            view,
+            space,
+        };
+        Ok(Spa {
+            name,
+            guid: Guid(candidate.guid),
+            root: Arc::new(root),
+            cache: Vec::new(),
+            zio: Arc::new(Zio::new(Allocator::new(), 0)),
+            mos: ObjectSet::placeholder(0, ObjsetType::Meta, mos_policy()),
+            mos_bp: BlockPointer::HOLE,
+            directory: NvList::new(),
+            root_dataset: ObjectSet::placeholder(
+                MOS_OBJECT_ROOT_DATASET.0,
+                ObjsetType::Filesystem,
+                dataset_policy(default_data_props()),
+            ),
+            root_dataset_bp: BlockPointer::HOLE,
+            datasets: std::collections::BTreeMap::new(),
+            open_txg: txg.next(),
+            last_synced_txg: txg,
+            config_dirty: false,
+            history_pending: Vec::new(),
+            props,
+            scan,
+            dirty_bytes: 0,
+            dirty_share: Default::default(),
+            zil_replayed: Vec::new(),
+            import_time_secs: now_secs(),
+            state: POOL_STATE_ACTIVE,
+            ms_arrays: Vec::new(),
+            dsl_space: Default::default(),
+            writeback: Default::default(),
+            readonly: true,
+            openzfs: Some(Arc::new(foreign)),
+        })
+    }
+
+    /// The OpenZFS pool behind this `Spa`, when it is a foreign one (imported read-only).
+    pub fn openzfs(&self) -> Option<&Arc<Foreign>> {
+        self.openzfs.as_ref()
+    }
+}
+
+/// Leaves take the path their device was found at, as OpenZFS updates
+/// `ZPOOL_CONFIG_PATH` at import.
+fn found_paths(vdev: &mut Vdev) {
+    if let Some(device) = &vdev.device {
+        vdev.path = device.path();
+    }
+    for child in vdev.children.iter_mut() {
+        found_paths(child);
+    }
+}
