@@ -193,11 +193,6 @@ fn compression_name(value: u64) -> Option<String> {
     }
 }
 
-/// Whether `value` is one of `prop`'s index values (a `$iuv` entry counts only then).
-pub fn is_valid(prop: &str, value: u64) -> bool {
-    name_of(prop, value).is_some()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

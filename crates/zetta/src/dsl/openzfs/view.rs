@@ -18,10 +18,23 @@
 //! before the older snapshot (the per-txg sub-lists of a dead list ZAP, keyed by their first
 //! txg; a pre-v26 dead list is one list whose total is used).
 //!
+//! The small MOS structures read here besides the dir and dataset records:
+//!
+//! ```text
+//! dead list (DMU_OT_DEADLIST, a ZAP)  bonus word 0 dl_used, 1 dl_comp, 2 dl_uncomp;
+//!                                     entries "<first txg>" -> sub-list bpobj object
+//! bpobj / old dead list, sync_bplist  bonus word 0 entries, 1 bytes, 2 comp, 3 uncomp
+//! bookmarks ZAP ("com.delphix:bookmarks" in the dataset's own ZAP)
+//!                                     "<mark>" -> [guid, creation_txg, creation_time, ...]
+//! userrefs ZAP (ds_userrefs_obj)      "<tag>" -> [creation time]
+//! next clones ZAP (ds_next_clones_obj) "<object in hex>" -> [clone head dataset object]
+//! ```
+//!
 //! Properties go out in Zetta's props convention (`crate::dsl::prop`): every value a string,
 //! index numbers as the names `zfs get` prints (`index`), numbers in decimal, received values
-//! as `<prop>$recvd`, `zfs inherit` masks as `<prop>$inherit`; a valid `$iuv` entry becomes
-//! the local value, as `dsl_prop_get_dd` prefers it. Resolution above (zprop) then gives the
+//! as `<prop>$recvd`, `zfs inherit` masks as `<prop>$inherit`; a `$iuv` entry takes the
+//! local value's place (its value if it is a valid index, else nothing), as
+//! `dsl_prop_get_all_impl` shows it to `zfs get`. Resolution above (zprop) then gives the
 //! SOURCE OpenZFS prints.
 
 use super::dataset::DslDatasetPhys as OzDatasetPhys;
@@ -192,18 +205,15 @@ impl DslView {
         for ds in pool.datasets()? {
             let rest = ds.name.strip_prefix(pool.name.as_str()).unwrap_or("");
             let name = format!("{pool_name}{rest}");
-            if !view.dirs.contains_key(&ds.dir_obj) {
-                view.dirs.insert(
-                    ds.dir_obj,
-                    Dir {
-                        phys: ds.dir.clone(),
-                        props: pool.dir_props(ds.dir_obj)?,
-                    },
-                );
+            if let std::collections::hash_map::Entry::Vacant(slot) = view.dirs.entry(ds.dir_obj) {
+                slot.insert(Dir {
+                    phys: ds.dir.clone(),
+                    props: pool.dir_props(ds.dir_obj)?,
+                });
             }
             let is_encrypted = ds.is_encrypted();
-            // The object set block of an encrypted dataset is authenticated, not
-            // encrypted: its type reads without the key.
+            // The object set block of an encrypted dataset is only authenticated: its
+            // type reads without the key.
             let is_volume =
                 !ds.is_snapshot && pool.objset(&ds).is_ok_and(|os| os.phys.os_type == OST_ZVOL);
             let snap_props = if ds.is_snapshot && ds.phys.props_obj != 0 {
@@ -317,12 +327,12 @@ impl DslView {
         self.node(name).is_some_and(|n| n.is_encrypted)
     }
 
-    /// Whether the dataset's dir keeps the USED breakdown (pools of version 13 and later).
     /// The DSL dir object of a head dataset (`Spa::lookup_dir`).
     pub fn dir_object(&self, name: &str) -> Option<u64> {
         self.head(name).map(|n| n.dir_obj)
     }
 
+    /// Whether the dataset's dir keeps the USED breakdown (pools of version 13 and later).
     pub fn has_used_breakdown(&self, name: &str) -> bool {
         self.node(name)
             .and_then(|n| self.dirs.get(&n.dir_obj))
@@ -446,7 +456,7 @@ impl DslView {
     /// A dir's or snapshot's props ZAP in Zetta's convention.
     fn convert(props: &PropsZap) -> Vec<(String, String)> {
         let mut out: BTreeMap<String, String> = BTreeMap::new();
-        let mut iuv: Vec<(String, String)> = Vec::new();
+        let mut iuv: Vec<(String, Option<String>)> = Vec::new();
         let text = |prop: &str, key: &str, value: &ZapValue| -> Option<String> {
             match decode_value(key, value).ok()? {
                 PropValue::String(s) => Some(s),
@@ -474,17 +484,27 @@ impl DslView {
                     );
                 }
                 EntryKind::InheritUnlessValue(prop) => {
-                    if let Some(n) = value.as_u64().filter(|n| index::is_valid(prop, *n)) {
-                        if let Some(name) = index::name_of(prop, n) {
-                            iuv.push((prop.to_string(), name));
-                        }
-                    }
+                    let name = value.as_u64().and_then(|n| index::name_of(prop, n));
+                    iuv.push((prop.to_string(), name));
                 }
                 EntryKind::HasReceived => {}
             }
         }
-        // A valid `$iuv` wins over the local value of the same dir.
-        out.extend(iuv);
+        // A `$iuv` entry hides the local value of the same dir (`dsl_prop_get_all_impl`);
+        // a valid one is the value, an invalid one leaves nothing here (the local value it
+        // hid still hides the received one).
+        for (prop, name) in iuv {
+            let local = out.remove(&prop);
+            match name {
+                Some(name) => {
+                    out.insert(prop, name);
+                }
+                None if local.is_some() => {
+                    out.remove(&format!("{prop}{}", super::prop::RECEIVED_SUFFIX));
+                }
+                None => {}
+            }
+        }
         out.into_iter().collect()
     }
 
@@ -595,5 +615,69 @@ impl DslView {
     /// The user holds on a snapshot: (tag, time), by tag.
     pub fn holds(&self, full: &str) -> Vec<(String, u64)> {
         self.node(full).map(|n| n.holds.clone()).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn string(s: &str) -> ZapValue {
+        let mut b = s.as_bytes().to_vec();
+        b.push(0);
+        ZapValue::Bytes(b)
+    }
+
+    // Why: the engine keeps the view in its pool (shared across threads).
+    #[test]
+    fn the_view_is_send_and_sync() {
+        fn shared<T: Send + Sync>() {}
+        shared::<DslView>();
+        shared::<crate::spa::openzfs::space::PoolSpace>();
+    }
+
+    // Why: the engine's props convention is strings with `$recvd`/`$inherit` entries; OpenZFS
+    // stores index numbers, a `$iuv` override and `$hasrecvd`. Each must come out so that
+    // zprop resolves what `dsl_prop_get_dd` does; malformed entries are left out.
+    #[test]
+    fn props_convert_to_zettas_convention() {
+        let mut zap = PropsZap::new();
+        zap.insert("compression".into(), ZapValue::Ints(vec![16 | (7 << 7)]));
+        zap.insert("checksum$recvd".into(), ZapValue::Ints(vec![8]));
+        zap.insert("checksum$inherit".into(), ZapValue::Ints(vec![0]));
+        zap.insert("atime".into(), ZapValue::Ints(vec![0]));
+        zap.insert("atime$iuv".into(), ZapValue::Ints(vec![1]));
+        zap.insert("sync$iuv".into(), ZapValue::Ints(vec![9]));
+        zap.insert("logbias$iuv".into(), ZapValue::Ints(vec![7]));
+        zap.insert("logbias".into(), ZapValue::Ints(vec![1]));
+        zap.insert("logbias$recvd".into(), ZapValue::Ints(vec![0]));
+        zap.insert("dedup$iuv".into(), ZapValue::Ints(vec![7]));
+        zap.insert("dedup$recvd".into(), ZapValue::Ints(vec![8]));
+        zap.insert("quota".into(), ZapValue::Ints(vec![1 << 30]));
+        zap.insert("mountpoint".into(), string("/mnt/x"));
+        zap.insert("com.example:note".into(), string("hi"));
+        zap.insert("$hasrecvd".into(), ZapValue::Ints(vec![0]));
+        zap.insert("canmount".into(), ZapValue::Ints(vec![7]));
+        zap.insert("bad".into(), ZapValue::Bytes(b"no nul".to_vec()));
+        zap.insert("worse".into(), ZapValue::Ints(vec![1, 2]));
+        let got: BTreeMap<String, String> = DslView::convert(&zap).into_iter().collect();
+        let want: BTreeMap<String, String> = [
+            ("compression", "zstd-7"),
+            ("checksum$recvd", "sha256"),
+            ("checksum$inherit", ""),
+            // A valid $iuv wins over the local value; an invalid one hides the local value
+            // (and, through it, the received one) or alone is nothing.
+            ("atime", "on"),
+            ("dedup$recvd", "sha256"),
+            ("quota", "1073741824"),
+            ("mountpoint", "/mnt/x"),
+            ("com.example:note", "hi"),
+            // A number outside the table is kept as the number stored.
+            ("canmount", "7"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        assert_eq!(got, want);
     }
 }

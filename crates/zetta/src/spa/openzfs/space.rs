@@ -27,9 +27,20 @@
 //! deferred frees (`sync_bplist`'s `bpo_bytes`) less the slop; the root dataset's AVAIL is
 //! that less the root dir's USED.
 //!
-//! Not modelled: space saved by dedup and block cloning (`ddt_get_dedup_dspace`,
-//! `brt_get_dspace`), unflushed log space maps (a cleanly exported pool has flushed them),
-//! vdevs being removed, and dRAID (its deflate ratio is taken as a plain vdev's).
+//! ALLOC is the metaslabs' space maps alone: changes still in log space maps
+//! (`log_spacemap`, a pool not exported cleanly) are what OpenZFS applies only when it imports
+//! writable (`spa_ld_log_sm_data` returns at once otherwise), and this serves read-only
+//! imports — checked against `zdb -m` on such a pool (testpool_zstd).
+//!
+//! Dedup adds what it saves to the space the DSL may hand out (`ddt_get_dedup_dspace`): the
+//! `DDT-statistics` ZAP of the object directory holds one histogram per dedup table
+//! (64 buckets of `ddt_stat_t`: blocks, lsize, psize, dsize, then the same four counted by
+//! references); the saving is the sum of `ref_dsize` less the sum of `dsize`. The slop is
+//! taken from the space without it.
+//!
+//! Not modelled: space saved by block cloning (`brt_get_dspace`), fast dedup's in-memory
+//! log histogram, vdevs being removed, and dRAID (its deflate ratio is taken as a plain
+//! vdev's).
 
 use super::pool::OpenZfsPool;
 use crate::dmu::openzfs::reader::OzfsError;
@@ -42,8 +53,9 @@ const EMBEDDED_SLOG_MIN_MS: u64 = 64;
 const SLOP_SHIFT: u32 = 5;
 const MIN_SLOP: u64 = 128 << 20;
 const MAX_SLOP: u64 = 128 << 30;
-/// Most metaslabs read per vdev (a hostile config could claim billions).
-const METASLABS_MAX: u64 = 1 << 20;
+/// Most metaslabs of one vdev (`zfs_vdev_ms_count_limit`; a hostile config could claim
+/// billions).
+const METASLABS_MAX: u64 = 1 << 17;
 /// `SPA_MINBLOCKSHIFT`, `SPA_OLD_MAXBLOCKSIZE`.
 const MIN_BLOCK_SHIFT: u32 = 9;
 const DEFLATE_BLOCK: u64 = 1 << 17;
@@ -96,8 +108,12 @@ pub struct PoolSpace {
     pub size: u64,
     pub alloc: u64,
     pub free: u64,
-    /// `spa_get_dspace`: the normal class's deflated space.
+    /// `spa_get_dspace`: the normal class's deflated space plus what dedup saves.
     pub dspace: u64,
+    /// `spa_rdspace`: the normal class's deflated space alone (the slop's base).
+    pub normal_dspace: u64,
+    /// What dedup saves (`ddt_get_dedup_dspace`).
+    pub dedup_dspace: u64,
     /// The embedded log metaslabs' deflated space.
     pub embedded_log_dspace: u64,
     /// Bytes waiting in the deferred-free list (`sync_bplist`).
@@ -163,17 +179,49 @@ impl PoolSpace {
             }
             _ => 0,
         };
+        let dedup_dspace = dedup_saved(pool)?;
         Ok(PoolSpace {
             size,
             alloc,
             free: size.saturating_sub(alloc),
-            dspace,
+            dspace: dspace.saturating_add(dedup_dspace),
+            normal_dspace: dspace,
+            dedup_dspace,
             embedded_log_dspace: log_dspace,
             deferred_free_bytes,
             slop: PoolSpace::slop_for(dspace, log_dspace),
             vdevs,
         })
     }
+}
+
+/// u64 words of one `ddt_histogram_t`: 64 buckets of 8-word `ddt_stat_t`.
+const DDT_HISTOGRAM_WORDS: usize = 64 * 8;
+
+/// `ddt_get_dedup_dspace`: Σ ref_dsize − Σ dsize over every dedup table's histogram.
+fn dedup_saved(pool: &OpenZfsPool) -> Result<u64, OzfsError> {
+    let Some(object) = pool
+        .mos
+        .zap_u64(objdir::DIRECTORY_OBJECT, objdir::DDT_STATS)?
+        .filter(|o| *o != 0)
+    else {
+        return Ok(0);
+    };
+    let (mut dsize, mut ref_dsize) = (0u64, 0u64);
+    for entry in pool.mos.zap_list(object)?.iter().take(1 << 10) {
+        if entry.int_len != 8 || entry.values.len() != DDT_HISTOGRAM_WORDS {
+            return Err(OzfsError::Corrupt(format!(
+                "DDT statistics {object}: an entry of {} {}-byte integers",
+                entry.values.len(),
+                entry.int_len
+            )));
+        }
+        for bucket in entry.values.chunks_exact(8) {
+            dsize = dsize.wrapping_add(bucket[3]);
+            ref_dsize = ref_dsize.wrapping_add(bucket[7]);
+        }
+    }
+    Ok(ref_dsize.wrapping_sub(dsize))
 }
 
 /// `vdev_psize_to_asize` of 128 KiB for a top-level vdev, as its deflate ratio.
@@ -310,6 +358,41 @@ fn top_vdev_space(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn vdev(vdev_type: &str, ashift: u64, children: usize, nparity: u64) -> XdrNvList {
+        use crate::nvpair_xdr::XdrValue;
+        let mut top = XdrNvList::new();
+        top.add("type", XdrValue::String(vdev_type.as_bytes().to_vec()));
+        top.add("ashift", XdrValue::Uint64(ashift));
+        top.add("nparity", XdrValue::Uint64(nparity));
+        top.add(
+            "children",
+            XdrValue::NvListArray(vec![XdrNvList::new(); children]),
+        );
+        top
+    }
+
+    // Why: AVAIL is the deflated space; the ratio must be OpenZFS's for each layout
+    // (`vdev_set_deflate_ratio` over `vdev_raidz_asize`), and a hostile config an error.
+    #[test]
+    fn deflate_ratios_are_openzfs_s() {
+        let ratio = |t: &str, ashift, children, nparity| {
+            deflate_ratio(&vdev(t, ashift, children, nparity), t)
+        };
+        assert_eq!(ratio("disk", 9, 0, 0), Ok(512));
+        assert_eq!(ratio("mirror", 12, 2, 0), Ok(512));
+        // 32 data sectors of 4 KiB over 2 data columns: 16 parity, 48 sectors.
+        assert_eq!(ratio("raidz", 12, 3, 1), Ok(341));
+        // 256 sectors of 512 B, 2 data columns: 128 parity, 384 sectors.
+        assert_eq!(ratio("raidz", 9, 3, 1), Ok(341));
+        // raidz2 over 6 disks at ashift 12: 32 + 2*8 = 48, a multiple of 3.
+        assert_eq!(ratio("raidz", 12, 6, 2), Ok(341));
+        // raidz1 over 5 at ashift 9: 256 + 64 = 320 sectors.
+        assert_eq!(ratio("raidz", 9, 5, 1), Ok(409));
+        assert!(ratio("raidz", 9, 2, 2).is_err());
+        assert!(ratio("raidz", 9, 3, 0).is_err());
+        assert!(ratio("disk", 40, 0, 0).is_err());
+    }
 
     #[test]
     fn slop_follows_openzfs_2_3() {
