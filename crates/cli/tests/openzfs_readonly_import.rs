@@ -687,7 +687,7 @@ fn every_fixture_pool_imports_and_reads_through_its_mounts() {
                     continue;
                 }
                 let fs = zetta::zpl::openzfs::fs::ZplFs::open(os).unwrap();
-                expected.insert(ds.name.clone(), library_tree(&fs));
+                expected.insert(ds.name.clone(), (library_tree(&fs), fs.version));
             }
         }
         let root = lab.dir.join(format!("r{n}"));
@@ -737,7 +737,13 @@ fn every_fixture_pool_imports_and_reads_through_its_mounts() {
             assert!(row.contains(&format!(", {refer}, ")), "{row} vs {line}");
             assert_eq!(mounted, "yes", "{line}");
             let through_mount = mounted_tree(Path::new(mountpoint));
-            let want = &expected[name];
+            let (want, version) = &expected[name];
+            // The ZPL version comes from the filesystem's master node.
+            assert_eq!(
+                ok(&lab, "zfs", &["get", "-H", "-o", "value", "version", name]),
+                format!("{version}\n"),
+                "{name}"
+            );
             // Mountpoints of nested filesystems show the child's root: compare the rest.
             let strip = |t: &std::collections::BTreeMap<String, FileView>| {
                 t.iter()
@@ -755,4 +761,98 @@ fn every_fixture_pool_imports_and_reads_through_its_mounts() {
         ok(&lab, "zpool", &["export", pool]);
     }
     assert!(files > 300, "only {files} files compared");
+}
+
+// Why: a scrub of a foreign pool must find damage and say where, as OpenZFS's would: one
+// bad copy of a ditto MOS block and the only copy of a file's data block damaged on the
+// device; the scrub reports both copies, the lost block's file is listed by its path under
+// the mount by `zpool status -v`, and reading it through the mount fails with EIO while
+// the rest of the pool reads on.
+#[test]
+fn scrub_of_a_damaged_foreign_pool_reports_the_damaged_file() {
+    use std::os::unix::fs::FileExt;
+    let lab = Lab::new();
+    let dir = place(&lab, "pools", &["compression/testpool_zstd.tar.gz"]);
+    let image = dir.join("testpool_zstd");
+    // The second copy of the MOS block and the first data block of x86_64's `zstd`
+    // (object 2, a single-copy two-level file), found through the library reader.
+    let (mos_copy, data) = {
+        let device: zetta::io::DeviceRef = std::sync::Arc::new(
+            zetta::io::FileDevice::open_read_only(image.to_str().unwrap()).unwrap(),
+        );
+        let devices = vec![device];
+        let found = zetta::spa::openzfs::discover::find_pools(&devices, 0);
+        let pool =
+            zetta::spa::openzfs::pool::OpenZfsPool::open_devices(&found[0], &devices).unwrap();
+        let rootbp = zetta::zio::openzfs::blkptr::BlockPointer::decode(
+            pool.uberblock.order,
+            &pool.uberblock.rootbp,
+            0,
+        )
+        .unwrap();
+        let ds = pool
+            .datasets()
+            .unwrap()
+            .into_iter()
+            .find(|d| d.name == "testpool_zstd/x86_64")
+            .unwrap();
+        let os = pool.objset(&ds).unwrap();
+        let file = os.dnode(2).unwrap();
+        let l1 = os.read_raw(&file.blkptrs[0], file.order).unwrap();
+        let l0 = zetta::zio::openzfs::blkptr::BlockPointer::decode(
+            zetta::dmu::openzfs::raw_bp_byte_order(&file.blkptrs[0], file.order),
+            &l1,
+            0,
+        )
+        .unwrap();
+        (rootbp.dva(1), l0.dva(0))
+    };
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&image)
+        .unwrap();
+    for dva in [mos_copy, data] {
+        file.write_all_at(&[0xa5; 512], (4 << 20) + dva.offset_bytes().unwrap())
+            .unwrap();
+    }
+    drop(file);
+
+    let root = lab.dir.join("root");
+    ok(
+        &lab,
+        "zpool",
+        &[
+            "import",
+            "-d",
+            dir.to_str().unwrap(),
+            "-o",
+            "readonly=on",
+            "-R",
+            root.to_str().unwrap(),
+            "testpool_zstd",
+        ],
+    );
+    let x86 = root.join("testpool_zstd/x86_64");
+    wait_mounted(&x86, true);
+    ok(&lab, "zpool", &["scrub", "testpool_zstd"]);
+    let status = ok(&lab, "zpool", &["status", "-v", "testpool_zstd"]);
+    assert!(status.contains(" with 2 errors on "), "{status}");
+    assert!(
+        status.contains(&format!(
+            "errors: Permanent errors have been detected in the following files:\n\n        {}/zstd\n",
+            x86.display()
+        )),
+        "{status}"
+    );
+    let e = std::fs::read(x86.join("zstd")).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::EIO), "{e}");
+    // The rest reads.
+    let other = root.join("testpool_zstd/ppc64_fbsd");
+    for entry in std::fs::read_dir(&other).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            std::fs::read(&path).unwrap();
+        }
+    }
+    ok(&lab, "zpool", &["export", "testpool_zstd"]);
 }

@@ -555,6 +555,7 @@ fn scrub_reports_damaged_copies_and_lost_blocks() {
         .find(|e| e.copy.is_none())
         .expect("the lost block is reported");
     assert_eq!(lost.objset, "testpool_zstd/x86_64");
+    assert_eq!(lost.object, 2, "the lost block is named by its object");
     // The rest of the pool still read: every block was visited.
     assert_eq!(report.blocks + report.embedded, 138);
 }

@@ -136,6 +136,14 @@ fn from_origin(
 
 /// The substreams (and header) of a send request.
 pub fn plan_send(spa: &mut Spa, request: &SendRequest) -> Result<SendPlan, SendError> {
+    // OpenZFS send streams are issue 15's; Zetta's own stream format carries Zetta's
+    // object sets, which a foreign pool does not have.
+    if spa.openzfs().is_some() {
+        return Err(refuse(format!(
+            "cannot send '{}': sending from OpenZFS pools is not supported yet",
+            request.to
+        )));
+    }
     let Some((fs, snap)) = request.to.split_once('@') else {
         return Err(refuse(format!(
             "cannot send '{}': operation only applies to snapshots",

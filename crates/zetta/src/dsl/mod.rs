@@ -550,6 +550,13 @@ impl Spa {
         dataset: u64,
         work: impl FnOnce(&mut ObjectSet, &IoCtx<'_>) -> Result<T, crate::dmu::DmuError>,
     ) -> Result<T, SpaError> {
+        if self.openzfs.is_some() {
+            // A foreign pool's object sets are read through the OpenZFS codecs (its
+            // mounts, `zpool scrub`), not as Zetta object sets.
+            return Err(SpaError::Invalid(
+                "operation not supported on OpenZFS pools yet".to_string(),
+            ));
+        }
         if dataset == MOS_OBJECT_ROOT_DATASET.0 {
             let ctx = io_ctx!(self);
             return Ok(work(&mut self.root_dataset, &ctx)?);
@@ -677,7 +684,10 @@ impl Spa {
             if f.view.lookup_dataset(name).is_none() {
                 return Err(SpaError::NoSuchPool(name.to_string()));
             }
-            return Ok(f.view.local_props(name));
+            let mut props = f.view.local_props(name);
+            props.extend(f.zpl_props.get(name).cloned().unwrap_or_default());
+            props.sort();
+            return Ok(props);
         }
         let dir = self
             .lookup_dir(name)?

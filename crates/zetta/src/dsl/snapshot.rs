@@ -227,6 +227,13 @@ impl Spa {
         full: &str,
         work: impl FnOnce(&mut ObjectSet, &IoCtx<'_>) -> Result<T, DmuError>,
     ) -> Result<T, SpaError> {
+        if self.openzfs.is_some() {
+            // A foreign pool's object sets are read through the OpenZFS codecs (its
+            // mounts, `zpool scrub`), not as Zetta object sets.
+            return Err(SpaError::Invalid(
+                "operation not supported on OpenZFS pools yet".to_string(),
+            ));
+        }
         let (fs, snap) = full
             .split_once('@')
             .ok_or_else(|| SpaError::Invalid(format!("'{full}' is not a snapshot name")))?;

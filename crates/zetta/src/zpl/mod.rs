@@ -379,6 +379,9 @@ impl crate::spa::Spa {
     /// names a damaged file by (OpenZFS `zfs_obj_to_path`). `None` when no directory names
     /// it (metadata, a freed or unlinked object) or its directories cannot be read.
     pub fn zpl_object_path(&mut self, dataset: u64, object: u64) -> Option<String> {
+        if let Some(f) = self.openzfs.clone() {
+            return f.object_path(dataset, object);
+        }
         let mut phys = self.dataset_phys(dataset).ok()?;
         if dataset == crate::spa::MOS_OBJECT_ROOT_DATASET.0 {
             phys.bp = self.root_bp();

@@ -50,6 +50,49 @@ pub struct Foreign {
     pub view: crate::dsl::openzfs::view::DslView,
     /// The pool's space from its space maps.
     pub space: super::space::PoolSpace,
+    /// Per filesystem, the properties its ZPL master node keeps (`version`, `utf8only`,
+    /// `normalization`, `casesensitivity`), as `zfs get` prints them.
+    pub zpl_props: std::collections::BTreeMap<String, Vec<(String, String)>>,
+}
+
+/// The master-node properties of every readable filesystem (encrypted ones keep theirs
+/// behind the key), by the name the pool is imported under.
+fn read_zpl_props(
+    pool: &OpenZfsPool,
+    new_name: &str,
+) -> std::collections::BTreeMap<String, Vec<(String, String)>> {
+    use crate::zpl::openzfs::znode::MASTER_NODE_OBJ;
+    let mut out = std::collections::BTreeMap::new();
+    for ds in pool.datasets().unwrap_or_default() {
+        if ds.is_snapshot || ds.is_encrypted() {
+            continue;
+        }
+        let Ok(os) = pool.objset(&ds) else { continue };
+        if os.phys.os_type != 2 {
+            continue;
+        }
+        let Ok(fs) = crate::zpl::openzfs::fs::ZplFs::open(os) else {
+            continue;
+        };
+        let mut props = vec![("version".to_string(), fs.version.to_string())];
+        for prop in ["utf8only", "normalization", "casesensitivity"] {
+            let value = fs
+                .os
+                .zap_u64(MASTER_NODE_OBJ, prop)
+                .ok()
+                .flatten()
+                .unwrap_or(0);
+            if let Some(text) = crate::dsl::openzfs::index::name_of(prop, value) {
+                props.push((prop.to_string(), text));
+            }
+        }
+        let name = match ds.name.strip_prefix(&pool.name) {
+            Some(rest) => format!("{new_name}{rest}"),
+            None => ds.name.clone(),
+        };
+        out.insert(name, props);
+    }
+    out
 }
 
 /// Nesting OpenZFS's own `spa_config_parse` allows is far deeper than any real tree;
@@ -167,6 +210,41 @@ fn read_pool_props(pool: &OpenZfsPool) -> NvList {
     props
 }
 
+/// Directory levels `object_path` climbs at most (a parent loop in damaged bytes).
+const PATH_DEPTH_MAX: usize = 4096;
+
+impl Foreign {
+    /// A file's path in its filesystem (`zfs_obj_to_path`): up the parent pointers, each
+    /// name looked up in its parent directory. `None` when the dataset is not a readable
+    /// filesystem or the chain does not reach the root.
+    pub fn object_path(&self, dataset: u64, object: u64) -> Option<String> {
+        let ds = self
+            .pool
+            .datasets()
+            .ok()?
+            .into_iter()
+            .find(|d| d.dataset_obj == dataset && !d.is_encrypted())?;
+        let fs = crate::zpl::openzfs::fs::ZplFs::open(self.pool.objset(&ds).ok()?).ok()?;
+        let mut parts: Vec<String> = Vec::new();
+        let mut current = object;
+        for _ in 0..PATH_DEPTH_MAX {
+            if current == fs.root {
+                parts.reverse();
+                return Some(format!("/{}", parts.join("/")));
+            }
+            let parent = fs.attr(current).ok()?.parent;
+            let (name, _, _) = fs
+                .readdir(parent)
+                .ok()?
+                .into_iter()
+                .find(|(_, child, _)| *child == current)?;
+            parts.push(String::from_utf8_lossy(&name).into_owned());
+            current = parent;
+        }
+        None
+    }
+}
+
 /// `features_for_read` and `features_for_write` merged: guid → reference count.
 fn read_features(pool: &OpenZfsPool) -> std::collections::BTreeMap<String, u64> {
     let mut features = pool.features_for_read.clone();
@@ -225,6 +303,37 @@ impl Spa {
     pub(crate) fn scrub_openzfs(&mut self, foreign: &Foreign) -> ScanStats {
         let start_secs = now_secs();
         let report = super::scan::scrub(&foreign.pool);
+        // Blocks no copy of which verified go to the error log (`zpool status -v`), by
+        // dataset object as OpenZFS's `zbookmark_phys_t` names them (0: the MOS).
+        let mut errlog = self.zio.errlog.lock();
+        errlog.clear();
+        for error in report.errors.iter().filter(|e| e.copy.is_none()) {
+            let name = match error.objset.strip_prefix(&foreign.pool.name) {
+                Some(rest) => format!("{}{rest}", self.name),
+                None => error.objset.clone(),
+            };
+            let objset = if error.objset == "mos" {
+                Some(0)
+            } else if let Some((fs, _)) = name.split_once('@') {
+                foreign
+                    .view
+                    .snapshots(fs)
+                    .into_iter()
+                    .find(|(n, _, _)| *n == name)
+                    .map(|(_, object, _)| object)
+            } else {
+                foreign.view.lookup_dataset(&name)
+            };
+            if let Some(objset) = objset {
+                errlog.insert(crate::zio::Bookmark {
+                    objset,
+                    object: error.object,
+                    level: error.level,
+                    blkid: 0,
+                });
+            }
+        }
+        drop(errlog);
         let stats = ScanStats {
             function: crate::spa::ScanFunction::Scrub,
             state: crate::spa::ScanState::Finished,
@@ -233,7 +342,8 @@ impl Spa {
             to_examine_bytes: report.allocated_bytes,
             examined_bytes: report.allocated_bytes,
             repaired_bytes: 0,
-            errors: report.bad_copies + report.unrecoverable,
+            // Each copy that did not verify was a checksum error (a lost block's too).
+            errors: report.bad_copies,
         };
         self.scan = stats;
         stats
@@ -281,6 +391,7 @@ impl Spa {
             .map_err(|e| SpaError::Corrupt(e.to_string()))?;
         let space =
             super::space::PoolSpace::load(&pool).map_err(|e| SpaError::Corrupt(e.to_string()))?;
+        let zpl_props = read_zpl_props(&pool, &name);
         let scan = read_scan(&pool);
         let foreign = Foreign {
             pool: Arc::new(pool),
@@ -289,6 +400,7 @@ impl Spa {
             status: candidate.status.clone(),
             view,
             space,
+            zpl_props,
         };
         Ok(Spa {
             name,

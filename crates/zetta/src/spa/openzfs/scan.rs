@@ -146,8 +146,17 @@ impl Walker<'_> {
     }
 
     /// A block pointer and everything below it; `dnodes` when its level-0 blocks hold
-    /// dnodes (a meta-dnode's tree).
-    fn walk_bp(&mut self, raw: &RawBlkptr, order: ByteOrder, object: u64, dnodes: bool) {
+    /// dnodes (a meta-dnode's tree). `blkid` is the block's id at its level (a child's is
+    /// `blkid * pointers per indirect block + index`), so a meta-dnode block names the
+    /// objects it holds.
+    fn walk_bp(
+        &mut self,
+        raw: &RawBlkptr,
+        order: ByteOrder,
+        object: u64,
+        dnodes: bool,
+        blkid: u64,
+    ) {
         let Some((data, child_order)) = self.visit(raw, order, object) else {
             return;
         };
@@ -155,26 +164,28 @@ impl Walker<'_> {
             .map(|bp| bp.level())
             .unwrap_or(0);
         if level > 0 {
-            for child in data.chunks_exact(BLKPTR_BYTES) {
+            let per_block = (data.len() / BLKPTR_BYTES) as u64;
+            for (index, child) in data.chunks_exact(BLKPTR_BYTES).enumerate() {
                 let mut bp = [0u8; BLKPTR_BYTES];
                 bp.copy_from_slice(child);
-                self.walk_bp(&bp, child_order, object, dnodes);
+                let child_blkid = blkid.saturating_mul(per_block).saturating_add(index as u64);
+                self.walk_bp(&bp, child_order, object, dnodes, child_blkid);
             }
         } else if dnodes {
-            self.walk_dnode_block(&data, child_order);
+            let first = blkid.saturating_mul((data.len() / DNODE_SLOT_BYTES) as u64);
+            self.walk_dnode_block(&data, child_order, first);
         }
     }
 
-    fn walk_dnode_block(&mut self, data: &[u8], order: ByteOrder) {
+    /// The dnodes of one meta-dnode block, whose first slot is object `first`.
+    fn walk_dnode_block(&mut self, data: &[u8], order: ByteOrder, first: u64) {
         let mut slot = 0;
         while slot * DNODE_SLOT_BYTES < data.len() {
             let buf = &data[slot * DNODE_SLOT_BYTES..];
             match DnodePhys::decode(buf, order) {
                 Ok(dn) if !dn.is_free() => {
                     let slots = 1 + usize::from(dn.extra_slots);
-                    // The object number is not known from the block alone; 0 marks
-                    // "an object of this meta-dnode block" in reports.
-                    self.walk_dnode(&dn, 0);
+                    self.walk_dnode(&dn, first.saturating_add(slot as u64));
                     slot += slots.max(1);
                 }
                 Ok(_) => slot += 1,
@@ -184,11 +195,11 @@ impl Walker<'_> {
     }
 
     fn walk_dnode(&mut self, dn: &DnodePhys, object: u64) {
-        for bp in &dn.blkptrs {
-            self.walk_bp(bp, dn.order, object, false);
+        for (index, bp) in dn.blkptrs.iter().enumerate() {
+            self.walk_bp(bp, dn.order, object, false, index as u64);
         }
         if let Some(spill) = &dn.spill {
-            self.walk_bp(spill, dn.order, object, false);
+            self.walk_bp(spill, dn.order, object, false, 0);
         }
     }
 
@@ -274,8 +285,8 @@ impl Walker<'_> {
                 return;
             }
         };
-        for bp in &phys.meta_dnode.blkptrs {
-            self.walk_bp(bp, phys.meta_dnode.order, 0, true);
+        for (index, bp) in phys.meta_dnode.blkptrs.iter().enumerate() {
+            self.walk_bp(bp, phys.meta_dnode.order, 0, true, index as u64);
         }
         for dn in [&phys.userused, &phys.groupused, &phys.projectused]
             .into_iter()
