@@ -231,9 +231,7 @@ impl Reader<'_> {
             if need > room as u64 {
                 return err(
                     at + 8,
-                    format!(
-                        "{nelem} elements of {width} bytes do not fit the pair's {room} bytes"
-                    ),
+                    format!("{nelem} elements of {width} bytes do not fit the pair's {room} bytes"),
                 );
             }
             Ok(need as usize)
@@ -395,7 +393,8 @@ impl Reader<'_> {
                 let n = elem(8 + NVLIST_T_SIZE)?;
                 let mut headers = Vec::with_capacity(nelem as usize);
                 for i in 0..nelem as usize {
-                    headers.push(self.embedded_header(val + 8 * nelem as usize + NVLIST_T_SIZE * i)?);
+                    headers
+                        .push(self.embedded_header(val + 8 * nelem as usize + NVLIST_T_SIZE * i)?);
                 }
                 for inner in headers.iter_mut() {
                     self.nested(inner, depth)?;
@@ -622,7 +621,11 @@ pub fn fuzz_check(data: &[u8]) {
         Ok(b) => b,
         Err(e) => panic!("a decoded native nvlist does not encode: {e}"),
     };
-    assert_eq!(bytes.len(), u.len, "re-encoded length differs from the bytes consumed");
+    assert_eq!(
+        bytes.len(),
+        u.len,
+        "re-encoded length differs from the bytes consumed"
+    );
     match unpack(&bytes) {
         Ok(again) => assert_eq!(again.list, u.list, "re-encoding changed the list"),
         Err(e) => panic!("a re-encoded native nvlist does not decode: {e}"),

@@ -525,12 +525,12 @@ fn foreign_history(
             "cannot get history for pool '{name}': no history available"
         )),
         // zpool_standard_error_fmt of EFAULT/EIO.
-        HistoryError::Read(_) => CmdError::Fail(format!(
-            "cannot get history for '{name}': I/O error"
-        )),
-        HistoryError::Corrupt { .. } => CmdError::Fail(format!(
-            "cannot get history for '{name}': Bad address"
-        )),
+        HistoryError::Read(_) => {
+            CmdError::Fail(format!("cannot get history for '{name}': I/O error"))
+        }
+        HistoryError::Corrupt { .. } => {
+            CmdError::Fail(format!("cannot get history for '{name}': Bad address"))
+        }
     })?;
     let mut text = String::new();
     for rec in &records {

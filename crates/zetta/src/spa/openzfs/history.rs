@@ -118,10 +118,12 @@ impl HistoryPhys {
     /// Decodes the bonus (`order`: the dnode's byte order).
     pub fn decode(bonus: &[u8], order: ByteOrder) -> Result<HistoryPhys, HistoryError> {
         let word = |i: usize| {
-            order.u64_at(bonus, i * 8).map_err(|_| HistoryError::Corrupt {
-                offset: i as u64 * 8,
-                reason: format!("history bonus of {} bytes is shorter than 40", bonus.len()),
-            })
+            order
+                .u64_at(bonus, i * 8)
+                .map_err(|_| HistoryError::Corrupt {
+                    offset: i as u64 * 8,
+                    reason: format!("history bonus of {} bytes is shorter than 40", bonus.len()),
+                })
         };
         Ok(HistoryPhys {
             pool_create_len: word(0)?,
@@ -511,7 +513,16 @@ mod tests {
         let int = Record { list: int };
         assert_eq!(format_record(&int, plain, &t, &u), None);
         assert_eq!(
-            format_record(&int, PrintOptions { internal: true, long: false }, &t, &u).unwrap(),
+            format_record(
+                &int,
+                PrintOptions {
+                    internal: true,
+                    long: false
+                },
+                &t,
+                &u
+            )
+            .unwrap(),
             "T2 [txg:9] create p/a (54) \n"
         );
         let mut legacy = XdrNvList::new();
