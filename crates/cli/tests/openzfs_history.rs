@@ -105,7 +105,7 @@ fn migrated_pools_history_equals_orig_history() {
 // ...`) and the long suffix (`[user 0 (root) on host]`) — here from the zstd pool, whose
 // history mixes big-endian (FreeBSD powerpc64) and little-endian native records; a pool
 // before version 4 is refused in OpenZFS's words, after the heading, exit 1; Zetta's own
-// pools accept the flags too.
+// pools accept -i (they log no internal events) and still refuse -l.
 #[test]
 fn internal_events_long_format_and_old_pools() {
     let lab = Lab::new();
@@ -163,8 +163,17 @@ fn internal_events_long_format_and_old_pools() {
 
     let disk = lab.disk("d0", 256 << 20);
     ok(&lab, &["create", "zp", &disk]);
-    let own = ok(&lab, &["history", "-il", "zp"]);
+    // Zetta's pools log no internal events (-i shows their commands) and keep no who or
+    // where: -l stays refused there (trust_cli.rs::ignored_flags_are_refused).
+    let own = ok(&lab, &["history", "-i", "zp"]);
     assert!(own.starts_with("History for 'zp':\n"), "{own}");
     assert!(own.contains(" zpool create zp "), "{own}");
+    let refused = zpool(&lab, &["history", "-l", "zp"]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused.stderr.starts_with("invalid option 'l'\n"),
+        "{}",
+        refused.stderr
+    );
     ok(&lab, &["destroy", "zp"]);
 }
