@@ -261,3 +261,58 @@ fn hostile_history_bytes_never_panic() {
         let _ = history::parse_records(&b);
     }
 }
+
+// Why: the ring buffer must be read as OpenZFS reads it once it has wrapped (records lost,
+// bof inside the ring, the tail split at phys_max_off), and legacy internal events
+// (`history internal event` numbers, pool version 23) must decode; no shipped fixture has
+// either, so zfs-fuse (a second, independent writer) fills a 64 MiB pool's 609 KiB ring with
+// long user-property values, and zdb -hh is the oracle.
+#[test]
+fn wrapped_ring_of_a_zfs_fuse_pool_equals_zdb() {
+    assert!(
+        common::zfs_fuse::available(),
+        "zfs-fuse is missing: scripts/setup.sh installs it (with sanoid)"
+    );
+    let dir = std::env::temp_dir().join(format!("zetta-ozhist-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("mnt")).unwrap();
+    let disk = dir.join("hist.img");
+    std::fs::File::create(&disk)
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
+    let disk_s = disk.to_string_lossy().into_owned();
+    // Removes the directory when the test ends, however it ends.
+    let pool_dir = PoolDir {
+        dir: dir.clone(),
+        devices: vec![disk.clone()],
+    };
+    let name = format!("hist{}", std::process::id() % 100_000);
+    let mut daemon = common::zfs_fuse::ZfsFuse::start();
+    daemon.create_pool(&name, &dir.join("mnt/p"), &[&disk_s]);
+    daemon.zfs(&["create", &format!("{name}/fs")]);
+    daemon.zfs(&["snapshot", &format!("{name}/fs@s1")]);
+    for i in 0..60 {
+        let value: String = std::iter::repeat_n((b'a' + (i % 26) as u8) as char, 7000).collect();
+        daemon.zfs(&["set", &format!("user:note{i}={value}"), &name]);
+    }
+    daemon.zfs(&["destroy", &format!("{name}/fs@s1")]);
+    daemon.export_all();
+    drop(daemon);
+
+    let pool = open(&pool_dir.devices);
+    let (_, phys) = history::phys(&pool).unwrap();
+    assert!(phys.records_lost > 0, "the ring did not wrap: {phys:?}");
+    assert!(
+        phys.eof - phys.pool_create_len > phys.phys_max_off - phys.pool_create_len,
+        "{phys:?}"
+    );
+    let records = history::read(&pool).unwrap();
+    let zdb = zdb_history(&pool_dir, &name);
+    assert_eq!(zdb_text(&records), zdb, "history differs from zdb -hh");
+    assert!(
+        zdb.contains("[internal "),
+        "no legacy internal event:\n{zdb}"
+    );
+    assert!(records[0].command().unwrap().starts_with("zpool create"));
+}
