@@ -120,8 +120,8 @@ fn zdb_history(pool: &PoolDir, name: &str) -> String {
 
 // Why: `zpool history` of an imported OpenZFS pool used to fail ("cannot be read yet"); the
 // reader must give back every record OpenZFS's zdb reads from each shipped pool with a
-// history (little-endian native records, the SPARC pool's big-endian XDR records, v4..v15),
-// field for field and in order.
+// history (little-endian native records, the SPARC pool's big-endian XDR records, v4..v15,
+// modern internal events and ioctl records), field for field and in order.
 #[test]
 fn every_fixture_history_equals_zdb() {
     let mut rels: Vec<String> = (4..=15)
@@ -132,6 +132,11 @@ fn every_fixture_history_equals_zdb() {
             "history/i386.migratedpool.DAT.Z",
             "history/sparc.migratedpool.DAT.Z",
             "history/zfs-pool-v4.dat.Z",
+            // Modern records: internal events by name with txg, dataset and id, ioctls
+            // with their input and output nvlists.
+            "cli_root/zpool_import/blockfiles/unclean_export.dat.bz2",
+            "cli_root/zpool_import/blockfiles/cryptv0.dat.bz2",
+            "cli_root/zpool_import/blockfiles/missing_ivset.dat.bz2",
         ]
         .map(String::from),
     );
@@ -148,7 +153,7 @@ fn every_fixture_history_equals_zdb() {
         );
         total += records.len();
     }
-    assert!(total >= 40, "only {total} records compared");
+    assert!(total >= 130, "only {total} records compared");
 }
 
 // Why: pools older than version 4 have no history object: the reader says so (the CLI
@@ -315,4 +320,30 @@ fn wrapped_ring_of_a_zfs_fuse_pool_equals_zdb() {
         "no legacy internal event:\n{zdb}"
     );
     assert!(records[0].command().unwrap().starts_with("zpool create"));
+}
+
+// Why: `Spa::history` of an imported OpenZFS pool returned "the history of OpenZFS pools
+// cannot be read yet"; it must give the pool's user commands with their times, as
+// `zpool history` without -i lists them.
+#[test]
+fn spa_history_of_an_imported_openzfs_pool() {
+    let dir = unpack(&["history/i386.migratedpool.DAT.Z"]);
+    let devices: Vec<DeviceRef> = dir
+        .devices
+        .iter()
+        .map(|p| Arc::new(FileDevice::open_read_only(p.to_str().unwrap()).unwrap()) as DeviceRef)
+        .collect();
+    let candidates = find_pools(&devices, 0);
+    let mut spa = zetta::spa::Spa::import_openzfs(&candidates[0], &devices, None)
+        .unwrap_or_else(|e| panic!("import: {e}"));
+    let lines = spa.history().unwrap_or_else(|e| panic!("history: {e}"));
+    assert_eq!(lines.len(), 12, "{lines:?}");
+    assert_eq!(
+        lines[0],
+        (
+            1_161_371_917,
+            "zpool create history_pool /var/tmp/i386.migratedpool.DAT".to_string()
+        )
+    );
+    assert_eq!(lines[11].1, "zpool export history_pool");
 }
