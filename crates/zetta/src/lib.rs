@@ -35,6 +35,7 @@ pub mod dsl;
 pub mod io;
 pub mod metaslab;
 pub mod nvlist;
+pub mod nvpair_native;
 pub mod nvpair_xdr;
 pub mod rand;
 pub mod spa;

@@ -468,13 +468,29 @@ pub fn cmd_sync(args: &[String], _ctx: &mut Ctx) -> CmdResult {
 }
 
 pub fn cmd_history(args: &[String], ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "")?;
+    let parsed = getopt(args, "li")?;
+    let opts = zetta::spa::openzfs::history::PrintOptions {
+        internal: parsed.has('i'),
+        long: parsed.has('l'),
+    };
     let mut pools = pool::open_named(&parsed.operands)?;
     if pools.is_empty() {
         ctx.warn("no pools available\n");
         return Ok(());
     }
     for imported in pools.iter_mut() {
+        if let Some(foreign) = imported.spa.openzfs() {
+            let name = imported.spa.name.clone();
+            let foreign = foreign.clone();
+            foreign_history(&name, &foreign, opts, ctx)?;
+            continue;
+        }
+        // Zetta's own history holds user commands only: -i has no internal event to add,
+        // and -l no who or where, so -l is refused as an unknown option (issue 21: no flag
+        // is parsed and ignored).
+        if opts.long {
+            return usage("invalid option 'l'");
+        }
         let lines = imported.spa.history().map_err(|e| {
             CmdError::Fail(format!(
                 "cannot get history for '{}': {}",
@@ -490,6 +506,63 @@ pub fn cmd_history(args: &[String], ctx: &mut Ctx) -> CmdResult {
         ctx.print(&text);
     }
     Ok(())
+}
+
+/// `get_history_one` for a real OpenZFS pool: its records as `print_history_records`
+/// prints them; the heading is printed before a failure, as OpenZFS prints it.
+fn foreign_history(
+    name: &str,
+    foreign: &zetta::spa::openzfs::import::Foreign,
+    opts: zetta::spa::openzfs::history::PrintOptions,
+    ctx: &mut Ctx,
+) -> CmdResult {
+    use zetta::spa::openzfs::history::{self, HistoryError};
+    ctx.print(&format!("History for '{name}':\n"));
+    // SPA_VERSION_ZPOOL_HISTORY: older pools have none (zfs_ioc_pool_get_history).
+    if foreign.version < 4 {
+        return Err(CmdError::Fail(format!(
+            "cannot get history for pool '{name}', pool must be upgraded: \
+             unsupported version or feature"
+        )));
+    }
+    let records = history::read(&foreign.pool).map_err(|e| match e {
+        HistoryError::NoHistory => CmdError::Fail(format!(
+            "cannot get history for pool '{name}': no history available"
+        )),
+        // zpool_standard_error_fmt of EFAULT/EIO.
+        HistoryError::Read(_) => {
+            CmdError::Fail(format!("cannot get history for '{name}': I/O error"))
+        }
+        HistoryError::Corrupt { .. } => {
+            CmdError::Fail(format!("cannot get history for '{name}': Bad address"))
+        }
+    })?;
+    let mut text = String::new();
+    for rec in &records {
+        if let Some(t) = history::format_record(rec, opts, &history_time, &user_name) {
+            text.push_str(&t);
+        }
+    }
+    text.push('\n');
+    ctx.print(&text);
+    Ok(())
+}
+
+/// `getpwuid(uid)->pw_name`.
+fn user_name(uid: u64) -> Option<String> {
+    let uid = libc::uid_t::try_from(uid).ok()?;
+    let mut buf = vec![0 as libc::c_char; 4096];
+    // SAFETY: zeroed plain-old-data passwd; `buf` outlives the call and its length is
+    // given; `result` is written by the call.
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut result: *mut libc::passwd = std::ptr::null_mut();
+    let rc = unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut result) };
+    if rc != 0 || result.is_null() || pwd.pw_name.is_null() {
+        return None;
+    }
+    // SAFETY: getpwuid_r succeeded, so pw_name points to a NUL-terminated string in `buf`.
+    let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) };
+    Some(name.to_string_lossy().into_owned())
 }
 
 #[cfg(test)]

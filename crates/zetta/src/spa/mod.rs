@@ -992,12 +992,19 @@ impl Spa {
 
     /// Command history lines (epoch seconds, command).
     pub fn history(&mut self) -> Result<Vec<(u64, String)>, SpaError> {
-        if self.openzfs.is_some() {
-            // OpenZFS keeps its history as natively packed nvlists, which Zetta does not
-            // decode yet: say so rather than show an empty history.
-            return Err(SpaError::Invalid(
-                "the history of OpenZFS pools cannot be read yet".to_string(),
-            ));
+        if let Some(f) = &self.openzfs {
+            // OpenZFS's records (`openzfs::history`): the user commands, as `zpool history`
+            // shows them without -i; internal events are read there by who asks for them.
+            let records = openzfs::history::read(&f.pool).map_err(|e| match e {
+                openzfs::history::HistoryError::NoHistory => {
+                    SpaError::Invalid("no history available".to_string())
+                }
+                e => SpaError::Invalid(e.to_string()),
+            })?;
+            return Ok(records
+                .iter()
+                .filter_map(|r| Some((r.time().unwrap_or(0), r.command()?)))
+                .collect());
         }
         let ctx = io_ctx!(self);
         let size = self.mos.size_bytes(&ctx, MOS_OBJECT_HISTORY)?;

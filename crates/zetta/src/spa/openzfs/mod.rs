@@ -3,6 +3,7 @@
 
 pub mod discover;
 pub mod feature;
+pub mod history;
 pub mod import;
 pub mod pool;
 pub mod scan;
