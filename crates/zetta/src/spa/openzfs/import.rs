@@ -144,10 +144,10 @@ fn vdev_config(x: &XdrNvList, version: u64, depth: usize) -> Result<NvList, Stri
 
 /// `pool_props` entries as the words `zpool get` prints (OpenZFS stores numbers for the
 /// index properties: `zpool_prop.c`).
-fn pool_prop_text(name: &str, value: &XdrValueOrZap, pool: &OpenZfsPool) -> Option<String> {
+fn pool_prop_text(name: &str, value: &StoredValue, pool: &OpenZfsPool) -> Option<String> {
     let number = match value {
-        XdrValueOrZap::Text(text) => return Some(text.clone()),
-        XdrValueOrZap::Number(n) => *n,
+        StoredValue::Text(text) => return Some(text.clone()),
+        StoredValue::Number(n) => *n,
     };
     let on_off = |n: u64| if n == 0 { "off" } else { "on" }.to_string();
     Some(match name {
@@ -176,7 +176,8 @@ fn pool_prop_text(name: &str, value: &XdrValueOrZap, pool: &OpenZfsPool) -> Opti
     })
 }
 
-enum XdrValueOrZap {
+/// A `pool_props` entry as stored: a string, or one number.
+enum StoredValue {
     Text(String),
     Number(u64),
 }
@@ -197,9 +198,9 @@ fn read_pool_props(pool: &OpenZfsPool) -> NvList {
         let value = if entry.int_len == 1 {
             let bytes: Vec<u8> = entry.values.iter().map(|&v| v as u8).collect();
             let text = bytes.split(|&b| b == 0).next().unwrap_or(&[]);
-            XdrValueOrZap::Text(String::from_utf8_lossy(text).into_owned())
+            StoredValue::Text(String::from_utf8_lossy(text).into_owned())
         } else if let [n] = entry.values.as_slice() {
-            XdrValueOrZap::Number(*n)
+            StoredValue::Number(*n)
         } else {
             continue;
         };
@@ -451,5 +452,53 @@ fn found_paths(vdev: &mut Vdev) {
     }
     for child in vdev.children.iter_mut() {
         found_paths(child);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nvpair_xdr::XdrValue;
+
+    fn leaf(guid: u64, path: &str) -> XdrNvList {
+        let mut l = XdrNvList::new();
+        l.add("type", XdrValue::String(b"file".to_vec()));
+        l.add("guid", XdrValue::Uint64(guid));
+        l.add("path", XdrValue::String(path.as_bytes().to_vec()));
+        l
+    }
+
+    /// Why: OpenZFS names the metaslab keys differently from Zetta's config, and pools
+    /// before version 3 record no raidz parity (it is single): the engine's vdev tree must
+    /// come out right from OpenZFS's own config, and a broken one must be an error.
+    #[test]
+    fn openzfs_configs_become_engine_vdev_trees() {
+        let mut raidz = XdrNvList::new();
+        raidz.add("type", XdrValue::String(b"raidz".to_vec()));
+        raidz.add("guid", XdrValue::Uint64(7));
+        raidz.add("ashift", XdrValue::Uint64(9));
+        raidz.add("metaslab_shift", XdrValue::Uint64(24));
+        raidz.add("metaslab_array", XdrValue::Uint64(33));
+        raidz.add(
+            "children",
+            XdrValue::NvListArray(vec![leaf(1, "/a"), leaf(2, "/b"), leaf(3, "/c")]),
+        );
+        let mut root = XdrNvList::new();
+        root.add("type", XdrValue::String(b"root".to_vec()));
+        root.add("guid", XdrValue::Uint64(9));
+        root.add("children", XdrValue::NvListArray(vec![raidz]));
+        let tree = Vdev::from_config(&vdev_config(&root, 2, 0).unwrap(), &HashMap::new()).unwrap();
+        let top = &tree.children[0];
+        assert_eq!(top.kind, crate::vdev::VdevKind::Raidz { parity: 1 });
+        assert_eq!((top.ms_shift, top.ms_array_object), (24, 33));
+        assert_eq!(top.children[2].path, "/c");
+        // From version 3 on, a raidz without its parity is damage.
+        assert!(vdev_config(&root, 5000, 0)
+            .ok()
+            .and_then(|c| Vdev::from_config(&c, &HashMap::new()).ok())
+            .is_none());
+        let mut nameless = XdrNvList::new();
+        nameless.add("guid", XdrValue::Uint64(1));
+        assert!(vdev_config(&nameless, 5000, 0).is_err());
     }
 }
