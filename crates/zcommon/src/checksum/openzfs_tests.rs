@@ -205,8 +205,9 @@ fn blake3_is_keyed_with_the_salt() {
 
 // Why: OpenZFS's own zdb computed every function over two real blocks with the pool's real
 // checksum salt; ours must give the same words, which pins the salt as Skein's and BLAKE3's
-// key, SHA-512/256, and the word order of each digest. Edon-R's words are kept for a future
-// implementation; today it is a typed Unsupported.
+// key, SHA-512/256, Edon-R 512 over the salt block `H(salt) || H(H(salt))`, and the word
+// order of each digest. (Edon-R used to be a typed Unsupported, which refused every pool
+// with `org.illumos:edonr`, ztest's pools among them.)
 #[test]
 fn zdb_computed_salted_checksums_match() {
     let salt_bytes = hex_bytes(&[ZSTDPOOL_CHECKSUM_SALT_HEX]);
@@ -215,23 +216,30 @@ fn zdb_computed_salted_checksums_match() {
         let physical = hex_bytes(block.physical_hex);
         for (kind, words) in expected {
             let computed = checksum(kind, &physical, BlockOrder::Little, &salt);
-            if kind == ZioChecksum::Edonr {
-                assert_eq!(computed, Err(OpenZfsChecksumError::Unsupported(kind)));
-            } else {
-                assert_eq!(computed, Ok(words), "{kind}");
-            }
+            assert_eq!(computed, Ok(words), "{kind}");
         }
     }
 }
 
-// Why: edonr has no implementation here: a typed error, never made-up words; property values
-// are not functions.
+// Why: Edon-R's words are the digest read in the block's order (what the writer's memcpy
+// stored), and the salt changes them.
+#[test]
+fn edonr_words_follow_block_order_and_salt() {
+    let salt = [7u8; CHECKSUM_SALT_SIZE_BYTES];
+    let little = checksum(ZioChecksum::Edonr, b"abc", BlockOrder::Little, &salt).unwrap();
+    let big = checksum(ZioChecksum::Edonr, b"abc", BlockOrder::Big, &salt).unwrap();
+    for (l, b) in little.iter().zip(big.iter()) {
+        assert_eq!(*b, l.swap_bytes());
+    }
+    assert_ne!(
+        little,
+        checksum(ZioChecksum::Edonr, b"abc", BlockOrder::Little, &NO_SALT).unwrap()
+    );
+}
+
+// Why: property values are not functions: a typed error, never made-up words.
 #[test]
 fn unsupported_and_non_functions_are_typed_errors() {
-    assert_eq!(
-        checksum(ZioChecksum::Edonr, b"x", BlockOrder::Little, &NO_SALT),
-        Err(OpenZfsChecksumError::Unsupported(ZioChecksum::Edonr))
-    );
     for kind in [ZioChecksum::Inherit, ZioChecksum::On] {
         assert_eq!(
             checksum(kind, b"x", BlockOrder::Little, &NO_SALT),
