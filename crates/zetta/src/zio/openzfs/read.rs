@@ -304,14 +304,12 @@ fn read_physical_depth(
 const OBJECT_TYPE_OBJSET: u8 = 11;
 
 /// The functions OpenZFS trusts for dedup (`ZCHECKSUM_FLAG_DEDUP`): cryptographic hashes.
+/// Edon-R is not among them (only `edonr,verify` dedups), so an encrypted block's edonr
+/// words are folded like fletcher's.
 fn kind_is_strong(kind: ZioChecksum) -> bool {
     matches!(
         kind,
-        ZioChecksum::Sha256
-            | ZioChecksum::Sha512
-            | ZioChecksum::Skein
-            | ZioChecksum::Edonr
-            | ZioChecksum::Blake3
+        ZioChecksum::Sha256 | ZioChecksum::Sha512 | ZioChecksum::Skein | ZioChecksum::Blake3
     )
 }
 
