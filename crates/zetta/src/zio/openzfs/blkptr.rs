@@ -599,7 +599,9 @@ impl BlockPointer {
                 psize_bytes: self.psize_bytes(),
             });
         }
-        for (i, dva) in self.dvas().iter().enumerate() {
+        // An encrypted block's third DVA slot holds its salt and IV, not an address.
+        let slots = if self.is_encrypted() { 2 } else { 3 };
+        for (i, dva) in self.dvas().iter().enumerate().take(slots) {
             if dva.is_valid() && dva.offset_bytes().is_none() {
                 return Err(BlkptrError::OffsetOverflow { dva: i });
             }
