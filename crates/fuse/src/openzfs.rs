@@ -161,6 +161,13 @@ impl OzfsFs {
         if os.phys.os_type != 2 {
             return Err(cannot("not a filesystem"));
         }
+        // An object set the ZPL never laid out (ztest's root) has no master node.
+        if os
+            .dnode(zetta::zpl::openzfs::znode::MASTER_NODE_OBJ)
+            .is_err()
+        {
+            return Err(cannot("filesystem has no master node"));
+        }
         let fs = ZplFs::open(os).map_err(|e| cannot(&e.to_string()))?;
         let prefix = format!("{dataset}@");
         let snaps = all

@@ -205,8 +205,9 @@ fn blake3_is_keyed_with_the_salt() {
 
 // Why: OpenZFS's own zdb computed every function over two real blocks with the pool's real
 // checksum salt; ours must give the same words, which pins the salt as Skein's and BLAKE3's
-// key, SHA-512/256, and the word order of each digest. Edon-R's words are kept for a future
-// implementation; today it is a typed Unsupported.
+// key, SHA-512/256, Edon-R 512 over the salt block `H(salt) || H(H(salt))`, and the word
+// order of each digest. (Edon-R used to be a typed Unsupported, which refused every pool
+// with `org.illumos:edonr`, ztest's pools among them.)
 #[test]
 fn zdb_computed_salted_checksums_match() {
     let salt_bytes = hex_bytes(&[ZSTDPOOL_CHECKSUM_SALT_HEX]);
@@ -215,23 +216,30 @@ fn zdb_computed_salted_checksums_match() {
         let physical = hex_bytes(block.physical_hex);
         for (kind, words) in expected {
             let computed = checksum(kind, &physical, BlockOrder::Little, &salt);
-            if kind == ZioChecksum::Edonr {
-                assert_eq!(computed, Err(OpenZfsChecksumError::Unsupported(kind)));
-            } else {
-                assert_eq!(computed, Ok(words), "{kind}");
-            }
+            assert_eq!(computed, Ok(words), "{kind}");
         }
     }
 }
 
-// Why: edonr has no implementation here: a typed error, never made-up words; property values
-// are not functions.
+// Why: Edon-R's words are the digest read in the block's order (what the writer's memcpy
+// stored), and the salt changes them.
+#[test]
+fn edonr_words_follow_block_order_and_salt() {
+    let salt = [7u8; CHECKSUM_SALT_SIZE_BYTES];
+    let little = checksum(ZioChecksum::Edonr, b"abc", BlockOrder::Little, &salt).unwrap();
+    let big = checksum(ZioChecksum::Edonr, b"abc", BlockOrder::Big, &salt).unwrap();
+    for (l, b) in little.iter().zip(big.iter()) {
+        assert_eq!(*b, l.swap_bytes());
+    }
+    assert_ne!(
+        little,
+        checksum(ZioChecksum::Edonr, b"abc", BlockOrder::Little, &NO_SALT).unwrap()
+    );
+}
+
+// Why: property values are not functions: a typed error, never made-up words.
 #[test]
 fn unsupported_and_non_functions_are_typed_errors() {
-    assert_eq!(
-        checksum(ZioChecksum::Edonr, b"x", BlockOrder::Little, &NO_SALT),
-        Err(OpenZfsChecksumError::Unsupported(ZioChecksum::Edonr))
-    );
     for kind in [ZioChecksum::Inherit, ZioChecksum::On] {
         assert_eq!(
             checksum(kind, b"x", BlockOrder::Little, &NO_SALT),
@@ -421,4 +429,47 @@ fn fuzz_check_holds_on_random_inputs() {
         input[0] = (i % 34) as u8 | if i % 3 == 0 { 0x80 } else { 0 };
         fuzz_check(&input);
     }
+}
+
+/// A real Edon-R block: ztest (OpenZFS 2.3.2) pool `ztest`, objset 22 object 2 L0, 512 bytes
+/// of ciphertext at 0:2a0400 (`zdb -R ztest 0:2a0400:200:r`), and the pool's
+/// `org.illumos:checksum_salt`. Its block pointer: `edonr zstd encrypted LE`, cksum
+/// `2cf43f4f1d560e6d:f8156549a7e6143b:ad86bf408af350d2:175c577bfa62a4fd` (words 2..3: the MAC).
+const ZTEST_SALT_HEX: &str = "34936c3f6f76bc25493338d898eb1b56a7e211cabeb52bb5dd5587851a491973";
+const ZTEST_EDONR_BLOCK_HEX: &[&str] = &[
+    "66d13ff2fe5b236067b84c468d46d9b25b8ff294c27af767339912389c583a55",
+    "72cee7145315466cdad54a895c817ba04bedd80b22ade34906e9e4fdc3d04b4c",
+    "34d9f7b2b9516591da6f7d51cee85d670b05fa8e690467b48e2a7ccdd4a73c78",
+    "a9def688c6b73da6cfcbb94e863eb03e3e9f095e20e0436be0a5b00c25336221",
+    "94c5bf837065bc12acb0e6a7f5b8bf4ede11ae2cc563da4955a0d3a3c18f685d",
+    "01aa6bc4e2e4a0adf6c443f31c3ae59542b923f87073aee157337e29e397d27f",
+    "6058ee0921ee575d09effb0423e261a1e6053522c985705796a600095b632662",
+    "d6d8ea0ed9d6f6051fcf05224b5bfd7fda94d7822cbc96081036a408a9ad921b",
+    "1151e093abef2ce366e462f73473e0afe2856be7d0ffa8751bb5409638c36c14",
+    "bb609f1bd4829118337c16fb8d8c4c604f497657437028d6a702c6446f782cb9",
+    "9c2fc67e4c2f64a84cdc53df34e131422a82b05f824d293721120c8e43435b84",
+    "5a8cd260c200f245c881c5d9a7cc82e9299b05afa30ffe70ebe6eef6cf511362",
+    "b36720bf2be36e91aee0b8c8104bd79132fc24096f539f2d0c0a9495b7489988",
+    "118a7af7fdf5c6a8023bd76d9e2cf74c1fa4085a3289a6b7bb2956452b06867e",
+    "bf2419a44f4d1ba1f767c9591e1d094876fcf6acf80b5ccacbf69dc507126417",
+    "a1cf71ba2105a6ebf9dfea4f7b28aad24610f72ce46426c010418abf1760e46c",
+];
+
+// Why: Edon-R over a block ztest wrote, with its pool's salt, must give what zdb -R :c
+// computes (all four words), and folded as OpenZFS folds non-dedup checksums of encrypted
+// blocks (words 0..1 xor 2..3), the block pointer's stored words 0..1.
+#[test]
+fn ztest_edonr_block_matches_its_block_pointer() {
+    let salt: ChecksumSalt = hex_bytes(&[ZTEST_SALT_HEX]).try_into().unwrap();
+    let block = hex_bytes(ZTEST_EDONR_BLOCK_HEX);
+    assert_eq!(block.len(), 512);
+    let words = checksum(ZioChecksum::Edonr, &block, BlockOrder::Little, &salt).unwrap();
+    assert_eq!(
+        words_display(&words),
+        "4c3c1ccda62b7ade:27e8d788a35ffff9:60c82382bb7d74b3:dffdb2c104b9ebc2"
+    );
+    assert_eq!(
+        [words[0] ^ words[2], words[1] ^ words[3]],
+        [0x2cf43f4f1d560e6d, 0xf8156549a7e6143b]
+    );
 }

@@ -55,6 +55,8 @@ use crate::spa::openzfs::space::PoolSpace;
 use crate::zio::blkptr::BlockPointer;
 use std::collections::{BTreeMap, HashMap};
 
+/// `DMU_OST_OTHER`: an object set of neither the ZPL nor a volume (ztest's).
+const OST_OTHER: u64 = 4;
 /// `DMU_OST_ZVOL`.
 const OST_ZVOL: u64 = 3;
 /// `DMU_OT_BPOBJ`: a dead list in the pre-v26 format (one list, no per-txg sub-lists).
@@ -155,7 +157,7 @@ fn read_deadlist(pool: &OpenZfsPool, object: u64) -> Result<Deadlist, OzfsError>
     let total = word(&dn.bonus, dn.order, 0)?;
     let mut by_mintxg = BTreeMap::new();
     for (name, values) in zap_entries(pool, object)? {
-        let (Ok(mintxg), Some(&bpobj)) = (name.parse::<u64>(), values.first()) else {
+        let (Ok(mintxg), Some(&bpobj)) = (u64::from_str_radix(&name, 16), values.first()) else {
             return Err(corrupt(format!("dead list {object}: entry {name:?}")));
         };
         let sub = pool.mos.dnode(bpobj)?;
@@ -202,7 +204,20 @@ impl DslView {
             datasets: HashMap::new(),
             deadlists: HashMap::new(),
         };
-        for ds in pool.datasets()? {
+        let all = pool.datasets()?;
+        // `DMU_OST_OTHER` object sets (ztest's) are no filesystem or volume: libzfs refuses
+        // to open them, so `zfs list` never shows them (nor their snapshots).
+        let other: std::collections::HashSet<String> = all
+            .iter()
+            .filter(|ds| {
+                !ds.is_snapshot && pool.objset(ds).is_ok_and(|os| os.phys.os_type == OST_OTHER)
+            })
+            .map(|ds| ds.name.clone())
+            .collect();
+        for ds in all {
+            if other.contains(ds.name.split('@').next().unwrap_or("")) {
+                continue;
+            }
             let rest = ds.name.strip_prefix(pool.name.as_str()).unwrap_or("");
             let name = format!("{pool_name}{rest}");
             if let std::collections::hash_map::Entry::Vacant(slot) = view.dirs.entry(ds.dir_obj) {

@@ -18,7 +18,8 @@
 //! from labels alone can only judge the first group.
 //!
 //! [`READ_SUPPORTED`] is the honest list of read-incompatible features whose on-disk
-//! formats Zetta's OpenZFS codecs decode (compression lz4 and zstd; checksum blake3; block
+//! formats Zetta's OpenZFS codecs decode (compression lz4 and zstd; checksums sha512, skein,
+//! edonr and blake3; block
 //! pointers with embedded data and hole birth; extensible datasets; large blocks; large
 //! dnodes). Everything else in `features_for_read` makes the pool unreadable here.
 
@@ -132,6 +133,7 @@ pub const READ_SUPPORTED: &[&str] = &[
     // The salted checksums zcommon computes (checked against zdb's own words).
     "org.illumos:sha512",
     "org.illumos:skein",
+    "org.illumos:edonr",
     // Encryption is per dataset: a pool that uses it is read, its encrypted datasets are
     // listed and refused (their keys are not here), as OpenZFS does without keys loaded.
     "com.datto:encryption",
@@ -200,10 +202,11 @@ mod tests {
         let mut ffr = XdrNvList::new();
         ffr.add("com.delphix:hole_birth", XdrValue::Uint64(1));
         ffr.add("org.illumos:edonr", XdrValue::Uint64(1));
+        ffr.add("org.openzfs:draid", XdrValue::Uint64(1));
         ffr.add("com.example:future", XdrValue::Uint64(1));
         assert_eq!(
             unsupported_for_read(&ffr),
-            vec!["org.illumos:edonr", "com.example:future"]
+            vec!["org.openzfs:draid", "com.example:future"]
         );
     }
 }

@@ -137,6 +137,12 @@ impl Walker<'_> {
                 self.error(object, level, Some(index), e.to_string());
             }
         }
+        // An encrypted leaf is ciphertext (its checksum, verified above, covers it): nothing
+        // below it to walk, and it neither decompresses nor decodes without its key. Dnode
+        // blocks are the exception: only their bonus buffers are encrypted.
+        if bp.is_encrypted() && bp.object_type() != DMU_OT_DNODE {
+            return None;
+        }
         match read_block(&self.pool.io.devices, &bp, &salt) {
             Ok(data) => Some((data, raw_bp_byte_order(raw, order))),
             Err(e) => {
@@ -421,6 +427,9 @@ impl Walker<'_> {
         }
     }
 }
+
+/// `DMU_OT_DNODE`: blocks of dnodes.
+const DMU_OT_DNODE: u8 = 10;
 
 /// Scrubs the whole pool read-only.
 pub fn scrub(pool: &OpenZfsPool) -> ScanReport {

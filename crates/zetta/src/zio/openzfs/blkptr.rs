@@ -599,7 +599,9 @@ impl BlockPointer {
                 psize_bytes: self.psize_bytes(),
             });
         }
-        for (i, dva) in self.dvas().iter().enumerate() {
+        // An encrypted block's third DVA slot holds its salt and IV, not an address.
+        let slots = if self.is_encrypted() { 2 } else { 3 };
+        for (i, dva) in self.dvas().iter().enumerate().take(slots) {
             if dva.is_valid() && dva.offset_bytes().is_none() {
                 return Err(BlkptrError::OffsetOverflow { dva: i });
             }
@@ -863,6 +865,52 @@ mod tests {
 
     fn word_bytes(order: ByteOrder, words: &[u64; 16]) -> Vec<u8> {
         BlockPointer { words: *words }.encode(order).to_vec()
+    }
+
+    // Why: an encrypted block's third DVA slot holds its salt and IV (words 4..5); read as a
+    // DVA it can claim an offset past 64 bits, and validate() refused every such pointer
+    // (ztest's encrypted datasets scrubbed with "DVA[2] offset does not fit in 64 bits").
+    // The same words in a pointer that does not use crypt stay refused.
+    #[test]
+    fn encrypted_pointer_third_dva_is_salt_and_iv_not_an_address() {
+        let props = |crypt: bool| BlockProps {
+            lsize_bytes: 0x4000,
+            psize_bytes: 0x200,
+            compression: 15,
+            checksum: 13,
+            object_type: 19,
+            level: 0,
+            crypt,
+            dedup: false,
+            byte_order: ByteOrder::Little,
+        };
+        let first = Dva {
+            vdev: 0,
+            grid: 0,
+            asize_sectors: 1,
+            offset_sectors: 0x1501,
+            gang: false,
+        };
+        for crypt in [true, false] {
+            let mut bp = BlockPointer::new(
+                [first, Dva::default(), Dva::default()],
+                props(crypt),
+                690,
+                690,
+                1,
+                [1, 2, 3, 4],
+            )
+            .unwrap();
+            bp.words[4] = 0x6a12_a073_432c_6ebb;
+            bp.words[5] = 0xb003_24ad_a5e6_5295;
+            assert_eq!(bp.is_encrypted(), crypt);
+            if crypt {
+                assert_eq!(bp.validate(), Ok(()));
+                assert_eq!(bp.readable_dvas(), vec![first]);
+            } else {
+                assert_eq!(bp.validate(), Err(BlkptrError::OffsetOverflow { dva: 2 }));
+            }
+        }
     }
 
     // Why: the MOS rootbp of zfs-pool-v3raidz (ashift 9, three ditto copies, lzjb) as its
