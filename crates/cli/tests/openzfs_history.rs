@@ -8,30 +8,12 @@
 //! the daemon) runs with TZ=America/Denver.
 
 mod common;
-#[allow(dead_code)]
-#[path = "../../zetta/tests/common/oracle.rs"]
-mod oracle;
 
+use common::openzfs::oracle;
+use common::openzfs::place;
 use common::{Lab, Output};
-use std::path::PathBuf;
 
 const TIMEZONE: &str = "America/Denver";
-
-/// Decompresses fixtures into `lab.dir/sub` and returns that directory.
-fn place(lab: &Lab, sub: &str, rels: &[&str]) -> PathBuf {
-    let dir = lab.dir.join(sub);
-    std::fs::create_dir_all(&dir).unwrap();
-    for rel in rels {
-        let fx = oracle::fixture(rel);
-        for entry in std::fs::read_dir(fx.file.parent().unwrap()).unwrap() {
-            let entry = entry.unwrap();
-            if entry.file_type().unwrap().is_file() {
-                std::fs::rename(entry.path(), dir.join(entry.file_name())).unwrap();
-            }
-        }
-    }
-    dir
-}
 
 fn zpool(lab: &Lab, args: &[&str]) -> Output {
     let mut command = lab.command("zpool");

@@ -5,30 +5,13 @@
 
 mod common;
 #[allow(dead_code)]
-#[path = "../../zetta/tests/common/oracle.rs"]
-mod oracle;
-#[allow(dead_code)]
 #[path = "../../zetta/tests/common/zfs_fuse.rs"]
 mod zfs_fuse;
 
+use common::openzfs::oracle;
+use common::openzfs::place;
 use common::Lab;
-use std::path::{Path, PathBuf};
-
-/// Decompresses fixtures into `lab.dir/sub` and returns that directory.
-fn place(lab: &Lab, sub: &str, rels: &[&str]) -> PathBuf {
-    let dir = lab.dir.join(sub);
-    std::fs::create_dir_all(&dir).unwrap();
-    for rel in rels {
-        let fx = oracle::fixture(rel);
-        for entry in std::fs::read_dir(fx.file.parent().unwrap()).unwrap() {
-            let entry = entry.unwrap();
-            if entry.file_type().unwrap().is_file() {
-                std::fs::rename(entry.path(), dir.join(entry.file_name())).unwrap();
-            }
-        }
-    }
-    dir
-}
+use std::path::Path;
 
 /// Everything a reader must reproduce of a tree, as one digest: names, types, modes,
 /// owners, sizes, mtimes (whole seconds: zfs-fuse's own mount shows no more; the
@@ -64,16 +47,6 @@ fn get_xattr(path: &Path, name: &str) -> Vec<u8> {
     );
     buf.truncate(len as usize);
     buf
-}
-
-fn ok(lab: &Lab, front: &str, args: &[&str]) -> String {
-    let out = if front == "zpool" {
-        lab.zpool(args)
-    } else {
-        lab.zfs(args)
-    };
-    assert_eq!(out.code, 0, "{front} {args:?}: {}", out.stderr);
-    out.stdout
 }
 
 fn file_digest(path: &Path) -> u64 {
@@ -199,8 +172,7 @@ fn zfs_fuse_pool_reads_back_as_zfs_fuse_showed_it() {
             "cannot import 'zfp': OpenZFS pools can only be imported read-only for now\nuse 'zpool import -o readonly=on zfp'\n"
         )
     );
-    ok(
-        &lab,
+    lab.ok(
         "zpool",
         &[
             "import",
@@ -219,8 +191,7 @@ fn zfs_fuse_pool_reads_back_as_zfs_fuse_showed_it() {
     wait_mounted(&mnt_a, true);
 
     // zfs list and zfs get say what zfs-fuse said.
-    let list = ok(
-        &lab,
+    let list = lab.ok(
         "zfs",
         &[
             "get",
@@ -233,8 +204,7 @@ fn zfs_fuse_pool_reads_back_as_zfs_fuse_showed_it() {
             "zfp",
         ],
     );
-    let ratios = ok(
-        &lab,
+    let ratios = lab.ok(
         "zfs",
         &[
             "get",
@@ -254,8 +224,7 @@ fn zfs_fuse_pool_reads_back_as_zfs_fuse_showed_it() {
             .collect()
     };
     assert_eq!(without_mos(&(list + &ratios)), without_mos(&list_before));
-    let get = ok(
-        &lab,
+    let get = lab.ok(
         "zfs",
         &[
             "get", "-H", "-o", props, compared, "zfp", "zfp/a", "zfp/a/b", "zfp/c",
@@ -279,8 +248,7 @@ fn zfs_fuse_pool_reads_back_as_zfs_fuse_showed_it() {
         .collect();
     assert_eq!(get, expected);
     assert_eq!(
-        ok(
-            &lab,
+        lab.ok(
             "zfs",
             &["get", "-H", "-o", "value", "mounted,type", "zfp/a@s1"]
         ),
@@ -342,17 +310,17 @@ fn zfs_fuse_pool_reads_back_as_zfs_fuse_showed_it() {
     }
 
     // A scrub reads and verifies every copy of every block; nothing is repaired.
-    ok(&lab, "zpool", &["scrub", "zfp"]);
-    let status = ok(&lab, "zpool", &["status", "zfp"]);
+    lab.ok("zpool", &["scrub", "zfp"]);
+    let status = lab.ok("zpool", &["status", "zfp"]);
     assert!(
         status.contains("  scan: scrub repaired 0B in ") && status.contains(" with 0 errors on "),
         "{status}"
     );
     assert!(status.contains("errors: No known data errors"), "{status}");
 
-    ok(&lab, "zpool", &["export", "zfp"]);
+    lab.ok("zpool", &["export", "zfp"]);
     wait_mounted(&mnt_a, false);
-    assert_eq!(ok(&lab, "zpool", &["list", "-H"]), "");
+    assert_eq!(lab.ok("zpool", &["list", "-H"]), "");
     assert_eq!(
         file_digest(&disk),
         before,
@@ -380,8 +348,7 @@ fn openzfs_fixture_pools_import_read_only() {
     let d = dir.to_str().unwrap();
     let root = lab.dir.join("root");
     let r = root.to_str().unwrap();
-    ok(
-        &lab,
+    lab.ok(
         "zpool",
         &[
             "import",
@@ -394,7 +361,7 @@ fn openzfs_fixture_pools_import_read_only() {
             "testpool_zstd",
         ],
     );
-    let status = ok(&lab, "zpool", &["status", "testpool_zstd"]);
+    let status = lab.ok("zpool", &["status", "testpool_zstd"]);
     assert!(
         status.contains(
             "status: Some supported and requested features are not enabled on the pool.\n\tThe pool can still be used, but some features are unavailable.\naction: Enable all features using 'zpool upgrade'. Once this is done,\n"
@@ -402,15 +369,15 @@ fn openzfs_fixture_pools_import_read_only() {
         "{status}"
     );
     assert_eq!(
-        ok(&lab, "zpool", &["status", "-x"]),
+        lab.ok("zpool", &["status", "-x"]),
         "all pools are healthy\n"
     );
     assert_eq!(
-        ok(&lab, "zpool", &["get", "-H", "-o", "property,value,source", "readonly,version,feature@zstd_compress,feature@bookmarks", "testpool_zstd"]),
+        lab.ok("zpool", &["get", "-H", "-o", "property,value,source", "readonly,version,feature@zstd_compress,feature@bookmarks", "testpool_zstd"]),
         "readonly\ton\t-\nversion\t-\tdefault\nfeature@zstd_compress\tactive\tlocal\nfeature@bookmarks\tenabled\tlocal\n"
     );
     assert_eq!(
-        ok(&lab, "zfs", &["get", "-H", "-o", "name,value,source", "compression", "-r", "testpool_zstd"]),
+        lab.ok("zfs", &["get", "-H", "-o", "name,value,source", "compression", "-r", "testpool_zstd"]),
         "testpool_zstd\tzstd\tlocal\ntestpool_zstd/ppc64_fbsd\tzstd\tinherited from testpool_zstd\ntestpool_zstd/x86_64\tzstd\tinherited from testpool_zstd\n"
     );
     // zdb's dataset lines name each dataset's REFER.
@@ -419,7 +386,7 @@ fn openzfs_fixture_pools_import_read_only() {
         .output()
         .unwrap();
     let zdb = String::from_utf8_lossy(&zdb.stdout).into_owned();
-    let list = ok(&lab, "zfs", &["list", "-H", "-o", "name,refer"]);
+    let list = lab.ok("zfs", &["list", "-H", "-o", "name,refer"]);
     for line in list.lines() {
         let (name, refer) = line.split_once('\t').unwrap();
         let wanted = format!("Dataset {name} [ZPL], ID ");
@@ -437,40 +404,36 @@ fn openzfs_fixture_pools_import_read_only() {
     assert_eq!(&zstd[..4], b"\x7fELF");
 
     // Legacy: version 15, the legacy note, healthy for -x.
-    ok(
-        &lab,
+    lab.ok(
         "zpool",
         &["import", "-d", d, "-o", "readonly=on", "-R", r, "v15-pool"],
     );
     assert_eq!(
-        ok(
-            &lab,
+        lab.ok(
             "zpool",
             &["get", "-H", "-o", "value,source", "version", "v15-pool"]
         ),
         "15\tlocal\n"
     );
-    let status = ok(&lab, "zpool", &["status", "v15-pool"]);
+    let status = lab.ok("zpool", &["status", "v15-pool"]);
     assert!(
         status.contains("status: The pool is formatted using a legacy on-disk format.  The pool can\n\tstill be used, but some features are unavailable.\n"),
         "{status}"
     );
 
     // Big-endian (SPARC): mounted and readable.
-    ok(
-        &lab,
+    lab.ok(
         "zpool",
         &["import", "-d", d, "-o", "readonly=on", "-R", r, "-a"],
     );
-    let names = ok(&lab, "zpool", &["list", "-H", "-o", "name"]);
+    let names = lab.ok("zpool", &["list", "-H", "-o", "name"]);
     assert_eq!(names.lines().count(), 3, "{names}");
     let sparc = names
         .lines()
         .find(|n| *n != "testpool_zstd" && *n != "v15-pool")
         .unwrap()
         .to_string();
-    let mounted = ok(
-        &lab,
+    let mounted = lab.ok(
         "zfs",
         &["list", "-H", "-o", "name,mounted,mountpoint", "-r", &sparc],
     );
@@ -481,7 +444,7 @@ fn openzfs_fixture_pools_import_read_only() {
         let _ = listing;
     }
     for pool in ["testpool_zstd", "v15-pool", sparc.as_str()] {
-        ok(&lab, "zpool", &["export", pool]);
+        lab.ok("zpool", &["export", pool]);
     }
 }
 
@@ -497,8 +460,7 @@ fn encrypted_datasets_are_listed_not_mounted() {
         &["cli_root/zpool_import/blockfiles/cryptv0.dat.bz2"],
     );
     let root = lab.dir.join("root");
-    ok(
-        &lab,
+    lab.ok(
         "zpool",
         &[
             "import",
@@ -512,8 +474,7 @@ fn encrypted_datasets_are_listed_not_mounted() {
         ],
     );
     assert_eq!(
-        ok(
-            &lab,
+        lab.ok(
             "zfs",
             &["list", "-H", "-o", "name,mounted", "-t", "filesystem"]
         ),
@@ -531,7 +492,7 @@ fn encrypted_datasets_are_listed_not_mounted() {
             .as_str()
         )
     );
-    ok(&lab, "zpool", &["export", "cryptv0"]);
+    lab.ok("zpool", &["export", "cryptv0"]);
 }
 
 /// One file as a reader must show it: type and mode, owner, size, mtime, links, and its
@@ -691,8 +652,7 @@ fn every_fixture_pool_imports_and_reads_through_its_mounts() {
             }
         }
         let root = lab.dir.join(format!("r{n}"));
-        ok(
-            &lab,
+        lab.ok(
             "zpool",
             &[
                 "import",
@@ -706,7 +666,7 @@ fn every_fixture_pool_imports_and_reads_through_its_mounts() {
                 "-a",
             ],
         );
-        let pool = ok(&lab, "zpool", &["list", "-H", "-o", "name"]);
+        let pool = lab.ok("zpool", &["list", "-H", "-o", "name"]);
         let pool = pool.trim();
         let zdb = std::process::Command::new(oracle::zdb())
             .args(["-e", "-A", "-p", d, "-d", pool])
@@ -714,8 +674,7 @@ fn every_fixture_pool_imports_and_reads_through_its_mounts() {
             .output()
             .unwrap();
         let zdb = String::from_utf8_lossy(&zdb.stdout).into_owned();
-        let list = ok(
-            &lab,
+        let list = lab.ok(
             "zfs",
             &[
                 "list",
@@ -740,7 +699,7 @@ fn every_fixture_pool_imports_and_reads_through_its_mounts() {
             let (want, version) = &expected[name];
             // The ZPL version comes from the filesystem's master node.
             assert_eq!(
-                ok(&lab, "zfs", &["get", "-H", "-o", "value", "version", name]),
+                lab.ok("zfs", &["get", "-H", "-o", "value", "version", name]),
                 format!("{version}\n"),
                 "{name}"
             );
@@ -758,7 +717,7 @@ fn every_fixture_pool_imports_and_reads_through_its_mounts() {
             assert_eq!(strip(&through_mount), strip(want), "{group:?}: {name}");
             files += want.len();
         }
-        ok(&lab, "zpool", &["export", pool]);
+        lab.ok("zpool", &["export", pool]);
     }
     assert!(files > 300, "only {files} files compared");
 }
@@ -818,8 +777,7 @@ fn scrub_of_a_damaged_foreign_pool_reports_the_damaged_file() {
     drop(file);
 
     let root = lab.dir.join("root");
-    ok(
-        &lab,
+    lab.ok(
         "zpool",
         &[
             "import",
@@ -834,8 +792,8 @@ fn scrub_of_a_damaged_foreign_pool_reports_the_damaged_file() {
     );
     let x86 = root.join("testpool_zstd/x86_64");
     wait_mounted(&x86, true);
-    ok(&lab, "zpool", &["scrub", "testpool_zstd"]);
-    let status = ok(&lab, "zpool", &["status", "-v", "testpool_zstd"]);
+    lab.ok("zpool", &["scrub", "testpool_zstd"]);
+    let status = lab.ok("zpool", &["status", "-v", "testpool_zstd"]);
     assert!(status.contains(" with 2 errors on "), "{status}");
     assert!(
         status.contains(&format!(
@@ -854,5 +812,5 @@ fn scrub_of_a_damaged_foreign_pool_reports_the_damaged_file() {
             std::fs::read(&path).unwrap();
         }
     }
-    ok(&lab, "zpool", &["export", "testpool_zstd"]);
+    lab.ok("zpool", &["export", "testpool_zstd"]);
 }

@@ -6,10 +6,8 @@
 //! checksums), and their encrypted Edon-R blocks would not have verified.
 
 mod common;
-#[allow(dead_code)]
-#[path = "../../zetta/tests/common/oracle.rs"]
-mod oracle;
 
+use common::openzfs::oracle;
 use common::Lab;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -45,16 +43,6 @@ fn run_ztest(dir: &Path) -> bool {
         );
     }
     out.status.success() && dir.join("ztest.0a").is_file()
-}
-
-fn ok(lab: &Lab, front: &str, args: &[&str]) -> String {
-    let out = if front == "zpool" {
-        lab.zpool(args)
-    } else {
-        lab.zfs(args)
-    };
-    assert_eq!(out.code, 0, "{front} {args:?}: {}", out.stderr);
-    out.stdout
 }
 
 /// Every file of `dir` by name, with a digest of its bytes.
@@ -116,7 +104,7 @@ fn ztest_pool_imports_lists_scrubs_and_exports_untouched() {
         import.code
     );
     assert_eq!(
-        ok(&lab, "zpool", &["list", "-H", "-o", "name,health"]),
+        lab.ok("zpool", &["list", "-H", "-o", "name,health"]),
         "ztest\tONLINE\n"
     );
 
@@ -146,11 +134,7 @@ fn ztest_pool_imports_lists_scrubs_and_exports_untouched() {
             })
         })
         .collect();
-    let list = ok(
-        &lab,
-        "zfs",
-        &["list", "-H", "-t", "all", "-o", "name,used,refer"],
-    );
+    let list = lab.ok("zfs", &["list", "-H", "-t", "all", "-o", "name,used,refer"]);
     let ours: BTreeMap<String, String> = list
         .lines()
         .map(|line| {
@@ -161,14 +145,14 @@ fn ztest_pool_imports_lists_scrubs_and_exports_untouched() {
         .collect();
     assert_eq!(ours, zdb_refer, "zfs list against zdb -d:\n{list}\n{zdb}");
 
-    ok(&lab, "zpool", &["scrub", "ztest"]);
-    let status = ok(&lab, "zpool", &["status", "ztest"]);
+    lab.ok("zpool", &["scrub", "ztest"]);
+    let status = lab.ok("zpool", &["status", "ztest"]);
     assert!(
         status.contains("  scan: scrub repaired 0B in ")
             && status.contains(" with 0 errors on ")
             && status.contains("errors: No known data errors"),
         "{status}"
     );
-    ok(&lab, "zpool", &["export", "ztest"]);
+    lab.ok("zpool", &["export", "ztest"]);
     assert_eq!(dir_digest(&dir), before, "export changed the device bytes");
 }

@@ -3,32 +3,13 @@
 //! layout, refused on import without touching the devices.
 
 mod common;
-#[allow(dead_code)]
-#[path = "../../zetta/tests/common/oracle.rs"]
-mod oracle;
 
+use common::openzfs::oracle;
+use common::openzfs::place;
 use common::Lab;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const UPGRADE: &str = "cli_root/zpool_upgrade/blockfiles";
-
-/// Decompresses fixtures into `lab.dir/sub` and returns that directory.
-fn place(lab: &Lab, sub: &str, rels: &[&str]) -> PathBuf {
-    let dir = lab.dir.join(sub);
-    std::fs::create_dir_all(&dir).unwrap();
-    for rel in rels {
-        let fx = oracle::fixture(rel);
-        let name = fx.file.file_name().unwrap().to_owned();
-        let dest = dir.join(name);
-        std::fs::rename(&fx.file, &dest).unwrap();
-        // The images are mostly zeros: punch them out so dozens fit in /tmp at once.
-        let _ = std::process::Command::new("fallocate")
-            .arg("--dig-holes")
-            .arg(&dest)
-            .status();
-    }
-    dir
-}
 
 fn upgrade(name: &str) -> String {
     format!("{UPGRADE}/{name}.dat.bz2")

@@ -647,47 +647,7 @@ pub fn fuzz_check(data: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn every_type() -> XdrNvList {
-        let mut inner = XdrNvList::new();
-        inner.add("x", XdrValue::Uint64(7));
-        inner.add("s", XdrValue::String(b"deep".to_vec()));
-        let mut l = XdrNvList::new();
-        l.add("b", XdrValue::Boolean);
-        l.add("bv", XdrValue::BooleanValue(true));
-        l.add("byte", XdrValue::Byte(0xab));
-        l.add("i8", XdrValue::Int8(-3));
-        l.add("u8", XdrValue::Uint8(200));
-        l.add("i16", XdrValue::Int16(-300));
-        l.add("u16", XdrValue::Uint16(60000));
-        l.add("i32", XdrValue::Int32(-70000));
-        l.add("u32", XdrValue::Uint32(4_000_000_000));
-        l.add("i64", XdrValue::Int64(-5));
-        l.add("u64", XdrValue::Uint64(0x0102_0304_0506_0708));
-        l.add("hr", XdrValue::Hrtime(123_456_789));
-        l.add("dbl", XdrValue::DoubleBits(1.5f64.to_bits()));
-        l.add("str", XdrValue::String(b"hello world".to_vec()));
-        l.add("ba", XdrValue::BooleanArray(vec![true, false, true]));
-        l.add("bya", XdrValue::ByteArray(vec![1, 2, 3, 4, 5]));
-        l.add("i8a", XdrValue::Int8Array(vec![-1, 2]));
-        l.add("u8a", XdrValue::Uint8Array(vec![9]));
-        l.add("i16a", XdrValue::Int16Array(vec![-1, 1, 2]));
-        l.add("u16a", XdrValue::Uint16Array(vec![]));
-        l.add("i32a", XdrValue::Int32Array(vec![-9, 9]));
-        l.add("u32a", XdrValue::Uint32Array(vec![1, 2, 3]));
-        l.add("i64a", XdrValue::Int64Array(vec![-1]));
-        l.add("u64a", XdrValue::Uint64Array(vec![1, u64::MAX]));
-        l.add(
-            "sa",
-            XdrValue::StringArray(vec![b"a".to_vec(), b"".to_vec(), b"ccc".to_vec()]),
-        );
-        l.add("nv", XdrValue::NvList(inner.clone()));
-        l.add(
-            "nva",
-            XdrValue::NvListArray(vec![inner.clone(), XdrNvList::new(), inner]),
-        );
-        l
-    }
+    use crate::nvpair_xdr::tests::every_type;
 
     #[test]
     fn every_type_round_trips_in_both_orders() {

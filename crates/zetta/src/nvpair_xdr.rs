@@ -1007,10 +1007,12 @@ impl<'a> Reader<'a> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn every_type() -> XdrNvList {
+    /// One pair of every data type (empty arrays and nested lists included): the native
+    /// encoding's tests use it too.
+    pub(crate) fn every_type() -> XdrNvList {
         let mut inner = XdrNvList::new();
         inner.add("type", XdrValue::String(b"disk".to_vec()));
         inner.add("id", XdrValue::Uint64(0));

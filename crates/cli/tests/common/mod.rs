@@ -6,6 +6,7 @@
 
 pub mod host;
 pub mod mount_lab;
+pub mod openzfs;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -110,6 +111,17 @@ impl Lab {
         let mut command = self.command("sh");
         command.arg("-c").arg(script).current_dir(&self.dir);
         self.run(command)
+    }
+
+    /// Runs `zpool` or `zfs` (`front`), which must succeed, and returns its stdout.
+    pub fn ok(&self, front: &str, args: &[&str]) -> String {
+        let out = if front == "zpool" {
+            self.zpool(args)
+        } else {
+            self.zfs(args)
+        };
+        assert_eq!(out.code, 0, "{front} {args:?}: {}", out.stderr);
+        out.stdout
     }
 
     /// Runs a `zfs` command that must succeed and returns its stdout.

@@ -1,0 +1,31 @@
+//! Real OpenZFS pools for the CLI tests: OpenZFS's own fixture images (from
+//! `scripts/oracle.sh`, unpacked by zetta's `tests/common/oracle.rs`, shared here as
+//! `oracle`) placed in a lab directory for `zpool import -d`.
+
+#[path = "../../../zetta/tests/common/oracle.rs"]
+pub mod oracle;
+
+use super::Lab;
+use std::path::PathBuf;
+
+/// Decompresses fixtures into `lab.dir/sub` (every device of each one) and returns that
+/// directory. The images are mostly zeros: their holes are punched so dozens fit in /tmp.
+pub fn place(lab: &Lab, sub: &str, rels: &[&str]) -> PathBuf {
+    let dir = lab.dir.join(sub);
+    std::fs::create_dir_all(&dir).unwrap();
+    for rel in rels {
+        let fx = oracle::fixture(rel);
+        for entry in std::fs::read_dir(fx.file.parent().unwrap()).unwrap() {
+            let entry = entry.unwrap();
+            if entry.file_type().unwrap().is_file() {
+                let dest = dir.join(entry.file_name());
+                std::fs::rename(entry.path(), &dest).unwrap();
+                let _ = std::process::Command::new("fallocate")
+                    .arg("--dig-holes")
+                    .arg(&dest)
+                    .status();
+            }
+        }
+    }
+    dir
+}
