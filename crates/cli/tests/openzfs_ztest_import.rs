@@ -7,43 +7,11 @@
 
 mod common;
 
-use common::openzfs::oracle;
+use common::openzfs::{oracle, ztest};
 use common::Lab;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-
-fn ztest_bin() -> PathBuf {
-    oracle::oracle_prefix().join("sbin/ztest")
-}
-
-/// Runs ztest once into a fresh `dir` (one 128 MiB file vdev, two datasets, four threads,
-/// no kills, 10 seconds); whether it exited 0 and left its vdev.
-fn run_ztest(dir: &Path) -> bool {
-    let _ = std::fs::remove_dir_all(dir);
-    std::fs::create_dir_all(dir).unwrap();
-    let path = format!(
-        "{}:{}",
-        oracle::oracle_prefix().join("sbin").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let out = Command::new(ztest_bin())
-        .env("PATH", path)
-        .arg("-f")
-        .arg(dir)
-        .args(["-T", "10", "-k", "0", "-m", "0", "-r", "0", "-K", "raidz"])
-        .args(["-v", "1", "-s", "128m", "-d", "2", "-t", "4"])
-        .output()
-        .expect("ztest runs");
-    if !out.status.success() {
-        eprintln!(
-            "ztest failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    out.status.success() && dir.join("ztest.0a").is_file()
-}
 
 /// Every file of `dir` by name, with a digest of its bytes.
 fn dir_digest(dir: &Path) -> BTreeMap<String, u64> {
@@ -68,17 +36,17 @@ fn dir_digest(dir: &Path) -> BTreeMap<String, u64> {
 // volume zdb lists with zdb's REFER (OTHER ones hidden, as OpenZFS hides them), scrub with 0 errors, and export leaving its device bytes unchanged.
 #[test]
 fn ztest_pool_imports_lists_scrubs_and_exports_untouched() {
-    if !ztest_bin().is_file() {
+    if !ztest::ztest_bin().is_file() {
         eprintln!(
             "skipped: {} is missing (scripts/oracle.sh installs OpenZFS's ztest)",
-            ztest_bin().display()
+            ztest::ztest_bin().display()
         );
         return;
     }
     let lab = Lab::new();
     let dir = lab.dir.join("ztest");
-    if !run_ztest(&dir) {
-        assert!(run_ztest(&dir), "ztest failed twice");
+    if !ztest::run_ztest(&dir) {
+        assert!(ztest::run_ztest(&dir), "ztest failed twice");
     }
     let d = dir.to_str().unwrap();
     let before = dir_digest(&dir);

@@ -4,6 +4,8 @@
 
 #[path = "../../../zetta/tests/common/oracle.rs"]
 pub mod oracle;
+#[path = "../../../zetta/tests/common/ztest.rs"]
+pub mod ztest;
 
 use super::Lab;
 use std::path::PathBuf;

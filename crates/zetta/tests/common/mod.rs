@@ -5,6 +5,8 @@
 pub mod oracle;
 #[allow(dead_code)]
 pub mod zfs_fuse;
+#[allow(dead_code)]
+pub mod ztest;
 
 /// Runs `run` on seed `$<prefix>_SEED` alone if set, else on seeds 0..`$<prefix>_SEEDS`
 /// (default `default_count`); stops after five failures and fails the test naming them.

@@ -309,6 +309,12 @@ impl Walker<'_> {
 const ZH_CLAIM_TXG: usize = 0;
 const ZH_LOG: usize = 16;
 const ZH_CLAIM_BLK_SEQ: usize = 144;
+const ZH_FLAGS: usize = 152;
+const ZH_CLAIM_LR_SEQ: usize = 160;
+/// `ZIL_CLAIM_LR_SEQ_VALID`: `zh_claim_lr_seq` was recorded (older logs lack it).
+const ZIL_CLAIM_LR_SEQ_VALID: u64 = 0x2;
+/// `lr_t.lrc_seq`.
+const LR_SEQ: usize = 24;
 /// `zil_chain_t`: pad 8, next block pointer 128, nused 8, embedded checksum 40.
 const ZIL_CHAIN_BYTES: usize = 184;
 const ZIL_CHAIN_NEXT: usize = 8;
@@ -343,6 +349,12 @@ impl Walker<'_> {
         } else {
             u64::MAX
         };
+        let claim_lr_seq = if claim_txg != 0 && word(ZH_FLAGS) & ZIL_CLAIM_LR_SEQ_VALID != 0 {
+            word(ZH_CLAIM_LR_SEQ)
+        } else {
+            u64::MAX
+        };
+        let mut max_lr_seq = 0u64;
         let Some(first) = header.get(ZH_LOG..ZH_LOG + BLKPTR_BYTES) else {
             return;
         };
@@ -354,7 +366,8 @@ impl Walker<'_> {
             let Ok(bp) = BlockPointer::decode(raw_order, &raw, 0) else {
                 return;
             };
-            if bp.is_hole() || bp.checksum()[ZIL_ZC_SEQ] > claim_blk_seq {
+            let blk_seq = bp.checksum()[ZIL_ZC_SEQ];
+            if bp.is_hole() || blk_seq > claim_blk_seq {
                 return;
             }
             let first = bp.dva(0);
@@ -371,6 +384,10 @@ impl Walker<'_> {
                 .iter()
                 .map(|d| d.asize_bytes())
                 .sum::<u64>();
+            // The last claimed block is counted, not read (`zil_parse`).
+            if max_lr_seq == claim_lr_seq && blk_seq == claim_blk_seq {
+                return;
+            }
             let Ok(data) = read_block(&self.pool.io.devices, &bp, &salt) else {
                 return;
             };
@@ -389,8 +406,11 @@ impl Walker<'_> {
                     .min(at as u64) as usize;
                 (at, 0..nused)
             };
-            if claim_txg != 0 {
-                self.walk_zil_records(&data[records], child_order, claim_txg);
+            let parsed =
+                self.walk_zil_records(&data[records], child_order, claim_txg, claim_lr_seq);
+            max_lr_seq = max_lr_seq.max(parsed.max_seq);
+            if parsed.past_claim {
+                return;
             }
             let Some(next) =
                 data.get(chain + ZIL_CHAIN_NEXT..chain + ZIL_CHAIN_NEXT + BLKPTR_BYTES)
@@ -402,17 +422,31 @@ impl Walker<'_> {
         }
     }
 
-    /// The data blocks of a log block's `TX_WRITE` records born since the claim
-    /// (`traverse_zil_record`).
-    fn walk_zil_records(&mut self, records: &[u8], order: ByteOrder, claim_txg: u64) {
+    /// A log block's records (`zil_parse`'s inner loop): the data blocks of its `TX_WRITE`
+    /// records born since the claim, in a claimed log (`traverse_zil_record`). Stops at a
+    /// record past the claimed sequence.
+    fn walk_zil_records(
+        &mut self,
+        records: &[u8],
+        order: ByteOrder,
+        claim_txg: u64,
+        claim_lr_seq: u64,
+    ) -> ParsedRecords {
+        let mut parsed = ParsedRecords::default();
         let mut at = 0;
         while at + LR_HEADER_BYTES <= records.len() {
             let txtype = order.u64_at(records, at).unwrap_or(0) & !TX_CI;
             let reclen = order.u64_at(records, at + 8).unwrap_or(0) as usize;
+            let seq = order.u64_at(records, at + LR_SEQ).unwrap_or(0);
             if reclen < LR_HEADER_BYTES || reclen > records.len() - at {
-                return;
+                return parsed;
             }
-            if txtype == TX_WRITE && reclen >= LR_WRITE_BLKPTR + BLKPTR_BYTES {
+            if seq > claim_lr_seq {
+                parsed.past_claim = true;
+                return parsed;
+            }
+            parsed.max_seq = parsed.max_seq.max(seq);
+            if claim_txg != 0 && txtype == TX_WRITE && reclen >= LR_WRITE_BLKPTR + BLKPTR_BYTES {
                 let lr = &records[at..at + reclen];
                 let foid = order.u64_at(lr, LR_WRITE_FOID).unwrap_or(0);
                 let mut raw = [0u8; BLKPTR_BYTES];
@@ -425,7 +459,17 @@ impl Walker<'_> {
             }
             at += reclen;
         }
+        parsed
     }
+}
+
+/// What a log block's records said about the chain.
+#[derive(Default)]
+struct ParsedRecords {
+    /// The highest record sequence number seen.
+    max_seq: u64,
+    /// A record past the claimed sequence: the chain ends here.
+    past_claim: bool,
 }
 
 /// `DMU_OT_DNODE`: blocks of dnodes.
