@@ -448,8 +448,8 @@ fn openzfs_fixture_pools_import_read_only() {
     }
 }
 
-// Why: an encrypted dataset of a real pool is listed but never mounted without its key
-// (Zetta loads no keys): `zpool import` leaves it unmounted silently as OpenZFS does, and
+// Why: an encrypted dataset of a real pool is listed (its encryption shown from its crypto
+// key object, never as `off`) but never mounted without its key (Zetta loads no keys): `zpool import` leaves it unmounted silently as OpenZFS does, and
 // `zfs mount` refuses it with OpenZFS's words; the rest of the pool reads.
 #[test]
 fn encrypted_datasets_are_listed_not_mounted() {
@@ -479,6 +479,23 @@ fn encrypted_datasets_are_listed_not_mounted() {
             &["list", "-H", "-o", "name,mounted", "-t", "filesystem"]
         ),
         "cryptv0\tyes\ncryptv0/testfs\tno\n"
+    );
+    // What encrypts them comes from their crypto key objects, never "off".
+    assert_eq!(
+        lab.ok(
+            "zfs",
+            &[
+                "get",
+                "-H",
+                "-o",
+                "name,property,value,source",
+                "encryption,keystatus,keyformat,encryptionroot",
+                "cryptv0",
+                "cryptv0/testfs",
+            ]
+        ),
+        "cryptv0\tencryption\toff\tdefault\ncryptv0\tkeystatus\tnone\t-\ncryptv0\tkeyformat\tnone\tdefault\ncryptv0\tencryptionroot\t-\t-\n\
+         cryptv0/testfs\tencryption\taes-256-ccm\t-\ncryptv0/testfs\tkeystatus\tunavailable\t-\ncryptv0/testfs\tkeyformat\tpassphrase\t-\ncryptv0/testfs\tencryptionroot\tcryptv0/testfs\t-\n"
     );
     let out = lab.zfs(&["mount", "cryptv0/testfs"]);
     assert_eq!(

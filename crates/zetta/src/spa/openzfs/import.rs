@@ -50,9 +50,65 @@ pub struct Foreign {
     pub view: crate::dsl::openzfs::view::DslView,
     /// The pool's space from its space maps.
     pub space: super::space::PoolSpace,
-    /// Per filesystem, the properties its ZPL master node keeps (`version`, `utf8only`,
-    /// `normalization`, `casesensitivity`), as `zfs get` prints them.
+    /// Per dataset, the properties kept outside the props ZAP, as `zfs get` prints them:
+    /// a filesystem's master node (`version`, `utf8only`, `normalization`,
+    /// `casesensitivity`) and an encrypted dataset's crypto key object (`encryption`,
+    /// `keyformat`, `pbkdf2iters`, `encryptionroot`, `keystatus`).
     pub zpl_props: std::collections::BTreeMap<String, Vec<(String, String)>>,
+}
+
+/// The DSL dir ZAP entry naming a dir's crypto key object (`DD_FIELD_CRYPTO_KEY_OBJ`).
+const CRYPTO_KEY_OBJ: &str = "com.datto:crypto_key_obj";
+
+/// The encryption properties of every encrypted filesystem and volume, from its crypto
+/// key object (`dsl_crypto.c`: `DSL_CRYPTO_SUITE`, `keyformat`, `pbkdf2iters`,
+/// `DSL_CRYPTO_ROOT_DDOBJ`), with `keystatus` unavailable: Zetta loads no keys.
+fn read_crypt_props(
+    pool: &OpenZfsPool,
+    new_name: &str,
+) -> std::collections::BTreeMap<String, Vec<(String, String)>> {
+    let mut out = std::collections::BTreeMap::new();
+    let datasets = pool.datasets().unwrap_or_default();
+    let rename = |name: &str| match name.strip_prefix(&pool.name) {
+        Some(rest) => format!("{new_name}{rest}"),
+        None => name.to_string(),
+    };
+    for ds in datasets.iter().filter(|d| !d.is_snapshot) {
+        let Ok(Some(key)) = pool.mos.zap_u64(ds.dir_obj, CRYPTO_KEY_OBJ) else {
+            continue;
+        };
+        let value = |name: &str| pool.mos.zap_u64(key, name).ok().flatten();
+        let suite = match value("DSL_CRYPTO_SUITE") {
+            Some(3) => "aes-128-ccm",
+            Some(4) => "aes-192-ccm",
+            Some(5) => "aes-256-ccm",
+            Some(6) => "aes-128-gcm",
+            Some(7) => "aes-192-gcm",
+            Some(8) => "aes-256-gcm",
+            _ => "on",
+        };
+        let format = match value("keyformat") {
+            Some(1) => "raw",
+            Some(2) => "hex",
+            Some(3) => "passphrase",
+            _ => "none",
+        };
+        let mut props = vec![
+            ("encryption".to_string(), suite.to_string()),
+            ("keyformat".to_string(), format.to_string()),
+            ("keystatus".to_string(), "unavailable".to_string()),
+        ];
+        if let Some(iters) = value("pbkdf2iters") {
+            props.push(("pbkdf2iters".to_string(), iters.to_string()));
+        }
+        let root = value("DSL_CRYPTO_ROOT_DDOBJ")
+            .and_then(|dir| datasets.iter().find(|d| !d.is_snapshot && d.dir_obj == dir));
+        if let Some(root) = root {
+            props.push(("encryptionroot".to_string(), rename(&root.name)));
+        }
+        out.insert(rename(&ds.name), props);
+    }
+    out
 }
 
 /// The master-node properties of every readable filesystem (encrypted ones keep theirs
@@ -392,7 +448,10 @@ impl Spa {
             .map_err(|e| SpaError::Corrupt(e.to_string()))?;
         let space =
             super::space::PoolSpace::load(&pool).map_err(|e| SpaError::Corrupt(e.to_string()))?;
-        let zpl_props = read_zpl_props(&pool, &name);
+        let mut zpl_props = read_zpl_props(&pool, &name);
+        for (dataset, props) in read_crypt_props(&pool, &name) {
+            zpl_props.entry(dataset).or_default().extend(props);
+        }
         let scan = read_scan(&pool);
         let foreign = Foreign {
             pool: Arc::new(pool),
