@@ -200,7 +200,12 @@ fn vdev_config(x: &XdrNvList, version: u64, depth: usize) -> Result<NvList, Stri
 
 /// `pool_props` entries as the words `zpool get` prints (OpenZFS stores numbers for the
 /// index properties: `zpool_prop.c`).
-fn pool_prop_text(name: &str, value: &StoredValue, pool: &OpenZfsPool) -> Option<String> {
+fn pool_prop_text(
+    name: &str,
+    value: &StoredValue,
+    pool: &OpenZfsPool,
+    pool_name: &str,
+) -> Option<String> {
     let number = match value {
         StoredValue::Text(text) => return Some(text.clone()),
         StoredValue::Number(n) => *n,
@@ -220,11 +225,17 @@ fn pool_prop_text(name: &str, value: &StoredValue, pool: &OpenZfsPool) -> Option
             if number == 0 {
                 return None;
             }
-            pool.datasets()
+            let disk_name = pool
+                .datasets()
                 .ok()?
                 .into_iter()
                 .find(|d| d.dataset_obj == number)?
-                .name
+                .name;
+            // Named as the pool is imported (`zpool import tank newname`).
+            match disk_name.strip_prefix(&pool.name) {
+                Some(rest) => format!("{pool_name}{rest}"),
+                None => disk_name,
+            }
         }
         // Kept by the engine itself, not as a setting.
         "version" => return None,
@@ -238,7 +249,7 @@ enum StoredValue {
     Number(u64),
 }
 
-fn read_pool_props(pool: &OpenZfsPool) -> NvList {
+fn read_pool_props(pool: &OpenZfsPool, pool_name: &str) -> NvList {
     let mut props = NvList::new();
     let Ok(Some(object)) = pool.mos.zap_u64(
         crate::dsl::openzfs::objdir::DIRECTORY_OBJECT,
@@ -260,7 +271,7 @@ fn read_pool_props(pool: &OpenZfsPool) -> NvList {
         } else {
             continue;
         };
-        if let Some(text) = pool_prop_text(&name, &value, pool) {
+        if let Some(text) = pool_prop_text(&name, &value, pool, pool_name) {
             props.set_str(&name, &text);
         }
     }
@@ -439,11 +450,11 @@ impl Spa {
         if root.children.iter().any(|top| !top.state().is_usable()) {
             return Err(SpaError::DevicesUnavailable);
         }
-        let mut props = read_pool_props(&pool);
+        let name = new_name.unwrap_or(&candidate.name).to_string();
+        let mut props = read_pool_props(&pool, &name);
         props.set_str("readonly", "on");
         let txg = Txg(pool.uberblock.txg);
         let features = read_features(&pool);
-        let name = new_name.unwrap_or(&candidate.name).to_string();
         let view = crate::dsl::openzfs::view::DslView::load(&pool, &name)
             .map_err(|e| SpaError::Corrupt(e.to_string()))?;
         let space =
