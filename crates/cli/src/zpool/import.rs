@@ -161,7 +161,7 @@ pub fn cmd_import(args: &[String], ctx: &mut Ctx) -> CmdResult {
             // line as `-a` reports them.
             let mut refused = false;
             for candidate in &foreign {
-                if let Err(e) = import_openzfs::import(candidate, None, &parsed, args, ctx) {
+                if let Err(e) = import_openzfs::import(candidate, None, &parsed, ctx) {
                     if let CmdError::Fail(message) = e {
                         ctx.warn(&format!("{message}\n"));
                     }
@@ -206,7 +206,6 @@ pub fn cmd_import(args: &[String], ctx: &mut Ctx) -> CmdResult {
             one,
             parsed.operands.get(1).map(String::as_str),
             &parsed,
-            args,
             ctx,
         ),
         _ => fail(format!(

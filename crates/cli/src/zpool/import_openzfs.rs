@@ -202,7 +202,6 @@ pub fn import(
     c: &OpenZfsCandidate,
     new_name: Option<&str>,
     parsed: &super::Parsed,
-    args: &[String],
     ctx: &mut Ctx,
 ) -> CmdResult {
     let name = &c.name;
@@ -261,7 +260,7 @@ pub fn import(
     for (key, value) in pool_props {
         imported.spa.props.set_str(&key, &value);
     }
-    let _ = args;
+    // A read-only pool logs no history (nothing is written).
     pool::commit(&mut imported)
 }
 
