@@ -89,10 +89,7 @@ fn zfs_fuse_pool_reads_back_as_zfs_fuse_showed_it() {
     let vdevs = lab.dir.join("vdevs");
     std::fs::create_dir_all(&vdevs).unwrap();
     let disk = vdevs.join("disk0");
-    std::fs::File::create(&disk)
-        .unwrap()
-        .set_len(128 << 20)
-        .unwrap();
+    zfs_fuse::vdev_file(&disk);
     let zf_mnt = lab.dir.join("zf");
     let props = "name,property,value,source";
     let compared = "compression,atime,quota,com.zetta:note,readonly,exec";

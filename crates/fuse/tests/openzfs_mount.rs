@@ -337,10 +337,7 @@ fn made_by_zfs_fuse() -> &'static Made {
         );
         let dir = temp_dir("zfs-fuse");
         let image = dir.join("pool.img");
-        std::fs::File::create(&image)
-            .unwrap()
-            .set_len(128 << 20)
-            .unwrap();
+        zfs_fuse::vdev_file(&image);
         let mnt = dir.join("mnt");
         let mut daemon = zfs_fuse::ZfsFuse::start();
         let pool = format!("ozm{}", std::process::id() % 100_000);

@@ -559,14 +559,7 @@ fn zfs_fuse_pools_read_as_zfs_fuse_reports_them() {
     let dir = std::env::temp_dir().join(format!("zetta-dslview-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("mnt")).unwrap();
-    let disk = |name: &str| {
-        let path = dir.join(name);
-        std::fs::File::create(&path)
-            .unwrap()
-            .set_len(128 << 20)
-            .unwrap();
-        path.to_string_lossy().into_owned()
-    };
+    let disk = |name: &str| common::zfs_fuse::vdev_file(&dir.join(name));
     let single = disk("single.img");
     let raidz: Vec<String> = (1..=3).map(|i| disk(&format!("rz{i}.img"))).collect();
     let tag = std::process::id() % 100_000;

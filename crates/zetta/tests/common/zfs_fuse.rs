@@ -173,6 +173,15 @@ impl Drop for ZfsFuse {
     }
 }
 
+/// A sparse 128 MiB file vdev at `path` for zfs-fuse to make a pool on; its path.
+pub fn vdev_file(path: &Path) -> String {
+    std::fs::File::create(path)
+        .unwrap()
+        .set_len(128 << 20)
+        .unwrap();
+    path.to_string_lossy().into_owned()
+}
+
 /// What `populate` wrote, for the reader's tests to compare with.
 pub struct Populated {
     /// Relative path → contents of each regular file.
