@@ -14,7 +14,7 @@ pub mod sim;
 
 pub use file::FileDevice;
 pub use mem::MemDevice;
-pub use sim::{PowerCutPolicy, SimDevice};
+pub use sim::{PowerCutPolicy, SimDevice, SimWorld};
 
 use std::fmt;
 use std::sync::Arc;
@@ -59,6 +59,11 @@ pub trait BlockDevice: Send + Sync {
     fn flush(&self) -> Result<(), IoError>;
     /// The path (or a test name) shown in `zpool status`.
     fn path(&self) -> String;
+    /// The simulated world this device belongs to (`sim::SimWorld`): its I/O is then
+    /// scheduled by the simulator's seed instead of by threads. Real devices: none.
+    fn sim_world(&self) -> Option<&Arc<sim::SimWorld>> {
+        None
+    }
 }
 
 pub type DeviceRef = Arc<dyn BlockDevice>;
