@@ -16,6 +16,7 @@
 
 mod common;
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use zetta::io::{DeviceRef, PowerCutPolicy, SimDevice, SimWorld};
@@ -28,14 +29,25 @@ type Model = BTreeMap<u64, Vec<u8>>;
 /// Snapshots (full name, the file's content in it), oldest first.
 type Snapshots = Vec<(String, Vec<u8>)>;
 
-/// Coverage mark: promotes that completed before the cut (the run proves it reached them).
-static PROMOTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-/// Coverage mark: file data installed by early writes (`spa::writeback`) before the cuts.
-static WRITEBACK_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-/// Coverage mark: cuts that found an early batch queued, not yet run by the scheduler.
-static CUTS_WITH_BATCH_QUEUED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-/// Coverage mark: cuts whose power went off while the scheduler ran an early batch.
-static CUTS_INSIDE_BATCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+// Coverage marks, per test thread (the tests of this binary run in parallel).
+thread_local! {
+    /// Promotes that completed before the cut (the run proves it reached them).
+    static PROMOTES: Cell<u64> = const { Cell::new(0) };
+    /// File data installed by early writes (`spa::writeback`) before the cuts.
+    static WRITEBACK_BYTES: Cell<u64> = const { Cell::new(0) };
+    /// Cuts that found an early batch queued, not yet run by the scheduler.
+    static CUTS_WITH_BATCH_QUEUED: Cell<u64> = const { Cell::new(0) };
+    /// Cuts whose power went off while the scheduler ran an early batch.
+    static CUTS_INSIDE_BATCH: Cell<u64> = const { Cell::new(0) };
+}
+
+fn mark(counter: &'static std::thread::LocalKey<Cell<u64>>, amount: u64) {
+    counter.with(|c| c.set(c.get() + amount));
+}
+
+fn marked(counter: &'static std::thread::LocalKey<Cell<u64>>) -> u64 {
+    counter.with(|c| c.get())
+}
 
 /// What the pool must hold at a txg: the root dataset's objects, the file in `sim/a`, and
 /// the set of extra filesystems.
@@ -196,9 +208,13 @@ fn run_seed(seed: u64) -> Result<(), String> {
     run_seed_on(seed, None).map(|_| ())
 }
 
+/// The devices' durable images right after a cut, and how many early batches the
+/// simulator ran before it.
+type Outcome = (Vec<Vec<(u64, Vec<u8>)>>, u64);
+
 /// One seeded run, on the layout the seed draws or on `LAYOUTS[layout]`; returns the
 /// devices' durable images right after the cut (before the import writes anything).
-fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Vec<Vec<(u64, Vec<u8>)>>, String> {
+fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Outcome, String> {
     let mut rng = SeededRng::new(seed);
     zetta::rand::seed_thread(seed);
     // Creation times, uberblock and znode timestamps: the same on every run of the seed.
@@ -411,7 +427,7 @@ fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Vec<Vec<(u64, Vec<u8>
                 committed.insert(spa.open_txg().next(), after);
                 match spa.promote(&clone) {
                     Ok(()) => {
-                        PROMOTES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        mark(&PROMOTES, 1);
                         snapshots = moved;
                         origins = new_origins;
                         last_returned = spa.last_synced_txg();
@@ -647,22 +663,19 @@ fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Vec<Vec<(u64, Vec<u8>
         if result.is_err() || world.sim.is_power_off() {
             // An I/O failure (power gone, maybe under an early batch the scheduler ran) or
             // a full pool: the process dies here.
-            if writeback && result.is_ok() {
-                CUTS_INSIDE_BATCH.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            }
             break;
         }
     }
     if writeback {
-        WRITEBACK_BYTES.fetch_add(
-            spa.writeback_installed_bytes(),
-            std::sync::atomic::Ordering::Relaxed,
-        );
+        mark(&WRITEBACK_BYTES, spa.writeback_installed_bytes());
+    }
+    if world.sim.cut_in_background() {
+        mark(&CUTS_INSIDE_BATCH, 1);
     }
     // Power cut: nothing more reaches the disks (a queued early batch never runs);
     // unflushed writes land or not.
     if world.sim.has_pending() {
-        CUTS_WITH_BATCH_QUEUED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        mark(&CUTS_WITH_BATCH_QUEUED, 1);
     }
     drop(spa);
     world.sim.kill_process();
@@ -672,6 +685,7 @@ fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Vec<Vec<(u64, Vec<u8>
     }
     world.sim.restore_power();
     let images = world.durable_images();
+    let batches_run = world.sim.tasks_run();
     let found = find_pools(&world.refs());
     let candidate = found.first().ok_or("no pool found after the cut")?;
     let mut spa =
@@ -797,7 +811,7 @@ fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Vec<Vec<(u64, Vec<u8>
         }
     }
     if std::env::var("ZETTA_SIM_VERBOSE").is_ok() {
-        eprintln!("seed {seed}: {kind:?}x{count} imported txg {txg} last returned {last_returned} objects {} bytes {}", expected.len(), expected.values().map(|d| d.len()).sum::<usize>());
+        eprintln!("seed {seed}: {kind:?}x{count} writeback {writeback} batches run {} imported txg {txg} last returned {last_returned} objects {} bytes {}", world.sim.tasks_run(), expected.len(), expected.values().map(|d| d.len()).sum::<usize>());
     }
     let stats = spa.scrub(None).map_err(|e| format!("scrub: {e}"))?;
     if stats.errors != 0 {
@@ -808,16 +822,16 @@ fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Vec<Vec<(u64, Vec<u8>
     spa.write_object(id, 0, b"after")
         .map_err(|e| e.to_string())?;
     spa.sync().map_err(|e| e.to_string())?;
-    Ok(images)
+    Ok((images, batches_run))
 }
 
 #[test]
 fn power_cuts_at_seeded_points_never_lose_committed_data() {
     let ran = common::run_seeds("ZETTA_SIM", "crash simulation", 2000, run_seed);
-    let promotes = PROMOTES.load(std::sync::atomic::Ordering::Relaxed);
-    let early = WRITEBACK_BYTES.load(std::sync::atomic::Ordering::Relaxed);
-    let queued = CUTS_WITH_BATCH_QUEUED.load(std::sync::atomic::Ordering::Relaxed);
-    let inside = CUTS_INSIDE_BATCH.load(std::sync::atomic::Ordering::Relaxed);
+    let promotes = marked(&PROMOTES);
+    let early = marked(&WRITEBACK_BYTES);
+    let queued = marked(&CUTS_WITH_BATCH_QUEUED);
+    let inside = marked(&CUTS_INSIDE_BATCH);
     eprintln!(
         "crash simulation: {ran} power cuts survived ({promotes} promotes, {early} bytes written early before them, {queued} cuts with an early batch queued, {inside} cuts under an early batch)"
     );
@@ -841,11 +855,18 @@ fn power_cuts_at_seeded_points_never_lose_committed_data() {
 #[test]
 fn every_seed_replays_exactly_on_every_layout() {
     for (layout, (kind, count)) in LAYOUTS.iter().enumerate() {
-        for seed in [3u64, 11, 26] {
-            let first = run_seed_on(seed, Some(layout))
+        // Seeds whose runs write file data early (the daemon's mode) before their cut.
+        let mut batches = 0;
+        for seed in [54u64, 63, 79] {
+            let (first, ran) = run_seed_on(seed, Some(layout))
                 .unwrap_or_else(|e| panic!("seed {seed} on {kind:?}x{count}: {e}"));
-            let second = run_seed_on(seed, Some(layout))
+            let (second, ran_again) = run_seed_on(seed, Some(layout))
                 .unwrap_or_else(|e| panic!("seed {seed} on {kind:?}x{count}: {e}"));
+            assert_eq!(
+                ran, ran_again,
+                "seed {seed} on {kind:?}x{count}: batches run"
+            );
+            batches += ran;
             assert_eq!(first.len(), *count);
             assert!(
                 first.iter().all(|image| !image.is_empty()),
@@ -860,5 +881,9 @@ fn every_seed_replays_exactly_on_every_layout() {
                 );
             }
         }
+        assert!(
+            batches > 0,
+            "{kind:?}x{count}: no seed ran an early batch before its cut"
+        );
     }
 }

@@ -77,6 +77,10 @@ struct WorldState {
 pub struct SimWorld {
     state: Mutex<WorldState>,
     power_off: AtomicBool,
+    /// A queued task is running now.
+    in_task: AtomicBool,
+    /// The power went off while a queued task ran (coverage statistics).
+    cut_in_task: AtomicBool,
 }
 
 impl SimWorld {
@@ -88,6 +92,8 @@ impl SimWorld {
                 tasks_run: 0,
             }),
             power_off: AtomicBool::new(false),
+            in_task: AtomicBool::new(false),
+            cut_in_task: AtomicBool::new(false),
         })
     }
 
@@ -114,7 +120,11 @@ impl SimWorld {
                 task
             };
             match task {
-                Some(task) => task(),
+                Some(task) => {
+                    self.in_task.store(true, Ordering::SeqCst);
+                    task();
+                    self.in_task.store(false, Ordering::SeqCst);
+                }
                 None => return,
             }
         }
@@ -144,6 +154,17 @@ impl SimWorld {
     /// Whether a device's crash budget ran out (every write and flush now fails).
     pub fn is_power_off(&self) -> bool {
         self.power_off.load(Ordering::SeqCst)
+    }
+
+    /// Whether the power went off while the world ran a queued (background) task.
+    pub fn cut_in_background(&self) -> bool {
+        self.cut_in_task.load(Ordering::SeqCst)
+    }
+
+    fn switch_power_off(&self) {
+        if !self.power_off.swap(true, Ordering::SeqCst) && self.in_task.load(Ordering::SeqCst) {
+            self.cut_in_task.store(true, Ordering::SeqCst);
+        }
     }
 
     /// The process died: queued background work never runs. (The devices' pending writes
@@ -369,7 +390,7 @@ impl SimDevice {
         if let Some(budget) = &mut state.budget {
             if *budget <= 0 {
                 if let Some(world) = &self.world {
-                    world.power_off.store(true, Ordering::SeqCst);
+                    world.switch_power_off();
                 }
                 return false;
             }
