@@ -66,9 +66,12 @@ pub fn issue_leaf_writes(mut plan: Vec<LeafWrite<'_>>) -> Vec<IoError> {
         .collect()
 }
 
+/// A run of contiguous writes to one leaf: its offset and its buffers.
+type Run<'a> = (u64, Vec<&'a [u8]>);
+
 /// One leaf's writes (sorted by offset) as runs of contiguous writes, each going out as one
 /// vectored write of at most `AGGREGATE_SIZE_BYTES_MAX`.
-fn leaf_runs<'a>(group: &'a [LeafWrite<'_>]) -> Vec<(u64, Vec<&'a [u8]>)> {
+fn leaf_runs<'a>(group: &'a [LeafWrite<'_>]) -> Vec<Run<'a>> {
     let mut runs = Vec::new();
     let mut index = 0;
     while index < group.len() {
@@ -122,7 +125,7 @@ fn issue_leaf_writes_simulated(
     per_leaf: &[Vec<LeafWrite<'_>>],
     world: &crate::io::SimWorld,
 ) -> Vec<IoError> {
-    let mut queues: Vec<(&Vdev, std::collections::VecDeque<(u64, Vec<&[u8]>)>)> = per_leaf
+    let mut queues: Vec<(&Vdev, std::collections::VecDeque<Run<'_>>)> = per_leaf
         .iter()
         .map(|group| (group[0].leaf, leaf_runs(group).into()))
         .collect();
