@@ -6,7 +6,8 @@
 //! simulator's non-durable, fault-injecting device). Invariants every implementation keeps:
 //! a read returns exactly the bytes of the last completed write covering them; a write is
 //! durable only after a later `flush` returns; offsets past the end are an error, not a
-//! short transfer.
+//! short transfer. A `SimDevice` may belong to a `SimWorld` (`sim_world`): the simulator then
+//! schedules what would run in parallel on it (see `sim`).
 
 mod file;
 mod mem;
