@@ -209,7 +209,7 @@ fn io_properties_resolve_as_zfs_get_does() {
     spa.set_received_props("tank/a/child", &[("compression".into(), "gzip-3".into())])
         .unwrap();
     let dir = spa.lookup_dir("tank/a/child").unwrap().unwrap();
-    let mut compression = |spa: &mut Spa| spa.effective_io_props(dir).unwrap().0.compression;
+    let compression = |spa: &mut Spa| spa.effective_io_props(dir).unwrap().0.compression;
     assert_eq!(compression(&mut spa), Compression::Gzip(3), "received");
     spa.inherit_prop("tank/a/child", "compression", false)
         .unwrap();
