@@ -1,0 +1,132 @@
+//! `zfs snapshot` as one DSL sync task through the real binary (no mounts): one txg per
+//! command however many datasets it snapshots, shown by the snapshots' `createtxg` and by
+//! the `[txg:N]` internal records of `zpool history -i`.
+
+mod common;
+
+use std::process::Command;
+
+struct Lab {
+    inner: common::Lab,
+}
+
+impl Lab {
+    /// A pool `tank` on a 512 MiB sparse file; a daemon that serves no mounts.
+    fn new() -> Lab {
+        let lab = Lab {
+            inner: common::Lab::new(),
+        };
+        let disk = lab.inner.disk("disk", 512 << 20);
+        lab.ok("zpool", &["create", "tank", &disk]);
+        lab
+    }
+
+    fn run(&self, front: &str, args: &[&str]) -> common::Output {
+        let mut command: Command = self.inner.command(front);
+        command.args(args).env("ZETTA_MOUNT", "0");
+        self.inner.run(command)
+    }
+
+    fn ok(&self, front: &str, args: &[&str]) -> String {
+        let out = self.run(front, args);
+        assert_eq!(out.code, 0, "{front} {args:?}: {}", out.stderr);
+        out.stdout
+    }
+
+    /// `name → createtxg` of every snapshot of the pool.
+    fn snapshot_txgs(&self) -> Vec<(String, u64)> {
+        let out = self.ok(
+            "zfs",
+            &["list", "-Hp", "-t", "snapshot", "-o", "name,createtxg"],
+        );
+        out.lines()
+            .map(|line| {
+                let (name, txg) = line.split_once('\t').unwrap_or_else(|| panic!("{line:?}"));
+                (name.to_string(), txg.trim().parse().unwrap())
+            })
+            .collect()
+    }
+}
+
+// Why: `zfs snapshot` committed three txgs (commit, snapshot records, the CLI's commit)
+// and `-r` took the heads as of a txg before the one holding the snapshots; the issue's
+// bar is that `zfs snapshot -r` of 50 datasets is one txg. The snapshots before and after
+// (nothing else commits on an idle pool: no mounts, no frees pending) bound the command to
+// exactly one txg, the one every snapshot was created in, as `zpool history -i` shows.
+#[test]
+fn snapshot_r_of_50_datasets_is_one_txg() {
+    let lab = Lab::new();
+    let script = "for i in $(seq -w 1 49); do zfs create tank/d$i || exit 1; done";
+    let mut command = lab.inner.command("sh");
+    command
+        .arg("-c")
+        .arg(script)
+        .current_dir(&lab.inner.dir)
+        .env("ZETTA_MOUNT", "0");
+    let out = lab.inner.run(command);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // Let frees of the creates' commits settle: the txg timer has nothing to commit after.
+    for _ in 0..4 {
+        lab.ok("zpool", &["sync", "tank"]);
+    }
+    lab.ok("zfs", &["snapshot", "tank@before"]);
+    lab.ok("zfs", &["snapshot", "-r", "tank@s"]);
+    lab.ok("zfs", &["snapshot", "tank@after"]);
+
+    let txgs = lab.snapshot_txgs();
+    let of = |name: &str| {
+        txgs.iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("{name} in {txgs:?}"))
+            .1
+    };
+    let recursive: Vec<&(String, u64)> = txgs.iter().filter(|(n, _)| n.ends_with("@s")).collect();
+    assert_eq!(recursive.len(), 50, "tank and its 49 children: {txgs:?}");
+    let txg = of("tank@s");
+    assert!(
+        recursive.iter().all(|(_, t)| *t == txg),
+        "every snapshot of -r in one txg: {recursive:?}"
+    );
+    assert_eq!(
+        of("tank@before") + 1,
+        txg,
+        "nothing committed before it: {txgs:?}"
+    );
+    assert_eq!(
+        of("tank@after"),
+        txg + 1,
+        "nothing committed after it: {txgs:?}"
+    );
+
+    // `zpool history -i`: OpenZFS's internal records, one per snapshot, all in that txg,
+    // then the command line; plain `zpool history` shows the command only.
+    let history = lab.ok("zpool", &["history", "-i", "tank"]);
+    let records: Vec<&str> = history
+        .lines()
+        .filter(|l| l.contains("] snapshot tank") && l.contains("@s ("))
+        .collect();
+    assert_eq!(records.len(), 50, "{history}");
+    for record in &records {
+        let text = record.split_once(' ').map_or("", |(_, rest)| rest);
+        assert!(
+            text.starts_with(&format!("[txg:{txg}] snapshot tank")),
+            "{record:?}"
+        );
+        assert!(
+            text.ends_with(")  "),
+            "OpenZFS's \" \" after the dataset id: {record:?}"
+        );
+    }
+    let lines: Vec<&str> = history.lines().collect();
+    let last = lines
+        .iter()
+        .rposition(|l| l.contains("@s ("))
+        .unwrap_or_else(|| panic!("{history}"));
+    assert!(
+        lines[last + 1].ends_with(" zfs snapshot -r tank@s"),
+        "the command follows its records: {history}"
+    );
+    let plain = lab.ok("zpool", &["history", "tank"]);
+    assert!(!plain.contains("[txg:"), "{plain}");
+    assert!(plain.contains(" zfs snapshot -r tank@s\n"), "{plain}");
+}
