@@ -559,8 +559,12 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
     if let Some((fs, _)) = name.split_once('#') {
         let mut imported = open_dataset(fs)?;
         pool::writable(&imported, &format!("cannot destroy '{name}'"))?;
-        imported.spa.destroy_bookmark(name).map_err(spa_fail)?;
-        return pool::commit(&mut imported);
+        let task = imported
+            .spa
+            .destroy_bookmark_queue(name)
+            .map_err(spa_fail)?;
+        pool::commit(&mut imported)?;
+        return imported.spa.sync_task_result(task).map_err(spa_fail);
     }
     if let Some((fs, snap)) = name.split_once('@') {
         let mut imported = open_dataset(fs)?;

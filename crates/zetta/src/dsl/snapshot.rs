@@ -771,6 +771,26 @@ impl Spa {
 
     /// `zfs destroy fs#mark`.
     pub fn destroy_bookmark(&mut self, bookmark: &str) -> Result<(), SpaError> {
+        let task = self.destroy_bookmark_queue(bookmark)?;
+        self.sync_task_wait(task)
+    }
+
+    /// The sync task of `destroy_bookmark` (OpenZFS `dsl_bookmark_destroy`), queued for the
+    /// open txg: the caller commits and collects its result.
+    pub fn destroy_bookmark_queue(&mut self, bookmark: &str) -> Result<SyncTaskId, SpaError> {
+        let (check_bookmark, sync_bookmark) = (bookmark.to_string(), bookmark.to_string());
+        self.dsl_sync_task_queue(
+            Box::new(move |spa, _tx| spa.destroy_bookmark_check(&check_bookmark).map(|_| ())),
+            Box::new(move |spa, tx| {
+                let (zap_object, mark) = spa.destroy_bookmark_check(&sync_bookmark)?;
+                let ctx = io_ctx!(spa, tx.txg);
+                zap::zap_remove(&mut spa.mos, &ctx, ObjectId(zap_object), &mark).map_err(zap_error)
+            }),
+        )
+    }
+
+    /// The bookmark exists: (its filesystem's bookmarks ZAP, its name there).
+    fn destroy_bookmark_check(&mut self, bookmark: &str) -> Result<(u64, String), SpaError> {
         let (fs, mark) = bookmark
             .split_once('#')
             .ok_or_else(|| SpaError::Invalid(format!("'{bookmark}' is not a bookmark name")))?;
@@ -779,22 +799,16 @@ impl Spa {
         })?;
         let head = self.head_phys(dataset)?;
         let ctx = io_ctx!(self);
-        if head.bookmarks_zap == 0 {
+        let found = head.bookmarks_zap != 0
+            && zap::zap_lookup(&mut self.mos, &ctx, ObjectId(head.bookmarks_zap), mark)
+                .map_err(zap_error)?
+                .is_some();
+        if !found {
             return Err(SpaError::Invalid(format!(
                 "cannot destroy '{bookmark}': bookmark does not exist"
             )));
         }
-        match zap::zap_remove(&mut self.mos, &ctx, ObjectId(head.bookmarks_zap), mark) {
-            Ok(()) => {}
-            Err(crate::zap::ZapError::NotFound) => {
-                return Err(SpaError::Invalid(format!(
-                    "cannot destroy '{bookmark}': bookmark does not exist"
-                )));
-            }
-            Err(e) => return Err(zap_error(e)),
-        }
-        self.sync()?;
-        Ok(())
+        Ok((head.bookmarks_zap, mark.to_string()))
     }
 }
 
