@@ -541,13 +541,26 @@ fn cmd_rollback(args: &[String]) -> CmdResult {
     let Some(index) = snapshots.iter().position(|(n, _, _)| n == name) else {
         return Err(missing(name));
     };
-    if parsed.has('r') || parsed.has('R') {
-        for (newer, _, _) in snapshots[index + 1..].iter().rev() {
-            imported.spa.destroy_snapshot(newer).map_err(spa_fail)?;
-        }
+    let newer: Vec<String> = snapshots[index + 1..]
+        .iter()
+        .rev()
+        .map(|(n, _, _)| n.clone())
+        .collect();
+    if (parsed.has('r') || parsed.has('R')) && !newer.is_empty() {
+        // The newer snapshots go in one sync task (one txg) before the rollback's check.
+        let task = imported
+            .spa
+            .destroy_snapshots_queue(&newer)
+            .map_err(spa_fail)?;
+        imported.spa.sync_task_wait(task).map_err(spa_fail)?;
     }
-    imported.spa.rollback(name).map_err(spa_fail)?;
-    finish(&mut imported, "rollback", args)
+    // One sync task, its history line and the commit: one txg.
+    let task = imported.spa.rollback_queue(name).map_err(spa_fail)?;
+    imported
+        .spa
+        .log_history_task(task, &format!("zfs rollback {}", args.join(" ")));
+    pool::commit(&mut imported)?;
+    imported.spa.sync_task_result(task).map_err(spa_fail)
 }
 
 /// `zfs destroy [-rR] fs|fs@snap|fs#mark` (-r on a snapshot: the same name in descendants)

@@ -130,3 +130,65 @@ fn snapshot_r_of_50_datasets_is_one_txg() {
     assert!(!plain.contains("[txg:"), "{plain}");
     assert!(plain.contains(" zfs snapshot -r tank@s\n"), "{plain}");
 }
+
+// Why: `zfs bookmark`, `zfs hold`/`release` (one commit per snapshot with -r, plus the
+// CLI's), `zfs destroy` of snapshots (two per snapshot plus the CLI's) and `zfs rollback`
+// (three) each committed several txgs; as sync tasks each is one txg (`rollback -r` two:
+// the newer snapshots' destroy, then the rollback). A snapshot of `tank` before and after
+// each command bounds it: their creation txgs are two apart when the command took one.
+#[test]
+fn administrative_commands_are_one_txg_each() {
+    let lab = Lab::new();
+    lab.ok("zfs", &["create", "tank/a"]);
+    lab.ok("zfs", &["create", "tank/a/b"]);
+    lab.ok("zfs", &["snapshot", "-r", "tank/a@s0"]);
+    lab.ok("zfs", &["snapshot", "-r", "tank@r"]);
+    lab.ok("zfs", &["snapshot", "tank/a@s1"]);
+    for _ in 0..4 {
+        lab.ok("zpool", &["sync", "tank"]);
+    }
+    let mut probes = 0;
+    let mut probe = || {
+        probes += 1;
+        let name = format!("tank@probe{probes}");
+        lab.ok("zfs", &["snapshot", &name]);
+        let txg = lab.ok("zfs", &["get", "-Hp", "-o", "value", "createtxg", &name]);
+        txg.trim().parse::<u64>().unwrap()
+    };
+    let commands: [(&[&str], u64); 8] = [
+        (&["bookmark", "tank/a@s1", "tank/a#m"], 1),
+        (&["destroy", "tank/a#m"], 1),
+        (&["hold", "-r", "keep", "tank@r"], 1),
+        (&["release", "-r", "keep", "tank@r"], 1),
+        (&["destroy", "-r", "tank@r"], 1),
+        (&["rollback", "tank/a@s1"], 1),
+        (&["destroy", "tank/a@s1"], 1),
+        (&["rollback", "-r", "tank/a/b@s0"], 1),
+    ];
+    let mut counts = Vec::new();
+    for (args, _) in &commands {
+        let before = probe();
+        lab.ok("zfs", args);
+        let after = probe();
+        counts.push(after - before - 1);
+    }
+    let expected: Vec<u64> = commands.iter().map(|(_, n)| *n).collect();
+    assert_eq!(counts, expected, "txgs per command: {commands:?}");
+    lab.ok("zfs", &["snapshot", "tank/a@s2"]);
+    lab.ok("zfs", &["snapshot", "tank/a@s3"]);
+    let before = probe();
+    lab.ok("zfs", &["rollback", "-r", "tank/a@s0"]);
+    let after = probe();
+    assert_eq!(
+        after - before - 1,
+        2,
+        "rollback -r: the destroy, then the rollback"
+    );
+    let left: Vec<String> = lab
+        .snapshot_txgs()
+        .into_iter()
+        .map(|(n, _)| n)
+        .filter(|n| !n.starts_with("tank@probe"))
+        .collect();
+    assert_eq!(left, ["tank/a@s0", "tank/a/b@s0"]);
+}

@@ -386,15 +386,7 @@ fn run_seed(seed: u64) -> Result<(), String> {
             }
             15 if newest_of_a(&snapshots).is_some() => {
                 let (name, content) = newest_of_a(&snapshots).unwrap_or_default();
-                let before = snapshot(
-                    &model,
-                    &file_in_a,
-                    &filesystems,
-                    &snapshots,
-                    &zpl_files,
-                    &origins,
-                );
-                committed.insert(spa.open_txg(), before);
+                // A sync task: the open txg holds the rollback.
                 let after = snapshot(
                     &model,
                     &content,
@@ -403,7 +395,7 @@ fn run_seed(seed: u64) -> Result<(), String> {
                     &zpl_files,
                     &origins,
                 );
-                committed.insert(spa.open_txg().next(), after);
+                committed.insert(spa.open_txg(), after);
                 match spa.rollback(&name) {
                     Ok(()) => {
                         file_in_a = content;

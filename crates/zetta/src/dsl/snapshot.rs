@@ -535,7 +535,30 @@ impl Spa {
     /// `zfs rollback fs@snap` to the newest snapshot (the caller destroys newer ones first,
     /// as `-r` does): the head takes the snapshot's tree again, the blocks it wrote since are
     /// freed, and its dead list (blocks the snapshot still has) becomes live again.
+    ///
+    /// A sync task (OpenZFS `dsl_dataset_rollback_check` / `_sync`): in syncing context the
+    /// head's object set is already written in this txg, so what it wrote since the snapshot,
+    /// this txg's writes included, is freed with it. One txg.
     pub fn rollback(&mut self, full: &str) -> Result<(), SpaError> {
+        let task = self.rollback_queue(full)?;
+        self.sync_task_wait(task)
+    }
+
+    /// The sync task of `rollback`, queued for the open txg: the caller commits and
+    /// collects its result.
+    pub fn rollback_queue(&mut self, full: &str) -> Result<SyncTaskId, SpaError> {
+        let (check_full, sync_full) = (full.to_string(), full.to_string());
+        self.dsl_sync_task_queue(
+            Box::new(move |spa, _tx| spa.rollback_check(&check_full).map(|_| ())),
+            Box::new(move |spa, _tx| {
+                let (dataset, snap) = spa.rollback_check(&sync_full)?;
+                spa.rollback_sync(dataset, snap)
+            }),
+        )
+    }
+
+    /// The snapshot exists and is its filesystem's newest: (head dataset, its record).
+    fn rollback_check(&mut self, full: &str) -> Result<(u64, DslDatasetPhys), SpaError> {
         let (fs, _) = full
             .split_once('@')
             .ok_or_else(|| SpaError::Invalid(format!("'{full}' is not a snapshot name")))?;
@@ -543,7 +566,6 @@ impl Spa {
             SpaError::Invalid(format!("cannot open '{fs}': dataset does not exist"))
         })?;
         self.open_dataset(dataset)?;
-        self.sync()?;
         let snapshots = self.snapshots(fs)?;
         let Some(index) = snapshots.iter().position(|(name, _, _)| name == full) else {
             return Err(SpaError::Invalid(format!(
@@ -560,7 +582,10 @@ impl Spa {
                 newer.join("\n")
             )));
         }
-        let snap = snapshots[index].2.clone();
+        Ok((dataset, snapshots[index].2.clone()))
+    }
+
+    fn rollback_sync(&mut self, dataset: u64, snap: DslDatasetPhys) -> Result<(), SpaError> {
         let head = self.head_phys(dataset)?;
         let head_bp = if dataset == MOS_OBJECT_ROOT_DATASET.0 {
             self.root_bp()
@@ -588,9 +613,7 @@ impl Spa {
             UsedKind::Head,
         )?;
         self.replace_head_tree(dataset, head, &snap, 0, 0)?;
-        self.refresh_io_props()?;
-        self.sync()?;
-        Ok(())
+        self.refresh_io_props()
     }
 
     /// Points a head at another tree (rollback, receive): `source`'s tree and its REFER and
