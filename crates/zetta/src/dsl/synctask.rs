@@ -58,9 +58,10 @@ pub struct SyncTasks {
     queued: Vec<SyncTask>,
     next_id: u64,
     done: BTreeMap<SyncTaskId, Result<(), SpaError>>,
-    /// Internal history records of this txg's sync functions (`spa_history_log_internal`),
-    /// stored lines `time [txg:N] name dsname (dsid) text`; written with the txg, before the
-    /// command lines logged for it.
+    /// History lines of this txg's tasks, written with the txg before the other pending
+    /// lines: internal records of their sync functions (`spa_history_log_internal`, stored
+    /// as `time [txg:N] name dsname (dsid) text`), then the command lines of the tasks that
+    /// succeeded (`log_history_task`).
     pub(crate) history: Vec<String>,
     /// Command lines to log with the txg only if their task succeeds (`log_history_task`).
     commands: Vec<(SyncTaskId, String)>,
