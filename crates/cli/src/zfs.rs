@@ -351,8 +351,16 @@ fn cmd_snapshot(args: &[String]) -> CmdResult {
             }
         }
     }
-    imported.spa.snapshot(&names).map_err(spa_fail)?;
-    finish(&mut imported, "snapshot", args)
+    // One sync task, its history line and the commit: one txg for the whole command.
+    let task = imported
+        .spa
+        .snapshot_queue(&names, None)
+        .map_err(spa_fail)?;
+    imported
+        .spa
+        .log_history_task(task, &format!("zfs snapshot {}", args.join(" ")));
+    pool::commit(&mut imported)?;
+    imported.spa.sync_task_result(task).map_err(spa_fail)
 }
 
 /// `zfs hold [-r] tag fs@snap…` and `zfs release [-r] tag fs@snap…`.
@@ -392,15 +400,13 @@ fn cmd_hold(args: &[String], hold: bool) -> CmdResult {
                 }
             }
         }
-        for target in targets {
-            let result = if hold {
-                imported.spa.hold(tag, &target)
-            } else {
-                imported.spa.release(tag, &target)
-            };
-            result.map_err(spa_fail)?;
-        }
+        // One sync task for the snapshot and its descendants' (all or none), one txg.
+        let task = imported
+            .spa
+            .hold_queue(tag, &targets, hold)
+            .map_err(spa_fail)?;
         pool::commit(&mut imported)?;
+        imported.spa.sync_task_result(task).map_err(spa_fail)?;
     }
     Ok(())
 }
@@ -477,11 +483,16 @@ fn cmd_bookmark(args: &[String]) -> CmdResult {
     }
     let mut imported = pool::open_pool(pool_of(snapshot)).map_err(|_| missing(snapshot))?;
     pool::writable(&imported, &format!("cannot create bookmark '{bookmark}'"))?;
+    // One sync task, its history line and the commit: one txg.
+    let task = imported
+        .spa
+        .create_bookmark_queue(snapshot, bookmark)
+        .map_err(spa_fail)?;
     imported
         .spa
-        .create_bookmark(snapshot, bookmark)
-        .map_err(spa_fail)?;
-    finish(&mut imported, "bookmark", args)
+        .log_history_task(task, &format!("zfs bookmark {}", args.join(" ")));
+    pool::commit(&mut imported)?;
+    imported.spa.sync_task_result(task).map_err(spa_fail)
 }
 
 /// `zfs clone [-p] [-o prop=value]… fs@snap newfs`
@@ -530,13 +541,26 @@ fn cmd_rollback(args: &[String]) -> CmdResult {
     let Some(index) = snapshots.iter().position(|(n, _, _)| n == name) else {
         return Err(missing(name));
     };
-    if parsed.has('r') || parsed.has('R') {
-        for (newer, _, _) in snapshots[index + 1..].iter().rev() {
-            imported.spa.destroy_snapshot(newer).map_err(spa_fail)?;
-        }
+    let newer: Vec<String> = snapshots[index + 1..]
+        .iter()
+        .rev()
+        .map(|(n, _, _)| n.clone())
+        .collect();
+    if (parsed.has('r') || parsed.has('R')) && !newer.is_empty() {
+        // The newer snapshots go in one sync task (one txg) before the rollback's check.
+        let task = imported
+            .spa
+            .destroy_snapshots_queue(&newer)
+            .map_err(spa_fail)?;
+        imported.spa.sync_task_wait(task).map_err(spa_fail)?;
     }
-    imported.spa.rollback(name).map_err(spa_fail)?;
-    finish(&mut imported, "rollback", args)
+    // One sync task, its history line and the commit: one txg.
+    let task = imported.spa.rollback_queue(name).map_err(spa_fail)?;
+    imported
+        .spa
+        .log_history_task(task, &format!("zfs rollback {}", args.join(" ")));
+    pool::commit(&mut imported)?;
+    imported.spa.sync_task_result(task).map_err(spa_fail)
 }
 
 /// `zfs destroy [-rR] fs|fs@snap|fs#mark` (-r on a snapshot: the same name in descendants)
@@ -548,8 +572,12 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
     if let Some((fs, _)) = name.split_once('#') {
         let mut imported = open_dataset(fs)?;
         pool::writable(&imported, &format!("cannot destroy '{name}'"))?;
-        imported.spa.destroy_bookmark(name).map_err(spa_fail)?;
-        return pool::commit(&mut imported);
+        let task = imported
+            .spa
+            .destroy_bookmark_queue(name)
+            .map_err(spa_fail)?;
+        pool::commit(&mut imported)?;
+        return imported.spa.sync_task_result(task).map_err(spa_fail);
     }
     if let Some((fs, snap)) = name.split_once('@') {
         let mut imported = open_dataset(fs)?;
@@ -570,19 +598,24 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
                 }
             }
         }
-        for victim in &victims {
-            if parsed.has('R') {
-                // -R takes the snapshot's clones (and their descendants) with it.
+        if parsed.has('R') {
+            // -R takes the snapshots' clones (and their descendants) with them.
+            for victim in &victims {
                 for clone in snapshot_clones(&mut imported, victim)? {
                     destroy_tree(&mut imported, &clone)?;
                 }
             }
-            imported.spa.destroy_snapshot(victim).map_err(spa_fail)?;
         }
+        // One sync task for every victim (all or none), its history line, one commit.
+        let task = imported
+            .spa
+            .destroy_snapshots_queue(&victims)
+            .map_err(spa_fail)?;
         imported
             .spa
-            .log_history(&format!("zfs destroy {}", args.join(" ")));
-        return pool::commit(&mut imported);
+            .log_history_task(task, &format!("zfs destroy {}", args.join(" ")));
+        pool::commit(&mut imported)?;
+        return imported.spa.sync_task_result(task).map_err(spa_fail);
     }
     let mut imported = open_dataset(name)?;
     let is_pool = name == pool_of(name);

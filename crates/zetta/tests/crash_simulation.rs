@@ -438,15 +438,7 @@ fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Outcome, String> {
             }
             15 if newest_of_a(&snapshots).is_some() => {
                 let (name, content) = newest_of_a(&snapshots).unwrap_or_default();
-                let before = snapshot(
-                    &model,
-                    &file_in_a,
-                    &filesystems,
-                    &snapshots,
-                    &zpl_files,
-                    &origins,
-                );
-                committed.insert(spa.open_txg(), before);
+                // A sync task: the open txg holds the rollback.
                 let after = snapshot(
                     &model,
                     &content,
@@ -455,7 +447,7 @@ fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Outcome, String> {
                     &zpl_files,
                     &origins,
                 );
-                committed.insert(spa.open_txg().next(), after);
+                committed.insert(spa.open_txg(), after);
                 match spa.rollback(&name) {
                     Ok(()) => {
                         file_in_a = content;
@@ -468,15 +460,7 @@ fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Outcome, String> {
             14 if !snapshots.is_empty() => {
                 let pick = rng.below(snapshots.len() as u64) as usize;
                 let name = snapshots[pick].0.clone();
-                let before = snapshot(
-                    &model,
-                    &file_in_a,
-                    &filesystems,
-                    &snapshots,
-                    &zpl_files,
-                    &origins,
-                );
-                committed.insert(spa.open_txg(), before);
+                // A sync task: the open txg holds the destroy with what it already held.
                 let mut without = snapshots.clone();
                 without.remove(pick);
                 let after = snapshot(
@@ -487,45 +471,30 @@ fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Outcome, String> {
                     &zpl_files,
                     &origins,
                 );
-                committed.insert(spa.open_txg().next(), after);
+                let txg = spa.open_txg();
+                let previous = committed.insert(txg, after);
                 match spa.destroy_snapshot(&name) {
                     Ok(()) => {
                         snapshots = without;
                         last_returned = spa.last_synced_txg();
                         Ok(())
                     }
-                    // Refused (a clone depends on it): nothing changed but a commit.
+                    // Refused (a clone depends on it) by its check in open context:
+                    // nothing queued, nothing committed.
                     Err(zetta::spa::SpaError::Invalid(_)) => {
-                        last_returned = spa.last_synced_txg();
-                        let same = snapshot(
-                            &model,
-                            &file_in_a,
-                            &filesystems,
-                            &snapshots,
-                            &zpl_files,
-                            &origins,
-                        );
-                        committed.insert(spa.open_txg(), same.clone());
-                        committed.insert(spa.last_synced_txg(), same);
+                        match previous {
+                            Some(state) => committed.insert(txg, state),
+                            None => committed.remove(&txg),
+                        };
                         Ok(())
                     }
                     Err(e) => Err(e),
                 }
             }
             13 if snapshots.len() < 5 => {
-                // A snapshot commits the open txg first: that txg holds the same state
-                // with or without the snapshot, so both are acceptable at import.
+                // A sync task: the open txg holds the snapshot of what it holds.
                 let name = format!("sim/a@s{next_snapshot}");
                 next_snapshot += 1;
-                let before = snapshot(
-                    &model,
-                    &file_in_a,
-                    &filesystems,
-                    &snapshots,
-                    &zpl_files,
-                    &origins,
-                );
-                committed.insert(spa.open_txg(), before);
                 let mut with = snapshots.clone();
                 with.push((name.clone(), file_in_a.clone()));
                 let after = snapshot(
@@ -536,7 +505,7 @@ fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Outcome, String> {
                     &zpl_files,
                     &origins,
                 );
-                committed.insert(spa.open_txg().next(), after);
+                committed.insert(spa.open_txg(), after);
                 match spa.snapshot(std::slice::from_ref(&name)) {
                     Ok(()) => {
                         snapshots = with;

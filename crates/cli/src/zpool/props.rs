@@ -485,13 +485,13 @@ pub fn cmd_history(args: &[String], ctx: &mut Ctx) -> CmdResult {
             foreign_history(&name, &foreign, opts, ctx)?;
             continue;
         }
-        // Zetta's own history holds user commands only: -i has no internal event to add,
-        // and -l no who or where, so -l is refused as an unknown option (issue 21: no flag
-        // is parsed and ignored).
+        // Zetta's own history holds user commands and, for -i, the internal records of
+        // sync tasks (`[txg:N] snapshot tank@a (70)`); it has no who or where for -l, so
+        // -l is refused as an unknown option (issue 21: no flag is parsed and ignored).
         if opts.long {
             return usage("invalid option 'l'");
         }
-        let lines = imported.spa.history().map_err(|e| {
+        let lines = imported.spa.history_records(opts.internal).map_err(|e| {
             CmdError::Fail(format!(
                 "cannot get history for '{}': {}",
                 imported.spa.name,

@@ -25,6 +25,7 @@ mod snapshot;
 pub mod space;
 pub mod space_audit;
 mod space_avail;
+pub mod synctask;
 pub use prop::{is_local_entry, INHERIT_SUFFIX, RECEIVED_SUFFIX};
 pub use snapshot::{append_dead_list, Bookmark, DS_FLAG_SNAPSHOT};
 pub use space::{DatasetSpace, SpaceLimit};
@@ -702,3 +703,5 @@ mod tests_promote;
 mod tests_space;
 #[cfg(test)]
 mod tests_space_random;
+#[cfg(test)]
+mod tests_synctask;

@@ -1,9 +1,11 @@
 //! Snapshots (OpenZFS `dsl_dataset_snapshot`): a read-only dataset sharing its dir with the
 //! head, taken in one txg and O(1) in the dataset's size.
 //!
-//! Taking one commits the open txg, then records a new DSL_DATASET whose object-set block
-//! pointer is the head's as of that commit, names it in the head's snapshot-names ZAP, and
-//! moves the head's `prev_snap`/`prev_snap_txg` to it. From then on the head's object set
+//! Taking one is a sync task (`synctask`): in the syncing context of the txg it is
+//! assigned to, after the head's object set is written in that txg, it records a new
+//! DSL_DATASET whose object-set block pointer is the head's as written in that very txg
+//! (its creation txg), names it in the head's snapshot-names ZAP, and moves the head's
+//! `prev_snap`/`prev_snap_txg` to it; `zfs snapshot -r` of any tree is one txg. From then on the head's object set
 //! hands every block born at or before that txg that it stops referencing to the head's
 //! dead list (a MOS object of 128-byte block pointers appended in the same txg) instead of
 //! freeing it, so the snapshot's tree stays intact. Snapshot destroy (which frees dead-list
@@ -12,6 +14,7 @@
 
 use super::phys::{DslDatasetPhys, UsedKind};
 use super::space::SpaceDelta;
+use super::synctask::{SyncTaskId, SyncTx};
 use super::zap_error;
 use crate::dmu::{default_data_props, object_type, DmuError, IoCtx, ObjectSet};
 use crate::spa::{dataset_policy, now_secs, Spa, SpaError, MOS_OBJECT_ROOT_DATASET};
@@ -73,7 +76,7 @@ impl Spa {
         Ok(())
     }
 
-    /// `zfs snapshot fs@a fs2@b …`: all in one txg (atomic across them).
+    /// `zfs snapshot fs@a fs2@b …`: all in one txg (atomic across them), one sync task.
     pub fn snapshot(&mut self, names: &[String]) -> Result<(), SpaError> {
         self.snapshot_as(names, None)
     }
@@ -85,7 +88,35 @@ impl Spa {
         names: &[String],
         identity: Option<(Guid, u64)>,
     ) -> Result<(), SpaError> {
-        let mut targets = Vec::new();
+        let task = self.snapshot_queue(names, identity)?;
+        self.sync_task_wait(task)
+    }
+
+    /// The sync task of `snapshot_as` (OpenZFS `dsl_dataset_snapshot`), queued for the open
+    /// txg without committing it: the caller commits (once, with its history line) and
+    /// collects the result with `sync_task_result`. Refused here already when a name is
+    /// wrong, a snapshot exists, or a refreservation's charge would not fit.
+    pub fn snapshot_queue(
+        &mut self,
+        names: &[String],
+        identity: Option<(Guid, u64)>,
+    ) -> Result<SyncTaskId, SpaError> {
+        let check_names = names.to_vec();
+        let sync_names = names.to_vec();
+        self.dsl_sync_task_queue(
+            Box::new(move |spa, _tx| spa.snapshot_check(&check_names).map(|_| ())),
+            Box::new(move |spa, tx| {
+                let targets = spa.snapshot_check(&sync_names)?;
+                spa.snapshot_sync(tx, targets, identity)
+            }),
+        )
+    }
+
+    /// OpenZFS `dsl_dataset_snapshot_check`: every name is `fs@snap` of an existing
+    /// filesystem, no snapshot of that name exists, one snapshot per filesystem, and a
+    /// refreservation's charge fits. The targets: (head dataset, its name, snapshot name).
+    fn snapshot_check(&mut self, names: &[String]) -> Result<Vec<(u64, String, String)>, SpaError> {
+        let mut targets: Vec<(u64, String, String)> = Vec::new();
         for full in names {
             let Some((fs, snap)) = full.split_once('@') else {
                 return Err(SpaError::Invalid(format!(
@@ -103,26 +134,36 @@ impl Spa {
             }
             // Two snapshots of one filesystem in one txg would share a creation txg and
             // leave the snapshot chain without an order.
-            if targets.iter().any(|(other, _)| *other == dataset) {
+            if targets.iter().any(|(other, _, _)| *other == dataset) {
                 return Err(SpaError::Invalid(
                     "cannot create snapshots : multiple snapshots of same fs not allowed"
                         .to_string(),
                 ));
             }
-            targets.push((dataset, snap.to_string()));
+            targets.push((dataset, fs.to_string(), snap.to_string()));
         }
-        // Commit what the heads hold now; the snapshots capture exactly this txg.
-        self.sync()?;
-        for ((dataset, _), full) in targets.iter().zip(names) {
+        for ((dataset, _, _), full) in targets.iter().zip(names) {
             self.snapshot_reserve_space(*dataset, full)?;
         }
-        let txg = self.last_synced_txg();
-        for (dataset, snap) in targets {
+        Ok(targets)
+    }
+
+    /// OpenZFS `dsl_dataset_snapshot_sync_impl`, in the syncing context of `tx.txg`: each
+    /// head's object set is already written in this txg, so the snapshot takes the head's
+    /// tree, REFER and dead list as of this txg, and its creation txg is this txg.
+    fn snapshot_sync(
+        &mut self,
+        tx: SyncTx,
+        targets: Vec<(u64, String, String)>,
+        identity: Option<(Guid, u64)>,
+    ) -> Result<(), SpaError> {
+        let txg = tx.txg;
+        for (dataset, fs, snap) in targets {
             let mut head = self.head_phys(dataset)?;
             if dataset == MOS_OBJECT_ROOT_DATASET.0 {
                 head.bp = self.root_bp();
             }
-            let ctx = io_ctx!(self);
+            let ctx = io_ctx!(self, txg);
             let object = self
                 .mos
                 .create_object(&ctx, object_type::DSL_DATASET, 512, 0, 256)?;
@@ -164,8 +205,8 @@ impl Spa {
             // is charged in full again.
             self.set_head_unique(&mut head, 0)?;
             self.store_head_phys(dataset, head)?;
+            self.log_history_internal_ds(tx, "snapshot", &format!("{fs}@{snap}"), object.0, " ");
         }
-        self.sync()?;
         Ok(())
     }
 
@@ -286,8 +327,49 @@ impl Spa {
     /// held — those in the next dataset's dead list born after the previous snapshot — are
     /// freed; the rest of that dead list and this snapshot's own dead list become the next
     /// dataset's dead list, and the next dataset's previous snapshot becomes this one's.
+    ///
+    /// A sync task: in syncing context the head's releases of this txg are already in its
+    /// dead list. One txg.
     pub fn destroy_snapshot(&mut self, full: &str) -> Result<(), SpaError> {
-        let (fs, snap) = full
+        let task = self.destroy_snapshots_queue(&[full.to_string()])?;
+        self.sync_task_wait(task)
+    }
+
+    /// The sync task of `destroy_snapshot` for several snapshots, all or none (OpenZFS
+    /// `dsl_destroy_snapshots_nvl`: `dsl_destroy_snapshot_check` of each, then `_sync` of
+    /// each in order), queued for the open txg: the caller commits and collects its result.
+    pub fn destroy_snapshots_queue(&mut self, names: &[String]) -> Result<SyncTaskId, SpaError> {
+        let (check_names, sync_names) = (names.to_vec(), names.to_vec());
+        self.dsl_sync_task_queue(
+            Box::new(move |spa, _tx| {
+                for (index, full) in check_names.iter().enumerate() {
+                    spa.destroy_snapshot_check(full)?;
+                    if check_names[..index].contains(full) {
+                        return Err(SpaError::Invalid(
+                            "could not find any snapshots to destroy; check snapshot names."
+                                .to_string(),
+                        ));
+                    }
+                }
+                Ok(())
+            }),
+            Box::new(move |spa, tx| {
+                for full in &sync_names {
+                    spa.destroy_snapshot_sync(tx, full)?;
+                }
+                Ok(())
+            }),
+        )
+    }
+
+    /// The snapshot exists, has no holds and no clones: (head dataset, the filesystem's
+    /// snapshots, the victim's index among them).
+    #[allow(clippy::type_complexity)]
+    fn destroy_snapshot_check(
+        &mut self,
+        full: &str,
+    ) -> Result<(u64, Vec<(String, u64, DslDatasetPhys)>, usize), SpaError> {
+        let (fs, _) = full
             .split_once('@')
             .ok_or_else(|| SpaError::Invalid(format!("'{full}' is not a snapshot name")))?;
         let dataset = self.lookup_dataset(fs)?.ok_or_else(|| {
@@ -296,15 +378,13 @@ impl Spa {
             )
         })?;
         self.open_dataset(dataset)?;
-        // Pending releases of the head land in its dead list first.
-        self.sync()?;
         let snapshots = self.snapshots(fs)?;
         let Some(index) = snapshots.iter().position(|(name, _, _)| name == full) else {
             return Err(SpaError::Invalid(
                 "could not find any snapshots to destroy; check snapshot names.".to_string(),
             ));
         };
-        let (_, object, victim) = snapshots[index].clone();
+        let object = snapshots[index].1;
         if !self.holds(full)?.is_empty() {
             return Err(SpaError::Invalid(format!(
                 "cannot destroy snapshot {full}: dataset is busy"
@@ -317,11 +397,18 @@ impl Spa {
                 clones.join("\n")
             )));
         }
+        Ok((dataset, snapshots, index))
+    }
+
+    fn destroy_snapshot_sync(&mut self, tx: SyncTx, full: &str) -> Result<(), SpaError> {
+        let (dataset, snapshots, index) = self.destroy_snapshot_check(full)?;
+        let snap = full.split_once('@').map_or(full, |(_, snap)| snap);
+        let (_, object, victim) = snapshots[index].clone();
         let (next_object, mut next) = match snapshots.get(index + 1) {
             Some((_, object, phys)) => (*object, phys.clone()),
             None => (dataset, self.head_phys(dataset)?),
         };
-        let txg = self.open_txg();
+        let txg = tx.txg;
         let mut kept = Vec::new();
         let mut freed = Vec::new();
         for bp in self.read_dead_list(next.deadlist)? {
@@ -363,7 +450,6 @@ impl Spa {
         zap::zap_remove(&mut self.mos, &ctx, ObjectId(head.snapnames_zap), snap)
             .map_err(zap_error)?;
         self.mos.free_object(&ctx, ObjectId(object))?;
-        self.sync()?;
         Ok(())
     }
 }
@@ -449,7 +535,30 @@ impl Spa {
     /// `zfs rollback fs@snap` to the newest snapshot (the caller destroys newer ones first,
     /// as `-r` does): the head takes the snapshot's tree again, the blocks it wrote since are
     /// freed, and its dead list (blocks the snapshot still has) becomes live again.
+    ///
+    /// A sync task (OpenZFS `dsl_dataset_rollback_check` / `_sync`): in syncing context the
+    /// head's object set is already written in this txg, so what it wrote since the snapshot,
+    /// this txg's writes included, is freed with it. One txg.
     pub fn rollback(&mut self, full: &str) -> Result<(), SpaError> {
+        let task = self.rollback_queue(full)?;
+        self.sync_task_wait(task)
+    }
+
+    /// The sync task of `rollback`, queued for the open txg: the caller commits and
+    /// collects its result.
+    pub fn rollback_queue(&mut self, full: &str) -> Result<SyncTaskId, SpaError> {
+        let (check_full, sync_full) = (full.to_string(), full.to_string());
+        self.dsl_sync_task_queue(
+            Box::new(move |spa, _tx| spa.rollback_check(&check_full).map(|_| ())),
+            Box::new(move |spa, _tx| {
+                let (dataset, snap) = spa.rollback_check(&sync_full)?;
+                spa.rollback_sync(dataset, snap)
+            }),
+        )
+    }
+
+    /// The snapshot exists and is its filesystem's newest: (head dataset, its record).
+    fn rollback_check(&mut self, full: &str) -> Result<(u64, DslDatasetPhys), SpaError> {
         let (fs, _) = full
             .split_once('@')
             .ok_or_else(|| SpaError::Invalid(format!("'{full}' is not a snapshot name")))?;
@@ -457,7 +566,6 @@ impl Spa {
             SpaError::Invalid(format!("cannot open '{fs}': dataset does not exist"))
         })?;
         self.open_dataset(dataset)?;
-        self.sync()?;
         let snapshots = self.snapshots(fs)?;
         let Some(index) = snapshots.iter().position(|(name, _, _)| name == full) else {
             return Err(SpaError::Invalid(format!(
@@ -474,7 +582,10 @@ impl Spa {
                 newer.join("\n")
             )));
         }
-        let snap = snapshots[index].2.clone();
+        Ok((dataset, snapshots[index].2.clone()))
+    }
+
+    fn rollback_sync(&mut self, dataset: u64, snap: DslDatasetPhys) -> Result<(), SpaError> {
         let head = self.head_phys(dataset)?;
         let head_bp = if dataset == MOS_OBJECT_ROOT_DATASET.0 {
             self.root_bp()
@@ -502,9 +613,7 @@ impl Spa {
             UsedKind::Head,
         )?;
         self.replace_head_tree(dataset, head, &snap, 0, 0)?;
-        self.refresh_io_props()?;
-        self.sync()?;
-        Ok(())
+        self.refresh_io_props()
     }
 
     /// Points a head at another tree (rollback, receive): `source`'s tree and its REFER and
@@ -557,8 +666,40 @@ pub struct Bookmark {
 }
 
 impl Spa {
-    /// `zfs bookmark fs@snap fs#mark`.
+    /// `zfs bookmark fs@snap fs#mark`: a sync task, committed.
     pub fn create_bookmark(&mut self, snapshot: &str, bookmark: &str) -> Result<(), SpaError> {
+        let task = self.create_bookmark_queue(snapshot, bookmark)?;
+        self.sync_task_wait(task)
+    }
+
+    /// The sync task of `create_bookmark` (OpenZFS `dsl_bookmark_create`), queued for the
+    /// open txg: the caller commits and collects its result (`sync_task_result`).
+    pub fn create_bookmark_queue(
+        &mut self,
+        snapshot: &str,
+        bookmark: &str,
+    ) -> Result<SyncTaskId, SpaError> {
+        let (check_snapshot, check_bookmark) = (snapshot.to_string(), bookmark.to_string());
+        let (sync_snapshot, sync_bookmark) = (snapshot.to_string(), bookmark.to_string());
+        self.dsl_sync_task_queue(
+            Box::new(move |spa, _tx| {
+                spa.bookmark_check(&check_snapshot, &check_bookmark)
+                    .map(|_| ())
+            }),
+            Box::new(move |spa, tx| {
+                let (dataset, mark, value) = spa.bookmark_check(&sync_snapshot, &sync_bookmark)?;
+                spa.bookmark_sync(tx, dataset, &mark, value)
+            }),
+        )
+    }
+
+    /// OpenZFS `dsl_bookmark_create_check`: the snapshot exists, the bookmark is in its
+    /// filesystem and does not exist. (head dataset, bookmark name, its ZAP value)
+    fn bookmark_check(
+        &mut self,
+        snapshot: &str,
+        bookmark: &str,
+    ) -> Result<(u64, String, [u64; 3]), SpaError> {
         let fs = snapshot.split('@').next().unwrap_or(snapshot);
         let Some((bookmark_fs, mark)) = bookmark.split_once('#') else {
             return Err(SpaError::Invalid(format!(
@@ -581,32 +722,42 @@ impl Spa {
             SpaError::Invalid(format!("cannot open '{fs}': dataset does not exist"))
         })?;
         self.open_dataset(dataset)?;
+        if self.bookmarks(fs)?.iter().any(|b| b.name == bookmark) {
+            return Err(SpaError::Invalid(format!(
+                "cannot create bookmark '{bookmark}': bookmark exists"
+            )));
+        }
+        Ok((
+            dataset,
+            mark.to_string(),
+            [phys.guid, phys.creation_txg, phys.creation_time],
+        ))
+    }
+
+    /// OpenZFS `dsl_bookmark_create_sync`: the bookmark's entry in the head's ZAP.
+    fn bookmark_sync(
+        &mut self,
+        tx: SyncTx,
+        dataset: u64,
+        mark: &str,
+        value: [u64; 3],
+    ) -> Result<(), SpaError> {
         let mut head = self.head_phys(dataset)?;
-        let ctx = io_ctx!(self);
+        let ctx = io_ctx!(self, tx.txg);
         if head.bookmarks_zap == 0 {
             head.bookmarks_zap = zap::zap_create(&mut self.mos, &ctx, object_type::ZAP)
                 .map_err(zap_error)?
                 .0;
         }
-        let value = [phys.guid, phys.creation_txg, phys.creation_time];
-        match zap::zap_add(
+        zap::zap_add(
             &mut self.mos,
             &ctx,
             ObjectId(head.bookmarks_zap),
             mark,
             &value,
-        ) {
-            Ok(()) => {}
-            Err(crate::zap::ZapError::Exists) => {
-                return Err(SpaError::Invalid(format!(
-                    "cannot create bookmark '{bookmark}': bookmark exists"
-                )));
-            }
-            Err(e) => return Err(zap_error(e)),
-        }
-        self.store_head_phys(dataset, head)?;
-        self.sync()?;
-        Ok(())
+        )
+        .map_err(zap_error)?;
+        self.store_head_phys(dataset, head)
     }
 
     /// The bookmarks of a filesystem, oldest first.
@@ -643,6 +794,26 @@ impl Spa {
 
     /// `zfs destroy fs#mark`.
     pub fn destroy_bookmark(&mut self, bookmark: &str) -> Result<(), SpaError> {
+        let task = self.destroy_bookmark_queue(bookmark)?;
+        self.sync_task_wait(task)
+    }
+
+    /// The sync task of `destroy_bookmark` (OpenZFS `dsl_bookmark_destroy`), queued for the
+    /// open txg: the caller commits and collects its result.
+    pub fn destroy_bookmark_queue(&mut self, bookmark: &str) -> Result<SyncTaskId, SpaError> {
+        let (check_bookmark, sync_bookmark) = (bookmark.to_string(), bookmark.to_string());
+        self.dsl_sync_task_queue(
+            Box::new(move |spa, _tx| spa.destroy_bookmark_check(&check_bookmark).map(|_| ())),
+            Box::new(move |spa, tx| {
+                let (zap_object, mark) = spa.destroy_bookmark_check(&sync_bookmark)?;
+                let ctx = io_ctx!(spa, tx.txg);
+                zap::zap_remove(&mut spa.mos, &ctx, ObjectId(zap_object), &mark).map_err(zap_error)
+            }),
+        )
+    }
+
+    /// The bookmark exists: (its filesystem's bookmarks ZAP, its name there).
+    fn destroy_bookmark_check(&mut self, bookmark: &str) -> Result<(u64, String), SpaError> {
         let (fs, mark) = bookmark
             .split_once('#')
             .ok_or_else(|| SpaError::Invalid(format!("'{bookmark}' is not a bookmark name")))?;
@@ -651,22 +822,16 @@ impl Spa {
         })?;
         let head = self.head_phys(dataset)?;
         let ctx = io_ctx!(self);
-        if head.bookmarks_zap == 0 {
+        let found = head.bookmarks_zap != 0
+            && zap::zap_lookup(&mut self.mos, &ctx, ObjectId(head.bookmarks_zap), mark)
+                .map_err(zap_error)?
+                .is_some();
+        if !found {
             return Err(SpaError::Invalid(format!(
                 "cannot destroy '{bookmark}': bookmark does not exist"
             )));
         }
-        match zap::zap_remove(&mut self.mos, &ctx, ObjectId(head.bookmarks_zap), mark) {
-            Ok(()) => {}
-            Err(crate::zap::ZapError::NotFound) => {
-                return Err(SpaError::Invalid(format!(
-                    "cannot destroy '{bookmark}': bookmark does not exist"
-                )));
-            }
-            Err(e) => return Err(zap_error(e)),
-        }
-        self.sync()?;
-        Ok(())
+        Ok((head.bookmarks_zap, mark.to_string()))
     }
 }
 
@@ -684,53 +849,85 @@ impl Spa {
 
     /// `zfs hold tag fs@snap`: the snapshot cannot be destroyed until every tag is released.
     pub fn hold(&mut self, tag: &str, full: &str) -> Result<(), SpaError> {
+        let task = self.hold_queue(tag, &[full.to_string()], true)?;
+        self.sync_task_wait(task)
+    }
+
+    /// `zfs release tag fs@snap`.
+    pub fn release(&mut self, tag: &str, full: &str) -> Result<(), SpaError> {
+        let task = self.hold_queue(tag, &[full.to_string()], false)?;
+        self.sync_task_wait(task)
+    }
+
+    /// The sync task of `zfs hold` (`hold`) or `zfs release` of one tag on several
+    /// snapshots (OpenZFS `dsl_dataset_user_hold`, `dsl_dataset_user_release`): all or
+    /// none, queued for the open txg; the caller commits and collects its result.
+    pub fn hold_queue(
+        &mut self,
+        tag: &str,
+        snapshots: &[String],
+        hold: bool,
+    ) -> Result<SyncTaskId, SpaError> {
+        let (check_tag, check_snapshots) = (tag.to_string(), snapshots.to_vec());
+        let (sync_tag, sync_snapshots) = (tag.to_string(), snapshots.to_vec());
+        self.dsl_sync_task_queue(
+            Box::new(move |spa, _tx| spa.hold_check(&check_tag, &check_snapshots, hold)),
+            Box::new(move |spa, tx| {
+                spa.hold_check(&sync_tag, &sync_snapshots, hold)?;
+                for full in &sync_snapshots {
+                    spa.hold_sync(tx, &sync_tag, full, hold)?;
+                }
+                Ok(())
+            }),
+        )
+    }
+
+    /// Every snapshot exists and has (release) or has not (hold) the tag, each named once.
+    fn hold_check(&mut self, tag: &str, snapshots: &[String], hold: bool) -> Result<(), SpaError> {
+        for (index, full) in snapshots.iter().enumerate() {
+            let (_, phys) = self.snapshot_record(full)?;
+            let ctx = io_ctx!(self);
+            let held = phys.holds_zap != 0
+                && zap::zap_lookup(&mut self.mos, &ctx, ObjectId(phys.holds_zap), tag)
+                    .map_err(zap_error)?
+                    .is_some();
+            let twice = snapshots[..index].contains(full);
+            if hold && (held || twice) {
+                return Err(SpaError::Invalid(format!(
+                    "cannot hold snapshot '{full}': tag already exists on this dataset"
+                )));
+            }
+            if !hold && (!held || twice) {
+                return Err(SpaError::Invalid(format!(
+                    "cannot release hold from snapshot '{full}': no such tag on this dataset"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// OpenZFS `dsl_dataset_user_hold_sync_one` / `dsl_dataset_user_release_sync_one`.
+    fn hold_sync(&mut self, tx: SyncTx, tag: &str, full: &str, hold: bool) -> Result<(), SpaError> {
         let (object, mut phys) = self.snapshot_record(full)?;
-        let ctx = io_ctx!(self);
+        let ctx = io_ctx!(self, tx.txg);
+        if !hold {
+            return zap::zap_remove(&mut self.mos, &ctx, ObjectId(phys.holds_zap), tag)
+                .map_err(zap_error);
+        }
         if phys.holds_zap == 0 {
             phys.holds_zap = zap::zap_create(&mut self.mos, &ctx, object_type::ZAP)
                 .map_err(zap_error)?
                 .0;
             self.mos.set_bonus(&ctx, ObjectId(object), &phys.encode())?;
         }
-        match zap::zap_add(
+        zap::zap_add(
             &mut self.mos,
             &ctx,
             ObjectId(phys.holds_zap),
             tag,
             &[now_secs()],
-        ) {
-            Ok(()) => {}
-            Err(crate::zap::ZapError::Exists) => {
-                return Err(SpaError::Invalid(format!(
-                    "cannot hold snapshot '{full}': tag already exists on this dataset"
-                )));
-            }
-            Err(e) => return Err(zap_error(e)),
-        }
-        self.sync()?;
-        Ok(())
-    }
-
-    /// `zfs release tag fs@snap`.
-    pub fn release(&mut self, tag: &str, full: &str) -> Result<(), SpaError> {
-        let (_, phys) = self.snapshot_record(full)?;
-        let ctx = io_ctx!(self);
-        let removed = if phys.holds_zap == 0 {
-            Err(crate::zap::ZapError::NotFound)
-        } else {
-            zap::zap_remove(&mut self.mos, &ctx, ObjectId(phys.holds_zap), tag)
-        };
-        match removed {
-            Ok(()) => {}
-            Err(crate::zap::ZapError::NotFound) => {
-                return Err(SpaError::Invalid(format!(
-                    "cannot release hold from snapshot '{full}': no such tag on this dataset"
-                )));
-            }
-            Err(e) => return Err(zap_error(e)),
-        }
-        self.sync()?;
-        Ok(())
+        )
+        .map_err(zap_error)
     }
 
     /// The holds on a snapshot: (tag, time), by tag.

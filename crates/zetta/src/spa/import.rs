@@ -204,6 +204,7 @@ impl Spa {
             last_synced_txg: ub.txg,
             config_dirty: !readonly,
             history_pending: Vec::new(),
+            sync_tasks: Default::default(),
             props: directory.get_list("props").cloned().unwrap_or_default(),
             scan: directory
                 .get_list("scan")

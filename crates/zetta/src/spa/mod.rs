@@ -4,7 +4,9 @@
 //! A pool is a vdev tree, an allocator, the MOS (meta object set) and the object sets of its
 //! datasets. Changes accumulate in memory in the open txg; `sync` commits them:
 //!
-//! 1. dataset object sets write their dirty blocks (new places only: copy-on-write);
+//! 1. dataset object sets write their dirty blocks (new places only: copy-on-write); then
+//!    the sync tasks queued for this txg run (`dsl::synctask`: administrative changes, MOS
+//!    only, seeing each head as written in this txg);
 //! 2. the allocator's space map changes of this txg go into MOS space map objects;
 //! 3. the MOS writes its dirty blocks; its new root is the uberblock's `rootbp`;
 //! 4. every leaf is flushed; if the vdev config changed, the even labels get it (flush);
@@ -114,6 +116,8 @@ pub struct Spa {
     last_synced_txg: Txg,
     config_dirty: bool,
     history_pending: Vec<String>,
+    /// Administrative changes queued for the open txg and their results (`dsl::synctask`).
+    pub(crate) sync_tasks: crate::dsl::synctask::SyncTasks,
     /// Pool properties set by the user (`zpool set`, `-o`).
     pub props: NvList,
     pub scan: ScanStats,
@@ -316,6 +320,7 @@ impl Spa {
             last_synced_txg: Txg(0),
             config_dirty: true,
             history_pending: Vec::new(),
+            sync_tasks: Default::default(),
             props: options.props.clone(),
             scan: ScanStats::default(),
             dirty_bytes: 0,
@@ -503,10 +508,18 @@ impl Spa {
                     &dead,
                 )?;
             }
-            // 2. History and error log.
-            if !self.history_pending.is_empty() {
+        }
+        // 1b. Sync tasks (`dsl::synctask`): administrative changes see every head as
+        //     written in this txg and change the MOS before it is written.
+        self.sync_tasks_run(txg)?;
+        {
+            let ctx = io_ctx!(self, txg);
+            // 2. History (this txg's internal records first, then the command lines) and
+            //    error log.
+            if !self.history_pending.is_empty() || !self.sync_tasks.history.is_empty() {
                 let mut bytes = Vec::new();
-                for line in self.history_pending.drain(..) {
+                let internal = std::mem::take(&mut self.sync_tasks.history);
+                for line in internal.into_iter().chain(self.history_pending.drain(..)) {
                     bytes.extend_from_slice(line.as_bytes());
                     bytes.push(b'\n');
                 }
@@ -912,6 +925,7 @@ impl Spa {
         self.frees_pending()
             || self.dirty_bytes > 0
             || self.config_dirty
+            || self.sync_tasks.any_queued()
             || self.mos.is_dirty()
             || self.root_dataset.is_dirty()
             || self.datasets.values().any(|head| head.objset.is_dirty())
@@ -995,6 +1009,12 @@ impl Spa {
 
     /// Command history lines (epoch seconds, command).
     pub fn history(&mut self) -> Result<Vec<(u64, String)>, SpaError> {
+        self.history_records(false)
+    }
+
+    /// History lines (epoch seconds, text) with, when `internal`, the internal records of
+    /// sync tasks (`[txg:N] snapshot tank@a (70) `), as `zpool history -i` prints them.
+    pub fn history_records(&mut self, internal: bool) -> Result<Vec<(u64, String)>, SpaError> {
         if let Some(f) = &self.openzfs {
             // OpenZFS's records (`openzfs::history`): the user commands, as `zpool history`
             // shows them without -i; internal events are read there by who asks for them.
@@ -1013,14 +1033,14 @@ impl Spa {
         let size = self.mos.size_bytes(&ctx, MOS_OBJECT_HISTORY)?;
         let bytes = self.mos.read(&ctx, MOS_OBJECT_HISTORY, 0, size as usize)?;
         let mut lines = Vec::new();
-        for line in String::from_utf8_lossy(&bytes).lines() {
+        let stored = String::from_utf8_lossy(&bytes);
+        let pending = self.sync_tasks.history.iter().chain(&self.history_pending);
+        for line in stored.lines().chain(pending.map(String::as_str)) {
             if let Some((time, command)) = line.split_once(' ') {
-                lines.push((time.parse().unwrap_or(0), command.to_string()));
-            }
-        }
-        for line in &self.history_pending {
-            if let Some((time, command)) = line.split_once(' ') {
-                lines.push((time.parse().unwrap_or(0), command.to_string()));
+                // A command line never starts with `[`: the internal records do.
+                if internal || !command.starts_with("[txg:") {
+                    lines.push((time.parse().unwrap_or(0), command.to_string()));
+                }
             }
         }
         Ok(lines)

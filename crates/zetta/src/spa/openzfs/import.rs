@@ -493,6 +493,7 @@ impl Spa {
             last_synced_txg: txg,
             config_dirty: false,
             history_pending: Vec::new(),
+            sync_tasks: Default::default(),
             props,
             scan,
             dirty_bytes: 0,
