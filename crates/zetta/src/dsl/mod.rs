@@ -160,9 +160,7 @@ impl Spa {
             .snapshots(fs)?
             .into_iter()
             .find(|(n, _, _)| n == origin)
-            .ok_or_else(|| {
-                SpaError::Invalid(format!("cannot open '{origin}': dataset does not exist"))
-            })?;
+            .ok_or_else(|| SpaError::NoSuchDataset(origin.to_string()))?;
         self.create_dataset(name, Some((snapshot.1, snapshot.2)))
     }
 
@@ -346,7 +344,7 @@ impl Spa {
     pub fn destroy_filesystem(&mut self, name: &str) -> Result<(), SpaError> {
         let dir = self
             .lookup_dir(name)?
-            .ok_or_else(|| SpaError::NoSuchPool(name.to_string()))?;
+            .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()))?;
         if dir == MOS_OBJECT_ROOT_DIR.0 {
             return Err(SpaError::Invalid(format!(
                 "cannot destroy '{name}': operation does not apply to pools"
@@ -513,7 +511,7 @@ impl Spa {
     ) -> Result<T, SpaError> {
         let dataset = self
             .lookup_dataset(name)?
-            .ok_or_else(|| SpaError::NoSuchPool(name.to_string()))?;
+            .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()))?;
         self.with_dataset_object(dataset, work)
     }
 
@@ -573,7 +571,7 @@ impl Spa {
             return f
                 .view
                 .written_bytes(name)
-                .ok_or_else(|| SpaError::NoSuchPool(name.to_string()));
+                .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()));
         }
         let (phys, dataset) = match name.split_once('@') {
             Some((fs, _)) => {
@@ -581,13 +579,13 @@ impl Spa {
                     .snapshots(fs)?
                     .into_iter()
                     .find(|(n, _, _)| n == name)
-                    .ok_or_else(|| SpaError::NoSuchPool(name.to_string()))?;
+                    .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()))?;
                 (phys, object)
             }
             None => {
                 let dataset = self
                     .lookup_dataset(name)?
-                    .ok_or_else(|| SpaError::NoSuchPool(name.to_string()))?;
+                    .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()))?;
                 let mut phys = self.read_dataset_phys(dataset)?;
                 if dataset == MOS_OBJECT_ROOT_DATASET.0 {
                     phys.bp = self.root_bp();
@@ -619,7 +617,7 @@ impl Spa {
     pub fn set_local_prop(&mut self, name: &str, prop: &str, value: &str) -> Result<(), SpaError> {
         let dir = self
             .lookup_dir(name)?
-            .ok_or_else(|| SpaError::NoSuchPool(name.to_string()))?;
+            .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()))?;
         let props = self.props_zap(dir)?;
         let ctx = io_ctx!(self);
         zap::zap_update_bytes(&mut self.mos, &ctx, ObjectId(props), prop, value.as_bytes())
@@ -637,7 +635,7 @@ impl Spa {
     pub fn clear_local_prop(&mut self, name: &str, prop: &str) -> Result<(), SpaError> {
         let dir = self
             .lookup_dir(name)?
-            .ok_or_else(|| SpaError::NoSuchPool(name.to_string()))?;
+            .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()))?;
         let props = self.props_zap(dir)?;
         let ctx = io_ctx!(self);
         match zap::zap_remove(&mut self.mos, &ctx, ObjectId(props), prop) {
@@ -655,7 +653,7 @@ impl Spa {
     pub fn local_props(&mut self, name: &str) -> Result<Vec<(String, String)>, SpaError> {
         if let Some(f) = self.openzfs.clone() {
             if f.view.lookup_dataset(name).is_none() {
-                return Err(SpaError::NoSuchPool(name.to_string()));
+                return Err(SpaError::NoSuchDataset(name.to_string()));
             }
             let mut props = f.view.local_props(name);
             props.extend(f.zpl_props.get(name).cloned().unwrap_or_default());
@@ -664,7 +662,7 @@ impl Spa {
         }
         let dir = self
             .lookup_dir(name)?
-            .ok_or_else(|| SpaError::NoSuchPool(name.to_string()))?;
+            .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()))?;
         let props = self.props_zap(dir)?;
         let mut out = Vec::new();
         let ctx = io_ctx!(self);

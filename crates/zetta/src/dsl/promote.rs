@@ -45,9 +45,9 @@ impl Spa {
     /// `zfs promote clone`: see the module header. Refusals are OpenZFS's, word for word.
     pub fn promote(&mut self, name: &str) -> Result<(), SpaError> {
         let refuse = |why: String| SpaError::Invalid(format!("cannot promote '{name}': {why}"));
-        let clone_dir = self.lookup_dir(name)?.ok_or_else(|| {
-            SpaError::Invalid(format!("cannot open '{name}': dataset does not exist"))
-        })?;
+        let clone_dir = self
+            .lookup_dir(name)?
+            .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()))?;
         let clone_dir_phys = self.read_dir(clone_dir)?;
         let origin_object = clone_dir_phys.origin_snapshot;
         let origin_name = match self.origin_of(name)? {

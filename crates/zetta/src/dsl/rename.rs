@@ -15,9 +15,9 @@ impl Spa {
     /// descendants go with it (they hang off the dir). A dataset cannot move below itself.
     pub fn rename_filesystem(&mut self, from: &str, to: &str) -> Result<(), SpaError> {
         let refuse = |why: &str| SpaError::Invalid(format!("cannot rename to '{to}': {why}"));
-        let dir = self.lookup_dir(from)?.ok_or_else(|| {
-            SpaError::Invalid(format!("cannot open '{from}': dataset does not exist"))
-        })?;
+        let dir = self
+            .lookup_dir(from)?
+            .ok_or_else(|| SpaError::NoSuchDataset(from.to_string()))?;
         if !from.contains('/') {
             return Err(SpaError::Invalid(format!(
                 "cannot rename '{from}': operation does not apply to pools"
@@ -94,12 +94,12 @@ impl Spa {
                 "cannot rename to '{to}': snapshots must be part of same dataset"
             )));
         }
-        let dataset = self.lookup_dataset(fs)?.ok_or_else(|| {
-            SpaError::Invalid(format!("cannot open '{fs}': dataset does not exist"))
-        })?;
-        let object = self.snapshot_object(dataset, old)?.ok_or_else(|| {
-            SpaError::Invalid(format!("cannot open '{from}': dataset does not exist"))
-        })?;
+        let dataset = self
+            .lookup_dataset(fs)?
+            .ok_or_else(|| SpaError::NoSuchDataset(fs.to_string()))?;
+        let object = self
+            .snapshot_object(dataset, old)?
+            .ok_or_else(|| SpaError::NoSuchDataset(from.to_string()))?;
         if self.snapshot_object(dataset, new)?.is_some() {
             return Err(SpaError::Invalid(format!(
                 "cannot rename to '{to}': dataset already exists"

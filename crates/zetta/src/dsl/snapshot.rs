@@ -123,9 +123,9 @@ impl Spa {
                     "cannot create snapshot '{full}': not a snapshot name"
                 )));
             };
-            let dataset = self.lookup_dataset(fs)?.ok_or_else(|| {
-                SpaError::Invalid(format!("cannot open '{fs}': dataset does not exist"))
-            })?;
+            let dataset = self
+                .lookup_dataset(fs)?
+                .ok_or_else(|| SpaError::NoSuchDataset(fs.to_string()))?;
             self.open_dataset(dataset)?;
             if self.snapshot_object(dataset, snap)?.is_some() {
                 return Err(SpaError::Invalid(format!(
@@ -229,15 +229,13 @@ impl Spa {
     pub fn snapshots(&mut self, fs: &str) -> Result<Vec<(String, u64, DslDatasetPhys)>, SpaError> {
         if let Some(f) = self.openzfs.clone() {
             if f.view.lookup_dataset(fs).is_none() {
-                return Err(SpaError::Invalid(format!(
-                    "cannot open '{fs}': dataset does not exist"
-                )));
+                return Err(SpaError::NoSuchDataset(fs.to_string()));
             }
             return Ok(f.view.snapshots(fs));
         }
-        let dataset = self.lookup_dataset(fs)?.ok_or_else(|| {
-            SpaError::Invalid(format!("cannot open '{fs}': dataset does not exist"))
-        })?;
+        let dataset = self
+            .lookup_dataset(fs)?
+            .ok_or_else(|| SpaError::NoSuchDataset(fs.to_string()))?;
         let head = self.head_phys(dataset)?;
         let mut out = Vec::new();
         if head.snapnames_zap == 0 {
@@ -278,12 +276,12 @@ impl Spa {
         let (fs, snap) = full
             .split_once('@')
             .ok_or_else(|| SpaError::Invalid(format!("'{full}' is not a snapshot name")))?;
-        let dataset = self.lookup_dataset(fs)?.ok_or_else(|| {
-            SpaError::Invalid(format!("cannot open '{fs}': dataset does not exist"))
-        })?;
-        let object = self.snapshot_object(dataset, snap)?.ok_or_else(|| {
-            SpaError::Invalid(format!("cannot open '{full}': dataset does not exist"))
-        })?;
+        let dataset = self
+            .lookup_dataset(fs)?
+            .ok_or_else(|| SpaError::NoSuchDataset(fs.to_string()))?;
+        let object = self
+            .snapshot_object(dataset, snap)?
+            .ok_or_else(|| SpaError::NoSuchDataset(full.to_string()))?;
         let phys = self.read_dataset_phys(object)?;
         let ctx = io_ctx!(self);
         let mut objset =
@@ -468,24 +466,23 @@ impl Spa {
     /// born after the previous snapshot (what destroying it would free).
     pub fn snapshot_used_bytes(&mut self, full: &str) -> Result<u64, SpaError> {
         if let Some(f) = self.openzfs.clone() {
-            return f.view.snapshot_used_bytes(full).ok_or_else(|| {
-                SpaError::Invalid(format!("cannot open '{full}': dataset does not exist"))
-            });
+            return f
+                .view
+                .snapshot_used_bytes(full)
+                .ok_or_else(|| SpaError::NoSuchDataset(full.to_string()));
         }
         let fs = full.split('@').next().unwrap_or(full);
         let snapshots = self.snapshots(fs)?;
         let Some(index) = snapshots.iter().position(|(name, _, _)| name == full) else {
-            return Err(SpaError::Invalid(format!(
-                "cannot open '{full}': dataset does not exist"
-            )));
+            return Err(SpaError::NoSuchDataset(full.to_string()));
         };
         let prev_txg = snapshots[index].2.prev_snap_txg;
         let next_deadlist = match snapshots.get(index + 1) {
             Some((_, _, phys)) => phys.deadlist,
             None => {
-                let dataset = self.lookup_dataset(fs)?.ok_or_else(|| {
-                    SpaError::Invalid(format!("cannot open '{fs}': dataset does not exist"))
-                })?;
+                let dataset = self
+                    .lookup_dataset(fs)?
+                    .ok_or_else(|| SpaError::NoSuchDataset(fs.to_string()))?;
                 self.head_phys(dataset)?.deadlist
             }
         };
@@ -562,15 +559,13 @@ impl Spa {
         let (fs, _) = full
             .split_once('@')
             .ok_or_else(|| SpaError::Invalid(format!("'{full}' is not a snapshot name")))?;
-        let dataset = self.lookup_dataset(fs)?.ok_or_else(|| {
-            SpaError::Invalid(format!("cannot open '{fs}': dataset does not exist"))
-        })?;
+        let dataset = self
+            .lookup_dataset(fs)?
+            .ok_or_else(|| SpaError::NoSuchDataset(fs.to_string()))?;
         self.open_dataset(dataset)?;
         let snapshots = self.snapshots(fs)?;
         let Some(index) = snapshots.iter().position(|(name, _, _)| name == full) else {
-            return Err(SpaError::Invalid(format!(
-                "cannot open '{full}': dataset does not exist"
-            )));
+            return Err(SpaError::NoSuchDataset(full.to_string()));
         };
         if index + 1 != snapshots.len() {
             let newer: Vec<String> = snapshots[index + 1..]
@@ -715,12 +710,10 @@ impl Spa {
             .snapshots(fs)?
             .into_iter()
             .find(|(n, _, _)| n == snapshot)
-            .ok_or_else(|| {
-                SpaError::Invalid(format!("cannot open '{snapshot}': dataset does not exist"))
-            })?;
-        let dataset = self.lookup_dataset(fs)?.ok_or_else(|| {
-            SpaError::Invalid(format!("cannot open '{fs}': dataset does not exist"))
-        })?;
+            .ok_or_else(|| SpaError::NoSuchDataset(snapshot.to_string()))?;
+        let dataset = self
+            .lookup_dataset(fs)?
+            .ok_or_else(|| SpaError::NoSuchDataset(fs.to_string()))?;
         self.open_dataset(dataset)?;
         if self.bookmarks(fs)?.iter().any(|b| b.name == bookmark) {
             return Err(SpaError::Invalid(format!(
@@ -765,9 +758,9 @@ impl Spa {
         if let Some(f) = self.openzfs.clone() {
             return Ok(f.view.bookmarks(fs));
         }
-        let dataset = self.lookup_dataset(fs)?.ok_or_else(|| {
-            SpaError::Invalid(format!("cannot open '{fs}': dataset does not exist"))
-        })?;
+        let dataset = self
+            .lookup_dataset(fs)?
+            .ok_or_else(|| SpaError::NoSuchDataset(fs.to_string()))?;
         let head = self.head_phys(dataset)?;
         let mut out = Vec::new();
         if head.bookmarks_zap == 0 {
@@ -817,9 +810,9 @@ impl Spa {
         let (fs, mark) = bookmark
             .split_once('#')
             .ok_or_else(|| SpaError::Invalid(format!("'{bookmark}' is not a bookmark name")))?;
-        let dataset = self.lookup_dataset(fs)?.ok_or_else(|| {
-            SpaError::Invalid(format!("cannot open '{fs}': dataset does not exist"))
-        })?;
+        let dataset = self
+            .lookup_dataset(fs)?
+            .ok_or_else(|| SpaError::NoSuchDataset(fs.to_string()))?;
         let head = self.head_phys(dataset)?;
         let ctx = io_ctx!(self);
         let found = head.bookmarks_zap != 0
@@ -842,9 +835,7 @@ impl Spa {
             .into_iter()
             .find(|(n, _, _)| n == full)
             .map(|(_, object, phys)| (object, phys))
-            .ok_or_else(|| {
-                SpaError::Invalid(format!("cannot open '{full}': dataset does not exist"))
-            })
+            .ok_or_else(|| SpaError::NoSuchDataset(full.to_string()))
     }
 
     /// `zfs hold tag fs@snap`: the snapshot cannot be destroyed until every tag is released.

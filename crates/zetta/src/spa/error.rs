@@ -18,6 +18,8 @@ pub enum SpaError {
     /// A request that does not make sense for this pool (bad vdev, too small device, ...).
     Invalid(String),
     NoSuchPool(String),
+    /// A dataset (filesystem, volume or snapshot) that does not exist (ENOENT).
+    NoSuchDataset(String),
     NoSpace,
     /// A quota or refquota would be exceeded (EDQUOT).
     QuotaExceeded,
@@ -38,6 +40,9 @@ impl fmt::Display for SpaError {
             SpaError::Busy(why) => write!(f, "{why}"),
             SpaError::Invalid(why) => write!(f, "{why}"),
             SpaError::NoSuchPool(name) => write!(f, "no such pool '{name}'"),
+            SpaError::NoSuchDataset(name) => {
+                write!(f, "cannot open '{name}': dataset does not exist")
+            }
             SpaError::NoSpace => write!(f, "out of space"),
             SpaError::QuotaExceeded => write!(f, "disk quota exceeded"),
             SpaError::Io(why) => write!(f, "I/O error: {why}"),
