@@ -98,7 +98,7 @@ impl Spa {
     ) -> Result<Option<String>, SpaError> {
         let lookup = |spa: &mut Spa, key: &str| {
             let ctx = io_ctx!(spa);
-            match zap::zap_lookup_bytes(&mut spa.mos, &ctx, ObjectId(zap_object), key) {
+            match zap::zap_lookup_bytes(&spa.mos, &ctx, ObjectId(zap_object), key) {
                 Ok(found) => Ok(found.map(|b| String::from_utf8_lossy(&b).into_owned())),
                 Err(ZapError::NotFound) => Ok(None),
                 Err(e) => Err(zap_error(e)),
