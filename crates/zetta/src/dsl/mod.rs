@@ -305,8 +305,8 @@ impl Spa {
         }
         let mut out = Vec::new();
         let ctx = io_ctx!(self);
-        let entries = zap::zap_list_all(&self.mos, &ctx, ObjectId(phys.child_dir_zap))
-            .map_err(zap_error)?;
+        let entries =
+            zap::zap_list_all(&self.mos, &ctx, ObjectId(phys.child_dir_zap)).map_err(zap_error)?;
         for entry in entries {
             if let ZapValue::U64s(values) = entry.value {
                 if let Some(&child) = values.first() {

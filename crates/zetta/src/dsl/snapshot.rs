@@ -203,8 +203,8 @@ impl Spa {
             return Ok(out);
         }
         let ctx = io_ctx!(self);
-        let entries = zap::zap_list_all(&self.mos, &ctx, ObjectId(head.snapnames_zap))
-            .map_err(zap_error)?;
+        let entries =
+            zap::zap_list_all(&self.mos, &ctx, ObjectId(head.snapnames_zap)).map_err(zap_error)?;
         for entry in entries {
             if let ZapValue::U64s(values) = entry.value {
                 if let Some(&object) = values.first() {
@@ -623,8 +623,8 @@ impl Spa {
             return Ok(out);
         }
         let ctx = io_ctx!(self);
-        let entries = zap::zap_list_all(&self.mos, &ctx, ObjectId(head.bookmarks_zap))
-            .map_err(zap_error)?;
+        let entries =
+            zap::zap_list_all(&self.mos, &ctx, ObjectId(head.bookmarks_zap)).map_err(zap_error)?;
         for entry in entries {
             if let ZapValue::U64s(values) = entry.value {
                 if let [guid, creation_txg, creation_time] = values[..] {
