@@ -404,6 +404,16 @@ impl ObjectSet {
         self.dirty
     }
 
+    /// Objects whose state the cache holds now (bounded by `OBJECT_CACHE_MAX` for what
+    /// readers load).
+    pub fn cached_objects(&self) -> usize {
+        self.objects
+            .shards
+            .iter()
+            .map(|shard| shard.lock().len())
+            .sum()
+    }
+
     /// The objset block must be written at the next commit (its ZIL header changed).
     pub fn mark_dirty(&mut self) {
         self.dirty = true;
