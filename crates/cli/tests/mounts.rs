@@ -577,3 +577,42 @@ fn zfs_diff_lists_changes() {
     let live = lab.ok("zfs", &["diff", "tank/fs@2", "tank/fs"]);
     assert_eq!(live, format!("M\t{fs}/\n+\t{fs}/later\n"));
 }
+
+// Why: reads run under the pool's shared lock and take the exclusive one only for an
+// access time update that is due; a due update (relatime: the atime is older than the
+// mtime) must still land, and one that is not due (the atime is now newer) must not.
+#[test]
+fn reads_move_a_due_access_time_only() {
+    let lab = MountLab::new("tank/fs");
+    let fs = lab.mnt("fs");
+    let file = format!("{fs}/f");
+    std::fs::write(&file, b"hello").unwrap();
+    sh(&format!("touch -a -d '@978307200' '{file}'"));
+    let atime = || {
+        sh(&format!("stat -c %X '{file}'"))
+            .trim()
+            .parse::<i64>()
+            .unwrap()
+    };
+    assert_eq!(atime(), 978307200);
+    // The read must reach the mount, not the page cache the write filled.
+    sh("echo 1 > /proc/sys/vm/drop_caches");
+    sh(&format!("cat '{file}' >/dev/null"));
+    // The kernel keeps attributes for a second: poll, generously.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while atime() == 978307200 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a due atime update never landed"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let moved = atime();
+    // Newer than the mtime and ctime, and not a day old: relatime leaves it alone.
+    sh(&format!("touch -a -d '@{}' '{file}'", moved + 3600));
+    let set = atime();
+    sh("echo 1 > /proc/sys/vm/drop_caches");
+    sh(&format!("cat '{file}' >/dev/null"));
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(atime(), set, "relatime moved an atime that was not due");
+}

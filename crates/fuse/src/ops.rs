@@ -1,5 +1,19 @@
 //! The FUSE request handlers: each maps one kernel request onto one ZPL operation (see
 //! the crate's theory paragraph) and its reply.
+//!
+//! Locking. Read requests (lookup, getattr, open, opendir, read, readdir, readlink,
+//! getxattr, listxattr; statfs reads pool figures) run under the pool's shared lock
+//! (`run_read`, `Spa::with_zpl_object_shared`), so readers proceed together, each taking
+//! the object set's cache locks only briefly (see `zetta::dmu::objset`). Changes (and the
+//! first request to a dataset not opened yet in the pool) take the exclusive lock. A read
+//! whose access time is due (atime=on, or relatime's rule, decided under the shared lock)
+//! releases the shared lock and takes the exclusive one for the update alone. The order
+//! is: pool lock (shared or exclusive) first; `refs` (the kernel's lookup and open counts)
+//! and the object set's cache locks are leaves under it, never held together, nor while
+//! the pool lock is taken (`release_refs` drops `refs` before it reclaims).
+//! Lookup counting (`looked_up`) runs under either mode of the pool lock; unlink, rmdir,
+//! rename and reclaim run under the exclusive one, so a lookup and the free of its object
+//! never interleave.
 
 use super::{SyncMode, ZplFs};
 use crate::ctldir::CTL_ROOT;
@@ -166,7 +180,28 @@ impl ZplFs {
         }
     }
 
-    /// Runs one ZPL operation under the pool lock.
+    /// Runs one ZPL read operation (lookup, getattr, read, readdir, readlink, getxattr,
+    /// listxattr) under the pool's shared lock, beside other readers; only a dataset not
+    /// opened yet in the pool takes the exclusive lock, once, to open it.
+    fn run_read<T>(
+        &self,
+        work: impl FnOnce(&Zfsvfs, &ObjectSet, &IoCtx<'_>) -> Result<T, ZplError>,
+    ) -> Result<T, Errno> {
+        let pool = self.pool()?;
+        {
+            let spa = pool.read();
+            if spa.dataset_is_open(self.dataset) {
+                return spa
+                    .with_zpl_object_shared(self.dataset, &self.vfs, work)
+                    .map_err(errno);
+            }
+        }
+        let mut spa = pool.write();
+        spa.with_zpl_object(self.dataset, &self.vfs, |vfs, os, ctx| work(vfs, os, ctx))
+            .map_err(errno)
+    }
+
+    /// Runs one ZPL operation under the pool's exclusive lock.
     fn run<T>(
         &self,
         work: impl FnOnce(&Zfsvfs, &mut ObjectSet, &IoCtx<'_>) -> Result<T, ZplError>,
@@ -327,7 +362,9 @@ impl ZplFs {
     }
 
     /// The kernel now holds one more lookup reference to `object` (an entry reply).
-    /// Called under the pool lock, so an unlink cannot free the object in between.
+    /// Called under the pool lock, shared or exclusive: either excludes the exclusive
+    /// unlink and reclaim, so an unlink cannot free the object in between (lookups under
+    /// the shared lock only count up, under `refs`' own lock).
     fn looked_up(&self, object: u64) {
         self.refs.lock().entry(object).or_default().lookups += 1;
     }
@@ -449,7 +486,7 @@ impl fuser::Filesystem for ZplFs {
             };
         }
         let dir = self.object(parent);
-        let result = self.run(|vfs, os, ctx| {
+        let result = self.run_read(|vfs, os, ctx| {
             let attr = match name.as_bytes() {
                 // A node by its id alone (export support: a file handle opened after the
                 // kernel dropped the inode), any kind of file. An unlinked file has no
@@ -481,7 +518,7 @@ impl fuser::Filesystem for ZplFs {
             };
         }
         let object = self.object(ino);
-        match self.run(|vfs, os, ctx| vfs.getattr(os, ctx, object)) {
+        match self.run_read(|vfs, os, ctx| vfs.getattr(os, ctx, object)) {
             Ok(attr) => reply.attr(&TTL, &self.file_attr(&attr)),
             Err(e) => reply.error(e),
         }
@@ -546,7 +583,7 @@ impl fuser::Filesystem for ZplFs {
             };
         }
         let object = self.object(ino);
-        match self.run(|vfs, os, ctx| vfs.readlink(os, ctx, object)) {
+        match self.run_read(|vfs, os, ctx| vfs.readlink(os, ctx, object)) {
             Ok(target) => reply.data(&target),
             Err(e) => reply.error(e),
         }
@@ -708,7 +745,7 @@ impl fuser::Filesystem for ZplFs {
         if object >= CTL_ROOT {
             return reply.opened(FileHandle(object), FopenFlags::FOPEN_KEEP_CACHE);
         }
-        match self.run(|vfs, os, ctx| vfs.getattr(os, ctx, object)) {
+        match self.run_read(|vfs, os, ctx| vfs.getattr(os, ctx, object)) {
             Ok(_) => {
                 self.opened(object);
                 reply.opened(FileHandle(object), FopenFlags::FOPEN_KEEP_CACHE);
@@ -737,10 +774,17 @@ impl fuser::Filesystem for ZplFs {
         let object = self.object(ino);
         let touch = self.atime() && !self.readonly();
         let relatime = self.relatime();
-        let result = self.run(|vfs, os, ctx| {
+        let now = Timespec::now();
+        // The read and the question whether the atime moves run under the shared lock;
+        // only an update that is due (atime=on, or relatime's rule) takes the exclusive one.
+        let result = self.run_read(|vfs, os, ctx| {
             let data = vfs.read(os, ctx, object, offset, size as usize)?;
-            if touch {
-                vfs.touch_atime(os, ctx, object, Timespec::now(), relatime)?;
+            let due = touch && vfs.atime_update_due(os, ctx, object, now, relatime)?;
+            Ok((data, due))
+        });
+        let result = result.and_then(|(data, due)| {
+            if due {
+                self.run(|vfs, os, ctx| vfs.touch_atime(os, ctx, object, now, relatime))?;
             }
             Ok(data)
         });
@@ -842,7 +886,7 @@ impl fuser::Filesystem for ZplFs {
         if object >= CTL_ROOT {
             return reply.opened(FileHandle(object), FopenFlags::empty());
         }
-        match self.run(|vfs, os, ctx| vfs.getattr(os, ctx, object)) {
+        match self.run_read(|vfs, os, ctx| vfs.getattr(os, ctx, object)) {
             Ok(attr) if attr.kind() == FileKind::Directory => {
                 self.opened(object);
                 reply.opened(FileHandle(object), FopenFlags::empty());
@@ -881,7 +925,7 @@ impl fuser::Filesystem for ZplFs {
             };
         }
         loop {
-            let batch = match self.run(|vfs, os, ctx| vfs.readdir(os, ctx, dir, offset, 128)) {
+            let batch = match self.run_read(|vfs, os, ctx| vfs.readdir(os, ctx, dir, offset, 128)) {
                 Ok(batch) => batch,
                 Err(e) => return reply.error(e),
             };
@@ -989,7 +1033,7 @@ impl fuser::Filesystem for ZplFs {
             return reply.error(Errno::from_i32(libc::EOPNOTSUPP));
         }
         let object = self.object(ino);
-        match self.run(|vfs, os, ctx| vfs.getxattr(os, ctx, object, name.as_bytes())) {
+        match self.run_read(|vfs, os, ctx| vfs.getxattr(os, ctx, object, name.as_bytes())) {
             Ok(value) => reply_sized(reply, size, &value),
             Err(e) => reply.error(e),
         }
@@ -1000,7 +1044,7 @@ impl fuser::Filesystem for ZplFs {
             return reply_sized(reply, size, &[]);
         }
         let object = self.object(ino);
-        match self.run(|vfs, os, ctx| vfs.listxattr(os, ctx, object)) {
+        match self.run_read(|vfs, os, ctx| vfs.listxattr(os, ctx, object)) {
             Ok(names) => {
                 let mut list = Vec::new();
                 for name in names {

@@ -26,6 +26,27 @@
 //! A level-0 dbuf written with `write_stored` (a `-c` receive) also carries the block's
 //! stored compressed form, which `sync` writes as is; any later change of the dbuf's bytes
 //! drops it.
+//!
+//! Locking (OpenZFS keeps a dnode's dbufs under `dn_dbufs_mtx` and each dbuf under its
+//! `db_mtx`, and reads hold no lock across I/O). Writers change an object set through
+//! `&mut ObjectSet` (`write`, `truncate`, `free_object`, `sync`, ...): the pool's exclusive
+//! lock is held, no reader is inside, and the caches are reached without locking
+//! (`Mutex::get_mut`). Readers use `&ObjectSet` (`read`, `dnode`, `bonus`, `size_bytes`,
+//! `object_exists`, and through them the ZAP and ZPL reads), many at once under the pool's
+//! shared lock. Their caches sit behind fine-grained locks: the loaded objects in
+//! `CACHE_SHARDS` maps, one `Mutex` each (an object's shard is its number modulo the
+//! count), and the meta-dnode's state behind its own `Mutex`. The order is: pool lock
+//! (shared), then at most one cache lock at a time — an object's shard or the meta-dnode,
+//! never both, never two shards — and no cache lock is held across device I/O, the ARC or
+//! a call that may take another cache lock: a reader finds what it needs under the lock,
+//! copies it out (a dnode, a block pointer, a dirty dbuf's bytes), unlocks, reads the block,
+//! then locks again to insert it as a clean dbuf unless a racing reader did first (both read
+//! the same block of the same tree: a duplicate load is harmless). Readers only ever insert
+//! clean states and dbufs, so they see the open txg's changes (dirty dbufs, changed dnodes)
+//! exactly as a writer left them. Bounds: a reader inserting into a full shard
+//! (`OBJECT_CACHE_MAX` / `CACHE_SHARDS`) first drops that shard's clean states (a dirty
+//! one is the only copy of its txg's change and stays until `sync`); dnode blocks a reader
+//! reads are not kept as dbufs (the ARC holds them); `sync` trims the rest as before.
 
 mod writeback;
 pub use writeback::WritebackRecord;
@@ -36,6 +57,7 @@ use crate::types::{round_up_shift, ObjectId, Txg};
 use crate::vdev::Vdev;
 use crate::zio::blkptr::{BlockPointer, BLKPTR_SIZE_BYTES};
 use crate::zio::{BlockSource, Bookmark, StoredBlock, WriteProps, Zio, ZioError};
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use zetta_zcommon::checksum::ChecksumKind;
 use zetta_zcommon::compress::Compression;
@@ -49,6 +71,9 @@ pub const OBJECT_ID_MAX: u64 = 1 << 48;
 pub const DNODE_FLAG_FIXED_BLOCK_SIZE: u8 = 1;
 /// Clean objects kept in memory between txgs before the cache is dropped.
 pub const OBJECT_CACHE_MAX: usize = 4096;
+/// Locks the object cache is split under (an object's shard is its number modulo this), so
+/// readers of different objects rarely meet on one.
+const CACHE_SHARDS: usize = 16;
 
 /// What a block holds (`dmu_object_type_t`), recorded in block pointers and dnodes.
 pub mod object_type {
@@ -150,8 +175,11 @@ pub struct ObjectSet {
     pub id: u64,
     pub os_type: ObjsetType,
     pub policy: ObjsetPolicy,
-    meta: ObjectState,
-    objects: HashMap<u64, ObjectState>,
+    /// The meta-dnode's state: its tree's dbufs. Readers lock it briefly (see the module
+    /// header's locking paragraph).
+    meta: Mutex<ObjectState>,
+    /// Loaded objects: dnodes and dbufs, sharded behind locks.
+    objects: ObjectCache,
     next_object: u64,
     flags: u64,
     pub zil_header: [u8; 192],
@@ -189,6 +217,85 @@ impl ObjectState {
     }
 }
 
+/// The loaded objects of an object set, keyed by object number, in `CACHE_SHARDS` maps
+/// each behind its own lock. Writers (`&mut ObjectSet`) reach the maps without locking
+/// (`get_mut`); readers (`&ObjectSet`) lock one shard at a time, never across device I/O.
+struct ObjectCache {
+    shards: Box<[Mutex<HashMap<u64, ObjectState>>]>,
+}
+
+impl ObjectCache {
+    fn new() -> ObjectCache {
+        ObjectCache {
+            shards: (0..CACHE_SHARDS)
+                .map(|_| Mutex::new(HashMap::new()))
+                .collect(),
+        }
+    }
+
+    fn shard(id: u64) -> usize {
+        (id % CACHE_SHARDS as u64) as usize
+    }
+
+    /// The shard holding `id`, locked (readers).
+    fn lock(&self, id: u64) -> parking_lot::MutexGuard<'_, HashMap<u64, ObjectState>> {
+        self.shards[Self::shard(id)].lock()
+    }
+
+    fn map_mut(&mut self, id: u64) -> &mut HashMap<u64, ObjectState> {
+        self.shards[Self::shard(id)].get_mut()
+    }
+
+    fn get_mut(&mut self, id: &u64) -> Option<&mut ObjectState> {
+        self.map_mut(*id).get_mut(id)
+    }
+
+    fn contains_key(&mut self, id: &u64) -> bool {
+        self.map_mut(*id).contains_key(id)
+    }
+
+    fn insert(&mut self, id: u64, state: ObjectState) {
+        self.map_mut(id).insert(id, state);
+    }
+
+    /// Every loaded object number, in no order.
+    fn ids(&self) -> Vec<u64> {
+        self.shards
+            .iter()
+            .flat_map(|shard| shard.lock().keys().copied().collect::<Vec<_>>())
+            .collect()
+    }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = (&u64, &mut ObjectState)> {
+        self.shards
+            .iter_mut()
+            .flat_map(|shard| shard.get_mut().iter_mut())
+    }
+
+    fn retain(&mut self, mut keep: impl FnMut(&u64, &mut ObjectState) -> bool) {
+        for shard in self.shards.iter_mut() {
+            shard.get_mut().retain(&mut keep);
+        }
+    }
+
+    fn len(&mut self) -> usize {
+        self.shards.iter_mut().map(|s| s.get_mut().len()).sum()
+    }
+
+    fn clear(&mut self) {
+        for shard in self.shards.iter_mut() {
+            shard.get_mut().clear();
+        }
+    }
+}
+
+/// Whether an object's state holds anything not on disk (a changed dnode, a dirty dbuf):
+/// such a state is the only copy of the open txg's change and never leaves the cache
+/// before `sync`.
+fn state_is_dirty(state: &ObjectState) -> bool {
+    state.dnode_dirty || state.dbufs.values().any(|d| d.dirty)
+}
+
 pub fn default_data_props() -> WriteProps {
     WriteProps {
         checksum: ChecksumKind::Fletcher4,
@@ -208,8 +315,8 @@ impl ObjectSet {
             id,
             os_type,
             policy,
-            meta: ObjectState::new(meta),
-            objects: HashMap::new(),
+            meta: Mutex::new(ObjectState::new(meta)),
+            objects: ObjectCache::new(),
             next_object: 1,
             flags: 0,
             zil_header: [0u8; 192],
@@ -278,8 +385,8 @@ impl ObjectSet {
             id,
             os_type,
             policy,
-            meta: ObjectState::new(meta),
-            objects: HashMap::new(),
+            meta: Mutex::new(ObjectState::new(meta)),
+            objects: ObjectCache::new(),
             next_object: word(528).clamp(1, OBJECT_ID_MAX),
             flags: word(520),
             zil: crate::zil::Zilog::from_header(&zil_header),
@@ -295,6 +402,16 @@ impl ObjectSet {
 
     pub fn is_dirty(&self) -> bool {
         self.dirty
+    }
+
+    /// Objects whose state the cache holds now (bounded by `OBJECT_CACHE_MAX` for what
+    /// readers load).
+    pub fn cached_objects(&self) -> usize {
+        self.objects
+            .shards
+            .iter()
+            .map(|shard| shard.lock().len())
+            .sum()
     }
 
     /// The objset block must be written at the next commit (its ZIL header changed).
@@ -403,24 +520,52 @@ impl ObjectSet {
         Ok(())
     }
 
-    pub fn object_exists(&mut self, ctx: &IoCtx<'_>, id: ObjectId) -> Result<bool, DmuError> {
-        if let Some(state) = self.objects.get(&id.0) {
+    pub fn object_exists(&self, ctx: &IoCtx<'_>, id: ObjectId) -> Result<bool, DmuError> {
+        if let Some(state) = self.objects.lock(id.0).get(&id.0) {
             return Ok(!state.phys.is_free());
         }
         Ok(!self.read_dnode(ctx, id.0)?.is_free())
     }
 
-    fn read_dnode(&mut self, ctx: &IoCtx<'_>, id: u64) -> Result<DnodePhys, DmuError> {
+    /// Object `id`'s dnode as the meta-dnode's tree holds it (a clean meta-dnode block
+    /// loaded as a dbuf, else the block read through the ARC; dnode blocks a reader reads
+    /// are not kept as dbufs: the ARC holds them).
+    fn read_dnode(&self, ctx: &IoCtx<'_>, id: u64) -> Result<DnodePhys, DmuError> {
         let offset = id * DNODE_SIZE_BYTES as u64;
         let blkid = offset / u64::from(META_DNODE_BLOCK_SIZE_BYTES);
-        if blkid > self.meta.phys.max_block_id && !self.meta.dbufs.contains_key(&(0, blkid)) {
+        let within = (offset % u64::from(META_DNODE_BLOCK_SIZE_BYTES)) as usize;
+        let decode = |data: &[u8]| {
+            data.get(within..within + DNODE_SIZE_BYTES)
+                .ok_or_else(|| DmuError::Corrupt(format!("object {id}: dnode block too short")))
+                .and_then(|bytes| {
+                    DnodePhys::decode(bytes)
+                        .map_err(|e| DmuError::Corrupt(format!("object {id}: {e}")))
+                })
+        };
+        {
+            let meta = self.meta.lock();
+            if let Some(dbuf) = meta.dbufs.get(&(0, blkid)) {
+                return decode(&dbuf.data);
+            }
+            if blkid > meta.phys.max_block_id {
+                return Ok(DnodePhys::free());
+            }
+        }
+        let bp = self.block_pointer_shared(ctx, 0, 0, blkid)?;
+        if bp.is_hole() {
             return Ok(DnodePhys::free());
         }
-        let bookmark_objset = self.id;
-        let data = load_dbuf(&mut self.meta, ctx, bookmark_objset, 0, 0, blkid)?;
-        let within = (offset % u64::from(META_DNODE_BLOCK_SIZE_BYTES)) as usize;
-        DnodePhys::decode(&data.data[within..within + DNODE_SIZE_BYTES])
-            .map_err(|e| DmuError::Corrupt(format!("object {id}: {e}")))
+        let block = ctx.zio.read_block(
+            ctx.root,
+            &bp,
+            Some(Bookmark {
+                objset: self.id,
+                object: 0,
+                level: 0,
+                blkid,
+            }),
+        )?;
+        decode(&block)
     }
 
     fn state(&mut self, ctx: &IoCtx<'_>, id: ObjectId) -> Result<&mut ObjectState, DmuError> {
@@ -437,12 +582,137 @@ impl ObjectSet {
         }
     }
 
+    /// Runs `look` on object `id`'s state (0: the meta-dnode) under its shard's lock,
+    /// loading the dnode first if needed: the dnode is read with no lock held, then
+    /// inserted unless a racing reader was first (both read the same bytes). `look` must
+    /// not do I/O. Inserting into a full shard drops its clean states first (the cache
+    /// bound, `OBJECT_CACHE_MAX` over all shards); dirty ones stay (`state_is_dirty`).
+    fn with_state<R>(
+        &self,
+        ctx: &IoCtx<'_>,
+        id: u64,
+        look: impl FnOnce(&mut ObjectState) -> R,
+    ) -> Result<R, DmuError> {
+        if id == 0 {
+            return Ok(look(&mut self.meta.lock()));
+        }
+        {
+            let mut shard = self.objects.lock(id);
+            if let Some(state) = shard.get_mut(&id) {
+                if state.phys.is_free() {
+                    return Err(DmuError::NoSuchObject(ObjectId(id)));
+                }
+                return Ok(look(state));
+            }
+        }
+        let phys = self.read_dnode(ctx, id)?;
+        if phys.is_free() {
+            return Err(DmuError::NoSuchObject(ObjectId(id)));
+        }
+        let mut shard = self.objects.lock(id);
+        if shard.len() >= OBJECT_CACHE_MAX / CACHE_SHARDS && !shard.contains_key(&id) {
+            shard.retain(|_, state| state_is_dirty(state));
+        }
+        let state = shard.entry(id).or_insert_with(|| ObjectState::new(phys));
+        if state.phys.is_free() {
+            return Err(DmuError::NoSuchObject(ObjectId(id)));
+        }
+        Ok(look(state))
+    }
+
+    /// The block pointer of (level, blkid) of object `object` (0: the meta-dnode) through
+    /// shared access: from the dnode or a loaded parent dbuf under the lock; otherwise the
+    /// parent's own pointer (recursively), the parent block read with no lock held, and
+    /// then kept as a clean dbuf unless a racing reader kept it first.
+    fn block_pointer_shared(
+        &self,
+        ctx: &IoCtx<'_>,
+        object: u64,
+        level: u8,
+        blkid: u64,
+    ) -> Result<BlockPointer, DmuError> {
+        enum Step {
+            Found(BlockPointer),
+            Parent { id: u64, slot: usize, size: usize },
+        }
+        let step = self.with_state(ctx, object, |state| -> Result<Step, DmuError> {
+            let nlevels = state.phys.nlevels;
+            if level + 1 >= nlevels {
+                if level + 1 > nlevels {
+                    return Ok(Step::Found(BlockPointer::HOLE));
+                }
+                return Ok(Step::Found(
+                    state
+                        .phys
+                        .blkptr
+                        .get(blkid as usize)
+                        .copied()
+                        .unwrap_or(BlockPointer::HOLE),
+                ));
+            }
+            let per = state.phys.entries_per_indirect();
+            let levels_above = u32::from(nlevels - 1 - level);
+            let addressable =
+                (state.phys.blkptr.len() as u64).saturating_mul(per.saturating_pow(levels_above));
+            if blkid >= addressable {
+                return Ok(Step::Found(BlockPointer::HOLE));
+            }
+            let parent_id = blkid / per;
+            let slot = (blkid % per) as usize * BLKPTR_SIZE_BYTES;
+            match state.dbufs.get(&(level + 1, parent_id)) {
+                Some(parent) => Ok(Step::Found(decode_slot(&parent.data, slot, object)?)),
+                None => Ok(Step::Parent {
+                    id: parent_id,
+                    slot,
+                    size: state.block_size(level + 1),
+                }),
+            }
+        })??;
+        let (id, slot, size) = match step {
+            Step::Found(bp) => return Ok(bp),
+            Step::Parent { id, slot, size } => (id, slot, size),
+        };
+        let parent_bp = self.block_pointer_shared(ctx, object, level + 1, id)?;
+        if parent_bp.is_hole() {
+            return Ok(BlockPointer::HOLE);
+        }
+        let block = ctx.zio.read_block(
+            ctx.root,
+            &parent_bp,
+            Some(Bookmark {
+                objset: self.id,
+                object,
+                level: level + 1,
+                blkid: id,
+            }),
+        )?;
+        if block.len() != size {
+            return Err(DmuError::Corrupt(format!(
+                "object {object} L{} block {id} is {} bytes, expected {size}",
+                level + 1,
+                block.len()
+            )));
+        }
+        let bp = decode_slot(&block, slot, object)?;
+        self.with_state(ctx, object, |state| {
+            state.dbufs.entry((level + 1, id)).or_insert_with(|| Dbuf {
+                data: block.to_vec(),
+                dirty: false,
+                bp: parent_bp,
+                stored: None,
+                filled_bytes: 0,
+            });
+        })?;
+        Ok(bp)
+    }
+
     /// Bytes of dirty level-0 data of `id` that has no block yet (new records, or records
     /// whose old block a truncate or hole already freed): what `used_bytes` will grow by
     /// when the txg commits, before compression. `stat`'s block count adds it, as
     /// OpenZFS's does, so a file being rewritten never shows zero blocks.
     pub fn pending_new_bytes(&self, id: ObjectId) -> u64 {
-        let Some(state) = self.objects.get(&id.0) else {
+        let shard = self.objects.lock(id.0);
+        let Some(state) = shard.get(&id.0) else {
             return 0;
         };
         state
@@ -453,8 +723,8 @@ impl ObjectSet {
             .sum()
     }
 
-    pub fn dnode(&mut self, ctx: &IoCtx<'_>, id: ObjectId) -> Result<DnodePhys, DmuError> {
-        Ok(self.state(ctx, id)?.phys.clone())
+    pub fn dnode(&self, ctx: &IoCtx<'_>, id: ObjectId) -> Result<DnodePhys, DmuError> {
+        self.with_state(ctx, id.0, |state| state.phys.clone())
     }
 
     /// Sets the largest data block size objects may grow to (the record size): a
@@ -464,8 +734,8 @@ impl ObjectSet {
             size_bytes.clamp(512, crate::types::BLOCK_SIZE_MAX_BYTES as u32);
     }
 
-    pub fn bonus(&mut self, ctx: &IoCtx<'_>, id: ObjectId) -> Result<Vec<u8>, DmuError> {
-        Ok(self.state(ctx, id)?.phys.bonus.clone())
+    pub fn bonus(&self, ctx: &IoCtx<'_>, id: ObjectId) -> Result<Vec<u8>, DmuError> {
+        self.with_state(ctx, id.0, |state| state.phys.bonus.clone())
     }
 
     pub fn set_bonus(
@@ -485,47 +755,69 @@ impl ObjectSet {
     }
 
     /// The object's logical size (the end of the last write or truncate).
-    pub fn size_bytes(&mut self, ctx: &IoCtx<'_>, id: ObjectId) -> Result<u64, DmuError> {
-        Ok(self.state(ctx, id)?.phys.size_bytes)
+    pub fn size_bytes(&self, ctx: &IoCtx<'_>, id: ObjectId) -> Result<u64, DmuError> {
+        self.with_state(ctx, id.0, |state| state.phys.size_bytes)
     }
 
+    /// Bytes [offset, offset + len) of object `id`, cut at its size. Through shared
+    /// access: dirty dbufs of the open txg are copied under the object's lock, block
+    /// pointers come from `block_pointer_shared`, and the blocks on disk are read through
+    /// the ARC with no lock held (in parallel when there are several).
     pub fn read(
-        &mut self,
+        &self,
         ctx: &IoCtx<'_>,
         id: ObjectId,
         offset: u64,
         len: usize,
     ) -> Result<Vec<u8>, DmuError> {
         let objset = self.id;
-        let state = self.state(ctx, id)?;
-        let size = state.phys.size_bytes;
+        let (size, block_size) = self.with_state(ctx, id.0, |state| {
+            (
+                state.phys.size_bytes,
+                u64::from(state.phys.data_block_size_bytes),
+            )
+        })?;
         let end = offset.saturating_add(len as u64).min(size);
         if offset >= end {
             return Ok(Vec::new());
         }
-        // Plan: each piece comes from a dirty dbuf, a hole, or a block on disk. Disk blocks
-        // are then read in parallel (checksum and decompression on every core, several
-        // device reads in flight) and copied out in order.
+        if block_size == 0 {
+            return Err(DmuError::Corrupt(format!("object {id} has no block size")));
+        }
+        // Plan: each piece comes from a dirty dbuf (copied now), a hole, or a block on
+        // disk. Disk blocks are then read in parallel (checksum and decompression on every
+        // core, several device reads in flight) and copied out in order.
         enum Piece {
-            Memory,
+            Memory(Vec<u8>),
             Zeros,
             Disk(BlockPointer),
         }
-        let block_size = u64::from(state.phys.data_block_size_bytes);
         let mut pieces: Vec<(u64, usize, usize, Piece)> = Vec::new();
         let mut position = offset;
         while position < end {
             let blkid = position / block_size;
             let within = (position % block_size) as usize;
             let take = ((block_size - within as u64).min(end - position)) as usize;
-            let piece = if state.dbufs.contains_key(&(0, blkid)) {
-                Piece::Memory
-            } else {
-                let bp = block_pointer(state, ctx, objset, id.0, 0, blkid)?;
-                if bp.is_hole() {
-                    Piece::Zeros
-                } else {
-                    Piece::Disk(bp)
+            let memory = self.with_state(ctx, id.0, |state| {
+                state
+                    .dbufs
+                    .get(&(0, blkid))
+                    .map(|dbuf| dbuf.data.get(within..within + take).map(<[u8]>::to_vec))
+            })?;
+            let piece = match memory {
+                Some(Some(bytes)) => Piece::Memory(bytes),
+                Some(None) => {
+                    return Err(DmuError::Corrupt(format!(
+                        "object {id} block {blkid} is shorter than its block size"
+                    )))
+                }
+                None => {
+                    let bp = self.block_pointer_shared(ctx, id.0, 0, blkid)?;
+                    if bp.is_hole() {
+                        Piece::Zeros
+                    } else {
+                        Piece::Disk(bp)
+                    }
                 }
             };
             pieces.push((blkid, within, take, piece));
@@ -558,10 +850,7 @@ impl ObjectSet {
         let mut out = Vec::with_capacity((end - offset) as usize);
         for ((blkid, within, take, piece), data) in pieces.into_iter().zip(fetched) {
             match (piece, data) {
-                (Piece::Memory, _) => {
-                    let dbuf = &state.dbufs[&(0, blkid)];
-                    out.extend_from_slice(&dbuf.data[within..within + take]);
-                }
+                (Piece::Memory(bytes), _) => out.extend_from_slice(&bytes),
                 (Piece::Zeros, _) => out.resize(out.len() + take, 0),
                 (Piece::Disk(_), Some(result)) => {
                     let data = result?;
@@ -904,7 +1193,7 @@ impl ObjectSet {
     /// Every allocated object number, in order (walks the dnode array).
     pub fn object_ids(&mut self, ctx: &IoCtx<'_>) -> Result<Vec<ObjectId>, DmuError> {
         let mut ids = Vec::new();
-        let blocks = self.meta.phys.max_block_id + 1;
+        let blocks = self.meta.get_mut().phys.max_block_id + 1;
         for blkid in 0..blocks {
             for slot in 0..DNODES_PER_BLOCK {
                 let id = blkid * DNODES_PER_BLOCK + slot;
@@ -916,7 +1205,7 @@ impl ObjectSet {
                 }
             }
         }
-        for (&id, state) in &self.objects {
+        for (&id, state) in self.objects.iter_mut() {
             if !state.phys.is_free() && id / DNODES_PER_BLOCK >= blocks {
                 ids.push(ObjectId(id));
             }
@@ -935,7 +1224,7 @@ impl ObjectSet {
         let policy = self.policy;
         let objset = self.id;
         // 1. Dirty objects' blocks, level by level across all objects.
-        let mut ids: Vec<u64> = self.objects.keys().copied().collect();
+        let mut ids: Vec<u64> = self.objects.ids();
         ids.sort_unstable();
         {
             let mut states: Vec<(u64, &mut ObjectState)> = self
@@ -960,7 +1249,7 @@ impl ObjectSet {
         for id in ids {
             let dirty = self
                 .objects
-                .get(&id)
+                .get_mut(&id)
                 .map(|s| s.dnode_dirty)
                 .unwrap_or(false);
             if !dirty {
@@ -973,18 +1262,19 @@ impl ObjectSet {
             }
             let offset = id * DNODE_SIZE_BYTES as u64;
             let blkid = offset / u64::from(META_DNODE_BLOCK_SIZE_BYTES);
-            ensure_levels(&mut self.meta, ctx, objset, 0, blkid)?;
-            let dbuf = load_dbuf(&mut self.meta, ctx, objset, 0, 0, blkid)?;
+            let meta = self.meta.get_mut();
+            ensure_levels(meta, ctx, objset, 0, blkid)?;
+            let dbuf = load_dbuf(meta, ctx, objset, 0, 0, blkid)?;
             let within = (offset % u64::from(META_DNODE_BLOCK_SIZE_BYTES)) as usize;
             dbuf.data[within..within + DNODE_SIZE_BYTES].copy_from_slice(&bytes);
             dbuf.dirty = true;
-            self.meta.phys.max_block_id = self.meta.phys.max_block_id.max(blkid);
+            meta.phys.max_block_id = meta.phys.max_block_id.max(blkid);
         }
         // Free dnodes leave the cache; clean level-0 data leaves memory (the ARC keeps it).
         self.objects.retain(|_, s| !s.phys.is_free());
         // 3. The meta-dnode's own tree.
         {
-            let mut states = vec![(0u64, &mut self.meta)];
+            let mut states = vec![(0u64, self.meta.get_mut())];
             sync_trees(
                 ctx,
                 objset,
@@ -996,11 +1286,12 @@ impl ObjectSet {
                 true,
             )?;
         }
-        self.meta.phys.size_bytes =
-            (self.meta.phys.max_block_id + 1) * u64::from(META_DNODE_BLOCK_SIZE_BYTES);
+        let meta = self.meta.get_mut();
+        meta.phys.size_bytes =
+            (meta.phys.max_block_id + 1) * u64::from(META_DNODE_BLOCK_SIZE_BYTES);
         // 4. The objset block.
         let mut block = vec![0u8; OBJSET_BLOCK_SIZE_BYTES];
-        self.meta.phys.encode(&mut block[..DNODE_SIZE_BYTES]);
+        meta.phys.encode(&mut block[..DNODE_SIZE_BYTES]);
         block[512..520].copy_from_slice(&(self.os_type as u64).to_le_bytes());
         block[520..528].copy_from_slice(&self.flags.to_le_bytes());
         block[528..536].copy_from_slice(&self.next_object.to_le_bytes());
@@ -1013,7 +1304,7 @@ impl ObjectSet {
         if !old_bp.is_hole() {
             release_block(ctx, &policy, &mut self.dead_blocks, &mut self.freed, old_bp);
         }
-        for state in self.objects.values_mut() {
+        for (_, state) in self.objects.iter_mut() {
             state.dbufs.retain(|(level, _), d| d.dirty || *level > 0);
         }
         self.objects
@@ -1022,6 +1313,7 @@ impl ObjectSet {
             self.objects.clear();
         }
         self.meta
+            .get_mut()
             .dbufs
             .retain(|(level, _), d| d.dirty || *level > 0);
         self.dirty = false;
@@ -1313,6 +1605,14 @@ fn block_pointer(
     let slot = (blkid % per) as usize * BLKPTR_SIZE_BYTES;
     BlockPointer::decode(&parent.data[slot..slot + BLKPTR_SIZE_BYTES])
         .map_err(|e| DmuError::Corrupt(format!("object {object}: {e}")))
+}
+
+/// The block pointer at byte `slot` of an indirect block.
+fn decode_slot(data: &[u8], slot: usize, object: u64) -> Result<BlockPointer, DmuError> {
+    let bytes = data
+        .get(slot..slot + BLKPTR_SIZE_BYTES)
+        .ok_or_else(|| DmuError::Corrupt(format!("object {object}: indirect block too short")))?;
+    BlockPointer::decode(bytes).map_err(|e| DmuError::Corrupt(format!("object {object}: {e}")))
 }
 
 /// Loads (reading if needed) the dbuf of (level, blkid).

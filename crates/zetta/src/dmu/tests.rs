@@ -1,6 +1,6 @@
 //! Object-set tests: the objset block format and the block tree's growth and shrinkage.
 
-use super::objset::{ObjectSet, OBJSET_BLOCK_SIZE_BYTES};
+use super::objset::{ObjectSet, OBJECT_CACHE_MAX, OBJSET_BLOCK_SIZE_BYTES};
 use super::*;
 use crate::io::{DeviceRef, MemDevice};
 use crate::spa::{CreateOptions, Spa, TopKind, TopSpec};
@@ -151,4 +151,39 @@ fn dirty_data_is_counted_in_whole_records() {
     assert_eq!(os.dirty_data_bytes, 128 << 10);
     os.write(&ctx, id, 201 << 10, &[3u8; 4096]).unwrap();
     assert_eq!(os.dirty_data_bytes, 128 << 10);
+}
+
+// Why: the object cache was bounded only at `sync`, so a pool that is only read (an
+// `ls -lR` of a big tree, nothing to commit) kept every dnode it ever looked at. Readers
+// now insert under the shard locks and drop a full shard's clean states first; dirty
+// states (the open txg's only copy) stay whatever the readers do.
+#[test]
+fn readers_keep_the_object_cache_bounded_and_dirty_states_in_it() {
+    let spa = pool();
+    let ctx = spa.ctx();
+    let policy = crate::spa::dataset_policy(default_data_props());
+    let mut os = ObjectSet::create(9, ObjsetType::Filesystem, policy);
+    let count = OBJECT_CACHE_MAX as u64 + 1000;
+    for _ in 0..count {
+        os.create_object(&ctx, object_type::PLAIN_FILE, 512, 0, 0)
+            .unwrap();
+    }
+    let bp = os
+        .sync(&ctx, &crate::zio::blkptr::BlockPointer::HOLE)
+        .unwrap();
+    let mut os = ObjectSet::open(&ctx, 9, &bp, policy).unwrap();
+    // One dirty object of the open txg, then readers over every object.
+    os.write(&ctx, ObjectId(7), 0, b"dirty").unwrap();
+    let reader = &os;
+    for id in 1..=count {
+        assert!(reader.object_exists(&ctx, ObjectId(id)).unwrap());
+        reader.dnode(&ctx, ObjectId(id)).unwrap();
+    }
+    assert!(
+        reader.cached_objects() <= OBJECT_CACHE_MAX,
+        "{} objects cached",
+        reader.cached_objects()
+    );
+    assert_eq!(reader.read(&ctx, ObjectId(7), 0, 5).unwrap(), b"dirty");
+    assert_eq!(reader.size_bytes(&ctx, ObjectId(7)).unwrap(), 5);
 }

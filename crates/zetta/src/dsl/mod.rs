@@ -108,7 +108,7 @@ impl Spa {
             return Ok(None);
         }
         let ctx = io_ctx!(self);
-        let found = zap::zap_lookup(&mut self.mos, &ctx, ObjectId(phys.child_dir_zap), component)
+        let found = zap::zap_lookup(&self.mos, &ctx, ObjectId(phys.child_dir_zap), component)
             .map_err(zap_error)?;
         Ok(found.and_then(|v| v.first().copied()))
     }
@@ -305,8 +305,8 @@ impl Spa {
         }
         let mut out = Vec::new();
         let ctx = io_ctx!(self);
-        let entries = zap::zap_list_all(&mut self.mos, &ctx, ObjectId(phys.child_dir_zap))
-            .map_err(zap_error)?;
+        let entries =
+            zap::zap_list_all(&self.mos, &ctx, ObjectId(phys.child_dir_zap)).map_err(zap_error)?;
         for entry in entries {
             if let ZapValue::U64s(values) = entry.value {
                 if let Some(&child) = values.first() {
@@ -666,7 +666,7 @@ impl Spa {
         let props = self.props_zap(dir)?;
         let mut out = Vec::new();
         let ctx = io_ctx!(self);
-        let entries = zap::zap_list_all(&mut self.mos, &ctx, ObjectId(props)).map_err(zap_error)?;
+        let entries = zap::zap_list_all(&self.mos, &ctx, ObjectId(props)).map_err(zap_error)?;
         for entry in entries {
             if let ZapValue::Bytes(value) = entry.value {
                 out.push((

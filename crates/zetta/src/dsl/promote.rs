@@ -258,8 +258,8 @@ impl Spa {
             return Ok(());
         }
         let ctx = io_ctx!(self);
-        let entries = zap::zap_list_all(&mut self.mos, &ctx, ObjectId(from.bookmarks_zap))
-            .map_err(zap_error)?;
+        let entries =
+            zap::zap_list_all(&self.mos, &ctx, ObjectId(from.bookmarks_zap)).map_err(zap_error)?;
         for entry in entries {
             let ZapValue::U64s(values) = entry.value else {
                 continue;

@@ -220,7 +220,7 @@ impl Spa {
             return Ok(None);
         }
         let ctx = io_ctx!(self);
-        let found = zap::zap_lookup(&mut self.mos, &ctx, ObjectId(head.snapnames_zap), snap)
+        let found = zap::zap_lookup(&self.mos, &ctx, ObjectId(head.snapnames_zap), snap)
             .map_err(zap_error)?;
         Ok(found.and_then(|v| v.first().copied()))
     }
@@ -242,8 +242,8 @@ impl Spa {
             return Ok(out);
         }
         let ctx = io_ctx!(self);
-        let entries = zap::zap_list_all(&mut self.mos, &ctx, ObjectId(head.snapnames_zap))
-            .map_err(zap_error)?;
+        let entries =
+            zap::zap_list_all(&self.mos, &ctx, ObjectId(head.snapnames_zap)).map_err(zap_error)?;
         for entry in entries {
             if let ZapValue::U64s(values) = entry.value {
                 if let Some(&object) = values.first() {
@@ -767,8 +767,8 @@ impl Spa {
             return Ok(out);
         }
         let ctx = io_ctx!(self);
-        let entries = zap::zap_list_all(&mut self.mos, &ctx, ObjectId(head.bookmarks_zap))
-            .map_err(zap_error)?;
+        let entries =
+            zap::zap_list_all(&self.mos, &ctx, ObjectId(head.bookmarks_zap)).map_err(zap_error)?;
         for entry in entries {
             if let ZapValue::U64s(values) = entry.value {
                 if let [guid, creation_txg, creation_time] = values[..] {
@@ -933,7 +933,7 @@ impl Spa {
         }
         let ctx = io_ctx!(self);
         let entries =
-            zap::zap_list_all(&mut self.mos, &ctx, ObjectId(phys.holds_zap)).map_err(zap_error)?;
+            zap::zap_list_all(&self.mos, &ctx, ObjectId(phys.holds_zap)).map_err(zap_error)?;
         for entry in entries {
             if let ZapValue::U64s(values) = entry.value {
                 out.push((

@@ -158,7 +158,7 @@ impl Spa {
                 root: label_tree,
                 txg,
             };
-            let mut mos = ObjectSet::open(&ctx, 0, &ub.rootbp, mos_policy())?;
+            let mos = ObjectSet::open(&ctx, 0, &ub.rootbp, mos_policy())?;
             let size = mos.size_bytes(&ctx, MOS_OBJECT_DIRECTORY)?;
             let bytes = mos.read(&ctx, MOS_OBJECT_DIRECTORY, 0, size as usize)?;
             let directory = NvList::decode(&bytes).map_err(|e| SpaError::Corrupt(e.to_string()))?;

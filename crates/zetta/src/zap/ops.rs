@@ -187,7 +187,7 @@ pub fn zap_destroy(os: &mut ObjectSet, ctx: &IoCtx<'_>, object: ObjectId) -> Res
 }
 
 fn read_header(
-    os: &mut ObjectSet,
+    os: &ObjectSet,
     ctx: &IoCtx<'_>,
     object: ObjectId,
 ) -> Result<ZapHeaderPhys, ZapError> {
@@ -206,7 +206,7 @@ fn write_header(
 
 /// The block of the leaf covering `key`, from the pointer table.
 fn leaf_block_for(
-    os: &mut ObjectSet,
+    os: &ObjectSet,
     ctx: &IoCtx<'_>,
     object: ObjectId,
     header: &ZapHeaderPhys,
@@ -231,7 +231,7 @@ fn leaf_block_for(
 }
 
 fn read_leaf(
-    os: &mut ObjectSet,
+    os: &ObjectSet,
     ctx: &IoCtx<'_>,
     object: ObjectId,
     header: &ZapHeaderPhys,
@@ -252,7 +252,7 @@ fn read_leaf(
 
 /// Header, leaf block and leaf for a key.
 fn locate(
-    os: &mut ObjectSet,
+    os: &ObjectSet,
     ctx: &IoCtx<'_>,
     object: ObjectId,
     key: u64,
@@ -504,7 +504,7 @@ pub fn zap_remove(
 
 /// The value of `name`, whichever kind it is.
 pub fn zap_lookup_value(
-    os: &mut ObjectSet,
+    os: &ObjectSet,
     ctx: &IoCtx<'_>,
     object: ObjectId,
     name: impl AsRef<[u8]>,
@@ -522,7 +522,7 @@ pub fn zap_lookup_value(
 
 /// The u64 words of `name`; `ZapError::WrongType` if it holds bytes.
 pub fn zap_lookup(
-    os: &mut ObjectSet,
+    os: &ObjectSet,
     ctx: &IoCtx<'_>,
     object: ObjectId,
     name: impl AsRef<[u8]>,
@@ -536,7 +536,7 @@ pub fn zap_lookup(
 
 /// The byte string of `name`; `ZapError::WrongType` if it holds u64 words.
 pub fn zap_lookup_bytes(
-    os: &mut ObjectSet,
+    os: &ObjectSet,
     ctx: &IoCtx<'_>,
     object: ObjectId,
     name: impl AsRef<[u8]>,
@@ -548,15 +548,11 @@ pub fn zap_lookup_bytes(
     }
 }
 
-pub fn zap_count(os: &mut ObjectSet, ctx: &IoCtx<'_>, object: ObjectId) -> Result<u64, ZapError> {
+pub fn zap_count(os: &ObjectSet, ctx: &IoCtx<'_>, object: ObjectId) -> Result<u64, ZapError> {
     Ok(read_header(os, ctx, object)?.entry_count)
 }
 
-pub fn zap_stats(
-    os: &mut ObjectSet,
-    ctx: &IoCtx<'_>,
-    object: ObjectId,
-) -> Result<ZapStats, ZapError> {
+pub fn zap_stats(os: &ObjectSet, ctx: &IoCtx<'_>, object: ObjectId) -> Result<ZapStats, ZapError> {
     let header = read_header(os, ctx, object)?;
     Ok(ZapStats {
         entry_count: header.entry_count,
@@ -568,7 +564,7 @@ pub fn zap_stats(
 
 /// Every entry of a ZAP, in cookie order (small ZAPs: property lists, snapshot names).
 pub fn zap_list_all(
-    os: &mut ObjectSet,
+    os: &ObjectSet,
     ctx: &IoCtx<'_>,
     object: ObjectId,
 ) -> Result<Vec<ZapEntry>, ZapError> {
@@ -590,7 +586,7 @@ pub fn zap_list_all(
 /// every entry that existed throughout exactly once, whatever was inserted or removed
 /// between calls.
 pub fn zap_list(
-    os: &mut ObjectSet,
+    os: &ObjectSet,
     ctx: &IoCtx<'_>,
     object: ObjectId,
     cursor: u64,

@@ -52,7 +52,7 @@ pub fn check_name(name: &[u8]) -> Result<(), ZplError> {
 
 /// The entry `name` of directory `dir`: (object, kind).
 pub fn lookup(
-    os: &mut ObjectSet,
+    os: &ObjectSet,
     ctx: &IoCtx<'_>,
     dir: u64,
     name: &[u8],
@@ -89,7 +89,7 @@ pub fn remove(os: &mut ObjectSet, ctx: &IoCtx<'_>, dir: u64, name: &[u8]) -> Res
     Ok(())
 }
 
-pub fn is_empty(os: &mut ObjectSet, ctx: &IoCtx<'_>, dir: u64) -> Result<bool, ZplError> {
+pub fn is_empty(os: &ObjectSet, ctx: &IoCtx<'_>, dir: u64) -> Result<bool, ZplError> {
     Ok(zap::zap_count(os, ctx, ObjectId(dir))? == 0)
 }
 
@@ -114,7 +114,7 @@ fn offset_to_cursor(offset: i64) -> u64 {
 
 /// Up to `max` entries of `dir` from `offset` (0 = the start), with `.` and `..` first.
 pub fn list(
-    os: &mut ObjectSet,
+    os: &ObjectSet,
     ctx: &IoCtx<'_>,
     dir: u64,
     parent: u64,

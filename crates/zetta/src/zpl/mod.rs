@@ -329,6 +329,36 @@ impl crate::spa::Spa {
             .map_err(ZplError::from)?
     }
 
+    /// Whether the object set of the dataset with MOS object `dataset` is open in this
+    /// pool, so `with_zpl_object_shared` can reach it (`with_zpl_object` opens it).
+    pub fn dataset_is_open(&self, dataset: u64) -> bool {
+        self.openzfs.is_none()
+            && (dataset == crate::spa::MOS_OBJECT_ROOT_DATASET.0
+                || self.datasets.contains_key(&dataset))
+    }
+
+    /// `with_zpl_object` through shared access, for the read operations (lookup,
+    /// getattr, read, readdir, readlink, getxattr, listxattr) of a mount holding the
+    /// pool's lock shared: many run at once, none changes anything. The dataset must be
+    /// open already (`dataset_is_open`); an unopened one is an I/O error here.
+    pub fn with_zpl_object_shared<T>(
+        &self,
+        dataset: u64,
+        vfs: &Zfsvfs,
+        work: impl FnOnce(&Zfsvfs, &ObjectSet, &IoCtx<'_>) -> Result<T, ZplError>,
+    ) -> Result<T, ZplError> {
+        let os = if !self.dataset_is_open(dataset) {
+            None
+        } else if dataset == crate::spa::MOS_OBJECT_ROOT_DATASET.0 {
+            Some(&self.root_dataset)
+        } else {
+            self.datasets.get(&dataset).map(|head| &head.objset)
+        };
+        let os = os.ok_or_else(|| ZplError::Io(format!("dataset {dataset} is not open")))?;
+        let ctx = io_ctx!(self);
+        work(vfs, os, &ctx)
+    }
+
     /// `zfs diff from to`: what changed between snapshot `from` (`fs@a`) and `to`, a later
     /// snapshot of the same filesystem or the filesystem itself (as of its last commit).
     pub fn zpl_diff(&mut self, from: &str, to: &str) -> Result<Vec<diff::DiffEntry>, ZplError> {

@@ -869,3 +869,199 @@ fn punch_frees_in_bounded_batches() {
     .unwrap();
     settle_and_audit(&mut spa);
 }
+
+/// A device whose reads, once armed, wait at a gate until a second read has arrived
+/// (then every read passes): two readers get through only if both can be inside the read
+/// path at once. A gate still closed after a minute opens and says so (`timed_out`).
+struct GateDevice {
+    inner: MemDevice,
+    armed: std::sync::atomic::AtomicBool,
+    /// (reads waiting at the gate, gate open)
+    gate: std::sync::Mutex<(usize, bool)>,
+    opened: std::sync::Condvar,
+    timed_out: std::sync::atomic::AtomicBool,
+}
+
+impl crate::io::BlockDevice for GateDevice {
+    fn size_bytes(&self) -> u64 {
+        self.inner.size_bytes()
+    }
+
+    fn read_at(&self, offset: u64, buffer: &mut [u8]) -> Result<(), crate::io::IoError> {
+        use std::sync::atomic::Ordering;
+        if self.armed.load(Ordering::SeqCst) {
+            let mut gate = self.gate.lock().unwrap();
+            if !gate.1 {
+                gate.0 += 1;
+                if gate.0 >= 2 {
+                    gate.1 = true;
+                    self.opened.notify_all();
+                } else {
+                    let (mut gate, wait) = self
+                        .opened
+                        .wait_timeout_while(gate, std::time::Duration::from_secs(60), |g| !g.1)
+                        .unwrap();
+                    if wait.timed_out() {
+                        self.timed_out.store(true, Ordering::SeqCst);
+                        gate.1 = true;
+                        self.opened.notify_all();
+                    }
+                }
+            }
+        }
+        self.inner.read_at(offset, buffer)
+    }
+
+    fn write_at(&self, offset: u64, data: &[u8]) -> Result<(), crate::io::IoError> {
+        self.inner.write_at(offset, data)
+    }
+
+    fn flush(&self) -> Result<(), crate::io::IoError> {
+        self.inner.flush()
+    }
+
+    fn path(&self) -> String {
+        self.inner.path()
+    }
+}
+
+// Why: every read (lookup, getattr, read, readdir) took the pool's exclusive lock because
+// the object set's read path needed `&mut ObjectSet` (caches filled on read), so two
+// readers of a mount ran one after the other, the second waiting out the first's device
+// reads. Reads now go through `&ObjectSet` under the pool's shared lock: here two readers
+// of two cold files must both be inside a device read at once, or the gate times out.
+#[test]
+fn two_readers_are_inside_the_read_path_at_once() {
+    use std::sync::atomic::Ordering;
+    let device = Arc::new(GateDevice {
+        inner: MemDevice::new("/mem/gate", 256 << 20),
+        armed: false.into(),
+        gate: std::sync::Mutex::new((0, false)),
+        opened: std::sync::Condvar::new(),
+        timed_out: false.into(),
+    });
+    let spec = TopSpec {
+        kind: TopKind::Single,
+        leaves: vec![("/mem/gate".to_string(), device.clone() as DeviceRef)],
+        is_log: false,
+    };
+    let mut spa = Spa::create("tank", &[spec], &CreateOptions::default()).unwrap();
+    spa.create_filesystem("tank/fs").unwrap();
+    let (vfs, files) = spa
+        .with_zpl("tank/fs", |vfs, os, ctx| {
+            let mut files = Vec::new();
+            for (name, fill) in [(&b"a"[..], 0xaa), (&b"b"[..], 0xbb)] {
+                let attr = vfs.create(
+                    os,
+                    ctx,
+                    vfs.root,
+                    name,
+                    FileKind::Regular,
+                    0o644,
+                    ME,
+                    0,
+                    t(10),
+                )?;
+                vfs.write(os, ctx, attr.object, 0, &vec![fill; 64 << 10], t(11))?;
+                files.push((name, attr.object, fill));
+            }
+            Ok((*vfs, files))
+        })
+        .unwrap();
+    let dataset = spa.lookup_dataset("tank/fs").unwrap().unwrap();
+    spa.sync().unwrap();
+    // Cold: nothing of the files in the ARC, so each reader reads the device.
+    spa.zio.arc.clear();
+    device.armed.store(true, Ordering::SeqCst);
+    let pool = parking_lot::RwLock::new(spa);
+    std::thread::scope(|scope| {
+        let readers: Vec<_> = files
+            .iter()
+            .map(|&(name, object, fill)| {
+                let pool = &pool;
+                scope.spawn(move || {
+                    let spa = pool.read();
+                    assert!(spa.dataset_is_open(dataset));
+                    let data = spa
+                        .with_zpl_object_shared(dataset, &vfs, |vfs, os, ctx| {
+                            let attr = vfs.lookup(os, ctx, vfs.root, name)?;
+                            assert_eq!(attr.object, object);
+                            vfs.read(os, ctx, object, 0, 64 << 10)
+                        })
+                        .unwrap();
+                    assert!(data.len() == 64 << 10 && data.iter().all(|&b| b == fill));
+                })
+            })
+            .collect();
+        for reader in readers {
+            reader.join().unwrap();
+        }
+    });
+    assert!(
+        device.gate.lock().unwrap().1,
+        "the readers never read the device"
+    );
+    assert!(
+        !device.timed_out.load(Ordering::SeqCst),
+        "a reader waited for the other to leave the read path"
+    );
+}
+
+// Why: the shared read path must see what the open txg changed (dirty dbufs, a changed
+// dnode), not only what is on disk, as the exclusive one did.
+#[test]
+fn shared_reads_see_uncommitted_writes() {
+    let device = Arc::new(MemDevice::new("/mem/zpl", 256 << 20));
+    let mut spa = pool(&device);
+    spa.create_filesystem("tank/fs").unwrap();
+    let dataset = spa.lookup_dataset("tank/fs").unwrap().unwrap();
+    let (vfs, file) = spa
+        .with_zpl("tank/fs", |vfs, os, ctx| {
+            let file = vfs.create(
+                os,
+                ctx,
+                vfs.root,
+                b"f",
+                FileKind::Regular,
+                0o644,
+                ME,
+                0,
+                t(1),
+            )?;
+            vfs.write(os, ctx, file.object, 0, &vec![1u8; 300 << 10], t(2))?;
+            Ok((*vfs, file.object))
+        })
+        .unwrap();
+    spa.sync().unwrap();
+    spa.with_zpl("tank/fs", |vfs, os, ctx| {
+        vfs.write(os, ctx, file, 200 << 10, &[2u8; 4096], t(3))?;
+        vfs.create(
+            os,
+            ctx,
+            vfs.root,
+            b"new",
+            FileKind::Regular,
+            0o644,
+            ME,
+            0,
+            t(4),
+        )?;
+        Ok(())
+    })
+    .unwrap();
+    let spa = &spa;
+    let (data, attr, new) = spa
+        .with_zpl_object_shared(dataset, &vfs, |vfs, os, ctx| {
+            Ok((
+                vfs.read(os, ctx, file, (200 << 10) - 1, 4098)?,
+                vfs.getattr(os, ctx, file)?,
+                vfs.lookup(os, ctx, vfs.root, b"new").is_ok(),
+            ))
+        })
+        .unwrap();
+    assert_eq!(data[0], 1);
+    assert!(data[1..4097].iter().all(|&b| b == 2));
+    assert_eq!(data[4097], 1);
+    assert_eq!(attr.znode.mtime, t(3));
+    assert!(new, "a file created in the open txg is found");
+}

@@ -19,7 +19,7 @@ const MODE_PERM_MASK: u64 = 0o7777;
 /// Largest file offset (OpenZFS `MAXOFFSET_T` on 64-bit: 2^63 - 1).
 pub const FILE_SIZE_MAX: u64 = i64::MAX as u64;
 
-pub fn get(os: &mut ObjectSet, ctx: &IoCtx<'_>, object: u64) -> Result<ZnodePhys, ZplError> {
+pub fn get(os: &ObjectSet, ctx: &IoCtx<'_>, object: u64) -> Result<ZnodePhys, ZplError> {
     Ok(attr(os, ctx, object)?.znode)
 }
 
@@ -33,7 +33,7 @@ pub fn put(
     Ok(())
 }
 
-pub fn attr(os: &mut ObjectSet, ctx: &IoCtx<'_>, object: u64) -> Result<Attr, ZplError> {
+pub fn attr(os: &ObjectSet, ctx: &IoCtx<'_>, object: u64) -> Result<Attr, ZplError> {
     let dnode = os.dnode(ctx, ObjectId(object))?;
     if dnode.bonus_type != BONUS_TYPE_ZNODE {
         return Err(ZplError::NotFound);
@@ -50,7 +50,7 @@ pub fn attr(os: &mut ObjectSet, ctx: &IoCtx<'_>, object: u64) -> Result<Attr, Zp
     })
 }
 
-fn get_dir(os: &mut ObjectSet, ctx: &IoCtx<'_>, dir: u64) -> Result<ZnodePhys, ZplError> {
+fn get_dir(os: &ObjectSet, ctx: &IoCtx<'_>, dir: u64) -> Result<ZnodePhys, ZplError> {
     let znode = get(os, ctx, dir)?;
     if znode.kind() != Some(FileKind::Directory) {
         return Err(ZplError::NotDir);
@@ -60,6 +60,16 @@ fn get_dir(os: &mut ObjectSet, ctx: &IoCtx<'_>, dir: u64) -> Result<ZnodePhys, Z
         return Err(ZplError::NotFound);
     }
     Ok(znode)
+}
+
+/// Linux relatime: an update is due when the atime is not newer than the mtime and ctime,
+/// or is a day old; without relatime, always.
+fn atime_due(znode: &ZnodePhys, now: Timespec, relatime: bool) -> bool {
+    if !relatime {
+        return true;
+    }
+    let day_old = now.sec.saturating_sub(znode.atime.sec) >= 24 * 3600;
+    !(znode.atime > znode.mtime && znode.atime > znode.ctime && !day_old)
 }
 
 /// A generation number no other object of this process gets: the creation txg in the
@@ -186,18 +196,13 @@ pub struct Unlinked {
 }
 
 impl Zfsvfs {
-    pub fn getattr(
-        &self,
-        os: &mut ObjectSet,
-        ctx: &IoCtx<'_>,
-        object: u64,
-    ) -> Result<Attr, ZplError> {
+    pub fn getattr(&self, os: &ObjectSet, ctx: &IoCtx<'_>, object: u64) -> Result<Attr, ZplError> {
         attr(os, ctx, object)
     }
 
     pub fn lookup(
         &self,
-        os: &mut ObjectSet,
+        os: &ObjectSet,
         ctx: &IoCtx<'_>,
         dir: u64,
         name: &[u8],
@@ -315,7 +320,7 @@ impl Zfsvfs {
 
     pub fn readlink(
         &self,
-        os: &mut ObjectSet,
+        os: &ObjectSet,
         ctx: &IoCtx<'_>,
         object: u64,
     ) -> Result<Vec<u8>, ZplError> {
@@ -696,20 +701,31 @@ impl Zfsvfs {
         relatime: bool,
     ) -> Result<(), ZplError> {
         let mut znode = get(os, ctx, object)?;
-        if relatime {
-            // Linux relatime: update when atime is not newer than mtime/ctime, or a day old.
-            let day_old = now.sec.saturating_sub(znode.atime.sec) >= 24 * 3600;
-            if znode.atime > znode.mtime && znode.atime > znode.ctime && !day_old {
-                return Ok(());
-            }
+        if !atime_due(&znode, now, relatime) {
+            return Ok(());
         }
         znode.atime = now;
         put(os, ctx, object, &znode)
     }
 
+    /// Whether a read at `now` would change the access time (`touch_atime`): always
+    /// under atime=on, under relatime only when the atime is not newer than the mtime and
+    /// ctime or a day old. Shared access, so a mount asks before it takes the pool's
+    /// exclusive lock for the update, and most reads never do.
+    pub fn atime_update_due(
+        &self,
+        os: &ObjectSet,
+        ctx: &IoCtx<'_>,
+        object: u64,
+        now: Timespec,
+        relatime: bool,
+    ) -> Result<bool, ZplError> {
+        Ok(atime_due(&get(os, ctx, object)?, now, relatime))
+    }
+
     pub fn read(
         &self,
-        os: &mut ObjectSet,
+        os: &ObjectSet,
         ctx: &IoCtx<'_>,
         object: u64,
         offset: u64,
@@ -842,7 +858,7 @@ impl Zfsvfs {
     /// Up to `max` entries of directory `dir` from `offset` (0 first; see `dir`).
     pub fn readdir(
         &self,
-        os: &mut ObjectSet,
+        os: &ObjectSet,
         ctx: &IoCtx<'_>,
         dir: u64,
         offset: i64,

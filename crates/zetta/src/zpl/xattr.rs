@@ -29,7 +29,7 @@ fn check_name(name: &[u8]) -> Result<(), ZplError> {
     Ok(())
 }
 
-fn value_of(os: &mut ObjectSet, ctx: &IoCtx<'_>, value: ZapValue) -> Result<Vec<u8>, ZplError> {
+fn value_of(os: &ObjectSet, ctx: &IoCtx<'_>, value: ZapValue) -> Result<Vec<u8>, ZplError> {
     match value {
         ZapValue::Bytes(bytes) => Ok(bytes),
         ZapValue::U64s(words) => match words.as_slice() {
@@ -63,7 +63,7 @@ pub fn destroy_all(os: &mut ObjectSet, ctx: &IoCtx<'_>, xattr_zap: u64) -> Resul
 impl Zfsvfs {
     pub fn getxattr(
         &self,
-        os: &mut ObjectSet,
+        os: &ObjectSet,
         ctx: &IoCtx<'_>,
         object: u64,
         name: &[u8],
@@ -81,7 +81,7 @@ impl Zfsvfs {
     /// Every xattr name of the object.
     pub fn listxattr(
         &self,
-        os: &mut ObjectSet,
+        os: &ObjectSet,
         ctx: &IoCtx<'_>,
         object: u64,
     ) -> Result<Vec<Vec<u8>>, ZplError> {

@@ -43,11 +43,12 @@ impl ObjectSet {
     /// `max_bytes` are taken; returns the bytes taken. All-zero records are left to `sync`
     /// (they become holes).
     pub fn writeback_claim(&self, max_bytes: u64, out: &mut Vec<WritebackRecord>) -> u64 {
-        let mut ids: Vec<u64> = self.objects.keys().copied().collect();
+        let mut ids: Vec<u64> = self.objects.ids();
         ids.sort_unstable();
         let mut taken = 0u64;
         for id in ids {
-            let Some(state) = self.objects.get(&id) else {
+            let shard = self.objects.lock(id);
+            let Some(state) = shard.get(&id) else {
                 continue;
             };
             if state.phys.is_free() || is_metadata_type(state.phys.object_type) {
