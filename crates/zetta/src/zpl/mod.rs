@@ -28,6 +28,8 @@ pub mod dir;
 pub mod openzfs;
 pub mod vnops;
 pub mod xattr;
+pub mod zfs_log;
+pub mod zfs_replay;
 pub mod zfs_vnops;
 pub mod znode;
 
