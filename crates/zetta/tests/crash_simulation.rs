@@ -1,6 +1,11 @@
 //! Deterministic crash simulation: the real engine on non-durable simulated devices, with
 //! the power cut after a seeded number of device I/Os (pending writes then kept, dropped or
-//! torn at random).
+//! torn at random), in the mode the daemon runs: file data written early by the `Threaded`
+//! writeback, whose batch the simulator (`io::SimWorld`) schedules at seeded points instead
+//! of a thread. Every device has its own crash budget; the first to run out cuts the power
+//! of all. Multi-device batches are issued in a seeded order, so a seed replays exactly on
+//! every layout (single, 2-device stripe, mirror, raidz1, raidz2), byte for byte
+//! (`every_seed_replays_exactly_on_every_layout`).
 //!
 //! Why: crash safety is the product. After every cut the pool must import at a txg no older
 //! than the last `sync` that returned, every object must hold exactly what it held at the
@@ -11,10 +16,10 @@
 
 mod common;
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
-use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
-use zetta::io::{DeviceRef, PowerCutPolicy, SimDevice};
+use zetta::io::{DeviceRef, PowerCutPolicy, SimDevice, SimWorld};
 use zetta::rand::SeededRng;
 use zetta::spa::{find_pools, CreateOptions, Spa, TopKind, TopSpec, WritebackMode};
 use zetta::types::{ObjectId, Txg};
@@ -25,10 +30,25 @@ type Model = BTreeMap<u64, Vec<u8>>;
 /// Snapshots (full name, the file's content in it), oldest first.
 type Snapshots = Vec<(String, Vec<u8>)>;
 
-/// Coverage mark: promotes that completed before the cut (the run proves it reached them).
-static PROMOTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-/// Coverage mark: file data installed by early writes (`spa::writeback`) before the cuts.
-static WRITEBACK_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+// Coverage marks, per test thread (the tests of this binary run in parallel).
+thread_local! {
+    /// Promotes that completed before the cut (the run proves it reached them).
+    static PROMOTES: Cell<u64> = const { Cell::new(0) };
+    /// File data installed by early writes (`spa::writeback`) before the cuts.
+    static WRITEBACK_BYTES: Cell<u64> = const { Cell::new(0) };
+    /// Cuts that found an early batch queued, not yet run by the scheduler.
+    static CUTS_WITH_BATCH_QUEUED: Cell<u64> = const { Cell::new(0) };
+    /// Cuts whose power went off while the scheduler ran an early batch.
+    static CUTS_INSIDE_BATCH: Cell<u64> = const { Cell::new(0) };
+}
+
+fn mark(counter: &'static std::thread::LocalKey<Cell<u64>>, amount: u64) {
+    counter.with(|c| c.set(c.get() + amount));
+}
+
+fn marked(counter: &'static std::thread::LocalKey<Cell<u64>>) -> u64 {
+    counter.with(|c| c.get())
+}
 
 /// What the pool must hold at a txg: the root dataset's objects, the file in `sim/a`, and
 /// the set of extra filesystems.
@@ -47,22 +67,31 @@ struct State {
 }
 
 struct World {
+    sim: Arc<SimWorld>,
     devices: Vec<Arc<SimDevice>>,
 }
 
 impl World {
     fn new(seed: u64, count: usize) -> World {
+        let sim = SimWorld::new(seed ^ 0x5343_4845_4455_4c45);
         World {
             devices: (0..count)
                 .map(|i| {
-                    Arc::new(SimDevice::new(
+                    Arc::new(SimDevice::in_world(
                         &format!("/sim/d{i}"),
                         80 << 20,
                         seed * 31 + i as u64,
+                        &sim,
                     ))
                 })
                 .collect(),
+            sim,
         }
+    }
+
+    /// What survived the cut on every device, byte for byte.
+    fn durable_images(&self) -> Vec<Vec<(u64, Vec<u8>)>> {
+        self.devices.iter().map(|d| d.durable_chunks()).collect()
     }
 
     fn refs(&self) -> Vec<DeviceRef> {
@@ -187,16 +216,33 @@ fn zpl_tx<T>(
     result.map_err(|e| zetta::spa::SpaError::Corrupt(e.to_string()))
 }
 
+/// The layouts a seed may draw: single device, 2-device stripe, mirror, raidz1, raidz2.
+const LAYOUTS: [(TopKind, usize); 5] = [
+    (TopKind::Single, 1),
+    (TopKind::Single, 2),
+    (TopKind::Mirror, 2),
+    (TopKind::Raidz(1), 3),
+    (TopKind::Raidz(2), 4),
+];
+
 /// One seeded run; returns a description of the failure, if any.
 fn run_seed(seed: u64) -> Result<(), String> {
+    run_seed_on(seed, None).map(|_| ())
+}
+
+/// The devices' durable images right after a cut, and how many early batches the
+/// simulator ran before it.
+type Outcome = (Vec<Vec<(u64, Vec<u8>)>>, u64);
+
+/// One seeded run, on the layout the seed draws or on `LAYOUTS[layout]`; returns the
+/// devices' durable images right after the cut (before the import writes anything).
+fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Outcome, String> {
     let mut rng = SeededRng::new(seed);
     zetta::rand::seed_thread(seed);
-    let (kind, count) = match rng.below(4) {
-        0 => (TopKind::Single, 1),
-        1 => (TopKind::Single, 2),
-        2 => (TopKind::Mirror, 2),
-        _ => (TopKind::Raidz(1), 3),
-    };
+    // Creation times, uberblock and znode timestamps: the same on every run of the seed.
+    zetta::io::sim::set_clock(Some(1_700_000_000 + (seed % 1_000_000) as i64));
+    let drawn = rng.below(LAYOUTS.len() as u64) as usize;
+    let (kind, count) = LAYOUTS[layout.unwrap_or(drawn)];
     let world = World::new(seed, count);
     let options = CreateOptions {
         ashift: if rng.below(2) == 0 { 9 } else { 12 },
@@ -205,14 +251,15 @@ fn run_seed(seed: u64) -> Result<(), String> {
     };
     let mut spa =
         Spa::create("sim", &world.spec(kind), &options).map_err(|e| format!("create: {e}"))?;
-    // Half the seeds write file data early (spa::writeback) from a few KiB of dirty data on,
-    // so cuts land before, during and after early writes and their install. Drawn from
-    // its own generator: the other seeds' operations stay what they were.
+    // Three seeds in four run the daemon's mode, writing file data early
+    // (spa::writeback, `Threaded`, its batch scheduled by the simulator) from a few KiB of
+    // dirty data on, so cuts land before, during and after early writes and their install.
+    // Drawn from its own generator: the other seeds' operations stay what they were.
     let mut writeback_rng = SeededRng::new(seed ^ 0x5752_4954_4542_4143);
-    let writeback = writeback_rng.below(2) == 0;
+    let writeback = writeback_rng.below(4) != 0;
     if writeback {
         spa.set_writeback(
-            WritebackMode::Inline,
+            WritebackMode::Threaded,
             writeback_rng.below(256 << 10),
             (64 << 10) + writeback_rng.below(1 << 20),
         );
@@ -280,12 +327,20 @@ fn run_seed(seed: u64) -> Result<(), String> {
     );
     let mut last_returned = spa.last_synced_txg();
 
-    let budget = Arc::new(AtomicI64::new(1 + rng.below(120) as i64));
+    // Each device its own crash budget (writes and flushes); the first to run out cuts the
+    // power of all.
     for device in &world.devices {
-        device.arm_crash(budget.clone());
+        device.arm_budget(1 + rng.below(120) as i64);
     }
     let operations = 5 + rng.below(40);
-    'ops: for _ in 0..operations {
+    'ops: for step in 0..operations {
+        // ZPL times: the seed's own clock, one second per operation.
+        let now = Timespec {
+            sec: 1_700_000_000 + step as i64,
+            nsec: (seed % 1_000_000_000) as u32,
+        };
+        // A scheduling point: a queued early batch may run before the next operation.
+        world.sim.step();
         let result = match rng.below(23) {
             // POSIX-layer operations on sim/z: each is atomic within its txg.
             17 if zpl_files.len() < 12 => {
@@ -293,7 +348,6 @@ fn run_seed(seed: u64) -> Result<(), String> {
                 next_zpl_name += 1;
                 let len = rng.below(150_000) as usize;
                 let data = random_data(&mut rng, len);
-                let now = Timespec::now();
                 // Two operations, as a process makes them (creat, then write): a commit
                 // between them holds the file empty.
                 let before = snapshot(
@@ -342,7 +396,6 @@ fn run_seed(seed: u64) -> Result<(), String> {
                     next_zpl_name += 1;
                     format!("z{next_zpl_name}")
                 };
-                let now = Timespec::now();
                 let before = snapshot(
                     &model,
                     &file_in_a,
@@ -375,7 +428,6 @@ fn run_seed(seed: u64) -> Result<(), String> {
                     .nth(rng.below(zpl_files.len() as u64) as usize)
                     .cloned()
                     .unwrap_or_default();
-                let now = Timespec::now();
                 let before = snapshot(
                     &model,
                     &file_in_a,
@@ -431,7 +483,7 @@ fn run_seed(seed: u64) -> Result<(), String> {
                 committed.insert(spa.open_txg().next(), after);
                 match spa.promote(&clone) {
                     Ok(()) => {
-                        PROMOTES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        mark(&PROMOTES, 1);
                         snapshots = moved;
                         origins = new_origins;
                         last_returned = spa.last_synced_txg();
@@ -664,23 +716,32 @@ fn run_seed(seed: u64) -> Result<(), String> {
         // Early writes of what the operation dirtied, and the install of the previous
         // batch (the daemon does this after every write).
         let result = result.and_then(|()| if writeback { spa.note_dirty(0) } else { Ok(()) });
-        if result.is_err() {
-            // An I/O failure (power gone) or a full pool: the process dies here.
+        if result.is_err() || world.sim.is_power_off() {
+            // An I/O failure (power gone, maybe under an early batch the scheduler ran) or
+            // a full pool: the process dies here.
             break;
         }
     }
     if writeback {
-        WRITEBACK_BYTES.fetch_add(
-            spa.writeback_installed_bytes(),
-            std::sync::atomic::Ordering::Relaxed,
-        );
+        mark(&WRITEBACK_BYTES, spa.writeback_installed_bytes());
     }
-    // Power cut: nothing more reaches the disks; unflushed writes land or not.
+    if world.sim.cut_in_background() {
+        mark(&CUTS_INSIDE_BATCH, 1);
+    }
+    // Power cut: nothing more reaches the disks (a queued early batch never runs);
+    // unflushed writes land or not.
+    if world.sim.has_pending() {
+        mark(&CUTS_WITH_BATCH_QUEUED, 1);
+    }
     drop(spa);
+    world.sim.kill_process();
     for device in &world.devices {
         device.power_cut(PowerCutPolicy::Random);
         device.disarm();
     }
+    world.sim.restore_power();
+    let images = world.durable_images();
+    let batches_run = world.sim.tasks_run();
     let found = find_pools(&world.refs());
     let candidate = found.first().ok_or("no pool found after the cut")?;
     let mut spa =
@@ -806,7 +867,7 @@ fn run_seed(seed: u64) -> Result<(), String> {
         }
     }
     if std::env::var("ZETTA_SIM_VERBOSE").is_ok() {
-        eprintln!("seed {seed}: {kind:?}x{count} imported txg {txg} last returned {last_returned} objects {} bytes {}", expected.len(), expected.values().map(|d| d.len()).sum::<usize>());
+        eprintln!("seed {seed}: {kind:?}x{count} writeback {writeback} batches run {} imported txg {txg} last returned {last_returned} objects {} bytes {}", world.sim.tasks_run(), expected.len(), expected.values().map(|d| d.len()).sum::<usize>());
     }
     let stats = spa.scrub(None).map_err(|e| format!("scrub: {e}"))?;
     if stats.errors != 0 {
@@ -817,17 +878,68 @@ fn run_seed(seed: u64) -> Result<(), String> {
     spa.write_object(id, 0, b"after")
         .map_err(|e| e.to_string())?;
     spa.sync().map_err(|e| e.to_string())?;
-    Ok(())
+    Ok((images, batches_run))
 }
 
 #[test]
 fn power_cuts_at_seeded_points_never_lose_committed_data() {
     let ran = common::run_seeds("ZETTA_SIM", "crash simulation", 2000, run_seed);
-    let promotes = PROMOTES.load(std::sync::atomic::Ordering::Relaxed);
-    let early = WRITEBACK_BYTES.load(std::sync::atomic::Ordering::Relaxed);
+    let promotes = marked(&PROMOTES);
+    let early = marked(&WRITEBACK_BYTES);
+    let queued = marked(&CUTS_WITH_BATCH_QUEUED);
+    let inside = marked(&CUTS_INSIDE_BATCH);
     eprintln!(
-        "crash simulation: {ran} power cuts survived ({promotes} promotes, {early} bytes written early before them)"
+        "crash simulation: {ran} power cuts survived ({promotes} promotes, {early} bytes written early before them, {queued} cuts with an early batch queued, {inside} cuts under an early batch)"
     );
     assert!(ran < 500 || promotes > 0, "no seed reached a promote");
     assert!(ran < 500 || early > 0, "no seed installed an early write");
+    assert!(
+        ran < 500 || queued > 0,
+        "no cut found an early batch queued"
+    );
+    assert!(
+        ran < 500 || inside > 0,
+        "no cut landed under an early batch"
+    );
+}
+
+// Why: the leaves' writes of a batch were issued in parallel (rayon) against one shared
+// crash budget and the daemon's early writes ran on a thread, so on more than one device
+// which writes landed before the cut depended on thread timing, and a failing seed did not
+// replay. Now the simulator schedules both: two runs of a seed must leave every device's
+// durable image identical, byte for byte, on every layout.
+#[test]
+fn every_seed_replays_exactly_on_every_layout() {
+    for (layout, (kind, count)) in LAYOUTS.iter().enumerate() {
+        // Seeds whose runs write file data early (the daemon's mode) before their cut.
+        let mut batches = 0;
+        for seed in [54u64, 63, 79] {
+            let (first, ran) = run_seed_on(seed, Some(layout))
+                .unwrap_or_else(|e| panic!("seed {seed} on {kind:?}x{count}: {e}"));
+            let (second, ran_again) = run_seed_on(seed, Some(layout))
+                .unwrap_or_else(|e| panic!("seed {seed} on {kind:?}x{count}: {e}"));
+            assert_eq!(
+                ran, ran_again,
+                "seed {seed} on {kind:?}x{count}: batches run"
+            );
+            batches += ran;
+            assert_eq!(first.len(), *count);
+            assert!(
+                first.iter().all(|image| !image.is_empty()),
+                "seed {seed} on {kind:?}x{count}: a device holds nothing after the cut"
+            );
+            for (device, (a, b)) in first.iter().zip(&second).enumerate() {
+                let same =
+                    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.0 == y.0 && x.1 == y.1);
+                assert!(
+                    same,
+                    "seed {seed} on {kind:?}x{count}: device {device} differs between two runs"
+                );
+            }
+        }
+        assert!(
+            batches > 0,
+            "{kind:?}x{count}: no seed ran an early batch before its cut"
+        );
+    }
 }

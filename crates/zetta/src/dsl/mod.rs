@@ -5,8 +5,9 @@
 //! MOS object 5 is the root DSL dir and object 4 its head dataset (the pool's root
 //! filesystem, `tank`). A child `tank/a/b` is a DSL dir (entry `b` in `tank/a`'s child ZAP)
 //! and a head dataset whose bonus holds the block pointer of its object set. Properties set
-//! on a dir live in its props ZAP (name → value bytes); inheritance is resolved above this
-//! layer (`zetta-zprop`). Each dataset's object set is synced by the pool's txg (`spa`),
+//! on a dir live in its props ZAP (name → value bytes); inheritance has one implementation,
+//! `zetta_zprop::inherit`, which `zfs get` and this layer's I/O properties (`effective_io_props`)
+//! both resolve through. Each dataset's object set is synced by the pool's txg (`spa`),
 //! and its space figures follow what its syncs allocate and free (`space`).
 //!
 //! Filesystems here; snapshots, clones, rollback and bookmarks in `snapshot`, renames in
@@ -425,66 +426,37 @@ impl Spa {
         Ok(())
     }
 
-    /// The I/O properties in force for a dir: each from the nearest dir (itself, then its
-    /// ancestors) that sets it locally, else the default — `recordsize`, `compression`,
-    /// `checksum`, `copies` as `zfs set` stored them (`zetta-zprop` stored forms).
+    /// The I/O properties in force for a dir — `recordsize`, `compression`, `checksum`,
+    /// `copies` — resolved by `zetta_zprop::inherit` (the one inheritance implementation,
+    /// the same `zfs get` prints) over the props ZAPs of the dir and its ancestors
+    /// (`prop::DirChain`). A stored value the engine cannot use (written by a newer
+    /// version) leaves the default in force.
     pub fn effective_io_props(
         &mut self,
         dir: u64,
     ) -> Result<(crate::zio::WriteProps, u32), SpaError> {
+        use zetta_zprop::ZfsProp;
+        let chain = self.dir_chain_props(dir, prop::IO_PROPS)?;
+        let value = |prop: ZfsProp| chain.resolve(prop);
         let mut props = default_data_props();
         let mut record_size = 128u32 << 10;
-        let mut found = [false; 4];
-        let mut current = dir;
-        for _ in 0..=NESTING_MAX {
-            let phys = self.read_dir(current)?;
-            if phys.props_zap != 0 {
-                for (index, prop) in ["recordsize", "compression", "checksum", "copies"]
-                    .iter()
-                    .enumerate()
-                {
-                    if found[index] {
-                        continue;
-                    }
-                    // Local, else received (dsl/prop.rs).
-                    let Some(value) = self.lookup_prop_effective(phys.props_zap, prop)? else {
-                        continue;
-                    };
-                    found[index] = true;
-                    match index {
-                        0 => {
-                            if let Ok(size) = value.parse::<u32>() {
-                                if size.is_power_of_two() && (512..=16 << 20).contains(&size) {
-                                    record_size = size;
-                                }
-                            }
-                        }
-                        1 => {
-                            if let Ok(compression) =
-                                zetta_zcommon::compress::Compression::parse_property(&value)
-                            {
-                                props.compression = compression;
-                            }
-                        }
-                        2 => {
-                            if let Ok(checksum) =
-                                zetta_zcommon::checksum::ChecksumKind::parse_property(&value)
-                            {
-                                props.checksum = checksum;
-                            }
-                        }
-                        _ => {
-                            if let Ok(copies) = value.parse::<u8>() {
-                                props.copies = copies.clamp(1, 3);
-                            }
-                        }
-                    }
-                }
+        if let Some(size) = value(ZfsProp::Recordsize).and_then(|v| v.parse::<u32>().ok()) {
+            if size.is_power_of_two() && (512..=16 << 20).contains(&size) {
+                record_size = size;
             }
-            if phys.parent_dir == 0 || current == MOS_OBJECT_ROOT_DIR.0 {
-                break;
-            }
-            current = phys.parent_dir;
+        }
+        if let Some(compression) = value(ZfsProp::Compression)
+            .and_then(|v| zetta_zcommon::compress::Compression::parse_property(&v).ok())
+        {
+            props.compression = compression;
+        }
+        if let Some(checksum) = value(ZfsProp::Checksum)
+            .and_then(|v| zetta_zcommon::checksum::ChecksumKind::parse_property(&v).ok())
+        {
+            props.checksum = checksum;
+        }
+        if let Some(copies) = value(ZfsProp::Copies).and_then(|v| v.parse::<u8>().ok()) {
+            props.copies = copies.clamp(1, 3);
         }
         Ok((props, record_size))
     }

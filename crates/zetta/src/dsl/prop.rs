@@ -14,11 +14,12 @@
 //! Invariant: a stream's properties replace all of a dataset's received values at once
 //! (a property the sender no longer has stops being received), and never touch local ones.
 
-use super::zap_error;
+use super::{zap_error, NESTING_MAX};
 use crate::dmu::IoCtx;
 use crate::spa::{Spa, SpaError};
 use crate::types::ObjectId;
 use crate::zap::{self, ZapError};
+use std::collections::HashMap;
 
 /// Suffix of a received value's entry.
 pub const RECEIVED_SUFFIX: &str = "$recvd";
@@ -89,27 +90,96 @@ impl Spa {
         }
     }
 
-    /// The value of `prop` in force at the dir whose props ZAP is `zap_object`, if any
-    /// (local, else received unless hidden).
-    pub(super) fn lookup_prop_effective(
+    /// The stored entries of `props` (local, received, inherit marker) on `dir` and each
+    /// of its ancestors: what `zetta_zprop::inherit` needs to resolve them.
+    pub(super) fn dir_chain_props(
         &mut self,
-        zap_object: u64,
-        prop: &str,
-    ) -> Result<Option<String>, SpaError> {
-        let lookup = |spa: &mut Spa, key: &str| {
-            let ctx = io_ctx!(spa);
-            match zap::zap_lookup_bytes(&mut spa.mos, &ctx, ObjectId(zap_object), key) {
-                Ok(found) => Ok(found.map(|b| String::from_utf8_lossy(&b).into_owned())),
-                Err(ZapError::NotFound) => Ok(None),
-                Err(e) => Err(zap_error(e)),
+        dir: u64,
+        props: &[&str],
+    ) -> Result<DirChain, SpaError> {
+        let mut levels = Vec::new();
+        let mut current = dir;
+        for _ in 0..=NESTING_MAX {
+            let phys = self.read_dir(current)?;
+            let mut entries = HashMap::new();
+            if phys.props_zap != 0 {
+                for prop in props {
+                    for key in [
+                        prop.to_string(),
+                        format!("{prop}{RECEIVED_SUFFIX}"),
+                        format!("{prop}{INHERIT_SUFFIX}"),
+                    ] {
+                        let ctx = io_ctx!(self);
+                        match zap::zap_lookup_bytes(
+                            &mut self.mos,
+                            &ctx,
+                            ObjectId(phys.props_zap),
+                            &key,
+                        ) {
+                            Ok(Some(bytes)) => {
+                                entries.insert(key, String::from_utf8_lossy(&bytes).into_owned());
+                            }
+                            Ok(None) | Err(ZapError::NotFound) => {}
+                            Err(e) => return Err(zap_error(e)),
+                        }
+                    }
+                }
             }
-        };
-        if let Some(value) = lookup(self, prop)? {
-            return Ok(Some(value));
+            levels.push(entries);
+            if phys.parent_dir == 0 || current == crate::spa::MOS_OBJECT_ROOT_DIR.0 {
+                break;
+            }
+            current = phys.parent_dir;
         }
-        if lookup(self, &format!("{prop}{INHERIT_SUFFIX}"))?.is_some() {
-            return Ok(None);
-        }
-        lookup(self, &format!("{prop}{RECEIVED_SUFFIX}"))
+        levels.reverse();
+        Ok(DirChain { levels })
+    }
+}
+
+/// The I/O properties the engine itself applies to new writes.
+pub(super) const IO_PROPS: &[&str] = &["recordsize", "compression", "checksum", "copies"];
+
+/// Property entries along one dir's ancestry, root first, seen by `zetta_zprop::inherit`
+/// under stand-in names (`0`, `0/1`, `0/1/2`, …: inheritance depends on the chain only).
+pub(super) struct DirChain {
+    levels: Vec<HashMap<String, String>>,
+}
+
+impl DirChain {
+    fn level_name(depth: usize) -> String {
+        (0..=depth)
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join("/")
+    }
+
+    fn entry(&self, dataset: &str, key: &str) -> Option<&String> {
+        let depth = dataset.split('/').count().checked_sub(1)?;
+        (Self::level_name(depth) == dataset)
+            .then(|| self.levels.get(depth)?.get(key))
+            .flatten()
+    }
+
+    /// The value in force at the chain's last dir (local, received or inherited, else the
+    /// property's default), as `zfs get` resolves it.
+    pub(super) fn resolve(&self, prop: zetta_zprop::ZfsProp) -> Option<String> {
+        let name = Self::level_name(self.levels.len().saturating_sub(1));
+        zetta_zprop::inherit::resolve_native(self, &name, prop).map(|r| r.value)
+    }
+}
+
+impl zetta_zprop::PropSource for DirChain {
+    fn local(&self, dataset: &str, prop: &str) -> Option<String> {
+        self.entry(dataset, prop).cloned()
+    }
+
+    fn received(&self, dataset: &str, prop: &str) -> Option<String> {
+        self.entry(dataset, &format!("{prop}{RECEIVED_SUFFIX}"))
+            .cloned()
+    }
+
+    fn inherit_marker(&self, dataset: &str, prop: &str) -> bool {
+        self.entry(dataset, &format!("{prop}{INHERIT_SUFFIX}"))
+            .is_some()
     }
 }

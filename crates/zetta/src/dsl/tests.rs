@@ -193,6 +193,52 @@ fn io_properties_take_effect_and_inherit() {
     assert_eq!(block, 128 << 10);
 }
 
+/// Why: the engine resolved the I/O properties with its own walk of the dirs, a second
+/// inheritance implementation beside `zetta_zprop::inherit` (what `zfs get` prints); the
+/// two could disagree on what new writes use. Now the engine asks zprop: a received value,
+/// hidden by `zfs inherit` (falling back to the ancestor's local value), shown again by
+/// `zfs inherit -S`, and a local value over both, are what `zfs get` reports.
+#[test]
+fn io_properties_resolve_as_zfs_get_does() {
+    use zetta_zcommon::compress::Compression;
+    let device = Arc::new(MemDevice::new("/mem/dsl", 128 << 20));
+    let mut spa = pool(&device);
+    spa.create_filesystem("tank/a").unwrap();
+    spa.create_filesystem("tank/a/child").unwrap();
+    spa.set_local_prop("tank/a", "compression", "zle").unwrap();
+    spa.set_received_props("tank/a/child", &[("compression".into(), "gzip-3".into())])
+        .unwrap();
+    let dir = spa.lookup_dir("tank/a/child").unwrap().unwrap();
+    let compression = |spa: &mut Spa| spa.effective_io_props(dir).unwrap().0.compression;
+    assert_eq!(compression(&mut spa), Compression::Gzip(3), "received");
+    spa.inherit_prop("tank/a/child", "compression", false)
+        .unwrap();
+    assert_eq!(
+        compression(&mut spa),
+        Compression::Zle,
+        "hidden: the parent's"
+    );
+    spa.inherit_prop("tank/a/child", "compression", true)
+        .unwrap();
+    assert_eq!(
+        compression(&mut spa),
+        Compression::Gzip(3),
+        "shown again (-S)"
+    );
+    spa.set_local_prop("tank/a/child", "compression", "off")
+        .unwrap();
+    assert_eq!(compression(&mut spa), Compression::Off, "local wins");
+    spa.clear_local_prop("tank/a/child", "compression").unwrap();
+    spa.clear_local_prop("tank/a", "compression").unwrap();
+    assert_eq!(
+        compression(&mut spa),
+        Compression::Gzip(3),
+        "received over default"
+    );
+    spa.set_received_props("tank/a/child", &[]).unwrap();
+    assert_eq!(compression(&mut spa), Compression::Lz4, "default: on");
+}
+
 /// Snapshots: O(1), read-only views of the committed state. Overwriting and deleting in
 /// the head after a snapshot leaves the snapshot's data intact (blocks go to the dead list,
 /// not back to the allocator), across export and import; scrub walks snapshots too.

@@ -6,7 +6,8 @@
 //! simulator's non-durable, fault-injecting device). Invariants every implementation keeps:
 //! a read returns exactly the bytes of the last completed write covering them; a write is
 //! durable only after a later `flush` returns; offsets past the end are an error, not a
-//! short transfer.
+//! short transfer. A `SimDevice` may belong to a `SimWorld` (`sim_world`): the simulator then
+//! schedules what would run in parallel on it (see `sim`).
 
 mod file;
 mod mem;
@@ -14,7 +15,7 @@ pub mod sim;
 
 pub use file::FileDevice;
 pub use mem::MemDevice;
-pub use sim::{PowerCutPolicy, SimDevice};
+pub use sim::{PowerCutPolicy, SimDevice, SimWorld};
 
 use std::fmt;
 use std::sync::Arc;
@@ -59,6 +60,11 @@ pub trait BlockDevice: Send + Sync {
     fn flush(&self) -> Result<(), IoError>;
     /// The path (or a test name) shown in `zpool status`.
     fn path(&self) -> String;
+    /// The simulated world this device belongs to (`sim::SimWorld`): its I/O is then
+    /// scheduled by the simulator's seed instead of by threads. Real devices: none.
+    fn sim_world(&self) -> Option<&Arc<sim::SimWorld>> {
+        None
+    }
 }
 
 pub type DeviceRef = Arc<dyn BlockDevice>;

@@ -140,6 +140,9 @@ pub struct Spa {
 }
 
 pub fn now_secs() -> u64 {
+    if let Some(secs) = crate::io::sim::clock_secs() {
+        return secs.max(0) as u64;
+    }
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())

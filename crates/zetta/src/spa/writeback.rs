@@ -18,8 +18,15 @@
 //! it, and a crash before the commit leaves it as free space of an uncommitted txg.
 //! Anything that replaces the vdev tree (`root_mut`) also waits for the batch first.
 //!
-//! `Inline` mode writes the batch at once in the caller (same effect on disk, same order):
-//! the deterministic crash simulation uses it; the daemon uses `Threaded`.
+//! `Inline` mode writes the batch at once in the caller (same effect on disk, same order);
+//! the daemon uses `Threaded`. Under simulation (the vdev tree's leaves are all devices of
+//! one `io::SimWorld`) `Threaded` runs the very same batch closure, but the world decides
+//! when: it is queued (`SimWorld::spawn`) instead of given a thread, and runs at a seeded
+//! scheduling point (the harness's steps between operations, the reap's `step` before it
+//! looks for a finished batch) or, at the latest, when the pool waits for it (the sync, a
+//! change of the vdev tree, the space check), where it runs in the waiter's place. So the
+//! crash simulation cuts the power before, inside and after an early batch, before its
+//! install and during the sync, and every seed replays exactly.
 
 use super::{Spa, SpaError};
 use crate::dmu::objset::WritebackRecord;
@@ -70,6 +77,8 @@ pub(crate) struct Writeback {
     pub start_bytes: u64,
     pub batch_bytes: u64,
     inflight: Option<Arc<Slot>>,
+    /// The simulated world running the batch in flight (`Threaded` under simulation).
+    sim: Option<Arc<crate::io::SimWorld>>,
     /// Bytes installed early since import (statistics, tests).
     pub installed_bytes: u64,
     /// Early blocks freed because their record changed first (statistics, tests).
@@ -87,6 +96,7 @@ impl Default for Writeback {
             start_bytes: WRITEBACK_START_BYTES,
             batch_bytes: WRITEBACK_BATCH_BYTES,
             inflight: None,
+            sim: None,
             installed_bytes: 0,
             discarded_blocks: 0,
             unclaimable_bytes: 0,
@@ -173,13 +183,21 @@ impl Spa {
         let slot = Arc::new(Slot::default());
         match self.writeback.mode {
             WritebackMode::Threaded => {
+                let world = self.root.sim_world();
                 let (zio, root, slot) = (self.zio.clone(), self.root.clone(), slot.clone());
-                std::thread::spawn(move || {
+                let task = move || {
                     let written = write_batch(&zio, &root, &batch);
                     drop((zio, root));
                     *slot.done.lock() = Some(Done { batch, written });
                     slot.ready.notify_all();
-                });
+                };
+                match &world {
+                    Some(world) => world.spawn(Box::new(task)),
+                    None => {
+                        std::thread::spawn(task);
+                    }
+                }
+                self.writeback.sim = world;
             }
             _ => {
                 let written = write_batch(&self.zio, &self.root, &batch);
@@ -200,6 +218,10 @@ impl Spa {
         let Some(slot) = &self.writeback.inflight else {
             return 0;
         };
+        if let Some(world) = &self.writeback.sim {
+            // Under simulation the batch runs in the waiter's place.
+            world.run_pending();
+        }
         let mut guard = slot.done.lock();
         while guard.is_none() {
             slot.ready.wait(&mut guard);
@@ -220,6 +242,15 @@ impl Spa {
         let Some(slot) = self.writeback.inflight.clone() else {
             return;
         };
+        if let Some(world) = &self.writeback.sim {
+            // Under simulation: a seeded point where the batch may have finished by now;
+            // one that must be waited for runs in the waiter's place.
+            if wait {
+                world.run_pending();
+            } else {
+                world.step();
+            }
+        }
         let done = {
             let mut guard = slot.done.lock();
             if guard.is_none() && wait {
@@ -233,6 +264,7 @@ impl Spa {
             }
         };
         self.writeback.inflight = None;
+        self.writeback.sim = None;
         if let Err(e) = self.writeback_install(done) {
             eprintln!(
                 "zetta: pool '{}': early write-out not installed: {e}",

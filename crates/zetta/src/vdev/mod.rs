@@ -33,6 +33,11 @@ pub const AGGREGATE_SIZE_BYTES_MAX: usize = 8 << 20;
 /// Issues planned leaf writes: per leaf, sorted by offset, adjacent writes merged into large
 /// sequential ones (OpenZFS `vdev_queue` aggregation), leaves in parallel. A leaf that fails
 /// a write is faulted (it no longer takes I/O until cleared); the failures are returned.
+///
+/// Under simulation (every leaf with a device is a device of one `io::SimWorld`) the runs
+/// are issued one at a time on the caller's thread, each leaf's runs in offset order and the
+/// leaves interleaved in an order drawn from the world's seed: which writes reach which
+/// device before a cut is then a function of the seed, not of thread timing.
 pub fn issue_leaf_writes(mut plan: Vec<LeafWrite<'_>>) -> Vec<IoError> {
     use rayon::prelude::*;
     plan.sort_by_key(|w| (w.leaf as *const Vdev as usize, w.offset_bytes));
@@ -43,36 +48,109 @@ pub fn issue_leaf_writes(mut plan: Vec<LeafWrite<'_>>) -> Vec<IoError> {
             _ => per_leaf.push(vec![write]),
         }
     }
+    if let Some(world) = sim_world_of(per_leaf.iter().map(|group| group[0].leaf)) {
+        return issue_leaf_writes_simulated(&per_leaf, &world);
+    }
     per_leaf
         .into_par_iter()
         .flat_map_iter(|group| {
             let leaf = group[0].leaf;
             let mut errors = Vec::new();
-            let mut index = 0;
-            while index < group.len() {
-                // A run of contiguous writes goes out as one vectored write.
-                let run_offset = group[index].offset_bytes;
-                let mut run_end = run_offset + group[index].data.len() as u64;
-                let mut run_bytes = group[index].data.len();
-                let mut last = index + 1;
-                while last < group.len()
-                    && group[last].offset_bytes == run_end
-                    && run_bytes + group[last].data.len() <= AGGREGATE_SIZE_BYTES_MAX
-                {
-                    run_end += group[last].data.len() as u64;
-                    run_bytes += group[last].data.len();
-                    last += 1;
-                }
-                let parts: Vec<&[u8]> = group[index..last].iter().map(|w| &w.data[..]).collect();
-                if let Err(e) = leaf.leaf_write_vectored(run_offset, &parts) {
-                    leaf.faulted.store(true, Ordering::Relaxed);
+            for (offset, parts) in leaf_runs(&group) {
+                if let Err(e) = issue_run(leaf, offset, &parts) {
                     errors.push(e);
                 }
-                index = last;
             }
             errors
         })
         .collect()
+}
+
+/// A run of contiguous writes to one leaf: its offset and its buffers.
+type Run<'a> = (u64, Vec<&'a [u8]>);
+
+/// One leaf's writes (sorted by offset) as runs of contiguous writes, each going out as one
+/// vectored write of at most `AGGREGATE_SIZE_BYTES_MAX`.
+fn leaf_runs<'a>(group: &'a [LeafWrite<'_>]) -> Vec<Run<'a>> {
+    let mut runs = Vec::new();
+    let mut index = 0;
+    while index < group.len() {
+        let run_offset = group[index].offset_bytes;
+        let mut run_end = run_offset + group[index].data.len() as u64;
+        let mut run_bytes = group[index].data.len();
+        let mut last = index + 1;
+        while last < group.len()
+            && group[last].offset_bytes == run_end
+            && run_bytes + group[last].data.len() <= AGGREGATE_SIZE_BYTES_MAX
+        {
+            run_end += group[last].data.len() as u64;
+            run_bytes += group[last].data.len();
+            last += 1;
+        }
+        runs.push((
+            run_offset,
+            group[index..last].iter().map(|w| &w.data[..]).collect(),
+        ));
+        index = last;
+    }
+    runs
+}
+
+fn issue_run(leaf: &Vdev, offset_bytes: u64, parts: &[&[u8]]) -> Result<(), IoError> {
+    leaf.leaf_write_vectored(offset_bytes, parts)
+        .inspect_err(|_| {
+            leaf.faulted.store(true, Ordering::Relaxed);
+        })
+}
+
+/// The simulated world every leaf with a device belongs to, if they all belong to one.
+fn sim_world_of<'a>(
+    leaves: impl Iterator<Item = &'a Vdev>,
+) -> Option<std::sync::Arc<crate::io::SimWorld>> {
+    let mut world: Option<&std::sync::Arc<crate::io::SimWorld>> = None;
+    for leaf in leaves {
+        let Some(device) = &leaf.device else {
+            continue;
+        };
+        let theirs = device.sim_world()?;
+        match world {
+            Some(w) if !std::sync::Arc::ptr_eq(w, theirs) => return None,
+            _ => world = Some(theirs),
+        }
+    }
+    world.cloned()
+}
+
+fn issue_leaf_writes_simulated(
+    per_leaf: &[Vec<LeafWrite<'_>>],
+    world: &crate::io::SimWorld,
+) -> Vec<IoError> {
+    let mut queues: Vec<(&Vdev, std::collections::VecDeque<Run<'_>>)> = per_leaf
+        .iter()
+        .map(|group| (group[0].leaf, leaf_runs(group).into()))
+        .collect();
+    let mut errors = Vec::new();
+    while !queues.is_empty() {
+        let pick = world.below(queues.len() as u64) as usize;
+        let (leaf, runs) = &mut queues[pick];
+        if let Some((offset, parts)) = runs.pop_front() {
+            if let Err(e) = issue_run(leaf, offset, &parts) {
+                errors.push(e);
+            }
+        }
+        if runs.is_empty() {
+            queues.remove(pick);
+        }
+    }
+    errors
+}
+
+impl Vdev {
+    /// The simulated world all of this tree's leaves belong to (`io::SimWorld`), if any:
+    /// background work on this tree is then scheduled by the simulator.
+    pub fn sim_world(&self) -> Option<std::sync::Arc<crate::io::SimWorld>> {
+        sim_world_of(self.leaves().into_iter())
+    }
 }
 
 use crate::io::{DeviceRef, IoError};
@@ -546,5 +624,58 @@ impl Vdev {
             }
         }
         errors
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::{SimDevice, SimWorld};
+    use std::sync::Arc;
+
+    /// Issues 40 separate writes to each of two leaves of one simulated world, the first
+    /// leaf's budget running out after 25; returns how many writes each device kept.
+    fn cut_inside_a_two_leaf_batch(world_seed: u64) -> (u64, u64) {
+        let world = SimWorld::new(world_seed);
+        let a = Arc::new(SimDevice::in_world("a", 8 << 20, 1, &world));
+        let b = Arc::new(SimDevice::in_world("b", 8 << 20, 2, &world));
+        a.arm_budget(25);
+        b.arm_budget(1000);
+        let leaf_a = Vdev::new_leaf("a", Some(a.clone() as DeviceRef));
+        let leaf_b = Vdev::new_leaf("b", Some(b.clone() as DeviceRef));
+        let block = vec![7u8; 4096];
+        let mut plan = Vec::new();
+        for i in 0..40u64 {
+            for leaf in [&leaf_a, &leaf_b] {
+                plan.push(LeafWrite {
+                    leaf,
+                    offset_bytes: i * 8192,
+                    data: std::borrow::Cow::Borrowed(&block[..]),
+                });
+            }
+        }
+        let failures = issue_leaf_writes(plan);
+        assert!(!failures.is_empty(), "the power never went off");
+        assert!(world.is_power_off());
+        (a.counters().0, b.counters().0)
+    }
+
+    // Why: a batch's leaf writes went out in parallel, so when the power failed inside a
+    // multi-device batch, how many writes the other devices had taken depended on thread
+    // timing and a crash-simulation seed did not replay. Under simulation the leaves are
+    // interleaved in the world's seeded order: the same seed cuts at the same write on
+    // every device, and different seeds interleave differently.
+    #[test]
+    fn simulated_batches_interleave_leaves_in_a_seeded_order() {
+        let outcomes: Vec<(u64, u64)> = (0..8).map(cut_inside_a_two_leaf_batch).collect();
+        for (seed, outcome) in outcomes.iter().enumerate() {
+            assert_eq!(outcome.0, 25);
+            assert_eq!(*outcome, cut_inside_a_two_leaf_batch(seed as u64));
+        }
+        let distinct: std::collections::BTreeSet<_> = outcomes.iter().collect();
+        assert!(
+            distinct.len() > 1,
+            "every seed interleaved alike: {outcomes:?}"
+        );
     }
 }

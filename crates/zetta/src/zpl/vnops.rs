@@ -67,7 +67,8 @@ fn get_dir(os: &mut ObjectSet, ctx: &IoCtx<'_>, dir: u64) -> Result<ZnodePhys, Z
 /// new file from an old one at the same number (still in its inode cache) by this.
 fn next_generation(txg: u64) -> u64 {
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let count = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let count = crate::io::sim::sequence()
+        .unwrap_or_else(|| COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
     txg << 24 | (count & 0xFF_FFFF)
 }
 
