@@ -5,7 +5,11 @@
 //! lock (shared for reads, exclusive for changes: see `ops`), runs one ZPL operation on the
 //! dataset's object set in the open txg, and answers the kernel; the txg commits later (the daemon's timer, the dirty-data limit) or at once
 //! when the caller asks for durability: `fsync`/`fdatasync` under `sync=standard`, every
-//! write under `sync=always`, never under `sync=disabled`.
+//! write under `sync=always`, never under `sync=disabled`. A request that changes the
+//! filesystem is translated into one operation of the ZPL's write policy
+//! (`zetta::zpl::zfs_vnops`: read-only refusal, space admission, dirty accounting, intent
+//! log commit) and its typed error mapped to an errno; the glue decides only what the
+//! kernel's view needs (which objects it still holds, `.zfs` being read-only).
 //!
 //! Inode numbers are object numbers, except that the root directory is inode 1 (object 1
 //! is the master node, never a file). The generation is the znode's (creation txg << 24 |
@@ -30,13 +34,8 @@ use std::sync::Arc;
 use zetta::spa::Spa;
 use zetta::zpl::{Zfsvfs, ZplError};
 
-/// `sync` property values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SyncMode {
-    Standard,
-    Always,
-    Disabled,
-}
+/// `sync` property values (the ZPL's write policy acts on them).
+pub use zetta::zpl::zfs_vnops::SyncMode;
 
 /// `snapdir` property values: whether `.zfs` exists, and whether the root lists it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

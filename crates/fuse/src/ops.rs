@@ -15,7 +15,7 @@
 //! rename and reclaim run under the exclusive one, so a lookup and the free of its object
 //! never interleave.
 
-use super::{SyncMode, ZplFs};
+use super::ZplFs;
 use crate::ctldir::CTL_ROOT;
 use fuser::{
     AccessFlags, Errno, FileAttr, FileHandle, FileType, FopenFlags, Generation, INodeNo,
@@ -29,6 +29,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use zetta::dmu::{IoCtx, ObjectSet};
 use zetta::zpl::vnops::SetAttr;
+use zetta::zpl::zfs_vnops::{Fallocate, FreeRange, ZfsMount};
 use zetta::zpl::{Attr, Creds, FileKind, Timespec, Zfsvfs, ZplError};
 
 /// How long the kernel may trust attributes (atime moves under reads without a reply).
@@ -39,8 +40,6 @@ const ENTRY_TTL: Duration = Duration::from_secs(3600);
 const ROOT_INO: u64 = 1;
 /// The offset after `.zfs` in a root listing (above every directory cursor).
 const CTL_LISTED_OFFSET: i64 = i64::MAX - 1;
-/// Records a long truncate or hole punch frees per txg (16 indirect blocks' worth).
-const FREE_BATCH_BLOCKS: usize = 16 * 1024;
 /// Largest write the kernel sends in one request.
 const MAX_WRITE_BYTES: u32 = 1 << 20;
 
@@ -50,22 +49,6 @@ fn errno(e: ZplError) -> Errno {
         eprintln!("zetta-fuse: I/O error: {why}");
     }
     Errno::from_i32(e.errno())
-}
-
-/// A refused admission: EDQUOT past a quota, ENOSPC when the pool or a reservation has
-/// no room; a commit that failed on the way is EIO.
-fn space_refused(e: zetta::spa::SpaError) -> Errno {
-    match e {
-        zetta::spa::SpaError::QuotaExceeded => Errno::from_i32(libc::EDQUOT),
-        zetta::spa::SpaError::NoSpace => Errno::ENOSPC,
-        other => commit_failed(other),
-    }
-}
-
-/// A commit that failed: logged (the pool's devices are failing), EIO to the caller.
-fn commit_failed(e: zetta::spa::SpaError) -> Errno {
-    eprintln!("zetta-fuse: commit failed: {e}");
-    Errno::EIO
 }
 
 fn to_system(t: Timespec) -> SystemTime {
@@ -212,141 +195,38 @@ impl ZplFs {
             .map_err(errno)
     }
 
-    /// A namespace change: refused on a read-only mount, committed at once under
-    /// sync=always.
-    fn change<T>(
-        &self,
-        work: impl FnOnce(&Zfsvfs, &mut ObjectSet, &IoCtx<'_>) -> Result<T, ZplError>,
-    ) -> Result<T, Errno> {
-        self.change_checked(false, work)
-    }
-
-    /// A change that frees space (unlink, rmdir, truncate, punch hole): admitted into half
-    /// the slop, so a full filesystem can always be emptied (OpenZFS's net-free txs).
-    fn freeing_change<T>(
-        &self,
-        work: impl FnOnce(&Zfsvfs, &mut ObjectSet, &IoCtx<'_>) -> Result<T, ZplError>,
-    ) -> Result<T, Errno> {
-        self.change_checked(true, work)
-    }
-
-    fn change_checked<T>(
-        &self,
-        frees: bool,
-        work: impl FnOnce(&Zfsvfs, &mut ObjectSet, &IoCtx<'_>) -> Result<T, ZplError>,
-    ) -> Result<T, Errno> {
-        if self.readonly() {
-            return Err(Errno::EROFS);
+    /// The mount as its write policy sees it now (`zfs set sync|readonly` change it live).
+    fn zmount(&self) -> ZfsMount {
+        ZfsMount {
+            dataset: self.dataset,
+            vfs: self.vfs,
+            sync: self.sync(),
+            readonly: self.readonly(),
         }
+    }
+
+    /// Runs one write-side operation of the ZPL's policy (`zfs_vnops`) under the pool
+    /// lock; its typed refusal becomes the errno (ENOSPC, EDQUOT, EROFS, ...).
+    fn policy<T>(
+        &self,
+        op: impl FnOnce(&ZfsMount, &mut zetta::spa::Spa) -> Result<T, ZplError>,
+    ) -> Result<T, Errno> {
         let pool = self.pool()?;
         let mut spa = pool.write();
-        // Metadata needs room too: refuse before dirtying anything when the pool is full
-        // (after committing, when that could make room).
-        spa.admit_settled(|spa| {
-            if frees {
-                spa.check_space_to_free()
-            } else {
-                spa.check_space(64 << 10, 1)
-            }
-        })
-        .map_err(space_refused)?;
-        let result = spa
-            .with_zpl_object(self.dataset, &self.vfs, work)
-            .map_err(errno)?;
-        spa.note_dirty(4096).map_err(commit_failed)?;
-        if self.sync() == SyncMode::Always {
-            spa.zil_commit(self.dataset).map_err(commit_failed)?;
-        }
-        Ok(result)
+        op(&self.zmount(), &mut spa).map_err(errno)
     }
 
-    /// The dataset layer admits the write (OpenZFS `dsl_dir_tempreserve_space`): EDQUOT
-    /// past a quota or refquota of the filesystem or an ancestor, ENOSPC when it would take
-    /// space reserved for another dataset. Conservative like OpenZFS's: an overwrite
-    /// counts as new space until it commits.
-    /// When the refusal may come from this txg's pending changes (counted as new space until
-    /// they commit, and intent log blocks held until then), the txg commits and the write is
-    /// admitted again, as OpenZFS's ERESTART makes `dmu_tx_assign` wait for a sync.
-    fn reserve_space(&self, spa: &mut zetta::spa::Spa, bytes: u64) -> Result<(), Errno> {
-        spa.admit_settled(|spa| spa.dsl_tempreserve(self.dataset, bytes))
-            .map_err(space_refused)
-    }
-
-    /// Runs a freeing `batch` (which says whether it is done) until it is, committing
-    /// between batches (OpenZFS `dmu_free_long_range`), so the indirect blocks one txg
-    /// dirties stay bounded whatever the file's size.
-    fn in_batches(
-        &self,
-        mut batch: impl FnMut(&Zfsvfs, &mut ObjectSet, &IoCtx<'_>) -> Result<bool, ZplError>,
-    ) -> Result<(), Errno> {
-        loop {
-            if self.freeing_change(&mut batch)? {
-                return Ok(());
-            }
-            let pool = self.pool()?;
-            let mut spa = pool.write();
-            spa.sync().map_err(commit_failed)?;
-        }
-    }
-
-    /// fallocate modes 0 and KEEP_SIZE: refuses with ENOSPC a range the filesystem could
-    /// not hold (beyond what the file already occupies), then for mode 0 grows the size.
-    fn preallocate(
-        &self,
-        object: u64,
-        offset: u64,
-        length: u64,
-        grow: bool,
-        now: Timespec,
-    ) -> Result<(), Errno> {
-        if self.readonly() {
-            return Err(Errno::EROFS);
-        }
-        {
-            let pool = self.pool()?;
-            let mut spa = pool.write();
-            let held = spa
-                .with_zpl_object(self.dataset, &self.vfs, |vfs, os, ctx| {
-                    Ok(vfs.getattr(os, ctx, object)?.used_bytes)
-                })
-                .map_err(errno)?;
-            let needed = length.saturating_sub(held);
-            spa.admit_settled(|spa| {
-                if needed > spa.dsl_space_available(self.dataset)? {
-                    Err(zetta::spa::SpaError::NoSpace)
-                } else {
-                    Ok(())
-                }
-            })
-            .map_err(|e| match e {
-                zetta::spa::SpaError::QuotaExceeded => Errno::ENOSPC,
-                other => space_refused(other),
-            })?;
-        }
-        if !grow {
-            return Ok(());
-        }
-        self.change(|vfs, os, ctx| {
-            let size = vfs.getattr(os, ctx, object)?.znode.size;
-            let end = offset.saturating_add(length);
-            let change = SetAttr {
-                size: (end > size).then_some(end),
-                ..SetAttr::default()
-            };
-            vfs.setattr(os, ctx, object, &change, now).map(|_| ())
-        })
-    }
-
-    /// fsync: the dataset's intent log makes everything it changed durable (a txg commit
-    /// only when it has no log yet).
-    fn commit(&self) -> Result<(), Errno> {
-        if self.sync() == SyncMode::Disabled {
-            return Ok(());
-        }
-        let pool = self.pool()?;
-        let mut spa = pool.write();
-        spa.zil_commit(self.dataset).map_err(commit_failed)?;
+    /// Frees `range` batch by batch, each its own transaction, taking the pool lock per
+    /// batch so that other requests run between them.
+    fn free_long_range(&self, range: FreeRange) -> Result<(), Errno> {
+        while !self.policy(|m, spa| m.free_step(spa, range))? {}
         Ok(())
+    }
+
+    /// Whether the kernel still holds `object` (open, or known by a lookup): an unlinked
+    /// object it holds waits on the delete queue for its last reference.
+    fn in_use(&self, object: u64) -> bool {
+        self.refs.lock().contains_key(&object)
     }
 
     fn reply_entry(&self, reply: ReplyEntry, result: Result<Attr, Errno>) {
@@ -406,21 +286,6 @@ impl ZplFs {
         }
     }
 
-    /// After an unlink/rmdir/rename dropped an object's last link: free it now unless
-    /// the kernel still holds it (open, or known by a lookup).
-    fn orphaned(
-        &self,
-        vfs: &Zfsvfs,
-        os: &mut ObjectSet,
-        ctx: &IoCtx<'_>,
-        object: u64,
-    ) -> Result<(), ZplError> {
-        if !self.refs.lock().contains_key(&object) {
-            vfs.reclaim(os, ctx, object)?;
-        }
-        Ok(())
-    }
-
     fn create_node(
         &self,
         req: &Request,
@@ -438,10 +303,9 @@ impl ZplFs {
         let dir = self.object(parent);
         let perm = mode & !umask & 0o7777;
         let now = Timespec::now();
-        self.change(|vfs, os, ctx| {
-            let attr = vfs.create(
-                os,
-                ctx,
+        self.policy(|m, spa| {
+            let attr = m.create(
+                spa,
                 dir,
                 name.as_bytes(),
                 kind,
@@ -450,6 +314,7 @@ impl ZplFs {
                 u64::from(rdev),
                 now,
             )?;
+            // Under the pool lock: an unlink cannot free it before the kernel knows it.
             self.looked_up(attr.object);
             Ok(attr)
         })
@@ -557,18 +422,14 @@ impl fuser::Filesystem for ZplFs {
             crtime: crtime.map(from_kernel),
         };
         let now = Timespec::now();
-        // A size change may only free (a shrink; an extension allocates nothing). A long
-        // shrink frees in batches, each committed, before the size changes.
-        let result = if let Some(size) = change.size {
-            self.in_batches(|vfs, os, ctx| {
-                vfs.truncate_batch(os, ctx, object, size, FREE_BATCH_BLOCKS)
-            })
-            .and_then(|()| {
-                self.freeing_change(|vfs, os, ctx| vfs.setattr(os, ctx, object, &change, now))
-            })
-        } else {
-            self.change(|vfs, os, ctx| vfs.setattr(os, ctx, object, &change, now))
-        };
+        // A long shrink frees its tail batch by batch, the pool lock released between
+        // them; `setattr` then finds nothing left to free.
+        let mut result = Ok(());
+        if let Some(size) = change.size.filter(|_| !self.readonly()) {
+            result = self.free_long_range(FreeRange::Tail { object, size });
+        }
+        let result =
+            result.and_then(|()| self.policy(|m, spa| m.setattr(spa, object, &change, now)));
         match result {
             Ok(attr) => reply.attr(&TTL, &self.file_attr(&attr)),
             Err(e) => reply.error(e),
@@ -623,13 +484,8 @@ impl fuser::Filesystem for ZplFs {
         }
         let dir = self.object(parent);
         let now = Timespec::now();
-        let result = self.freeing_change(|vfs, os, ctx| {
-            let gone = vfs.unlink(os, ctx, dir, name.as_bytes(), now)?;
-            if gone.orphaned {
-                self.orphaned(vfs, os, ctx, gone.object)?;
-            }
-            Ok(())
-        });
+        let in_use = |object| self.in_use(object);
+        let result = self.policy(|m, spa| m.remove(spa, dir, name.as_bytes(), now, &in_use));
         reply_empty(reply, result);
     }
 
@@ -639,10 +495,8 @@ impl fuser::Filesystem for ZplFs {
         }
         let dir = self.object(parent);
         let now = Timespec::now();
-        let result = self.freeing_change(|vfs, os, ctx| {
-            let gone = vfs.rmdir(os, ctx, dir, name.as_bytes(), now)?;
-            self.orphaned(vfs, os, ctx, gone.object)
-        });
+        let in_use = |object| self.in_use(object);
+        let result = self.policy(|m, spa| m.rmdir(spa, dir, name.as_bytes(), now, &in_use));
         reply_empty(reply, result);
     }
 
@@ -659,10 +513,9 @@ impl fuser::Filesystem for ZplFs {
         }
         let dir = self.object(parent);
         let now = Timespec::now();
-        let result = self.change(|vfs, os, ctx| {
-            let attr = vfs.symlink(
-                os,
-                ctx,
+        let result = self.policy(|m, spa| {
+            let attr = m.symlink(
+                spa,
                 dir,
                 link_name.as_bytes(),
                 target.as_os_str().as_bytes(),
@@ -695,10 +548,10 @@ impl fuser::Filesystem for ZplFs {
         let noreplace = flags.contains(RenameFlags::RENAME_NOREPLACE);
         let exchange = flags.contains(RenameFlags::RENAME_EXCHANGE);
         let now = Timespec::now();
-        let result = self.change(|vfs, os, ctx| {
-            let replaced = vfs.rename(
-                os,
-                ctx,
+        let in_use = |object| self.in_use(object);
+        let result = self.policy(|m, spa| {
+            m.rename(
+                spa,
                 sdir,
                 name.as_bytes(),
                 ddir,
@@ -706,11 +559,8 @@ impl fuser::Filesystem for ZplFs {
                 noreplace,
                 exchange,
                 now,
-            )?;
-            if let Some(gone) = replaced.filter(|g| g.orphaned) {
-                self.orphaned(vfs, os, ctx, gone.object)?;
-            }
-            Ok(())
+                &in_use,
+            )
         });
         reply_empty(reply, result);
     }
@@ -728,8 +578,8 @@ impl fuser::Filesystem for ZplFs {
         }
         let (object, dir) = (self.object(ino), self.object(newparent));
         let now = Timespec::now();
-        let result = self.change(|vfs, os, ctx| {
-            let attr = vfs.link(os, ctx, object, dir, newname.as_bytes(), now)?;
+        let result = self.policy(|m, spa| {
+            let attr = m.link(spa, object, dir, newname.as_bytes(), now)?;
             self.looked_up(attr.object);
             Ok(attr)
         });
@@ -806,39 +656,10 @@ impl fuser::Filesystem for ZplFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        if self.readonly() {
-            return reply.error(Errno::EROFS);
-        }
         let object = self.object(ino);
         let now = Timespec::now();
-        let sync = self.sync() == SyncMode::Always
-            || (self.sync() == SyncMode::Standard && flags.0 & (libc::O_SYNC | libc::O_DSYNC) != 0);
-        let result = (|| {
-            let pool = self.pool()?;
-            let mut spa = pool.write();
-            // Every copy takes space (`copies`), as USED counts them.
-            let copies = spa
-                .with_dataset_object(self.dataset, |os, _| Ok(os.policy.data_props.copies))
-                .map_err(|_| Errno::EIO)?;
-            let len = data.len() as u64;
-            spa.admit_settled(|spa| spa.check_space(len, copies))
-                .map_err(space_refused)?;
-            self.reserve_space(&mut spa, data.len() as u64 * u64::from(copies.max(1)))?;
-            // The txg is charged what it now holds in memory: a small write into a clean
-            // record dirties the whole record.
-            let dirtied = spa
-                .with_zpl_object(self.dataset, &self.vfs, |vfs, os, ctx| {
-                    let before = os.dirty_data_bytes;
-                    vfs.write(os, ctx, object, offset, data, now)?;
-                    Ok(os.dirty_data_bytes.saturating_sub(before))
-                })
-                .map_err(errno)?;
-            spa.note_dirty(dirtied).map_err(commit_failed)?;
-            if sync {
-                spa.zil_commit(self.dataset).map_err(commit_failed)?;
-            }
-            Ok(())
-        })();
+        let o_sync = flags.0 & (libc::O_SYNC | libc::O_DSYNC) != 0;
+        let result = self.policy(|m, spa| m.write(spa, object, offset, data, now, o_sync));
         match result {
             Ok(()) => reply.written(data.len() as u32),
             Err(e) => reply.error(e),
@@ -878,7 +699,7 @@ impl fuser::Filesystem for ZplFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        reply_empty(reply, self.commit());
+        reply_empty(reply, self.policy(|m, spa| m.fsync(spa)));
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
@@ -979,7 +800,7 @@ impl fuser::Filesystem for ZplFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        reply_empty(reply, self.commit());
+        reply_empty(reply, self.policy(|m, spa| m.fsync(spa)));
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
@@ -1022,9 +843,8 @@ impl fuser::Filesystem for ZplFs {
         }
         let object = self.object(ino);
         let now = Timespec::now();
-        let result = self.change(|vfs, os, ctx| {
-            vfs.setxattr(os, ctx, object, name.as_bytes(), value, flags as u32, now)
-        });
+        let result = self
+            .policy(|m, spa| m.setxattr(spa, object, name.as_bytes(), value, flags as u32, now));
         reply_empty(reply, result);
     }
 
@@ -1068,7 +888,7 @@ impl fuser::Filesystem for ZplFs {
         let now = Timespec::now();
         reply_empty(
             reply,
-            self.change(|vfs, os, ctx| vfs.removexattr(os, ctx, object, name.as_bytes(), now)),
+            self.policy(|m, spa| m.removexattr(spa, object, name.as_bytes(), now)),
         );
     }
 
@@ -1096,21 +916,25 @@ impl fuser::Filesystem for ZplFs {
         }
         let object = self.object(ino);
         let now = Timespec::now();
-        let result = match mode {
-            0 | libc::FALLOC_FL_KEEP_SIZE => {
-                self.preallocate(object, offset, length, mode == 0, now)
+        let mode = match mode {
+            0 => Fallocate::Allocate,
+            libc::FALLOC_FL_KEEP_SIZE => Fallocate::KeepSize,
+            m if m == libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE => {
+                Fallocate::PunchHole
             }
-            m if m == libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE => self
-                .in_batches(|vfs, os, ctx| {
-                    vfs.punch_batch(os, ctx, object, offset, length, FREE_BATCH_BLOCKS)
-                })
-                .and_then(|()| {
-                    self.freeing_change(|vfs, os, ctx| {
-                        vfs.punch_hole(os, ctx, object, offset, length, now)
-                    })
-                }),
-            _ => Err(Errno::from_i32(libc::EOPNOTSUPP)),
+            _ => return reply.error(Errno::from_i32(libc::EOPNOTSUPP)),
         };
+        let mut result = Ok(());
+        if mode == Fallocate::PunchHole && !self.readonly() {
+            result = self.free_long_range(FreeRange::Hole {
+                object,
+                offset,
+                len: length,
+            });
+        }
+        let result = result.and_then(|()| {
+            self.policy(|m, spa| m.fallocate(spa, object, offset, length, mode, now))
+        });
         reply_empty(reply, result);
     }
 

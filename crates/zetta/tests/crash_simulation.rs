@@ -23,7 +23,8 @@ use zetta::io::{DeviceRef, PowerCutPolicy, SimDevice, SimWorld};
 use zetta::rand::SeededRng;
 use zetta::spa::{find_pools, CreateOptions, Spa, TopKind, TopSpec, WritebackMode};
 use zetta::types::{ObjectId, Txg};
-use zetta::zpl::{Creds, FileKind, Timespec};
+use zetta::zpl::zfs_vnops::{SyncMode, ZfsMount};
+use zetta::zpl::{Creds, FileKind, Timespec, ZplError};
 
 type Model = BTreeMap<u64, Vec<u8>>;
 /// Snapshots (full name, the file's content in it), oldest first.
@@ -194,6 +195,27 @@ fn promoted(
     (moved, new_origins)
 }
 
+/// A ZPL operation on `sim/z` through the mount's write policy (`zpl::zfs_vnops`), whose
+/// admission may commit the open txg before the change (a nearly full pool): every txg
+/// the operation committed, or was committing when the power went, holds `before`.
+fn zpl_tx<T>(
+    spa: &mut Spa,
+    committed: &mut BTreeMap<Txg, State>,
+    last_returned: &mut Txg,
+    before: State,
+    op: impl FnOnce(&mut Spa) -> Result<T, ZplError>,
+) -> Result<T, zetta::spa::SpaError> {
+    let mut txg = spa.open_txg();
+    committed.insert(txg, before.clone());
+    let result = op(spa);
+    while txg < spa.open_txg() {
+        committed.insert(txg, before.clone());
+        txg = txg.next();
+    }
+    *last_returned = (*last_returned).max(spa.last_synced_txg());
+    result.map_err(|e| zetta::spa::SpaError::Corrupt(e.to_string()))
+}
+
 /// The layouts a seed may draw: single device, 2-device stripe, mirror, raidz1, raidz2.
 const LAYOUTS: [(TopKind, usize); 5] = [
     (TopKind::Single, 1),
@@ -250,6 +272,18 @@ fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Outcome, String> {
         .map_err(|e| format!("create sim/a: {e}"))?;
     spa.create_filesystem("sim/z")
         .map_err(|e| format!("create sim/z: {e}"))?;
+    let z = ZfsMount {
+        dataset: spa
+            .lookup_dataset("sim/z")
+            .ok()
+            .flatten()
+            .ok_or("sim/z has no dataset object")?,
+        vfs: spa
+            .with_zpl("sim/z", |vfs, _, _| Ok(*vfs))
+            .map_err(|e| format!("lay out sim/z: {e}"))?,
+        sync: SyncMode::Standard,
+        readonly: false,
+    };
     let file_id = spa
         .with_dataset("sim/a", |os, ctx| {
             os.create_object(ctx, zetta::dmu::object_type::PLAIN_FILE, 512, 0, 0)
@@ -314,25 +348,36 @@ fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Outcome, String> {
                 next_zpl_name += 1;
                 let len = rng.below(150_000) as usize;
                 let data = random_data(&mut rng, len);
-                spa.with_zpl("sim/z", |vfs, os, ctx| {
-                    let f = vfs.create(
-                        os,
-                        ctx,
-                        vfs.root,
-                        name.as_bytes(),
-                        FileKind::Regular,
-                        0o644,
-                        Creds::default(),
-                        0,
-                        now,
-                    )?;
-                    vfs.write(os, ctx, f.object, 0, &data, now)?;
-                    Ok(())
+                // Two operations, as a process makes them (creat, then write): a commit
+                // between them holds the file empty.
+                let before = snapshot(
+                    &model,
+                    &file_in_a,
+                    &filesystems,
+                    &snapshots,
+                    &zpl_files,
+                    &origins,
+                );
+                let mut empty = before.clone();
+                empty.zpl_files.insert(name.clone(), Vec::new());
+                zpl_tx(
+                    &mut spa,
+                    &mut committed,
+                    &mut last_returned,
+                    before,
+                    |spa| {
+                        let (root, kind, creds) = (z.vfs.root, FileKind::Regular, Creds::default());
+                        z.create(spa, root, name.as_bytes(), kind, 0o644, creds, 0, now)
+                    },
+                )
+                .and_then(|f| {
+                    zpl_tx(&mut spa, &mut committed, &mut last_returned, empty, |spa| {
+                        z.write(spa, f.object, 0, &data, now, false)
+                    })
                 })
                 .map(|_| {
                     zpl_files.insert(name, data);
                 })
-                .map_err(|e| zetta::spa::SpaError::Corrupt(e.to_string()))
             }
             18 if !zpl_files.is_empty() => {
                 let from = zpl_files
@@ -351,30 +396,31 @@ fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Outcome, String> {
                     next_zpl_name += 1;
                     format!("z{next_zpl_name}")
                 };
-                spa.with_zpl("sim/z", |vfs, os, ctx| {
-                    let root = vfs.root;
-                    if let Some(gone) = vfs.rename(
-                        os,
-                        ctx,
-                        root,
-                        from.as_bytes(),
-                        root,
-                        to.as_bytes(),
-                        false,
-                        false,
-                        now,
-                    )? {
-                        vfs.reclaim(os, ctx, gone.object)?;
-                    }
-                    Ok(())
-                })
+                let before = snapshot(
+                    &model,
+                    &file_in_a,
+                    &filesystems,
+                    &snapshots,
+                    &zpl_files,
+                    &origins,
+                );
+                zpl_tx(
+                    &mut spa,
+                    &mut committed,
+                    &mut last_returned,
+                    before,
+                    |spa| {
+                        let root = z.vfs.root;
+                        let (from, to) = (from.as_bytes(), to.as_bytes());
+                        z.rename(spa, root, from, root, to, false, false, now, &|_| false)
+                    },
+                )
                 .map(|_| {
                     if from != to {
                         let data = zpl_files.remove(&from).unwrap_or_default();
                         zpl_files.insert(to, data);
                     }
                 })
-                .map_err(|e| zetta::spa::SpaError::Corrupt(e.to_string()))
             }
             19 if !zpl_files.is_empty() => {
                 let name = zpl_files
@@ -382,14 +428,24 @@ fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Outcome, String> {
                     .nth(rng.below(zpl_files.len() as u64) as usize)
                     .cloned()
                     .unwrap_or_default();
-                spa.with_zpl("sim/z", |vfs, os, ctx| {
-                    let gone = vfs.unlink(os, ctx, vfs.root, name.as_bytes(), now)?;
-                    vfs.reclaim(os, ctx, gone.object)
-                })
+                let before = snapshot(
+                    &model,
+                    &file_in_a,
+                    &filesystems,
+                    &snapshots,
+                    &zpl_files,
+                    &origins,
+                );
+                zpl_tx(
+                    &mut spa,
+                    &mut committed,
+                    &mut last_returned,
+                    before,
+                    |spa| z.remove(spa, z.vfs.root, name.as_bytes(), now, &|_| false),
+                )
                 .map(|_| {
                     zpl_files.remove(&name);
                 })
-                .map_err(|e| zetta::spa::SpaError::Corrupt(e.to_string()))
             }
             16 | 21 if newest_of_a(&snapshots).is_some() && filesystems.len() < 6 => {
                 let (origin, content) = newest_of_a(&snapshots).unwrap_or_default();

@@ -17,7 +17,6 @@
 //!   | reserved to 128 | records @128 ... used | zeros to psize |
 //! ```
 
-use super::record::LogRecord;
 use super::ZilError;
 use crate::types::{round_up_shift, Txg};
 use crate::vdev::{ReadMode, Vdev};
@@ -120,9 +119,9 @@ pub fn encode_block(this: &BlockRef, txg: Txg, records: &[Vec<u8>], next: &Block
     out
 }
 
-/// A verified block: its records (still encoded) and the next block's pointer.
+/// A verified block: its records (in stored form) and the next block's pointer.
 pub struct DecodedBlock {
-    pub records: Vec<LogRecord>,
+    pub records: Vec<Vec<u8>>,
     pub next: Option<BlockRef>,
 }
 
@@ -156,8 +155,8 @@ fn decode_block(bytes: &[u8]) -> Result<DecodedBlock, ZilError> {
     let mut records = Vec::with_capacity(count.min(4096));
     let mut at = BLOCK_HEADER_SIZE_BYTES;
     while at < used {
-        let (record, len) = LogRecord::decode(&bytes[at..used])?;
-        records.push(record);
+        let (_, _, len) = super::record_header(&bytes[at..used])?;
+        records.push(bytes[at..at + len].to_vec());
         at += len;
     }
     if records.len() != count {

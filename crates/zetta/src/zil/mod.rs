@@ -1,13 +1,15 @@
-//! The ZFS intent log (OpenZFS `zil.c`, `zfs_log.c`, `zfs_replay.c`): what makes `fsync`
-//! cheap. Without it, making one change durable means committing the whole txg (every dirty
+//! The ZFS intent log (OpenZFS `zil.c`): what makes `fsync` cheap. Without it, making one change durable means committing the whole txg (every dirty
 //! block of every dataset, the MOS, space maps, uberblocks); with it, `fsync` writes the
 //! changes made since the last commit as log records into one or a few log blocks, flushes,
 //! and returns. The txg commits later as usual; its uberblock makes the log obsolete.
 //!
 //! - In memory each object set keeps a `Zilog`: the records of the open txg (`itxs`), in the
-//!   order the mount made the changes. A write is logged by position only and its bytes are
-//!   copied from the object when the record is written (WR_NEED_COPY), so logging costs no
-//!   memory copy of the data.
+//!   order the mount made the changes. Records are opaque here: their client (the ZPL's
+//!   `zpl::zfs_log`, as OpenZFS's `zfs_log.c`) encodes them, and only the framing every
+//!   record shares (`lr_t`: type, length, txg) is the log's. A write is logged by position
+//!   only (`WriteItx`) and its bytes are copied from the object when the record is written
+//!   (WR_NEED_COPY, through the client's `GetData`, OpenZFS's `zl_get_data`), so logging
+//!   costs no memory copy of the data.
 //! - `commit` writes every record not yet written into the chain (`chain`) and flushes the
 //!   devices. The first commit of a dataset without a log commits the txg instead, and from
 //!   then on every txg commit leaves a preallocated head block for the next chain in the
@@ -17,8 +19,12 @@
 //!   this very txg, since the last committed header still leads to it — and a new head
 //!   takes its place in the header.
 //! - At import, `replay` reads the chain the committed header names, stops at the first
-//!   block that does not verify, and makes each record's change again on the committed
-//!   state; the next txg commit retires the chain. A power cut during replay replays again.
+//!   block that does not verify, and hands each record of a txg not yet committed to the
+//!   client, which makes its change again on the committed state (`zpl::zfs_replay`); the
+//!   next txg commit retires the chain. A power cut during replay replays again.
+//!
+//! Layering: `dmu` holds a `Zilog` per object set and `zil` uses `dmu`; `zil` knows
+//! nothing of the ZPL (no dmu → zil → zpl cycle): the ZPL logs into it and replays from it.
 //!
 //! Object sets derived from a snapshot (a clone, a rollback, a receive) start with no log:
 //! the snapshot's copy of the header names a chain its head owned (`forget`). Destroying a
@@ -26,17 +32,19 @@
 
 pub mod chain;
 mod pool;
-pub mod record;
 pub mod replay;
 #[cfg(test)]
 mod tests;
 
 use crate::dmu::{DmuError, IoCtx, ObjectSet};
-use crate::types::{round_up_shift, Guid, ObjectId, Txg};
+use crate::types::{round_up_shift, Guid, Txg};
 use chain::BlockRef;
-use record::{LogRecord, Lr, WRITE_CHUNK_MAX_BYTES};
 
 pub use replay::ReplayReport;
+
+/// Every record starts with `| txtype u16 | reserved u16 | reclen u32 | txg u64 |` (OpenZFS
+/// `lr_t`); `reclen` counts the header, the body and its padding to 8 bytes.
+pub const RECORD_HEADER_SIZE_BYTES: usize = 16;
 
 pub const BLOCK_SIZE_MIN_BYTES: usize = 4096;
 pub const BLOCK_SIZE_MAX_BYTES: usize = 128 << 10;
@@ -90,11 +98,57 @@ pub enum Commit {
     NeedTxgSync,
 }
 
+/// A logged write whose bytes are copied from the object when the record is written
+/// (OpenZFS `WR_NEED_COPY`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriteItx {
+    pub object: u64,
+    pub offset: u64,
+    pub len: u64,
+    /// The client's own words for the record (the ZPL: the write's time).
+    pub private: [u64; 2],
+}
+
+/// The client's copy of a write's data into stored records, when it is committed (OpenZFS
+/// `zl_get_data`): none when the object is gone (its removal is logged after it).
+pub type GetData = fn(&mut ObjectSet, &IoCtx<'_>, Txg, &WriteItx) -> Result<Vec<Vec<u8>>, ZilError>;
+
+/// One record in memory (OpenZFS `itx_t`).
+#[derive(Clone, Debug)]
+pub enum Itx {
+    /// A record in its stored form (header included).
+    Record { txg: Txg, bytes: Vec<u8> },
+    /// A write, encoded at commit by `get_data`.
+    Write {
+        txg: Txg,
+        write: WriteItx,
+        get_data: GetData,
+    },
+}
+
+/// The txg, type and stored length of the record at the start of `bytes`, checked against
+/// `bytes` (OpenZFS `lr_t`): a length that overruns, is short or unaligned is damage.
+pub fn record_header(bytes: &[u8]) -> Result<(Txg, u16, usize), ZilError> {
+    if bytes.len() < RECORD_HEADER_SIZE_BYTES {
+        return Err(ZilError::Corrupt(
+            "log record header is truncated".to_string(),
+        ));
+    }
+    let txtype = u16::from_le_bytes([bytes[0], bytes[1]]);
+    let reclen = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]) as usize;
+    if reclen < RECORD_HEADER_SIZE_BYTES || reclen > bytes.len() || !reclen.is_multiple_of(8) {
+        return Err(ZilError::Corrupt(format!("log record length {reclen}")));
+    }
+    let mut txg = [0u8; 8];
+    txg.copy_from_slice(&bytes[8..16]);
+    Ok((Txg(u64::from_le_bytes(txg)), txtype, reclen))
+}
+
 /// An object set's intent log, in memory.
 #[derive(Debug, Default)]
 pub struct Zilog {
     /// Records of the open txg, oldest first.
-    itxs: Vec<LogRecord>,
+    itxs: Vec<Itx>,
     /// How many of `itxs` are already in the chain.
     committed: usize,
     /// The preallocated block the next commit writes first.
@@ -122,41 +176,29 @@ impl Zilog {
         }
     }
 
-    /// Records one change made in txg `txg`.
-    pub fn log(&mut self, txg: Txg, lr: Lr) {
-        if let Lr::Write {
-            object,
-            offset,
-            len,
-            now,
-            ..
-        } = &lr
-        {
+    /// Records one change (OpenZFS `zil_itx_assign`). A write contiguous with the last
+    /// record, a write of the same object and txg not yet committed, extends it.
+    pub fn log(&mut self, itx: Itx) {
+        if let Itx::Write { txg, write, .. } = &itx {
             if self.itxs.len() > self.committed {
-                if let Some(LogRecord {
+                if let Some(Itx::Write {
                     txg: last_txg,
-                    lr:
-                        Lr::Write {
-                            object: last_object,
-                            offset: last_offset,
-                            len: last_len,
-                            now: last_now,
-                            ..
-                        },
+                    write: last,
+                    ..
                 }) = self.itxs.last_mut()
                 {
-                    let contiguous = *last_object == *object
-                        && last_offset.checked_add(*last_len) == Some(*offset)
-                        && *last_len + *len <= WRITE_MERGE_MAX_BYTES;
-                    if contiguous && *last_txg == txg {
-                        *last_len += *len;
-                        *last_now = *now;
+                    let contiguous = last.object == write.object
+                        && last.offset.checked_add(last.len) == Some(write.offset)
+                        && last.len + write.len <= WRITE_MERGE_MAX_BYTES;
+                    if contiguous && *last_txg == *txg {
+                        last.len += write.len;
+                        last.private = write.private;
                         return;
                     }
                 }
             }
         }
-        self.itxs.push(LogRecord { txg, lr });
+        self.itxs.push(itx);
     }
 
     /// The chain read at import is retired at the next txg commit.
@@ -267,81 +309,18 @@ fn undo_allocations(ctx: &IoCtx<'_>, blocks: &[BlockRef]) {
     }
 }
 
-/// The bytes of `[offset, offset + len)` of file `object` as they are now, clipped to its
-/// size; `None` when the object is gone (its later removal is logged too).
-fn current_data(
-    os: &mut ObjectSet,
-    ctx: &IoCtx<'_>,
-    object: u64,
-    offset: u64,
-    len: u64,
-) -> Result<Option<Vec<u8>>, ZilError> {
-    let znode = match crate::zpl::vnops::get(os, ctx, object) {
-        Ok(znode) => znode,
-        Err(crate::zpl::ZplError::NotFound) => return Ok(None),
-        Err(e) => return Err(ZilError::Io(e.to_string())),
-    };
-    if offset >= znode.size {
-        return Ok(Some(Vec::new()));
-    }
-    let want = (znode.size - offset).min(len) as usize;
-    let mut data = os.read(ctx, ObjectId(object), offset, want)?;
-    data.resize(want, 0);
-    Ok(Some(data))
-}
-
 /// Encodes the records not yet written, copying write data from the objects now.
 fn encode_pending(os: &mut ObjectSet, ctx: &IoCtx<'_>) -> Result<Vec<Vec<u8>>, ZilError> {
-    let pending: Vec<LogRecord> = os.zil.itxs[os.zil.committed..].to_vec();
+    let pending: Vec<Itx> = os.zil.itxs[os.zil.committed..].to_vec();
     let mut encoded = Vec::with_capacity(pending.len());
-    for record in pending {
-        let Lr::Write {
-            object,
-            offset,
-            len,
-            now,
-            ..
-        } = record.lr
-        else {
-            encoded.push(record.encode());
-            continue;
-        };
-        let Some(data) = current_data(os, ctx, object, offset, len)? else {
-            continue;
-        };
-        if data.is_empty() {
-            // Clipped away by a later truncate, which is logged after it: keep the size
-            // change a write past the end made.
-            encoded.push(
-                LogRecord {
-                    txg: record.txg,
-                    lr: Lr::Write {
-                        object,
-                        offset,
-                        len: 0,
-                        data,
-                        now,
-                    },
-                }
-                .encode(),
-            );
-            continue;
-        }
-        for (i, chunk) in data.chunks(WRITE_CHUNK_MAX_BYTES).enumerate() {
-            let chunk_offset = offset + (i * WRITE_CHUNK_MAX_BYTES) as u64;
-            encoded.push(
-                LogRecord {
-                    txg: record.txg,
-                    lr: Lr::Write {
-                        object,
-                        offset: chunk_offset,
-                        len: chunk.len() as u64,
-                        data: chunk.to_vec(),
-                        now,
-                    },
-                }
-                .encode(),
-            );
+    for itx in pending {
+        match itx {
+            Itx::Record { bytes, .. } => encoded.push(bytes),
+            Itx::Write {
+                txg,
+                write,
+                get_data,
+            } => encoded.extend(get_data(os, ctx, txg, &write)?),
         }
     }
     Ok(encoded)
@@ -361,9 +340,9 @@ pub fn commit(os: &mut ObjectSet, ctx: &IoCtx<'_>, space_bytes: u64) -> Result<C
     }
     let pending_data: u64 = os.zil.itxs[os.zil.committed..]
         .iter()
-        .map(|r| match r.lr {
-            Lr::Write { len, .. } => len,
-            _ => 0,
+        .map(|itx| match itx {
+            Itx::Write { write, .. } => write.len,
+            Itx::Record { .. } => 0,
         })
         .sum();
     os.zil.active = true;

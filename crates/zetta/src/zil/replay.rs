@@ -1,15 +1,12 @@
-//! Replaying a log at import (OpenZFS `zil_replay`, `zfs_replay.c`): each record's change is
-//! made again, in order, through the same ZPL operations a mount uses, on the state of the
-//! last committed txg. Creations get the object numbers they had (later records name them),
-//! and the znode the original creation produced (generation number included).
+//! Replaying a log at import (OpenZFS `zil_replay`): the chain the committed header names
+//! is read to its end, and each record of a txg that did not commit is handed, in order, to
+//! the client's replay (the ZPL's `zfs_replay`), which makes its change again on the state
+//! of the last committed txg. Records stay opaque here.
 
 use super::chain::{self, BlockRef};
-use super::record::{LogRecord, Lr};
 use super::ZilError;
 use crate::dmu::{IoCtx, ObjectSet};
 use crate::types::Txg;
-use crate::zpl::znode::FileKind;
-use crate::zpl::{vnops, Creds, Zfsvfs, ZplError};
 
 /// What a replay found and did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -22,11 +19,16 @@ pub struct ReplayReport {
     pub error: Option<String>,
 }
 
-/// Every record of the chain that `head` starts, in order; the number of blocks read.
+/// The client's replay of one stored record (OpenZFS's replay vector): the change made
+/// again, or why it cannot be.
+pub type ReplayRecord<'a> = dyn FnMut(&mut ObjectSet, &IoCtx<'_>, &[u8]) -> Result<(), String> + 'a;
+
+/// Every record of the chain that `head` starts, in order and in stored form; the number of
+/// blocks read.
 pub fn read_chain(
     root: &crate::vdev::Vdev,
     head: &BlockRef,
-) -> Result<(Vec<LogRecord>, usize), ZilError> {
+) -> Result<(Vec<Vec<u8>>, usize), ZilError> {
     let mut records = Vec::new();
     let mut blocks = 0;
     let mut at = Some(*head);
@@ -44,129 +46,14 @@ pub fn read_chain(
     Ok((records, blocks))
 }
 
-fn apply(vfs: &Zfsvfs, os: &mut ObjectSet, ctx: &IoCtx<'_>, lr: Lr) -> Result<(), ZplError> {
-    match lr {
-        Lr::Create {
-            dir,
-            object,
-            name,
-            znode,
-            target,
-        } => {
-            let kind = znode.kind().ok_or_else(|| {
-                ZplError::Io(format!("log creates object {object} of no known type"))
-            })?;
-            let creds = Creds {
-                uid: znode.uid as u32,
-                gid: znode.gid as u32,
-            };
-            os.set_next_object_hint(object);
-            let created = if kind == FileKind::Symlink {
-                vfs.symlink(os, ctx, dir, &name, &target, creds, znode.crtime)?
-            } else {
-                let perm = (znode.mode & 0o7777) as u32;
-                vfs.create(
-                    os,
-                    ctx,
-                    dir,
-                    &name,
-                    kind,
-                    perm,
-                    creds,
-                    znode.rdev,
-                    znode.crtime,
-                )?
-            };
-            if created.object != object {
-                return Err(ZplError::Io(format!(
-                    "log creates object {object}, replay got {}",
-                    created.object
-                )));
-            }
-            vnops::put(os, ctx, object, &znode)
-        }
-        Lr::Link {
-            object,
-            dir,
-            name,
-            now,
-        } => vfs.link(os, ctx, object, dir, &name, now).map(|_| ()),
-        Lr::Remove {
-            dir,
-            name,
-            is_dir,
-            now,
-        } => {
-            if is_dir {
-                vfs.rmdir(os, ctx, dir, &name, now).map(|_| ())
-            } else {
-                vfs.unlink(os, ctx, dir, &name, now).map(|_| ())
-            }
-        }
-        Lr::Rename {
-            sdir,
-            sname,
-            ddir,
-            dname,
-            noreplace,
-            exchange,
-            now,
-        } => vfs
-            .rename(
-                os, ctx, sdir, &sname, ddir, &dname, noreplace, exchange, now,
-            )
-            .map(|_| ()),
-        Lr::Setattr {
-            object,
-            change,
-            now,
-        } => vfs.setattr(os, ctx, object, &change, now).map(|_| ()),
-        Lr::Write {
-            object,
-            offset,
-            data,
-            now,
-            ..
-        } => vfs.write(os, ctx, object, offset, &data, now).map(|_| ()),
-        Lr::Punch {
-            object,
-            offset,
-            len,
-            now,
-        } => vfs.punch_hole(os, ctx, object, offset, len, now),
-        Lr::SetXattr {
-            object,
-            name,
-            value,
-            flags,
-            now,
-        } => vfs.setxattr(os, ctx, object, &name, &value, flags, now),
-        Lr::RemoveXattr { object, name, now } => vfs.removexattr(os, ctx, object, &name, now),
-        Lr::Reclaim { object } => vfs.reclaim(os, ctx, object),
-    }
-}
-
-fn kind_name(lr: &Lr) -> &'static str {
-    match lr {
-        Lr::Create { .. } => "create",
-        Lr::Link { .. } => "link",
-        Lr::Remove { .. } => "remove",
-        Lr::Rename { .. } => "rename",
-        Lr::Setattr { .. } => "setattr",
-        Lr::Write { .. } => "write",
-        Lr::Punch { .. } => "punch",
-        Lr::SetXattr { .. } => "setxattr",
-        Lr::RemoveXattr { .. } => "removexattr",
-        Lr::Reclaim { .. } => "reclaim",
-    }
-}
-
 /// Replays the log of `os` (a head dataset just imported; `last_synced` is the committed
-/// txg). The caller commits the txg afterwards, which retires the chain.
+/// txg) through `apply`, which makes one stored record's change again or says why it
+/// cannot. The caller commits the txg afterwards, which retires the chain.
 pub fn replay(
     os: &mut ObjectSet,
     ctx: &IoCtx<'_>,
     last_synced: Txg,
+    apply: &mut ReplayRecord<'_>,
 ) -> Result<ReplayReport, ZilError> {
     let mut report = ReplayReport::default();
     let Some(head) = chain::decode_header(&os.zil_header) else {
@@ -179,15 +66,14 @@ pub fn replay(
     }
     // The chain is retired at the next commit even if replay stops early.
     os.zil.mark_chain_written();
-    let vfs = Zfsvfs::open(os, ctx).map_err(|e| ZilError::Io(e.to_string()))?;
-    for (index, record) in records.into_iter().enumerate() {
-        if record.txg <= last_synced {
+    for (index, record) in records.iter().enumerate() {
+        let (txg, _, _) = super::record_header(record)?;
+        if txg <= last_synced {
             report.skipped += 1;
             continue;
         }
-        let kind = kind_name(&record.lr);
-        if let Err(e) = apply(&vfs, os, ctx, record.lr) {
-            report.error = Some(format!("record {index} ({kind}): {e}"));
+        if let Err(why) = apply(os, ctx, record) {
+            report.error = Some(format!("record {index} {why}"));
             break;
         }
         report.records += 1;

@@ -16,19 +16,27 @@
 //! changes the object set of the open txg only, so each is atomic with respect to a
 //! power cut: after import, a rename has happened or it has not.
 //!
-//! The caller (the FUSE mount) holds the pool and passes the object set and an `IoCtx`;
-//! permission checks belong to the kernel (`default_permissions`), this layer enforces
-//! only what the file system itself must: types, emptiness, name rules, link limits.
+//! `vnops`, `xattr` and `dir` are the changes themselves, on an object set and an `IoCtx`
+//! in the open txg; `zfs_vnops` wraps each into a whole POSIX operation on a mounted
+//! filesystem (read-only refusal, space admission, dirty accounting, intent-log commit per
+//! `sync`), which is what the FUSE mount and the crash simulation call. Permission checks
+//! belong to the kernel (`default_permissions`); this layer enforces only what the file
+//! system itself must: types, emptiness, name rules, link limits, space.
 
 pub mod diff;
 pub mod dir;
 pub mod openzfs;
 pub mod vnops;
 pub mod xattr;
+pub mod zfs_log;
+pub mod zfs_replay;
+pub mod zfs_vnops;
 pub mod znode;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_policy;
 
 use crate::dmu::{object_type, DmuError, IoCtx, ObjectSet};
 use crate::types::ObjectId;

@@ -7,12 +7,12 @@
 //! operation lands in the same open txg, which is what makes it atomic.
 
 use super::dir;
+use super::zfs_log::{self, Lr};
 use super::znode::{FileKind, Timespec, ZnodePhys, BONUS_TYPE_ZNODE, ZNODE_FLAG_UNLINKED};
 use super::{Attr, Creds, Zfsvfs, ZplError, LINK_MAX, ZNODE_SIZE_BYTES};
 use crate::dmu::{object_type, IoCtx, ObjectSet};
 use crate::types::ObjectId;
 use crate::zap;
-use crate::zil::record::Lr;
 
 const S_ISGID: u64 = 0o2000;
 const MODE_PERM_MASK: u64 = 0o7777;
@@ -277,7 +277,8 @@ impl Zfsvfs {
             put(os, ctx, object, &znode)?;
         }
         let created = attr(os, ctx, object)?;
-        os.zil.log(
+        zfs_log::log(
+            os,
             ctx.txg,
             Lr::Create {
                 dir,
@@ -360,7 +361,8 @@ impl Zfsvfs {
         znode.links += 1;
         znode.ctime = now;
         put(os, ctx, object, &znode)?;
-        os.zil.log(
+        zfs_log::log(
+            os,
             ctx.txg,
             Lr::Link {
                 object,
@@ -421,7 +423,8 @@ impl Zfsvfs {
         }
         unlink_from(os, ctx, dir, name, kind, now)?;
         let gone = self.drop_link(os, ctx, object, now)?;
-        os.zil.log(
+        zfs_log::log(
+            os,
             ctx.txg,
             Lr::Remove {
                 dir,
@@ -457,7 +460,8 @@ impl Zfsvfs {
         }
         unlink_from(os, ctx, dir, name, kind, now)?;
         let gone = self.drop_link(os, ctx, object, now)?;
-        os.zil.log(
+        zfs_log::log(
+            os,
             ctx.txg,
             Lr::Remove {
                 dir,
@@ -487,7 +491,8 @@ impl Zfsvfs {
     ) -> Result<Option<Unlinked>, ZplError> {
         let replaced =
             self.rename_unlogged(os, ctx, sdir, sname, ddir, dname, noreplace, exchange, now)?;
-        os.zil.log(
+        zfs_log::log(
+            os,
             ctx.txg,
             Lr::Rename {
                 sdir,
@@ -680,7 +685,8 @@ impl Zfsvfs {
         }
         znode.ctime = change.ctime.unwrap_or(now);
         put(os, ctx, object, &znode)?;
-        os.zil.log(
+        zfs_log::log(
+            os,
             ctx.txg,
             Lr::Setattr {
                 object,
@@ -774,7 +780,8 @@ impl Zfsvfs {
         znode.mtime = now;
         znode.ctime = now;
         put(os, ctx, object, &znode)?;
-        os.zil.log(
+        zfs_log::log(
+            os,
             ctx.txg,
             Lr::Write {
                 object,
@@ -809,7 +816,8 @@ impl Zfsvfs {
         znode.mtime = now;
         znode.ctime = now;
         put(os, ctx, object, &znode)?;
-        os.zil.log(
+        zfs_log::log(
+            os,
             ctx.txg,
             Lr::Punch {
                 object,
@@ -851,7 +859,7 @@ impl Zfsvfs {
             Ok(()) | Err(zap::ZapError::NotFound) => {}
             Err(e) => return Err(e.into()),
         }
-        os.zil.log(ctx.txg, Lr::Reclaim { object });
+        zfs_log::log(os, ctx.txg, Lr::Reclaim { object });
         Ok(())
     }
 

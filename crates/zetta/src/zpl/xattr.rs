@@ -5,12 +5,12 @@
 //! values up to 64 KiB.
 
 use super::vnops::{get, put};
+use super::zfs_log::{self, Lr};
 use super::znode::Timespec;
 use super::{Zfsvfs, ZplError};
 use crate::dmu::{object_type, IoCtx, ObjectSet};
 use crate::types::ObjectId;
 use crate::zap::{self, ZapValue, VALUE_SIZE_MAX_BYTES};
-use crate::zil::record::Lr;
 
 /// Largest xattr value (Linux XATTR_SIZE_MAX).
 pub const XATTR_VALUE_MAX_BYTES: usize = 64 << 10;
@@ -136,7 +136,8 @@ impl Zfsvfs {
         }
         znode.ctime = now;
         put(os, ctx, object, &znode)?;
-        os.zil.log(
+        zfs_log::log(
+            os,
             ctx.txg,
             Lr::SetXattr {
                 object,
@@ -168,7 +169,8 @@ impl Zfsvfs {
         zap::zap_remove(os, ctx, zap_object, name)?;
         znode.ctime = now;
         put(os, ctx, object, &znode)?;
-        os.zil.log(
+        zfs_log::log(
+            os,
             ctx.txg,
             Lr::RemoveXattr {
                 object,

@@ -1,5 +1,7 @@
-//! Log records (OpenZFS `lr_*_t` in `zil.h`, written by `zfs_log.c`): one per change a
-//! mount made, enough to make that change again on the last committed state.
+//! The ZPL's log records (OpenZFS `zfs_log.c` and the `lr_*_t` of `zil.h`): one per change a
+//! mount made, enough to make that change again on the last committed state. `log` hands
+//! each to the object set's intent log (`zil`, which keeps them opaque); a write is logged
+//! by position and its bytes copied at commit (`get_data`, OpenZFS `zfs_get_data`).
 //!
 //! Every record is a 16-byte header and a body, padded to 8 bytes:
 //!
@@ -13,13 +15,14 @@
 //! 1 create, 2 link, 3 remove, 4 rename, 5 setattr, 6 write, 7 punch, 8 setxattr,
 //! 9 removexattr, 10 reclaim. A decoder refuses a record whose lengths overrun it.
 
-use super::ZilError;
-use crate::types::Txg;
-use crate::zpl::vnops::SetAttr;
-use crate::zpl::znode::{Timespec, ZnodePhys};
-use crate::zpl::ZNODE_SIZE_BYTES;
+use super::vnops::SetAttr;
+use super::znode::{Timespec, ZnodePhys};
+use super::{ZplError, ZNODE_SIZE_BYTES};
+use crate::dmu::{IoCtx, ObjectSet};
+use crate::types::{ObjectId, Txg};
+pub use crate::zil::RECORD_HEADER_SIZE_BYTES;
+use crate::zil::{Itx, WriteItx, ZilError};
 
-pub const RECORD_HEADER_SIZE_BYTES: usize = 16;
 /// Largest write payload in one record: a longer write is logged as several.
 pub const WRITE_CHUNK_MAX_BYTES: usize = 64 << 10;
 
@@ -324,19 +327,7 @@ impl LogRecord {
 
     /// Decodes the record at the start of `bytes`; returns it and its stored length.
     pub fn decode(bytes: &[u8]) -> Result<(LogRecord, usize), ZilError> {
-        if bytes.len() < RECORD_HEADER_SIZE_BYTES {
-            return Err(ZilError::Corrupt(
-                "log record header is truncated".to_string(),
-            ));
-        }
-        let txtype = u16::from_le_bytes([bytes[0], bytes[1]]);
-        let reclen = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]) as usize;
-        if reclen < RECORD_HEADER_SIZE_BYTES || reclen > bytes.len() || !reclen.is_multiple_of(8) {
-            return Err(ZilError::Corrupt(format!("log record length {reclen}")));
-        }
-        let mut txg = [0u8; 8];
-        txg.copy_from_slice(&bytes[8..16]);
-        let txg = Txg(u64::from_le_bytes(txg));
+        let (txg, txtype, reclen) = crate::zil::record_header(bytes)?;
         let mut r = Reader {
             bytes: &bytes[..reclen],
             at: RECORD_HEADER_SIZE_BYTES,
@@ -443,4 +434,82 @@ impl LogRecord {
         };
         Ok((LogRecord { txg, lr }, reclen))
     }
+}
+
+/// Logs change `lr`, made in txg `txg`, in the intent log of `os` (OpenZFS `zfs_log_*`).
+pub fn log(os: &mut ObjectSet, txg: Txg, lr: Lr) {
+    let itx = match lr {
+        Lr::Write {
+            object,
+            offset,
+            len,
+            now,
+            ..
+        } => Itx::Write {
+            txg,
+            write: WriteItx {
+                object,
+                offset,
+                len,
+                private: [now.sec as u64, u64::from(now.nsec)],
+            },
+            get_data,
+        },
+        lr => Itx::Record {
+            txg,
+            bytes: LogRecord { txg, lr }.encode(),
+        },
+    };
+    os.zil.log(itx);
+}
+
+/// The stored records of a logged write, its bytes as they are now, clipped to the file's
+/// size (OpenZFS `zfs_get_data`); none when the file is gone (its removal is logged after).
+fn get_data(
+    os: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    txg: Txg,
+    write: &WriteItx,
+) -> Result<Vec<Vec<u8>>, ZilError> {
+    let WriteItx {
+        object,
+        offset,
+        len,
+        private,
+    } = *write;
+    let now = Timespec {
+        sec: private[0] as i64,
+        nsec: private[1] as u32,
+    };
+    let record = |offset: u64, data: Vec<u8>| {
+        LogRecord {
+            txg,
+            lr: Lr::Write {
+                object,
+                offset,
+                len: data.len() as u64,
+                data,
+                now,
+            },
+        }
+        .encode()
+    };
+    let znode = match super::vnops::get(os, ctx, object) {
+        Ok(znode) => znode,
+        Err(ZplError::NotFound) => return Ok(Vec::new()),
+        Err(e) => return Err(ZilError::Io(e.to_string())),
+    };
+    let want = znode.size.saturating_sub(offset).min(len) as usize;
+    if want == 0 {
+        // Clipped away by a later truncate, which is logged after it: keep the size change
+        // a write past the end made.
+        return Ok(vec![record(offset, Vec::new())]);
+    }
+    let mut data = os.read(ctx, ObjectId(object), offset, want)?;
+    data.resize(want, 0);
+    Ok(data
+        .chunks(WRITE_CHUNK_MAX_BYTES)
+        .enumerate()
+        .map(|(i, chunk)| record(offset + (i * WRITE_CHUNK_MAX_BYTES) as u64, chunk.to_vec()))
+        .collect())
 }
