@@ -816,7 +816,7 @@ impl Spa {
         let head = self.head_phys(dataset)?;
         let ctx = io_ctx!(self);
         let found = head.bookmarks_zap != 0
-            && zap::zap_lookup(&mut self.mos, &ctx, ObjectId(head.bookmarks_zap), mark)
+            && zap::zap_lookup(&self.mos, &ctx, ObjectId(head.bookmarks_zap), mark)
                 .map_err(zap_error)?
                 .is_some();
         if !found {
@@ -879,7 +879,7 @@ impl Spa {
             let (_, phys) = self.snapshot_record(full)?;
             let ctx = io_ctx!(self);
             let held = phys.holds_zap != 0
-                && zap::zap_lookup(&mut self.mos, &ctx, ObjectId(phys.holds_zap), tag)
+                && zap::zap_lookup(&self.mos, &ctx, ObjectId(phys.holds_zap), tag)
                     .map_err(zap_error)?
                     .is_some();
             let twice = snapshots[..index].contains(full);
