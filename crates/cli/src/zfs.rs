@@ -372,7 +372,7 @@ fn cmd_hold(args: &[String], hold: bool) -> CmdResult {
     if snapshots.is_empty() {
         return usage("missing snapshot argument");
     }
-    for full in snapshots {
+    for (index, full) in snapshots.iter().enumerate() {
         let Some((fs, snap)) = full.split_once('@') else {
             return fail(format!("'{full}' is not a snapshot"));
         };
@@ -405,6 +405,14 @@ fn cmd_hold(args: &[String], hold: bool) -> CmdResult {
             .spa
             .hold_queue(tag, &targets, hold)
             .map_err(spa_fail)?;
+        // OpenZFS logs `hold` and `release` (allow_log): one line for the command, once
+        // every snapshot it names has been done.
+        if index + 1 == snapshots.len() {
+            let verb = if hold { "hold" } else { "release" };
+            imported
+                .spa
+                .log_history_task(task, &format!("zfs {verb} {}", args.join(" ")));
+        }
         pool::commit(&mut imported)?;
         imported.spa.sync_task_result(task).map_err(spa_fail)?;
     }
@@ -576,6 +584,10 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
             .spa
             .destroy_bookmark_queue(name)
             .map_err(spa_fail)?;
+        // OpenZFS logs `destroy_bookmarks` (allow_log) like every changing command.
+        imported
+            .spa
+            .log_history_task(task, &format!("zfs destroy {}", args.join(" ")));
         pool::commit(&mut imported)?;
         return imported.spa.sync_task_result(task).map_err(spa_fail);
     }

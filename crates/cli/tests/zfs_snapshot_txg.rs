@@ -192,3 +192,39 @@ fn administrative_commands_are_one_txg_each() {
         .collect();
     assert_eq!(left, ["tank/a@s0", "tank/a/b@s0"]);
 }
+
+// Why: with hold, release and bookmark destroy turned into sync tasks, their commands wrote
+// no `zpool history` line, while OpenZFS logs all three (`allow_log` on the hold, release
+// and destroy_bookmarks ioctls); a refused hold logs nothing.
+#[test]
+fn hold_release_and_bookmark_destroy_are_in_the_history() {
+    let lab = Lab::new();
+    lab.ok("zfs", &["create", "tank/a"]);
+    lab.ok("zfs", &["snapshot", "-r", "tank@s"]);
+    lab.ok("zfs", &["hold", "-r", "keep", "tank@s"]);
+    let refused = lab.run("zfs", &["hold", "keep", "tank/a@s"]);
+    assert_eq!(
+        refused.code, 1,
+        "a second hold with one tag: {}",
+        refused.stderr
+    );
+    lab.ok("zfs", &["release", "-r", "keep", "tank@s"]);
+    lab.ok("zfs", &["bookmark", "tank/a@s", "tank/a#b"]);
+    lab.ok("zfs", &["destroy", "tank/a#b"]);
+    let history = lab.ok("zpool", &["history", "tank"]);
+    let commands: Vec<&str> = history
+        .lines()
+        .filter_map(|line| line.split_once(' ').map(|(_, command)| command))
+        .collect();
+    let tail = &commands[commands.len() - 4..];
+    assert_eq!(
+        tail,
+        [
+            "zfs hold -r keep tank@s",
+            "zfs release -r keep tank@s",
+            "zfs bookmark tank/a@s tank/a#b",
+            "zfs destroy tank/a#b",
+        ],
+        "{history}"
+    );
+}
