@@ -11,8 +11,8 @@
 //! than the last `sync` that returned, every object must hold exactly what it held at the
 //! imported txg, and a scrub must find every block intact. A failing seed is printed and
 //! replays exactly: `ZETTA_SIM_SEED=<n> cargo test --release --test crash_simulation`.
-//! `ZETTA_SIM_SEEDS=<count>` sets how many seeds run (default 2000; the soak profile in
-//! docs/PERFORMANCE.md runs 100000).
+//! `ZETTA_SIM_SEEDS=<count>` sets how many seeds run and `ZETTA_SIM_FIRST=<n>` the first
+//! (default 2000 from 0; the soak profile in docs/PERFORMANCE.md runs 100000).
 
 mod common;
 

@@ -8,8 +8,9 @@ pub mod zfs_fuse;
 #[allow(dead_code)]
 pub mod ztest;
 
-/// Runs `run` on seed `$<prefix>_SEED` alone if set, else on seeds 0..`$<prefix>_SEEDS`
-/// (default `default_count`); stops after five failures and fails the test naming them.
+/// Runs `run` on seed `$<prefix>_SEED` alone if set, else on `$<prefix>_SEEDS` seeds (default
+/// `default_count`) from `$<prefix>_FIRST` (default 0), so a soak can go on where another
+/// stopped; stops after five failures and fails the test naming them.
 /// Returns how many seeds ran.
 #[allow(dead_code)]
 pub fn run_seeds(
@@ -25,7 +26,10 @@ pub fn run_seeds(
     };
     let seeds: Vec<u64> = match var("SEED") {
         Some(seed) => vec![seed],
-        None => (0..var("SEEDS").unwrap_or(default_count)).collect(),
+        None => {
+            let first = var("FIRST").unwrap_or(0);
+            (first..first.saturating_add(var("SEEDS").unwrap_or(default_count))).collect()
+        }
     };
     let mut failures = Vec::new();
     for &seed in &seeds {
