@@ -4,35 +4,14 @@
 
 mod common;
 
-use std::process::Command;
+use common::NoMountLab as Lab;
 
-struct Lab {
-    inner: common::Lab,
+/// What these tests ask of the lab besides running commands.
+trait TxgLab {
+    fn snapshot_txgs(&self) -> Vec<(String, u64)>;
 }
 
-impl Lab {
-    /// A pool `tank` on a 512 MiB sparse file; a daemon that serves no mounts.
-    fn new() -> Lab {
-        let lab = Lab {
-            inner: common::Lab::new(),
-        };
-        let disk = lab.inner.disk("disk", 512 << 20);
-        lab.ok("zpool", &["create", "tank", &disk]);
-        lab
-    }
-
-    fn run(&self, front: &str, args: &[&str]) -> common::Output {
-        let mut command: Command = self.inner.command(front);
-        command.args(args).env("ZETTA_MOUNT", "0");
-        self.inner.run(command)
-    }
-
-    fn ok(&self, front: &str, args: &[&str]) -> String {
-        let out = self.run(front, args);
-        assert_eq!(out.code, 0, "{front} {args:?}: {}", out.stderr);
-        out.stdout
-    }
-
+impl TxgLab for Lab {
     /// `name → createtxg` of every snapshot of the pool.
     fn snapshot_txgs(&self) -> Vec<(String, u64)> {
         let out = self.ok(

@@ -5,35 +5,15 @@
 
 mod common;
 
-use std::process::Command;
+use common::NoMountLab as Lab;
 
-struct Lab {
-    inner: common::Lab,
+/// What these tests ask of the lab besides running commands.
+trait SpaceLab {
+    fn fails(&self, args: &[&str]) -> (i32, String);
+    fn number(&self, prop: &str, name: &str) -> u64;
 }
 
-impl Lab {
-    /// A pool `tank` on a 512 MiB sparse file; a daemon that serves no mounts.
-    fn new() -> Lab {
-        let lab = Lab {
-            inner: common::Lab::new(),
-        };
-        let disk = lab.inner.disk("disk", 512 << 20);
-        lab.ok("zpool", &["create", "tank", &disk]);
-        lab
-    }
-
-    fn run(&self, front: &str, args: &[&str]) -> common::Output {
-        let mut command: Command = self.inner.command(front);
-        command.args(args).env("ZETTA_MOUNT", "0");
-        self.inner.run(command)
-    }
-
-    fn ok(&self, front: &str, args: &[&str]) -> String {
-        let out = self.run(front, args);
-        assert_eq!(out.code, 0, "{front} {args:?}: {}", out.stderr);
-        out.stdout
-    }
-
+impl SpaceLab for Lab {
     fn fails(&self, args: &[&str]) -> (i32, String) {
         let out = self.run("zfs", args);
         (out.code, out.stderr)

@@ -314,17 +314,20 @@ fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Outcome, String> {
         zpl_files: zpl.clone(),
         origins: origins.clone(),
     };
-    committed.insert(
-        spa.last_synced_txg(),
-        snapshot(
-            &model,
-            &file_in_a,
-            &filesystems,
-            &snapshots,
-            &zpl_files,
-            &origins,
-        ),
-    );
+    // The model's state as it stands now (every variable above, by reference).
+    macro_rules! state {
+        () => {
+            snapshot(
+                &model,
+                &file_in_a,
+                &filesystems,
+                &snapshots,
+                &zpl_files,
+                &origins,
+            )
+        };
+    }
+    committed.insert(spa.last_synced_txg(), state!());
     let mut last_returned = spa.last_synced_txg();
 
     // Each device its own crash budget (writes and flushes); the first to run out cuts the
@@ -350,14 +353,7 @@ fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Outcome, String> {
                 let data = random_data(&mut rng, len);
                 // Two operations, as a process makes them (creat, then write): a commit
                 // between them holds the file empty.
-                let before = snapshot(
-                    &model,
-                    &file_in_a,
-                    &filesystems,
-                    &snapshots,
-                    &zpl_files,
-                    &origins,
-                );
+                let before = state!();
                 let mut empty = before.clone();
                 empty.zpl_files.insert(name.clone(), Vec::new());
                 zpl_tx(
@@ -396,14 +392,7 @@ fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Outcome, String> {
                     next_zpl_name += 1;
                     format!("z{next_zpl_name}")
                 };
-                let before = snapshot(
-                    &model,
-                    &file_in_a,
-                    &filesystems,
-                    &snapshots,
-                    &zpl_files,
-                    &origins,
-                );
+                let before = state!();
                 zpl_tx(
                     &mut spa,
                     &mut committed,
@@ -428,14 +417,7 @@ fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Outcome, String> {
                     .nth(rng.below(zpl_files.len() as u64) as usize)
                     .cloned()
                     .unwrap_or_default();
-                let before = snapshot(
-                    &model,
-                    &file_in_a,
-                    &filesystems,
-                    &snapshots,
-                    &zpl_files,
-                    &origins,
-                );
+                let before = state!();
                 zpl_tx(
                     &mut spa,
                     &mut committed,
@@ -462,14 +444,7 @@ fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Outcome, String> {
             20..=22 if !origins.is_empty() => {
                 let clones: Vec<String> = origins.keys().cloned().collect();
                 let clone = clones[rng.below(clones.len() as u64) as usize].clone();
-                let before = snapshot(
-                    &model,
-                    &file_in_a,
-                    &filesystems,
-                    &snapshots,
-                    &zpl_files,
-                    &origins,
-                );
+                let before = state!();
                 committed.insert(spa.open_txg(), before);
                 let (moved, new_origins) = promoted(&snapshots, &origins, &clone);
                 let after = snapshot(
@@ -597,14 +572,7 @@ fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Outcome, String> {
                 let pick = rng.below(filesystems.len() as u64) as usize;
                 let name = filesystems.iter().nth(pick).cloned().unwrap_or_default();
                 // Destroy commits what is in flight first.
-                let before = snapshot(
-                    &model,
-                    &file_in_a,
-                    &filesystems,
-                    &snapshots,
-                    &zpl_files,
-                    &origins,
-                );
+                let before = state!();
                 committed.insert(spa.open_txg(), before);
                 match spa.destroy_filesystem(&name) {
                     Ok(()) => {
@@ -645,14 +613,7 @@ fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Outcome, String> {
                 })
             }
             3 | 4 => {
-                let in_flight = snapshot(
-                    &model,
-                    &file_in_a,
-                    &filesystems,
-                    &snapshots,
-                    &zpl_files,
-                    &origins,
-                );
+                let in_flight = state!();
                 let txg = spa.open_txg();
                 committed.insert(txg, in_flight);
                 match spa.sync() {

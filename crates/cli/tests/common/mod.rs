@@ -146,3 +146,32 @@ impl Drop for Lab {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// A lab whose daemon serves no mounts (`ZETTA_MOUNT=0`: nothing commits behind a
+/// command's back), with a pool `tank` on a 512 MiB sparse file.
+pub struct NoMountLab {
+    pub inner: Lab,
+}
+
+impl NoMountLab {
+    pub fn new() -> NoMountLab {
+        let lab = NoMountLab { inner: Lab::new() };
+        let disk = lab.inner.disk("disk", 512 << 20);
+        lab.ok("zpool", &["create", "tank", &disk]);
+        lab
+    }
+
+    /// Runs `zpool`, `zfs` or `sh` (`front`) of this lab with `args`.
+    pub fn run(&self, front: &str, args: &[&str]) -> Output {
+        let mut command = self.inner.command(front);
+        command.args(args).env("ZETTA_MOUNT", "0");
+        self.inner.run(command)
+    }
+
+    /// `run`, which must succeed; its stdout.
+    pub fn ok(&self, front: &str, args: &[&str]) -> String {
+        let out = self.run(front, args);
+        assert_eq!(out.code, 0, "{front} {args:?}: {}", out.stderr);
+        out.stdout
+    }
+}
