@@ -658,13 +658,14 @@ fn zfs_fuse_pools_read_as_zfs_fuse_reports_them() {
         let space = PoolSpace::load(&pool).unwrap();
         // zfs-fuse's SIZE/ALLOC/FREE (it prints them only as `zfs list` sizes).
         // Its import and export write a little metadata (history, config) after it
-        // reported: SIZE is exact, ALLOC and FREE within what that churn moves, and
-        // ALLOC exactly what zdb sums over the final space maps.
+        // reported, and its live figure counts frees still deferred: SIZE is exact, ALLOC
+        // and FREE within what that churn moves (up to 0.7 MiB of 8.9 MiB seen on a loaded
+        // machine), and ALLOC exactly what zdb sums over the final space maps.
         let theirs: Vec<&str> = list.trim().split('\t').collect();
         assert_eq!(theirs[0], nicenum(space.size), "{pool_name}: SIZE");
         let near = |theirs: &str, ours: u64| {
             let theirs = parse_nicenum(theirs);
-            (theirs - ours as f64).abs() <= theirs * 0.02 + 65536.0
+            (theirs - ours as f64).abs() <= theirs * 0.02 + f64::from(1u32 << 20)
         };
         assert!(
             near(theirs[1], space.alloc) && near(theirs[2], space.free),
