@@ -177,6 +177,21 @@ pub(crate) fn finish(imported: &mut Imported, verb: &str, args: &[String]) -> Cm
     pool::commit(imported)
 }
 
+/// `finish` for a command queued as one sync task: its history line (written only if the
+/// task succeeds), the commit that runs it, and the task's own result.
+fn finish_task(
+    imported: &mut Imported,
+    task: zetta::dsl::synctask::SyncTaskId,
+    verb: &str,
+    args: &[String],
+) -> CmdResult {
+    imported
+        .spa
+        .log_history_task(task, &format!("zfs {verb} {}", args.join(" ")));
+    pool::commit(imported)?;
+    imported.spa.sync_task_result(task).map_err(spa_fail)
+}
+
 /// The `-o prop=value` settings of a create or clone, validated.
 fn parse_settings(parsed: &crate::zpool::Parsed, name: &str) -> Result<Vec<SetValue>, CmdError> {
     let mut settings = Vec::new();
@@ -356,11 +371,7 @@ fn cmd_snapshot(args: &[String]) -> CmdResult {
         .spa
         .snapshot_queue(&names, None)
         .map_err(spa_fail)?;
-    imported
-        .spa
-        .log_history_task(task, &format!("zfs snapshot {}", args.join(" ")));
-    pool::commit(&mut imported)?;
-    imported.spa.sync_task_result(task).map_err(spa_fail)
+    finish_task(&mut imported, task, "snapshot", args)
 }
 
 /// `zfs hold [-r] tag fs@snap…` and `zfs release [-r] tag fs@snap…`.
@@ -496,11 +507,7 @@ fn cmd_bookmark(args: &[String]) -> CmdResult {
         .spa
         .create_bookmark_queue(snapshot, bookmark)
         .map_err(spa_fail)?;
-    imported
-        .spa
-        .log_history_task(task, &format!("zfs bookmark {}", args.join(" ")));
-    pool::commit(&mut imported)?;
-    imported.spa.sync_task_result(task).map_err(spa_fail)
+    finish_task(&mut imported, task, "bookmark", args)
 }
 
 /// `zfs clone [-p] [-o prop=value]… fs@snap newfs`
@@ -564,11 +571,7 @@ fn cmd_rollback(args: &[String]) -> CmdResult {
     }
     // One sync task, its history line and the commit: one txg.
     let task = imported.spa.rollback_queue(name).map_err(spa_fail)?;
-    imported
-        .spa
-        .log_history_task(task, &format!("zfs rollback {}", args.join(" ")));
-    pool::commit(&mut imported)?;
-    imported.spa.sync_task_result(task).map_err(spa_fail)
+    finish_task(&mut imported, task, "rollback", args)
 }
 
 /// `zfs destroy [-rR] fs|fs@snap|fs#mark` (-r on a snapshot: the same name in descendants)
@@ -585,11 +588,7 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
             .destroy_bookmark_queue(name)
             .map_err(spa_fail)?;
         // OpenZFS logs `destroy_bookmarks` (allow_log) like every changing command.
-        imported
-            .spa
-            .log_history_task(task, &format!("zfs destroy {}", args.join(" ")));
-        pool::commit(&mut imported)?;
-        return imported.spa.sync_task_result(task).map_err(spa_fail);
+        return finish_task(&mut imported, task, "destroy", args);
     }
     if let Some((fs, snap)) = name.split_once('@') {
         let mut imported = open_dataset(fs)?;
@@ -623,11 +622,7 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
             .spa
             .destroy_snapshots_queue(&victims)
             .map_err(spa_fail)?;
-        imported
-            .spa
-            .log_history_task(task, &format!("zfs destroy {}", args.join(" ")));
-        pool::commit(&mut imported)?;
-        return imported.spa.sync_task_result(task).map_err(spa_fail);
+        return finish_task(&mut imported, task, "destroy", args);
     }
     let mut imported = open_dataset(name)?;
     let is_pool = name == pool_of(name);
