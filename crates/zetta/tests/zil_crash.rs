@@ -405,3 +405,98 @@ fn fsynced_changes_survive_power_cuts() {
     let ran = common::run_seeds("ZETTA_ZIL", "zil crash", 1000, run_seed);
     eprintln!("zil crash simulation: {ran} power cuts survived");
 }
+
+/// The content of `/name` in `sim/fs`, or `None` when it is absent.
+fn file_content(spa: &mut Spa, name: &str) -> Result<Option<Vec<u8>>, String> {
+    let tree = observe(spa)?;
+    Ok(match tree.get(&format!("/{name}")) {
+        Some(Node::File { content, .. }) => Some(content.clone()),
+        _ => None,
+    })
+}
+
+// Why: with txg states a txg's tail (flushes, uberblocks) runs after the txg has been
+// written and the next one opened. An fsync during that tail found nothing to log (the
+// syncing txg had taken its records) or wrote its records into the chain whose head only
+// the not-yet-durable txg's ZIL header names, and returned before anything it promised was
+// durable: a cut before the uberblock landed brought the pool back a txg earlier, without
+// the fsync'd data. `zil_commit` now waits for the tail. Both cases, each with every
+// pending write lost at the cut.
+#[test]
+fn fsync_during_a_txg_tail_survives_a_cut() {
+    for change_after_quiesce in [false, true] {
+        let world = zetta::io::SimWorld::new(7);
+        let device = Arc::new(SimDevice::in_world("/sim/tail", 96 << 20, 3, &world));
+        let spec = TopSpec {
+            kind: TopKind::Single,
+            leaves: vec![("/sim/tail".to_string(), device.clone() as DeviceRef)],
+            is_log: false,
+        };
+        let mut spa = Spa::create("sim", &[spec], &CreateOptions::default()).unwrap();
+        spa.create_filesystem("sim/fs").unwrap();
+        let fs = spa.lookup_dataset("sim/fs").unwrap().unwrap();
+        let now = Timespec::now();
+        let create = |spa: &mut Spa, name: &str| {
+            spa.with_zpl("sim/fs", |vfs, os, ctx| {
+                vfs.create(
+                    os,
+                    ctx,
+                    vfs.root,
+                    name.as_bytes(),
+                    FileKind::Regular,
+                    0o644,
+                    Creds::default(),
+                    0,
+                    now,
+                )
+                .map(|a| a.object)
+            })
+            .unwrap()
+        };
+        let write = |spa: &mut Spa, object: u64, data: &[u8]| {
+            spa.with_zpl("sim/fs", |vfs, os, ctx| {
+                vfs.write(os, ctx, object, 0, data, now)
+            })
+            .unwrap();
+        };
+        let first = create(&mut spa, "first");
+        // The first fsync commits the txg and gives the dataset its log.
+        spa.zil_commit(fs).unwrap();
+        spa.sync().unwrap();
+        // Txg N: a change to `first`; N is quiesced and written, its tail queued.
+        write(&mut spa, first, b"written in the txg now syncing");
+        let syncing = spa.sync_in_background().unwrap().unwrap();
+        assert_eq!(spa.syncing_txg(), Some(syncing));
+        if change_after_quiesce {
+            // Txg N+1: a new file, logged into the chain N's header names.
+            let second = create(&mut spa, "second");
+            write(&mut spa, second, b"written in the open txg");
+        }
+        // fsync, then the power goes: the tail still queued never runs.
+        spa.zil_commit(fs).unwrap();
+        drop(spa);
+        world.kill_process();
+        device.power_cut(PowerCutPolicy::DropAll);
+        world.restore_power();
+        let found = find_pools(&[device.clone() as DeviceRef]);
+        let mut spa = Spa::import(found.first().unwrap(), None, 32 << 20).unwrap();
+        assert!(
+            spa.last_synced_txg() >= syncing,
+            "imported at txg {}, before the txg fsync waited for",
+            spa.last_synced_txg()
+        );
+        assert_eq!(
+            file_content(&mut spa, "first").unwrap().as_deref(),
+            Some(&b"written in the txg now syncing"[..]),
+            "fsync'd change of the syncing txg lost (change after quiesce: {change_after_quiesce})"
+        );
+        if change_after_quiesce {
+            assert_eq!(
+                file_content(&mut spa, "second").unwrap().as_deref(),
+                Some(&b"written in the open txg"[..]),
+                "fsync'd change of the open txg lost"
+            );
+        }
+        assert_eq!(spa.scrub(None).unwrap().errors, 0);
+    }
+}

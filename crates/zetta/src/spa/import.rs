@@ -218,6 +218,7 @@ impl Spa {
             ms_arrays: Vec::new(),
             dsl_space: Default::default(),
             writeback: Default::default(),
+            tx: Default::default(),
             readonly,
             openzfs: None,
         };

@@ -27,6 +27,7 @@ mod error;
 pub mod import;
 pub mod openzfs;
 pub mod scan;
+pub mod txg;
 pub mod uberblock;
 mod vdev_ops;
 pub mod writeback;
@@ -134,6 +135,8 @@ pub struct Spa {
     pub(crate) dsl_space: crate::dsl::space::SpaceState,
     /// File data of the open txg written early (`writeback`).
     pub(crate) writeback: writeback::Writeback,
+    /// Txg states: the txg in its syncing tail, the sync thread's shared state (`txg`).
+    pub(crate) tx: txg::TxState,
     /// Imported read-only (`zpool import -o readonly=on`): nothing is ever written to its
     /// devices — no txg commits, no label updates, no intent log replay — and every change
     /// is refused (`SpaError::ReadOnly`).
@@ -331,6 +334,7 @@ impl Spa {
             ms_arrays: Vec::new(),
             dsl_space: Default::default(),
             writeback: Default::default(),
+            tx: Default::default(),
             readonly: false,
             openzfs: None,
         };
@@ -451,18 +455,43 @@ impl Spa {
         config
     }
 
-    /// Commits the open txg (see the module header for the order of writes). A read-only
-    /// pool commits nothing: with nothing changed it reports its last synced txg, and a
-    /// change that reached it anyway is refused rather than written.
+    /// Commits the open txg (see the module header for the order of writes) and returns it
+    /// once its uberblock is durable: `sync_quiesce`, the tail in the caller, `sync_retire`
+    /// (`txg`: the daemon's sync thread runs the same three steps, the tail without the pool
+    /// lock). A txg still in its tail is retired first. A read-only pool commits nothing:
+    /// with nothing changed it reports its last synced txg, and a change that reached it
+    /// anyway is refused rather than written.
     pub fn sync(&mut self) -> Result<Txg, SpaError> {
+        let Some(tail) = self.sync_quiesce()? else {
+            return Ok(self.last_synced_txg);
+        };
+        tail.run();
+        self.sync_retire()?;
+        Ok(tail.txg())
+    }
+
+    /// Txg states, first half of a commit (OpenZFS `txg_quiesce` and `spa_sync` up to
+    /// `vdev_config_sync`): retires a txg still in its tail, quiesces the open txg N,
+    /// writes it through the MOS, and opens N+1 (`open_txg` advances, the dirty counters
+    /// start again). Returns N's tail (`txg::SyncTail`: flushes, labels, uberblocks), which
+    /// the caller runs without needing the pool (`SyncTail::run`) and then retires
+    /// (`sync_retire`); until then N is "syncing" and `last_synced_txg` is still N-1.
+    /// `None`: a read-only pool with nothing to commit.
+    pub fn sync_quiesce(&mut self) -> Result<Option<std::sync::Arc<txg::SyncTail>>, SpaError> {
+        // At most one txg syncs at a time.
+        self.sync_retire()?;
         if self.readonly {
             if self.has_dirty() {
                 return Err(SpaError::ReadOnly);
             }
-            return Ok(self.last_synced_txg);
+            return Ok(None);
         }
+        let started = std::time::Instant::now();
+        let mut phases = txg::SyncPhases::default();
         // File data written early in this txg takes its place first (`writeback`).
         self.writeback_reap(true);
+        let mut mark = std::time::Instant::now();
+        phases.writeback = mark - started;
         let txg = self.open_txg;
         // 1. Dataset object sets (their intent logs are retired first: this txg holds
         //    every change they recorded).
@@ -509,9 +538,13 @@ impl Spa {
                 )?;
             }
         }
+        phases.objsets = mark.elapsed();
+        mark = std::time::Instant::now();
         // 1b. Sync tasks (`dsl::synctask`): administrative changes see every head as
         //     written in this txg and change the MOS before it is written.
         self.sync_tasks_run(txg)?;
+        phases.sync_tasks = mark.elapsed();
+        mark = std::time::Instant::now();
         {
             let ctx = io_ctx!(self, txg);
             // 2. History (this txg's internal records first, then the command lines) and
@@ -533,8 +566,12 @@ impl Spa {
                 self.mos.write(&ctx, MOS_OBJECT_ERRLOG, 0, &errlog)?;
             }
         }
+        phases.history_errlog = mark.elapsed();
+        mark = std::time::Instant::now();
         // 3. Space maps.
         self.sync_space_maps(txg)?;
+        phases.space_maps = mark.elapsed();
+        mark = std::time::Instant::now();
         // 4. Object directory and the MOS itself.
         {
             let ctx = io_ctx!(self, txg);
@@ -547,28 +584,34 @@ impl Spa {
             let old = self.mos_bp;
             self.mos_bp = self.mos.sync(&ctx, &old)?;
         }
-        // 5. Flush, labels, uberblock, flush.
-        self.flush_leaves()?;
-        let config_changed = self.config_dirty;
-        if config_changed {
-            self.write_label_configs(txg, &[0, 2])?;
-            self.flush_leaves()?;
-        }
-        self.write_uberblocks(txg)?;
-        self.flush_leaves()?;
-        if config_changed {
-            self.write_label_configs(txg, &[1, 3])?;
-            self.flush_leaves()?;
-            self.config_dirty = false;
-        }
-        self.zio.allocator.lock().txg_committed(txg.0);
-        self.zio.log_allocator.lock().txg_committed(txg.0);
-        self.last_synced_txg = txg;
+        phases.mos = mark.elapsed();
+        // 5-8 are the tail's (`txg::SyncTail`): everything it writes is fixed here, with
+        // `open_txg` still N (the labels' config says `txg` N).
+        let labels = self.config_dirty.then(|| txg::LabelConfigs {
+            config: self.config(),
+            cache: self
+                .cache
+                .iter()
+                .filter_map(|c| Some((c.device.clone()?, c.guid)))
+                .collect(),
+        });
+        let ub = Uberblock {
+            txg,
+            guid_sum: self.root.guid_sum(),
+            timestamp_secs: now_secs(),
+            pool_guid: self.guid,
+            rootbp: self.mos_bp,
+        };
+        self.config_dirty = false;
+        // Txg N+1 opens: writers fill it while N's tail runs.
         self.open_txg = txg.next();
         self.dirty_bytes = 0;
         self.dirty_share.publish(0);
         self.writeback_committed();
-        Ok(txg)
+        let tail = txg::SyncTail::new(self.root.clone(), ub, labels, phases);
+        self.tx.syncing = Some(tail.clone());
+        self.tx.opened(self.open_txg);
+        Ok(Some(tail))
     }
 
     fn encode_errlog(&self) -> Vec<u8> {
@@ -580,88 +623,6 @@ impl Spa {
             bytes.extend_from_slice(&bookmark.blkid.to_le_bytes());
         }
         bytes
-    }
-
-    fn flush_leaves(&self) -> Result<(), SpaError> {
-        let errors = self.root.flush_all();
-        if !self.root.state().is_usable() {
-            if let Some(first) = errors.into_iter().next() {
-                return Err(SpaError::Io(first.to_string()));
-            }
-            return Err(SpaError::DevicesUnavailable);
-        }
-        Ok(())
-    }
-
-    fn write_label_configs(&self, txg: Txg, labels: &[usize]) -> Result<(), SpaError> {
-        let config = self.config();
-        for cache in &self.cache {
-            if let Some(device) = &cache.device {
-                let mut own = config.clone();
-                own.set_u64("guid", cache.guid.0)
-                    .set_u64("top_guid", cache.guid.0);
-                let _ = label::write_config(device.as_ref(), &own, txg, labels);
-            }
-        }
-        for top in &self.root.children {
-            for leaf in top.leaves() {
-                let Some(device) = &leaf.device else { continue };
-                if !leaf.state().is_usable() {
-                    continue;
-                }
-                let mut own = config.clone();
-                own.set_u64("guid", leaf.guid.0)
-                    .set_u64("top_guid", top.guid.0);
-                if label::write_config(device.as_ref(), &own, txg, labels).is_err() {
-                    crate::vdev::VdevStats::bump(&leaf.stats.write_errors, 1);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn write_uberblocks(&self, txg: Txg) -> Result<(), SpaError> {
-        let ub = Uberblock {
-            txg,
-            guid_sum: self.root.guid_sum(),
-            timestamp_secs: now_secs(),
-            pool_guid: self.guid,
-            rootbp: self.mos_bp,
-        };
-        let mut written = 0;
-        for top in &self.root.children {
-            let slot_size = label::uberblock_slot_size_bytes(top.ashift) as usize;
-            for leaf in top.leaves() {
-                let Some(device) = &leaf.device else { continue };
-                if !leaf.state().is_usable() {
-                    continue;
-                }
-                let size = device.size_bytes();
-                let mut ok = true;
-                for index in 0..label::LABEL_COUNT {
-                    let offset = label::uberblock_slot_offset(index, size, top.ashift, txg);
-                    if device
-                        .write_at(offset, &ub.encode(slot_size, offset))
-                        .is_err()
-                    {
-                        ok = false;
-                    }
-                }
-                if ok {
-                    written += 1;
-                } else {
-                    crate::vdev::VdevStats::bump(&leaf.stats.write_errors, 1);
-                    leaf.faulted
-                        .store(true, std::sync::atomic::Ordering::Relaxed);
-                }
-            }
-        }
-        if written == 0 || !self.root.state().is_usable() {
-            return Err(SpaError::Io(
-                "not enough devices took the uberblock".to_string(),
-            ));
-        }
-        Ok(())
     }
 
     /// Persists this txg's space map changes into MOS objects.
@@ -932,12 +893,18 @@ impl Spa {
     }
 
     /// Commits when enough dirty data has accumulated (the txg "dirty data max"): this
-    /// pool's, or all pools' of the process when they share a budget (`dirty`).
+    /// pool's, or all pools' of the process when they share a budget (`dirty`). With a sync
+    /// thread (`txg`) it wakes the thread instead, up to `txg::DIRTY_BYTES_IN_PLACE`.
     pub fn note_dirty(&mut self, bytes: u64) -> Result<(), SpaError> {
         self.dirty_bytes += bytes;
+        // A txg whose tail finished is retired here (a scheduling point under simulation).
+        self.sync_reap()?;
         self.writeback_reap(false);
         let over_shared_budget = self.dirty_share.publish(self.dirty_bytes);
-        if self.dirty_bytes >= DIRTY_BYTES_MAX || over_shared_budget {
+        self.txg_publish_dirty();
+        if (self.dirty_bytes >= DIRTY_BYTES_MAX || over_shared_budget)
+            && self.txg_dirty_budget_spent()
+        {
             self.sync()?;
         } else {
             self.writeback_start();
@@ -1151,5 +1118,7 @@ fn hostname() -> String {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_txg;
 #[cfg(test)]
 mod tests_writeback;

@@ -140,9 +140,11 @@ impl Spa {
     /// the tree.
     pub fn root_mut(&mut self) -> &mut Vdev {
         self.writeback_reap(true);
-        // Only a writeback batch shares the tree, and its thread lets go of it before it
-        // reports: after the reap the pool holds the only reference.
-        Arc::get_mut(&mut self.root).expect("no writeback batch holds the vdev tree")
+        // A txg in its tail holds the tree too (`txg`); its outcome waits for the retire.
+        self.sync_wait_tail();
+        // Only a writeback batch and a sync tail share the tree, and each lets go of it
+        // before it reports: after the waits the pool holds the only reference.
+        Arc::get_mut(&mut self.root).expect("no writeback batch or sync tail holds the vdev tree")
     }
 
     /// Starts a batch when the open txg holds enough dirty data and none is in flight.

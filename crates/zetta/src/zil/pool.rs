@@ -8,7 +8,12 @@ use crate::spa::{Spa, SpaError, MOS_OBJECT_ROOT_DATASET};
 impl Spa {
     /// Makes every change logged in dataset `dataset` (MOS object) durable: its log records
     /// are written and flushed, or, with no log yet or no room for one, the txg commits.
+    /// A txg in its syncing tail is retired first.
     pub fn zil_commit(&mut self, dataset: u64) -> Result<Commit, SpaError> {
+        // A txg in its syncing tail is not durable yet, and neither the changes it holds
+        // nor records written now would survive a cut before its uberblock lands (the
+        // crash-safety paragraph of `spa::txg`): wait for it first.
+        self.sync_retire()?;
         if dataset != MOS_OBJECT_ROOT_DATASET.0 {
             self.open_dataset(dataset)?;
         }

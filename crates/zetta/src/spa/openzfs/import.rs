@@ -504,6 +504,7 @@ impl Spa {
             ms_arrays: Vec::new(),
             dsl_space: Default::default(),
             writeback: Default::default(),
+            tx: Default::default(),
             readonly: true,
             openzfs: Some(Arc::new(foreign)),
         })

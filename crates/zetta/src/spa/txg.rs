@@ -1,0 +1,583 @@
+//! Txg states and the sync thread (OpenZFS `txg.c`; the tail is `spa_sync`'s
+//! `vdev_config_sync`).
+//!
+//! A txg is **open** while changes join it, **quiescing** while the commit takes it from
+//! the writers, **syncing** while its blocks, the MOS, then the flushes, labels and
+//! uberblocks go out, and **synced** once its uberblock is durable (`last_synced_txg`).
+//! A commit has three steps:
+//!
+//! 1. `Spa::sync_quiesce` (pool lock held exclusively): retire a txg still in its tail,
+//!    quiesce txg N, write it through the MOS (`spa/mod.rs` steps 0-4: object sets, sync
+//!    tasks, history, space maps, MOS), fix what the tail will write (the uberblock, and
+//!    the label config if it changed) and open N+1: `open_txg` advances and the dirty
+//!    counters start again. N is now syncing.
+//! 2. `SyncTail::run` (no pool lock; shared handles only: the vdev tree `Arc<Vdev>`): flush
+//!    every leaf, even labels if the config changed, uberblocks, flush, odd labels. Readers
+//!    and writers take the pool lock meanwhile and fill N+1.
+//! 3. `Spa::sync_retire` (pool lock): N becomes synced: `last_synced_txg`, the allocators'
+//!    `txg_committed` (frees of N-2 become allocatable).
+//!
+//! `Spa::sync` does all three in the caller (callers holding `&mut Spa`). The daemon runs
+//! one sync thread per pool (`start_sync_thread`, OpenZFS `txg_sync_thread`) that commits
+//! through `sync_pool`: every `TXG_TIMEOUT` with something dirty, or at once when woken
+//! because the open txg's dirty data reached `DIRTY_BYTES_MAX` (`Spa::note_dirty` wakes it
+//! instead of committing in the writer's request). A writer whose pool holds
+//! `DIRTY_BYTES_CEILING` waits for a commit in `wait_for_room`, after letting go of the
+//! pool lock (the write throttle's hard limit); a writer that keeps the lock through many
+//! writes (a receive) commits in place at `DIRTY_BYTES_IN_PLACE`.
+//!
+//! **Locks and their order.** The sync lock (`TxShared::sync_lock`, held by `sync_pool`
+//! from quiesce to retire: at most one txg syncs at a time, a second committer waits for
+//! it) comes before the pool lock; the tail takes neither, only the devices. Hence:
+//! nothing waits for a tail while holding a lock the tail needs, and a holder of the pool
+//! lock may wait for the tail (`sync_retire`) — the sync thread never waits for its own
+//! tail with the pool lock held. Whoever holds the pool lock next retires a finished tail
+//! (the sync thread, or any `&mut Spa` path that needs the txg synced); retiring twice is a
+//! no-op. What must see a retired txg waits for the tail first: a new quiesce, `sync`,
+//! `root_mut` (the tail holds the vdev tree), `zil_commit`, and so scrub, resilver, vdev
+//! changes and export, which start with a `sync`.
+//!
+//! **Crash safety of the overlap.** While N's uberblock is not durable, the newest valid
+//! uberblock on disk is N-1's, and a power cut brings the pool back at N-1. Writers of N+1
+//! meanwhile allocate and write new blocks (early file data, intent log blocks): only free
+//! space, and nothing N-1 references is free — frees are deferred two txgs and released
+//! only by `txg_committed` at retire, so space freed in N-1 or N stays allocated until N+1
+//! or N+2 is synced, and a block born in N and freed in N+1 is deferred too (it is not of
+//! the open txg). Under N-1 those new blocks are unreferenced free space. The intent log
+//! is the exception that makes `zil_commit` wait for the tail: `zil::sync` at N cleared
+//! the records of N (now in N's tree, not durable yet) and put a new chain head, born in
+//! N, into N's ZIL header; N-1's header names the old chain. A record written during the
+//! tail would go to the new chain, which N-1's replay never finds, and an fsync of a
+//! change of N would find nothing to log and return before N is durable. So `zil_commit`
+//! first retires the tail (correct before fast; `tests/zil_crash.rs` cuts the power right
+//! after such an fsync).
+//!
+//! Under simulation (the leaves are devices of one `io::SimWorld`) `Spa::sync_in_background`
+//! queues the tail in the world (`SimWorld::spawn`) like a writeback batch: it runs at a
+//! seeded scheduling point (`step`) or in the place of whoever waits for it, so cuts land
+//! inside the tail while the harness fills N+1, and a seed replays exactly.
+
+use super::uberblock::Uberblock;
+use super::{Spa, SpaError, DIRTY_BYTES_MAX};
+use crate::io::{DeviceRef, SimWorld};
+use crate::nvlist::NvList;
+use crate::types::{Guid, Txg};
+use crate::vdev::label;
+use crate::vdev::Vdev;
+use parking_lot::{Condvar, Mutex, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+/// Seconds between commits of a pool with dirty data (OpenZFS `zfs_txg_timeout`).
+pub const TXG_TIMEOUT: Duration = Duration::from_secs(5);
+/// Dirty data of the open txg at which a writer waits for a commit (`wait_for_room`).
+pub const DIRTY_BYTES_CEILING: u64 = 2 * DIRTY_BYTES_MAX;
+/// Dirty data at which `note_dirty` commits in the writer's request even with a sync
+/// thread (a writer that holds the pool lock through many writes never lets it in).
+pub const DIRTY_BYTES_IN_PLACE: u64 = 3 * DIRTY_BYTES_MAX;
+
+/// How long each phase of the last commit took (measurements: docs/PERFORMANCE.md).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SyncPhases {
+    /// Waiting for and installing the early write batch (`writeback`).
+    pub writeback: Duration,
+    /// Dataset object sets (their dirty blocks, level by level) and their intent logs.
+    pub objsets: Duration,
+    pub sync_tasks: Duration,
+    pub history_errlog: Duration,
+    pub space_maps: Duration,
+    /// Object directory and the MOS's own blocks.
+    pub mos: Duration,
+    /// The tail's first flush of every leaf (the txg's blocks become durable).
+    pub flush_data: Duration,
+    /// Label configs and their flushes (zero unless the config changed).
+    pub labels: Duration,
+    /// Uberblocks and their flush.
+    pub uberblocks: Duration,
+}
+
+impl SyncPhases {
+    /// The locked part (quiesce through the MOS).
+    pub fn locked(&self) -> Duration {
+        self.writeback
+            + self.objsets
+            + self.sync_tasks
+            + self.history_errlog
+            + self.space_maps
+            + self.mos
+    }
+
+    /// The tail (flushes, labels, uberblocks).
+    pub fn tail(&self) -> Duration {
+        self.flush_data + self.labels + self.uberblocks
+    }
+}
+
+/// The label config the tail writes when the vdev config changed: the pool's config as of
+/// txg N, and the cache devices with their guids.
+pub(crate) struct LabelConfigs {
+    pub config: NvList,
+    pub cache: Vec<(DeviceRef, Guid)>,
+}
+
+/// What the tail writes, fixed at quiesce.
+struct TailWork {
+    root: Arc<Vdev>,
+    ub: Uberblock,
+    labels: Option<LabelConfigs>,
+}
+
+/// A txg in its syncing tail (see the module header): run once, by whoever comes first
+/// (the committer without the pool lock, the simulator's scheduler, or a waiter), then
+/// retired under the pool lock.
+pub struct SyncTail {
+    txg: Txg,
+    config_changed: bool,
+    work: Mutex<Option<TailWork>>,
+    /// The outcome once run, and the phases with the tail's own times.
+    done: Mutex<Option<(Result<(), SpaError>, SyncPhases)>>,
+    ready: Condvar,
+    phases: SyncPhases,
+    /// The simulated world that schedules the tail, when it was queued there.
+    sim: Mutex<Option<Arc<SimWorld>>>,
+}
+
+impl SyncTail {
+    pub(crate) fn new(
+        root: Arc<Vdev>,
+        ub: Uberblock,
+        labels: Option<LabelConfigs>,
+        phases: SyncPhases,
+    ) -> Arc<SyncTail> {
+        Arc::new(SyncTail {
+            txg: ub.txg,
+            config_changed: labels.is_some(),
+            work: Mutex::new(Some(TailWork { root, ub, labels })),
+            done: Mutex::new(None),
+            ready: Condvar::new(),
+            phases,
+            sim: Mutex::new(None),
+        })
+    }
+
+    /// The txg this tail commits.
+    pub fn txg(&self) -> Txg {
+        self.txg
+    }
+
+    /// Whether it has run (its outcome waits for the retire).
+    pub fn is_done(&self) -> bool {
+        self.done.lock().is_some()
+    }
+
+    /// Runs the tail (OpenZFS `vdev_config_sync`): flush, even labels, uberblocks, flush,
+    /// odd labels. Takes no engine lock; a no-op when someone else ran or runs it. The
+    /// work, and with it the tail's reference to the vdev tree, is dropped before the
+    /// outcome is published.
+    pub fn run(&self) {
+        let Some(work) = self.work.lock().take() else {
+            return;
+        };
+        let mut phases = self.phases;
+        let result = config_sync(&work, &mut phases);
+        drop(work);
+        *self.done.lock() = Some((result, phases));
+        self.ready.notify_all();
+    }
+
+    /// Waits until the tail has run, running it in this thread when nobody has started it
+    /// (under simulation: the world's queued work first, in its order).
+    fn wait(&self) {
+        let world = self.sim.lock().clone();
+        if let Some(world) = world {
+            world.run_pending();
+        }
+        self.run();
+        let mut done = self.done.lock();
+        while done.is_none() {
+            self.ready.wait(&mut done);
+        }
+    }
+
+    fn take_outcome(&self) -> Option<(Result<(), SpaError>, SyncPhases)> {
+        self.done.lock().take()
+    }
+}
+
+fn flush_leaves(root: &Vdev) -> Result<(), SpaError> {
+    let errors = root.flush_all();
+    if !root.state().is_usable() {
+        if let Some(first) = errors.into_iter().next() {
+            return Err(SpaError::Io(first.to_string()));
+        }
+        return Err(SpaError::DevicesUnavailable);
+    }
+    Ok(())
+}
+
+fn write_label_configs(root: &Vdev, labels: &LabelConfigs, txg: Txg, which: &[usize]) {
+    for (device, guid) in &labels.cache {
+        let mut own = labels.config.clone();
+        own.set_u64("guid", guid.0).set_u64("top_guid", guid.0);
+        let _ = label::write_config(device.as_ref(), &own, txg, which);
+    }
+    for top in &root.children {
+        for leaf in top.leaves() {
+            let Some(device) = &leaf.device else { continue };
+            if !leaf.state().is_usable() {
+                continue;
+            }
+            let mut own = labels.config.clone();
+            own.set_u64("guid", leaf.guid.0)
+                .set_u64("top_guid", top.guid.0);
+            if label::write_config(device.as_ref(), &own, txg, which).is_err() {
+                crate::vdev::VdevStats::bump(&leaf.stats.write_errors, 1);
+            }
+        }
+    }
+}
+
+fn write_uberblocks(root: &Vdev, ub: &Uberblock) -> Result<(), SpaError> {
+    let mut written = 0;
+    for top in &root.children {
+        let slot_size = label::uberblock_slot_size_bytes(top.ashift) as usize;
+        for leaf in top.leaves() {
+            let Some(device) = &leaf.device else { continue };
+            if !leaf.state().is_usable() {
+                continue;
+            }
+            let size = device.size_bytes();
+            let mut ok = true;
+            for index in 0..label::LABEL_COUNT {
+                let offset = label::uberblock_slot_offset(index, size, top.ashift, ub.txg);
+                if device
+                    .write_at(offset, &ub.encode(slot_size, offset))
+                    .is_err()
+                {
+                    ok = false;
+                }
+            }
+            if ok {
+                written += 1;
+            } else {
+                crate::vdev::VdevStats::bump(&leaf.stats.write_errors, 1);
+                leaf.faulted.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+    if written == 0 || !root.state().is_usable() {
+        return Err(SpaError::Io(
+            "not enough devices took the uberblock".to_string(),
+        ));
+    }
+    Ok(())
+}
+
+/// Steps 5-8 of the commit (see `spa/mod.rs`); the uberblock is the commit point.
+fn config_sync(work: &TailWork, phases: &mut SyncPhases) -> Result<(), SpaError> {
+    let txg = work.ub.txg;
+    let mut mark = Instant::now();
+    flush_leaves(&work.root)?;
+    phases.flush_data = mark.elapsed();
+    mark = Instant::now();
+    if let Some(labels) = &work.labels {
+        write_label_configs(&work.root, labels, txg, &[0, 2]);
+        flush_leaves(&work.root)?;
+    }
+    phases.labels = mark.elapsed();
+    mark = Instant::now();
+    write_uberblocks(&work.root, &work.ub)?;
+    flush_leaves(&work.root)?;
+    phases.uberblocks = mark.elapsed();
+    if let Some(labels) = &work.labels {
+        mark = Instant::now();
+        write_label_configs(&work.root, labels, txg, &[1, 3]);
+        flush_leaves(&work.root)?;
+        phases.labels += mark.elapsed();
+    }
+    Ok(())
+}
+
+/// What the sync thread and throttled writers share with the pool without its lock.
+#[derive(Default)]
+pub struct TxShared {
+    /// Held from quiesce to retire by `sync_pool` (before the pool lock).
+    sync_lock: Mutex<()>,
+    thread: Mutex<ThreadState>,
+    /// Wakes the sync thread.
+    wake: Condvar,
+    /// The open txg's dirty bytes, as the pool last published them.
+    dirty_bytes: AtomicU64,
+    /// A txg opened (the dirty counters started again): wakes `wait_for_room`.
+    opened: Condvar,
+    opened_lock: Mutex<()>,
+    /// A sync thread commits this pool.
+    attached: AtomicBool,
+}
+
+#[derive(Default)]
+struct ThreadState {
+    /// Commit now (the dirty budget is spent), without waiting for the timeout.
+    wanted: bool,
+    stop: bool,
+}
+
+impl TxShared {
+    fn kick(&self) {
+        self.thread.lock().wanted = true;
+        self.wake.notify_all();
+    }
+
+    fn stop(&self) {
+        self.thread.lock().stop = true;
+        self.wake.notify_all();
+        self.opened.notify_all();
+    }
+
+    fn stopped(&self) -> bool {
+        self.thread.lock().stop
+    }
+}
+
+/// A pool's txg state (OpenZFS `tx_state_t`).
+#[derive(Default)]
+pub(crate) struct TxState {
+    /// The txg in its syncing tail, if any.
+    pub syncing: Option<Arc<SyncTail>>,
+    pub shared: Arc<TxShared>,
+    /// The phases of the last commit retired.
+    pub phases: SyncPhases,
+}
+
+impl TxState {
+    /// A txg opened: its dirty counter starts at zero and throttled writers may go on.
+    pub fn opened(&self, _txg: Txg) {
+        self.shared.dirty_bytes.store(0, Ordering::Relaxed);
+        let _guard = self.shared.opened_lock.lock();
+        self.shared.opened.notify_all();
+    }
+}
+
+impl Drop for TxState {
+    fn drop(&mut self) {
+        self.shared.stop();
+    }
+}
+
+impl Spa {
+    /// Retires the txg in its tail, waiting for the tail (running it here when nobody has
+    /// started it); returns the txg retired. An error is the tail's (the txg did not
+    /// become durable; its config change is written again by the next commit).
+    pub fn sync_retire(&mut self) -> Result<Option<Txg>, SpaError> {
+        let Some(tail) = self.tx.syncing.take() else {
+            return Ok(None);
+        };
+        tail.wait();
+        self.sync_retire_outcome(&tail)
+    }
+
+    /// Retires the txg in its tail if the tail has finished (a scheduling point under
+    /// simulation); never waits.
+    pub fn sync_reap(&mut self) -> Result<Option<Txg>, SpaError> {
+        let Some(tail) = self.tx.syncing.clone() else {
+            return Ok(None);
+        };
+        let world = tail.sim.lock().clone();
+        if let Some(world) = world {
+            world.step();
+        }
+        if !tail.is_done() {
+            return Ok(None);
+        }
+        self.tx.syncing = None;
+        self.sync_retire_outcome(&tail)
+    }
+
+    fn sync_retire_outcome(&mut self, tail: &SyncTail) -> Result<Option<Txg>, SpaError> {
+        let Some((result, phases)) = tail.take_outcome() else {
+            return Ok(None);
+        };
+        self.tx.phases = phases;
+        if let Err(e) = result {
+            self.config_dirty |= tail.config_changed;
+            return Err(e);
+        }
+        let txg = tail.txg;
+        self.zio.allocator.lock().txg_committed(txg.0);
+        self.zio.log_allocator.lock().txg_committed(txg.0);
+        self.last_synced_txg = txg;
+        Ok(Some(txg))
+    }
+
+    /// Waits for the tail in flight to finish (it then holds no vdev tree) and leaves its
+    /// outcome for the next retire.
+    pub(crate) fn sync_wait_tail(&self) {
+        if let Some(tail) = &self.tx.syncing {
+            tail.wait();
+        }
+    }
+
+    /// The txg in its syncing tail, if one is.
+    pub fn syncing_txg(&self) -> Option<Txg> {
+        self.tx.syncing.as_ref().map(|t| t.txg)
+    }
+
+    /// How long each phase of the last retired commit took.
+    pub fn last_sync_phases(&self) -> SyncPhases {
+        self.tx.phases
+    }
+
+    /// Quiesces and writes the open txg, and lets its tail run in the background: under
+    /// simulation queued in the world (a seeded point runs it), else on a thread of its
+    /// own. The txg is retired by the next `sync_reap`/`sync_retire` (any commit, `zil_commit`,
+    /// `root_mut`). Returns the txg now syncing.
+    pub fn sync_in_background(&mut self) -> Result<Option<Txg>, SpaError> {
+        let Some(tail) = self.sync_quiesce()? else {
+            return Ok(None);
+        };
+        match self.root.sim_world() {
+            Some(world) => {
+                *tail.sim.lock() = Some(world.clone());
+                let queued = tail.clone();
+                world.spawn(Box::new(move || queued.run()));
+            }
+            None => {
+                let running = tail.clone();
+                std::thread::spawn(move || running.run());
+            }
+        }
+        Ok(Some(tail.txg))
+    }
+
+    /// Whether a sync thread commits this pool (`start_sync_thread`).
+    pub fn has_sync_thread(&self) -> bool {
+        self.tx.shared.attached.load(Ordering::Relaxed)
+    }
+
+    /// The dirty budget is spent: with a sync thread, wake it (the writer goes on, or waits
+    /// in `wait_for_room` once past the ceiling); without one, commit here. Returns whether
+    /// the caller must commit in place.
+    pub(crate) fn txg_dirty_budget_spent(&mut self) -> bool {
+        if !self.has_sync_thread() || self.dirty_bytes >= DIRTY_BYTES_IN_PLACE {
+            return true;
+        }
+        self.tx.shared.kick();
+        false
+    }
+
+    /// Publishes the open txg's dirty bytes for `wait_for_room`.
+    pub(crate) fn txg_publish_dirty(&self) {
+        self.tx
+            .shared
+            .dirty_bytes
+            .store(self.dirty_bytes, Ordering::Relaxed);
+    }
+}
+
+/// Commits the pool's open txg as the sync thread does: quiesce and write it under the
+/// pool lock, its tail without the pool lock, retire under the pool lock; the sync lock is
+/// held throughout (see the module header). Returns the txg committed (the last synced
+/// one when there was nothing to commit on a read-only pool).
+pub fn sync_pool(pool: &RwLock<Spa>) -> Result<Txg, SpaError> {
+    let shared = pool.read().tx.shared.clone();
+    let _sync = shared.sync_lock.lock();
+    let tail = {
+        let mut spa = pool.write();
+        match spa.sync_quiesce()? {
+            Some(tail) => tail,
+            None => return Ok(spa.last_synced_txg()),
+        }
+    };
+    tail.run();
+    let mut spa = pool.write();
+    let ours = spa
+        .tx
+        .syncing
+        .as_ref()
+        .is_some_and(|t| Arc::ptr_eq(t, &tail));
+    if ours {
+        spa.sync_retire()?;
+    }
+    Ok(tail.txg)
+}
+
+/// The write throttle's hard limit (OpenZFS `dmu_tx_wait` past `zfs_dirty_data_max`): when
+/// the pool's open txg holds `DIRTY_BYTES_CEILING`, waits until a commit opens a new txg.
+/// Called by writers after they let go of the pool lock; returns at once for a pool
+/// without a sync thread (its writers commit in place).
+pub fn wait_for_room(pool: &RwLock<Spa>) {
+    let shared = pool.read().tx.shared.clone();
+    while shared.attached.load(Ordering::Relaxed)
+        && shared.dirty_bytes.load(Ordering::Relaxed) >= DIRTY_BYTES_CEILING
+        && !shared.stopped()
+    {
+        shared.kick();
+        let mut guard = shared.opened_lock.lock();
+        // Re-checked after a while in any case: a wakeup lost to a race costs a second.
+        shared.opened.wait_for(&mut guard, Duration::from_secs(1));
+    }
+}
+
+/// A pool's sync thread (OpenZFS `txg_sync_thread`); stops when dropped, when the pool's
+/// `Spa` goes, or when the pool's lock is gone.
+pub struct SyncThread {
+    shared: Arc<TxShared>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for SyncThread {
+    fn drop(&mut self) {
+        self.shared.attached.store(false, Ordering::Relaxed);
+        self.shared.stop();
+        if let Some(handle) = self.handle.take() {
+            // Never join from the thread itself (it may drop the last handle).
+            if handle.thread().id() != std::thread::current().id() {
+                let _ = handle.join();
+            }
+        }
+    }
+}
+
+/// Starts the sync thread of `pool`: it commits every `timeout` when the pool has
+/// something dirty, and at once when the dirty budget is spent.
+pub fn start_sync_thread(pool: &Arc<RwLock<Spa>>, timeout: Duration) -> SyncThread {
+    let shared = pool.read().tx.shared.clone();
+    shared.attached.store(true, Ordering::Relaxed);
+    let weak: Weak<RwLock<Spa>> = Arc::downgrade(pool);
+    let thread_shared = shared.clone();
+    let handle = std::thread::Builder::new()
+        .name("txg_sync".to_string())
+        .spawn(move || sync_thread(weak, thread_shared, timeout))
+        .ok();
+    SyncThread { shared, handle }
+}
+
+fn sync_thread(weak: Weak<RwLock<Spa>>, shared: Arc<TxShared>, timeout: Duration) {
+    loop {
+        let wanted = {
+            let mut state = shared.thread.lock();
+            if !state.wanted && !state.stop {
+                shared.wake.wait_for(&mut state, timeout);
+            }
+            if state.stop {
+                return;
+            }
+            std::mem::take(&mut state.wanted)
+        };
+        let Some(pool) = weak.upgrade() else {
+            return;
+        };
+        let due = wanted || {
+            let spa = pool.read();
+            !spa.readonly && spa.has_dirty()
+        };
+        if due {
+            if let Err(e) = sync_pool(&pool) {
+                let name = pool.read().name.clone();
+                eprintln!("zetta: pool '{name}': txg commit failed: {e}");
+            }
+        }
+        drop(pool);
+    }
+}
