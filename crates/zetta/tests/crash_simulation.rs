@@ -2,7 +2,10 @@
 //! the power cut after a seeded number of device I/Os (pending writes then kept, dropped or
 //! torn at random), in the mode the daemon runs: file data written early by the `Threaded`
 //! writeback, whose batch the simulator (`io::SimWorld`) schedules at seeded points instead
-//! of a thread. Every device has its own crash budget; the first to run out cuts the power
+//! of a thread, and half the harness's commits leave their tail (flushes, labels,
+//! uberblocks) to the simulator as the daemon's sync thread runs it without the pool lock
+//! (`spa::txg`), so the next txg fills while the cut lands before, inside or after the
+//! tail. Every device has its own crash budget; the first to run out cuts the power
 //! of all. Multi-device batches are issued in a seeded order, so a seed replays exactly on
 //! every layout (single, 2-device stripe, mirror, raidz1, raidz2), byte for byte
 //! (`every_seed_replays_exactly_on_every_layout`).
@@ -38,8 +41,12 @@ thread_local! {
     static WRITEBACK_BYTES: Cell<u64> = const { Cell::new(0) };
     /// Cuts that found an early batch queued, not yet run by the scheduler.
     static CUTS_WITH_BATCH_QUEUED: Cell<u64> = const { Cell::new(0) };
-    /// Cuts whose power went off while the scheduler ran an early batch.
+    /// Cuts whose power went off while the scheduler ran an early batch or a txg's tail.
     static CUTS_INSIDE_BATCH: Cell<u64> = const { Cell::new(0) };
+    /// Commits whose tail the simulator scheduled (`Spa::sync_in_background`).
+    static BACKGROUND_TAILS: Cell<u64> = const { Cell::new(0) };
+    /// Cuts that found a txg syncing: its tail queued, running, or run and not retired.
+    static CUTS_WITH_TXG_SYNCING: Cell<u64> = const { Cell::new(0) };
 }
 
 fn mark(counter: &'static std::thread::LocalKey<Cell<u64>>, amount: u64) {
@@ -255,6 +262,8 @@ fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Outcome, String> {
     // (spa::writeback, `Threaded`, its batch scheduled by the simulator) from a few KiB of
     // dirty data on, so cuts land before, during and after early writes and their install.
     // Drawn from its own generator: the other seeds' operations stay what they were.
+    // Half the commits of the harness leave their tail to the simulator (own generator).
+    let mut tail_rng = SeededRng::new(seed ^ 0x5441_494c_5f54_5847);
     let mut writeback_rng = SeededRng::new(seed ^ 0x5752_4954_4542_4143);
     let writeback = writeback_rng.below(4) != 0;
     if writeback {
@@ -612,6 +621,21 @@ fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Outcome, String> {
                     }
                 })
             }
+            // A commit whose tail (flushes, labels, uberblocks) the simulator schedules,
+            // as the daemon's sync thread runs it without the pool lock: the operations
+            // that follow fill the next txg meanwhile, and cuts land before, inside and
+            // after the tail (`spa::txg`).
+            3 | 4 if tail_rng.below(2) == 0 => {
+                let in_flight = state!();
+                committed.insert(spa.open_txg(), in_flight);
+                match spa.sync_in_background() {
+                    Ok(_) => {
+                        mark(&BACKGROUND_TAILS, 1);
+                        Ok(())
+                    }
+                    Err(_) => break 'ops,
+                }
+            }
             3 | 4 => {
                 let in_flight = state!();
                 let txg = spa.open_txg();
@@ -646,6 +670,8 @@ fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Outcome, String> {
         // Early writes of what the operation dirtied, and the install of the previous
         // batch (the daemon does this after every write).
         let result = result.and_then(|()| if writeback { spa.note_dirty(0) } else { Ok(()) });
+        // A retired txg is durable (its tail ran and flushed).
+        last_returned = last_returned.max(spa.last_synced_txg());
         if result.is_err() || world.sim.is_power_off() {
             // An I/O failure (power gone, maybe under an early batch the scheduler ran) or
             // a full pool: the process dies here.
@@ -662,6 +688,9 @@ fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Outcome, String> {
     // unflushed writes land or not.
     if world.sim.has_pending() {
         mark(&CUTS_WITH_BATCH_QUEUED, 1);
+    }
+    if spa.syncing_txg().is_some() {
+        mark(&CUTS_WITH_TXG_SYNCING, 1);
     }
     drop(spa);
     world.sim.kill_process();
@@ -818,9 +847,12 @@ fn power_cuts_at_seeded_points_never_lose_committed_data() {
     let early = marked(&WRITEBACK_BYTES);
     let queued = marked(&CUTS_WITH_BATCH_QUEUED);
     let inside = marked(&CUTS_INSIDE_BATCH);
+    let tails = marked(&BACKGROUND_TAILS);
+    let syncing = marked(&CUTS_WITH_TXG_SYNCING);
     eprintln!(
-        "crash simulation: {ran} power cuts survived ({promotes} promotes, {early} bytes written early before them, {queued} cuts with an early batch queued, {inside} cuts under an early batch)"
+        "crash simulation: {ran} power cuts survived ({promotes} promotes, {early} bytes written early before them, {queued} cuts with background work queued, {inside} cuts under background work, {tails} tails scheduled by the simulator, {syncing} cuts with a txg syncing)"
     );
+    assert!(ran < 500 || syncing > 0, "no cut found a txg in its tail");
     assert!(ran < 500 || promotes > 0, "no seed reached a promote");
     assert!(ran < 500 || early > 0, "no seed installed an early write");
     assert!(
