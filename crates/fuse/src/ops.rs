@@ -660,6 +660,10 @@ impl fuser::Filesystem for ZplFs {
         let now = Timespec::now();
         let o_sync = flags.0 & (libc::O_SYNC | libc::O_DSYNC) != 0;
         let result = self.policy(|m, spa| m.write(spa, object, offset, data, now, o_sync));
+        // The write throttle's hard limit, with the pool lock let go (`spa::txg`).
+        if let Ok(pool) = self.pool() {
+            zetta::spa::txg::wait_for_room(&pool);
+        }
         match result {
             Ok(()) => reply.written(data.len() as u32),
             Err(e) => reply.error(e),

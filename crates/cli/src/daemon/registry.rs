@@ -73,7 +73,14 @@ impl Registry {
             _ => WritebackMode::Threaded,
         };
         spa.set_writeback(mode, WRITEBACK_START_BYTES, WRITEBACK_BATCH_BYTES);
+        let readonly = spa.readonly;
         let pool = Arc::new(RwLock::new(spa));
+        // Its sync thread commits every TXG_TIMEOUT with changes, and when the dirty
+        // budget is spent, the tail of each commit without the pool lock
+        // (`zetta::spa::txg`); it ends with the pool.
+        if !readonly {
+            zetta::spa::txg::start_sync_thread(&pool, zetta::spa::txg::TXG_TIMEOUT).detach();
+        }
         self.pools.lock().insert(guid, pool.clone());
         pool
     }

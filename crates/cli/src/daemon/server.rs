@@ -88,7 +88,6 @@ pub fn run(err: &mut dyn Write) -> i32 {
     for message in messages {
         let _ = writeln!(err, "{message}");
     }
-    std::thread::spawn(txg_timer);
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
         std::thread::spawn(move || serve(stream));
@@ -248,33 +247,6 @@ fn serve(stream: UnixStream) {
     };
     let mut writer = &stream;
     let _ = protocol::write_frame(&mut writer, FRAME_EXIT, &code.to_le_bytes());
-}
-
-/// Seconds between commits of a pool with dirty data (OpenZFS `zfs_txg_timeout`).
-const TXG_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// Commits each held pool's open txg every `TXG_TIMEOUT` when it holds changes.
-fn txg_timer() {
-    loop {
-        std::thread::sleep(TXG_TIMEOUT);
-        let Some(registry) = registry::get() else {
-            return;
-        };
-        // One pool held at a time: an export waits for every other holder to let go.
-        let guids: Vec<u64> = registry
-            .all_with_guids()
-            .into_iter()
-            .map(|(g, _)| g)
-            .collect();
-        for guid in guids {
-            let Some(pool) = registry.pool(guid) else {
-                continue;
-            };
-            if pool.read().has_dirty() {
-                let _ = pool.write().sync();
-            }
-        }
-    }
 }
 
 /// Stops background scans and commits every held pool.

@@ -204,3 +204,70 @@ fn a_vdev_change_waits_for_the_tail_in_flight() {
         pattern(5, 40_000)
     );
 }
+
+// Why: a writer that crossed the dirty limit committed the whole txg inside its own
+// request, holding the pool lock (and the daemon's txg timer committed under it too). With
+// a sync thread attached the writer only wakes it and goes on; the thread commits (tail
+// without the pool lock), and on its timeout commits what is dirty.
+#[test]
+fn the_sync_thread_commits_when_woken_and_on_its_timeout() {
+    let devices = mem_devices(1, 512 << 20);
+    let mut spa = Spa::create(
+        "thread",
+        &[super::tests::spec(TopKind::Single, &devices)],
+        &CreateOptions::default(),
+    )
+    .unwrap();
+    spa.set_writeback(WritebackMode::Off, 0, 0);
+    let object = spa.create_object(128 << 10).unwrap();
+    spa.sync().unwrap();
+    let pool = Arc::new(RwLock::new(spa));
+    // A timeout this test never reaches: only the wakeup can commit.
+    let thread = txg::start_sync_thread(&pool, Duration::from_secs(3600));
+    assert!(pool.read().has_sync_thread());
+    let first = pool.read().open_txg();
+    let chunk = pattern(6, 1 << 20);
+    let mut offset = 0u64;
+    while offset < DIRTY_BYTES_MAX + (1 << 20) {
+        let mut spa = pool.write();
+        // The thread may commit between two writes, never inside one: a txg that
+        // changes during a write was committed by the writer.
+        let open = spa.open_txg();
+        spa.write_object(object, offset, &chunk).unwrap();
+        assert_eq!(
+            spa.open_txg(),
+            open,
+            "the writer committed in its own request"
+        );
+        offset += chunk.len() as u64;
+    }
+    txg::wait_for_room(&pool);
+    assert!(
+        eventually(|| pool.read().last_synced_txg() >= first),
+        "the woken sync thread never committed"
+    );
+    drop(thread);
+    assert!(!pool.read().has_sync_thread());
+
+    // On its timeout: a small change is committed without any wakeup.
+    let thread = txg::start_sync_thread(&pool, Duration::from_millis(20));
+    let before = {
+        let mut spa = pool.write();
+        spa.write_object(object, 0, b"small").unwrap();
+        spa.open_txg()
+    };
+    assert!(
+        eventually(|| pool.read().last_synced_txg() >= before),
+        "the sync thread never committed on its timeout"
+    );
+    drop(thread);
+    let spa = Arc::try_unwrap(pool).ok().unwrap().into_inner();
+    spa.export().unwrap();
+    let mut spa = super::tests::reimport(&devices).unwrap();
+    assert_eq!(spa.read_object(object, 0, 5).unwrap(), b"small");
+    assert_eq!(
+        spa.read_object(object, 1 << 20, 1 << 20).unwrap(),
+        chunk,
+        "a chunk written before the wakeup"
+    );
+}

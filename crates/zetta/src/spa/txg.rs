@@ -524,10 +524,22 @@ pub fn wait_for_room(pool: &RwLock<Spa>) {
 pub struct SyncThread {
     shared: Arc<TxShared>,
     handle: Option<std::thread::JoinHandle<()>>,
+    detached: bool,
+}
+
+impl SyncThread {
+    /// Lets the thread run on its own: it ends when the pool's `Spa` is dropped (its
+    /// `TxState` stops it) or its lock is gone (`into_inner` for an export).
+    pub fn detach(mut self) {
+        self.detached = true;
+    }
 }
 
 impl Drop for SyncThread {
     fn drop(&mut self) {
+        if self.detached {
+            return;
+        }
         self.shared.attached.store(false, Ordering::Relaxed);
         self.shared.stop();
         if let Some(handle) = self.handle.take() {
@@ -543,6 +555,8 @@ impl Drop for SyncThread {
 /// something dirty, and at once when the dirty budget is spent.
 pub fn start_sync_thread(pool: &Arc<RwLock<Spa>>, timeout: Duration) -> SyncThread {
     let shared = pool.read().tx.shared.clone();
+    // A thread stopped before (dropped) leaves its stop flag behind.
+    shared.thread.lock().stop = false;
     shared.attached.store(true, Ordering::Relaxed);
     let weak: Weak<RwLock<Spa>> = Arc::downgrade(pool);
     let thread_shared = shared.clone();
@@ -550,7 +564,11 @@ pub fn start_sync_thread(pool: &Arc<RwLock<Spa>>, timeout: Duration) -> SyncThre
         .name("txg_sync".to_string())
         .spawn(move || sync_thread(weak, thread_shared, timeout))
         .ok();
-    SyncThread { shared, handle }
+    SyncThread {
+        shared,
+        handle,
+        detached: false,
+    }
 }
 
 fn sync_thread(weak: Weak<RwLock<Spa>>, shared: Arc<TxShared>, timeout: Duration) {
