@@ -13,6 +13,10 @@
 //! 5. the uberblock goes to slot `txg % slots` of every label of every leaf (flush);
 //! 6. the odd labels get a changed config (flush); frees from txg-2 become reusable.
 //!
+//! Steps 1-3 run under the pool's lock (`sync_quiesce`, which then opens the next txg);
+//! 4-6 are the tail (`txg::SyncTail`), which needs no pool lock, and the retire
+//! (`sync_retire`). `txg` has the txg states, the locking order and the sync thread.
+//!
 //! A power cut before step 5 completes leaves the previous uberblock as the newest valid
 //! one, and nothing it references was overwritten (frees are deferred two txgs). Import
 //! reads every label, picks the newest uberblock whose MOS verifies, and rebuilds the space
