@@ -230,6 +230,8 @@ pub struct ZplFs {
     refs: parking_lot::Mutex<std::collections::HashMap<u64, Refs>>,
     /// Snapshots shown under `.zfs/snapshot`, by slot.
     slots: parking_lot::Mutex<ctldir::Slots>,
+    /// Snapshot object sets held open for `.zfs` reads (bounded: see `ctldir`).
+    snaps: parking_lot::Mutex<ctldir::SnapCache>,
 }
 
 #[derive(Debug)]
@@ -281,6 +283,7 @@ impl ZplFs {
             live,
             refs: parking_lot::Mutex::new(Default::default()),
             slots: parking_lot::Mutex::new(Default::default()),
+            snaps: parking_lot::Mutex::new(Default::default()),
         })
     }
 
