@@ -361,62 +361,10 @@ impl ZplFs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{MountOptions, ZplFs};
-    use parking_lot::RwLock;
+    use crate::tests::{mount, pool, WAIT};
+    use crate::ZplFs;
     use std::sync::mpsc;
-    use std::time::Duration;
-    use zetta::io::{DeviceRef, MemDevice};
-    use zetta::spa::{CreateOptions, TopKind, TopSpec};
-    use zetta::zpl::{Creds, FileKind, Timespec};
-
-    /// How long a request may take on a loaded machine before it counts as blocked.
-    const WAIT: Duration = Duration::from_secs(120);
-
-    /// A pool with `tank/fs` holding `file` (three records' worth), snapshotted as
-    /// `tank/fs@s0` .. `@s{snapshots - 1}`, the live file rewritten after each.
-    fn pool(snapshots: usize) -> (Arc<RwLock<Spa>>, Vec<Vec<u8>>) {
-        let device = Arc::new(MemDevice::new("/mem/ctldir", 256 << 20));
-        let spec = TopSpec {
-            kind: TopKind::Single,
-            leaves: vec![("/mem/ctldir".to_string(), device as DeviceRef)],
-            is_log: false,
-        };
-        let mut spa = Spa::create("tank", &[spec], &CreateOptions::default()).unwrap();
-        spa.create_filesystem("tank/fs").unwrap();
-        let now = Timespec { sec: 1, nsec: 0 };
-        let mut contents = Vec::new();
-        for n in 0..snapshots {
-            let data: Vec<u8> = (0..300_000u32)
-                .map(|i| (i.wrapping_mul(31) ^ n as u32) as u8)
-                .collect();
-            spa.with_zpl("tank/fs", |vfs, os, ctx| {
-                let object = match vfs.lookup(os, ctx, vfs.root, b"file") {
-                    Ok(attr) => attr.object,
-                    Err(_) => {
-                        let creds = Creds { uid: 0, gid: 0 };
-                        let kind = FileKind::Regular;
-                        vfs.create(os, ctx, vfs.root, b"file", kind, 0o644, creds, 0, now)?
-                            .object
-                    }
-                };
-                vfs.write(os, ctx, object, 0, &data, now)?;
-                Ok(())
-            })
-            .unwrap();
-            spa.sync().unwrap();
-            spa.snapshot(&[format!("tank/fs@s{n}")]).unwrap();
-            contents.push(data);
-        }
-        (Arc::new(RwLock::new(spa)), contents)
-    }
-
-    fn mount(pool: &Arc<RwLock<Spa>>) -> ZplFs {
-        let options = MountOptions {
-            fsname: "tank/fs".to_string(),
-            ..MountOptions::default()
-        };
-        ZplFs::open(pool.clone(), "tank/fs", options).unwrap()
-    }
+    use zetta::zpl::Timespec;
 
     /// `.zfs/snapshot/<snap>/file` as the kernel walks to it and reads it: lookups, a
     /// listing of the snapshot's root, getattr and reads, whole.

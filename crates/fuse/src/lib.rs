@@ -26,6 +26,8 @@
 mod ctldir;
 pub mod openzfs;
 mod ops;
+#[cfg(test)]
+mod tests;
 
 use parking_lot::RwLock;
 use std::path::Path;
@@ -83,6 +85,16 @@ impl Default for MountOptions {
 /// had 3,140 threads at 4 per mount plus fuser's session thread): two keep one request
 /// in flight while another waits on the kernel or the lock.
 pub const WORKER_THREADS: usize = 2;
+
+/// Request threads of a new mount: `WORKER_THREADS`, or `ZETTA_FUSE_THREADS` (1 to 64) in
+/// the daemon's environment, for measuring (bench/workers_ab.sh).
+fn worker_threads() -> usize {
+    std::env::var("ZETTA_FUSE_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|n| (1..=64).contains(n))
+        .unwrap_or(WORKER_THREADS)
+}
 
 /// The settings a running mount changes in place (`zfs set readonly|atime|relatime|
 /// sync|xattr|snapdir`): the kernel's per-mount flags say what the VFS refuses, these
@@ -363,7 +375,7 @@ fn spawn_mount<FS: fuser::Filesystem>(
     } else {
         fuser::SessionACL::Owner
     };
-    config.n_threads = Some(WORKER_THREADS);
+    config.n_threads = Some(worker_threads());
     config.clone_fd = true;
     let session = fuser::spawn_mount(fs, mountpoint, &config).map_err(MountError::Io)?;
     Ok(Mounted {
