@@ -80,11 +80,14 @@ impl Default for MountOptions {
     }
 }
 
-/// Request threads per mount. Reads share their pool's lock and changes take it alone, so
-/// more threads add little but memory and a daemon-wide thread count (128 pools with 500 mounted datasets
-/// had 3,140 threads at 4 per mount plus fuser's session thread): two keep one request
-/// in flight while another waits on the kernel or the lock.
-pub const WORKER_THREADS: usize = 2;
+/// Request threads per mount. Reads (`.zfs` included) share their pool's lock, so readers
+/// of one mount run together as far as there are threads; each thread also costs a stack,
+/// a FUSE buffer (touched only as far as requests fill it) and a daemon-wide thread count
+/// (128 pools with 500 mounted datasets had 3,140 threads at 4 per mount plus fuser's session
+/// thread). Measured (docs/PERFORMANCE.md, "FUSE request threads"; bench/workers_ab.sh): 4
+/// against 2 gave 16k random reads by 4 readers 1.20x and 4 parallel `ls -lR` 0.79x the
+/// time; 8 gave 1.32x and 0.78x at twice the threads, so 4.
+pub const WORKER_THREADS: usize = 4;
 
 /// Request threads of a new mount: `WORKER_THREADS`, or `ZETTA_FUSE_THREADS` (1 to 64) in
 /// the daemon's environment, for measuring (bench/workers_ab.sh).
