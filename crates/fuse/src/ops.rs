@@ -17,6 +17,7 @@
 //!   shared lock found it unlinked; looked at again under the exclusive one);
 //! - the first request to a dataset not opened yet in the pool (`run_read` opens it once),
 //!   and `ZplFs::open` at mount time (it may lay out the ZPL and drains the delete queue).
+//!
 //! The order is: pool lock (shared or exclusive) first; `refs` (the kernel's lookup and
 //! open counts), the object set's cache locks and `ctldir`'s snapshot cache are leaves
 //! under it, never held together, nor while the pool lock is taken (`release_refs` drops
