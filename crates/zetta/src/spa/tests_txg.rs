@@ -271,3 +271,38 @@ fn the_sync_thread_commits_when_woken_and_on_its_timeout() {
         "a chunk written before the wakeup"
     );
 }
+
+// Why: with a sync thread the writer that crosses the dirty limit no longer commits, so
+// nothing bounded the dirty data a pool's writers could pile up; past the ceiling a writer
+// must wait (after letting go of the pool lock) until the thread's commit opens a new txg.
+#[test]
+fn a_writer_past_the_dirty_ceiling_waits_for_the_sync_thread() {
+    let devices = mem_devices(1, 128 << 20);
+    let spa = Spa::create(
+        "ceiling",
+        &[super::tests::spec(TopKind::Single, &devices)],
+        &CreateOptions::default(),
+    )
+    .unwrap();
+    let pool = Arc::new(RwLock::new(spa));
+    // Only a wakeup can make this thread commit.
+    let thread = txg::start_sync_thread(&pool, Duration::from_secs(3600));
+    let open = {
+        let mut spa = pool.write();
+        let open = spa.open_txg();
+        // The accounting of a writer past the ceiling (below the in-place limit).
+        spa.note_dirty(txg::DIRTY_BYTES_CEILING).unwrap();
+        assert_eq!(
+            spa.open_txg(),
+            open,
+            "the writer committed in its own request"
+        );
+        open
+    };
+    txg::wait_for_room(&pool);
+    assert!(
+        pool.read().open_txg() > open,
+        "wait_for_room returned before a new txg opened"
+    );
+    drop(thread);
+}
