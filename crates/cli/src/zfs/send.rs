@@ -63,7 +63,10 @@ impl PoolSession {
 }
 
 fn send_fail(e: SendError) -> CmdError {
-    CmdError::Fail(e.to_string())
+    match e {
+        SendError::Pool(error @ zetta::spa::SpaError::Dsl(_)) => super::spa_fail(error),
+        other => CmdError::Fail(other.to_string()),
+    }
 }
 
 /// `HH:MM:SS` of the local time, as OpenZFS's progress lines.

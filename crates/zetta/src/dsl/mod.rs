@@ -15,6 +15,7 @@
 //! AVAIL and the admission of writes in `space_avail`, its from-scratch check in
 //! `space_audit`.
 
+mod error;
 pub mod openzfs;
 pub mod phys;
 mod promote;
@@ -26,6 +27,7 @@ pub mod space;
 pub mod space_audit;
 mod space_avail;
 pub mod synctask;
+pub use error::DslError;
 pub use prop::{is_local_entry, INHERIT_SUFFIX, RECEIVED_SUFFIX};
 pub use snapshot::{append_dead_list, Bookmark, DS_FLAG_SNAPSHOT};
 pub use space::{DatasetSpace, SpaceLimit};
@@ -63,7 +65,16 @@ pub(crate) fn zap_error(e: ZapError) -> SpaError {
 }
 
 fn exists(name: &str) -> SpaError {
-    SpaError::Invalid(format!("cannot create '{name}': dataset already exists"))
+    SpaError::Dsl(DslError::Exists {
+        name: name.to_string(),
+    })
+}
+
+/// ENOENT for a dataset name (`DslError::NoSuchDataset`).
+pub(crate) fn no_such_dataset(name: &str) -> SpaError {
+    SpaError::Dsl(DslError::NoSuchDataset {
+        name: name.to_string(),
+    })
 }
 
 impl Spa {
@@ -90,14 +101,16 @@ impl Spa {
     fn components<'n>(&self, name: &'n str) -> Result<Vec<&'n str>, SpaError> {
         let mut parts = name.split('/');
         if parts.next() != Some(self.name.as_str()) {
-            return Err(SpaError::Invalid(format!(
-                "'{name}' is not in pool '{}'",
-                self.name
-            )));
+            return Err(SpaError::Dsl(DslError::NotInPool {
+                name: name.to_string(),
+                pool: self.name.clone(),
+            }));
         }
         let rest: Vec<&str> = parts.collect();
         if rest.iter().any(|p| p.is_empty()) || rest.len() > NESTING_MAX {
-            return Err(SpaError::Invalid(format!("invalid dataset name '{name}'")));
+            return Err(SpaError::Dsl(DslError::InvalidName {
+                name: name.to_string(),
+            }));
         }
         Ok(rest)
     }
@@ -160,7 +173,7 @@ impl Spa {
             .snapshots(fs)?
             .into_iter()
             .find(|(n, _, _)| n == origin)
-            .ok_or_else(|| SpaError::NoSuchDataset(origin.to_string()))?;
+            .ok_or_else(|| no_such_dataset(origin))?;
         self.create_dataset(name, Some((snapshot.1, snapshot.2)))
     }
 
@@ -175,7 +188,9 @@ impl Spa {
         };
         let parent_name = name.rsplit_once('/').map(|(p, _)| p).unwrap_or(name);
         let parent = self.lookup_dir(parent_name)?.ok_or_else(|| {
-            SpaError::Invalid(format!("cannot create '{name}': parent does not exist"))
+            SpaError::Dsl(DslError::NoParent {
+                name: name.to_string(),
+            })
         })?;
         debug_assert_eq!(parents.len() + 1, components.len());
         if self.child_dir(parent, leaf)?.is_some() {
@@ -511,7 +526,7 @@ impl Spa {
     ) -> Result<T, SpaError> {
         let dataset = self
             .lookup_dataset(name)?
-            .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()))?;
+            .ok_or_else(|| no_such_dataset(name))?;
         self.with_dataset_object(dataset, work)
     }
 
@@ -524,9 +539,7 @@ impl Spa {
         if self.openzfs.is_some() {
             // A foreign pool's object sets are read through the OpenZFS codecs (its
             // mounts, `zpool scrub`), not as Zetta object sets.
-            return Err(SpaError::Invalid(
-                "operation not supported on OpenZFS pools yet".to_string(),
-            ));
+            return Err(SpaError::Dsl(DslError::ForeignPool));
         }
         if dataset == MOS_OBJECT_ROOT_DATASET.0 {
             let ctx = io_ctx!(self);
@@ -571,7 +584,7 @@ impl Spa {
             return f
                 .view
                 .written_bytes(name)
-                .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()));
+                .ok_or_else(|| no_such_dataset(name));
         }
         let (phys, dataset) = match name.split_once('@') {
             Some((fs, _)) => {
@@ -579,13 +592,13 @@ impl Spa {
                     .snapshots(fs)?
                     .into_iter()
                     .find(|(n, _, _)| n == name)
-                    .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()))?;
+                    .ok_or_else(|| no_such_dataset(name))?;
                 (phys, object)
             }
             None => {
                 let dataset = self
                     .lookup_dataset(name)?
-                    .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()))?;
+                    .ok_or_else(|| no_such_dataset(name))?;
                 let mut phys = self.read_dataset_phys(dataset)?;
                 if dataset == MOS_OBJECT_ROOT_DATASET.0 {
                     phys.bp = self.root_bp();
@@ -617,7 +630,7 @@ impl Spa {
     pub fn set_local_prop(&mut self, name: &str, prop: &str, value: &str) -> Result<(), SpaError> {
         let dir = self
             .lookup_dir(name)?
-            .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()))?;
+            .ok_or_else(|| no_such_dataset(name))?;
         let props = self.props_zap(dir)?;
         let ctx = io_ctx!(self);
         zap::zap_update_bytes(&mut self.mos, &ctx, ObjectId(props), prop, value.as_bytes())
@@ -635,7 +648,7 @@ impl Spa {
     pub fn clear_local_prop(&mut self, name: &str, prop: &str) -> Result<(), SpaError> {
         let dir = self
             .lookup_dir(name)?
-            .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()))?;
+            .ok_or_else(|| no_such_dataset(name))?;
         let props = self.props_zap(dir)?;
         let ctx = io_ctx!(self);
         match zap::zap_remove(&mut self.mos, &ctx, ObjectId(props), prop) {
@@ -653,7 +666,7 @@ impl Spa {
     pub fn local_props(&mut self, name: &str) -> Result<Vec<(String, String)>, SpaError> {
         if let Some(f) = self.openzfs.clone() {
             if f.view.lookup_dataset(name).is_none() {
-                return Err(SpaError::NoSuchDataset(name.to_string()));
+                return Err(no_such_dataset(name));
             }
             let mut props = f.view.local_props(name);
             props.extend(f.zpl_props.get(name).cloned().unwrap_or_default());
@@ -662,7 +675,7 @@ impl Spa {
         }
         let dir = self
             .lookup_dir(name)?
-            .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()))?;
+            .ok_or_else(|| no_such_dataset(name))?;
         let props = self.props_zap(dir)?;
         let mut out = Vec::new();
         let ctx = io_ctx!(self);
@@ -695,6 +708,8 @@ impl Spa {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_errors;
 #[cfg(test)]
 mod tests_promote;
 #[cfg(test)]
