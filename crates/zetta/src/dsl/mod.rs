@@ -13,7 +13,8 @@
 //! Filesystems here; snapshots, clones, rollback and bookmarks in `snapshot`, renames in
 //! `rename`, promote in `promote`, the receive swap in `recv`, space accounting in `space`,
 //! AVAIL and the admission of writes in `space_avail`, its from-scratch check in
-//! `space_audit`.
+//! `space_audit`. Refusals are typed (`error::DslError`, returned as `SpaError::Dsl`); their
+//! words are the CLI's.
 
 mod error;
 pub mod openzfs;

@@ -130,7 +130,7 @@ impl Spa {
             .sync_tasks
             .done
             .remove(&id)
-            .unwrap_or_else(|| Err(SpaError::Dsl(super::DslError::TaskNotRun)))
+            .unwrap_or(Err(SpaError::Dsl(super::DslError::TaskNotRun)))
     }
 
     /// OpenZFS `spa_history_log_internal_ds` from a sync function: a record `zpool history
