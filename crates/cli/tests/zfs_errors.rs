@@ -131,3 +131,39 @@ fn dsl_refusals_print_openzfs_messages() {
         "tank\ntank/a\ntank/a@s\ntank/a@t\ntank/a#m\ntank/b\ntank/c\n"
     );
 }
+
+// Why: a send's refusals were sentences written by the engine (`SendError::Refused`); they
+// are typed now and worded by the CLI, and these are the words users saw before.
+#[test]
+fn send_refusals_print_openzfs_messages() {
+    let lab = NoMountLab::new();
+    for args in [
+        &["create", "tank/a"][..],
+        &["snapshot", "tank/a@s"],
+        &["snapshot", "tank/a@t"],
+        &["create", "tank/a/k"],
+        &["snapshot", "tank/a@u"],
+    ] {
+        lab.ok("zfs", args);
+    }
+    refused(
+        &lab,
+        &["send", "-i", "@t", "tank/a@s"],
+        "cannot send 'tank/a@s': not an earlier snapshot from the same fs\n",
+    );
+    refused(
+        &lab,
+        &["send", "tank/a@nosuch"],
+        "cannot open 'tank/a@nosuch': dataset does not exist\n",
+    );
+    refused(
+        &lab,
+        &["send", "-R", "tank/a@u"],
+        "cannot send tank/a@u recursively: snapshot tank/a/k@u does not exist\n",
+    );
+    refused(
+        &lab,
+        &["send", "-R", "-i", "tank/a#m", "tank/a@t"],
+        "cannot send: a bookmark cannot be the source of a replication stream\n",
+    );
+}

@@ -10,6 +10,7 @@
 //! variant then gets the text of the operation that returns it.
 
 use crate::zpool::CmdError;
+use zetta::dmu_send::SendError;
 use zetta::dsl::DslError;
 use zetta::spa::SpaError;
 
@@ -128,5 +129,42 @@ pub(crate) fn zfs_fail(op: ZfsOp<'_>) -> impl Fn(SpaError) -> CmdError + '_ {
     move |error| match error {
         SpaError::Dsl(e) => CmdError::Fail(dsl_error_text(op, &e)),
         other => super::spa_fail(other),
+    }
+}
+
+/// OpenZFS's message for a send that stopped (`zfs_send_one`, `zfs_send` and `zfs_send_resume`
+/// in libzfs_sendrecv.c, `zfs_open`'s ENOENT).
+pub(crate) fn send_error_text(error: &SendError) -> String {
+    match error {
+        SendError::NoSuchDataset { name } => {
+            format!("cannot open '{name}': dataset does not exist")
+        }
+        SendError::NotSnapshot { name } => {
+            format!("cannot send '{name}': operation only applies to snapshots")
+        }
+        SendError::NotEarlier { to } => {
+            format!("cannot send '{to}': not an earlier snapshot from the same fs")
+        }
+        SendError::ForeignPool { to } => {
+            format!("cannot send '{to}': sending from OpenZFS pools is not supported yet")
+        }
+        SendError::BookmarkReplicationSource => {
+            "cannot send: a bookmark cannot be the source of a replication stream".to_string()
+        }
+        SendError::MissingInDescendant { snapshot, missing } => {
+            format!("cannot send {snapshot} recursively: snapshot {missing} does not exist")
+        }
+        SendError::ResumeGone { name } => format!("cannot resume send: '{name}' does not exist"),
+        SendError::ResumeChanged { name } => {
+            format!("cannot resume send: '{name}' is no longer the same snapshot")
+        }
+        SendError::ResumeSourceGone => {
+            "cannot resume send: the incremental source no longer exists".to_string()
+        }
+        SendError::Vanished(name) => {
+            format!("cannot send '{name}': snapshot was destroyed during the send")
+        }
+        SendError::Pool(SpaError::Dsl(e)) => dsl_error_text(ZfsOp::Other, e),
+        SendError::Pool(other) => other.to_string(),
     }
 }

@@ -63,10 +63,7 @@ impl PoolSession {
 }
 
 fn send_fail(e: SendError) -> CmdError {
-    match e {
-        SendError::Pool(error @ zetta::spa::SpaError::Dsl(_)) => super::spa_fail(error),
-        other => CmdError::Fail(other.to_string()),
-    }
+    CmdError::Fail(super::errors::send_error_text(&e))
 }
 
 /// `HH:MM:SS` of the local time, as OpenZFS's progress lines.
