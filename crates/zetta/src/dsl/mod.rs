@@ -81,7 +81,7 @@ pub(crate) fn no_such_dataset(name: &str) -> SpaError {
 }
 
 impl Spa {
-    fn read_dir(&mut self, dir: u64) -> Result<DslDirPhys, SpaError> {
+    fn read_dir(&self, dir: u64) -> Result<DslDirPhys, SpaError> {
         let ctx = io_ctx!(self);
         let bonus = self.dp.mos.bonus(&ctx, ObjectId(dir))?;
         DslDirPhys::decode(&bonus).map_err(|e| SpaError::Corrupt(e.to_string()))
@@ -94,7 +94,7 @@ impl Spa {
         Ok(())
     }
 
-    pub(crate) fn read_dataset_phys(&mut self, dataset: u64) -> Result<DslDatasetPhys, SpaError> {
+    pub(crate) fn read_dataset_phys(&self, dataset: u64) -> Result<DslDatasetPhys, SpaError> {
         let ctx = io_ctx!(self);
         let bonus = self.dp.mos.bonus(&ctx, ObjectId(dataset))?;
         DslDatasetPhys::decode(&bonus).map_err(|e| SpaError::Corrupt(e.to_string()))
@@ -118,7 +118,7 @@ impl Spa {
         Ok(rest)
     }
 
-    fn child_dir(&mut self, dir: u64, component: &str) -> Result<Option<u64>, SpaError> {
+    fn child_dir(&self, dir: u64, component: &str) -> Result<Option<u64>, SpaError> {
         let phys = self.read_dir(dir)?;
         if phys.child_dir_zap == 0 {
             return Ok(None);
@@ -130,7 +130,7 @@ impl Spa {
     }
 
     /// The DSL dir of a dataset name, if it exists.
-    pub fn lookup_dir(&mut self, name: &str) -> Result<Option<u64>, SpaError> {
+    pub fn lookup_dir(&self, name: &str) -> Result<Option<u64>, SpaError> {
         if let Some(f) = self.openzfs.clone() {
             return Ok(f.view.dir_object(name));
         }
@@ -145,7 +145,7 @@ impl Spa {
     }
 
     /// The head dataset object of a dataset name.
-    pub fn lookup_dataset(&mut self, name: &str) -> Result<Option<u64>, SpaError> {
+    pub fn lookup_dataset(&self, name: &str) -> Result<Option<u64>, SpaError> {
         if let Some(f) = self.openzfs.clone() {
             return Ok(f.view.lookup_dataset(name));
         }
