@@ -166,6 +166,7 @@ impl Spa {
         // Loaded, so its intent log's blocks are known and freed with it.
         self.open_dataset(dataset)?;
         let mut head = self
+            .dp
             .datasets
             .remove(&dataset)
             .ok_or_else(|| SpaError::Corrupt(format!("dataset {dataset} vanished")))?;
@@ -183,7 +184,9 @@ impl Spa {
         self.free_blocks_born_after(dataset, &head.phys.bp, mintxg)?;
         if head.phys.deadlist != 0 {
             let ctx = io_ctx!(self, tx.txg);
-            self.mos.free_object(&ctx, ObjectId(head.phys.deadlist))?;
+            self.dp
+                .mos
+                .free_object(&ctx, ObjectId(head.phys.deadlist))?;
         }
         self.release_dir_space(dir)?;
         self.unlink_dataset(name, dir)

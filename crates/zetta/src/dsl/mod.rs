@@ -18,6 +18,7 @@
 mod destroy;
 pub mod openzfs;
 pub mod phys;
+mod pool;
 mod promote;
 mod prop;
 mod recv;
@@ -27,6 +28,7 @@ pub mod space;
 pub mod space_audit;
 mod space_avail;
 pub mod synctask;
+pub use pool::Pool;
 pub use prop::{is_local_entry, INHERIT_SUFFIX, RECEIVED_SUFFIX};
 pub use snapshot::{append_dead_list, Bookmark, DS_FLAG_SNAPSHOT};
 pub use space::{DatasetSpace, SpaceLimit};
@@ -70,20 +72,20 @@ fn exists(name: &str) -> SpaError {
 impl Spa {
     fn read_dir(&mut self, dir: u64) -> Result<DslDirPhys, SpaError> {
         let ctx = io_ctx!(self);
-        let bonus = self.mos.bonus(&ctx, ObjectId(dir))?;
+        let bonus = self.dp.mos.bonus(&ctx, ObjectId(dir))?;
         DslDirPhys::decode(&bonus).map_err(|e| SpaError::Corrupt(e.to_string()))
     }
 
     fn write_dir(&mut self, dir: u64, phys: &DslDirPhys) -> Result<(), SpaError> {
         let ctx = io_ctx!(self);
-        self.mos.set_bonus(&ctx, ObjectId(dir), &phys.encode())?;
+        self.dp.mos.set_bonus(&ctx, ObjectId(dir), &phys.encode())?;
         self.dsl_space_changed();
         Ok(())
     }
 
     pub(crate) fn read_dataset_phys(&mut self, dataset: u64) -> Result<DslDatasetPhys, SpaError> {
         let ctx = io_ctx!(self);
-        let bonus = self.mos.bonus(&ctx, ObjectId(dataset))?;
+        let bonus = self.dp.mos.bonus(&ctx, ObjectId(dataset))?;
         DslDatasetPhys::decode(&bonus).map_err(|e| SpaError::Corrupt(e.to_string()))
     }
 
@@ -109,7 +111,7 @@ impl Spa {
             return Ok(None);
         }
         let ctx = io_ctx!(self);
-        let found = zap::zap_lookup(&self.mos, &ctx, ObjectId(phys.child_dir_zap), component)
+        let found = zap::zap_lookup(&self.dp.mos, &ctx, ObjectId(phys.child_dir_zap), component)
             .map_err(zap_error)?;
         Ok(found.and_then(|v| v.first().copied()))
     }
@@ -185,22 +187,24 @@ impl Spa {
         let txg = self.open_txg();
         let ctx = io_ctx!(self);
         let dir = self
+            .dp
             .mos
             .create_object(&ctx, object_type::DSL_DIR, 512, 0, 256)?;
         let dataset = self
+            .dp
             .mos
             .create_object(&ctx, object_type::DSL_DATASET, 512, 0, 256)?;
         let props_zap =
-            zap::zap_create(&mut self.mos, &ctx, object_type::ZAP).map_err(zap_error)?;
+            zap::zap_create(&mut self.dp.mos, &ctx, object_type::ZAP).map_err(zap_error)?;
         let mut parent_phys = self.read_dir(parent)?;
         let ctx = io_ctx!(self);
         if parent_phys.child_dir_zap == 0 {
-            parent_phys.child_dir_zap = zap::zap_create(&mut self.mos, &ctx, object_type::ZAP)
+            parent_phys.child_dir_zap = zap::zap_create(&mut self.dp.mos, &ctx, object_type::ZAP)
                 .map_err(zap_error)?
                 .0;
         }
         zap::zap_add(
-            &mut self.mos,
+            &mut self.dp.mos,
             &ctx,
             ObjectId(parent_phys.child_dir_zap),
             leaf,
@@ -251,8 +255,9 @@ impl Spa {
                 objset
             }
         };
-        self.mos.set_bonus(&ctx, dataset, &phys.encode())?;
-        self.datasets
+        self.dp.mos.set_bonus(&ctx, dataset, &phys.encode())?;
+        self.dp
+            .datasets
             .insert(dataset.0, HeadDataset { objset, phys });
         self.refresh_io_props()?;
         Ok(dataset.0)
@@ -306,8 +311,8 @@ impl Spa {
         }
         let mut out = Vec::new();
         let ctx = io_ctx!(self);
-        let entries =
-            zap::zap_list_all(&self.mos, &ctx, ObjectId(phys.child_dir_zap)).map_err(zap_error)?;
+        let entries = zap::zap_list_all(&self.dp.mos, &ctx, ObjectId(phys.child_dir_zap))
+            .map_err(zap_error)?;
         for entry in entries {
             if let ZapValue::U64s(values) = entry.value {
                 if let Some(&child) = values.first() {
@@ -379,15 +384,16 @@ impl Spa {
         let parent = self.read_dir(phys.parent_dir)?;
         let leaf = name.rsplit('/').next().unwrap_or(name);
         let ctx = io_ctx!(self);
-        zap::zap_remove(&mut self.mos, &ctx, ObjectId(parent.child_dir_zap), leaf)
+        zap::zap_remove(&mut self.dp.mos, &ctx, ObjectId(parent.child_dir_zap), leaf)
             .map_err(zap_error)?;
         for zap_object in [phys.props_zap, phys.child_dir_zap] {
             if zap_object != 0 {
-                zap::zap_destroy(&mut self.mos, &ctx, ObjectId(zap_object)).map_err(zap_error)?;
+                zap::zap_destroy(&mut self.dp.mos, &ctx, ObjectId(zap_object))
+                    .map_err(zap_error)?;
             }
         }
-        self.mos.free_object(&ctx, ObjectId(phys.head_dataset))?;
-        self.mos.free_object(&ctx, ObjectId(dir))?;
+        self.dp.mos.free_object(&ctx, ObjectId(phys.head_dataset))?;
+        self.dp.mos.free_object(&ctx, ObjectId(dir))?;
         Ok(())
     }
 
@@ -430,13 +436,13 @@ impl Spa {
     /// `inherit`, or opening a dataset): new writes use them.
     pub fn refresh_io_props(&mut self) -> Result<(), SpaError> {
         let (root_props, root_record) = self.effective_io_props(MOS_OBJECT_ROOT_DIR.0)?;
-        apply_props(&mut self.root_dataset, root_props);
-        self.root_dataset.set_block_size_max(root_record);
-        let loaded: Vec<u64> = self.datasets.keys().copied().collect();
+        apply_props(&mut self.dp.root_dataset, root_props);
+        self.dp.root_dataset.set_block_size_max(root_record);
+        let loaded: Vec<u64> = self.dp.datasets.keys().copied().collect();
         for dataset in loaded {
-            let dir = self.datasets[&dataset].phys.dir;
+            let dir = self.dp.datasets[&dataset].phys.dir;
             let (props, record) = self.effective_io_props(dir)?;
-            if let Some(head) = self.datasets.get_mut(&dataset) {
+            if let Some(head) = self.dp.datasets.get_mut(&dataset) {
                 apply_props(&mut head.objset, props);
                 head.objset.set_block_size_max(record);
             }
@@ -446,7 +452,7 @@ impl Spa {
 
     /// Loads a head dataset's object set into the pool's table (no-op when loaded).
     pub(crate) fn open_dataset(&mut self, dataset: u64) -> Result<(), SpaError> {
-        if dataset == MOS_OBJECT_ROOT_DATASET.0 || self.datasets.contains_key(&dataset) {
+        if dataset == MOS_OBJECT_ROOT_DATASET.0 || self.dp.datasets.contains_key(&dataset) {
             return Ok(());
         }
         let phys = self.read_dataset_phys(dataset)?;
@@ -459,9 +465,11 @@ impl Spa {
         };
         let dir = phys.dir;
         let prev_snap_txg = phys.prev_snap_txg;
-        self.datasets.insert(dataset, HeadDataset { objset, phys });
+        self.dp
+            .datasets
+            .insert(dataset, HeadDataset { objset, phys });
         let (props, record) = self.effective_io_props(dir)?;
-        if let Some(head) = self.datasets.get_mut(&dataset) {
+        if let Some(head) = self.dp.datasets.get_mut(&dataset) {
             apply_props(&mut head.objset, props);
             head.objset.policy.prev_snap_txg = crate::types::Txg(prev_snap_txg);
             head.objset.set_block_size_max(record);
@@ -496,11 +504,12 @@ impl Spa {
         }
         if dataset == MOS_OBJECT_ROOT_DATASET.0 {
             let ctx = io_ctx!(self);
-            return Ok(work(&mut self.root_dataset, &ctx)?);
+            return Ok(work(&mut self.dp.root_dataset, &ctx)?);
         }
         self.open_dataset(dataset)?;
         let ctx = io_ctx!(self);
         let head = self
+            .dp
             .datasets
             .get_mut(&dataset)
             .ok_or_else(|| SpaError::Corrupt(format!("dataset {dataset} vanished")))?;
@@ -586,8 +595,14 @@ impl Spa {
             .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()))?;
         let props = self.props_zap(dir)?;
         let ctx = io_ctx!(self);
-        zap::zap_update_bytes(&mut self.mos, &ctx, ObjectId(props), prop, value.as_bytes())
-            .map_err(zap_error)?;
+        zap::zap_update_bytes(
+            &mut self.dp.mos,
+            &ctx,
+            ObjectId(props),
+            prop,
+            value.as_bytes(),
+        )
+        .map_err(zap_error)?;
         // quota, reservation, refquota, refreservation: the dir record and the accounting
         // follow (the caller checked the value with `check_space_limit`).
         if let Some(limit) = SpaceLimit::from_prop(prop) {
@@ -604,7 +619,7 @@ impl Spa {
             .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()))?;
         let props = self.props_zap(dir)?;
         let ctx = io_ctx!(self);
-        match zap::zap_remove(&mut self.mos, &ctx, ObjectId(props), prop) {
+        match zap::zap_remove(&mut self.dp.mos, &ctx, ObjectId(props), prop) {
             Ok(()) | Err(ZapError::NotFound) => {
                 if let Some(limit) = SpaceLimit::from_prop(prop) {
                     self.set_space_limit(dir, limit, 0)?;
@@ -632,7 +647,7 @@ impl Spa {
         let props = self.props_zap(dir)?;
         let mut out = Vec::new();
         let ctx = io_ctx!(self);
-        let entries = zap::zap_list_all(&self.mos, &ctx, ObjectId(props)).map_err(zap_error)?;
+        let entries = zap::zap_list_all(&self.dp.mos, &ctx, ObjectId(props)).map_err(zap_error)?;
         for entry in entries {
             if let ZapValue::Bytes(value) = entry.value {
                 out.push((
@@ -650,7 +665,7 @@ impl Spa {
         let mut phys = self.read_dir(dir)?;
         if phys.props_zap == 0 {
             let ctx = io_ctx!(self);
-            phys.props_zap = zap::zap_create(&mut self.mos, &ctx, object_type::ZAP)
+            phys.props_zap = zap::zap_create(&mut self.dp.mos, &ctx, object_type::ZAP)
                 .map_err(zap_error)?
                 .0;
             self.write_dir(dir, &phys)?;

@@ -221,7 +221,7 @@ impl Spa {
         let mut clone_head = self.head_phys(clone_head_object)?;
         let ctx = io_ctx!(self, tx.txg);
         if clone_head.snapnames_zap == 0 {
-            clone_head.snapnames_zap = zap::zap_create(&mut self.mos, &ctx, object_type::ZAP)
+            clone_head.snapnames_zap = zap::zap_create(&mut self.dp.mos, &ctx, object_type::ZAP)
                 .map_err(zap_error)?
                 .0;
         }
@@ -230,14 +230,14 @@ impl Spa {
             let mut phys = self.read_dataset_phys(*object)?;
             let ctx = io_ctx!(self, tx.txg);
             zap::zap_remove(
-                &mut self.mos,
+                &mut self.dp.mos,
                 &ctx,
                 ObjectId(origin_head.snapnames_zap),
                 short,
             )
             .map_err(zap_error)?;
             zap::zap_add(
-                &mut self.mos,
+                &mut self.dp.mos,
                 &ctx,
                 ObjectId(clone_head.snapnames_zap),
                 short,
@@ -245,7 +245,8 @@ impl Spa {
             )
             .map_err(zap_error)?;
             phys.dir = clone_dir;
-            self.mos
+            self.dp
+                .mos
                 .set_bonus(&ctx, ObjectId(*object), &phys.encode())?;
         }
         self.move_bookmarks(&mut origin_head, &mut clone_head, origin_creation_txg)?;
@@ -339,8 +340,8 @@ impl Spa {
             return Ok(());
         }
         let ctx = io_ctx!(self);
-        let entries =
-            zap::zap_list_all(&self.mos, &ctx, ObjectId(from.bookmarks_zap)).map_err(zap_error)?;
+        let entries = zap::zap_list_all(&self.dp.mos, &ctx, ObjectId(from.bookmarks_zap))
+            .map_err(zap_error)?;
         for entry in entries {
             let ZapValue::U64s(values) = entry.value else {
                 continue;
@@ -351,14 +352,14 @@ impl Spa {
             let name = String::from_utf8_lossy(&entry.name).into_owned();
             let ctx = io_ctx!(self);
             if to.bookmarks_zap == 0 {
-                to.bookmarks_zap = zap::zap_create(&mut self.mos, &ctx, object_type::ZAP)
+                to.bookmarks_zap = zap::zap_create(&mut self.dp.mos, &ctx, object_type::ZAP)
                     .map_err(zap_error)?
                     .0;
             }
-            zap::zap_remove(&mut self.mos, &ctx, ObjectId(from.bookmarks_zap), &name)
+            zap::zap_remove(&mut self.dp.mos, &ctx, ObjectId(from.bookmarks_zap), &name)
                 .map_err(zap_error)?;
             zap::zap_add(
-                &mut self.mos,
+                &mut self.dp.mos,
                 &ctx,
                 ObjectId(to.bookmarks_zap),
                 &name,

@@ -110,8 +110,12 @@ impl Spa {
                         format!("{prop}{INHERIT_SUFFIX}"),
                     ] {
                         let ctx = io_ctx!(self);
-                        match zap::zap_lookup_bytes(&self.mos, &ctx, ObjectId(phys.props_zap), &key)
-                        {
+                        match zap::zap_lookup_bytes(
+                            &self.dp.mos,
+                            &ctx,
+                            ObjectId(phys.props_zap),
+                            &key,
+                        ) {
                             Ok(Some(bytes)) => {
                                 entries.insert(key, String::from_utf8_lossy(&bytes).into_owned());
                             }

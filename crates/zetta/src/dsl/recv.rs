@@ -28,9 +28,10 @@ impl Spa {
             return Ok(true);
         };
         let (dirty, head_bp) = if dataset == MOS_OBJECT_ROOT_DATASET.0 {
-            (self.root_dataset.is_dirty(), self.root_bp())
+            (self.dp.root_dataset.is_dirty(), self.root_bp())
         } else {
             let head = self
+                .dp
                 .datasets
                 .get(&dataset)
                 .ok_or_else(|| SpaError::Corrupt(format!("dataset {dataset} vanished")))?;
@@ -75,7 +76,7 @@ impl Spa {
         self.space_diduse(head.dir, UsedKind::Head, gained)?;
         let target_dir = self.read_dir(head.dir)?;
         let ctx = io_ctx!(self);
-        let origin = super::space::origin_txg(&mut self.mos, &ctx, &target_dir)?;
+        let origin = super::space::origin_txg(&mut self.dp.mos, &ctx, &target_dir)?;
         let released: Vec<_> = self
             .read_dead_list(new.deadlist)?
             .into_iter()
@@ -90,7 +91,7 @@ impl Spa {
         )?;
         let unique = new.unique_bytes;
         self.replace_head_tree(target_dataset, head, &new, new.deadlist, unique)?;
-        self.datasets.remove(&received_dataset);
+        self.dp.datasets.remove(&received_dataset);
         self.unlink_dataset(received, received_dir)?;
         self.refresh_io_props()?;
         self.sync()?;

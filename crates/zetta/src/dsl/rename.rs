@@ -49,7 +49,7 @@ impl Spa {
         let old_parent_phys = self.read_dir(old_parent)?;
         let ctx = io_ctx!(self);
         zap::zap_remove(
-            &mut self.mos,
+            &mut self.dp.mos,
             &ctx,
             ObjectId(old_parent_phys.child_dir_zap),
             old_leaf,
@@ -58,14 +58,15 @@ impl Spa {
         let mut new_parent_phys = self.read_dir(new_parent)?;
         let ctx = io_ctx!(self);
         if new_parent_phys.child_dir_zap == 0 {
-            new_parent_phys.child_dir_zap = zap::zap_create(&mut self.mos, &ctx, object_type::ZAP)
-                .map_err(zap_error)?
-                .0;
+            new_parent_phys.child_dir_zap =
+                zap::zap_create(&mut self.dp.mos, &ctx, object_type::ZAP)
+                    .map_err(zap_error)?
+                    .0;
             self.write_dir(new_parent, &new_parent_phys)?;
         }
         let ctx = io_ctx!(self);
         zap::zap_add(
-            &mut self.mos,
+            &mut self.dp.mos,
             &ctx,
             ObjectId(new_parent_phys.child_dir_zap),
             new_leaf,
@@ -107,8 +108,8 @@ impl Spa {
         }
         let zap_object = self.head_phys(dataset)?.snapnames_zap;
         let ctx = io_ctx!(self);
-        zap::zap_remove(&mut self.mos, &ctx, ObjectId(zap_object), old).map_err(zap_error)?;
-        zap::zap_add(&mut self.mos, &ctx, ObjectId(zap_object), new, &[object])
+        zap::zap_remove(&mut self.dp.mos, &ctx, ObjectId(zap_object), old).map_err(zap_error)?;
+        zap::zap_add(&mut self.dp.mos, &ctx, ObjectId(zap_object), new, &[object])
             .map_err(zap_error)?;
         Ok(())
     }

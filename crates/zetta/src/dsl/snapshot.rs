@@ -52,7 +52,7 @@ pub fn append_dead_list(
 
 impl Spa {
     pub(super) fn head_phys(&mut self, dataset: u64) -> Result<DslDatasetPhys, SpaError> {
-        if let Some(head) = self.datasets.get(&dataset) {
+        if let Some(head) = self.dp.datasets.get(&dataset) {
             return Ok(head.phys.clone());
         }
         self.read_dataset_phys(dataset)
@@ -65,13 +65,14 @@ impl Spa {
     ) -> Result<(), SpaError> {
         let txg = Txg(phys.prev_snap_txg);
         if dataset == MOS_OBJECT_ROOT_DATASET.0 {
-            self.root_dataset.policy.prev_snap_txg = txg;
-        } else if let Some(head) = self.datasets.get_mut(&dataset) {
+            self.dp.root_dataset.policy.prev_snap_txg = txg;
+        } else if let Some(head) = self.dp.datasets.get_mut(&dataset) {
             head.objset.policy.prev_snap_txg = txg;
             head.phys = phys.clone();
         }
         let ctx = io_ctx!(self);
-        self.mos
+        self.dp
+            .mos
             .set_bonus(&ctx, ObjectId(dataset), &phys.encode())?;
         Ok(())
     }
@@ -165,6 +166,7 @@ impl Spa {
             }
             let ctx = io_ctx!(self, txg);
             let object = self
+                .dp
                 .mos
                 .create_object(&ctx, object_type::DSL_DATASET, 512, 0, 256)?;
             let phys = DslDatasetPhys {
@@ -185,14 +187,14 @@ impl Spa {
                 ..DslDatasetPhys::default()
             };
             head.deadlist = 0;
-            self.mos.set_bonus(&ctx, object, &phys.encode())?;
+            self.dp.mos.set_bonus(&ctx, object, &phys.encode())?;
             if head.snapnames_zap == 0 {
-                head.snapnames_zap = zap::zap_create(&mut self.mos, &ctx, object_type::ZAP)
+                head.snapnames_zap = zap::zap_create(&mut self.dp.mos, &ctx, object_type::ZAP)
                     .map_err(zap_error)?
                     .0;
             }
             zap::zap_add(
-                &mut self.mos,
+                &mut self.dp.mos,
                 &ctx,
                 ObjectId(head.snapnames_zap),
                 &snap,
@@ -220,7 +222,7 @@ impl Spa {
             return Ok(None);
         }
         let ctx = io_ctx!(self);
-        let found = zap::zap_lookup(&self.mos, &ctx, ObjectId(head.snapnames_zap), snap)
+        let found = zap::zap_lookup(&self.dp.mos, &ctx, ObjectId(head.snapnames_zap), snap)
             .map_err(zap_error)?;
         Ok(found.and_then(|v| v.first().copied()))
     }
@@ -242,8 +244,8 @@ impl Spa {
             return Ok(out);
         }
         let ctx = io_ctx!(self);
-        let entries =
-            zap::zap_list_all(&self.mos, &ctx, ObjectId(head.snapnames_zap)).map_err(zap_error)?;
+        let entries = zap::zap_list_all(&self.dp.mos, &ctx, ObjectId(head.snapnames_zap))
+            .map_err(zap_error)?;
         for entry in entries {
             if let ZapValue::U64s(values) = entry.value {
                 if let Some(&object) = values.first() {
@@ -310,8 +312,8 @@ impl Spa {
             return Ok(Vec::new());
         }
         let ctx = io_ctx!(self);
-        let size = self.mos.size_bytes(&ctx, ObjectId(object))?;
-        let bytes = self.mos.read(&ctx, ObjectId(object), 0, size as usize)?;
+        let size = self.dp.mos.size_bytes(&ctx, ObjectId(object))?;
+        let bytes = self.dp.mos.read(&ctx, ObjectId(object), 0, size as usize)?;
         bytes
             .chunks_exact(BLKPTR_SIZE_BYTES)
             .map(|chunk| {
@@ -425,11 +427,11 @@ impl Spa {
         let ctx = io_ctx!(self);
         for old in [next.deadlist, victim.deadlist] {
             if old != 0 {
-                self.mos.free_object(&ctx, ObjectId(old))?;
+                self.dp.mos.free_object(&ctx, ObjectId(old))?;
             }
         }
         next.deadlist = 0;
-        append_dead_list(&mut self.mos, &ctx, &mut next, &kept)?;
+        append_dead_list(&mut self.dp.mos, &ctx, &mut next, &kept)?;
         next.prev_snap = victim.prev_snap;
         next.prev_snap_txg = victim.prev_snap_txg;
         let head = self.head_phys(dataset)?;
@@ -441,13 +443,14 @@ impl Spa {
             self.store_head_phys(dataset, next)?;
         } else {
             let ctx = io_ctx!(self);
-            self.mos
+            self.dp
+                .mos
                 .set_bonus(&ctx, ObjectId(next_object), &next.encode())?;
         }
         let ctx = io_ctx!(self);
-        zap::zap_remove(&mut self.mos, &ctx, ObjectId(head.snapnames_zap), snap)
+        zap::zap_remove(&mut self.dp.mos, &ctx, ObjectId(head.snapnames_zap), snap)
             .map_err(zap_error)?;
-        self.mos.free_object(&ctx, ObjectId(object))?;
+        self.dp.mos.free_object(&ctx, ObjectId(object))?;
         Ok(())
     }
 }
@@ -594,7 +597,7 @@ impl Spa {
         // those this dir was charged for count as the head's again.
         let dir = self.read_dir(head.dir)?;
         let ctx = io_ctx!(self);
-        let origin = super::space::origin_txg(&mut self.mos, &ctx, &dir)?;
+        let origin = super::space::origin_txg(&mut self.dp.mos, &ctx, &dir)?;
         let revived: Vec<BlockPointer> = self
             .read_dead_list(head.deadlist)?
             .into_iter()
@@ -628,7 +631,7 @@ impl Spa {
         self.set_head_unique(&mut head, unique)?;
         let ctx = io_ctx!(self);
         if head.deadlist != 0 {
-            self.mos.free_object(&ctx, ObjectId(head.deadlist))?;
+            self.dp.mos.free_object(&ctx, ObjectId(head.deadlist))?;
         }
         let bp = source.bp;
         head.deadlist = deadlist;
@@ -641,9 +644,9 @@ impl Spa {
         // The old tree's log goes with it; the new one comes from a snapshot (no log).
         crate::zil::forget(&mut objset);
         if dataset == MOS_OBJECT_ROOT_DATASET.0 {
-            crate::zil::discard(&mut self.root_dataset, &ctx);
+            crate::zil::discard(&mut self.dp.root_dataset, &ctx);
             self.set_root_objset(objset, bp);
-        } else if let Some(loaded) = self.datasets.get_mut(&dataset) {
+        } else if let Some(loaded) = self.dp.datasets.get_mut(&dataset) {
             crate::zil::discard(&mut loaded.objset, &ctx);
             loaded.objset = objset;
         }
@@ -738,12 +741,12 @@ impl Spa {
         let mut head = self.head_phys(dataset)?;
         let ctx = io_ctx!(self, tx.txg);
         if head.bookmarks_zap == 0 {
-            head.bookmarks_zap = zap::zap_create(&mut self.mos, &ctx, object_type::ZAP)
+            head.bookmarks_zap = zap::zap_create(&mut self.dp.mos, &ctx, object_type::ZAP)
                 .map_err(zap_error)?
                 .0;
         }
         zap::zap_add(
-            &mut self.mos,
+            &mut self.dp.mos,
             &ctx,
             ObjectId(head.bookmarks_zap),
             mark,
@@ -767,8 +770,8 @@ impl Spa {
             return Ok(out);
         }
         let ctx = io_ctx!(self);
-        let entries =
-            zap::zap_list_all(&self.mos, &ctx, ObjectId(head.bookmarks_zap)).map_err(zap_error)?;
+        let entries = zap::zap_list_all(&self.dp.mos, &ctx, ObjectId(head.bookmarks_zap))
+            .map_err(zap_error)?;
         for entry in entries {
             if let ZapValue::U64s(values) = entry.value {
                 if let [guid, creation_txg, creation_time] = values[..] {
@@ -800,7 +803,8 @@ impl Spa {
             Box::new(move |spa, tx| {
                 let (zap_object, mark) = spa.destroy_bookmark_check(&sync_bookmark)?;
                 let ctx = io_ctx!(spa, tx.txg);
-                zap::zap_remove(&mut spa.mos, &ctx, ObjectId(zap_object), &mark).map_err(zap_error)
+                zap::zap_remove(&mut spa.dp.mos, &ctx, ObjectId(zap_object), &mark)
+                    .map_err(zap_error)
             }),
         )
     }
@@ -816,7 +820,7 @@ impl Spa {
         let head = self.head_phys(dataset)?;
         let ctx = io_ctx!(self);
         let found = head.bookmarks_zap != 0
-            && zap::zap_lookup(&self.mos, &ctx, ObjectId(head.bookmarks_zap), mark)
+            && zap::zap_lookup(&self.dp.mos, &ctx, ObjectId(head.bookmarks_zap), mark)
                 .map_err(zap_error)?
                 .is_some();
         if !found {
@@ -879,7 +883,7 @@ impl Spa {
             let (_, phys) = self.snapshot_record(full)?;
             let ctx = io_ctx!(self);
             let held = phys.holds_zap != 0
-                && zap::zap_lookup(&self.mos, &ctx, ObjectId(phys.holds_zap), tag)
+                && zap::zap_lookup(&self.dp.mos, &ctx, ObjectId(phys.holds_zap), tag)
                     .map_err(zap_error)?
                     .is_some();
             let twice = snapshots[..index].contains(full);
@@ -902,17 +906,19 @@ impl Spa {
         let (object, mut phys) = self.snapshot_record(full)?;
         let ctx = io_ctx!(self, tx.txg);
         if !hold {
-            return zap::zap_remove(&mut self.mos, &ctx, ObjectId(phys.holds_zap), tag)
+            return zap::zap_remove(&mut self.dp.mos, &ctx, ObjectId(phys.holds_zap), tag)
                 .map_err(zap_error);
         }
         if phys.holds_zap == 0 {
-            phys.holds_zap = zap::zap_create(&mut self.mos, &ctx, object_type::ZAP)
+            phys.holds_zap = zap::zap_create(&mut self.dp.mos, &ctx, object_type::ZAP)
                 .map_err(zap_error)?
                 .0;
-            self.mos.set_bonus(&ctx, ObjectId(object), &phys.encode())?;
+            self.dp
+                .mos
+                .set_bonus(&ctx, ObjectId(object), &phys.encode())?;
         }
         zap::zap_add(
-            &mut self.mos,
+            &mut self.dp.mos,
             &ctx,
             ObjectId(phys.holds_zap),
             tag,
@@ -933,7 +939,7 @@ impl Spa {
         }
         let ctx = io_ctx!(self);
         let entries =
-            zap::zap_list_all(&self.mos, &ctx, ObjectId(phys.holds_zap)).map_err(zap_error)?;
+            zap::zap_list_all(&self.dp.mos, &ctx, ObjectId(phys.holds_zap)).map_err(zap_error)?;
         for entry in entries {
             if let ZapValue::U64s(values) = entry.value {
                 out.push((

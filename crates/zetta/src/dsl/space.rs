@@ -348,9 +348,9 @@ impl Spa {
         kind: UsedKind,
         delta: SpaceDelta,
     ) -> Result<(), SpaError> {
-        self.dsl_space.generation += 1;
+        self.dp.dsl_space.generation += 1;
         let ctx = io_ctx!(self);
-        Ok(diduse(&mut self.mos, &ctx, dir, kind, delta)?)
+        Ok(diduse(&mut self.dp.mos, &ctx, dir, kind, delta)?)
     }
 
     pub(crate) fn space_transfer(
@@ -360,9 +360,9 @@ impl Spa {
         from: UsedKind,
         to: UsedKind,
     ) -> Result<(), SpaError> {
-        self.dsl_space.generation += 1;
+        self.dp.dsl_space.generation += 1;
         let ctx = io_ctx!(self);
-        Ok(transfer(&mut self.mos, &ctx, dir, bytes, from, to)?)
+        Ok(transfer(&mut self.dp.mos, &ctx, dir, bytes, from, to)?)
     }
 
     /// Sets a head's unique bytes and moves its dir's REFRSRV with them; the caller stores
@@ -398,7 +398,7 @@ impl Spa {
         }
         limit.set(&mut phys, bytes);
         self.write_dir(dir, &phys)?;
-        self.dsl_space.generation += 1;
+        self.dp.dsl_space.generation += 1;
         match limit {
             SpaceLimit::Reservation if phys.parent_dir != 0 => {
                 let used = phys.used_bytes;
@@ -543,6 +543,6 @@ impl Spa {
 impl Spa {
     /// Dir records changed outside a commit: cached sums are stale.
     pub(crate) fn dsl_space_changed(&mut self) {
-        self.dsl_space.generation += 1;
+        self.dp.dsl_space.generation += 1;
     }
 }

@@ -102,7 +102,7 @@ impl Spa {
             let dataset = kept.head_dataset;
             let head = self.head_phys(dataset)?;
             let ctx = io_ctx!(self);
-            let origin = super::space::origin_txg(&mut self.mos, &ctx, &kept)?;
+            let origin = super::space::origin_txg(&mut self.dp.mos, &ctx, &kept)?;
             let head_bp = self.head_tree_bp(dataset)?;
             let head_blocks = self.tree_blocks(dataset, &head_bp)?;
             let mut figures = Figures {
@@ -316,7 +316,8 @@ impl Spa {
                 snapshot.compressed_bytes = space.physical_bytes;
                 snapshot.uncompressed_bytes = space.logical_bytes;
                 let ctx = io_ctx!(self);
-                self.mos
+                self.dp
+                    .mos
                     .set_bonus(&ctx, crate::types::ObjectId(object), &snapshot.encode())?;
             }
         }

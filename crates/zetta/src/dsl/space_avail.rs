@@ -128,8 +128,8 @@ impl Spa {
     /// Reservations and refreservations nobody has used yet, over the whole pool: space
     /// that is free on disk but promised (cached until the next change or commit).
     fn unused_reservation_bytes(&mut self) -> Result<u64, SpaError> {
-        let key = (self.open_txg().0, self.dsl_space.generation);
-        if let Some((txg, generation, bytes)) = self.dsl_space.slack {
+        let key = (self.open_txg().0, self.dp.dsl_space.generation);
+        if let Some((txg, generation, bytes)) = self.dp.dsl_space.slack {
             if (txg, generation) == key {
                 return Ok(bytes);
             }
@@ -141,18 +141,23 @@ impl Spa {
                 .saturating_add(phys.used(UsedKind::Refrsrv))
                 .saturating_add(phys.used(UsedKind::ChildRsrv));
         }
-        self.dsl_space.slack = Some((key.0, key.1, total));
+        self.dp.dsl_space.slack = Some((key.0, key.1, total));
         Ok(total)
     }
 
     /// Writes admitted in the open txg to `dir`: (bytes written to its head, bytes its
     /// USED will see).
     pub(super) fn pending_of(&mut self, dir: u64) -> (u64, u64) {
-        if self.dsl_space.pending_txg != self.open_txg().0 {
-            self.dsl_space.pending.clear();
-            self.dsl_space.pending_txg = self.open_txg().0;
+        if self.dp.dsl_space.pending_txg != self.open_txg().0 {
+            self.dp.dsl_space.pending.clear();
+            self.dp.dsl_space.pending_txg = self.open_txg().0;
         }
-        self.dsl_space.pending.get(&dir).copied().unwrap_or((0, 0))
+        self.dp
+            .dsl_space
+            .pending
+            .get(&dir)
+            .copied()
+            .unwrap_or((0, 0))
     }
 
     /// What the whole hierarchy may still take: free space (deflated) less the slop and the
@@ -172,8 +177,8 @@ impl Spa {
     /// Allocated bytes of the intent log blocks every loaded head holds, on separate log
     /// devices (`on_log_devices`) or in the normal class.
     pub(crate) fn zil_held_bytes(&self, on_log_devices: bool) -> u64 {
-        let objsets = std::iter::once(&self.root_dataset)
-            .chain(self.datasets.values().map(|head| &head.objset));
+        let objsets = std::iter::once(&self.dp.root_dataset)
+            .chain(self.dp.datasets.values().map(|head| &head.objset));
         let mut total = 0u64;
         for objset in objsets {
             for block in objset.zil.owned_blocks() {
@@ -283,7 +288,8 @@ impl Spa {
             let (written, claimed) = self.pending_of(dir);
             let written = if first { written + bytes } else { written };
             first = false;
-            self.dsl_space
+            self.dp
+                .dsl_space
                 .pending
                 .insert(dir, (written, claimed.saturating_add(accounted)));
             if phys.parent_dir == 0 || dir == MOS_OBJECT_ROOT_DIR.0 {

@@ -111,9 +111,9 @@ impl Spa {
                 syncing: false,
             },
         )?;
-        let id = SyncTaskId(self.sync_tasks.next_id);
-        self.sync_tasks.next_id += 1;
-        self.sync_tasks.queued.push(SyncTask {
+        let id = SyncTaskId(self.dp.sync_tasks.next_id);
+        self.dp.sync_tasks.next_id += 1;
+        self.dp.sync_tasks.queued.push(SyncTask {
             id,
             txg,
             check,
@@ -126,7 +126,7 @@ impl Spa {
     /// ran, its check's error when that refused it in syncing context. A task whose txg has
     /// not committed (or whose result was collected) is an error, not a success.
     pub fn sync_task_result(&mut self, id: SyncTaskId) -> Result<(), SpaError> {
-        self.sync_tasks.done.remove(&id).unwrap_or_else(|| {
+        self.dp.sync_tasks.done.remove(&id).unwrap_or_else(|| {
             Err(SpaError::Invalid(
                 "sync task has not run: its txg did not commit".to_string(),
             ))
@@ -146,7 +146,7 @@ impl Spa {
         if self.readonly {
             return;
         }
-        self.sync_tasks.history.push(format!(
+        self.dp.sync_tasks.history.push(format!(
             "{} [txg:{}] {name} {dsname} ({dsid}) {text}",
             crate::spa::now_secs(),
             tx.txg.0
@@ -161,13 +161,13 @@ impl Spa {
             return;
         }
         let line = format!("{} {command}", crate::spa::now_secs());
-        self.sync_tasks.commands.push((task, line));
+        self.dp.sync_tasks.commands.push((task, line));
     }
 
     /// Runs the tasks queued for `txg` in its syncing context (`dsl_pool_sync`'s
     /// `dsl_sync_task_sync` loop); called by `Spa::sync` after the object sets are written.
     pub(crate) fn sync_tasks_run(&mut self, txg: Txg) -> Result<(), SpaError> {
-        let queued = std::mem::take(&mut self.sync_tasks.queued);
+        let queued = std::mem::take(&mut self.dp.sync_tasks.queued);
         if queued.is_empty() {
             return Ok(());
         }
@@ -184,11 +184,11 @@ impl Spa {
                 }
                 Err(refused) => Err(refused),
             };
-            self.sync_tasks.done.insert(task.id, result);
+            self.dp.sync_tasks.done.insert(task.id, result);
         }
-        for (task, line) in std::mem::take(&mut self.sync_tasks.commands) {
-            if matches!(self.sync_tasks.done.get(&task), Some(Ok(()))) {
-                self.sync_tasks.history.push(line);
+        for (task, line) in std::mem::take(&mut self.dp.sync_tasks.commands) {
+            if matches!(self.dp.sync_tasks.done.get(&task), Some(Ok(()))) {
+                self.dp.sync_tasks.history.push(line);
             }
         }
         Ok(())

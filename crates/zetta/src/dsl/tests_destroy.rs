@@ -87,7 +87,7 @@ fn destroy_of_a_filesystem_is_one_committed_txg() {
     let txg = spa.last_synced_txg();
     assert_eq!(txg.0, before.0 + 1, "one txg");
     assert!(
-        !spa.mos.is_dirty(),
+        !spa.dp.mos.is_dirty(),
         "the destroy is committed when it returns"
     );
     assert_eq!(spa.dataset_names().unwrap(), ["tank", "tank/other"]);

@@ -276,7 +276,7 @@ fn promote_is_one_txg_along_a_chain_of_clones() {
         spa.promote(clone).unwrap();
         let txg = spa.last_synced_txg();
         assert_eq!(txg.0, before.0 + 1, "promote {clone}: one txg");
-        assert!(!spa.mos.is_dirty(), "promote {clone}: committed");
+        assert!(!spa.dp.mos.is_dirty(), "promote {clone}: committed");
         assert_eq!(
             spa.origin_of(clone).unwrap(),
             origin_origin,

@@ -190,21 +190,19 @@ impl Spa {
                 .filter_map(|c| Vdev::from_config(c, &candidate.devices).ok())
                 .collect(),
             zio: std::sync::Arc::new(zio),
-            mos: ObjectSet::create(0, ObjsetType::Meta, mos_policy()),
-            mos_bp: ub.rootbp,
-            directory: directory.clone(),
-            root_dataset: ObjectSet::create(
-                MOS_OBJECT_ROOT_DATASET.0,
-                ObjsetType::Filesystem,
-                dataset_policy(default_data_props()),
+            dp: crate::dsl::Pool::new(
+                ObjectSet::create(0, ObjsetType::Meta, mos_policy()),
+                ub.rootbp,
+                directory.clone(),
+                ObjectSet::create(
+                    MOS_OBJECT_ROOT_DATASET.0,
+                    ObjsetType::Filesystem,
+                    dataset_policy(default_data_props()),
+                ),
             ),
-            root_dataset_bp: BlockPointer::HOLE,
-            datasets: std::collections::BTreeMap::new(),
             open_txg: txg,
             last_synced_txg: ub.txg,
             config_dirty: !readonly,
-            history_pending: Vec::new(),
-            sync_tasks: Default::default(),
             props: directory.get_list("props").cloned().unwrap_or_default(),
             scan: directory
                 .get_list("scan")
@@ -216,34 +214,33 @@ impl Spa {
             import_time_secs: now_secs(),
             state: POOL_STATE_ACTIVE,
             ms_arrays: Vec::new(),
-            dsl_space: Default::default(),
             writeback: Default::default(),
             readonly,
             openzfs: None,
         };
         {
             let ctx = io_ctx!(spa, txg);
-            spa.mos = ObjectSet::open(&ctx, 0, &ub.rootbp, mos_policy())?;
-            let bonus = spa.mos.bonus(&ctx, MOS_OBJECT_ROOT_DATASET)?;
+            spa.dp.mos = ObjectSet::open(&ctx, 0, &ub.rootbp, mos_policy())?;
+            let bonus = spa.dp.mos.bonus(&ctx, MOS_OBJECT_ROOT_DATASET)?;
             if bonus.len() < BLKPTR_SIZE_BYTES {
                 return Err(SpaError::Corrupt(
                     "root dataset record is truncated".to_string(),
                 ));
             }
-            spa.root_dataset_bp = BlockPointer::decode(&bonus[..BLKPTR_SIZE_BYTES])
+            spa.dp.root_dataset_bp = BlockPointer::decode(&bonus[..BLKPTR_SIZE_BYTES])
                 .map_err(|e| SpaError::Corrupt(e.to_string()))?;
             let root_phys = crate::dsl::phys::DslDatasetPhys::decode(&bonus)
                 .map_err(|e| SpaError::Corrupt(e.to_string()))?;
             let mut policy = dataset_policy(default_data_props());
             policy.prev_snap_txg = Txg(root_phys.prev_snap_txg);
-            spa.root_dataset = ObjectSet::open(
+            spa.dp.root_dataset = ObjectSet::open(
                 &ctx,
                 MOS_OBJECT_ROOT_DATASET.0,
-                &spa.root_dataset_bp,
+                &spa.dp.root_dataset_bp,
                 policy,
             )?;
-            let size = spa.mos.size_bytes(&ctx, MOS_OBJECT_ERRLOG)?;
-            let bytes = spa.mos.read(&ctx, MOS_OBJECT_ERRLOG, 0, size as usize)?;
+            let size = spa.dp.mos.size_bytes(&ctx, MOS_OBJECT_ERRLOG)?;
+            let bytes = spa.dp.mos.read(&ctx, MOS_OBJECT_ERRLOG, 0, size as usize)?;
             let mut errlog = spa.zio.errlog.lock();
             for record in bytes.chunks_exact(32) {
                 let word = |i: usize| {

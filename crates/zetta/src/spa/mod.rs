@@ -104,20 +104,11 @@ pub struct Spa {
     /// Cache (L2ARC) devices: leaves outside the DVA address space.
     pub cache: Vec<Vdev>,
     pub zio: std::sync::Arc<Zio>,
-    pub(crate) mos: ObjectSet,
-    mos_bp: BlockPointer,
-    /// The object directory's content (config lives in `root`, written at sync).
-    pub(crate) directory: NvList,
-    pub root_dataset: ObjectSet,
-    root_dataset_bp: BlockPointer,
-    /// Head datasets other than the root, loaded on first use (`dsl`).
-    pub(crate) datasets: std::collections::BTreeMap<u64, crate::dsl::HeadDataset>,
+    /// The MOS and every dataset (`dsl::Pool`, OpenZFS `spa_dsl_pool`).
+    pub dp: crate::dsl::Pool,
     pub(crate) open_txg: Txg,
     last_synced_txg: Txg,
     config_dirty: bool,
-    history_pending: Vec<String>,
-    /// Administrative changes queued for the open txg and their results (`dsl::synctask`).
-    pub(crate) sync_tasks: crate::dsl::synctask::SyncTasks,
     /// Pool properties set by the user (`zpool set`, `-o`).
     pub props: NvList,
     pub scan: ScanStats,
@@ -130,8 +121,6 @@ pub struct Spa {
     pub state: u64,
     /// Metaslab array contents per top-level vdev, loaded at import (object numbers).
     ms_arrays: Vec<Vec<u64>>,
-    /// The dataset layer's uncommitted space claims (`dsl::space`).
-    pub(crate) dsl_space: crate::dsl::space::SpaceState,
     /// File data of the open txg written early (`writeback`).
     pub(crate) writeback: writeback::Writeback,
     /// Imported read-only (`zpool import -o readonly=on`): nothing is ever written to its
@@ -306,21 +295,19 @@ impl Spa {
                 *zio.log_allocator.lock() = log_allocator;
                 std::sync::Arc::new(zio)
             },
-            mos: ObjectSet::create(0, ObjsetType::Meta, mos_policy()),
-            mos_bp: BlockPointer::HOLE,
-            directory: NvList::new(),
-            root_dataset: ObjectSet::create(
-                MOS_OBJECT_ROOT_DATASET.0,
-                ObjsetType::Filesystem,
-                dataset_policy(default_data_props()),
+            dp: crate::dsl::Pool::new(
+                ObjectSet::create(0, ObjsetType::Meta, mos_policy()),
+                BlockPointer::HOLE,
+                NvList::new(),
+                ObjectSet::create(
+                    MOS_OBJECT_ROOT_DATASET.0,
+                    ObjsetType::Filesystem,
+                    dataset_policy(default_data_props()),
+                ),
             ),
-            root_dataset_bp: BlockPointer::HOLE,
-            datasets: std::collections::BTreeMap::new(),
             open_txg: TXG_INITIAL,
             last_synced_txg: Txg(0),
             config_dirty: true,
-            history_pending: Vec::new(),
-            sync_tasks: Default::default(),
             props: options.props.clone(),
             scan: ScanStats::default(),
             dirty_bytes: 0,
@@ -329,7 +316,6 @@ impl Spa {
             import_time_secs: now_secs(),
             state: POOL_STATE_ACTIVE,
             ms_arrays: Vec::new(),
-            dsl_space: Default::default(),
             writeback: Default::default(),
             readonly: false,
             openzfs: None,
@@ -341,7 +327,7 @@ impl Spa {
                 root: &spa.root,
                 txg: spa.open_txg,
             };
-            spa.mos.create_object_at(
+            spa.dp.mos.create_object_at(
                 &ctx,
                 MOS_OBJECT_DIRECTORY,
                 object_type::OBJECT_DIRECTORY,
@@ -349,7 +335,7 @@ impl Spa {
                 0,
                 0,
             )?;
-            spa.mos.create_object_at(
+            spa.dp.mos.create_object_at(
                 &ctx,
                 MOS_OBJECT_HISTORY,
                 object_type::HISTORY,
@@ -357,7 +343,7 @@ impl Spa {
                 0,
                 0,
             )?;
-            spa.mos.create_object_at(
+            spa.dp.mos.create_object_at(
                 &ctx,
                 MOS_OBJECT_ERRLOG,
                 object_type::ERROR_LOG,
@@ -365,7 +351,7 @@ impl Spa {
                 0,
                 0,
             )?;
-            spa.mos.create_object_at(
+            spa.dp.mos.create_object_at(
                 &ctx,
                 MOS_OBJECT_ROOT_DATASET,
                 object_type::DSL_DATASET,
@@ -373,7 +359,7 @@ impl Spa {
                 0,
                 256,
             )?;
-            spa.mos.create_object_at(
+            spa.dp.mos.create_object_at(
                 &ctx,
                 MOS_OBJECT_ROOT_DIR,
                 object_type::DSL_DIR,
@@ -386,7 +372,8 @@ impl Spa {
                 creation_time: now_secs(),
                 ..Default::default()
             };
-            spa.mos
+            spa.dp
+                .mos
                 .set_bonus(&ctx, MOS_OBJECT_ROOT_DIR, &dir.encode())?;
             let dataset = crate::dsl::phys::DslDatasetPhys {
                 dir: MOS_OBJECT_ROOT_DIR.0,
@@ -395,10 +382,11 @@ impl Spa {
                 guid: Guid::random().0,
                 ..Default::default()
             };
-            spa.mos
+            spa.dp
+                .mos
                 .set_bonus(&ctx, MOS_OBJECT_ROOT_DATASET, &dataset.encode())?;
             // The pool's root filesystem is a ZPL filesystem from the first txg.
-            crate::zpl::Zfsvfs::create_fs(&mut spa.root_dataset, &ctx)
+            crate::zpl::Zfsvfs::create_fs(&mut spa.dp.root_dataset, &ctx)
                 .map_err(|e| SpaError::Corrupt(e.to_string()))?;
         }
         spa.sync()?;
@@ -427,7 +415,8 @@ impl Spa {
         if self.readonly {
             return;
         }
-        self.history_pending
+        self.dp
+            .history_pending
             .push(format!("{} {}", now_secs(), command));
     }
 
@@ -468,21 +457,21 @@ impl Spa {
         //    every change they recorded).
         {
             let ctx = io_ctx!(self, txg);
-            crate::zil::sync(&mut self.root_dataset, &ctx);
-            for head in self.datasets.values_mut() {
+            crate::zil::sync(&mut self.dp.root_dataset, &ctx);
+            for head in self.dp.datasets.values_mut() {
                 crate::zil::sync(&mut head.objset, &ctx);
             }
-            if self.root_dataset.is_dirty() || self.root_dataset_bp.is_hole() {
-                let old = self.root_dataset_bp;
-                self.root_dataset_bp = self.root_dataset.sync(&ctx, &old)?;
-                let bonus = self.mos.bonus(&ctx, MOS_OBJECT_ROOT_DATASET)?;
+            if self.dp.root_dataset.is_dirty() || self.dp.root_dataset_bp.is_hole() {
+                let old = self.dp.root_dataset_bp;
+                self.dp.root_dataset_bp = self.dp.root_dataset.sync(&ctx, &old)?;
+                let bonus = self.dp.mos.bonus(&ctx, MOS_OBJECT_ROOT_DATASET)?;
                 let mut phys = crate::dsl::phys::DslDatasetPhys::decode(&bonus)
                     .map_err(|e| SpaError::Corrupt(e.to_string()))?;
-                phys.bp = self.root_dataset_bp;
+                phys.bp = self.dp.root_dataset_bp;
                 // Space accounting and the dead list of what it released, same txg.
-                let (born, freed, dead) = self.root_dataset.take_space_changes();
+                let (born, freed, dead) = self.dp.root_dataset.take_space_changes();
                 crate::dsl::space::head_synced(
-                    &mut self.mos,
+                    &mut self.dp.mos,
                     &ctx,
                     MOS_OBJECT_ROOT_DATASET.0,
                     &mut phys,
@@ -491,7 +480,7 @@ impl Spa {
                     &dead,
                 )?;
             }
-            for (&object, head) in self.datasets.iter_mut() {
+            for (&object, head) in self.dp.datasets.iter_mut() {
                 if !head.objset.is_dirty() && !head.phys.bp.is_hole() {
                     continue;
                 }
@@ -499,7 +488,7 @@ impl Spa {
                 head.phys.bp = head.objset.sync(&ctx, &old)?;
                 let (born, freed, dead) = head.objset.take_space_changes();
                 crate::dsl::space::head_synced(
-                    &mut self.mos,
+                    &mut self.dp.mos,
                     &ctx,
                     object,
                     &mut head.phys,
@@ -516,21 +505,24 @@ impl Spa {
             let ctx = io_ctx!(self, txg);
             // 2. History (this txg's internal records first, then the command lines) and
             //    error log.
-            if !self.history_pending.is_empty() || !self.sync_tasks.history.is_empty() {
+            if !self.dp.history_pending.is_empty() || !self.dp.sync_tasks.history.is_empty() {
                 let mut bytes = Vec::new();
-                let internal = std::mem::take(&mut self.sync_tasks.history);
-                for line in internal.into_iter().chain(self.history_pending.drain(..)) {
+                let internal = std::mem::take(&mut self.dp.sync_tasks.history);
+                for line in internal
+                    .into_iter()
+                    .chain(self.dp.history_pending.drain(..))
+                {
                     bytes.extend_from_slice(line.as_bytes());
                     bytes.push(b'\n');
                 }
-                let end = self.mos.size_bytes(&ctx, MOS_OBJECT_HISTORY)?;
-                self.mos.write(&ctx, MOS_OBJECT_HISTORY, end, &bytes)?;
+                let end = self.dp.mos.size_bytes(&ctx, MOS_OBJECT_HISTORY)?;
+                self.dp.mos.write(&ctx, MOS_OBJECT_HISTORY, end, &bytes)?;
             }
             let errlog = self.encode_errlog();
-            let stored = self.mos.size_bytes(&ctx, MOS_OBJECT_ERRLOG)?;
+            let stored = self.dp.mos.size_bytes(&ctx, MOS_OBJECT_ERRLOG)?;
             if stored != errlog.len() as u64 || !errlog.is_empty() {
-                self.mos.truncate(&ctx, MOS_OBJECT_ERRLOG, 0)?;
-                self.mos.write(&ctx, MOS_OBJECT_ERRLOG, 0, &errlog)?;
+                self.dp.mos.truncate(&ctx, MOS_OBJECT_ERRLOG, 0)?;
+                self.dp.mos.write(&ctx, MOS_OBJECT_ERRLOG, 0, &errlog)?;
             }
         }
         // 3. Space maps.
@@ -538,14 +530,14 @@ impl Spa {
         // 4. Object directory and the MOS itself.
         {
             let ctx = io_ctx!(self, txg);
-            self.directory.set_list("config", self.config());
-            self.directory.set_list("props", self.props.clone());
-            self.directory.set_list("scan", self.scan.to_nvlist());
-            let bytes = self.directory.encode();
-            self.mos.truncate(&ctx, MOS_OBJECT_DIRECTORY, 0)?;
-            self.mos.write(&ctx, MOS_OBJECT_DIRECTORY, 0, &bytes)?;
-            let old = self.mos_bp;
-            self.mos_bp = self.mos.sync(&ctx, &old)?;
+            self.dp.directory.set_list("config", self.config());
+            self.dp.directory.set_list("props", self.props.clone());
+            self.dp.directory.set_list("scan", self.scan.to_nvlist());
+            let bytes = self.dp.directory.encode();
+            self.dp.mos.truncate(&ctx, MOS_OBJECT_DIRECTORY, 0)?;
+            self.dp.mos.write(&ctx, MOS_OBJECT_DIRECTORY, 0, &bytes)?;
+            let old = self.dp.mos_bp;
+            self.dp.mos_bp = self.dp.mos.sync(&ctx, &old)?;
         }
         // 5. Flush, labels, uberblock, flush.
         self.flush_leaves()?;
@@ -626,7 +618,7 @@ impl Spa {
             guid_sum: self.root.guid_sum(),
             timestamp_secs: now_secs(),
             pool_guid: self.guid,
-            rootbp: self.mos_bp,
+            rootbp: self.dp.mos_bp,
         };
         let mut written = 0;
         for top in &self.root.children {
@@ -689,9 +681,10 @@ impl Spa {
                 )));
             }
             if array_objects[vdev] == 0 {
-                let id = self
-                    .mos
-                    .create_object(&ctx, object_type::METASLAB_ARRAY, 16384, 0, 0)?;
+                let id =
+                    self.dp
+                        .mos
+                        .create_object(&ctx, object_type::METASLAB_ARRAY, 16384, 0, 0)?;
                 array_objects[vdev] = id.0;
             }
             let array = &mut self.ms_arrays[vdev];
@@ -700,21 +693,23 @@ impl Spa {
             }
             if array[update.ms_index] == 0 {
                 let id = self
+                    .dp
                     .mos
                     .create_object(&ctx, object_type::SPACE_MAP, 131072, 0, 0)?;
                 array[update.ms_index] = id.0;
                 let bytes: Vec<u8> = array.iter().flat_map(|v| v.to_le_bytes()).collect();
-                self.mos
+                self.dp
+                    .mos
                     .write(&ctx, ObjectId(array_objects[vdev]), 0, &bytes)?;
             }
             let object = ObjectId(array[update.ms_index]);
             let bytes = zetta_metaslab::space_map::encode_entries(&update.entries);
             if update.condense {
-                self.mos.truncate(&ctx, object, 0)?;
-                self.mos.write(&ctx, object, 0, &bytes)?;
+                self.dp.mos.truncate(&ctx, object, 0)?;
+                self.dp.mos.write(&ctx, object, 0, &bytes)?;
             } else {
-                let end = self.mos.size_bytes(&ctx, object)?;
-                self.mos.write(&ctx, object, end, &bytes)?;
+                let end = self.dp.mos.size_bytes(&ctx, object)?;
+                self.dp.mos.write(&ctx, object, end, &bytes)?;
             }
         }
         let mut changed = false;
@@ -747,8 +742,8 @@ impl Spa {
             .map_err(|e| SpaError::Corrupt(format!("vdev {vdev}: {e}")))?;
             if top.ms_array_object != 0 {
                 let array_object = ObjectId(top.ms_array_object);
-                let size = self.mos.size_bytes(&ctx, array_object)?;
-                let bytes = self.mos.read(&ctx, array_object, 0, size as usize)?;
+                let size = self.dp.mos.size_bytes(&ctx, array_object)?;
+                let bytes = self.dp.mos.read(&ctx, array_object, 0, size as usize)?;
                 let ids: Vec<u64> = bytes
                     .chunks_exact(8)
                     .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
@@ -757,8 +752,8 @@ impl Spa {
                     if id == 0 {
                         continue;
                     }
-                    let size = self.mos.size_bytes(&ctx, ObjectId(id))?;
-                    let bytes = self.mos.read(&ctx, ObjectId(id), 0, size as usize)?;
+                    let size = self.dp.mos.size_bytes(&ctx, ObjectId(id))?;
+                    let bytes = self.dp.mos.read(&ctx, ObjectId(id), 0, size as usize)?;
                     let entries: Vec<SpaceMapEntry> =
                         zetta_metaslab::space_map::decode_entries(&bytes).map_err(|e| {
                             SpaError::Corrupt(format!(
@@ -782,7 +777,7 @@ impl Spa {
         ObjectSet::walk_blocks(
             &ctx,
             0,
-            &self.mos_bp,
+            &self.dp.mos_bp,
             &mut |bp, _| mos_blocks.push(*bp),
             false,
         )?;
@@ -925,10 +920,10 @@ impl Spa {
         self.frees_pending()
             || self.dirty_bytes > 0
             || self.config_dirty
-            || self.sync_tasks.any_queued()
-            || self.mos.is_dirty()
-            || self.root_dataset.is_dirty()
-            || self.datasets.values().any(|head| head.objset.is_dirty())
+            || self.dp.sync_tasks.any_queued()
+            || self.dp.mos.is_dirty()
+            || self.dp.root_dataset.is_dirty()
+            || self.dp.datasets.values().any(|head| head.objset.is_dirty())
     }
 
     /// Commits when enough dirty data has accumulated (the txg "dirty data max"): this
@@ -983,18 +978,18 @@ impl Spa {
 
     /// Replaces the root dataset's object set (rollback).
     pub(crate) fn set_root_objset(&mut self, objset: ObjectSet, bp: BlockPointer) {
-        self.root_dataset = objset;
-        self.root_dataset_bp = bp;
+        self.dp.root_dataset = objset;
+        self.dp.root_dataset_bp = bp;
     }
 
     /// The root dataset's object-set block pointer as of the last commit.
     pub(crate) fn root_bp(&self) -> BlockPointer {
-        self.root_dataset_bp
+        self.dp.root_dataset_bp
     }
 
     /// The MOS's objset block pointer as of the last commit (the uberblock's `rootbp`).
     pub(crate) fn mos_root_bp(&self) -> BlockPointer {
-        self.mos_bp
+        self.dp.mos_bp
     }
 
     /// ARC statistics in the Linux kstat layout (`name type data` lines, like
@@ -1030,11 +1025,19 @@ impl Spa {
                 .collect());
         }
         let ctx = io_ctx!(self);
-        let size = self.mos.size_bytes(&ctx, MOS_OBJECT_HISTORY)?;
-        let bytes = self.mos.read(&ctx, MOS_OBJECT_HISTORY, 0, size as usize)?;
+        let size = self.dp.mos.size_bytes(&ctx, MOS_OBJECT_HISTORY)?;
+        let bytes = self
+            .dp
+            .mos
+            .read(&ctx, MOS_OBJECT_HISTORY, 0, size as usize)?;
         let mut lines = Vec::new();
         let stored = String::from_utf8_lossy(&bytes);
-        let pending = self.sync_tasks.history.iter().chain(&self.history_pending);
+        let pending = self
+            .dp
+            .sync_tasks
+            .history
+            .iter()
+            .chain(&self.dp.history_pending);
         for line in stored.lines().chain(pending.map(String::as_str)) {
             if let Some((time, command)) = line.split_once(' ') {
                 // A command line never starts with `[`: the internal records do.
@@ -1073,7 +1076,7 @@ impl Spa {
     /// Object access on the root dataset's object set (the library API until datasets).
     pub fn create_object(&mut self, block_size_bytes: u32) -> Result<ObjectId, SpaError> {
         let ctx = io_ctx!(self);
-        Ok(self.root_dataset.create_object(
+        Ok(self.dp.root_dataset.create_object(
             &ctx,
             object_type::PLAIN_FILE,
             block_size_bytes,
@@ -1085,10 +1088,10 @@ impl Spa {
     pub fn write_object(&mut self, id: ObjectId, offset: u64, data: &[u8]) -> Result<(), SpaError> {
         self.check_space(
             data.len() as u64,
-            self.root_dataset.policy.data_props.copies,
+            self.dp.root_dataset.policy.data_props.copies,
         )?;
         let ctx = io_ctx!(self);
-        self.root_dataset.write(&ctx, id, offset, data)?;
+        self.dp.root_dataset.write(&ctx, id, offset, data)?;
         self.note_dirty(data.len() as u64)
     }
 
@@ -1099,42 +1102,42 @@ impl Spa {
         len: usize,
     ) -> Result<Vec<u8>, SpaError> {
         let ctx = io_ctx!(self);
-        Ok(self.root_dataset.read(&ctx, id, offset, len)?)
+        Ok(self.dp.root_dataset.read(&ctx, id, offset, len)?)
     }
 
     pub fn free_object(&mut self, id: ObjectId) -> Result<(), SpaError> {
         let ctx = io_ctx!(self);
-        Ok(self.root_dataset.free_object(&ctx, id)?)
+        Ok(self.dp.root_dataset.free_object(&ctx, id)?)
     }
 
     /// The dnode of an object of the root dataset (tests and the zdb-like inspector).
     pub fn object_dnode(&mut self, id: ObjectId) -> Result<crate::dmu::dnode::DnodePhys, SpaError> {
         let ctx = io_ctx!(self);
-        Ok(self.root_dataset.dnode(&ctx, id)?)
+        Ok(self.dp.root_dataset.dnode(&ctx, id)?)
     }
 
     pub fn truncate_object(&mut self, id: ObjectId, size_bytes: u64) -> Result<(), SpaError> {
         let ctx = io_ctx!(self);
-        Ok(self.root_dataset.truncate(&ctx, id, size_bytes)?)
+        Ok(self.dp.root_dataset.truncate(&ctx, id, size_bytes)?)
     }
 
     pub fn object_size(&mut self, id: ObjectId) -> Result<u64, SpaError> {
         let ctx = io_ctx!(self);
-        Ok(self.root_dataset.size_bytes(&ctx, id)?)
+        Ok(self.dp.root_dataset.size_bytes(&ctx, id)?)
     }
 
     pub fn object_ids(&mut self) -> Result<Vec<ObjectId>, SpaError> {
         let ctx = io_ctx!(self);
-        Ok(self.root_dataset.object_ids(&ctx)?)
+        Ok(self.dp.root_dataset.object_ids(&ctx)?)
     }
 
     /// Data properties of the root dataset's new writes (compression, checksum, copies).
     pub fn set_data_props(&mut self, props: WriteProps) {
-        self.root_dataset.policy = dataset_policy(props);
+        self.dp.root_dataset.policy = dataset_policy(props);
     }
 
     pub fn set_record_size(&mut self, size_bytes: u32) {
-        self.root_dataset.set_block_size_max(size_bytes);
+        self.dp.root_dataset.set_block_size_max(size_bytes);
     }
 
     /// Error log entries (persistent across export/import until a clean scrub).

@@ -169,8 +169,8 @@ impl Spa {
             self.zio.errlog.lock().clear();
         }
         let mut roots = vec![
-            (0u64, self.mos_bp),
-            (MOS_OBJECT_ROOT_DATASET.0, self.root_dataset_bp),
+            (0u64, self.dp.mos_bp),
+            (MOS_OBJECT_ROOT_DATASET.0, self.dp.root_dataset_bp),
         ];
         for name in self.dataset_names()? {
             if let Some(dataset) = self.lookup_dataset(&name)? {

@@ -174,10 +174,10 @@ impl Spa {
         {
             let ctx = io_ctx!(self);
             let vdev = top_index as u32;
-            if self.root_dataset.zil.uses_vdev(vdev) {
-                crate::zil::discard(&mut self.root_dataset, &ctx);
+            if self.dp.root_dataset.zil.uses_vdev(vdev) {
+                crate::zil::discard(&mut self.dp.root_dataset, &ctx);
             }
-            for head in self.datasets.values_mut() {
+            for head in self.dp.datasets.values_mut() {
                 if head.objset.zil.uses_vdev(vdev) {
                     crate::zil::discard(&mut head.objset, &ctx);
                 }
@@ -188,11 +188,11 @@ impl Spa {
             let ctx = io_ctx!(self);
             let maps = std::mem::take(&mut self.ms_arrays[top_index]);
             for object in maps.into_iter().filter(|&o| o != 0) {
-                self.mos.free_object(&ctx, ObjectId(object))?;
+                self.dp.mos.free_object(&ctx, ObjectId(object))?;
             }
             let array = self.root.children[top_index].ms_array_object;
             if array != 0 {
-                self.mos.free_object(&ctx, ObjectId(array))?;
+                self.dp.mos.free_object(&ctx, ObjectId(array))?;
             }
         }
         let mut hole = Vdev::new(VdevKind::Hole, Guid::random());

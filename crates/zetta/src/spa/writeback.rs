@@ -168,8 +168,8 @@ impl Spa {
             *taken += os.writeback_claim(max - *taken, &mut out);
             records.extend(out.into_iter().map(|r| (origin, r)));
         };
-        claim(None, &self.root_dataset, &mut taken);
-        for (&object, head) in &self.datasets {
+        claim(None, &self.dp.root_dataset, &mut taken);
+        for (&object, head) in &self.dp.datasets {
             claim(Some(object), &head.objset, &mut taken);
         }
         self.writeback.unclaimable_bytes = self.dirty_bytes.saturating_sub(taken);
@@ -297,8 +297,8 @@ impl Spa {
         };
         for (origin, written) in by_origin {
             let objset = match origin {
-                None => Some(&mut self.root_dataset),
-                Some(object) => self.datasets.get_mut(&object).map(|h| &mut h.objset),
+                None => Some(&mut self.dp.root_dataset),
+                Some(object) => self.dp.datasets.get_mut(&object).map(|h| &mut h.objset),
             };
             match objset {
                 Some(os) if batch.txg == current => {

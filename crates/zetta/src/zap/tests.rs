@@ -35,7 +35,7 @@ pub(super) fn parts(spa: &mut Spa) -> (&mut ObjectSet, IoCtx<'_>) {
         root: &spa.root,
         txg,
     };
-    (&mut spa.root_dataset, ctx)
+    (&mut spa.dp.root_dataset, ctx)
 }
 
 pub(super) fn name_of(i: u64) -> String {

@@ -16,9 +16,9 @@ impl Spa {
         let outcome = {
             let ctx = io_ctx!(self);
             let os = if dataset == MOS_OBJECT_ROOT_DATASET.0 {
-                &mut self.root_dataset
+                &mut self.dp.root_dataset
             } else {
-                match self.datasets.get_mut(&dataset) {
+                match self.dp.datasets.get_mut(&dataset) {
                     Some(head) => &mut head.objset,
                     None => return Err(SpaError::Corrupt(format!("dataset {dataset} vanished"))),
                 }

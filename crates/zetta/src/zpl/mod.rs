@@ -342,7 +342,7 @@ impl crate::spa::Spa {
     pub fn dataset_is_open(&self, dataset: u64) -> bool {
         self.openzfs.is_none()
             && (dataset == crate::spa::MOS_OBJECT_ROOT_DATASET.0
-                || self.datasets.contains_key(&dataset))
+                || self.dp.datasets.contains_key(&dataset))
     }
 
     /// `with_zpl_object` through shared access, for the read operations (lookup,
@@ -358,9 +358,9 @@ impl crate::spa::Spa {
         let os = if !self.dataset_is_open(dataset) {
             None
         } else if dataset == crate::spa::MOS_OBJECT_ROOT_DATASET.0 {
-            Some(&self.root_dataset)
+            Some(&self.dp.root_dataset)
         } else {
-            self.datasets.get(&dataset).map(|head| &head.objset)
+            self.dp.datasets.get(&dataset).map(|head| &head.objset)
         };
         let os = os.ok_or_else(|| ZplError::Io(format!("dataset {dataset} is not open")))?;
         let ctx = io_ctx!(self);
