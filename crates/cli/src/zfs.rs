@@ -586,6 +586,7 @@ fn cmd_rollback(args: &[String]) -> CmdResult {
 }
 
 /// `zfs destroy [-rR] fs|fs@snap|fs#mark` (-r on a snapshot: the same name in descendants)
+/// as one sync task: one txg, whatever the number of snapshots and filesystems it takes.
 fn cmd_destroy(args: &[String]) -> CmdResult {
     let parsed = getopt(args, "fnRr")?;
     let [name] = parsed.operands.as_slice() else {
