@@ -130,8 +130,7 @@ pub(crate) fn spa_fail(e: zetta::spa::SpaError) -> CmdError {
 
 /// Opens the pool of `name` and checks that the dataset exists (OpenZFS's message when not).
 fn open_dataset(name: &str) -> Result<Imported, CmdError> {
-    // Name lookups read the MOS through its caches, which needs exclusive access.
-    let mut imported = pool::open_pool(pool_of(name)).map_err(|_| missing(name))?;
+    let imported = pool::open_pool(pool_of(name)).map_err(|_| missing(name))?;
     match imported.spa.lookup_dir(name) {
         Ok(Some(_)) => Ok(imported),
         _ => Err(missing(name)),

@@ -13,17 +13,36 @@
 //! `.zfs` refuses changes with EROFS (snapshots are immutable). `snapdir=hidden` (the
 //! default) leaves `.zfs` out of the root's listing but reachable by name, as in
 //! OpenZFS; `snapdir=disabled` hides it entirely.
+//!
+//! Locking. Every request here runs under the pool's shared lock, beside the live tree's
+//! readers: a snapshot's object set is opened on first use (`Spa::zpl_snapshot_open`,
+//! shared access: OpenZFS's automount holding the snapshot's objset) and kept in the
+//! mount's `SnapCache` (its `zfs_snapentry_t`s), whose `Mutex` is a leaf under the pool
+//! lock, held only to find, insert or drop an `Arc` (never across I/O or an open: two
+//! racing first uses both open, one copy is kept). Each use first checks that the name
+//! still resolves to the held snapshot (`Spa::zpl_snapshot_current`), so a destroyed,
+//! renamed or re-created snapshot is never read through a stale object set: its holder is
+//! dropped, the name resolved again (ENOENT when gone). Memory: at most `SNAPSHOTS_OPEN_MAX`
+//! object sets per mount, the least recently used dropped first (a reader still inside
+//! one keeps it alive through its `Arc`), each with the object-set cache bound of any
+//! reader-filled cache (`zetta::dmu::objset`).
 
 use super::ZplFs;
 use fuser::{Errno, FileAttr, FileType, INodeNo};
+use std::sync::Arc;
 use std::time::SystemTime;
-use zetta::zpl::{Attr, ZplError};
+use zetta::dmu::{IoCtx, ObjectSet};
+use zetta::spa::Spa;
+use zetta::zpl::snapshot::ZplSnapshot;
+use zetta::zpl::{Attr, Zfsvfs, ZplError};
 
 pub const CTL_ROOT: u64 = 1 << 48;
 pub const CTL_SNAPDIR: u64 = CTL_ROOT + 1;
 const SLOT_SHIFT: u32 = 48;
 const SLOTS_MAX: u64 = (1 << 15) - 2;
 const OBJECT_MASK: u64 = (1 << SLOT_SHIFT) - 1;
+/// Snapshot object sets a mount keeps open for `.zfs` (the least recently used is dropped).
+pub const SNAPSHOTS_OPEN_MAX: usize = 8;
 
 /// Where an inode number points.
 pub enum Node {
@@ -55,6 +74,43 @@ impl Slots {
 
     pub fn name(&self, slot: u64) -> Option<&str> {
         self.names.get(slot as usize).map(String::as_str)
+    }
+}
+
+/// The snapshots a mount holds open for `.zfs`, by `fs@snap` name, most recently used
+/// last (OpenZFS's `zfs_snapentry_t`s of one filesystem).
+#[derive(Default)]
+pub struct SnapCache {
+    open: Vec<(String, Arc<ZplSnapshot>)>,
+}
+
+impl SnapCache {
+    fn get(&mut self, name: &str) -> Option<Arc<ZplSnapshot>> {
+        let at = self.open.iter().position(|(n, _)| n == name)?;
+        let entry = self.open.remove(at);
+        let snap = entry.1.clone();
+        self.open.push(entry);
+        Some(snap)
+    }
+
+    /// Drops `name`'s holder if it still is `stale` (a racing user may have replaced it).
+    fn drop_stale(&mut self, name: &str, stale: &Arc<ZplSnapshot>) {
+        self.open
+            .retain(|(n, snap)| !(n == name && Arc::ptr_eq(snap, stale)));
+    }
+
+    fn insert(&mut self, name: &str, snap: Arc<ZplSnapshot>) {
+        self.open.retain(|(n, _)| n != name);
+        if self.open.len() >= SNAPSHOTS_OPEN_MAX {
+            self.open.remove(0);
+        }
+        self.open.push((name.to_string(), snap));
+    }
+
+    /// Snapshot object sets held now.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.open.len()
     }
 }
 
@@ -102,32 +158,47 @@ impl ZplFs {
         }
     }
 
-    /// `fs@snap` names of the mounted filesystem's snapshots.
+    /// `fs@snap` names of the mounted filesystem's snapshots (under the shared lock).
     pub(crate) fn snapshot_names(&self) -> Result<Vec<String>, Errno> {
         let pool = self.pool()?;
-        let mut spa = pool.write();
+        let spa = pool.read();
         let snapshots = spa
             .snapshots(&self.options.fsname)
             .map_err(|_| Errno::EIO)?;
         Ok(snapshots.into_iter().map(|(name, _, _)| name).collect())
     }
 
-    /// Runs a read-only ZPL operation in snapshot `name`.
+    /// Snapshot `name` held open for reads: the mount's holder while the name still
+    /// resolves to it, else opened (again) and kept. Shared access only.
+    fn snapshot(&self, spa: &Spa, name: &str) -> Result<Arc<ZplSnapshot>, Errno> {
+        let held = self.snaps.lock().get(name);
+        if let Some(snap) = held {
+            if spa.zpl_snapshot_current(name, &snap) {
+                return Ok(snap);
+            }
+            self.snaps.lock().drop_stale(name, &snap);
+        }
+        let snap = Arc::new(
+            spa.zpl_snapshot_open(name)
+                .map_err(|e| Errno::from_i32(e.errno()))?,
+        );
+        self.snaps.lock().insert(name, snap.clone());
+        Ok(snap)
+    }
+
+    /// Runs a read-only ZPL operation in snapshot `name` under the pool's shared lock.
     pub(crate) fn in_snapshot<T>(
         &self,
         name: &str,
-        work: impl FnOnce(
-            &zetta::zpl::Zfsvfs,
-            &mut zetta::dmu::ObjectSet,
-            &zetta::dmu::IoCtx<'_>,
-        ) -> Result<T, ZplError>,
+        work: impl FnOnce(&Zfsvfs, &ObjectSet, &IoCtx<'_>) -> Result<T, ZplError>,
     ) -> Result<T, Errno> {
         if name.is_empty() {
             return Err(Errno::ENOENT);
         }
         let pool = self.pool()?;
-        let mut spa = pool.write();
-        spa.with_zpl_snapshot(name, work)
+        let spa = pool.read();
+        let snap = self.snapshot(&spa, name)?;
+        spa.with_zpl_snapshot_shared(&snap, work)
             .map_err(|e| Errno::from_i32(e.errno()))
     }
 
@@ -284,5 +355,121 @@ impl ZplFs {
             }
             _ => Some(Err(Errno::EINVAL)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::{mount, pool, WAIT};
+    use crate::ZplFs;
+    use std::sync::mpsc;
+    use zetta::zpl::Timespec;
+
+    /// `.zfs/snapshot/<snap>/file` as the kernel walks to it and reads it: lookups, a
+    /// listing of the snapshot's root, getattr and reads, whole.
+    fn read_through_ctldir(fs: &ZplFs, snap: &str) -> Result<Vec<u8>, Errno> {
+        let root = fs
+            .ctl_lookup(INodeNo(CTL_SNAPDIR), snap.as_bytes())
+            .unwrap()?;
+        let listed = fs.ctl_readdir(root.ino, 0).unwrap()?;
+        if !listed.iter().any(|(_, _, _, name)| name == b"file") {
+            return Err(Errno::ENOENT);
+        }
+        let file = fs.ctl_lookup(root.ino, b"file").unwrap()?;
+        let size = fs.ctl_getattr(file.ino).unwrap()?.size;
+        let mut out = Vec::new();
+        while (out.len() as u64) < size {
+            let chunk = fs
+                .ctl_read(file.ino, out.len() as u64, 128 << 10)
+                .unwrap()?;
+            if chunk.is_empty() {
+                break;
+            }
+            out.extend_from_slice(&chunk);
+        }
+        Ok(out)
+    }
+
+    // Why: every `.zfs` request took the pool's exclusive lock (the snapshot's object set was
+    // opened with `&mut Spa`), so a snapshot's readers waited for each other and for every
+    // live reader. With the pool's lock held shared, as any live reader holds it, a walk
+    // and read of `.zfs/snapshot/<snap>/file` must complete (today it waits forever).
+    #[test]
+    fn snapshot_requests_complete_while_the_pool_lock_is_held_shared() {
+        let (pool, contents) = pool(2);
+        let fs = mount(&pool);
+        let shared = pool.read();
+        let got = std::thread::scope(|scope| {
+            let (tx, rx) = mpsc::channel();
+            let fs = &fs;
+            scope.spawn(move || {
+                let _ = tx.send((read_through_ctldir(fs, "s0"), fs.snapshot_names()));
+            });
+            let got = rx.recv_timeout(WAIT);
+            // Let a blocked request finish before the scope joins it.
+            drop(shared);
+            got
+        });
+        let (data, names) = got.expect("`.zfs` requests blocked by a shared pool lock");
+        assert_eq!(data.unwrap(), contents[0]);
+        assert_eq!(names.unwrap(), ["tank/fs@s0", "tank/fs@s1"]);
+    }
+
+    // Why: snapshot object sets are now held open per mount: their number must stay bounded,
+    // and a destroyed, renamed or re-created snapshot must never be read through a stale one.
+    #[test]
+    fn held_snapshots_are_bounded_and_follow_destroy_and_rename() {
+        let snapshots = SNAPSHOTS_OPEN_MAX + 4;
+        let (pool, contents) = pool(snapshots);
+        let fs = mount(&pool);
+        for (n, data) in contents.iter().enumerate() {
+            assert_eq!(&read_through_ctldir(&fs, &format!("s{n}")).unwrap(), data);
+            assert!(fs.snaps.lock().len() <= SNAPSHOTS_OPEN_MAX);
+        }
+        // Readers in parallel over every snapshot, each in its own order.
+        std::thread::scope(|scope| {
+            for reader in 0..4 {
+                let (fs, contents) = (&fs, &contents);
+                scope.spawn(move || {
+                    for k in 0..contents.len() {
+                        let n = (k * 5 + reader) % contents.len();
+                        let got = read_through_ctldir(fs, &format!("s{n}")).unwrap();
+                        assert!(got == contents[n], "reader {reader}, snapshot s{n}");
+                    }
+                });
+            }
+        });
+        assert!(fs.snaps.lock().len() <= SNAPSHOTS_OPEN_MAX);
+
+        let last = snapshots - 1;
+        let held = format!("s{last}");
+        assert_eq!(read_through_ctldir(&fs, &held).unwrap(), contents[last]);
+        pool.write()
+            .rename_snapshot(&format!("tank/fs@{held}"), "tank/fs@moved")
+            .unwrap();
+        assert_eq!(read_through_ctldir(&fs, &held), Err(Errno::ENOENT));
+        assert_eq!(read_through_ctldir(&fs, "moved").unwrap(), contents[last]);
+        // Re-created under the old name: the new snapshot's content, not the held one's.
+        {
+            let mut spa = pool.write();
+            let now = Timespec { sec: 2, nsec: 0 };
+            spa.with_zpl("tank/fs", |vfs, os, ctx| {
+                let file = vfs.lookup(os, ctx, vfs.root, b"file")?.object;
+                vfs.write(os, ctx, file, 0, b"re-created", now)?;
+                Ok(())
+            })
+            .unwrap();
+            spa.snapshot(&[format!("tank/fs@{held}")]).unwrap();
+        }
+        let mut recreated = contents[last].clone();
+        recreated[..10].copy_from_slice(b"re-created");
+        assert_eq!(read_through_ctldir(&fs, &held).unwrap(), recreated);
+        assert_eq!(read_through_ctldir(&fs, "moved").unwrap(), contents[last]);
+        pool.write().destroy_snapshot("tank/fs@moved").unwrap();
+        assert_eq!(read_through_ctldir(&fs, "moved"), Err(Errno::ENOENT));
+        pool.write().destroy_snapshot("tank/fs@s0").unwrap();
+        assert_eq!(read_through_ctldir(&fs, "s0"), Err(Errno::ENOENT));
+        assert_eq!(read_through_ctldir(&fs, "s1").unwrap(), contents[1]);
     }
 }

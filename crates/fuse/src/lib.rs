@@ -26,6 +26,8 @@
 mod ctldir;
 pub mod openzfs;
 mod ops;
+#[cfg(test)]
+mod tests;
 
 use parking_lot::RwLock;
 use std::path::Path;
@@ -78,11 +80,24 @@ impl Default for MountOptions {
     }
 }
 
-/// Request threads per mount. Reads share their pool's lock and changes take it alone, so
-/// more threads add little but memory and a daemon-wide thread count (128 pools with 500 mounted datasets
-/// had 3,140 threads at 4 per mount plus fuser's session thread): two keep one request
-/// in flight while another waits on the kernel or the lock.
-pub const WORKER_THREADS: usize = 2;
+/// Request threads per mount. Reads (`.zfs` included) share their pool's lock, so readers
+/// of one mount run together as far as there are threads; each thread also costs a stack,
+/// a FUSE buffer (touched only as far as requests fill it) and a daemon-wide thread count
+/// (128 pools with 500 mounted datasets had 3,140 threads at 4 per mount plus fuser's session
+/// thread). Measured (docs/PERFORMANCE.md, "FUSE request threads"; bench/workers_ab.sh): 4
+/// against 2 gave 16k random reads by 4 readers 1.20x and 4 parallel `ls -lR` 0.79x the
+/// time; 8 gave 1.32x and 0.78x at twice the threads, so 4.
+pub const WORKER_THREADS: usize = 4;
+
+/// Request threads of a new mount: `WORKER_THREADS`, or `ZETTA_FUSE_THREADS` (1 to 64) in
+/// the daemon's environment, for measuring (bench/workers_ab.sh).
+fn worker_threads() -> usize {
+    std::env::var("ZETTA_FUSE_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|n| (1..=64).contains(n))
+        .unwrap_or(WORKER_THREADS)
+}
 
 /// The settings a running mount changes in place (`zfs set readonly|atime|relatime|
 /// sync|xattr|snapdir`): the kernel's per-mount flags say what the VFS refuses, these
@@ -230,6 +245,8 @@ pub struct ZplFs {
     refs: parking_lot::Mutex<std::collections::HashMap<u64, Refs>>,
     /// Snapshots shown under `.zfs/snapshot`, by slot.
     slots: parking_lot::Mutex<ctldir::Slots>,
+    /// Snapshot object sets held open for `.zfs` reads (bounded: see `ctldir`).
+    snaps: parking_lot::Mutex<ctldir::SnapCache>,
 }
 
 #[derive(Debug)]
@@ -281,6 +298,7 @@ impl ZplFs {
             live,
             refs: parking_lot::Mutex::new(Default::default()),
             slots: parking_lot::Mutex::new(Default::default()),
+            snaps: parking_lot::Mutex::new(Default::default()),
         })
     }
 
@@ -360,7 +378,7 @@ fn spawn_mount<FS: fuser::Filesystem>(
     } else {
         fuser::SessionACL::Owner
     };
-    config.n_threads = Some(WORKER_THREADS);
+    config.n_threads = Some(worker_threads());
     config.clone_fd = true;
     let session = fuser::spawn_mount(fs, mountpoint, &config).map_err(MountError::Io)?;
     Ok(Mounted {

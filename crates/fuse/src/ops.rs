@@ -4,16 +4,26 @@
 //! Locking. Read requests (lookup, getattr, open, opendir, read, readdir, readlink,
 //! getxattr, listxattr; statfs reads pool figures) run under the pool's shared lock
 //! (`run_read`, `Spa::with_zpl_object_shared`), so readers proceed together, each taking
-//! the object set's cache locks only briefly (see `zetta::dmu::objset`). Changes (and the
-//! first request to a dataset not opened yet in the pool) take the exclusive lock. A read
-//! whose access time is due (atime=on, or relatime's rule, decided under the shared lock)
-//! releases the shared lock and takes the exclusive one for the update alone. The order
-//! is: pool lock (shared or exclusive) first; `refs` (the kernel's lookup and open counts)
-//! and the object set's cache locks are leaves under it, never held together, nor while
-//! the pool lock is taken (`release_refs` drops `refs` before it reclaims).
-//! Lookup counting (`looked_up`) runs under either mode of the pool lock; unlink, rmdir,
-//! rename and reclaim run under the exclusive one, so a lookup and the free of its object
-//! never interleave.
+//! the object set's cache locks only briefly (see `zetta::dmu::objset`); so does all of
+//! `.zfs` (`ctldir`: snapshot object sets held by the mount, opened through `&Spa`), and
+//! so does the question whether an object the kernel forgets was unlinked. The exclusive
+//! lock is taken only where the pool changes:
+//! - every request of the write policy (`policy`: create, mknod, mkdir, symlink, link,
+//!   unlink, rmdir, rename, write, setattr, fallocate, set/removexattr, fsync, fsyncdir),
+//!   and the batches of a long free (`free_long_range`);
+//! - an access time that is due (atime=on, or relatime's rule, decided under the shared
+//!   lock: the read then releases it and takes the exclusive one for the update alone);
+//! - the reclaim of an unlinked object at its last reference (`release_refs`, after the
+//!   shared lock found it unlinked; looked at again under the exclusive one);
+//! - the first request to a dataset not opened yet in the pool (`run_read` opens it once),
+//!   and `ZplFs::open` at mount time (it may lay out the ZPL and drains the delete queue).
+//!
+//! The order is: pool lock (shared or exclusive) first; `refs` (the kernel's lookup and
+//! open counts), the object set's cache locks and `ctldir`'s snapshot cache are leaves
+//! under it, never held together, nor while the pool lock is taken (`release_refs` drops
+//! `refs` before it reclaims). Lookup counting (`looked_up`) runs under either mode of the
+//! pool lock; unlink, rmdir, rename and reclaim run under the exclusive one, so a lookup
+//! and the free of its object never interleave.
 
 use super::ZplFs;
 use crate::ctldir::CTL_ROOT;
@@ -207,7 +217,7 @@ impl ZplFs {
 
     /// Runs one write-side operation of the ZPL's policy (`zfs_vnops`) under the pool
     /// lock; its typed refusal becomes the errno (ENOSPC, EDQUOT, EROFS, ...).
-    fn policy<T>(
+    pub(crate) fn policy<T>(
         &self,
         op: impl FnOnce(&ZfsMount, &mut zetta::spa::Spa) -> Result<T, ZplError>,
     ) -> Result<T, Errno> {
@@ -225,7 +235,7 @@ impl ZplFs {
 
     /// Whether the kernel still holds `object` (open, or known by a lookup): an unlinked
     /// object it holds waits on the delete queue for its last reference.
-    fn in_use(&self, object: u64) -> bool {
+    pub(crate) fn in_use(&self, object: u64) -> bool {
         self.refs.lock().contains_key(&object)
     }
 
@@ -245,17 +255,17 @@ impl ZplFs {
     /// Called under the pool lock, shared or exclusive: either excludes the exclusive
     /// unlink and reclaim, so an unlink cannot free the object in between (lookups under
     /// the shared lock only count up, under `refs`' own lock).
-    fn looked_up(&self, object: u64) {
+    pub(crate) fn looked_up(&self, object: u64) {
         self.refs.lock().entry(object).or_default().lookups += 1;
     }
 
-    fn opened(&self, object: u64) {
+    pub(crate) fn opened(&self, object: u64) {
         self.refs.lock().entry(object).or_default().open += 1;
     }
 
     /// Drops references; when none is left, an unlinked object is freed. An object
     /// number must not be reused while the kernel may still name it (FUSE nodeids).
-    fn release_refs(&self, object: u64, open: u32, lookups: u64) {
+    pub(crate) fn release_refs(&self, object: u64, open: u32, lookups: u64) {
         let last = {
             let mut refs = self.refs.lock();
             match refs.get_mut(&object) {
@@ -273,6 +283,16 @@ impl ZplFs {
             }
         };
         if last && !self.readonly() && object != self.vfs.root {
+            // Nearly every object the kernel forgets is still linked: the shared lock tells.
+            // Only an unlinked one takes the exclusive lock, and is looked at again under it.
+            let unlinked = self.run_read(|vfs, os, ctx| {
+                Ok(vfs
+                    .getattr(os, ctx, object)
+                    .is_ok_and(|attr| attr.znode.links == 0))
+            });
+            if !matches!(unlinked, Ok(true)) {
+                return;
+            }
             let _ = self.run(|vfs, os, ctx| {
                 // Referenced again meanwhile (a new lookup under the lock)?
                 if self.refs.lock().contains_key(&object) {

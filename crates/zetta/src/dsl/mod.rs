@@ -70,7 +70,7 @@ fn exists(name: &str) -> SpaError {
 }
 
 impl Spa {
-    fn read_dir(&mut self, dir: u64) -> Result<DslDirPhys, SpaError> {
+    fn read_dir(&self, dir: u64) -> Result<DslDirPhys, SpaError> {
         let ctx = io_ctx!(self);
         let bonus = self.dp.mos.bonus(&ctx, ObjectId(dir))?;
         DslDirPhys::decode(&bonus).map_err(|e| SpaError::Corrupt(e.to_string()))
@@ -83,7 +83,7 @@ impl Spa {
         Ok(())
     }
 
-    pub(crate) fn read_dataset_phys(&mut self, dataset: u64) -> Result<DslDatasetPhys, SpaError> {
+    pub(crate) fn read_dataset_phys(&self, dataset: u64) -> Result<DslDatasetPhys, SpaError> {
         let ctx = io_ctx!(self);
         let bonus = self.dp.mos.bonus(&ctx, ObjectId(dataset))?;
         DslDatasetPhys::decode(&bonus).map_err(|e| SpaError::Corrupt(e.to_string()))
@@ -105,7 +105,7 @@ impl Spa {
         Ok(rest)
     }
 
-    fn child_dir(&mut self, dir: u64, component: &str) -> Result<Option<u64>, SpaError> {
+    fn child_dir(&self, dir: u64, component: &str) -> Result<Option<u64>, SpaError> {
         let phys = self.read_dir(dir)?;
         if phys.child_dir_zap == 0 {
             return Ok(None);
@@ -117,7 +117,7 @@ impl Spa {
     }
 
     /// The DSL dir of a dataset name, if it exists.
-    pub fn lookup_dir(&mut self, name: &str) -> Result<Option<u64>, SpaError> {
+    pub fn lookup_dir(&self, name: &str) -> Result<Option<u64>, SpaError> {
         if let Some(f) = self.openzfs.clone() {
             return Ok(f.view.dir_object(name));
         }
@@ -132,7 +132,7 @@ impl Spa {
     }
 
     /// The head dataset object of a dataset name.
-    pub fn lookup_dataset(&mut self, name: &str) -> Result<Option<u64>, SpaError> {
+    pub fn lookup_dataset(&self, name: &str) -> Result<Option<u64>, SpaError> {
         if let Some(f) = self.openzfs.clone() {
             return Ok(f.view.lookup_dataset(name));
         }

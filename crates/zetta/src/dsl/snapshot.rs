@@ -51,7 +51,7 @@ pub fn append_dead_list(
 }
 
 impl Spa {
-    pub(super) fn head_phys(&mut self, dataset: u64) -> Result<DslDatasetPhys, SpaError> {
+    pub(super) fn head_phys(&self, dataset: u64) -> Result<DslDatasetPhys, SpaError> {
         if let Some(head) = self.dp.datasets.get(&dataset) {
             return Ok(head.phys.clone());
         }
@@ -212,8 +212,8 @@ impl Spa {
         Ok(())
     }
 
-    pub(super) fn snapshot_object(
-        &mut self,
+    pub(crate) fn snapshot_object(
+        &self,
         dataset: u64,
         snap: &str,
     ) -> Result<Option<u64>, SpaError> {
@@ -228,7 +228,7 @@ impl Spa {
     }
 
     /// Snapshots of a filesystem, oldest first: (name, dataset object, record).
-    pub fn snapshots(&mut self, fs: &str) -> Result<Vec<(String, u64, DslDatasetPhys)>, SpaError> {
+    pub fn snapshots(&self, fs: &str) -> Result<Vec<(String, u64, DslDatasetPhys)>, SpaError> {
         if let Some(f) = self.openzfs.clone() {
             if f.view.lookup_dataset(fs).is_none() {
                 return Err(SpaError::NoSuchDataset(fs.to_string()));

@@ -26,6 +26,7 @@
 pub mod diff;
 pub mod dir;
 pub mod openzfs;
+pub mod snapshot;
 pub mod vnops;
 pub mod xattr;
 pub mod zfs_log;
@@ -434,17 +435,5 @@ impl crate::spa::Spa {
         } else {
             path
         })
-    }
-
-    /// Runs `work` on a snapshot's filesystem (read-only: changes are never committed).
-    pub fn with_zpl_snapshot<T>(
-        &mut self,
-        full: &str,
-        work: impl FnOnce(&Zfsvfs, &mut ObjectSet, &IoCtx<'_>) -> Result<T, ZplError>,
-    ) -> Result<T, ZplError> {
-        self.with_snapshot(full, |os, ctx| {
-            Ok(Zfsvfs::open(os, ctx).and_then(|vfs| work(&vfs, os, ctx)))
-        })
-        .map_err(|e| ZplError::Io(e.to_string()))?
     }
 }
