@@ -10,11 +10,13 @@
 //! act on are refused by `zetta-zprop` before anything is stored (README "What Zetta
 //! refuses").
 
+pub(crate) mod errors;
 mod recv;
 mod send;
 
 use crate::zpool::pool::{self, Imported};
 use crate::zpool::{fail, getopt, usage, CmdError, CmdResult, Ctx};
+use errors::{zfs_fail, ZfsOp};
 use std::collections::HashMap;
 use std::io::Write;
 use zetta::dsl::{is_local_entry, INHERIT_SUFFIX, RECEIVED_SUFFIX};
@@ -177,14 +179,16 @@ pub(crate) fn finish(imported: &mut Imported, verb: &str, args: &[String]) -> Cm
 }
 
 /// `finish` for a command queued as one sync task: its history line (written only if the
-/// task succeeds), the commit that runs it, and the task's own result.
+/// task succeeds), the commit that runs it, and the task's own result (a refusal worded
+/// for `op`).
 pub(crate) fn finish_task(
     imported: &mut Imported,
     task: zetta::dsl::synctask::SyncTaskId,
     verb: &str,
     args: &[String],
+    op: ZfsOp<'_>,
 ) -> CmdResult {
-    finish_task_with(imported, task, verb, args, spa_fail)
+    finish_task_with(imported, task, verb, args, zfs_fail(op))
 }
 
 /// `finish_task` with the command's own text for the task's refusal.
@@ -381,7 +385,7 @@ fn cmd_snapshot(args: &[String]) -> CmdResult {
         .spa
         .snapshot_queue(&names, None)
         .map_err(spa_fail)?;
-    finish_task(&mut imported, task, "snapshot", args)
+    finish_task(&mut imported, task, "snapshot", args, ZfsOp::Other)
 }
 
 /// `zfs hold [-r] tag fs@snap…` and `zfs release [-r] tag fs@snap…`.
@@ -517,7 +521,7 @@ fn cmd_bookmark(args: &[String]) -> CmdResult {
         .spa
         .create_bookmark_queue(snapshot, bookmark)
         .map_err(spa_fail)?;
-    finish_task(&mut imported, task, "bookmark", args)
+    finish_task(&mut imported, task, "bookmark", args, ZfsOp::Other)
 }
 
 /// `zfs clone [-p] [-o prop=value]… fs@snap newfs`
@@ -581,7 +585,7 @@ fn cmd_rollback(args: &[String]) -> CmdResult {
     }
     // One sync task, its history line and the commit: one txg.
     let task = imported.spa.rollback_queue(name).map_err(spa_fail)?;
-    finish_task(&mut imported, task, "rollback", args)
+    finish_task(&mut imported, task, "rollback", args, ZfsOp::Other)
 }
 
 /// `zfs destroy [-rR] fs|fs@snap|fs#mark` (-r on a snapshot: the same name in descendants)
@@ -599,7 +603,7 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
             .destroy_bookmark_queue(name)
             .map_err(spa_fail)?;
         // OpenZFS logs `destroy_bookmarks` (allow_log) like every changing command.
-        return finish_task(&mut imported, task, "destroy", args);
+        return finish_task(&mut imported, task, "destroy", args, ZfsOp::Other);
     }
     if let Some((fs, snap)) = name.split_once('@') {
         let mut imported = open_dataset(fs)?;
@@ -636,8 +640,14 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
             clones.extend(victims);
             imported.spa.destroy_queue(&clones)
         }
-        .map_err(spa_fail)?;
-        return finish_task(&mut imported, task, "destroy", args);
+        .map_err(zfs_fail(ZfsOp::DestroySnapshots))?;
+        return finish_task(
+            &mut imported,
+            task,
+            "destroy",
+            args,
+            ZfsOp::DestroySnapshots,
+        );
     }
     let mut imported = open_dataset(name)?;
     let is_pool = name == pool_of(name);
@@ -705,8 +715,11 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
             .map(|s| s.to_string())
             .chain((!is_pool).then(|| name.clone())),
     );
-    let task = imported.spa.destroy_queue(&victims).map_err(spa_fail)?;
-    finish_task(&mut imported, task, "destroy", args)
+    let task = imported
+        .spa
+        .destroy_queue(&victims)
+        .map_err(zfs_fail(ZfsOp::Other))?;
+    finish_task(&mut imported, task, "destroy", args, ZfsOp::Other)
 }
 
 /// The clones of snapshot `full` (`fs@snap`), by name.

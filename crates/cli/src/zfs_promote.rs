@@ -5,6 +5,7 @@
 //! moved space would pass. Mounts stay as they are; each filesystem's `.zfs/snapshot`
 //! shows the snapshots it now has. One sync task: one txg, `promote` in `zpool history -i`.
 
+use crate::zfs::errors::{zfs_fail, ZfsOp};
 use crate::zfs::{finish_task_with, spa_fail};
 use crate::zpool::pool;
 use crate::zpool::{getopt, usage, CmdError, CmdResult};
@@ -33,7 +34,7 @@ pub fn cmd_promote(args: &[String]) -> CmdResult {
         zetta::spa::SpaError::NoSpace => {
             CmdError::Fail(format!("cannot promote '{name}': out of space"))
         }
-        e => spa_fail(e),
+        e => zfs_fail(ZfsOp::Other)(e),
     };
     let task = imported.spa.promote_queue(name).map_err(refused)?;
     finish_task_with(&mut imported, task, "promote", args, refused)

@@ -3,6 +3,7 @@
 //! snapshot of every descendant too). Mounts follow: the daemon unmounts the old tree
 //! before and mounts the new one after (see `daemon::mounts`).
 
+use crate::zfs::errors::{zfs_fail, ZfsOp};
 use crate::zfs::{finish, spa_fail};
 use crate::zpool::pool;
 use crate::zpool::{fail, getopt, usage, CmdError, CmdResult};
@@ -65,7 +66,10 @@ pub fn cmd_rename(args: &[String]) -> CmdResult {
             if !exists && target != fs {
                 continue;
             }
-            imported.spa.rename_snapshot(&old, &new).map_err(spa_fail)?;
+            imported
+                .spa
+                .rename_snapshot(&old, &new)
+                .map_err(zfs_fail(ZfsOp::Rename { from: &old }))?;
         }
         return finish(&mut imported, "rename", args);
     }
@@ -77,7 +81,10 @@ pub fn cmd_rename(args: &[String]) -> CmdResult {
     if parsed.has('p') {
         crate::zfs::create_parents(&mut imported, to)?;
     }
-    imported.spa.rename_filesystem(from, to).map_err(spa_fail)?;
+    imported
+        .spa
+        .rename_filesystem(from, to)
+        .map_err(zfs_fail(ZfsOp::Rename { from }))?;
     finish(&mut imported, "rename", args)
 }
 

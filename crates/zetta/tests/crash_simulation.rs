@@ -510,7 +510,7 @@ fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Outcome, String> {
                     }
                     // Refused (a clone depends on it) by its check in open context:
                     // nothing queued, nothing committed.
-                    Err(zetta::spa::SpaError::Invalid(_)) => {
+                    Err(zetta::spa::SpaError::Dsl(zetta::dsl::DslError::HasClones { .. })) => {
                         match previous {
                             Some(state) => committed.insert(txg, state),
                             None => committed.remove(&txg),

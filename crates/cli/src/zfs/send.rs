@@ -63,7 +63,7 @@ impl PoolSession {
 }
 
 fn send_fail(e: SendError) -> CmdError {
-    CmdError::Fail(e.to_string())
+    CmdError::Fail(super::errors::send_error_text(&e))
 }
 
 /// `HH:MM:SS` of the local time, as OpenZFS's progress lines.

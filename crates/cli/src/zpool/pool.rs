@@ -439,6 +439,8 @@ pub fn spa_error_text(error: &SpaError) -> String {
         SpaError::DevicesUnavailable => "one or more devices is currently unavailable".to_string(),
         SpaError::Busy(_) => "pool is busy".to_string(),
         SpaError::NoSpace => "out of space".to_string(),
+        SpaError::NoSuchDataset(name) => format!("cannot open '{name}': dataset does not exist"),
+        SpaError::Dsl(e) => crate::zfs::errors::dsl_error_text(crate::zfs::errors::ZfsOp::Other, e),
         other => other.to_string(),
     }
 }

@@ -1,7 +1,9 @@
 //! Errors of replication, one enum per side: what a stream's bytes can be wrong with
 //! (`StreamError`), what can stop a send (`SendError`) and what can stop a receive
 //! (`RecvError`). Pool errors stay `SpaError` inside them, so the CLI can still tell "out of
-//! space" from "bad stream"; refusals carry OpenZFS's words, complete, for the CLI to print.
+//! space" from "bad stream". A send's refusals are typed, one variant per condition with its
+//! names (the CLI words them as libzfs_sendrecv.c does; `Display` is for developers); a
+//! receive's refusals still carry OpenZFS's words, complete, for the CLI to print.
 
 use crate::dmu::DmuError;
 use crate::spa::SpaError;
@@ -79,8 +81,41 @@ impl std::error::Error for StreamError {}
 /// Why a send stopped.
 #[derive(Debug)]
 pub enum SendError {
-    /// A refusal with OpenZFS's complete message (`cannot send …: …`).
-    Refused(String),
+    /// ENOENT: the snapshot, bookmark or filesystem named does not exist.
+    NoSuchDataset {
+        name: String,
+    },
+    /// EINVAL: a send of something that is not a snapshot.
+    NotSnapshot {
+        name: String,
+    },
+    /// EXDEV: the incremental source of `to` is not an earlier snapshot (or bookmark) of its
+    /// filesystem.
+    NotEarlier {
+        to: String,
+    },
+    /// ENOTSUP: a snapshot of an imported OpenZFS pool (Zetta's stream carries its own
+    /// object sets).
+    ForeignPool {
+        to: String,
+    },
+    /// EINVAL: `-R` from a bookmark.
+    BookmarkReplicationSource,
+    /// ENOENT: `-R` of `snapshot` where a descendant lacks its snapshot `missing`.
+    MissingInDescendant {
+        snapshot: String,
+        missing: String,
+    },
+    /// A resume token's snapshot (`name`) no longer exists.
+    ResumeGone {
+        name: String,
+    },
+    /// A resume token's snapshot name now holds another snapshot.
+    ResumeChanged {
+        name: String,
+    },
+    /// A resume token's incremental source no longer exists.
+    ResumeSourceGone,
     /// The snapshot being sent was destroyed (or replaced) between two chunks.
     Vanished(String),
     Pool(SpaError),
@@ -89,13 +124,18 @@ pub enum SendError {
 impl fmt::Display for SendError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SendError::Refused(message) => write!(f, "{message}"),
-            SendError::Vanished(name) => {
-                write!(
-                    f,
-                    "cannot send '{name}': snapshot was destroyed during the send"
-                )
+            SendError::NoSuchDataset { name } => write!(f, "no dataset {name}"),
+            SendError::NotSnapshot { name } => write!(f, "{name} is not a snapshot"),
+            SendError::NotEarlier { to } => write!(f, "source of {to} not earlier in its fs"),
+            SendError::ForeignPool { to } => write!(f, "{to} is in an OpenZFS pool"),
+            SendError::BookmarkReplicationSource => write!(f, "-R from a bookmark"),
+            SendError::MissingInDescendant { snapshot, missing } => {
+                write!(f, "-R of {snapshot}: no {missing}")
             }
+            SendError::ResumeGone { name } => write!(f, "resume: no {name}"),
+            SendError::ResumeChanged { name } => write!(f, "resume: {name} replaced"),
+            SendError::ResumeSourceGone => write!(f, "resume: no incremental source"),
+            SendError::Vanished(name) => write!(f, "{name} destroyed during the send"),
             SendError::Pool(e) => write!(f, "{e}"),
         }
     }

@@ -45,6 +45,8 @@ pub use token::ResumeToken;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_errors;
+#[cfg(test)]
 mod tests_hostile;
 #[cfg(test)]
 mod tests_options;

@@ -42,8 +42,10 @@ pub struct SendPlan {
     pub substreams: Vec<SubstreamSpec>,
 }
 
-fn refuse(message: String) -> SendError {
-    SendError::Refused(message)
+fn missing(name: &str) -> SendError {
+    SendError::NoSuchDataset {
+        name: name.to_string(),
+    }
 }
 
 /// The full name of an incremental source given relative to `fs`.
@@ -91,13 +93,10 @@ fn chain(
     if !intermediates {
         return Ok(vec![spec(to, Some(from.to_string()), false)]);
     }
-    let missing = |name: &str| refuse(format!("cannot open '{name}': dataset does not exist"));
     let (_, from_txg, _) = find_point(spa, from)?.ok_or_else(|| missing(from))?;
     let (_, to_txg, _) = find_point(spa, to)?.ok_or_else(|| missing(to))?;
     if from_txg >= to_txg {
-        return Err(refuse(format!(
-            "cannot send '{to}': not an earlier snapshot from the same fs"
-        )));
+        return Err(SendError::NotEarlier { to: to.to_string() });
     }
     let mut out = Vec::new();
     let mut previous = from.to_string();
@@ -122,8 +121,7 @@ fn from_origin(
     if !intermediates {
         return Ok(vec![spec(to, Some(origin.to_string()), true)]);
     }
-    let (_, to_txg, _) = find_point(spa, to)?
-        .ok_or_else(|| refuse(format!("cannot open '{to}': dataset does not exist")))?;
+    let (_, to_txg, _) = find_point(spa, to)?.ok_or_else(|| missing(to))?;
     let mut out = Vec::new();
     let mut previous = origin.to_string();
     for next in snapshots_between(spa, fs, 0, to_txg)? {
@@ -139,16 +137,14 @@ pub fn plan_send(spa: &mut Spa, request: &SendRequest) -> Result<SendPlan, SendE
     // OpenZFS send streams are issue 15's; Zetta's own stream format carries Zetta's
     // object sets, which a foreign pool does not have.
     if spa.openzfs().is_some() {
-        return Err(refuse(format!(
-            "cannot send '{}': sending from OpenZFS pools is not supported yet",
-            request.to
-        )));
+        return Err(SendError::ForeignPool {
+            to: request.to.clone(),
+        });
     }
     let Some((fs, snap)) = request.to.split_once('@') else {
-        return Err(refuse(format!(
-            "cannot send '{}': operation only applies to snapshots",
-            request.to
-        )));
+        return Err(SendError::NotSnapshot {
+            name: request.to.clone(),
+        });
     };
     if !request.replicate {
         let substreams = match &request.from {
@@ -208,11 +204,7 @@ fn replicate(
     snap: &str,
 ) -> Result<SendPlan, SendError> {
     let from_snap = match &request.from {
-        Some(from) if from.contains('#') => {
-            return Err(refuse(
-                "cannot send: a bookmark cannot be the source of a replication stream".to_string(),
-            ))
-        }
+        Some(from) if from.contains('#') => return Err(SendError::BookmarkReplicationSource),
         Some(from) => Some(
             source_name(top, from)
                 .split_once('@')
@@ -221,12 +213,8 @@ fn replicate(
         ),
         None => None,
     };
-    let (top_guid, top_txg, top_time) = find_point(spa, &request.to)?.ok_or_else(|| {
-        refuse(format!(
-            "cannot open '{}': dataset does not exist",
-            request.to
-        ))
-    })?;
+    let (top_guid, top_txg, top_time) =
+        find_point(spa, &request.to)?.ok_or_else(|| missing(&request.to))?;
     let ordered = replication_order(spa, top)?;
     let sent: Vec<String> = ordered.iter().map(|(n, _)| n.clone()).collect();
     let mut substreams = Vec::new();
@@ -238,9 +226,10 @@ fn replicate(
             if spa.dataset_phys(dataset)?.creation_txg > top_txg {
                 continue;
             }
-            return Err(refuse(format!(
-                "cannot send {top}@{snap} recursively: snapshot {to} does not exist"
-            )));
+            return Err(SendError::MissingInDescendant {
+                snapshot: format!("{top}@{snap}"),
+                missing: to,
+            });
         };
         let included: Vec<(String, u64)> = spa
             .snapshots(&fs)?

@@ -127,7 +127,9 @@ pub(super) fn find_point(spa: &mut Spa, name: &str) -> Result<Option<(u64, u64, 
 }
 
 fn missing(name: &str) -> SendError {
-    SendError::Refused(format!("cannot open '{name}': dataset does not exist"))
+    SendError::NoSuchDataset {
+        name: name.to_string(),
+    }
 }
 
 impl Sender {
@@ -149,10 +151,9 @@ impl Sender {
             let (guid, txg, _) = find_point(spa, from)?.ok_or_else(|| missing(from))?;
             let from_fs = from.split(['@', '#']).next().unwrap_or(from);
             if (!spec.clone && from_fs != to_fs) || txg >= to_txg {
-                return Err(SendError::Refused(format!(
-                    "cannot send '{}': not an earlier snapshot from the same fs",
-                    spec.to
-                )));
+                return Err(SendError::NotEarlier {
+                    to: spec.to.clone(),
+                });
             }
             (from_guid, from_txg) = (guid, txg);
             info.set_str("fromname", from);
@@ -200,20 +201,17 @@ impl Sender {
 
     /// `zfs send -t`: the rest of the substream a resume token describes.
     pub fn resume(spa: &mut Spa, token: &ResumeToken) -> Result<Sender, SendError> {
-        let refuse = |why: &str| SendError::Refused(format!("cannot resume send: {why}"));
+        let name = || token.to_name.clone();
         let (to_guid, _, _) = find_point(spa, &token.to_name)?
-            .ok_or_else(|| refuse(&format!("'{}' does not exist", token.to_name)))?;
+            .ok_or_else(|| SendError::ResumeGone { name: name() })?;
         if to_guid != token.to_guid.0 {
-            return Err(refuse(&format!(
-                "'{}' is no longer the same snapshot",
-                token.to_name
-            )));
+            return Err(SendError::ResumeChanged { name: name() });
         }
         let from = match token.from_guid.0 {
             0 => None,
             guid => Some(
                 find_by_guid(spa, &token.to_name, guid, token.clone)?
-                    .ok_or_else(|| refuse("the incremental source no longer exists"))?,
+                    .ok_or(SendError::ResumeSourceGone)?,
             ),
         };
         let spec = SubstreamSpec {

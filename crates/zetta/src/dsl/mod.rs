@@ -13,9 +13,11 @@
 //! Filesystems here; their destroy in `destroy`; snapshots, clones, rollback and bookmarks
 //! in `snapshot`, renames in `rename`, promote in `promote`, the receive swap in `recv`,
 //! space accounting in `space`, AVAIL and the admission of writes in `space_avail`, its
-//! from-scratch check in `space_audit`.
+//! from-scratch check in `space_audit`. Refusals are typed (`error::DslError`, returned as
+//! `SpaError::Dsl`); their words are the CLI's.
 
 mod destroy;
+mod error;
 pub mod openzfs;
 pub mod phys;
 mod pool;
@@ -28,6 +30,7 @@ pub mod space;
 pub mod space_audit;
 mod space_avail;
 pub mod synctask;
+pub use error::DslError;
 pub use pool::Pool;
 pub use prop::{is_local_entry, INHERIT_SUFFIX, RECEIVED_SUFFIX};
 pub use snapshot::{append_dead_list, Bookmark, DS_FLAG_SNAPSHOT};
@@ -66,7 +69,16 @@ pub(crate) fn zap_error(e: ZapError) -> SpaError {
 }
 
 fn exists(name: &str) -> SpaError {
-    SpaError::Invalid(format!("cannot create '{name}': dataset already exists"))
+    SpaError::Dsl(DslError::Exists {
+        name: name.to_string(),
+    })
+}
+
+/// ENOENT for a dataset name (`DslError::NoSuchDataset`).
+pub(crate) fn no_such_dataset(name: &str) -> SpaError {
+    SpaError::Dsl(DslError::NoSuchDataset {
+        name: name.to_string(),
+    })
 }
 
 impl Spa {
@@ -93,14 +105,16 @@ impl Spa {
     fn components<'n>(&self, name: &'n str) -> Result<Vec<&'n str>, SpaError> {
         let mut parts = name.split('/');
         if parts.next() != Some(self.name.as_str()) {
-            return Err(SpaError::Invalid(format!(
-                "'{name}' is not in pool '{}'",
-                self.name
-            )));
+            return Err(SpaError::Dsl(DslError::NotInPool {
+                name: name.to_string(),
+                pool: self.name.clone(),
+            }));
         }
         let rest: Vec<&str> = parts.collect();
         if rest.iter().any(|p| p.is_empty()) || rest.len() > NESTING_MAX {
-            return Err(SpaError::Invalid(format!("invalid dataset name '{name}'")));
+            return Err(SpaError::Dsl(DslError::InvalidName {
+                name: name.to_string(),
+            }));
         }
         Ok(rest)
     }
@@ -163,7 +177,7 @@ impl Spa {
             .snapshots(fs)?
             .into_iter()
             .find(|(n, _, _)| n == origin)
-            .ok_or_else(|| SpaError::NoSuchDataset(origin.to_string()))?;
+            .ok_or_else(|| no_such_dataset(origin))?;
         self.create_dataset(name, Some((snapshot.1, snapshot.2)))
     }
 
@@ -178,7 +192,9 @@ impl Spa {
         };
         let parent_name = name.rsplit_once('/').map(|(p, _)| p).unwrap_or(name);
         let parent = self.lookup_dir(parent_name)?.ok_or_else(|| {
-            SpaError::Invalid(format!("cannot create '{name}': parent does not exist"))
+            SpaError::Dsl(DslError::NoParent {
+                name: name.to_string(),
+            })
         })?;
         debug_assert_eq!(parents.len() + 1, components.len());
         if self.child_dir(parent, leaf)?.is_some() {
@@ -485,7 +501,7 @@ impl Spa {
     ) -> Result<T, SpaError> {
         let dataset = self
             .lookup_dataset(name)?
-            .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()))?;
+            .ok_or_else(|| no_such_dataset(name))?;
         self.with_dataset_object(dataset, work)
     }
 
@@ -498,9 +514,7 @@ impl Spa {
         if self.openzfs.is_some() {
             // A foreign pool's object sets are read through the OpenZFS codecs (its
             // mounts, `zpool scrub`), not as Zetta object sets.
-            return Err(SpaError::Invalid(
-                "operation not supported on OpenZFS pools yet".to_string(),
-            ));
+            return Err(SpaError::Dsl(DslError::ForeignPool));
         }
         if dataset == MOS_OBJECT_ROOT_DATASET.0 {
             let ctx = io_ctx!(self);
@@ -546,7 +560,7 @@ impl Spa {
             return f
                 .view
                 .written_bytes(name)
-                .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()));
+                .ok_or_else(|| no_such_dataset(name));
         }
         let (phys, dataset) = match name.split_once('@') {
             Some((fs, _)) => {
@@ -554,13 +568,13 @@ impl Spa {
                     .snapshots(fs)?
                     .into_iter()
                     .find(|(n, _, _)| n == name)
-                    .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()))?;
+                    .ok_or_else(|| no_such_dataset(name))?;
                 (phys, object)
             }
             None => {
                 let dataset = self
                     .lookup_dataset(name)?
-                    .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()))?;
+                    .ok_or_else(|| no_such_dataset(name))?;
                 let mut phys = self.read_dataset_phys(dataset)?;
                 if dataset == MOS_OBJECT_ROOT_DATASET.0 {
                     phys.bp = self.root_bp();
@@ -592,7 +606,7 @@ impl Spa {
     pub fn set_local_prop(&mut self, name: &str, prop: &str, value: &str) -> Result<(), SpaError> {
         let dir = self
             .lookup_dir(name)?
-            .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()))?;
+            .ok_or_else(|| no_such_dataset(name))?;
         let props = self.props_zap(dir)?;
         let ctx = io_ctx!(self);
         zap::zap_update_bytes(
@@ -616,7 +630,7 @@ impl Spa {
     pub fn clear_local_prop(&mut self, name: &str, prop: &str) -> Result<(), SpaError> {
         let dir = self
             .lookup_dir(name)?
-            .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()))?;
+            .ok_or_else(|| no_such_dataset(name))?;
         let props = self.props_zap(dir)?;
         let ctx = io_ctx!(self);
         match zap::zap_remove(&mut self.dp.mos, &ctx, ObjectId(props), prop) {
@@ -634,7 +648,7 @@ impl Spa {
     pub fn local_props(&mut self, name: &str) -> Result<Vec<(String, String)>, SpaError> {
         if let Some(f) = self.openzfs.clone() {
             if f.view.lookup_dataset(name).is_none() {
-                return Err(SpaError::NoSuchDataset(name.to_string()));
+                return Err(no_such_dataset(name));
             }
             let mut props = f.view.local_props(name);
             props.extend(f.zpl_props.get(name).cloned().unwrap_or_default());
@@ -643,7 +657,7 @@ impl Spa {
         }
         let dir = self
             .lookup_dir(name)?
-            .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()))?;
+            .ok_or_else(|| no_such_dataset(name))?;
         let props = self.props_zap(dir)?;
         let mut out = Vec::new();
         let ctx = io_ctx!(self);
@@ -678,6 +692,8 @@ impl Spa {
 mod tests;
 #[cfg(test)]
 mod tests_destroy;
+#[cfg(test)]
+mod tests_errors;
 #[cfg(test)]
 mod tests_promote;
 #[cfg(test)]

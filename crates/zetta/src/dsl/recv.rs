@@ -22,7 +22,7 @@ impl Spa {
     pub fn modified_since_newest_snapshot(&mut self, fs: &str) -> Result<bool, SpaError> {
         let dataset = self
             .lookup_dataset(fs)?
-            .ok_or_else(|| SpaError::NoSuchDataset(fs.to_string()))?;
+            .ok_or_else(|| super::no_such_dataset(fs))?;
         self.open_dataset(dataset)?;
         let Some((_, _, newest)) = self.snapshots(fs)?.pop() else {
             return Ok(true);
@@ -46,10 +46,10 @@ impl Spa {
         self.sync()?;
         let target_dataset = self
             .lookup_dataset(target)?
-            .ok_or_else(|| SpaError::NoSuchDataset(target.to_string()))?;
+            .ok_or_else(|| super::no_such_dataset(target))?;
         let received_dir = self
             .lookup_dir(received)?
-            .ok_or_else(|| SpaError::NoSuchDataset(received.to_string()))?;
+            .ok_or_else(|| super::no_such_dataset(received))?;
         let received_dataset = self.read_dir(received_dir)?.head_dataset;
         self.open_dataset(target_dataset)?;
         self.open_dataset(received_dataset)?;

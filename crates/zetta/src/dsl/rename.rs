@@ -3,7 +3,7 @@
 //! ZAP. Nothing else moves: everything hangs off the dir or the snapshot object, so a
 //! rename is a few ZAP updates in one txg.
 
-use super::zap_error;
+use super::{no_such_dataset, zap_error, DslError};
 use crate::dmu::{object_type, IoCtx};
 use crate::spa::{Spa, SpaError};
 use crate::types::ObjectId;
@@ -14,35 +14,43 @@ impl Spa {
     /// child ZAP under its new name, in one txg; its datasets, snapshots, properties and
     /// descendants go with it (they hang off the dir). A dataset cannot move below itself.
     pub fn rename_filesystem(&mut self, from: &str, to: &str) -> Result<(), SpaError> {
-        let refuse = |why: &str| SpaError::Invalid(format!("cannot rename to '{to}': {why}"));
+        let cross_pool = || {
+            SpaError::Dsl(DslError::CrossPool {
+                from: from.to_string(),
+                to: to.to_string(),
+            })
+        };
         let dir = self
             .lookup_dir(from)?
-            .ok_or_else(|| SpaError::NoSuchDataset(from.to_string()))?;
+            .ok_or_else(|| no_such_dataset(from))?;
         if !from.contains('/') {
-            return Err(SpaError::Invalid(format!(
-                "cannot rename '{from}': operation does not apply to pools"
-            )));
+            return Err(SpaError::Dsl(DslError::PoolRoot {
+                name: from.to_string(),
+            }));
         }
         if to.starts_with(&format!("{from}/")) {
-            return Err(SpaError::Invalid(format!(
-                "cannot rename '{from}': New dataset name cannot be a descendant of current dataset name"
-            )));
+            return Err(SpaError::Dsl(DslError::DescendantOfSelf {
+                from: from.to_string(),
+                to: to.to_string(),
+            }));
+        }
+        if to.split('/').next() != from.split('/').next() {
+            return Err(cross_pool());
         }
         if self.lookup_dir(to)?.is_some() {
-            return Err(refuse("dataset already exists"));
+            return Err(SpaError::Dsl(DslError::Exists {
+                name: to.to_string(),
+            }));
         }
         let (old_parent_name, old_leaf) = from.rsplit_once('/').unwrap_or((from, from));
         let Some((new_parent_name, new_leaf)) = to.rsplit_once('/') else {
-            return Err(refuse("datasets must be within same pool"));
+            return Err(cross_pool());
         };
-        if to.split('/').next() != from.split('/').next() {
-            return Err(SpaError::Invalid(format!(
-                "cannot rename to '{to}': datasets must be within same pool"
-            )));
-        }
-        let new_parent = self
-            .lookup_dir(new_parent_name)?
-            .ok_or_else(|| refuse("parent does not exist"))?;
+        let new_parent = self.lookup_dir(new_parent_name)?.ok_or_else(|| {
+            SpaError::Dsl(DslError::NoParent {
+                name: to.to_string(),
+            })
+        })?;
         let old_parent = self
             .lookup_dir(old_parent_name)?
             .ok_or_else(|| SpaError::Corrupt(format!("parent of '{from}' vanished")))?;
@@ -84,27 +92,29 @@ impl Spa {
 
     /// `zfs rename fs@a fs@b`: a new name in the snapshot-name ZAP, same snapshot.
     pub fn rename_snapshot(&mut self, from: &str, to: &str) -> Result<(), SpaError> {
-        let (fs, old) = from
-            .split_once('@')
-            .ok_or_else(|| SpaError::Invalid(format!("'{from}' is not a snapshot name")))?;
-        let (to_fs, new) = to
-            .split_once('@')
-            .ok_or_else(|| SpaError::Invalid(format!("'{to}' is not a snapshot name")))?;
+        let not_snapshot = |name: &str| {
+            SpaError::Dsl(DslError::NotSnapshot {
+                name: name.to_string(),
+            })
+        };
+        let (fs, old) = from.split_once('@').ok_or_else(|| not_snapshot(from))?;
+        let (to_fs, new) = to.split_once('@').ok_or_else(|| not_snapshot(to))?;
         if to_fs != fs {
-            return Err(SpaError::Invalid(format!(
-                "cannot rename to '{to}': snapshots must be part of same dataset"
-            )));
+            return Err(SpaError::Dsl(DslError::CrossDataset {
+                from: from.to_string(),
+                to: to.to_string(),
+            }));
         }
         let dataset = self
             .lookup_dataset(fs)?
-            .ok_or_else(|| SpaError::NoSuchDataset(fs.to_string()))?;
+            .ok_or_else(|| no_such_dataset(fs))?;
         let object = self
             .snapshot_object(dataset, old)?
-            .ok_or_else(|| SpaError::NoSuchDataset(from.to_string()))?;
+            .ok_or_else(|| no_such_dataset(from))?;
         if self.snapshot_object(dataset, new)?.is_some() {
-            return Err(SpaError::Invalid(format!(
-                "cannot rename to '{to}': dataset already exists"
-            )));
+            return Err(SpaError::Dsl(DslError::Exists {
+                name: to.to_string(),
+            }));
         }
         let zap_object = self.head_phys(dataset)?.snapnames_zap;
         let ctx = io_ctx!(self);

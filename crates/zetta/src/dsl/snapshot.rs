@@ -15,7 +15,7 @@
 use super::phys::{DslDatasetPhys, UsedKind};
 use super::space::SpaceDelta;
 use super::synctask::{SyncTaskId, SyncTx};
-use super::zap_error;
+use super::{no_such_dataset, zap_error, DslError};
 use crate::dmu::{default_data_props, object_type, DmuError, IoCtx, ObjectSet};
 use crate::spa::{dataset_policy, now_secs, Spa, SpaError, MOS_OBJECT_ROOT_DATASET};
 use crate::types::{Guid, ObjectId, Txg};
@@ -120,26 +120,21 @@ impl Spa {
         let mut targets: Vec<(u64, String, String)> = Vec::new();
         for full in names {
             let Some((fs, snap)) = full.split_once('@') else {
-                return Err(SpaError::Invalid(format!(
-                    "cannot create snapshot '{full}': not a snapshot name"
-                )));
+                return Err(SpaError::Dsl(DslError::NotSnapshot { name: full.clone() }));
             };
             let dataset = self
                 .lookup_dataset(fs)?
-                .ok_or_else(|| SpaError::NoSuchDataset(fs.to_string()))?;
+                .ok_or_else(|| no_such_dataset(fs))?;
             self.open_dataset(dataset)?;
             if self.snapshot_object(dataset, snap)?.is_some() {
-                return Err(SpaError::Invalid(format!(
-                    "cannot create snapshot '{full}': dataset already exists"
-                )));
+                return Err(SpaError::Dsl(DslError::Exists { name: full.clone() }));
             }
             // Two snapshots of one filesystem in one txg would share a creation txg and
             // leave the snapshot chain without an order.
             if targets.iter().any(|(other, _, _)| *other == dataset) {
-                return Err(SpaError::Invalid(
-                    "cannot create snapshots : multiple snapshots of same fs not allowed"
-                        .to_string(),
-                ));
+                return Err(SpaError::Dsl(DslError::SameFilesystemTwice {
+                    name: fs.to_string(),
+                }));
             }
             targets.push((dataset, fs.to_string(), snap.to_string()));
         }
@@ -231,13 +226,13 @@ impl Spa {
     pub fn snapshots(&self, fs: &str) -> Result<Vec<(String, u64, DslDatasetPhys)>, SpaError> {
         if let Some(f) = self.openzfs.clone() {
             if f.view.lookup_dataset(fs).is_none() {
-                return Err(SpaError::NoSuchDataset(fs.to_string()));
+                return Err(no_such_dataset(fs));
             }
             return Ok(f.view.snapshots(fs));
         }
         let dataset = self
             .lookup_dataset(fs)?
-            .ok_or_else(|| SpaError::NoSuchDataset(fs.to_string()))?;
+            .ok_or_else(|| no_such_dataset(fs))?;
         let head = self.head_phys(dataset)?;
         let mut out = Vec::new();
         if head.snapnames_zap == 0 {
@@ -271,19 +266,19 @@ impl Spa {
         if self.openzfs.is_some() {
             // A foreign pool's object sets are read through the OpenZFS codecs (its
             // mounts, `zpool scrub`), not as Zetta object sets.
-            return Err(SpaError::Invalid(
-                "operation not supported on OpenZFS pools yet".to_string(),
-            ));
+            return Err(SpaError::Dsl(DslError::ForeignPool));
         }
-        let (fs, snap) = full
-            .split_once('@')
-            .ok_or_else(|| SpaError::Invalid(format!("'{full}' is not a snapshot name")))?;
+        let (fs, snap) = full.split_once('@').ok_or_else(|| {
+            SpaError::Dsl(DslError::NotSnapshot {
+                name: full.to_string(),
+            })
+        })?;
         let dataset = self
             .lookup_dataset(fs)?
-            .ok_or_else(|| SpaError::NoSuchDataset(fs.to_string()))?;
+            .ok_or_else(|| no_such_dataset(fs))?;
         let object = self
             .snapshot_object(dataset, snap)?
-            .ok_or_else(|| SpaError::NoSuchDataset(full.to_string()))?;
+            .ok_or_else(|| no_such_dataset(full))?;
         let phys = self.read_dataset_phys(object)?;
         let ctx = io_ctx!(self);
         let mut objset =
@@ -345,10 +340,7 @@ impl Spa {
                 for (index, full) in check_names.iter().enumerate() {
                     spa.destroy_snapshot_check(full)?;
                     if check_names[..index].contains(full) {
-                        return Err(SpaError::Invalid(
-                            "could not find any snapshots to destroy; check snapshot names."
-                                .to_string(),
-                        ));
+                        return Err(no_such_dataset(full));
                     }
                 }
                 Ok(())
@@ -369,33 +361,33 @@ impl Spa {
         &mut self,
         full: &str,
     ) -> Result<(u64, Vec<(String, u64, DslDatasetPhys)>, usize), SpaError> {
-        let (fs, _) = full
-            .split_once('@')
-            .ok_or_else(|| SpaError::Invalid(format!("'{full}' is not a snapshot name")))?;
-        let dataset = self.lookup_dataset(fs)?.ok_or_else(|| {
-            SpaError::Invalid(
-                "could not find any snapshots to destroy; check snapshot names.".to_string(),
-            )
+        let (fs, _) = full.split_once('@').ok_or_else(|| {
+            SpaError::Dsl(DslError::NotSnapshot {
+                name: full.to_string(),
+            })
         })?;
+        let dataset = self
+            .lookup_dataset(fs)?
+            .ok_or_else(|| no_such_dataset(full))?;
         self.open_dataset(dataset)?;
         let snapshots = self.snapshots(fs)?;
         let Some(index) = snapshots.iter().position(|(name, _, _)| name == full) else {
-            return Err(SpaError::Invalid(
-                "could not find any snapshots to destroy; check snapshot names.".to_string(),
-            ));
+            return Err(no_such_dataset(full));
         };
         let object = snapshots[index].1;
-        if !self.holds(full)?.is_empty() {
-            return Err(SpaError::Invalid(format!(
-                "cannot destroy snapshot {full}: dataset is busy"
-            )));
+        let holds = self.holds(full)?;
+        if !holds.is_empty() {
+            return Err(SpaError::Dsl(DslError::Held {
+                snapshot: full.to_string(),
+                tags: holds.into_iter().map(|(tag, _)| tag).collect(),
+            }));
         }
         let clones = self.dependent_clones(object)?;
         if !clones.is_empty() {
-            return Err(SpaError::Invalid(format!(
-                "cannot destroy '{full}': snapshot has dependent clones\nuse '-R' to destroy the following datasets:\n{}",
-                clones.join("\n")
-            )));
+            return Err(SpaError::Dsl(DslError::HasClones {
+                snapshot: full.to_string(),
+                clones,
+            }));
         }
         Ok((dataset, snapshots, index))
     }
@@ -472,12 +464,12 @@ impl Spa {
             return f
                 .view
                 .snapshot_used_bytes(full)
-                .ok_or_else(|| SpaError::NoSuchDataset(full.to_string()));
+                .ok_or_else(|| no_such_dataset(full));
         }
         let fs = full.split('@').next().unwrap_or(full);
         let snapshots = self.snapshots(fs)?;
         let Some(index) = snapshots.iter().position(|(name, _, _)| name == full) else {
-            return Err(SpaError::NoSuchDataset(full.to_string()));
+            return Err(no_such_dataset(full));
         };
         let prev_txg = snapshots[index].2.prev_snap_txg;
         let next_deadlist = match snapshots.get(index + 1) {
@@ -485,7 +477,7 @@ impl Spa {
             None => {
                 let dataset = self
                     .lookup_dataset(fs)?
-                    .ok_or_else(|| SpaError::NoSuchDataset(fs.to_string()))?;
+                    .ok_or_else(|| no_such_dataset(fs))?;
                 self.head_phys(dataset)?.deadlist
             }
         };
@@ -517,9 +509,9 @@ impl Spa {
         let dir = self.read_dir(head.dir)?;
         let claimed = head.unique_bytes.min(dir.refreserved_bytes);
         if claimed > 0 && claimed > self.dir_available_bytes(head.dir)? {
-            return Err(SpaError::Invalid(format!(
-                "cannot create snapshot '{full}': out of space"
-            )));
+            return Err(SpaError::Dsl(DslError::NoSpace {
+                name: full.to_string(),
+            }));
         }
         Ok(())
     }
@@ -559,26 +551,28 @@ impl Spa {
 
     /// The snapshot exists and is its filesystem's newest: (head dataset, its record).
     fn rollback_check(&mut self, full: &str) -> Result<(u64, DslDatasetPhys), SpaError> {
-        let (fs, _) = full
-            .split_once('@')
-            .ok_or_else(|| SpaError::Invalid(format!("'{full}' is not a snapshot name")))?;
+        let (fs, _) = full.split_once('@').ok_or_else(|| {
+            SpaError::Dsl(DslError::NotSnapshot {
+                name: full.to_string(),
+            })
+        })?;
         let dataset = self
             .lookup_dataset(fs)?
-            .ok_or_else(|| SpaError::NoSuchDataset(fs.to_string()))?;
+            .ok_or_else(|| no_such_dataset(fs))?;
         self.open_dataset(dataset)?;
         let snapshots = self.snapshots(fs)?;
         let Some(index) = snapshots.iter().position(|(name, _, _)| name == full) else {
-            return Err(SpaError::NoSuchDataset(full.to_string()));
+            return Err(no_such_dataset(full));
         };
         if index + 1 != snapshots.len() {
             let newer: Vec<String> = snapshots[index + 1..]
                 .iter()
                 .map(|(n, _, _)| n.clone())
                 .collect();
-            return Err(SpaError::Invalid(format!(
-                "cannot rollback to '{full}': more recent snapshots or bookmarks exist\nuse '-r' to force deletion of the following snapshots and bookmarks:\n{}",
-                newer.join("\n")
-            )));
+            return Err(SpaError::Dsl(DslError::NotLatest {
+                snapshot: full.to_string(),
+                newer,
+            }));
         }
         Ok((dataset, snapshots[index].2.clone()))
     }
@@ -700,28 +694,29 @@ impl Spa {
     ) -> Result<(u64, String, [u64; 3]), SpaError> {
         let fs = snapshot.split('@').next().unwrap_or(snapshot);
         let Some((bookmark_fs, mark)) = bookmark.split_once('#') else {
-            return Err(SpaError::Invalid(format!(
-                "cannot create bookmark '{bookmark}': invalid bookmark name"
-            )));
+            return Err(SpaError::Dsl(DslError::NotBookmark {
+                name: bookmark.to_string(),
+            }));
         };
         if bookmark_fs != fs {
-            return Err(SpaError::Invalid(format!(
-                "cannot create bookmark '{bookmark}': must be in the same filesystem as the snapshot"
-            )));
+            return Err(SpaError::Dsl(DslError::BookmarkNotAncestor {
+                snapshot: snapshot.to_string(),
+                bookmark: bookmark.to_string(),
+            }));
         }
         let (_, _, phys) = self
             .snapshots(fs)?
             .into_iter()
             .find(|(n, _, _)| n == snapshot)
-            .ok_or_else(|| SpaError::NoSuchDataset(snapshot.to_string()))?;
+            .ok_or_else(|| no_such_dataset(snapshot))?;
         let dataset = self
             .lookup_dataset(fs)?
-            .ok_or_else(|| SpaError::NoSuchDataset(fs.to_string()))?;
+            .ok_or_else(|| no_such_dataset(fs))?;
         self.open_dataset(dataset)?;
         if self.bookmarks(fs)?.iter().any(|b| b.name == bookmark) {
-            return Err(SpaError::Invalid(format!(
-                "cannot create bookmark '{bookmark}': bookmark exists"
-            )));
+            return Err(SpaError::Dsl(DslError::BookmarkExists {
+                name: bookmark.to_string(),
+            }));
         }
         Ok((
             dataset,
@@ -763,7 +758,7 @@ impl Spa {
         }
         let dataset = self
             .lookup_dataset(fs)?
-            .ok_or_else(|| SpaError::NoSuchDataset(fs.to_string()))?;
+            .ok_or_else(|| no_such_dataset(fs))?;
         let head = self.head_phys(dataset)?;
         let mut out = Vec::new();
         if head.bookmarks_zap == 0 {
@@ -811,12 +806,14 @@ impl Spa {
 
     /// The bookmark exists: (its filesystem's bookmarks ZAP, its name there).
     fn destroy_bookmark_check(&mut self, bookmark: &str) -> Result<(u64, String), SpaError> {
-        let (fs, mark) = bookmark
-            .split_once('#')
-            .ok_or_else(|| SpaError::Invalid(format!("'{bookmark}' is not a bookmark name")))?;
+        let (fs, mark) = bookmark.split_once('#').ok_or_else(|| {
+            SpaError::Dsl(DslError::NotBookmark {
+                name: bookmark.to_string(),
+            })
+        })?;
         let dataset = self
             .lookup_dataset(fs)?
-            .ok_or_else(|| SpaError::NoSuchDataset(fs.to_string()))?;
+            .ok_or_else(|| no_such_dataset(fs))?;
         let head = self.head_phys(dataset)?;
         let ctx = io_ctx!(self);
         let found = head.bookmarks_zap != 0
@@ -824,9 +821,9 @@ impl Spa {
                 .map_err(zap_error)?
                 .is_some();
         if !found {
-            return Err(SpaError::Invalid(format!(
-                "cannot destroy '{bookmark}': bookmark does not exist"
-            )));
+            return Err(SpaError::Dsl(DslError::NoSuchBookmark {
+                name: bookmark.to_string(),
+            }));
         }
         Ok((head.bookmarks_zap, mark.to_string()))
     }
@@ -839,7 +836,7 @@ impl Spa {
             .into_iter()
             .find(|(n, _, _)| n == full)
             .map(|(_, object, phys)| (object, phys))
-            .ok_or_else(|| SpaError::NoSuchDataset(full.to_string()))
+            .ok_or_else(|| no_such_dataset(full))
     }
 
     /// `zfs hold tag fs@snap`: the snapshot cannot be destroyed until every tag is released.
@@ -888,14 +885,16 @@ impl Spa {
                     .is_some();
             let twice = snapshots[..index].contains(full);
             if hold && (held || twice) {
-                return Err(SpaError::Invalid(format!(
-                    "cannot hold snapshot '{full}': tag already exists on this dataset"
-                )));
+                return Err(SpaError::Dsl(DslError::HoldExists {
+                    snapshot: full.clone(),
+                    tag: tag.to_string(),
+                }));
             }
             if !hold && (!held || twice) {
-                return Err(SpaError::Invalid(format!(
-                    "cannot release hold from snapshot '{full}': no such tag on this dataset"
-                )));
+                return Err(SpaError::Dsl(DslError::NoSuchHold {
+                    snapshot: full.clone(),
+                    tag: tag.to_string(),
+                }));
             }
         }
         Ok(())

@@ -492,11 +492,11 @@ impl Spa {
             return f
                 .view
                 .dataset_space(name, &f.space)
-                .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()));
+                .ok_or_else(|| super::no_such_dataset(name));
         }
         let dataset = self
             .lookup_dataset(name)?
-            .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()))?;
+            .ok_or_else(|| super::no_such_dataset(name))?;
         let head = self.head_phys(dataset)?;
         let dir = self.read_dir(head.dir)?;
         Ok(DatasetSpace {
@@ -524,7 +524,7 @@ impl Spa {
             let space = f
                 .view
                 .dataset_space(name, &f.space)
-                .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()))?;
+                .ok_or_else(|| super::no_such_dataset(name))?;
             let mut breakdown = [0u64; USED_KIND_COUNT];
             breakdown[UsedKind::Head as usize] = space.used_by_dataset_bytes;
             breakdown[UsedKind::Snap as usize] = space.used_by_snapshots_bytes;
@@ -534,7 +534,7 @@ impl Spa {
         }
         let dir = self
             .lookup_dir(name)?
-            .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()))?;
+            .ok_or_else(|| super::no_such_dataset(name))?;
         let phys = self.read_dir(dir)?;
         Ok((phys.used_bytes, phys.used_breakdown))
     }

@@ -68,7 +68,7 @@ impl Spa {
     ) -> Result<(), SpaError> {
         let dir = self
             .lookup_dir(name)?
-            .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()))?;
+            .ok_or_else(|| super::no_such_dataset(name))?;
         let phys = self.read_dir(dir)?;
         let head = self.head_phys(phys.head_dataset)?;
         let refused = match limit {

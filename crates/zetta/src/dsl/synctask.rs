@@ -127,11 +127,11 @@ impl Spa {
     /// ran, its check's error when that refused it in syncing context. A task whose txg has
     /// not committed (or whose result was collected) is an error, not a success.
     pub fn sync_task_result(&mut self, id: SyncTaskId) -> Result<(), SpaError> {
-        self.dp.sync_tasks.done.remove(&id).unwrap_or_else(|| {
-            Err(SpaError::Invalid(
-                "sync task has not run: its txg did not commit".to_string(),
-            ))
-        })
+        self.dp
+            .sync_tasks
+            .done
+            .remove(&id)
+            .unwrap_or(Err(SpaError::Dsl(super::DslError::TaskNotRun)))
     }
 
     /// OpenZFS `spa_history_log_internal_ds` from a sync function: a record `zpool history

@@ -1,5 +1,6 @@
 //! Dataset-layer tests: the hierarchy, its persistence, properties and space.
 
+use crate::dsl::DslError;
 use crate::io::{DeviceRef, MemDevice};
 use crate::spa::{find_pools, CreateOptions, Spa, SpaError, TopKind, TopSpec};
 use crate::types::ObjectId;
@@ -29,10 +30,10 @@ fn hierarchy_create_list_persist() {
     spa.create_filesystem("tank/a").unwrap();
     spa.create_filesystem("tank/a/x").unwrap();
     assert!(
-        matches!(spa.create_filesystem("tank/a"), Err(SpaError::Invalid(m)) if m.contains("already exists"))
+        matches!(spa.create_filesystem("tank/a"), Err(SpaError::Dsl(DslError::Exists { name })) if name == "tank/a")
     );
     assert!(
-        matches!(spa.create_filesystem("tank/q/r"), Err(SpaError::Invalid(m)) if m.contains("parent does not exist"))
+        matches!(spa.create_filesystem("tank/q/r"), Err(SpaError::Dsl(DslError::NoParent { name })) if name == "tank/q/r")
     );
     assert!(spa.create_filesystem("other/a").is_err());
     assert_eq!(
@@ -499,10 +500,12 @@ fn rollback_to_the_newest_snapshot() {
     .unwrap();
     spa.sync().unwrap();
     match spa.rollback("tank/fs@a") {
-        Err(SpaError::Invalid(message)) => assert_eq!(
-            message,
-            "cannot rollback to 'tank/fs@a': more recent snapshots or bookmarks exist\nuse '-r' to force deletion of the following snapshots and bookmarks:\ntank/fs@b"
-        ),
+        Err(SpaError::Dsl(DslError::NotLatest { snapshot, newer })) => {
+            assert_eq!(
+                (snapshot.as_str(), newer),
+                ("tank/fs@a", vec!["tank/fs@b".to_string()])
+            )
+        }
         other => panic!("expected a refusal, got {other:?}"),
     }
     spa.rollback("tank/fs@b").unwrap();
@@ -593,10 +596,12 @@ fn clones_share_until_they_diverge() {
         data
     );
     match spa.destroy_snapshot("tank/fs@snap") {
-        Err(SpaError::Invalid(message)) => assert_eq!(
-            message,
-            "cannot destroy 'tank/fs@snap': snapshot has dependent clones\nuse '-R' to destroy the following datasets:\ntank/clone"
-        ),
+        Err(SpaError::Dsl(DslError::HasClones { snapshot, clones })) => {
+            assert_eq!(
+                (snapshot.as_str(), clones),
+                ("tank/fs@snap", vec!["tank/clone".to_string()])
+            )
+        }
         other => panic!("expected the dependent-clones refusal, got {other:?}"),
     }
     spa.export().unwrap();
@@ -659,7 +664,7 @@ fn two_snapshots_of_one_filesystem_at_once_are_refused() {
     let names = ["tank/fs@a".to_string(), "tank/fs@b".to_string()];
     assert!(matches!(
         spa.snapshot(&names),
-        Err(SpaError::Invalid(m)) if m == "cannot create snapshots : multiple snapshots of same fs not allowed"
+        Err(SpaError::Dsl(DslError::SameFilesystemTwice { name })) if name == "tank/fs"
     ));
     assert!(spa.snapshots("tank/fs").unwrap().is_empty());
     spa.create_filesystem("tank/other").unwrap();

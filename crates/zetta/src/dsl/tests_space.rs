@@ -210,7 +210,7 @@ fn refreservation_is_charged_until_used() {
     }
     assert!(matches!(
         spa.snapshot(&["tank/fs@t".to_string()]),
-        Err(SpaError::Invalid(why)) if why == "cannot create snapshot 'tank/fs@t': out of space"
+        Err(SpaError::Dsl(crate::dsl::DslError::NoSpace { name })) if name == "tank/fs@t"
     ));
     audit_clean(&mut spa);
     // Dropping the refreservation gives its space back.

@@ -282,7 +282,7 @@ impl World {
                 self.next_name += 1;
                 match self.spa.snapshot(std::slice::from_ref(&name)) {
                     Ok(()) => format!("snapshot {name}"),
-                    Err(SpaError::Invalid(why)) if why.ends_with("out of space") => {
+                    Err(SpaError::Dsl(crate::dsl::DslError::NoSpace { .. })) => {
                         format!("snapshot {name}: refused")
                     }
                     Err(e) => panic!("snapshot {name}: {e}"),
@@ -334,7 +334,7 @@ impl World {
                 };
                 match self.spa.destroy_snapshot(&victim) {
                     Ok(()) => format!("destroy {victim}"),
-                    Err(SpaError::Invalid(why)) => format!("destroy {victim}: {why}"),
+                    Err(SpaError::Dsl(why)) => format!("destroy {victim}: {why}"),
                     Err(e) => panic!("destroy {victim}: {e}"),
                 }
             }

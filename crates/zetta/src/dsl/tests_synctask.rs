@@ -149,11 +149,8 @@ fn a_task_refused_in_syncing_context_changes_nothing() {
     assert_eq!(spa.last_synced_txg().0, before.0 + 1);
     spa.sync_task_result(first).unwrap();
     match spa.sync_task_result(second) {
-        Err(SpaError::Invalid(m)) => {
-            assert_eq!(
-                m,
-                "cannot create snapshot 'tank/fs@a': dataset already exists"
-            )
+        Err(SpaError::Dsl(crate::dsl::DslError::Exists { name })) => {
+            assert_eq!(name, "tank/fs@a")
         }
         other => panic!("second task: {other:?}"),
     }

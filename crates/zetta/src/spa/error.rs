@@ -1,7 +1,9 @@
 //! Errors of the pool layer: every failure a `zpool` command can report, kept apart by kind
-//! so that the CLI can print OpenZFS's words for each.
+//! so that the CLI can print OpenZFS's words for each. The dataset layer's refusals travel
+//! inside it as `SpaError::Dsl` (see `dsl::error`); their texts are the CLI's.
 
 use crate::dmu::DmuError;
+use crate::dsl::DslError;
 use crate::zio::ZioError;
 use std::fmt;
 
@@ -18,8 +20,11 @@ pub enum SpaError {
     /// A request that does not make sense for this pool (bad vdev, too small device, ...).
     Invalid(String),
     NoSuchPool(String),
-    /// A dataset (filesystem, volume or snapshot) that does not exist (ENOENT).
+    /// A dataset (filesystem, volume or snapshot) that does not exist (ENOENT). Being
+    /// replaced by `Dsl(DslError::NoSuchDataset)`; `zfs promote` still returns it.
     NoSuchDataset(String),
+    /// A refusal of the dataset layer (`zfs` commands): its condition and data, no text.
+    Dsl(DslError),
     NoSpace,
     /// A quota or refquota would be exceeded (EDQUOT).
     QuotaExceeded,
@@ -47,6 +52,7 @@ impl fmt::Display for SpaError {
             SpaError::QuotaExceeded => write!(f, "disk quota exceeded"),
             SpaError::Io(why) => write!(f, "I/O error: {why}"),
             SpaError::ReadOnly => write!(f, "pool is read-only"),
+            SpaError::Dsl(e) => write!(f, "dsl: {e}"),
         }
     }
 }

@@ -33,7 +33,9 @@ pub struct ZplSnapshot {
 
 fn dsl_error(e: SpaError) -> ZplError {
     match e {
-        SpaError::NoSuchDataset(_) => ZplError::NotFound,
+        SpaError::NoSuchDataset(_) | SpaError::Dsl(crate::dsl::DslError::NoSuchDataset { .. }) => {
+            ZplError::NotFound
+        }
         e => ZplError::Io(e.to_string()),
     }
 }
