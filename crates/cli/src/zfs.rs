@@ -181,18 +181,29 @@ pub(crate) fn finish(imported: &mut Imported, verb: &str, args: &[String]) -> Cm
 /// `finish` for a command queued as one sync task: its history line (written only if the
 /// task succeeds), the commit that runs it, and the task's own result (a refusal worded
 /// for `op`).
-fn finish_task(
+pub(crate) fn finish_task(
     imported: &mut Imported,
     task: zetta::dsl::synctask::SyncTaskId,
     verb: &str,
     args: &[String],
     op: ZfsOp<'_>,
 ) -> CmdResult {
+    finish_task_with(imported, task, verb, args, zfs_fail(op))
+}
+
+/// `finish_task` with the command's own text for the task's refusal.
+pub(crate) fn finish_task_with(
+    imported: &mut Imported,
+    task: zetta::dsl::synctask::SyncTaskId,
+    verb: &str,
+    args: &[String],
+    refused: impl Fn(zetta::spa::SpaError) -> CmdError,
+) -> CmdResult {
     imported
         .spa
         .log_history_task(task, &format!("zfs {verb} {}", args.join(" ")));
     pool::commit(imported)?;
-    imported.spa.sync_task_result(task).map_err(zfs_fail(op))
+    imported.spa.sync_task_result(task).map_err(refused)
 }
 
 /// The `-o prop=value` settings of a create or clone, validated.
@@ -578,6 +589,7 @@ fn cmd_rollback(args: &[String]) -> CmdResult {
 }
 
 /// `zfs destroy [-rR] fs|fs@snap|fs#mark` (-r on a snapshot: the same name in descendants)
+/// as one sync task: one txg, whatever the number of snapshots and filesystems it takes.
 fn cmd_destroy(args: &[String]) -> CmdResult {
     let parsed = getopt(args, "fnRr")?;
     let [name] = parsed.operands.as_slice() else {
@@ -612,19 +624,23 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
                 }
             }
         }
+        // -R takes the snapshots' clones (and their descendants) with them.
+        let mut clones = Vec::new();
         if parsed.has('R') {
-            // -R takes the snapshots' clones (and their descendants) with them.
             for victim in &victims {
                 for clone in snapshot_clones(&mut imported, victim)? {
-                    destroy_tree(&mut imported, &clone)?;
+                    clones.extend(tree_victims(&mut imported, &clone)?);
                 }
             }
         }
         // One sync task for every victim (all or none), its history line, one commit.
-        let task = imported
-            .spa
-            .destroy_snapshots_queue(&victims)
-            .map_err(zfs_fail(ZfsOp::DestroySnapshots))?;
+        let task = if clones.is_empty() {
+            imported.spa.destroy_snapshots_queue(&victims)
+        } else {
+            clones.extend(victims);
+            imported.spa.destroy_queue(&clones)
+        }
+        .map_err(zfs_fail(ZfsOp::DestroySnapshots))?;
         return finish_task(
             &mut imported,
             task,
@@ -684,37 +700,26 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
     if parsed.has('n') {
         return Ok(());
     }
-    // Dependent clones elsewhere first (-R), then snapshots, then filesystems deepest first.
+    // Dependent clones elsewhere (-R), the snapshots, the filesystems deepest first: one
+    // sync task (all or none; its check orders them, a clone inside the tree before its
+    // origin snapshot), its history line, one commit: one txg.
+    let mut victims = Vec::new();
     for clone in &outside_clones {
-        destroy_tree(&mut imported, clone)?;
+        victims.extend(tree_victims(&mut imported, clone)?);
     }
     let snapshots = children.iter().filter(|c| c.contains('@'));
     let filesystems = children.iter().filter(|c| !c.contains('@')).rev();
-    let mut victims: Vec<String> = snapshots
-        .chain(filesystems)
-        .map(|s| s.to_string())
-        .chain((!is_pool).then(|| name.clone()))
-        .collect();
-    // A clone inside the tree (syncoid -r makes them) must go before its origin snapshot:
-    // what fails is retried while each pass destroys something.
-    loop {
-        let before = victims.len();
-        let mut failure = None;
-        victims.retain(|victim| {
-            let result = if victim.contains('@') {
-                imported.spa.destroy_snapshot(victim)
-            } else {
-                imported.spa.destroy_filesystem(victim)
-            };
-            result.map_err(|e| failure = Some(e)).is_err()
-        });
-        match failure {
-            None => break,
-            Some(e) if victims.len() == before => return Err(spa_fail(e)),
-            Some(_) => {}
-        }
-    }
-    finish(&mut imported, "destroy", args)
+    victims.extend(
+        snapshots
+            .chain(filesystems)
+            .map(|s| s.to_string())
+            .chain((!is_pool).then(|| name.clone())),
+    );
+    let task = imported
+        .spa
+        .destroy_queue(&victims)
+        .map_err(zfs_fail(ZfsOp::Other))?;
+    finish_task(&mut imported, task, "destroy", args, ZfsOp::Other)
 }
 
 /// The clones of snapshot `full` (`fs@snap`), by name.
@@ -733,21 +738,22 @@ fn snapshot_clones(imported: &mut Imported, full: &str) -> Result<Vec<String>, C
     }
 }
 
-/// Destroys `root`, its descendants (deepest first) and all their snapshots (`-R`'s
-/// handling of a dependent clone).
-fn destroy_tree(imported: &mut Imported, root: &str) -> CmdResult {
+/// `root`, its descendants (deepest first) and all their snapshots: what `-R` destroys of
+/// a dependent clone.
+fn tree_victims(imported: &mut Imported, root: &str) -> Result<Vec<String>, CmdError> {
     let all = imported.spa.dataset_names().map_err(spa_fail)?;
-    for victim in all
+    let mut victims = Vec::new();
+    for fs in all
         .iter()
         .rev()
         .filter(|n| *n == root || n.starts_with(&format!("{root}/")))
     {
-        for (snapshot, _, _) in imported.spa.snapshots(victim).map_err(spa_fail)? {
-            imported.spa.destroy_snapshot(&snapshot).map_err(spa_fail)?;
+        for (snapshot, _, _) in imported.spa.snapshots(fs).map_err(spa_fail)? {
+            victims.push(snapshot);
         }
-        imported.spa.destroy_filesystem(victim).map_err(spa_fail)?;
+        victims.push(fs.clone());
     }
-    Ok(())
+    Ok(victims)
 }
 
 /// Every property entry of the pool's datasets (the inheritance source): local values,

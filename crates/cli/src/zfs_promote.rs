@@ -3,9 +3,10 @@
 //! clone of it (see `zetta::dsl::promote`). Refusals word for word: a snapshot name,
 //! a filesystem that is not a clone, a snapshot name the clone already has, a quota the
 //! moved space would pass. Mounts stay as they are; each filesystem's `.zfs/snapshot`
-//! shows the snapshots it now has.
+//! shows the snapshots it now has. One sync task: one txg, `promote` in `zpool history -i`.
 
-use crate::zfs::{finish, spa_fail};
+use crate::zfs::errors::{zfs_fail, ZfsOp};
+use crate::zfs::{finish_task_with, spa_fail};
 use crate::zpool::pool;
 use crate::zpool::{getopt, usage, CmdError, CmdResult};
 
@@ -28,14 +29,13 @@ pub fn cmd_promote(args: &[String]) -> CmdResult {
     if imported.spa.lookup_dir(name).map_err(spa_fail)?.is_none() {
         return Err(missing());
     }
-    match imported.spa.promote(name) {
-        Ok(()) => {}
-        Err(zetta::spa::SpaError::NoSpace) => {
-            return Err(CmdError::Fail(format!(
-                "cannot promote '{name}': out of space"
-            )));
+    // One sync task, its history line and the commit: one txg.
+    let refused = |e: zetta::spa::SpaError| match e {
+        zetta::spa::SpaError::NoSpace => {
+            CmdError::Fail(format!("cannot promote '{name}': out of space"))
         }
-        Err(e) => return Err(spa_fail(e)),
-    }
-    finish(&mut imported, "promote", args)
+        e => zfs_fail(ZfsOp::Other)(e),
+    };
+    let task = imported.spa.promote_queue(name).map_err(refused)?;
+    finish_task_with(&mut imported, task, "promote", args, refused)
 }

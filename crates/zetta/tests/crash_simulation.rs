@@ -448,13 +448,11 @@ fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Outcome, String> {
                     filesystems.insert(name);
                 })
             }
-            // `zfs promote`: it commits what is in flight, then moves snapshots and
-            // origins and commits again, so both txgs are acceptable at import.
+            // `zfs promote`: a sync task, so the open txg holds what is in flight and the
+            // moved snapshots and origins.
             20..=22 if !origins.is_empty() => {
                 let clones: Vec<String> = origins.keys().cloned().collect();
                 let clone = clones[rng.below(clones.len() as u64) as usize].clone();
-                let before = state!();
-                committed.insert(spa.open_txg(), before);
                 let (moved, new_origins) = promoted(&snapshots, &origins, &clone);
                 let after = snapshot(
                     &model,
@@ -464,7 +462,7 @@ fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Outcome, String> {
                     &zpl_files,
                     &new_origins,
                 );
-                committed.insert(spa.open_txg().next(), after);
+                committed.insert(spa.open_txg(), after);
                 match spa.promote(&clone) {
                     Ok(()) => {
                         mark(&PROMOTES, 1);
@@ -580,18 +578,37 @@ fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Outcome, String> {
             12 if !filesystems.is_empty() => {
                 let pick = rng.below(filesystems.len() as u64) as usize;
                 let name = filesystems.iter().nth(pick).cloned().unwrap_or_default();
-                // Destroy commits what is in flight first.
-                let before = state!();
-                committed.insert(spa.open_txg(), before);
+                // A sync task: the open txg holds the destroy with what it already held.
+                let mut without = filesystems.clone();
+                without.remove(&name);
+                let mut origins_without = origins.clone();
+                origins_without.remove(&name);
+                let after = snapshot(
+                    &model,
+                    &file_in_a,
+                    &without,
+                    &snapshots,
+                    &zpl_files,
+                    &origins_without,
+                );
+                let txg = spa.open_txg();
+                let previous = committed.insert(txg, after);
                 match spa.destroy_filesystem(&name) {
                     Ok(()) => {
-                        filesystems.remove(&name);
-                        origins.remove(&name);
+                        filesystems = without;
+                        origins = origins_without;
                         last_returned = spa.last_synced_txg();
                         Ok(())
                     }
-                    // A promoted clone holds snapshots: refused before any change.
-                    Err(zetta::spa::SpaError::Invalid(_)) => Ok(()),
+                    // A promoted clone holds snapshots: refused by its check in open
+                    // context, nothing queued, nothing committed.
+                    Err(zetta::spa::SpaError::Invalid(_)) => {
+                        match previous {
+                            Some(state) => committed.insert(txg, state),
+                            None => committed.remove(&txg),
+                        };
+                        Ok(())
+                    }
                     Err(e) => Err(e),
                 }
             }

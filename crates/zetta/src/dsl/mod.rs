@@ -10,12 +10,13 @@
 //! both resolve through. Each dataset's object set is synced by the pool's txg (`spa`),
 //! and its space figures follow what its syncs allocate and free (`space`).
 //!
-//! Filesystems here; snapshots, clones, rollback and bookmarks in `snapshot`, renames in
-//! `rename`, promote in `promote`, the receive swap in `recv`, space accounting in `space`,
-//! AVAIL and the admission of writes in `space_avail`, its from-scratch check in
-//! `space_audit`. Refusals are typed (`error::DslError`, returned as `SpaError::Dsl`); their
-//! words are the CLI's.
+//! Filesystems here; their destroy in `destroy`; snapshots, clones, rollback and bookmarks
+//! in `snapshot`, renames in `rename`, promote in `promote`, the receive swap in `recv`,
+//! space accounting in `space`, AVAIL and the admission of writes in `space_avail`, its
+//! from-scratch check in `space_audit`. Refusals are typed (`error::DslError`, returned as
+//! `SpaError::Dsl`); their words are the CLI's.
 
+mod destroy;
 mod error;
 pub mod openzfs;
 pub mod phys;
@@ -360,43 +361,6 @@ impl Spa {
         Ok(out)
     }
 
-    /// `zfs destroy` of a filesystem without children: its blocks are freed and its records
-    /// removed.
-    pub fn destroy_filesystem(&mut self, name: &str) -> Result<(), SpaError> {
-        let dir = self
-            .lookup_dir(name)?
-            .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()))?;
-        if dir == MOS_OBJECT_ROOT_DIR.0 {
-            return Err(SpaError::Invalid(format!(
-                "cannot destroy '{name}': operation does not apply to pools"
-            )));
-        }
-        if !self.children(dir)?.is_empty() || !self.snapshots(name)?.is_empty() {
-            return Err(SpaError::Invalid(format!(
-                "cannot destroy '{name}': filesystem has children"
-            )));
-        }
-        let phys = self.read_dir(dir)?;
-        let dataset = phys.head_dataset;
-        self.open_dataset(dataset)?;
-        // Pending changes of its object set are committed (and accounted) first.
-        self.sync()?;
-        if let Some(mut head) = self.dp.datasets.remove(&dataset) {
-            crate::zil::discard(&mut head.objset, &io_ctx!(self));
-            // Blocks born up to the previous snapshot belong to it (a clone's origin);
-            // the rest are this dataset's alone.
-            self.free_blocks_born_after(dataset, &head.phys.bp, head.phys.prev_snap_txg)?;
-            if head.phys.deadlist != 0 {
-                let ctx = io_ctx!(self);
-                self.dp
-                    .mos
-                    .free_object(&ctx, ObjectId(head.phys.deadlist))?;
-            }
-        }
-        self.release_dir_space(dir)?;
-        self.unlink_dataset(name, dir)
-    }
-
     /// Frees the blocks of the tree under `bp` (an object set of `dataset`) born after
     /// `txg`: what a head wrote since its previous snapshot; older blocks are the snapshot's.
     /// Returns their space (the caller accounts for it).
@@ -726,6 +690,8 @@ impl Spa {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_destroy;
 #[cfg(test)]
 mod tests_errors;
 #[cfg(test)]

@@ -14,14 +14,43 @@
 //! never the origin's); each side's USEDSNAP is the sum of its dead lists above its new
 //! origin txg, and HEAD takes the rest (OpenZFS `dsl_dataset_promote_check`/`_sync`).
 //! Everything happens in one txg.
+//!
+//! A sync task (`synctask`; OpenZFS `dsl_dataset_promote_check` / `_sync`): the check runs
+//! in open context and again in syncing context, after every head of the txg is written
+//! and accounted, so the space it moves is exact; the sync changes only the MOS (snapshot
+//! names and records, bookmarks, the two dirs' origins, the dirs' space) and logs
+//! `promote clone (dsid)` in `zpool history -i`. The clone's and origin's object sets are
+//! not touched: mounts of both stay as they are.
 
 use super::phys::{DslDatasetPhys, UsedKind};
 use super::space::{signed, SpaceDelta};
+use super::synctask::{SyncTaskId, SyncTx};
 use super::zap_error;
 use crate::dmu::{object_type, BlockSpace, IoCtx};
 use crate::spa::{Spa, SpaError};
 use crate::types::ObjectId;
 use crate::zap::{self, ZapValue};
+
+/// What `promote_check` found and `promote_sync` moves (OpenZFS
+/// `dsl_dataset_promote_arg_t`).
+struct PromoteArg {
+    clone_dir: u64,
+    clone_head_object: u64,
+    /// The clone's origin snapshot: the newest of those that move.
+    origin_object: u64,
+    origin_creation_txg: u64,
+    origin_dir: u64,
+    origin_head_object: u64,
+    /// The origin's own origin (0 unless a clone of a clone), which the clone takes over.
+    origin_origin: u64,
+    /// The snapshots that move to the clone: (full name, dataset object), oldest first.
+    moved: Vec<(String, u64)>,
+    /// The space that changes dirs (`ddpa->used`, `comp`, `uncomp`).
+    moving: BlockSpace,
+    /// Each side's USEDSNAP after the move (`cloneusedsnap`, `originusedsnap`).
+    clone_snap: u64,
+    origin_snap: u64,
+}
 
 impl Spa {
     /// Sum of the dead lists of `datasets`, counting blocks born after `born_after_txg`.
@@ -43,7 +72,32 @@ impl Spa {
     }
 
     /// `zfs promote clone`: see the module header. Refusals are OpenZFS's, word for word.
+    /// One sync task, committed: one txg.
     pub fn promote(&mut self, name: &str) -> Result<(), SpaError> {
+        let task = self.promote_queue(name)?;
+        self.sync_task_wait(task)
+    }
+
+    /// The sync task of `promote` (OpenZFS `dsl_dataset_promote`), queued for the open txg
+    /// without committing it: the caller commits (once, with its history line) and collects
+    /// the result with `sync_task_result`. Refused here already when the name is not a
+    /// clone, a moving snapshot or bookmark name is taken, or a quota would be passed.
+    pub fn promote_queue(&mut self, name: &str) -> Result<SyncTaskId, SpaError> {
+        let (check_name, sync_name) = (name.to_string(), name.to_string());
+        self.dsl_sync_task_queue(
+            Box::new(move |spa, _tx| spa.promote_check(&check_name).map(|_| ())),
+            Box::new(move |spa, tx| {
+                let arg = spa.promote_check(&sync_name)?;
+                spa.promote_sync(tx, &sync_name, arg)
+            }),
+        )
+    }
+
+    /// OpenZFS `dsl_dataset_promote_check`: the clone and what moves to it, its name
+    /// conflicts and the space that changes dirs, checked against a quota. Runs in open
+    /// context (figures as of the last commit) and again in syncing context, where every
+    /// head is written and accounted in this txg and the figures are exact.
+    fn promote_check(&mut self, name: &str) -> Result<PromoteArg, SpaError> {
         let refuse = |why: String| SpaError::Invalid(format!("cannot promote '{name}': {why}"));
         let clone_dir = self
             .lookup_dir(name)?
@@ -61,8 +115,6 @@ impl Spa {
             .to_string();
         let clone_head_object = clone_dir_phys.head_dataset;
         self.open_dataset(clone_head_object)?;
-        // Everything pending is committed and accounted first.
-        self.sync()?;
         let origin = self.read_dataset_phys(origin_object)?;
         let origin_dir = origin.dir;
         let origin_dir_phys = self.read_dir(origin_dir)?;
@@ -123,28 +175,60 @@ impl Spa {
         }
         self.check_promote_quota(clone_dir, origin_dir, moving.allocated_bytes)?;
         // Each side's USEDSNAP after the move: its dead lists above its new origin txg.
-        let mut clone_side = moved_phys.clone();
+        let mut clone_side = moved_phys;
         for (_, _, phys) in self.snapshots(name)? {
             clone_side.push(phys);
         }
-        clone_side.push(clone_head.clone());
+        clone_side.push(clone_head);
         let clone_snap = self.dead_lists_space(&clone_side, origin_origin_txg)?;
         let mut origin_side: Vec<DslDatasetPhys> = kept.iter().map(|(_, _, p)| p.clone()).collect();
         origin_side.push(self.head_phys(origin_head_object)?);
         let origin_snap = self.dead_lists_space(&origin_side, origin.creation_txg)?;
+        Ok(PromoteArg {
+            clone_dir,
+            clone_head_object,
+            origin_object,
+            origin_creation_txg: origin.creation_txg,
+            origin_dir,
+            origin_head_object,
+            origin_origin,
+            moved: moved.into_iter().map(|(n, o, _)| (n, o)).collect(),
+            moving,
+            clone_snap: clone_snap.allocated_bytes,
+            origin_snap: origin_snap.allocated_bytes,
+        })
+    }
 
+    /// OpenZFS `dsl_dataset_promote_sync`, in the syncing context of `tx.txg`: the moving
+    /// snapshots' names and records, the bookmarks, the two dirs' origins (the clone links)
+    /// and the space, all in the MOS of this one txg.
+    fn promote_sync(&mut self, tx: SyncTx, name: &str, arg: PromoteArg) -> Result<(), SpaError> {
+        let PromoteArg {
+            clone_dir,
+            clone_head_object,
+            origin_object,
+            origin_creation_txg,
+            origin_dir,
+            origin_head_object,
+            origin_origin,
+            moved,
+            moving,
+            clone_snap,
+            origin_snap,
+        } = arg;
         // The records: snapshot names and dirs, bookmarks, origins.
         let mut origin_head = self.head_phys(origin_head_object)?;
-        let mut clone_head = clone_head;
-        let ctx = io_ctx!(self);
+        let mut clone_head = self.head_phys(clone_head_object)?;
+        let ctx = io_ctx!(self, tx.txg);
         if clone_head.snapnames_zap == 0 {
             clone_head.snapnames_zap = zap::zap_create(&mut self.dp.mos, &ctx, object_type::ZAP)
                 .map_err(zap_error)?
                 .0;
         }
-        for (full, object, phys) in &moved {
+        for (full, object) in &moved {
             let short = full.rsplit('@').next().unwrap_or(full);
-            let ctx = io_ctx!(self);
+            let mut phys = self.read_dataset_phys(*object)?;
+            let ctx = io_ctx!(self, tx.txg);
             zap::zap_remove(
                 &mut self.dp.mos,
                 &ctx,
@@ -160,13 +244,12 @@ impl Spa {
                 &[*object],
             )
             .map_err(zap_error)?;
-            let mut phys = phys.clone();
             phys.dir = clone_dir;
             self.dp
                 .mos
                 .set_bonus(&ctx, ObjectId(*object), &phys.encode())?;
         }
-        self.move_bookmarks(&mut origin_head, &mut clone_head, origin.creation_txg)?;
+        self.move_bookmarks(&mut origin_head, &mut clone_head, origin_creation_txg)?;
         self.store_head_phys(origin_head_object, origin_head)?;
         self.store_head_phys(clone_head_object, clone_head)?;
         let mut clone_dir_phys = self.read_dir(clone_dir)?;
@@ -177,8 +260,7 @@ impl Spa {
         self.write_dir(origin_dir, &origin_dir_phys)?;
 
         // The space, as OpenZFS moves it: USEDSNAP to its new value, HEAD the rest.
-        let clone_snap_delta =
-            signed(clone_snap.allocated_bytes) - signed(clone_dir_phys.used(UsedKind::Snap));
+        let clone_snap_delta = signed(clone_snap) - signed(clone_dir_phys.used(UsedKind::Snap));
         self.space_diduse(
             clone_dir,
             UsedKind::Snap,
@@ -193,8 +275,7 @@ impl Spa {
                 uncompressed: signed(moving.logical_bytes),
             },
         )?;
-        let origin_snap_delta =
-            signed(origin_snap.allocated_bytes) - signed(origin_dir_phys.used(UsedKind::Snap));
+        let origin_snap_delta = signed(origin_snap) - signed(origin_dir_phys.used(UsedKind::Snap));
         self.space_diduse(
             origin_dir,
             UsedKind::Snap,
@@ -209,7 +290,7 @@ impl Spa {
                 uncompressed: -signed(moving.logical_bytes),
             },
         )?;
-        self.sync()?;
+        self.log_history_internal_ds(tx, "promote", name, clone_head_object, " ");
         Ok(())
     }
 

@@ -357,7 +357,7 @@ impl Spa {
     /// The snapshot exists, has no holds and no clones: (head dataset, the filesystem's
     /// snapshots, the victim's index among them).
     #[allow(clippy::type_complexity)]
-    fn destroy_snapshot_check(
+    pub(super) fn destroy_snapshot_check(
         &mut self,
         full: &str,
     ) -> Result<(u64, Vec<(String, u64, DslDatasetPhys)>, usize), SpaError> {
@@ -392,7 +392,7 @@ impl Spa {
         Ok((dataset, snapshots, index))
     }
 
-    fn destroy_snapshot_sync(&mut self, tx: SyncTx, full: &str) -> Result<(), SpaError> {
+    pub(super) fn destroy_snapshot_sync(&mut self, tx: SyncTx, full: &str) -> Result<(), SpaError> {
         let (dataset, snapshots, index) = self.destroy_snapshot_check(full)?;
         let snap = full.split_once('@').map_or(full, |(_, snap)| snap);
         let (_, object, victim) = snapshots[index].clone();

@@ -1,6 +1,7 @@
-//! DSL sync tasks (OpenZFS `dsl_synctask.c`): an administrative change (snapshot, and
-//! whatever else is converted) as a check function and a sync function run in the syncing
-//! context of one txg.
+//! DSL sync tasks (OpenZFS `dsl_synctask.c`): an administrative change as a check function
+//! and a sync function run in the syncing context of one txg. The tasks: snapshot
+//! (`snapshot`), destroy of snapshots and bookmarks, bookmark, hold and release, rollback
+//! (`snapshot`), promote (`promote`), destroy of filesystems and of whole trees (`destroy`).
 //!
 //! Theory. A task is assigned to the open txg when it is queued (`dsl_sync_task_queue`,
 //! OpenZFS `dsl_sync_task` up to its `txg_wait_synced`). Its check runs once in open

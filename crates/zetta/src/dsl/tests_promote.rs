@@ -241,3 +241,74 @@ fn promote_respects_quotas() {
     assert_eq!(snapshot_names(&mut spa, "tank/fs"), ["tank/fs@a"]);
     audit_clean(&mut spa);
 }
+
+// Why: `promote` committed the open txg, moved snapshots and origins in the next txg and
+// committed again (three txgs with the CLI's commit). As a sync task it is one txg whose
+// check sees the heads as written in that txg: data written (uncommitted) to the clone
+// and the origin just before is accounted exactly, down a chain of clones of clones, and
+// `zpool history -i` has OpenZFS's `promote` record in that txg.
+#[test]
+fn promote_is_one_txg_along_a_chain_of_clones() {
+    let device = Arc::new(MemDevice::new("/mem/dsl", 256 << 20));
+    let mut spa = pool(&device);
+    spa.create_filesystem("tank/fs").unwrap();
+    write(&mut spa, "tank/fs", 10, 1, 2 << 20);
+    spa.snapshot(&["tank/fs@a".to_string()]).unwrap();
+    spa.clone_snapshot("tank/fs@a", "tank/c1").unwrap();
+    write(&mut spa, "tank/c1", 11, 2, 1 << 20);
+    spa.snapshot(&["tank/c1@b".to_string()]).unwrap();
+    spa.clone_snapshot("tank/c1@b", "tank/c2").unwrap();
+    spa.sync().unwrap();
+    let mut promotions = Vec::new();
+    for (step, clone) in ["tank/c2", "tank/c1", "tank/c1", "tank/fs", "tank/c1"]
+        .into_iter()
+        .enumerate()
+    {
+        // Writes in the open txg on every filesystem, overwriting snapshotted blocks.
+        for fs in ["tank/fs", "tank/c1", "tank/c2"] {
+            write(&mut spa, fs, 10, 10 + step as u8, (1 + step) << 19);
+        }
+        // The clone takes over its origin's own origin (none, or a clone of a clone's).
+        let origin = spa.origin_of(clone).unwrap().unwrap();
+        let origin_fs = origin.split('@').next().unwrap_or_default().to_string();
+        let origin_origin = spa.origin_of(&origin_fs).unwrap();
+        let before = spa.last_synced_txg();
+        spa.promote(clone).unwrap();
+        let txg = spa.last_synced_txg();
+        assert_eq!(txg.0, before.0 + 1, "promote {clone}: one txg");
+        assert!(!spa.dp.mos.is_dirty(), "promote {clone}: committed");
+        assert_eq!(
+            spa.origin_of(clone).unwrap(),
+            origin_origin,
+            "{clone}'s origin"
+        );
+        audit_clean(&mut spa);
+        let dataset = spa.lookup_dataset(clone).unwrap().unwrap();
+        promotions.push(format!("[txg:{}] promote {clone} ({dataset})  ", txg.0));
+    }
+    let records: Vec<String> = spa
+        .history_records(true)
+        .unwrap()
+        .into_iter()
+        .map(|(_, line)| line)
+        .filter(|line| line.contains("] promote "))
+        .collect();
+    assert_eq!(records, promotions);
+    // c1 holds the chain's first snapshots again; fs and c2 are its clones.
+    assert_eq!(
+        snapshot_names(&mut spa, "tank/c1"),
+        ["tank/c1@a", "tank/c1@b"]
+    );
+    assert_eq!(
+        spa.origin_of("tank/fs").unwrap().as_deref(),
+        Some("tank/c1@a")
+    );
+    assert_eq!(
+        spa.origin_of("tank/c2").unwrap().as_deref(),
+        Some("tank/c1@b")
+    );
+    spa.export().unwrap();
+    let mut spa = reimport(&device);
+    audit_clean(&mut spa);
+    assert_eq!(spa.scrub(None).unwrap().errors, 0);
+}
