@@ -45,8 +45,10 @@
 //! have the size of column 0 (the largest); data column sizes add up to
 //! psize; no column is empty; asize >= the sectors covered.
 //!
-//! Left out on purpose: ZFS swaps the first two columns of raidz1 blocks whose
-//! offset has bit 20 set (an old trick to spread parity); this map does not.
+//! As OpenZFS (`vdev_raidz_map_alloc`), a raidz1 block whose offset has bit 20
+//! set (an odd megabyte) swaps the child and child offset of its first two
+//! columns (parity and the first data column, which have the same size): an
+//! old trick to spread parity, part of the on-disk format.
 
 use crate::error::RaidzError;
 
@@ -59,6 +61,8 @@ pub const CHILDREN_MAX: usize = 255;
 pub const ASHIFT_MIN: u32 = 9;
 /// Largest sector shift (64 KiB sectors).
 pub const ASHIFT_MAX: u32 = 16;
+/// raidz1 swaps its first two columns when a block's offset has this bit set.
+const RAIDZ1_SWAP_BIT: u64 = 1 << 20;
 /// Largest block a map is built for (ZFS SPA_MAXBLOCKSIZE, 16 MiB).
 pub const BLOCK_SIZE_MAX_BYTES: u64 = 16 << 20;
 
@@ -228,7 +232,7 @@ pub fn raidz_map(
     let first_child = start_sector % children_u64;
     let child_sector_base = start_sector / children_u64;
 
-    let columns = (0..column_count)
+    let mut columns: Vec<RaidzColumn> = (0..column_count)
         .map(|index| {
             let unwrapped_child = first_child + index;
             let wrapped = unwrapped_child >= children_u64;
@@ -242,6 +246,14 @@ pub fn raidz_map(
             }
         })
         .collect();
+    if parity == 1 && offset_bytes & RAIDZ1_SWAP_BIT != 0 {
+        debug_assert_eq!(columns[0].size_bytes, columns[1].size_bytes);
+        let (first, second) = (columns[0].clone(), columns[1].clone());
+        columns[0].child = second.child;
+        columns[0].child_offset_bytes = second.child_offset_bytes;
+        columns[1].child = first.child;
+        columns[1].child_offset_bytes = first.child_offset_bytes;
+    }
     let map = RaidzMap {
         children,
         parity,
@@ -291,6 +303,27 @@ mod tests {
         );
         assert_eq!(map.asize_bytes, 2 * 512);
         assert_eq!(map.skip_sectors(), 0);
+    }
+
+    // Why: OpenZFS's raidz1 puts parity and the first data column on each
+    // other's children for blocks at an odd megabyte (vdev_raidz_map_alloc);
+    // without the swap a pool's raidz1 blocks there are unreadable to OpenZFS.
+    #[test]
+    fn raidz1_swaps_first_two_columns_on_odd_megabytes() {
+        let odd = 1u64 << 20; // raidz sector 2048: child 3, child sector 409
+        let map = raidz_map(5, 1, 9, odd, 512).expect("valid");
+        assert_eq!(
+            map.columns,
+            vec![
+                column(4, 409 * 512, 512, true),
+                column(3, 409 * 512, 512, false)
+            ]
+        );
+        let even = raidz_map(5, 1, 9, odd - 512, 512).expect("valid");
+        assert_eq!(even.columns[0].child, 2);
+        assert_eq!(even.columns[1].child, 3);
+        let raidz2 = raidz_map(5, 2, 9, odd, 512).expect("valid");
+        assert_eq!(raidz2.columns[0].child, 3);
     }
 
     // Why: golden layout of the common 128K record on raidz2 (the worked

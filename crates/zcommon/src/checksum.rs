@@ -3,16 +3,18 @@
 //! ZFS counterpart: `module/zfs/zio_checksum.c` (the checksum table and `checksum=` property),
 //! `module/zcommon/zfs_fletcher.c`, `module/zfs/sha2_zfs.c`, `module/zfs/blake3_zfs.c`.
 //!
-//! A checksum is four u64 words (`Checksum256`), the layout of `zio_cksum_t`. For fletcher-4 the
-//! words are the four running sums. For SHA-256 and BLAKE3 the 32 digest bytes are read as four
-//! little-endian u64 words (byte 0 of the digest is the low byte of word 0). This is our own
-//! choice: real ZFS stores SHA-256 as big-endian words, but our pools are our own format.
+//! A checksum is four u64 words (`Checksum256`), the layout of `zio_cksum_t`, computed as
+//! OpenZFS computes it for a block written little-endian (`openzfs::checksum`): for fletcher-4
+//! the four running sums; for SHA-256 the 32 digest bytes read as four BIG-endian u64 words
+//! (OpenZFS's `zio_checksum_SHA256`); for BLAKE3 the digest keyed with the pool's checksum
+//! salt, read as four little-endian words.
 //!
-//! On-disk checksum ids (a block pointer's checksum field, ours):
-//! `0 off`, `1 fletcher4`, `2 sha256`, `3 blake3`. Ids are forever: never renumber.
+//! The ids are OpenZFS's (`enum zio_checksum`, a block pointer's checksum field): `2 off`,
+//! `7 fletcher4`, `8 sha256`, `14 blake3`. The property values Zetta does not implement yet
+//! (fletcher2, sha512, skein, edonr) are refused by `parse_property`.
 //!
-//! Invariants: `checksum` is a pure function; `ChecksumKind::from_id(kind.id()) == Some(kind)`;
-//! `parse_property(kind.property_name()) == Ok(kind)`.
+//! Invariants: `checksum` is a pure function of its inputs; `ChecksumKind::from_id(kind.id())
+//! == Some(kind)`; `parse_property(kind.property_name()) == Ok(kind)`.
 
 mod fletcher4;
 pub mod openzfs;
@@ -20,7 +22,6 @@ pub mod openzfs;
 pub use fletcher4::{fletcher4, fletcher4_reference, Fletcher4, FLETCHER4_WORD_SIZE_BYTES};
 
 use crate::error::PropertyError;
-use sha2::Digest;
 
 /// A 256-bit block checksum as four u64 words (ZFS `zio_cksum_t`).
 pub type Checksum256 = [u64; 4];
@@ -35,10 +36,10 @@ const UNSUPPORTED_CHECKSUM_VALUES: [&str; 4] = ["fletcher2", "sha512", "skein", 
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ChecksumKind {
-    Off = 0,
-    Fletcher4 = 1,
-    Sha256 = 2,
-    Blake3 = 3,
+    Off = 2,
+    Fletcher4 = 7,
+    Sha256 = 8,
+    Blake3 = 14,
 }
 
 impl ChecksumKind {
@@ -90,78 +91,94 @@ impl ChecksumKind {
 }
 
 /// Checksum of `data` with `kind`; `Off` gives all zeros.
-pub fn checksum(kind: ChecksumKind, data: &[u8]) -> Checksum256 {
-    match kind {
-        ChecksumKind::Off => [0; 4],
-        ChecksumKind::Fletcher4 => fletcher4(data),
-        ChecksumKind::Sha256 => digest_to_words(sha2::Sha256::digest(data).as_slice()),
-        ChecksumKind::Blake3 => digest_to_words(blake3::hash(data).as_bytes()),
+impl ChecksumKind {
+    /// The same function in OpenZFS's table.
+    pub fn zio(self) -> openzfs::ZioChecksum {
+        match self {
+            ChecksumKind::Off => openzfs::ZioChecksum::Off,
+            ChecksumKind::Fletcher4 => openzfs::ZioChecksum::Fletcher4,
+            ChecksumKind::Sha256 => openzfs::ZioChecksum::Sha256,
+            ChecksumKind::Blake3 => openzfs::ZioChecksum::Blake3,
+        }
     }
 }
 
-/// Reads a 32-byte digest as four little-endian u64 words.
-fn digest_to_words(digest: &[u8]) -> Checksum256 {
-    debug_assert_eq!(digest.len(), 32);
-    let mut words = [0u64; 4];
-    for (word, bytes) in words.iter_mut().zip(digest.chunks_exact(8)) {
-        let mut word_bytes = [0u8; 8];
-        word_bytes.copy_from_slice(bytes);
-        *word = u64::from_le_bytes(word_bytes);
+/// The words OpenZFS stores for `data` written little-endian with `kind`; `salt` keys the
+/// salted functions (BLAKE3).
+pub fn checksum(kind: ChecksumKind, data: &[u8], salt: &openzfs::ChecksumSalt) -> Checksum256 {
+    match kind {
+        // The fast implementation; OpenZFS's words for a little-endian block.
+        ChecksumKind::Fletcher4 => fletcher4(data),
+        // Every kind Zetta writes is a function (never inherit/on), so this cannot fail.
+        _ => {
+            openzfs::checksum(kind.zio(), data, openzfs::BlockOrder::Little, salt).unwrap_or([0; 4])
+        }
     }
-    words
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn words_to_hex(words: Checksum256) -> String {
-        words
-            .iter()
-            .flat_map(|word| word.to_le_bytes())
-            .map(|byte| format!("{byte:02x}"))
-            .collect()
-    }
+    const SALT: openzfs::ChecksumSalt = [0; 32];
 
-    // Why: golden vector from FIPS 180-2 pins both the digest and our byte-to-word layout.
+    // Why: golden vector from FIPS 180-2 pins the digest and OpenZFS's word layout (SHA-256
+    // words are big-endian: `zio_checksum_SHA256`), which zdb prints as
+    // ba7816bf8f01cfea:414140de5dae2223:...
     #[test]
-    fn sha256_of_abc_is_the_standard_digest() {
-        let words = checksum(ChecksumKind::Sha256, b"abc");
+    fn sha256_of_abc_is_the_standard_digest_in_big_endian_words() {
+        let words = checksum(ChecksumKind::Sha256, b"abc", &SALT);
         assert_eq!(
-            words_to_hex(words),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
-        assert_eq!(words[0], 0xeacf_018f_bf16_78ba);
-    }
-
-    // Why: golden vector from the BLAKE3 reference pins the digest and the word layout.
-    #[test]
-    fn blake3_of_abc_is_the_standard_digest() {
-        assert_eq!(
-            words_to_hex(checksum(ChecksumKind::Blake3, b"abc")),
-            "6437b3ac38465133ffb63b75273a8db548c558465d79db03fd359c6cd5bd9d85"
+            words,
+            [
+                0xba78_16bf_8f01_cfea,
+                0x4141_40de_5dae_2223,
+                0xb003_61a3_9617_7a9c,
+                0xb410_ff61_f200_15ad
+            ]
         );
     }
 
-    // Why: `checksum=off` blocks store a zero checksum; the dispatcher must route fletcher4 to
-    // the fast implementation.
+    // Why: OpenZFS keys BLAKE3 with the pool's salt; two salts must give two checksums, and
+    // the words are the keyed digest's little-endian words.
     #[test]
-    fn off_is_zero_and_fletcher4_dispatches() {
-        assert_eq!(checksum(ChecksumKind::Off, b"anything"), [0; 4]);
+    fn blake3_is_keyed_with_the_salt() {
+        let salt = [7u8; 32];
+        let words = checksum(ChecksumKind::Blake3, b"abc", &salt);
+        let digest = blake3::keyed_hash(&salt, b"abc");
+        assert_eq!(words[0].to_le_bytes(), digest.as_bytes()[..8]);
+        assert_ne!(words, checksum(ChecksumKind::Blake3, b"abc", &SALT));
+    }
+
+    // Why: `checksum=off` blocks store a zero checksum; the fast fletcher4 must give
+    // OpenZFS's words for a little-endian block.
+    #[test]
+    fn off_is_zero_and_fletcher4_is_openzfs_fletcher4() {
+        assert_eq!(checksum(ChecksumKind::Off, b"anything", &SALT), [0; 4]);
+        let data: Vec<u8> = (0..4096u32).map(|i| (i * 7 % 251) as u8).collect();
         assert_eq!(
-            checksum(ChecksumKind::Fletcher4, b"abcdefgh"),
-            fletcher4(b"abcdefgh")
+            checksum(ChecksumKind::Fletcher4, &data, &SALT),
+            openzfs::checksum(
+                openzfs::ZioChecksum::Fletcher4,
+                &data,
+                openzfs::BlockOrder::Little,
+                &SALT
+            )
+            .unwrap()
         );
     }
 
-    // Why: ids are on-disk values; they must round-trip and stay what the format doc says.
+    // Why: ids are on-disk values: OpenZFS's, round-tripping.
     #[test]
     fn ids_round_trip_and_are_stable() {
         for kind in ChecksumKind::ALL {
             assert_eq!(ChecksumKind::from_id(kind.id()), Some(kind));
         }
-        assert_eq!(ChecksumKind::Fletcher4.id(), 1);
-        assert_eq!(ChecksumKind::Blake3.id(), 3);
+        for kind in ChecksumKind::ALL {
+            assert_eq!(kind.id(), kind.zio().id(), "{kind:?} has OpenZFS's id");
+        }
+        assert_eq!(ChecksumKind::Fletcher4.id(), 7);
+        assert_eq!(ChecksumKind::Blake3.id(), 14);
         assert_eq!(ChecksumKind::from_id(4), None);
         assert_eq!(ChecksumKind::from_id(255), None);
     }

@@ -1,56 +1,29 @@
 //! Block compression: the `compression=` property, compressing a logical block into a physical
-//! one, and decoding it back.
+//! one, and decoding it back, in OpenZFS's ids and framings (`openzfs`).
 //!
 //! ZFS counterpart: `module/zfs/zio_compress.c` (algorithm table, `zio_compress_data`, the 12.5%
 //! rule), `lz4_zfs.c`, `lzjb.c`, `zle.c`, `gzip.c`, `zfs_zstd.c`.
 //!
-//! Stored (physical) block layout, ours, format version 1:
+//! A physical block is what `openzfs::compress` writes for the setting's algorithm (lz4: a
+//! big-endian length, then the block; zstd: OpenZFS's 8-byte header, then the frame without
+//! its magic; lzjb, zle, gzip: the stream alone), zero-padded to the sector. The block
+//! pointer's compression field is OpenZFS's id (`2` uncompressed, `3` lzjb, `5..=13`
+//! gzip-1..9, `14` zle, `15` lz4, `16` zstd); a zstd block's level is in its header.
 //!
-//! ```text
-//!  byte 0            4                         4 + payload_len        physical size
-//!  +-----------------+-------------------------+----------------------+
-//!  | payload_len     | algorithm payload       | padding (ignored,    |
-//!  | u32 little-end. | (payload_len bytes)     | zero when we write)  |
-//!  +-----------------+-------------------------+----------------------+
-//! ```
-//!
-//! The physical block is rounded up to the vdev's sector size, so the header is what tells the
-//! decoder where the payload ends; the padding is never parsed. Payloads per algorithm id (the
-//! block pointer's compression field; levels are not stored and not needed to decode):
-//!
-//! | id | algorithm           | payload                                                   |
-//! |----|---------------------|-----------------------------------------------------------|
-//! | 0  | off                 | no header: the block is the logical data                  |
-//! | 1  | lz4                 | one LZ4 raw block (no frame, no size prefix)              |
-//! | 2  | lzjb                | classic LZJB stream, see `compress/lzjb.rs`               |
-//! | 3  | zle                 | zero-length encoding, see `compress/zle.rs`               |
-//! | 4  | gzip-1..9           | one zlib stream (RFC 1950: 2-byte header, deflate, Adler) |
-//! | 5  | zstd-N, zstd-fast-N | one zstd frame (zstd-fast-N is zstd level -N)             |
-//!
-//! Invariants: `compress` returns `Some` only if the whole stored form (header included) is
-//! strictly smaller than the input; `decompress` fills `dst` exactly or returns an error, for any
-//! input bytes, without panicking and without touching memory outside `dst`.
+//! Invariants: `compress` returns `Some` only if the physical form is strictly smaller than the
+//! input; `decompress` fills `dst` exactly or returns an error, for any input bytes, without
+//! panicking and without touching memory outside `dst`.
 
-mod lzjb;
 pub mod openzfs;
-mod zle;
 
 #[cfg(test)]
 mod tests;
 
 use crate::error::{CompressError, PropertyError};
-use std::cell::RefCell;
+use openzfs::{OpenZfsCompressError, ZioCompress};
 
-/// Size of the payload-length header in front of every compressed payload.
-pub const COMPRESSED_HEADER_SIZE_BYTES: usize = 4;
-
-/// On-disk compression ids (block pointer compression field).
-pub const ALGORITHM_ID_OFF: u8 = 0;
-pub const ALGORITHM_ID_LZ4: u8 = 1;
-pub const ALGORITHM_ID_LZJB: u8 = 2;
-pub const ALGORITHM_ID_ZLE: u8 = 3;
-pub const ALGORITHM_ID_GZIP: u8 = 4;
-pub const ALGORITHM_ID_ZSTD: u8 = 5;
+/// The block pointer id of a block stored uncompressed (`ZIO_COMPRESS_OFF`).
+pub const ALGORITHM_ID_OFF: u8 = ZioCompress::Off as u8;
 
 /// gzip levels accepted by the property, and the one plain `gzip` means.
 pub const GZIP_LEVEL_MIN: u8 = 1;
@@ -144,214 +117,78 @@ impl Compression {
         }
     }
 
-    /// The on-disk algorithm id stored in a block pointer.
+    /// The block pointer's compression id (OpenZFS's `enum zio_compress`).
     pub fn algorithm_id(self) -> u8 {
         match self {
-            Compression::Off => ALGORITHM_ID_OFF,
-            Compression::Lz4 => ALGORITHM_ID_LZ4,
-            Compression::Lzjb => ALGORITHM_ID_LZJB,
-            Compression::Zle => ALGORITHM_ID_ZLE,
-            Compression::Gzip(_) => ALGORITHM_ID_GZIP,
-            Compression::Zstd(_) | Compression::ZstdFast(_) => ALGORITHM_ID_ZSTD,
+            Compression::Off => ZioCompress::Off.id(),
+            Compression::Lz4 => ZioCompress::Lz4.id(),
+            Compression::Lzjb => ZioCompress::Lzjb.id(),
+            Compression::Zle => ZioCompress::Zle.id(),
+            Compression::Gzip(level) => {
+                ZioCompress::Gzip1.id() + level.clamp(GZIP_LEVEL_MIN, GZIP_LEVEL_MAX) - 1
+            }
+            Compression::Zstd(_) | Compression::ZstdFast(_) => ZioCompress::Zstd.id(),
+        }
+    }
+
+    /// OpenZFS's zstd level enum for the header of a zstd block (1..=19, 103..=123 for the
+    /// fast levels); 0 for the other algorithms. Out-of-range levels (possible only by
+    /// building the enum directly) are clamped to the nearest valid one.
+    pub fn zstd_level(self) -> u8 {
+        match self {
+            Compression::Zstd(level) => level.clamp(ZSTD_LEVEL_MIN, ZSTD_LEVEL_MAX) as u8,
+            Compression::ZstdFast(acceleration) => {
+                let index = ZSTD_FAST_LEVELS
+                    .iter()
+                    .position(|&level| level >= acceleration)
+                    .unwrap_or(ZSTD_FAST_LEVELS.len() - 1);
+                openzfs::ZIO_ZSTD_LEVEL_FAST_1 + index as u8
+            }
+            _ => 0,
         }
     }
 }
 
-/// Compresses `src` into the stored form (header + payload). Returns `None` for `Off`, and when
-/// the stored form would not be strictly smaller than `src`. Out-of-range levels (possible only by
-/// building the enum directly) are clamped to the nearest valid one.
+/// Compresses `src` into its physical form. Returns `None` for `Off`, and when the physical
+/// form would not be strictly smaller than `src`.
 pub fn compress(compression: Compression, src: &[u8]) -> Option<Vec<u8>> {
-    // The stored form must be strictly smaller than the input.
-    let stored_size_max = src.len().checked_sub(1)?;
-    let payload_size_max = stored_size_max.checked_sub(COMPRESSED_HEADER_SIZE_BYTES)?;
-    let mut stored = match compression {
-        Compression::Off => return None,
-        Compression::Lz4 => {
-            // lz4_flex insists on a worst-case sized output buffer.
-            let mut stored = vec![
-                0u8;
-                COMPRESSED_HEADER_SIZE_BYTES
-                    + lz4_flex::block::get_maximum_output_size(src.len())
-            ];
-            let payload_len =
-                lz4_flex::block::compress_into(src, &mut stored[COMPRESSED_HEADER_SIZE_BYTES..])
-                    .ok()?;
-            stored.truncate(COMPRESSED_HEADER_SIZE_BYTES + payload_len);
-            stored
-        }
-        Compression::Lzjb => with_payload_budget(payload_size_max, |out| lzjb::compress(src, out))?,
-        Compression::Zle => with_payload_budget(payload_size_max, |out| zle::compress(src, out))?,
-        Compression::Gzip(level) => with_payload_budget(payload_size_max, |out| {
-            gzip_compress(src, out, level.clamp(GZIP_LEVEL_MIN, GZIP_LEVEL_MAX))
-        })?,
-        Compression::Zstd(level) => with_payload_budget(payload_size_max, |out| {
-            zstd_compress(src, out, level.clamp(ZSTD_LEVEL_MIN, ZSTD_LEVEL_MAX))
-        })?,
-        Compression::ZstdFast(acceleration) => {
-            let acceleration = acceleration.clamp(1, ZSTD_FAST_LEVELS[ZSTD_FAST_LEVELS.len() - 1]);
-            with_payload_budget(payload_size_max, |out| {
-                zstd_compress(src, out, -(acceleration as i32))
-            })?
-        }
-    };
-    if stored.len() > stored_size_max {
-        return None;
-    }
-    let payload_len = u32::try_from(stored.len() - COMPRESSED_HEADER_SIZE_BYTES).ok()?;
-    stored[..COMPRESSED_HEADER_SIZE_BYTES].copy_from_slice(&payload_len.to_le_bytes());
-    Some(stored)
+    let size_max = src.len().checked_sub(1)?;
+    let kind = ZioCompress::from_id(u64::from(compression.algorithm_id()))?;
+    openzfs::compress(kind, src, size_max, compression.zstd_level())
 }
 
-/// Runs an encoder that writes into a payload buffer of `payload_size_max` bytes and returns the
-/// payload length (or `None` when it does not fit); gives back header space + payload.
-fn with_payload_budget(
-    payload_size_max: usize,
-    encode: impl FnOnce(&mut [u8]) -> Option<usize>,
-) -> Option<Vec<u8>> {
-    let mut stored = vec![0u8; COMPRESSED_HEADER_SIZE_BYTES + payload_size_max];
-    let payload_len = encode(&mut stored[COMPRESSED_HEADER_SIZE_BYTES..])?;
-    stored.truncate(COMPRESSED_HEADER_SIZE_BYTES + payload_len);
-    Some(stored)
-}
-
-fn gzip_compress(src: &[u8], out: &mut [u8], level: u8) -> Option<usize> {
-    let mut encoder = flate2::Compress::new(flate2::Compression::new(u32::from(level)), true);
-    match encoder.compress(src, out, flate2::FlushCompress::Finish) {
-        Ok(flate2::Status::StreamEnd) => usize::try_from(encoder.total_out()).ok(),
-        // Output buffer full before the stream ended: not worth compressing.
-        _ => None,
-    }
-}
-
-thread_local! {
-    /// One zstd context per thread, reused across blocks (creating one costs far more than
-    /// compressing a small block). The one-shot calls below reset the session each time, so a
-    /// failed call (output too small, corrupt frame) leaves the context usable.
-    static ZSTD_COMPRESS_CONTEXT: RefCell<Option<zstd::zstd_safe::CCtx<'static>>> =
-        const { RefCell::new(None) };
-    static ZSTD_DECOMPRESS_CONTEXT: RefCell<Option<zstd::zstd_safe::DCtx<'static>>> =
-        const { RefCell::new(None) };
-}
-
-fn zstd_compress(src: &[u8], out: &mut [u8], level: i32) -> Option<usize> {
-    ZSTD_COMPRESS_CONTEXT.with(|cell| {
-        let mut slot = cell.try_borrow_mut().ok()?;
-        if slot.is_none() {
-            *slot = Some(zstd::zstd_safe::CCtx::try_create()?);
-        }
-        slot.as_mut()?.compress(out, src, level).ok()
-    })
-}
-
-fn zstd_decompress(payload: &[u8], dst: &mut [u8]) -> Result<usize, CompressError> {
-    let malformed = |code: zstd::zstd_safe::ErrorCode| CompressError::Malformed {
-        algorithm: "zstd",
-        reason: zstd::zstd_safe::get_error_name(code).to_string(),
-    };
-    let out_of_memory = || CompressError::Malformed {
-        algorithm: "zstd",
-        reason: "cannot allocate a decompression context".to_string(),
-    };
-    ZSTD_DECOMPRESS_CONTEXT.with(|cell| {
-        let mut slot = cell.try_borrow_mut().map_err(|_| out_of_memory())?;
-        if slot.is_none() {
-            *slot = Some(zstd::zstd_safe::DCtx::try_create().ok_or_else(out_of_memory)?);
-        }
-        let context = slot.as_mut().ok_or_else(out_of_memory)?;
-        context.decompress(dst, payload).map_err(malformed)
-    })
-}
-
-fn gzip_decompress(payload: &[u8], dst: &mut [u8]) -> Result<usize, CompressError> {
-    let mut decoder = flate2::Decompress::new(true);
-    let status = decoder
-        .decompress(payload, dst, flate2::FlushDecompress::Finish)
-        .map_err(|error| CompressError::Malformed {
-            algorithm: "gzip",
-            reason: error.to_string(),
-        })?;
-    let produced_size_bytes = usize::try_from(decoder.total_out()).unwrap_or(usize::MAX);
-    match status {
-        flate2::Status::StreamEnd if decoder.total_in() == payload.len() as u64 => {
-            Ok(produced_size_bytes)
-        }
-        flate2::Status::StreamEnd => Err(CompressError::Malformed {
-            algorithm: "gzip",
-            reason: "bytes after the end of the zlib stream".to_string(),
-        }),
-        _ if produced_size_bytes >= dst.len() => Err(CompressError::Malformed {
-            algorithm: "gzip",
-            reason: format!(
-                "stream continues past the logical size of {} bytes",
-                dst.len()
-            ),
-        }),
-        _ => Err(CompressError::Malformed {
-            algorithm: "gzip",
-            reason: format!("stream ends early after {produced_size_bytes} bytes"),
-        }),
-    }
-}
-
-/// A payload decoder: fills a prefix of `dst` and returns how many bytes it produced.
-type PayloadDecoder = fn(&[u8], &mut [u8]) -> Result<usize, CompressError>;
-
-/// Decodes a stored block written with `algorithm_id` into `dst`, whose length is the block's
-/// logical size. `src` is the physical block, possibly with trailing padding. For id 0 (off) the
-/// first `dst.len()` bytes of `src` are copied.
+/// Decodes a physical block written with compression id `algorithm_id` into `dst`, whose
+/// length is the block's logical size. `src` may carry trailing padding. For `ALGORITHM_ID_OFF`
+/// the first `dst.len()` bytes of `src` are copied.
 pub fn decompress(algorithm_id: u8, src: &[u8], dst: &mut [u8]) -> Result<(), CompressError> {
-    let (algorithm, decode): (&'static str, PayloadDecoder) = match algorithm_id {
-        ALGORITHM_ID_OFF => {
-            let data = src
-                .get(..dst.len())
-                .ok_or(CompressError::UncompressedTooShort {
-                    block_size_bytes: src.len(),
-                    logical_size_bytes: dst.len(),
-                })?;
-            dst.copy_from_slice(data);
-            return Ok(());
+    let kind = ZioCompress::from_id(u64::from(algorithm_id))
+        .ok_or(CompressError::UnknownAlgorithm { algorithm_id })?;
+    openzfs::decompress_into(kind, src, dst).map_err(|error| match error {
+        OpenZfsCompressError::NotAFunction(_) => CompressError::UnknownAlgorithm { algorithm_id },
+        OpenZfsCompressError::UncompressedTooShort { psize, lsize } => {
+            CompressError::UncompressedTooShort {
+                block_size_bytes: psize,
+                logical_size_bytes: lsize,
+            }
         }
-        ALGORITHM_ID_LZ4 => ("lz4", |payload, dst| {
-            lz4_flex::block::decompress_into(payload, dst).map_err(|error| {
-                CompressError::Malformed {
-                    algorithm: "lz4",
-                    reason: error.to_string(),
-                }
-            })
-        }),
-        ALGORITHM_ID_LZJB => ("lzjb", lzjb::decompress),
-        ALGORITHM_ID_ZLE => ("zle", zle::decompress),
-        ALGORITHM_ID_GZIP => ("gzip", gzip_decompress),
-        ALGORITHM_ID_ZSTD => ("zstd", zstd_decompress),
-        _ => return Err(CompressError::UnknownAlgorithm { algorithm_id }),
-    };
-    let payload = split_payload(src)?;
-    let produced_size_bytes = decode(payload, dst)?;
-    if produced_size_bytes != dst.len() {
-        return Err(CompressError::LengthMismatch {
+        OpenZfsCompressError::LengthMismatch {
             algorithm,
-            produced_size_bytes,
-            logical_size_bytes: dst.len(),
-        });
-    }
-    Ok(())
-}
-
-/// Validates the header of a stored block and returns the payload it announces.
-fn split_payload(src: &[u8]) -> Result<&[u8], CompressError> {
-    let header = src
-        .get(..COMPRESSED_HEADER_SIZE_BYTES)
-        .ok_or(CompressError::HeaderTruncated {
-            block_size_bytes: src.len(),
-        })?;
-    let payload_size_bytes =
-        u32::from_le_bytes([header[0], header[1], header[2], header[3]]) as usize;
-    src[COMPRESSED_HEADER_SIZE_BYTES..]
-        .get(..payload_size_bytes)
-        .ok_or(CompressError::PayloadLengthExceedsBlock {
-            payload_size_bytes,
-            block_size_bytes: src.len(),
-        })
+            produced,
+            lsize,
+        } => CompressError::LengthMismatch {
+            algorithm,
+            produced_size_bytes: produced,
+            logical_size_bytes: lsize,
+        },
+        OpenZfsCompressError::BadHeader { algorithm, reason }
+        | OpenZfsCompressError::Malformed { algorithm, reason } => {
+            CompressError::Malformed { algorithm, reason }
+        }
+        OpenZfsCompressError::LogicalSizeTooLarge { lsize } => CompressError::Malformed {
+            algorithm: kind.name(),
+            reason: format!("logical size {lsize} is larger than the largest block"),
+        },
+    })
 }
 
 /// The ZFS keep-or-discard rule: keep the compressed form (`compressed_len` bytes, header

@@ -46,13 +46,6 @@ impl std::error::Error for PropertyError {}
 pub enum CompressError {
     /// The block pointer names a compression algorithm id we do not know.
     UnknownAlgorithm { algorithm_id: u8 },
-    /// The stored block is shorter than the 4-byte payload-length header.
-    HeaderTruncated { block_size_bytes: usize },
-    /// The header's payload length does not fit inside the stored block.
-    PayloadLengthExceedsBlock {
-        payload_size_bytes: usize,
-        block_size_bytes: usize,
-    },
     /// An uncompressed (`off`) block is shorter than its logical size.
     UncompressedTooShort {
         block_size_bytes: usize,
@@ -77,18 +70,6 @@ impl fmt::Display for CompressError {
             CompressError::UnknownAlgorithm { algorithm_id } => {
                 write!(formatter, "unknown compression algorithm id {algorithm_id}")
             }
-            CompressError::HeaderTruncated { block_size_bytes } => write!(
-                formatter,
-                "compressed block of {block_size_bytes} bytes is too short for its 4-byte header"
-            ),
-            CompressError::PayloadLengthExceedsBlock {
-                payload_size_bytes,
-                block_size_bytes,
-            } => write!(
-                formatter,
-                "compressed payload length {payload_size_bytes} exceeds block of \
-                 {block_size_bytes} bytes"
-            ),
             CompressError::UncompressedTooShort {
                 block_size_bytes,
                 logical_size_bytes,

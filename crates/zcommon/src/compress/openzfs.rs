@@ -4,9 +4,8 @@
 //!
 //! ZFS counterpart: `enum zio_compress` (`include/sys/zio_compress.h`), `zio_compress_table` and
 //! `zio_decompress_data` (`module/zfs/zio_compress.c`), `lz4_zfs.c`, `lzjb.c`, `zle.c`, `gzip.c`,
-//! `module/zstd/zfs_zstd.c` with `include/sys/zstd/zstd.h`. Zetta's private stored form
-//! (`compress.rs`: a 4-byte little-endian length in front of every payload) is a different
-//! format and stays untouched.
+//! `module/zstd/zfs_zstd.c` with `include/sys/zstd/zstd.h`. This is the only block compression
+//! format Zetta has: `compress.rs` maps the `compression=` property onto it.
 //!
 //! A physical block is `psize` bytes, rounded up to the vdev's sector size by the writer; the
 //! bytes past the algorithm's own end are padding (zeros when OpenZFS writes) and are ignored.
@@ -45,14 +44,10 @@
 //! ZLE (`zle.c`, level 64): a control byte `c`: `c < 64` = `c + 1` literal bytes follow;
 //! `c >= 64` = `c - 63` zero bytes (1..=192).
 //!
-//! Zetta's own `lzjb.rs` and `zle.rs` are not reused: Zetta's ZLE splits its control byte at 128
-//! (OpenZFS: 64), and Zetta's LZJB decoder refuses bytes after the output is full (an OpenZFS
-//! block has no length header, so its sector padding follows the stream) and its encoder picks
-//! different matches than OpenZFS's.
-//!
 //! Invariants: `decompress` never panics and never allocates more than `lsize` (at most
 //! [`OPENZFS_MAX_LSIZE_BYTES`]) plus the physical size, whatever the input.
 
+use std::cell::RefCell;
 use std::fmt;
 
 /// The largest logical block OpenZFS writes (`SPA_MAXBLOCKSIZE`, 16 MiB).
@@ -362,6 +357,12 @@ fn zle_decompress(
 const LZ4_HEADER_BYTES: usize = 4;
 
 fn lz4_decompress(physical: &[u8], lsize: usize) -> Result<Vec<u8>, OpenZfsCompressError> {
+    let mut out = vec![0u8; lsize];
+    lz4_decompress_into(physical, &mut out)?;
+    Ok(out)
+}
+
+fn lz4_decompress_into(physical: &[u8], out: &mut [u8]) -> Result<(), OpenZfsCompressError> {
     let header =
         physical
             .get(..LZ4_HEADER_BYTES)
@@ -380,22 +381,42 @@ fn lz4_decompress(physical: &[u8], lsize: usize) -> Result<Vec<u8>, OpenZfsCompr
                     physical.len()
                 ),
             })?;
-    let mut out = vec![0u8; lsize];
-    let produced = lz4_flex::block::decompress_into(payload, &mut out)
+    let produced = lz4_flex::block::decompress_into(payload, out)
         .map_err(|error| malformed("lz4", error.to_string()))?;
-    exact_length("lz4", out, produced, lsize)
+    exact_length_into("lz4", produced, out.len())
+}
+
+fn exact_length_into(
+    algorithm: &'static str,
+    produced: usize,
+    lsize: usize,
+) -> Result<(), OpenZfsCompressError> {
+    if produced != lsize {
+        return Err(OpenZfsCompressError::LengthMismatch {
+            algorithm,
+            produced,
+            lsize,
+        });
+    }
+    Ok(())
 }
 
 fn gzip_decompress(physical: &[u8], lsize: usize) -> Result<Vec<u8>, OpenZfsCompressError> {
     let mut out = vec![0u8; lsize];
+    gzip_decompress_into(physical, &mut out)?;
+    Ok(out)
+}
+
+fn gzip_decompress_into(physical: &[u8], out: &mut [u8]) -> Result<(), OpenZfsCompressError> {
+    let lsize = out.len();
     let mut decoder = flate2::Decompress::new(true);
     let status = decoder
-        .decompress(physical, &mut out, flate2::FlushDecompress::Finish)
+        .decompress(physical, out, flate2::FlushDecompress::Finish)
         .map_err(|error| malformed("gzip", error.to_string()))?;
     let produced = usize::try_from(decoder.total_out()).unwrap_or(usize::MAX);
     match status {
         // Bytes after the end of the zlib stream are the block's padding.
-        flate2::Status::StreamEnd => exact_length("gzip", out, produced, lsize),
+        flate2::Status::StreamEnd => exact_length_into("gzip", produced, lsize),
         _ if produced >= lsize => Err(malformed(
             "gzip",
             format!("stream continues past the logical size {lsize}"),
@@ -476,6 +497,16 @@ pub fn zstd_header(physical: &[u8]) -> Result<ZstdHeader, OpenZfsCompressError> 
     })
 }
 
+thread_local! {
+    /// One zstd context per thread, reused across blocks (creating one costs far more than
+    /// compressing a small block). Every call sets what it needs, so a failed call leaves the
+    /// context usable.
+    static ZSTD_COMPRESS_CONTEXT: RefCell<Option<zstd::zstd_safe::CCtx<'static>>> =
+        const { RefCell::new(None) };
+    static ZSTD_DECOMPRESS_CONTEXT: RefCell<Option<zstd::zstd_safe::DCtx<'static>>> =
+        const { RefCell::new(None) };
+}
+
 /// Decodes an OpenZFS zstd block; also returns its header.
 pub fn zstd_decompress(
     physical: &[u8],
@@ -484,6 +515,15 @@ pub fn zstd_decompress(
     if lsize > OPENZFS_MAX_LSIZE_BYTES {
         return Err(OpenZfsCompressError::LogicalSizeTooLarge { lsize });
     }
+    let mut out = vec![0u8; lsize];
+    let header = zstd_decompress_into(physical, &mut out)?;
+    Ok((out, header))
+}
+
+fn zstd_decompress_into(
+    physical: &[u8],
+    out: &mut [u8],
+) -> Result<ZstdHeader, OpenZfsCompressError> {
     let header = zstd_header(physical)?;
     let frame = physical[ZSTD_HEADER_BYTES..]
         .get(..header.c_len as usize)
@@ -499,14 +539,55 @@ pub fn zstd_decompress(
     let mut framed = Vec::with_capacity(ZSTD_FRAME_MAGIC.len() + frame.len());
     framed.extend_from_slice(&ZSTD_FRAME_MAGIC);
     framed.extend_from_slice(frame);
-    let mut context = zstd::zstd_safe::DCtx::try_create()
-        .ok_or_else(|| malformed("zstd", "cannot allocate a decompression context".into()))?;
-    let mut out = vec![0u8; lsize];
-    let produced = context
-        .decompress(&mut out[..], &framed)
-        .map_err(|code| malformed("zstd", zstd::zstd_safe::get_error_name(code).to_string()))?;
-    let logical = exact_length("zstd", out, produced, lsize)?;
-    Ok((logical, header))
+    let no_context = || malformed("zstd", "cannot allocate a decompression context".into());
+    let produced = ZSTD_DECOMPRESS_CONTEXT.with(|cell| {
+        let mut slot = cell.try_borrow_mut().map_err(|_| no_context())?;
+        if slot.is_none() {
+            *slot = Some(zstd::zstd_safe::DCtx::try_create().ok_or_else(no_context)?);
+        }
+        let context = slot.as_mut().ok_or_else(no_context)?;
+        context
+            .decompress(&mut out[..], &framed)
+            .map_err(|code| malformed("zstd", zstd::zstd_safe::get_error_name(code).to_string()))
+    })?;
+    exact_length_into("zstd", produced, out.len())?;
+    Ok(header)
+}
+
+/// Decodes the physical block `physical` (padding included) written with `kind` into `dst`,
+/// whose length is the logical size: `decompress` without the allocation, for the I/O
+/// pipeline.
+pub fn decompress_into(
+    kind: ZioCompress,
+    physical: &[u8],
+    dst: &mut [u8],
+) -> Result<(), OpenZfsCompressError> {
+    let lsize = dst.len();
+    if lsize > OPENZFS_MAX_LSIZE_BYTES {
+        return Err(OpenZfsCompressError::LogicalSizeTooLarge { lsize });
+    }
+    match kind {
+        ZioCompress::Inherit | ZioCompress::On | ZioCompress::Empty => {
+            Err(OpenZfsCompressError::NotAFunction(kind))
+        }
+        ZioCompress::Off => {
+            let data = physical
+                .get(..lsize)
+                .ok_or(OpenZfsCompressError::UncompressedTooShort {
+                    psize: physical.len(),
+                    lsize,
+                })?;
+            dst.copy_from_slice(data);
+            Ok(())
+        }
+        ZioCompress::Lz4 => lz4_decompress_into(physical, dst),
+        ZioCompress::Zstd => zstd_decompress_into(physical, dst).map(|_| ()),
+        ZioCompress::Lzjb | ZioCompress::Zle => {
+            dst.copy_from_slice(&decompress(kind, physical, lsize)?);
+            Ok(())
+        }
+        _ => gzip_decompress_into(physical, dst),
+    }
 }
 
 /// Compresses `src` as OpenZFS would store it with `kind`, in at most `max_psize` bytes
@@ -648,18 +729,24 @@ fn gzip_compress(src: &[u8], level: u32) -> Option<Vec<u8>> {
 fn zstd_compress(src: &[u8], level: u8) -> Option<Vec<u8>> {
     use zstd::zstd_safe::CParameter;
     let library_level = zstd_library_level(level)?;
-    let mut context = zstd::zstd_safe::CCtx::try_create()?;
-    context
-        .set_parameter(CParameter::CompressionLevel(library_level))
-        .ok()?;
-    context
-        .set_parameter(CParameter::ChecksumFlag(false))
-        .ok()?;
-    context
-        .set_parameter(CParameter::ContentSizeFlag(false))
-        .ok()?;
     let mut frame = vec![0u8; zstd::zstd_safe::compress_bound(src.len())];
-    let len = context.compress2(&mut frame[..], src).ok()?;
+    let len = ZSTD_COMPRESS_CONTEXT.with(|cell| {
+        let mut slot = cell.try_borrow_mut().ok()?;
+        if slot.is_none() {
+            *slot = Some(zstd::zstd_safe::CCtx::try_create()?);
+        }
+        let context = slot.as_mut()?;
+        context
+            .set_parameter(CParameter::CompressionLevel(library_level))
+            .ok()?;
+        context
+            .set_parameter(CParameter::ChecksumFlag(false))
+            .ok()?;
+        context
+            .set_parameter(CParameter::ContentSizeFlag(false))
+            .ok()?;
+        context.compress2(&mut frame[..], src).ok()
+    })?;
     let frame = frame.get(..len)?;
     let magicless = frame.strip_prefix(&ZSTD_FRAME_MAGIC[..])?;
     let c_len = u32::try_from(magicless.len()).ok()?;

@@ -75,25 +75,43 @@ pub const OBJECT_CACHE_MAX: usize = 4096;
 /// readers of different objects rarely meet on one.
 const CACHE_SHARDS: usize = 16;
 
-/// What a block holds (`dmu_object_type_t`), recorded in block pointers and dnodes.
+/// What a block holds: OpenZFS's `dmu_object_type_t` numbers, recorded in block pointers and
+/// dnodes. Where a Zetta structure has no exact OpenZFS counterpart yet (its own object
+/// directory, dead lists, one ZAP type for every map) it carries the nearest OpenZFS type.
 pub mod object_type {
     pub const NONE: u8 = 0;
+    /// `DMU_OT_OBJECT_DIRECTORY`.
     pub const OBJECT_DIRECTORY: u8 = 1;
-    pub const DNODE: u8 = 2;
-    pub const OBJSET: u8 = 3;
-    pub const SPACE_MAP: u8 = 4;
-    pub const PACKED_NVLIST: u8 = 5;
-    pub const PLAIN_FILE: u8 = 6;
-    pub const DIRECTORY: u8 = 7;
-    pub const ERROR_LOG: u8 = 8;
-    pub const HISTORY: u8 = 9;
-    pub const DSL_DATASET: u8 = 10;
-    pub const ZAP: u8 = 11;
-    pub const ZVOL: u8 = 12;
-    pub const MASTER_NODE: u8 = 13;
-    pub const DEAD_LIST: u8 = 14;
-    pub const METASLAB_ARRAY: u8 = 15;
-    pub const DSL_DIR: u8 = 16;
+    /// `DMU_OT_OBJECT_ARRAY`: a top-level vdev's metaslab array.
+    pub const METASLAB_ARRAY: u8 = 2;
+    /// `DMU_OT_PACKED_NVLIST`.
+    pub const PACKED_NVLIST: u8 = 3;
+    /// `DMU_OT_SPACE_MAP`.
+    pub const SPACE_MAP: u8 = 8;
+    /// `DMU_OT_DNODE`: the meta-dnode's blocks.
+    pub const DNODE: u8 = 10;
+    /// `DMU_OT_OBJSET`.
+    pub const OBJSET: u8 = 11;
+    /// `DMU_OT_DSL_DIR`.
+    pub const DSL_DIR: u8 = 12;
+    /// `DMU_OT_DSL_DATASET`.
+    pub const DSL_DATASET: u8 = 16;
+    /// `DMU_OT_PLAIN_FILE_CONTENTS`.
+    pub const PLAIN_FILE: u8 = 19;
+    /// `DMU_OT_DIRECTORY_CONTENTS`.
+    pub const DIRECTORY: u8 = 20;
+    /// `DMU_OT_MASTER_NODE`.
+    pub const MASTER_NODE: u8 = 21;
+    /// `DMU_OT_ZVOL`.
+    pub const ZVOL: u8 = 23;
+    /// `DMU_OT_ZAP_OTHER`: every other name/value map.
+    pub const ZAP: u8 = 27;
+    /// `DMU_OT_ERROR_LOG`.
+    pub const ERROR_LOG: u8 = 28;
+    /// `DMU_OT_SPA_HISTORY`.
+    pub const HISTORY: u8 = 29;
+    /// `DMU_OT_DEADLIST`.
+    pub const DEAD_LIST: u8 = 50;
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -2150,18 +2168,18 @@ fn dnode_fill(data: &[u8]) -> u64 {
 }
 
 fn indirect_fill(data: &[u8]) -> u64 {
-    data.chunks(BLKPTR_SIZE_BYTES)
+    // blkptr_t words 10 (birth) and 11 (fill), little-endian (`zio::blkptr`).
+    let word = |chunk: &[u8], at: usize| {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(&chunk[at..at + 8]);
+        u64::from_le_bytes(bytes)
+    };
+    data.chunks_exact(BLKPTR_SIZE_BYTES)
         .map(|chunk| {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(&chunk[72..80]);
-            let birth = u64::from_le_bytes([
-                chunk[64], chunk[65], chunk[66], chunk[67], chunk[68], chunk[69], chunk[70],
-                chunk[71],
-            ]);
-            if birth == 0 {
+            if word(chunk, 80) == 0 {
                 0
             } else {
-                u64::from_le_bytes(word).max(1)
+                word(chunk, 88).max(1)
             }
         })
         .sum()

@@ -38,8 +38,17 @@ use crate::nvlist::NvList;
 use crate::types::{Guid, ObjectId, BLOCK_SIZE_MAX_BYTES};
 use zetta_zcommon::checksum::Fletcher4;
 
-/// The stream version BEGIN records carry. 1: first format.
-pub const STREAM_VERSION: u64 = 1;
+/// A compression id a compressed WRITE may carry: one of OpenZFS's compressors (lzjb 3,
+/// gzip-1..9 5..=13, zle 14, lz4 15, zstd 16), never off, inherit, on or empty.
+fn is_compressor_id(id: u64) -> bool {
+    id == 3 || (5..=16).contains(&id)
+}
+
+/// The stream version BEGIN records carry. 1: first format. 2: a compressed WRITE record's
+/// id and stored form are OpenZFS's (`zcommon::compress`; 0 still means uncompressed, as
+/// OpenZFS's `drr_compressiontype`); version-1 streams are refused (their ids mean other
+/// algorithms now).
+pub const STREAM_VERSION: u64 = 2;
 pub const RECORD_MAGIC: [u8; 4] = *b"ZTrc";
 pub const HEADER_SIZE_BYTES: usize = 64;
 pub const TRAILER_SIZE_BYTES: usize = 32;
@@ -537,7 +546,7 @@ fn decode_record(header: &Header, payload: &[u8]) -> Result<Record, StreamError>
             }
             let compressed = header.flags & WRITE_FLAG_COMPRESSED != 0;
             if compressed {
-                if !(1..=5).contains(&w3) || w4 < w2 || w4 > BLOCK_SIZE_MAX_BYTES {
+                if !is_compressor_id(w3) || w4 < w2 || w4 > BLOCK_SIZE_MAX_BYTES {
                     return Err(bad(
                         seq,
                         &format!("compressed write (algorithm {w3}, logical size {w4})"),

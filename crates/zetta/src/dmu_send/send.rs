@@ -31,6 +31,7 @@ use crate::spa::{Spa, SpaError};
 use crate::types::{Guid, Txg};
 use crate::zio::blkptr::BlockPointer;
 use crate::zio::Bookmark;
+use zetta_zcommon::compress::ALGORITHM_ID_OFF;
 
 /// Stream options of `zfs send` that change the records.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -570,7 +571,7 @@ impl Sender {
         sink: &mut Sink<'_>,
     ) -> Result<(), SendError> {
         let (bp, offset, length) = (&block.bp, block.offset, block.length);
-        let stored = self.options.compressed && bp.compression != 0;
+        let stored = self.options.compressed && bp.compression != ALGORITHM_ID_OFF;
         if let Sink::Count(total) = sink {
             let payload = if stored {
                 u64::from(bp.psize_bytes)
@@ -588,14 +589,11 @@ impl Sender {
         };
         match fetched {
             Fetched::Physical(physical) => {
-                let header: [u8; 4] = physical
-                    .get(..4)
-                    .and_then(|b| b.try_into().ok())
-                    .ok_or_else(|| corrupt(id, "stored block too short"))?;
-                let stored_len = 4 + u32::from_le_bytes(header) as usize;
+                // The physical block as OpenZFS sends it (`drr_compressed_size` = psize):
+                // its framing, then its padding to 512 bytes.
                 let payload = physical
-                    .get(..stored_len)
-                    .ok_or_else(|| corrupt(id, "stored block length"))?;
+                    .get(..bp.psize_bytes as usize)
+                    .ok_or_else(|| corrupt(id, "stored block shorter than its physical size"))?;
                 let words = [
                     id,
                     offset,
@@ -643,7 +641,7 @@ fn fetch(
 ) -> Result<Fetched, SendError> {
     let pool = |e| SendError::Pool(SpaError::from(e));
     let where_ = Some(bookmark(objset, id, 0, block.blkid));
-    if compressed && block.bp.compression != 0 {
+    if compressed && block.bp.compression != ALGORITHM_ID_OFF {
         let physical = ctx
             .zio
             .read_block_physical(ctx.root, &block.bp, where_)

@@ -31,7 +31,12 @@ const CHECKSUM_OFFSET: usize = UBERBLOCK_SIZE_BYTES - 32;
 /// compressed and logical sums and the four space limits; dataset records keep compressed
 /// and logical sums and unique bytes (bytes 224..248). A version-1 or 2 pool still imports:
 /// the figures are derived at import (`dsl::space_audit`) and written with the next txg.
-pub const FORMAT_VERSION: u64 = 3;
+/// 4: blocks as OpenZFS writes them (issue 14): OpenZFS's blkptr_t layout, compression,
+/// checksum and object type ids, compressed block framings and SHA-256 word order. Older
+/// pools are not read any more: the private format retires.
+pub const FORMAT_VERSION: u64 = 4;
+/// The oldest format this code reads.
+pub const FORMAT_VERSION_MIN: u64 = 4;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Uberblock {
@@ -78,7 +83,7 @@ impl Uberblock {
             w.copy_from_slice(&bytes[at..at + 8]);
             u64::from_le_bytes(w)
         };
-        if word(0) != UBERBLOCK_MAGIC || word(8) == 0 || word(8) > FORMAT_VERSION {
+        if word(0) != UBERBLOCK_MAGIC || word(8) < FORMAT_VERSION_MIN || word(8) > FORMAT_VERSION {
             return None;
         }
         let expected = [
@@ -120,7 +125,7 @@ mod tests {
     fn golden_header() {
         let bytes = sample().encode(1024, 4096);
         assert_eq!(&bytes[0..8], b"ZETTAUB1");
-        assert_eq!(bytes[8], 3);
+        assert_eq!(bytes[8], 4);
         assert_eq!(bytes[16], 42);
         assert_eq!(bytes[40], 99);
         assert_eq!(Uberblock::decode(&bytes, 4096), Some(sample()));

@@ -1,30 +1,30 @@
-//! Block pointers: the 128-byte record through which every block is found (OpenZFS
-//! `blkptr_t`, drawn in `spa.h`). A parent holds its children's block pointers, and each
-//! carries the checksum of the child's physical bytes, so the pool is a Merkle tree rooted in
-//! the uberblock: a block that verifies was written by us, for this place in the tree.
+//! Block pointers: the 128-byte record through which every block is found, in OpenZFS's
+//! layout (`blkptr_t`, drawn in `spa.h`). A parent holds its children's block pointers, and
+//! each carries the checksum of the child's physical bytes, so the pool is a Merkle tree
+//! rooted in the uberblock: a block that verifies was written by us, for this place in the
+//! tree.
+//!
+//! Sixteen little-endian u64 words (Zetta writes little-endian, so the byte-order bit is 1):
 //!
 //! ```text
-//! byte  0  dva[0].vdev        u32   top-level vdev index
-//!       4  dva[0].asize       u32   allocated size in 512-byte units (0 = no DVA)
-//!       8  dva[0].offset      u64   byte offset in the top-level vdev's address space
-//!      16  dva[1]  (16 bytes, same layout)
-//!      32  dva[2]  (16 bytes, same layout)
-//!      48  lsize              u32   logical (uncompressed) size in bytes
-//!      52  psize              u32   physical size in bytes (multiple of 512)
-//!      56  compression        u8    zcommon algorithm id (0 = off)
-//!      57  checksum           u8    zcommon checksum id (0 = off)
-//!      58  object type        u8    what the block holds (ObjectType)
-//!      59  level              u8    0 = data, n = indirect level n
-//!      60  reserved           [u8; 4]  zero
-//!      64  birth txg          u64   txg in which this block was written (0 = hole)
-//!      72  fill               u64   non-hole level-0 blocks beneath (dnodes in use for
-//!                                   the meta-dnode)
-//!      80  checksum           [u64; 4] of the psize physical bytes
-//!     112  reserved           [u8; 16] zero
+//! word  0  dva[0] w0   asize >> 9 (bits 0-23) | grid (24-31, 0) | vdev (32-55)
+//!       1  dva[0] w1   offset >> 9 (bits 0-62) | gang (63, 0)
+//!     2-3  dva[1]      4-5 dva[2] (same layout; an all-zero DVA is unused)
+//!       6  prop        lsize/512 - 1 (0-15) | psize/512 - 1 (16-31) | compression (32-38)
+//!                      | embedded (39, 0) | checksum (40-47) | object type (48-55)
+//!                      | level (56-60) | encrypted (61, 0) | dedup (62, 0) | byte order (63, 1)
+//!     7-8  pad         zero
+//!       9  phys birth  0 (= the logical birth)
+//!      10  birth txg   txg in which the block was written (0 = hole)
+//!      11  fill        non-hole level-0 blocks beneath (dnodes in use for the meta-dnode)
+//!   12-15  checksum    of the psize physical bytes (OpenZFS's words, `zcommon::checksum`)
 //! ```
-//! A hole is an all-zero pointer. Invariants checked on decode: lsize and psize within the
-//! block size limit, psize a multiple of 512, known algorithm ids, level <= LEVEL_MAX, and
-//! every non-empty DVA has a sector-aligned offset.
+//! Compression, checksum and object type hold OpenZFS's ids (`enum zio_compress`,
+//! `enum zio_checksum`, `dmu_object_type_t`). A hole is an all-zero pointer (Zetta does not
+//! write hole birth times yet: the hole_birth feature stays disabled). Invariants checked on
+//! decode: the byte-order bit says little-endian; no gang, embedded, encrypted or dedup bit;
+//! known checksum and compression ids; level <= LEVEL_MAX; at least one DVA; sizes within the
+//! block size limit.
 
 use crate::types::{Txg, BLOCK_SIZE_MAX_BYTES};
 use std::fmt;
@@ -34,6 +34,20 @@ pub const BLKPTR_SIZE_BYTES: usize = 128;
 pub const DVA_COUNT_MAX: usize = 3;
 /// Deepest indirect level (a dnode has at most `dmu::dnode::LEVELS_MAX` = 8 levels).
 pub const LEVEL_MAX: u8 = 7;
+
+/// `DVA_GET_ASIZE`'s 24 bits and `DVA_GET_OFFSET`'s 63 (both in 512-byte sectors).
+const ASIZE_MASK: u64 = (1 << 24) - 1;
+/// `DVA_GET_VDEV`'s 24 bits.
+const VDEV_MASK: u64 = (1 << 24) - 1;
+const OFFSET_MASK: u64 = (1 << 63) - 1;
+const DVA_GANG_BIT: u64 = 1 << 63;
+/// `BP_GET_BYTEORDER` = 1: the block's words are little-endian.
+const PROP_BYTEORDER_LITTLE: u64 = 1 << 63;
+/// The embedded (39), encrypted (61) and dedup (62) bits: nothing Zetta writes or reads yet.
+const PROP_UNSUPPORTED_BITS: u64 = (1 << 39) | (1 << 61) | (1 << 62);
+const ALGORITHM_ID_OFF: u8 = zetta_zcommon::compress::ALGORITHM_ID_OFF;
+/// `ZIO_COMPRESS_EMPTY`, never in a block pointer.
+const EMPTY_ID: u8 = 4;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Dva {
@@ -72,12 +86,6 @@ impl fmt::Display for BlkptrDecodeError {
 }
 
 impl std::error::Error for BlkptrDecodeError {}
-
-fn le_u32(bytes: &[u8], at: usize) -> u32 {
-    let mut word = [0u8; 4];
-    word.copy_from_slice(&bytes[at..at + 4]);
-    u32::from_le_bytes(word)
-}
 
 fn le_u64(bytes: &[u8], at: usize) -> u64 {
     let mut word = [0u8; 8];
@@ -119,23 +127,31 @@ impl BlockPointer {
     pub fn encode(&self, out: &mut [u8]) {
         assert_eq!(out.len(), BLKPTR_SIZE_BYTES);
         out.fill(0);
-        for (i, dva) in self.dvas.iter().enumerate() {
-            let at = i * 16;
-            debug_assert_eq!(dva.asize_bytes % 512, 0);
-            out[at..at + 4].copy_from_slice(&dva.vdev.to_le_bytes());
-            out[at + 4..at + 8].copy_from_slice(&((dva.asize_bytes / 512) as u32).to_le_bytes());
-            out[at + 8..at + 16].copy_from_slice(&dva.offset_bytes.to_le_bytes());
+        if self.is_hole() {
+            return;
         }
-        out[48..52].copy_from_slice(&self.lsize_bytes.to_le_bytes());
-        out[52..56].copy_from_slice(&self.psize_bytes.to_le_bytes());
-        out[56] = self.compression;
-        out[57] = self.checksum_kind;
-        out[58] = self.object_type;
-        out[59] = self.level;
-        out[64..72].copy_from_slice(&self.birth_txg.0.to_le_bytes());
-        out[72..80].copy_from_slice(&self.fill.to_le_bytes());
-        for (i, word) in self.checksum.iter().enumerate() {
-            out[80 + i * 8..88 + i * 8].copy_from_slice(&word.to_le_bytes());
+        let mut words = [0u64; 16];
+        for (i, dva) in self.dvas.iter().enumerate() {
+            if dva.is_empty() {
+                continue;
+            }
+            debug_assert!(dva.asize_bytes % 512 == 0 && dva.offset_bytes % 512 == 0);
+            words[2 * i] = (u64::from(dva.vdev) << 32) | ((dva.asize_bytes >> 9) & ASIZE_MASK);
+            words[2 * i + 1] = (dva.offset_bytes >> 9) & OFFSET_MASK;
+        }
+        debug_assert!(self.lsize_bytes % 512 == 0 && self.psize_bytes % 512 == 0);
+        words[6] = (u64::from(self.lsize_bytes >> 9).wrapping_sub(1) & 0xffff)
+            | ((u64::from(self.psize_bytes >> 9).wrapping_sub(1) & 0xffff) << 16)
+            | ((u64::from(self.compression) & 0x7f) << 32)
+            | (u64::from(self.checksum_kind) << 40)
+            | (u64::from(self.object_type) << 48)
+            | ((u64::from(self.level) & 0x1f) << 56)
+            | PROP_BYTEORDER_LITTLE;
+        words[10] = self.birth_txg.0;
+        words[11] = self.fill;
+        words[12..16].copy_from_slice(&self.checksum);
+        for (chunk, word) in out.chunks_exact_mut(8).zip(words) {
+            chunk.copy_from_slice(&word.to_le_bytes());
         }
     }
 
@@ -156,32 +172,53 @@ impl BlockPointer {
         if bytes.iter().all(|b| *b == 0) {
             return Ok(BlockPointer::HOLE);
         }
+        let word = |i: usize| le_u64(bytes, i * 8);
+        let prop = word(6);
+        if prop & PROP_BYTEORDER_LITTLE == 0 {
+            return Err(BlkptrDecodeError("big-endian block pointer".to_string()));
+        }
+        if prop & PROP_UNSUPPORTED_BITS != 0 {
+            return Err(BlkptrDecodeError(format!(
+                "embedded, encrypted or dedup block pointer (prop {prop:#x})"
+            )));
+        }
         let mut bp = BlockPointer::HOLE;
         for i in 0..DVA_COUNT_MAX {
-            let at = i * 16;
-            let dva = Dva {
-                vdev: le_u32(bytes, at),
-                asize_bytes: u64::from(le_u32(bytes, at + 4)) * 512,
-                offset_bytes: le_u64(bytes, at + 8),
-            };
-            if !dva.is_empty() && !dva.offset_bytes.is_multiple_of(512) {
-                return Err(BlkptrDecodeError(format!(
-                    "DVA {i} offset {} is not sector aligned",
-                    dva.offset_bytes
-                )));
+            let (w0, w1) = (word(2 * i), word(2 * i + 1));
+            if w1 & DVA_GANG_BIT != 0 {
+                return Err(BlkptrDecodeError(format!("DVA {i} is a gang block")));
             }
-            bp.dvas[i] = dva;
+            if (w0 >> 24) & 0xff != 0 {
+                return Err(BlkptrDecodeError(format!("DVA {i} has a grid")));
+            }
+            bp.dvas[i] = Dva {
+                vdev: ((w0 >> 32) & VDEV_MASK) as u32,
+                asize_bytes: (w0 & ASIZE_MASK) << 9,
+                offset_bytes: (w1 & OFFSET_MASK) << 9,
+            };
         }
-        bp.lsize_bytes = le_u32(bytes, 48);
-        bp.psize_bytes = le_u32(bytes, 52);
-        bp.compression = bytes[56];
-        bp.checksum_kind = bytes[57];
-        bp.object_type = bytes[58];
-        bp.level = bytes[59];
-        bp.birth_txg = Txg(le_u64(bytes, 64));
-        bp.fill = le_u64(bytes, 72);
+        bp.lsize_bytes = (((prop & 0xffff) + 1) << 9) as u32;
+        bp.psize_bytes = ((((prop >> 16) & 0xffff) + 1) << 9) as u32;
+        bp.compression = ((prop >> 32) & 0x7f) as u8;
+        bp.checksum_kind = ((prop >> 40) & 0xff) as u8;
+        bp.object_type = ((prop >> 48) & 0xff) as u8;
+        bp.level = ((prop >> 56) & 0x1f) as u8;
+        if word(9) != 0 && word(9) != word(10) {
+            return Err(BlkptrDecodeError(format!(
+                "physical birth {} differs from the logical birth {}",
+                word(9),
+                word(10)
+            )));
+        }
+        bp.birth_txg = Txg(word(10));
+        if bp.birth_txg.0 == 0 {
+            return Err(BlkptrDecodeError(
+                "a non-zero pointer born in txg 0".to_string(),
+            ));
+        }
+        bp.fill = word(11);
         for i in 0..4 {
-            bp.checksum[i] = le_u64(bytes, 80 + i * 8);
+            bp.checksum[i] = word(12 + i);
         }
         bp.validate()?;
         Ok(bp)
@@ -205,7 +242,9 @@ impl BlockPointer {
         if zetta_zcommon::checksum::ChecksumKind::from_id(self.checksum_kind).is_none() {
             return fail(format!("unknown checksum id {}", self.checksum_kind));
         }
-        if self.compression > zetta_zcommon::compress::ALGORITHM_ID_ZSTD {
+        let compression =
+            zetta_zcommon::compress::openzfs::ZioCompress::from_id(u64::from(self.compression));
+        if !compression.is_some_and(|c| c.id() >= ALGORITHM_ID_OFF && c.id() != EMPTY_ID) {
             return fail(format!("unknown compression id {}", self.compression));
         }
         if self.level > LEVEL_MAX {
@@ -258,8 +297,8 @@ mod tests {
         };
         bp.lsize_bytes = 131072;
         bp.psize_bytes = 8192;
-        bp.compression = 1;
-        bp.checksum_kind = 1;
+        bp.compression = 15; // lz4
+        bp.checksum_kind = 7; // fletcher4
         bp.object_type = 5;
         bp.level = 0;
         bp.birth_txg = Txg(9);
@@ -268,27 +307,38 @@ mod tests {
         bp
     }
 
-    /// Golden vector: the block pointer layout is the on-disk format; this pins it byte by byte.
+    // Why: the block pointer is OpenZFS's blkptr_t. Pinned word by word, and read back by
+    // the OpenZFS reader of part 1 (checked there against real pools' bytes), field by field.
     #[test]
-    fn golden_bytes() {
+    fn golden_bytes_are_openzfs_blkptr() {
         let bytes = sample().to_bytes();
-        let mut expected = [0u8; 128];
-        expected[0] = 1; // vdev 1
-        expected[4] = 16; // 8192 / 512
-        expected[8..16].copy_from_slice(&0x40_0000u64.to_le_bytes());
-        expected[48..52].copy_from_slice(&131072u32.to_le_bytes());
-        expected[52..56].copy_from_slice(&8192u32.to_le_bytes());
-        expected[56] = 1;
-        expected[57] = 1;
-        expected[58] = 5;
-        expected[64] = 9;
-        expected[72] = 1;
-        expected[80] = 1;
-        expected[88] = 2;
-        expected[96] = 3;
-        expected[104] = 4;
-        assert_eq!(bytes, expected);
+        let word = |i: usize| u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap());
+        assert_eq!(word(0), (1 << 32) | 16); // vdev 1, asize 16 sectors
+        assert_eq!(word(1), 0x40_0000 >> 9); // offset in sectors
+        assert_eq!(
+            word(6),
+            (1 << 63) | (5 << 48) | (7 << 40) | (15 << 32) | (15 << 16) | 255
+        );
+        assert_eq!((word(9), word(10), word(11)), (0, 9, 1));
+        assert_eq!([word(12), word(13), word(14), word(15)], [1, 2, 3, 4]);
         assert_eq!(BlockPointer::decode(&bytes).unwrap(), sample());
+
+        use crate::byteorder::ByteOrder;
+        use crate::zio::openzfs::blkptr::BlockPointer as OpenZfsBp;
+        let theirs = OpenZfsBp::decode(ByteOrder::Little, &bytes, 0).unwrap();
+        theirs.validate().unwrap();
+        assert_eq!(theirs.dva(0).vdev, 1);
+        assert_eq!(theirs.dva(0).asize_bytes(), 8192);
+        assert_eq!(theirs.dva(0).offset_bytes(), Some(0x40_0000));
+        assert_eq!(theirs.lsize_bytes(), 131072);
+        assert_eq!(theirs.psize_bytes(), 8192);
+        assert_eq!(theirs.compression(), 15);
+        assert_eq!(theirs.checksum_kind(), 7);
+        assert_eq!(theirs.object_type(), 5);
+        assert_eq!(theirs.birth(), 9);
+        assert_eq!(theirs.fill(), 1);
+        assert_eq!(theirs.byte_order(), ByteOrder::Little);
+        assert_eq!(theirs.ndvas(), 1);
     }
 
     /// Corrupt pointers read from disk must be refused with an error, not trusted.
@@ -306,9 +356,12 @@ mod tests {
             }
         }
         assert!(refused > 0);
-        let mut misaligned = good;
-        misaligned[8] = 1;
-        assert!(BlockPointer::decode(&misaligned).is_err());
+        let mut gang = good;
+        gang[15] |= 0x80;
+        assert!(BlockPointer::decode(&gang).is_err());
+        let mut big_endian = good;
+        big_endian[55] &= 0x7f;
+        assert!(BlockPointer::decode(&big_endian).is_err());
         assert!(BlockPointer::decode(&good[..50]).is_err());
         assert!(BlockPointer::decode(&[0u8; 128]).unwrap().is_hole());
     }

@@ -27,8 +27,11 @@ use rayon::prelude::*;
 use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
+use zetta_zcommon::checksum::openzfs::ChecksumSalt;
 use zetta_zcommon::checksum::{checksum, ChecksumKind};
-use zetta_zcommon::compress::{compress, decompress, keep_compressed, Compression};
+use zetta_zcommon::compress::{
+    compress, decompress, keep_compressed, Compression, ALGORITHM_ID_OFF,
+};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ZioError {
@@ -144,13 +147,15 @@ fn prepare<'a>(
     props: WriteProps,
     stored: Option<&StoredBlock>,
     ashift_max: u32,
+    salt: &ChecksumSalt,
 ) -> PreparedBlock<'a> {
     let lsize_bytes = data.len() as u64;
-    let mut compression_id = 0;
+    let mut compression_id = ALGORITHM_ID_OFF;
     let mut physical = None;
     // A stored form is kept when it saves space like one made here would.
     let given = stored.filter(|s| {
-        s.compression_id != 0 && keep_compressed(s.bytes.len(), data.len(), ashift_max)
+        s.compression_id != ALGORITHM_ID_OFF
+            && keep_compressed(s.bytes.len(), data.len(), ashift_max)
     });
     if let Some(stored) = given {
         compression_id = stored.compression_id;
@@ -178,7 +183,7 @@ fn prepare<'a>(
             std::borrow::Cow::Owned(padded)
         }
     };
-    let sum = checksum(props.checksum, &physical[..psize_bytes as usize]);
+    let sum = checksum(props.checksum, &physical[..psize_bytes as usize], salt);
     PreparedBlock {
         physical,
         psize_bytes,
@@ -201,6 +206,9 @@ pub struct Zio {
     /// their space waits out the two-txg deferral, and the pool keeps committing until it
     /// has (`Spa::frees_pending`), so freed space comes back on an idle pool too.
     freed_txg: std::sync::atomic::AtomicU64,
+    /// The key of the salted checksums (BLAKE3), OpenZFS's `spa_cksum_salt`. Zero until the
+    /// MOS stores a pool's own (issue 14: the object directory's `org.illumos:checksum_salt`).
+    pub checksum_salt: ChecksumSalt,
 }
 
 impl Zio {
@@ -211,6 +219,7 @@ impl Zio {
             arc: arc::PoolArc::new(arc_size_bytes_max),
             errlog: Mutex::new(BTreeSet::new()),
             freed_txg: std::sync::atomic::AtomicU64::new(0),
+            checksum_salt: [0; 32],
         }
     }
 
@@ -253,7 +262,7 @@ impl Zio {
         let ashift_max = root.children.iter().map(|c| c.ashift).max().unwrap_or(12);
         let prepared: Vec<PreparedBlock> = blocks
             .into_par_iter()
-            .map(|b| prepare(b.data, b.props, b.stored, ashift_max))
+            .map(|b| prepare(b.data, b.props, b.stored, ashift_max, &self.checksum_salt))
             .collect();
         // Allocation: serial, in order, so consecutive blocks land contiguously.
         let mut bps = Vec::with_capacity(prepared.len());
@@ -347,7 +356,7 @@ impl Zio {
                 return Err(ZioError::Unrecoverable { bp: bp.to_string() });
             }
         };
-        let data = if bp.compression == 0 {
+        let data = if bp.compression == ALGORITHM_ID_OFF {
             let mut data = physical;
             data.truncate(bp.lsize_bytes as usize);
             data
@@ -397,8 +406,9 @@ impl Zio {
         let kind = ChecksumKind::from_id(bp.checksum_kind)?;
         let psize = bp.psize_bytes as usize;
         let expected = bp.checksum;
+        let salt = &self.checksum_salt;
         let verify = move |bytes: &[u8]| -> bool {
-            bytes.len() >= psize && checksum(kind, &bytes[..psize]) == expected
+            bytes.len() >= psize && checksum(kind, &bytes[..psize], salt) == expected
         };
         let mut good: Option<Vec<u8>> = None;
         let mut bad_dvas = Vec::new();

@@ -10,9 +10,8 @@
 //! rounded up to the vdev's sector, `1 << ashift`) over the children exactly as
 //! `zetta_raidz::raidz_map` computes it, which is OpenZFS's geometry (the columns, the big
 //! columns first, the wrap to the next child row, asize rounded to p + 1 sectors with skip
-//! sectors that are never written), with one addition OpenZFS makes and Zetta's map leaves
-//! out: on raidz1, a block whose offset has bit 20 set (odd 1 MiB) swaps the device and offset
-//! of its first two columns, so parity does not always land on the same child.
+//! sectors that are never written, and raidz1's swap of its first two columns for a block
+//! whose offset has bit 20 set, so parity does not always land on the same child).
 //!
 //! A column's child may itself be a mirror-like vdev (`replacing`, `spare`): each column (and
 //! each mirror) is a list of alternative leaf spans, any of which holds the bytes.
@@ -34,8 +33,6 @@ use zetta_raidz::{raidz_map, RaidzError, RaidzMap};
 pub const LABEL_START_BYTES: u64 = 4 << 20;
 /// Bytes after it: the two back labels.
 pub const LABEL_END_BYTES: u64 = 512 << 10;
-/// raidz1 swaps its first two columns when the offset has this bit set.
-const RAIDZ1_SWAP_BIT: u64 = 1 << 20;
 /// Nesting allowed in a vdev tree (root, top-level, replacing/spare, leaf, and some slack).
 const VDEV_DEPTH_MAX: usize = 8;
 
@@ -252,7 +249,7 @@ impl PoolVdevs {
             VdevNode::Raidz {
                 nparity, children, ..
             } => {
-                let mut map = raidz_map(
+                let map = raidz_map(
                     children.len(),
                     *nparity,
                     top.ashift,
@@ -260,13 +257,6 @@ impl PoolVdevs {
                     size_bytes,
                 )
                 .map_err(VdevMapError::Raidz)?;
-                if *nparity == 1 && offset_bytes & RAIDZ1_SWAP_BIT != 0 && map.columns.len() > 1 {
-                    let (first, second) = (map.columns[0].clone(), map.columns[1].clone());
-                    map.columns[0].child = second.child;
-                    map.columns[0].child_offset_bytes = second.child_offset_bytes;
-                    map.columns[1].child = first.child;
-                    map.columns[1].child_offset_bytes = first.child_offset_bytes;
-                }
                 let columns = map
                     .columns
                     .iter()
