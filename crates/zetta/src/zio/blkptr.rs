@@ -135,11 +135,13 @@ impl BlockPointer {
             if dva.is_empty() {
                 continue;
             }
-            debug_assert!(dva.asize_bytes % 512 == 0 && dva.offset_bytes % 512 == 0);
+            debug_assert!(
+                dva.asize_bytes.is_multiple_of(512) && dva.offset_bytes.is_multiple_of(512)
+            );
             words[2 * i] = (u64::from(dva.vdev) << 32) | ((dva.asize_bytes >> 9) & ASIZE_MASK);
             words[2 * i + 1] = (dva.offset_bytes >> 9) & OFFSET_MASK;
         }
-        debug_assert!(self.lsize_bytes % 512 == 0 && self.psize_bytes % 512 == 0);
+        debug_assert!(self.lsize_bytes.is_multiple_of(512) && self.psize_bytes.is_multiple_of(512));
         words[6] = (u64::from(self.lsize_bytes >> 9).wrapping_sub(1) & 0xffff)
             | ((u64::from(self.psize_bytes >> 9).wrapping_sub(1) & 0xffff) << 16)
             | ((u64::from(self.compression) & 0x7f) << 32)
