@@ -15,6 +15,39 @@ pub(super) fn pool(device: &Arc<MemDevice>) -> Spa {
     Spa::create("tank", &[spec], &CreateOptions::default()).unwrap()
 }
 
+/// Writes `data` at `offset` of object `id` of `fs`, creating the object (a plain file of
+/// `block_size` bytes) on first use, in the open txg (not committed).
+pub(super) fn write_object(
+    spa: &mut Spa,
+    fs: &str,
+    id: u64,
+    offset: u64,
+    data: &[u8],
+    block_size: u32,
+) {
+    spa.with_dataset(fs, |os, ctx| {
+        if !os.object_exists(ctx, ObjectId(id))? {
+            os.create_object_at(
+                ctx,
+                ObjectId(id),
+                crate::dmu::object_type::PLAIN_FILE,
+                block_size,
+                0,
+                0,
+            )?;
+        }
+        os.write(ctx, ObjectId(id), offset, data)
+    })
+    .unwrap();
+}
+
+/// `len` bytes of data seeded by `id`.
+pub(super) fn seeded(id: u64, len: usize) -> Vec<u8> {
+    let mut data = vec![0u8; len];
+    crate::rand::SeededRng::new(id).fill(&mut data);
+    data
+}
+
 pub(super) fn reimport(device: &Arc<MemDevice>) -> Spa {
     let found = find_pools(&[device.clone() as DeviceRef]);
     Spa::import(&found[0], None, 64 << 20).unwrap()

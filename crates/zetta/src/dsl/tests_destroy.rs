@@ -2,31 +2,15 @@
 //! that txg freed with the rest, whole trees (clones inside included) in one task, and
 //! refusals in open or syncing context that change nothing.
 
-use super::tests::{pool, reimport};
+use super::tests::{pool, reimport, seeded, write_object};
 use crate::io::MemDevice;
 use crate::spa::{Spa, SpaError};
-use crate::types::ObjectId;
 use std::sync::Arc;
 
 /// Writes `len` seeded bytes into object `id` of `fs` (created on first use), in the open
 /// txg (not committed).
 fn write(spa: &mut Spa, fs: &str, id: u64, len: usize) {
-    let mut data = vec![0u8; len];
-    crate::rand::SeededRng::new(id).fill(&mut data);
-    spa.with_dataset(fs, |os, ctx| {
-        if !os.object_exists(ctx, ObjectId(id))? {
-            os.create_object_at(
-                ctx,
-                ObjectId(id),
-                crate::dmu::object_type::PLAIN_FILE,
-                128 << 10,
-                0,
-                0,
-            )?;
-        }
-        os.write(ctx, ObjectId(id), 0, &data)
-    })
-    .unwrap();
+    write_object(spa, fs, id, 0, &seeded(id, len), 128 << 10);
 }
 
 /// The text of an `Invalid` refusal.

@@ -9,24 +9,11 @@ use crate::types::ObjectId;
 use std::sync::Arc;
 
 fn write(spa: &mut Spa, fs: &str, id: u64, byte: u8, len: usize) {
-    spa.with_dataset(fs, |os, ctx| {
-        if !os.object_exists(ctx, ObjectId(id))? {
-            os.create_object_at(
-                ctx,
-                ObjectId(id),
-                crate::dmu::object_type::PLAIN_FILE,
-                512,
-                0,
-                0,
-            )?;
-        }
-        // Not compressible: a byte pattern that changes every 8 bytes.
-        let data: Vec<u8> = (0..len)
-            .map(|i| byte ^ (i as u8).wrapping_mul(31) ^ ((i >> 8) as u8))
-            .collect();
-        os.write(ctx, ObjectId(id), 0, &data)
-    })
-    .unwrap();
+    // Not compressible: a byte pattern that changes every 8 bytes.
+    let data: Vec<u8> = (0..len)
+        .map(|i| byte ^ (i as u8).wrapping_mul(31) ^ ((i >> 8) as u8))
+        .collect();
+    super::tests::write_object(spa, fs, id, 0, &data, 512);
 }
 
 fn read(spa: &mut Spa, name: &str, id: u64) -> Vec<u8> {

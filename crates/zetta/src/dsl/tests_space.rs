@@ -22,20 +22,7 @@ fn write(spa: &mut Spa, fs: &str, id: u64, offset: u64, len: usize, compressible
             chunk[keep..].fill(b'z');
         }
     }
-    spa.with_dataset(fs, |os, ctx| {
-        if !os.object_exists(ctx, ObjectId(id))? {
-            os.create_object_at(
-                ctx,
-                ObjectId(id),
-                crate::dmu::object_type::PLAIN_FILE,
-                512,
-                0,
-                0,
-            )?;
-        }
-        os.write(ctx, ObjectId(id), offset, &data)
-    })
-    .unwrap();
+    super::tests::write_object(spa, fs, id, offset, &data, 512);
 }
 
 fn audit_clean(spa: &mut Spa) {

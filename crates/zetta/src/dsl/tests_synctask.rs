@@ -2,7 +2,7 @@
 //! txg, after the object sets are written, and costs that one txg.
 
 use super::synctask::SyncTx;
-use super::tests::{pool, reimport};
+use super::tests::{pool, reimport, seeded, write_object};
 use crate::io::MemDevice;
 use crate::spa::{Spa, SpaError};
 use crate::types::ObjectId;
@@ -13,22 +13,8 @@ const MIB: u64 = 1 << 20;
 /// Writes `len` bytes of seeded data into object `id` of `fs` (created on first use), in
 /// the open txg (not committed).
 fn write(spa: &mut Spa, fs: &str, id: u64, len: usize) -> Vec<u8> {
-    let mut data = vec![0u8; len];
-    crate::rand::SeededRng::new(id).fill(&mut data);
-    spa.with_dataset(fs, |os, ctx| {
-        if !os.object_exists(ctx, ObjectId(id))? {
-            os.create_object_at(
-                ctx,
-                ObjectId(id),
-                crate::dmu::object_type::PLAIN_FILE,
-                128 << 10,
-                0,
-                0,
-            )?;
-        }
-        os.write(ctx, ObjectId(id), 0, &data)
-    })
-    .unwrap();
+    let data = seeded(id, len);
+    write_object(spa, fs, id, 0, &data, 128 << 10);
     data
 }
 
