@@ -60,6 +60,7 @@ pub(crate) fn dsl_error_text(op: ZfsOp<'_>, error: &DslError) -> String {
         (_, DslError::PoolRoot { name }) => {
             format!("cannot destroy '{name}': operation does not apply to pools")
         }
+        (_, DslError::Busy { name }) => format!("cannot destroy '{name}': dataset is busy"),
         (_, DslError::DescendantOfSelf { to, .. }) => format!(
             "cannot rename to '{to}': New dataset name cannot be a descendant of current dataset name"
         ),

@@ -28,6 +28,7 @@
 //! -r` of any tree one txg.
 
 use super::synctask::{SyncTaskId, SyncTx};
+use super::DslError;
 use crate::dmu::IoCtx;
 use crate::spa::{Spa, SpaError, MOS_OBJECT_ROOT_DIR};
 use crate::types::ObjectId;
@@ -91,9 +92,7 @@ impl Spa {
                     self.destroy_head_check(&first)?;
                 }
                 // Its own check passes, so only a victim of this set (a cycle) holds it.
-                return Err(SpaError::Invalid(format!(
-                    "cannot destroy '{first}': dataset is busy"
-                )));
+                return Err(SpaError::Dsl(DslError::Busy { name: first }));
             };
             let victim = pending.remove(index);
             gone.insert(victim.clone());
@@ -145,14 +144,25 @@ impl Spa {
             .lookup_dir(name)?
             .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()))?;
         if dir == MOS_OBJECT_ROOT_DIR.0 {
-            return Err(SpaError::Invalid(format!(
-                "cannot destroy '{name}': operation does not apply to pools"
-            )));
+            return Err(SpaError::Dsl(DslError::PoolRoot {
+                name: name.to_string(),
+            }));
         }
-        if !self.children(dir)?.is_empty() || !self.snapshots(name)?.is_empty() {
-            return Err(SpaError::Invalid(format!(
-                "cannot destroy '{name}': filesystem has children"
-            )));
+        let mut children: Vec<String> = self
+            .children(dir)?
+            .into_iter()
+            .map(|(child, _)| format!("{name}/{child}"))
+            .collect();
+        children.extend(
+            self.snapshots(name)?
+                .into_iter()
+                .map(|(snapshot, _, _)| snapshot),
+        );
+        if !children.is_empty() {
+            return Err(SpaError::Dsl(DslError::HasChildren {
+                name: name.to_string(),
+                children,
+            }));
         }
         Ok((dir, self.read_dir(dir)?.head_dataset))
     }

@@ -34,6 +34,8 @@ pub enum DslError {
     InvalidName { name: String },
     /// EXDEV: a name in another pool than the one asked (`pool`).
     NotInPool { name: String, pool: String },
+    /// EBUSY: a dataset held by the very set being destroyed (no order destroys it).
+    Busy { name: String },
     /// EINVAL: the operation does not apply to a pool's root dataset.
     PoolRoot { name: String },
     /// EINVAL: a filesystem renamed below itself.
@@ -101,7 +103,7 @@ impl DslError {
             | DslError::BookmarkNotAncestor { .. }
             | DslError::SameFilesystemTwice { .. }
             | DslError::NotLatest { .. } => libc::EXDEV,
-            DslError::Held { .. } => libc::EBUSY,
+            DslError::Held { .. } | DslError::Busy { .. } => libc::EBUSY,
             DslError::NoSpace { .. } => libc::ENOSPC,
             DslError::NoSuchHold { .. } => libc::ESRCH,
             DslError::ForeignPool => libc::ENOTSUP,
@@ -120,6 +122,7 @@ impl fmt::Display for DslError {
             DslError::InvalidName { name } => write!(f, "invalid name {name}"),
             DslError::NotInPool { name, pool } => write!(f, "{name} outside pool {pool}"),
             DslError::PoolRoot { name } => write!(f, "{name} is a pool's root dataset"),
+            DslError::Busy { name } => write!(f, "{name} is busy"),
             DslError::DescendantOfSelf { from, to } => write!(f, "{to} is below {from}"),
             DslError::CrossPool { from, to } => write!(f, "{from} -> {to} across pools"),
             DslError::CrossDataset { from, to } => {

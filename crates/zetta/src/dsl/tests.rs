@@ -137,7 +137,7 @@ fn destroy_frees_space_and_refuses_parents() {
     .unwrap();
     spa.sync().unwrap();
     assert!(
-        matches!(spa.destroy_filesystem("tank/a"), Err(SpaError::Invalid(m)) if m.contains("has children"))
+        matches!(spa.destroy_filesystem("tank/a"), Err(SpaError::Dsl(DslError::HasChildren { children, .. })) if children == ["tank/a/b"])
     );
     spa.destroy_filesystem("tank/a/b").unwrap();
     spa.destroy_filesystem("tank/a").unwrap();
