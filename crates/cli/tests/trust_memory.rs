@@ -292,8 +292,9 @@ fn many_pools_and_mounts_stay_within_a_bounded_daemon_memory() {
         mounts.len()
     );
     // Five threads per mount (fuser's session thread and four request threads,
-    // `zetta_fuse::WORKER_THREADS`), a few for the daemon itself.
-    let threads_max = 5 * mounts.len() as u64 + 32;
+    // `zetta_fuse::WORKER_THREADS`), one sync thread per pool (`spa::txg`), a few for the
+    // daemon itself.
+    let threads_max = 5 * mounts.len() as u64 + MEMORY_POOLS as u64 + 32;
     assert!(
         threads <= threads_max,
         "{threads} threads for {} mounts (bound {threads_max})",
