@@ -2,77 +2,20 @@
 //! read with plain `std::fs`, under the pool's shared lock: while the test itself holds that
 //! lock, and by several readers at once beside a writer of the live tree.
 
+mod common;
+
+use common::{is_mounted, temp_dir as temp_dir_named, wait_for, Mount, WAIT};
 use parking_lot::RwLock;
 use std::collections::BTreeMap;
-use std::ffi::CString;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc};
-use std::time::{Duration, Instant};
 use zetta::io::{DeviceRef, MemDevice};
 use zetta::spa::{CreateOptions, Spa, TopKind, TopSpec};
 use zetta::zpl::{Creds, FileKind, Timespec};
-use zetta_fuse::{MountOptions, Mounted, ZplFs};
-
-/// How long a mount, an unmount or a blocked-looking request may take on a loaded machine.
-const WAIT: Duration = Duration::from_secs(120);
+use zetta_fuse::{MountOptions, ZplFs};
 
 fn temp_dir(what: &str) -> PathBuf {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("zetta-ctldir-{}-{n}-{what}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn is_mounted(path: &Path) -> bool {
-    let want = path.to_string_lossy().into_owned();
-    std::fs::read_to_string("/proc/self/mountinfo")
-        .unwrap_or_default()
-        .lines()
-        .any(|line| line.split(' ').nth(4) == Some(want.as_str()))
-}
-
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + WAIT;
-    while !done() {
-        assert!(Instant::now() < deadline, "{what}: not within {WAIT:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// A mounted `ZplFs`, unmounted (and waited for) on drop.
-struct Mount {
-    at: PathBuf,
-    mounted: Option<Mounted>,
-}
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        let c_path = CString::new(self.at.as_os_str().as_bytes()).unwrap();
-        for _ in 0..100 {
-            // SAFETY: a valid C string; umount2 keeps no pointer.
-            if unsafe { libc::umount2(c_path.as_ptr(), 0) } == 0 || !is_mounted(&self.at) {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        drop(self.mounted.take());
-        let deadline = Instant::now() + WAIT;
-        while is_mounted(&self.at) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        if !std::thread::panicking() {
-            assert!(
-                !is_mounted(&self.at),
-                "{}: still mounted",
-                self.at.display()
-            );
-            let _ = std::fs::remove_dir(&self.at);
-        }
-    }
+    temp_dir_named("zetta-ctldir", what)
 }
 
 /// The tree the snapshot holds: `d{k}/f{n}` → bytes, sizes from empty to several records.

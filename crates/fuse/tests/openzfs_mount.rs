@@ -3,6 +3,7 @@
 //! the same tree, against Zetta's OpenZFS reader for OpenZFS 2.x's fixture pool, and for
 //! what a read-only mount must refuse.
 
+mod common;
 #[allow(dead_code)]
 #[path = "../../zetta/tests/common/oracle.rs"]
 mod oracle;
@@ -10,85 +11,22 @@ mod oracle;
 #[path = "../../zetta/tests/common/zfs_fuse.rs"]
 mod zfs_fuse;
 
+use common::{is_mounted, temp_dir as temp_dir_named, wait_for, Mount};
 use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
 use zetta::io::{DeviceRef, FileDevice};
 use zetta::spa::openzfs::discover::find_pools;
 use zetta::spa::openzfs::pool::OpenZfsPool;
 use zetta::zpl::openzfs::fs::ZplFs;
 use zetta_fuse::openzfs::OzfsFs;
-use zetta_fuse::{MountOptions, Mounted, SnapDir};
-
-/// How long a mount or unmount may take on a loaded machine.
-const MOUNT_WAIT: Duration = Duration::from_secs(60);
+use zetta_fuse::{MountOptions, SnapDir};
 
 fn temp_dir(what: &str) -> PathBuf {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("zetta-ozmount-{}-{n}-{what}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn is_mounted(path: &Path) -> bool {
-    let want = path.to_string_lossy().into_owned();
-    std::fs::read_to_string("/proc/self/mountinfo")
-        .unwrap_or_default()
-        .lines()
-        .any(|line| line.split(' ').nth(4) == Some(want.as_str()))
-}
-
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + MOUNT_WAIT;
-    while !done() {
-        assert!(
-            Instant::now() < deadline,
-            "{what}: not within {MOUNT_WAIT:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// A mounted `OzfsFs`, unmounted (and waited for) on drop.
-struct Mount {
-    at: PathBuf,
-    mounted: Option<Mounted>,
-}
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        // As the daemon unmounts: umount2 (a busy mount retried: the kernel may still be
-        // releasing the test's last handles), then the session's threads end.
-        let c_path = CString::new(self.at.as_os_str().as_bytes()).unwrap();
-        for _ in 0..100 {
-            // SAFETY: a valid C string; umount2 keeps no pointer.
-            if unsafe { libc::umount2(c_path.as_ptr(), 0) } == 0 || !is_mounted(&self.at) {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        drop(self.mounted.take());
-        // Never a second panic while a failed test unwinds.
-        let deadline = Instant::now() + MOUNT_WAIT;
-        while is_mounted(&self.at) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        if !std::thread::panicking() {
-            assert!(
-                !is_mounted(&self.at),
-                "{}: still mounted",
-                self.at.display()
-            );
-            let _ = std::fs::remove_dir(&self.at);
-        }
-    }
+    temp_dir_named("zetta-ozmount", what)
 }
 
 fn open_pool(paths: &[PathBuf]) -> Arc<OpenZfsPool> {
