@@ -448,19 +448,15 @@ pub struct ZstdHeader {
 /// OpenZFS's zstd level enum value for zstd-fast-1 (`ZIO_ZSTD_LEVEL_FAST_1`).
 pub const ZIO_ZSTD_LEVEL_FAST_1: u8 = 103;
 
-/// The zstd-fast accelerations, in enum order from `ZIO_ZSTD_LEVEL_FAST_1`.
-const ZSTD_FAST_ACCELERATIONS: [i32; 21] = [
-    1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 500, 1000,
-];
-
 /// The zstd library level of an OpenZFS zstd level enum value, or `None` for an invalid one.
 pub fn zstd_library_level(level: u8) -> Option<i32> {
     match level {
         1..=19 => Some(i32::from(level)),
         _ => level
             .checked_sub(ZIO_ZSTD_LEVEL_FAST_1)
-            .and_then(|index| ZSTD_FAST_ACCELERATIONS.get(usize::from(index)))
-            .map(|acceleration| -acceleration),
+            // The zstd-fast accelerations, in enum order from `ZIO_ZSTD_LEVEL_FAST_1`.
+            .and_then(|index| super::ZSTD_FAST_LEVELS.get(usize::from(index)))
+            .map(|&acceleration| -(acceleration as i32)),
     }
 }
 
