@@ -13,6 +13,7 @@
 pub(crate) mod errors;
 mod recv;
 mod send;
+mod volume;
 
 use crate::zpool::pool::{self, Imported};
 use crate::zpool::{fail, getopt, usage, CmdError, CmdResult, Ctx};
@@ -28,7 +29,7 @@ use zetta_zprop::{
     ZfsProp,
 };
 
-const USAGE: &str = "usage: zfs command args ...\nwhere 'command' is one of the following:\n\n\tversion\n\n\tcreate [-p] [-o property=value] ... <filesystem>\n\tsnapshot [-r] <filesystem|volume>@<snap> ...\n\trollback [-rRf] <snapshot>\n\tclone [-p] [-o property=value] ... <snapshot> <filesystem|volume>\n\tpromote <clone-filesystem>\n\tbookmark <snapshot|bookmark> <newbookmark>\n\thold [-r] <tag> <snapshot> ...\n\tholds [-rHp] <snapshot> ...\n\trelease [-r] <tag> <snapshot> ...\n\tdestroy [-fnpRrv] <filesystem|volume>\n\trename [-fnpu] <filesystem> <filesystem>\n\trename -r <snapshot> <snapshot>\n\tdiff [-FH] <snapshot> [snapshot|filesystem]\n\n\tlist [-Hp] [-r|-d max] [-o property[,...]] [-s property]...\n\t    [-S property]... [-t type[,...]] [filesystem|volume|snapshot] ...\n\n\tset <property=value> ... <filesystem|volume|snapshot> ...\n\tget [-rHp] [-d max] [-o \"all\" | field[,...]]\n\t    [-t type[,...]] [-s source[,...]]\n\t    <\"all\" | property[,...]> [filesystem|volume|snapshot|bookmark] ...\n\tinherit [-rS] <property> <filesystem|volume|snapshot> ...\n";
+const USAGE: &str = "usage: zfs command args ...\nwhere 'command' is one of the following:\n\n\tversion\n\n\tcreate [-p] [-o property=value] ... <filesystem>\n\tcreate [-ps] [-b blocksize] [-o property=value] ... -V <size> <volume>\n\tsnapshot [-r] <filesystem|volume>@<snap> ...\n\trollback [-rRf] <snapshot>\n\tclone [-p] [-o property=value] ... <snapshot> <filesystem|volume>\n\tpromote <clone-filesystem>\n\tbookmark <snapshot|bookmark> <newbookmark>\n\thold [-r] <tag> <snapshot> ...\n\tholds [-rHp] <snapshot> ...\n\trelease [-r] <tag> <snapshot> ...\n\tdestroy [-fnpRrv] <filesystem|volume>\n\trename [-fnpu] <filesystem> <filesystem>\n\trename -r <snapshot> <snapshot>\n\tdiff [-FH] <snapshot> [snapshot|filesystem]\n\n\tlist [-Hp] [-r|-d max] [-o property[,...]] [-s property]...\n\t    [-S property]... [-t type[,...]] [filesystem|volume|snapshot] ...\n\n\tset <property=value> ... <filesystem|volume|snapshot> ...\n\tget [-rHp] [-d max] [-o \"all\" | field[,...]]\n\t    [-t type[,...]] [-s source[,...]]\n\t    <\"all\" | property[,...]> [filesystem|volume|snapshot|bookmark] ...\n\tinherit [-rS] <property> <filesystem|volume|snapshot> ...\n";
 
 /// The client's standard input, and whether its standard streams are terminals: what
 /// `zfs receive` reads and what `zfs send`/`receive` refuse, wherever the command runs (in
@@ -74,7 +75,7 @@ pub fn run_io(
             ctx.print(&format!("zetta {}\n", env!("CARGO_PKG_VERSION")));
             Ok(())
         }
-        "create" => cmd_create(rest),
+        "create" => cmd_create(rest, &mut ctx),
         "snapshot" | "snap" => cmd_snapshot(rest),
         "rollback" => cmd_rollback(rest),
         "clone" => cmd_clone(rest),
@@ -149,13 +150,25 @@ pub(crate) fn validate(
     value: &str,
     creating: bool,
 ) -> Result<SetValue, CmdError> {
+    validate_as(name, prop, value, creating, DatasetType::Filesystem, None)
+}
+
+/// `validate` for a dataset of `object` type (a volume's block size checks `volsize`).
+pub(crate) fn validate_as(
+    name: &str,
+    prop: &str,
+    value: &str,
+    creating: bool,
+    object: DatasetType,
+    volblocksize_bytes: Option<u64>,
+) -> Result<SetValue, CmdError> {
     validate_set(
         prop,
         value,
         SetTarget {
-            object: DatasetType::Filesystem,
+            object,
             creating,
-            volblocksize_bytes: None,
+            volblocksize_bytes,
         },
     )
     .map_err(|e| {
@@ -299,10 +312,13 @@ fn check_nesting(name: &str) -> CmdResult {
 }
 
 /// `zfs create [-p] [-o prop=value]… fs`
-fn cmd_create(args: &[String]) -> CmdResult {
+fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let parsed = getopt(args, "po:uV:b:s")?;
     if parsed.has('V') {
-        return fail("cannot create volume: volumes are not implemented yet");
+        return volume::cmd_create_volume(&parsed, args, ctx);
+    }
+    if parsed.has('b') || parsed.has('s') {
+        return usage("'-s' and '-b' can only be used when creating a volume");
     }
     let [name] = parsed.operands.as_slice() else {
         return usage(if parsed.operands.is_empty() {
@@ -839,10 +855,23 @@ fn property(
     if let Some((fs, _)) = name.split_once('@') {
         return snapshot_property(imported, props, name, fs, prop, native, parsable);
     }
-    if native.is_some_and(|p| !p.applies_to(DatasetType::Filesystem, None)) {
+    let kind = volume::dataset_type(spa, name);
+    if native.is_some_and(|p| !p.applies_to(kind, None)) {
         return Ok(None);
     }
     let stat = match native.map(|p| p.name()) {
+        Some(which @ ("volsize" | "volblocksize")) => {
+            let info = spa
+                .volume_info(name)
+                .map_err(spa_fail)?
+                .ok_or_else(|| missing(name))?;
+            let value = if which == "volsize" {
+                info.size_bytes
+            } else {
+                info.block_size_bytes
+            };
+            Some(number(value, native.unwrap_or(ZfsProp::ALL[0])))
+        }
         Some("creation") | Some("guid") | Some("createtxg") => {
             let dataset = spa
                 .lookup_dataset(name)
@@ -857,14 +886,7 @@ fn property(
             Some(number(value, native.unwrap_or(ZfsProp::ALL[0])))
         }
         Some("name") => Some(name.to_string()),
-        Some("type") => Some(
-            if spa.openzfs().is_some_and(|f| f.view.is_volume(name)) {
-                "volume"
-            } else {
-                "filesystem"
-            }
-            .to_string(),
-        ),
+        Some("type") => Some(kind.name().to_string()),
         Some(
             "used"
             | "referenced"
@@ -980,8 +1002,24 @@ fn snapshot_property(
     native: Option<ZfsProp>,
     parsable: bool,
 ) -> Result<Option<(String, String)>, CmdError> {
-    if native.is_some_and(|p| !p.applies_to(DatasetType::Snapshot, Some(DatasetType::Filesystem))) {
+    let head = volume::dataset_type(&mut imported.spa, fs);
+    if native.is_some_and(|p| !p.applies_to(DatasetType::Snapshot, Some(head))) {
         return Ok(None);
+    }
+    if native == Some(ZfsProp::Volsize) {
+        let info = imported
+            .spa
+            .snapshot_volume_info(name)
+            .map_err(spa_fail)?
+            .ok_or_else(|| missing(name))?;
+        return Ok(Some((
+            format_value(
+                ZfsProp::Volsize,
+                &PropValue::Number(info.size_bytes),
+                parsable,
+            ),
+            "-".to_string(),
+        )));
     }
     let snapshots = imported.spa.snapshots(fs).map_err(spa_fail)?;
     let Some((_, _, phys)) = snapshots.iter().find(|(n, _, _)| n == name) else {
@@ -1177,10 +1215,8 @@ fn targets(
                 .filter(|n| *n == root || n.starts_with(&format!("{root}/")))
             {
                 let below = name[root.len()..].matches('/').count();
-                let is_volume = imported
-                    .spa
-                    .openzfs()
-                    .is_some_and(|f| f.view.is_volume(name));
+                let is_volume =
+                    volume::dataset_type(&mut imported.spa, name) == DatasetType::Volume;
                 let wanted_type = if is_volume {
                     types.volumes
                 } else {
@@ -1486,6 +1522,20 @@ fn cmd_set(args: &[String]) -> CmdResult {
     if assignments.is_empty() {
         return usage("missing property=value argument(s)");
     }
+    // A volume's properties are checked as a volume's (`volsize` against its block size).
+    let mut early = if name.contains(['@', '#']) {
+        None
+    } else {
+        open_dataset(name).ok()
+    };
+    let volume_info = match early.as_mut() {
+        Some(imported) => imported.spa.volume_info(name).ok().flatten(),
+        None => None,
+    };
+    let (object, volblocksize) = match volume_info {
+        Some(info) => (DatasetType::Volume, Some(info.block_size_bytes)),
+        None => (DatasetType::Filesystem, None),
+    };
     let mut sets = Vec::new();
     for assignment in assignments {
         let Some((prop, value)) = assignment.split_once('=') else {
@@ -1493,11 +1543,22 @@ fn cmd_set(args: &[String]) -> CmdResult {
                 "missing '=' for property=value argument '{assignment}'"
             ));
         };
-        sets.push(validate(name, prop, value, false)?);
+        sets.push(validate_as(name, prop, value, false, object, volblocksize)?);
     }
-    let mut imported = open_dataset(name)?;
+    let mut imported = match early {
+        Some(imported) => imported,
+        None => open_dataset(name)?,
+    };
     pool::writable(&imported, &format!("cannot set property for '{name}'"))?;
-    for set in sets {
+    for mut set in sets {
+        if let SetValue::Native(ZfsProp::Volsize, PropValue::Number(size)) = set {
+            volume::set_volsize(&mut imported, name, size)?;
+            continue;
+        }
+        if let Some(info) = volume_info {
+            let copies = volume::current_copies(&mut imported, name)?;
+            volume::fix_auto_reservation(&imported.spa, &mut set, info, copies);
+        }
         if let Some(why) = space_limit_refusal(&mut imported, name, &set)? {
             return fail(format!("cannot set property for '{name}': {why}"));
         }

@@ -25,6 +25,7 @@
 pub mod client;
 pub mod fusermount;
 pub mod mounts;
+pub mod nbd;
 pub mod protocol;
 pub mod registry;
 pub mod server;

@@ -85,6 +85,7 @@ pub fn run(err: &mut dyn Write) -> i32 {
     }
     let mut messages = Vec::new();
     super::mounts::reconcile(&mut messages);
+    super::nbd::reconcile();
     for message in messages {
         let _ = writeln!(err, "{message}");
     }
@@ -234,6 +235,8 @@ fn serve(stream: UnixStream) {
         if super::mounts::changes_mounts(&args) {
             let mut messages = Vec::new();
             super::mounts::after(&args, &mut messages);
+            // Volumes created, destroyed, renamed, imported or exported: their sockets.
+            super::nbd::reconcile();
             // A mount the command called for failed: the command failed (OpenZFS exits
             // 1 after `zfs create`/`zpool create` whose mount fails).
             if !messages.is_empty() && code == 0 {
