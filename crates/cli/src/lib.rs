@@ -20,6 +20,7 @@ pub mod zfs_diff;
 pub mod zfs_mount;
 pub mod zfs_promote;
 pub mod zfs_rename;
+pub mod zinject;
 pub mod zpool;
 
 use std::io::Write;
@@ -27,13 +28,14 @@ use std::io::Write;
 /// `zetta` invoked under its own name: `zetta zpool …`, `zetta zfs …`,
 /// `zetta install-links DIR`, `zetta version`.
 pub fn run_zetta(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    let usage = "usage: zetta zpool <command> ...\n       zetta zfs <command> ...\n       zetta daemon [--foreground | --stop]\n       zetta arcstats\n       zetta calc need|usable ... (zetta calc --help)\n       zetta install-links <dir>\n       zetta version\n";
+    let usage = "usage: zetta zpool <command> ...\n       zetta zfs <command> ...\n       zetta daemon [--foreground | --stop]\n       zetta arcstats\n       zetta zinject ... (fault injection, as zinject)\n       zetta calc need|usable ... (zetta calc --help)\n       zetta install-links <dir>\n       zetta version\n";
     let Some(first) = args.first() else {
         let _ = err.write_all(usage.as_bytes());
         return 2;
     };
     match first.as_str() {
         "zpool" | "zfs" => dispatch(first, &args[1..], out, err),
+        "zinject" => zinject::run(&args[1..], out, err),
         "daemon" => match args.get(1).map(String::as_str) {
             None | Some("--foreground") => daemon::server::run(err),
             Some("--stop") => daemon::client::stop(out, err),
@@ -86,7 +88,7 @@ pub fn dispatch(front: &str, args: &[String], out: &mut dyn Write, err: &mut dyn
     daemon::client::forward(&request, out, err)
 }
 
-/// `zetta install-links DIR`: creates `DIR/zpool` and `DIR/zfs` as symlinks to this
+/// `zetta install-links DIR`: creates `DIR/zpool`, `DIR/zfs` and `DIR/zinject` as symlinks to this
 /// executable. An existing symlink is replaced; any other existing file is left alone and
 /// reported, so a system ZFS installation is never overwritten.
 fn install_links(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
@@ -116,7 +118,7 @@ fn install_links(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i
         return 1;
     }
     let mut status = 0;
-    for name in ["zpool", "zfs"] {
+    for name in ["zpool", "zfs", "zinject"] {
         let link = dir.join(name);
         match std::fs::symlink_metadata(&link) {
             Ok(meta) if !meta.file_type().is_symlink() => {
