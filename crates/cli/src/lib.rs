@@ -28,7 +28,7 @@ use std::io::Write;
 /// `zetta` invoked under its own name: `zetta zpool …`, `zetta zfs …`,
 /// `zetta install-links DIR`, `zetta version`.
 pub fn run_zetta(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    let usage = "usage: zetta zpool <command> ...\n       zetta zfs <command> ...\n       zetta daemon [--foreground | --stop]\n       zetta arcstats\n       zetta zinject ... (fault injection, as zinject)\n       zetta calc need|usable ... (zetta calc --help)\n       zetta install-links <dir>\n       zetta version\n";
+    let usage = "usage: zetta zpool <command> ...\n       zetta zfs <command> ...\n       zetta daemon [--foreground] [--metrics <host:port>] | --stop\n       zetta arcstats\n       zetta zinject ... (fault injection, as zinject)\n       zetta calc need|usable ... (zetta calc --help)\n       zetta install-links <dir>\n       zetta version\n";
     let Some(first) = args.first() else {
         let _ = err.write_all(usage.as_bytes());
         return 2;
@@ -37,12 +37,31 @@ pub fn run_zetta(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i
         "zpool" | "zfs" => dispatch(first, &args[1..], out, err),
         "zinject" => zinject::run(&args[1..], out, err),
         "daemon" => match args.get(1).map(String::as_str) {
-            None | Some("--foreground") => daemon::server::run(err),
+            None => daemon::server::run(err),
+            Some("--foreground") if args.len() == 2 => daemon::server::run(err),
+            // Prometheus metrics and a status page over HTTP (daemon/metrics.rs).
+            Some("--foreground" | "--metrics") => {
+                let words: Vec<&str> = args[1..]
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|w| *w != "--foreground")
+                    .collect();
+                match words[..] {
+                    ["--metrics", addr] => daemon::server::run_with_metrics(err, Some(addr)),
+                    _ => {
+                        let _ = writeln!(
+                            err,
+                            "usage: zetta daemon [--foreground] [--metrics <host:port>] | --stop"
+                        );
+                        2
+                    }
+                }
+            }
             Some("--stop") => daemon::client::stop(out, err),
             Some(other) => {
                 let _ = writeln!(
                     err,
-                    "usage: zetta daemon [--foreground | --stop] ('{other}'?)"
+                    "usage: zetta daemon [--foreground] [--metrics <host:port>] | --stop ('{other}'?)"
                 );
                 2
             }
