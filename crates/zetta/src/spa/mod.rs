@@ -202,6 +202,22 @@ pub fn dataset_policy(data_props: WriteProps) -> ObjsetPolicy {
     }
 }
 
+/// The allocatable size of a top-level vdev of `children` leaves whose smallest data
+/// region (`vdev::label::data_size_bytes`) is `child_data_bytes`: what `build_top` gives a
+/// new vdev, and what `zetta calc` predicts from the same function.
+pub fn top_asize_bytes(kind: TopKind, children: usize, child_data_bytes: u64, ashift: u32) -> u64 {
+    let child_size = round_down_shift(child_data_bytes, ashift);
+    match kind {
+        TopKind::Raidz(_) => child_size * children as u64,
+        _ => child_size,
+    }
+}
+
+/// Slop space of a pool of `size_bytes` (see `Spa::slop_bytes`).
+pub fn slop_for_size(size_bytes: u64) -> u64 {
+    (size_bytes >> 5).max(4 << 20).min(size_bytes / 2)
+}
+
 /// Builds a top-level vdev from a spec (not yet part of a pool).
 fn build_top(spec: &TopSpec, id: u64, ashift: u32, txg: Txg) -> Result<Vdev, SpaError> {
     let mut leaves = Vec::new();
@@ -251,11 +267,7 @@ fn build_top(spec: &TopSpec, id: u64, ashift: u32, txg: Txg) -> Result<Vdev, Spa
     top.ashift = ashift;
     top.is_log = spec.is_log;
     top.create_txg = txg;
-    let child_size = round_down_shift(child_size, ashift);
-    top.asize_bytes = match spec.kind {
-        TopKind::Raidz(_) => child_size * top.children.len() as u64,
-        _ => child_size,
-    };
+    top.asize_bytes = top_asize_bytes(spec.kind, top.children.len(), child_size, ashift);
     let group = MetaslabGroup::new(id as u32, top.asize_bytes, ashift);
     top.ms_shift = group.ms_shift;
     Ok(top)
@@ -772,7 +784,7 @@ impl Spa {
     /// find room: 1/32 of the pool like OpenZFS's slop, at least 4 MiB.
     pub fn slop_bytes(&self) -> u64 {
         let (size, _, _) = self.space();
-        (size >> 5).max(4 << 20).min(size / 2)
+        slop_for_size(size)
     }
 
     /// AVAIL as `zfs list` shows it: free space less the slop, deflated like USED (raidz
