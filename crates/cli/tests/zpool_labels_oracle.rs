@@ -143,7 +143,10 @@ fn check_layout(zdb: &PathBuf, layout: &[&str], disks: usize, vdev_type: &str, a
         assert_eq!(number(&text, 8, "guid"), top_guid);
         if disks > 1 {
             let children = field(&text, 12, "path");
-            assert_eq!(children, paths.iter().map(|p| format!("'{p}'")).collect::<Vec<_>>());
+            assert_eq!(
+                children,
+                paths.iter().map(|p| format!("'{p}'")).collect::<Vec<_>>()
+            );
             assert!(field(&text, 12, "guid").contains(&leaf_guid.to_string().as_str()));
         } else {
             assert_eq!(leaf_guid, top_guid);
@@ -169,7 +172,10 @@ fn check_layout(zdb: &PathBuf, layout: &[&str], disks: usize, vdev_type: &str, a
         assert_eq!(theirs, ours, "zdb -lu:\n{text}");
         let newest = ours.iter().next_back().unwrap();
         assert_eq!(newest.0, label_txg, "the export's txg wrote the last label");
-        assert!(ours.iter().all(|ub| ub.1 == guid_sum), "{ours:?} vs {guid_sum}");
+        assert!(
+            ours.iter().all(|ub| ub.1 == guid_sum),
+            "{ours:?} vs {guid_sum}"
+        );
     }
     // OpenZFS finds the pool from these labels and refuses it for its private MOS, at the
     // uberblock Zetta wrote last, instead of misreading it.
@@ -185,7 +191,10 @@ fn check_layout(zdb: &PathBuf, layout: &[&str], disks: usize, vdev_type: &str, a
         stderr.contains("zdb: can't open 'tank': Operation not supported"),
         "{stderr}"
     );
-    assert!(stderr.contains("FAILED: some features are unsupported"), "{stderr}");
+    assert!(
+        stderr.contains("FAILED: some features are unsupported"),
+        "{stderr}"
+    );
 }
 
 // Why: format 4 wrote private "ZETTACFG" labels and "ZETTAUB1" uberblocks that OpenZFS's
@@ -209,4 +218,59 @@ fn zdb_reads_the_labels_of_a_mirror() {
 fn zdb_reads_the_labels_of_a_raidz2() {
     let Some(zdb) = zdb() else { return };
     check_layout(&zdb, &["raidz2"], 4, "raidz", 13);
+}
+
+// Why: format 5 no longer reads format-4 pools (private "ZETTACFG" labels); `zpool import`
+// must list such a pool as UNAVAIL and refuse it with a clear message and exit 1, without
+// writing to its device, instead of not seeing it or misreading it.
+#[test]
+fn format_4_pools_are_listed_and_refused() {
+    let lab = Lab::new();
+    let disk = lab.disk("old", DISK_SIZE_BYTES);
+    let mut config = zetta::nvlist::NvList::new();
+    config
+        .set_str("name", "old")
+        .set_u64("pool_guid", 77)
+        .set_u64("version", 4)
+        .set_u64("state", 1);
+    let payload = config.encode();
+    let mut area = vec![0u8; 64 + payload.len()];
+    area[0..8].copy_from_slice(b"ZETTACFG");
+    area[8] = 1;
+    area[16..24].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+    area[64..].copy_from_slice(&payload);
+    {
+        use std::os::unix::fs::FileExt;
+        let file = std::fs::OpenOptions::new().write(true).open(&disk).unwrap();
+        file.write_all_at(&area, 16 << 10).unwrap();
+    }
+    let head = |path: &str| {
+        use std::os::unix::fs::FileExt;
+        let mut bytes = vec![0u8; 512 << 10];
+        std::fs::File::open(path)
+            .unwrap()
+            .read_exact_at(&mut bytes, 0)
+            .unwrap();
+        bytes
+    };
+    let before = head(&disk);
+    let dir = lab.dir.to_string_lossy().into_owned();
+    assert_eq!(
+        lab.ok("zpool", &["import", "-d", &dir]),
+        "  pool: old\n    id: 77\n state: UNAVAIL\n\
+         status: The pool is formatted using an incompatible version.\n\
+         action: The pool cannot be imported. It is in Zetta's on-disk format 4;\n\
+         \tthis version reads format 5 only. Recreate the pool from backup.\n"
+    );
+    let out = lab.zpool(&["import", "-d", &dir, "old"]);
+    assert_eq!(out.code, 1);
+    assert_eq!(
+        out.stderr,
+        "cannot import 'old': pool is formatted using an unsupported ZFS version\n\
+         the pool is in Zetta's on-disk format 4; this version reads format 5 only\n"
+    );
+    assert!(
+        head(&disk) == before,
+        "the refused pool's labels were written"
+    );
 }
