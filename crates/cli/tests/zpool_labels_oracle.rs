@@ -130,32 +130,32 @@ fn check_layout(zdb: &PathBuf, layout: &[&str], disks: usize, vdev_type: &str, a
         );
         // OpenZFS's keys, before Zetta's own (the whole tree again, `org.zetta:vdev_root`).
         let text = &full[..full.find("    features_for_read:").unwrap()];
-        assert_eq!(field(&text, 4, "name"), ["'tank'"], "{text}");
-        assert_eq!(number(&text, 4, "version"), 5000);
-        assert_eq!(number(&text, 4, "state"), 1, "exported");
-        assert_eq!(number(&text, 4, "pool_guid"), guid);
-        assert_eq!(number(&text, 4, "vdev_children"), 1);
-        assert_eq!(field(&text, 8, "type"), [format!("'{vdev_type}'")]);
-        assert_eq!(number(&text, 8, "ashift"), ashift);
-        assert_eq!(number(&text, 8, "id"), 0);
-        let leaf_guid = number(&text, 4, "guid");
-        let top_guid = number(&text, 4, "top_guid");
-        assert_eq!(number(&text, 8, "guid"), top_guid);
+        assert_eq!(field(text, 4, "name"), ["'tank'"], "{text}");
+        assert_eq!(number(text, 4, "version"), 5000);
+        assert_eq!(number(text, 4, "state"), 1, "exported");
+        assert_eq!(number(text, 4, "pool_guid"), guid);
+        assert_eq!(number(text, 4, "vdev_children"), 1);
+        assert_eq!(field(text, 8, "type"), [format!("'{vdev_type}'")]);
+        assert_eq!(number(text, 8, "ashift"), ashift);
+        assert_eq!(number(text, 8, "id"), 0);
+        let leaf_guid = number(text, 4, "guid");
+        let top_guid = number(text, 4, "top_guid");
+        assert_eq!(number(text, 8, "guid"), top_guid);
         if disks > 1 {
-            let children = field(&text, 12, "path");
+            let children = field(text, 12, "path");
             assert_eq!(
                 children,
                 paths.iter().map(|p| format!("'{p}'")).collect::<Vec<_>>()
             );
-            assert!(field(&text, 12, "guid").contains(&leaf_guid.to_string().as_str()));
+            assert!(field(text, 12, "guid").contains(&leaf_guid.to_string().as_str()));
         } else {
             assert_eq!(leaf_guid, top_guid);
-            assert_eq!(field(&text, 8, "path"), [format!("'{device}'")]);
+            assert_eq!(field(text, 8, "path"), [format!("'{device}'")]);
         }
         // The guid sum of the tree: the root's (the pool guid), the top-level vdev's and
         // every leaf's.
         let leaves: u64 = if disks > 1 {
-            field(&text, 12, "guid")
+            field(text, 12, "guid")
                 .iter()
                 .map(|g| g.parse::<u64>().unwrap())
                 .fold(0, u64::wrapping_add)
@@ -163,7 +163,7 @@ fn check_layout(zdb: &PathBuf, layout: &[&str], disks: usize, vdev_type: &str, a
             0
         };
         let guid_sum = guid.wrapping_add(top_guid).wrapping_add(leaves);
-        let label_txg = number(&text, 4, "txg");
+        let label_txg = number(text, 4, "txg");
 
         let text = run_zdb(zdb, &["-lu"], device);
         let theirs = zdb_uberblocks(&text);

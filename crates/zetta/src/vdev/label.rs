@@ -147,9 +147,8 @@ pub const ZETTA_FORMAT_KEY: &str = "org.zetta:format";
 /// `None` for a blank device or one of another implementation (a real OpenZFS pool).
 pub fn read_config(device: &dyn BlockDevice) -> Option<DeviceLabel> {
     let size = device.size_bytes();
-    if ozfs::label_offset(size, LABEL_COUNT - 1).is_none() {
-        return None;
-    }
+    // A device too small for four labels holds none.
+    ozfs::label_offset(size, LABEL_COUNT - 1)?;
     let mut best: Option<(XdrNvList, Txg)> = None;
     let mut old: Option<DeviceLabel> = None;
     for index in 0..LABEL_COUNT {
