@@ -98,6 +98,16 @@ fn zetta_uberblocks(device: &str, ashift: u32) -> BTreeSet<(u64, u64, u64)> {
         .collect()
 }
 
+/// Runs a `zpool` command that must succeed, with a daemon that serves no mounts (tests
+/// run in parallel, and every pool here is called `tank`: no shared mountpoint).
+fn zpool_ok(lab: &Lab, args: &[&str]) -> String {
+    let mut command = lab.command("zpool");
+    command.args(args).env("ZETTA_MOUNT", "0");
+    let out = lab.run(command);
+    assert_eq!(out.code, 0, "zpool {args:?}: {}", out.stderr);
+    out.stdout
+}
+
 /// Creates `layout` (after the pool name) on `disks` new files, exports it, and checks what
 /// OpenZFS's zdb reads from the first device's labels and rings against what Zetta wrote.
 fn check_layout(zdb: &PathBuf, layout: &[&str], disks: usize, vdev_type: &str, ashift: u64) {
@@ -109,14 +119,12 @@ fn check_layout(zdb: &PathBuf, layout: &[&str], disks: usize, vdev_type: &str, a
     let mut args = vec!["create", "-o", &ashift_opt, "tank"];
     args.extend_from_slice(layout);
     args.extend(paths.iter().map(String::as_str));
-    lab.ok("zpool", &args);
-    lab.ok("zfs", &["create", "tank/fs"]);
-    let guid: u64 = lab
-        .ok("zpool", &["get", "-H", "-o", "value", "guid", "tank"])
+    zpool_ok(&lab, &args);
+    let guid: u64 = zpool_ok(&lab, &["get", "-H", "-o", "value", "guid", "tank"])
         .trim()
         .parse()
         .unwrap();
-    lab.ok("zpool", &["export", "tank"]);
+    zpool_ok(&lab, &["export", "tank"]);
 
     for device in &paths {
         let full = run_zdb(zdb, &["-l"], device);
@@ -256,13 +264,17 @@ fn format_4_pools_are_listed_and_refused() {
     let before = head(&disk);
     let dir = lab.dir.to_string_lossy().into_owned();
     assert_eq!(
-        lab.ok("zpool", &["import", "-d", &dir]),
+        zpool_ok(&lab, &["import", "-d", &dir]),
         "  pool: old\n    id: 77\n state: UNAVAIL\n\
          status: The pool is formatted using an incompatible version.\n\
          action: The pool cannot be imported. It is in Zetta's on-disk format 4;\n\
          \tthis version reads format 5 only. Recreate the pool from backup.\n"
     );
-    let out = lab.zpool(&["import", "-d", &dir, "old"]);
+    let mut command = lab.command("zpool");
+    command
+        .args(["import", "-d", &dir, "old"])
+        .env("ZETTA_MOUNT", "0");
+    let out = lab.run(command);
     assert_eq!(out.code, 1);
     assert_eq!(
         out.stderr,
