@@ -10,8 +10,8 @@
 
 use super::uberblock::{self, Uberblock};
 use super::*;
-use crate::nvpair_xdr::XdrNvList;
 use crate::dmu::ObjsetType;
+use crate::nvpair_xdr::XdrNvList;
 use std::collections::HashMap;
 
 /// A pool found on devices, as `zpool import` lists it.

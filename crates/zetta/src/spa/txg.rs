@@ -228,7 +228,8 @@ fn write_label_configs(root: &Vdev, labels: &LabelConfigs, which: &[usize]) {
             if !leaf.state().is_usable() {
                 continue;
             }
-            let own = crate::vdev::config::label_config(&labels.config, Some(top.guid.0), leaf.guid.0);
+            let own =
+                crate::vdev::config::label_config(&labels.config, Some(top.guid.0), leaf.guid.0);
             if label::write_config(device.as_ref(), &own, which).is_err() {
                 crate::vdev::VdevStats::bump(&leaf.stats.write_errors, 1);
             }

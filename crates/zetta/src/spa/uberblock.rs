@@ -119,9 +119,15 @@ mod tests {
         assert_eq!(bytes[24], 7);
         assert_eq!(&bytes[168..176], &5000u64.to_le_bytes());
         assert_eq!(&bytes[176..184], &0xa11c_ea11u64.to_le_bytes());
-        assert_eq!(&bytes[4096 - 40..4096 - 32], &0x0210_da7a_b10c_7a11u64.to_le_bytes());
+        assert_eq!(
+            &bytes[4096 - 40..4096 - 32],
+            &0x0210_da7a_b10c_7a11u64.to_le_bytes()
+        );
         let ozfs = ozfs::decode_slot(&bytes, 0x2_1000).unwrap();
-        assert_eq!((ozfs.txg, ozfs.guid_sum, ozfs.timestamp), (42, 7, 1_700_000_000));
+        assert_eq!(
+            (ozfs.txg, ozfs.guid_sum, ozfs.timestamp),
+            (42, 7, 1_700_000_000)
+        );
         assert_eq!(Uberblock::decode(&bytes, 0x2_1000), Some(sample()));
     }
 

@@ -240,7 +240,11 @@ pub fn pool_config(facts: &PoolFacts<'_>) -> XdrNvList {
     top_config(&mut config, facts.root);
     config.add("vdev_tree", XdrValue::NvList(facts.root.to_config()));
     config.add("features_for_read", XdrValue::NvList(features_for_read()));
-    u64v(&mut config, ZETTA_FORMAT_KEY, crate::spa::uberblock::FORMAT_VERSION);
+    u64v(
+        &mut config,
+        ZETTA_FORMAT_KEY,
+        crate::spa::uberblock::FORMAT_VERSION,
+    );
     if !facts.cache.is_empty() {
         config.add(
             "l2cache",
@@ -451,15 +455,25 @@ mod label_tests {
         let child = &tree.get_nvlist_array("children").unwrap()[1];
         assert_eq!(
             names(child),
-            ["type", "id", "guid", "path", "create_txg", "org.zetta:asize"]
+            [
+                "type",
+                "id",
+                "guid",
+                "path",
+                "create_txg",
+                "org.zetta:asize"
+            ]
         );
         assert_eq!(
-            label.get_nvlist("features_for_read").unwrap().get(FEATURE_PRIVATE_MOS),
+            label
+                .get_nvlist("features_for_read")
+                .unwrap()
+                .get(FEATURE_PRIVATE_MOS),
             Some(&XdrValue::Boolean)
         );
         // The tree comes back from either copy.
-        let parsed = Vdev::from_config(label.get_nvlist(ROOT_TREE_KEY).unwrap(), &HashMap::new())
-            .unwrap();
+        let parsed =
+            Vdev::from_config(label.get_nvlist(ROOT_TREE_KEY).unwrap(), &HashMap::new()).unwrap();
         assert_eq!(parsed.to_config(), root.to_config());
         // And the label packs into the 112 KiB area as XDR.
         let packed = crate::nvpair_xdr::pack(&label).unwrap();

@@ -85,10 +85,7 @@ pub fn uberblock_slot_offset(index: usize, device_size_bytes: u64, ashift: u32, 
 /// The boot environment block and vdev_phys of label `index`, as one 120 KiB write:
 /// zeros + sealed tail, then the XDR-packed config + sealed tail. Refuses a config that
 /// does not fit.
-pub fn encode_label_areas(
-    config: &XdrNvList,
-    label_offset_bytes: u64,
-) -> Result<Vec<u8>, String> {
+pub fn encode_label_areas(config: &XdrNvList, label_offset_bytes: u64) -> Result<Vec<u8>, String> {
     let packed = nvpair_xdr::pack(config).map_err(|e| e.to_string())?;
     let room = CONFIG_SIZE_BYTES as usize - ozfs::ECK_SIZE_BYTES;
     if packed.len() > room {
@@ -150,15 +147,17 @@ pub const ZETTA_FORMAT_KEY: &str = "org.zetta:format";
 /// `None` for a blank device or one of another implementation (a real OpenZFS pool).
 pub fn read_config(device: &dyn BlockDevice) -> Option<DeviceLabel> {
     let size = device.size_bytes();
-    if ozfs::label_offset(size, LABEL_COUNT - 1).is_none() {
-        return None;
-    }
+    // A device too small for four labels holds none.
+    ozfs::label_offset(size, LABEL_COUNT - 1)?;
     let mut best: Option<(XdrNvList, Txg)> = None;
     let mut old: Option<DeviceLabel> = None;
     for index in 0..LABEL_COUNT {
         let offset = label_offset(index, size);
         let mut area = vec![0u8; CONFIG_SIZE_BYTES as usize];
-        if device.read_at(offset + CONFIG_OFFSET_BYTES, &mut area).is_err() {
+        if device
+            .read_at(offset + CONFIG_OFFSET_BYTES, &mut area)
+            .is_err()
+        {
             continue;
         }
         let config = match ozfs::decode_vdev_phys(&area, offset + CONFIG_OFFSET_BYTES) {
@@ -316,10 +315,16 @@ mod tests {
         // Tear L0 and L2 (the newer ones): the odd labels' older config remains.
         for index in [0, 2] {
             device
-                .write_at(label_offset(index, 64 << 20) + CONFIG_OFFSET_BYTES + 100, &[0xff])
+                .write_at(
+                    label_offset(index, 64 << 20) + CONFIG_OFFSET_BYTES + 100,
+                    &[0xff],
+                )
                 .unwrap();
         }
-        assert!(matches!(read_config(&device), Some(DeviceLabel::Zetta { txg: Txg(7), .. })));
+        assert!(matches!(
+            read_config(&device),
+            Some(DeviceLabel::Zetta { txg: Txg(7), .. })
+        ));
     }
 
     // Why: format-4 pools (private "ZETTACFG" labels) and configs of unsupported formats
@@ -334,7 +339,9 @@ mod tests {
             Some(DeviceLabel::OldZetta { format: 4, .. })
         ));
         let mut foreign = sample_config(5, 7);
-        foreign.pairs.retain(|p| p.name != ZETTA_FORMAT_KEY.as_bytes());
+        foreign
+            .pairs
+            .retain(|p| p.name != ZETTA_FORMAT_KEY.as_bytes());
         write_config(&device, &foreign, &[0, 1, 2, 3]).unwrap();
         assert_eq!(read_config(&device), None);
         // A format-4 config area.

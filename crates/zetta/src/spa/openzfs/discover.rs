@@ -171,7 +171,11 @@ pub fn find_pools(devices: &[DeviceRef], system_hostid: u64) -> Vec<OpenZfsCandi
         };
         // Zetta's own pools (`org.zetta:format` in their labels) are `spa::import`'s: their
         // MOS is not OpenZFS's yet.
-        if read.config.get(crate::vdev::label::ZETTA_FORMAT_KEY).is_some() {
+        if read
+            .config
+            .get(crate::vdev::label::ZETTA_FORMAT_KEY)
+            .is_some()
+        {
             continue;
         }
         let state = read.config.get_u64("state").unwrap_or(u64::MAX);
