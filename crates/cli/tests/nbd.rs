@@ -238,7 +238,8 @@ fn nbd_reads_writes_trims() {
     assert_eq!(copy.read(3 << 20, 1000), expect);
 }
 
-// Why: exports must follow the volumes: a rename moves the socket, a destroy removes it.
+// Why: exports must follow the volumes: a rename moves the socket, an export of the pool
+// removes it and an import brings it back, a destroy removes it.
 #[test]
 fn nbd_exports_follow_rename_and_destroy() {
     let lab = NoMountLab::new();
@@ -249,6 +250,14 @@ fn nbd_exports_follow_rename_and_destroy() {
     lab.ok("zfs", &["rename", "tank/vol", "tank/moved"]);
     assert!(!socket(&lab, "tank/vol").exists());
     let mut c = Client::connect(&socket(&lab, "tank/moved"), "moved");
+    assert_eq!(c.read(0, 5), b"hello");
+    drop(c);
+    // Export takes the socket away; import brings it back with the data.
+    lab.ok("zpool", &["export", "tank"]);
+    assert!(!socket(&lab, "tank/moved").exists());
+    let dir = lab.inner.dir.to_string_lossy().into_owned();
+    lab.ok("zpool", &["import", "-d", &dir, "tank"]);
+    let mut c = Client::connect(&socket(&lab, "tank/moved"), "tank/moved");
     assert_eq!(c.read(0, 5), b"hello");
     drop(c);
     lab.ok("zfs", &["destroy", "tank/moved"]);
