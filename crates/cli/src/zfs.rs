@@ -4,7 +4,8 @@
 //! Today: `create [-p] [-o prop=value]… fs`, `destroy [-r] fs`, `list [-Hpr] [-d depth]
 //! [-o fields] [fs…]`, `get [-Hpr] [-o fields] all|props fs…`, `set prop=value… fs`,
 //! `inherit [-rS] prop fs`, `version`; `send` and `receive` in `zfs/send.rs` and
-//! `zfs/recv.rs`. Datasets whose name holds `%` (a receive's work dataset) are hidden. A dataset name's first component is its pool, which
+//! `zfs/recv.rs`; volumes (`create -V`, `volsize`, their types in list/get/set) in
+//! `zfs/volume.rs`. Datasets whose name holds `%` (a receive's work dataset) are hidden. A dataset name's first component is its pool, which
 //! is opened like `zpool` does (through the daemon). Properties are stored and inherited
 //! with OpenZFS's sources (`default`, `local`, `inherited from …`); values Zetta does not
 //! act on are refused by `zetta-zprop` before anything is stored (README "What Zetta

@@ -107,7 +107,7 @@ pub fn volsize_to_reservation(
     let data = volsize_from_vdevs(raidz, blocks, block_size);
     let mut metadata_blocks = 7u64;
     while blocks > 1 {
-        blocks = (blocks + DNODES_PER_LEVEL - 1) / DNODES_PER_LEVEL;
+        blocks = blocks.div_ceil(DNODES_PER_LEVEL);
         metadata_blocks += blocks;
     }
     let copies = copies.clamp(1, 3);

@@ -36,8 +36,12 @@ use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use zetta::spa::SpaError;
+use std::sync::{Arc, Weak};
+use zetta::spa::{Spa, SpaError};
+
+/// The export threads hold the pool weakly: `zpool export` must be able to take it away
+/// (`into_spa` waits only for brief holders); each request holds it for its own length.
+type PoolWeak = Weak<parking_lot::RwLock<Spa>>;
 
 const NBDMAGIC: u64 = 0x4e42_444d_4147_4943;
 const IHAVEOPT: u64 = 0x4948_4156_454F_5054;
@@ -143,14 +147,14 @@ pub fn reconcile() {
         if exports.contains_key(&name) {
             continue;
         }
-        if let Some(export) = start(&name, pool) {
+        if let Some(export) = start(&name, Arc::downgrade(&pool)) {
             exports.insert(name, export);
         }
     }
 }
 
 /// Binds the socket of volume `name` and starts its accept thread.
-fn start(name: &str, pool: PoolRef) -> Option<Export> {
+fn start(name: &str, pool: PoolWeak) -> Option<Export> {
     let path = socket_path(name);
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).ok()?;
@@ -232,7 +236,8 @@ fn names_volume(asked: &str, volume: &str) -> bool {
 }
 
 /// The volume's size and block size, and whether the pool is read-only.
-fn shape(pool: &PoolRef, volume: &str) -> Option<(u64, u64, bool)> {
+fn shape(pool: &PoolWeak, volume: &str) -> Option<(u64, u64, bool)> {
+    let pool = pool.upgrade()?;
     let mut spa = pool.write();
     let readonly = spa.readonly;
     let info = spa.volume_info(volume).ok().flatten()?;
@@ -249,7 +254,7 @@ fn transmission_flags(readonly: bool) -> u16 {
 }
 
 /// One connection: negotiation, then requests until DISC or the client goes away.
-fn serve(mut s: UnixStream, pool: &PoolRef, volume: &str) -> std::io::Result<()> {
+fn serve(mut s: UnixStream, pool: &PoolWeak, volume: &str) -> std::io::Result<()> {
     let mut hello = Vec::with_capacity(18);
     hello.extend_from_slice(&NBDMAGIC.to_be_bytes());
     hello.extend_from_slice(&IHAVEOPT.to_be_bytes());
@@ -364,7 +369,7 @@ fn flush(pool: &PoolRef) -> Result<(), SpaError> {
 }
 
 /// The transmission phase.
-fn transmit(mut s: UnixStream, pool: &PoolRef, volume: &str) -> std::io::Result<()> {
+fn transmit(mut s: UnixStream, pool: &PoolWeak, volume: &str) -> std::io::Result<()> {
     loop {
         if read_u32(&mut s)? != REQUEST_MAGIC {
             return Err(bad("bad request magic"));
@@ -374,47 +379,65 @@ fn transmit(mut s: UnixStream, pool: &PoolRef, volume: &str) -> std::io::Result<
         let handle = read_u64(&mut s)?;
         let offset = read_u64(&mut s)?;
         let len = read_u32(&mut s)?;
-        let result: Result<Vec<u8>, u32> = match kind {
-            CMD_READ => {
-                if len > MAX_REQUEST_BYTES {
-                    Err(EINVAL)
-                } else {
-                    let read = pool.write().volume_read(volume, offset, len as usize);
-                    read.map_err(|e| errno(&e, false))
-                }
+        if kind == CMD_DISC {
+            return Ok(());
+        }
+        // A WRITE's payload is read before the pool is held (a slow client must not keep
+        // `zpool export` waiting); one that cannot be buffered ends the connection.
+        let payload = if kind == CMD_WRITE {
+            if len > MAX_REQUEST_BYTES {
+                return Err(bad("write too long"));
             }
-            CMD_WRITE => {
-                if len > MAX_REQUEST_BYTES {
-                    return Err(bad("write too long"));
-                }
-                let data = read_bytes(&mut s, len)?;
-                let written = pool.write().volume_write(volume, offset, &data);
-                zetta::spa::txg::wait_for_room(pool);
-                match written {
-                    Ok(()) if flags & CMD_FLAG_FUA != 0 => flush(pool).map_err(|e| errno(&e, true)),
-                    Ok(()) => Ok(()),
-                    Err(e) => Err(errno(&e, true)),
-                }
-                .map(|()| Vec::new())
-            }
-            CMD_DISC => return Ok(()),
-            CMD_FLUSH => flush(pool)
-                .map(|()| Vec::new())
-                .map_err(|e| errno(&e, true)),
-            CMD_TRIM | CMD_WRITE_ZEROES => {
-                let freed = pool.write().volume_free(volume, offset, u64::from(len));
-                match freed {
-                    Ok(()) if flags & CMD_FLAG_FUA != 0 => flush(pool).map_err(|e| errno(&e, true)),
-                    Ok(()) => Ok(()),
-                    Err(e) => Err(errno(&e, true)),
-                }
-                .map(|()| Vec::new())
-            }
-            _ => Err(EINVAL),
+            read_bytes(&mut s, len)?
+        } else {
+            Vec::new()
         };
+        // The pool went away (exported): this connection ends.
+        let Some(pool) = pool.upgrade() else {
+            return Ok(());
+        };
+        let result = request(&pool, volume, kind, flags, offset, len, &payload);
+        drop(pool);
         match result {
             Ok(data) => simple_reply(&mut s, 0, handle, &data)?,
             Err(error) => simple_reply(&mut s, error, handle, &[])?,
         }
+    }
+}
+
+/// One request against the pool: the data read, or the errno of the reply.
+fn request(
+    pool: &PoolRef,
+    volume: &str,
+    kind: u16,
+    flags: u16,
+    offset: u64,
+    len: u32,
+    payload: &[u8],
+) -> Result<Vec<u8>, u32> {
+    let durable = |changed: Result<(), SpaError>| match changed {
+        Ok(()) if flags & CMD_FLAG_FUA != 0 => flush(pool).map_err(|e| errno(&e, true)),
+        Ok(()) => Ok(()),
+        Err(e) => Err(errno(&e, true)),
+    };
+    match kind {
+        CMD_READ if len > MAX_REQUEST_BYTES => Err(EINVAL),
+        CMD_READ => {
+            let read = pool.write().volume_read(volume, offset, len as usize);
+            read.map_err(|e| errno(&e, false))
+        }
+        CMD_WRITE => {
+            let written = pool.write().volume_write(volume, offset, payload);
+            zetta::spa::txg::wait_for_room(pool);
+            durable(written).map(|()| Vec::new())
+        }
+        CMD_FLUSH => flush(pool)
+            .map(|()| Vec::new())
+            .map_err(|e| errno(&e, true)),
+        CMD_TRIM | CMD_WRITE_ZEROES => {
+            let freed = pool.write().volume_free(volume, offset, u64::from(len));
+            durable(freed).map(|()| Vec::new())
+        }
+        _ => Err(EINVAL),
     }
 }
