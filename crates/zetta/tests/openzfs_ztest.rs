@@ -22,6 +22,15 @@ struct TempDir(PathBuf);
 
 impl Drop for TempDir {
     fn drop(&mut self) {
+        // ztest's pools are random: a failing one is kept (moved aside, its path printed)
+        // so that the reader's refusal can be studied with zdb instead of re-rolled.
+        if std::thread::panicking() {
+            let kept = self.0.with_extension("failed");
+            if std::fs::rename(&self.0, &kept).is_ok() {
+                eprintln!("the failing ztest pool is kept in {}", kept.display());
+                return;
+            }
+        }
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
@@ -38,6 +47,17 @@ fn ztest_pool() -> Option<TempDir> {
     }
     let dir = std::env::temp_dir().join(format!("zetta-ztest-{}", std::process::id()));
     let guard = TempDir(dir.clone());
+    // ZETTA_ZTEST_POOL=DIR replays a kept pool (a copy of it) instead of rolling a new one.
+    if let Some(kept) = std::env::var_os("ZETTA_ZTEST_POOL") {
+        let copied = Command::new("cp")
+            .arg("-a")
+            .arg(&kept)
+            .arg(&dir)
+            .status()
+            .expect("cp runs");
+        assert!(copied.success(), "cannot copy {kept:?}");
+        return Some(guard);
+    }
     if !common::ztest::run_ztest(&dir) {
         assert!(common::ztest::run_ztest(&dir), "ztest failed twice");
     }

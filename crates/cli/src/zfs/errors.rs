@@ -119,6 +119,20 @@ pub(crate) fn dsl_error_text(op: ZfsOp<'_>, error: &DslError) -> String {
         }
         // zfs_do_destroy checks zfs_bookmark_exists before lzc_destroy_bookmarks.
         (_, DslError::NoSuchBookmark { name }) => format!("bookmark '{name}' does not exist."),
+        // zfs_promote: its own origin check (EZFS_BADTYPE) and the ioctl's EEXIST.
+        (_, DslError::NotClone { name }) => {
+            format!("cannot promote '{name}': not a cloned filesystem")
+        }
+        (
+            _,
+            DslError::PromoteConflict {
+                name,
+                snapshot,
+                origin,
+            },
+        ) => format!(
+            "cannot promote '{name}': conflicting snapshot '{snapshot}' from parent '{origin}'"
+        ),
         (_, DslError::ForeignPool) => "operation not supported on OpenZFS pools yet".to_string(),
         (_, DslError::TaskNotRun) => "sync task has not run: its txg did not commit".to_string(),
     }

@@ -73,6 +73,15 @@ pub enum DslError {
     BookmarkExists { name: String },
     /// ENOENT: no bookmark of that name.
     NoSuchBookmark { name: String },
+    /// EINVAL (libzfs `zfs_promote`, EZFS_BADTYPE): promote of a filesystem with no origin.
+    NotClone { name: String },
+    /// EEXIST (`dsl_dataset_promote_check`): a snapshot or bookmark that would move to the
+    /// clone `name` has the name `snapshot` there already; `origin` is the clone's origin.
+    PromoteConflict {
+        name: String,
+        snapshot: String,
+        origin: String,
+    },
     /// ENOTSUP: the object sets of an imported OpenZFS pool are not served as Zetta's yet.
     ForeignPool,
     /// A sync task's result asked before its txg committed (a caller's mistake).
@@ -90,12 +99,14 @@ impl DslError {
             | DslError::HasChildren { .. }
             | DslError::HasClones { .. }
             | DslError::HoldExists { .. }
-            | DslError::BookmarkExists { .. } => libc::EEXIST,
+            | DslError::BookmarkExists { .. }
+            | DslError::PromoteConflict { .. } => libc::EEXIST,
             DslError::NotSnapshot { .. }
             | DslError::NotBookmark { .. }
             | DslError::InvalidName { .. }
             | DslError::PoolRoot { .. }
             | DslError::DescendantOfSelf { .. }
+            | DslError::NotClone { .. }
             | DslError::TaskNotRun => libc::EINVAL,
             DslError::NotInPool { .. }
             | DslError::CrossPool { .. }
@@ -122,6 +133,12 @@ impl fmt::Display for DslError {
             DslError::InvalidName { name } => write!(f, "invalid name {name}"),
             DslError::NotInPool { name, pool } => write!(f, "{name} outside pool {pool}"),
             DslError::PoolRoot { name } => write!(f, "{name} is a pool's root dataset"),
+            DslError::NotClone { name } => write!(f, "{name} has no origin"),
+            DslError::PromoteConflict {
+                name,
+                snapshot,
+                origin,
+            } => write!(f, "{name} has {snapshot} already (origin {origin})"),
             DslError::Busy { name } => write!(f, "{name} is busy"),
             DslError::DescendantOfSelf { from, to } => write!(f, "{to} is below {from}"),
             DslError::CrossPool { from, to } => write!(f, "{from} -> {to} across pools"),

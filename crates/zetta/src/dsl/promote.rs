@@ -23,6 +23,7 @@
 //! not touched: mounts of both stay as they are.
 
 use super::phys::{DslDatasetPhys, UsedKind};
+use super::DslError;
 use super::space::{signed, SpaceDelta};
 use super::synctask::{SyncTaskId, SyncTx};
 use super::zap_error;
@@ -98,7 +99,6 @@ impl Spa {
     /// context (figures as of the last commit) and again in syncing context, where every
     /// head is written and accounted in this txg and the figures are exact.
     fn promote_check(&mut self, name: &str) -> Result<PromoteArg, SpaError> {
-        let refuse = |why: String| SpaError::Invalid(format!("cannot promote '{name}': {why}"));
         let clone_dir = self
             .lookup_dir(name)?
             .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()))?;
@@ -106,7 +106,11 @@ impl Spa {
         let origin_object = clone_dir_phys.origin_snapshot;
         let origin_name = match self.origin_of(name)? {
             Some(origin) if origin_object != 0 => origin,
-            _ => return Err(refuse("not a cloned filesystem".to_string())),
+            _ => {
+                return Err(SpaError::Dsl(DslError::NotClone {
+                    name: name.to_string(),
+                }))
+            }
         };
         let origin_fs = origin_name
             .split('@')
@@ -129,9 +133,11 @@ impl Spa {
         for (full, _, _) in moved.iter().rev() {
             let short = full.rsplit('@').next().unwrap_or(full);
             if self.snapshot_object(clone_head_object, short)?.is_some() {
-                return Err(refuse(format!(
-                    "conflicting snapshot '{short}' from parent '{origin_name}'"
-                )));
+                return Err(SpaError::Dsl(DslError::PromoteConflict {
+                    name: name.to_string(),
+                    snapshot: short.to_string(),
+                    origin: origin_name.clone(),
+                }));
             }
         }
         let moved_bookmarks: Vec<_> = self
@@ -146,9 +152,11 @@ impl Spa {
                 .iter()
                 .any(|b| b.name.rsplit('#').next() == Some(short))
             {
-                return Err(refuse(format!(
-                    "conflicting snapshot '{short}' from parent '{origin_name}'"
-                )));
+                return Err(SpaError::Dsl(DslError::PromoteConflict {
+                    name: name.to_string(),
+                    snapshot: short.to_string(),
+                    origin: origin_name.clone(),
+                }));
             }
         }
         // The origin's own origin (a clone of a clone), which the clone takes over.

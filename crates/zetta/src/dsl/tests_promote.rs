@@ -3,6 +3,7 @@
 //! original.
 
 use super::tests::{pool, reimport};
+use crate::dsl::DslError;
 use crate::io::MemDevice;
 use crate::spa::{Spa, SpaError};
 use crate::types::ObjectId;
@@ -107,8 +108,8 @@ fn promote_moves_snapshots_origin_and_space() {
     assert_eq!(read(&mut spa, "tank/clone", 10), data_b);
 }
 
-/// OpenZFS's refusals, word for word: a filesystem that is not a clone, and a snapshot
-/// name the clone already has (reported with the origin).
+/// OpenZFS's refusals (the CLI words them): a filesystem that is not a clone, and a
+/// snapshot name the clone already has (reported with the origin).
 #[test]
 fn promote_refusals() {
     let device = Arc::new(MemDevice::new("/mem/dsl", 128 << 20));
@@ -119,17 +120,23 @@ fn promote_refusals() {
     spa.snapshot(&["tank/fs@origin".to_string()]).unwrap();
     spa.clone_snapshot("tank/fs@origin", "tank/clone").unwrap();
     spa.snapshot(&["tank/clone@same".to_string()]).unwrap();
-    let message = |result: Result<(), SpaError>| match result {
-        Err(SpaError::Invalid(message)) => message,
+    let refusal = |result: Result<(), SpaError>| match result {
+        Err(SpaError::Dsl(e)) => e,
         other => panic!("{other:?}"),
     };
     assert_eq!(
-        message(spa.promote("tank/fs")),
-        "cannot promote 'tank/fs': not a cloned filesystem"
+        refusal(spa.promote("tank/fs")),
+        DslError::NotClone {
+            name: "tank/fs".into()
+        }
     );
     assert_eq!(
-        message(spa.promote("tank/clone")),
-        "cannot promote 'tank/clone': conflicting snapshot 'same' from parent 'tank/fs@origin'"
+        refusal(spa.promote("tank/clone")),
+        DslError::PromoteConflict {
+            name: "tank/clone".into(),
+            snapshot: "same".into(),
+            origin: "tank/fs@origin".into()
+        }
     );
     // Nothing moved.
     assert_eq!(snapshot_names(&mut spa, "tank/fs").len(), 2);

@@ -23,7 +23,7 @@ use crate::dmu::openzfs::dnode::{raw_bp_byte_order, DnodePhys, RawBlkptr, BLKPTR
 use crate::dmu::openzfs::objset::ObjsetPhys;
 use crate::dmu::openzfs::DNODE_SLOT_BYTES;
 use crate::zio::openzfs::blkptr::BlockPointer;
-use crate::zio::openzfs::read::{checksum_matches, read_block, read_physical_verified};
+use crate::zio::openzfs::read::{checksum_matches, read_block, read_copy_verified};
 use std::collections::HashSet;
 
 /// Block pointers walked at most (a hostile pool cannot make the walk endless).
@@ -136,8 +136,7 @@ impl Walker<'_> {
         let salt = self.pool.io.salt;
         for (index, dva) in bp.readable_dvas().into_iter().enumerate() {
             self.report.allocated_bytes += dva.asize_bytes();
-            let single = bp.with_only(dva);
-            let verified = read_physical_verified(&self.pool.io.devices, &single, &|bp, bytes| {
+            let verified = read_copy_verified(&self.pool.io.devices, &bp, index, &|bp, bytes| {
                 checksum_matches(bp, bytes, &salt)
             });
             if let Err(e) = verified {

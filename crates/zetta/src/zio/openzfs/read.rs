@@ -281,15 +281,9 @@ fn read_physical_depth(
     if bp.is_embedded() {
         return Ok(bp.embedded_payload()?);
     }
-    let psize_bytes = bp.psize_bytes();
     let mut last = ReadError::Blkptr(BlkptrError::NoDva);
     for dva in bp.readable_dvas() {
-        let result = if dva.gang {
-            read_gang(devices, bp, &dva, verify, depth)
-        } else {
-            devices.read_dva_bytes(&dva, psize_bytes, &|bytes| verify(bp, bytes))
-        };
-        match result {
+        match read_dva(devices, bp, &dva, verify, depth) {
             Ok(bytes) => return Ok(bytes),
             Err(e) => last = e,
         }
@@ -298,6 +292,43 @@ fn read_physical_depth(
         bp: bp.to_string(),
         last: Box::new(last),
     })
+}
+
+/// Copy `index` of `bp` alone (a scrub checks each copy on its own), verified by `verify`.
+/// The pointer stays whole: a gang header's checksum is salted with the pointer's DVA[0]
+/// (`zio_checksum_gang_verifier`), whichever copy holds it, so a pointer rebuilt around
+/// one DVA would refuse every gang header copy but the first.
+pub fn read_copy_verified(
+    devices: &PoolDevices,
+    bp: &BlockPointer,
+    index: usize,
+    verify: Verifier<'_>,
+) -> Result<Vec<u8>, ReadError> {
+    bp.validate()?;
+    let dva = bp
+        .readable_dvas()
+        .get(index)
+        .copied()
+        .ok_or(ReadError::Blkptr(BlkptrError::NoDva))?;
+    read_dva(devices, bp, &dva, verify, 0).map_err(|last| ReadError::NoValidCopy {
+        bp: bp.to_string(),
+        last: Box::new(last),
+    })
+}
+
+/// One copy of `bp`: a gang tree or a contiguous block.
+fn read_dva(
+    devices: &PoolDevices,
+    bp: &BlockPointer,
+    dva: &Dva,
+    verify: Verifier<'_>,
+    depth: usize,
+) -> Result<Vec<u8>, ReadError> {
+    if dva.gang {
+        read_gang(devices, bp, dva, verify, depth)
+    } else {
+        devices.read_dva_bytes(dva, bp.psize_bytes(), &|bytes| verify(bp, bytes))
+    }
 }
 
 /// `DMU_OT_OBJSET`: objset blocks keep a full checksum even in encrypted datasets.
@@ -673,5 +704,105 @@ mod tests {
             .write_at((4 << 20) + 9 * 512, &[0u8; 512])
             .expect("write");
         assert!(read_physical(&devices, &gang).is_err());
+    }
+
+    // Why: with copies=1 OpenZFS still writes two copies of a gang header
+    // (`zio_write_gang_block`), both sealed with the pointer's DVA[0] as verifier. The
+    // scrub read each copy through a pointer rebuilt around that copy alone, so the second
+    // header never verified and ztest's pools (which force some ganging) failed the scrub
+    // now and then with "checksum mismatch" on copy 1.
+    #[test]
+    fn every_gang_header_copy_verifies_against_the_pointers_first_dva() {
+        use crate::io::BlockDevice;
+        use zetta_zcommon::checksum::openzfs::seal_embedded;
+        let mut top = leaf(1);
+        top.add("id", XdrValue::Uint64(0));
+        top.add("ashift", XdrValue::Uint64(9));
+        let mut config = XdrNvList::new();
+        config.add("vdev_tree", XdrValue::NvList(top));
+        let vdevs = PoolVdevs::from_configs([&config]).expect("config");
+        let device = MemDevice::new("gang2", 8 << 20);
+        let order = ByteOrder::Little;
+        let salt = [0u8; 32];
+        let at = |n: u64, asize_sectors: u32, gang: bool| Dva {
+            vdev: 0,
+            grid: 0,
+            asize_sectors,
+            offset_sectors: n,
+            gang,
+        };
+        let props = |size: u64, sum: [u64; 4]| {
+            (
+                super::super::blkptr::BlockProps {
+                    lsize_bytes: size,
+                    psize_bytes: size,
+                    compression: 2,
+                    checksum: ZioChecksum::Fletcher4.id(),
+                    object_type: 19,
+                    level: 0,
+                    crypt: false,
+                    dedup: false,
+                    byte_order: order,
+                },
+                sum,
+            )
+        };
+        let fletcher = |bytes: &[u8]| {
+            checksum(ZioChecksum::Fletcher4, bytes, BlockOrder::Little, &salt).expect("sum")
+        };
+        let halves = [[0x5au8; 512], [0xc3u8; 512]];
+        let mut header = vec![0u8; 512];
+        for (i, half) in halves.iter().enumerate() {
+            let (p, sum) = props(512, fletcher(half));
+            let child = BlockPointer::new(
+                [at(10 + i as u64, 1, false), Dva::default(), Dva::default()],
+                p,
+                5,
+                5,
+                1,
+                sum,
+            )
+            .expect("child");
+            header[i * 128..(i + 1) * 128].copy_from_slice(&child.encode(order));
+            device
+                .write_at((4 << 20) + (10 + i as u64) * 512, half)
+                .expect("write");
+        }
+        // Both copies (sectors 9 and 20) sealed with DVA[0]'s identity, as OpenZFS seals them.
+        seal_embedded(
+            ZioChecksum::GangHeader,
+            &mut header,
+            BlockOrder::Little,
+            gang_verifier(0, 9 * 512, 5),
+        )
+        .expect("seal");
+        for sector in [9u64, 20] {
+            device
+                .write_at((4 << 20) + sector * 512, &header)
+                .expect("write");
+        }
+        let whole: Vec<u8> = halves.concat();
+        let (p, sum) = props(1024, fletcher(&whole));
+        let gang = BlockPointer::new(
+            [at(9, 3, true), at(20, 1, true), Dva::default()],
+            p,
+            5,
+            5,
+            1,
+            sum,
+        )
+        .expect("gang pointer");
+        let mut leaves: HashMap<u64, DeviceRef> = HashMap::new();
+        leaves.insert(1, Arc::new(device));
+        let devices = PoolDevices::new(vdevs, leaves);
+        let verify = |bp: &BlockPointer, bytes: &[u8]| checksum_matches(bp, bytes, &salt);
+        for copy in 0..2 {
+            let data = read_copy_verified(&devices, &gang, copy, &verify)
+                .unwrap_or_else(|e| panic!("copy {copy}: {e}"));
+            assert_eq!(data, whole, "copy {copy}");
+        }
+        assert!(read_copy_verified(&devices, &gang, 2, &verify).is_err());
+        // The rebuilt pointer names the second header as its DVA[0]: the verifier differs.
+        assert!(read_physical_verified(&devices, &gang.only_copy(1), &verify).is_err());
     }
 }
