@@ -309,7 +309,7 @@ pub fn parse_layout(words: &[String]) -> Result<Layout, String> {
         _ => return Err(bad().to_string()),
     };
     let width = match &words[1..] {
-        [] => default_width.ok_or_else(|| "a raidz layout needs a width: 'raidz2 of 8'")?,
+        [] => default_width.ok_or("a raidz layout needs a width: 'raidz2 of 8'")?,
         [of, n] if of == "of" => n.parse::<usize>().map_err(|_| bad().to_string())?,
         _ => return Err(bad().to_string()),
     };
@@ -354,7 +354,7 @@ pub fn capacity(
     if !(9..=16).contains(&ashift) {
         return Err(format!("invalid ashift {ashift}: 9 to 16"));
     }
-    if record_bytes < 512 || record_bytes > 16 << 20 || !record_bytes.is_power_of_two() {
+    if !(512..=16 << 20).contains(&record_bytes) || !record_bytes.is_power_of_two() {
         return Err("invalid recordsize: a power of two from 512 to 16M".to_string());
     }
     let disk_data_bytes = label::data_size_bytes(disk_bytes);

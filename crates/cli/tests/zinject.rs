@@ -71,15 +71,20 @@ fn counter(status: &str, name: &str, column: usize) -> u64 {
         .unwrap_or(0)
 }
 
-/// `status` with the scan line's date (the only moving part) replaced by `<date>`.
+/// `status` with the scan line's moving parts (duration, date) replaced by `<time>` and
+/// `<date>`.
 fn without_date(status: &str) -> String {
     status
         .lines()
-        .map(|line| match line.split_once(" errors on ") {
-            Some((head, _)) if line.trim_start().starts_with("scan:") => {
-                format!("{head} errors on <date>")
+        .map(|line| {
+            let scan = line.trim_start().starts_with("scan:");
+            match (line.split_once(" in "), line.split_once(" with ")) {
+                (Some((head, _)), Some((_, tail))) if scan => {
+                    let errors = tail.split(" on ").next().unwrap_or_default();
+                    format!("{head} in <time> with {errors} on <date>")
+                }
+                _ => line.to_string(),
             }
-            _ => line.to_string(),
         })
         .collect::<Vec<_>>()
         .join("\n")
@@ -130,7 +135,7 @@ status: One or more devices has experienced an error resulting in data
 action: Restore the file in question if possible.  Otherwise restore the
 \tentire pool from backup.
    see: https://openzfs.github.io/openzfs-docs/msg/ZFS-8000-8A
-  scan: scrub repaired 0B in 00:00:00 with 8 errors on <date>
+  scan: scrub repaired 0B in <time> with 8 errors on <date>
 config:
 
 \tNAME{pad}  STATE     READ WRITE CKSUM

@@ -13,18 +13,19 @@
 //! Determinism. Whether an I/O is hit is a pure function of (seed, leaf guid, offset) against
 //! the handler's frequency, not a draw per call: the same block is "damaged" on every read,
 //! whatever the thread interleaving, and a run repeats exactly with the same `--seed` (the
-//! seed post's corruptor used `srand 32767` for the same reason). A device handler's damage
-//! at an offset is healed by a write over it (a repair or a new block there), like a bad
-//! sector rewritten; a data handler keeps failing every read until cleared, as OpenZFS's.
+//! seed post's corruptor used `srand 32767` for the same reason). A device handler models
+//! damage done once, when it is added: whatever is written to the leaf afterwards (a
+//! repair, a new block) reads back intact, so a second scrub finds nothing new to repair;
+//! a data handler keeps failing every read of its blocks until cleared, as OpenZFS's.
 //!
 //! Cost. `enabled()` is one relaxed atomic load; with no handler registered nothing else
 //! runs. Locking: the handler list is a `RwLock` taken after any vdev or pool lock and
-//! released before returning; a handler's healed set is a `Mutex` inside it (leaf order).
+//! released before returning; a handler's written ranges are a `Mutex` taken under it.
 
 use crate::vdev::{Vdev, VdevKind};
 use crate::zio::blkptr::BlockPointer;
 use parking_lot::{Mutex, RwLock};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
@@ -109,9 +110,35 @@ pub struct HandlerSpec {
 pub struct Handler {
     pub id: u32,
     pub spec: HandlerSpec,
-    /// (leaf guid, offset) of damage found by a read, and of that damage rewritten since.
-    damaged: Mutex<BTreeSet<(u64, u64)>>,
-    healed: Mutex<BTreeSet<(u64, u64)>>,
+    /// Device handlers: the leaf ranges (offset → end, merged) written since the handler
+    /// was added. The damage is done once, when the handler is added; what is written
+    /// afterwards (a repair, a new block) is fresh and reads back intact.
+    healed: Mutex<BTreeMap<u64, u64>>,
+}
+
+/// Adds [start, end) to a set of disjoint ranges, merging what it touches.
+fn insert_range(ranges: &mut BTreeMap<u64, u64>, start: u64, end: u64) {
+    let (mut start, mut end) = (start, end);
+    let touching: Vec<(u64, u64)> = ranges
+        .range(..=end)
+        .rev()
+        .take_while(|(_, &e)| e >= start)
+        .map(|(&s, &e)| (s, e))
+        .collect();
+    for (s, e) in touching {
+        ranges.remove(&s);
+        start = start.min(s);
+        end = end.max(e);
+    }
+    ranges.insert(start, end);
+}
+
+/// Whether [start, end) lies inside one range of the set.
+fn covered(ranges: &BTreeMap<u64, u64>, start: u64, end: u64) -> bool {
+    ranges
+        .range(..=start)
+        .next_back()
+        .is_some_and(|(_, &e)| e >= end)
 }
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
@@ -131,8 +158,7 @@ pub fn register(spec: HandlerSpec) -> u32 {
     handlers.push(Arc::new(Handler {
         id,
         spec,
-        damaged: Mutex::new(BTreeSet::new()),
-        healed: Mutex::new(BTreeSet::new()),
+        healed: Mutex::new(BTreeMap::new()),
     }));
     ENABLED.store(true, Ordering::Relaxed);
     id
@@ -180,7 +206,7 @@ impl Handler {
                 if *target != guid {
                     return false;
                 }
-                if self.healed.lock().contains(&(guid, offset)) {
+                if covered(&self.healed.lock(), offset, offset.saturating_add(len)) {
                     return false;
                 }
             }
@@ -219,9 +245,6 @@ pub fn on_leaf_read(guid: u64, offset: u64, buffer: &mut [u8]) -> Option<ReadFau
         if !handler.matches(guid, offset, buffer.len() as u64, false) {
             continue;
         }
-        if matches!(handler.spec.target, Target::Device { .. }) {
-            handler.damaged.lock().insert((guid, offset));
-        }
         match handler.spec.fault {
             FaultKind::Io | FaultKind::Nxio => return Some(ReadFault::Io),
             FaultKind::Corrupt | FaultKind::Checksum => {
@@ -242,7 +265,7 @@ pub fn on_leaf_read(guid: u64, offset: u64, buffer: &mut [u8]) -> Option<ReadFau
 }
 
 /// Called by `Vdev::leaf_write` before the device write (only when `enabled()`): true when
-/// the write is to fail. A write that goes through heals device damage found under it.
+/// the write is to fail. A write that goes through is fresh data for device handlers.
 pub fn on_leaf_write(guid: u64, offset: u64, len: u64) -> bool {
     let handlers = HANDLERS.read();
     let end = offset.saturating_add(len);
@@ -255,15 +278,7 @@ pub fn on_leaf_write(guid: u64, offset: u64, len: u64) -> bool {
     }
     for handler in handlers.iter() {
         if matches!(handler.spec.target, Target::Device { guid: g } if g == guid) {
-            let rewritten: Vec<(u64, u64)> = handler
-                .damaged
-                .lock()
-                .range((guid, offset)..(guid, end))
-                .copied()
-                .collect();
-            if !rewritten.is_empty() {
-                handler.healed.lock().extend(rewritten);
-            }
+            insert_range(&mut handler.healed.lock(), offset, end);
         }
     }
     false
@@ -305,5 +320,36 @@ pub fn add_leaf_ranges(
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_merge_and_cover() {
+        let mut r = BTreeMap::new();
+        insert_range(&mut r, 10, 20);
+        insert_range(&mut r, 30, 40);
+        assert!(covered(&r, 12, 20));
+        assert!(!covered(&r, 15, 35));
+        insert_range(&mut r, 20, 30);
+        assert_eq!(r.len(), 1);
+        assert!(covered(&r, 15, 35));
+        insert_range(&mut r, 0, 5);
+        assert!(!covered(&r, 4, 11));
+        assert!(!covered(&r, 40, 41));
+    }
+
+    #[test]
+    fn roll_is_a_pure_function() {
+        assert_eq!(roll(1, 2, 3), roll(1, 2, 3));
+        assert_ne!(roll(1, 2, 3), roll(1, 2, 4));
+        // About 5% of offsets at 50_000 ppm.
+        let hits = (0..100_000u64)
+            .filter(|o| roll(32767, 9, o * 4096) % 1_000_000 < 50_000)
+            .count();
+        assert!((4_000..6_000).contains(&hits), "{hits}");
     }
 }
