@@ -34,9 +34,13 @@ const CHECKSUM_OFFSET: usize = UBERBLOCK_SIZE_BYTES - 32;
 /// 4: blocks as OpenZFS writes them (issue 14): OpenZFS's blkptr_t layout, compression,
 /// checksum and object type ids, compressed block framings and SHA-256 word order. Older
 /// pools are not read any more: the private format retires.
-pub const FORMAT_VERSION: u64 = 4;
+/// 5: ZAPs as OpenZFS writes them (issue 14, increment 3a): micro ZAPs (`mzap_phys_t`)
+/// grown by 512 bytes up to 128 KiB, fat ZAPs (`zap_phys_t`, embedded then external
+/// pointer tables, `zap_leaf_phys_t` chunked leaves), names hashed by OpenZFS's salted
+/// CRC-64 (28 bits), cursors serialized as OpenZFS's. Format-4 pools are not read.
+pub const FORMAT_VERSION: u64 = 5;
 /// The oldest format this code reads.
-pub const FORMAT_VERSION_MIN: u64 = 4;
+pub const FORMAT_VERSION_MIN: u64 = 5;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Uberblock {
@@ -125,7 +129,7 @@ mod tests {
     fn golden_header() {
         let bytes = sample().encode(1024, 4096);
         assert_eq!(&bytes[0..8], b"ZETTAUB1");
-        assert_eq!(bytes[8], 4);
+        assert_eq!(bytes[8], 5);
         assert_eq!(bytes[16], 42);
         assert_eq!(bytes[40], 99);
         assert_eq!(Uberblock::decode(&bytes, 4096), Some(sample()));
