@@ -425,8 +425,8 @@ fn compressed_stream_round_trip() {
         .take(2 << 20)
         .copied()
         .collect();
-    // Objects of their own: 1 and 2 belong to the ZPL (the master node is a ZAP, whose
-    // blocks (512-byte micro ZAPs since format 5) stay their size.
+    // Objects of their own: 1 and 2 belong to the ZPL, ZAPs whose blocks keep their size
+    // (512-byte micro ZAPs since format 5).
     write(&mut spa, "tank/src", 101, 0, &text);
     write(&mut spa, "tank/src", 102, 0, &random_bytes(1, 200_000));
     snap(&mut spa, "tank/src@a");
