@@ -439,7 +439,11 @@ fn engine_reads_real_openzfs_zaps() {
     let engine = MicroBlock::decode(&micro).expect("the engine reads a real micro ZAP");
     let reader = MicroZap::decode(&micro, ByteOrder::Little).unwrap();
     assert_eq!(engine.salt, reader.salt);
-    assert_eq!(engine.encode(), micro, "re-encoded micro ZAP differs from OpenZFS's");
+    assert_eq!(
+        engine.encode(),
+        micro,
+        "re-encoded micro ZAP differs from OpenZFS's"
+    );
     let listed: Vec<_> = engine.slots.iter().flatten().collect();
     assert_eq!(listed.len(), reader.slots.len());
     for ((_, r), e) in reader.slots.iter().zip(&listed) {
@@ -466,7 +470,9 @@ fn engine_reads_real_openzfs_zaps() {
             assert_eq!(ZapKey::Name(o.name.clone()), t.key);
             assert_eq!((o.hash, o.cd, o.int_len), (t.hash, t.cd, t.int_len));
             assert_eq!(name_hash(header.salt, &o.name), t.hash, "OpenZFS's hash");
-            let found = leaf.find(o.hash, &o.name).expect("looked up by hash and name");
+            let found = leaf
+                .find(o.hash, &o.name)
+                .expect("looked up by hash and name");
             assert_eq!(found.cd, o.cd);
         }
         total += ours.len();

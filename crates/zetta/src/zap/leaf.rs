@@ -148,7 +148,11 @@ impl Leaf {
         for i in 0..n {
             let at = leaf.chunk_at(i as u16);
             leaf.buf[at] = ZAP_CHUNK_FREE;
-            let next = if i + 1 == n { CHAIN_END } else { (i + 1) as u16 };
+            let next = if i + 1 == n {
+                CHAIN_END
+            } else {
+                (i + 1) as u16
+            };
             leaf.put_u16(at + 22, next);
         }
         leaf.buf[0..8].copy_from_slice(&ZBT_LEAF.to_le_bytes());
@@ -176,9 +180,7 @@ impl Leaf {
             value_chunk: u16_at(8),
             value_numints: u16_at(10),
             cd: u32::from_le_bytes([c[12], c[13], c[14], c[15]]),
-            hash: u64::from_le_bytes([
-                c[16], c[17], c[18], c[19], c[20], c[21], c[22], c[23],
-            ]),
+            hash: u64::from_le_bytes([c[16], c[17], c[18], c[19], c[20], c[21], c[22], c[23]]),
         }
     }
 
@@ -230,7 +232,10 @@ impl Leaf {
                 return Err(format!("{what} chunk {chunk} out of range or reused"));
             }
             if leaf.chunk_type(chunk) != want {
-                return Err(format!("{what} chunk {chunk} has type {}", leaf.chunk_type(chunk)));
+                return Err(format!(
+                    "{what} chunk {chunk} has type {}",
+                    leaf.chunk_type(chunk)
+                ));
             }
             seen[i] = true;
             Ok(())

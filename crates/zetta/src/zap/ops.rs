@@ -291,7 +291,10 @@ fn table_slot(
         .map_err(|_| corrupt(object, "pointer table runs past the object"))?;
     let blkid = u64::from_le_bytes(word);
     if !header.is_leaf_block(blkid) {
-        return Err(corrupt(object, format!("table slot {idx} -> block {blkid}")));
+        return Err(corrupt(
+            object,
+            format!("table slot {idx} -> block {blkid}"),
+        ));
     }
     Ok(blkid)
 }
@@ -309,11 +312,15 @@ fn read_leaf(
     if bytes.len() as u64 != bs {
         return Err(corrupt(object, format!("leaf {blkid} cut short")));
     }
-    let leaf = Leaf::decode(bytes).map_err(|why| corrupt(object, format!("leaf {blkid}: {why}")))?;
+    let leaf =
+        Leaf::decode(bytes).map_err(|why| corrupt(object, format!("leaf {blkid}: {why}")))?;
     let shift = header.ptrtbl.shift;
     let plen = u64::from(leaf.prefix_len());
     if plen > shift || (plen > 0 && idx >> (shift - plen) != leaf.prefix()) {
-        return Err(corrupt(object, format!("leaf {blkid} does not cover slot {idx}")));
+        return Err(corrupt(
+            object,
+            format!("leaf {blkid} does not cover slot {idx}"),
+        ));
     }
     Ok(leaf)
 }
@@ -399,7 +406,9 @@ fn put(
         }
     };
     let hash = hash_of(object, header.salt, header.normflags, name)?;
-    fat_put(os, ctx, object, header, hash, name, None, int_len, &bytes, mode)
+    fat_put(
+        os, ctx, object, header, hash, name, None, int_len, &bytes, mode,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -525,12 +534,13 @@ fn fat_put(
                         cd as u32
                     }
                 };
-                leaf.create(hash, cd, name, int_len, value).then_some(Ok(true))
+                leaf.create(hash, cd, name, int_len, value)
+                    .then_some(Ok(true))
             }
         };
         match result {
             Some(outcome) => {
-                if matches!(outcome, Ok(_)) {
+                if outcome.is_ok() {
                     write_leaf(os, ctx, object, &header, blkid, &leaf)?;
                 }
                 if let Ok(true) = outcome {
@@ -851,7 +861,13 @@ pub fn zap_list(
             entries.sort_by_key(|(h, c, _)| (*h, *c));
             for (h, c, e) in entries {
                 if (h, c) >= (hash, cd)
-                    && push(&mut out, h, c, e.name.clone(), ZapValue::U64s(vec![e.value]))
+                    && push(
+                        &mut out,
+                        h,
+                        c,
+                        e.name.clone(),
+                        ZapValue::U64s(vec![e.value]),
+                    )
                 {
                     return Ok((out, cursor_after(serialize(h, c))));
                 }

@@ -46,7 +46,6 @@ pub(super) fn name_of(i: u64) -> String {
     format!("file-{i:08}")
 }
 
-
 /// The part-1 reader's view of an engine ZAP object: its blocks as the reader's closure.
 fn reader_entries(os: &ObjectSet, ctx: &IoCtx<'_>, zap: ObjectId) -> Vec<oz::ZapEntry> {
     let bs = os.dnode(ctx, zap).unwrap().data_block_size_bytes as u64;
@@ -123,7 +122,10 @@ fn golden_micro_zap_block() {
     assert_eq!(block, expected);
     // The hash is OpenZFS's: CRC-64 of the name seeded with the salt, top 28 bits.
     let h = name_hash(0x1234_5678_9abc_def1, b"ROOT");
-    assert_eq!(h, oz::zap_hash(0x1234_5678_9abc_def1, 0, &ZapKey::name("ROOT")));
+    assert_eq!(
+        h,
+        oz::zap_hash(0x1234_5678_9abc_def1, 0, &ZapKey::name("ROOT"))
+    );
     assert_eq!(h & ((1 << 36) - 1), 0);
     assert_reader_agrees(os, &ctx, zap);
 }
@@ -146,7 +148,10 @@ fn micro_grows_then_upgrades_as_openzfs_does() {
         zap_add(os, &ctx, zap, name_of(i), &[i]).unwrap();
     }
     assert!(zap_is_micro(os, &ctx, zap).unwrap());
-    assert_eq!(os.dnode(&ctx, zap).unwrap().data_block_size_bytes, 128 << 10);
+    assert_eq!(
+        os.dnode(&ctx, zap).unwrap().data_block_size_bytes,
+        128 << 10
+    );
     assert_reader_agrees(os, &ctx, zap);
     let before = zap_list_all(os, &ctx, zap).unwrap();
     zap_add(os, &ctx, zap, name_of(2047), &[2047]).unwrap();
@@ -241,7 +246,10 @@ fn leaf_edits_stay_valid_and_reader_agrees() {
         let ZapKey::Name(name) = &e.key else { panic!() };
         let (hash, value) = &stored[name];
         assert_eq!(e.hash, *hash);
-        assert_eq!(e.values, value.iter().map(|&b| u64::from(b)).collect::<Vec<_>>());
+        assert_eq!(
+            e.values,
+            value.iter().map(|&b| u64::from(b)).collect::<Vec<_>>()
+        );
     }
     // A split keeps every entry, each on the side its next hash bit says.
     let mut high = Leaf::new(14, 0, 0, false);
@@ -560,7 +568,9 @@ fn forced_collisions_with_salt(seed: u64) {
         .filter(|e| e.name.starts_with(b"collide"))
         .collect();
     assert_eq!(colliding.len(), 40);
-    assert!(colliding.iter().all(|e| e.cookie & 0xfff_ffff == 0x800_0000));
+    assert!(colliding
+        .iter()
+        .all(|e| e.cookie & 0xfff_ffff == 0x800_0000));
     // Fill past one leaf with one hash: a clean error, not a panic or a runaway table.
     let mut failed = false;
     for i in 100..2000 {
@@ -693,4 +703,40 @@ fn million_inserts_then_lookups() {
         looked_up.as_secs_f64() * 1e6 / count as f64,
     );
     assert_eq!(stats.entry_count, count);
+}
+
+/// The directory-scale figure of docs/PERFORMANCE.md: 100,000 names added to one ZAP (as
+/// `create` adds directory entries), a txg sync, then a readdir-style walk in pages of 128.
+/// Run with `cargo test --release -p zetta --lib zap::tests::hundred_thousand_dir_timing --
+/// --ignored --nocapture`.
+#[test]
+#[ignore]
+fn hundred_thousand_dir_timing() {
+    let mut spa = pool(1 << 30);
+    let zap = {
+        let (os, ctx) = parts(&mut spa);
+        zap_create(os, &ctx, object_type::DIRECTORY).unwrap()
+    };
+    let started = std::time::Instant::now();
+    {
+        let (os, ctx) = parts(&mut spa);
+        for i in 0..100_000u64 {
+            zap_add(os, &ctx, zap, name_of(i), &[i]).unwrap();
+        }
+    }
+    spa.sync().unwrap();
+    let created = started.elapsed();
+    let (os, ctx) = parts(&mut spa);
+    let mut cursor = 0;
+    let mut listed = 0;
+    while cursor != CURSOR_END {
+        let (page, next) = zap_list(os, &ctx, zap, cursor, 128).unwrap();
+        listed += page.len();
+        cursor = next;
+    }
+    assert_eq!(listed, 100_000);
+    eprintln!(
+        "zap 100k: create+sync {created:?}, readdir {:?}",
+        started.elapsed() - created
+    );
 }
