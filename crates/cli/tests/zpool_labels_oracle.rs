@@ -268,7 +268,7 @@ fn format_4_pools_are_listed_and_refused() {
         "  pool: old\n    id: 77\n state: UNAVAIL\n\
          status: The pool is formatted using an incompatible version.\n\
          action: The pool cannot be imported. It is in Zetta's on-disk format 4;\n\
-         \tthis version reads format 5 only. Recreate the pool from backup.\n"
+         \tthis version reads format 6 only. Recreate the pool from backup.\n"
     );
     let mut command = lab.command("zpool");
     command
@@ -279,7 +279,7 @@ fn format_4_pools_are_listed_and_refused() {
     assert_eq!(
         out.stderr,
         "cannot import 'old': pool is formatted using an unsupported ZFS version\n\
-         the pool is in Zetta's on-disk format 4; this version reads format 5 only\n"
+         the pool is in Zetta's on-disk format 4; this version reads format 6 only\n"
     );
     assert!(
         head(&disk) == before,

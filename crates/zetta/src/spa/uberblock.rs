@@ -39,10 +39,14 @@ pub const SPA_VERSION: u64 = crate::spa::openzfs::feature::SPA_VERSION_FEATURES;
 /// type ids, compressed block framings and SHA-256 word order. 5: labels and uberblocks as
 /// OpenZFS writes them: vdev_phys with the XDR config and OpenZFS's keys, the boot block,
 /// uberblock_t in rings of OpenZFS's slot size, label checksums (SHA-256, offset verifier).
+/// 6: ZAPs as OpenZFS writes them (issue 14, increment 3a): micro ZAPs (`mzap_phys_t`)
+/// grown by 512 bytes up to 128 KiB, fat ZAPs (`zap_phys_t`, embedded then external
+/// pointer tables, `zap_leaf_phys_t` chunked leaves), names hashed by OpenZFS's salted
+/// CRC-64 (28 bits), cursors serialized as OpenZFS's.
 /// Older pools are not read any more: the private format retires.
-pub const FORMAT_VERSION: u64 = 5;
+pub const FORMAT_VERSION: u64 = 6;
 /// The oldest format this code reads.
-pub const FORMAT_VERSION_MIN: u64 = 5;
+pub const FORMAT_VERSION_MIN: u64 = 6;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Uberblock {
