@@ -293,13 +293,14 @@ mod tests {
     #[test]
     fn labels_round_trip_through_the_openzfs_reader() {
         let device = MemDevice::new("d", 64 << 20);
-        write_config(&device, &sample_config(5, 7), &[0, 1, 2, 3]).unwrap();
-        write_config(&device, &sample_config(5, 9), &[0, 2]).unwrap();
+        let format = crate::spa::uberblock::FORMAT_VERSION;
+        write_config(&device, &sample_config(format, 7), &[0, 1, 2, 3]).unwrap();
+        write_config(&device, &sample_config(format, 9), &[0, 2]).unwrap();
         let found = read_config(&device).unwrap();
         assert_eq!(
             found,
             DeviceLabel::Zetta {
-                config: sample_config(5, 9),
+                config: sample_config(format, 9),
                 txg: Txg(9)
             }
         );
@@ -338,7 +339,7 @@ mod tests {
             read_config(&device),
             Some(DeviceLabel::OldZetta { format: 4, .. })
         ));
-        let mut foreign = sample_config(5, 7);
+        let mut foreign = sample_config(crate::spa::uberblock::FORMAT_VERSION, 7);
         foreign
             .pairs
             .retain(|p| p.name != ZETTA_FORMAT_KEY.as_bytes());
