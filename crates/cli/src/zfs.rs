@@ -209,7 +209,19 @@ pub(crate) fn finish_task_with(
 /// The `-o prop=value` settings of a create or clone, validated.
 fn parse_settings(parsed: &crate::zpool::Parsed, name: &str) -> Result<Vec<SetValue>, CmdError> {
     let mut settings = Vec::new();
-    for option in parsed.values('o') {
+    // parseprop, while the options are read: each a property=value, each property once.
+    let mut seen: Vec<&str> = Vec::new();
+    let options = parsed.values('o');
+    for option in &options {
+        let Some((prop, _)) = option.split_once('=') else {
+            return usage("missing '=' for property=value argument");
+        };
+        if seen.contains(&prop) {
+            return usage(format!("property '{prop}' specified multiple times"));
+        }
+        seen.push(prop);
+    }
+    for option in options {
         let Some((prop, value)) = option.split_once('=') else {
             return usage("missing '=' for property=value argument");
         };

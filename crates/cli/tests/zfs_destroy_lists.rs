@@ -338,3 +338,71 @@ fn range_reclaim_counts_blocks_shared_within_the_range() {
     // The same through a comma list: one run of consecutive snapshots.
     assert_eq!(number(&["destroy", "-np", "tank/fs@s2,s1"]), range);
 }
+
+// Why: defect 6 of issue 18: `zfs send -i X -i X` was accepted; zfs_do_send allows one
+// incremental source (-i or -I) and answers a second with its usage, exit 2.
+#[test]
+fn send_with_two_incremental_sources_is_a_usage_error() {
+    let lab = NoMountLab::new();
+    lab.ok("zfs", &["create", "tank/a"]);
+    lab.ok("zfs", &["snapshot", "tank/a@s1"]);
+    lab.ok("zfs", &["snapshot", "tank/a@s2"]);
+    for args in [
+        &["send", "-i", "tank/a@s1", "-i", "tank/a@s1", "tank/a@s2"][..],
+        &["send", "-I", "tank/a@s1", "-i", "tank/a@s1", "tank/a@s2"],
+        &["send", "-i", "@s1", "-I", "@s1", "tank/a@s2"],
+    ] {
+        let out = lab.run("zfs", args);
+        assert_eq!(out.code, 2, "zfs {args:?}");
+        assert!(out.stderr.starts_with("usage:"), "{}", out.stderr);
+        assert!(out.stdout.is_empty());
+    }
+}
+
+// Why: defect 6 of issue 18: `zfs create -o p=v -o p=w` was accepted (the last value won);
+// zfs_main.c's parseprop refuses a property given twice with its usage, exit 2, before
+// anything is created. `zfs clone` reads its -o the same way.
+#[test]
+fn create_with_a_property_twice_is_a_usage_error() {
+    let lab = NoMountLab::new();
+    lab.ok("zfs", &["create", "tank/a"]);
+    lab.ok("zfs", &["snapshot", "tank/a@s"]);
+    for args in [
+        &["create", "-o", "atime=off", "-o", "atime=on", "tank/b"][..],
+        &[
+            "create",
+            "-o",
+            "user:x=1",
+            "-o",
+            "atime=off",
+            "-o",
+            "user:x=1",
+            "tank/b",
+        ],
+        &[
+            "clone",
+            "-o",
+            "atime=off",
+            "-o",
+            "atime=off",
+            "tank/a@s",
+            "tank/b",
+        ],
+    ] {
+        let out = lab.run("zfs", args);
+        assert_eq!(out.code, 2, "zfs {args:?}");
+        let prop = if args.contains(&"user:x=1") {
+            "user:x"
+        } else {
+            "atime"
+        };
+        assert!(
+            out.stderr.starts_with(&format!(
+                "property '{prop}' specified multiple times\nusage:"
+            )),
+            "{}",
+            out.stderr
+        );
+    }
+    assert_eq!(filesystems(&lab), ["tank", "tank/a"]);
+}
