@@ -406,3 +406,35 @@ fn create_with_a_property_twice_is_a_usage_error() {
     }
     assert_eq!(filesystems(&lab), ["tank", "tank/a"]);
 }
+
+// Why: defect 9 of issue 18: `zfs destroy -R fs@s` refused when the clone had a clone of
+// its own; with both mounted, every dependent goes (unmounted), and -v names them in
+// zfs_iter_dependents' order, deepest first, after the snapshot and its reclaim.
+#[test]
+fn recursive_clones_of_mounted_clones_verbose_order() {
+    use common::mount_lab::{mounted, MountLab};
+    let lab = MountLab::new("tank/fs");
+    lab.ok("zfs", &["snapshot", "tank/fs@s"]);
+    lab.ok("zfs", &["clone", "tank/fs@s", "tank/c"]);
+    lab.ok("zfs", &["snapshot", "tank/c@t"]);
+    lab.ok("zfs", &["clone", "tank/c@t", "tank/d"]);
+    assert!(mounted(&lab.mnt("c")) && mounted(&lab.mnt("d")));
+    let out = lab.ok("zfs", &["destroy", "-v", "-R", "tank/fs@s"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 5, "{out}");
+    assert!(lines[1].starts_with("will reclaim "), "{out}");
+    assert_eq!(
+        [lines[0], lines[2], lines[3], lines[4]],
+        [
+            "will destroy tank/fs@s",
+            "will destroy tank/d",
+            "will destroy tank/c@t",
+            "will destroy tank/c"
+        ]
+    );
+    assert_eq!(
+        lab.ok("zfs", &["list", "-H", "-o", "name", "-t", "all"]),
+        "tank\ntank/fs\n"
+    );
+    assert!(!mounted(&lab.mnt("c")) && !mounted(&lab.mnt("d")));
+}
