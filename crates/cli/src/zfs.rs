@@ -491,7 +491,11 @@ fn cmd_holds(args: &[String], ctx: &mut Ctx) -> CmdResult {
 fn cmd_bookmark(args: &[String]) -> CmdResult {
     let parsed = getopt(args, "")?;
     let [snapshot, bookmark] = parsed.operands.as_slice() else {
-        return usage("missing snapshot or bookmark argument");
+        return usage(match parsed.operands.len() {
+            0 => "missing source argument",
+            1 => "missing bookmark argument",
+            _ => "too many arguments",
+        });
     };
     if !snapshot.contains(['@', '#']) {
         return usage(format!(

@@ -243,6 +243,18 @@ fn rename_and_bookmark_shorthands() {
         &["list", "-H", "-o", "name", "-t", "bookmark", "-r", "tank"],
     );
     assert_eq!(out, "tank/a#b\n");
+    for (args, first) in [
+        (&["bookmark"][..], "missing source argument"),
+        (&["bookmark", "tank/a@t"], "missing bookmark argument"),
+    ] {
+        let out = lab.run("zfs", args);
+        assert_eq!(out.code, 2);
+        assert!(
+            out.stderr.starts_with(&format!("{first}\nusage:")),
+            "{}",
+            out.stderr
+        );
+    }
     let out = lab.run("zfs", &["rename", "-r", "-p", "tank/a@t", "tank/a@u"]);
     assert_eq!(out.code, 2);
     assert!(
