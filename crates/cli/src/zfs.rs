@@ -1,7 +1,8 @@
 //! `zfs`: the dataset command (OpenZFS `cmd/zfs/zfs_main.c`), over the engine's dataset
 //! layer (`zetta::dsl`) and the property rules of `zetta-zprop`.
 //!
-//! Today: `create [-p] [-o prop=value]… fs`, `destroy [-r] fs`, `list [-Hpr] [-d depth]
+//! Today: `create [-p] [-o prop=value]… fs`, `destroy [-fnpRrv] fs|fs@snaps|fs#mark`
+//! (`snaps`: a comma list of names and `a%b` ranges), `list [-Hpr] [-d depth]
 //! [-o fields] [fs…]`, `get [-Hpr] [-o fields] all|props fs…`, `set prop=value… fs`,
 //! `inherit [-rS] prop fs`, `version`; `send` and `receive` in `zfs/send.rs` and
 //! `zfs/recv.rs`. Datasets whose name holds `%` (a receive's work dataset) are hidden. A dataset name's first component is its pool, which
