@@ -880,6 +880,8 @@ fn destroy_snapshots(
     let task = if clones.is_empty() {
         imported.spa.destroy_snapshots_queue(&victims)
     } else {
+        // A clone inside the -r tree brings its own snapshots of the spec: once each.
+        victims.retain(|v| !clones.contains(v));
         clones.extend(victims);
         imported.spa.destroy_queue(&clones)
     }
