@@ -23,10 +23,10 @@
 //! not touched: mounts of both stay as they are.
 
 use super::phys::{DslDatasetPhys, UsedKind};
-use super::DslError;
 use super::space::{signed, SpaceDelta};
 use super::synctask::{SyncTaskId, SyncTx};
 use super::zap_error;
+use super::DslError;
 use crate::dmu::{object_type, BlockSpace, IoCtx};
 use crate::spa::{Spa, SpaError};
 use crate::types::ObjectId;
