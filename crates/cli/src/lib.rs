@@ -13,12 +13,14 @@
 //! the pool's devices with an exclusive lock, imports, works, commits and lets go; a second
 //! process touching the same pool at the same moment is refused, never interleaved.
 
+pub mod calc;
 pub mod daemon;
 pub mod zfs;
 pub mod zfs_diff;
 pub mod zfs_mount;
 pub mod zfs_promote;
 pub mod zfs_rename;
+pub mod zinject;
 pub mod zpool;
 
 use std::io::Write;
@@ -26,25 +28,47 @@ use std::io::Write;
 /// `zetta` invoked under its own name: `zetta zpool …`, `zetta zfs …`,
 /// `zetta install-links DIR`, `zetta version`.
 pub fn run_zetta(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    let usage = "usage: zetta zpool <command> ...\n       zetta zfs <command> ...\n       zetta daemon [--foreground | --stop]\n       zetta arcstats\n       zetta install-links <dir>\n       zetta version\n";
+    let usage = "usage: zetta zpool <command> ...\n       zetta zfs <command> ...\n       zetta daemon [--foreground] [--metrics <host:port>] | --stop\n       zetta arcstats\n       zetta zinject ... (fault injection, as zinject)\n       zetta calc need|usable ... (zetta calc --help)\n       zetta install-links <dir>\n       zetta version\n";
     let Some(first) = args.first() else {
         let _ = err.write_all(usage.as_bytes());
         return 2;
     };
     match first.as_str() {
         "zpool" | "zfs" => dispatch(first, &args[1..], out, err),
+        "zinject" => zinject::run(&args[1..], out, err),
         "daemon" => match args.get(1).map(String::as_str) {
-            None | Some("--foreground") => daemon::server::run(err),
+            None => daemon::server::run(err),
+            Some("--foreground") if args.len() == 2 => daemon::server::run(err),
+            // Prometheus metrics and a status page over HTTP (daemon/metrics.rs).
+            Some("--foreground" | "--metrics") => {
+                let words: Vec<&str> = args[1..]
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|w| *w != "--foreground")
+                    .collect();
+                match words[..] {
+                    ["--metrics", addr] => daemon::server::run_with_metrics(err, Some(addr)),
+                    _ => {
+                        let _ = writeln!(
+                            err,
+                            "usage: zetta daemon [--foreground] [--metrics <host:port>] | --stop"
+                        );
+                        2
+                    }
+                }
+            }
             Some("--stop") => daemon::client::stop(out, err),
             Some(other) => {
                 let _ = writeln!(
                     err,
-                    "usage: zetta daemon [--foreground | --stop] ('{other}'?)"
+                    "usage: zetta daemon [--foreground] [--metrics <host:port>] | --stop ('{other}'?)"
                 );
                 2
             }
         },
         "install-links" => install_links(&args[1..], out, err),
+        // The storage calculator (no pool, no daemon).
+        "calc" => calc::run(&args[1..], out, err),
         // ARC statistics of the pools the daemon holds (kstat layout).
         "arcstats" => daemon::client::forward(&["arcstats".to_string()], out, err),
         "version" | "-V" | "--version" => {
@@ -83,7 +107,7 @@ pub fn dispatch(front: &str, args: &[String], out: &mut dyn Write, err: &mut dyn
     daemon::client::forward(&request, out, err)
 }
 
-/// `zetta install-links DIR`: creates `DIR/zpool` and `DIR/zfs` as symlinks to this
+/// `zetta install-links DIR`: creates `DIR/zpool`, `DIR/zfs` and `DIR/zinject` as symlinks to this
 /// executable. An existing symlink is replaced; any other existing file is left alone and
 /// reported, so a system ZFS installation is never overwritten.
 fn install_links(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
@@ -113,7 +137,7 @@ fn install_links(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i
         return 1;
     }
     let mut status = 0;
-    for name in ["zpool", "zfs"] {
+    for name in ["zpool", "zfs", "zinject"] {
         let link = dir.join(name);
         match std::fs::symlink_metadata(&link) {
             Ok(meta) if !meta.file_type().is_symlink() => {

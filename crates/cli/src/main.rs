@@ -1,4 +1,4 @@
-//! The `zetta` binary: behaves as `zpool` or `zfs` when invoked under those names (a
+//! The `zetta` binary: behaves as `zpool`, `zfs` or `zinject` when invoked under those names (a
 //! symlink made by `zetta install-links DIR`), and as `zetta <zpool|zfs|…>` otherwise.
 //! All logic lives in the library; this file only picks the front end by the basename
 //! of argv[0], hands it the real stdout/stderr and exits with its code.
@@ -32,6 +32,7 @@ fn main() {
     let mut err = std::io::stderr();
     let code = match basename.as_str() {
         "zpool" | "zfs" => zetta_cli::dispatch(&basename, &args, &mut out, &mut err),
+        "zinject" => zetta_cli::zinject::run(&args, &mut out, &mut err),
         _ => zetta_cli::run_zetta(&args, &mut out, &mut err),
     };
     let _ = out.flush();

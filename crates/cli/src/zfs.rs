@@ -1,10 +1,12 @@
 //! `zfs`: the dataset command (OpenZFS `cmd/zfs/zfs_main.c`), over the engine's dataset
 //! layer (`zetta::dsl`) and the property rules of `zetta-zprop`.
 //!
-//! Today: `create [-p] [-o prop=value]… fs`, `destroy [-r] fs`, `list [-Hpr] [-d depth]
+//! Today: `create [-p] [-o prop=value]… fs`, `destroy [-fnpRrv] fs|fs@snaps|fs#mark`
+//! (`snaps`: a comma list of names and `a%b` ranges), `list [-Hpr] [-d depth]
 //! [-o fields] [fs…]`, `get [-Hpr] [-o fields] all|props fs…`, `set prop=value… fs`,
 //! `inherit [-rS] prop fs`, `version`; `send` and `receive` in `zfs/send.rs` and
-//! `zfs/recv.rs`. Datasets whose name holds `%` (a receive's work dataset) are hidden. A dataset name's first component is its pool, which
+//! `zfs/recv.rs`; volumes (`create -V`, `volsize`, their types in list/get/set) in
+//! `zfs/volume.rs`. Datasets whose name holds `%` (a receive's work dataset) are hidden. A dataset name's first component is its pool, which
 //! is opened like `zpool` does (through the daemon). Properties are stored and inherited
 //! with OpenZFS's sources (`default`, `local`, `inherited from …`); values Zetta does not
 //! act on are refused by `zetta-zprop` before anything is stored (README "What Zetta
@@ -13,6 +15,7 @@
 pub(crate) mod errors;
 mod recv;
 mod send;
+mod volume;
 
 use crate::zpool::pool::{self, Imported};
 use crate::zpool::{fail, getopt, usage, CmdError, CmdResult, Ctx};
@@ -28,7 +31,7 @@ use zetta_zprop::{
     ZfsProp,
 };
 
-const USAGE: &str = "usage: zfs command args ...\nwhere 'command' is one of the following:\n\n\tversion\n\n\tcreate [-p] [-o property=value] ... <filesystem>\n\tsnapshot [-r] <filesystem|volume>@<snap> ...\n\trollback [-rRf] <snapshot>\n\tclone [-p] [-o property=value] ... <snapshot> <filesystem|volume>\n\tpromote <clone-filesystem>\n\tbookmark <snapshot|bookmark> <newbookmark>\n\thold [-r] <tag> <snapshot> ...\n\tholds [-rHp] <snapshot> ...\n\trelease [-r] <tag> <snapshot> ...\n\tdestroy [-fnpRrv] <filesystem|volume>\n\trename [-fnpu] <filesystem> <filesystem>\n\trename -r <snapshot> <snapshot>\n\tdiff [-FH] <snapshot> [snapshot|filesystem]\n\n\tlist [-Hp] [-r|-d max] [-o property[,...]] [-s property]...\n\t    [-S property]... [-t type[,...]] [filesystem|volume|snapshot] ...\n\n\tset <property=value> ... <filesystem|volume|snapshot> ...\n\tget [-rHp] [-d max] [-o \"all\" | field[,...]]\n\t    [-t type[,...]] [-s source[,...]]\n\t    <\"all\" | property[,...]> [filesystem|volume|snapshot|bookmark] ...\n\tinherit [-rS] <property> <filesystem|volume|snapshot> ...\n";
+const USAGE: &str = "usage: zfs command args ...\nwhere 'command' is one of the following:\n\n\tversion\n\n\tcreate [-p] [-o property=value] ... <filesystem>\n\tcreate [-ps] [-b blocksize] [-o property=value] ... -V <size> <volume>\n\tsnapshot [-r] <filesystem|volume>@<snap> ...\n\trollback [-rRf] <snapshot>\n\tclone [-p] [-o property=value] ... <snapshot> <filesystem|volume>\n\tpromote <clone-filesystem>\n\tbookmark <snapshot|bookmark> <newbookmark>\n\thold [-r] <tag> <snapshot> ...\n\tholds [-rHp] <snapshot> ...\n\trelease [-r] <tag> <snapshot> ...\n\tdestroy [-fnpRrv] <filesystem|volume>\n\trename [-fnpu] <filesystem> <filesystem>\n\trename -r <snapshot> <snapshot>\n\tdiff [-FH] <snapshot> [snapshot|filesystem]\n\n\tlist [-Hp] [-r|-d max] [-o property[,...]] [-s property]...\n\t    [-S property]... [-t type[,...]] [filesystem|volume|snapshot] ...\n\n\tset <property=value> ... <filesystem|volume|snapshot> ...\n\tget [-rHp] [-d max] [-o \"all\" | field[,...]]\n\t    [-t type[,...]] [-s source[,...]]\n\t    <\"all\" | property[,...]> [filesystem|volume|snapshot|bookmark] ...\n\tinherit [-rS] <property> <filesystem|volume|snapshot> ...\n";
 
 /// The client's standard input, and whether its standard streams are terminals: what
 /// `zfs receive` reads and what `zfs send`/`receive` refuse, wherever the command runs (in
@@ -74,7 +77,7 @@ pub fn run_io(
             ctx.print(&format!("zetta {}\n", env!("CARGO_PKG_VERSION")));
             Ok(())
         }
-        "create" => cmd_create(rest),
+        "create" => cmd_create(rest, &mut ctx),
         "snapshot" | "snap" => cmd_snapshot(rest),
         "rollback" => cmd_rollback(rest),
         "clone" => cmd_clone(rest),
@@ -82,7 +85,7 @@ pub fn run_io(
         "hold" => cmd_hold(rest, true),
         "release" => cmd_hold(rest, false),
         "holds" => cmd_holds(rest, &mut ctx),
-        "destroy" => cmd_destroy(rest),
+        "destroy" => cmd_destroy(rest, &mut ctx),
         "list" => cmd_list(rest, &mut ctx),
         "get" => cmd_get(rest, &mut ctx),
         "set" => cmd_set(rest),
@@ -149,13 +152,25 @@ pub(crate) fn validate(
     value: &str,
     creating: bool,
 ) -> Result<SetValue, CmdError> {
+    validate_as(name, prop, value, creating, DatasetType::Filesystem, None)
+}
+
+/// `validate` for a dataset of `object` type (a volume's block size checks `volsize`).
+pub(crate) fn validate_as(
+    name: &str,
+    prop: &str,
+    value: &str,
+    creating: bool,
+    object: DatasetType,
+    volblocksize_bytes: Option<u64>,
+) -> Result<SetValue, CmdError> {
     validate_set(
         prop,
         value,
         SetTarget {
-            object: DatasetType::Filesystem,
+            object,
             creating,
-            volblocksize_bytes: None,
+            volblocksize_bytes,
         },
     )
     .map_err(|e| {
@@ -209,7 +224,19 @@ pub(crate) fn finish_task_with(
 /// The `-o prop=value` settings of a create or clone, validated.
 fn parse_settings(parsed: &crate::zpool::Parsed, name: &str) -> Result<Vec<SetValue>, CmdError> {
     let mut settings = Vec::new();
-    for option in parsed.values('o') {
+    // parseprop, while the options are read: each a property=value, each property once.
+    let mut seen: Vec<&str> = Vec::new();
+    let options = parsed.values('o');
+    for option in &options {
+        let Some((prop, _)) = option.split_once('=') else {
+            return usage("missing '=' for property=value argument");
+        };
+        if seen.contains(&prop) {
+            return usage(format!("property '{prop}' specified multiple times"));
+        }
+        seen.push(prop);
+    }
+    for option in options {
         let Some((prop, value)) = option.split_once('=') else {
             return usage("missing '=' for property=value argument");
         };
@@ -299,10 +326,13 @@ fn check_nesting(name: &str) -> CmdResult {
 }
 
 /// `zfs create [-p] [-o prop=value]… fs`
-fn cmd_create(args: &[String]) -> CmdResult {
+fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let parsed = getopt(args, "po:uV:b:s")?;
     if parsed.has('V') {
-        return fail("cannot create volume: volumes are not implemented yet");
+        return volume::cmd_create_volume(&parsed, args, ctx);
+    }
+    if parsed.has('b') || parsed.has('s') {
+        return usage("'-s' and '-b' can only be used when creating a volume");
     }
     let [name] = parsed.operands.as_slice() else {
         return usage(if parsed.operands.is_empty() {
@@ -479,7 +509,11 @@ fn cmd_holds(args: &[String], ctx: &mut Ctx) -> CmdResult {
 fn cmd_bookmark(args: &[String]) -> CmdResult {
     let parsed = getopt(args, "")?;
     let [snapshot, bookmark] = parsed.operands.as_slice() else {
-        return usage("missing snapshot or bookmark argument");
+        return usage(match parsed.operands.len() {
+            0 => "missing source argument",
+            1 => "missing bookmark argument",
+            _ => "too many arguments",
+        });
     };
     if !snapshot.contains(['@', '#']) {
         return usage(format!(
@@ -588,13 +622,25 @@ fn cmd_rollback(args: &[String]) -> CmdResult {
     finish_task(&mut imported, task, "rollback", args, ZfsOp::Other)
 }
 
-/// `zfs destroy [-rR] fs|fs@snap|fs#mark` (-r on a snapshot: the same name in descendants)
-/// as one sync task: one txg, whatever the number of snapshots and filesystems it takes.
-fn cmd_destroy(args: &[String]) -> CmdResult {
-    let parsed = getopt(args, "fnRr")?;
-    let [name] = parsed.operands.as_slice() else {
-        return usage("missing dataset argument");
+/// `zfs destroy [-fnpRrv] fs|fs@snaps|fs#mark` (-r on snapshots: the same spec in every
+/// descendant) as one sync task: one txg, whatever the number of snapshots and filesystems
+/// it takes. `snaps` is `zfs_iter_snapspec`'s list: `a,b%c,%d,e%`.
+fn cmd_destroy(args: &[String], ctx: &mut Ctx) -> CmdResult {
+    let parsed = getopt(args, "vpnfRr")?;
+    let name = match parsed.operands.as_slice() {
+        [] => return usage("missing dataset argument"),
+        [name] => name,
+        _ => return usage("too many arguments"),
     };
+    let verbose = Verbose {
+        on: parsed.has('v') || parsed.has('p'),
+        parsable: parsed.has('p'),
+        dryrun: parsed.has('n'),
+    };
+    let recurse = parsed.has('r') || parsed.has('R');
+    if let Some((fs, spec)) = name.split_once('@') {
+        return destroy_snapshots(args, ctx, fs, spec, recurse, parsed.has('R'), verbose);
+    }
     if let Some((fs, _)) = name.split_once('#') {
         let mut imported = open_dataset(fs)?;
         pool::writable(&imported, &format!("cannot destroy '{name}'"))?;
@@ -605,56 +651,12 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
         // OpenZFS logs `destroy_bookmarks` (allow_log) like every changing command.
         return finish_task(&mut imported, task, "destroy", args, ZfsOp::Other);
     }
-    if let Some((fs, snap)) = name.split_once('@') {
-        let mut imported = open_dataset(fs)?;
-        pool::writable(&imported, &format!("cannot destroy '{name}'"))?;
-        if parsed.has('n') {
-            return Ok(());
-        }
-        // -r (and -R): the snapshot of that name in every descendant too.
-        let mut victims = vec![name.clone()];
-        if parsed.has('r') || parsed.has('R') {
-            for child in visible_names(&mut imported)? {
-                if child.starts_with(&format!("{fs}/")) {
-                    let full = format!("{child}@{snap}");
-                    let snapshots = imported.spa.snapshots(&child).map_err(spa_fail)?;
-                    if snapshots.iter().any(|(n, _, _)| *n == full) {
-                        victims.push(full);
-                    }
-                }
-            }
-        }
-        // -R takes the snapshots' clones (and their descendants) with them.
-        let mut clones = Vec::new();
-        if parsed.has('R') {
-            for victim in &victims {
-                for clone in snapshot_clones(&mut imported, victim)? {
-                    clones.extend(tree_victims(&mut imported, &clone)?);
-                }
-            }
-        }
-        // One sync task for every victim (all or none), its history line, one commit.
-        let task = if clones.is_empty() {
-            imported.spa.destroy_snapshots_queue(&victims)
-        } else {
-            clones.extend(victims);
-            imported.spa.destroy_queue(&clones)
-        }
-        .map_err(zfs_fail(ZfsOp::DestroySnapshots))?;
-        return finish_task(
-            &mut imported,
-            task,
-            "destroy",
-            args,
-            ZfsOp::DestroySnapshots,
-        );
-    }
     let mut imported = open_dataset(name)?;
     let is_pool = name == pool_of(name);
     pool::writable(&imported, &format!("cannot destroy '{name}'"))?;
     // zfs_do_destroy checks for a pool before anything else; with -r it destroys the
     // pool's datasets and leaves the root (destroy_callback skips pools).
-    if is_pool && !parsed.has('r') && !parsed.has('R') {
+    if is_pool && !recurse {
         return fail(format!("cannot destroy '{name}': operation does not apply to pools\nuse 'zfs destroy -r {name}' to destroy all datasets in the pool\nuse 'zpool destroy {name}' to destroy the pool itself"));
     }
     let mut names = imported.spa.dataset_names().map_err(spa_fail)?;
@@ -671,7 +673,7 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
         .iter()
         .filter(|n| n.starts_with(&format!("{name}/")) || n.starts_with(&format!("{name}@")))
         .collect();
-    if !children.is_empty() && !parsed.has('r') && !parsed.has('R') {
+    if !children.is_empty() && !recurse {
         let mut message = format!("cannot destroy '{name}': filesystem has children\nuse '-r' to destroy the following datasets:");
         for child in &children {
             message.push('\n');
@@ -697,29 +699,217 @@ fn cmd_destroy(args: &[String]) -> CmdResult {
         }
         return fail(message);
     }
-    if parsed.has('n') {
-        return Ok(());
-    }
     // Dependent clones elsewhere (-R), the snapshots, the filesystems deepest first: one
     // sync task (all or none; its check orders them, a clone inside the tree before its
     // origin snapshot), its history line, one commit: one txg.
     let mut victims = Vec::new();
     for clone in &outside_clones {
-        victims.extend(tree_victims(&mut imported, clone)?);
+        for victim in tree_victims(&mut imported, clone)? {
+            if !victims.contains(&victim) {
+                victims.push(victim);
+            }
+        }
     }
     let snapshots = children.iter().filter(|c| c.contains('@'));
     let filesystems = children.iter().filter(|c| !c.contains('@')).rev();
-    victims.extend(
-        snapshots
-            .chain(filesystems)
-            .map(|s| s.to_string())
-            .chain((!is_pool).then(|| name.clone())),
-    );
+    for victim in snapshots.chain(filesystems) {
+        if !victims.contains(victim) {
+            victims.push(victim.to_string());
+        }
+    }
+    // destroy_callback names the target too, a pool's root included (which it skips).
+    for victim in victims.iter().chain(std::iter::once(name)) {
+        verbose.destroy_line(ctx, victim);
+    }
+    if verbose.dryrun {
+        return Ok(());
+    }
+    if !is_pool {
+        victims.push(name.clone());
+    }
     let task = imported
         .spa
         .destroy_queue(&victims)
         .map_err(zfs_fail(ZfsOp::Other))?;
     finish_task(&mut imported, task, "destroy", args, ZfsOp::Other)
+}
+
+/// `zfs destroy`'s `-v`, `-p` and `-n`: what it prints of each victim and of the space.
+#[derive(Clone, Copy)]
+struct Verbose {
+    on: bool,
+    parsable: bool,
+    dryrun: bool,
+}
+
+impl Verbose {
+    /// destroy_callback's and destroy_print_cb's line for one victim.
+    fn destroy_line(self, ctx: &mut Ctx, name: &str) {
+        if !self.on {
+            return;
+        }
+        ctx.print(&if self.parsable {
+            format!("destroy\t{name}\n")
+        } else if self.dryrun {
+            format!("would destroy {name}\n")
+        } else {
+            format!("will destroy {name}\n")
+        });
+    }
+}
+
+/// The snapshots `spec` names among `snapshots` (one filesystem's short names, oldest
+/// first), as `zfs_iter_snapspec` finds them: each comma-separated part one name or an
+/// inclusive range `a%b` by creation order (`%b` from the oldest, `a%` to the newest);
+/// names that do not exist are skipped. Indexes into `snapshots`, sorted, each once.
+fn snapspec_select(spec: &str, snapshots: &[&str]) -> Vec<usize> {
+    let mut selected = vec![false; snapshots.len()];
+    for part in spec.split(',') {
+        if let Some((first, last)) = part.split_once('%') {
+            if !last.is_empty() && !snapshots.contains(&last) {
+                continue;
+            }
+            let mut seen_first = first.is_empty();
+            for (index, snap) in snapshots.iter().enumerate() {
+                if !seen_first && *snap == first {
+                    seen_first = true;
+                }
+                if seen_first {
+                    selected[index] = true;
+                }
+                if *snap == last {
+                    break;
+                }
+            }
+        } else if let Some(index) = snapshots.iter().position(|s| *s == part) {
+            selected[index] = true;
+        }
+    }
+    (0..snapshots.len()).filter(|i| selected[*i]).collect()
+}
+
+/// `zfs destroy [-rR] fs@spec`: zfs_do_destroy's snapshot branch (gather_snapshots, the
+/// verbose lines and space of destroy_print_snapshots, -R's destroy_clones), all victims
+/// in one sync task.
+fn destroy_snapshots(
+    args: &[String],
+    ctx: &mut Ctx,
+    fs: &str,
+    spec: &str,
+    recurse: bool,
+    clones_too: bool,
+    verbose: Verbose,
+) -> CmdResult {
+    let mut imported = open_dataset(fs)?;
+    pool::writable(&imported, &format!("cannot destroy '{fs}@{spec}'"))?;
+    // The filesystem, then (-r) every descendant: the same spec in each.
+    let mut filesystems = vec![fs.to_string()];
+    if recurse {
+        let prefix = format!("{fs}/");
+        filesystems.extend(
+            visible_names(&mut imported)?
+                .into_iter()
+                .filter(|n| n.starts_with(&prefix)),
+        );
+    }
+    let mut victims: Vec<String> = Vec::new();
+    let mut refusals: Vec<String> = Vec::new();
+    let mut reclaim: u64 = 0;
+    for filesystem in &filesystems {
+        let snapshots = imported.spa.snapshots(filesystem).map_err(spa_fail)?;
+        let full_names: Vec<&str> = snapshots.iter().map(|(n, _, _)| n.as_str()).collect();
+        let short: Vec<&str> = full_names
+            .iter()
+            .map(|n| n.split_once('@').map(|(_, s)| s).unwrap_or(n))
+            .collect();
+        let chosen = snapspec_select(spec, &short);
+        for &index in &chosen {
+            let full = full_names[index].to_string();
+            // snapshot_to_nvl_cb: without -R a snapshot with clones is refused (every
+            // such snapshot reported, nothing destroyed).
+            if !clones_too {
+                let clones = snapshot_clones(&mut imported, &full)?;
+                if !clones.is_empty() {
+                    refusals.push(format!(
+                        "cannot destroy '{full}': snapshot has dependent clones\nuse '-R' to destroy the following datasets:\n{}",
+                        clones.join("\n")
+                    ));
+                }
+            }
+            verbose.destroy_line(ctx, &full);
+            victims.push(full);
+        }
+        // destroy_print_snapshots: the space of each run of consecutive victims.
+        if verbose.on {
+            let mut run_start: Option<usize> = None;
+            for (position, &index) in chosen.iter().enumerate() {
+                let start = *run_start.get_or_insert(index);
+                let run_ends = chosen.get(position + 1) != Some(&(index + 1));
+                if run_ends {
+                    reclaim += imported
+                        .spa
+                        .snaprange_used_bytes(full_names[start], full_names[index])
+                        .map_err(spa_fail)?;
+                    run_start = None;
+                }
+            }
+        }
+    }
+    if !refusals.is_empty() {
+        return fail(refusals.join("\n"));
+    }
+    if victims.is_empty() {
+        return fail("could not find any snapshots to destroy; check snapshot names.");
+    }
+    if verbose.on {
+        ctx.print(&if verbose.parsable {
+            format!("reclaim\t{reclaim}\n")
+        } else if verbose.dryrun {
+            format!(
+                "would reclaim {}\n",
+                zetta_zutil::nicenum::nicenum_space(reclaim)
+            )
+        } else {
+            format!(
+                "will reclaim {}\n",
+                zetta_zutil::nicenum::nicenum_space(reclaim)
+            )
+        });
+    }
+    if verbose.dryrun {
+        return Ok(());
+    }
+    // -R takes the snapshots' clones (and their descendants and clones) with them, first.
+    let mut clones = Vec::new();
+    if clones_too {
+        for victim in &victims {
+            for clone in snapshot_clones(&mut imported, victim)? {
+                for dependent in tree_victims(&mut imported, &clone)? {
+                    if !clones.contains(&dependent) {
+                        verbose.destroy_line(ctx, &dependent);
+                        clones.push(dependent);
+                    }
+                }
+            }
+        }
+    }
+    // One sync task for every victim (all or none), its history line, one commit.
+    let task = if clones.is_empty() {
+        imported.spa.destroy_snapshots_queue(&victims)
+    } else {
+        // A clone inside the -r tree brings its own snapshots of the spec: once each.
+        victims.retain(|v| !clones.contains(v));
+        clones.extend(victims);
+        imported.spa.destroy_queue(&clones)
+    }
+    .map_err(zfs_fail(ZfsOp::DestroySnapshots))?;
+    finish_task(
+        &mut imported,
+        task,
+        "destroy",
+        args,
+        ZfsOp::DestroySnapshots,
+    )
 }
 
 /// The clones of snapshot `full` (`fs@snap`), by name.
@@ -738,22 +928,46 @@ fn snapshot_clones(imported: &mut Imported, full: &str) -> Result<Vec<String>, C
     }
 }
 
-/// `root`, its descendants (deepest first) and all their snapshots: what `-R` destroys of
-/// a dependent clone.
+/// `root`, its descendants (deepest first) and all their snapshots, each snapshot after
+/// the clones that depend on it (and theirs, deepest first): what `-R` destroys of a
+/// dependent clone (zfs_iter_dependents' order).
 fn tree_victims(imported: &mut Imported, root: &str) -> Result<Vec<String>, CmdError> {
-    let all = imported.spa.dataset_names().map_err(spa_fail)?;
     let mut victims = Vec::new();
+    let mut visiting = vec![root.to_string()];
+    tree_victims_into(imported, root, &mut victims, &mut visiting)?;
+    Ok(victims)
+}
+
+fn tree_victims_into(
+    imported: &mut Imported,
+    root: &str,
+    victims: &mut Vec<String>,
+    visiting: &mut Vec<String>,
+) -> CmdResult {
+    let all = imported.spa.dataset_names().map_err(spa_fail)?;
+    let prefix = format!("{root}/");
     for fs in all
         .iter()
         .rev()
-        .filter(|n| *n == root || n.starts_with(&format!("{root}/")))
+        .filter(|n| *n == root || n.starts_with(&prefix))
     {
-        for (snapshot, _, _) in imported.spa.snapshots(fs).map_err(spa_fail)? {
-            victims.push(snapshot);
+        for (snapshot, object, _) in imported.spa.snapshots(fs).map_err(spa_fail)? {
+            for clone in imported.spa.dependent_clones(object).map_err(spa_fail)? {
+                // A clone's tree is walked once (a loop would be a damaged pool).
+                if !visiting.contains(&clone) {
+                    visiting.push(clone.clone());
+                    tree_victims_into(imported, &clone, victims, visiting)?;
+                }
+            }
+            if !victims.contains(&snapshot) {
+                victims.push(snapshot);
+            }
         }
-        victims.push(fs.clone());
+        if !victims.contains(fs) {
+            victims.push(fs.clone());
+        }
     }
-    Ok(victims)
+    Ok(())
 }
 
 /// Every property entry of the pool's datasets (the inheritance source): local values,
@@ -839,10 +1053,23 @@ fn property(
     if let Some((fs, _)) = name.split_once('@') {
         return snapshot_property(imported, props, name, fs, prop, native, parsable);
     }
-    if native.is_some_and(|p| !p.applies_to(DatasetType::Filesystem, None)) {
+    let kind = volume::dataset_type(spa, name);
+    if native.is_some_and(|p| !p.applies_to(kind, None)) {
         return Ok(None);
     }
     let stat = match native.map(|p| p.name()) {
+        Some(which @ ("volsize" | "volblocksize")) => {
+            let info = spa
+                .volume_info(name)
+                .map_err(spa_fail)?
+                .ok_or_else(|| missing(name))?;
+            let value = if which == "volsize" {
+                info.size_bytes
+            } else {
+                info.block_size_bytes
+            };
+            Some(number(value, native.unwrap_or(ZfsProp::ALL[0])))
+        }
         Some("creation") | Some("guid") | Some("createtxg") => {
             let dataset = spa
                 .lookup_dataset(name)
@@ -857,14 +1084,7 @@ fn property(
             Some(number(value, native.unwrap_or(ZfsProp::ALL[0])))
         }
         Some("name") => Some(name.to_string()),
-        Some("type") => Some(
-            if spa.openzfs().is_some_and(|f| f.view.is_volume(name)) {
-                "volume"
-            } else {
-                "filesystem"
-            }
-            .to_string(),
-        ),
+        Some("type") => Some(kind.name().to_string()),
         Some(
             "used"
             | "referenced"
@@ -980,8 +1200,24 @@ fn snapshot_property(
     native: Option<ZfsProp>,
     parsable: bool,
 ) -> Result<Option<(String, String)>, CmdError> {
-    if native.is_some_and(|p| !p.applies_to(DatasetType::Snapshot, Some(DatasetType::Filesystem))) {
+    let head = volume::dataset_type(&mut imported.spa, fs);
+    if native.is_some_and(|p| !p.applies_to(DatasetType::Snapshot, Some(head))) {
         return Ok(None);
+    }
+    if native == Some(ZfsProp::Volsize) {
+        let info = imported
+            .spa
+            .snapshot_volume_info(name)
+            .map_err(spa_fail)?
+            .ok_or_else(|| missing(name))?;
+        return Ok(Some((
+            format_value(
+                ZfsProp::Volsize,
+                &PropValue::Number(info.size_bytes),
+                parsable,
+            ),
+            "-".to_string(),
+        )));
     }
     let snapshots = imported.spa.snapshots(fs).map_err(spa_fail)?;
     let Some((_, _, phys)) = snapshots.iter().find(|(n, _, _)| n == name) else {
@@ -1177,10 +1413,8 @@ fn targets(
                 .filter(|n| *n == root || n.starts_with(&format!("{root}/")))
             {
                 let below = name[root.len()..].matches('/').count();
-                let is_volume = imported
-                    .spa
-                    .openzfs()
-                    .is_some_and(|f| f.view.is_volume(name));
+                let is_volume =
+                    volume::dataset_type(&mut imported.spa, name) == DatasetType::Volume;
                 let wanted_type = if is_volume {
                     types.volumes
                 } else {
@@ -1486,6 +1720,20 @@ fn cmd_set(args: &[String]) -> CmdResult {
     if assignments.is_empty() {
         return usage("missing property=value argument(s)");
     }
+    // A volume's properties are checked as a volume's (`volsize` against its block size).
+    let mut early = if name.contains(['@', '#']) {
+        None
+    } else {
+        open_dataset(name).ok()
+    };
+    let volume_info = match early.as_mut() {
+        Some(imported) => imported.spa.volume_info(name).ok().flatten(),
+        None => None,
+    };
+    let (object, volblocksize) = match volume_info {
+        Some(info) => (DatasetType::Volume, Some(info.block_size_bytes)),
+        None => (DatasetType::Filesystem, None),
+    };
     let mut sets = Vec::new();
     for assignment in assignments {
         let Some((prop, value)) = assignment.split_once('=') else {
@@ -1493,11 +1741,22 @@ fn cmd_set(args: &[String]) -> CmdResult {
                 "missing '=' for property=value argument '{assignment}'"
             ));
         };
-        sets.push(validate(name, prop, value, false)?);
+        sets.push(validate_as(name, prop, value, false, object, volblocksize)?);
     }
-    let mut imported = open_dataset(name)?;
+    let mut imported = match early {
+        Some(imported) => imported,
+        None => open_dataset(name)?,
+    };
     pool::writable(&imported, &format!("cannot set property for '{name}'"))?;
-    for set in sets {
+    for mut set in sets {
+        if let SetValue::Native(ZfsProp::Volsize, PropValue::Number(size)) = set {
+            volume::set_volsize(&mut imported, name, size)?;
+            continue;
+        }
+        if let Some(info) = volume_info {
+            let copies = volume::current_copies(&mut imported, name)?;
+            volume::fix_auto_reservation(&imported.spa, &mut set, info, copies);
+        }
         if let Some(why) = space_limit_refusal(&mut imported, name, &set)? {
             return fail(format!("cannot set property for '{name}': {why}"));
         }

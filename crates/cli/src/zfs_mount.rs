@@ -72,11 +72,16 @@ pub fn specs(spa: &mut Spa) -> Result<Vec<MountSpec>, CmdError> {
     let receiving = |name: &str| {
         zetta_zprop::PropSource::local(&props, name, zetta::dmu_send::RECV_STATE_PROP).is_some()
     };
-    // A foreign pool's volumes have no tree to mount.
-    let volume = |name: &str| spa.openzfs().is_some_and(|f| f.view.is_volume(name));
+    // Volumes have no tree to mount.
+    let mut volumes = std::collections::HashSet::new();
+    for name in &names {
+        if spa.is_volume(name).unwrap_or(false) {
+            volumes.insert(name.clone());
+        }
+    }
     for name in names
         .into_iter()
-        .filter(|n| !n.contains('%') && !receiving(n) && !volume(n))
+        .filter(|n| !n.contains('%') && !receiving(n) && !volumes.contains(n))
     {
         let get = |prop: &str| {
             resolve(&props, &name, prop)

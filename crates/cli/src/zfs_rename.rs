@@ -11,12 +11,15 @@ use crate::zpool::{fail, getopt, usage, CmdError, CmdResult};
 pub fn cmd_rename(args: &[String]) -> CmdResult {
     let parsed = getopt(args, "fpr")?;
     let [from, to] = parsed.operands.as_slice() else {
-        return usage(if parsed.operands.len() < 2 {
-            "missing target dataset argument"
-        } else {
-            "too many arguments"
+        return usage(match parsed.operands.len() {
+            0 => "missing source dataset argument",
+            1 => "missing target dataset argument",
+            _ => "too many arguments",
         });
     };
+    if parsed.has('r') && parsed.has('p') {
+        return usage("-p and -r options are mutually exclusive");
+    }
     let pool_name = from.split(['/', '@']).next().unwrap_or(from);
     if parsed.has('r') && !from.contains('@') {
         return usage("source dataset for recursive rename must be a snapshot");
@@ -30,8 +33,11 @@ pub fn cmd_rename(args: &[String]) -> CmdResult {
         check_target(from, to)?;
     }
     if let Some((fs, _)) = from.split_once('@') {
-        // The new name may be given whole (`fs@b`) or as the part after '@' (`b`).
-        let to_full = if to.contains('@') {
+        // The new name may be given whole (`fs@b`), as the snapshot part (`@b`, which
+        // zfs_do_rename expands from the source) or as the part after '@' (`b`).
+        let to_full = if to.starts_with('@') {
+            format!("{fs}{to}")
+        } else if to.contains('@') {
             to.clone()
         } else {
             format!("{fs}@{to}")

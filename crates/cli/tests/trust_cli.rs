@@ -256,7 +256,8 @@ fn ignored_flags_are_refused() {
         (vec!["snapshot", "-o", "user:a=b", "p@s"], 'o'),
         (vec!["mount", "-o", "ro", "p"], 'o'),
         (vec!["send", "-b", "p@s"], 'b'),
-        (vec!["destroy", "-v", "p@s"], 'v'),
+        // `destroy -v` is honoured now (issue 18); deferred destroy is not.
+        (vec!["destroy", "-d", "p@s"], 'd'),
     ] {
         let out = zfs(&lab, &args);
         assert_usage(&out, &format!("invalid option '{flag}'"));

@@ -223,5 +223,9 @@ fn zfs_space_columns_and_limits() {
         "{parsable:?}"
     );
     assert!(lab.number("logicalused", "tank/a") > 0);
-    assert!(lab.number("logicalreferenced", "tank/a") >= lab.number("referenced", "tank/a"));
+    // Logical figures count lsize: since format 6 a fresh filesystem's ZAPs are 512-byte
+    // micro ZAPs in 4 KiB sectors, so, as on OpenZFS (42.5K logical in 96K), its
+    // logicalreferenced is below its referenced.
+    let logical = lab.number("logicalreferenced", "tank/a");
+    assert!(logical > 0 && logical <= lab.number("logicalused", "tank/a"));
 }

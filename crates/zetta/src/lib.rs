@@ -45,3 +45,4 @@ pub mod zap;
 pub mod zil;
 pub mod zio;
 pub mod zpl;
+pub mod zvol;

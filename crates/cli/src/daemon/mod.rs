@@ -24,7 +24,9 @@
 
 pub mod client;
 pub mod fusermount;
+pub mod metrics;
 pub mod mounts;
+pub mod nbd;
 pub mod protocol;
 pub mod registry;
 pub mod server;

@@ -151,6 +151,17 @@ fn unescape(field: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// The mount a canonical `path` lives on (the deepest mount point above it, the topmost
+/// mount there): its (fstype, source). `zinject -t data` names a file's dataset by it.
+pub fn mount_containing(path: &Path) -> Option<(String, String)> {
+    kernel_mounts()?
+        .into_iter()
+        .filter(|m| path.starts_with(&m.path))
+        .enumerate()
+        .max_by_key(|(order, m)| (m.path.components().count(), *order))
+        .map(|(_, m)| (m.fstype, m.source))
+}
+
 /// The kernel's mount table as this process sees it, in mount order; None when it
 /// cannot be read.
 fn kernel_mounts() -> Option<Vec<KernelMount>> {

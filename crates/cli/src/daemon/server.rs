@@ -12,6 +12,12 @@ use std::os::unix::net::{UnixListener, UnixStream};
 
 /// Runs the daemon in this process until stopped. Returns an exit code.
 pub fn run(err: &mut dyn Write) -> i32 {
+    run_with_metrics(err, None)
+}
+
+/// `run`, serving Prometheus metrics and the status page on `metrics` (host:port) too
+/// (`zetta daemon --metrics ADDR`, see `metrics`).
+pub fn run_with_metrics(err: &mut dyn Write, metrics: Option<&str>) -> i32 {
     // Before any thread starts: every thread inherits the blocked signals.
     catch_stop_signals();
     if let Err(message) = super::check_run_dir(true) {
@@ -75,6 +81,18 @@ pub fn run(err: &mut dyn Write) -> i32 {
         let _ = writeln!(file, "{}", std::process::id());
     }
     registry::enable();
+    if let Some(addr) = metrics {
+        match super::metrics::bind(addr) {
+            Ok((listener, local)) => {
+                let _ = writeln!(err, "zetta daemon: metrics on http://{local}/metrics");
+                super::metrics::spawn(listener);
+            }
+            Err(message) => {
+                let _ = writeln!(err, "{message}");
+                return 1;
+            }
+        }
+    }
     // Pools imported before (the cache file) come back with their mounts; commands
     // that connect meanwhile wait in the listen queue. A pool that cannot be opened
     // (a device missing) stays UNAVAIL in the listings and keeps no other pool away.
@@ -85,6 +103,7 @@ pub fn run(err: &mut dyn Write) -> i32 {
     }
     let mut messages = Vec::new();
     super::mounts::reconcile(&mut messages);
+    super::nbd::reconcile();
     for message in messages {
         let _ = writeln!(err, "{message}");
     }
@@ -217,6 +236,7 @@ fn serve(stream: UnixStream) {
                 };
                 crate::zfs::run_io(&args[1..], io, &mut out, &mut err)
             }
+            "zinject" => crate::zinject::run(&args[1..], &mut out, &mut err),
             "arcstats" => {
                 let _ = out.write_all(arc_stats_text().as_bytes());
                 0
@@ -234,6 +254,8 @@ fn serve(stream: UnixStream) {
         if super::mounts::changes_mounts(&args) {
             let mut messages = Vec::new();
             super::mounts::after(&args, &mut messages);
+            // Volumes created, destroyed, renamed, imported or exported: their sockets.
+            super::nbd::reconcile();
             // A mount the command called for failed: the command failed (OpenZFS exits
             // 1 after `zfs create`/`zpool create` whose mount fails).
             if !messages.is_empty() && code == 0 {
@@ -267,9 +289,14 @@ fn stop() {
 /// The ARC statistics of every held pool, summed, in the kstat layout tools read
 /// (`/proc/spl/kstat/zfs/arcstats` on Linux with OpenZFS).
 fn arc_stats_text() -> String {
+    arc_stats().to_kstat_text()
+}
+
+/// The ARC counters of every held pool, summed (also the metrics' `node_zfs_arc_*`).
+pub(crate) fn arc_stats() -> zetta_arc::ArcStats {
     // One ARC for every pool of the daemon (`registry::enable`).
     if let Some(stats) = zetta::zio::arc::process_wide_stats() {
-        return stats.to_kstat_text();
+        return stats;
     }
     let mut total = zetta_arc::ArcStats::default();
     if let Some(registry) = registry::get() {
@@ -277,5 +304,5 @@ fn arc_stats_text() -> String {
             total.accumulate(&pool.read().zio.arc.stats());
         }
     }
-    total.to_kstat_text()
+    total
 }

@@ -79,8 +79,9 @@ pub(super) fn cmd_send(args: &[String], io: &mut CommandIo<'_>, ctx: &mut Ctx) -
     let dry_run = parsed.has('n');
     let verbose = parsed.has('v') || parsed.has('P');
     let parsable = parsed.has('P');
-    if parsed.has('i') && parsed.has('I') {
-        return usage("-i and -I are mutually exclusive");
+    // zfs_do_send: a second -i or -I (the same twice too) is a bare usage error.
+    if parsed.values('i').len() + parsed.values('I').len() > 1 {
+        return usage("");
     }
     let options = SendOptions {
         compressed: parsed.has('c') || parsed.has('w'),

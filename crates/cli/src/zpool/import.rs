@@ -54,6 +54,14 @@ fn import_rows(vdev: &Vdev, name: &str, depth: usize, width: usize, out: &mut St
 /// `show_import` for one candidate pool.
 pub fn show_import(candidate: &ImportCandidate) -> String {
     let mut out = String::new();
+    if let Some(format) = candidate.old_format {
+        return format!(
+            "  pool: {}\n    id: {}\n state: UNAVAIL\nstatus: The pool is formatted using an incompatible version.\naction: The pool cannot be imported. It is in Zetta's on-disk format {format};\n\tthis version reads format {} only. Recreate the pool from backup.\n",
+            candidate.name,
+            candidate.guid.0,
+            zetta::spa::uberblock::FORMAT_VERSION
+        );
+    }
     let tree = match candidate.vdev_tree() {
         Ok(tree) => tree,
         Err(e) => {
@@ -225,6 +233,12 @@ fn do_import(
         Some(new) if new != name => format!("cannot import '{name}' as '{new}'"),
         _ => format!("cannot import '{name}'"),
     };
+    if let Some(format) = candidate.old_format {
+        return fail(format!(
+            "{action}: pool is formatted using an unsupported ZFS version\n{}",
+            zetta::spa::import::old_format_text(format)
+        ));
+    }
     if let Some(new) = new_name {
         check_pool_name(new)
             .map_err(|why| CmdError::Fail(format!("cannot import '{new}': {why}")))?;

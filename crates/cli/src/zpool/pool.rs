@@ -581,12 +581,17 @@ pub fn labels_zeroed(path: &str) -> bool {
 
 pub fn label_owner(path: &str) -> Option<(String, u64, u64)> {
     let device = FileDevice::open_read_only(path).ok()?;
-    let (config, _) = label::read_config(&device)?;
-    Some((
-        config.get_str("name")?.to_string(),
-        config.get_u64("pool_guid")?,
-        config.get_u64("state").unwrap_or(POOL_STATE_ACTIVE),
-    ))
+    match label::read_config(&device)? {
+        label::DeviceLabel::Zetta { config, .. } => Some((
+            config.get_str("name")?.to_string(),
+            config.get_u64("pool_guid")?,
+            config.get_u64("state").unwrap_or(POOL_STATE_ACTIVE),
+        )),
+        // A pool of an older format still owns its devices.
+        label::DeviceLabel::OldZetta {
+            name, pool_guid, ..
+        } => Some((name, pool_guid, POOL_STATE_EXPORTED)),
+    }
 }
 
 /// `check_file_generic` for every path: devices whose labels name a live or exported

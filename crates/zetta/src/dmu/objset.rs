@@ -538,6 +538,40 @@ impl ObjectSet {
         Ok(())
     }
 
+    /// Changes a single-block object's data block size, whatever its pinning (OpenZFS
+    /// `dmu_object_set_blocksize`: a micro ZAP grows its block by 512 bytes, and one that
+    /// turns fat takes 16 KiB blocks). Block 0 is cut or zero-extended to the new size.
+    pub fn set_data_block_size(
+        &mut self,
+        ctx: &IoCtx<'_>,
+        id: ObjectId,
+        size_bytes: u32,
+    ) -> Result<(), DmuError> {
+        let objset = self.id;
+        let state = self.state(ctx, id)?;
+        if state.phys.max_block_id > 0 {
+            return Err(DmuError::Invalid(format!(
+                "object {id}: block size of a multi-block object"
+            )));
+        }
+        let new_size = round_up_shift(u64::from(size_bytes.max(512)), 9);
+        let dbuf = load_dbuf(state, ctx, objset, id.0, 0, 0)?;
+        let newly_dirty = if dbuf.dirty {
+            new_size.saturating_sub(dbuf.data.len() as u64)
+        } else {
+            new_size
+        };
+        dbuf.data.resize(new_size as usize, 0);
+        dbuf.stored = None;
+        dbuf.dirty = true;
+        state.phys.data_block_size_bytes = new_size as u32;
+        state.phys.size_bytes = state.phys.size_bytes.min(new_size);
+        state.dnode_dirty = true;
+        self.dirty = true;
+        self.dirty_data_bytes += newly_dirty;
+        Ok(())
+    }
+
     pub fn object_exists(&self, ctx: &IoCtx<'_>, id: ObjectId) -> Result<bool, DmuError> {
         if let Some(state) = self.objects.lock(id.0).get(&id.0) {
             return Ok(!state.phys.is_free());

@@ -331,6 +331,10 @@ impl Receiver {
         }
         let created = match &origin {
             Some(origin) => spa.clone_snapshot(origin, &sub.work),
+            // A volume's stream brings its objects 1 and 2 itself.
+            None if sub.begin.info.get_u64("type") == Some(3) => {
+                spa.create_volume_for_receive(&sub.work)
+            }
             None => spa.create_filesystem(&sub.work),
         };
         created.map_err(pool)?;

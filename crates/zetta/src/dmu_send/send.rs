@@ -146,7 +146,9 @@ impl Sender {
         let (to_guid, to_txg, creation_time) =
             find_point(spa, &spec.to)?.ok_or_else(|| missing(&spec.to))?;
         let mut info = NvList::new();
-        info.set_str("toname", &spec.to).set_u64("type", 2);
+        // DMU_OST_ZFS (2) or DMU_OST_ZVOL (3): the receiver creates the same kind.
+        let os_type = if spa.is_volume(&to_fs)? { 3 } else { 2 };
+        info.set_str("toname", &spec.to).set_u64("type", os_type);
         let (mut from_guid, mut from_txg, mut features) = (0, 0, 0);
         if let Some(from) = &spec.from {
             let (guid, txg, _) = find_point(spa, from)?.ok_or_else(|| missing(from))?;

@@ -158,7 +158,7 @@ impl Spa {
 
     /// `zfs create`: a new, empty filesystem under an existing parent.
     pub fn create_filesystem(&mut self, name: &str) -> Result<u64, SpaError> {
-        let dataset = self.create_dataset(name, None)?;
+        let dataset = self.create_dataset(name, None, ObjsetType::Filesystem)?;
         // An empty ZPL filesystem (master node, root directory) in the same txg.
         self.with_dataset(name, |os, ctx| {
             crate::zpl::Zfsvfs::create_fs(os, ctx)
@@ -178,13 +178,16 @@ impl Spa {
             .into_iter()
             .find(|(n, _, _)| n == origin)
             .ok_or_else(|| no_such_dataset(origin))?;
-        self.create_dataset(name, Some((snapshot.1, snapshot.2)))
+        self.create_dataset(name, Some((snapshot.1, snapshot.2)), ObjsetType::Filesystem)
     }
 
-    fn create_dataset(
+    /// A new head dataset with an empty object set of `os_type` (`origin`: a clone, whose
+    /// object set is the snapshot's and keeps the snapshot's type).
+    pub(crate) fn create_dataset(
         &mut self,
         name: &str,
         origin: Option<(u64, DslDatasetPhys)>,
+        os_type: ObjsetType,
     ) -> Result<u64, SpaError> {
         let components = self.components(name)?;
         let Some((leaf, parents)) = components.split_last() else {
@@ -248,11 +251,7 @@ impl Spa {
         };
         let ctx = io_ctx!(self);
         let objset = match &origin {
-            None => ObjectSet::create(
-                dataset.0,
-                ObjsetType::Filesystem,
-                dataset_policy(default_data_props()),
-            ),
+            None => ObjectSet::create(dataset.0, os_type, dataset_policy(default_data_props())),
             Some((object, snapshot)) => {
                 phys.bp = snapshot.bp;
                 phys.prev_snap = *object;

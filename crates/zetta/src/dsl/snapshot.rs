@@ -484,6 +484,53 @@ impl Spa {
         self.dead_list_bytes(next_deadlist, prev_txg)
     }
 
+    /// What destroying the snapshots `first` through `last` of one filesystem (oldest
+    /// first, inclusive) would free (OpenZFS `dsl_dataset_space_wouldfree`, `zfs destroy
+    /// -nv`'s "would reclaim"): the blocks in the dead lists of every dataset after `first`
+    /// up to the one after `last` born after `first`'s previous snapshot.
+    pub fn snaprange_used_bytes(&mut self, first: &str, last: &str) -> Result<u64, SpaError> {
+        if let Some(f) = self.openzfs.clone() {
+            // A foreign pool's view knows each snapshot's own USED only.
+            let fs = first.split('@').next().unwrap_or(first);
+            let names: Vec<String> = f.view.snapshots(fs).into_iter().map(|s| s.0).collect();
+            let (Some(a), Some(b)) = (
+                names.iter().position(|n| n == first),
+                names.iter().position(|n| n == last),
+            ) else {
+                return Err(no_such_dataset(first));
+            };
+            return Ok(names[a..=b.max(a)]
+                .iter()
+                .filter_map(|n| f.view.snapshot_used_bytes(n))
+                .sum());
+        }
+        let fs = first.split('@').next().unwrap_or(first);
+        let snapshots = self.snapshots(fs)?;
+        let position = |full: &str| snapshots.iter().position(|(name, _, _)| name == full);
+        let (Some(a), Some(b)) = (position(first), position(last)) else {
+            return Err(no_such_dataset(first));
+        };
+        let born_after = snapshots[a].2.prev_snap_txg;
+        let mut dead_lists: Vec<u64> = snapshots[a + 1..=b.max(a)]
+            .iter()
+            .map(|(_, _, phys)| phys.deadlist)
+            .collect();
+        match snapshots.get(b.max(a) + 1) {
+            Some((_, _, phys)) => dead_lists.push(phys.deadlist),
+            None => {
+                let dataset = self
+                    .lookup_dataset(fs)?
+                    .ok_or_else(|| no_such_dataset(fs))?;
+                dead_lists.push(self.head_phys(dataset)?.deadlist);
+            }
+        }
+        let mut total = 0;
+        for dead in dead_lists {
+            total += self.dead_list_bytes(dead, born_after)?;
+        }
+        Ok(total)
+    }
+
     /// Unique bytes of a head whose dead list is `dead` (OpenZFS
     /// `dsl_dataset_recalc_head_uniq`): REFER less what it shares with its previous
     /// snapshot, which is that snapshot's REFER less the blocks the head released from it.

@@ -8,9 +8,10 @@
 //! the MOS's own config (authoritative, consistent with that uberblock), the space maps are
 //! loaded and the MOS's blocks marked in use.
 
-use super::uberblock::Uberblock;
+use super::uberblock::{self, Uberblock};
 use super::*;
 use crate::dmu::ObjsetType;
+use crate::nvpair_xdr::XdrNvList;
 use std::collections::HashMap;
 
 /// A pool found on devices, as `zpool import` lists it.
@@ -20,29 +21,62 @@ pub struct ImportCandidate {
     pub guid: Guid,
     pub state: u64,
     pub txg: Txg,
-    /// The newest label config (vdev tree with this pool's leaves).
-    pub config: NvList,
+    /// The newest label config (OpenZFS's keys; the whole tree under
+    /// `org.zetta:vdev_root`). Empty for a pool of an older format.
+    pub config: XdrNvList,
     /// Leaf guid → device, for every device found.
     pub devices: HashMap<Guid, DeviceRef>,
+    /// `Some(format)` when the pool is in a Zetta on-disk format this code does not read
+    /// (listed, refused at import).
+    pub old_format: Option<u64>,
 }
 
 impl ImportCandidate {
     /// The vdev tree as far as the found devices allow (missing leaves have no device).
     pub fn vdev_tree(&self) -> Result<Vdev, SpaError> {
+        if let Some(format) = self.old_format {
+            return Err(SpaError::Invalid(old_format_text(format)));
+        }
         let tree = self
             .config
-            .get_list("vdev_tree")
+            .get_nvlist(crate::vdev::config::ROOT_TREE_KEY)
             .ok_or_else(|| SpaError::Corrupt("label has no vdev tree".to_string()))?;
         Vdev::from_config(tree, &self.devices).map_err(SpaError::Corrupt)
     }
 }
 
-/// Groups the devices by the pool their labels name.
+/// Why a pool of an older Zetta on-disk format is refused.
+pub fn old_format_text(format: u64) -> String {
+    format!(
+        "the pool is in Zetta's on-disk format {format}; this version reads format {} only",
+        uberblock::FORMAT_VERSION
+    )
+}
+
+/// Groups the devices by the pool their labels name. Only Zetta's pools: a label without
+/// `org.zetta:format` (a real OpenZFS pool) is `spa::openzfs::discover`'s.
 pub fn find_pools(devices: &[DeviceRef]) -> Vec<ImportCandidate> {
     let mut pools: HashMap<u64, ImportCandidate> = HashMap::new();
     for device in devices {
-        let Some((config, txg)) = label::read_config(device.as_ref()) else {
-            continue;
+        let (config, txg) = match label::read_config(device.as_ref()) {
+            None => continue,
+            Some(label::DeviceLabel::Zetta { config, txg }) => (config, txg),
+            Some(label::DeviceLabel::OldZetta {
+                name,
+                pool_guid,
+                format,
+            }) => {
+                pools.entry(pool_guid).or_insert_with(|| ImportCandidate {
+                    name,
+                    guid: Guid(pool_guid),
+                    state: POOL_STATE_EXPORTED,
+                    txg: Txg(0),
+                    config: XdrNvList::new(),
+                    devices: HashMap::new(),
+                    old_format: Some(format),
+                });
+                continue;
+            }
         };
         let (Some(pool_guid), Some(leaf_guid), Some(name)) = (
             config.get_u64("pool_guid"),
@@ -59,7 +93,11 @@ pub fn find_pools(devices: &[DeviceRef]) -> Vec<ImportCandidate> {
             txg,
             config: config.clone(),
             devices: HashMap::new(),
+            old_format: None,
         });
+        if entry.old_format.is_some() {
+            continue;
+        }
         if txg > entry.txg {
             entry.txg = txg;
             entry.config = config.clone();
@@ -108,14 +146,13 @@ impl Spa {
                 let Some(device) = &leaf.device else { continue };
                 for (offset, bytes) in label::read_ring(device.as_ref(), top.ashift) {
                     if let Some(ub) = Uberblock::decode(&bytes, offset) {
-                        if ub.pool_guid == candidate.guid {
-                            uberblocks.push(ub);
-                        }
+                        uberblocks.push(ub);
                     }
                 }
             }
         }
-        uberblocks.sort_by_key(|ub| std::cmp::Reverse(ub.txg));
+        // Best first, as `vdev_uberblock_compare` orders them: txg, then timestamp.
+        uberblocks.sort_by_key(|ub| std::cmp::Reverse((ub.txg, ub.timestamp_secs)));
         uberblocks.dedup_by(|a, b| a.txg == b.txg && a.rootbp == b.rootbp);
         if uberblocks.is_empty() {
             return Err(SpaError::Corrupt("no valid uberblock found".to_string()));
@@ -162,14 +199,23 @@ impl Spa {
             let size = mos.size_bytes(&ctx, MOS_OBJECT_DIRECTORY)?;
             let bytes = mos.read(&ctx, MOS_OBJECT_DIRECTORY, 0, size as usize)?;
             let directory = NvList::decode(&bytes).map_err(|e| SpaError::Corrupt(e.to_string()))?;
-            let config = directory
-                .get_list("config")
-                .ok_or_else(|| SpaError::Corrupt("object directory has no config".to_string()))?
-                .clone();
+            let packed = directory
+                .get_bytes("config")
+                .ok_or_else(|| SpaError::Corrupt("object directory has no config".to_string()))?;
+            let config = crate::nvpair_xdr::unpack(packed)
+                .map_err(|e| SpaError::Corrupt(format!("pool config: {e}")))?
+                .list;
             (directory, config)
         };
+        // An uberblock_t does not name its pool: a ring slot left by another pool on a
+        // reused device leads to that pool's MOS, which is not this one.
+        if root_config.get_u64("pool_guid") != Some(candidate.guid.0) {
+            return Err(SpaError::Corrupt(
+                "uberblock belongs to another pool".to_string(),
+            ));
+        }
         let tree_config = root_config
-            .get_list("vdev_tree")
+            .get_nvlist("vdev_tree")
             .ok_or_else(|| SpaError::Corrupt("config has no vdev tree".to_string()))?;
         let root = Vdev::from_config(tree_config, &candidate.devices).map_err(SpaError::Corrupt)?;
         if root.children.iter().any(|top| !top.state().is_usable()) {
@@ -184,7 +230,7 @@ impl Spa {
             guid: candidate.guid,
             root: std::sync::Arc::new(root),
             cache: root_config
-                .get_list_array("l2cache")
+                .get_nvlist_array("l2cache")
                 .unwrap_or(&[])
                 .iter()
                 .filter_map(|c| Vdev::from_config(c, &candidate.devices).ok())
@@ -258,8 +304,14 @@ impl Spa {
         spa.load_space_maps()?;
         spa.refresh_io_props()?;
         // Format 3 keeps space figures that older pools never wrote: derive them once,
-        // committed with the next txg (which writes the new version).
-        if root_config.get_u64("version").unwrap_or(1) < 3 && !readonly {
+        // committed with the next txg (kept for the day a format change needs it again:
+        // labels refuse formats below FORMAT_VERSION_MIN before this point).
+        if root_config
+            .get_u64(crate::vdev::label::ZETTA_FORMAT_KEY)
+            .unwrap_or(1)
+            < 3
+            && !readonly
+        {
             spa.rebuild_space_accounting()?;
         }
         if !readonly {

@@ -202,6 +202,22 @@ pub fn dataset_policy(data_props: WriteProps) -> ObjsetPolicy {
     }
 }
 
+/// The allocatable size of a top-level vdev of `children` leaves whose smallest data
+/// region (`vdev::label::data_size_bytes`) is `child_data_bytes`: what `build_top` gives a
+/// new vdev, and what `zetta calc` predicts from the same function.
+pub fn top_asize_bytes(kind: TopKind, children: usize, child_data_bytes: u64, ashift: u32) -> u64 {
+    let child_size = round_down_shift(child_data_bytes, ashift);
+    match kind {
+        TopKind::Raidz(_) => child_size * children as u64,
+        _ => child_size,
+    }
+}
+
+/// Slop space of a pool of `size_bytes` (see `Spa::slop_bytes`).
+pub fn slop_for_size(size_bytes: u64) -> u64 {
+    (size_bytes >> 5).max(4 << 20).min(size_bytes / 2)
+}
+
 /// Builds a top-level vdev from a spec (not yet part of a pool).
 fn build_top(spec: &TopSpec, id: u64, ashift: u32, txg: Txg) -> Result<Vdev, SpaError> {
     let mut leaves = Vec::new();
@@ -251,11 +267,7 @@ fn build_top(spec: &TopSpec, id: u64, ashift: u32, txg: Txg) -> Result<Vdev, Spa
     top.ashift = ashift;
     top.is_log = spec.is_log;
     top.create_txg = txg;
-    let child_size = round_down_shift(child_size, ashift);
-    top.asize_bytes = match spec.kind {
-        TopKind::Raidz(_) => child_size * top.children.len() as u64,
-        _ => child_size,
-    };
+    top.asize_bytes = top_asize_bytes(spec.kind, top.children.len(), child_size, ashift);
     let group = MetaslabGroup::new(id as u32, top.asize_bytes, ashift);
     top.ms_shift = group.ms_shift;
     Ok(top)
@@ -277,7 +289,9 @@ impl Spa {
                 "a pool needs at least one data vdev".to_string(),
             ));
         }
-        let mut root = Vdev::new(VdevKind::Root, Guid::random());
+        // The root vdev's guid is the pool guid, as in OpenZFS (`ub_guid_sum` counts it).
+        let pool_guid = Guid::random();
+        let mut root = Vdev::new(VdevKind::Root, pool_guid);
         let mut allocator = Allocator::new();
         let mut log_allocator = Allocator::new();
         for (id, spec) in tops.iter().enumerate() {
@@ -294,7 +308,7 @@ impl Spa {
         }
         let mut spa = Spa {
             name: name.to_string(),
-            guid: Guid::random(),
+            guid: pool_guid,
             root: std::sync::Arc::new(root),
             cache: Vec::new(),
             zio: {
@@ -397,6 +411,16 @@ impl Spa {
             crate::zpl::Zfsvfs::create_fs(&mut spa.dp.root_dataset, &ctx)
                 .map_err(|e| SpaError::Corrupt(e.to_string()))?;
         }
+        // `vdev_label_init`: a new pool's devices start with blank labels, so no ring slot
+        // of an earlier pool (an uberblock_t does not name its pool) outlives the create.
+        for top in &spa.root.children {
+            for leaf in top.leaves() {
+                if let Some(device) = &leaf.device {
+                    label::clear_labels(device.as_ref())
+                        .map_err(|e| SpaError::Io(e.to_string()))?;
+                }
+            }
+        }
         spa.sync()?;
         Ok(spa)
     }
@@ -428,24 +452,19 @@ impl Spa {
             .push(format!("{} {}", now_secs(), command));
     }
 
-    /// The pool configuration nvlist (labels add the leaf's own guid).
-    pub fn config(&self) -> NvList {
-        let mut config = NvList::new();
-        config
-            .set_str("name", &self.name)
-            .set_u64("pool_guid", self.guid.0)
-            .set_u64("version", uberblock::FORMAT_VERSION)
-            .set_u64("txg", self.open_txg.0)
-            .set_u64("state", self.state)
-            .set_str("hostname", &hostname())
-            .set_list("vdev_tree", self.root.to_config());
-        if !self.cache.is_empty() {
-            config.set_list_array(
-                "l2cache",
-                self.cache.iter().map(|c| c.to_config()).collect(),
-            );
-        }
-        config
+    /// The pool configuration as the MOS keeps it (OpenZFS's keys, XDR nvlist;
+    /// `vdev::config::label_config` derives each leaf's label from it).
+    pub fn config(&self) -> crate::nvpair_xdr::XdrNvList {
+        crate::vdev::config::pool_config(&crate::vdev::config::PoolFacts {
+            name: &self.name,
+            guid: self.guid.0,
+            state: self.state,
+            txg: self.open_txg.0,
+            hostid: system_hostid(),
+            hostname: &hostname(),
+            root: &self.root,
+            cache: &self.cache,
+        })
     }
 
     /// Commits the open txg (see the module header for the order of writes) and returns it
@@ -571,7 +590,9 @@ impl Spa {
         // 4. Object directory and the MOS itself.
         {
             let ctx = io_ctx!(self, txg);
-            self.dp.directory.set_list("config", self.config());
+            let packed = crate::nvpair_xdr::pack(&self.config())
+                .map_err(|e| SpaError::Invalid(e.to_string()))?;
+            self.dp.directory.set_bytes("config", packed);
             self.dp.directory.set_list("props", self.props.clone());
             self.dp.directory.set_list("scan", self.scan.to_nvlist());
             let bytes = self.dp.directory.encode();
@@ -595,7 +616,6 @@ impl Spa {
             txg,
             guid_sum: self.root.guid_sum(),
             timestamp_secs: now_secs(),
-            pool_guid: self.guid,
             rootbp: self.dp.mos_bp,
         };
         self.config_dirty = false;
@@ -764,7 +784,7 @@ impl Spa {
     /// find room: 1/32 of the pool like OpenZFS's slop, at least 4 MiB.
     pub fn slop_bytes(&self) -> u64 {
         let (size, _, _) = self.space();
-        (size >> 5).max(4 << 20).min(size / 2)
+        slop_for_size(size)
     }
 
     /// AVAIL as `zfs list` shows it: free space less the slop, deflated like USED (raidz
@@ -1114,6 +1134,17 @@ impl Spa {
     /// Error log entries (persistent across export/import until a clean scrub).
     pub fn error_log(&self) -> Vec<crate::zio::Bookmark> {
         self.zio.errlog.lock().iter().copied().collect()
+    }
+}
+
+/// This host's id as OpenZFS's `spa_get_hostid` finds it in userspace: `/etc/hostid`, a
+/// native-endian u32; 0 (not written) when absent.
+pub fn system_hostid() -> u64 {
+    match std::fs::read("/etc/hostid") {
+        Ok(bytes) if bytes.len() >= 4 => {
+            u64::from(u32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
+        }
+        _ => 0,
     }
 }
 

@@ -60,7 +60,7 @@
 use super::uberblock::Uberblock;
 use super::{Spa, SpaError, DIRTY_BYTES_MAX};
 use crate::io::{DeviceRef, SimWorld};
-use crate::nvlist::NvList;
+use crate::nvpair_xdr::XdrNvList;
 use crate::types::{Guid, Txg};
 use crate::vdev::label;
 use crate::vdev::Vdev;
@@ -114,10 +114,11 @@ impl SyncPhases {
     }
 }
 
-/// The label config the tail writes when the vdev config changed: the pool's config as of
-/// txg N, and the cache devices with their guids.
+/// The label config the tail writes when the vdev config changed: the pool's (MOS) config
+/// as of txg N, from which each leaf's label is derived, and the cache devices with their
+/// guids.
 pub(crate) struct LabelConfigs {
-    pub config: NvList,
+    pub config: XdrNvList,
     pub cache: Vec<(DeviceRef, Guid)>,
 }
 
@@ -216,11 +217,10 @@ fn flush_leaves(root: &Vdev) -> Result<(), SpaError> {
     Ok(())
 }
 
-fn write_label_configs(root: &Vdev, labels: &LabelConfigs, txg: Txg, which: &[usize]) {
+fn write_label_configs(root: &Vdev, labels: &LabelConfigs, which: &[usize]) {
     for (device, guid) in &labels.cache {
-        let mut own = labels.config.clone();
-        own.set_u64("guid", guid.0).set_u64("top_guid", guid.0);
-        let _ = label::write_config(device.as_ref(), &own, txg, which);
+        let own = crate::vdev::config::label_config(&labels.config, None, guid.0);
+        let _ = label::write_config(device.as_ref(), &own, which);
     }
     for top in &root.children {
         for leaf in top.leaves() {
@@ -228,10 +228,9 @@ fn write_label_configs(root: &Vdev, labels: &LabelConfigs, txg: Txg, which: &[us
             if !leaf.state().is_usable() {
                 continue;
             }
-            let mut own = labels.config.clone();
-            own.set_u64("guid", leaf.guid.0)
-                .set_u64("top_guid", top.guid.0);
-            if label::write_config(device.as_ref(), &own, txg, which).is_err() {
+            let own =
+                crate::vdev::config::label_config(&labels.config, Some(top.guid.0), leaf.guid.0);
+            if label::write_config(device.as_ref(), &own, which).is_err() {
                 crate::vdev::VdevStats::bump(&leaf.stats.write_errors, 1);
             }
         }
@@ -276,13 +275,12 @@ fn write_uberblocks(root: &Vdev, ub: &Uberblock) -> Result<(), SpaError> {
 
 /// Steps 5-8 of the commit (see `spa/mod.rs`); the uberblock is the commit point.
 fn config_sync(work: &TailWork, phases: &mut SyncPhases) -> Result<(), SpaError> {
-    let txg = work.ub.txg;
     let mut mark = Instant::now();
     flush_leaves(&work.root)?;
     phases.flush_data = mark.elapsed();
     mark = Instant::now();
     if let Some(labels) = &work.labels {
-        write_label_configs(&work.root, labels, txg, &[0, 2]);
+        write_label_configs(&work.root, labels, &[0, 2]);
         flush_leaves(&work.root)?;
     }
     phases.labels = mark.elapsed();
@@ -292,7 +290,7 @@ fn config_sync(work: &TailWork, phases: &mut SyncPhases) -> Result<(), SpaError>
     phases.uberblocks = mark.elapsed();
     if let Some(labels) = &work.labels {
         mark = Instant::now();
-        write_label_configs(&work.root, labels, txg, &[1, 3]);
+        write_label_configs(&work.root, labels, &[1, 3]);
         flush_leaves(&work.root)?;
         phases.labels += mark.elapsed();
     }

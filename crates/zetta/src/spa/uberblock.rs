@@ -1,106 +1,99 @@
-//! The uberblock: the root of the pool's Merkle tree, rewritten every txg into a ring in each
-//! label (OpenZFS `uberblock.c`). Import picks the valid uberblock with the highest txg whose
-//! MOS verifies; a torn or misdirected slot write only ever loses the newest commit.
+//! The uberblock: the root of the pool's Merkle tree, rewritten every txg into a ring slot of
+//! every label, as OpenZFS's `uberblock_t` (`uberblock_impl.h`, `uberblock.c`
+//! `uberblock_update`, `vdev_label.c` `vdev_uberblock_sync`). The byte layout is the part-1
+//! reader's (`spa::openzfs::uberblock`), which decodes what this writes.
 //!
 //! ```text
-//! byte  0  magic      u64  UBERBLOCK_MAGIC ("ZETTAUB1")
-//!       8  version    u64  FORMAT_VERSION
-//!      16  txg        u64
-//!      24  guid_sum   u64  sum of every vdev guid (detects missing devices)
-//!      32  timestamp  u64  seconds since the epoch
-//!      40  pool_guid  u64
-//!      48  rootbp     128-byte block pointer to the MOS objset block
-//!     176  reserved   zero up to 992
-//!     992  checksum   [u64; 4] fletcher4 of bytes 0..992 followed by the slot's device
-//!                     offset (u64 LE), so a slot written to the wrong place never verifies
+//! slot (1 << clamp(ashift, 10, 13) bytes), every word little-endian:
+//!   0 ub_magic 0x00bab10c      8 ub_version 5000       16 ub_txg        24 ub_guid_sum
+//!  32 ub_timestamp (UTC s)    40 ub_rootbp (blkptr_t, the MOS objset, 128 bytes)
+//! 168 ub_software_version 5000                        176 ub_mmp_magic 0xa11cea11
+//! 184 ub_mmp_delay 0         192 ub_mmp_config 0      200 ub_checkpoint_txg 0
+//! 208 ub_raidz_reflow_info 0 216 zeros ...  size-40 zio_eck_t (label checksum, verifier =
+//!                                                   the slot's device offset)
 //! ```
+//!
+//! Theory. The uberblock is the commit point: a txg is durable once its uberblock is in a
+//! slot of some label of enough leaves. A torn or misdirected slot write fails its embedded
+//! checksum and is skipped, so import falls back to the previous txg's slot (another slot:
+//! `txg % count` differs for consecutive txgs). `uberblock_t` does not name its pool:
+//! import takes rings only from the pool's own devices and checks the MOS config's
+//! `pool_guid` (a stale ring of an earlier pool on a reused device never opens).
+//! Import picks the best uberblock as OpenZFS does (`vdev_uberblock_compare`: txg, then
+//! timestamp) among those whose MOS verifies.
 
-use crate::types::{Guid, Txg};
+use crate::byteorder::ByteOrder;
+use crate::spa::openzfs::uberblock as ozfs;
+use crate::types::Txg;
+use crate::vdev::openzfs::label::seal_label_eck;
 use crate::zio::blkptr::{BlockPointer, BLKPTR_SIZE_BYTES};
-use zetta_zcommon::checksum::Fletcher4;
 
-pub const UBERBLOCK_SIZE_BYTES: usize = 1024;
-pub const UBERBLOCK_MAGIC: u64 = u64::from_le_bytes(*b"ZETTAUB1");
-const CHECKSUM_OFFSET: usize = UBERBLOCK_SIZE_BYTES - 32;
+/// `SPA_VERSION` (= `SPA_VERSION_FEATURES`): the pool version Zetta writes.
+pub const SPA_VERSION: u64 = crate::spa::openzfs::feature::SPA_VERSION_FEATURES;
 
-/// On-disk format version. 1: first format (labels, uberblock ring, blkptr v1, dnodes,
-/// nvlist MOS directory, space maps of 16-byte entries). 2: every filesystem carries the
-/// ZPL layout (master node, znodes, directory ZAPs, delete queue) and dataset space is
-/// accounted in deflated bytes. A version-1 pool still imports: a filesystem without a
-/// master node gets one when first mounted. 3: DSL dir records keep USED and its breakdown,
-/// compressed and logical sums and the four space limits; dataset records keep compressed
-/// and logical sums and unique bytes (bytes 224..248). A version-1 or 2 pool still imports:
-/// the figures are derived at import (`dsl::space_audit`) and written with the next txg.
-/// 4: blocks as OpenZFS writes them (issue 14): OpenZFS's blkptr_t layout, compression,
-/// checksum and object type ids, compressed block framings and SHA-256 word order. Older
-/// pools are not read any more: the private format retires.
-pub const FORMAT_VERSION: u64 = 4;
+/// Zetta's on-disk format version, in the config as `org.zetta:format` (the uberblock's
+/// own version is OpenZFS's SPA version). 1: first format. 2: every filesystem carries the
+/// ZPL layout and dataset space is accounted in deflated bytes. 3: DSL dir and dataset
+/// records keep USED and its breakdown, compressed and logical sums and space limits.
+/// 4: blocks as OpenZFS writes them (issue 14): blkptr_t, compression, checksum and object
+/// type ids, compressed block framings and SHA-256 word order. 5: labels and uberblocks as
+/// OpenZFS writes them: vdev_phys with the XDR config and OpenZFS's keys, the boot block,
+/// uberblock_t in rings of OpenZFS's slot size, label checksums (SHA-256, offset verifier).
+/// 6: ZAPs as OpenZFS writes them (issue 14, increment 3a): micro ZAPs (`mzap_phys_t`)
+/// grown by 512 bytes up to 128 KiB, fat ZAPs (`zap_phys_t`, embedded then external
+/// pointer tables, `zap_leaf_phys_t` chunked leaves), names hashed by OpenZFS's salted
+/// CRC-64 (28 bits), cursors serialized as OpenZFS's.
+/// Older pools are not read any more: the private format retires.
+pub const FORMAT_VERSION: u64 = 6;
 /// The oldest format this code reads.
-pub const FORMAT_VERSION_MIN: u64 = 4;
+pub const FORMAT_VERSION_MIN: u64 = 6;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Uberblock {
     pub txg: Txg,
+    /// Sum of every vdev guid, root (= the pool guid) included (`vdev_guid_sum`).
     pub guid_sum: u64,
     pub timestamp_secs: u64,
-    pub pool_guid: Guid,
     pub rootbp: BlockPointer,
-}
-
-fn slot_checksum(bytes: &[u8], device_offset: u64) -> [u64; 4] {
-    let mut sum = Fletcher4::new();
-    sum.update(&bytes[..CHECKSUM_OFFSET]);
-    sum.update(&device_offset.to_le_bytes());
-    sum.finish()
 }
 
 impl Uberblock {
     /// Encodes into a slot of `slot_size_bytes` destined for `device_offset`.
     pub fn encode(&self, slot_size_bytes: usize, device_offset: u64) -> Vec<u8> {
-        let mut out = vec![0u8; slot_size_bytes.max(UBERBLOCK_SIZE_BYTES)];
-        out[0..8].copy_from_slice(&UBERBLOCK_MAGIC.to_le_bytes());
-        out[8..16].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
-        out[16..24].copy_from_slice(&self.txg.0.to_le_bytes());
-        out[24..32].copy_from_slice(&self.guid_sum.to_le_bytes());
-        out[32..40].copy_from_slice(&self.timestamp_secs.to_le_bytes());
-        out[40..48].copy_from_slice(&self.pool_guid.0.to_le_bytes());
-        self.rootbp.encode(&mut out[48..48 + BLKPTR_SIZE_BYTES]);
-        let sum = slot_checksum(&out, device_offset);
-        for (i, word) in sum.iter().enumerate() {
-            out[CHECKSUM_OFFSET + i * 8..CHECKSUM_OFFSET + 8 + i * 8]
-                .copy_from_slice(&word.to_le_bytes());
+        let mut out = vec![0u8; slot_size_bytes.max(ozfs::UBERBLOCK_SIZE_BYTES + 40)];
+        let words: [(usize, u64); 10] = [
+            (0, ozfs::UBERBLOCK_MAGIC),
+            (8, SPA_VERSION),
+            (16, self.txg.0),
+            (24, self.guid_sum),
+            (32, self.timestamp_secs),
+            (168, SPA_VERSION),
+            (176, ozfs::MMP_MAGIC),
+            (184, 0),
+            (192, 0),
+            (200, 0),
+        ];
+        for (at, value) in words {
+            out[at..at + 8].copy_from_slice(&value.to_le_bytes());
         }
+        self.rootbp.encode(&mut out[40..40 + BLKPTR_SIZE_BYTES]);
+        // The slot is at least 256 bytes: sealing cannot fail.
+        let _ = seal_label_eck(&mut out, device_offset, ByteOrder::Little);
         out
     }
 
-    /// Decodes a slot read from `device_offset`; `None` for blank, damaged or foreign slots.
+    /// Decodes a slot read from `device_offset`; `None` for blank, damaged or foreign slots
+    /// (a bad checksum, another byte order, another SPA version, an undecodable rootbp).
     pub fn decode(bytes: &[u8], device_offset: u64) -> Option<Uberblock> {
-        if bytes.len() < UBERBLOCK_SIZE_BYTES {
+        let ub = ozfs::decode_slot(bytes, device_offset).ok()?;
+        if ub.order != ByteOrder::Little || ub.version != SPA_VERSION {
             return None;
         }
-        let word = |at: usize| {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&bytes[at..at + 8]);
-            u64::from_le_bytes(w)
-        };
-        if word(0) != UBERBLOCK_MAGIC || word(8) < FORMAT_VERSION_MIN || word(8) > FORMAT_VERSION {
-            return None;
-        }
-        let expected = [
-            word(CHECKSUM_OFFSET),
-            word(CHECKSUM_OFFSET + 8),
-            word(CHECKSUM_OFFSET + 16),
-            word(CHECKSUM_OFFSET + 24),
-        ];
-        if slot_checksum(bytes, device_offset) != expected {
-            return None;
-        }
-        let rootbp = BlockPointer::decode(&bytes[48..48 + BLKPTR_SIZE_BYTES]).ok()?;
+        let rootbp = BlockPointer::decode(&ub.rootbp).ok()?;
         Some(Uberblock {
-            txg: Txg(word(16)),
-            guid_sum: word(24),
-            timestamp_secs: word(32),
-            pool_guid: Guid(word(40)),
+            txg: Txg(ub.txg),
+            guid_sum: ub.guid_sum,
+            timestamp_secs: ub.timestamp,
             rootbp,
         })
     }
@@ -115,24 +108,35 @@ mod tests {
             txg: Txg(42),
             guid_sum: 7,
             timestamp_secs: 1_700_000_000,
-            pool_guid: Guid(99),
             rootbp: BlockPointer::HOLE,
         }
     }
 
-    /// Golden header bytes: the uberblock is on-disk format.
+    // Why: the uberblock is on-disk format and must be OpenZFS's uberblock_t: magic,
+    // versions and MMP magic at their offsets, read back by the part-1 OpenZFS reader.
     #[test]
     fn golden_header() {
-        let bytes = sample().encode(1024, 4096);
-        assert_eq!(&bytes[0..8], b"ZETTAUB1");
-        assert_eq!(bytes[8], 4);
+        let bytes = sample().encode(4096, 0x2_1000);
+        assert_eq!(&bytes[0..8], &[0x0c, 0xb1, 0xba, 0, 0, 0, 0, 0]);
+        assert_eq!(&bytes[8..16], &5000u64.to_le_bytes());
         assert_eq!(bytes[16], 42);
-        assert_eq!(bytes[40], 99);
-        assert_eq!(Uberblock::decode(&bytes, 4096), Some(sample()));
+        assert_eq!(bytes[24], 7);
+        assert_eq!(&bytes[168..176], &5000u64.to_le_bytes());
+        assert_eq!(&bytes[176..184], &0xa11c_ea11u64.to_le_bytes());
+        assert_eq!(
+            &bytes[4096 - 40..4096 - 32],
+            &0x0210_da7a_b10c_7a11u64.to_le_bytes()
+        );
+        let ozfs = ozfs::decode_slot(&bytes, 0x2_1000).unwrap();
+        assert_eq!(
+            (ozfs.txg, ozfs.guid_sum, ozfs.timestamp),
+            (42, 7, 1_700_000_000)
+        );
+        assert_eq!(Uberblock::decode(&bytes, 0x2_1000), Some(sample()));
     }
 
-    /// A slot found at another offset (misdirected write) or with any bit flipped is
-    /// ignored, so import falls back to an older valid uberblock.
+    // Why: a slot found at another offset (misdirected write) or with any bit flipped is
+    // ignored, so import falls back to an older valid uberblock.
     #[test]
     fn misplaced_or_damaged_slots_are_ignored() {
         let bytes = sample().encode(1024, 4096);

@@ -1,80 +1,132 @@
-//! The vdev tree as a configuration nvlist (OpenZFS `vdev_config_generate` and
-//! `spa_config_parse`): what labels and the MOS store so that import can rebuild the tree.
+//! The pool and vdev configuration nvlists as OpenZFS generates them (`spa_config.c`
+//! `spa_config_generate`, `vdev_label.c` `vdev_config_generate` and
+//! `vdev_top_config_generate`) and their parse (`spa_config_parse`): what the labels and the
+//! MOS store so that import can rebuild the vdev tree. They are XDR nvlists
+//! (`nvpair_xdr`) with OpenZFS's keys, types and order:
 //!
 //! ```text
-//! { type: "root"|"file"|"disk"|"mirror"|"raidz"|"replacing", id, guid,
-//!   path (leaf), ashift, asize, nparity (raidz), is_log, ms_shift, ms_array,
-//!   create_txg, missing_txg (leaf), offline (leaf), children: [ ... ] }
+//! pool  (MOS copy)  version 5000, name, state, txg, pool_guid, errata, [hostid], hostname,
+//!                   [hole_array], vdev_children, vdev_tree (the root), features_for_read,
+//!                   org.zetta:format, [l2cache]
+//! label (per leaf)  version .. hostname, top_guid, guid, [is_log], [hole_array],
+//!                   vdev_children, vdev_tree (the leaf's TOP-LEVEL vdev), features_for_read,
+//!                   org.zetta:format, org.zetta:vdev_root (the whole tree)
+//! vdev              type, id, guid, [path], [nparity], [whole_disk] (disks, 0),
+//!                   top-level: metaslab_array, metaslab_shift, ashift, asize, is_log;
+//!                   [create_txg]; children[...] | leaf: [offline], [is_hole];
+//!                   Zetta: [org.zetta:missing_txg], [org.zetta:asize] (non-top leaves)
 //! ```
+//!
+//! Theory. OpenZFS ignores keys it does not know, so the facts only Zetta's engine keeps
+//! live in `org.zetta:*` keys: the format version, a leaf's one-range dirty time log
+//! (`missing_txg`; OpenZFS keeps DTL space maps) and its data size, and, in every label, the
+//! whole vdev tree (OpenZFS's listing assembles the tree from every top-level vdev's labels
+//! plus the MOS; Zetta's lists a pool missing a whole top-level vdev from any one label).
+//! The rest of the pool (MOS, DSL, space maps, ZPL) is still Zetta's private format, so
+//! `features_for_read` lists `org.zetta:private_mos`: a real OpenZFS refuses the pool as
+//! using an unsupported feature instead of misreading it (later increments remove it).
+//!
 //! Parsing trusts nothing: unknown types, raidz with impossible parity, leaves without paths
 //! and absurd nesting are errors. Devices are attached afterwards by guid.
 
 use super::{Vdev, VdevKind};
 use crate::io::DeviceRef;
-use crate::nvlist::NvList;
+use crate::nvpair_xdr::{XdrNvList, XdrValue};
 use crate::types::{Guid, Txg};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
 pub const CHILDREN_MAX: usize = 255;
 const DEPTH_MAX: usize = 4;
+/// The read-incompatible feature every Zetta pool lists while its MOS is private.
+pub const FEATURE_PRIVATE_MOS: &str = "org.zetta:private_mos";
+/// Every label's copy of the whole vdev tree.
+pub const ROOT_TREE_KEY: &str = "org.zetta:vdev_root";
+pub use super::label::ZETTA_FORMAT_KEY;
+
+fn u64v(list: &mut XdrNvList, name: &str, value: u64) {
+    list.add(name, XdrValue::Uint64(value));
+}
+
+fn strv(list: &mut XdrNvList, name: &str, value: &str) {
+    list.add(name, XdrValue::String(value.as_bytes().to_vec()));
+}
 
 impl Vdev {
-    pub fn to_config(&self) -> NvList {
-        let mut list = NvList::new();
-        list.set_str("type", self.type_name())
-            .set_u64("id", self.id)
-            .set_u64("guid", self.guid.0);
-        match self.kind {
-            VdevKind::Leaf => {
-                list.set_str("path", &self.path)
-                    .set_u64(
-                        "missing_txg",
-                        self.missing_through_txg.load(Ordering::Relaxed),
-                    )
-                    .set_u64("offline", u64::from(self.offline.load(Ordering::Relaxed)))
-                    .set_u64("asize", self.asize_bytes);
-            }
-            VdevKind::Raidz { parity } => {
-                list.set_u64("nparity", u64::from(parity));
-            }
-            _ => {}
+    /// `vdev_config_generate` (label and MOS flavour, no stats).
+    pub fn to_config(&self) -> XdrNvList {
+        let mut list = XdrNvList::new();
+        strv(&mut list, "type", self.type_name());
+        u64v(&mut list, "id", self.id);
+        u64v(&mut list, "guid", self.guid.0);
+        if self.kind == VdevKind::Leaf {
+            strv(&mut list, "path", &self.path);
         }
-        if self.ashift != 0 {
-            list.set_u64("ashift", u64::from(self.ashift))
-                .set_u64("asize", self.asize_bytes)
-                .set_u64("ms_shift", u64::from(self.ms_shift))
-                .set_u64("ms_array", self.ms_array_object)
-                .set_u64("is_log", u64::from(self.is_log))
-                .set_u64("create_txg", self.create_txg.0);
+        if let VdevKind::Raidz { parity } = self.kind {
+            u64v(&mut list, "nparity", u64::from(parity));
+        }
+        if self.kind == VdevKind::Leaf && self.type_name() == "disk" {
+            u64v(&mut list, "whole_disk", 0);
+        }
+        let top_level = self.ashift != 0;
+        if top_level {
+            u64v(&mut list, "metaslab_array", self.ms_array_object);
+            u64v(&mut list, "metaslab_shift", u64::from(self.ms_shift));
+            u64v(&mut list, "ashift", u64::from(self.ashift));
+            u64v(&mut list, "asize", self.asize_bytes);
+            u64v(&mut list, "is_log", u64::from(self.is_log));
+        }
+        if self.create_txg.0 != 0 {
+            u64v(&mut list, "create_txg", self.create_txg.0);
+        }
+        if self.kind == VdevKind::Leaf {
+            let missing = self.missing_through_txg.load(Ordering::Relaxed);
+            if missing != 0 {
+                u64v(&mut list, "org.zetta:missing_txg", missing);
+            }
+            if !top_level {
+                u64v(&mut list, "org.zetta:asize", self.asize_bytes);
+            }
         }
         if !self.children.is_empty() {
-            list.set_list_array(
+            list.add(
                 "children",
-                self.children.iter().map(|c| c.to_config()).collect(),
+                XdrValue::NvListArray(self.children.iter().map(|c| c.to_config()).collect()),
             );
+        }
+        if self.kind == VdevKind::Leaf && self.offline.load(Ordering::Relaxed) {
+            u64v(&mut list, "offline", 1);
+        }
+        if self.kind == VdevKind::Hole {
+            u64v(&mut list, "is_hole", 1);
         }
         list
     }
 
     /// Rebuilds a tree from its config; leaves get devices from `devices` by guid.
     pub fn from_config(
-        config: &NvList,
+        config: &XdrNvList,
         devices: &HashMap<Guid, DeviceRef>,
     ) -> Result<Vdev, String> {
         Self::parse(config, devices, 0)
     }
 
     fn parse(
-        config: &NvList,
+        config: &XdrNvList,
         devices: &HashMap<Guid, DeviceRef>,
         depth: usize,
     ) -> Result<Vdev, String> {
         if depth > DEPTH_MAX {
             return Err("vdev tree nested too deep".to_string());
         }
-        let type_name = config.require_str("type").map_err(|e| e.to_string())?;
-        let guid = Guid(config.require_u64("guid").map_err(|e| e.to_string())?);
+        let type_name = config
+            .get_str("type")
+            .ok_or_else(|| "vdev config has no type".to_string())?;
+        let guid = Guid(
+            config
+                .get_u64("guid")
+                .ok_or_else(|| "vdev config has no guid".to_string())?,
+        );
         let kind = match type_name {
             "root" => VdevKind::Root,
             "file" | "disk" => VdevKind::Leaf,
@@ -94,25 +146,30 @@ impl Vdev {
         };
         let mut vdev = Vdev::new(kind, guid);
         vdev.id = config.get_u64("id").unwrap_or(0);
-        vdev.ashift = config.get_u64("ashift").unwrap_or(0) as u32;
-        if vdev.ashift != 0 && !(9..=16).contains(&vdev.ashift) {
-            return Err(format!("ashift {} is invalid", vdev.ashift));
+        let ashift = config.get_u64("ashift").unwrap_or(0);
+        if ashift != 0 && !(9..=16).contains(&ashift) {
+            return Err(format!("ashift {ashift} is invalid"));
         }
-        vdev.asize_bytes = config.get_u64("asize").unwrap_or(0);
-        vdev.ms_shift = config.get_u64("ms_shift").unwrap_or(0) as u32;
-        if vdev.ms_shift > 40 {
-            return Err(format!("metaslab shift {} is invalid", vdev.ms_shift));
+        vdev.ashift = ashift as u32;
+        vdev.asize_bytes = config
+            .get_u64("asize")
+            .or_else(|| config.get_u64("org.zetta:asize"))
+            .unwrap_or(0);
+        let ms_shift = config.get_u64("metaslab_shift").unwrap_or(0);
+        if ms_shift > 40 {
+            return Err(format!("metaslab shift {ms_shift} is invalid"));
         }
-        vdev.ms_array_object = config.get_u64("ms_array").unwrap_or(0);
+        vdev.ms_shift = ms_shift as u32;
+        vdev.ms_array_object = config.get_u64("metaslab_array").unwrap_or(0);
         vdev.is_log = config.get_u64("is_log").unwrap_or(0) != 0;
         vdev.create_txg = Txg(config.get_u64("create_txg").unwrap_or(0));
         if kind == VdevKind::Leaf {
             vdev.path = config
-                .require_str("path")
-                .map_err(|e| e.to_string())?
+                .get_str("path")
+                .ok_or_else(|| "a leaf vdev has no path".to_string())?
                 .to_string();
             vdev.missing_through_txg.store(
-                config.get_u64("missing_txg").unwrap_or(0),
+                config.get_u64("org.zetta:missing_txg").unwrap_or(0),
                 Ordering::Relaxed,
             );
             vdev.offline.store(
@@ -121,7 +178,7 @@ impl Vdev {
             );
             vdev.device = devices.get(&guid).cloned();
         }
-        let children = config.get_list_array("children").unwrap_or(&[]);
+        let children = config.get_nvlist_array("children").unwrap_or(&[]);
         if children.len() > CHILDREN_MAX {
             return Err(format!("{} children is too many", children.len()));
         }
@@ -143,14 +200,135 @@ impl Vdev {
         Ok(vdev)
     }
 
-    /// Sum of every vdev guid in the tree (root, interior and leaves), stored in the
-    /// uberblock like OpenZFS `ub_guid_sum`. Import does not check it yet: it finds missing
-    /// devices from the tree itself.
+    /// Sum of every vdev guid in the tree (root, interior and leaves): OpenZFS's
+    /// `vdev_guid_sum`, stored in the uberblock as `ub_guid_sum` (the root's guid is the
+    /// pool guid). Import does not check it yet: it finds missing devices from the tree.
     pub fn guid_sum(&self) -> u64 {
         self.children
             .iter()
             .fold(self.guid.0, |sum, child| sum.wrapping_add(child.guid_sum()))
     }
+}
+
+/// What `spa_config_generate` needs from the pool.
+pub struct PoolFacts<'a> {
+    pub name: &'a str,
+    pub guid: u64,
+    pub state: u64,
+    pub txg: u64,
+    /// This host's id (`/etc/hostid`); 0 = none, not written.
+    pub hostid: u64,
+    pub hostname: &'a str,
+    pub root: &'a Vdev,
+    pub cache: &'a [Vdev],
+}
+
+/// The pool config as the MOS keeps it (`spa_config_generate(spa, NULL, ..)`): the whole
+/// vdev tree under `vdev_tree`.
+pub fn pool_config(facts: &PoolFacts<'_>) -> XdrNvList {
+    let mut config = XdrNvList::new();
+    u64v(&mut config, "version", crate::spa::uberblock::SPA_VERSION);
+    strv(&mut config, "name", facts.name);
+    u64v(&mut config, "state", facts.state);
+    u64v(&mut config, "txg", facts.txg);
+    u64v(&mut config, "pool_guid", facts.guid);
+    u64v(&mut config, "errata", 0);
+    if facts.hostid != 0 {
+        u64v(&mut config, "hostid", facts.hostid);
+    }
+    strv(&mut config, "hostname", facts.hostname);
+    top_config(&mut config, facts.root);
+    config.add("vdev_tree", XdrValue::NvList(facts.root.to_config()));
+    config.add("features_for_read", XdrValue::NvList(features_for_read()));
+    u64v(
+        &mut config,
+        ZETTA_FORMAT_KEY,
+        crate::spa::uberblock::FORMAT_VERSION,
+    );
+    if !facts.cache.is_empty() {
+        config.add(
+            "l2cache",
+            XdrValue::NvListArray(facts.cache.iter().map(|c| c.to_config()).collect()),
+        );
+    }
+    config
+}
+
+/// `vdev_top_config_generate`: the hole array (when there are holes) and the number of
+/// top-level vdevs.
+fn top_config(config: &mut XdrNvList, root: &Vdev) {
+    let holes: Vec<u64> = root
+        .children
+        .iter()
+        .enumerate()
+        .filter(|(_, top)| top.kind == VdevKind::Hole)
+        .map(|(index, _)| index as u64)
+        .collect();
+    if !holes.is_empty() {
+        config.add("hole_array", XdrValue::Uint64Array(holes));
+    }
+    u64v(config, "vdev_children", root.children.len() as u64);
+}
+
+/// The label's `features_for_read`: the read-incompatible features a reader must know
+/// (`spa_label_features`, booleans by guid).
+pub fn features_for_read() -> XdrNvList {
+    let mut features = XdrNvList::new();
+    features.add(FEATURE_PRIVATE_MOS, XdrValue::Boolean);
+    features
+}
+
+/// The label config of one leaf (`spa_config_generate(spa, leaf, ..)`), derived from the
+/// MOS config `pool`: the pool's header, the leaf's `top_guid` and `guid`, and its
+/// top-level vdev as `vdev_tree`. A cache device (`top_guid` None) gets the header and
+/// its guid. Every label carries the whole tree under [`ROOT_TREE_KEY`].
+pub fn label_config(pool: &XdrNvList, top_guid: Option<u64>, leaf_guid: u64) -> XdrNvList {
+    let mut label = XdrNvList::new();
+    for key in [
+        "version",
+        "name",
+        "state",
+        "txg",
+        "pool_guid",
+        "errata",
+        "hostid",
+        "hostname",
+    ] {
+        if let Some(value) = pool.get(key) {
+            label.add(key, value.clone());
+        }
+    }
+    let root = pool.get_nvlist("vdev_tree");
+    let top = top_guid.and_then(|guid| {
+        root?
+            .get_nvlist_array("children")?
+            .iter()
+            .find(|child| child.get_u64("guid") == Some(guid))
+    });
+    if let Some(guid) = top_guid {
+        u64v(&mut label, "top_guid", guid);
+    }
+    u64v(&mut label, "guid", leaf_guid);
+    if top.and_then(|t| t.get_u64("is_log")) == Some(1) {
+        u64v(&mut label, "is_log", 1);
+    }
+    for key in ["hole_array", "vdev_children"] {
+        if let Some(value) = pool.get(key) {
+            label.add(key, value.clone());
+        }
+    }
+    if let Some(top) = top {
+        label.add("vdev_tree", XdrValue::NvList(top.clone()));
+    }
+    for key in ["features_for_read", ZETTA_FORMAT_KEY] {
+        if let Some(value) = pool.get(key) {
+            label.add(key, value.clone());
+        }
+    }
+    if let Some(root) = root {
+        label.add(ROOT_TREE_KEY, XdrValue::NvList(root.clone()));
+    }
+    label
 }
 
 #[cfg(test)]
@@ -182,17 +360,123 @@ mod tests {
     /// A damaged config must be refused with a reason, not crash import.
     #[test]
     fn bad_configs_are_refused() {
-        let mut config = NvList::new();
-        config
-            .set_str("type", "raidz")
-            .set_u64("guid", 1)
-            .set_u64("nparity", 9);
+        let mut config = XdrNvList::new();
+        strv(&mut config, "type", "raidz");
+        u64v(&mut config, "guid", 1);
+        u64v(&mut config, "nparity", 9);
         assert!(Vdev::from_config(&config, &HashMap::new()).is_err());
-        let mut leaf = NvList::new();
-        leaf.set_str("type", "file").set_u64("guid", 2);
+        let mut leaf = XdrNvList::new();
+        strv(&mut leaf, "type", "file");
+        u64v(&mut leaf, "guid", 2);
         assert!(Vdev::from_config(&leaf, &HashMap::new()).is_err());
-        let mut weird = NvList::new();
-        weird.set_str("type", "banana").set_u64("guid", 3);
+        let mut weird = XdrNvList::new();
+        strv(&mut weird, "type", "banana");
+        u64v(&mut weird, "guid", 3);
         assert!(Vdev::from_config(&weird, &HashMap::new()).is_err());
+    }
+}
+
+#[cfg(test)]
+mod label_tests {
+    use super::*;
+
+    fn names(list: &XdrNvList) -> Vec<String> {
+        list.pairs
+            .iter()
+            .map(|p| String::from_utf8_lossy(&p.name).into_owned())
+            .collect()
+    }
+
+    // Why: zdb -l and OpenZFS's import read the label config by OpenZFS's keys, in
+    // spa_config_generate's order, with the leaf's top-level vdev as vdev_tree and the
+    // private-MOS feature in features_for_read (a real OpenZFS must refuse the pool).
+    #[test]
+    fn label_config_has_openzfs_keys_in_openzfs_order() {
+        let mut root = Vdev::new(VdevKind::Root, Guid(100));
+        let mut mirror = Vdev::new(VdevKind::Mirror, Guid(2));
+        mirror.ashift = 12;
+        mirror.asize_bytes = 1 << 30;
+        mirror.ms_shift = 24;
+        mirror.create_txg = Txg(4);
+        for i in 0..2 {
+            let mut leaf = Vdev::new(VdevKind::Leaf, Guid(10 + i));
+            leaf.path = format!("/tmp/d{i}");
+            leaf.id = i;
+            leaf.create_txg = Txg(4);
+            mirror.children.push(leaf);
+        }
+        root.children.push(mirror);
+        let pool = pool_config(&PoolFacts {
+            name: "tank",
+            guid: 100,
+            state: 0,
+            txg: 4,
+            hostid: 0,
+            hostname: "h",
+            root: &root,
+            cache: &[],
+        });
+        let label = label_config(&pool, Some(2), 11);
+        assert_eq!(
+            names(&label),
+            [
+                "version",
+                "name",
+                "state",
+                "txg",
+                "pool_guid",
+                "errata",
+                "hostname",
+                "top_guid",
+                "guid",
+                "vdev_children",
+                "vdev_tree",
+                "features_for_read",
+                ZETTA_FORMAT_KEY,
+                ROOT_TREE_KEY
+            ]
+        );
+        let tree = label.get_nvlist("vdev_tree").unwrap();
+        assert_eq!(
+            names(tree),
+            [
+                "type",
+                "id",
+                "guid",
+                "metaslab_array",
+                "metaslab_shift",
+                "ashift",
+                "asize",
+                "is_log",
+                "create_txg",
+                "children"
+            ]
+        );
+        let child = &tree.get_nvlist_array("children").unwrap()[1];
+        assert_eq!(
+            names(child),
+            [
+                "type",
+                "id",
+                "guid",
+                "path",
+                "create_txg",
+                "org.zetta:asize"
+            ]
+        );
+        assert_eq!(
+            label
+                .get_nvlist("features_for_read")
+                .unwrap()
+                .get(FEATURE_PRIVATE_MOS),
+            Some(&XdrValue::Boolean)
+        );
+        // The tree comes back from either copy.
+        let parsed =
+            Vdev::from_config(label.get_nvlist(ROOT_TREE_KEY).unwrap(), &HashMap::new()).unwrap();
+        assert_eq!(parsed.to_config(), root.to_config());
+        // And the label packs into the 112 KiB area as XDR.
+        let packed = crate::nvpair_xdr::pack(&label).unwrap();
+        assert_eq!(crate::nvpair_xdr::unpack(&packed).unwrap().list, label);
     }
 }

@@ -452,7 +452,13 @@ impl Vdev {
     /// Leaf I/O: offsets are relative to the data region.
     pub fn leaf_write(&self, offset_bytes: u64, data: &[u8]) -> Result<(), IoError> {
         let device = self.device_for_io()?;
-        let result = device.write_at(label::DATA_START_BYTES + offset_bytes, data);
+        let result = if crate::zio::inject::enabled()
+            && crate::zio::inject::on_leaf_write(self.guid.0, offset_bytes, data.len() as u64)
+        {
+            Err(self.injected_error())
+        } else {
+            device.write_at(label::DATA_START_BYTES + offset_bytes, data)
+        };
         VdevStats::bump(&self.stats.write_ops, 1);
         VdevStats::bump(&self.stats.write_bytes, data.len() as u64);
         if result.is_err() {
@@ -464,7 +470,13 @@ impl Vdev {
     pub fn leaf_write_vectored(&self, offset_bytes: u64, parts: &[&[u8]]) -> Result<(), IoError> {
         let device = self.device_for_io()?;
         let total: u64 = parts.iter().map(|p| p.len() as u64).sum();
-        let result = device.write_vectored_at(label::DATA_START_BYTES + offset_bytes, parts);
+        let result = if crate::zio::inject::enabled()
+            && crate::zio::inject::on_leaf_write(self.guid.0, offset_bytes, total)
+        {
+            Err(self.injected_error())
+        } else {
+            device.write_vectored_at(label::DATA_START_BYTES + offset_bytes, parts)
+        };
         VdevStats::bump(&self.stats.write_ops, 1);
         VdevStats::bump(&self.stats.write_bytes, total);
         if result.is_err() {
@@ -476,14 +488,30 @@ impl Vdev {
     pub fn leaf_read(&self, offset_bytes: u64, buffer: &mut [u8]) -> Result<(), IoError> {
         let device = self.device_for_io()?;
         self.stats.in_flight.fetch_add(1, Ordering::Relaxed);
-        let result = device.read_at(label::DATA_START_BYTES + offset_bytes, buffer);
+        let mut result = device.read_at(label::DATA_START_BYTES + offset_bytes, buffer);
         self.stats.in_flight.fetch_sub(1, Ordering::Relaxed);
+        // Fault injection (zio/inject.rs): a damaged buffer fails its checksum above.
+        if result.is_ok()
+            && crate::zio::inject::enabled()
+            && crate::zio::inject::on_leaf_read(self.guid.0, offset_bytes, buffer)
+                == Some(crate::zio::inject::ReadFault::Io)
+        {
+            result = Err(self.injected_error());
+        }
         VdevStats::bump(&self.stats.read_ops, 1);
         VdevStats::bump(&self.stats.read_bytes, buffer.len() as u64);
         if result.is_err() {
             VdevStats::bump(&self.stats.read_errors, 1);
         }
         result
+    }
+
+    /// The error of an I/O failed by an injection handler (`zinject -e io`).
+    fn injected_error(&self) -> IoError {
+        IoError::Failed {
+            path: self.path.clone(),
+            reason: "Input/output error (injected)".to_string(),
+        }
     }
 
     fn device_for_io(&self) -> Result<&DeviceRef, IoError> {

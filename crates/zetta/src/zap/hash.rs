@@ -1,79 +1,33 @@
-//! The ZAP name hash: SipHash-2-4 keyed by the object's 128-bit salt (OpenZFS `zap_hash`,
-//! which uses a salted CRC-64 instead).
+//! The ZAP name hash and cursor cookies, as OpenZFS computes them (`zap_hash` in
+//! `zap_micro.c`, `zap_cursor_serialize` in `zap.c`).
 //!
-//! SipHash is a keyed pseudo-random function: without the salt nobody can choose names that
-//! collide, so a hostile user cannot pile a directory's entries into one leaf. The salt is
-//! drawn at `zap_create` and stored in the header; the hash of a name never changes for the
-//! life of the object, which the on-disk order of entries depends on.
+//! A name's hash is the CRC-64 (ECMA-182, reflected; `zfs_crc64_table`) of its bytes
+//! without the NUL, seeded with the object's 64-bit salt, cut to its top 28 bits
+//! (`zap_hashbits` of a ZAP without `ZAP_FLAG_HASH64`, which every engine ZAP is). The
+//! computation itself is the part-1 reader's (`openzfs::zap_hash`): one implementation.
 //!
-//! Written from the published algorithm (Aumasson and Bernstein, 2012): state words v0..v3
-//! initialised from the key and the constants "somepseudorandomlygeneratedbytes"; each 8-byte
-//! little-endian message word m is mixed as `v3 ^= m; 2 rounds; v0 ^= m`; the last word holds
-//! the remaining bytes and the message length mod 256 in its top byte; finalisation is
-//! `v2 ^= 0xff; 4 rounds; v0 ^ v1 ^ v2 ^ v3`.
+//! An entry is identified by (hash, cd): entries with equal hashes get distinct collision
+//! differentiators, the lowest unused one. Its cookie is OpenZFS's serialized cursor:
 //!
-//! Only the top 48 bits of the hash are used (see `cookie_key`): the low 16 bits of an
-//! entry's cookie are its collision differentiator.
+//! ```text
+//! bits 63..60 zero | 59..28 cd (u32) | 27..0 hash >> 36
+//! ```
+//!
+//! Cursors walk entries in (hash, cd) order; a cookie names a position in that order, fixed
+//! for the entry's life (splits move entries between leaves, never change their hash or
+//! cd; an upgrade from micro to fat keeps each entry's cd), so readdir offsets stay stable
+//! and unique across inserts and removals.
 
-/// Bits of an entry's cookie that hold its collision differentiator (`cd`).
-pub const CD_BITS: u32 = 16;
-/// Largest collision differentiator: cookies stay below `CURSOR_END`.
-pub const CD_MAX: u64 = 0xFFFE;
-/// The cursor value meaning "the walk is over" (never the cookie of an entry).
+use super::openzfs::{zap_hash, ZapKey};
+
+/// `zap_hashbits` of the engine's ZAPs (no `ZAP_FLAG_HASH64`).
+pub const HASH_BITS: u32 = 28;
+/// The cursor value meaning "the walk is over" (OpenZFS's `-1ULL`; never an entry's cookie).
 pub const CURSOR_END: u64 = u64::MAX;
+/// Largest collision differentiator (`zap_maxcd` without `HASH64`: `-1U`, kept clear).
+pub const CD_MAX: u64 = u32::MAX as u64 - 1;
 
-const KEY_MASK: u64 = !((1u64 << CD_BITS) - 1);
-
-fn round(v: &mut [u64; 4]) {
-    v[0] = v[0].wrapping_add(v[1]);
-    v[1] = v[1].rotate_left(13);
-    v[1] ^= v[0];
-    v[0] = v[0].rotate_left(32);
-    v[2] = v[2].wrapping_add(v[3]);
-    v[3] = v[3].rotate_left(16);
-    v[3] ^= v[2];
-    v[0] = v[0].wrapping_add(v[3]);
-    v[3] = v[3].rotate_left(21);
-    v[3] ^= v[0];
-    v[2] = v[2].wrapping_add(v[1]);
-    v[1] = v[1].rotate_left(17);
-    v[1] ^= v[2];
-    v[2] = v[2].rotate_left(32);
-}
-
-fn absorb(v: &mut [u64; 4], word: u64) {
-    v[3] ^= word;
-    round(v);
-    round(v);
-    v[0] ^= word;
-}
-
-/// SipHash-2-4 of `data` under the key (k0, k1) (k0 is the key's first 8 bytes, LE).
-pub fn siphash24(key: [u64; 2], data: &[u8]) -> u64 {
-    let mut v = [
-        key[0] ^ 0x736f_6d65_7073_6575,
-        key[1] ^ 0x646f_7261_6e64_6f6d,
-        key[0] ^ 0x6c79_6765_6e65_7261,
-        key[1] ^ 0x7465_6462_7974_6573,
-    ];
-    let words = data.chunks_exact(8);
-    let tail = words.remainder();
-    for chunk in words {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        absorb(&mut v, u64::from_le_bytes(word));
-    }
-    let mut last = (data.len() as u64 & 0xff) << 56;
-    for (i, byte) in tail.iter().enumerate() {
-        last |= u64::from(*byte) << (8 * i);
-    }
-    absorb(&mut v, last);
-    v[2] ^= 0xff;
-    for _ in 0..4 {
-        round(&mut v);
-    }
-    v[0] ^ v[1] ^ v[2] ^ v[3]
-}
+const HASH_MASK: u64 = (1 << HASH_BITS) - 1;
 
 /// A test's replacement hash: `Some(hash)` for the names it wants to force.
 #[cfg(test)]
@@ -86,31 +40,50 @@ thread_local! {
         const { std::cell::Cell::new(None) };
 }
 
-/// The 64-bit hash of a name in an object with this salt.
-pub fn name_hash(salt: [u64; 2], name: &[u8]) -> u64 {
+/// The hash of a name in an object with this salt: top 28 bits of the salted CRC-64.
+pub fn name_hash(salt: u64, name: &[u8]) -> u64 {
     #[cfg(test)]
     if let Some(forced) = HASH_OVERRIDE.with(|cell| cell.get()).and_then(|f| f(name)) {
-        return forced;
+        return forced & !((1u64 << (64 - HASH_BITS)) - 1);
     }
-    siphash24(salt, name)
+    zap_hash(salt, 0, &ZapKey::Name(name.to_vec()))
 }
 
-/// The part of a hash (or cookie) that orders and routes entries: its top 48 bits.
-pub fn cookie_key(hash: u64) -> u64 {
-    hash & KEY_MASK
+/// `zap_cursor_serialize`: the cookie of position (hash, cd).
+pub fn serialize(hash: u64, cd: u32) -> u64 {
+    (hash >> (64 - HASH_BITS)) | (u64::from(cd) << HASH_BITS)
 }
 
-/// The collision differentiator held in a cookie's low bits.
-pub fn cookie_cd(cookie: u64) -> u64 {
-    cookie & !KEY_MASK
+/// The position a cookie names: (hash, cd). Cookies beyond any entry's (a cd past u32)
+/// land on the next hash, cd 0; `None` past the last hash.
+pub fn deserialize(cookie: u64) -> Option<(u64, u32)> {
+    let hash = (cookie & HASH_MASK) << (64 - HASH_BITS);
+    match u32::try_from(cookie >> HASH_BITS) {
+        Ok(cd) => Some((hash, cd)),
+        Err(_) => next_hash(hash).map(|h| (h, 0)),
+    }
 }
 
-/// The top `bits` bits of `key` (0 when `bits` is 0): the pointer-table index at that depth,
-/// or the prefix a leaf of that prefix length covers.
-pub fn key_prefix(key: u64, bits: u32) -> u64 {
+/// The smallest hash after `hash`, if any.
+fn next_hash(hash: u64) -> Option<u64> {
+    hash.checked_add(1u64 << (64 - HASH_BITS))
+}
+
+/// The cookie of the position just after the entry with cookie `cookie` (the next readdir
+/// offset; `CURSOR_END` after the last possible position).
+pub fn cursor_after(cookie: u64) -> u64 {
+    match deserialize(cookie) {
+        Some((hash, cd)) if u64::from(cd) < CD_MAX => serialize(hash, cd + 1),
+        Some((hash, _)) => next_hash(hash).map_or(CURSOR_END, |h| serialize(h, 0)),
+        None => CURSOR_END,
+    }
+}
+
+/// The top `bits` bits of `hash` (0 when `bits` is 0): a pointer-table index or a prefix.
+pub fn hash_prefix(hash: u64, bits: u32) -> u64 {
     if bits == 0 {
         0
     } else {
-        key >> (64 - bits)
+        hash >> (64 - bits)
     }
 }

@@ -1,154 +1,280 @@
-//! The ZAP header block: block 0 of every ZAP object (OpenZFS `zap_phys_t`).
+//! Block 0 of a ZAP object, as OpenZFS writes it: a micro ZAP's only block (`mzap_phys_t`)
+//! or a fat ZAP's header (`zap_phys_t`). Little-endian (the engine's byte order); the
+//! layouts and constants are the part-1 reader's (`openzfs::micro`, `openzfs::fat`).
 //!
 //! ```text
-//! header block (16384 bytes), little-endian u64 fields:
-//!    0 magic "ZTZAPHDR"      8 version (1)
-//!   16 salt[0]              24 salt[1]            (SipHash key of this object's names)
-//!   32 entry_count          40 depth              (pointer table has 2^depth slots)
-//!   48 table_block_start    56 table_block_count  (0, 0: table embedded at byte 8192)
-//!   64 next_block           72 leaf_count         (blocks 1..next_block are in use or holes)
-//!   80 block_shift (14)     88..128 reserved (zero)
-//! 8192..16384: the embedded pointer table while depth <= 10: 2^depth u64 leaf block numbers
+//! micro ZAP block (512 bytes, grown by 512 up to 128 KiB):
+//!    0 mz_block_type = ZBT_MICRO (2^63 + 3)   8 mz_salt   16 mz_normflags   24..64 pad
+//!   64 + 64 * i  entry i:  0 mze_value u64   8 mze_cd u32   12 pad u16
+//!                         14 mze_name[50], NUL-terminated (empty slot: mze_name[0] == 0)
+//!
+//! fat ZAP header (block 0 of 16 KiB blocks):
+//!    0 zap_block_type = ZBT_HEADER (2^63 + 1)    8 zap_magic = 0x2F52AB2AB
+//!   16 zap_ptrtbl: zt_blk  24 zt_numblks  32 zt_shift  40 zt_nextblk  48 zt_blks_copied
+//!   56 zap_freeblk  64 zap_num_leafs  72 zap_num_entries  80 zap_salt
+//!   88 zap_normflags  96 zap_flags              104 .. 8192 zero
+//! 8192 .. 16384  the embedded pointer table: 1024 u64 leaf block ids (zt_numblks == 0)
 //! ```
 //!
-//! Invariants: the table (embedded or in its own blocks) has 2^depth slots, each the block
-//! number of a leaf, with 1 <= block < next_block; an external table lies below next_block.
+//! Invariants: `MicroBlock::decode` and `FatHeader::decode` check every field they return
+//! (block type, magic, sizes, table shape, block ids below `zap_freeblk`), so the
+//! operations index with them without further checks.
 
-use super::leaf::{DEPTH_MAX, ZAP_BLOCK_SIZE_BYTES};
+use super::openzfs::fat::{ZapTable, ZAP_MAGIC};
+use super::openzfs::micro::{MZAP_ENT_LEN, MZAP_NAME_LEN};
+use super::openzfs::{ZBT_HEADER, ZBT_MICRO};
 
-pub const HEADER_MAGIC: u64 = u64::from_le_bytes(*b"ZTZAPHDR");
-/// Version 1: the first format (SipHash-2-4 names, slotted 16 KiB leaves).
-pub const ZAP_VERSION: u64 = 1;
-pub const ZAP_BLOCK_SHIFT: u64 = 14;
-pub const HEADER_FIELDS_SIZE_BYTES: usize = 128;
-pub const EMBEDDED_TABLE_OFFSET_BYTES: u64 = 8192;
-/// The deepest table that fits in the header block's second half (1024 slots).
-pub const EMBEDDED_TABLE_DEPTH_MAX: u32 = 10;
-pub const TABLE_SLOT_SIZE_BYTES: u64 = 8;
+/// `fzap_default_block_shift`: fat ZAP blocks are 16 KiB.
+pub const FAT_BLOCK_SHIFT: u32 = 14;
+/// A micro ZAP starts at `SPA_MINBLOCKSIZE` and grows by it.
+pub const MICRO_BLOCK_MIN_BYTES: usize = 512;
+/// `zap_micro_max_size` (`SPA_OLD_MAXBLOCKSIZE`): a fuller micro ZAP becomes fat.
+pub const MICRO_BLOCK_MAX_BYTES: usize = 128 << 10;
+/// Bytes of `zap_phys_t` before its padding.
+pub const FAT_HEADER_FIELDS_BYTES: usize = 104;
+/// The largest pointer table shift: `zap_hashbits - 2` (`zap_grow_ptrtbl`).
+pub const TABLE_SHIFT_MAX: u64 = 26;
 
-/// The decoded header fields.
+fn le64(buf: &[u8], at: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&buf[at..at + 8]);
+    u64::from_le_bytes(w)
+}
+
+fn put64(buf: &mut [u8], at: usize, v: u64) {
+    buf[at..at + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+/// The first word of block 0: which kind of ZAP the object is.
+pub fn block_type(first_word: &[u8]) -> Option<u64> {
+    (first_word.len() >= 8).then(|| le64(first_word, 0))
+}
+
+/// One used micro ZAP slot.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ZapHeaderPhys {
-    pub salt: [u64; 2],
-    pub entry_count: u64,
-    pub depth: u32,
-    pub table_block_start: u64,
-    pub table_block_count: u64,
-    pub next_block: u64,
-    pub leaf_count: u64,
+pub struct MicroEntry {
+    pub value: u64,
+    pub cd: u32,
+    pub name: Vec<u8>,
 }
 
-/// Blocks an external pointer table of 2^depth slots takes.
-pub fn table_blocks_for(depth: u32) -> u64 {
-    ((TABLE_SLOT_SIZE_BYTES << depth) / ZAP_BLOCK_SIZE_BYTES as u64).max(1)
+/// A decoded micro ZAP block.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MicroBlock {
+    pub salt: u64,
+    pub normflags: u64,
+    /// One per 64-byte chunk after the header (`zap_num_chunks`).
+    pub slots: Vec<Option<MicroEntry>>,
 }
 
-impl ZapHeaderPhys {
-    /// A new ZAP: one empty leaf in block 1, table of one slot.
-    pub fn new(salt: [u64; 2]) -> ZapHeaderPhys {
-        ZapHeaderPhys {
+impl MicroBlock {
+    /// An empty micro ZAP of `size_bytes`.
+    pub fn new(salt: u64, size_bytes: usize) -> MicroBlock {
+        MicroBlock {
             salt,
-            entry_count: 0,
-            depth: 0,
-            table_block_start: 0,
-            table_block_count: 0,
-            next_block: 2,
-            leaf_count: 1,
+            normflags: 0,
+            slots: vec![None; size_bytes / MZAP_ENT_LEN - 1],
         }
     }
 
-    pub fn encode(&self) -> [u8; HEADER_FIELDS_SIZE_BYTES] {
-        let mut out = [0u8; HEADER_FIELDS_SIZE_BYTES];
+    pub fn size_bytes(&self) -> usize {
+        (self.slots.len() + 1) * MZAP_ENT_LEN
+    }
+
+    pub fn entry_count(&self) -> usize {
+        self.slots.iter().filter(|s| s.is_some()).count()
+    }
+
+    pub fn decode(buf: &[u8]) -> Result<MicroBlock, String> {
+        if buf.len() < MICRO_BLOCK_MIN_BYTES
+            || buf.len() > 1 << 20
+            || !buf.len().is_multiple_of(MICRO_BLOCK_MIN_BYTES)
+        {
+            return Err(format!("micro ZAP block of {} bytes", buf.len()));
+        }
+        if le64(buf, 0) != ZBT_MICRO {
+            return Err(format!("block type {:#x} is not ZBT_MICRO", le64(buf, 0)));
+        }
+        let mut slots = Vec::with_capacity(buf.len() / MZAP_ENT_LEN - 1);
+        for ent in buf[MZAP_ENT_LEN..].chunks_exact(MZAP_ENT_LEN) {
+            let name_field = &ent[14..14 + MZAP_NAME_LEN];
+            if name_field[0] == 0 {
+                slots.push(None);
+                continue;
+            }
+            let nul = name_field
+                .iter()
+                .position(|&b| b == 0)
+                .ok_or_else(|| "micro ZAP name without its NUL".to_string())?;
+            let mut cd = [0u8; 4];
+            cd.copy_from_slice(&ent[8..12]);
+            slots.push(Some(MicroEntry {
+                value: le64(ent, 0),
+                cd: u32::from_le_bytes(cd),
+                name: name_field[..nul].to_vec(),
+            }));
+        }
+        Ok(MicroBlock {
+            salt: le64(buf, 8),
+            normflags: le64(buf, 16),
+            slots,
+        })
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut buf = vec![0u8; self.size_bytes()];
+        put64(&mut buf, 0, ZBT_MICRO);
+        put64(&mut buf, 8, self.salt);
+        put64(&mut buf, 16, self.normflags);
+        for (i, slot) in self.slots.iter().enumerate() {
+            if let Some(e) = slot {
+                let at = MZAP_ENT_LEN * (i + 1);
+                put64(&mut buf, at, e.value);
+                buf[at + 8..at + 12].copy_from_slice(&e.cd.to_le_bytes());
+                buf[at + 14..at + 14 + e.name.len()].copy_from_slice(&e.name);
+            }
+        }
+        buf
+    }
+}
+
+/// The decoded fields of a fat ZAP header.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FatHeader {
+    pub block_shift: u32,
+    pub ptrtbl: ZapTable,
+    pub freeblk: u64,
+    pub num_leafs: u64,
+    pub num_entries: u64,
+    pub salt: u64,
+    pub normflags: u64,
+    pub flags: u64,
+}
+
+impl FatHeader {
+    /// `fzap_upgrade`'s header: the embedded table (shift bs - 4, every slot leaf 1),
+    /// block 1 the first leaf.
+    pub fn new(salt: u64, normflags: u64, block_shift: u32) -> FatHeader {
+        FatHeader {
+            block_shift,
+            ptrtbl: ZapTable {
+                blk: 0,
+                numblks: 0,
+                shift: u64::from(block_shift - 4),
+                nextblk: 0,
+                blks_copied: 0,
+            },
+            freeblk: 2,
+            num_leafs: 1,
+            num_entries: 0,
+            salt,
+            normflags,
+            flags: 0,
+        }
+    }
+
+    pub fn block_bytes(&self) -> u64 {
+        1 << self.block_shift
+    }
+
+    /// Decodes and checks the header fields (`fields`: at least the first 104 bytes).
+    pub fn decode(fields: &[u8], block_shift: u32) -> Result<FatHeader, String> {
+        if fields.len() < FAT_HEADER_FIELDS_BYTES || !(9..=24).contains(&block_shift) {
+            return Err(format!("fat ZAP header in {block_shift}-bit blocks"));
+        }
+        let w = |i: usize| le64(fields, 8 * i);
+        if w(0) != ZBT_HEADER || w(1) != ZAP_MAGIC {
+            return Err(format!("block type {:#x} magic {:#x}", w(0), w(1)));
+        }
+        let h = FatHeader {
+            block_shift,
+            ptrtbl: ZapTable {
+                blk: w(2),
+                numblks: w(3),
+                shift: w(4),
+                nextblk: w(5),
+                blks_copied: w(6),
+            },
+            freeblk: w(7),
+            num_leafs: w(8),
+            num_entries: w(9),
+            salt: w(10),
+            normflags: w(11),
+            flags: w(12),
+        };
+        let bs = u64::from(block_shift);
+        let t = &h.ptrtbl;
+        let table_ok = if t.numblks == 0 {
+            t.shift <= bs - 4
+        } else {
+            t.shift <= TABLE_SHIFT_MAX
+                && t.shift >= bs - 3
+                && t.numblks == 1 << (t.shift - (bs - 3))
+                && t.blk >= 1
+                && t.blk.checked_add(t.numblks).is_some_and(|e| e <= h.freeblk)
+        };
+        // A copy in progress (OpenZFS grows an external table one block per operation):
+        // the new table lies below zap_freeblk too.
+        let copy_ok = t.nextblk == 0
+            || (t.numblks > 0
+                && t.blks_copied < t.numblks
+                && t.nextblk >= 1
+                && t.nextblk
+                    .checked_add(2 * t.numblks)
+                    .is_some_and(|e| e <= h.freeblk));
+        if !table_ok
+            || !copy_ok
+            || h.freeblk < 2
+            || h.freeblk > 1 << 40
+            || h.num_leafs == 0
+            || h.num_leafs >= h.freeblk
+            || h.flags != 0
+        {
+            return Err(format!("inconsistent fat ZAP header {h:?}"));
+        }
+        Ok(h)
+    }
+
+    pub fn encode(&self) -> [u8; FAT_HEADER_FIELDS_BYTES] {
+        let mut out = [0u8; FAT_HEADER_FIELDS_BYTES];
+        let t = &self.ptrtbl;
         let words = [
-            HEADER_MAGIC,
-            ZAP_VERSION,
-            self.salt[0],
-            self.salt[1],
-            self.entry_count,
-            u64::from(self.depth),
-            self.table_block_start,
-            self.table_block_count,
-            self.next_block,
-            self.leaf_count,
-            ZAP_BLOCK_SHIFT,
+            ZBT_HEADER,
+            ZAP_MAGIC,
+            t.blk,
+            t.numblks,
+            t.shift,
+            t.nextblk,
+            t.blks_copied,
+            self.freeblk,
+            self.num_leafs,
+            self.num_entries,
+            self.salt,
+            self.normflags,
+            self.flags,
         ];
         for (i, word) in words.iter().enumerate() {
-            out[i * 8..i * 8 + 8].copy_from_slice(&word.to_le_bytes());
+            put64(&mut out, 8 * i, *word);
         }
         out
     }
 
-    /// Decodes and checks the header fields.
-    pub fn decode(bytes: &[u8]) -> Result<ZapHeaderPhys, String> {
-        if bytes.len() < HEADER_FIELDS_SIZE_BYTES {
-            return Err(format!("header of {} bytes", bytes.len()));
-        }
-        let word = |i: usize| {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&bytes[i * 8..i * 8 + 8]);
-            u64::from_le_bytes(w)
-        };
-        if word(0) != HEADER_MAGIC {
-            return Err("not a ZAP (bad header magic)".to_string());
-        }
-        if word(1) != ZAP_VERSION || word(10) != ZAP_BLOCK_SHIFT {
-            return Err(format!(
-                "ZAP version {} block shift {} unsupported",
-                word(1),
-                word(10)
-            ));
-        }
-        if word(5) > u64::from(DEPTH_MAX) {
-            return Err(format!("pointer table depth {}", word(5)));
-        }
-        let header = ZapHeaderPhys {
-            salt: [word(2), word(3)],
-            entry_count: word(4),
-            depth: word(5) as u32,
-            table_block_start: word(6),
-            table_block_count: word(7),
-            next_block: word(8),
-            leaf_count: word(9),
-        };
-        let table_ok = if header.depth <= EMBEDDED_TABLE_DEPTH_MAX {
-            header.table_block_start == 0 && header.table_block_count == 0
+    /// Byte offset in the object of pointer-table slot `idx` (`zap_idx_to_blk`).
+    pub fn slot_offset(&self, idx: u64) -> u64 {
+        if self.ptrtbl.numblks == 0 {
+            self.block_bytes() / 2 + 8 * idx
         } else {
-            header.table_block_start >= 1
-                && header.table_block_count == table_blocks_for(header.depth)
-                && header
-                    .table_block_start
-                    .checked_add(header.table_block_count)
-                    .is_some_and(|end| end <= header.next_block)
-        };
-        if !table_ok
-            || header.next_block < 2
-            || header.next_block > (1u64 << 48)
-            || header.leaf_count == 0
-            || header.leaf_count >= header.next_block
-        {
-            return Err(format!("inconsistent header {header:?}"));
-        }
-        Ok(header)
-    }
-
-    /// Where the pointer table starts, in bytes within the object.
-    pub fn table_offset_bytes(&self) -> u64 {
-        if self.depth <= EMBEDDED_TABLE_DEPTH_MAX {
-            EMBEDDED_TABLE_OFFSET_BYTES
-        } else {
-            self.table_block_start * ZAP_BLOCK_SIZE_BYTES as u64
+            (self.ptrtbl.blk << self.block_shift) + 8 * idx
         }
     }
 
-    pub fn table_slots(&self) -> u64 {
-        1u64 << self.depth
-    }
-
-    /// Whether `block` can be a leaf: in use, not the header, not the table.
-    pub fn is_leaf_block(&self, block: u64) -> bool {
-        let in_table = self.depth > EMBEDDED_TABLE_DEPTH_MAX
-            && block >= self.table_block_start
-            && block < self.table_block_start + self.table_block_count;
-        block >= 1 && block < self.next_block && !in_table
+    /// Whether `blkid` may be a leaf: in use, not the header, not a table block.
+    pub fn is_leaf_block(&self, blkid: u64) -> bool {
+        let t = &self.ptrtbl;
+        let in_range = |start: u64, count: u64| blkid >= start && blkid - start < count;
+        blkid >= 1
+            && blkid < self.freeblk
+            && !(t.numblks > 0 && in_range(t.blk, t.numblks))
+            && !(t.nextblk > 0 && in_range(t.nextblk, 2 * t.numblks))
     }
 }

@@ -1,24 +1,52 @@
-//! The ZAP operations over an object of an `ObjectSet` (OpenZFS `zap.c`, `zap_micro.c`).
+//! The ZAP operations over an object of an `ObjectSet` (OpenZFS `zap.c`, `zap_micro.c`),
+//! making the decisions OpenZFS makes, in the same order, so that the same history gives
+//! the same bytes:
 //!
-//! Every operation reads the header's first 128 bytes, one pointer-table slot and one leaf,
-//! and writes back at most that leaf and the header fields; a split also writes the new leaf
-//! and a run of table slots, and a table doubling rewrites the table (amortised O(1)).
+//! - `zap_create` makes a micro ZAP of 512 bytes (`mzap_create_impl`).
+//! - An add or update to a micro ZAP whose slots are all used first grows its block by 512
+//!   bytes, or, past 128 KiB (`zap_micro_max_size`), upgrades it (`zap_lockdir_impl`).
+//! - A value other than one u64, a name of 50 bytes or more, or more same-hash entries than
+//!   a leaf could take upgrades it to fat (`mzap_upgrade`): 16 KiB blocks, the header with
+//!   its embedded table of 1024 slots all naming leaf 1, then every micro entry re-added in
+//!   slot order with its cd (cookies survive the upgrade).
+//! - A fat add that does not fit its leaf splits it (`zap_expand_leaf`), doubling the
+//!   pointer table first when the leaf's prefix is as long as the table's shift; after an
+//!   add or update a leaf at full prefix with fewer than 20 free chunks doubles the table
+//!   (`zap_put_leaf_maybe_grow_ptrtbl`). The embedded table moves to its own block, later
+//!   tables to runs twice as long (the old run freed).
+//!
+//! Deliberate differences from OpenZFS 2.3, none visible to its readers: an external table
+//! is copied whole in one operation (OpenZFS copies one block per operation, keeping both
+//! tables current meanwhile: the same final state); empty leaves are never merged back
+//! (`zap_shrink`); a micro ZAP's next free slot is searched from slot 0 (OpenZFS resumes
+//! from an in-memory hint after the last allocation, so after removals its slots may
+//! differ).
+//!
 //! All bytes come through `ObjectSet::read`/`write`, so they are copy-on-write, checksummed
 //! and cached like any other object's data. Nothing is cached here: two callers may use the
-//! same object one after the other with no stale state.
+//! same object one after the other with no stale state. Every block read is validated
+//! (`MicroBlock::decode`, `FatHeader::decode`, `Leaf::decode`, table slots against the
+//! header) before use: hostile bytes are `ZapError::Corrupt`, never a panic.
 
-use super::hash::{cookie_key, key_prefix, name_hash, CD_MAX, CURSOR_END};
+use super::hash::{cursor_after, deserialize, hash_prefix, serialize, CD_MAX, CURSOR_END};
 use super::header::{
-    table_blocks_for, ZapHeaderPhys, EMBEDDED_TABLE_DEPTH_MAX, EMBEDDED_TABLE_OFFSET_BYTES,
-    HEADER_FIELDS_SIZE_BYTES, TABLE_SLOT_SIZE_BYTES,
+    block_type, FatHeader, MicroBlock, MicroEntry, FAT_BLOCK_SHIFT, FAT_HEADER_FIELDS_BYTES,
+    MICRO_BLOCK_MAX_BYTES, MICRO_BLOCK_MIN_BYTES, TABLE_SHIFT_MAX,
 };
-use super::leaf::{
-    Leaf, ValueKind, DEPTH_MAX, NAME_LEN_MAX_BYTES, VALUE_SIZE_MAX_BYTES, ZAP_BLOCK_SIZE_BYTES,
-};
+use super::leaf::{leaf_chunks, Leaf, LEAF_LOW_WATER};
+use super::openzfs::micro::{MZAP_ENT_LEN, MZAP_NAME_LEN};
+use super::openzfs::{normalize_key, ZapKey, ZBT_HEADER, ZBT_MICRO};
 use crate::dmu::{DmuError, IoCtx, ObjectSet};
 use crate::types::ObjectId;
 
-const BLOCK_BYTES: u64 = ZAP_BLOCK_SIZE_BYTES as u64;
+/// Longest name (property names; directory entries are limited to 255 by the ZPL).
+pub const NAME_LEN_MAX_BYTES: usize = 1024;
+/// Largest value, as bytes or as u64 words (`ZAP_MAXVALUELEN`).
+pub const VALUE_SIZE_MAX_BYTES: usize = 8192;
+/// Fat ZAP blocks: `1 << fzap_default_block_shift`.
+pub const ZAP_BLOCK_SIZE_BYTES: usize = 1 << FAT_BLOCK_SHIFT;
+/// `MZAP_ENT_CHUNKS`: the leaf chunks a micro entry takes once fat.
+const MZAP_ENT_CHUNKS: usize = 1 + 3 + 1;
 
 #[derive(Debug)]
 pub enum ZapError {
@@ -38,7 +66,8 @@ pub enum ZapError {
     ValueTooLarge(usize),
     /// A u64 lookup of a bytes entry, or the reverse.
     WrongType,
-    /// More same-hash entries than a leaf holds (only with a broken or forced hash).
+    /// More same-hash entries than a leaf holds, or a pointer table past 2^26 slots
+    /// (OpenZFS's `ENOSPC`; only with a broken or forced hash).
     CollisionLimit,
 }
 
@@ -106,19 +135,25 @@ fn check_name(name: &[u8]) -> Result<(), ZapError> {
     Ok(())
 }
 
-fn words_to_bytes(value: &[u64]) -> Vec<u8> {
-    value.iter().flat_map(|w| w.to_le_bytes()).collect()
-}
-
-fn decode_value(kind: ValueKind, bytes: &[u8]) -> ZapValue {
-    match kind {
-        ValueKind::Bytes => ZapValue::Bytes(bytes.to_vec()),
-        ValueKind::U64s => ZapValue::U64s(
+/// An entry's value from its integer width and big-endian bytes: u64 words for 8 (and
+/// 2 or 4, widened: OpenZFS's SA layouts), bytes for 1.
+fn decode_value(int_len: u8, bytes: &[u8]) -> ZapValue {
+    match int_len {
+        1 => ZapValue::Bytes(bytes.to_vec()),
+        _ => ZapValue::U64s(
             bytes
-                .chunks_exact(8)
-                .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+                .chunks_exact(usize::from(int_len.max(1)))
+                .map(|c| c.iter().fold(0u64, |v, &b| (v << 8) | u64::from(b)))
                 .collect(),
         ),
+    }
+}
+
+/// A value as OpenZFS stores it: (integer width, big-endian bytes).
+fn encode_value(value: &ZapValue) -> (u8, Vec<u8>) {
+    match value {
+        ZapValue::Bytes(b) => (1, b.clone()),
+        ZapValue::U64s(words) => (8, words.iter().flat_map(|w| w.to_be_bytes()).collect()),
     }
 }
 
@@ -128,18 +163,18 @@ pub fn zap_create(
     ctx: &IoCtx<'_>,
     object_type: u8,
 ) -> Result<ObjectId, ZapError> {
-    let salt = [crate::rand::random_u64(), crate::rand::random_u64()];
-    zap_create_salted(os, ctx, object_type, salt)
+    create_zap_object(os, ctx, object_type, random_salt(), 0, 0)
 }
 
-/// Creates an empty ZAP with a chosen salt (golden tests, reproducible simulations).
+/// Creates an empty ZAP with a chosen salt (golden tests, reproducible simulations); a
+/// zero salt is made odd as OpenZFS makes every micro ZAP's (`| 1`).
 pub fn zap_create_salted(
     os: &mut ObjectSet,
     ctx: &IoCtx<'_>,
     object_type: u8,
-    salt: [u64; 2],
+    salt: u64,
 ) -> Result<ObjectId, ZapError> {
-    create_zap_object(os, ctx, object_type, salt, 0, 0)
+    create_zap_object(os, ctx, object_type, salt | 1, 0, 0)
 }
 
 /// Creates an empty ZAP whose dnode also carries a bonus record (a directory's znode).
@@ -150,127 +185,168 @@ pub fn zap_create_with_bonus(
     bonus_type: u8,
     bonus_len: usize,
 ) -> Result<ObjectId, ZapError> {
-    let salt = [crate::rand::random_u64(), crate::rand::random_u64()];
-    create_zap_object(os, ctx, object_type, salt, bonus_type, bonus_len)
+    create_zap_object(os, ctx, object_type, random_salt(), bonus_type, bonus_len)
 }
 
+fn random_salt() -> u64 {
+    crate::rand::random_u64() | 1
+}
+
+/// `zap_create_impl` + `mzap_create_impl`: a 512-byte micro ZAP. The block size is pinned
+/// (the DMU does not grow it on its own); only `set_data_block_size` changes it.
 fn create_zap_object(
     os: &mut ObjectSet,
     ctx: &IoCtx<'_>,
     object_type: u8,
-    salt: [u64; 2],
+    salt: u64,
     bonus_type: u8,
     bonus_len: usize,
 ) -> Result<ObjectId, ZapError> {
     let object = os.create_object(
         ctx,
         object_type,
-        ZAP_BLOCK_SIZE_BYTES as u32,
+        MICRO_BLOCK_MIN_BYTES as u32,
         bonus_type,
         bonus_len,
     )?;
     os.set_fixed_block_size(ctx, object)?;
-    let mut image = vec![0u8; 2 * ZAP_BLOCK_SIZE_BYTES];
-    let header = ZapHeaderPhys::new(salt);
-    image[..HEADER_FIELDS_SIZE_BYTES].copy_from_slice(&header.encode());
-    let table_at = EMBEDDED_TABLE_OFFSET_BYTES as usize;
-    image[table_at..table_at + 8].copy_from_slice(&1u64.to_le_bytes());
-    image[ZAP_BLOCK_SIZE_BYTES..].copy_from_slice(Leaf::new(0, 0).as_bytes());
-    os.write(ctx, object, 0, &image)?;
+    let micro = MicroBlock::new(salt, MICRO_BLOCK_MIN_BYTES);
+    os.write(ctx, object, 0, &micro.encode())?;
     Ok(object)
 }
 
 /// Frees the ZAP object and all its blocks.
 pub fn zap_destroy(os: &mut ObjectSet, ctx: &IoCtx<'_>, object: ObjectId) -> Result<(), ZapError> {
-    read_header(os, ctx, object)?;
+    open(os, ctx, object)?;
     Ok(os.free_object(ctx, object)?)
 }
 
-fn read_header(
-    os: &ObjectSet,
-    ctx: &IoCtx<'_>,
-    object: ObjectId,
-) -> Result<ZapHeaderPhys, ZapError> {
-    let bytes = os.read(ctx, object, 0, HEADER_FIELDS_SIZE_BYTES)?;
-    ZapHeaderPhys::decode(&bytes).map_err(|why| corrupt(object, why))
+/// A ZAP object's block 0, decoded.
+enum Opened {
+    Micro(MicroBlock),
+    Fat(FatHeader),
+}
+
+fn block_size_bytes(os: &ObjectSet, ctx: &IoCtx<'_>, object: ObjectId) -> Result<u64, ZapError> {
+    Ok(u64::from(os.dnode(ctx, object)?.data_block_size_bytes))
+}
+
+fn open(os: &ObjectSet, ctx: &IoCtx<'_>, object: ObjectId) -> Result<Opened, ZapError> {
+    let bs = block_size_bytes(os, ctx, object)?;
+    let first = os.read(ctx, object, 0, FAT_HEADER_FIELDS_BYTES)?;
+    match block_type(&first) {
+        Some(ZBT_MICRO) => {
+            let block = os.read(ctx, object, 0, bs as usize)?;
+            if block.len() as u64 != bs {
+                return Err(corrupt(object, "micro ZAP block cut short"));
+            }
+            let micro = MicroBlock::decode(&block).map_err(|why| corrupt(object, why))?;
+            Ok(Opened::Micro(micro))
+        }
+        Some(ZBT_HEADER) => {
+            if !bs.is_power_of_two() {
+                return Err(corrupt(object, format!("fat ZAP in {bs}-byte blocks")));
+            }
+            let header = FatHeader::decode(&first, bs.trailing_zeros())
+                .map_err(|why| corrupt(object, why))?;
+            Ok(Opened::Fat(header))
+        }
+        Some(other) => Err(corrupt(object, format!("block type {other:#x}"))),
+        None => Err(corrupt(object, "no block 0")),
+    }
+}
+
+/// The hash of `name` in a ZAP with this salt and normalization (`zap_name_init_str`).
+fn hash_of(object: ObjectId, salt: u64, normflags: u64, name: &[u8]) -> Result<u64, ZapError> {
+    if normflags == 0 {
+        return Ok(super::hash::name_hash(salt, name));
+    }
+    match normalize_key(normflags, &ZapKey::Name(name.to_vec())) {
+        Ok(ZapKey::Name(n)) => Ok(super::hash::name_hash(salt, &n)),
+        _ => Err(corrupt(object, "a normalizing ZAP and a non-ASCII name")),
+    }
 }
 
 fn write_header(
     os: &mut ObjectSet,
     ctx: &IoCtx<'_>,
     object: ObjectId,
-    header: &ZapHeaderPhys,
+    header: &FatHeader,
 ) -> Result<(), ZapError> {
     Ok(os.write(ctx, object, 0, &header.encode())?)
 }
 
-/// The block of the leaf covering `key`, from the pointer table.
-fn leaf_block_for(
+/// The leaf block in pointer-table slot `idx`.
+fn table_slot(
     os: &ObjectSet,
     ctx: &IoCtx<'_>,
     object: ObjectId,
-    header: &ZapHeaderPhys,
-    key: u64,
+    header: &FatHeader,
+    idx: u64,
 ) -> Result<u64, ZapError> {
-    let index = key_prefix(key, header.depth);
-    let at = header.table_offset_bytes() + index * TABLE_SLOT_SIZE_BYTES;
-    let bytes = os.read(ctx, object, at, 8)?;
-    let mut word = [0u8; 8];
-    if bytes.len() != 8 {
-        return Err(corrupt(object, "pointer table runs past the object"));
-    }
-    word.copy_from_slice(&bytes);
-    let block = u64::from_le_bytes(word);
-    if !header.is_leaf_block(block) {
+    let bytes = os.read(ctx, object, header.slot_offset(idx), 8)?;
+    let word: [u8; 8] = bytes
+        .as_slice()
+        .try_into()
+        .map_err(|_| corrupt(object, "pointer table runs past the object"))?;
+    let blkid = u64::from_le_bytes(word);
+    if !header.is_leaf_block(blkid) {
         return Err(corrupt(
             object,
-            format!("table slot {index} -> block {block}"),
+            format!("table slot {idx} -> block {blkid}"),
         ));
     }
-    Ok(block)
+    Ok(blkid)
 }
 
 fn read_leaf(
     os: &ObjectSet,
     ctx: &IoCtx<'_>,
     object: ObjectId,
-    header: &ZapHeaderPhys,
-    block: u64,
-    key: u64,
+    header: &FatHeader,
+    blkid: u64,
+    idx: u64,
 ) -> Result<Leaf, ZapError> {
-    let bytes = os.read(ctx, object, block * BLOCK_BYTES, ZAP_BLOCK_SIZE_BYTES)?;
+    let bs = header.block_bytes();
+    let bytes = os.read(ctx, object, blkid * bs, bs as usize)?;
+    if bytes.len() as u64 != bs {
+        return Err(corrupt(object, format!("leaf {blkid} cut short")));
+    }
     let leaf =
-        Leaf::decode(bytes).map_err(|why| corrupt(object, format!("leaf {block}: {why}")))?;
-    if leaf.prefix_len > header.depth || key_prefix(key, leaf.prefix_len) != leaf.prefix {
+        Leaf::decode(bytes).map_err(|why| corrupt(object, format!("leaf {blkid}: {why}")))?;
+    let shift = header.ptrtbl.shift;
+    let plen = u64::from(leaf.prefix_len());
+    if plen > shift || (plen > 0 && idx >> (shift - plen) != leaf.prefix()) {
         return Err(corrupt(
             object,
-            format!("leaf {block} does not cover the key"),
+            format!("leaf {blkid} does not cover slot {idx}"),
         ));
     }
     Ok(leaf)
 }
 
-/// Header, leaf block and leaf for a key.
-fn locate(
+/// `zap_deref_leaf`: the block and leaf holding `hash`.
+fn leaf_for(
     os: &ObjectSet,
     ctx: &IoCtx<'_>,
     object: ObjectId,
-    key: u64,
-) -> Result<(ZapHeaderPhys, u64, Leaf), ZapError> {
-    let header = read_header(os, ctx, object)?;
-    let block = leaf_block_for(os, ctx, object, &header, key)?;
-    let leaf = read_leaf(os, ctx, object, &header, block, key)?;
-    Ok((header, block, leaf))
+    header: &FatHeader,
+    hash: u64,
+) -> Result<(u64, Leaf), ZapError> {
+    let idx = hash_prefix(hash, header.ptrtbl.shift as u32);
+    let blkid = table_slot(os, ctx, object, header, idx)?;
+    Ok((blkid, read_leaf(os, ctx, object, header, blkid, idx)?))
 }
 
 fn write_leaf(
     os: &mut ObjectSet,
     ctx: &IoCtx<'_>,
     object: ObjectId,
-    block: u64,
+    header: &FatHeader,
+    blkid: u64,
     leaf: &Leaf,
 ) -> Result<(), ZapError> {
-    Ok(os.write(ctx, object, block * BLOCK_BYTES, leaf.as_bytes())?)
+    Ok(os.write(ctx, object, blkid * header.block_bytes(), leaf.as_bytes())?)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -284,95 +360,261 @@ fn put(
     ctx: &IoCtx<'_>,
     object: ObjectId,
     name: &[u8],
-    kind: ValueKind,
-    value: &[u8],
+    value: &ZapValue,
     mode: PutMode,
 ) -> Result<(), ZapError> {
     check_name(name)?;
-    if value.len() > VALUE_SIZE_MAX_BYTES {
+    let (int_len, bytes) = encode_value(value);
+    if bytes.len() > VALUE_SIZE_MAX_BYTES {
+        return Err(ZapError::ValueTooLarge(bytes.len()));
+    }
+    let header = match open(os, ctx, object)? {
+        Opened::Fat(header) => header,
+        Opened::Micro(mut micro) => {
+            let hash = hash_of(object, micro.salt, micro.normflags, name)?;
+            // zap_lockdir_impl(adding): a full micro ZAP grows first, or turns fat.
+            let mut upgrade = false;
+            if micro.entry_count() == micro.slots.len() {
+                let size = micro.size_bytes() + MICRO_BLOCK_MIN_BYTES;
+                if size > MICRO_BLOCK_MAX_BYTES {
+                    upgrade = true;
+                } else {
+                    os.set_data_block_size(ctx, object, size as u32)?;
+                    micro.slots.resize(size / MZAP_ENT_LEN - 1, None);
+                }
+            }
+            let single = match value {
+                ZapValue::U64s(words) if words.len() == 1 => Some(words[0]),
+                _ => None,
+            };
+            let same_hash = micro
+                .slots
+                .iter()
+                .flatten()
+                .filter(|e| {
+                    hash_of(object, micro.salt, micro.normflags, &e.name).ok() == Some(hash)
+                })
+                .count();
+            let canfit = mode == PutMode::Update
+                || leaf_chunks(FAT_BLOCK_SHIFT) > (same_hash + 1) * MZAP_ENT_CHUNKS;
+            match single {
+                Some(v) if !upgrade && name.len() < MZAP_NAME_LEN && canfit => {
+                    return micro_put(os, ctx, object, micro, hash, name, v, mode);
+                }
+                _ => upgrade_to_fat(os, ctx, object, &micro)?,
+            }
+        }
+    };
+    let hash = hash_of(object, header.salt, header.normflags, name)?;
+    fat_put(
+        os, ctx, object, header, hash, name, None, int_len, &bytes, mode,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn micro_put(
+    os: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    object: ObjectId,
+    mut micro: MicroBlock,
+    hash: u64,
+    name: &[u8],
+    value: u64,
+    mode: PutMode,
+) -> Result<(), ZapError> {
+    if let Some(entry) = micro.slots.iter_mut().flatten().find(|e| e.name == name) {
+        if mode == PutMode::Add {
+            // The block may have grown (zap_lockdir_impl grows before the lookup).
+            os.write(ctx, object, 0, &micro.encode())?;
+            return Err(ZapError::Exists);
+        }
+        entry.value = value;
+    } else {
+        // mze_find_unused_cd: the lowest cd no entry of this hash uses.
+        let mut used: Vec<u32> = Vec::new();
+        for e in micro.slots.iter().flatten() {
+            if hash_of(object, micro.salt, micro.normflags, &e.name)? == hash {
+                used.push(e.cd);
+            }
+        }
+        used.sort_unstable();
+        let mut cd = 0u32;
+        for u in used {
+            if u == cd {
+                cd += 1;
+            } else if u > cd {
+                break;
+            }
+        }
+        let slot = micro
+            .slots
+            .iter_mut()
+            .find(|s| s.is_none())
+            .ok_or_else(|| corrupt(object, "micro ZAP without a free slot"))?;
+        *slot = Some(MicroEntry {
+            value,
+            cd,
+            name: name.to_vec(),
+        });
+    }
+    Ok(os.write(ctx, object, 0, &micro.encode())?)
+}
+
+/// `mzap_upgrade`: the object becomes a fat ZAP of 16 KiB blocks holding the same entries
+/// with the same cds.
+fn upgrade_to_fat(
+    os: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    object: ObjectId,
+    micro: &MicroBlock,
+) -> Result<FatHeader, ZapError> {
+    os.set_data_block_size(ctx, object, ZAP_BLOCK_SIZE_BYTES as u32)?;
+    let mut header = FatHeader::new(micro.salt, micro.normflags, FAT_BLOCK_SHIFT);
+    let mut block0 = vec![0u8; ZAP_BLOCK_SIZE_BYTES];
+    block0[..FAT_HEADER_FIELDS_BYTES].copy_from_slice(&header.encode());
+    for slot in block0[ZAP_BLOCK_SIZE_BYTES / 2..].chunks_exact_mut(8) {
+        slot.copy_from_slice(&1u64.to_le_bytes());
+    }
+    os.write(ctx, object, 0, &block0)?;
+    let leaf = Leaf::new(FAT_BLOCK_SHIFT, 0, 0, micro.normflags != 0);
+    write_leaf(os, ctx, object, &header, 1, &leaf)?;
+    for e in micro.slots.iter().flatten() {
+        let hash = hash_of(object, micro.salt, micro.normflags, &e.name)?;
+        header = fat_put(
+            os,
+            ctx,
+            object,
+            header,
+            hash,
+            &e.name,
+            Some(e.cd),
+            8,
+            &e.value.to_be_bytes(),
+            PutMode::Add,
+        )
+        .and_then(|()| match open(os, ctx, object)? {
+            Opened::Fat(h) => Ok(h),
+            Opened::Micro(_) => Err(corrupt(object, "upgrade left a micro ZAP")),
+        })?;
+    }
+    Ok(header)
+}
+
+/// `fzap_add_cd` / `fzap_update`: stores the entry, splitting its leaf as often as needed.
+#[allow(clippy::too_many_arguments)]
+fn fat_put(
+    os: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    object: ObjectId,
+    mut header: FatHeader,
+    hash: u64,
+    name: &[u8],
+    cd: Option<u32>,
+    int_len: u8,
+    value: &[u8],
+    mode: PutMode,
+) -> Result<(), ZapError> {
+    if Leaf::entry_chunks(name.len(), value.len()) > leaf_chunks(header.block_shift) {
         return Err(ZapError::ValueTooLarge(value.len()));
     }
-    let salt = read_header(os, ctx, object)?.salt;
-    let key = cookie_key(name_hash(salt, name));
-    // Each pass either stores the entry or splits the leaf once; splits stop at DEPTH_MAX.
-    for _ in 0..=DEPTH_MAX + 1 {
-        let (mut header, block, mut leaf) = locate(os, ctx, object, key)?;
-        let original = leaf.clone();
-        let (cookie, is_new) = match leaf.find(key, name) {
-            Some(_) if mode == PutMode::Add => return Err(ZapError::Exists),
-            Some(slot) => {
-                let cookie = leaf.entry(slot).cookie;
-                leaf.remove(slot);
-                (cookie, false)
+    // Each pass stores the entry or splits once; prefixes are at most TABLE_SHIFT_MAX.
+    for _ in 0..=TABLE_SHIFT_MAX + 1 {
+        let (blkid, mut leaf) = leaf_for(os, ctx, object, &header, hash)?;
+        let result = match leaf.find(hash, name) {
+            Some(_) if mode == PutMode::Add => Some(Err(ZapError::Exists)),
+            Some(e) => leaf.update(&e, int_len, value).then_some(Ok(false)),
+            None => {
+                let cd = match cd {
+                    Some(cd) => cd,
+                    None => {
+                        let cd = leaf.free_cd(hash);
+                        if cd > CD_MAX {
+                            return Err(ZapError::CollisionLimit);
+                        }
+                        cd as u32
+                    }
+                };
+                leaf.create(hash, cd, name, int_len, value)
+                    .then_some(Ok(true))
             }
-            None => match leaf.free_cd(key) {
-                Some(cd) => (key | cd, true),
-                None => return Err(ZapError::CollisionLimit),
-            },
         };
-        if leaf.insert(cookie, name, kind, value) {
-            write_leaf(os, ctx, object, block, &leaf)?;
-            if is_new {
-                header.entry_count += 1;
-                write_header(os, ctx, object, &header)?;
+        match result {
+            Some(outcome) => {
+                if outcome.is_ok() {
+                    write_leaf(os, ctx, object, &header, blkid, &leaf)?;
+                }
+                if let Ok(true) = outcome {
+                    header.num_entries += 1;
+                    write_header(os, ctx, object, &header)?;
+                }
+                // zap_put_leaf_maybe_grow_ptrtbl
+                if u64::from(leaf.prefix_len()) == header.ptrtbl.shift
+                    && leaf.nfree() < LEAF_LOW_WATER
+                    && header.ptrtbl.shift < TABLE_SHIFT_MAX
+                {
+                    grow_table(os, ctx, object, &mut header)?;
+                }
+                return outcome.map(|_| ());
             }
-            return Ok(());
+            None => expand_leaf(os, ctx, object, &mut header, blkid, leaf, hash)?,
         }
-        split_leaf(os, ctx, object, &mut header, block, &original, cookie)?;
     }
     Err(ZapError::CollisionLimit)
 }
 
-/// Splits the full leaf in `block` on its next key bit (doubling the table if needed).
-fn split_leaf(
+/// `zap_expand_leaf`: splits the leaf of `hash` (doubling the table first if its prefix
+/// is as long as the table's shift) and points the new leaf's slots at it.
+fn expand_leaf(
     os: &mut ObjectSet,
     ctx: &IoCtx<'_>,
     object: ObjectId,
-    header: &mut ZapHeaderPhys,
-    block: u64,
-    leaf: &Leaf,
-    incoming: u64,
+    header: &mut FatHeader,
+    blkid: u64,
+    mut leaf: Leaf,
+    hash: u64,
 ) -> Result<(), ZapError> {
-    if leaf.common_prefix_bits(incoming) >= DEPTH_MAX || leaf.prefix_len >= DEPTH_MAX {
+    let old_prefix_len = u64::from(leaf.prefix_len());
+    // A leaf full of one hash: OpenZFS would double the table up to 2^26 slots before
+    // failing with ENOSPC; the engine fails at once (only a broken or forced hash gets here).
+    if leaf.all_hashes_are(hash) {
         return Err(ZapError::CollisionLimit);
     }
-    if leaf.prefix_len == header.depth {
+    while old_prefix_len >= header.ptrtbl.shift {
+        if header.ptrtbl.shift >= TABLE_SHIFT_MAX {
+            return Err(ZapError::CollisionLimit);
+        }
         grow_table(os, ctx, object, header)?;
     }
-    let (low, high) = leaf.split();
-    let high_block = header.next_block;
-    header.next_block += 1;
-    header.leaf_count += 1;
-    write_leaf(os, ctx, object, block, &low)?;
-    write_leaf(os, ctx, object, high_block, &high)?;
-    // The high half's table slots: those whose top prefix_len + 1 bits are its prefix.
-    let span_bits = header.depth - high.prefix_len;
-    let first = high.prefix << span_bits;
-    let count = 1u64 << span_bits;
-    let slots: Vec<u8> = (0..count).flat_map(|_| high_block.to_le_bytes()).collect();
-    let at = header.table_offset_bytes() + first * TABLE_SLOT_SIZE_BYTES;
-    os.write(ctx, object, at, &slots)?;
+    let prefix_diff = header.ptrtbl.shift - (old_prefix_len + 1);
+    let sibling = (hash_prefix(hash, old_prefix_len as u32 + 1) | 1) << prefix_diff;
+    let new_blkid = header.freeblk;
+    header.freeblk += 1;
+    header.num_leafs += 1;
+    let mut new_leaf = Leaf::new(header.block_shift, 0, 0, header.normflags != 0);
+    leaf.split(&mut new_leaf, header.normflags != 0);
+    write_leaf(os, ctx, object, header, blkid, &leaf)?;
+    write_leaf(os, ctx, object, header, new_blkid, &new_leaf)?;
+    let slots: Vec<u8> = (0..1u64 << prefix_diff)
+        .flat_map(|_| new_blkid.to_le_bytes())
+        .collect();
+    os.write(ctx, object, header.slot_offset(sibling), &slots)?;
     write_header(os, ctx, object, header)
 }
 
-/// Doubles the pointer table: slot i becomes slots 2i and 2i + 1.
+/// `zap_grow_ptrtbl`: doubles the pointer table (slot i becomes 2i and 2i + 1). The
+/// embedded table moves to a new block of its own (left in place, unused); an external
+/// table moves to a new run twice as long and the old run is freed.
 fn grow_table(
     os: &mut ObjectSet,
     ctx: &IoCtx<'_>,
     object: ObjectId,
-    header: &mut ZapHeaderPhys,
+    header: &mut FatHeader,
 ) -> Result<(), ZapError> {
-    if header.depth >= DEPTH_MAX {
-        return Err(ZapError::CollisionLimit);
-    }
-    let old_size_bytes = header.table_slots() * TABLE_SLOT_SIZE_BYTES;
-    let old = os.read(
-        ctx,
-        object,
-        header.table_offset_bytes(),
-        old_size_bytes as usize,
-    )?;
-    if old.len() as u64 != old_size_bytes {
+    let bs = header.block_bytes();
+    let t = header.ptrtbl;
+    let old_bytes = 8u64 << t.shift;
+    let old = os.read(ctx, object, header.slot_offset(0), old_bytes as usize)?;
+    if old.len() as u64 != old_bytes {
         return Err(corrupt(object, "pointer table runs past the object"));
     }
     let mut doubled = Vec::with_capacity(old.len() * 2);
@@ -380,28 +622,18 @@ fn grow_table(
         doubled.extend_from_slice(slot);
         doubled.extend_from_slice(slot);
     }
-    let (old_start, old_count) = (header.table_block_start, header.table_block_count);
-    let was_embedded = header.depth <= EMBEDDED_TABLE_DEPTH_MAX;
-    header.depth += 1;
-    if header.depth > EMBEDDED_TABLE_DEPTH_MAX {
-        header.table_block_count = table_blocks_for(header.depth);
-        header.table_block_start = header.next_block;
-        header.next_block += header.table_block_count;
+    let new_blocks = (doubled.len() as u64).div_ceil(bs);
+    let new_blk = header.freeblk;
+    header.freeblk += new_blocks;
+    os.write(ctx, object, new_blk * bs, &doubled)?;
+    if t.numblks > 0 {
+        os.free_range(ctx, object, t.blk * bs, t.numblks * bs)?;
     }
-    os.write(ctx, object, header.table_offset_bytes(), &doubled)?;
-    if header.depth > EMBEDDED_TABLE_DEPTH_MAX {
-        if was_embedded {
-            let zeros = vec![0u8; old_size_bytes as usize];
-            os.write(ctx, object, EMBEDDED_TABLE_OFFSET_BYTES, &zeros)?;
-        } else {
-            os.free_range(
-                ctx,
-                object,
-                old_start * BLOCK_BYTES,
-                old_count * BLOCK_BYTES,
-            )?;
-        }
-    }
+    header.ptrtbl.blk = new_blk;
+    header.ptrtbl.numblks = new_blocks;
+    header.ptrtbl.shift += 1;
+    header.ptrtbl.nextblk = 0;
+    header.ptrtbl.blks_copied = 0;
     write_header(os, ctx, object, header)
 }
 
@@ -413,16 +645,8 @@ pub fn zap_add(
     name: impl AsRef<[u8]>,
     value: &[u64],
 ) -> Result<(), ZapError> {
-    let bytes = words_to_bytes(value);
-    put(
-        os,
-        ctx,
-        object,
-        name.as_ref(),
-        ValueKind::U64s,
-        &bytes,
-        PutMode::Add,
-    )
+    let value = ZapValue::U64s(value.to_vec());
+    put(os, ctx, object, name.as_ref(), &value, PutMode::Add)
 }
 
 /// Adds or replaces `name` → `value` (a replaced entry keeps its cookie).
@@ -433,19 +657,12 @@ pub fn zap_update(
     name: impl AsRef<[u8]>,
     value: &[u64],
 ) -> Result<(), ZapError> {
-    let bytes = words_to_bytes(value);
-    put(
-        os,
-        ctx,
-        object,
-        name.as_ref(),
-        ValueKind::U64s,
-        &bytes,
-        PutMode::Update,
-    )
+    let value = ZapValue::U64s(value.to_vec());
+    put(os, ctx, object, name.as_ref(), &value, PutMode::Update)
 }
 
-/// Adds `name` → a byte string (string properties); `ZapError::Exists` if present.
+/// Adds `name` → a byte string (string properties: integer size 1); `ZapError::Exists`
+/// if present.
 pub fn zap_add_bytes(
     os: &mut ObjectSet,
     ctx: &IoCtx<'_>,
@@ -453,15 +670,8 @@ pub fn zap_add_bytes(
     name: impl AsRef<[u8]>,
     value: &[u8],
 ) -> Result<(), ZapError> {
-    put(
-        os,
-        ctx,
-        object,
-        name.as_ref(),
-        ValueKind::Bytes,
-        value,
-        PutMode::Add,
-    )
+    let value = ZapValue::Bytes(value.to_vec());
+    put(os, ctx, object, name.as_ref(), &value, PutMode::Add)
 }
 
 /// Adds or replaces `name` → a byte string.
@@ -472,18 +682,12 @@ pub fn zap_update_bytes(
     name: impl AsRef<[u8]>,
     value: &[u8],
 ) -> Result<(), ZapError> {
-    put(
-        os,
-        ctx,
-        object,
-        name.as_ref(),
-        ValueKind::Bytes,
-        value,
-        PutMode::Update,
-    )
+    let value = ZapValue::Bytes(value.to_vec());
+    put(os, ctx, object, name.as_ref(), &value, PutMode::Update)
 }
 
-/// Removes `name`; `ZapError::NotFound` if absent.
+/// Removes `name`; `ZapError::NotFound` if absent (`zap_remove`: a micro entry's 64 bytes
+/// are zeroed; a fat entry's chunks go back on its leaf's free list).
 pub fn zap_remove(
     os: &mut ObjectSet,
     ctx: &IoCtx<'_>,
@@ -492,14 +696,27 @@ pub fn zap_remove(
 ) -> Result<(), ZapError> {
     let name = name.as_ref();
     check_name(name)?;
-    let salt = read_header(os, ctx, object)?.salt;
-    let key = cookie_key(name_hash(salt, name));
-    let (mut header, block, mut leaf) = locate(os, ctx, object, key)?;
-    let slot = leaf.find(key, name).ok_or(ZapError::NotFound)?;
-    leaf.remove(slot);
-    write_leaf(os, ctx, object, block, &leaf)?;
-    header.entry_count = header.entry_count.saturating_sub(1);
-    write_header(os, ctx, object, &header)
+    match open(os, ctx, object)? {
+        Opened::Micro(mut micro) => {
+            let slot = micro
+                .slots
+                .iter_mut()
+                .find(|s| s.as_ref().is_some_and(|e| e.name == name))
+                .ok_or(ZapError::NotFound)?;
+            *slot = None;
+            Ok(os.write(ctx, object, 0, &micro.encode())?)
+        }
+        Opened::Fat(mut header) => {
+            let hash = hash_of(object, header.salt, header.normflags, name)?;
+            let (blkid, mut leaf) = leaf_for(os, ctx, object, &header, hash)?;
+            if !leaf.remove(hash, name) {
+                return Err(ZapError::NotFound);
+            }
+            write_leaf(os, ctx, object, &header, blkid, &leaf)?;
+            header.num_entries = header.num_entries.saturating_sub(1);
+            write_header(os, ctx, object, &header)
+        }
+    }
 }
 
 /// The value of `name`, whichever kind it is.
@@ -511,13 +728,22 @@ pub fn zap_lookup_value(
 ) -> Result<Option<ZapValue>, ZapError> {
     let name = name.as_ref();
     check_name(name)?;
-    let salt = read_header(os, ctx, object)?.salt;
-    let key = cookie_key(name_hash(salt, name));
-    let (_, _, leaf) = locate(os, ctx, object, key)?;
-    Ok(leaf.find(key, name).map(|slot| {
-        let entry = leaf.entry(slot);
-        decode_value(entry.kind, entry.value)
-    }))
+    match open(os, ctx, object)? {
+        Opened::Micro(micro) => Ok(micro
+            .slots
+            .iter()
+            .flatten()
+            .find(|e| e.name == name)
+            .map(|e| ZapValue::U64s(vec![e.value]))),
+        Opened::Fat(header) => {
+            let hash = hash_of(object, header.salt, header.normflags, name)?;
+            let (_, leaf) = leaf_for(os, ctx, object, &header, hash)?;
+            Ok(leaf.find(hash, name).map(|e| {
+                let entry = leaf.entry(&e);
+                decode_value(entry.int_len, &entry.value)
+            }))
+        }
+    }
 }
 
 /// The u64 words of `name`; `ZapError::WrongType` if it holds bytes.
@@ -549,17 +775,34 @@ pub fn zap_lookup_bytes(
 }
 
 pub fn zap_count(os: &ObjectSet, ctx: &IoCtx<'_>, object: ObjectId) -> Result<u64, ZapError> {
-    Ok(read_header(os, ctx, object)?.entry_count)
+    Ok(match open(os, ctx, object)? {
+        Opened::Micro(micro) => micro.entry_count() as u64,
+        Opened::Fat(header) => header.num_entries,
+    })
 }
 
+/// Shape of the object: a micro ZAP is one block, depth 0, no leaves; a fat ZAP's depth
+/// is its pointer table's shift.
 pub fn zap_stats(os: &ObjectSet, ctx: &IoCtx<'_>, object: ObjectId) -> Result<ZapStats, ZapError> {
-    let header = read_header(os, ctx, object)?;
-    Ok(ZapStats {
-        entry_count: header.entry_count,
-        depth: header.depth,
-        leaf_count: header.leaf_count,
-        block_count: header.next_block,
+    Ok(match open(os, ctx, object)? {
+        Opened::Micro(micro) => ZapStats {
+            entry_count: micro.entry_count() as u64,
+            depth: 0,
+            leaf_count: 0,
+            block_count: 1,
+        },
+        Opened::Fat(header) => ZapStats {
+            entry_count: header.num_entries,
+            depth: header.ptrtbl.shift as u32,
+            leaf_count: header.num_leafs,
+            block_count: header.freeblk,
+        },
     })
+}
+
+/// Whether the object is a micro ZAP (tests and the inspector).
+pub fn zap_is_micro(os: &ObjectSet, ctx: &IoCtx<'_>, object: ObjectId) -> Result<bool, ZapError> {
+    Ok(matches!(open(os, ctx, object)?, Opened::Micro(_)))
 }
 
 /// Every entry of a ZAP, in cookie order (small ZAPs: property lists, snapshot names).
@@ -578,13 +821,14 @@ pub fn zap_list_all(
     Ok(out)
 }
 
-/// Up to `max` entries with cookies at or after `cursor`, in cookie (hash) order, and the
-/// cursor that continues the walk (`CURSOR_END` when it is over). Start with 0.
+/// Up to `max` entries at or after `cursor`, in (hash, cd) order, and the cursor that
+/// continues the walk (`CURSOR_END` when it is over). Start with 0. Cursors are OpenZFS's
+/// serialized cursors (`hash::serialize`); an entry's `cookie` resumes a walk at it.
 ///
-/// Entries are ordered by their cookie, which never changes while the entry exists (splits
-/// move entries between leaves, not along the order), so a walk resumed from any cursor sees
-/// every entry that existed throughout exactly once, whatever was inserted or removed
-/// between calls.
+/// An entry's (hash, cd) never changes while it exists (splits move entries between
+/// leaves, the upgrade to fat keeps cds), so a walk resumed from any cursor sees every
+/// entry that existed throughout exactly once, whatever was inserted or removed between
+/// calls (`fzap_cursor_retrieve`, `mzap` cursor retrieval).
 pub fn zap_list(
     os: &ObjectSet,
     ctx: &IoCtx<'_>,
@@ -593,33 +837,71 @@ pub fn zap_list(
     max: usize,
 ) -> Result<(Vec<ZapEntry>, u64), ZapError> {
     let mut out = Vec::new();
-    let mut position = cursor;
-    if max == 0 || position == CURSOR_END {
-        return Ok((out, position));
+    if max == 0 || cursor == CURSOR_END {
+        return Ok((out, cursor));
     }
-    let header = read_header(os, ctx, object)?;
-    // Each leaf visited moves `position` past the leaf's range: at most one visit per slot.
-    for _ in 0..=header.table_slots() {
-        let block = leaf_block_for(os, ctx, object, &header, position)?;
-        let leaf = read_leaf(os, ctx, object, &header, block, position)?;
-        for slot in leaf.lower_bound(position)..leaf.len() {
-            let entry = leaf.entry(slot);
-            out.push(ZapEntry {
-                name: entry.name.to_vec(),
-                value: decode_value(entry.kind, entry.value),
-                cookie: entry.cookie,
-            });
-            if out.len() == max {
-                return Ok((out, entry.cookie + 1));
+    let Some((mut hash, mut cd)) = deserialize(cursor) else {
+        return Ok((out, CURSOR_END));
+    };
+    let push = |out: &mut Vec<ZapEntry>, h: u64, c: u32, name: Vec<u8>, value: ZapValue| {
+        out.push(ZapEntry {
+            name,
+            value,
+            cookie: serialize(h, c),
+        });
+        out.len() == max
+    };
+    match open(os, ctx, object)? {
+        Opened::Micro(micro) => {
+            let mut entries = Vec::with_capacity(micro.slots.len());
+            for e in micro.slots.iter().flatten() {
+                let h = hash_of(object, micro.salt, micro.normflags, &e.name)?;
+                entries.push((h, e.cd, e));
             }
+            entries.sort_by_key(|(h, c, _)| (*h, *c));
+            for (h, c, e) in entries {
+                if (h, c) >= (hash, cd)
+                    && push(
+                        &mut out,
+                        h,
+                        c,
+                        e.name.clone(),
+                        ZapValue::U64s(vec![e.value]),
+                    )
+                {
+                    return Ok((out, cursor_after(serialize(h, c))));
+                }
+            }
+            Ok((out, CURSOR_END))
         }
-        // The next leaf's range starts just past this leaf's prefix.
-        if leaf.prefix_len == 0 || leaf.prefix + 1 == 1u64 << leaf.prefix_len {
-            return Ok((out, CURSOR_END));
+        Opened::Fat(header) => {
+            // Each leaf visited moves `hash` past the leaf's range: one visit per slot.
+            for _ in 0..=(1u64 << header.ptrtbl.shift) {
+                let (_, leaf) = leaf_for(os, ctx, object, &header, hash)?;
+                for e in leaf.entries() {
+                    if (e.hash, e.cd) >= (hash, cd) {
+                        let value = decode_value(e.int_len, &e.value);
+                        if push(&mut out, e.hash, e.cd, e.name, value) {
+                            return Ok((out, cursor_after(serialize(e.hash, e.cd))));
+                        }
+                    }
+                }
+                let plen = leaf.prefix_len();
+                if plen == 0 {
+                    return Ok((out, CURSOR_END));
+                }
+                let nocare = u64::MAX >> plen;
+                match (hash & !nocare).checked_add(nocare + 1) {
+                    Some(next) => {
+                        hash = next;
+                        cd = 0;
+                    }
+                    None => return Ok((out, CURSOR_END)),
+                }
+            }
+            Err(corrupt(object, "leaf ranges do not advance"))
         }
-        position = (leaf.prefix + 1) << (64 - leaf.prefix_len);
     }
-    Err(corrupt(object, "leaf ranges do not advance"))
 }
 
 /// The cookie bound for collision differentiators (exported for callers' docs and tests).

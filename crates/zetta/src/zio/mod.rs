@@ -16,6 +16,7 @@
 
 pub mod arc;
 pub mod blkptr;
+pub mod inject;
 pub mod openzfs;
 
 use crate::metaslab::Allocator;

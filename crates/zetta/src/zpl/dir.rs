@@ -22,7 +22,6 @@ use crate::zap::{self, ZapValue, CURSOR_END};
 const OBJECT_MASK: u64 = (1 << 48) - 1;
 /// Offsets below this are `.` and `..`; ZAP positions are shifted above them.
 const OFFSET_BIAS: u64 = 3;
-const CD_KEEP_BITS: u32 = 14;
 
 pub fn dirent_make(object: u64, kind: FileKind) -> u64 {
     (kind.type_bits() >> 12) << 60 | (object & OBJECT_MASK)
@@ -102,14 +101,20 @@ pub struct Dirent {
     pub next: i64,
 }
 
+/// A ZAP cursor (OpenZFS's serialized cursor: below 2^60) as a readdir offset, shifted
+/// above `.` and `..`'s; the end of the walk is `i64::MAX`.
 fn cursor_to_offset(cursor: u64) -> i64 {
-    let cd = cursor & ((1 << CD_KEEP_BITS) - 1);
-    (((cursor >> 16) << CD_KEEP_BITS | cd) + OFFSET_BIAS) as i64
+    if cursor == CURSOR_END {
+        return i64::MAX;
+    }
+    i64::try_from(cursor.saturating_add(OFFSET_BIAS)).unwrap_or(i64::MAX)
 }
 
 fn offset_to_cursor(offset: i64) -> u64 {
-    let packed = (offset as u64).saturating_sub(OFFSET_BIAS);
-    (packed >> CD_KEEP_BITS) << 16 | (packed & ((1 << CD_KEEP_BITS) - 1))
+    if offset == i64::MAX {
+        return CURSOR_END;
+    }
+    (offset as u64).saturating_sub(OFFSET_BIAS)
 }
 
 /// Up to `max` entries of `dir` from `offset` (0 = the start), with `.` and `..` first.
@@ -164,7 +169,7 @@ pub fn list(
             name: entry.name,
             object: dirent_object(value),
             kind,
-            next: cursor_to_offset(entry.cookie + 1),
+            next: cursor_to_offset(zap::cursor_after(entry.cookie)),
         });
     }
     Ok(out)
@@ -189,7 +194,7 @@ mod tests {
     /// Offsets round-trip to cursors, stay positive and clear of `.`/`..`'s offsets.
     #[test]
     fn offsets_round_trip() {
-        for cursor in [1u64, 0x1_0000, 0xffff_ffff_ffff_0001, 0x8000_0000_0000_3fff] {
+        for cursor in [1u64, 0x1_0000, 0x0fff_ffff_ffff_0001, 0x0800_0000_0000_3fff] {
             let offset = cursor_to_offset(cursor);
             assert!(offset >= 3, "{cursor:#x} -> {offset}");
             assert_eq!(offset_to_cursor(offset), cursor);

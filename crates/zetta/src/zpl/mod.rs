@@ -436,4 +436,35 @@ impl crate::spa::Spa {
             path
         })
     }
+
+    /// The committed level-0 (data) block pointers of `object` in dataset `dataset`
+    /// (`zinject -t data` turns them into the leaf ranges it damages). Zetta pools only.
+    pub fn zpl_object_data_blocks(
+        &mut self,
+        dataset: u64,
+        object: u64,
+    ) -> Option<Vec<crate::zio::blkptr::BlockPointer>> {
+        if self.openzfs.is_some() {
+            return None;
+        }
+        let mut phys = self.dataset_phys(dataset).ok()?;
+        if dataset == crate::spa::MOS_OBJECT_ROOT_DATASET.0 {
+            phys.bp = self.root_bp();
+        }
+        let ctx = io_ctx!(self);
+        let mut blocks = Vec::new();
+        ObjectSet::walk_blocks(
+            &ctx,
+            dataset,
+            &phys.bp,
+            &mut |bp, bookmark| {
+                if bookmark.object == object && bookmark.level == 0 && !bp.is_hole() {
+                    blocks.push(*bp);
+                }
+            },
+            true,
+        )
+        .ok()?;
+        Some(blocks)
+    }
 }

@@ -169,6 +169,15 @@ pub fn find_pools(devices: &[DeviceRef], system_hostid: u64) -> Vec<OpenZfsCandi
         let Some(read) = label::read_device(device.as_ref()) else {
             continue;
         };
+        // Zetta's own pools (`org.zetta:format` in their labels) are `spa::import`'s: their
+        // MOS is not OpenZFS's yet.
+        if read
+            .config
+            .get(crate::vdev::label::ZETTA_FORMAT_KEY)
+            .is_some()
+        {
+            continue;
+        }
         let state = read.config.get_u64("state").unwrap_or(u64::MAX);
         // Spare and cache devices belong to pools through the MOS, not their labels.
         if state == pool_state::SPARE || state == pool_state::L2CACHE {

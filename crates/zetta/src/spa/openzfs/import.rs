@@ -156,26 +156,30 @@ fn read_zpl_props(
 const CONFIG_DEPTH_MAX: usize = 8;
 
 /// An OpenZFS vdev config in the keys Zetta's `Vdev::from_config` reads.
-fn vdev_config(x: &XdrNvList, version: u64, depth: usize) -> Result<NvList, String> {
+fn vdev_config(x: &XdrNvList, version: u64, depth: usize) -> Result<XdrNvList, String> {
+    use crate::nvpair_xdr::XdrValue;
     if depth > CONFIG_DEPTH_MAX {
         return Err("vdev tree nested too deep".to_string());
     }
-    let mut out = NvList::new();
+    let mut out = XdrNvList::new();
     let kind = x.get_str("type").ok_or("a vdev has no type")?;
-    out.set_str("type", kind);
-    out.set_u64("guid", x.get_u64("guid").ok_or("a vdev has no guid")?);
-    for (from, to) in [
-        ("id", "id"),
-        ("ashift", "ashift"),
-        ("asize", "asize"),
-        ("metaslab_shift", "ms_shift"),
-        ("metaslab_array", "ms_array"),
-        ("is_log", "is_log"),
-        ("create_txg", "create_txg"),
-        ("offline", "offline"),
+    out.add("type", XdrValue::String(kind.as_bytes().to_vec()));
+    let guid = x.get_u64("guid").ok_or("a vdev has no guid")?;
+    out.add("guid", XdrValue::Uint64(guid));
+    // The keys the engine's parse (`vdev::config`) reads; the rest (DTL objects, vdev
+    // ZAPs, stats) are OpenZFS's alone.
+    for key in [
+        "id",
+        "ashift",
+        "asize",
+        "metaslab_shift",
+        "metaslab_array",
+        "is_log",
+        "create_txg",
+        "offline",
     ] {
-        if let Some(value) = x.get_u64(from) {
-            out.set_u64(to, value);
+        if let Some(value) = x.get_u64(key) {
+            out.add(key, XdrValue::Uint64(value));
         }
     }
     if kind == "raidz" {
@@ -183,17 +187,17 @@ fn vdev_config(x: &XdrNvList, version: u64, depth: usize) -> Result<NvList, Stri
         let parity = x
             .get_u64("nparity")
             .unwrap_or(if version < 3 { 1 } else { 0 });
-        out.set_u64("nparity", parity);
+        out.add("nparity", XdrValue::Uint64(parity));
     }
     if let Some(path) = x.get_str("path") {
-        out.set_str("path", path);
+        out.add("path", XdrValue::String(path.as_bytes().to_vec()));
     }
     if let Some(children) = x.get_nvlist_array("children") {
         let children = children
             .iter()
             .map(|c| vdev_config(c, version, depth + 1))
             .collect::<Result<Vec<_>, _>>()?;
-        out.set_list_array("children", children);
+        out.add("children", XdrValue::NvListArray(children));
     }
     Ok(out)
 }

@@ -190,8 +190,8 @@ pub fn verify_label_eck(block: &[u8], offset: u64) -> Result<ByteOrder, EckError
 }
 
 /// Writes a valid tail into `block` (magic and checksum, in `order`) as OpenZFS would for a
-/// block at `offset`. Zetta does not write OpenZFS labels yet; tests use this to build
-/// labels and damage them on purpose.
+/// block at `offset`: Zetta's label and uberblock writers (`vdev::label`,
+/// `spa::uberblock`) seal every block with it.
 pub fn seal_label_eck(block: &mut [u8], offset: u64, order: ByteOrder) -> Result<(), EckError> {
     let len = block.len();
     let tail = len

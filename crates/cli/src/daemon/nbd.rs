@@ -1,0 +1,443 @@
+//! The daemon's NBD server: every volume of every pool the daemon holds is exported on a
+//! Unix socket `<run dir>/nbd/<pool>/<volume>` (for `tank/vm/disk0`:
+//! `<run dir>/nbd/tank/vm/disk0`), so `qemu-img`, `qemu-nbd`, `nbdcopy` and friends reach
+//! it as `nbd+unix:///tank/vm/disk0?socket=<that path>`.
+//!
+//! Protocol (the NBD spec's "fixed newstyle" negotiation): `NBD_OPT_EXPORT_NAME`,
+//! `NBD_OPT_GO`/`NBD_OPT_INFO` (export size and flags, block sizes: minimum 1, preferred
+//! `volblocksize`, maximum 32 MiB), `NBD_OPT_LIST`, `NBD_OPT_ABORT`; other options are
+//! answered `NBD_REP_ERR_UNSUP`. An export name may be empty (the socket's volume), the
+//! volume's full name, or its last component. Simple replies only (no client needs
+//! structured replies for these commands). Commands: READ, WRITE (with `NBD_CMD_FLAG_FUA`),
+//! FLUSH, TRIM, WRITE_ZEROES, DISC; anything else gets EINVAL.
+//!
+//! Theory. Durability: FLUSH commits the pool's open txg (`txg::sync_pool`), so every
+//! write acknowledged before it is on stable storage when its reply leaves; a FUA write
+//! does the same after its data is in the txg. (A later increment logs volume writes in
+//! the ZIL, as OpenZFS's `zvol_log_write`, to make FUA cheaper; the guarantee is the
+//! same.) A hostile client never panics the daemon: a bad request magic or a payload
+//! larger than `MAX_REQUEST_BYTES` ends its connection; a range past the volume's end is
+//! EINVAL (ENOSPC for writes, as the spec asks); pool refusals map to ENOSPC, EDQUOT→ENOSPC,
+//! EPERM (read-only), else EIO.
+//!
+//! Threads and locking: one accept thread per export, one thread per connection. A
+//! request takes the pool's lock exclusively for the one volume operation (as a FUSE
+//! write does) and never holds it across socket I/O; FLUSH and FUA take it through
+//! `sync_pool` (sync lock, then pool lock, as the sync thread does). The export table
+//! (`EXPORTS`) is a mutex taken only by `reconcile` (after each command that can add,
+//! remove or rename a volume, and at start) and never while a pool lock is held. An
+//! export removed (destroy, rename, export of its pool) stops accepting; its open
+//! connections get EIO (ENOENT of the old name) on their next request.
+
+use super::registry::{self, PoolRef};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use zetta::spa::{Spa, SpaError};
+
+/// The export threads hold the pool weakly: `zpool export` must be able to take it away
+/// (`into_spa` waits only for brief holders); each request holds it for its own length.
+type PoolWeak = Weak<parking_lot::RwLock<Spa>>;
+
+const NBDMAGIC: u64 = 0x4e42_444d_4147_4943;
+const IHAVEOPT: u64 = 0x4948_4156_454F_5054;
+const REPLY_MAGIC: u64 = 0x0003_e889_0455_65a9;
+const REQUEST_MAGIC: u32 = 0x2560_9513;
+const SIMPLE_REPLY_MAGIC: u32 = 0x6744_6698;
+
+const FLAG_FIXED_NEWSTYLE: u16 = 1;
+const FLAG_NO_ZEROES: u16 = 2;
+const CLIENT_NO_ZEROES: u32 = 2;
+
+const OPT_EXPORT_NAME: u32 = 1;
+const OPT_ABORT: u32 = 2;
+const OPT_LIST: u32 = 3;
+const OPT_INFO: u32 = 6;
+const OPT_GO: u32 = 7;
+
+const REP_ACK: u32 = 1;
+const REP_SERVER: u32 = 2;
+const REP_INFO: u32 = 3;
+const REP_ERR_UNSUP: u32 = (1 << 31) + 1;
+const REP_ERR_INVALID: u32 = (1 << 31) + 3;
+const REP_ERR_UNKNOWN: u32 = (1 << 31) + 6;
+
+const INFO_EXPORT: u16 = 0;
+const INFO_BLOCK_SIZE: u16 = 3;
+
+const TX_HAS_FLAGS: u16 = 1;
+const TX_READ_ONLY: u16 = 2;
+const TX_SEND_FLUSH: u16 = 4;
+const TX_SEND_FUA: u16 = 8;
+const TX_SEND_TRIM: u16 = 32;
+const TX_SEND_WRITE_ZEROES: u16 = 64;
+
+const CMD_READ: u16 = 0;
+const CMD_WRITE: u16 = 1;
+const CMD_DISC: u16 = 2;
+const CMD_FLUSH: u16 = 3;
+const CMD_TRIM: u16 = 4;
+const CMD_WRITE_ZEROES: u16 = 6;
+const CMD_FLAG_FUA: u16 = 1;
+
+const EPERM: u32 = 1;
+const EIO: u32 = 5;
+const EINVAL: u32 = 22;
+const ENOSPC: u32 = 28;
+
+/// The largest READ or WRITE payload (and option) accepted: the maximum block size we
+/// advertise. A larger WRITE ends the connection (its payload cannot be skipped safely).
+const MAX_REQUEST_BYTES: u32 = 32 << 20;
+/// The largest option payload read during negotiation.
+const MAX_OPTION_BYTES: u32 = 64 << 10;
+
+/// One exported volume: its accept thread stops when `stop` is set and it is woken.
+struct Export {
+    path: PathBuf,
+    stop: Arc<AtomicBool>,
+}
+
+static EXPORTS: Mutex<Option<HashMap<String, Export>>> = Mutex::new(None);
+
+/// Where the socket of volume `name` lives.
+pub fn socket_path(name: &str) -> PathBuf {
+    super::run_dir().join("nbd").join(name)
+}
+
+/// Makes the exports match the volumes of the pools held: new volumes get a socket,
+/// vanished ones (destroyed, renamed, pool exported) lose theirs.
+pub fn reconcile() {
+    let Some(registry) = registry::get() else {
+        return;
+    };
+    let mut wanted: HashMap<String, PoolRef> = HashMap::new();
+    for pool in registry.all() {
+        let names = {
+            let mut spa = pool.write();
+            let names = spa.dataset_names().unwrap_or_default();
+            names
+                .into_iter()
+                .filter(|n| !n.contains('%') && spa.is_volume(n).unwrap_or(false))
+                .collect::<Vec<_>>()
+        };
+        for name in names {
+            wanted.insert(name, pool.clone());
+        }
+    }
+    let mut table = EXPORTS.lock();
+    let exports = table.get_or_insert_with(HashMap::new);
+    let gone: Vec<String> = exports
+        .keys()
+        .filter(|n| !wanted.contains_key(*n))
+        .cloned()
+        .collect();
+    for name in gone {
+        if let Some(export) = exports.remove(&name) {
+            export.stop.store(true, Ordering::SeqCst);
+            // Wakes the accept thread, which sees `stop` and ends.
+            let _ = UnixStream::connect(&export.path);
+            let _ = std::fs::remove_file(&export.path);
+        }
+    }
+    for (name, pool) in wanted {
+        if exports.contains_key(&name) {
+            continue;
+        }
+        if let Some(export) = start(&name, Arc::downgrade(&pool)) {
+            exports.insert(name, export);
+        }
+    }
+}
+
+/// Binds the socket of volume `name` and starts its accept thread.
+fn start(name: &str, pool: PoolWeak) -> Option<Export> {
+    let path = socket_path(name);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).ok()?;
+    }
+    let _ = std::fs::remove_file(&path);
+    let listener = UnixListener::bind(&path).ok()?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let volume = name.to_string();
+    std::thread::Builder::new()
+        .name(format!("nbd {name}"))
+        .spawn(move || {
+            for stream in listener.incoming() {
+                if flag.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(stream) = stream else { continue };
+                let (pool, volume) = (pool.clone(), volume.clone());
+                let _ = std::thread::Builder::new()
+                    .name("nbd client".to_string())
+                    .spawn(move || {
+                        let _ = serve(stream, &pool, &volume);
+                    });
+            }
+        })
+        .ok()?;
+    Some(Export { path, stop })
+}
+
+fn read_u16(s: &mut impl Read) -> std::io::Result<u16> {
+    let mut b = [0u8; 2];
+    s.read_exact(&mut b)?;
+    Ok(u16::from_be_bytes(b))
+}
+
+fn read_u32(s: &mut impl Read) -> std::io::Result<u32> {
+    let mut b = [0u8; 4];
+    s.read_exact(&mut b)?;
+    Ok(u32::from_be_bytes(b))
+}
+
+fn read_u64(s: &mut impl Read) -> std::io::Result<u64> {
+    let mut b = [0u8; 8];
+    s.read_exact(&mut b)?;
+    Ok(u64::from_be_bytes(b))
+}
+
+fn read_bytes(s: &mut impl Read, len: u32) -> std::io::Result<Vec<u8>> {
+    let mut data = vec![0u8; len as usize];
+    s.read_exact(&mut data)?;
+    Ok(data)
+}
+
+fn bad(why: &str) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, why.to_string())
+}
+
+/// An option reply.
+fn option_reply(s: &mut impl Write, option: u32, kind: u32, data: &[u8]) -> std::io::Result<()> {
+    let mut out = Vec::with_capacity(20 + data.len());
+    out.extend_from_slice(&REPLY_MAGIC.to_be_bytes());
+    out.extend_from_slice(&option.to_be_bytes());
+    out.extend_from_slice(&kind.to_be_bytes());
+    out.extend_from_slice(&(data.len() as u32).to_be_bytes());
+    out.extend_from_slice(data);
+    s.write_all(&out)
+}
+
+/// Whether `asked` names the volume of this socket.
+fn names_volume(asked: &str, volume: &str) -> bool {
+    asked.is_empty()
+        || asked == volume
+        || asked.trim_start_matches('/') == volume
+        || volume.rsplit('/').next() == Some(asked)
+}
+
+/// The volume's size and block size, and whether the pool is read-only.
+fn shape(pool: &PoolWeak, volume: &str) -> Option<(u64, u64, bool)> {
+    let pool = pool.upgrade()?;
+    let mut spa = pool.write();
+    let readonly = spa.readonly;
+    let info = spa.volume_info(volume).ok().flatten()?;
+    Some((info.size_bytes, info.block_size_bytes, readonly))
+}
+
+fn transmission_flags(readonly: bool) -> u16 {
+    let mut flags =
+        TX_HAS_FLAGS | TX_SEND_FLUSH | TX_SEND_FUA | TX_SEND_TRIM | TX_SEND_WRITE_ZEROES;
+    if readonly {
+        flags |= TX_READ_ONLY;
+    }
+    flags
+}
+
+/// One connection: negotiation, then requests until DISC or the client goes away.
+fn serve(mut s: UnixStream, pool: &PoolWeak, volume: &str) -> std::io::Result<()> {
+    let mut hello = Vec::with_capacity(18);
+    hello.extend_from_slice(&NBDMAGIC.to_be_bytes());
+    hello.extend_from_slice(&IHAVEOPT.to_be_bytes());
+    hello.extend_from_slice(&(FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES).to_be_bytes());
+    s.write_all(&hello)?;
+    let client_flags = read_u32(&mut s)?;
+    loop {
+        if read_u64(&mut s)? != IHAVEOPT {
+            return Err(bad("bad option magic"));
+        }
+        let option = read_u32(&mut s)?;
+        let len = read_u32(&mut s)?;
+        if len > MAX_OPTION_BYTES {
+            return Err(bad("option too long"));
+        }
+        let data = read_bytes(&mut s, len)?;
+        match option {
+            OPT_EXPORT_NAME => {
+                let asked = String::from_utf8_lossy(&data);
+                let Some((size, _, readonly)) =
+                    shape(pool, volume).filter(|_| names_volume(&asked, volume))
+                else {
+                    // The spec's only answer to an unknown name here: close.
+                    return Ok(());
+                };
+                let mut out = Vec::with_capacity(134);
+                out.extend_from_slice(&size.to_be_bytes());
+                out.extend_from_slice(&transmission_flags(readonly).to_be_bytes());
+                if client_flags & CLIENT_NO_ZEROES == 0 {
+                    out.extend_from_slice(&[0u8; 124]);
+                }
+                s.write_all(&out)?;
+                return transmit(s, pool, volume);
+            }
+            OPT_ABORT => {
+                let _ = option_reply(&mut s, option, REP_ACK, &[]);
+                return Ok(());
+            }
+            OPT_LIST => {
+                if !data.is_empty() {
+                    option_reply(&mut s, option, REP_ERR_INVALID, &[])?;
+                    continue;
+                }
+                let mut entry = Vec::new();
+                entry.extend_from_slice(&(volume.len() as u32).to_be_bytes());
+                entry.extend_from_slice(volume.as_bytes());
+                option_reply(&mut s, option, REP_SERVER, &entry)?;
+                option_reply(&mut s, option, REP_ACK, &[])?;
+            }
+            OPT_INFO | OPT_GO => {
+                let asked = data
+                    .get(0..4)
+                    .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize)
+                    .and_then(|n| data.get(4..4 + n))
+                    .map(|b| String::from_utf8_lossy(b).into_owned());
+                let Some(asked) = asked else {
+                    option_reply(&mut s, option, REP_ERR_INVALID, &[])?;
+                    continue;
+                };
+                let Some((size, block, readonly)) =
+                    shape(pool, volume).filter(|_| names_volume(&asked, volume))
+                else {
+                    option_reply(&mut s, option, REP_ERR_UNKNOWN, &[])?;
+                    continue;
+                };
+                let mut export = Vec::with_capacity(12);
+                export.extend_from_slice(&INFO_EXPORT.to_be_bytes());
+                export.extend_from_slice(&size.to_be_bytes());
+                export.extend_from_slice(&transmission_flags(readonly).to_be_bytes());
+                option_reply(&mut s, option, REP_INFO, &export)?;
+                let mut sizes = Vec::with_capacity(14);
+                sizes.extend_from_slice(&INFO_BLOCK_SIZE.to_be_bytes());
+                sizes.extend_from_slice(&1u32.to_be_bytes());
+                sizes.extend_from_slice(
+                    &(block.min(u64::from(MAX_REQUEST_BYTES)) as u32).to_be_bytes(),
+                );
+                sizes.extend_from_slice(&MAX_REQUEST_BYTES.to_be_bytes());
+                option_reply(&mut s, option, REP_INFO, &sizes)?;
+                option_reply(&mut s, option, REP_ACK, &[])?;
+                if option == OPT_GO {
+                    return transmit(s, pool, volume);
+                }
+            }
+            _ => option_reply(&mut s, option, REP_ERR_UNSUP, &[])?,
+        }
+    }
+}
+
+/// The errno a refusal of the pool answers.
+fn errno(e: &SpaError, writing: bool) -> u32 {
+    match e {
+        SpaError::NoSpace | SpaError::QuotaExceeded => ENOSPC,
+        SpaError::ReadOnly => EPERM,
+        SpaError::Invalid(_) if writing => ENOSPC,
+        SpaError::Invalid(_) => EINVAL,
+        _ => EIO,
+    }
+}
+
+fn simple_reply(s: &mut impl Write, error: u32, handle: u64, data: &[u8]) -> std::io::Result<()> {
+    let mut out = Vec::with_capacity(16 + data.len());
+    out.extend_from_slice(&SIMPLE_REPLY_MAGIC.to_be_bytes());
+    out.extend_from_slice(&error.to_be_bytes());
+    out.extend_from_slice(&handle.to_be_bytes());
+    out.extend_from_slice(data);
+    s.write_all(&out)
+}
+
+/// Commits the pool's open txg: everything written before is durable when it returns.
+fn flush(pool: &PoolRef) -> Result<(), SpaError> {
+    zetta::spa::txg::sync_pool(pool).map(|_| ())
+}
+
+/// The transmission phase.
+fn transmit(mut s: UnixStream, pool: &PoolWeak, volume: &str) -> std::io::Result<()> {
+    loop {
+        if read_u32(&mut s)? != REQUEST_MAGIC {
+            return Err(bad("bad request magic"));
+        }
+        let flags = read_u16(&mut s)?;
+        let kind = read_u16(&mut s)?;
+        let handle = read_u64(&mut s)?;
+        let offset = read_u64(&mut s)?;
+        let len = read_u32(&mut s)?;
+        if kind == CMD_DISC {
+            return Ok(());
+        }
+        // A WRITE's payload is read before the pool is held (a slow client must not keep
+        // `zpool export` waiting); one that cannot be buffered ends the connection.
+        let payload = if kind == CMD_WRITE {
+            if len > MAX_REQUEST_BYTES {
+                return Err(bad("write too long"));
+            }
+            read_bytes(&mut s, len)?
+        } else {
+            Vec::new()
+        };
+        // The pool went away (exported): this connection ends.
+        let Some(pool) = pool.upgrade() else {
+            return Ok(());
+        };
+        let result = request(&pool, volume, kind, flags, offset, len, &payload);
+        drop(pool);
+        match result {
+            Ok(data) => simple_reply(&mut s, 0, handle, &data)?,
+            Err(error) => simple_reply(&mut s, error, handle, &[])?,
+        }
+    }
+}
+
+/// One request against the pool: the data read, or the errno of the reply.
+fn request(
+    pool: &PoolRef,
+    volume: &str,
+    kind: u16,
+    flags: u16,
+    offset: u64,
+    len: u32,
+    payload: &[u8],
+) -> Result<Vec<u8>, u32> {
+    let durable = |changed: Result<(), SpaError>| match changed {
+        Ok(()) if flags & CMD_FLAG_FUA != 0 => flush(pool).map_err(|e| errno(&e, true)),
+        Ok(()) => Ok(()),
+        Err(e) => Err(errno(&e, true)),
+    };
+    match kind {
+        CMD_READ if len > MAX_REQUEST_BYTES => Err(EINVAL),
+        CMD_READ => {
+            let read = pool.write().volume_read(volume, offset, len as usize);
+            read.map_err(|e| errno(&e, false))
+        }
+        CMD_WRITE => {
+            let written = pool.write().volume_write(volume, offset, payload);
+            zetta::spa::txg::wait_for_room(pool);
+            durable(written).map(|()| Vec::new())
+        }
+        CMD_FLUSH => flush(pool)
+            .map(|()| Vec::new())
+            .map_err(|e| errno(&e, true)),
+        CMD_TRIM | CMD_WRITE_ZEROES => {
+            let freed = pool.write().volume_free(volume, offset, u64::from(len));
+            durable(freed).map(|()| Vec::new())
+        }
+        _ => Err(EINVAL),
+    }
+}

@@ -1,0 +1,436 @@
+//! The daemon's NBD export of volumes (issue 17), through a small NBD client written
+//! here from the protocol spec (fixed newstyle, NBD_OPT_GO, simple replies): reads and
+//! writes, FUA and FLUSH, TRIM and WRITE_ZEROES, hostile requests, exports following
+//! create/rename/destroy, and acknowledged writes surviving SIGKILL of the daemon.
+
+mod common;
+
+use common::NoMountLab;
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+const IHAVEOPT: u64 = 0x4948_4156_454F_5054;
+const REQUEST_MAGIC: u32 = 0x2560_9513;
+const CMD_READ: u16 = 0;
+const CMD_WRITE: u16 = 1;
+const CMD_DISC: u16 = 2;
+const CMD_FLUSH: u16 = 3;
+const CMD_TRIM: u16 = 4;
+const CMD_WRITE_ZEROES: u16 = 6;
+const FLAG_FUA: u16 = 1;
+
+fn socket(lab: &NoMountLab, volume: &str) -> PathBuf {
+    lab.inner.dir.join("run").join("nbd").join(volume)
+}
+
+/// Polls `done` for up to a minute (generous on a loaded machine; no timing asserted).
+fn wait_for(mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    done()
+}
+
+struct Client {
+    s: UnixStream,
+    size: u64,
+    handle: u64,
+}
+
+fn u16_of(b: &[u8]) -> u16 {
+    u16::from_be_bytes([b[0], b[1]])
+}
+fn u32_of(b: &[u8]) -> u32 {
+    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+}
+fn u64_of(b: &[u8]) -> u64 {
+    u64::from_be_bytes(b[..8].try_into().unwrap())
+}
+
+impl Client {
+    /// Connects (retrying while the export is not there yet) and negotiates with GO.
+    fn connect(path: &PathBuf, export: &str) -> Client {
+        let mut stream = None;
+        assert!(
+            wait_for(|| {
+                stream = UnixStream::connect(path).ok();
+                stream.is_some()
+            }),
+            "no NBD socket at {}",
+            path.display()
+        );
+        let mut s = stream.unwrap();
+        let mut hello = [0u8; 18];
+        s.read_exact(&mut hello).unwrap();
+        assert_eq!(&hello[..8], b"NBDMAGIC");
+        assert_eq!(u64_of(&hello[8..]), IHAVEOPT);
+        assert_eq!(u16_of(&hello[16..]) & 1, 1, "fixed newstyle");
+        s.write_all(&3u32.to_be_bytes()).unwrap(); // FIXED_NEWSTYLE | NO_ZEROES
+        let mut option = Vec::new();
+        option.extend_from_slice(&IHAVEOPT.to_be_bytes());
+        option.extend_from_slice(&7u32.to_be_bytes()); // NBD_OPT_GO
+        let data_len = 4 + export.len() + 2;
+        option.extend_from_slice(&(data_len as u32).to_be_bytes());
+        option.extend_from_slice(&(export.len() as u32).to_be_bytes());
+        option.extend_from_slice(export.as_bytes());
+        option.extend_from_slice(&0u16.to_be_bytes());
+        s.write_all(&option).unwrap();
+        let mut size = None;
+        loop {
+            let mut head = [0u8; 20];
+            s.read_exact(&mut head).unwrap();
+            assert_eq!(u64_of(&head), 0x0003_e889_0455_65a9);
+            let kind = u32_of(&head[12..]);
+            let mut data = vec![0u8; u32_of(&head[16..]) as usize];
+            s.read_exact(&mut data).unwrap();
+            match kind {
+                1 => break,
+                3 if u16_of(&data) == 0 => size = Some(u64_of(&data[2..])),
+                3 => {}
+                other => panic!("option reply {other:#x}"),
+            }
+        }
+        Client {
+            s,
+            size: size.expect("NBD_INFO_EXPORT"),
+            handle: 0,
+        }
+    }
+
+    /// Sends one request; returns the reply's error and data.
+    fn request(
+        &mut self,
+        kind: u16,
+        flags: u16,
+        offset: u64,
+        len: u32,
+        data: &[u8],
+    ) -> (u32, Vec<u8>) {
+        self.handle += 1;
+        let mut out = Vec::new();
+        out.extend_from_slice(&REQUEST_MAGIC.to_be_bytes());
+        out.extend_from_slice(&flags.to_be_bytes());
+        out.extend_from_slice(&kind.to_be_bytes());
+        out.extend_from_slice(&self.handle.to_be_bytes());
+        out.extend_from_slice(&offset.to_be_bytes());
+        out.extend_from_slice(&len.to_be_bytes());
+        out.extend_from_slice(data);
+        self.s.write_all(&out).unwrap();
+        let mut reply = [0u8; 16];
+        self.s.read_exact(&mut reply).unwrap();
+        assert_eq!(u32_of(&reply), 0x6744_6698);
+        assert_eq!(u64_of(&reply[8..]), self.handle);
+        let error = u32_of(&reply[4..]);
+        let mut payload = Vec::new();
+        if kind == CMD_READ && error == 0 {
+            payload = vec![0u8; len as usize];
+            self.s.read_exact(&mut payload).unwrap();
+        }
+        (error, payload)
+    }
+
+    /// NBD_CMD_DISC: no reply; the server closes the connection.
+    fn disconnect(mut self) {
+        let mut out = Vec::new();
+        out.extend_from_slice(&REQUEST_MAGIC.to_be_bytes());
+        out.extend_from_slice(&0u16.to_be_bytes());
+        out.extend_from_slice(&CMD_DISC.to_be_bytes());
+        out.extend_from_slice(&[0u8; 20]);
+        self.s.write_all(&out).unwrap();
+        let mut rest = Vec::new();
+        let _ = self.s.read_to_end(&mut rest);
+        assert!(rest.is_empty());
+    }
+
+    fn write(&mut self, offset: u64, data: &[u8], flags: u16) {
+        let (error, _) = self.request(CMD_WRITE, flags, offset, data.len() as u32, data);
+        assert_eq!(error, 0, "write at {offset}");
+    }
+
+    fn read(&mut self, offset: u64, len: u32) -> Vec<u8> {
+        let (error, data) = self.request(CMD_READ, 0, offset, len, &[]);
+        assert_eq!(error, 0, "read at {offset}");
+        data
+    }
+}
+
+/// Bytes of a seeded pattern (SplitMix64), different per seed.
+fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    let mut state = seed;
+    (0..len)
+        .map(|_| {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            (z ^ (z >> 31)) as u8
+        })
+        .collect()
+}
+
+fn used(lab: &NoMountLab, name: &str) -> u64 {
+    lab.ok("zfs", &["get", "-Hp", "-o", "value", "referenced", name])
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+// Why: volumes had no way in or out: the daemon must export each volume over NBD, with
+// reads, writes, FLUSH, FUA, TRIM (frees blocks: REFER drops) and WRITE_ZEROES (reads as
+// zeros), and hostile requests answered with NBD errors, never a panic.
+#[test]
+fn nbd_reads_writes_trims() {
+    let lab = NoMountLab::new();
+    lab.ok("zfs", &["create", "-V", "8M", "tank/vol"]);
+    let mut c = Client::connect(&socket(&lab, "tank/vol"), "tank/vol");
+    assert_eq!(c.size, 8 << 20);
+    // An unwritten volume reads as zeros.
+    assert_eq!(c.read(0, 4096), vec![0u8; 4096]);
+    let data = pattern(1, 1 << 20);
+    c.write(1 << 20, &data, 0);
+    c.write(3 << 20, &data[..1000], FLAG_FUA);
+    assert_eq!(c.read(1 << 20, 1 << 20), data);
+    assert_eq!(c.read(3 << 20, 1000), data[..1000].to_vec());
+    assert_eq!(c.request(CMD_FLUSH, 0, 0, 0, &[]).0, 0);
+    let before = used(&lab, "tank/vol");
+    // Trim the whole megabyte and a partial block: zeros, and the space comes back.
+    assert_eq!(c.request(CMD_TRIM, 0, 1 << 20, 1 << 20, &[]).0, 0);
+    assert_eq!(
+        c.request(CMD_WRITE_ZEROES, 0, (3 << 20) + 100, 200, &[]).0,
+        0
+    );
+    assert_eq!(c.read(1 << 20, 1 << 20), vec![0u8; 1 << 20]);
+    let mut expect = data[..1000].to_vec();
+    expect[100..300].fill(0);
+    assert_eq!(c.read(3 << 20, 1000), expect);
+    assert_eq!(c.request(CMD_FLUSH, 0, 0, 0, &[]).0, 0);
+    let after = used(&lab, "tank/vol");
+    assert!(after + (512 << 10) < before, "REFER {before} -> {after}");
+    // Out of range: EINVAL for reads, ENOSPC for writes; unknown commands EINVAL.
+    assert_eq!(c.request(CMD_READ, 0, 8 << 20, 512, &[]).0, 22);
+    assert_eq!(c.request(CMD_READ, 0, u64::MAX - 10, 512, &[]).0, 22);
+    assert_eq!(c.request(CMD_READ, 0, 0, u32::MAX, &[]).0, 22);
+    assert_eq!(
+        c.request(CMD_WRITE, 0, (8 << 20) - 10, 20, &[7u8; 20]).0,
+        28
+    );
+    assert_eq!(c.request(99, 0, 0, 0, &[]).0, 22);
+    c.disconnect();
+    // A client sending garbage is dropped; the daemon and other clients go on.
+    let mut bad = UnixStream::connect(socket(&lab, "tank/vol")).unwrap();
+    let mut hello = [0u8; 18];
+    bad.read_exact(&mut hello).unwrap();
+    bad.write_all(&[0xffu8; 64]).unwrap();
+    let mut rest = Vec::new();
+    let _ = bad.read_to_end(&mut rest);
+    let mut c = Client::connect(&socket(&lab, "tank/vol"), "");
+    assert_eq!(c.read(3 << 20, 100), data[..100].to_vec());
+    // A data file written through NBD comes back from `zfs send | zfs receive`.
+    lab.ok("zfs", &["snapshot", "tank/vol@s"]);
+    lab.ok("sh", &["-c", "zfs send tank/vol@s | zfs receive tank/copy"]);
+    let mut copy = Client::connect(&socket(&lab, "tank/copy"), "tank/copy");
+    assert_eq!(copy.read(3 << 20, 1000), expect);
+}
+
+// Why: exports must follow the volumes: a rename moves the socket, an export of the pool
+// removes it and an import brings it back, a destroy removes it.
+#[test]
+fn nbd_exports_follow_rename_and_destroy() {
+    let lab = NoMountLab::new();
+    lab.ok("zfs", &["create", "-V", "1M", "tank/vol"]);
+    let mut c = Client::connect(&socket(&lab, "tank/vol"), "tank/vol");
+    c.write(0, b"hello", FLAG_FUA);
+    drop(c);
+    lab.ok("zfs", &["rename", "tank/vol", "tank/moved"]);
+    assert!(!socket(&lab, "tank/vol").exists());
+    let mut c = Client::connect(&socket(&lab, "tank/moved"), "moved");
+    assert_eq!(c.read(0, 5), b"hello");
+    drop(c);
+    // Export takes the socket away; import brings it back with the data.
+    lab.ok("zpool", &["export", "tank"]);
+    assert!(!socket(&lab, "tank/moved").exists());
+    let dir = lab.inner.dir.to_string_lossy().into_owned();
+    lab.ok("zpool", &["import", "-d", &dir, "tank"]);
+    let mut c = Client::connect(&socket(&lab, "tank/moved"), "tank/moved");
+    assert_eq!(c.read(0, 5), b"hello");
+    drop(c);
+    lab.ok("zfs", &["destroy", "tank/moved"]);
+    assert!(!socket(&lab, "tank/moved").exists());
+}
+
+fn daemon_pid(lab: &NoMountLab) -> u32 {
+    std::fs::read_to_string(lab.inner.dir.join("run").join("zetta.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Whether the killed daemon let go of its files: its command socket refuses connections
+/// (its device locks go with the same file table). A zombie thread-group leader is not
+/// enough: the other threads may still hold the table.
+fn daemon_gone(lab: &NoMountLab) -> bool {
+    UnixStream::connect(lab.inner.dir.join("run").join("zetta.sock")).is_err()
+}
+
+// Why: the seed post's zvol lost guest syncs. Every write acknowledged after FUA, or
+// before an acknowledged FLUSH, must survive SIGKILL of the daemon: 20 rounds of a
+// write-ahead logger that records what was acknowledged, kill, reimport, check.
+#[test]
+fn nbd_acknowledged_writes_survive_sigkill() {
+    let lab = NoMountLab::new();
+    lab.ok("zfs", &["create", "-V", "4M", "tank/vol"]);
+    let block = 4096u64;
+    let mut acknowledged: Vec<(u64, Vec<u8>)> = Vec::new();
+    for round in 0..20u64 {
+        let mut c = Client::connect(&socket(&lab, "tank/vol"), "tank/vol");
+        for (offset, data) in &acknowledged {
+            assert_eq!(&c.read(*offset, data.len() as u32), data, "round {round}");
+        }
+        // Two FUA writes, two plain writes made durable by a FLUSH, one plain write left
+        // unflushed (it may or may not survive: not checked).
+        for k in 0..5u64 {
+            let offset = ((round * 5 + k) % 1024) * block;
+            let data = pattern(round * 100 + k, block as usize);
+            match k {
+                0 | 1 => {
+                    c.write(offset, &data, FLAG_FUA);
+                    acknowledged.retain(|(o, _)| *o != offset);
+                    acknowledged.push((offset, data));
+                }
+                2 | 3 => {
+                    c.write(offset, &data, 0);
+                    acknowledged.retain(|(o, _)| *o != offset);
+                    acknowledged.push((offset, data));
+                }
+                _ => {
+                    assert_eq!(c.request(CMD_FLUSH, 0, 0, 0, &[]).0, 0);
+                    c.write(offset, &data, 0);
+                    acknowledged.retain(|(o, _)| *o != offset);
+                }
+            }
+        }
+        let pid = daemon_pid(&lab);
+        std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(wait_for(|| daemon_gone(&lab)), "daemon {pid} did not die");
+        drop(c);
+        // The next command starts a daemon, which imports the pool and exports the volume.
+        lab.ok("zfs", &["list", "tank/vol"]);
+    }
+    let mut c = Client::connect(&socket(&lab, "tank/vol"), "tank/vol");
+    for (offset, data) in &acknowledged {
+        assert_eq!(&c.read(*offset, data.len() as u32), data);
+    }
+}
+
+/// Whether a real NBD client is installed (scripts/setup.sh installs qemu-utils and
+/// libnbd-bin); a test without it says SKIPPED, as the sanoid tests do.
+fn client_installed(path: &str) -> bool {
+    if std::path::Path::new(path).exists() {
+        return true;
+    }
+    eprintln!("SKIPPED: {path} is not installed (scripts/setup.sh installs it with apt-get)");
+    false
+}
+
+fn run_ok(program: &str, args: &[&str]) -> String {
+    let out = std::process::Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+// Why: real NBD clients must work against the export, not only this file's client:
+// `qemu-img convert` of a seeded image onto the volume and back gives the same bytes;
+// `qemu-io` writes with FUA, flushes, discards; `nbdinfo` reports the size and block
+// sizes; `nbdcopy` reads it back; a discard through qemu-io frees space.
+#[test]
+fn nbd_real_clients() {
+    for tool in [
+        "/usr/bin/qemu-img",
+        "/usr/bin/qemu-io",
+        "/usr/bin/nbdinfo",
+        "/usr/bin/nbdcopy",
+    ] {
+        if !client_installed(tool) {
+            return;
+        }
+    }
+    let lab = NoMountLab::new();
+    lab.ok("zfs", &["create", "-V", "16M", "tank/vm"]);
+    let sock = socket(&lab, "tank/vm");
+    assert!(wait_for(|| UnixStream::connect(&sock).is_ok()));
+    let uri = format!("nbd+unix:///tank/vm?socket={}", sock.display());
+    let image = lab.inner.path("image.raw");
+    let data = pattern(42, 16 << 20);
+    std::fs::write(&image, &data).unwrap();
+    run_ok(
+        "qemu-img",
+        &["convert", "-n", "-f", "raw", "-O", "raw", &image, &uri],
+    );
+    let back = lab.inner.path("back.raw");
+    run_ok(
+        "qemu-img",
+        &["convert", "-f", "raw", "-O", "raw", &uri, &back],
+    );
+    assert!(
+        std::fs::read(&back).unwrap() == data,
+        "qemu-img round trip differs"
+    );
+    let info = run_ok("nbdinfo", &[&uri]);
+    for line in [
+        "export-size: 16777216",
+        "can_flush: true",
+        "can_fua: true",
+        "can_trim: true",
+        "can_zero: true",
+        "block_size_preferred: 16384",
+    ] {
+        assert!(info.contains(line), "nbdinfo lacks {line:?}:\n{info}");
+    }
+    let before = used(&lab, "tank/vm");
+    run_ok(
+        "qemu-io",
+        &[
+            "-f",
+            "raw",
+            "-c",
+            "write -P 0xab -f 0 64k",
+            "-c",
+            "flush",
+            "-c",
+            "read -P 0xab 0 64k",
+            "-c",
+            "discard 1M 8M",
+            "-c",
+            "read -P 0 1M 8M",
+            "-c",
+            "flush",
+            &uri,
+        ],
+    );
+    let after = used(&lab, "tank/vm");
+    assert!(after + (4 << 20) < before, "REFER {before} -> {after}");
+    let copy = lab.inner.path("copy.raw");
+    run_ok("nbdcopy", &[&uri, &copy]);
+    let mut expect = data;
+    expect[..64 << 10].fill(0xab);
+    expect[1 << 20..9 << 20].fill(0);
+    assert!(std::fs::read(&copy).unwrap() == expect, "nbdcopy differs");
+}
