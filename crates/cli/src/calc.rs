@@ -168,18 +168,8 @@ fn need(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     let mut parsable = false;
     let mut i = 0;
     while i < args.len() {
-        let arg = args[i].as_str();
-        let (name, inline) = match arg.split_once('=') {
-            Some((n, v)) if n.starts_with("--") => (n, Some(v.to_string())),
-            _ => (arg, None),
-        };
-        let value = |i: &mut usize| -> Option<String> {
-            if inline.is_some() {
-                return inline.clone();
-            }
-            *i += 1;
-            args.get(*i).cloned()
-        };
+        let (name, inline) = split_flag(&args[i]);
+        let value = |i: &mut usize| flag_value(args, i, &inline);
         match name {
             "-p" => parsable = true,
             "--no-backup" => factors[BACKUP].value = 1.0,
@@ -406,6 +396,23 @@ pub fn capacity(
     })
 }
 
+/// `--flag=value` split into the flag and its inline value; anything else is itself.
+fn split_flag(arg: &str) -> (&str, Option<String>) {
+    match arg.split_once('=') {
+        Some((n, v)) if n.starts_with("--") => (n, Some(v.to_string())),
+        _ => (arg, None),
+    }
+}
+
+/// A flag's value: the inline one, or the next argument (advancing `i` past it).
+fn flag_value(args: &[String], i: &mut usize, inline: &Option<String>) -> Option<String> {
+    if inline.is_some() {
+        return inline.clone();
+    }
+    *i += 1;
+    args.get(*i).cloned()
+}
+
 fn usable(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     let mut words = Vec::new();
     let mut disk: Option<u64> = None;
@@ -414,18 +421,8 @@ fn usable(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     let mut parsable = false;
     let mut i = 0;
     while i < args.len() {
-        let arg = args[i].as_str();
-        let (name, inline) = match arg.split_once('=') {
-            Some((n, v)) if n.starts_with("--") => (n, Some(v.to_string())),
-            _ => (arg, None),
-        };
-        let value = |i: &mut usize| -> Option<String> {
-            if inline.is_some() {
-                return inline.clone();
-            }
-            *i += 1;
-            args.get(*i).cloned()
-        };
+        let (name, inline) = split_flag(&args[i]);
+        let value = |i: &mut usize| flag_value(args, i, &inline);
         match name {
             "-p" => parsable = true,
             "--disk-size" => match value(&mut i).as_deref().and_then(parse_size) {
