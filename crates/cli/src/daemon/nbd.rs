@@ -118,6 +118,10 @@ pub fn reconcile() {
     for pool in registry.all() {
         let names = {
             let mut spa = pool.write();
+            // Volumes of an imported OpenZFS pool are recognised, not read yet: no export.
+            if spa.openzfs().is_some() {
+                continue;
+            }
             let names = spa.dataset_names().unwrap_or_default();
             names
                 .into_iter()
