@@ -107,25 +107,27 @@ struct Export {
     sync: Arc<AtomicU8>,
 }
 
-const SYNC_STANDARD: u8 = 0;
-const SYNC_ALWAYS: u8 = 1;
-const SYNC_DISABLED: u8 = 2;
+pub(super) const SYNC_STANDARD: u8 = 0;
+pub(super) const SYNC_ALWAYS: u8 = 1;
+pub(super) const SYNC_DISABLED: u8 = 2;
 
-/// The `sync` property of every volume of `spa` named in `names`.
-fn sync_modes(spa: &mut Spa, names: &[String]) -> Vec<u8> {
-    // Unreadable properties: the default, `standard` (FLUSH and FUA commit the log).
+/// The `sync` property of every volume of `spa` named in `names`, and whether its
+/// `volmode` is `none` (no block device).
+fn volume_props(spa: &mut Spa, names: &[String]) -> Vec<(u8, bool)> {
+    // Unreadable properties: the defaults, `standard` (FLUSH and FUA commit the log).
     let Ok(props) = crate::zfs::load_spa_props(spa) else {
-        return vec![SYNC_STANDARD; names.len()];
+        return vec![(SYNC_STANDARD, false); names.len()];
     };
     names
         .iter()
         .map(|name| {
-            let value = zetta_zprop::resolve(&props, name, "sync").map(|r| r.value);
-            match value.as_deref() {
+            let value = |prop: &str| zetta_zprop::resolve(&props, name, prop).map(|r| r.value);
+            let sync = match value("sync").as_deref() {
                 Some("always") => SYNC_ALWAYS,
                 Some("disabled") => SYNC_DISABLED,
                 _ => SYNC_STANDARD,
-            }
+            };
+            (sync, value("volmode").as_deref() == Some("none"))
         })
         .collect()
 }
@@ -144,29 +146,42 @@ pub fn reconcile() {
         return;
     };
     let mut wanted: HashMap<String, (PoolRef, u8)> = HashMap::new();
+    let mut devices = Vec::new();
     for pool in registry.all() {
-        let (names, modes) = {
+        let volumes = {
             let mut spa = pool.write();
             // Volumes of an imported OpenZFS pool are recognised, not read yet: no export.
             if spa.openzfs().is_some() {
                 continue;
             }
             let names = spa.dataset_names().unwrap_or_default();
-            let names = names
-                .into_iter()
-                .filter(|n| !n.contains('%') && spa.is_volume(n).unwrap_or(false))
-                .collect::<Vec<_>>();
-            let modes = if names.is_empty() {
+            let mut volumes = Vec::new();
+            for name in names.into_iter().filter(|n| !n.contains('%')) {
+                if let Ok(Some(info)) = spa.volume_info(&name) {
+                    volumes.push((name, info));
+                }
+            }
+            let names: Vec<String> = volumes.iter().map(|(n, _)| n.clone()).collect();
+            let props = if names.is_empty() {
                 Vec::new()
             } else {
-                sync_modes(&mut spa, &names)
+                volume_props(&mut spa, &names)
             };
-            (names, modes)
+            volumes.into_iter().zip(props).collect::<Vec<_>>()
         };
-        for (name, mode) in names.into_iter().zip(modes) {
-            wanted.insert(name, (pool.clone(), mode));
+        for ((name, info), (sync, hidden)) in volumes {
+            devices.push(super::zvol_dev::VolumeView {
+                name: name.clone(),
+                size_bytes: info.size_bytes,
+                block_size_bytes: info.block_size_bytes,
+                pool: pool.clone(),
+                sync,
+                hidden,
+            });
+            wanted.insert(name, (pool.clone(), sync));
         }
     }
+    super::zvol_dev::reconcile(devices);
     let mut table = EXPORTS.lock();
     let exports = table.get_or_insert_with(HashMap::new);
     let gone: Vec<String> = exports
