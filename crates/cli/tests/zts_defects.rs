@@ -1,0 +1,138 @@
+//! Defects of issue 18 found by OpenZFS's test suite (ZTS `cli_root`), each reproduced
+//! through the real CLI: properties on snapshots, name validation, shorthand device names,
+//! mount options and the operands OpenZFS refuses.
+
+mod common;
+
+use common::mount_lab::MountLab;
+use common::NoMountLab;
+
+/// (exit code, stderr) of a command.
+fn refused(lab: &NoMountLab, front: &str, args: &[&str]) -> (i32, String) {
+    let out = lab.run(front, args);
+    (out.code, out.stderr)
+}
+
+/// `zfs get -H -o value,source prop name`, as "value\tsource".
+fn value_source(lab: &NoMountLab, prop: &str, name: &str) -> String {
+    lab.ok("zfs", &["get", "-H", "-o", "value,source", prop, name])
+        .trim_end()
+        .to_string()
+}
+
+// Why: defect 3 of issue 18: `zfs set user:x=1 p/a@s` said the dataset does not exist and
+// `zfs snapshot -o user:x=1` dropped the property; OpenZFS stores user properties on the
+// snapshot (source local) and refuses native ones with "this property can not be modified
+// for snapshots".
+#[test]
+fn user_properties_live_on_snapshots() {
+    let lab = NoMountLab::new();
+    lab.ok("zfs", &["create", "tank/a"]);
+    lab.ok("zfs", &["snapshot", "tank/a@s"]);
+    lab.ok("zfs", &["set", "user:x=1", "tank/a@s"]);
+    assert_eq!(value_source(&lab, "user:x", "tank/a@s"), "1\tlocal");
+    // The filesystem does not see it.
+    assert_eq!(value_source(&lab, "user:x", "tank/a"), "-\t-");
+
+    lab.ok(
+        "zfs",
+        &["snapshot", "-o", "user:y=two", "-o", "user:z=3", "tank/a@t"],
+    );
+    assert_eq!(value_source(&lab, "user:y", "tank/a@t"), "two\tlocal");
+    assert_eq!(value_source(&lab, "user:z", "tank/a@t"), "3\tlocal");
+    assert_eq!(value_source(&lab, "user:x", "tank/a@t"), "-\t-");
+    let all = lab.ok(
+        "zfs",
+        &[
+            "get",
+            "-H",
+            "-o",
+            "property,value,source",
+            "all",
+            "tank/a@t",
+        ],
+    );
+    assert!(all.contains("user:y\ttwo\tlocal\n"), "{all}");
+
+    // A user property of the filesystem is inherited from it.
+    lab.ok("zfs", &["set", "user:w=fs", "tank/a"]);
+    assert_eq!(
+        value_source(&lab, "user:w", "tank/a@s"),
+        "fs\tinherited from tank/a"
+    );
+    // The snapshot's own value wins; `zfs inherit` takes it away again.
+    lab.ok("zfs", &["set", "user:w=snap", "tank/a@s"]);
+    assert_eq!(value_source(&lab, "user:w", "tank/a@s"), "snap\tlocal");
+    lab.ok("zfs", &["inherit", "user:w", "tank/a@s"]);
+    assert_eq!(
+        value_source(&lab, "user:w", "tank/a@s"),
+        "fs\tinherited from tank/a"
+    );
+
+    // Native properties are refused, with OpenZFS's words.
+    assert_eq!(
+        refused(&lab, "zfs", &["set", "atime=off", "tank/a@s"]),
+        (
+            1,
+            "cannot set property for 'tank/a@s': this property can not be modified for snapshots\n"
+                .to_string()
+        )
+    );
+    assert_eq!(
+        refused(
+            &lab,
+            "zfs",
+            &["snapshot", "-o", "compression=on", "tank/a@u"]
+        ),
+        (
+            1,
+            "cannot create snapshots : this property can not be modified for snapshots\n"
+                .to_string()
+        )
+    );
+    assert_eq!(
+        refused(&lab, "zfs", &["set", "user:x=1", "tank/a@nosuch"]),
+        (
+            1,
+            "cannot open 'tank/a@nosuch': dataset does not exist\n".to_string()
+        )
+    );
+    let snaps = lab.ok(
+        "zfs",
+        &["list", "-H", "-o", "name", "-t", "snapshot", "-r", "tank"],
+    );
+    assert_eq!(snaps, "tank/a@s\ntank/a@t\n");
+
+    // They follow a rename, survive an export/import and go with the snapshot.
+    lab.ok("zfs", &["rename", "tank/a@t", "tank/a@t2"]);
+    assert_eq!(value_source(&lab, "user:y", "tank/a@t2"), "two\tlocal");
+    lab.ok("zpool", &["export", "tank"]);
+    lab.ok("zpool", &["import", "-d", &lab.inner.path(""), "tank"]);
+    assert_eq!(value_source(&lab, "user:x", "tank/a@s"), "1\tlocal");
+    lab.ok("zfs", &["destroy", "tank/a@t2"]);
+    lab.ok("zfs", &["snapshot", "tank/a@t2"]);
+    assert_eq!(value_source(&lab, "user:y", "tank/a@t2"), "-\t-");
+}
+
+// Why: defect 4 of issue 18: after `zfs destroy fs@x`, `.zfs/snapshot/x` still stat'ed
+// (the kernel trusted the entry the lookup before the destroy had given it for a second);
+// OpenZFS's entry goes with the snapshot at once (ENOENT), and a re-created snapshot of
+// that name is found again.
+#[test]
+fn destroyed_snapshot_entry_no_longer_stats() {
+    let lab = MountLab::new("tank/fs");
+    let root = lab.mnt("fs");
+    std::fs::write(format!("{root}/file"), b"kept").unwrap();
+    lab.ok("zfs", &["snapshot", "tank/fs@x"]);
+    let entry = format!("{root}/.zfs/snapshot/x");
+    for round in 0..3 {
+        // Looked up (and its file read) just before the destroy.
+        assert!(std::fs::metadata(&entry).unwrap().is_dir(), "round {round}");
+        assert_eq!(std::fs::read(format!("{entry}/file")).unwrap(), b"kept");
+        lab.ok("zfs", &["destroy", "tank/fs@x"]);
+        let err = std::fs::metadata(&entry).expect_err("destroyed snapshot still stats");
+        assert_eq!(err.raw_os_error(), Some(libc::ENOENT), "round {round}");
+        assert!(std::fs::metadata(format!("{entry}/file")).is_err());
+        lab.ok("zfs", &["snapshot", "tank/fs@x"]);
+    }
+}
