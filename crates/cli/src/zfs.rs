@@ -377,10 +377,27 @@ fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
     finish(&mut imported, "create", args)
 }
 
-/// `zfs snapshot [-r] fs@snap…`: every snapshot in one txg (atomic).
+/// `zfs snapshot [-r] [-o prop=value]… fs@snap…`: every snapshot in one txg (atomic).
+/// When several were asked for (`-r`, or several operands), a refusal ends with OpenZFS's
+/// "no snapshots were created".
 fn cmd_snapshot(args: &[String]) -> CmdResult {
     let parsed = getopt(args, "ro:")?;
-    let settings = snapshot_settings(&parsed)?;
+    let multiple = parsed.has('r') || parsed.operands.len() > 1;
+    let settings = parse_snapshot_settings(&parsed)?;
+    match snapshot_parsed(&parsed, settings, args) {
+        Err(CmdError::Fail(message)) if multiple => Err(CmdError::Fail(format!(
+            "{message}\nno snapshots were created"
+        ))),
+        other => other,
+    }
+}
+
+fn snapshot_parsed(
+    parsed: &crate::zpool::Parsed,
+    settings: Vec<(String, String)>,
+    args: &[String],
+) -> CmdResult {
+    check_snapshot_settings(&settings)?;
     if parsed.operands.is_empty() {
         return usage("missing snapshot argument");
     }
@@ -410,6 +427,11 @@ fn cmd_snapshot(args: &[String]) -> CmdResult {
                 names.push(format!("{child}@{snap}"));
             }
         }
+    }
+    // zfs_snapshot_nvl checks every name -r made (a descendant's may be too long).
+    for name in &names {
+        zetta_zprop::namecheck::validate_snapshot_name(name, true)
+            .map_err(|e| CmdError::Fail(format!("cannot create snapshot '{name}': {e}")))?;
     }
     // One sync task, its history line and the commit: one txg for the whole command.
     let task = imported
@@ -570,6 +592,9 @@ fn cmd_clone(args: &[String]) -> CmdResult {
             "cannot open '{origin}': snapshot delimiter '@' is not expected here"
         ));
     }
+    // zfs_clone: the new name is checked first.
+    zetta_zprop::namecheck::validate_dataset_name(name, true)
+        .map_err(|e| CmdError::Fail(format!("cannot create '{name}': {e}")))?;
     if pool_of(origin) != pool_of(name) {
         return fail(format!(
             "cannot create '{name}': source and target pools differ"
@@ -1811,9 +1836,11 @@ fn set_snapshot_props(name: &str, assignments: &[String], args: &[String]) -> Cm
     for (prop, value) in pairs {
         match validate_as(name, prop, value, false, DatasetType::Snapshot, None)? {
             SetValue::User { name, value } => sets.push((name, value)),
-            SetValue::Native(..) => return fail(format!(
+            SetValue::Native(..) => {
+                return fail(format!(
                 "cannot set property for '{name}': this property can not be modified for snapshots"
-            )),
+            ))
+            }
         }
     }
     pool::writable(&imported, &format!("cannot set property for '{name}'"))?;
@@ -1838,7 +1865,9 @@ fn open_snapshot(name: &str) -> Result<Imported, CmdError> {
 
 /// The `-o` user properties of `zfs snapshot` (libzfs `zfs_valid_proplist` for a
 /// snapshot: anything else "can not be modified for snapshots").
-fn snapshot_settings(parsed: &crate::zpool::Parsed) -> Result<Vec<(String, String)>, CmdError> {
+fn parse_snapshot_settings(
+    parsed: &crate::zpool::Parsed,
+) -> Result<Vec<(String, String)>, CmdError> {
     let mut props: Vec<(String, String)> = Vec::new();
     for option in parsed.values('o') {
         // parseprop: its words, and exit 1 without the usage.
@@ -1850,7 +1879,11 @@ fn snapshot_settings(parsed: &crate::zpool::Parsed) -> Result<Vec<(String, Strin
         }
         props.push((prop.to_string(), value.to_string()));
     }
-    for (prop, value) in &props {
+    Ok(props)
+}
+
+fn check_snapshot_settings(props: &[(String, String)]) -> CmdResult {
+    for (prop, value) in props {
         let target = SetTarget {
             object: DatasetType::Snapshot,
             creating: false,
@@ -1866,7 +1899,7 @@ fn snapshot_settings(parsed: &crate::zpool::Parsed) -> Result<Vec<(String, Strin
             Err(e) => return fail(format!("cannot create snapshots : {e}")),
         }
     }
-    Ok(props)
+    Ok(())
 }
 
 /// `zfs inherit [-rS] prop fs`: the local value goes; a received value is hidden, or with

@@ -136,3 +136,77 @@ fn destroyed_snapshot_entry_no_longer_stats() {
         lab.ok("zfs", &["snapshot", "tank/fs@x"]);
     }
 }
+
+// Why: defect 7 of issue 18: `zfs receive tank/r@@x` created `tank/r@@x`, and `zfs
+// snapshot -r` made descendants' snapshot names over 255 characters; OpenZFS checks every
+// name it creates (zfs_namecheck) and refuses with its words, creating nothing.
+#[test]
+fn names_are_checked_where_they_are_made() {
+    let lab = NoMountLab::new();
+    lab.ok("zfs", &["create", "tank/a"]);
+    lab.ok("zfs", &["snapshot", "tank/a@s"]);
+    for target in ["tank/r@@x", "tank/r@x#y", "tank//r", "tank/r@"] {
+        let out = lab.run(
+            "sh",
+            &["-c", &format!("zfs send tank/a@s | zfs receive '{target}'")],
+        );
+        assert_eq!(
+            (out.code, out.stderr.as_str()),
+            (1, "cannot receive: invalid name\n"),
+            "{target}"
+        );
+    }
+    // A descendant's name made by -r is checked too: nothing is created.
+    let long_a = "a".repeat(100);
+    let long_b = "b".repeat(100);
+    let deep = format!("tank/{long_a}/{long_b}");
+    lab.ok("zfs", &["create", "-p", &deep]);
+    let snap = "s".repeat(50);
+    let child_snap = format!("{deep}@{snap}");
+    assert!(child_snap.len() > 255);
+    assert_eq!(
+        refused(&lab, "zfs", &["snapshot", "-r", &format!("tank@{snap}")]),
+        (
+            1,
+            format!(
+                "cannot create snapshot '{child_snap}': name is too long\nno snapshots were created\n"
+            )
+        )
+    );
+    let all = lab.ok(
+        "zfs",
+        &["list", "-H", "-o", "name", "-t", "snapshot", "-r", "tank"],
+    );
+    assert_eq!(all, "tank/a@s\n");
+    // Clone and rename targets follow the same rules.
+    assert_eq!(
+        refused(&lab, "zfs", &["clone", "tank/a@s", "tank/c%x"]),
+        (
+            1,
+            "cannot create 'tank/c%x': invalid character % in name\n".to_string()
+        )
+    );
+    assert_eq!(
+        refused(&lab, "zfs", &["rename", "tank/a", "tank/b/../c"]),
+        (
+            1,
+            "cannot rename to 'tank/b/../c': parent reference, '..' is found in name\n".to_string()
+        )
+    );
+    assert_eq!(
+        refused(
+            &lab,
+            "zfs",
+            &["rename", "tank/a", &format!("tank/{}", "n".repeat(260))]
+        ),
+        (
+            1,
+            format!(
+                "cannot rename to 'tank/{}': name is too long\n",
+                "n".repeat(260)
+            )
+        )
+    );
+    let fss = lab.ok("zfs", &["list", "-H", "-o", "name", "-r", "tank"]);
+    assert_eq!(fss, format!("tank\ntank/a\ntank/{long_a}\n{deep}\n"));
+}
