@@ -210,3 +210,51 @@ fn names_are_checked_where_they_are_made() {
     let fss = lab.ok("zfs", &["list", "-H", "-o", "name", "-r", "tank"]);
     assert_eq!(fss, format!("tank\ntank/a\ntank/{long_a}\n{deep}\n"));
 }
+
+/// A loop device over a fresh image of the lab (`None` where none can be attached).
+fn loop_device(lab: &common::Lab, name: &str) -> Option<String> {
+    let image = lab.disk(name, 128 << 20);
+    let out = std::process::Command::new("losetup")
+        .args(["-f", "--show", &image])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+// Why: defect 2 of issue 18: `zpool create p loop0` was refused ("no such device in /dev");
+// OpenZFS resolves a shorthand device name through its search path (by-vdev, by-id,
+// by-path, ..., /dev) and `zpool status` names the device `loop0` (full path with -P).
+#[test]
+fn shorthand_device_names_resolve_and_show_short() {
+    let lab = NoMountLab::new();
+    let Some(device) = loop_device(&lab.inner, "loop.img") else {
+        eprintln!("skipped: no loop device available here");
+        return;
+    };
+    let short = device.trim_start_matches("/dev/").to_string();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        lab.ok("zpool", &["create", "short", &short]);
+        let status = lab.ok("zpool", &["status", "short"]);
+        assert!(status.contains(&format!("\n\t  {short}    ")), "{status}");
+        let full = lab.ok("zpool", &["status", "-P", "short"]);
+        assert!(full.contains(&format!("\n\t  {device}  ")), "{full}");
+        lab.ok("zpool", &["destroy", "short"]);
+        // A name found nowhere keeps OpenZFS's refusal.
+        assert_eq!(
+            refused(&lab, "zpool", &["create", "short", "zetta-no-such-disk"]),
+            (
+                1,
+                "cannot open 'zetta-no-such-disk': no such device in /dev\nmust be a full path or shorthand device name\n"
+                    .to_string()
+            )
+        );
+    }));
+    let _ = std::process::Command::new("losetup")
+        .args(["-d", &device])
+        .status();
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+}
