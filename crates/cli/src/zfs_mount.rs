@@ -149,6 +149,10 @@ pub fn cmd_mount(args: &[String], ctx: &mut Ctx) -> CmdResult {
         }
         return Ok(());
     }
+    // share_mount: -a takes no operand, a filesystem is one.
+    if parsed.has('a') && !parsed.operands.is_empty() || parsed.operands.len() > 1 {
+        return Err(CmdError::Usage("too many arguments".to_string()));
+    }
     if crate::daemon::registry::get().is_none() {
         let what = parsed.operands.first().cloned().unwrap_or_default();
         return Err(needs_daemon("mount", &what));
@@ -169,6 +173,13 @@ pub fn cmd_mount(args: &[String], ctx: &mut Ctx) -> CmdResult {
 /// `zfs unmount [-f] -a | fs | mountpoint`.
 pub fn cmd_unmount(args: &[String]) -> CmdResult {
     let parsed = getopt(args, "af")?;
+    // unshare_unmount: -a takes no operand, a filesystem is one.
+    if parsed.has('a') && !parsed.operands.is_empty() || parsed.operands.len() > 1 {
+        return Err(CmdError::Usage("too many arguments".to_string()));
+    }
+    if !parsed.has('a') && parsed.operands.is_empty() {
+        return Err(CmdError::Usage("missing filesystem argument".to_string()));
+    }
     if crate::daemon::registry::get().is_none() {
         let what = parsed.operands.first().cloned().unwrap_or_default();
         return Err(needs_daemon("unmount", &what));

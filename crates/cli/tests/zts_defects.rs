@@ -258,3 +258,97 @@ fn shorthand_device_names_resolve_and_show_short() {
         std::panic::resume_unwind(panic);
     }
 }
+
+// Why: defect 6 of issue 18: operands and options OpenZFS refuses were accepted (`zfs mount
+// -a fs`, `zfs unmount -a fs`, `zpool import -a pool`: usage, exit 2), `zpool create` put a
+// pool's root on a non-empty directory, took `-O` names that are no filesystem property
+// and compatibility files that do not exist, each refused by OpenZFS with its words.
+#[test]
+fn operands_and_options_openzfs_refuses() {
+    let lab = NoMountLab::new();
+    lab.ok("zfs", &["create", "tank/a"]);
+    for args in [
+        &["mount", "-a", "tank/a"][..],
+        &["unmount", "-a", "tank/a"],
+        &["unmount", "tank/a", "tank"],
+    ] {
+        let (code, stderr) = refused(&lab, "zfs", args);
+        assert_eq!(code, 2, "{args:?}");
+        assert!(stderr.starts_with("too many arguments\nusage:"), "{stderr}");
+    }
+    let (code, stderr) = refused(&lab, "zfs", &["unmount"]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.starts_with("missing filesystem argument\nusage:"),
+        "{stderr}"
+    );
+    let (code, stderr) = refused(&lab, "zpool", &["import", "-a", "tank"]);
+    assert_eq!(code, 2);
+    assert!(stderr.starts_with("too many arguments\nusage:"), "{stderr}");
+
+    let disk = lab.inner.disk("second", 256 << 20);
+    assert_eq!(
+        refused(
+            &lab,
+            "zpool",
+            &["create", "-n", "-O", "doesnotexist=on", "other", &disk]
+        ),
+        (
+            1,
+            "property 'doesnotexist' is not a valid filesystem property\n".to_string()
+        )
+    );
+    assert_eq!(
+        refused(
+            &lab,
+            "zpool",
+            &["create", "-o", "compatibility=nonexistent", "other", &disk]
+        ),
+        (
+            1,
+            "Error: could not read/parse feature file(s): nonexistent \n".to_string()
+        )
+    );
+    let busy = lab.inner.path("busy");
+    std::fs::create_dir_all(&busy).unwrap();
+    std::fs::write(format!("{busy}/file"), b"x").unwrap();
+    let expected = format!(
+        "mountpoint '{busy}' exists and is not empty\nuse '-m' option to provide a different default\n"
+    );
+    assert_eq!(
+        refused(&lab, "zpool", &["create", "-m", &busy, "other", &disk]),
+        (1, expected.clone())
+    );
+    assert_eq!(
+        refused(
+            &lab,
+            "zpool",
+            &[
+                "create",
+                "-O",
+                &format!("mountpoint={busy}"),
+                "other",
+                &disk
+            ]
+        ),
+        (1, expected)
+    );
+    // The default mountpoint under -R is checked the same way.
+    let root = lab.inner.path("root");
+    std::fs::create_dir_all(format!("{root}/other")).unwrap();
+    std::fs::write(format!("{root}/other/file"), b"x").unwrap();
+    let (code, stderr) = refused(&lab, "zpool", &["create", "-R", &root, "other", &disk]);
+    assert_eq!(
+        (code, stderr.lines().next()),
+        (
+            1,
+            Some(format!("mountpoint '{root}/other' exists and is not empty").as_str())
+        )
+    );
+    // Nothing was created; an empty directory is fine.
+    assert_eq!(lab.ok("zpool", &["list", "-H", "-o", "name"]), "tank\n");
+    let empty = lab.inner.path("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    lab.ok("zpool", &["create", "-m", &empty, "other", &disk]);
+    lab.ok("zpool", &["destroy", "other"]);
+}
