@@ -29,6 +29,9 @@ pub struct MountSpec {
     /// `on`, `off` or `noauto`.
     pub canmount: String,
     pub options: MountOptions,
+    /// `overlay`: may mount over a non-empty directory (OpenZFS `zfs_mount_at`; `zfs
+    /// mount -O` forces it).
+    pub overlay: bool,
     /// Encrypted, its key not loaded (a foreign pool's: Zetta loads no keys): never
     /// mounted automatically, refused by `zfs mount` (OpenZFS `zfs_iter_cb`,
     /// `zfs_mount_at`).
@@ -126,6 +129,7 @@ pub fn specs(spa: &mut Spa) -> Result<Vec<MountSpec>, CmdError> {
             name: name.clone(),
             at,
             canmount,
+            overlay: get("overlay") != "off",
             options,
             locked,
         });
@@ -167,7 +171,7 @@ pub fn cmd_mount(args: &[String], ctx: &mut Ctx) -> CmdResult {
         };
     }
     let name = &parsed.operands[0];
-    mounts::mount_named(name).map_err(CmdError::Fail)
+    mounts::mount_named(name, parsed.has('O')).map_err(CmdError::Fail)
 }
 
 /// `zfs unmount [-f] -a | fs | mountpoint`.

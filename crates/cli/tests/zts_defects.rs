@@ -352,3 +352,43 @@ fn operands_and_options_openzfs_refuses() {
     lab.ok("zpool", &["create", "-m", &empty, "other", &disk]);
     lab.ok("zpool", &["destroy", "other"]);
 }
+
+// Why: defect 5 of issue 18: `zfs set mountpoint=` on a filesystem the admin had unmounted
+// left it unmounted (OpenZFS's changelist mounts a canmount=on filesystem at its new
+// place), and `overlay=off` was refused; OpenZFS then refuses to mount over a non-empty
+// directory ("directory is not empty") unless `zfs mount -O`.
+#[test]
+fn new_mountpoint_mounts_and_overlay_off_refuses_non_empty() {
+    let lab = MountLab::new("tank/fs");
+    let old = lab.mnt("fs");
+    assert!(common::mount_lab::mounted(&old));
+    lab.ok("zfs", &["unmount", "tank/fs"]);
+    assert!(!common::mount_lab::mounted(&old));
+    let new = lab.inner.path("moved");
+    lab.ok("zfs", &["set", &format!("mountpoint={new}"), "tank/fs"]);
+    assert!(common::mount_lab::mounted(&new), "not mounted at {new}");
+    assert_eq!(
+        lab.ok("zfs", &["get", "-H", "-o", "value", "mounted", "tank/fs"]),
+        "yes\n"
+    );
+    // overlay=off: a non-empty directory is not mounted over; -O does.
+    lab.ok("zfs", &["set", "overlay=off", "tank/fs"]);
+    lab.ok("zfs", &["unmount", "tank/fs"]);
+    std::fs::write(format!("{new}/underneath"), b"x").unwrap();
+    let (code, _, stderr) = lab.run("zfs", &["mount", "tank/fs"]);
+    assert_eq!(
+        (code, stderr.as_str()),
+        (
+            1,
+            format!("cannot mount '{new}': directory is not empty\n").as_str()
+        )
+    );
+    assert!(!common::mount_lab::mounted(&new));
+    lab.ok("zfs", &["mount", "-O", "tank/fs"]);
+    assert!(common::mount_lab::mounted(&new));
+    lab.ok("zfs", &["unmount", "tank/fs"]);
+    // overlay=on (the default) mounts over it.
+    lab.ok("zfs", &["inherit", "overlay", "tank/fs"]);
+    lab.ok("zfs", &["mount", "tank/fs"]);
+    assert!(common::mount_lab::mounted(&new));
+}
