@@ -377,9 +377,27 @@ fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
     finish(&mut imported, "create", args)
 }
 
-/// `zfs snapshot [-r] fs@snap…`: every snapshot in one txg (atomic).
+/// `zfs snapshot [-r] [-o prop=value]… fs@snap…`: every snapshot in one txg (atomic).
+/// When several were asked for (`-r`, or several operands), a refusal ends with OpenZFS's
+/// "no snapshots were created".
 fn cmd_snapshot(args: &[String]) -> CmdResult {
-    let parsed = getopt(args, "r")?;
+    let parsed = getopt(args, "ro:")?;
+    let multiple = parsed.has('r') || parsed.operands.len() > 1;
+    let settings = parse_snapshot_settings(&parsed)?;
+    match snapshot_parsed(&parsed, settings, args) {
+        Err(CmdError::Fail(message)) if multiple => Err(CmdError::Fail(format!(
+            "{message}\nno snapshots were created"
+        ))),
+        other => other,
+    }
+}
+
+fn snapshot_parsed(
+    parsed: &crate::zpool::Parsed,
+    settings: Vec<(String, String)>,
+    args: &[String],
+) -> CmdResult {
+    check_snapshot_settings(&settings)?;
     if parsed.operands.is_empty() {
         return usage("missing snapshot argument");
     }
@@ -410,10 +428,15 @@ fn cmd_snapshot(args: &[String]) -> CmdResult {
             }
         }
     }
+    // zfs_snapshot_nvl checks every name -r made (a descendant's may be too long).
+    for name in &names {
+        zetta_zprop::namecheck::validate_snapshot_name(name, true)
+            .map_err(|e| CmdError::Fail(format!("cannot create snapshot '{name}': {e}")))?;
+    }
     // One sync task, its history line and the commit: one txg for the whole command.
     let task = imported
         .spa
-        .snapshot_queue(&names, None)
+        .snapshot_queue_with_props(&names, None, settings)
         .map_err(spa_fail)?;
     finish_task(&mut imported, task, "snapshot", args, ZfsOp::Other)
 }
@@ -569,6 +592,9 @@ fn cmd_clone(args: &[String]) -> CmdResult {
             "cannot open '{origin}': snapshot delimiter '@' is not expected here"
         ));
     }
+    // zfs_clone: the new name is checked first.
+    zetta_zprop::namecheck::validate_dataset_name(name, true)
+        .map_err(|e| CmdError::Fail(format!("cannot create '{name}': {e}")))?;
     if pool_of(origin) != pool_of(name) {
         return fail(format!(
             "cannot create '{name}': source and target pools differ"
@@ -1020,6 +1046,12 @@ pub(crate) fn load_spa_props(spa: &mut zetta::spa::Spa) -> Result<LocalProps, Cm
         let props = spa.local_props(&name).map_err(spa_fail)?;
         all.insert(name, props.into_iter().collect());
     }
+    // Properties set on snapshots, under the snapshot's name (only user properties).
+    for (snapshot, prop, value) in spa.snapshot_props().map_err(spa_fail)? {
+        all.entry(snapshot)
+            .or_insert_with(HashMap::new)
+            .insert(prop, value);
+    }
     Ok(LocalProps(all))
 }
 
@@ -1271,7 +1303,17 @@ fn snapshot_property(
     if let Some(value) = value {
         return Ok(Some((value, "-".to_string())));
     }
-    property(imported, props, fs, prop, parsable)
+    // Set on the snapshot itself (user properties only).
+    if let Some(value) = props.0.get(name).and_then(|own| own.get(prop)) {
+        return Ok(Some((value.clone(), "local".to_string())));
+    }
+    // Else its filesystem's value, which a snapshot inherits (`dsl_prop_get_dd` with
+    // `snapshot`: even a value set on the filesystem itself is inherited from it).
+    let found = property(imported, props, fs, prop, parsable)?;
+    Ok(found.map(|(value, source)| match source.as_str() {
+        "local" | "received" => (value, format!("inherited from {fs}")),
+        _ => (value, source),
+    }))
 }
 
 /// A `zfs list -s` row: its printed cells and its values under the sort keys.
@@ -1720,6 +1762,9 @@ fn cmd_set(args: &[String]) -> CmdResult {
     if assignments.is_empty() {
         return usage("missing property=value argument(s)");
     }
+    if name.contains('@') {
+        return set_snapshot_props(name, assignments, args);
+    }
     // A volume's properties are checked as a volume's (`volsize` against its block size).
     let mut early = if name.contains(['@', '#']) {
         None
@@ -1774,6 +1819,89 @@ fn cmd_set(args: &[String]) -> CmdResult {
     finish(&mut imported, "set", args)
 }
 
+/// `zfs set user:prop=value… fs@snap`: only user properties can be set on a snapshot
+/// (libzfs `zfs_valid_proplist`); they are stored on the snapshot itself.
+fn set_snapshot_props(name: &str, assignments: &[String], args: &[String]) -> CmdResult {
+    let mut pairs = Vec::new();
+    for assignment in assignments {
+        let Some((prop, value)) = assignment.split_once('=') else {
+            return usage(format!(
+                "missing '=' for property=value argument '{assignment}'"
+            ));
+        };
+        pairs.push((prop, value));
+    }
+    let mut imported = open_snapshot(name)?;
+    let mut sets = Vec::new();
+    for (prop, value) in pairs {
+        match validate_as(name, prop, value, false, DatasetType::Snapshot, None)? {
+            SetValue::User { name, value } => sets.push((name, value)),
+            SetValue::Native(..) => {
+                return fail(format!(
+                "cannot set property for '{name}': this property can not be modified for snapshots"
+            ))
+            }
+        }
+    }
+    pool::writable(&imported, &format!("cannot set property for '{name}'"))?;
+    for (prop, value) in sets {
+        imported
+            .spa
+            .set_snapshot_prop(name, &prop, &value)
+            .map_err(spa_fail)?;
+    }
+    finish(&mut imported, "set", args)
+}
+
+/// Opens the pool of the snapshot `name` and checks that the snapshot exists.
+fn open_snapshot(name: &str) -> Result<Imported, CmdError> {
+    let (fs, _) = name.split_once('@').unwrap_or((name, ""));
+    let imported = pool::open_pool(pool_of(name)).map_err(|_| missing(name))?;
+    match imported.spa.snapshots(fs) {
+        Ok(snapshots) if snapshots.iter().any(|(n, _, _)| n == name) => Ok(imported),
+        _ => Err(missing(name)),
+    }
+}
+
+/// The `-o` user properties of `zfs snapshot` (libzfs `zfs_valid_proplist` for a
+/// snapshot: anything else "can not be modified for snapshots").
+fn parse_snapshot_settings(
+    parsed: &crate::zpool::Parsed,
+) -> Result<Vec<(String, String)>, CmdError> {
+    let mut props: Vec<(String, String)> = Vec::new();
+    for option in parsed.values('o') {
+        // parseprop: its words, and exit 1 without the usage.
+        let Some((prop, value)) = option.split_once('=') else {
+            return fail("missing '=' for property=value argument");
+        };
+        if props.iter().any(|(p, _)| p == prop) {
+            return fail(format!("property '{prop}' specified multiple times"));
+        }
+        props.push((prop.to_string(), value.to_string()));
+    }
+    Ok(props)
+}
+
+fn check_snapshot_settings(props: &[(String, String)]) -> CmdResult {
+    for (prop, value) in props {
+        let target = SetTarget {
+            object: DatasetType::Snapshot,
+            creating: false,
+            volblocksize_bytes: None,
+        };
+        match validate_set(prop, value, target) {
+            Ok(SetValue::User { .. }) => {}
+            Ok(SetValue::Native(..)) => {
+                return fail(
+                    "cannot create snapshots : this property can not be modified for snapshots",
+                )
+            }
+            Err(e) => return fail(format!("cannot create snapshots : {e}")),
+        }
+    }
+    Ok(())
+}
+
 /// `zfs inherit [-rS] prop fs`: the local value goes; a received value is hidden, or with
 /// `-S` shown again.
 fn cmd_inherit(args: &[String]) -> CmdResult {
@@ -1790,6 +1918,15 @@ fn cmd_inherit(args: &[String]) -> CmdResult {
             return usage(format!("invalid property '{prop}'"));
         }
         None => {}
+    }
+    if name.contains('@') && ZfsProp::from_name(prop).is_none() {
+        let mut imported = open_snapshot(name)?;
+        pool::writable(&imported, &format!("cannot inherit {prop} for '{name}'"))?;
+        imported
+            .spa
+            .clear_snapshot_prop(name, prop)
+            .map_err(spa_fail)?;
+        return finish(&mut imported, "inherit", args);
     }
     let mut imported = open_dataset(name)?;
     let mut victims = vec![name.clone()];

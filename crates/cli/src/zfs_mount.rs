@@ -29,6 +29,9 @@ pub struct MountSpec {
     /// `on`, `off` or `noauto`.
     pub canmount: String,
     pub options: MountOptions,
+    /// `overlay`: may mount over a non-empty directory (OpenZFS `zfs_mount_at`; `zfs
+    /// mount -O` forces it).
+    pub overlay: bool,
     /// Encrypted, its key not loaded (a foreign pool's: Zetta loads no keys): never
     /// mounted automatically, refused by `zfs mount` (OpenZFS `zfs_iter_cb`,
     /// `zfs_mount_at`).
@@ -126,6 +129,7 @@ pub fn specs(spa: &mut Spa) -> Result<Vec<MountSpec>, CmdError> {
             name: name.clone(),
             at,
             canmount,
+            overlay: get("overlay") != "off",
             options,
             locked,
         });
@@ -149,6 +153,10 @@ pub fn cmd_mount(args: &[String], ctx: &mut Ctx) -> CmdResult {
         }
         return Ok(());
     }
+    // share_mount: -a takes no operand, a filesystem is one.
+    if parsed.has('a') && !parsed.operands.is_empty() || parsed.operands.len() > 1 {
+        return Err(CmdError::Usage("too many arguments".to_string()));
+    }
     if crate::daemon::registry::get().is_none() {
         let what = parsed.operands.first().cloned().unwrap_or_default();
         return Err(needs_daemon("mount", &what));
@@ -163,12 +171,19 @@ pub fn cmd_mount(args: &[String], ctx: &mut Ctx) -> CmdResult {
         };
     }
     let name = &parsed.operands[0];
-    mounts::mount_named(name).map_err(CmdError::Fail)
+    mounts::mount_named(name, parsed.has('O')).map_err(CmdError::Fail)
 }
 
 /// `zfs unmount [-f] -a | fs | mountpoint`.
 pub fn cmd_unmount(args: &[String]) -> CmdResult {
     let parsed = getopt(args, "af")?;
+    // unshare_unmount: -a takes no operand, a filesystem is one.
+    if parsed.has('a') && !parsed.operands.is_empty() || parsed.operands.len() > 1 {
+        return Err(CmdError::Usage("too many arguments".to_string()));
+    }
+    if !parsed.has('a') && parsed.operands.is_empty() {
+        return Err(CmdError::Usage("missing filesystem argument".to_string()));
+    }
     if crate::daemon::registry::get().is_none() {
         let what = parsed.operands.first().cloned().unwrap_or_default();
         return Err(needs_daemon("unmount", &what));

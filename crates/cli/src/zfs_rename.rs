@@ -29,6 +29,11 @@ pub fn cmd_rename(args: &[String]) -> CmdResult {
     }
     let mut imported = pool::open_pool(pool_name)?;
     pool::writable(&imported, &format!("cannot rename to '{to}'"))?;
+    if !from.contains('@') && !to.contains('@') {
+        // zfs_rename: the target name first, then its parents and pool.
+        zetta_zprop::namecheck::validate_dataset_name(to, true)
+            .map_err(|e| CmdError::Fail(format!("cannot rename to '{to}': {e}")))?;
+    }
     if !from.contains('@') {
         check_target(from, to)?;
     }

@@ -144,7 +144,6 @@ fn unhonoured_dataset_properties_are_refused() {
         "nbmand=on",
         "vscan=on",
         "zoned=on",
-        "overlay=off",
         "filesystem_limit=10",
         "snapshot_limit=10",
         "special_small_blocks=16K",

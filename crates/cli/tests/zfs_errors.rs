@@ -74,7 +74,7 @@ fn dsl_refusals_print_openzfs_messages() {
     refused(
         &lab,
         &["snapshot", "tank/a@x", "tank/a@y"],
-        "cannot create snapshots : multiple snapshots of same fs not allowed\n",
+        "cannot create snapshots : multiple snapshots of same fs not allowed\nno snapshots were created\n",
     );
     refused(
         &lab,

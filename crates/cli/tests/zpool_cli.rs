@@ -612,7 +612,9 @@ fn pool_on_a_loop_block_device() {
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         lab.ok(&["create", "blk", &device]);
         let status = lab.ok(&["status", "blk"]);
-        assert!(status.contains(&format!("\t  {device}")), "{status}");
+        // Named as OpenZFS names it: the search path's `/dev/` taken off.
+        let short = device.trim_start_matches("/dev/");
+        assert!(status.contains(&format!("\t  {short} ")), "{status}");
         lab.ok(&["export", "blk"]);
         lab.ok(&["import", "-d", "/dev", "blk"]);
         lab.ok(&["destroy", "blk"]);

@@ -26,7 +26,7 @@
 //! and the free of its object never interleave.
 
 use super::ZplFs;
-use crate::ctldir::CTL_ROOT;
+use crate::ctldir::{CTL_ROOT, CTL_SNAPDIR};
 use fuser::{
     AccessFlags, Errno, FileAttr, FileHandle, FileType, FopenFlags, Generation, INodeNo,
     KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
@@ -365,8 +365,16 @@ impl fuser::Filesystem for ZplFs {
             return reply.error(Errno::ENOENT);
         }
         if let Some(result) = self.ctl_lookup(parent, name.as_bytes()) {
+            // A snapshot's entry in `.zfs/snapshot` goes with a destroy or rename made by
+            // the CLI, not through this mount: the kernel asks again on every walk, so a
+            // destroyed snapshot stops resolving at once (OpenZFS's ctldir entries do).
+            let ttl = if parent.0 == CTL_SNAPDIR {
+                Duration::ZERO
+            } else {
+                TTL
+            };
             return match result {
-                Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
+                Ok(attr) => reply.entry(&ttl, &attr, Generation(0)),
                 Err(e) => reply.error(e),
             };
         }

@@ -127,6 +127,11 @@ fn grouping_of(word: &str) -> Option<Grouping> {
     }
 }
 
+/// Whether a vdev word is a grouping keyword (`mirror`, `raidz2`, `log`, ...), not a device.
+pub fn is_keyword(word: &str) -> bool {
+    grouping_of(word).is_some()
+}
+
 /// The default leaf classifier: absolute paths under /dev are disks, other absolute
 /// paths are files; a bare name would be looked up in /dev, which Zetta does not do.
 pub fn default_leaf_kind(word: &str) -> Result<VdevKind, VdevSpecError> {

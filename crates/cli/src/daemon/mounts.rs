@@ -357,6 +357,13 @@ fn mount_spec(pool: &PoolRef, guid: u64, spec: &MountSpec, explicit: bool) -> Re
             }
         }
     }
+    // zfs_mount_at: without overlay, only an empty directory is mounted over.
+    if !spec.overlay && std::fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_some()) {
+        return Err(format!(
+            "cannot mount '{}': directory is not empty",
+            path.display()
+        ));
+    }
     // The kernel lists the mount under the resolved path.
     let canonical = std::fs::canonicalize(path).map_err(|e| {
         format!(
@@ -539,7 +546,9 @@ fn pool_named(name: &str) -> Option<(u64, PoolRef)> {
 }
 
 /// `zfs mount fs`.
-pub fn mount_named(name: &str) -> Result<(), String> {
+/// `zfs mount [-O] name` (`overlay`: -O, over a non-empty directory whatever the
+/// property says).
+pub fn mount_named(name: &str, overlay: bool) -> Result<(), String> {
     let pool_name = name.split('/').next().unwrap_or(name);
     let (guid, pool) = pool_named(pool_name)
         .ok_or_else(|| format!("cannot open '{name}': dataset does not exist"))?;
@@ -547,10 +556,11 @@ pub fn mount_named(name: &str) -> Result<(), String> {
         let mut spa = pool.write();
         specs(&mut spa).map_err(|e| e.message())?
     };
-    let spec = all
+    let mut spec = all
         .into_iter()
         .find(|s| s.name == name)
         .ok_or_else(|| format!("cannot open '{name}': dataset does not exist"))?;
+    spec.overlay |= overlay;
     if is_mounted(name) {
         return Err(format!("cannot mount '{name}': filesystem already mounted"));
     }

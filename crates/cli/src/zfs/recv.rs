@@ -76,6 +76,16 @@ pub(super) fn cmd_receive(args: &[String], io: &mut CommandIo<'_>, ctx: &mut Ctx
             "Error: Backup stream can not be read from a terminal.\nYou must redirect standard input.",
         );
     }
+    // zfs_receive_one: the name received into must be a valid snapshot name (the target's
+    // own, or the target with the stream's snapshot appended).
+    let valid = if target.contains('@') {
+        zetta_zprop::namecheck::validate_snapshot_name(&target, true)
+    } else {
+        zetta_zprop::namecheck::validate_dataset_name(&target, true)
+    };
+    if valid.is_err() {
+        return fail("cannot receive: invalid name");
+    }
     if let Ok(imported) = pool::open_pool_shared(pool_of(&target)) {
         pool::writable(&imported, "cannot receive new filesystem stream")?;
     }

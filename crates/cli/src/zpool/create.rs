@@ -84,6 +84,9 @@ pub fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
         if pool_props.get_str(key).is_some() && key != "cachefile" {
             return fail(format!("property '{key}' specified multiple times"));
         }
+        if key == "compatibility" {
+            check_compatibility_files(value)?;
+        }
         props::validate(key, value, props::Phase::Create)
             .map_err(|why| CmdError::Fail(format!("cannot create '{name}': {why}")))?;
         if key == "ashift" {
@@ -98,6 +101,14 @@ pub fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
         let Some((key, value)) = split_prop(&option) else {
             return fail("missing '=' for -O option");
         };
+        // add_prop_list: a name that is no filesystem property is refused first.
+        if zetta_zprop::ZfsProp::from_name(key).is_none()
+            && !zetta_zprop::user_prop::is_user_prop_name(key)
+        {
+            return fail(format!(
+                "property '{key}' is not a valid filesystem property"
+            ));
+        }
         // Checked before any device is written (zpool_create runs zfs_valid_proplist and
         // zfs_crypto_create first): a refused value leaves no pool behind.
         crate::zfs::validate(name, key, value, true)?;
@@ -129,6 +140,7 @@ pub fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
 
     let action = format!("cannot create '{name}'");
     let groups = pool::parse_spec(&parsed.operands[1..], &action)?;
+    check_default_mountpoint(name, &pool_props)?;
     let paths = all_paths(&groups);
     pool::check_in_use(&paths, force)?;
     if !force {
@@ -187,6 +199,63 @@ pub fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
     add_cache(&mut imported, &groups, &action)?;
     imported.spa.log_history(&history_line("create", args));
     pool::commit(&mut imported)
+}
+
+/// `zpool_do_load_compat`: every file of a `compatibility` list (other than `off` and
+/// `legacy`) must exist in /etc/zfs/compatibility.d or /usr/share/zfs/compatibility.d.
+fn check_compatibility_files(value: &str) -> CmdResult {
+    if matches!(value, "off" | "legacy" | "") {
+        return Ok(());
+    }
+    let mut missing = String::new();
+    for file in value.split(',').filter(|f| !f.is_empty()) {
+        let found = ["/etc/zfs/compatibility.d", "/usr/share/zfs/compatibility.d"]
+            .iter()
+            .any(|dir| !file.contains('/') && std::path::Path::new(dir).join(file).is_file());
+        if !found {
+            missing.push_str(file);
+            missing.push(' ');
+        }
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    fail(format!(
+        "Error: could not read/parse feature file(s): {missing}"
+    ))
+}
+
+/// zpool_do_create: the root filesystem's mountpoint (`-m`, `-O mountpoint=`, else
+/// `/pool`, under `-R`) must not be a non-empty directory.
+fn check_default_mountpoint(name: &str, props: &NvList) -> CmdResult {
+    let mountpoint = props.get_str("fs:mountpoint");
+    if matches!(mountpoint, Some("legacy" | "none")) {
+        return Ok(());
+    }
+    let altroot = props.get_str("altroot");
+    let path = match (mountpoint, altroot) {
+        (None, Some(root)) => format!("{root}/{name}"),
+        (None, None) => format!("/{name}"),
+        (Some(mountpoint), Some(root)) => format!("{root}{mountpoint}"),
+        (Some(mountpoint), None) => mountpoint.to_string(),
+    };
+    let advice = "use '-m' option to provide a different default";
+    match std::fs::read_dir(&path) {
+        Ok(entries) => {
+            if entries.take(1).count() > 0 {
+                return fail(format!(
+                    "mountpoint '{path}' exists and is not empty\n{advice}"
+                ));
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        // A file there: opendir's ENOTDIR, in strerror's words.
+        Err(e) => fail(format!(
+            "mountpoint '{path}' : {}\n{advice}",
+            pool::strerror(&e)
+        )),
+    }
 }
 
 /// A top-level vdev's replication as `get_replication` sees it: (type, children, parity).

@@ -132,7 +132,7 @@ pub fn cmd_import(args: &[String], ctx: &mut Ctx) -> CmdResult {
     if dirs.is_empty() {
         dirs.push("/dev".to_string());
     }
-    if parsed.operands.len() > 2 {
+    if parsed.operands.len() > 2 || parsed.has('a') && !parsed.operands.is_empty() {
         return usage("too many arguments");
     }
     let destroyed = parsed.has('D');

@@ -629,6 +629,57 @@ pub fn check_in_use(paths: &[String], force: bool) -> Result<(), CmdError> {
     )))
 }
 
+/// OpenZFS's device search path on Linux (`zpool_default_search_paths`), in its order:
+/// where a shorthand device name is looked for, and what `zpool status` strips from a
+/// device's path (`zfs_strip_path`).
+pub const DEVICE_SEARCH_PATHS: [&str; 9] = [
+    "/dev/disk/by-vdev",
+    "/dev/mapper",
+    "/dev/disk/by-partlabel",
+    "/dev/disk/by-partuuid",
+    "/dev/disk/by-label",
+    "/dev/disk/by-uuid",
+    "/dev/disk/by-id",
+    "/dev/disk/by-path",
+    "/dev",
+];
+
+/// `zfs_resolve_shortname`: the full path of a shorthand device name (`loop0`,
+/// `ata-XYZ`, `sda1`), the first that exists in the search path; `None` when none does.
+/// A name with a `/` in it is a path, not a shorthand.
+pub fn resolve_shortname(word: &str) -> Option<String> {
+    if word.starts_with('/') || word.contains('/') || word.is_empty() {
+        return None;
+    }
+    DEVICE_SEARCH_PATHS
+        .iter()
+        .map(|dir| format!("{dir}/{word}"))
+        .find(|path| std::path::Path::new(path).exists())
+}
+
+/// `zfs_strip_path`: a device path as `zpool status` names it (the search-path
+/// directory taken off: `/dev/loop0` is `loop0`); files keep their path.
+pub fn vdev_short_name(path: &str) -> &str {
+    DEVICE_SEARCH_PATHS
+        .iter()
+        .find_map(|dir| path.strip_prefix(dir)?.strip_prefix('/'))
+        .unwrap_or(path)
+}
+
+/// The vdev words of a command with each shorthand device name replaced by its full path
+/// (`is_shorthand_path`); keywords and names that resolve to nothing are left as given.
+pub fn resolve_vdev_words(words: &[String]) -> Vec<String> {
+    words
+        .iter()
+        .map(|word| {
+            if zetta_zutil::vdev_spec::is_keyword(word) {
+                return word.clone();
+            }
+            resolve_shortname(word).unwrap_or_else(|| word.clone())
+        })
+        .collect()
+}
+
 /// Leaf classifier for the vdev parser: absolute paths that exist; block devices are
 /// disks, anything else a file.
 pub fn leaf_kind(word: &str) -> Result<VdevKind, VdevSpecError> {
@@ -659,7 +710,8 @@ pub fn leaf_kind(word: &str) -> Result<VdevKind, VdevSpecError> {
 /// Parses vdev words with [`leaf_kind`]; classes Zetta lacks are refused. `action` is
 /// the prefix of the duplicate-device message ("cannot create 'tank'").
 pub fn parse_spec(words: &[String], action: &str) -> Result<Vec<VdevSpecGroup>, CmdError> {
-    let groups = zetta_zutil::vdev_spec::parse_vdev_spec_with(words, leaf_kind)
+    let words = resolve_vdev_words(words);
+    let groups = zetta_zutil::vdev_spec::parse_vdev_spec_with(&words, leaf_kind)
         .map_err(|e| CmdError::Fail(e.to_string()))?;
     for group in &groups {
         let class = match group.class {

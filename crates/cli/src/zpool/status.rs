@@ -347,6 +347,15 @@ fn is_unhealthy(view: &PoolStatusView) -> bool {
     view.state != "ONLINE" || (view.status.is_some() && !format_note) || view.data_errors > 0
 }
 
+/// A device row named by its path, and its children, shortened as `zpool_vdev_name` does
+/// without -P (`pool::vdev_short_name`).
+fn short_names(row: &mut VdevStatusRow) {
+    if row.name.starts_with('/') {
+        row.name = pool::vdev_short_name(&row.name).to_string();
+    }
+    row.children.iter_mut().for_each(short_names);
+}
+
 /// `zpool status [-vxpP] [pool]… [interval [count]]`
 pub fn cmd_status(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let parsed = getopt(args, "PpvxT:")?;
@@ -365,6 +374,14 @@ pub fn cmd_status(args: &[String], ctx: &mut Ctx) -> CmdResult {
         }
         ctx.print(&super::timestamp_line(timestamp));
         let mut views: Vec<PoolStatusView> = pools.iter().map(status_view).collect();
+        if !parsed.has('P') {
+            // zpool_vdev_name: devices by their short names unless -P.
+            for view in &mut views {
+                short_names(&mut view.root);
+                view.logs.iter_mut().for_each(short_names);
+                view.cache.iter_mut().for_each(short_names);
+            }
+        }
         drop(pools);
         views.extend(unavailable.iter().map(unavailable_view));
         if names.is_empty() {

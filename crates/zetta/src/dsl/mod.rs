@@ -26,6 +26,7 @@ mod prop;
 mod recv;
 mod rename;
 mod snapshot;
+mod snapshot_prop;
 pub mod space;
 pub mod space_audit;
 mod space_avail;

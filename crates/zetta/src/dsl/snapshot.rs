@@ -102,13 +102,45 @@ impl Spa {
         names: &[String],
         identity: Option<(Guid, u64)>,
     ) -> Result<SyncTaskId, SpaError> {
+        self.snapshot_queue_with_props(names, identity, Vec::new())
+    }
+
+    /// `snapshot_queue` that also sets `props` (user properties, `zfs snapshot -o`) on each
+    /// new snapshot in the same sync task (`snapshot_prop`).
+    pub fn snapshot_queue_with_props(
+        &mut self,
+        names: &[String],
+        identity: Option<(Guid, u64)>,
+        props: Vec<(String, String)>,
+    ) -> Result<SyncTaskId, SpaError> {
         let check_names = names.to_vec();
         let sync_names = names.to_vec();
+        let props_zap = if props.is_empty() {
+            0
+        } else {
+            self.snapshot_props_zap()?
+        };
         self.dsl_sync_task_queue(
             Box::new(move |spa, _tx| spa.snapshot_check(&check_names).map(|_| ())),
             Box::new(move |spa, tx| {
                 let targets = spa.snapshot_check(&sync_names)?;
-                spa.snapshot_sync(tx, targets, identity)
+                let created: Vec<(u64, String)> = targets
+                    .iter()
+                    .map(|(dataset, _, snap)| (*dataset, snap.clone()))
+                    .collect();
+                spa.snapshot_sync(tx, targets, identity)?;
+                if props.is_empty() {
+                    return Ok(());
+                }
+                for (dataset, snap) in created {
+                    let object = spa
+                        .snapshot_object(dataset, &snap)?
+                        .ok_or_else(|| SpaError::Corrupt(format!("snapshot {snap} vanished")))?;
+                    for (prop, value) in &props {
+                        spa.write_snapshot_prop(props_zap, tx.txg, object, prop, value)?;
+                    }
+                }
+                Ok(())
             }),
         )
     }
@@ -443,7 +475,8 @@ impl Spa {
         zap::zap_remove(&mut self.dp.mos, &ctx, ObjectId(head.snapnames_zap), snap)
             .map_err(zap_error)?;
         self.dp.mos.free_object(&ctx, ObjectId(object))?;
-        Ok(())
+        // Its properties go with it (`snapshot_prop`'s invariant).
+        self.clear_snapshot_props(object)
     }
 }
 

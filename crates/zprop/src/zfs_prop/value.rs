@@ -642,7 +642,6 @@ pub fn refuse_unhonoured(
         ZfsProp::Normalization => word != "none",
         ZfsProp::Utf8only | ZfsProp::Nbmand | ZfsProp::Vscan | ZfsProp::Zoned => word == "on",
         ZfsProp::Longname => word == "on",
-        ZfsProp::Overlay => word == "off",
         ZfsProp::FilesystemLimit | ZfsProp::SnapshotLimit => number != u64::MAX,
         ZfsProp::SpecialSmallBlocks => number != 0,
         ZfsProp::Defaultuserquota

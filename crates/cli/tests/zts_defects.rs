@@ -1,0 +1,394 @@
+//! Defects of issue 18 found by OpenZFS's test suite (ZTS `cli_root`), each reproduced
+//! through the real CLI: properties on snapshots, name validation, shorthand device names,
+//! mount options and the operands OpenZFS refuses.
+
+mod common;
+
+use common::mount_lab::MountLab;
+use common::NoMountLab;
+
+/// (exit code, stderr) of a command.
+fn refused(lab: &NoMountLab, front: &str, args: &[&str]) -> (i32, String) {
+    let out = lab.run(front, args);
+    (out.code, out.stderr)
+}
+
+/// `zfs get -H -o value,source prop name`, as "value\tsource".
+fn value_source(lab: &NoMountLab, prop: &str, name: &str) -> String {
+    lab.ok("zfs", &["get", "-H", "-o", "value,source", prop, name])
+        .trim_end()
+        .to_string()
+}
+
+// Why: defect 3 of issue 18: `zfs set user:x=1 p/a@s` said the dataset does not exist and
+// `zfs snapshot -o user:x=1` dropped the property; OpenZFS stores user properties on the
+// snapshot (source local) and refuses native ones with "this property can not be modified
+// for snapshots".
+#[test]
+fn user_properties_live_on_snapshots() {
+    let lab = NoMountLab::new();
+    lab.ok("zfs", &["create", "tank/a"]);
+    lab.ok("zfs", &["snapshot", "tank/a@s"]);
+    lab.ok("zfs", &["set", "user:x=1", "tank/a@s"]);
+    assert_eq!(value_source(&lab, "user:x", "tank/a@s"), "1\tlocal");
+    // The filesystem does not see it.
+    assert_eq!(value_source(&lab, "user:x", "tank/a"), "-\t-");
+
+    lab.ok(
+        "zfs",
+        &["snapshot", "-o", "user:y=two", "-o", "user:z=3", "tank/a@t"],
+    );
+    assert_eq!(value_source(&lab, "user:y", "tank/a@t"), "two\tlocal");
+    assert_eq!(value_source(&lab, "user:z", "tank/a@t"), "3\tlocal");
+    assert_eq!(value_source(&lab, "user:x", "tank/a@t"), "-\t-");
+    let all = lab.ok(
+        "zfs",
+        &[
+            "get",
+            "-H",
+            "-o",
+            "property,value,source",
+            "all",
+            "tank/a@t",
+        ],
+    );
+    assert!(all.contains("user:y\ttwo\tlocal\n"), "{all}");
+
+    // A user property of the filesystem is inherited from it.
+    lab.ok("zfs", &["set", "user:w=fs", "tank/a"]);
+    assert_eq!(
+        value_source(&lab, "user:w", "tank/a@s"),
+        "fs\tinherited from tank/a"
+    );
+    // The snapshot's own value wins; `zfs inherit` takes it away again.
+    lab.ok("zfs", &["set", "user:w=snap", "tank/a@s"]);
+    assert_eq!(value_source(&lab, "user:w", "tank/a@s"), "snap\tlocal");
+    lab.ok("zfs", &["inherit", "user:w", "tank/a@s"]);
+    assert_eq!(
+        value_source(&lab, "user:w", "tank/a@s"),
+        "fs\tinherited from tank/a"
+    );
+
+    // Native properties are refused, with OpenZFS's words.
+    assert_eq!(
+        refused(&lab, "zfs", &["set", "atime=off", "tank/a@s"]),
+        (
+            1,
+            "cannot set property for 'tank/a@s': this property can not be modified for snapshots\n"
+                .to_string()
+        )
+    );
+    assert_eq!(
+        refused(
+            &lab,
+            "zfs",
+            &["snapshot", "-o", "compression=on", "tank/a@u"]
+        ),
+        (
+            1,
+            "cannot create snapshots : this property can not be modified for snapshots\n"
+                .to_string()
+        )
+    );
+    assert_eq!(
+        refused(&lab, "zfs", &["set", "user:x=1", "tank/a@nosuch"]),
+        (
+            1,
+            "cannot open 'tank/a@nosuch': dataset does not exist\n".to_string()
+        )
+    );
+    let snaps = lab.ok(
+        "zfs",
+        &["list", "-H", "-o", "name", "-t", "snapshot", "-r", "tank"],
+    );
+    assert_eq!(snaps, "tank/a@s\ntank/a@t\n");
+
+    // They follow a rename, survive an export/import and go with the snapshot.
+    lab.ok("zfs", &["rename", "tank/a@t", "tank/a@t2"]);
+    assert_eq!(value_source(&lab, "user:y", "tank/a@t2"), "two\tlocal");
+    lab.ok("zpool", &["export", "tank"]);
+    lab.ok("zpool", &["import", "-d", &lab.inner.path(""), "tank"]);
+    assert_eq!(value_source(&lab, "user:x", "tank/a@s"), "1\tlocal");
+    lab.ok("zfs", &["destroy", "tank/a@t2"]);
+    lab.ok("zfs", &["snapshot", "tank/a@t2"]);
+    assert_eq!(value_source(&lab, "user:y", "tank/a@t2"), "-\t-");
+}
+
+// Why: defect 4 of issue 18: after `zfs destroy fs@x`, `.zfs/snapshot/x` still stat'ed
+// (the kernel trusted the entry the lookup before the destroy had given it for a second);
+// OpenZFS's entry goes with the snapshot at once (ENOENT), and a re-created snapshot of
+// that name is found again.
+#[test]
+fn destroyed_snapshot_entry_no_longer_stats() {
+    let lab = MountLab::new("tank/fs");
+    let root = lab.mnt("fs");
+    std::fs::write(format!("{root}/file"), b"kept").unwrap();
+    lab.ok("zfs", &["snapshot", "tank/fs@x"]);
+    let entry = format!("{root}/.zfs/snapshot/x");
+    for round in 0..3 {
+        // Looked up (and its file read) just before the destroy.
+        assert!(std::fs::metadata(&entry).unwrap().is_dir(), "round {round}");
+        assert_eq!(std::fs::read(format!("{entry}/file")).unwrap(), b"kept");
+        lab.ok("zfs", &["destroy", "tank/fs@x"]);
+        let err = std::fs::metadata(&entry).expect_err("destroyed snapshot still stats");
+        assert_eq!(err.raw_os_error(), Some(libc::ENOENT), "round {round}");
+        assert!(std::fs::metadata(format!("{entry}/file")).is_err());
+        lab.ok("zfs", &["snapshot", "tank/fs@x"]);
+    }
+}
+
+// Why: defect 7 of issue 18: `zfs receive tank/r@@x` created `tank/r@@x`, and `zfs
+// snapshot -r` made descendants' snapshot names over 255 characters; OpenZFS checks every
+// name it creates (zfs_namecheck) and refuses with its words, creating nothing.
+#[test]
+fn names_are_checked_where_they_are_made() {
+    let lab = NoMountLab::new();
+    lab.ok("zfs", &["create", "tank/a"]);
+    lab.ok("zfs", &["snapshot", "tank/a@s"]);
+    for target in ["tank/r@@x", "tank/r@x#y", "tank//r", "tank/r@"] {
+        let out = lab.run(
+            "sh",
+            &["-c", &format!("zfs send tank/a@s | zfs receive '{target}'")],
+        );
+        assert_eq!(
+            (out.code, out.stderr.as_str()),
+            (1, "cannot receive: invalid name\n"),
+            "{target}"
+        );
+    }
+    // A descendant's name made by -r is checked too: nothing is created.
+    let long_a = "a".repeat(100);
+    let long_b = "b".repeat(100);
+    let deep = format!("tank/{long_a}/{long_b}");
+    lab.ok("zfs", &["create", "-p", &deep]);
+    let snap = "s".repeat(50);
+    let child_snap = format!("{deep}@{snap}");
+    assert!(child_snap.len() > 255);
+    assert_eq!(
+        refused(&lab, "zfs", &["snapshot", "-r", &format!("tank@{snap}")]),
+        (
+            1,
+            format!(
+                "cannot create snapshot '{child_snap}': name is too long\nno snapshots were created\n"
+            )
+        )
+    );
+    let all = lab.ok(
+        "zfs",
+        &["list", "-H", "-o", "name", "-t", "snapshot", "-r", "tank"],
+    );
+    assert_eq!(all, "tank/a@s\n");
+    // Clone and rename targets follow the same rules.
+    assert_eq!(
+        refused(&lab, "zfs", &["clone", "tank/a@s", "tank/c%x"]),
+        (
+            1,
+            "cannot create 'tank/c%x': invalid character % in name\n".to_string()
+        )
+    );
+    assert_eq!(
+        refused(&lab, "zfs", &["rename", "tank/a", "tank/b/../c"]),
+        (
+            1,
+            "cannot rename to 'tank/b/../c': parent reference, '..' is found in name\n".to_string()
+        )
+    );
+    assert_eq!(
+        refused(
+            &lab,
+            "zfs",
+            &["rename", "tank/a", &format!("tank/{}", "n".repeat(260))]
+        ),
+        (
+            1,
+            format!(
+                "cannot rename to 'tank/{}': name is too long\n",
+                "n".repeat(260)
+            )
+        )
+    );
+    let fss = lab.ok("zfs", &["list", "-H", "-o", "name", "-r", "tank"]);
+    assert_eq!(fss, format!("tank\ntank/a\ntank/{long_a}\n{deep}\n"));
+}
+
+/// A loop device over a fresh image of the lab (`None` where none can be attached).
+fn loop_device(lab: &common::Lab, name: &str) -> Option<String> {
+    let image = lab.disk(name, 128 << 20);
+    let out = std::process::Command::new("losetup")
+        .args(["-f", "--show", &image])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+// Why: defect 2 of issue 18: `zpool create p loop0` was refused ("no such device in /dev");
+// OpenZFS resolves a shorthand device name through its search path (by-vdev, by-id,
+// by-path, ..., /dev) and `zpool status` names the device `loop0` (full path with -P).
+#[test]
+fn shorthand_device_names_resolve_and_show_short() {
+    let lab = NoMountLab::new();
+    let Some(device) = loop_device(&lab.inner, "loop.img") else {
+        eprintln!("skipped: no loop device available here");
+        return;
+    };
+    let short = device.trim_start_matches("/dev/").to_string();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        lab.ok("zpool", &["create", "short", &short]);
+        let status = lab.ok("zpool", &["status", "short"]);
+        assert!(status.contains(&format!("\n\t  {short}    ")), "{status}");
+        let full = lab.ok("zpool", &["status", "-P", "short"]);
+        assert!(full.contains(&format!("\n\t  {device}  ")), "{full}");
+        lab.ok("zpool", &["destroy", "short"]);
+        // A name found nowhere keeps OpenZFS's refusal.
+        assert_eq!(
+            refused(&lab, "zpool", &["create", "short", "zetta-no-such-disk"]),
+            (
+                1,
+                "cannot open 'zetta-no-such-disk': no such device in /dev\nmust be a full path or shorthand device name\n"
+                    .to_string()
+            )
+        );
+    }));
+    let _ = std::process::Command::new("losetup")
+        .args(["-d", &device])
+        .status();
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+// Why: defect 6 of issue 18: operands and options OpenZFS refuses were accepted (`zfs mount
+// -a fs`, `zfs unmount -a fs`, `zpool import -a pool`: usage, exit 2), `zpool create` put a
+// pool's root on a non-empty directory, took `-O` names that are no filesystem property
+// and compatibility files that do not exist, each refused by OpenZFS with its words.
+#[test]
+fn operands_and_options_openzfs_refuses() {
+    let lab = NoMountLab::new();
+    lab.ok("zfs", &["create", "tank/a"]);
+    for args in [
+        &["mount", "-a", "tank/a"][..],
+        &["unmount", "-a", "tank/a"],
+        &["unmount", "tank/a", "tank"],
+    ] {
+        let (code, stderr) = refused(&lab, "zfs", args);
+        assert_eq!(code, 2, "{args:?}");
+        assert!(stderr.starts_with("too many arguments\nusage:"), "{stderr}");
+    }
+    let (code, stderr) = refused(&lab, "zfs", &["unmount"]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.starts_with("missing filesystem argument\nusage:"),
+        "{stderr}"
+    );
+    let (code, stderr) = refused(&lab, "zpool", &["import", "-a", "tank"]);
+    assert_eq!(code, 2);
+    assert!(stderr.starts_with("too many arguments\nusage:"), "{stderr}");
+
+    let disk = lab.inner.disk("second", 256 << 20);
+    assert_eq!(
+        refused(
+            &lab,
+            "zpool",
+            &["create", "-n", "-O", "doesnotexist=on", "other", &disk]
+        ),
+        (
+            1,
+            "property 'doesnotexist' is not a valid filesystem property\n".to_string()
+        )
+    );
+    assert_eq!(
+        refused(
+            &lab,
+            "zpool",
+            &["create", "-o", "compatibility=nonexistent", "other", &disk]
+        ),
+        (
+            1,
+            "Error: could not read/parse feature file(s): nonexistent \n".to_string()
+        )
+    );
+    let busy = lab.inner.path("busy");
+    std::fs::create_dir_all(&busy).unwrap();
+    std::fs::write(format!("{busy}/file"), b"x").unwrap();
+    let expected = format!(
+        "mountpoint '{busy}' exists and is not empty\nuse '-m' option to provide a different default\n"
+    );
+    assert_eq!(
+        refused(&lab, "zpool", &["create", "-m", &busy, "other", &disk]),
+        (1, expected.clone())
+    );
+    assert_eq!(
+        refused(
+            &lab,
+            "zpool",
+            &[
+                "create",
+                "-O",
+                &format!("mountpoint={busy}"),
+                "other",
+                &disk
+            ]
+        ),
+        (1, expected)
+    );
+    // The default mountpoint under -R is checked the same way.
+    let root = lab.inner.path("root");
+    std::fs::create_dir_all(format!("{root}/other")).unwrap();
+    std::fs::write(format!("{root}/other/file"), b"x").unwrap();
+    let (code, stderr) = refused(&lab, "zpool", &["create", "-R", &root, "other", &disk]);
+    assert_eq!(
+        (code, stderr.lines().next()),
+        (
+            1,
+            Some(format!("mountpoint '{root}/other' exists and is not empty").as_str())
+        )
+    );
+    // Nothing was created; an empty directory is fine.
+    assert_eq!(lab.ok("zpool", &["list", "-H", "-o", "name"]), "tank\n");
+    let empty = lab.inner.path("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    lab.ok("zpool", &["create", "-m", &empty, "other", &disk]);
+    lab.ok("zpool", &["destroy", "other"]);
+}
+
+// Why: defect 5 of issue 18: `zfs set mountpoint=` on a filesystem the admin had unmounted
+// left it unmounted (OpenZFS's changelist mounts a canmount=on filesystem at its new
+// place), and `overlay=off` was refused; OpenZFS then refuses to mount over a non-empty
+// directory ("directory is not empty") unless `zfs mount -O`.
+#[test]
+fn new_mountpoint_mounts_and_overlay_off_refuses_non_empty() {
+    let lab = MountLab::new("tank/fs");
+    let old = lab.mnt("fs");
+    assert!(common::mount_lab::mounted(&old));
+    lab.ok("zfs", &["unmount", "tank/fs"]);
+    assert!(!common::mount_lab::mounted(&old));
+    let new = lab.inner.path("moved");
+    lab.ok("zfs", &["set", &format!("mountpoint={new}"), "tank/fs"]);
+    assert!(common::mount_lab::mounted(&new), "not mounted at {new}");
+    assert_eq!(
+        lab.ok("zfs", &["get", "-H", "-o", "value", "mounted", "tank/fs"]),
+        "yes\n"
+    );
+    // overlay=off: a non-empty directory is not mounted over; -O does.
+    lab.ok("zfs", &["set", "overlay=off", "tank/fs"]);
+    lab.ok("zfs", &["unmount", "tank/fs"]);
+    std::fs::write(format!("{new}/underneath"), b"x").unwrap();
+    let (code, _, stderr) = lab.run("zfs", &["mount", "tank/fs"]);
+    assert_eq!(
+        (code, stderr.as_str()),
+        (
+            1,
+            format!("cannot mount '{new}': directory is not empty\n").as_str()
+        )
+    );
+    assert!(!common::mount_lab::mounted(&new));
+    lab.ok("zfs", &["mount", "-O", "tank/fs"]);
+    assert!(common::mount_lab::mounted(&new));
+    lab.ok("zfs", &["unmount", "tank/fs"]);
+    // overlay=on (the default) mounts over it.
+    lab.ok("zfs", &["inherit", "overlay", "tank/fs"]);
+    lab.ok("zfs", &["mount", "tank/fs"]);
+    assert!(common::mount_lab::mounted(&new));
+}
