@@ -82,6 +82,8 @@ pub fn run_with_metrics(err: &mut dyn Write, metrics: Option<&str>) -> i32 {
         let _ = writeln!(file, "{}", std::process::id());
     }
     registry::enable();
+    // The engine's errors and scans become `zpool events` (zpool/events.rs).
+    crate::zpool::events::start_daemon_pump();
     if let Some(addr) = metrics {
         match super::metrics::bind(addr) {
             Ok((listener, local)) => {

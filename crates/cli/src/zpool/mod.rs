@@ -14,6 +14,7 @@
 
 pub mod cache;
 mod create;
+pub mod events;
 mod import;
 mod import_openzfs;
 mod list;
@@ -139,6 +140,7 @@ const COMMANDS: &[(&str, Command, &str)] = &[
     ),
     ("export", import::cmd_export, "\texport [-af] <pool> ...\n"),
     ("history", props::cmd_history, "\thistory [-il] [<pool>] ...\n"),
+    ("events", events::cmd_events, "\tevents [-vHf [pool] | -c]\n"),
     ("sync", props::cmd_sync, "\tsync [pool] ...\n"),
     (
         "get",
