@@ -367,3 +367,90 @@ fn events_follow_prints_new_events() {
         "-f did not follow: {seen:?}"
     );
 }
+
+// ---- zpool wait ----
+
+// Why: there was no `zpool wait`: a script had to poll `zpool status` to know when a scrub
+// ended. `zpool wait -t scrub` returns once the scrub over a few hundred MiB has finished
+// (status says so right after), prints OpenZFS's rows with an interval, and refuses what
+// OpenZFS refuses, in its words.
+#[test]
+fn wait_returns_when_the_scrub_ends() {
+    let lab = Lab::new();
+    let disk = lab.disk("disk", 1 << 30);
+    let mnt = lab.path("mnt");
+    ok(
+        lab.zpool(&["create", "-m", &mnt, "-O", "compression=off", "tank", &disk]),
+        "create",
+    );
+    assert!(wait_for(|| std::path::Path::new(&mnt).join(".").exists()));
+    let out = lab.sh(&format!(
+        "head -c 314572800 /dev/urandom > {mnt}/big && zpool sync tank"
+    ));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    ok(lab.zpool(&["scrub", "tank"]), "scrub");
+    let waited = lab.zpool(&["wait", "-t", "scrub", "tank"]);
+    assert_eq!(waited.code, 0, "{}", waited.stderr);
+    assert_eq!(waited.stdout, "");
+    let status = ok(lab.zpool(&["status", "tank"]), "status");
+    assert!(
+        status.contains("  scan: scrub repaired 0B in ") && status.contains(" with 0 errors on "),
+        "the scrub had not finished when zpool wait returned:\n{status}"
+    );
+    // With an interval: the header of the chosen activities, then a row of bytes left.
+    ok(lab.zpool(&["scrub", "tank"]), "scrub again");
+    let rows = ok(
+        lab.zpool(&["wait", "-t", "scrub,resilver", "tank", "1"]),
+        "wait with an interval",
+    );
+    let mut lines = rows.lines();
+    assert_eq!(lines.next(), Some("  RESILVER   SCRUB"), "{rows}");
+    for line in lines {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(words.len(), 2, "{rows}");
+        assert_eq!(words[0], "0", "{rows}");
+    }
+    let status = ok(lab.zpool(&["status", "tank"]), "status");
+    assert!(!status.contains("scrub in progress"), "{status}");
+    // Nothing running: it returns at once; every OpenZFS activity name is known.
+    ok(
+        lab.zpool(&[
+            "wait",
+            "-t",
+            "discard,free,initialize,replace,remove,resilver,scrub,trim,raidz_expand",
+            "tank",
+        ]),
+        "wait for all",
+    );
+    let usage = "usage:\n\twait [-Hp] [-T d|u] [-t <activity>[,...]] <pool> [interval]\n";
+    for (args, code, stderr) in [
+        (
+            vec!["wait", "-t", "scrub,defrag", "tank"],
+            2,
+            format!("invalid activity 'defrag'\n{usage}"),
+        ),
+        (vec!["wait"], 2, format!("missing 'pool' argument\n{usage}")),
+        (
+            vec!["wait", "tank", "1", "2"],
+            2,
+            format!("too many arguments\n{usage}"),
+        ),
+        (
+            vec!["wait", "-n", "tank"],
+            2,
+            format!("invalid option 'n'\n{usage}"),
+        ),
+        (
+            vec!["wait", "nope"],
+            1,
+            "cannot open 'nope': no such pool\n".to_string(),
+        ),
+    ] {
+        let out = lab.zpool(&args);
+        assert_eq!(
+            (out.code, out.stderr.as_str()),
+            (code, stderr.as_str()),
+            "{args:?}"
+        );
+    }
+}

@@ -22,6 +22,7 @@ pub mod pool;
 mod props;
 mod status;
 mod vdev_cmds;
+mod wait;
 
 use std::io::Write;
 
@@ -148,6 +149,11 @@ const COMMANDS: &[(&str, Command, &str)] = &[
         "\tget [-Hp] [-o \"all\" | field[,...]] <\"all\" | property[,...]> <pool> ...\n",
     ),
     ("set", props::cmd_set, "\tset <property=value> <pool>\n"),
+    (
+        "wait",
+        wait::cmd_wait,
+        "\twait [-Hp] [-T d|u] [-t <activity>[,...]] <pool> [interval]\n",
+    ),
 ];
 
 fn cmd_version(args: &[String], ctx: &mut Ctx) -> CmdResult {
@@ -174,6 +180,7 @@ fn print_full_usage(stream: &mut dyn Write) {
         "import",
         "history",
         "get",
+        "wait",
     ];
     for (name, _, synopsis) in COMMANDS {
         if GROUP_STARTS.contains(name) {
