@@ -560,8 +560,8 @@ pub fn pump(held: Option<&Spa>, extra: Vec<Event>) {
     let pools = crate::daemon::registry::get()
         .map(|r| r.all())
         .unwrap_or_default();
-    let mut raw = raw.into_iter();
-    while let Some(moment) = raw.next() {
+
+    for moment in raw {
         if let Some(event) = held.and_then(|spa| build(spa, &moment)) {
             events.push(event);
             continue;
