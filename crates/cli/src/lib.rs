@@ -15,6 +15,7 @@
 
 pub mod calc;
 pub mod daemon;
+pub mod usage;
 pub mod zfs;
 pub mod zfs_diff;
 pub mod zfs_mount;

@@ -31,8 +31,6 @@ use zetta_zprop::{
     ZfsProp,
 };
 
-const USAGE: &str = "usage: zfs command args ...\nwhere 'command' is one of the following:\n\n\tversion\n\n\tcreate [-p] [-o property=value] ... <filesystem>\n\tcreate [-ps] [-b blocksize] [-o property=value] ... -V <size> <volume>\n\tsnapshot [-r] <filesystem|volume>@<snap> ...\n\trollback [-rRf] <snapshot>\n\tclone [-p] [-o property=value] ... <snapshot> <filesystem|volume>\n\tpromote <clone-filesystem>\n\tbookmark <snapshot|bookmark> <newbookmark>\n\thold [-r] <tag> <snapshot> ...\n\tholds [-rHp] <snapshot> ...\n\trelease [-r] <tag> <snapshot> ...\n\tdestroy [-fnpRrv] <filesystem|volume>\n\trename [-fnpu] <filesystem> <filesystem>\n\trename -r <snapshot> <snapshot>\n\tdiff [-FH] <snapshot> [snapshot|filesystem]\n\n\tlist [-Hp] [-r|-d max] [-o property[,...]] [-s property]...\n\t    [-S property]... [-t type[,...]] [filesystem|volume|snapshot] ...\n\n\tset <property=value> ... <filesystem|volume|snapshot> ...\n\tget [-rHp] [-d max] [-o \"all\" | field[,...]]\n\t    [-t type[,...]] [-s source[,...]]\n\t    <\"all\" | property[,...]> [filesystem|volume|snapshot|bookmark] ...\n\tinherit [-rS] <property> <filesystem|volume|snapshot> ...\n";
-
 /// The client's standard input, and whether its standard streams are terminals: what
 /// `zfs receive` reads and what `zfs send`/`receive` refuse, wherever the command runs (in
 /// this process, or in the daemon on behalf of a client).
@@ -67,16 +65,17 @@ pub fn run_io(
     err: &mut dyn Write,
 ) -> i32 {
     let Some(command) = args.first() else {
-        let _ = err.write_all(USAGE.as_bytes());
+        let _ = writeln!(err, "missing command");
+        let _ = err.write_all(crate::usage::zfs_full_usage().as_bytes());
         return 2;
     };
     let mut ctx = Ctx { out, err };
     let rest = &args[1..];
     let result = match command.as_str() {
-        "version" | "-V" | "--version" => {
+        // zfs_do_version parses options (`-j`, not in Zetta): `-?` is an invalid option.
+        "version" | "-V" | "--version" => crate::zpool::getopt(rest, "").map(|_| {
             ctx.print(&format!("zetta {}\n", env!("CARGO_PKG_VERSION")));
-            Ok(())
-        }
+        }),
         "create" => cmd_create(rest, &mut ctx),
         "snapshot" | "snap" => cmd_snapshot(rest),
         "rollback" => cmd_rollback(rest),
@@ -97,13 +96,28 @@ pub fn run_io(
         "unmount" | "umount" => crate::zfs_mount::cmd_unmount(rest),
         "send" => send::cmd_send(rest, &mut io, &mut ctx),
         "receive" | "recv" => recv::cmd_receive(rest, &mut io, &mut ctx),
+        // `zfs help CMD`: OpenZFS opens the man page zfs-CMD(8); Zetta prints the usage.
+        "help" if rest.first().is_some_and(|t| t != "zfs") => {
+            let topic = rest.first().map(String::as_str).unwrap_or_default();
+            match crate::usage::zfs_command_usage(topic) {
+                Some(text) => {
+                    ctx.print(&text);
+                    Ok(())
+                }
+                None => {
+                    ctx.warn(&format!("unrecognized command '{topic}'\n"));
+                    ctx.warn(&crate::usage::zfs_full_usage());
+                    return 2;
+                }
+            }
+        }
         "-?" | "-h" | "--help" | "help" => {
-            ctx.print(USAGE);
+            ctx.print(&crate::usage::zfs_full_usage());
             Ok(())
         }
         other => {
             ctx.warn(&format!("unrecognized command '{other}'\n"));
-            ctx.warn(USAGE);
+            ctx.warn(&crate::usage::zfs_full_usage());
             return 2;
         }
     };
@@ -119,7 +133,10 @@ pub fn run_io(
             if !message.is_empty() {
                 ctx.warn(&format!("{}\n", crate::zpool::plain_words(&message)));
             }
-            ctx.warn(USAGE);
+            // OpenZFS's usage(B_FALSE) of the command (of every command for one it lacks).
+            let text = crate::usage::zfs_command_usage(command)
+                .unwrap_or_else(crate::usage::zfs_full_usage);
+            ctx.warn(&text);
             2
         }
     }
@@ -1756,6 +1773,10 @@ fn cmd_get(args: &[String], ctx: &mut Ctx) -> CmdResult {
 
 /// `zfs set prop=value… fs`
 fn cmd_set(args: &[String]) -> CmdResult {
+    // zfs_do_set's getopt: options (`-u` is not in Zetta) are refused, never taken for
+    // property=value words.
+    let parsed = crate::zpool::getopt(args, "")?;
+    let args = &parsed.operands[..];
     let Some((name, assignments)) = args.split_last() else {
         return usage("missing property=value argument(s)");
     };

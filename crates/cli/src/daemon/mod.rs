@@ -24,6 +24,7 @@
 
 pub mod client;
 pub mod fusermount;
+pub mod log;
 pub mod metrics;
 pub mod mounts;
 pub mod nbd;

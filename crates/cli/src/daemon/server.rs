@@ -3,6 +3,7 @@
 //! `__stop`, SIGTERM and SIGINT unmount every filesystem, commit every held pool and exit
 //! 0 (the pools stay imported in the cache and come back with the next daemon).
 
+use super::log::{self, Level};
 use super::protocol::{self, FrameWriter, FRAME_EXIT, FRAME_STDERR, FRAME_STDOUT};
 use super::{lock_path, pid_path, registry, socket_path};
 use std::io::Write;
@@ -81,31 +82,46 @@ pub fn run_with_metrics(err: &mut dyn Write, metrics: Option<&str>) -> i32 {
         let _ = writeln!(file, "{}", std::process::id());
     }
     registry::enable();
+    // The engine's errors and scans become `zpool events` (zpool/events.rs).
+    crate::zpool::events::start_daemon_pump();
     if let Some(addr) = metrics {
         match super::metrics::bind(addr) {
             Ok((listener, local)) => {
-                let _ = writeln!(err, "zetta daemon: metrics on http://{local}/metrics");
+                log::write(
+                    err,
+                    Level::Info,
+                    &format!("zetta daemon: metrics on http://{local}/metrics"),
+                );
                 super::metrics::spawn(listener);
             }
             Err(message) => {
-                let _ = writeln!(err, "{message}");
+                log::write(err, Level::Error, &message);
                 return 1;
             }
         }
     }
+    log::write(
+        err,
+        Level::Info,
+        &format!(
+            "zetta daemon: started (pid {}, socket '{}')",
+            std::process::id(),
+            socket.display()
+        ),
+    );
     // Pools imported before (the cache file) come back with their mounts; commands
     // that connect meanwhile wait in the listen queue. A pool that cannot be opened
     // (a device missing) stays UNAVAIL in the listings and keeps no other pool away.
     for entry in crate::zpool::pool::load_cache().unwrap_or_default() {
         if let Err(e) = crate::zpool::pool::open_entry(&entry) {
-            let _ = writeln!(err, "zetta: {}", e.message());
+            log::write(err, Level::Error, &format!("zetta: {}", e.message()));
         }
     }
     let mut messages = Vec::new();
     super::mounts::reconcile(&mut messages);
     super::nbd::reconcile();
     for message in messages {
-        let _ = writeln!(err, "{message}");
+        log::write(err, Level::Warn, &message);
     }
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
@@ -134,7 +150,12 @@ fn catch_stop_signals() {
         let mut signal: libc::c_int = 0;
         // SAFETY: `set` is initialised and blocked in every thread; sigwait writes one int.
         if unsafe { libc::sigwait(&set, &mut signal) } == 0 {
-            shutdown();
+            let name = if signal == libc::SIGINT {
+                "SIGINT"
+            } else {
+                "SIGTERM"
+            };
+            shutdown(name);
         }
     });
 }
@@ -145,12 +166,17 @@ static STOPPING: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
 
 /// The clean stop: unmounts every filesystem (the kernel writes back what it caches),
 /// commits every held pool, removes the socket and pid file, and exits 0.
-fn shutdown() -> ! {
+fn shutdown(why: &str) -> ! {
     let _guard = STOPPING.lock();
+    log::log(
+        Level::Info,
+        &format!("zetta daemon: stopping on {why}: unmounting, committing every pool"),
+    );
     unmount_all();
     // The loop devices hold the volume files open: they go before their mount.
     super::zvol_dev::stop();
     stop();
+    log::log(Level::Info, "zetta daemon: stopped");
     if SERVING.load(std::sync::atomic::Ordering::SeqCst) {
         let _ = std::fs::remove_file(socket_path());
         let _ = std::fs::remove_file(pid_path());
@@ -246,7 +272,7 @@ fn serve(stream: UnixStream) {
             "__stop" => {
                 // The client waits for the lifetime lock, not for this reply: it goes
                 // with the process.
-                shutdown();
+                shutdown("zetta daemon --stop");
             }
             other => {
                 let _ = writeln!(err, "unknown request '{other}'");
@@ -284,7 +310,17 @@ fn stop() {
             scan.cancel
                 .store(true, std::sync::atomic::Ordering::Relaxed);
         }
-        let _ = pool.write().sync();
+        let mut spa = pool.write();
+        if let Err(e) = spa.sync() {
+            log::log(
+                Level::Error,
+                &format!(
+                    "zetta daemon: pool '{}': final commit failed: {}",
+                    spa.name,
+                    crate::zpool::pool::spa_error_text(&e)
+                ),
+            );
+        }
     }
 }
 

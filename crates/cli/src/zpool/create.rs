@@ -198,7 +198,10 @@ pub fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
     pool::reset_stats(&mut imported.spa);
     add_cache(&mut imported, &groups, &action)?;
     imported.spa.log_history(&history_line("create", args));
-    pool::commit(&mut imported)
+    pool::commit(&mut imported)?;
+    let event = super::events::sysevent(&imported.spa, "pool_create", None);
+    super::events::pump(Some(&imported.spa), vec![event]);
+    Ok(())
 }
 
 /// `zpool_do_load_compat`: every file of a `compatibility` list (other than `off` and
@@ -460,12 +463,14 @@ pub fn cmd_destroy(args: &[String], _ctx: &mut Ctx) -> CmdResult {
     };
     pool::writable(&imported, &format!("cannot destroy '{name}'"))?;
     let guid = imported.guid;
+    let event = super::events::sysevent(&imported.spa, "pool_destroy", None);
     imported.into_spa()?.destroy().map_err(|e| {
         CmdError::Fail(format!(
             "cannot destroy '{name}': {}",
             pool::spa_error_text(&e)
         ))
     })?;
+    super::events::pump(None, vec![event]);
     super::pool::forget(guid)
 }
 

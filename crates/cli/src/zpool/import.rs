@@ -317,7 +317,10 @@ fn do_import(
     if !readonly {
         imported.spa.log_history(&history_line("import", args));
     }
-    pool::commit(&mut imported)
+    pool::commit(&mut imported)?;
+    let event = super::events::sysevent(&imported.spa, "pool_import", None);
+    super::events::pump(Some(&imported.spa), vec![event]);
+    Ok(())
 }
 
 /// Leaves take the path their device was found at (devices may have moved since the
@@ -352,6 +355,7 @@ pub fn cmd_export(args: &[String], _ctx: &mut Ctx) -> CmdResult {
             }
         };
         let guid = imported.guid;
+        let event = super::events::sysevent(&imported.spa, "pool_export", None);
         imported
             .spa
             .log_history(&history_line("export", std::slice::from_ref(name)));
@@ -361,6 +365,7 @@ pub fn cmd_export(args: &[String], _ctx: &mut Ctx) -> CmdResult {
                 pool::spa_error_text(&e)
             ))
         })?;
+        super::events::pump(None, vec![event]);
         super::pool::forget(guid)?;
     }
     Ok(())

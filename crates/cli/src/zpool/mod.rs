@@ -14,6 +14,7 @@
 
 pub mod cache;
 mod create;
+pub mod events;
 mod import;
 mod import_openzfs;
 mod list;
@@ -21,6 +22,7 @@ pub mod pool;
 mod props;
 mod status;
 mod vdev_cmds;
+mod wait;
 
 use std::io::Write;
 
@@ -72,80 +74,30 @@ type Command = fn(&[String], &mut Ctx) -> CmdResult;
 
 /// (name, implementation, synopsis) in OpenZFS's help order.
 const COMMANDS: &[(&str, Command, &str)] = &[
-    ("version", cmd_version, "\tversion\n"),
-    (
-        "create",
-        create::cmd_create,
-        "\tcreate [-fnd] [-o property=value] ... \n\t    [-O file-system-property=value] ... \n\t    [-m mountpoint] [-R root] <pool> <vdev> ...\n",
-    ),
+    ("version", cmd_version, "\tversion [-j]\n"),
+    ("create", create::cmd_create, "\tcreate [-fnd] [-o property=value] ... \n\t    [-O file-system-property=value] ... \n\t    [-m mountpoint] [-R root] <pool> <vdev> ...\n"),
     ("destroy", create::cmd_destroy, "\tdestroy [-f] <pool>\n"),
-    (
-        "add",
-        create::cmd_add,
-        "\tadd [-afgLnP] [-o property=value] <pool> <vdev> ...\n",
-    ),
-    (
-        "remove",
-        create::cmd_remove,
-        "\tremove [-npsw] <pool> <device> ...\n",
-    ),
+    ("add", create::cmd_add, "\tadd [-afgLnP] [-o property=value] <pool> <vdev> ...\n"),
+    ("remove", create::cmd_remove, "\tremove [-npsw] <pool> <device> ...\n"),
     ("labelclear", create::cmd_labelclear, "\tlabelclear [-f] <vdev>\n"),
-    (
-        "list",
-        list::cmd_list,
-        "\tlist [-gHLpPv] [-o property[,...]] [-T d|u] [pool] ... \n\t    [interval [count]]\n",
-    ),
-    (
-        "iostat",
-        list::cmd_iostat,
-        "\tiostat [-ghHLpPvy] [[pool ...]|[pool vdev ...]|[vdev ...]]\n\t    [[-n] interval [count]]\n",
-    ),
-    (
-        "status",
-        status::cmd_status,
-        "\tstatus [-DdegiLPpstvx] [-T d|u] [pool] ... \n\t    [interval [count]]\n",
-    ),
-    (
-        "online",
-        vdev_cmds::cmd_online,
-        "\tonline [-e] <pool> <device> ...\n",
-    ),
-    (
-        "offline",
-        vdev_cmds::cmd_offline,
-        "\toffline [-f][-t] <pool> <device> ...\n",
-    ),
-    ("clear", vdev_cmds::cmd_clear, "\tclear <pool> [device]\n"),
-    (
-        "attach",
-        vdev_cmds::cmd_attach,
-        "\tattach [-fsw] [-o property=value] <pool> <vdev> <new-device>\n",
-    ),
+    ("list", list::cmd_list, "\tlist [-gHLpPv] [-o property[,...]] [-j [--json-int, --json-pool-key-guid]] ...\n\t    [-T d|u] [pool] [interval [count]]\n"),
+    ("iostat", list::cmd_iostat, "\tiostat [[[-c [script1,script2,...][-lq]]|[-rw]] [-T d | u] [-ghHLpPvy]\n\t    [[pool ...]|[pool vdev ...]|[vdev ...]] [[-n] interval [count]]\n"),
+    ("status", status::cmd_status, "\tstatus [--power] [-j [--json-int, --json-flat-vdevs, ...\n\t    --json-pool-key-guid]] [-c [script1,script2,...]] [-dDegiLpPstvx] ...\n\t    [-T d|u] [pool] [interval [count]]\n"),
+    ("online", vdev_cmds::cmd_online, "\tonline [--power][-e] <pool> <device> ...\n"),
+    ("offline", vdev_cmds::cmd_offline, "\toffline [--power]|[[-f][-t]] <pool> <device> ...\n"),
+    ("clear", vdev_cmds::cmd_clear, "\tclear [[--power]|[-nF]] <pool> [device]\n"),
+    ("attach", vdev_cmds::cmd_attach, "\tattach [-fsw] [-o property=value] <pool> <device> <new-device>\n"),
     ("detach", vdev_cmds::cmd_detach, "\tdetach <pool> <device>\n"),
-    (
-        "replace",
-        vdev_cmds::cmd_replace,
-        "\treplace [-fsw] [-o property=value] <pool> <device> [new-device]\n",
-    ),
-    (
-        "scrub",
-        vdev_cmds::cmd_scrub,
-        "\tscrub [-s | -p] [-w] <pool> ...\n",
-    ),
-    (
-        "import",
-        import::cmd_import,
-        "\timport [-d dir] [-D]\n\timport [-o mntopts] [-o property=value] ... \n\t    [-d dir | -c cachefile] [-D] [-l] [-f] [-m] [-N] [-R root] [-F [-n]] -a\n\timport [-o mntopts] [-o property=value] ... \n\t    [-d dir | -c cachefile] [-D] [-l] [-f] [-m] [-N] [-R root] [-F [-n]]\n\t    <pool | id> [newpool]\n",
-    ),
+    ("replace", vdev_cmds::cmd_replace, "\treplace [-fsw] [-o property=value] <pool> <device> [new-device]\n"),
+    ("scrub", vdev_cmds::cmd_scrub, "\tscrub [-e | -s | -p | -C] [-w] <pool> ...\n"),
+    ("import", import::cmd_import, "\timport [-d dir] [-D]\n\timport [-o mntopts] [-o property=value] ... \n\t    [-d dir | -c cachefile] [-D] [-l] [-f] [-m] [-N] [-R root] [-F [-n]] -a\n\timport [-o mntopts] [-o property=value] ... \n\t    [-d dir | -c cachefile] [-D] [-l] [-f] [-m] [-N] [-R root] [-F [-n]]\n\t    [--rewind-to-checkpoint] <pool | id> [newpool]\n"),
     ("export", import::cmd_export, "\texport [-af] <pool> ...\n"),
     ("history", props::cmd_history, "\thistory [-il] [<pool>] ...\n"),
+    ("events", events::cmd_events, "\tevents [-vHf [pool] | -c]\n"),
+    ("get", props::cmd_get, "\tget [-Hp] [-j [--json-int, --json-pool-key-guid]] ...\n\t    [-o \"all\" | field[,...]] <\"all\" | property[,...]> <pool> ...\n"),
+    ("set", props::cmd_set, "\tset <property=value> <pool>\n\tset <vdev_property=value> <pool> <vdev>\n"),
     ("sync", props::cmd_sync, "\tsync [pool] ...\n"),
-    (
-        "get",
-        props::cmd_get,
-        "\tget [-Hp] [-o \"all\" | field[,...]] <\"all\" | property[,...]> <pool> ...\n",
-    ),
-    ("set", props::cmd_set, "\tset <property=value> <pool>\n"),
+    ("wait", wait::cmd_wait, "\twait [-Hp] [-T d|u] [-t <activity>[,...]] <pool> [interval]\n"),
 ];
 
 fn cmd_version(args: &[String], ctx: &mut Ctx) -> CmdResult {
@@ -172,6 +124,7 @@ fn print_full_usage(stream: &mut dyn Write) {
         "import",
         "history",
         "get",
+        "wait",
     ];
     for (name, _, synopsis) in COMMANDS {
         if GROUP_STARTS.contains(name) {
@@ -211,6 +164,23 @@ pub fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         return 2;
     };
     let name = name.as_str();
+    // `zpool help CMD`: OpenZFS opens the man page zpool-CMD(8); Zetta has none yet and
+    // prints the command's usage instead.
+    if name == "help" {
+        if let Some(topic) = args.get(1).filter(|t| t.as_str() != "zpool") {
+            return match COMMANDS.iter().find(|(n, _, _)| n == topic) {
+                Some((_, _, synopsis)) => {
+                    let _ = write!(out, "usage:\n{synopsis}");
+                    0
+                }
+                None => {
+                    let _ = writeln!(err, "unrecognized command '{topic}'");
+                    print_full_usage(err);
+                    2
+                }
+            };
+        }
+    }
     if matches!(name, "-?" | "-h" | "--help" | "help") {
         print_full_usage(out);
         return 0;

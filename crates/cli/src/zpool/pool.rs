@@ -536,6 +536,8 @@ pub fn commit(imported: &mut Imported) -> Result<(), CmdError> {
             spa_error_text(&e)
         ))
     })?;
+    // What the engine saw meanwhile (a resilver, errors) goes to `zpool events`.
+    super::events::pump(Some(spa), Vec::new());
     let entry = CacheEntry {
         guid: imported.guid,
         name: spa.name.clone(),

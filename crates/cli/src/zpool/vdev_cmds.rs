@@ -303,6 +303,8 @@ fn start_background_scrub(mut imported: Imported, name: &str) -> CmdResult {
         drop(shared);
         let mut spa = pool.write();
         let _ = spa.scan_finish(stats);
+        // scrub_start, the ereports of the walk and scrub_finish, in order.
+        crate::zpool::events::pump(Some(&spa), Vec::new());
         registry.end_scan(guid);
     });
     Ok(())

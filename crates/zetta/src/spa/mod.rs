@@ -28,6 +28,7 @@
 
 pub mod dirty;
 mod error;
+pub mod events;
 pub mod import;
 pub mod openzfs;
 pub mod scan;

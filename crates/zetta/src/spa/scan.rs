@@ -168,6 +168,10 @@ impl Spa {
         if function == ScanFunction::Scrub {
             self.zio.errlog.lock().clear();
         }
+        events::post(events::EngineEvent::ScanStart {
+            pool_guid: self.guid.0,
+            resilver: function == ScanFunction::Resilver,
+        });
         let mut roots = vec![
             (0u64, self.dp.mos_bp),
             (MOS_OBJECT_ROOT_DATASET.0, self.dp.root_dataset_bp),
@@ -266,6 +270,11 @@ impl Spa {
     /// Scan step 3 (exclusive again): records the outcome and commits it.
     pub fn scan_finish(&mut self, stats: ScanStats) -> Result<ScanStats, SpaError> {
         self.scan = stats;
+        events::post(events::EngineEvent::ScanFinish {
+            pool_guid: self.guid.0,
+            resilver: stats.function == ScanFunction::Resilver,
+            canceled: stats.state == ScanState::Canceled,
+        });
         self.sync()?;
         Ok(stats)
     }

@@ -463,6 +463,7 @@ impl Vdev {
         VdevStats::bump(&self.stats.write_bytes, data.len() as u64);
         if result.is_err() {
             VdevStats::bump(&self.stats.write_errors, 1);
+            self.post_io_error(offset_bytes, data.len() as u64, true);
         }
         result
     }
@@ -481,6 +482,7 @@ impl Vdev {
         VdevStats::bump(&self.stats.write_bytes, total);
         if result.is_err() {
             VdevStats::bump(&self.stats.write_errors, 1);
+            self.post_io_error(offset_bytes, total, true);
         }
         result
     }
@@ -502,8 +504,19 @@ impl Vdev {
         VdevStats::bump(&self.stats.read_bytes, buffer.len() as u64);
         if result.is_err() {
             VdevStats::bump(&self.stats.read_errors, 1);
+            self.post_io_error(offset_bytes, buffer.len() as u64, false);
         }
         result
+    }
+
+    /// `ereport.fs.zfs.io` for a failed read or write of this leaf (`spa::events`).
+    fn post_io_error(&self, offset_bytes: u64, size_bytes: u64, write: bool) {
+        crate::spa::events::post(crate::spa::events::EngineEvent::Io {
+            vdev_guid: self.guid.0,
+            offset_bytes,
+            size_bytes,
+            write,
+        });
     }
 
     /// The error of an I/O failed by an injection handler (`zinject -e io`).

@@ -60,6 +60,11 @@ impl Vdev {
                 } else {
                     if mode != ReadMode::Speculative {
                         VdevStats::bump(&self.stats.checksum_errors, 1);
+                        crate::spa::events::post(crate::spa::events::EngineEvent::Checksum {
+                            vdev_guid: self.guid.0,
+                            offset_bytes,
+                            size_bytes: psize_bytes,
+                        });
                     }
                     None
                 }
@@ -286,6 +291,11 @@ impl Vdev {
             let child = &self.children[map.columns[index].child];
             for leaf in child.leaves() {
                 VdevStats::bump(&leaf.stats.checksum_errors, 1);
+                crate::spa::events::post(crate::spa::events::EngineEvent::Checksum {
+                    vdev_guid: leaf.guid.0,
+                    offset_bytes: map.columns[index].child_offset_bytes,
+                    size_bytes: map.columns[index].size_bytes,
+                });
             }
         }
         let mut repaired_bytes = 0;

@@ -353,6 +353,10 @@ impl Zio {
             None => {
                 if let Some(bookmark) = bookmark {
                     self.errlog.lock().insert(bookmark);
+                    crate::spa::events::post(crate::spa::events::EngineEvent::Data {
+                        root_guid: root.guid.0,
+                        bookmark,
+                    });
                 }
                 return Err(ZioError::Unrecoverable { bp: bp.to_string() });
             }
@@ -389,6 +393,10 @@ impl Zio {
             None => {
                 if let Some(bookmark) = bookmark {
                     self.errlog.lock().insert(bookmark);
+                    crate::spa::events::post(crate::spa::events::EngineEvent::Data {
+                        root_guid: root.guid.0,
+                        bookmark,
+                    });
                 }
                 Err(ZioError::Unrecoverable { bp: bp.to_string() })
             }
@@ -482,6 +490,10 @@ impl Zio {
             },
             None => {
                 self.errlog.lock().insert(bookmark);
+                crate::spa::events::post(crate::spa::events::EngineEvent::Data {
+                    root_guid: root.guid.0,
+                    bookmark,
+                });
                 ScrubBlockResult {
                     repaired_bytes: 0,
                     unrecoverable: true,
