@@ -210,6 +210,24 @@ impl Mounted {
     }
 }
 
+/// Readahead window of a mount, in KiB. The kernel starts a FUSE mount's window at its
+/// default (128 KiB) and `init` may only shrink it; `widen_readahead` sets this one after
+/// the mount (one window is one request of `max_pages` 256).
+pub const READAHEAD_KB: u32 = 1024;
+
+/// Widens the readahead window of the mount whose device is `dev` ("0:52", as
+/// /proc/self/mountinfo lists it) to `READAHEAD_KB`, through its backing device's sysfs
+/// knob. Best effort: a kernel without the knob keeps its default.
+pub fn widen_readahead(dev: &str) {
+    let valid = dev
+        .split_once(':')
+        .is_some_and(|(major, minor)| major.parse::<u32>().is_ok() && minor.parse::<u32>().is_ok());
+    if valid {
+        let knob = format!("/sys/class/bdi/{dev}/read_ahead_kb");
+        let _ = std::fs::write(knob, READAHEAD_KB.to_string());
+    }
+}
+
 /// Whether this process may ask for `allow_other` (other users reach the mount): root
 /// may, others only when /etc/fuse.conf says `user_allow_other` (fusermount3 refuses
 /// the mount otherwise).
@@ -247,6 +265,8 @@ pub struct ZplFs {
     slots: parking_lot::Mutex<ctldir::Slots>,
     /// Snapshot object sets held open for `.zfs` reads (bounded: see `ctldir`).
     snaps: parking_lot::Mutex<ctldir::SnapCache>,
+    /// The kernel runs this mount with its writeback cache (decided at `init`).
+    writeback: bool,
 }
 
 #[derive(Debug)]
@@ -299,6 +319,7 @@ impl ZplFs {
             refs: parking_lot::Mutex::new(Default::default()),
             slots: parking_lot::Mutex::new(Default::default()),
             snaps: parking_lot::Mutex::new(Default::default()),
+            writeback: false,
         })
     }
 

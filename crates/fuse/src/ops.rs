@@ -50,8 +50,15 @@ const ENTRY_TTL: Duration = Duration::from_secs(3600);
 const ROOT_INO: u64 = 1;
 /// The offset after `.zfs` in a root listing (above every directory cursor).
 const CTL_LISTED_OFFSET: i64 = i64::MAX - 1;
-/// Largest write the kernel sends in one request.
+/// Largest write the kernel sends in one request (and, through fuser, `max_pages`: 256
+/// pages of 4 KiB, the kernel's default `fuse_max_pages_limit`).
 const MAX_WRITE_BYTES: u32 = 1 << 20;
+/// Readahead asked of the kernel at `init` (it grants at most its bdi's current window,
+/// 128 KiB by default; `spawn_mount` widens the window after the mount).
+const MAX_READAHEAD_BYTES: u32 = 1 << 20;
+/// Background requests (readahead, writeback of dirty pages) the kernel keeps in flight:
+/// enough to fill every worker thread with 1 MiB requests several times over.
+const MAX_BACKGROUND: u16 = 64;
 
 fn errno(e: ZplError) -> Errno {
     if let ZplError::Io(why) = &e {
@@ -102,10 +109,10 @@ fn from_kernel(t: SystemTime) -> Timespec {
     }
 }
 
-fn time_or_now(t: TimeOrNow) -> Timespec {
+fn time_or_now(t: TimeOrNow, now: Timespec) -> Timespec {
     match t {
         TimeOrNow::SpecificTime(t) => from_kernel(t),
-        TimeOrNow::Now => Timespec::now(),
+        TimeOrNow::Now => now,
     }
 }
 
@@ -306,6 +313,44 @@ impl ZplFs {
         }
     }
 
+    /// The time a change is stamped with. Under the writeback cache the kernel stamps the
+    /// times it owns (mtime and ctime of regular files: writes, truncates, unlink and
+    /// rename of a link, `touch`) with its own coarse clock (one tick: 4 ms at HZ=250), as
+    /// OpenZFS's `zfs_tstamp_update_setup` does with `current_time`. The server stamps its
+    /// own from the same clock, or a file's times could go backwards (a create at a
+    /// precise time, then a write stamped with a coarse time up to one tick earlier).
+    pub(crate) fn now(&self) -> Timespec {
+        if !self.writeback {
+            return Timespec::now();
+        }
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid timespec for the call to fill.
+        let rc = unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) };
+        if rc != 0 {
+            return Timespec::now();
+        }
+        Timespec {
+            sec: ts.tv_sec,
+            nsec: u32::try_from(ts.tv_nsec).unwrap_or(0),
+        }
+    }
+
+    /// How the kernel caches an opened file: its pages survive the open (nothing changes a
+    /// mounted file behind the kernel's back: rollback and receive remount). A file opened
+    /// for writing while sync=always is in force on a writeback-cache mount (`zfs set
+    /// sync=always` after the mount) bypasses the page cache, so that each write(2) reaches
+    /// the intent log before it returns.
+    fn open_flags(&self, writing: bool) -> FopenFlags {
+        if writing && self.writeback && self.sync() == zetta::zpl::zfs_vnops::SyncMode::Always {
+            FopenFlags::FOPEN_DIRECT_IO
+        } else {
+            FopenFlags::FOPEN_KEEP_CACHE
+        }
+    }
+
     fn create_node(
         &self,
         req: &Request,
@@ -322,7 +367,7 @@ impl ZplFs {
         let kind = FileKind::from_mode(u64::from(mode)).unwrap_or(FileKind::Regular);
         let dir = self.object(parent);
         let perm = mode & !umask & 0o7777;
-        let now = Timespec::now();
+        let now = self.now();
         self.policy(|m, spa| {
             let attr = m.create(
                 spa,
@@ -343,12 +388,28 @@ impl ZplFs {
 
 impl fuser::Filesystem for ZplFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        use fuser::InitFlags as F;
         let _ = config.set_max_write(MAX_WRITE_BYTES);
+        if let Err(most) = config.set_max_readahead(MAX_READAHEAD_BYTES) {
+            let _ = config.set_max_readahead(most);
+        }
+        let _ = config.set_max_background(MAX_BACKGROUND);
         let _ = config.set_time_granularity(Duration::from_nanos(1));
         // Export support (NFS, name_to_handle_at/open_by_handle_at): a file handle is the
         // node id and generation, and the kernel asks for a node it has forgotten by looking
         // up "." in it (and ".." for its parent) — answered in `lookup`.
-        let _ = config.add_capabilities(fuser::InitFlags::FUSE_EXPORT_SUPPORT);
+        let _ = config.add_capabilities(F::FUSE_EXPORT_SUPPORT);
+        // The writeback cache: write(2) lands in the page cache and the kernel sends dirty
+        // pages in large WRITEs (writeback, fsync, close), owning size, mtime and ctime of
+        // regular files meanwhile (it sends them back with setattr). Not for a mount made
+        // under sync=always: there a write(2) returns only once the intent log has it,
+        // which only a write-through mount can promise (see `open` for a sync=always set
+        // on a running mount).
+        if self.sync() != zetta::zpl::zfs_vnops::SyncMode::Always {
+            self.writeback = config.add_capabilities(F::FUSE_WRITEBACK_CACHE).is_ok();
+        }
+        // Shared mappings of a file opened with FOPEN_DIRECT_IO (see `open`).
+        let _ = config.add_capabilities(F::FUSE_DIRECT_IO_ALLOW_MMAP);
         Ok(())
     }
 
@@ -431,17 +492,17 @@ impl fuser::Filesystem for ZplFs {
             return reply.error(Errno::EROFS);
         }
         let object = self.object(ino);
+        let now = self.now();
         let change = SetAttr {
             mode,
             uid,
             gid,
             size,
-            atime: atime.map(time_or_now),
-            mtime: mtime.map(time_or_now),
+            atime: atime.map(|t| time_or_now(t, now)),
+            mtime: mtime.map(|t| time_or_now(t, now)),
             ctime: ctime.map(from_kernel),
             crtime: crtime.map(from_kernel),
         };
-        let now = Timespec::now();
         // A long shrink frees its tail batch by batch, the pool lock released between
         // them; `setattr` then finds nothing left to free.
         let mut result = Ok(());
@@ -503,7 +564,7 @@ impl fuser::Filesystem for ZplFs {
             return reply.error(Errno::EROFS);
         }
         let dir = self.object(parent);
-        let now = Timespec::now();
+        let now = self.now();
         let in_use = |object| self.in_use(object);
         let result = self.policy(|m, spa| m.remove(spa, dir, name.as_bytes(), now, &in_use));
         reply_empty(reply, result);
@@ -514,7 +575,7 @@ impl fuser::Filesystem for ZplFs {
             return reply.error(Errno::EROFS);
         }
         let dir = self.object(parent);
-        let now = Timespec::now();
+        let now = self.now();
         let in_use = |object| self.in_use(object);
         let result = self.policy(|m, spa| m.rmdir(spa, dir, name.as_bytes(), now, &in_use));
         reply_empty(reply, result);
@@ -532,7 +593,7 @@ impl fuser::Filesystem for ZplFs {
             return reply.error(Errno::EROFS);
         }
         let dir = self.object(parent);
-        let now = Timespec::now();
+        let now = self.now();
         let result = self.policy(|m, spa| {
             let attr = m.symlink(
                 spa,
@@ -567,7 +628,7 @@ impl fuser::Filesystem for ZplFs {
         let (sdir, ddir) = (self.object(parent), self.object(newparent));
         let noreplace = flags.contains(RenameFlags::RENAME_NOREPLACE);
         let exchange = flags.contains(RenameFlags::RENAME_EXCHANGE);
-        let now = Timespec::now();
+        let now = self.now();
         let in_use = |object| self.in_use(object);
         let result = self.policy(|m, spa| {
             m.rename(
@@ -597,7 +658,7 @@ impl fuser::Filesystem for ZplFs {
             return reply.error(Errno::EROFS);
         }
         let (object, dir) = (self.object(ino), self.object(newparent));
-        let now = Timespec::now();
+        let now = self.now();
         let result = self.policy(|m, spa| {
             let attr = m.link(spa, object, dir, newname.as_bytes(), now)?;
             self.looked_up(attr.object);
@@ -615,10 +676,12 @@ impl fuser::Filesystem for ZplFs {
         if object >= CTL_ROOT {
             return reply.opened(FileHandle(object), FopenFlags::FOPEN_KEEP_CACHE);
         }
+        // Under the writeback cache the kernel opens a write-only file for reading too (it
+        // reads the pages a partial write lands in): nothing here refuses that.
         match self.run_read(|vfs, os, ctx| vfs.getattr(os, ctx, object)) {
             Ok(_) => {
                 self.opened(object);
-                reply.opened(FileHandle(object), FopenFlags::FOPEN_KEEP_CACHE);
+                reply.opened(FileHandle(object), self.open_flags(writing));
             }
             Err(e) => reply.error(e),
         }
@@ -644,7 +707,7 @@ impl fuser::Filesystem for ZplFs {
         let object = self.object(ino);
         let touch = self.atime() && !self.readonly();
         let relatime = self.relatime();
-        let now = Timespec::now();
+        let now = self.now();
         // The read and the question whether the atime moves run under the shared lock;
         // only an update that is due (atime=on, or relatime's rule) takes the exclusive one.
         let result = self.run_read(|vfs, os, ctx| {
@@ -677,7 +740,7 @@ impl fuser::Filesystem for ZplFs {
         reply: ReplyWrite,
     ) {
         let object = self.object(ino);
-        let now = Timespec::now();
+        let now = self.now();
         let o_sync = flags.0 & (libc::O_SYNC | libc::O_DSYNC) != 0;
         let result = self.policy(|m, spa| m.write(spa, object, offset, data, now, o_sync));
         // The write throttle's hard limit, with the pool lock let go (`spa::txg`).
@@ -866,7 +929,7 @@ impl fuser::Filesystem for ZplFs {
             return reply.error(Errno::from_i32(libc::EOPNOTSUPP));
         }
         let object = self.object(ino);
-        let now = Timespec::now();
+        let now = self.now();
         let result = self
             .policy(|m, spa| m.setxattr(spa, object, name.as_bytes(), value, flags as u32, now));
         reply_empty(reply, result);
@@ -909,7 +972,7 @@ impl fuser::Filesystem for ZplFs {
             return reply.error(Errno::from_i32(libc::EOPNOTSUPP));
         }
         let object = self.object(ino);
-        let now = Timespec::now();
+        let now = self.now();
         reply_empty(
             reply,
             self.policy(|m, spa| m.removexattr(spa, object, name.as_bytes(), now)),
@@ -939,7 +1002,7 @@ impl fuser::Filesystem for ZplFs {
             return reply.error(Errno::EROFS);
         }
         let object = self.object(ino);
-        let now = Timespec::now();
+        let now = self.now();
         let mode = match mode {
             0 => Fallocate::Allocate,
             libc::FALLOC_FL_KEEP_SIZE => Fallocate::KeepSize,
@@ -981,7 +1044,7 @@ impl fuser::Filesystem for ZplFs {
                     &self.file_attr(&attr),
                     Generation(attr.znode.gen),
                     FileHandle(attr.object),
-                    FopenFlags::FOPEN_KEEP_CACHE,
+                    self.open_flags(true),
                 );
             }
             Err(e) => reply.error(e),

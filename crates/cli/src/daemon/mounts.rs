@@ -400,6 +400,7 @@ fn mount_spec(pool: &PoolRef, guid: u64, spec: &MountSpec, explicit: bool) -> Re
         std::thread::spawn(move || drop(mounted));
         return Err(format!("cannot mount '{}': the mount went away", spec.name));
     };
+    zetta_fuse::widen_readahead(&dev);
     with_table(|table| {
         table.insert(
             spec.name.clone(),
