@@ -14,6 +14,7 @@
 #              source, compression off (MiB/s)
 #   scrub      zpool scrub of 1 GiB incompressible, cold (MiB/s to "scrub repaired")
 #   storm      10 000 small files created (files/s), then `ls -lR` cold (files/s)
+#   deletes    10 000 small files made, then unlinked cold, with their directories (files/s)
 #
 # Each probe builds its pool from scratch on sparse files under DIR (default /var/tmp/ab)
 # with its own daemon and cache file, and tears everything down after.
@@ -142,6 +143,14 @@ probe_storm() {
     echo 3 >/proc/sys/vm/drop_caches
     ls=$(python3 "$BENCH/storm.py" cmd "$D/m" 10000 -- ls -lR "$D/m")
     echo "$create create, $ls ls-lR"
+}
+
+probe_deletes() {
+    pool t "$D/m" 4G
+    python3 "$BENCH/storm.py" create "$D/m/s" 10000 >/dev/null
+    "$Z" zpool export t && "$Z" zpool import -d "$D" t
+    echo 3 >/proc/sys/vm/drop_caches
+    python3 "$BENCH/storm.py" delete "$D/m/s" 10000
 }
 
 printf '| probe | round | old | new |\n|---|---|---|---|\n'

@@ -296,3 +296,205 @@ fn sync_always_write_survives_sigkill_right_after_write_returns() {
     assert_records(&first, 50, "mounted under sync=always");
     assert_records(&second, 50, "sync=always set on the running mount");
 }
+
+/// A writer that creates `file`, writes `bytes` bytes of a pattern, says "written" and
+/// keeps the file open (no fsync, no close) until its stdin closes.
+fn open_writer(file: &str, bytes: usize) -> (Child, mpsc::Receiver<String>) {
+    let mut writer = python(&format!(
+        r#"
+import os, sys
+fd = os.open({file:?}, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(fd, bytes((i * 7) % 251 for i in range({bytes})))
+sys.stdout.write("written\n"); sys.stdout.flush()
+sys.stdin.read()
+"#
+    ));
+    let lines = lines_of(writer.stdout.take().expect("stdout"));
+    assert_eq!(
+        lines.recv_timeout(PATIENCE).as_deref(),
+        Ok("written"),
+        "the writer"
+    );
+    (writer, lines)
+}
+
+fn pattern(bytes: usize) -> Vec<u8> {
+    (0..bytes).map(|i| ((i * 7) % 251) as u8).collect()
+}
+
+// Why: under the writeback cache a write(2) returns with its data in the kernel's pages,
+// sent to the daemon later (close, fsync, writeback). A `zfs snapshot` or `zpool sync`
+// right after it must still have the data — as in OpenZFS, where write(2) reaches the DMU
+// before it returns — so the daemon writes back the mounts' dirty pages (syncfs) first.
+#[test]
+fn snapshot_and_zpool_sync_have_writes_still_open() {
+    let lab = MountLab::new("tank/fs");
+    let fs = lab.mnt("fs");
+    let file = format!("{fs}/open-file");
+    let (mut writer, _lines) = open_writer(&file, 300_000);
+    lab.ok("zfs", &["snapshot", "tank/fs@s1"]);
+    let snapped = std::fs::read(format!("{fs}/.zfs/snapshot/s1/open-file")).expect("snapshot");
+    assert!(
+        snapped == pattern(300_000),
+        "the snapshot has {} bytes of the 300000 written",
+        snapped.len()
+    );
+    drop(writer.stdin.take());
+    let _ = writer.wait();
+
+    let other = format!("{fs}/synced-open-file");
+    let (mut writer, _lines) = open_writer(&other, 200_000);
+    lab.ok("zpool", &["sync", "tank"]);
+    kill_daemon(&lab);
+    let _ = writer.kill();
+    let _ = writer.wait();
+    restart(&lab, &fs);
+    let data = std::fs::read(&other).expect("the file after SIGKILL");
+    assert!(
+        data == pattern(200_000),
+        "zpool sync then SIGKILL kept {} bytes of 200000",
+        data.len()
+    );
+}
+
+fn blocks(path: &str) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).expect(path).blocks()
+}
+
+// Why: the kernel keeps a file's attributes for their TTL; a txg commit changes
+// `st_blocks` (the open txg's estimate becomes the compressed, allocated size) behind its
+// back, so `du` right after `zpool sync` showed the estimate. The daemon now invalidates
+// the attributes of the files written before the commit.
+#[test]
+fn du_right_after_zpool_sync_shows_committed_blocks() {
+    let lab = MountLab::new("tank/fs");
+    lab.ok("zfs", &["set", "compression=lz4", "tank/fs"]);
+    let fs = lab.mnt("fs");
+    let file = format!("{fs}/compressible");
+    std::fs::write(
+        &file,
+        "compressible text, the same line again\n".repeat(200_000),
+    )
+    .expect("write");
+    for attempt in 0..5 {
+        let estimate = blocks(&file);
+        lab.ok("zpool", &["sync", "tank"]);
+        let after_sync = blocks(&file);
+        // The committed figure, once the kernel's 1 s attribute TTL has surely passed.
+        std::thread::sleep(Duration::from_millis(2500));
+        let committed = blocks(&file);
+        assert_eq!(
+            after_sync, committed,
+            "attempt {attempt}: st_blocks right after zpool sync {after_sync} \
+             (before it {estimate}), committed {committed}"
+        );
+        if estimate != committed {
+            return;
+        }
+        // A timer commit came first: write again, so the next sync has something to settle.
+        std::fs::write(&file, format!("{attempt}\n").repeat(1_000_000)).expect("rewrite");
+    }
+}
+
+fn listing(dir: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect(dir)
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+// Why: with readdirplus, long entry TTLs and negative entries the kernel caches names,
+// attributes and pages; `zfs rollback` and `zfs receive -F` change a mounted filesystem
+// under it, and must never leave it serving the old contents, size or listing.
+#[test]
+fn rollback_and_receive_are_not_served_stale() {
+    let lab = MountLab::new("tank/fs");
+    let fs = lab.mnt("fs");
+    std::fs::write(format!("{fs}/file"), b"version one\n").expect("write");
+    lab.ok("zfs", &["snapshot", "tank/fs@one"]);
+    std::fs::write(format!("{fs}/file"), b"version two, longer than one\n").expect("write");
+    std::fs::write(format!("{fs}/added"), b"new\n").expect("write");
+    // Everything cached: pages, attributes, the listing, a negative entry.
+    assert_eq!(listing(&fs), ["added", "file"]);
+    assert_eq!(std::fs::read(format!("{fs}/file")).expect("read").len(), 29);
+    assert!(std::fs::metadata(format!("{fs}/absent")).is_err());
+    lab.ok("zfs", &["rollback", "tank/fs@one"]);
+    assert_eq!(listing(&fs), ["file"]);
+    let meta = std::fs::metadata(format!("{fs}/file")).expect("stat");
+    assert_eq!(meta.len(), 12);
+    assert_eq!(
+        std::fs::read(format!("{fs}/file")).expect("read"),
+        b"version one\n"
+    );
+    assert!(std::fs::metadata(format!("{fs}/added")).is_err());
+
+    // receive -F onto the mounted filesystem replaces it with another's snapshot.
+    lab.ok("zfs", &["create", "tank/src"]);
+    let src = lab.mnt("src");
+    std::fs::write(format!("{src}/file"), b"from the stream\n").expect("write");
+    std::fs::write(format!("{src}/absent"), b"now present\n").expect("write");
+    lab.ok("zfs", &["snapshot", "tank/src@s"]);
+    // A full stream replaces only a filesystem without snapshots.
+    lab.ok("zfs", &["destroy", "tank/fs@one"]);
+    assert_eq!(
+        std::fs::read(format!("{fs}/file")).expect("read"),
+        b"version one\n"
+    );
+    assert!(std::fs::metadata(format!("{fs}/absent")).is_err());
+    let (code, _, stderr) = lab.run(
+        "sh",
+        &["-c", "zfs send tank/src@s | zfs receive -F tank/fs"],
+    );
+    assert_eq!(code, 0, "send | receive -F: {stderr}");
+    assert_eq!(listing(&fs), ["absent", "file"]);
+    assert_eq!(
+        std::fs::metadata(format!("{fs}/file")).expect("stat").len(),
+        16
+    );
+    assert_eq!(
+        std::fs::read(format!("{fs}/file")).expect("read"),
+        b"from the stream\n"
+    );
+    assert_eq!(
+        std::fs::read(format!("{fs}/absent")).expect("read"),
+        b"now present\n"
+    );
+}
+
+// Why: readdirplus hands the kernel an inode (one lookup reference) with every entry;
+// a count off by one either way frees a file the kernel still names or keeps an unlinked
+// one forever. Listing, unlinking while open, and listing again must keep the namespace
+// and the space right.
+#[test]
+fn readdirplus_listings_keep_lookup_counts_right() {
+    let lab = MountLab::new("tank/fs");
+    let fs = lab.mnt("fs");
+    let dir = format!("{fs}/many");
+    std::fs::create_dir(&dir).expect("mkdir");
+    for n in 0..300 {
+        std::fs::write(format!("{dir}/f{n:03}"), format!("{n}\n")).expect("write");
+    }
+    let listed = lab.ok("sh", &["-c", &format!("ls -lR '{fs}' | grep -c ' f[0-9]'")]);
+    assert_eq!(listed.trim(), "300");
+    let held = std::fs::File::open(format!("{dir}/f007")).expect("open");
+    for n in 0..300 {
+        std::fs::remove_file(format!("{dir}/f{n:03}")).expect("unlink");
+    }
+    assert!(listing(&dir).is_empty());
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut &held, &mut text).expect("read the unlinked file");
+    assert_eq!(text, "7\n");
+    drop(held);
+    std::fs::remove_dir(&dir).expect("rmdir");
+    for n in 0..50 {
+        std::fs::write(format!("{fs}/g{n:02}"), b"again\n").expect("write");
+    }
+    let listed = lab.ok("sh", &["-c", &format!("ls -l '{fs}' | grep -c ' g[0-9]'")]);
+    assert_eq!(listed.trim(), "50");
+    lab.ok("zfs", &["unmount", "tank/fs"]);
+    lab.ok("zfs", &["mount", "tank/fs"]);
+    assert_eq!(listing(&fs).len(), 50);
+}

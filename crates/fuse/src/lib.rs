@@ -141,15 +141,36 @@ impl LiveOptions {
     }
 }
 
+/// Inode numbers whose data changed since the kernel's attributes of them were last
+/// invalidated (their `st_blocks` moves when the txg holding the change commits).
+type Written = Arc<parking_lot::Mutex<std::collections::HashSet<u64>>>;
+
 /// A running mount; dropping it unmounts.
 pub struct Mounted {
     pub session: fuser::BackgroundSession,
     live: Arc<LiveOptions>,
+    written: Written,
     /// A mount that is read-only whatever the options say (an imported OpenZFS pool).
     always_readonly: bool,
 }
 
 impl Mounted {
+    /// Tells the kernel to drop its attributes of every file written since the last call
+    /// (after a txg commit: `zpool sync`), so the next `stat` asks again and shows the
+    /// committed `st_blocks` rather than the estimate of the open txg. Attributes only:
+    /// the pages stay cached.
+    pub fn invalidate_written(&self) {
+        let inos: Vec<u64> = self.written.lock().drain().collect();
+        if inos.is_empty() {
+            return;
+        }
+        let notifier = self.session.notifier();
+        for ino in inos {
+            // ENOENT: the kernel has forgotten it (nothing cached to drop).
+            let _ = notifier.inval_inode(fuser::INodeNo(ino), -1, 0);
+        }
+    }
+
     /// Applies the options (readonly, atime, relatime, exec, setuid, devices, xattr, sync,
     /// snapdir) to the running mount at `mountpoint` without unmounting it: the kernel's
     /// per-mount flags by a bind remount (`mount -o remount,bind,nosuid …`), the server's
@@ -228,6 +249,17 @@ pub fn widen_readahead(dev: &str) {
     }
 }
 
+/// Writes back what the kernel holds dirty for the mount at `mountpoint` (its writeback
+/// cache) and waits for it: syncfs(2). Without a mount there (or a dead one) nothing
+/// happens.
+pub fn write_back(mountpoint: &Path) {
+    let Ok(dir) = std::fs::File::open(mountpoint) else {
+        return;
+    };
+    // SAFETY: a valid open descriptor for the call's duration.
+    let _ = unsafe { libc::syncfs(std::os::fd::AsRawFd::as_raw_fd(&dir)) };
+}
+
 /// Whether this process may ask for `allow_other` (other users reach the mount): root
 /// may, others only when /etc/fuse.conf says `user_allow_other` (fusermount3 refuses
 /// the mount otherwise).
@@ -265,6 +297,8 @@ pub struct ZplFs {
     slots: parking_lot::Mutex<ctldir::Slots>,
     /// Snapshot object sets held open for `.zfs` reads (bounded: see `ctldir`).
     snaps: parking_lot::Mutex<ctldir::SnapCache>,
+    /// Files written since the last `Mounted::invalidate_written` (shared with it).
+    written: Written,
     /// The kernel runs this mount with its writeback cache (decided at `init`).
     writeback: bool,
 }
@@ -319,6 +353,7 @@ impl ZplFs {
             refs: parking_lot::Mutex::new(Default::default()),
             slots: parking_lot::Mutex::new(Default::default()),
             snaps: parking_lot::Mutex::new(Default::default()),
+            written: Default::default(),
             writeback: false,
         })
     }
@@ -357,7 +392,8 @@ impl ZplFs {
     pub fn mount(self, mountpoint: &Path) -> Result<Mounted, MountError> {
         let options = self.options.clone();
         let live = self.live.clone();
-        spawn_mount(self, &options, false, live, mountpoint)
+        let written = self.written.clone();
+        spawn_mount(self, &options, false, live, written, mountpoint)
     }
 }
 
@@ -369,6 +405,7 @@ fn spawn_mount<FS: fuser::Filesystem>(
     o: &MountOptions,
     always_readonly: bool,
     live: Arc<LiveOptions>,
+    written: Written,
     mountpoint: &Path,
 ) -> Result<Mounted, MountError> {
     use fuser::MountOption as O;
@@ -405,6 +442,7 @@ fn spawn_mount<FS: fuser::Filesystem>(
     Ok(Mounted {
         session,
         live,
+        written,
         always_readonly,
     })
 }

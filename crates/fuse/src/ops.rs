@@ -30,8 +30,8 @@ use crate::ctldir::CTL_ROOT;
 use fuser::{
     AccessFlags, Errno, FileAttr, FileHandle, FileType, FopenFlags, Generation, INodeNo,
     KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr,
-    Request, TimeOrNow, WriteFlags,
+    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite,
+    ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -48,6 +48,9 @@ const TTL: Duration = Duration::from_secs(1);
 /// remount), so a looked-up name stays valid; `find` and `stat` storms then skip lookups.
 const ENTRY_TTL: Duration = Duration::from_secs(3600);
 const ROOT_INO: u64 = 1;
+/// Entries a `readdirplus` reads per hold of the pool lock (a reply holds about 25 of
+/// them in the kernel's 4 KiB buffer).
+const READDIRPLUS_BATCH: usize = 32;
 /// The offset after `.zfs` in a root listing (above every directory cursor).
 const CTL_LISTED_OFFSET: i64 = i64::MAX - 1;
 /// Largest write the kernel sends in one request (and, through fuser, `max_pages`: 256
@@ -410,6 +413,13 @@ impl fuser::Filesystem for ZplFs {
         }
         // Shared mappings of a file opened with FOPEN_DIRECT_IO (see `open`).
         let _ = config.add_capabilities(F::FUSE_DIRECT_IO_ALLOW_MMAP);
+        // Listings with each entry's attributes (`readdirplus`), when the kernel sees them
+        // used (`ls -l`, `find`, `du`: lookups follow the listing), plain ones otherwise.
+        let _ = config.add_capabilities(F::FUSE_DO_READDIRPLUS | F::FUSE_READDIRPLUS_AUTO);
+        // Lookups and listings of one directory in parallel (the kernel's directory lock
+        // shared): every request is one operation under the pool lock (see the locking
+        // paragraph above), so nothing here relies on the kernel serialising them.
+        let _ = config.add_capabilities(F::FUSE_PARALLEL_DIROPS);
         Ok(())
     }
 
@@ -453,6 +463,18 @@ impl fuser::Filesystem for ZplFs {
             self.looked_up(attr.object);
             Ok(attr)
         });
+        // A name that does not exist: a negative entry the kernel keeps (node id 0), so
+        // `make`, compilers' include searches and shells' PATH walks stop asking. Every
+        // name is created through this mount (the kernel then replaces the negative entry)
+        // or under a new mount (rollback, receive); `.zfs` comes and goes with `snapdir`,
+        // so it is never cached absent.
+        if matches!(result, Err(e) if e == Errno::ENOENT)
+            && name.as_bytes() != b"."
+            && name.as_bytes() != b".."
+            && !(dir == self.vfs.root && name.as_bytes() == b".zfs")
+        {
+            return reply.entry_with_ttls(&TTL, &ENTRY_TTL, &negative_attr(), Generation(0));
+        }
         self.reply_entry(reply, result);
     }
 
@@ -511,6 +533,9 @@ impl fuser::Filesystem for ZplFs {
         }
         let result =
             result.and_then(|()| self.policy(|m, spa| m.setattr(spa, object, &change, now)));
+        if result.is_ok() && change.size.is_some() {
+            self.written.lock().insert(ino.0);
+        }
         match result {
             Ok(attr) => reply.attr(&TTL, &self.file_attr(&attr)),
             Err(e) => reply.error(e),
@@ -748,7 +773,10 @@ impl fuser::Filesystem for ZplFs {
             zetta::spa::txg::wait_for_room(&pool);
         }
         match result {
-            Ok(()) => reply.written(data.len() as u32),
+            Ok(()) => {
+                self.written.lock().insert(ino.0);
+                reply.written(data.len() as u32)
+            }
             Err(e) => reply.error(e),
         }
     }
@@ -863,6 +891,115 @@ impl fuser::Filesystem for ZplFs {
                 FileType::Directory,
                 ".zfs",
             );
+        }
+        reply.ok();
+    }
+
+    /// A listing with each entry's attributes: the kernel makes a dentry and inode of
+    /// every entry but "." and "..", each one lookup reference (counted here under the
+    /// pool lock, as `lookup` does, and handed back for entries the reply had no room
+    /// for). `.zfs` and the entries under it carry their attributes too (the kernel's
+    /// later FORGET of them finds nothing counted, as after `lookup`).
+    fn readdirplus(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectoryPlus,
+    ) {
+        let dir = self.object(ino);
+        let Ok(mut offset) = i64::try_from(offset) else {
+            return reply.ok();
+        };
+        if offset == CTL_LISTED_OFFSET {
+            return reply.ok();
+        }
+        if let Some(result) = self.ctl_readdir(ino, offset) {
+            return match result {
+                Ok(entries) => {
+                    for (ino, next, _kind, name) in entries {
+                        let Some(Ok(attr)) = self.ctl_getattr(ino) else {
+                            continue;
+                        };
+                        let name = OsStr::from_bytes(&name);
+                        if reply.add(ino, next as u64, name, &TTL, &attr, Generation(0)) {
+                            break;
+                        }
+                    }
+                    reply.ok()
+                }
+                Err(e) => reply.error(e),
+            };
+        }
+        loop {
+            let batch = self.run_read(|vfs, os, ctx| {
+                let entries = vfs.readdir(os, ctx, dir, offset, READDIRPLUS_BATCH)?;
+                let end = entries.last().map(|e| e.next);
+                let mut out = Vec::with_capacity(entries.len());
+                for entry in entries {
+                    let attr = match vfs.getattr(os, ctx, entry.object) {
+                        Ok(attr) => attr,
+                        // Gone between the listing and now cannot happen under the lock;
+                        // an entry whose object is damaged is listed by `readdir` alone.
+                        Err(_) => continue,
+                    };
+                    let dots = entry.name == b"." || entry.name == b"..";
+                    if !dots {
+                        self.looked_up(attr.object);
+                    }
+                    out.push((entry, attr, dots));
+                }
+                Ok((out, end))
+            });
+            let (batch, end) = match batch {
+                Ok(batch) => batch,
+                Err(e) => return reply.error(e),
+            };
+            let Some(end) = end else {
+                break;
+            };
+            let mut full = false;
+            for (entry, attr, dots) in &batch {
+                if full {
+                    // Counted under the lock, never sent: handed back.
+                    if !dots {
+                        self.release_refs(attr.object, 0, 1);
+                    }
+                    continue;
+                }
+                let mut fattr = self.file_attr(attr);
+                if entry.name == b".." && dir == self.vfs.root {
+                    fattr.ino = INodeNo(ROOT_INO);
+                }
+                let name = OsStr::from_bytes(&entry.name);
+                let generation = Generation(attr.znode.gen);
+                if reply.add(fattr.ino, entry.next as u64, name, &TTL, &fattr, generation) {
+                    full = true;
+                    if !dots {
+                        self.release_refs(attr.object, 0, 1);
+                    }
+                }
+            }
+            if full {
+                return reply.ok();
+            }
+            offset = end;
+        }
+        if dir == self.vfs.root
+            && self.snapdir() == crate::SnapDir::Visible
+            && offset != CTL_LISTED_OFFSET
+        {
+            if let Some(Ok(attr)) = self.ctl_getattr(INodeNo(CTL_ROOT)) {
+                let _ = reply.add(
+                    INodeNo(CTL_ROOT),
+                    CTL_LISTED_OFFSET as u64,
+                    ".zfs",
+                    &TTL,
+                    &attr,
+                    Generation(0),
+                );
+            }
         }
         reply.ok();
     }
@@ -1022,6 +1159,9 @@ impl fuser::Filesystem for ZplFs {
         let result = result.and_then(|()| {
             self.policy(|m, spa| m.fallocate(spa, object, offset, length, mode, now))
         });
+        if result.is_ok() {
+            self.written.lock().insert(ino.0);
+        }
         reply_empty(reply, result);
     }
 
@@ -1049,6 +1189,28 @@ impl fuser::Filesystem for ZplFs {
             }
             Err(e) => reply.error(e),
         }
+    }
+}
+
+/// The attributes of a negative entry: node id 0 is what the kernel reads as "no such
+/// name" (the rest is not looked at).
+fn negative_attr() -> FileAttr {
+    FileAttr {
+        ino: INodeNo(0),
+        size: 0,
+        blocks: 0,
+        atime: UNIX_EPOCH,
+        mtime: UNIX_EPOCH,
+        ctime: UNIX_EPOCH,
+        crtime: UNIX_EPOCH,
+        kind: FileType::RegularFile,
+        perm: 0,
+        nlink: 0,
+        uid: 0,
+        gid: 0,
+        rdev: 0,
+        blksize: 4096,
+        flags: 0,
     }
 }
 
