@@ -206,7 +206,7 @@ os.close(b)
     let size: u64 = run_python(&script).trim().parse().expect("a size");
     let expected: Vec<u8> = (0..2000)
         .flat_map(|n: usize| {
-            let c = if n % 2 == 0 { "a" } else { "b" };
+            let c = if n.is_multiple_of(2) { "a" } else { "b" };
             format!("{n:05}{}\n", c.repeat(n % 7)).into_bytes()
         })
         .collect();
@@ -222,13 +222,13 @@ os.close(b)
     );
 }
 
-/// Writes one record per line of its stdin through `fd`, printing the count after each
-/// write(2) returned (no fsync).
-fn acknowledged_writer(file: &str) -> Child {
+/// Writes one record per line of its stdin to `file` (opened with `flags`, Python's `os`
+/// names), printing the count after each write(2) returned (no fsync).
+fn acknowledged_writer(file: &str, flags: &str) -> Child {
     python(&format!(
         r#"
 import os, sys
-fd = os.open({file:?}, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+fd = os.open({file:?}, os.O_WRONLY | os.O_CREAT | os.O_APPEND | {flags}, 0o644)
 n = 0
 for line in sys.stdin:
     os.write(fd, ("%06d:acknowledged-by-write\n" % n).encode())
@@ -267,21 +267,34 @@ fn assert_records(file: &str, count: usize, when: &str) {
 // With the writeback cache the kernel acknowledges a write when the data is in its page
 // cache alone, so a SIGKILL of the daemon right after write(2) returned lost it: a mount
 // made under sync=always runs without the writeback cache, and a file opened after
-// `zfs set sync=always` on a running writeback mount bypasses the page cache.
+// `zfs set sync=always` on a running writeback mount bypasses the page cache. O_SYNC and
+// O_DSYNC writes on a sync=standard writeback mount go out with an FSYNC before write(2)
+// returns.
 #[test]
 fn sync_always_write_survives_sigkill_right_after_write_returns() {
     let lab = MountLab::new("tank/fs");
     let fs = lab.mnt("fs");
     lab.ok("zfs", &["create", "-o", "sync=always", "tank/always"]);
+    lab.ok("zfs", &["create", "tank/standard"]);
     let always = lab.mnt("always");
+    let standard = lab.mnt("standard");
     // A mount made under sync=always.
     let first = format!("{always}/records");
     // A mount made under sync=standard, then switched live.
     lab.ok("zfs", &["set", "sync=always", "tank/fs"]);
     let second = format!("{fs}/records");
+    // sync=standard: O_DSYNC and O_SYNC.
+    let third = format!("{standard}/dsync");
+    let fourth = format!("{standard}/osync");
+    let files = [
+        (&first, "0"),
+        (&second, "0"),
+        (&third, "os.O_DSYNC"),
+        (&fourth, "os.O_SYNC"),
+    ];
     let mut writers = Vec::new();
-    for file in [&first, &second] {
-        let mut writer = acknowledged_writer(file);
+    for (file, flags) in files {
+        let mut writer = acknowledged_writer(file, flags);
         let lines = lines_of(writer.stdout.take().expect("stdout"));
         acknowledge(&mut writer, &lines, 50);
         writers.push(writer);
@@ -293,8 +306,11 @@ fn sync_always_write_survives_sigkill_right_after_write_returns() {
     }
     restart(&lab, &fs);
     restart(&lab, &always);
+    restart(&lab, &standard);
     assert_records(&first, 50, "mounted under sync=always");
     assert_records(&second, 50, "sync=always set on the running mount");
+    assert_records(&third, 50, "O_DSYNC under sync=standard");
+    assert_records(&fourth, 50, "O_SYNC under sync=standard");
 }
 
 /// A writer that creates `file`, writes `bytes` bytes of a pattern, says "written" and

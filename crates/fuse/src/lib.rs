@@ -22,6 +22,21 @@
 //! setgid inheritance, the delete queue (an unlinked file lives until its last close),
 //! and the properties that shape a mount (readonly, atime/relatime, exec, setuid,
 //! devices, xattr, sync).
+//!
+//! Kernel caching (issue 16). The kernel keeps what the mount told it until a TTL runs out
+//! or the mount says otherwise; nothing may change behind it that it would then serve
+//! stale. Invariants: (1) names change only through this mount (rollback and receive
+//! remount: `daemon/mounts.rs`), so entries live an hour and absent names are cached too,
+//! except `.zfs` (snapdir changes it in place); (2) attributes live 1 s, and the one change
+//! Zetta makes behind the kernel, `st_blocks` at a txg commit, is invalidated after `zpool
+//! sync` (`Mounted::invalidate_written`: attributes only, never pages, so no page lock is
+//! taken from a notification); (3) under the writeback cache (not on a mount made under
+//! sync=always) the kernel owns regular files' size, mtime and ctime; every durability
+//! point — fsync, fdatasync, O_SYNC, msync, close, unmount — sends the dirty pages before
+//! the FSYNC, FLUSH or DESTROY that commits them, and the daemon writes back (syncfs)
+//! before a snapshot or a commit it is asked for. Notifications are sent from the daemon's
+//! command threads, never from a request handler (the kernel may hold a lock the
+//! notification waits on while it waits for that handler's reply).
 
 mod ctldir;
 pub mod openzfs;
