@@ -14,6 +14,7 @@
 #              source, compression off (MiB/s)
 #   scrub      zpool scrub of 1 GiB incompressible, cold (MiB/s to "scrub repaired")
 #   storm      10 000 small files created (files/s), then `ls -lR` cold (files/s)
+#   deletes    10 000 small files made, then unlinked cold, with their directories (files/s)
 #   zvolflush  a guest's synchronous 4k writes to a volume over NBD: qemu-img bench, one
 #              write then one FLUSH, 3000 times (writes/s); needs qemu-utils
 #
@@ -157,6 +158,14 @@ probe_zvolflush() {
         "nbd+unix:///w/vol?socket=$sock" >/dev/null
     t1=$(now)
     rate 3000 "$t0" "$t1"
+}
+
+probe_deletes() {
+    pool t "$D/m" 4G
+    python3 "$BENCH/storm.py" create "$D/m/s" 10000 >/dev/null
+    "$Z" zpool export t && "$Z" zpool import -d "$D" t
+    echo 3 >/proc/sys/vm/drop_caches
+    python3 "$BENCH/storm.py" delete "$D/m/s" 10000
 }
 
 printf '| probe | round | old | new |\n|---|---|---|---|\n'

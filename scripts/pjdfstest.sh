@@ -57,7 +57,10 @@ utime_now = {}
 utimensat = {}
 
 [settings]
-naptime = 0.001
+# Seconds between two changes whose timestamps must differ. Under the FUSE writeback
+# cache the kernel stamps regular files' mtime and ctime with its coarse clock (one tick,
+# 4 ms at HZ=250), as it does for OpenZFS's own ZPL: 0.01 s is more than a tick.
+naptime = 0.01
 allow_remount = false
 EOF
 

@@ -22,6 +22,21 @@
 //! setgid inheritance, the delete queue (an unlinked file lives until its last close),
 //! and the properties that shape a mount (readonly, atime/relatime, exec, setuid,
 //! devices, xattr, sync).
+//!
+//! Kernel caching (issue 16). The kernel keeps what the mount told it until a TTL runs out
+//! or the mount says otherwise; nothing may change behind it that it would then serve
+//! stale. Invariants: (1) names change only through this mount (rollback and receive
+//! remount: `daemon/mounts.rs`), so entries live an hour and absent names are cached too,
+//! except `.zfs` (snapdir changes it in place); (2) attributes live 1 s, and the one change
+//! Zetta makes behind the kernel, `st_blocks` at a txg commit, is invalidated after `zpool
+//! sync` (`Mounted::invalidate_written`: attributes only, never pages, so no page lock is
+//! taken from a notification); (3) under the writeback cache (not on a mount made under
+//! sync=always) the kernel owns regular files' size, mtime and ctime; every durability
+//! point — fsync, fdatasync, O_SYNC, msync, close, unmount — sends the dirty pages before
+//! the FSYNC, FLUSH or DESTROY that commits them, and the daemon writes back (syncfs)
+//! before a snapshot or a commit it is asked for. Notifications are sent from the daemon's
+//! command threads, never from a request handler (the kernel may hold a lock the
+//! notification waits on while it waits for that handler's reply).
 
 mod ctldir;
 pub mod openzfs;
@@ -141,15 +156,36 @@ impl LiveOptions {
     }
 }
 
+/// Inode numbers whose data changed since the kernel's attributes of them were last
+/// invalidated (their `st_blocks` moves when the txg holding the change commits).
+type Written = Arc<parking_lot::Mutex<std::collections::HashSet<u64>>>;
+
 /// A running mount; dropping it unmounts.
 pub struct Mounted {
     pub session: fuser::BackgroundSession,
     live: Arc<LiveOptions>,
+    written: Written,
     /// A mount that is read-only whatever the options say (an imported OpenZFS pool).
     always_readonly: bool,
 }
 
 impl Mounted {
+    /// Tells the kernel to drop its attributes of every file written since the last call
+    /// (after a txg commit: `zpool sync`), so the next `stat` asks again and shows the
+    /// committed `st_blocks` rather than the estimate of the open txg. Attributes only:
+    /// the pages stay cached.
+    pub fn invalidate_written(&self) {
+        let inos: Vec<u64> = self.written.lock().drain().collect();
+        if inos.is_empty() {
+            return;
+        }
+        let notifier = self.session.notifier();
+        for ino in inos {
+            // ENOENT: the kernel has forgotten it (nothing cached to drop).
+            let _ = notifier.inval_inode(fuser::INodeNo(ino), -1, 0);
+        }
+    }
+
     /// Applies the options (readonly, atime, relatime, exec, setuid, devices, xattr, sync,
     /// snapdir) to the running mount at `mountpoint` without unmounting it: the kernel's
     /// per-mount flags by a bind remount (`mount -o remount,bind,nosuid …`), the server's
@@ -210,6 +246,35 @@ impl Mounted {
     }
 }
 
+/// Readahead window of a mount, in KiB. The kernel starts a FUSE mount's window at its
+/// default (128 KiB) and `init` may only shrink it; `widen_readahead` sets this one after
+/// the mount (one window is one request of `max_pages` 256).
+pub const READAHEAD_KB: u32 = 1024;
+
+/// Widens the readahead window of the mount whose device is `dev` ("0:52", as
+/// /proc/self/mountinfo lists it) to `READAHEAD_KB`, through its backing device's sysfs
+/// knob. Best effort: a kernel without the knob keeps its default.
+pub fn widen_readahead(dev: &str) {
+    let valid = dev
+        .split_once(':')
+        .is_some_and(|(major, minor)| major.parse::<u32>().is_ok() && minor.parse::<u32>().is_ok());
+    if valid {
+        let knob = format!("/sys/class/bdi/{dev}/read_ahead_kb");
+        let _ = std::fs::write(knob, READAHEAD_KB.to_string());
+    }
+}
+
+/// Writes back what the kernel holds dirty for the mount at `mountpoint` (its writeback
+/// cache) and waits for it: syncfs(2). Without a mount there (or a dead one) nothing
+/// happens.
+pub fn write_back(mountpoint: &Path) {
+    let Ok(dir) = std::fs::File::open(mountpoint) else {
+        return;
+    };
+    // SAFETY: a valid open descriptor for the call's duration.
+    let _ = unsafe { libc::syncfs(std::os::fd::AsRawFd::as_raw_fd(&dir)) };
+}
+
 /// Whether this process may ask for `allow_other` (other users reach the mount): root
 /// may, others only when /etc/fuse.conf says `user_allow_other` (fusermount3 refuses
 /// the mount otherwise).
@@ -247,6 +312,10 @@ pub struct ZplFs {
     slots: parking_lot::Mutex<ctldir::Slots>,
     /// Snapshot object sets held open for `.zfs` reads (bounded: see `ctldir`).
     snaps: parking_lot::Mutex<ctldir::SnapCache>,
+    /// Files written since the last `Mounted::invalidate_written` (shared with it).
+    written: Written,
+    /// The kernel runs this mount with its writeback cache (decided at `init`).
+    writeback: bool,
 }
 
 #[derive(Debug)]
@@ -299,6 +368,8 @@ impl ZplFs {
             refs: parking_lot::Mutex::new(Default::default()),
             slots: parking_lot::Mutex::new(Default::default()),
             snaps: parking_lot::Mutex::new(Default::default()),
+            written: Default::default(),
+            writeback: false,
         })
     }
 
@@ -336,7 +407,8 @@ impl ZplFs {
     pub fn mount(self, mountpoint: &Path) -> Result<Mounted, MountError> {
         let options = self.options.clone();
         let live = self.live.clone();
-        spawn_mount(self, &options, false, live, mountpoint)
+        let written = self.written.clone();
+        spawn_mount(self, &options, false, live, written, mountpoint)
     }
 }
 
@@ -348,6 +420,7 @@ fn spawn_mount<FS: fuser::Filesystem>(
     o: &MountOptions,
     always_readonly: bool,
     live: Arc<LiveOptions>,
+    written: Written,
     mountpoint: &Path,
 ) -> Result<Mounted, MountError> {
     use fuser::MountOption as O;
@@ -384,6 +457,7 @@ fn spawn_mount<FS: fuser::Filesystem>(
     Ok(Mounted {
         session,
         live,
+        written,
         always_readonly,
     })
 }

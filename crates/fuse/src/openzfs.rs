@@ -217,7 +217,7 @@ impl OzfsFs {
     pub fn mount(self, mountpoint: &Path) -> Result<Mounted, MountError> {
         let options = self.options.clone();
         let live = self.live.clone();
-        crate::spawn_mount(self, &options, true, live, mountpoint)
+        crate::spawn_mount(self, &options, true, live, Default::default(), mountpoint)
     }
 
     fn snapdir(&self) -> SnapDir {

@@ -30,8 +30,8 @@ use crate::ctldir::{CTL_ROOT, CTL_SNAPDIR};
 use fuser::{
     AccessFlags, Errno, FileAttr, FileHandle, FileType, FopenFlags, Generation, INodeNo,
     KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr,
-    Request, TimeOrNow, WriteFlags,
+    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite,
+    ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -48,10 +48,20 @@ const TTL: Duration = Duration::from_secs(1);
 /// remount), so a looked-up name stays valid; `find` and `stat` storms then skip lookups.
 const ENTRY_TTL: Duration = Duration::from_secs(3600);
 const ROOT_INO: u64 = 1;
+/// Entries a `readdirplus` reads per hold of the pool lock (a reply holds about 25 of
+/// them in the kernel's 4 KiB buffer).
+const READDIRPLUS_BATCH: usize = 32;
 /// The offset after `.zfs` in a root listing (above every directory cursor).
 const CTL_LISTED_OFFSET: i64 = i64::MAX - 1;
-/// Largest write the kernel sends in one request.
+/// Largest write the kernel sends in one request (and, through fuser, `max_pages`: 256
+/// pages of 4 KiB, the kernel's default `fuse_max_pages_limit`).
 const MAX_WRITE_BYTES: u32 = 1 << 20;
+/// Readahead asked of the kernel at `init` (it grants at most its bdi's current window,
+/// 128 KiB by default; `spawn_mount` widens the window after the mount).
+const MAX_READAHEAD_BYTES: u32 = 1 << 20;
+/// Background requests (readahead, writeback of dirty pages) the kernel keeps in flight:
+/// enough to fill every worker thread with 1 MiB requests several times over.
+const MAX_BACKGROUND: u16 = 64;
 
 fn errno(e: ZplError) -> Errno {
     if let ZplError::Io(why) = &e {
@@ -102,10 +112,10 @@ fn from_kernel(t: SystemTime) -> Timespec {
     }
 }
 
-fn time_or_now(t: TimeOrNow) -> Timespec {
+fn time_or_now(t: TimeOrNow, now: Timespec) -> Timespec {
     match t {
         TimeOrNow::SpecificTime(t) => from_kernel(t),
-        TimeOrNow::Now => Timespec::now(),
+        TimeOrNow::Now => now,
     }
 }
 
@@ -306,6 +316,44 @@ impl ZplFs {
         }
     }
 
+    /// The time a change is stamped with. Under the writeback cache the kernel stamps the
+    /// times it owns (mtime and ctime of regular files: writes, truncates, unlink and
+    /// rename of a link, `touch`) with its own coarse clock (one tick: 4 ms at HZ=250), as
+    /// OpenZFS's `zfs_tstamp_update_setup` does with `current_time`. The server stamps its
+    /// own from the same clock, or a file's times could go backwards (a create at a
+    /// precise time, then a write stamped with a coarse time up to one tick earlier).
+    pub(crate) fn now(&self) -> Timespec {
+        if !self.writeback {
+            return Timespec::now();
+        }
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid timespec for the call to fill.
+        let rc = unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) };
+        if rc != 0 {
+            return Timespec::now();
+        }
+        Timespec {
+            sec: ts.tv_sec,
+            nsec: u32::try_from(ts.tv_nsec).unwrap_or(0),
+        }
+    }
+
+    /// How the kernel caches an opened file: its pages survive the open (nothing changes a
+    /// mounted file behind the kernel's back: rollback and receive remount). A file opened
+    /// for writing while sync=always is in force on a writeback-cache mount (`zfs set
+    /// sync=always` after the mount) bypasses the page cache, so that each write(2) reaches
+    /// the intent log before it returns.
+    fn open_flags(&self, writing: bool) -> FopenFlags {
+        if writing && self.writeback && self.sync() == zetta::zpl::zfs_vnops::SyncMode::Always {
+            FopenFlags::FOPEN_DIRECT_IO
+        } else {
+            FopenFlags::FOPEN_KEEP_CACHE
+        }
+    }
+
     fn create_node(
         &self,
         req: &Request,
@@ -322,7 +370,7 @@ impl ZplFs {
         let kind = FileKind::from_mode(u64::from(mode)).unwrap_or(FileKind::Regular);
         let dir = self.object(parent);
         let perm = mode & !umask & 0o7777;
-        let now = Timespec::now();
+        let now = self.now();
         self.policy(|m, spa| {
             let attr = m.create(
                 spa,
@@ -343,12 +391,35 @@ impl ZplFs {
 
 impl fuser::Filesystem for ZplFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        use fuser::InitFlags as F;
         let _ = config.set_max_write(MAX_WRITE_BYTES);
+        if let Err(most) = config.set_max_readahead(MAX_READAHEAD_BYTES) {
+            let _ = config.set_max_readahead(most);
+        }
+        let _ = config.set_max_background(MAX_BACKGROUND);
         let _ = config.set_time_granularity(Duration::from_nanos(1));
         // Export support (NFS, name_to_handle_at/open_by_handle_at): a file handle is the
         // node id and generation, and the kernel asks for a node it has forgotten by looking
         // up "." in it (and ".." for its parent) — answered in `lookup`.
-        let _ = config.add_capabilities(fuser::InitFlags::FUSE_EXPORT_SUPPORT);
+        let _ = config.add_capabilities(F::FUSE_EXPORT_SUPPORT);
+        // The writeback cache: write(2) lands in the page cache and the kernel sends dirty
+        // pages in large WRITEs (writeback, fsync, close), owning size, mtime and ctime of
+        // regular files meanwhile (it sends them back with setattr). Not for a mount made
+        // under sync=always: there a write(2) returns only once the intent log has it,
+        // which only a write-through mount can promise (see `open` for a sync=always set
+        // on a running mount).
+        if self.sync() != zetta::zpl::zfs_vnops::SyncMode::Always {
+            self.writeback = config.add_capabilities(F::FUSE_WRITEBACK_CACHE).is_ok();
+        }
+        // Shared mappings of a file opened with FOPEN_DIRECT_IO (see `open`).
+        let _ = config.add_capabilities(F::FUSE_DIRECT_IO_ALLOW_MMAP);
+        // Listings with each entry's attributes (`readdirplus`), when the kernel sees them
+        // used (`ls -l`, `find`, `du`: lookups follow the listing), plain ones otherwise.
+        let _ = config.add_capabilities(F::FUSE_DO_READDIRPLUS | F::FUSE_READDIRPLUS_AUTO);
+        // Lookups and listings of one directory in parallel (the kernel's directory lock
+        // shared): every request is one operation under the pool lock (see the locking
+        // paragraph above), so nothing here relies on the kernel serialising them.
+        let _ = config.add_capabilities(F::FUSE_PARALLEL_DIROPS);
         Ok(())
     }
 
@@ -400,6 +471,18 @@ impl fuser::Filesystem for ZplFs {
             self.looked_up(attr.object);
             Ok(attr)
         });
+        // A name that does not exist: a negative entry the kernel keeps (node id 0), so
+        // `make`, compilers' include searches and shells' PATH walks stop asking. Every
+        // name is created through this mount (the kernel then replaces the negative entry)
+        // or under a new mount (rollback, receive); `.zfs` comes and goes with `snapdir`,
+        // so it is never cached absent.
+        if matches!(result, Err(e) if e == Errno::ENOENT)
+            && name.as_bytes() != b"."
+            && name.as_bytes() != b".."
+            && !(dir == self.vfs.root && name.as_bytes() == b".zfs")
+        {
+            return reply.entry_with_ttls(&TTL, &ENTRY_TTL, &negative_attr(), Generation(0));
+        }
         self.reply_entry(reply, result);
     }
 
@@ -439,17 +522,17 @@ impl fuser::Filesystem for ZplFs {
             return reply.error(Errno::EROFS);
         }
         let object = self.object(ino);
+        let now = self.now();
         let change = SetAttr {
             mode,
             uid,
             gid,
             size,
-            atime: atime.map(time_or_now),
-            mtime: mtime.map(time_or_now),
+            atime: atime.map(|t| time_or_now(t, now)),
+            mtime: mtime.map(|t| time_or_now(t, now)),
             ctime: ctime.map(from_kernel),
             crtime: crtime.map(from_kernel),
         };
-        let now = Timespec::now();
         // A long shrink frees its tail batch by batch, the pool lock released between
         // them; `setattr` then finds nothing left to free.
         let mut result = Ok(());
@@ -458,6 +541,9 @@ impl fuser::Filesystem for ZplFs {
         }
         let result =
             result.and_then(|()| self.policy(|m, spa| m.setattr(spa, object, &change, now)));
+        if result.is_ok() && change.size.is_some() {
+            self.written.lock().insert(ino.0);
+        }
         match result {
             Ok(attr) => reply.attr(&TTL, &self.file_attr(&attr)),
             Err(e) => reply.error(e),
@@ -511,7 +597,7 @@ impl fuser::Filesystem for ZplFs {
             return reply.error(Errno::EROFS);
         }
         let dir = self.object(parent);
-        let now = Timespec::now();
+        let now = self.now();
         let in_use = |object| self.in_use(object);
         let result = self.policy(|m, spa| m.remove(spa, dir, name.as_bytes(), now, &in_use));
         reply_empty(reply, result);
@@ -522,7 +608,7 @@ impl fuser::Filesystem for ZplFs {
             return reply.error(Errno::EROFS);
         }
         let dir = self.object(parent);
-        let now = Timespec::now();
+        let now = self.now();
         let in_use = |object| self.in_use(object);
         let result = self.policy(|m, spa| m.rmdir(spa, dir, name.as_bytes(), now, &in_use));
         reply_empty(reply, result);
@@ -540,7 +626,7 @@ impl fuser::Filesystem for ZplFs {
             return reply.error(Errno::EROFS);
         }
         let dir = self.object(parent);
-        let now = Timespec::now();
+        let now = self.now();
         let result = self.policy(|m, spa| {
             let attr = m.symlink(
                 spa,
@@ -575,7 +661,7 @@ impl fuser::Filesystem for ZplFs {
         let (sdir, ddir) = (self.object(parent), self.object(newparent));
         let noreplace = flags.contains(RenameFlags::RENAME_NOREPLACE);
         let exchange = flags.contains(RenameFlags::RENAME_EXCHANGE);
-        let now = Timespec::now();
+        let now = self.now();
         let in_use = |object| self.in_use(object);
         let result = self.policy(|m, spa| {
             m.rename(
@@ -605,7 +691,7 @@ impl fuser::Filesystem for ZplFs {
             return reply.error(Errno::EROFS);
         }
         let (object, dir) = (self.object(ino), self.object(newparent));
-        let now = Timespec::now();
+        let now = self.now();
         let result = self.policy(|m, spa| {
             let attr = m.link(spa, object, dir, newname.as_bytes(), now)?;
             self.looked_up(attr.object);
@@ -623,10 +709,12 @@ impl fuser::Filesystem for ZplFs {
         if object >= CTL_ROOT {
             return reply.opened(FileHandle(object), FopenFlags::FOPEN_KEEP_CACHE);
         }
+        // Under the writeback cache the kernel opens a write-only file for reading too (it
+        // reads the pages a partial write lands in): nothing here refuses that.
         match self.run_read(|vfs, os, ctx| vfs.getattr(os, ctx, object)) {
             Ok(_) => {
                 self.opened(object);
-                reply.opened(FileHandle(object), FopenFlags::FOPEN_KEEP_CACHE);
+                reply.opened(FileHandle(object), self.open_flags(writing));
             }
             Err(e) => reply.error(e),
         }
@@ -652,7 +740,7 @@ impl fuser::Filesystem for ZplFs {
         let object = self.object(ino);
         let touch = self.atime() && !self.readonly();
         let relatime = self.relatime();
-        let now = Timespec::now();
+        let now = self.now();
         // The read and the question whether the atime moves run under the shared lock;
         // only an update that is due (atime=on, or relatime's rule) takes the exclusive one.
         let result = self.run_read(|vfs, os, ctx| {
@@ -685,7 +773,7 @@ impl fuser::Filesystem for ZplFs {
         reply: ReplyWrite,
     ) {
         let object = self.object(ino);
-        let now = Timespec::now();
+        let now = self.now();
         let o_sync = flags.0 & (libc::O_SYNC | libc::O_DSYNC) != 0;
         let result = self.policy(|m, spa| m.write(spa, object, offset, data, now, o_sync));
         // The write throttle's hard limit, with the pool lock let go (`spa::txg`).
@@ -693,7 +781,10 @@ impl fuser::Filesystem for ZplFs {
             zetta::spa::txg::wait_for_room(&pool);
         }
         match result {
-            Ok(()) => reply.written(data.len() as u32),
+            Ok(()) => {
+                self.written.lock().insert(ino.0);
+                reply.written(data.len() as u32)
+            }
             Err(e) => reply.error(e),
         }
     }
@@ -812,6 +903,115 @@ impl fuser::Filesystem for ZplFs {
         reply.ok();
     }
 
+    /// A listing with each entry's attributes: the kernel makes a dentry and inode of
+    /// every entry but "." and "..", each one lookup reference (counted here under the
+    /// pool lock, as `lookup` does, and handed back for entries the reply had no room
+    /// for). `.zfs` and the entries under it carry their attributes too (the kernel's
+    /// later FORGET of them finds nothing counted, as after `lookup`).
+    fn readdirplus(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectoryPlus,
+    ) {
+        let dir = self.object(ino);
+        let Ok(mut offset) = i64::try_from(offset) else {
+            return reply.ok();
+        };
+        if offset == CTL_LISTED_OFFSET {
+            return reply.ok();
+        }
+        if let Some(result) = self.ctl_readdir(ino, offset) {
+            return match result {
+                Ok(entries) => {
+                    for (ino, next, _kind, name) in entries {
+                        let Some(Ok(attr)) = self.ctl_getattr(ino) else {
+                            continue;
+                        };
+                        let name = OsStr::from_bytes(&name);
+                        if reply.add(ino, next as u64, name, &TTL, &attr, Generation(0)) {
+                            break;
+                        }
+                    }
+                    reply.ok()
+                }
+                Err(e) => reply.error(e),
+            };
+        }
+        loop {
+            let batch = self.run_read(|vfs, os, ctx| {
+                let entries = vfs.readdir(os, ctx, dir, offset, READDIRPLUS_BATCH)?;
+                let end = entries.last().map(|e| e.next);
+                let mut out = Vec::with_capacity(entries.len());
+                for entry in entries {
+                    let attr = match vfs.getattr(os, ctx, entry.object) {
+                        Ok(attr) => attr,
+                        // Gone between the listing and now cannot happen under the lock;
+                        // an entry whose object is damaged is listed by `readdir` alone.
+                        Err(_) => continue,
+                    };
+                    let dots = entry.name == b"." || entry.name == b"..";
+                    if !dots {
+                        self.looked_up(attr.object);
+                    }
+                    out.push((entry, attr, dots));
+                }
+                Ok((out, end))
+            });
+            let (batch, end) = match batch {
+                Ok(batch) => batch,
+                Err(e) => return reply.error(e),
+            };
+            let Some(end) = end else {
+                break;
+            };
+            let mut full = false;
+            for (entry, attr, dots) in &batch {
+                if full {
+                    // Counted under the lock, never sent: handed back.
+                    if !dots {
+                        self.release_refs(attr.object, 0, 1);
+                    }
+                    continue;
+                }
+                let mut fattr = self.file_attr(attr);
+                if entry.name == b".." && dir == self.vfs.root {
+                    fattr.ino = INodeNo(ROOT_INO);
+                }
+                let name = OsStr::from_bytes(&entry.name);
+                let generation = Generation(attr.znode.gen);
+                if reply.add(fattr.ino, entry.next as u64, name, &TTL, &fattr, generation) {
+                    full = true;
+                    if !dots {
+                        self.release_refs(attr.object, 0, 1);
+                    }
+                }
+            }
+            if full {
+                return reply.ok();
+            }
+            offset = end;
+        }
+        if dir == self.vfs.root
+            && self.snapdir() == crate::SnapDir::Visible
+            && offset != CTL_LISTED_OFFSET
+        {
+            if let Some(Ok(attr)) = self.ctl_getattr(INodeNo(CTL_ROOT)) {
+                let _ = reply.add(
+                    INodeNo(CTL_ROOT),
+                    CTL_LISTED_OFFSET as u64,
+                    ".zfs",
+                    &TTL,
+                    &attr,
+                    Generation(0),
+                );
+            }
+        }
+        reply.ok();
+    }
+
     fn releasedir(
         &self,
         _req: &Request,
@@ -874,7 +1074,7 @@ impl fuser::Filesystem for ZplFs {
             return reply.error(Errno::from_i32(libc::EOPNOTSUPP));
         }
         let object = self.object(ino);
-        let now = Timespec::now();
+        let now = self.now();
         let result = self
             .policy(|m, spa| m.setxattr(spa, object, name.as_bytes(), value, flags as u32, now));
         reply_empty(reply, result);
@@ -917,7 +1117,7 @@ impl fuser::Filesystem for ZplFs {
             return reply.error(Errno::from_i32(libc::EOPNOTSUPP));
         }
         let object = self.object(ino);
-        let now = Timespec::now();
+        let now = self.now();
         reply_empty(
             reply,
             self.policy(|m, spa| m.removexattr(spa, object, name.as_bytes(), now)),
@@ -947,7 +1147,7 @@ impl fuser::Filesystem for ZplFs {
             return reply.error(Errno::EROFS);
         }
         let object = self.object(ino);
-        let now = Timespec::now();
+        let now = self.now();
         let mode = match mode {
             0 => Fallocate::Allocate,
             libc::FALLOC_FL_KEEP_SIZE => Fallocate::KeepSize,
@@ -967,6 +1167,9 @@ impl fuser::Filesystem for ZplFs {
         let result = result.and_then(|()| {
             self.policy(|m, spa| m.fallocate(spa, object, offset, length, mode, now))
         });
+        if result.is_ok() {
+            self.written.lock().insert(ino.0);
+        }
         reply_empty(reply, result);
     }
 
@@ -989,11 +1192,33 @@ impl fuser::Filesystem for ZplFs {
                     &self.file_attr(&attr),
                     Generation(attr.znode.gen),
                     FileHandle(attr.object),
-                    FopenFlags::FOPEN_KEEP_CACHE,
+                    self.open_flags(true),
                 );
             }
             Err(e) => reply.error(e),
         }
+    }
+}
+
+/// The attributes of a negative entry: node id 0 is what the kernel reads as "no such
+/// name" (the rest is not looked at).
+fn negative_attr() -> FileAttr {
+    FileAttr {
+        ino: INodeNo(0),
+        size: 0,
+        blocks: 0,
+        atime: UNIX_EPOCH,
+        mtime: UNIX_EPOCH,
+        ctime: UNIX_EPOCH,
+        crtime: UNIX_EPOCH,
+        kind: FileType::RegularFile,
+        perm: 0,
+        nlink: 0,
+        uid: 0,
+        gid: 0,
+        rdev: 0,
+        blksize: 4096,
+        flags: 0,
     }
 }
 

@@ -407,6 +407,7 @@ fn mount_spec(pool: &PoolRef, guid: u64, spec: &MountSpec, explicit: bool) -> Re
         std::thread::spawn(move || drop(mounted));
         return Err(format!("cannot mount '{}': the mount went away", spec.name));
     };
+    zetta_fuse::widen_readahead(&dev);
     with_table(|table| {
         table.insert(
             spec.name.clone(),
@@ -749,6 +750,21 @@ pub fn prepare(args: &[String]) -> Result<(), String> {
                 }
             }
         }
+        // The kernel's writeback cache holds writes whose write(2) returned: the snapshot
+        // or the commit must have them, as OpenZFS's have every write(2) that returned.
+        ("zfs", "snapshot" | "snap") => {
+            for name in operands.iter().filter_map(|n| n.split_once('@')) {
+                write_back_tree(name.0);
+            }
+        }
+        ("zpool", "sync" | "checkpoint") => {
+            if operands.is_empty() {
+                write_back_tree("");
+            }
+            for pool in &operands {
+                write_back_tree(pool);
+            }
+        }
         ("zpool", "export") | ("zpool", "destroy") => {
             let pools: Vec<String> = if flags.contains('a') {
                 registry::get()
@@ -766,9 +782,51 @@ pub fn prepare(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// The mounts of `name` and the filesystems below it ("": all), with their paths.
+fn mounts_of_tree(name: &str) -> Vec<(PathBuf, std::sync::Arc<Mounted>)> {
+    let prefix = format!("{name}/");
+    with_table(|table| {
+        table
+            .iter()
+            .filter(|(n, _)| name.is_empty() || *n == name || n.starts_with(&prefix))
+            .map(|(_, a)| (a.kernel_path.clone(), a.mounted.clone()))
+            .collect()
+    })
+}
+
+/// Writes back the kernel's dirty pages of the mounts of `name` and below (syncfs), with
+/// no lock held: those writes need the pool lock.
+fn write_back_tree(name: &str) {
+    for (path, _) in mounts_of_tree(name) {
+        zetta_fuse::write_back(&path);
+    }
+}
+
 /// After a command: `zpool import -N` leaves the pool's filesystems unmounted, then
-/// everything else is reconciled.
+/// everything else is reconciled. After `zpool sync` (a commit, nothing to reconcile)
+/// the kernel forgets the attributes of the files written before it, whose `st_blocks`
+/// the commit settled.
 pub fn after(args: &[String], messages: &mut Vec<String>) {
+    if args.first().map(String::as_str) == Some("zpool")
+        && args.get(1).map(String::as_str) == Some("sync")
+    {
+        let pools: Vec<&String> = args
+            .iter()
+            .skip(2)
+            .filter(|a| !a.starts_with('-'))
+            .collect();
+        let trees: Vec<&str> = if pools.is_empty() {
+            vec![""]
+        } else {
+            pools.iter().map(|p| p.as_str()).collect()
+        };
+        for tree in trees {
+            for (_, mounted) in mounts_of_tree(tree) {
+                mounted.invalidate_written();
+            }
+        }
+        return;
+    }
     let operands: Vec<&String> = args
         .iter()
         .skip(2)
@@ -837,7 +895,9 @@ pub fn changes_mounts(args: &[String]) -> bool {
                 | "receive"
                 | "recv"
         ),
-        (Some("zpool"), Some(verb)) => matches!(verb, "create" | "import" | "export" | "destroy"),
+        (Some("zpool"), Some(verb)) => {
+            matches!(verb, "create" | "import" | "export" | "destroy" | "sync")
+        }
         _ => false,
     }
 }
