@@ -6,10 +6,25 @@
 //! everything else; its block pointer is what a dataset (or, for the MOS, the uberblock)
 //! stores.
 //!
+//! The objset block is OpenZFS's `objset_phys_t` (`include/sys/dmu_objset.h`), written and
+//! read by the part-1 codec (`dmu::openzfs::objset::ObjsetPhys`), 4 KiB as OpenZFS creates
+//! every new object set in a pool of version >= 15:
+//!
 //! ```text
-//! objset block (2 KiB): | meta dnode 512 | os_type u64 @512 | flags u64 @520 |
-//!                       | next_object u64 @528 | zil header 192 @536 | reserved to 2048 |
+//! 0     os_meta_dnode (512)       dnode_phys_t, type DMU_OT_DNODE, 16 KiB blocks, 3 pointers
+//! 512   os_zil_header (192)       zil_header_t
+//! 704   os_type u64               DMU_OST_META 1, DMU_OST_ZFS 2, DMU_OST_ZVOL 3
+//! 712   os_flags u64              0: the engine keeps no user/group/project accounting, so
+//!                                 it never claims OBJSET_FLAG_USERACCOUNTING_COMPLETE
+//! 720   os_portable_mac, os_local_mac (32 + 32)   zero (no encryption)
+//! 784   os_pad0 (240)             [784..792] INTERIM next-object hint (u64), else zero
+//! 1024  os_userused_dnode, 1536 os_groupused_dnode, 2048 os_projectused_dnode: free (zero)
+//! 2560  os_pad1 to 4096
 //! ```
+//!
+//! The next-object hint is where `create_object` starts looking; OpenZFS keeps none on disk
+//! (it scans with `dnode_next_offset` over the meta-dnode's fill counts). It sits in
+//! `os_pad0`, which OpenZFS ignores; it goes when allocation scans as OpenZFS does.
 //!
 //! In memory, every loaded block is a dbuf keyed by (level, block id). Writes dirty level-0
 //! dbufs; `sync` writes dirty dbufs level by level (all objects' level-0 blocks in one
@@ -53,6 +68,9 @@ pub use writeback::WritebackRecord;
 
 use super::block_space::BlockSpace;
 use super::dnode::{DnodePhys, DNODE_SIZE_BYTES};
+use super::openzfs::dnode::DnodePhys as OzDnode;
+use super::openzfs::objset::{ObjsetPhys as OzObjset, OS_TYPE_META, OS_TYPE_ZFS, OS_TYPE_ZVOL};
+use crate::byteorder::ByteOrder;
 use crate::types::{round_up_shift, ObjectId, Txg};
 use crate::vdev::Vdev;
 use crate::zio::blkptr::{BlockPointer, BLKPTR_SIZE_BYTES};
@@ -62,12 +80,18 @@ use std::collections::{BTreeMap, HashMap};
 use zetta_zcommon::checksum::ChecksumKind;
 use zetta_zcommon::compress::Compression;
 
-pub const OBJSET_BLOCK_SIZE_BYTES: usize = 2048;
+/// OpenZFS's `sizeof (objset_phys_t)` (`OBJSET_PHYS_SIZE_V3`): what it writes for a new
+/// object set in a pool of version >= 15.
+pub const OBJSET_BLOCK_SIZE_BYTES: usize = super::openzfs::objset::OBJSET_PHYS_SIZE_V3;
+/// Where the interim next-object hint sits in the objset block (`os_pad0`).
+const NEXT_OBJECT_HINT_OFFSET: usize = super::openzfs::objset::OBJSET_PAD0_OFFSET;
 pub const META_DNODE_BLOCK_SIZE_BYTES: u32 = 16384;
 pub const DNODES_PER_BLOCK: u64 = META_DNODE_BLOCK_SIZE_BYTES as u64 / DNODE_SIZE_BYTES as u64;
 pub const OBJECT_ID_MAX: u64 = 1 << 48;
-/// Dnode flag: the object keeps the block size it was created with (ZAPs, space maps),
-/// instead of growing its single block up to the record size.
+/// The send stream's object flag (Zetta's stream, `dnode_flags` of an object record): the
+/// object keeps the block size it was created with (ZAPs, zvols) instead of growing its
+/// single block up to the record size. On disk this is the dnode's interim
+/// `fixed_block_size` word (see `dnode`), not a `dn_flags` bit.
 pub const DNODE_FLAG_FIXED_BLOCK_SIZE: u8 = 1;
 /// Clean objects kept in memory between txgs before the cache is dropped.
 pub const OBJECT_CACHE_MAX: usize = 4096;
@@ -375,38 +399,32 @@ impl ObjectSet {
                 blkid: 0,
             }),
         )?;
-        if block.len() < OBJSET_BLOCK_SIZE_BYTES {
-            return Err(DmuError::Corrupt(format!(
-                "objset block of {} bytes",
-                block.len()
-            )));
-        }
+        // The part-1 codec checks the block's size and every embedded dnode.
+        let phys = OzObjset::decode(&block, ByteOrder::Little)
+            .map_err(|e| DmuError::Corrupt(format!("objset block: {e}")))?;
         let meta = DnodePhys::decode(&block[..DNODE_SIZE_BYTES])
             .map_err(|e| DmuError::Corrupt(e.to_string()))?;
         if meta.is_free() || meta.data_block_size_bytes != META_DNODE_BLOCK_SIZE_BYTES {
             return Err(DmuError::Corrupt("meta-dnode is malformed".to_string()));
         }
-        let word = |at: usize| {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&block[at..at + 8]);
-            u64::from_le_bytes(w)
-        };
-        let os_type = match word(512) {
-            1 => ObjsetType::Meta,
-            2 => ObjsetType::Filesystem,
-            3 => ObjsetType::Volume,
+        let os_type = match phys.os_type {
+            OS_TYPE_META => ObjsetType::Meta,
+            OS_TYPE_ZFS => ObjsetType::Filesystem,
+            OS_TYPE_ZVOL => ObjsetType::Volume,
             other => return Err(DmuError::Corrupt(format!("objset type {other}"))),
         };
-        let mut zil_header = [0u8; 192];
-        zil_header.copy_from_slice(&block[536..728]);
+        let next_object = ByteOrder::Little
+            .u64_at(&block, NEXT_OBJECT_HINT_OFFSET)
+            .map_err(|e| DmuError::Corrupt(format!("objset block: {e}")))?;
+        let zil_header = phys.zil_header;
         Ok(ObjectSet {
             id,
             os_type,
             policy,
             meta: Mutex::new(ObjectState::new(meta)),
             objects: ObjectCache::new(),
-            next_object: word(528).clamp(1, OBJECT_ID_MAX),
-            flags: word(520),
+            next_object: next_object.clamp(1, OBJECT_ID_MAX),
+            flags: phys.flags,
             zil: crate::zil::Zilog::from_header(&zil_header),
             zil_header,
             block_size_max_bytes: 128 << 10,
@@ -532,7 +550,7 @@ impl ObjectSet {
     /// Pins an object's block size (see `DNODE_FLAG_FIXED_BLOCK_SIZE`).
     pub fn set_fixed_block_size(&mut self, ctx: &IoCtx<'_>, id: ObjectId) -> Result<(), DmuError> {
         let state = self.state(ctx, id)?;
-        state.phys.flags |= DNODE_FLAG_FIXED_BLOCK_SIZE;
+        state.phys.fixed_block_size = true;
         state.dnode_dirty = true;
         self.dirty = true;
         Ok(())
@@ -1342,12 +1360,8 @@ impl ObjectSet {
         meta.phys.size_bytes =
             (meta.phys.max_block_id + 1) * u64::from(META_DNODE_BLOCK_SIZE_BYTES);
         // 4. The objset block.
-        let mut block = vec![0u8; OBJSET_BLOCK_SIZE_BYTES];
-        meta.phys.encode(&mut block[..DNODE_SIZE_BYTES]);
-        block[512..520].copy_from_slice(&(self.os_type as u64).to_le_bytes());
-        block[520..528].copy_from_slice(&self.flags.to_le_bytes());
-        block[528..536].copy_from_slice(&self.next_object.to_le_bytes());
-        block[536..728].copy_from_slice(&self.zil_header);
+        let meta_phys = meta.phys.clone();
+        let block = self.encode_block(&meta_phys);
         let props = meta_props(&policy, object_type::OBJSET, 0, 1);
         let bp = ctx
             .zio
@@ -1371,6 +1385,34 @@ impl ObjectSet {
         self.dirty = false;
         self.dirty_data_bytes = 0;
         Ok(bp)
+    }
+
+    /// The objset block's bytes (`objset_phys_t`, see the module header): the meta-dnode
+    /// through the engine's codec (with its interim words), the rest through the part-1
+    /// codec.
+    fn encode_block(&self, meta: &DnodePhys) -> Vec<u8> {
+        let free = || Some(OzDnode::free(ByteOrder::Little));
+        let phys = OzObjset {
+            order: ByteOrder::Little,
+            meta_dnode: OzDnode::free(ByteOrder::Little),
+            zil_header: self.zil_header,
+            os_type: self.os_type as u64,
+            flags: self.flags,
+            portable_mac: [0u8; 32],
+            local_mac: [0u8; 32],
+            userused: free(),
+            groupused: free(),
+            projectused: free(),
+        };
+        let mut block = match phys.encode() {
+            Ok(block) => block,
+            Err(e) => panic!("objset block does not encode: {e}"),
+        };
+        debug_assert_eq!(block.len(), OBJSET_BLOCK_SIZE_BYTES);
+        meta.encode(&mut block[..DNODE_SIZE_BYTES]);
+        block[NEXT_OBJECT_HINT_OFFSET..NEXT_OBJECT_HINT_OFFSET + 8]
+            .copy_from_slice(&self.next_object.to_le_bytes());
+        block
     }
 
     /// Every block pointer reachable from this objset (for scrub and MOS space marking),
@@ -1563,7 +1605,7 @@ fn grow_block_size(
     maximum: u64,
 ) -> Result<u64, DmuError> {
     let current = u64::from(state.phys.data_block_size_bytes);
-    if state.phys.flags & DNODE_FLAG_FIXED_BLOCK_SIZE != 0
+    if state.phys.fixed_block_size
         || state.phys.max_block_id > 0
         || end <= current
         || current >= maximum

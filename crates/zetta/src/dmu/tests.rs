@@ -17,10 +17,11 @@ fn pool() -> Spa {
     Spa::create("dmu", &[spec], &CreateOptions::default()).unwrap()
 }
 
-/// Golden header of the objset block: type at 512, flags at 520, next object at 528. The
-/// objset block is on-disk format, so its layout is pinned here.
+// Why: the objset block is on-disk format and must be OpenZFS's `objset_phys_t` (format 6
+// wrote a private 2 KiB block with os_type at 512, where OpenZFS reads the ZIL header).
 #[test]
 fn golden_objset_block_header() {
+    use super::openzfs::objset::{ObjsetPhys as OzObjset, OS_TYPE_ZFS};
     let spa = pool();
     let ctx = spa.ctx();
     let mut os = ObjectSet::create(
@@ -36,12 +37,31 @@ fn golden_objset_block_header() {
         .sync(&ctx, &crate::zio::blkptr::BlockPointer::HOLE)
         .unwrap();
     assert_eq!(bp.lsize_bytes as usize, OBJSET_BLOCK_SIZE_BYTES);
+    assert_eq!(OBJSET_BLOCK_SIZE_BYTES, 4096, "sizeof (objset_phys_t)");
     assert_eq!(bp.object_type, object_type::OBJSET);
     let block = spa.zio.read_block(&spa.root, &bp, None).unwrap();
-    assert_eq!(&block[512..520], &2u64.to_le_bytes(), "os_type Filesystem");
-    assert_eq!(&block[520..528], &0u64.to_le_bytes(), "flags");
-    assert_eq!(&block[528..536], &2u64.to_le_bytes(), "next object");
-    assert_eq!(block[0], object_type::DNODE, "meta-dnode type");
+    // The meta-dnode: DMU_OT_DNODE, 17-bit indirects, 3 pointers, USED_BYTES, 16 KiB.
+    assert_eq!(&block[0..4], &[object_type::DNODE, 17, 1, 3]);
+    assert_eq!(block[7], 1, "meta-dnode dn_flags USED_BYTES");
+    assert_eq!(&block[8..10], &32u16.to_le_bytes(), "16 KiB dnode blocks");
+    assert_eq!(&block[512..704], &[0u8; 192][..], "empty zil_header_t");
+    assert_eq!(&block[704..712], &2u64.to_le_bytes(), "os_type DMU_OST_ZFS");
+    assert_eq!(&block[712..720], &0u64.to_le_bytes(), "os_flags");
+    assert_eq!(&block[720..784], &[0u8; 64][..], "no MACs");
+    assert_eq!(
+        &block[784..792],
+        &2u64.to_le_bytes(),
+        "interim next-object hint"
+    );
+    assert!(
+        block[792..].iter().all(|&b| b == 0),
+        "pads, free accounting dnodes"
+    );
+    let phys = OzObjset::decode(&block, crate::byteorder::ByteOrder::Little).unwrap();
+    assert_eq!(phys.os_type, OS_TYPE_ZFS);
+    assert_eq!(phys.meta_dnode.data_block_size(), 16384);
+    assert!(phys.userused.as_ref().is_some_and(|d| d.is_free()));
+    assert!(phys.projectused.as_ref().is_some_and(|d| d.is_free()));
     let reopened = ObjectSet::open(
         &ctx,
         9,
@@ -186,4 +206,117 @@ fn readers_keep_the_object_cache_bounded_and_dirty_states_in_it() {
     );
     assert_eq!(reader.read(&ctx, ObjectId(7), 0, 5).unwrap(), b"dirty");
     assert_eq!(reader.size_bytes(&ctx, ObjectId(7)).unwrap(), 5);
+}
+
+/// Every object of an engine object set, walked with the part-1 OpenZFS reader from the
+/// objset block `bp` (blocks fetched through the engine's pipeline), compared with the
+/// engine's own view. Returns how many objects matched.
+fn walk_with_openzfs_reader(
+    spa: &Spa,
+    os: &mut ObjectSet,
+    bp: &crate::zio::blkptr::BlockPointer,
+) -> usize {
+    use super::openzfs::objset::{dnode_in, ObjsetPhys as OzObjset};
+    use super::openzfs::RawBlkptr;
+    use crate::byteorder::ByteOrder;
+    use crate::zio::blkptr::BlockPointer;
+    let ctx = spa.ctx();
+    let mut reader = |raw: &RawBlkptr, _: ByteOrder| -> Result<Vec<u8>, String> {
+        let bp = BlockPointer::decode(raw).map_err(|e| e.to_string())?;
+        spa.zio
+            .read_block(&spa.root, &bp, None)
+            .map(|data| data.to_vec())
+            .map_err(|e| e.to_string())
+    };
+    let block = spa.zio.read_block(&spa.root, bp, None).unwrap();
+    let phys = OzObjset::decode(&block, ByteOrder::Little).unwrap();
+    assert_eq!(phys.os_type, os.os_type as u64);
+    let ids = os.object_ids(&ctx).unwrap();
+    assert!(!ids.is_empty());
+    for id in &ids {
+        let ours = os.dnode(&ctx, *id).unwrap();
+        let theirs = dnode_in(&phys.meta_dnode, id.0, &mut reader)
+            .unwrap()
+            .unwrap_or_else(|| panic!("object {id}: free to the OpenZFS reader"));
+        let what = format!("object {id}: ours {ours:?}\ntheirs {theirs:?}");
+        assert_eq!(theirs.object_type, ours.object_type, "{what}");
+        assert_eq!(theirs.nlevels, ours.nlevels, "{what}");
+        assert_eq!(theirs.indblkshift, ours.indirect_block_shift, "{what}");
+        assert_eq!(
+            theirs.data_block_size(),
+            ours.data_block_size_bytes as usize,
+            "{what}"
+        );
+        assert_eq!(theirs.maxblkid, ours.max_block_id, "{what}");
+        assert_eq!(theirs.used_bytes(), ours.used_bytes, "{what}");
+        assert_eq!(theirs.bonustype, ours.bonus_type, "{what}");
+        assert_eq!(theirs.bonus, ours.bonus, "{what}");
+        assert_eq!(
+            theirs.flags,
+            super::openzfs::dnode::DNODE_FLAG_USED_BYTES,
+            "{what}"
+        );
+        let pointers: Vec<BlockPointer> = theirs
+            .blkptrs
+            .iter()
+            .map(|raw| BlockPointer::decode(raw).unwrap())
+            .collect();
+        assert_eq!(pointers, ours.blkptr, "{what}");
+        // The reader's walk through the tree reads what the engine reads.
+        let len = ours.size_bytes.min(1 << 20) as usize;
+        if ours.object_type == object_type::PLAIN_FILE && len > 0 {
+            let want = os.read(&ctx, *id, 0, len).unwrap();
+            assert_eq!(theirs.read(0, len, &mut reader).unwrap(), want, "{what}");
+        }
+    }
+    ids.len()
+}
+
+// Why: format 6's dnodes and objset blocks were private; OpenZFS's own readers (the
+// part-1 codecs that read real pools) must walk every object set the engine writes: the
+// MOS from the uberblock's root, and a filesystem's objset with multi-level files, a
+// ZAP and a bonus buffer.
+#[test]
+fn engine_pool_object_sets_walk_with_the_openzfs_reader() {
+    let mut spa = pool();
+    spa.create_filesystem("dmu/fs").unwrap();
+    let big = spa
+        .with_dataset("dmu/fs", |os, ctx| {
+            let file = os.create_object(ctx, object_type::PLAIN_FILE, 512, 17, 64)?;
+            os.write(ctx, file, 0, &[3u8; 3000])?;
+            os.set_bonus(ctx, file, &[9u8; 64])?;
+            let big = os.create_object(ctx, object_type::PLAIN_FILE, 512, 0, 0)?;
+            os.write(ctx, big, 0, &[5u8; 200_000])?;
+            // Far enough to need indirect levels above the three dnode pointers.
+            os.write(ctx, big, 3 << 30, b"far")?;
+            let zap = crate::zap::zap_create(os, ctx, object_type::DIRECTORY)
+                .map_err(|e| DmuError::Invalid(e.to_string()))?;
+            for i in 0..40u64 {
+                crate::zap::zap_add(os, ctx, zap, format!("name{i}"), &[i])
+                    .map_err(|e| DmuError::Invalid(e.to_string()))?;
+            }
+            Ok(big)
+        })
+        .unwrap();
+    spa.sync().unwrap();
+    let mos_bp = spa.mos_root_bp();
+    let mut mos = std::mem::replace(
+        &mut spa.dp.mos,
+        ObjectSet::placeholder(
+            0,
+            ObjsetType::Meta,
+            crate::spa::dataset_policy(default_data_props()),
+        ),
+    );
+    let mos_objects = walk_with_openzfs_reader(&spa, &mut mos, &mos_bp);
+    spa.dp.mos = mos;
+    assert!(mos_objects >= 5, "{mos_objects} MOS objects");
+    let ds = spa.lookup_dataset("dmu/fs").unwrap().unwrap();
+    let fs_bp = spa.dataset_phys(ds).unwrap().bp;
+    let policy = crate::spa::dataset_policy(default_data_props());
+    let mut fs = ObjectSet::open(&spa.ctx(), ds, &fs_bp, policy).unwrap();
+    let fs_objects = walk_with_openzfs_reader(&spa, &mut fs, &fs_bp);
+    assert!(fs_objects >= 3, "{fs_objects} filesystem objects");
+    let big = fs.dnode(&spa.ctx(), big).unwrap();
+    assert!(big.nlevels >= 3, "a multi-level file: {big:?}");
 }

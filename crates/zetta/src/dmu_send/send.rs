@@ -455,7 +455,12 @@ impl Sender {
             self.flush_frees(sink);
             let packed = u64::from(dnode.object_type)
                 | u64::from(dnode.bonus_type) << 8
-                | u64::from(dnode.flags) << 16
+                // The stream's object flags (not `dn_flags`): bit 0 = fixed block size.
+                | u64::from(if dnode.fixed_block_size {
+                    crate::dmu::objset::DNODE_FLAG_FIXED_BLOCK_SIZE
+                } else {
+                    0
+                }) << 16
                 | u64::from(dnode.checksum) << 24
                 | u64::from(dnode.compress) << 32;
             let words = [

@@ -43,10 +43,15 @@ pub const SPA_VERSION: u64 = crate::spa::openzfs::feature::SPA_VERSION_FEATURES;
 /// grown by 512 bytes up to 128 KiB, fat ZAPs (`zap_phys_t`, embedded then external
 /// pointer tables, `zap_leaf_phys_t` chunked leaves), names hashed by OpenZFS's salted
 /// CRC-64 (28 bits), cursors serialized as OpenZFS's.
+/// 7: dnodes and object sets as OpenZFS writes them (issue 14, increment 3b):
+/// `dnode_phys_t` with `DNODE_FLAG_USED_BYTES` and `dn_extra_slots`, the object size and
+/// fixed-block-size mark moved into the interim `dn_pad3` words; 4 KiB `objset_phys_t`
+/// (ZIL header at 512, `os_type` at 704, free accounting dnodes, next-object hint in
+/// `os_pad0`).
 /// Older pools are not read any more: the private format retires.
-pub const FORMAT_VERSION: u64 = 6;
+pub const FORMAT_VERSION: u64 = 7;
 /// The oldest format this code reads.
-pub const FORMAT_VERSION_MIN: u64 = 6;
+pub const FORMAT_VERSION_MIN: u64 = 7;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Uberblock {

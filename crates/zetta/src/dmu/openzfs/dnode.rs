@@ -359,6 +359,102 @@ impl DnodePhys {
         Ok(dn)
     }
 
+    /// A free slot (all zeros once encoded).
+    pub fn free(order: ByteOrder) -> DnodePhys {
+        DnodePhys {
+            order,
+            object_type: 0,
+            indblkshift: 0,
+            nlevels: 0,
+            nblkptr: 0,
+            bonustype: 0,
+            checksum: 0,
+            compress: 0,
+            flags: 0,
+            datablkszsec: 0,
+            bonuslen: 0,
+            extra_slots: 0,
+            maxblkid: 0,
+            used: 0,
+            blkptrs: Vec::new(),
+            bonus: Vec::new(),
+            spill: None,
+        }
+    }
+
+    /// Writes the dnode into `out` (its `dnode_size()` bytes, in `self.order`; the pads
+    /// `dn_pad2` and `dn_pad3` are left as `out` holds them, the rest of the slots is
+    /// rewritten). The mirror of `decode`: whatever `decode` accepts re-encodes to the same
+    /// bytes. A free dnode is all zeros. Fields that contradict each other (more pointers
+    /// than the slots hold, a bonus running into the spill pointer, a `bonuslen` or
+    /// `nblkptr` not matching the vectors) are refused, and `out` is left untouched.
+    pub fn encode(&self, out: &mut [u8]) -> Result<(), DnodeCorrupt> {
+        let bad = |field, value: u64| DnodeCorrupt::Field { field, value };
+        let size = self.dnode_size();
+        if self.extra_slots as usize + 1 > DNODE_MAX_SLOTS {
+            return Err(bad("dn_extra_slots", self.extra_slots.into()));
+        }
+        let len = out.len();
+        let whole = out.get_mut(..size).ok_or(ShortRead {
+            offset: 0,
+            width: size,
+            len,
+        })?;
+        if self.is_free() {
+            whole.fill(0);
+            return Ok(());
+        }
+        let spill = self.flags & DNODE_FLAG_SPILL_BLKPTR != 0;
+        if spill != self.spill.is_some() {
+            return Err(bad("dn_flags", self.flags.into()));
+        }
+        let tail_end = if spill { size - BLKPTR_BYTES } else { size };
+        let nblkptr = usize::from(self.nblkptr);
+        if nblkptr == 0
+            || nblkptr != self.blkptrs.len()
+            || DNODE_CORE_BYTES + nblkptr * BLKPTR_BYTES > tail_end
+        {
+            return Err(bad("dn_nblkptr", self.nblkptr.into()));
+        }
+        let bonus_start = DNODE_CORE_BYTES + nblkptr * BLKPTR_BYTES;
+        if usize::from(self.bonuslen) != self.bonus.len()
+            || bonus_start + self.bonus.len() > tail_end
+        {
+            return Err(bad("dn_bonuslen", self.bonuslen.into()));
+        }
+        let put16 = |v: u16| match self.order {
+            ByteOrder::Little => v.to_le_bytes(),
+            ByteOrder::Big => v.to_be_bytes(),
+        };
+        whole[..8].copy_from_slice(&[
+            self.object_type,
+            self.indblkshift,
+            self.nlevels,
+            self.nblkptr,
+            self.bonustype,
+            self.checksum,
+            self.compress,
+            self.flags,
+        ]);
+        whole[8..10].copy_from_slice(&put16(self.datablkszsec));
+        whole[10..12].copy_from_slice(&put16(self.bonuslen));
+        whole[12] = self.extra_slots;
+        self.order.put_u64(whole, 16, self.maxblkid)?;
+        self.order.put_u64(whole, 24, self.used)?;
+        let tail = &mut whole[DNODE_CORE_BYTES..];
+        tail.fill(0);
+        for (i, bp) in self.blkptrs.iter().enumerate() {
+            tail[i * BLKPTR_BYTES..(i + 1) * BLKPTR_BYTES].copy_from_slice(bp);
+        }
+        let at = bonus_start - DNODE_CORE_BYTES;
+        tail[at..at + self.bonus.len()].copy_from_slice(&self.bonus);
+        if let Some(bp) = &self.spill {
+            let at = tail.len() - BLKPTR_BYTES;
+            tail[at..].copy_from_slice(bp);
+        }
+        Ok(())
+    }
+
     /// Whether the slot holds no object.
     pub fn is_free(&self) -> bool {
         self.object_type == 0

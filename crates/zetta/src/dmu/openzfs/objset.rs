@@ -39,6 +39,9 @@ pub const OBJSET_PHYS_SIZE_V1: usize = 1024;
 pub const OBJSET_PHYS_SIZE_V2: usize = 2048;
 pub const OBJSET_PHYS_SIZE_V3: usize = 4096;
 const MAC_BYTES: usize = 32;
+/// `os_pad0`: bytes 784..1024, no meaning to OpenZFS (zero as it writes them).
+pub const OBJSET_PAD0_OFFSET: usize = 784;
+pub const OBJSET_PAD0_BYTES: usize = 240;
 
 pub const OS_TYPE_NONE: u64 = 0;
 pub const OS_TYPE_META: u64 = 1;
@@ -104,6 +107,55 @@ impl ObjsetPhys {
             groupused: has_userused.then(|| dnode_at(1536)).transpose()?,
             projectused: has_projectused.then(|| dnode_at(2048)).transpose()?,
         })
+    }
+
+    /// The block's size: 4 KiB with a project-used dnode, 2 KiB with user/group-used ones,
+    /// else 1 KiB (the three sizes `decode` accepts).
+    pub fn block_size(&self) -> usize {
+        if self.projectused.is_some() {
+            OBJSET_PHYS_SIZE_V3
+        } else if self.userused.is_some() || self.groupused.is_some() {
+            OBJSET_PHYS_SIZE_V2
+        } else {
+            OBJSET_PHYS_SIZE_V1
+        }
+    }
+
+    /// The block's bytes in `self.order` (the mirror of `decode`: a block `decode` accepts
+    /// re-encodes to the same bytes when its pads are zero, as OpenZFS writes them). A
+    /// 2 KiB or larger block carries both user and group dnodes (a missing one is free);
+    /// every embedded dnode must be single-slot.
+    pub fn encode(&self) -> Result<Vec<u8>, DnodeCorrupt> {
+        let mut out = vec![0u8; self.block_size()];
+        let order = self.order;
+        let put_dnode = |out: &mut [u8], dn: &DnodePhys, at: usize| -> Result<(), DnodeCorrupt> {
+            if dn.extra_slots != 0 {
+                return Err(DnodeCorrupt::Field {
+                    field: "dn_extra_slots",
+                    value: dn.extra_slots.into(),
+                });
+            }
+            let dn = DnodePhys {
+                order,
+                ..dn.clone()
+            };
+            dn.encode(&mut out[at..at + DNODE_SLOT_BYTES])
+        };
+        put_dnode(&mut out, &self.meta_dnode, 0)?;
+        if out.len() >= OBJSET_PHYS_SIZE_V2 {
+            let free = DnodePhys::free(self.order);
+            put_dnode(&mut out, self.userused.as_ref().unwrap_or(&free), 1024)?;
+            put_dnode(&mut out, self.groupused.as_ref().unwrap_or(&free), 1536)?;
+        }
+        if let Some(dn) = &self.projectused {
+            put_dnode(&mut out, dn, 2048)?;
+        }
+        out[512..512 + ZIL_HEADER_BYTES].copy_from_slice(&self.zil_header);
+        self.order.put_u64(&mut out, 704, self.os_type)?;
+        self.order.put_u64(&mut out, 712, self.flags)?;
+        out[720..752].copy_from_slice(&self.portable_mac);
+        out[752..784].copy_from_slice(&self.local_mac);
+        Ok(out)
     }
 
     /// Object `object`'s dnode, or `None` if its slot is free or lies in a hole of the
