@@ -419,6 +419,8 @@ fn nbd_fio_verify() {
                 "--fsync=16",
                 "--verify=crc32c",
                 "--verify_fatal=1",
+                // No verify-state file left in the working directory.
+                "--verify_state_save=0",
                 "--do_verify=1",
                 "--randrepeat=0",
             ])

@@ -119,6 +119,8 @@ fn mkfs_mount_snapshot_clone_and_fio_on_dev_zvol() {
                 "--fsync=16",
                 "--verify=crc32c",
                 "--verify_fatal=1",
+                // No verify-state file left in the working directory.
+                "--verify_state_save=0",
             ],
         );
         assert!(out.contains("err= 0"), "{out}");
