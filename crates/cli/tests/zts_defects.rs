@@ -392,3 +392,37 @@ fn new_mountpoint_mounts_and_overlay_off_refuses_non_empty() {
     lab.ok("zfs", &["mount", "tank/fs"]);
     assert!(common::mount_lab::mounted(&new));
 }
+
+// Why: defect 13 of issue 18: `zfs destroy -f` of a filesystem in use (a process's cwd, an
+// open file) detached the mount from under its users and destroyed it; on Linux OpenZFS's
+// forced unmount is refused busy like any other, and nothing is destroyed.
+#[test]
+fn destroy_f_of_a_busy_filesystem_fails_busy() {
+    let lab = MountLab::new("tank/fs");
+    let root = lab.mnt("fs");
+    std::fs::write(format!("{root}/file"), b"open").unwrap();
+    let busy = format!("cannot unmount '{root}': pool or dataset is busy\n");
+    // A process whose working directory is in it.
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("600")
+        .current_dir(&root)
+        .spawn()
+        .unwrap();
+    let (code, _, stderr) = lab.run("zfs", &["destroy", "-f", "tank/fs"]);
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    assert_eq!((code, stderr.as_str()), (1, busy.as_str()));
+    assert!(common::mount_lab::mounted(&root));
+    // A file held open.
+    let file = std::fs::File::open(format!("{root}/file")).unwrap();
+    let (code, _, stderr) = lab.run("zfs", &["destroy", "-rf", "tank/fs"]);
+    assert_eq!((code, stderr.as_str()), (1, busy.as_str()));
+    assert!(common::mount_lab::mounted(&root));
+    assert_eq!(
+        lab.ok("zfs", &["list", "-H", "-o", "name", "tank/fs"]),
+        "tank/fs\n"
+    );
+    drop(file);
+    lab.ok("zfs", &["destroy", "-f", "tank/fs"]);
+    assert!(!common::mount_lab::mounted(&root));
+}
