@@ -426,3 +426,48 @@ fn destroy_f_of_a_busy_filesystem_fails_busy() {
     lab.ok("zfs", &["destroy", "-f", "tank/fs"]);
     assert!(!common::mount_lab::mounted(&root));
 }
+
+// Why: defect 11 of issue 18: a device holding another filesystem was made a pool's vdev
+// without -f; OpenZFS asks libblkid and refuses it ("contains a filesystem of type").
+#[test]
+fn device_with_another_filesystem_needs_f() {
+    let lab = NoMountLab::new();
+    let image = lab.inner.disk("ext4.img", 128 << 20);
+    let made = std::process::Command::new("mkfs.ext4")
+        .args(["-q", "-F", &image])
+        .status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: mkfs.ext4 is not available here");
+        return;
+    }
+    let out = std::process::Command::new("losetup")
+        .args(["-f", "--show", &image])
+        .output();
+    let device = match out {
+        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        _ => {
+            eprintln!("skipped: no loop device available here");
+            return;
+        }
+    };
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        assert_eq!(
+            refused(&lab, "zpool", &["create", "other", &device]),
+            (
+                1,
+                format!(
+                    "invalid vdev specification\nuse '-f' to override the following errors:\n{device} contains a filesystem of type 'ext4'\n"
+                )
+            )
+        );
+        assert_eq!(lab.ok("zpool", &["list", "-H", "-o", "name"]), "tank\n");
+        lab.ok("zpool", &["create", "-f", "other", &device]);
+        lab.ok("zpool", &["destroy", "other"]);
+    }));
+    let _ = std::process::Command::new("losetup")
+        .args(["-d", &device])
+        .status();
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+}
