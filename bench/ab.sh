@@ -14,6 +14,8 @@
 #              source, compression off (MiB/s)
 #   scrub      zpool scrub of 1 GiB incompressible, cold (MiB/s to "scrub repaired")
 #   storm      10 000 small files created (files/s), then `ls -lR` cold (files/s)
+#   zvolflush  a guest's synchronous 4k writes to a volume over NBD: qemu-img bench, one
+#              write then one FLUSH, 3000 times (writes/s); needs qemu-utils
 #
 # Each probe builds its pool from scratch on sparse files under DIR (default /var/tmp/ab)
 # with its own daemon and cache file, and tears everything down after.
@@ -142,6 +144,19 @@ probe_storm() {
     echo 3 >/proc/sys/vm/drop_caches
     ls=$(python3 "$BENCH/storm.py" cmd "$D/m" 10000 -- ls -lR "$D/m")
     echo "$create create, $ls ls-lR"
+}
+
+probe_zvolflush() {
+    pool w "$D/m" 2G
+    "$Z" zfs create -V 256M w/vol
+    local sock=$ZETTA_CACHE_FILE.run/nbd/w/vol
+    for _ in $(seq 100); do [[ -S $sock ]] && break; sleep 0.1; done
+    local t0 t1
+    t0=$(now)
+    qemu-img bench -w -f raw -t none -c 3000 -s 4k -d 1 --flush-interval=1 \
+        "nbd+unix:///w/vol?socket=$sock" >/dev/null
+    t1=$(now)
+    rate 3000 "$t0" "$t1"
 }
 
 printf '| probe | round | old | new |\n|---|---|---|---|\n'
