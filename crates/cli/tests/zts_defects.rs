@@ -392,3 +392,82 @@ fn new_mountpoint_mounts_and_overlay_off_refuses_non_empty() {
     lab.ok("zfs", &["mount", "tank/fs"]);
     assert!(common::mount_lab::mounted(&new));
 }
+
+// Why: defect 13 of issue 18: `zfs destroy -f` of a filesystem in use (a process's cwd, an
+// open file) detached the mount from under its users and destroyed it; on Linux OpenZFS's
+// forced unmount is refused busy like any other, and nothing is destroyed.
+#[test]
+fn destroy_f_of_a_busy_filesystem_fails_busy() {
+    let lab = MountLab::new("tank/fs");
+    let root = lab.mnt("fs");
+    std::fs::write(format!("{root}/file"), b"open").unwrap();
+    let busy = format!("cannot unmount '{root}': pool or dataset is busy\n");
+    // A process whose working directory is in it.
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("600")
+        .current_dir(&root)
+        .spawn()
+        .unwrap();
+    let (code, _, stderr) = lab.run("zfs", &["destroy", "-f", "tank/fs"]);
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    assert_eq!((code, stderr.as_str()), (1, busy.as_str()));
+    assert!(common::mount_lab::mounted(&root));
+    // A file held open.
+    let file = std::fs::File::open(format!("{root}/file")).unwrap();
+    let (code, _, stderr) = lab.run("zfs", &["destroy", "-rf", "tank/fs"]);
+    assert_eq!((code, stderr.as_str()), (1, busy.as_str()));
+    assert!(common::mount_lab::mounted(&root));
+    assert_eq!(
+        lab.ok("zfs", &["list", "-H", "-o", "name", "tank/fs"]),
+        "tank/fs\n"
+    );
+    drop(file);
+    lab.ok("zfs", &["destroy", "-f", "tank/fs"]);
+    assert!(!common::mount_lab::mounted(&root));
+}
+
+// Why: defect 11 of issue 18: a device holding another filesystem was made a pool's vdev
+// without -f; OpenZFS asks libblkid and refuses it ("contains a filesystem of type").
+#[test]
+fn device_with_another_filesystem_needs_f() {
+    let lab = NoMountLab::new();
+    let image = lab.inner.disk("ext4.img", 128 << 20);
+    let made = std::process::Command::new("mkfs.ext4")
+        .args(["-q", "-F", &image])
+        .status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: mkfs.ext4 is not available here");
+        return;
+    }
+    let out = std::process::Command::new("losetup")
+        .args(["-f", "--show", &image])
+        .output();
+    let device = match out {
+        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        _ => {
+            eprintln!("skipped: no loop device available here");
+            return;
+        }
+    };
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        assert_eq!(
+            refused(&lab, "zpool", &["create", "other", &device]),
+            (
+                1,
+                format!(
+                    "invalid vdev specification\nuse '-f' to override the following errors:\n{device} contains a filesystem of type 'ext4'\n"
+                )
+            )
+        );
+        assert_eq!(lab.ok("zpool", &["list", "-H", "-o", "name"]), "tank\n");
+        lab.ok("zpool", &["create", "-f", "other", &device]);
+        lab.ok("zpool", &["destroy", "other"]);
+    }));
+    let _ = std::process::Command::new("losetup")
+        .args(["-d", &device])
+        .status();
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+}

@@ -695,7 +695,10 @@ pub fn prepare(args: &[String]) -> Result<(), String> {
                 // A pool's root without -r/-R is refused by the command itself.
                 .filter(|n| n.contains('/') || flags.contains('r') || flags.contains('R'))
             {
-                unmount_tree(name, force)?;
+                // -f is MS_FORCE, which Linux refuses on a busy filesystem as on any
+                // other (EBUSY): a filesystem in use (a cwd, an open file) is never
+                // detached from under its users; OpenZFS on Linux says "busy".
+                unmount_tree(name, false)?;
             }
         }
         // A new mountpoint (or canmount=off) needs the filesystems unmounted first, as

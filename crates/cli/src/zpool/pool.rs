@@ -617,6 +617,15 @@ pub fn check_in_use(paths: &[String], force: bool) -> Result<(), CmdError> {
         }
         problems.push(format!("{path} is part of {description} pool '{name}'"));
     }
+    // check_slice: a block device holding another filesystem (libblkid's TYPE) is used
+    // only with -f.
+    if !force {
+        for path in paths {
+            if let Some(kind) = foreign_filesystem(path) {
+                problems.push(format!("{path} contains a filesystem of type '{kind}'"));
+            }
+        }
+    }
     if problems.is_empty() {
         return Ok(());
     }
@@ -629,6 +638,24 @@ pub fn check_in_use(paths: &[String], force: bool) -> Result<(), CmdError> {
         "invalid vdev specification\n{header}\n{}",
         problems.join("\n")
     )))
+}
+
+/// The type of filesystem blkid finds on the block device `path` (not a ZFS label, which
+/// `label_owner` judges); `None` for files, for devices holding nothing it knows, and
+/// where blkid is missing.
+fn foreign_filesystem(path: &str) -> Option<String> {
+    use std::os::unix::fs::FileTypeExt;
+    if !std::fs::metadata(path).ok()?.file_type().is_block_device() {
+        return None;
+    }
+    let out = std::process::Command::new("blkid")
+        .args(["-p", "-o", "value", "-s", "TYPE", path])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let kind = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (out.status.success() && !kind.is_empty() && kind != "zfs_member").then_some(kind)
 }
 
 /// OpenZFS's device search path on Linux (`zpool_default_search_paths`), in its order:

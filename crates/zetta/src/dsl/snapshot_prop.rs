@@ -55,7 +55,7 @@ impl Spa {
             &mut self.dp.mos,
             &ctx,
             ObjectId(zap_object),
-            &key(object, prop),
+            key(object, prop),
         ) {
             Ok(()) | Err(ZapError::NotFound) => Ok(()),
             Err(e) => Err(zap_error(e)),
@@ -75,7 +75,7 @@ impl Spa {
             &mut self.dp.mos,
             &ctx,
             ObjectId(zap_object),
-            &key(object, prop),
+            key(object, prop),
             value.as_bytes(),
         )
         .map_err(zap_error)
