@@ -31,6 +31,7 @@ pub mod nbd;
 pub mod protocol;
 pub mod registry;
 pub mod server;
+pub mod zed;
 
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};

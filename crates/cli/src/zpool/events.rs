@@ -305,6 +305,9 @@ pub fn post(events: Vec<Event>) {
             posted.push(event);
         }
     });
+    if result.is_ok() {
+        crate::daemon::zed::notify(&posted);
+    }
     if let Err(e) = result {
         crate::daemon::log::log(
             crate::daemon::log::Level::Error,
