@@ -280,6 +280,29 @@ fn events_record_scrub_and_checksum_errors_with_openzfs_fields() {
         scripted.lines().all(|l| l.split('\t').count() == 2),
         "{scripted}"
     );
+    // offline and online are state changes of the device (resource.fs.zfs.statechange).
+    ok(no_mount(&lab, "zpool", &["offline", "tank", &b]), "offline");
+    ok(no_mount(&lab, "zpool", &["online", "tank", &b]), "online");
+    let changed = ok(no_mount(&lab, "zpool", &["events", "-v", "tank"]), "-v");
+    let changed_blocks = event_blocks(&changed);
+    let changes: Vec<&Vec<String>> = changed_blocks
+        .iter()
+        .filter(|(class, _)| class == "resource.fs.zfs.statechange")
+        .map(|(_, lines)| lines)
+        .collect();
+    assert_eq!(changes.len(), 2, "{changed}");
+    for (lines, now, last) in [
+        (changes[0], "\"OFFLINE\" (0x2)", "\"ONLINE\" (0x7)"),
+        (changes[1], "\"ONLINE\" (0x7)", "\"OFFLINE\" (0x2)"),
+    ] {
+        for want in [
+            format!("        vdev_path = \"{b}\""),
+            format!("        vdev_state = {now}"),
+            format!("        vdev_laststate = {last}"),
+        ] {
+            assert!(lines.contains(&want), "no {want:?} in {lines:#?}");
+        }
+    }
     // The events survive a daemon restart.
     lab.stop_daemon();
     let again = ok(no_mount(&lab, "zpool", &["events", "-v"]), "after restart");

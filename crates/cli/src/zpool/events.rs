@@ -481,6 +481,17 @@ pub fn sysevent_of(pool: &str, pool_guid: u64, name: &str, vdev: Option<&Vdev>) 
     event
 }
 
+/// `resource.fs.zfs.statechange` (`zfs_post_state_change`): `vdev` is now in its current
+/// state, was in `last`.
+pub fn statechange(spa: &Spa, vdev: &Vdev, last: VdevState) -> Event {
+    let mut event = sysevent(spa, "statechange", Some(vdev));
+    if let Some((_, Value::Str(class))) = event.fields.iter_mut().find(|(n, _)| n == "class") {
+        *class = "resource.fs.zfs.statechange".to_string();
+    }
+    event.push("vdev_laststate", Value::U64(vdev_state_code(last)));
+    event
+}
+
 /// The full event of an engine moment, when it belongs to `spa`.
 fn build(spa: &Spa, raw: &EngineEvent) -> Option<Event> {
     match raw {
