@@ -280,6 +280,29 @@ fn events_record_scrub_and_checksum_errors_with_openzfs_fields() {
         scripted.lines().all(|l| l.split('\t').count() == 2),
         "{scripted}"
     );
+    // offline and online are state changes of the device (resource.fs.zfs.statechange).
+    ok(no_mount(&lab, "zpool", &["offline", "tank", &b]), "offline");
+    ok(no_mount(&lab, "zpool", &["online", "tank", &b]), "online");
+    let changed = ok(no_mount(&lab, "zpool", &["events", "-v", "tank"]), "-v");
+    let changed_blocks = event_blocks(&changed);
+    let changes: Vec<&Vec<String>> = changed_blocks
+        .iter()
+        .filter(|(class, _)| class == "resource.fs.zfs.statechange")
+        .map(|(_, lines)| lines)
+        .collect();
+    assert_eq!(changes.len(), 2, "{changed}");
+    for (lines, now, last) in [
+        (changes[0], "\"OFFLINE\" (0x2)", "\"ONLINE\" (0x7)"),
+        (changes[1], "\"ONLINE\" (0x7)", "\"OFFLINE\" (0x2)"),
+    ] {
+        for want in [
+            format!("        vdev_path = \"{b}\""),
+            format!("        vdev_state = {now}"),
+            format!("        vdev_laststate = {last}"),
+        ] {
+            assert!(lines.contains(&want), "no {want:?} in {lines:#?}");
+        }
+    }
     // The events survive a daemon restart.
     lab.stop_daemon();
     let again = ok(no_mount(&lab, "zpool", &["events", "-v"]), "after restart");
@@ -453,4 +476,66 @@ fn wait_returns_when_the_scrub_ends() {
             "{args:?}"
         );
     }
+}
+
+// ---- zedlets ----
+
+// Why: nothing ran on events (no ZED): an admin could not be told that a scrub finished.
+// The daemon runs the zedlets of $ZETTA_ZED_DIR whose name matches the event's subclass,
+// with ZED's ZEVENT_* environment.
+#[test]
+fn zedlet_fires_on_scrub_finish() {
+    use std::os::unix::fs::PermissionsExt;
+    let lab = Lab::new();
+    let zed_dir = lab.dir.join("zed.d");
+    std::fs::create_dir(&zed_dir).unwrap();
+    let zedlet = zed_dir.join("scrub_finish-record.sh");
+    std::fs::write(
+        &zedlet,
+        "#!/bin/sh\nout=\"$ZED_ZEDLET_DIR/../fired-$ZEVENT_EID\"\nenv | grep -E '^(ZEVENT_|ZED_)' | sort > \"$out.tmp\" && mv \"$out.tmp\" \"$out\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&zedlet, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run = |args: &[&str]| {
+        let mut command = lab.command("zpool");
+        command
+            .args(args)
+            .env("ZETTA_MOUNT", "0")
+            .env("ZETTA_ZED_DIR", &zed_dir);
+        lab.run(command)
+    };
+    let disk = lab.disk("disk", 256 << 20);
+    ok(run(&["create", "tank", &disk]), "create");
+    ok(run(&["scrub", "-w", "tank"]), "scrub");
+    let fired = || -> Vec<String> {
+        std::fs::read_dir(&lab.dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("fired-") && !n.ends_with(".tmp"))
+            .collect()
+    };
+    assert!(wait_for(|| !fired().is_empty()), "the zedlet did not run");
+    let names = fired();
+    assert_eq!(names.len(), 1, "it ran for other events too: {names:?}");
+    let env = std::fs::read_to_string(lab.dir.join(&names[0])).unwrap();
+    for want in [
+        "ZEVENT_CLASS=sysevent.fs.zfs.scrub_finish",
+        "ZEVENT_SUBCLASS=scrub_finish",
+        "ZEVENT_POOL=tank",
+        "ZEVENT_POOL_STATE_STR=ACTIVE",
+        &format!("ZED_ZEDLET_DIR={}", zed_dir.display()),
+    ] {
+        assert!(env.lines().any(|l| l == want), "no {want} in\n{env}");
+    }
+    assert!(
+        env.lines()
+            .any(|l| l.starts_with("ZEVENT_POOL_GUID=0x")
+                && l.len() == "ZEVENT_POOL_GUID=0x".len() + 16),
+        "{env}"
+    );
+    assert!(env.lines().any(|l| l.starts_with("ZEVENT_EID=")), "{env}");
+    assert!(
+        env.lines().any(|l| l.starts_with("ZEVENT_TIME_STRING=")),
+        "{env}"
+    );
 }

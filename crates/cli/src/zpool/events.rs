@@ -305,6 +305,9 @@ pub fn post(events: Vec<Event>) {
             posted.push(event);
         }
     });
+    if result.is_ok() {
+        crate::daemon::zed::notify(&posted);
+    }
     if let Err(e) = result {
         crate::daemon::log::log(
             crate::daemon::log::Level::Error,
@@ -475,6 +478,17 @@ pub fn sysevent_of(pool: &str, pool_guid: u64, name: &str, vdev: Option<&Vdev>) 
             event.push("vdev_path", Value::Str(vdev.path.clone()));
         }
     }
+    event
+}
+
+/// `resource.fs.zfs.statechange` (`zfs_post_state_change`): `vdev` is now in its current
+/// state, was in `last`.
+pub fn statechange(spa: &Spa, vdev: &Vdev, last: VdevState) -> Event {
+    let mut event = sysevent(spa, "statechange", Some(vdev));
+    if let Some((_, Value::Str(class))) = event.fields.iter_mut().find(|(n, _)| n == "class") {
+        *class = "resource.fs.zfs.statechange".to_string();
+    }
+    event.push("vdev_laststate", Value::U64(vdev_state_code(last)));
     event
 }
 

@@ -122,7 +122,9 @@ pub fn cmd_offline(args: &[String], _ctx: &mut Ctx) -> CmdResult {
     let mut imported = pool::open_pool(name)?;
     pool::writable(&imported, &format!("cannot offline {}", devices[0]))?;
     let mut result = Ok(());
+    let mut changes = Vec::new();
     for device in devices {
+        let last = find_leaf(&imported.spa.root, device).map(|l| l.state());
         if let Err(e) = imported.spa.set_offline(device, true) {
             result = fail(format!(
                 "cannot offline {device}: {}",
@@ -130,9 +132,15 @@ pub fn cmd_offline(args: &[String], _ctx: &mut Ctx) -> CmdResult {
             ));
             break;
         }
+        if let (Some(leaf), Some(last)) = (find_leaf(&imported.spa.root, device), last) {
+            if leaf.state() != last {
+                changes.push(super::events::statechange(&imported.spa, leaf, last));
+            }
+        }
     }
     imported.spa.log_history(&history_line("offline", args));
     pool::commit(&mut imported)?;
+    super::events::pump(Some(&imported.spa), changes);
     result
 }
 
@@ -143,13 +151,20 @@ pub fn cmd_online(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let mut imported = pool::open_pool(name)?;
     pool::writable(&imported, &format!("cannot online {}", devices[0]))?;
     let mut result = Ok(());
+    let mut changes = Vec::new();
     for device in devices {
+        let last = find_leaf(&imported.spa.root, device).map(|l| l.state());
         if let Err(e) = imported.spa.set_offline(device, false) {
             result = fail(format!(
                 "cannot online {device}: {}",
                 pool::spa_error_text(&e)
             ));
             break;
+        }
+        if let (Some(leaf), Some(last)) = (find_leaf(&imported.spa.root, device), last) {
+            if leaf.state() != last {
+                changes.push(super::events::statechange(&imported.spa, leaf, last));
+            }
         }
         let usable =
             find_leaf(&imported.spa.root, device).is_some_and(|l| l.state() == VdevState::Online);
@@ -164,6 +179,7 @@ pub fn cmd_online(args: &[String], ctx: &mut Ctx) -> CmdResult {
     }
     imported.spa.log_history(&history_line("online", args));
     pool::commit(&mut imported)?;
+    super::events::pump(Some(&imported.spa), changes);
     result
 }
 
