@@ -15,6 +15,8 @@
 #   scrub      zpool scrub of 1 GiB incompressible, cold (MiB/s to "scrub repaired")
 #   storm      10 000 small files created (files/s), then `ls -lR` cold (files/s)
 #   deletes    10 000 small files made, then unlinked cold, with their directories (files/s)
+#   zvolflush  a guest's synchronous 4k writes to a volume over NBD: qemu-img bench, one
+#              write then one FLUSH, 3000 times (writes/s); needs qemu-utils
 #
 # Each probe builds its pool from scratch on sparse files under DIR (default /var/tmp/ab)
 # with its own daemon and cache file, and tears everything down after.
@@ -151,6 +153,19 @@ probe_deletes() {
     "$Z" zpool export t && "$Z" zpool import -d "$D" t
     echo 3 >/proc/sys/vm/drop_caches
     python3 "$BENCH/storm.py" delete "$D/m/s" 10000
+}
+
+probe_zvolflush() {
+    pool w "$D/m" 2G
+    "$Z" zfs create -V 256M w/vol
+    local sock=$ZETTA_CACHE_FILE.run/nbd/w/vol
+    for _ in $(seq 100); do [[ -S $sock ]] && break; sleep 0.1; done
+    local t0 t1
+    t0=$(now)
+    qemu-img bench -w -f raw -t none -c 3000 -s 4k -d 1 --flush-interval=1 \
+        "nbd+unix:///w/vol?socket=$sock" >/dev/null
+    t1=$(now)
+    rate 3000 "$t0" "$t1"
 }
 
 printf '| probe | round | old | new |\n|---|---|---|---|\n'

@@ -22,14 +22,26 @@
 //! storage. Data goes through the object set's write path, so the pool's zio pipeline
 //! (checksums, compression, copies, self-healing reads) applies as for files.
 //!
+//! Durability (OpenZFS `zvol_log_write`, `zvol_log_truncate`, `zvol_replay_*`): every
+//! write and free is logged in the volume's intent log as it is made — a write by position
+//! only, its bytes copied from object 1 when the log is committed (`WR_NEED_COPY`), a free
+//! as a punch record — so `volume_commit` (the NBD server's FLUSH and FUA) writes a few log
+//! blocks instead of committing the txg. At import the pool replays a volume's log through
+//! `replay`, which applies the records to object 1 (and refuses any record that is not a
+//! volume's or lies past its end). Records use the ZPL's write and punch encodings
+//! (OpenZFS's volumes share `lr_write_t` and `lr_truncate_t` with the ZPL too).
+//!
 //! Locking: every function here takes `&mut Spa` (the caller holds the pool exclusively,
 //! as for any change) or `&Spa` for reads of a snapshot; there is no lock of its own.
 
 use crate::dmu::{default_data_props, object_type, IoCtx, ObjectSet, ObjsetType};
 use crate::dsl::no_such_dataset;
 use crate::spa::{dataset_policy, Spa, SpaError, MOS_OBJECT_ROOT_DATASET};
-use crate::types::ObjectId;
+use crate::types::{ObjectId, Txg};
 use crate::zap;
+use crate::zil::{self, Itx, ReplayReport, WriteItx, ZilError};
+use crate::zpl::zfs_log::{LogRecord, Lr, WRITE_CHUNK_MAX_BYTES};
+use crate::zpl::Timespec;
 
 /// Object 1 of a volume: its data (`ZVOL_OBJ`).
 pub const ZVOL_OBJ: ObjectId = ObjectId(1);
@@ -294,6 +306,7 @@ impl Spa {
         let dirtied = self.with_dataset_object(dataset, |os, ctx| {
             let before = os.dirty_data_bytes;
             os.write(ctx, ZVOL_OBJ, offset, data)?;
+            log_write(os, ctx.txg, offset, data.len() as u64);
             Ok(os.dirty_data_bytes.saturating_sub(before))
         })?;
         self.note_dirty(dirtied)
@@ -307,9 +320,129 @@ impl Spa {
             return Err(SpaError::ReadOnly);
         }
         self.admit_settled(|spa| spa.check_space_to_free())?;
-        self.with_dataset_object(dataset, |os, ctx| os.free_range(ctx, ZVOL_OBJ, offset, len))?;
+        self.with_dataset_object(dataset, |os, ctx| {
+            os.free_range(ctx, ZVOL_OBJ, offset, len)?;
+            log_free(os, ctx.txg, offset, len);
+            Ok(())
+        })?;
         self.note_dirty(0)
     }
+
+    /// Makes every write and free of the volume made so far durable (OpenZFS
+    /// `zil_commit(zv_zilog, ZVOL_OBJ)`): its log records are written and flushed, or the
+    /// txg commits when the volume has no log yet or too much data waits.
+    pub fn volume_commit(&mut self, name: &str) -> Result<zil::Commit, SpaError> {
+        let (dataset, _) = self.volume_of(name)?;
+        if self.readonly {
+            return Ok(zil::Commit::Nothing);
+        }
+        self.zil_commit(dataset)
+    }
+}
+
+/// `zvol_log_write`: logs a write by position; its bytes are copied when the log commits.
+fn log_write(os: &mut ObjectSet, txg: Txg, offset: u64, len: u64) {
+    os.zil.log(Itx::Write {
+        txg,
+        write: WriteItx {
+            object: ZVOL_OBJ.0,
+            offset,
+            len,
+            private: [0, 0],
+        },
+        get_data,
+    });
+}
+
+/// `zvol_log_truncate`: logs a freed range.
+fn log_free(os: &mut ObjectSet, txg: Txg, offset: u64, len: u64) {
+    let record = LogRecord {
+        txg,
+        lr: Lr::Punch {
+            object: ZVOL_OBJ.0,
+            offset,
+            len,
+            now: Timespec::default(),
+        },
+    };
+    os.zil.log(Itx::Record {
+        txg,
+        bytes: record.encode(),
+    });
+}
+
+/// `zvol_get_data`: the stored records of a logged write, with the volume's bytes as they
+/// are now, clipped to its size (a shrink made later cut the range).
+fn get_data(
+    os: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    txg: Txg,
+    write: &WriteItx,
+) -> Result<Vec<Vec<u8>>, ZilError> {
+    let size = info_of(os, ctx)
+        .map_err(|e| ZilError::Io(e.to_string()))?
+        .map_or(0, |info| info.size_bytes);
+    let want = size.saturating_sub(write.offset).min(write.len) as usize;
+    if want == 0 {
+        return Ok(Vec::new());
+    }
+    let mut data = os.read(ctx, ZVOL_OBJ, write.offset, want)?;
+    data.resize(want, 0);
+    Ok(data
+        .chunks(WRITE_CHUNK_MAX_BYTES)
+        .enumerate()
+        .map(|(i, chunk)| {
+            LogRecord {
+                txg,
+                lr: Lr::Write {
+                    object: ZVOL_OBJ.0,
+                    offset: write.offset + (i * WRITE_CHUNK_MAX_BYTES) as u64,
+                    len: chunk.len() as u64,
+                    data: chunk.to_vec(),
+                    now: Timespec::default(),
+                },
+            }
+            .encode()
+        })
+        .collect())
+}
+
+/// `zvol_replay_write` and `zvol_replay_truncate`: replays the log of volume object set
+/// `os` at import; `last_synced` is the committed txg. A record that is not a volume's, or
+/// reaches past the volume's end, stops the replay as damage.
+pub(crate) fn replay(
+    os: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    last_synced: Txg,
+) -> Result<ReplayReport, ZilError> {
+    let mut apply = |os: &mut ObjectSet, ctx: &IoCtx<'_>, bytes: &[u8]| -> Result<(), String> {
+        let (record, _) = LogRecord::decode(bytes).map_err(|e| format!("(damaged): {e}"))?;
+        let size = info_of(os, ctx)
+            .map_err(|e| format!("(volume): {e}"))?
+            .ok_or("(volume): not a volume")?
+            .size_bytes;
+        let inside = |offset: u64, len: u64| offset.checked_add(len).is_some_and(|e| e <= size);
+        match record.lr {
+            Lr::Write {
+                object,
+                offset,
+                data,
+                ..
+            } if object == ZVOL_OBJ.0 && inside(offset, data.len() as u64) => os
+                .write(ctx, ZVOL_OBJ, offset, &data)
+                .map_err(|e| format!("(write): {e}")),
+            Lr::Punch {
+                object,
+                offset,
+                len,
+                ..
+            } if object == ZVOL_OBJ.0 && inside(offset, len) => os
+                .free_range(ctx, ZVOL_OBJ, offset, len)
+                .map_err(|e| format!("(truncate): {e}")),
+            _ => Err("(damaged): not a write or free inside this volume".to_string()),
+        }
+    };
+    zil::replay::replay(os, ctx, last_synced, &mut apply)
 }
 
 #[cfg(test)]

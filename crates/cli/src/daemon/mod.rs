@@ -30,6 +30,7 @@ pub mod nbd;
 pub mod protocol;
 pub mod registry;
 pub mod server;
+pub mod zvol_dev;
 
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};

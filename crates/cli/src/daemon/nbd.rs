@@ -11,19 +11,23 @@
 //! structured replies for these commands). Commands: READ, WRITE (with `NBD_CMD_FLAG_FUA`),
 //! FLUSH, TRIM, WRITE_ZEROES, DISC; anything else gets EINVAL.
 //!
-//! Theory. Durability: FLUSH commits the pool's open txg (`txg::sync_pool`), so every
-//! write acknowledged before it is on stable storage when its reply leaves; a FUA write
-//! does the same after its data is in the txg. (A later increment logs volume writes in
-//! the ZIL, as OpenZFS's `zvol_log_write`, to make FUA cheaper; the guarantee is the
-//! same.) A hostile client never panics the daemon: a bad request magic or a payload
+//! Theory. Durability: every write and free is logged in the volume's intent log
+//! (`zetta::zvol`, OpenZFS's `zvol_log_write`); FLUSH commits that log
+//! (`Spa::volume_commit`, a few log blocks and a device flush, or a txg commit when the
+//! volume has no log yet), so every write acknowledged before it is on stable storage when
+//! its reply leaves, and a FUA write does the same after its data is logged. The volume's
+//! `sync` property decides as it does for OpenZFS's zvols: `always` commits after every
+//! write, `disabled` makes FLUSH and FUA return at once (data lands with the next txg).
+//! `reconcile` reads it after every command into the export (`Export::sync`), which its
+//! connections read at each request, so `zfs set sync=` applies to open connections. A hostile client never panics the daemon: a bad request magic or a payload
 //! larger than `MAX_REQUEST_BYTES` ends its connection; a range past the volume's end is
 //! EINVAL (ENOSPC for writes, as the spec asks); pool refusals map to ENOSPC, EDQUOT→ENOSPC,
 //! EPERM (read-only), else EIO.
 //!
 //! Threads and locking: one accept thread per export, one thread per connection. A
 //! request takes the pool's lock exclusively for the one volume operation (as a FUSE
-//! write does) and never holds it across socket I/O; FLUSH and FUA take it through
-//! `sync_pool` (sync lock, then pool lock, as the sync thread does). The export table
+//! write does) and never holds it across socket I/O; FLUSH and FUA take it once more for
+//! the log commit, as a FUSE fsync does. The export table
 //! (`EXPORTS`) is a mutex taken only by `reconcile` (after each command that can add,
 //! remove or rename a volume, and at start) and never while a pool lock is held. An
 //! export removed (destroy, rename, export of its pool) stops accepting; its open
@@ -35,7 +39,7 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Weak};
 use zetta::spa::{Spa, SpaError};
 
@@ -99,6 +103,33 @@ const MAX_OPTION_BYTES: u32 = 64 << 10;
 struct Export {
     path: PathBuf,
     stop: Arc<AtomicBool>,
+    /// The volume's `sync` property (`SYNC_*`), kept current by `reconcile`.
+    sync: Arc<AtomicU8>,
+}
+
+pub(super) const SYNC_STANDARD: u8 = 0;
+pub(super) const SYNC_ALWAYS: u8 = 1;
+pub(super) const SYNC_DISABLED: u8 = 2;
+
+/// The `sync` property of every volume of `spa` named in `names`, and whether its
+/// `volmode` is `none` (no block device).
+fn volume_props(spa: &mut Spa, names: &[String]) -> Vec<(u8, bool)> {
+    // Unreadable properties: the defaults, `standard` (FLUSH and FUA commit the log).
+    let Ok(props) = crate::zfs::load_spa_props(spa) else {
+        return vec![(SYNC_STANDARD, false); names.len()];
+    };
+    names
+        .iter()
+        .map(|name| {
+            let value = |prop: &str| zetta_zprop::resolve(&props, name, prop).map(|r| r.value);
+            let sync = match value("sync").as_deref() {
+                Some("always") => SYNC_ALWAYS,
+                Some("disabled") => SYNC_DISABLED,
+                _ => SYNC_STANDARD,
+            };
+            (sync, value("volmode").as_deref() == Some("none"))
+        })
+        .collect()
 }
 
 static EXPORTS: Mutex<Option<HashMap<String, Export>>> = Mutex::new(None);
@@ -114,24 +145,43 @@ pub fn reconcile() {
     let Some(registry) = registry::get() else {
         return;
     };
-    let mut wanted: HashMap<String, PoolRef> = HashMap::new();
+    let mut wanted: HashMap<String, (PoolRef, u8)> = HashMap::new();
+    let mut devices = Vec::new();
     for pool in registry.all() {
-        let names = {
+        let volumes = {
             let mut spa = pool.write();
             // Volumes of an imported OpenZFS pool are recognised, not read yet: no export.
             if spa.openzfs().is_some() {
                 continue;
             }
             let names = spa.dataset_names().unwrap_or_default();
-            names
-                .into_iter()
-                .filter(|n| !n.contains('%') && spa.is_volume(n).unwrap_or(false))
-                .collect::<Vec<_>>()
+            let mut volumes = Vec::new();
+            for name in names.into_iter().filter(|n| !n.contains('%')) {
+                if let Ok(Some(info)) = spa.volume_info(&name) {
+                    volumes.push((name, info));
+                }
+            }
+            let names: Vec<String> = volumes.iter().map(|(n, _)| n.clone()).collect();
+            let props = if names.is_empty() {
+                Vec::new()
+            } else {
+                volume_props(&mut spa, &names)
+            };
+            volumes.into_iter().zip(props).collect::<Vec<_>>()
         };
-        for name in names {
-            wanted.insert(name, pool.clone());
+        for ((name, info), (sync, hidden)) in volumes {
+            devices.push(super::zvol_dev::VolumeView {
+                name: name.clone(),
+                size_bytes: info.size_bytes,
+                block_size_bytes: info.block_size_bytes,
+                pool: pool.clone(),
+                sync,
+                hidden,
+            });
+            wanted.insert(name, (pool.clone(), sync));
         }
     }
+    super::zvol_dev::reconcile(devices);
     let mut table = EXPORTS.lock();
     let exports = table.get_or_insert_with(HashMap::new);
     let gone: Vec<String> = exports
@@ -147,18 +197,19 @@ pub fn reconcile() {
             let _ = std::fs::remove_file(&export.path);
         }
     }
-    for (name, pool) in wanted {
-        if exports.contains_key(&name) {
+    for (name, (pool, mode)) in wanted {
+        if let Some(export) = exports.get(&name) {
+            export.sync.store(mode, Ordering::SeqCst);
             continue;
         }
-        if let Some(export) = start(&name, Arc::downgrade(&pool)) {
+        if let Some(export) = start(&name, Arc::downgrade(&pool), mode) {
             exports.insert(name, export);
         }
     }
 }
 
 /// Binds the socket of volume `name` and starts its accept thread.
-fn start(name: &str, pool: PoolWeak) -> Option<Export> {
+fn start(name: &str, pool: PoolWeak, sync_mode: u8) -> Option<Export> {
     let path = socket_path(name);
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).ok()?;
@@ -171,6 +222,8 @@ fn start(name: &str, pool: PoolWeak) -> Option<Export> {
     }
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
+    let sync = Arc::new(AtomicU8::new(sync_mode));
+    let mode = sync.clone();
     let volume = name.to_string();
     std::thread::Builder::new()
         .name(format!("nbd {name}"))
@@ -180,16 +233,16 @@ fn start(name: &str, pool: PoolWeak) -> Option<Export> {
                     break;
                 }
                 let Ok(stream) = stream else { continue };
-                let (pool, volume) = (pool.clone(), volume.clone());
+                let (pool, volume, mode) = (pool.clone(), volume.clone(), mode.clone());
                 let _ = std::thread::Builder::new()
                     .name("nbd client".to_string())
                     .spawn(move || {
-                        let _ = serve(stream, &pool, &volume);
+                        let _ = serve(stream, &pool, &volume, &mode);
                     });
             }
         })
         .ok()?;
-    Some(Export { path, stop })
+    Some(Export { path, stop, sync })
 }
 
 fn read_u16(s: &mut impl Read) -> std::io::Result<u16> {
@@ -258,7 +311,7 @@ fn transmission_flags(readonly: bool) -> u16 {
 }
 
 /// One connection: negotiation, then requests until DISC or the client goes away.
-fn serve(mut s: UnixStream, pool: &PoolWeak, volume: &str) -> std::io::Result<()> {
+fn serve(mut s: UnixStream, pool: &PoolWeak, volume: &str, sync: &AtomicU8) -> std::io::Result<()> {
     let mut hello = Vec::with_capacity(18);
     hello.extend_from_slice(&NBDMAGIC.to_be_bytes());
     hello.extend_from_slice(&IHAVEOPT.to_be_bytes());
@@ -291,7 +344,7 @@ fn serve(mut s: UnixStream, pool: &PoolWeak, volume: &str) -> std::io::Result<()
                     out.extend_from_slice(&[0u8; 124]);
                 }
                 s.write_all(&out)?;
-                return transmit(s, pool, volume);
+                return transmit(s, pool, volume, sync);
             }
             OPT_ABORT => {
                 let _ = option_reply(&mut s, option, REP_ACK, &[]);
@@ -339,7 +392,7 @@ fn serve(mut s: UnixStream, pool: &PoolWeak, volume: &str) -> std::io::Result<()
                 option_reply(&mut s, option, REP_INFO, &sizes)?;
                 option_reply(&mut s, option, REP_ACK, &[])?;
                 if option == OPT_GO {
-                    return transmit(s, pool, volume);
+                    return transmit(s, pool, volume, sync);
                 }
             }
             _ => option_reply(&mut s, option, REP_ERR_UNSUP, &[])?,
@@ -367,13 +420,22 @@ fn simple_reply(s: &mut impl Write, error: u32, handle: u64, data: &[u8]) -> std
     s.write_all(&out)
 }
 
-/// Commits the pool's open txg: everything written before is durable when it returns.
-fn flush(pool: &PoolRef) -> Result<(), SpaError> {
-    zetta::spa::txg::sync_pool(pool).map(|_| ())
+/// Makes everything written to `volume` before durable when it returns: its intent log
+/// commits (nothing under `sync=disabled`, as OpenZFS's `zil_commit`).
+fn flush(pool: &PoolRef, volume: &str, sync: u8) -> Result<(), SpaError> {
+    if sync == SYNC_DISABLED {
+        return Ok(());
+    }
+    pool.write().volume_commit(volume).map(|_| ())
 }
 
 /// The transmission phase.
-fn transmit(mut s: UnixStream, pool: &PoolWeak, volume: &str) -> std::io::Result<()> {
+fn transmit(
+    mut s: UnixStream,
+    pool: &PoolWeak,
+    volume: &str,
+    sync: &AtomicU8,
+) -> std::io::Result<()> {
     loop {
         if read_u32(&mut s)? != REQUEST_MAGIC {
             return Err(bad("bad request magic"));
@@ -400,7 +462,8 @@ fn transmit(mut s: UnixStream, pool: &PoolWeak, volume: &str) -> std::io::Result
         let Some(pool) = pool.upgrade() else {
             return Ok(());
         };
-        let result = request(&pool, volume, kind, flags, offset, len, &payload);
+        let mode = sync.load(Ordering::SeqCst);
+        let result = request(&pool, volume, mode, kind, flags, offset, len, &payload);
         drop(pool);
         match result {
             Ok(data) => simple_reply(&mut s, 0, handle, &data)?,
@@ -410,9 +473,11 @@ fn transmit(mut s: UnixStream, pool: &PoolWeak, volume: &str) -> std::io::Result
 }
 
 /// One request against the pool: the data read, or the errno of the reply.
+#[allow(clippy::too_many_arguments)]
 fn request(
     pool: &PoolRef,
     volume: &str,
+    sync: u8,
     kind: u16,
     flags: u16,
     offset: u64,
@@ -420,7 +485,9 @@ fn request(
     payload: &[u8],
 ) -> Result<Vec<u8>, u32> {
     let durable = |changed: Result<(), SpaError>| match changed {
-        Ok(()) if flags & CMD_FLAG_FUA != 0 => flush(pool).map_err(|e| errno(&e, true)),
+        Ok(()) if flags & CMD_FLAG_FUA != 0 || sync == SYNC_ALWAYS => {
+            flush(pool, volume, sync).map_err(|e| errno(&e, true))
+        }
         Ok(()) => Ok(()),
         Err(e) => Err(errno(&e, true)),
     };
@@ -435,7 +502,7 @@ fn request(
             zetta::spa::txg::wait_for_room(pool);
             durable(written).map(|()| Vec::new())
         }
-        CMD_FLUSH => flush(pool)
+        CMD_FLUSH => flush(pool, volume, sync)
             .map(|()| Vec::new())
             .map_err(|e| errno(&e, true)),
         CMD_TRIM | CMD_WRITE_ZEROES => {

@@ -148,6 +148,8 @@ static STOPPING: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
 fn shutdown() -> ! {
     let _guard = STOPPING.lock();
     unmount_all();
+    // The loop devices hold the volume files open: they go before their mount.
+    super::zvol_dev::stop();
     stop();
     if SERVING.load(std::sync::atomic::Ordering::SeqCst) {
         let _ = std::fs::remove_file(socket_path());

@@ -70,6 +70,7 @@ impl Lab {
             .env("PATH", path)
             .env("ZETTA_CACHE_FILE", self.dir.join("zpool.cache"))
             .env("ZETTA_RUN_DIR", self.dir.join("run"))
+            .env("ZETTA_ZVOL_DIR", self.dir.join("dev/zvol"))
             .env_remove("ZETTA_DIRECT")
             .env_remove("ZETTA_MOUNT")
             .env("TZ", "UTC")

@@ -178,7 +178,12 @@ impl Spa {
             }
             // A log that cannot be read is reported, not fatal: the pool imports at its
             // last committed txg either way.
-            let report = replay(os, &ctx, last_synced).unwrap_or_else(|e| {
+            let replayed = if os.os_type == crate::dmu::ObjsetType::Volume {
+                crate::zvol::replay(os, &ctx, last_synced)
+            } else {
+                replay(os, &ctx, last_synced)
+            };
+            let report = replayed.unwrap_or_else(|e| {
                 os.zil.mark_chain_written();
                 ReplayReport {
                     error: Some(e.to_string()),
