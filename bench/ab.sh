@@ -147,6 +147,14 @@ probe_storm() {
     echo "$create create, $ls ls-lR"
 }
 
+probe_deletes() {
+    pool t "$D/m" 4G
+    python3 "$BENCH/storm.py" create "$D/m/s" 10000 >/dev/null
+    "$Z" zpool export t && "$Z" zpool import -d "$D" t
+    echo 3 >/proc/sys/vm/drop_caches
+    python3 "$BENCH/storm.py" delete "$D/m/s" 10000
+}
+
 probe_zvolflush() {
     pool w "$D/m" 2G
     "$Z" zfs create -V 256M w/vol
@@ -158,14 +166,6 @@ probe_zvolflush() {
         "nbd+unix:///w/vol?socket=$sock" >/dev/null
     t1=$(now)
     rate 3000 "$t0" "$t1"
-}
-
-probe_deletes() {
-    pool t "$D/m" 4G
-    python3 "$BENCH/storm.py" create "$D/m/s" 10000 >/dev/null
-    "$Z" zpool export t && "$Z" zpool import -d "$D" t
-    echo 3 >/proc/sys/vm/drop_caches
-    python3 "$BENCH/storm.py" delete "$D/m/s" 10000
 }
 
 printf '| probe | round | old | new |\n|---|---|---|---|\n'

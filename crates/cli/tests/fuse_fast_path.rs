@@ -4,6 +4,9 @@
 //! a file or a listing that Zetta changed behind it (rollback, receive, a txg commit's
 //! `st_blocks`).
 //!
+//! The writeback cache is opt-in (`ZETTA_FUSE_WRITEBACK=1`, see `zetta_fuse`'s
+//! `writeback_wanted`); these tests run with it.
+//!
 //! Each test has its own pool, cache file, daemon and mount directory under /tmp. Root and
 //! /dev/fuse required.
 
@@ -15,6 +18,15 @@ use std::time::Duration;
 mod common;
 
 use common::mount_lab::MountLab;
+
+/// A lab (`tank/fs` below the pool) whose daemon mounts with the writeback cache:
+/// `ZETTA_FUSE_WRITEBACK=1` in this test process's environment, which the lab's commands
+/// and the daemon they start inherit.
+fn writeback_lab() -> MountLab {
+    static SET: std::sync::Once = std::sync::Once::new();
+    SET.call_once(|| std::env::set_var("ZETTA_FUSE_WRITEBACK", "1"));
+    MountLab::new("tank/fs")
+}
 
 /// How long a step may take on a loaded machine before it counts as stuck.
 const PATIENCE: Duration = Duration::from_secs(60);
@@ -98,7 +110,7 @@ fn record(n: usize) -> Vec<u8> {
 // a SIGKILL of the daemon after fsync, or an export after unmount, loses acknowledged data.
 #[test]
 fn small_writes_reach_disk_after_fsync_and_after_unmount() {
-    let lab = MountLab::new("tank/fs");
+    let lab = writeback_lab();
     let fs = lab.mnt("fs");
     let synced = format!("{fs}/synced");
     let unmounted = format!("{fs}/unmounted");
@@ -156,7 +168,7 @@ os.close(fd)
 // survive SIGKILL of the daemon right after it returns.
 #[test]
 fn mmap_shared_writes_survive_sigkill_after_msync() {
-    let lab = MountLab::new("tank/fs");
+    let lab = writeback_lab();
     let fs = lab.mnt("fs");
     let file = format!("{fs}/mapped");
     let script = format!(
@@ -188,7 +200,7 @@ print("synced")
 // overwritten, and the size the kernel shows must be the file's on disk after a remount.
 #[test]
 fn appends_from_two_descriptors_interleave_without_loss() {
-    let lab = MountLab::new("tank/fs");
+    let lab = writeback_lab();
     let fs = lab.mnt("fs");
     let file = format!("{fs}/appended");
     let script = format!(
@@ -272,7 +284,7 @@ fn assert_records(file: &str, count: usize, when: &str) {
 // returns.
 #[test]
 fn sync_always_write_survives_sigkill_right_after_write_returns() {
-    let lab = MountLab::new("tank/fs");
+    let lab = writeback_lab();
     let fs = lab.mnt("fs");
     lab.ok("zfs", &["create", "-o", "sync=always", "tank/always"]);
     lab.ok("zfs", &["create", "tank/standard"]);
@@ -344,7 +356,7 @@ fn pattern(bytes: usize) -> Vec<u8> {
 // before it returns — so the daemon writes back the mounts' dirty pages (syncfs) first.
 #[test]
 fn snapshot_and_zpool_sync_have_writes_still_open() {
-    let lab = MountLab::new("tank/fs");
+    let lab = writeback_lab();
     let fs = lab.mnt("fs");
     let file = format!("{fs}/open-file");
     let (mut writer, _lines) = open_writer(&file, 300_000);
@@ -384,7 +396,7 @@ fn blocks(path: &str) -> u64 {
 // the attributes of the files written before the commit.
 #[test]
 fn du_right_after_zpool_sync_shows_committed_blocks() {
-    let lab = MountLab::new("tank/fs");
+    let lab = writeback_lab();
     lab.ok("zfs", &["set", "compression=lz4", "tank/fs"]);
     let fs = lab.mnt("fs");
     let file = format!("{fs}/compressible");
@@ -427,7 +439,7 @@ fn listing(dir: &str) -> Vec<String> {
 // under it, and must never leave it serving the old contents, size or listing.
 #[test]
 fn rollback_and_receive_are_not_served_stale() {
-    let lab = MountLab::new("tank/fs");
+    let lab = writeback_lab();
     let fs = lab.mnt("fs");
     std::fs::write(format!("{fs}/file"), b"version one\n").expect("write");
     lab.ok("zfs", &["snapshot", "tank/fs@one"]);
@@ -486,7 +498,7 @@ fn rollback_and_receive_are_not_served_stale() {
 // and the space right.
 #[test]
 fn readdirplus_listings_keep_lookup_counts_right() {
-    let lab = MountLab::new("tank/fs");
+    let lab = writeback_lab();
     let fs = lab.mnt("fs");
     let dir = format!("{fs}/many");
     std::fs::create_dir(&dir).expect("mkdir");

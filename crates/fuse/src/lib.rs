@@ -30,8 +30,8 @@
 //! except `.zfs` (snapdir changes it in place); (2) attributes live 1 s, and the one change
 //! Zetta makes behind the kernel, `st_blocks` at a txg commit, is invalidated after `zpool
 //! sync` (`Mounted::invalidate_written`: attributes only, never pages, so no page lock is
-//! taken from a notification); (3) under the writeback cache (not on a mount made under
-//! sync=always) the kernel owns regular files' size, mtime and ctime; every durability
+//! taken from a notification); (3) under the writeback cache (opt-in: `writeback_wanted`;
+//! never on a mount made under sync=always) the kernel owns regular files' size, mtime and ctime; every durability
 //! point — fsync, fdatasync, O_SYNC, msync, close, unmount — sends the dirty pages before
 //! the FSYNC, FLUSH or DESTROY that commits them, and the daemon writes back (syncfs)
 //! before a snapshot or a commit it is asked for. Notifications are sent from the daemon's
@@ -112,6 +112,16 @@ fn worker_threads() -> usize {
         .and_then(|v| v.parse::<usize>().ok())
         .filter(|n| (1..=64).contains(n))
         .unwrap_or(WORKER_THREADS)
+}
+
+/// Whether new mounts ask for the kernel's writeback cache: `ZETTA_FUSE_WRITEBACK=1` in the
+/// daemon's environment. Off by default: the kernel keeps written pages to itself until
+/// writeback, close or fsync, and `st_blocks` (the server's figure) does not count them, so
+/// a file being rewritten shows no blocks (xfstests generic/615; `trust_space`'s
+/// `st_blocks_counts_data_not_yet_committed`) — which OpenZFS, counting dirty data, never
+/// does. Everything else the writeback cache needs is in place (docs/PERFORMANCE.md).
+fn writeback_wanted() -> bool {
+    std::env::var_os("ZETTA_FUSE_WRITEBACK").is_some_and(|v| v == "1")
 }
 
 /// The settings a running mount changes in place (`zfs set readonly|atime|relatime|
@@ -314,6 +324,8 @@ pub struct ZplFs {
     snaps: parking_lot::Mutex<ctldir::SnapCache>,
     /// Files written since the last `Mounted::invalidate_written` (shared with it).
     written: Written,
+    /// Ask for the writeback cache at `init` (`writeback_wanted` when opened).
+    want_writeback: bool,
     /// The kernel runs this mount with its writeback cache (decided at `init`).
     writeback: bool,
 }
@@ -369,6 +381,7 @@ impl ZplFs {
             slots: parking_lot::Mutex::new(Default::default()),
             snaps: parking_lot::Mutex::new(Default::default()),
             written: Default::default(),
+            want_writeback: writeback_wanted(),
             writeback: false,
         })
     }

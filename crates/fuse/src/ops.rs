@@ -402,13 +402,13 @@ impl fuser::Filesystem for ZplFs {
         // node id and generation, and the kernel asks for a node it has forgotten by looking
         // up "." in it (and ".." for its parent) — answered in `lookup`.
         let _ = config.add_capabilities(F::FUSE_EXPORT_SUPPORT);
-        // The writeback cache: write(2) lands in the page cache and the kernel sends dirty
+        // The writeback cache (opt-in, see `writeback_wanted`): write(2) lands in the page cache and the kernel sends dirty
         // pages in large WRITEs (writeback, fsync, close), owning size, mtime and ctime of
         // regular files meanwhile (it sends them back with setattr). Not for a mount made
         // under sync=always: there a write(2) returns only once the intent log has it,
         // which only a write-through mount can promise (see `open` for a sync=always set
         // on a running mount).
-        if self.sync() != zetta::zpl::zfs_vnops::SyncMode::Always {
+        if self.want_writeback && self.sync() != zetta::zpl::zfs_vnops::SyncMode::Always {
             self.writeback = config.add_capabilities(F::FUSE_WRITEBACK_CACHE).is_ok();
         }
         // Shared mappings of a file opened with FOPEN_DIRECT_IO (see `open`).
