@@ -263,12 +263,15 @@ fn format_4_pools_are_listed_and_refused() {
     };
     let before = head(&disk);
     let dir = lab.dir.to_string_lossy().into_owned();
+    let format = zetta::spa::uberblock::FORMAT_VERSION;
     assert_eq!(
         zpool_ok(&lab, &["import", "-d", &dir]),
-        "  pool: old\n    id: 77\n state: UNAVAIL\n\
-         status: The pool is formatted using an incompatible version.\n\
-         action: The pool cannot be imported. It is in Zetta's on-disk format 4;\n\
-         \tthis version reads format 6 only. Recreate the pool from backup.\n"
+        format!(
+            "  pool: old\n    id: 77\n state: UNAVAIL\n\
+             status: The pool is formatted using an incompatible version.\n\
+             action: The pool cannot be imported. It is in Zetta's on-disk format 4;\n\
+             \tthis version reads format {format} only. Recreate the pool from backup.\n"
+        )
     );
     let mut command = lab.command("zpool");
     command
@@ -278,8 +281,10 @@ fn format_4_pools_are_listed_and_refused() {
     assert_eq!(out.code, 1);
     assert_eq!(
         out.stderr,
-        "cannot import 'old': pool is formatted using an unsupported ZFS version\n\
-         the pool is in Zetta's on-disk format 4; this version reads format 6 only\n"
+        format!(
+            "cannot import 'old': pool is formatted using an unsupported ZFS version\n\
+             the pool is in Zetta's on-disk format 4; this version reads format {format} only\n"
+        )
     );
     assert!(
         head(&disk) == before,

@@ -801,6 +801,18 @@ pub fn fuzz_check(data: &[u8]) {
         }
     };
     if let Ok(dn) = DnodePhys::decode(dn_bytes, order) {
+        // The encoder is the decoder's mirror: what decodes re-encodes and decodes the same.
+        let mut again = vec![0u8; dn.dnode_size()];
+        assert_eq!(dn.encode(&mut again), Ok(()), "encode refused {dn:?}");
+        let back = DnodePhys::decode(&again, order);
+        if dn.is_free() {
+            assert!(
+                again.iter().all(|&b| b == 0),
+                "a free slot encodes as zeros"
+            );
+        } else {
+            assert_eq!(back.as_ref(), Ok(&dn), "re-encode");
+        }
         let _ = (dn.dnode_size(), dn.used_bytes(), dn.logical_size());
         let _ = dn.block_path(u64::from(head) << 20 | 3);
         let size = dn.data_block_size() as u64;
@@ -814,6 +826,10 @@ pub fn fuzz_check(data: &[u8]) {
         let _ = dnode_in(&dn, u64::from(head >> 3), &mut reader);
     }
     if let Ok(os) = ObjsetPhys::decode(rest, order) {
+        let bytes = os.encode().expect("a decoded objset block encodes");
+        let back = ObjsetPhys::decode(&bytes, order).expect("and decodes again");
+        assert_eq!(back.encode().as_ref(), Ok(&bytes), "objset re-encode");
+        assert_eq!((back.os_type, back.flags), (os.os_type, os.flags));
         let mut reader = fake(os.meta_dnode.data_block_size() as u64);
         let _ = os.dnode(u64::from(head >> 2), &mut reader);
     }
