@@ -26,6 +26,7 @@
 //! top-level vdev's metaslab array object number is in the config as `ms_array`), 2 = history, 3 = error log, 4 = the root dataset (bonus: its objset
 //! block pointer); space map arrays and space maps are allocated as needed.
 
+pub mod directory;
 pub mod dirty;
 mod error;
 pub mod import;
@@ -48,7 +49,7 @@ use crate::nvlist::NvList;
 use crate::types::{round_down_shift, Guid, ObjectId, Txg, ASHIFT_DEFAULT, DEVICE_SIZE_MIN_BYTES};
 use crate::vdev::label;
 use crate::vdev::{Vdev, VdevKind, VdevState};
-use crate::zio::blkptr::{BlockPointer, BLKPTR_SIZE_BYTES};
+use crate::zio::blkptr::BlockPointer;
 use crate::zio::{WriteProps, Zio};
 use uberblock::Uberblock;
 
@@ -319,7 +320,7 @@ impl Spa {
             dp: crate::dsl::Pool::new(
                 ObjectSet::create(0, ObjsetType::Meta, mos_policy()),
                 BlockPointer::HOLE,
-                NvList::new(),
+                Default::default(),
                 ObjectSet::create(
                     MOS_OBJECT_ROOT_DATASET.0,
                     ObjsetType::Filesystem,
@@ -351,14 +352,6 @@ impl Spa {
             };
             spa.dp.mos.create_object_at(
                 &ctx,
-                MOS_OBJECT_DIRECTORY,
-                object_type::OBJECT_DIRECTORY,
-                16384,
-                0,
-                0,
-            )?;
-            spa.dp.mos.create_object_at(
-                &ctx,
                 MOS_OBJECT_HISTORY,
                 object_type::HISTORY,
                 16384,
@@ -378,16 +371,16 @@ impl Spa {
                 MOS_OBJECT_ROOT_DATASET,
                 object_type::DSL_DATASET,
                 512,
-                0,
-                256,
+                object_type::DSL_DATASET,
+                crate::dsl::phys::DSL_DATASET_BONUS_BYTES,
             )?;
             spa.dp.mos.create_object_at(
                 &ctx,
                 MOS_OBJECT_ROOT_DIR,
                 object_type::DSL_DIR,
                 512,
-                0,
-                256,
+                object_type::DSL_DIR,
+                crate::dsl::phys::DSL_DIR_BONUS_BYTES,
             )?;
             let dir = crate::dsl::phys::DslDirPhys {
                 head_dataset: MOS_OBJECT_ROOT_DATASET.0,
@@ -402,11 +395,14 @@ impl Spa {
                 creation_txg: TXG_INITIAL.0,
                 creation_time: now_secs(),
                 guid: Guid::random().0,
+                fsid_guid: Guid::random().0,
+                flags: crate::dsl::phys::DS_FLAG_UNIQUE_ACCURATE,
                 ..Default::default()
             };
             spa.dp
                 .mos
                 .set_bonus(&ctx, MOS_OBJECT_ROOT_DATASET, &dataset.encode())?;
+            spa.dp.directory = directory::MosDirectory::create(&mut spa.dp.mos, &ctx)?;
             // The pool's root filesystem is a ZPL filesystem from the first txg.
             crate::zpl::Zfsvfs::create_fs(&mut spa.dp.root_dataset, &ctx)
                 .map_err(|e| SpaError::Corrupt(e.to_string()))?;
@@ -592,12 +588,9 @@ impl Spa {
             let ctx = io_ctx!(self, txg);
             let packed = crate::nvpair_xdr::pack(&self.config())
                 .map_err(|e| SpaError::Invalid(e.to_string()))?;
-            self.dp.directory.set_bytes("config", packed);
-            self.dp.directory.set_list("props", self.props.clone());
-            self.dp.directory.set_list("scan", self.scan.to_nvlist());
-            let bytes = self.dp.directory.encode();
-            self.dp.mos.truncate(&ctx, MOS_OBJECT_DIRECTORY, 0)?;
-            self.dp.mos.write(&ctx, MOS_OBJECT_DIRECTORY, 0, &bytes)?;
+            self.dp
+                .directory
+                .sync(&mut self.dp.mos, &ctx, &packed, &self.props, &self.scan)?;
             let old = self.dp.mos_bp;
             self.dp.mos_bp = self.dp.mos.sync(&ctx, &old)?;
         }
@@ -1156,6 +1149,8 @@ fn hostname() -> String {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_directory;
 #[cfg(test)]
 mod tests_txg;
 #[cfg(test)]

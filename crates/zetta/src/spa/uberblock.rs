@@ -43,10 +43,15 @@ pub const SPA_VERSION: u64 = crate::spa::openzfs::feature::SPA_VERSION_FEATURES;
 /// grown by 512 bytes up to 128 KiB, fat ZAPs (`zap_phys_t`, embedded then external
 /// pointer tables, `zap_leaf_phys_t` chunked leaves), names hashed by OpenZFS's salted
 /// CRC-64 (28 bits), cursors serialized as OpenZFS's.
+/// 7: the MOS object directory and the DSL as OpenZFS writes them (issue 14, increment 4):
+/// object 1 a ZAP of OpenZFS's entries (`root_dataset`, `config` as a packed-nvlist object
+/// with its size bonus, `pool_props`, `scan` as `dsl_scan_phys_t`, feature ZAPs, bpobjs;
+/// `spa::directory`), `dsl_dir_phys_t` and `dsl_dataset_phys_t` bonuses with OpenZFS's
+/// bonus types, the DSL ZAPs with OpenZFS's object types and props values.
 /// Older pools are not read any more: the private format retires.
-pub const FORMAT_VERSION: u64 = 6;
+pub const FORMAT_VERSION: u64 = 7;
 /// The oldest format this code reads.
-pub const FORMAT_VERSION_MIN: u64 = 6;
+pub const FORMAT_VERSION_MIN: u64 = 7;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Uberblock {
