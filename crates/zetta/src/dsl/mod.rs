@@ -640,13 +640,14 @@ impl Spa {
             .ok_or_else(|| no_such_dataset(name))?;
         let props = self.props_zap(dir)?;
         let ctx = io_ctx!(self);
-        zap::zap_update_bytes(
-            &mut self.dp.mos,
-            &ctx,
-            ObjectId(props),
-            prop,
-            value.as_bytes(),
-        )
+        match prop::encode_entry(prop, value) {
+            ZapValue::U64s(words) => {
+                zap::zap_update(&mut self.dp.mos, &ctx, ObjectId(props), prop, &words)
+            }
+            ZapValue::Bytes(bytes) => {
+                zap::zap_update_bytes(&mut self.dp.mos, &ctx, ObjectId(props), prop, &bytes)
+            }
+        }
         .map_err(zap_error)?;
         // quota, reservation, refquota, refreservation: the dir record and the accounting
         // follow (the caller checked the value with `check_space_limit`).
@@ -694,12 +695,11 @@ impl Spa {
         let ctx = io_ctx!(self);
         let entries = zap::zap_list_all(&self.dp.mos, &ctx, ObjectId(props)).map_err(zap_error)?;
         for entry in entries {
-            if let ZapValue::Bytes(value) = entry.value {
-                out.push((
-                    String::from_utf8_lossy(&entry.name).into_owned(),
-                    String::from_utf8_lossy(&value).into_owned(),
-                ));
-            }
+            let name = String::from_utf8_lossy(&entry.name).into_owned();
+            let text = prop::decode_entry(&name, &entry.value).ok_or_else(|| {
+                SpaError::Corrupt(format!("props ZAP {props}: entry {name} is not a value"))
+            })?;
+            out.push((name, text));
         }
         out.sort();
         Ok(out)

@@ -210,3 +210,123 @@ fn the_part1_decoders_walk_an_engine_pool_from_the_directory() {
         ]
     );
 }
+
+/// A dir's props ZAP as the part-1 reader's `PropsZap` (its own value type).
+fn reader_props(spa: &Spa, dir_obj: u64) -> super::openzfs::prop::PropsZap {
+    let props = dir(spa, dir_obj).props_zapobj;
+    if props == 0 {
+        return Default::default();
+    }
+    zap_map(spa, props)
+        .into_iter()
+        .map(|(k, v)| {
+            let v = match v {
+                ZapValue::U64s(w) => super::openzfs::ZapValue::Ints(w),
+                ZapValue::Bytes(b) => super::openzfs::ZapValue::Bytes(b),
+            };
+            (k, v)
+        })
+        .collect()
+}
+
+// Why: the engine stored every property as its text without a NUL (`compression` as
+// "lz4", `quota` as "1073741824"); OpenZFS stores index and number properties as one u64
+// (lz4 = 15) and strings as 1-byte integers with the NUL, and `$inherit` markers as u64 0.
+// The part-1 reader's resolver must read the engine's entries with OpenZFS's rules and
+// SOURCEs, and the engine must read its own entries back as the same words.
+#[test]
+fn props_are_stored_as_openzfs_stores_them() {
+    use super::openzfs::prop::{resolve, PropDir, PropRule, PropSource, PropValue};
+    let device = Arc::new(MemDevice::new("/mem/dsl", 256 << 20));
+    let mut spa = pool(&device);
+    spa.create_filesystem("tank/a").unwrap();
+    spa.create_filesystem("tank/a/b").unwrap();
+    spa.set_local_prop("tank/a", "compression", "lz4").unwrap();
+    spa.set_local_prop("tank/a", "atime", "off").unwrap();
+    spa.set_local_prop("tank/a", "quota", "1073741824").unwrap();
+    spa.set_local_prop("tank/a", "com.example:note", "hello")
+        .unwrap();
+    spa.set_received_props(
+        "tank/a/b",
+        &[("checksum".to_string(), "sha256".to_string())],
+    )
+    .unwrap();
+    spa.set_received_props("tank/a", &[("atime".to_string(), "on".to_string())])
+        .unwrap();
+    spa.inherit_prop("tank/a", "atime", false).unwrap();
+    spa.sync().unwrap();
+    let a = spa.lookup_dir("tank/a").unwrap().unwrap();
+    let b = spa.lookup_dir("tank/a/b").unwrap().unwrap();
+    let root = spa.lookup_dir("tank").unwrap().unwrap();
+    let raw = zap_map(&spa, dir(&spa, a).props_zapobj);
+    assert_eq!(raw["compression"], ZapValue::U64s(vec![15]));
+    assert_eq!(raw["quota"], ZapValue::U64s(vec![1 << 30]));
+    assert_eq!(
+        raw["com.example:note"],
+        ZapValue::Bytes(b"hello\0".to_vec())
+    );
+    assert_eq!(raw["atime$recvd"], ZapValue::U64s(vec![1]));
+    assert_eq!(raw["atime$inherit"], ZapValue::U64s(vec![0]));
+    assert!(
+        !raw.contains_key("atime"),
+        "zfs inherit removed the local value"
+    );
+    let raw_b = zap_map(&spa, dir(&spa, b).props_zapobj);
+    assert_eq!(raw_b["checksum$recvd"], ZapValue::U64s(vec![8]));
+    // The part-1 reader resolves them as OpenZFS would.
+    let (pa, pb, proot) = (
+        reader_props(&spa, a),
+        reader_props(&spa, b),
+        reader_props(&spa, root),
+    );
+    let chain = [
+        PropDir {
+            name: "tank/a/b",
+            props: &pb,
+        },
+        PropDir {
+            name: "tank/a",
+            props: &pa,
+        },
+        PropDir {
+            name: "tank",
+            props: &proot,
+        },
+    ];
+    let rule = PropRule {
+        inheritable: true,
+        index_values: None,
+    };
+    let got = |prop: &str| resolve(prop, rule, &chain, None).unwrap();
+    let compression = got("compression");
+    assert_eq!(compression.value, Some(PropValue::Number(15)));
+    assert_eq!(
+        compression.source,
+        PropSource::Inherited("tank/a".to_string())
+    );
+    let checksum = got("checksum");
+    assert_eq!(checksum.value, Some(PropValue::Number(8)));
+    assert_eq!(checksum.source, PropSource::Received);
+    assert_eq!(
+        got("atime").source,
+        PropSource::Default,
+        "the mask hides $recvd"
+    );
+    assert_eq!(
+        got("com.example:note").value,
+        Some(PropValue::String("hello".to_string()))
+    );
+    // The engine reads its entries back as the words it was given.
+    let local = spa.local_props("tank/a").unwrap();
+    let find = |k: &str| local.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    assert_eq!(find("compression"), Some("lz4"));
+    assert_eq!(find("quota"), Some("1073741824"));
+    assert_eq!(find("com.example:note"), Some("hello"));
+    assert_eq!(find("atime$recvd"), Some("on"));
+    assert_eq!(find("atime$inherit"), Some(""));
+    let (props, _) = spa.effective_io_props(b).unwrap();
+    assert_eq!(
+        props.compression,
+        zetta_zcommon::compress::Compression::parse_property("lz4").unwrap()
+    );
+}
