@@ -22,9 +22,12 @@
 //! reads every label, picks the newest uberblock whose MOS verifies, and rebuilds the space
 //! maps; a pool missing a top-level vdev is refused.
 //!
-//! MOS layout: object 1 = object directory (a packed nvlist: config, props, scan; each
-//! top-level vdev's metaslab array object number is in the config as `ms_array`), 2 = history, 3 = error log, 4 = the root dataset (bonus: its objset
-//! block pointer); space map arrays and space maps are allocated as needed.
+//! MOS layout: object 1 = OpenZFS's object directory, a ZAP naming the pool-wide objects
+//! (`directory`: `root_dataset`, the packed `config` object, `pool_props`, `scan`, feature
+//! ZAPs, bpobjs, and Zetta's `org.zetta:*` objects), 2 = history, 3 = error log, 4 = the root
+//! dataset (bonus: its `dsl_dataset_phys_t`), 5 = the root DSL dir; each top-level vdev's
+//! metaslab array object number is in the config as `ms_array`; space map arrays and space
+//! maps are allocated as needed.
 
 pub mod directory;
 pub mod dirty;
