@@ -34,7 +34,7 @@ pub mod synctask;
 pub use error::DslError;
 pub use pool::Pool;
 pub use prop::{is_local_entry, INHERIT_SUFFIX, RECEIVED_SUFFIX};
-pub use snapshot::{append_dead_list, Bookmark, DS_FLAG_SNAPSHOT};
+pub use snapshot::{append_dead_list, Bookmark};
 pub use space::{DatasetSpace, SpaceLimit};
 
 use crate::dmu::{default_data_props, object_type, IoCtx, ObjectSet, ObjsetType};
@@ -43,6 +43,7 @@ use crate::spa::{
 };
 use crate::types::{Guid, ObjectId};
 use crate::zap::{self, ZapError, ZapValue};
+use openzfs::ot;
 use phys::{DslDatasetPhys, DslDirPhys};
 
 /// Deepest dataset hierarchy accepted (OpenZFS zfs_max_dataset_nesting).
@@ -206,22 +207,29 @@ impl Spa {
         }
         let txg = self.open_txg();
         let ctx = io_ctx!(self);
-        let dir = self
-            .dp
-            .mos
-            .create_object(&ctx, object_type::DSL_DIR, 512, 0, 256)?;
-        let dataset = self
-            .dp
-            .mos
-            .create_object(&ctx, object_type::DSL_DATASET, 512, 0, 256)?;
+        let dir = self.dp.mos.create_object(
+            &ctx,
+            object_type::DSL_DIR,
+            512,
+            object_type::DSL_DIR,
+            phys::DSL_DIR_BONUS_BYTES,
+        )?;
+        let dataset = self.dp.mos.create_object(
+            &ctx,
+            object_type::DSL_DATASET,
+            512,
+            object_type::DSL_DATASET,
+            phys::DSL_DATASET_BONUS_BYTES,
+        )?;
         let props_zap =
-            zap::zap_create(&mut self.dp.mos, &ctx, object_type::ZAP).map_err(zap_error)?;
+            zap::zap_create(&mut self.dp.mos, &ctx, ot::DSL_PROPS).map_err(zap_error)?;
         let mut parent_phys = self.read_dir(parent)?;
         let ctx = io_ctx!(self);
         if parent_phys.child_dir_zap == 0 {
-            parent_phys.child_dir_zap = zap::zap_create(&mut self.dp.mos, &ctx, object_type::ZAP)
-                .map_err(zap_error)?
-                .0;
+            parent_phys.child_dir_zap =
+                zap::zap_create(&mut self.dp.mos, &ctx, ot::DSL_DIR_CHILD_MAP)
+                    .map_err(zap_error)?
+                    .0;
         }
         zap::zap_add(
             &mut self.dp.mos,
@@ -248,6 +256,8 @@ impl Spa {
             creation_txg: txg.0,
             creation_time: now_secs(),
             guid: Guid::random().0,
+            fsid_guid: Guid::random().0,
+            flags: phys::DS_FLAG_UNIQUE_ACCURATE,
             ..DslDatasetPhys::default()
         };
         let ctx = io_ctx!(self);
@@ -275,8 +285,27 @@ impl Spa {
         self.dp
             .datasets
             .insert(dataset.0, HeadDataset { objset, phys });
+        if let Some((object, _)) = origin {
+            self.count_clone(object, true)?;
+        }
         self.refresh_io_props()?;
         Ok(dataset.0)
+    }
+
+    /// A clone of `snapshot` was made (`made`) or destroyed: its `ds_num_children` (1 +
+    /// its clones, OpenZFS's count) follows.
+    pub(super) fn count_clone(&mut self, snapshot: u64, made: bool) -> Result<(), SpaError> {
+        let mut phys = self.read_dataset_phys(snapshot)?;
+        phys.num_children = if made {
+            phys.num_children.saturating_add(1)
+        } else {
+            phys.num_children.saturating_sub(1).max(1)
+        };
+        let ctx = io_ctx!(self);
+        self.dp
+            .mos
+            .set_bonus(&ctx, ObjectId(snapshot), &phys.encode())?;
+        Ok(())
     }
 
     /// Filesystems cloned from the snapshot object `snapshot`.
@@ -397,6 +426,9 @@ impl Spa {
     /// dataset objects), leaving its blocks alone: the caller freed them or handed them on.
     fn unlink_dataset(&mut self, name: &str, dir: u64) -> Result<(), SpaError> {
         let phys = self.read_dir(dir)?;
+        if phys.origin_snapshot != 0 {
+            self.count_clone(phys.origin_snapshot, false)?;
+        }
         let parent = self.read_dir(phys.parent_dir)?;
         let leaf = name.rsplit('/').next().unwrap_or(name);
         let ctx = io_ctx!(self);
@@ -609,13 +641,14 @@ impl Spa {
             .ok_or_else(|| no_such_dataset(name))?;
         let props = self.props_zap(dir)?;
         let ctx = io_ctx!(self);
-        zap::zap_update_bytes(
-            &mut self.dp.mos,
-            &ctx,
-            ObjectId(props),
-            prop,
-            value.as_bytes(),
-        )
+        match prop::encode_entry(prop, value) {
+            ZapValue::U64s(words) => {
+                zap::zap_update(&mut self.dp.mos, &ctx, ObjectId(props), prop, &words)
+            }
+            ZapValue::Bytes(bytes) => {
+                zap::zap_update_bytes(&mut self.dp.mos, &ctx, ObjectId(props), prop, &bytes)
+            }
+        }
         .map_err(zap_error)?;
         // quota, reservation, refquota, refreservation: the dir record and the accounting
         // follow (the caller checked the value with `check_space_limit`).
@@ -663,12 +696,11 @@ impl Spa {
         let ctx = io_ctx!(self);
         let entries = zap::zap_list_all(&self.dp.mos, &ctx, ObjectId(props)).map_err(zap_error)?;
         for entry in entries {
-            if let ZapValue::Bytes(value) = entry.value {
-                out.push((
-                    String::from_utf8_lossy(&entry.name).into_owned(),
-                    String::from_utf8_lossy(&value).into_owned(),
-                ));
-            }
+            let name = String::from_utf8_lossy(&entry.name).into_owned();
+            let text = prop::decode_entry(&name, &entry.value).ok_or_else(|| {
+                SpaError::Corrupt(format!("props ZAP {props}: entry {name} is not a value"))
+            })?;
+            out.push((name, text));
         }
         out.sort();
         Ok(out)
@@ -679,7 +711,7 @@ impl Spa {
         let mut phys = self.read_dir(dir)?;
         if phys.props_zap == 0 {
             let ctx = io_ctx!(self);
-            phys.props_zap = zap::zap_create(&mut self.dp.mos, &ctx, object_type::ZAP)
+            phys.props_zap = zap::zap_create(&mut self.dp.mos, &ctx, ot::DSL_PROPS)
                 .map_err(zap_error)?
                 .0;
             self.write_dir(dir, &phys)?;
@@ -694,6 +726,8 @@ mod tests;
 mod tests_destroy;
 #[cfg(test)]
 mod tests_errors;
+#[cfg(test)]
+mod tests_ondisk;
 #[cfg(test)]
 mod tests_promote;
 #[cfg(test)]

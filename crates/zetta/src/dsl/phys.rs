@@ -1,47 +1,59 @@
-//! On-disk records of the dataset layer, kept in the bonus buffers of MOS objects (OpenZFS
-//! `dsl_dir_phys_t`, `dsl_dataset_phys_t`).
+//! On-disk records of the dataset layer, kept in the bonus buffers of MOS objects: OpenZFS's
+//! `dsl_dir_phys_t` (256 bytes, bonus type `DMU_OT_DSL_DIR`) and `dsl_dataset_phys_t` (320
+//! bytes, bonus type `DMU_OT_DSL_DATASET`), byte for byte.
 //!
 //! A DSL dir is a place in the dataset hierarchy (`pool/a/b`): its children by name, its
 //! properties, and its head dataset. A DSL dataset is one version of a dir's contents: the
-//! head (live filesystem) or, later, a snapshot. Both are little-endian, 256 bytes:
+//! head (live filesystem) or a snapshot. The byte layout is the part-1 reader's
+//! (`dsl::openzfs::dir`, `dsl::openzfs::dataset`): these structs are the engine's view of
+//! the same words, encoded and decoded through the reader's types (one layout, not two),
+//! little-endian as every MOS block the engine writes:
 //!
 //! ```text
-//! dsl_dir:      0 head_dataset u64   8 parent_dir u64 (0 = the pool's root dir)
-//!              16 child_dir_zap u64 (name -> dir object)  24 props_zap u64 (name -> bytes)
-//!              32 creation_time u64  40 origin_snapshot u64 (clones)
-//!              48 used_bytes u64     56 compressed_bytes u64  64 uncompressed_bytes u64
-//!              72 used_breakdown [u64; 5]: head, snap, child, child_rsrv, refrsrv
-//!             112 quota_bytes u64   120 reserved_bytes u64 (reservation)
-//!             128 refquota_bytes u64 136 refreserved_bytes u64 (its head's)  144..256 zero
-//! dsl_dataset:  0 objset block pointer (128 bytes)
-//!             128 dir u64           136 prev_snap u64     144 prev_snap_txg u64
-//!             152 snapnames_zap u64 160 referenced_bytes u64
-//!             168 creation_txg u64  176 creation_time u64 184 guid u64
-//!             192 deadlist u64      200 flags u64         208 bookmarks_zap u64
-//!             216 holds_zap u64 (snapshots: tag -> [time])
-//!             224 compressed_bytes u64  232 uncompressed_bytes u64
-//!             240 unique_bytes u64 (heads: born since the newest snapshot)  248 zero
+//! dsl_dir_phys_t (u64 words):
+//!   0 creation_time    1 head_dataset_obj   2 parent_obj (0: the root dir)
+//!   3 origin_obj (a clone's origin snapshot)   4 child_dir_zapobj (DSL_DIR_CHILD_MAP)
+//!   5 used_bytes   6 compressed_bytes   7 uncompressed_bytes   8 quota   9 reserved
+//!  10 props_zapobj (DSL_PROPS)   11 deleg_zapobj (0)   12 flags = DD_FLAG_USED_BREAKDOWN
+//!  13-17 used_breakdown[HEAD, SNAP, CHILD, CHILD_RSRV, REFRSRV]   18 clones (0: not kept)
+//!  19 org.zetta: refquota copy   20 org.zetta: refreservation copy   21-31 zero
+//! dsl_dataset_phys_t (u64 words):
+//!   0 dir_obj   1 prev_snap_obj   2 prev_snap_txg   3 next_snap_obj
+//!   4 snapnames_zapobj (heads; DSL_DS_SNAP_MAP)   5 num_children (snapshots: 1 + clones)
+//!   6 creation_time   7 creation_txg   8 deadlist_obj (Zetta's dead list, see below)
+//!   9 referenced_bytes  10 compressed_bytes  11 uncompressed_bytes  12 unique_bytes
+//!  13 fsid_guid  14 guid  15 flags (DS_FLAG_UNIQUE_ACCURATE)
+//!  16-31 bp: the object set's blkptr_t   32 next_clones_obj (0)   33 props_obj (0)
+//!  34 userrefs_obj (a snapshot's holds, USERREFS: tag -> creation time)
+//!  35 org.zetta: bookmarks ZAP (OpenZFS links it from the dataset's own ZAP as
+//!     `com.delphix:bookmarks`)   36-39 zero
 //! ```
+//!
 //! A dir's space fields are OpenZFS's `dd_used_bytes`, `dd_compressed_bytes`,
-//! `dd_uncompressed_bytes` and `dd_used_breakdown` (see `dsl::space`); the four limits
-//! are copies of the `quota`, `reservation`, `refquota` and `refreservation` properties
-//! (0 = none), kept in step by `zfs set`, so that commits and write checks never read the
-//! property ZAP. Format version 2 wrote zeros there; import rebuilds them (`dsl::space_audit`).
-//! Decoding validates the block pointer; the object numbers are checked where they are
-//! followed.
+//! `dd_uncompressed_bytes` and `dd_used_breakdown` (see `dsl::space`). `quota` and
+//! `reserved` are OpenZFS's; `refquota` and `refreservation` live in the props ZAP in
+//! OpenZFS (and in memory in `dsl_dataset_t`), and the engine keeps copies in two pad words
+//! OpenZFS never reads, so that commits and write checks never read the props ZAP. The
+//! `org.zetta` words go when datasets are "extensified" ZAPs (bookmarks) and the limits are
+//! loaded from the props at open; `deadlist_obj` names Zetta's own dead list (128-byte block
+//! pointers) until deadlists are OpenZFS's bpobjs and deadlist ZAP (a later increment).
+//! Decoding validates the size and the block pointer; object numbers are checked where
+//! they are followed.
 
+use super::openzfs::dataset::{self as ozds, DSL_DATASET_PHYS_SIZE, DS_BP_OFFSET};
+use super::openzfs::dir::{self as ozdir, DD_FLAG_USED_BREAKDOWN, DSL_DIR_PHYS_SIZE};
+use crate::byteorder::ByteOrder;
 use crate::zio::blkptr::{BlkptrDecodeError, BlockPointer, BLKPTR_SIZE_BYTES};
 
-pub const DSL_PHYS_SIZE_BYTES: usize = 256;
+/// `ds_flags` of every dataset the engine writes: its unique bytes are exact.
+pub use super::openzfs::dataset::DS_FLAG_UNIQUE_ACCURATE;
 
-fn word(bytes: &[u8], at: usize) -> u64 {
-    let mut w = [0u8; 8];
-    w.copy_from_slice(&bytes[at..at + 8]);
-    u64::from_le_bytes(w)
-}
+/// Bonus sizes (`sizeof (dsl_dir_phys_t)`, `sizeof (dsl_dataset_phys_t)`).
+pub const DSL_DIR_BONUS_BYTES: usize = DSL_DIR_PHYS_SIZE;
+pub const DSL_DATASET_BONUS_BYTES: usize = DSL_DATASET_PHYS_SIZE;
 
-fn put(bytes: &mut [u8], at: usize, value: u64) {
-    bytes[at..at + 8].copy_from_slice(&value.to_le_bytes());
+fn short(e: super::openzfs::BonusTooShort) -> BlkptrDecodeError {
+    BlkptrDecodeError(e.to_string())
 }
 
 /// Where a dir's USED comes from (OpenZFS `dd_used_t`): index into `used_breakdown`.
@@ -86,49 +98,52 @@ impl DslDirPhys {
 }
 
 impl DslDirPhys {
-    pub fn encode(&self) -> Vec<u8> {
-        let mut out = vec![0u8; DSL_PHYS_SIZE_BYTES];
-        put(&mut out, 0, self.head_dataset);
-        put(&mut out, 8, self.parent_dir);
-        put(&mut out, 16, self.child_dir_zap);
-        put(&mut out, 24, self.props_zap);
-        put(&mut out, 32, self.creation_time);
-        put(&mut out, 40, self.origin_snapshot);
-        put(&mut out, 48, self.used_bytes);
-        put(&mut out, 56, self.compressed_bytes);
-        put(&mut out, 64, self.uncompressed_bytes);
-        for (index, value) in self.used_breakdown.iter().enumerate() {
-            put(&mut out, 72 + 8 * index, *value);
+    /// The reader's `dsl_dir_phys_t` of these fields.
+    pub fn to_openzfs(&self) -> ozdir::DslDirPhys {
+        let mut pad = [0u64; 13];
+        pad[0] = self.refquota_bytes;
+        pad[1] = self.refreserved_bytes;
+        ozdir::DslDirPhys {
+            creation_time: self.creation_time,
+            head_dataset_obj: self.head_dataset,
+            parent_obj: self.parent_dir,
+            origin_obj: self.origin_snapshot,
+            child_dir_zapobj: self.child_dir_zap,
+            used_bytes: self.used_bytes,
+            compressed_bytes: self.compressed_bytes,
+            uncompressed_bytes: self.uncompressed_bytes,
+            quota: self.quota_bytes,
+            reserved: self.reserved_bytes,
+            props_zapobj: self.props_zap,
+            deleg_zapobj: 0,
+            flags: DD_FLAG_USED_BREAKDOWN,
+            used_breakdown: self.used_breakdown,
+            clones: 0,
+            pad,
         }
-        put(&mut out, 112, self.quota_bytes);
-        put(&mut out, 120, self.reserved_bytes);
-        put(&mut out, 128, self.refquota_bytes);
-        put(&mut out, 136, self.refreserved_bytes);
-        out
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        self.to_openzfs().encode(ByteOrder::Little).to_vec()
     }
 
     pub fn decode(bytes: &[u8]) -> Result<DslDirPhys, BlkptrDecodeError> {
-        if bytes.len() < DSL_PHYS_SIZE_BYTES {
-            return Err(BlkptrDecodeError(format!(
-                "dsl dir record of {} bytes",
-                bytes.len()
-            )));
-        }
+        let d = ozdir::DslDirPhys::decode(bytes, ByteOrder::Little).map_err(short)?;
         Ok(DslDirPhys {
-            head_dataset: word(bytes, 0),
-            parent_dir: word(bytes, 8),
-            child_dir_zap: word(bytes, 16),
-            props_zap: word(bytes, 24),
-            creation_time: word(bytes, 32),
-            origin_snapshot: word(bytes, 40),
-            used_bytes: word(bytes, 48),
-            compressed_bytes: word(bytes, 56),
-            uncompressed_bytes: word(bytes, 64),
-            used_breakdown: std::array::from_fn(|index| word(bytes, 72 + 8 * index)),
-            quota_bytes: word(bytes, 112),
-            reserved_bytes: word(bytes, 120),
-            refquota_bytes: word(bytes, 128),
-            refreserved_bytes: word(bytes, 136),
+            head_dataset: d.head_dataset_obj,
+            parent_dir: d.parent_obj,
+            child_dir_zap: d.child_dir_zapobj,
+            props_zap: d.props_zapobj,
+            creation_time: d.creation_time,
+            origin_snapshot: d.origin_obj,
+            used_bytes: d.used_bytes,
+            compressed_bytes: d.compressed_bytes,
+            uncompressed_bytes: d.uncompressed_bytes,
+            used_breakdown: d.used_breakdown,
+            quota_bytes: d.quota,
+            reserved_bytes: d.reserved,
+            refquota_bytes: d.pad[0],
+            refreserved_bytes: d.pad[1],
         })
     }
 }
@@ -139,14 +154,23 @@ pub struct DslDatasetPhys {
     pub dir: u64,
     pub prev_snap: u64,
     pub prev_snap_txg: u64,
+    /// Snapshots: the next dataset of the chain (a newer snapshot, or the head).
+    pub next_snap: u64,
+    /// Snapshots: 1 + the clones made of it; heads: 0 (`ds_num_children`, how OpenZFS
+    /// tells a snapshot).
+    pub num_children: u64,
+    /// The object set's fsid (`ds_fsid_guid`), random at creation.
+    pub fsid_guid: u64,
     pub snapnames_zap: u64,
     pub referenced_bytes: u64,
     pub creation_txg: u64,
     pub creation_time: u64,
     pub guid: u64,
     pub deadlist: u64,
+    /// `ds_flags` (`DS_FLAG_UNIQUE_ACCURATE` for everything the engine writes).
     pub flags: u64,
-    /// Head only: name -> [guid, creation txg, creation time] of each bookmark.
+    /// Head only: name -> [guid, creation txg, creation time] of each bookmark (OpenZFS's
+    /// `zfs_bookmark_phys_t` version 1).
     pub bookmarks_zap: u64,
     /// Snapshot only: user holds, tag -> [creation time]; a held snapshot is not destroyed.
     pub holds_zap: u64,
@@ -160,55 +184,66 @@ pub struct DslDatasetPhys {
 }
 
 impl DslDatasetPhys {
-    pub fn encode(&self) -> Vec<u8> {
-        let mut out = vec![0u8; DSL_PHYS_SIZE_BYTES];
-        self.bp.encode(&mut out[..BLKPTR_SIZE_BYTES]);
-        for (at, value) in [
-            (128, self.dir),
-            (136, self.prev_snap),
-            (144, self.prev_snap_txg),
-            (152, self.snapnames_zap),
-            (160, self.referenced_bytes),
-            (168, self.creation_txg),
-            (176, self.creation_time),
-            (184, self.guid),
-            (192, self.deadlist),
-            (200, self.flags),
-            (208, self.bookmarks_zap),
-            (216, self.holds_zap),
-            (224, self.compressed_bytes),
-            (232, self.uncompressed_bytes),
-            (240, self.unique_bytes),
-        ] {
-            put(&mut out, at, value);
+    /// Whether this is a snapshot (`ds_num_children != 0`, OpenZFS's test).
+    pub fn is_snapshot(&self) -> bool {
+        self.num_children != 0
+    }
+
+    /// The reader's `dsl_dataset_phys_t` of these fields.
+    pub fn to_openzfs(&self) -> ozds::DslDatasetPhys {
+        let mut pad = [0u64; 5];
+        pad[0] = self.bookmarks_zap;
+        ozds::DslDatasetPhys {
+            dir_obj: self.dir,
+            prev_snap_obj: self.prev_snap,
+            prev_snap_txg: self.prev_snap_txg,
+            next_snap_obj: self.next_snap,
+            snapnames_zapobj: self.snapnames_zap,
+            num_children: self.num_children,
+            creation_time: self.creation_time,
+            creation_txg: self.creation_txg,
+            deadlist_obj: self.deadlist,
+            referenced_bytes: self.referenced_bytes,
+            compressed_bytes: self.compressed_bytes,
+            uncompressed_bytes: self.uncompressed_bytes,
+            unique_bytes: self.unique_bytes,
+            fsid_guid: self.fsid_guid,
+            guid: self.guid,
+            flags: self.flags,
+            bp: self.bp.to_bytes(),
+            next_clones_obj: 0,
+            props_obj: 0,
+            userrefs_obj: self.holds_zap,
+            pad,
         }
-        out
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        self.to_openzfs().encode(ByteOrder::Little).to_vec()
     }
 
     pub fn decode(bytes: &[u8]) -> Result<DslDatasetPhys, BlkptrDecodeError> {
-        if bytes.len() < DSL_PHYS_SIZE_BYTES {
-            return Err(BlkptrDecodeError(format!(
-                "dsl dataset record of {} bytes",
-                bytes.len()
-            )));
-        }
+        let d = ozds::DslDatasetPhys::decode(bytes, ByteOrder::Little).map_err(short)?;
         Ok(DslDatasetPhys {
-            bp: BlockPointer::decode(&bytes[..BLKPTR_SIZE_BYTES])?,
-            dir: word(bytes, 128),
-            prev_snap: word(bytes, 136),
-            prev_snap_txg: word(bytes, 144),
-            snapnames_zap: word(bytes, 152),
-            referenced_bytes: word(bytes, 160),
-            creation_txg: word(bytes, 168),
-            creation_time: word(bytes, 176),
-            guid: word(bytes, 184),
-            deadlist: word(bytes, 192),
-            flags: word(bytes, 200),
-            bookmarks_zap: word(bytes, 208),
-            holds_zap: word(bytes, 216),
-            compressed_bytes: word(bytes, 224),
-            uncompressed_bytes: word(bytes, 232),
-            unique_bytes: word(bytes, 240),
+            bp: BlockPointer::decode(&bytes[DS_BP_OFFSET..DS_BP_OFFSET + BLKPTR_SIZE_BYTES])?,
+            dir: d.dir_obj,
+            prev_snap: d.prev_snap_obj,
+            prev_snap_txg: d.prev_snap_txg,
+            next_snap: d.next_snap_obj,
+            num_children: d.num_children,
+            fsid_guid: d.fsid_guid,
+            snapnames_zap: d.snapnames_zapobj,
+            referenced_bytes: d.referenced_bytes,
+            creation_txg: d.creation_txg,
+            creation_time: d.creation_time,
+            guid: d.guid,
+            deadlist: d.deadlist_obj,
+            flags: d.flags,
+            bookmarks_zap: d.pad[0],
+            holds_zap: d.userrefs_obj,
+            compressed_bytes: d.compressed_bytes,
+            uncompressed_bytes: d.uncompressed_bytes,
+            unique_bytes: d.unique_bytes,
         })
     }
 }
@@ -216,17 +251,57 @@ impl DslDatasetPhys {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dsl::openzfs::dataset::tests::ROOT_DATASET_LE;
+    use crate::dsl::openzfs::dir::tests::ROOT_DIR_LE;
+    use crate::dsl::openzfs::unhex;
 
-    /// Golden bytes: both records are on-disk format (MOS bonus buffers).
+    // Why: the engine's DSL records were a private 256-byte layout; they must be OpenZFS's
+    // dsl_dir_phys_t and dsl_dataset_phys_t. Golden vectors: the root dir and head dataset
+    // bonuses of a real OpenZFS pool (testpool_zstd) decode with the engine's codec and
+    // re-encode byte for byte.
     #[test]
-    fn golden_records() {
+    fn real_openzfs_bonuses_round_trip_through_the_engine_codec() {
+        let mut dir_bytes = unhex(ROOT_DIR_LE);
+        dir_bytes.resize(DSL_DIR_BONUS_BYTES, 0);
+        let dir = DslDirPhys::decode(&dir_bytes).unwrap();
+        assert_eq!(
+            (dir.head_dataset, dir.parent_dir, dir.origin_snapshot),
+            (53, 0, 128)
+        );
+        assert_eq!((dir.child_dir_zap, dir.props_zap), (34, 33));
+        assert_eq!(dir.used(UsedKind::Head), 25 << 10);
+        assert_eq!(dir.used(UsedKind::Child), 641 << 10);
+        assert_eq!(dir.encode(), dir_bytes);
+
+        let mut ds_bytes = unhex(ROOT_DATASET_LE);
+        ds_bytes.resize(DSL_DATASET_BONUS_BYTES, 0);
+        let ds = DslDatasetPhys::decode(&ds_bytes).unwrap();
+        assert_eq!((ds.dir, ds.prev_snap, ds.prev_snap_txg), (32, 128, 1));
+        assert_eq!(
+            (ds.snapnames_zap, ds.num_children, ds.deadlist),
+            (54, 0, 55)
+        );
+        assert_eq!(ds.referenced_bytes, 25 << 10);
+        assert_eq!(ds.flags, DS_FLAG_UNIQUE_ACCURATE);
+        assert!(!ds.is_snapshot());
+        assert!(!ds.bp.is_hole());
+        assert_eq!(ds.encode(), ds_bytes);
+
+        assert!(DslDirPhys::decode(&dir_bytes[..255]).is_err());
+        assert!(DslDatasetPhys::decode(&ds_bytes[..319]).is_err());
+    }
+
+    // Why: the fields OpenZFS has no word for (bookmarks, refquota, refreservation) sit in
+    // pad words OpenZFS ignores, and every other field lands in OpenZFS's word.
+    #[test]
+    fn engine_fields_land_in_openzfs_words() {
         let dir = DslDirPhys {
             head_dataset: 4,
             parent_dir: 0,
             child_dir_zap: 6,
             props_zap: 7,
             creation_time: 1_700_000_000,
-            origin_snapshot: 0,
+            origin_snapshot: 9,
             used_bytes: 0x0102,
             compressed_bytes: 0x0304,
             uncompressed_bytes: 0x0506,
@@ -237,42 +312,71 @@ mod tests {
             refreserved_bytes: 0x23,
         };
         let bytes = dir.encode();
-        assert_eq!(bytes[0], 4);
-        assert_eq!(bytes[16], 6);
-        assert_eq!(bytes[24], 7);
-        assert_eq!(&bytes[32..40], &1_700_000_000u64.to_le_bytes());
-        assert_eq!(&bytes[48..50], &[0x02, 0x01]);
-        assert_eq!(bytes[56], 0x04);
-        assert_eq!(bytes[64], 0x06);
-        let breakdown: Vec<u8> = (0..5).map(|i| bytes[72 + 8 * i]).collect();
-        assert_eq!(breakdown, [0x10, 0x11, 0x12, 0x13, 0x14]);
+        let word = |b: &[u8], i: usize| u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().unwrap());
+        assert_eq!(bytes.len(), 256);
+        let words: Vec<u64> = (0..32).map(|i| word(&bytes, i)).collect();
         assert_eq!(
-            [bytes[112], bytes[120], bytes[128], bytes[136]],
-            [0x20, 0x21, 0x22, 0x23]
+            &words[..21],
+            &[
+                1_700_000_000,
+                4,
+                0,
+                9,
+                6,
+                0x0102,
+                0x0304,
+                0x0506,
+                0x20,
+                0x21,
+                7,
+                0,
+                DD_FLAG_USED_BREAKDOWN,
+                0x10,
+                0x11,
+                0x12,
+                0x13,
+                0x14,
+                0,
+                0x22,
+                0x23
+            ]
         );
-        assert!(bytes[144..].iter().all(|b| *b == 0));
+        assert!(words[21..].iter().all(|w| *w == 0));
         assert_eq!(DslDirPhys::decode(&bytes).unwrap(), dir);
-        let dataset = DslDatasetPhys {
+
+        let ds = DslDatasetPhys {
             dir: 5,
+            prev_snap: 11,
+            prev_snap_txg: 12,
+            next_snap: 13,
+            num_children: 1,
+            fsid_guid: 0xf5,
             referenced_bytes: 4096,
             creation_txg: 4,
+            creation_time: 77,
             guid: 0xabcd,
+            deadlist: 21,
+            flags: DS_FLAG_UNIQUE_ACCURATE,
+            bookmarks_zap: 31,
+            holds_zap: 32,
             compressed_bytes: 0x31,
             uncompressed_bytes: 0x32,
             unique_bytes: 0x33,
             ..DslDatasetPhys::default()
         };
-        let bytes = dataset.encode();
+        let bytes = ds.encode();
+        assert_eq!(bytes.len(), 320);
+        let words: Vec<u64> = (0..40).map(|i| word(&bytes, i)).collect();
+        assert_eq!(
+            &words[..16],
+            &[5, 11, 12, 13, 0, 1, 77, 4, 21, 4096, 0x31, 0x32, 0x33, 0xf5, 0xabcd, 4]
+        );
         assert!(
-            bytes[..128].iter().all(|b| *b == 0),
+            words[16..32].iter().all(|w| *w == 0),
             "a hole objset pointer"
         );
-        assert_eq!(bytes[128], 5);
-        assert_eq!(&bytes[160..168], &4096u64.to_le_bytes());
-        assert_eq!(&bytes[184..192], &0xabcdu64.to_le_bytes());
-        assert_eq!([bytes[224], bytes[232], bytes[240]], [0x31, 0x32, 0x33]);
-        assert!(bytes[248..].iter().all(|b| *b == 0));
-        assert_eq!(DslDatasetPhys::decode(&bytes).unwrap(), dataset);
-        assert!(DslDatasetPhys::decode(&bytes[..100]).is_err());
+        assert_eq!(&words[32..], &[0, 0, 32, 31, 0, 0, 0, 0]);
+        assert!(ds.is_snapshot());
+        assert_eq!(DslDatasetPhys::decode(&bytes).unwrap(), ds);
     }
 }

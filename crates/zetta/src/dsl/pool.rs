@@ -21,7 +21,6 @@
 use super::synctask::SyncTasks;
 use super::HeadDataset;
 use crate::dmu::ObjectSet;
-use crate::nvlist::NvList;
 use crate::zio::blkptr::BlockPointer;
 use std::collections::BTreeMap;
 
@@ -31,8 +30,9 @@ pub struct Pool {
     pub(crate) mos: ObjectSet,
     /// The MOS root as of the last sync (the uberblock's `rootbp`).
     pub(crate) mos_bp: BlockPointer,
-    /// The object directory's content (the config is rebuilt from the vdev tree at sync).
-    pub(crate) directory: NvList,
+    /// Where the object directory's objects are (`spa::directory`; the config is rebuilt from
+    /// the vdev tree at each sync).
+    pub(crate) directory: crate::spa::directory::MosDirectory,
     /// The pool's root filesystem (`tank`).
     pub root_dataset: ObjectSet,
     pub(crate) root_dataset_bp: BlockPointer,
@@ -52,7 +52,7 @@ impl Pool {
     pub(crate) fn new(
         mos: ObjectSet,
         mos_bp: BlockPointer,
-        directory: NvList,
+        directory: crate::spa::directory::MosDirectory,
         root_dataset: ObjectSet,
     ) -> Pool {
         Pool {

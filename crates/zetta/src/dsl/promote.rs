@@ -22,12 +22,13 @@
 //! `promote clone (dsid)` in `zpool history -i`. The clone's and origin's object sets are
 //! not touched: mounts of both stay as they are.
 
+use super::openzfs::ot;
 use super::phys::{DslDatasetPhys, UsedKind};
 use super::space::{signed, SpaceDelta};
 use super::synctask::{SyncTaskId, SyncTx};
 use super::zap_error;
 use super::DslError;
-use crate::dmu::{object_type, BlockSpace, IoCtx};
+use crate::dmu::{BlockSpace, IoCtx};
 use crate::spa::{Spa, SpaError};
 use crate::types::ObjectId;
 use crate::zap::{self, ZapValue};
@@ -229,7 +230,7 @@ impl Spa {
         let mut clone_head = self.head_phys(clone_head_object)?;
         let ctx = io_ctx!(self, tx.txg);
         if clone_head.snapnames_zap == 0 {
-            clone_head.snapnames_zap = zap::zap_create(&mut self.dp.mos, &ctx, object_type::ZAP)
+            clone_head.snapnames_zap = zap::zap_create(&mut self.dp.mos, &ctx, ot::DSL_DS_SNAP_MAP)
                 .map_err(zap_error)?
                 .0;
         }
@@ -298,6 +299,8 @@ impl Spa {
                 uncompressed: -signed(moving.logical_bytes),
             },
         )?;
+        self.relink_snapshot_chain(clone_head_object)?;
+        self.relink_snapshot_chain(origin_head_object)?;
         self.log_history_internal_ds(tx, "promote", name, clone_head_object, " ");
         Ok(())
     }
@@ -360,7 +363,7 @@ impl Spa {
             let name = String::from_utf8_lossy(&entry.name).into_owned();
             let ctx = io_ctx!(self);
             if to.bookmarks_zap == 0 {
-                to.bookmarks_zap = zap::zap_create(&mut self.dp.mos, &ctx, object_type::ZAP)
+                to.bookmarks_zap = zap::zap_create(&mut self.dp.mos, &ctx, ot::ZAP_METADATA)
                     .map_err(zap_error)?
                     .0;
             }

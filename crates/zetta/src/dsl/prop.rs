@@ -13,12 +13,21 @@
 //!
 //! Invariant: a stream's properties replace all of a dataset's received values at once
 //! (a property the sender no longer has stops being received), and never touch local ones.
+//!
+//! Stored form (OpenZFS's, `dsl_prop_set_sync`; the part-1 reader's `dsl::openzfs::prop`
+//! decodes it, and `encode_entry`/`decode_entry` here are its mirror): an index property's
+//! value (`compression=lz4`, `atime=off`) is one u64, OpenZFS's number
+//! (`dsl::openzfs::index`); a number property's (`quota`, `recordsize`) one u64; any other
+//! value (strings, user properties, Zetta's `%` receive state) 1-byte integers with the
+//! NUL; a `$inherit` marker one u64 0. The engine's API stays text: values go in and come
+//! out as the words `zfs get` prints (an alias such as `gzip-6` reads back as `gzip`, as in
+//! OpenZFS).
 
 use super::{zap_error, NESTING_MAX};
 use crate::dmu::IoCtx;
 use crate::spa::{Spa, SpaError};
 use crate::types::ObjectId;
-use crate::zap::{self, ZapError};
+use crate::zap::{self, ZapError, ZapValue};
 use std::collections::HashMap;
 
 /// Suffix of a received value's entry.
@@ -30,6 +39,57 @@ pub const INHERIT_SUFFIX: &str = "$inherit";
 /// or private state).
 pub fn is_local_entry(name: &str) -> bool {
     !name.contains('$') && !name.starts_with('%')
+}
+
+/// The property an entry name stores a value of (`quota`, `quota$recvd`); `None` for a
+/// marker or Zetta's private state.
+fn entry_prop(entry: &str) -> Option<&str> {
+    use super::openzfs::prop::{entry_kind, EntryKind};
+    match entry_kind(entry) {
+        EntryKind::Local(prop) | EntryKind::Received(prop) if !prop.starts_with('%') => Some(prop),
+        _ => None,
+    }
+}
+
+/// How OpenZFS stores value `text` of props-ZAP entry `entry`.
+pub(crate) fn encode_entry(entry: &str, text: &str) -> ZapValue {
+    if entry.ends_with(INHERIT_SUFFIX) {
+        return ZapValue::U64s(vec![0]);
+    }
+    if let Some(prop) = entry_prop(entry) {
+        if let Some(number) = super::openzfs::index::number_of(prop, text) {
+            return ZapValue::U64s(vec![number]);
+        }
+        let is_number = zetta_zprop::ZfsProp::from_name(prop)
+            .is_some_and(|p| matches!(p.desc().kind, zetta_zprop::zfs_prop::PropType::Number));
+        if let (true, Ok(number)) = (is_number, text.parse::<u64>()) {
+            return ZapValue::U64s(vec![number]);
+        }
+    }
+    let mut bytes = text.as_bytes().to_vec();
+    bytes.push(0);
+    ZapValue::Bytes(bytes)
+}
+
+/// The text of a stored props-ZAP entry (`encode_entry`'s inverse, through the part-1
+/// reader's decoder); `None` for an entry that is not a string or one number.
+pub(crate) fn decode_entry(entry: &str, value: &ZapValue) -> Option<String> {
+    use super::openzfs::prop::{decode_value, PropValue};
+    if entry.ends_with(INHERIT_SUFFIX) {
+        return Some(String::new());
+    }
+    let value = match value {
+        ZapValue::U64s(words) => super::openzfs::ZapValue::Ints(words.clone()),
+        ZapValue::Bytes(bytes) => super::openzfs::ZapValue::Bytes(bytes.clone()),
+    };
+    match decode_value(entry, &value).ok()? {
+        PropValue::String(text) => Some(text),
+        PropValue::Number(n) => Some(
+            entry_prop(entry)
+                .and_then(|prop| super::openzfs::index::name_of(prop, n))
+                .unwrap_or_else(|| n.to_string()),
+        ),
+    }
 }
 
 impl Spa {
@@ -110,14 +170,20 @@ impl Spa {
                         format!("{prop}{INHERIT_SUFFIX}"),
                     ] {
                         let ctx = io_ctx!(self);
-                        match zap::zap_lookup_bytes(
+                        match zap::zap_lookup_value(
                             &self.dp.mos,
                             &ctx,
                             ObjectId(phys.props_zap),
                             &key,
                         ) {
-                            Ok(Some(bytes)) => {
-                                entries.insert(key, String::from_utf8_lossy(&bytes).into_owned());
+                            Ok(Some(value)) => {
+                                let text = decode_entry(&key, &value).ok_or_else(|| {
+                                    SpaError::Corrupt(format!(
+                                        "props ZAP {}: entry {key} is not a value",
+                                        phys.props_zap
+                                    ))
+                                })?;
+                                entries.insert(key, text);
                             }
                             Ok(None) | Err(ZapError::NotFound) => {}
                             Err(e) => return Err(zap_error(e)),

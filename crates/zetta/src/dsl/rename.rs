@@ -4,7 +4,7 @@
 //! rename is a few ZAP updates in one txg.
 
 use super::{no_such_dataset, zap_error, DslError};
-use crate::dmu::{object_type, IoCtx};
+use crate::dmu::IoCtx;
 use crate::spa::{Spa, SpaError};
 use crate::types::ObjectId;
 use crate::zap;
@@ -66,10 +66,13 @@ impl Spa {
         let mut new_parent_phys = self.read_dir(new_parent)?;
         let ctx = io_ctx!(self);
         if new_parent_phys.child_dir_zap == 0 {
-            new_parent_phys.child_dir_zap =
-                zap::zap_create(&mut self.dp.mos, &ctx, object_type::ZAP)
-                    .map_err(zap_error)?
-                    .0;
+            new_parent_phys.child_dir_zap = zap::zap_create(
+                &mut self.dp.mos,
+                &ctx,
+                super::openzfs::ot::DSL_DIR_CHILD_MAP,
+            )
+            .map_err(zap_error)?
+            .0;
             self.write_dir(new_parent, &new_parent_phys)?;
         }
         let ctx = io_ctx!(self);

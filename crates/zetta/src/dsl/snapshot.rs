@@ -12,7 +12,8 @@
 //! blocks born after the previous snapshot) takes the head's or next snapshot's dead list
 //! apart (see `destroy_snapshot`).
 
-use super::phys::{DslDatasetPhys, UsedKind};
+use super::openzfs::ot;
+use super::phys::{DslDatasetPhys, UsedKind, DSL_DATASET_BONUS_BYTES, DS_FLAG_UNIQUE_ACCURATE};
 use super::space::SpaceDelta;
 use super::synctask::{SyncTaskId, SyncTx};
 use super::{no_such_dataset, zap_error, DslError};
@@ -21,9 +22,6 @@ use crate::spa::{dataset_policy, now_secs, Spa, SpaError, MOS_OBJECT_ROOT_DATASE
 use crate::types::{Guid, ObjectId, Txg};
 use crate::zap::{self, ZapValue};
 use crate::zio::blkptr::{BlockPointer, BLKPTR_SIZE_BYTES};
-
-/// Dataset flag: this dataset is a snapshot.
-pub const DS_FLAG_SNAPSHOT: u64 = 1;
 
 /// Appends released-but-snapshotted blocks to a head's dead list (creating it on first
 /// use) and returns their allocated bytes.
@@ -192,22 +190,30 @@ impl Spa {
                 head.bp = self.root_bp();
             }
             let ctx = io_ctx!(self, txg);
-            let object = self
-                .dp
-                .mos
-                .create_object(&ctx, object_type::DSL_DATASET, 512, 0, 256)?;
+            let object = self.dp.mos.create_object(
+                &ctx,
+                object_type::DSL_DATASET,
+                512,
+                object_type::DSL_DATASET,
+                DSL_DATASET_BONUS_BYTES,
+            )?;
             let phys = DslDatasetPhys {
                 bp: head.bp,
                 dir: head.dir,
                 prev_snap: head.prev_snap,
                 prev_snap_txg: head.prev_snap_txg,
+                // OpenZFS's chain: the snapshot is followed by its head, counts one child
+                // (its next dataset) plus its clones, and has its head's flags.
+                next_snap: dataset,
+                num_children: 1,
+                fsid_guid: Guid::random().0,
                 referenced_bytes: head.referenced_bytes,
                 compressed_bytes: head.compressed_bytes,
                 uncompressed_bytes: head.uncompressed_bytes,
                 creation_txg: txg.0,
                 creation_time: identity.map_or_else(now_secs, |(_, time)| time),
                 guid: identity.map_or_else(Guid::random, |(guid, _)| guid).0,
-                flags: DS_FLAG_SNAPSHOT,
+                flags: head.flags | DS_FLAG_UNIQUE_ACCURATE,
                 // Blocks that died since the previous snapshot belong to this one's dead
                 // list; the head starts a new one.
                 deadlist: head.deadlist,
@@ -215,8 +221,21 @@ impl Spa {
             };
             head.deadlist = 0;
             self.dp.mos.set_bonus(&ctx, object, &phys.encode())?;
+            // The previous snapshot of this head now leads to the new one (a clone's
+            // origin, whose next is in its own chain, is left alone).
+            if head.prev_snap != 0 {
+                let mut prev = self.read_dataset_phys(head.prev_snap)?;
+                if prev.next_snap == dataset {
+                    prev.next_snap = object.0;
+                    let ctx = io_ctx!(self, txg);
+                    self.dp
+                        .mos
+                        .set_bonus(&ctx, ObjectId(head.prev_snap), &prev.encode())?;
+                }
+            }
+            let ctx = io_ctx!(self, txg);
             if head.snapnames_zap == 0 {
-                head.snapnames_zap = zap::zap_create(&mut self.dp.mos, &ctx, object_type::ZAP)
+                head.snapnames_zap = zap::zap_create(&mut self.dp.mos, &ctx, ot::DSL_DS_SNAP_MAP)
                     .map_err(zap_error)?
                     .0;
             }
@@ -255,6 +274,44 @@ impl Spa {
     }
 
     /// Snapshots of a filesystem, oldest first: (name, dataset object, record).
+    /// Sets `ds_next_snap_obj` along a head's chain as OpenZFS keeps it (each snapshot
+    /// leads to the next newer one, the newest to the head), after a change that moves
+    /// snapshots between chains (promote).
+    pub(super) fn relink_snapshot_chain(&mut self, head_object: u64) -> Result<(), SpaError> {
+        let head = self.head_phys(head_object)?;
+        if head.snapnames_zap == 0 {
+            return Ok(());
+        }
+        let ctx = io_ctx!(self);
+        let entries = zap::zap_list_all(&self.dp.mos, &ctx, ObjectId(head.snapnames_zap))
+            .map_err(zap_error)?;
+        let mut chain = Vec::new();
+        for entry in entries {
+            if let ZapValue::U64s(values) = entry.value {
+                if let Some(&object) = values.first() {
+                    chain.push((self.read_dataset_phys(object)?, object));
+                }
+            }
+        }
+        chain.sort_by_key(|(phys, _)| phys.creation_txg);
+        let nexts: Vec<u64> = chain
+            .iter()
+            .skip(1)
+            .map(|(_, object)| *object)
+            .chain([head_object])
+            .collect();
+        for ((mut phys, object), next) in chain.into_iter().zip(nexts) {
+            if phys.next_snap != next {
+                phys.next_snap = next;
+                let ctx = io_ctx!(self);
+                self.dp
+                    .mos
+                    .set_bonus(&ctx, ObjectId(object), &phys.encode())?;
+            }
+        }
+        Ok(())
+    }
+
     pub fn snapshots(&self, fs: &str) -> Result<Vec<(String, u64, DslDatasetPhys)>, SpaError> {
         if let Some(f) = self.openzfs.clone() {
             if f.view.lookup_dataset(fs).is_none() {
@@ -470,6 +527,18 @@ impl Spa {
             self.dp
                 .mos
                 .set_bonus(&ctx, ObjectId(next_object), &next.encode())?;
+        }
+        // The chain closes over the victim (`ds_next_snap_obj` of its previous snapshot,
+        // unless that is a clone's origin in another chain).
+        if victim.prev_snap != 0 {
+            let mut prev = self.read_dataset_phys(victim.prev_snap)?;
+            if prev.next_snap == object {
+                prev.next_snap = next_object;
+                let ctx = io_ctx!(self);
+                self.dp
+                    .mos
+                    .set_bonus(&ctx, ObjectId(victim.prev_snap), &prev.encode())?;
+            }
         }
         let ctx = io_ctx!(self);
         zap::zap_remove(&mut self.dp.mos, &ctx, ObjectId(head.snapnames_zap), snap)
@@ -816,7 +885,7 @@ impl Spa {
         let mut head = self.head_phys(dataset)?;
         let ctx = io_ctx!(self, tx.txg);
         if head.bookmarks_zap == 0 {
-            head.bookmarks_zap = zap::zap_create(&mut self.dp.mos, &ctx, object_type::ZAP)
+            head.bookmarks_zap = zap::zap_create(&mut self.dp.mos, &ctx, ot::ZAP_METADATA)
                 .map_err(zap_error)?
                 .0;
         }
@@ -989,7 +1058,7 @@ impl Spa {
                 .map_err(zap_error);
         }
         if phys.holds_zap == 0 {
-            phys.holds_zap = zap::zap_create(&mut self.dp.mos, &ctx, object_type::ZAP)
+            phys.holds_zap = zap::zap_create(&mut self.dp.mos, &ctx, ot::USERREFS)
                 .map_err(zap_error)?
                 .0;
             self.dp

@@ -196,16 +196,11 @@ impl Spa {
                 txg,
             };
             let mos = ObjectSet::open(&ctx, 0, &ub.rootbp, mos_policy())?;
-            let size = mos.size_bytes(&ctx, MOS_OBJECT_DIRECTORY)?;
-            let bytes = mos.read(&ctx, MOS_OBJECT_DIRECTORY, 0, size as usize)?;
-            let directory = NvList::decode(&bytes).map_err(|e| SpaError::Corrupt(e.to_string()))?;
-            let packed = directory
-                .get_bytes("config")
-                .ok_or_else(|| SpaError::Corrupt("object directory has no config".to_string()))?;
-            let config = crate::nvpair_xdr::unpack(packed)
+            let loaded = super::directory::MosDirectory::load(&mos, &ctx)?;
+            let config = crate::nvpair_xdr::unpack(&loaded.config)
                 .map_err(|e| SpaError::Corrupt(format!("pool config: {e}")))?
                 .list;
-            (directory, config)
+            (loaded, config)
         };
         // An uberblock_t does not name its pool: a ring slot left by another pool on a
         // reused device leads to that pool's MOS, which is not this one.
@@ -239,7 +234,7 @@ impl Spa {
             dp: crate::dsl::Pool::new(
                 ObjectSet::create(0, ObjsetType::Meta, mos_policy()),
                 ub.rootbp,
-                directory.clone(),
+                directory.directory,
                 ObjectSet::create(
                     MOS_OBJECT_ROOT_DATASET.0,
                     ObjsetType::Filesystem,
@@ -249,11 +244,8 @@ impl Spa {
             open_txg: txg,
             last_synced_txg: ub.txg,
             config_dirty: !readonly,
-            props: directory.get_list("props").cloned().unwrap_or_default(),
-            scan: directory
-                .get_list("scan")
-                .map(ScanStats::from_nvlist)
-                .unwrap_or_default(),
+            props: directory.props,
+            scan: directory.scan,
             dirty_bytes: 0,
             dirty_share: Default::default(),
             zil_replayed: Vec::new(),
@@ -269,15 +261,9 @@ impl Spa {
             let ctx = io_ctx!(spa, txg);
             spa.dp.mos = ObjectSet::open(&ctx, 0, &ub.rootbp, mos_policy())?;
             let bonus = spa.dp.mos.bonus(&ctx, MOS_OBJECT_ROOT_DATASET)?;
-            if bonus.len() < BLKPTR_SIZE_BYTES {
-                return Err(SpaError::Corrupt(
-                    "root dataset record is truncated".to_string(),
-                ));
-            }
-            spa.dp.root_dataset_bp = BlockPointer::decode(&bonus[..BLKPTR_SIZE_BYTES])
-                .map_err(|e| SpaError::Corrupt(e.to_string()))?;
             let root_phys = crate::dsl::phys::DslDatasetPhys::decode(&bonus)
-                .map_err(|e| SpaError::Corrupt(e.to_string()))?;
+                .map_err(|e| SpaError::Corrupt(format!("root dataset record: {e}")))?;
+            spa.dp.root_dataset_bp = root_phys.bp;
             let mut policy = dataset_policy(default_data_props());
             policy.prev_snap_txg = Txg(root_phys.prev_snap_txg);
             spa.dp.root_dataset = ObjectSet::open(

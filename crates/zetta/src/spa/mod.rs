@@ -22,10 +22,14 @@
 //! reads every label, picks the newest uberblock whose MOS verifies, and rebuilds the space
 //! maps; a pool missing a top-level vdev is refused.
 //!
-//! MOS layout: object 1 = object directory (a packed nvlist: config, props, scan; each
-//! top-level vdev's metaslab array object number is in the config as `ms_array`), 2 = history, 3 = error log, 4 = the root dataset (bonus: its objset
-//! block pointer); space map arrays and space maps are allocated as needed.
+//! MOS layout: object 1 = OpenZFS's object directory, a ZAP naming the pool-wide objects
+//! (`directory`: `root_dataset`, the packed `config` object, `pool_props`, `scan`, feature
+//! ZAPs, bpobjs, and Zetta's `org.zetta:*` objects), 2 = history, 3 = error log, 4 = the root
+//! dataset (bonus: its `dsl_dataset_phys_t`), 5 = the root DSL dir; each top-level vdev's
+//! metaslab array object number is in the config as `ms_array`; space map arrays and space
+//! maps are allocated as needed.
 
+pub mod directory;
 pub mod dirty;
 mod error;
 pub mod events;
@@ -49,7 +53,7 @@ use crate::nvlist::NvList;
 use crate::types::{round_down_shift, Guid, ObjectId, Txg, ASHIFT_DEFAULT, DEVICE_SIZE_MIN_BYTES};
 use crate::vdev::label;
 use crate::vdev::{Vdev, VdevKind, VdevState};
-use crate::zio::blkptr::{BlockPointer, BLKPTR_SIZE_BYTES};
+use crate::zio::blkptr::BlockPointer;
 use crate::zio::{WriteProps, Zio};
 use uberblock::Uberblock;
 
@@ -320,7 +324,7 @@ impl Spa {
             dp: crate::dsl::Pool::new(
                 ObjectSet::create(0, ObjsetType::Meta, mos_policy()),
                 BlockPointer::HOLE,
-                NvList::new(),
+                Default::default(),
                 ObjectSet::create(
                     MOS_OBJECT_ROOT_DATASET.0,
                     ObjsetType::Filesystem,
@@ -352,14 +356,6 @@ impl Spa {
             };
             spa.dp.mos.create_object_at(
                 &ctx,
-                MOS_OBJECT_DIRECTORY,
-                object_type::OBJECT_DIRECTORY,
-                16384,
-                0,
-                0,
-            )?;
-            spa.dp.mos.create_object_at(
-                &ctx,
                 MOS_OBJECT_HISTORY,
                 object_type::HISTORY,
                 16384,
@@ -379,16 +375,16 @@ impl Spa {
                 MOS_OBJECT_ROOT_DATASET,
                 object_type::DSL_DATASET,
                 512,
-                0,
-                256,
+                object_type::DSL_DATASET,
+                crate::dsl::phys::DSL_DATASET_BONUS_BYTES,
             )?;
             spa.dp.mos.create_object_at(
                 &ctx,
                 MOS_OBJECT_ROOT_DIR,
                 object_type::DSL_DIR,
                 512,
-                0,
-                256,
+                object_type::DSL_DIR,
+                crate::dsl::phys::DSL_DIR_BONUS_BYTES,
             )?;
             let dir = crate::dsl::phys::DslDirPhys {
                 head_dataset: MOS_OBJECT_ROOT_DATASET.0,
@@ -403,11 +399,14 @@ impl Spa {
                 creation_txg: TXG_INITIAL.0,
                 creation_time: now_secs(),
                 guid: Guid::random().0,
+                fsid_guid: Guid::random().0,
+                flags: crate::dsl::phys::DS_FLAG_UNIQUE_ACCURATE,
                 ..Default::default()
             };
             spa.dp
                 .mos
                 .set_bonus(&ctx, MOS_OBJECT_ROOT_DATASET, &dataset.encode())?;
+            spa.dp.directory = directory::MosDirectory::create(&mut spa.dp.mos, &ctx)?;
             // The pool's root filesystem is a ZPL filesystem from the first txg.
             crate::zpl::Zfsvfs::create_fs(&mut spa.dp.root_dataset, &ctx)
                 .map_err(|e| SpaError::Corrupt(e.to_string()))?;
@@ -593,12 +592,9 @@ impl Spa {
             let ctx = io_ctx!(self, txg);
             let packed = crate::nvpair_xdr::pack(&self.config())
                 .map_err(|e| SpaError::Invalid(e.to_string()))?;
-            self.dp.directory.set_bytes("config", packed);
-            self.dp.directory.set_list("props", self.props.clone());
-            self.dp.directory.set_list("scan", self.scan.to_nvlist());
-            let bytes = self.dp.directory.encode();
-            self.dp.mos.truncate(&ctx, MOS_OBJECT_DIRECTORY, 0)?;
-            self.dp.mos.write(&ctx, MOS_OBJECT_DIRECTORY, 0, &bytes)?;
+            self.dp
+                .directory
+                .sync(&mut self.dp.mos, &ctx, &packed, &self.props, &self.scan)?;
             let old = self.dp.mos_bp;
             self.dp.mos_bp = self.dp.mos.sync(&ctx, &old)?;
         }
@@ -1157,6 +1153,8 @@ fn hostname() -> String {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_directory;
 #[cfg(test)]
 mod tests_txg;
 #[cfg(test)]

@@ -46,56 +46,63 @@ pub struct ScanStats {
 }
 
 impl ScanStats {
-    pub fn to_nvlist(&self) -> NvList {
-        let mut list = NvList::new();
-        list.set_u64(
-            "function",
-            match self.function {
-                ScanFunction::None => 0,
-                ScanFunction::Scrub => 1,
-                ScanFunction::Resilver => 2,
-            },
-        )
-        .set_u64(
-            "state",
-            match self.state {
-                ScanState::None => 0,
-                ScanState::Scanning => 1,
-                ScanState::Finished => 2,
-                ScanState::Canceled => 3,
-            },
-        )
-        .set_u64("start", self.start_secs)
-        .set_u64("end", self.end_secs)
-        .set_u64("to_examine", self.to_examine_bytes)
-        .set_u64("examined", self.examined_bytes)
-        .set_u64("repaired", self.repaired_bytes)
-        .set_u64("errors", self.errors);
-        list
+    /// `dsl_scan_phys_t` as the object directory's `scan` entry holds it (24 u64 words;
+    /// OpenZFS `include/sys/dsl_scan.h`): 0 func (1 scrub, 2 resilver), 1 state (1
+    /// scanning, 2 finished, 3 canceled), 7 start time, 8 end time, 9 to_examine,
+    /// 10 examined, 12 processed (Zetta: bytes repaired), 13 errors; the txg ranges, queue,
+    /// bookmarks and flags are zero (a scan does not resume across an import).
+    pub fn to_scan_phys(&self) -> [u64; SCAN_PHYS_WORDS] {
+        let mut w = [0u64; SCAN_PHYS_WORDS];
+        w[0] = match self.function {
+            ScanFunction::None => 0,
+            ScanFunction::Scrub => 1,
+            ScanFunction::Resilver => 2,
+        };
+        w[1] = match self.state {
+            ScanState::None => 0,
+            ScanState::Scanning => 1,
+            ScanState::Finished => 2,
+            ScanState::Canceled => 3,
+        };
+        w[7] = self.start_secs;
+        w[8] = self.end_secs;
+        w[9] = self.to_examine_bytes;
+        w[10] = self.examined_bytes;
+        w[12] = self.repaired_bytes;
+        w[13] = self.errors;
+        w
     }
 
-    pub fn from_nvlist(list: &NvList) -> ScanStats {
-        ScanStats {
-            function: match list.get_u64("function") {
-                Some(1) => ScanFunction::Scrub,
-                Some(2) => ScanFunction::Resilver,
+    /// The inverse of `to_scan_phys`, for Zetta's and OpenZFS's pools alike; `None` when
+    /// the entry is too short to be a `dsl_scan_phys_t`. A scan still running when the pool
+    /// was last written reads back as canceled (nothing resumes it).
+    pub fn from_scan_phys(words: &[u64]) -> Option<ScanStats> {
+        if words.len() < 14 {
+            return None;
+        }
+        Some(ScanStats {
+            function: match words[0] {
+                1 => ScanFunction::Scrub,
+                2 => ScanFunction::Resilver,
                 _ => ScanFunction::None,
             },
-            state: match list.get_u64("state") {
-                // A scan interrupted by export or a crash shows as canceled.
-                Some(1) | Some(3) => ScanState::Canceled,
-                Some(2) => ScanState::Finished,
+            state: match words[1] {
+                1 | 3 => ScanState::Canceled,
+                2 => ScanState::Finished,
                 _ => ScanState::None,
             },
-            start_secs: list.get_u64("start").unwrap_or(0),
-            end_secs: list.get_u64("end").unwrap_or(0),
-            to_examine_bytes: list.get_u64("to_examine").unwrap_or(0),
-            examined_bytes: list.get_u64("examined").unwrap_or(0),
-            repaired_bytes: list.get_u64("repaired").unwrap_or(0),
-            errors: list.get_u64("errors").unwrap_or(0),
-        }
+            start_secs: words[7],
+            end_secs: words[8],
+            to_examine_bytes: words[9],
+            examined_bytes: words[10],
+            repaired_bytes: words[12],
+            errors: words[13],
+        })
     }
 }
+
+/// Words of a `dsl_scan_phys_t` (`SCAN_PHYS_NUMINTS`).
+pub const SCAN_PHYS_WORDS: usize = 24;
 
 /// What a scan walks: the committed roots at its start, and the counters it starts from.
 #[derive(Clone, Debug)]

@@ -48,10 +48,15 @@ pub const SPA_VERSION: u64 = crate::spa::openzfs::feature::SPA_VERSION_FEATURES;
 /// fixed-block-size mark moved into the interim `dn_pad3` words; 4 KiB `objset_phys_t`
 /// (ZIL header at 512, `os_type` at 704, free accounting dnodes, next-object hint in
 /// `os_pad0`).
+/// 8: the MOS object directory and the DSL as OpenZFS writes them (issue 14, increment 4):
+/// object 1 a ZAP of OpenZFS's entries (`root_dataset`, `config` as a packed-nvlist object
+/// with its size bonus, `pool_props`, `scan` as `dsl_scan_phys_t`, feature ZAPs, bpobjs;
+/// `spa::directory`), `dsl_dir_phys_t` and `dsl_dataset_phys_t` bonuses with OpenZFS's
+/// bonus types, the DSL ZAPs with OpenZFS's object types and props values.
 /// Older pools are not read any more: the private format retires.
-pub const FORMAT_VERSION: u64 = 7;
+pub const FORMAT_VERSION: u64 = 8;
 /// The oldest format this code reads.
-pub const FORMAT_VERSION_MIN: u64 = 7;
+pub const FORMAT_VERSION_MIN: u64 = 8;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Uberblock {

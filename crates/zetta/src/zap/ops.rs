@@ -188,6 +188,21 @@ pub fn zap_create_with_bonus(
     create_zap_object(os, ctx, object_type, random_salt(), bonus_type, bonus_len)
 }
 
+/// Creates an empty ZAP at a chosen object number (the MOS object directory is object 1,
+/// as OpenZFS's `DMU_POOL_DIRECTORY_OBJECT`).
+pub fn zap_create_at(
+    os: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    object: ObjectId,
+    object_type: u8,
+) -> Result<(), ZapError> {
+    os.create_object_at(ctx, object, object_type, MICRO_BLOCK_MIN_BYTES as u32, 0, 0)?;
+    os.set_fixed_block_size(ctx, object)?;
+    let micro = MicroBlock::new(random_salt(), MICRO_BLOCK_MIN_BYTES);
+    os.write(ctx, object, 0, &micro.encode())?;
+    Ok(())
+}
+
 fn random_salt() -> u64 {
     crate::rand::random_u64() | 1
 }

@@ -153,13 +153,13 @@ impl DslDatasetPhys {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::dsl::openzfs::{swap_words, unhex};
 
     /// The bonus of MOS object 53 (the head dataset of `testpool_zstd`) of OpenZFS's
     /// testpool_zstd fixture (little-endian).
-    const ROOT_DATASET_LE: &str = "\
+    pub(crate) const ROOT_DATASET_LE: &str = "\
         20000000000000008000000000000000010000000000000000000000000000003600000000000000\
         00000000000000006d7c9b6000000000010000000000000037000000000000000064000000000000\
         003200000000000000340000000000000064000000000000670ea8daa1837b00802faef0b4d2566f\

@@ -137,7 +137,7 @@ pub(crate) fn words_to_bytes<const B: usize>(words: &[u64], order: ByteOrder) ->
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::dsl::openzfs::{swap_words, unhex};
 
@@ -145,7 +145,7 @@ mod tests {
     /// (little-endian); zdb prints head_dataset_obj = 53, origin_obj = 128,
     /// child_dir_zapobj = 34, props_zapobj = 33, flags = 1, used_breakdown[HEAD] = 25K,
     /// [CHILD] = 641K.
-    const ROOT_DIR_LE: &str = "\
+    pub(crate) const ROOT_DIR_LE: &str = "\
         6d7c9b60000000003500000000000000000000000000000080000000000000002200000000000000\
         00680a00000000000010080000000000007e11000000000000000000000000000000000000000000\
         21000000000000000000000000000000010000000000000000640000000000000000000000000000\

@@ -171,6 +171,34 @@ pub fn name_of(prop: &str, value: u64) -> Option<String> {
         .map(|(_, name)| name.to_string())
 }
 
+/// The number OpenZFS stores for name `name` of index property `prop` (the inverse of
+/// `name_of`; every alias of a value maps to it, `gzip-6` and `gzip` alike); `None` for a
+/// word the table lacks or a property that is not an index. Zetta's props writer
+/// (`dsl::prop`) stores index properties through it.
+pub fn number_of(prop: &str, name: &str) -> Option<u64> {
+    if prop == "compression" {
+        if let Some(level) = name.strip_prefix("zstd-fast-") {
+            let level: u32 = level.parse().ok()?;
+            let at = ZSTD_FAST.iter().position(|n| *n == level)? as u64;
+            return Some(ZSTD | ((ZSTD_FAST_1 + at) << COMPRESS_BITS));
+        }
+        if let Some(level) = name.strip_prefix("zstd-") {
+            let level: u64 = level.parse().ok()?;
+            return (1..=19)
+                .contains(&level)
+                .then_some(ZSTD | (level << COMPRESS_BITS));
+        }
+        // `gzip-6` is `gzip` (the table keeps only the first name of each value).
+        if name == "gzip-6" {
+            return number_of(prop, "gzip");
+        }
+    }
+    table(prop)?
+        .iter()
+        .find(|(_, n)| *n == name)
+        .map(|(v, _)| *v)
+}
+
 /// A compression value with its level: `zstd-N`, `zstd-fast-N`, or the plain names.
 fn compression_name(value: u64) -> Option<String> {
     let algorithm = value & ((1 << COMPRESS_BITS) - 1);
@@ -226,5 +254,40 @@ mod tests {
         assert_eq!(name_of("atime", 2), None);
         assert_eq!(name_of("quota", 0), None);
         assert!(is_index("canmount") && !is_index("recordsize"));
+    }
+
+    // Why: the engine writes index properties as OpenZFS's numbers; every name must map to
+    // a number whose name reads back as the same value.
+    #[test]
+    fn number_of_inverts_name_of() {
+        assert_eq!(number_of("compression", "lz4"), Some(15));
+        assert_eq!(
+            number_of("compression", "gzip-6"),
+            number_of("compression", "gzip")
+        );
+        assert_eq!(number_of("compression", "zstd-19"), Some(16 | (19 << 7)));
+        assert_eq!(
+            number_of("compression", "zstd-fast-1000"),
+            Some(16 | (123 << 7))
+        );
+        assert_eq!(number_of("compression", "zstd-20"), None);
+        assert_eq!(number_of("checksum", "sha256"), Some(8));
+        assert_eq!(number_of("atime", "off"), Some(0));
+        assert_eq!(number_of("xattr", "sa"), Some(2));
+        assert_eq!(number_of("quota", "1"), None);
+        for prop in [
+            "compression",
+            "checksum",
+            "dedup",
+            "xattr",
+            "copies",
+            "sync",
+        ] {
+            for value in 0..(200u64 << 7) {
+                if let Some(name) = name_of(prop, value) {
+                    assert_eq!(number_of(prop, &name), Some(value), "{prop}={name}");
+                }
+            }
+        }
     }
 }

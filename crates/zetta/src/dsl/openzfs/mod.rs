@@ -103,3 +103,26 @@ pub(crate) fn swap_words(b: &[u8]) -> Vec<u8> {
         .flat_map(|w| w.iter().rev().copied().collect::<Vec<u8>>())
         .collect()
 }
+
+/// OpenZFS `dmu_object_type_t` numbers of the MOS objects the DSL and the object directory
+/// use (`include/sys/dmu.h`); `crate::dmu::object_type` has the ones the DMU itself writes.
+pub mod ot {
+    /// `DMU_OT_PACKED_NVLIST_SIZE`: the bonus of a packed nvlist (its size, one u64).
+    pub const PACKED_NVLIST_SIZE: u8 = 4;
+    /// `DMU_OT_BPOBJ` and its bonus `DMU_OT_BPOBJ_HDR` (`bpobj_phys_t`).
+    pub const BPOBJ: u8 = 5;
+    pub const BPOBJ_HDR: u8 = 6;
+    /// `DMU_OT_DSL_DIR_CHILD_MAP`: a dir's children, name → dir object.
+    pub const DSL_DIR_CHILD_MAP: u8 = 13;
+    /// `DMU_OT_DSL_DS_SNAP_MAP`: a head's snapshots, name → dataset object.
+    pub const DSL_DS_SNAP_MAP: u8 = 14;
+    /// `DMU_OT_DSL_PROPS`: a dir's (or a snapshot's) properties.
+    pub const DSL_PROPS: u8 = 15;
+    /// `DMU_OT_POOL_PROPS`: the pool properties (`zpool set`).
+    pub const POOL_PROPS: u8 = 31;
+    /// `DMU_OT_USERREFS`: a snapshot's user holds, tag → creation time.
+    pub const USERREFS: u8 = 41;
+    /// `DMU_OTN_ZAP_METADATA`: a "new type" ZAP holding metadata (`DMU_OT_NEWTYPE |
+    /// DMU_OT_METADATA | DMU_BSWAP_ZAP`), the type of the feature ZAPs.
+    pub const ZAP_METADATA: u8 = 0x80 | 0x40 | 4;
+}

@@ -214,17 +214,10 @@ fn pool_prop_text(
         StoredValue::Text(text) => return Some(text.clone()),
         StoredValue::Number(n) => *n,
     };
-    let on_off = |n: u64| if n == 0 { "off" } else { "on" }.to_string();
+    if POOL_PROP_INDEXES.iter().any(|(n, _)| *n == name) {
+        return pool_prop_index_text(name, number);
+    }
     Some(match name {
-        "autoreplace" | "autoexpand" | "autotrim" | "listsnapshots" | "delegation"
-        | "multihost" => on_off(number),
-        "failmode" => match number {
-            0 => "wait",
-            1 => "continue",
-            2 => "panic",
-            _ => return None,
-        }
-        .to_string(),
         "bootfs" => {
             if number == 0 {
                 return None;
@@ -245,6 +238,36 @@ fn pool_prop_text(
         "version" => return None,
         _ => number.to_string(),
     })
+}
+
+/// Pool properties OpenZFS stores as a number (`PROP_TYPE_INDEX` of `zpool_prop.c`): their
+/// words, by stored number. Zetta's writer (`spa::directory`) uses the same table.
+const POOL_PROP_INDEXES: &[(&str, &[&str])] = &[
+    ("autoreplace", &["off", "on"]),
+    ("autoexpand", &["off", "on"]),
+    ("autotrim", &["off", "on"]),
+    ("listsnapshots", &["off", "on"]),
+    ("delegation", &["off", "on"]),
+    ("multihost", &["off", "on"]),
+    ("failmode", &["wait", "continue", "panic"]),
+];
+
+/// The word of an index pool property's stored number (`None`: not an index property, or a
+/// number it does not define).
+pub(crate) fn pool_prop_index_text(name: &str, number: u64) -> Option<String> {
+    let (_, words) = POOL_PROP_INDEXES.iter().find(|(n, _)| *n == name)?;
+    // A boolean is on for any non-zero number, as OpenZFS tests it.
+    let index = match words {
+        ["off", "on"] => usize::from(number != 0),
+        _ => usize::try_from(number).ok()?,
+    };
+    words.get(index).map(|w| w.to_string())
+}
+
+/// The number OpenZFS stores for an index pool property's word.
+pub(crate) fn pool_prop_index_number(name: &str, text: &str) -> Option<u64> {
+    let (_, words) = POOL_PROP_INDEXES.iter().find(|(n, _)| *n == name)?;
+    words.iter().position(|w| *w == text).map(|i| i as u64)
 }
 
 /// A `pool_props` entry as stored: a string, or one number.
@@ -336,37 +359,16 @@ fn read_features(pool: &OpenZfsPool) -> std::collections::BTreeMap<String, u64> 
 /// u64 words: func, state, queue, min/max txg, cur min/max txg, start, end, to_examine,
 /// examined, skipped, processed, errors, …).
 fn read_scan(pool: &OpenZfsPool) -> ScanStats {
-    use crate::spa::{ScanFunction, ScanState};
     let Ok(Some(entry)) = pool.mos.zap_lookup(
         crate::dsl::openzfs::objdir::DIRECTORY_OBJECT,
         crate::dsl::openzfs::objdir::SCAN,
     ) else {
         return ScanStats::default();
     };
-    let word = |i: usize| entry.values.get(i).copied().unwrap_or(0);
-    if entry.int_len != 8 || entry.values.len() < 14 {
+    if entry.int_len != 8 {
         return ScanStats::default();
     }
-    ScanStats {
-        function: match word(0) {
-            1 => ScanFunction::Scrub,
-            2 => ScanFunction::Resilver,
-            _ => ScanFunction::None,
-        },
-        state: match word(1) {
-            2 => ScanState::Finished,
-            // Scanning when the pool was last written: interrupted, as far as a
-            // read-only import can tell (nothing resumes it here).
-            1 | 3 => ScanState::Canceled,
-            _ => ScanState::None,
-        },
-        start_secs: word(7),
-        end_secs: word(8),
-        to_examine_bytes: word(9),
-        examined_bytes: word(10),
-        repaired_bytes: word(12),
-        errors: word(13),
-    }
+    ScanStats::from_scan_phys(&entry.values).unwrap_or_default()
 }
 
 impl Spa {
@@ -486,7 +488,7 @@ impl Spa {
             dp: crate::dsl::Pool::new(
                 ObjectSet::placeholder(0, ObjsetType::Meta, mos_policy()),
                 BlockPointer::HOLE,
-                NvList::new(),
+                Default::default(),
                 ObjectSet::placeholder(
                     MOS_OBJECT_ROOT_DATASET.0,
                     ObjsetType::Filesystem,

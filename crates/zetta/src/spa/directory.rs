@@ -1,0 +1,332 @@
+//! The MOS object directory (object 1) as OpenZFS writes it (`DMU_POOL_DIRECTORY_OBJECT`,
+//! the `DMU_POOL_*` names of `include/sys/dmu.h`; `spa_create`, `dsl_pool_create`,
+//! `spa_sync_config_object`, `spa_sync_props`).
+//!
+//! Object 1 is a ZAP (type `OBJECT_DIRECTORY`) whose entries name the pool-wide objects.
+//! The names and their meaning are the part-1 reader's (`dsl::openzfs::objdir`): one table
+//! for reading OpenZFS's pools and writing Zetta's. What Zetta writes:
+//!
+//! ```text
+//! root_dataset          u64  the root DSL dir (MOS object 5)
+//! config                u64  a PACKED_NVLIST object (16 KiB blocks): the pool config as a
+//!                            packed XDR nvlist, zero-padded to whole blocks; its 8-byte
+//!                            bonus (PACKED_NVLIST_SIZE) is the packed size
+//! creation_version      u64  5000
+//! deflate               u64  1 (space figures are deflated)
+//! sync_bplist           u64  an empty bpobj (BPOBJ, 16 KiB blocks, 48-byte BPOBJ_HDR bonus)
+//! free_bpobj            u64  an empty bpobj (128 KiB blocks)
+//! features_for_read     u64  a ZAP (DMU_OTN_ZAP_METADATA), empty: no feature enabled yet
+//! features_for_write    u64  the same
+//! feature_descriptions  u64  the same
+//! pool_props            u64  a POOL_PROPS ZAP: string properties as 1-byte integers with
+//!                            the NUL, index properties (on/off, failmode) as one u64
+//! scan                  u64[24] dsl_scan_phys_t (`ScanStats::to_scan_phys`)
+//! org.zetta:history     u64  MOS object 2, Zetta's text history (goes when history is
+//!                            OpenZFS's packed-nvlist ring, increment 14.8)
+//! org.zetta:errlog      u64  MOS object 3, Zetta's 32-byte error records (goes when the
+//!                            error log is OpenZFS's errlog_last/errlog_scrub ZAPs, 14.8)
+//! org.zetta:pool_props  u64  a PACKED_NVLIST object (size bonus) holding, in Zetta's own
+//!                            nvlist encoding, the pool settings OpenZFS has no pool_props
+//!                            entry for: `fs:*`, `org.zetta:*` (vdev counters, import
+//!                            time), `altroot`, `bootfs` (OpenZFS stores a dataset object
+//!                            there), non-string values (goes in 14.8, with vdev ZAPs)
+//! ```
+//!
+//! Invariants: every object named here exists from the pool's first txg; the directory and
+//! the objects it names change only in the syncing context (`Spa::sync_quiesce` step 4),
+//! so an uberblock always points at a directory consistent with its MOS. The config object
+//! is rewritten every txg (it carries the txg), `scan` and the property objects only when
+//! they changed. Reading validates every entry (present, one integer, an existing object, a
+//! bonus of the right size) and returns `SpaError::Corrupt` otherwise.
+
+use super::{ScanStats, SpaError, MOS_OBJECT_ERRLOG, MOS_OBJECT_HISTORY, MOS_OBJECT_ROOT_DIR};
+use crate::dmu::{object_type, IoCtx, ObjectSet};
+use crate::dsl::openzfs::{objdir, ot};
+use crate::nvlist::NvList;
+use crate::types::ObjectId;
+use crate::zap::{self, ZapValue};
+
+pub const ZETTA_HISTORY: &str = "org.zetta:history";
+pub const ZETTA_ERRLOG: &str = "org.zetta:errlog";
+pub const ZETTA_POOL_PROPS: &str = "org.zetta:pool_props";
+/// `SPA_CONFIG_BLOCKSIZE`.
+pub const CONFIG_BLOCK_BYTES: u32 = 1 << 14;
+/// `bpobj_phys_t` up to `bpo_num_subobjs` (`BPOBJ_SIZE_V1`: no livelist feature).
+pub const BPOBJ_SIZE_V1: usize = 48;
+/// `SPA_OLD_MAXBLOCKSIZE`: `free_bpobj`'s block size.
+const FREE_BPOBJ_BLOCK_BYTES: u32 = 128 << 10;
+
+/// Where the directory's objects are, and what was last written to the ones rewritten
+/// only on change.
+#[derive(Clone, Debug, Default)]
+pub struct MosDirectory {
+    pub config: u64,
+    pub pool_props: u64,
+    pub zetta_props: u64,
+    written_props: Option<NvList>,
+    written_scan: Option<[u64; super::scan::SCAN_PHYS_WORDS]>,
+}
+
+/// What an import reads from the directory.
+pub struct LoadedDirectory {
+    pub directory: MosDirectory,
+    pub config: Vec<u8>,
+    pub props: NvList,
+    pub scan: ScanStats,
+}
+
+fn corrupt(why: impl std::fmt::Display) -> SpaError {
+    SpaError::Corrupt(format!("MOS object directory: {why}"))
+}
+
+fn zap_err(e: zap::ZapError) -> SpaError {
+    crate::dsl::zap_error(e)
+}
+
+/// Whether a pool setting has an OpenZFS `pool_props` entry (a string value under a name
+/// OpenZFS stores), or stays in Zetta's own object.
+fn is_openzfs_pool_prop(name: &str) -> bool {
+    !(name.starts_with("fs:")
+        || name.starts_with("org.zetta:")
+        || matches!(name, "altroot" | "bootfs" | "cachefile" | "readonly"))
+}
+
+/// Rewrites a packed-nvlist object: the bytes zero-padded to whole blocks, the size in
+/// the bonus (`spa_sync_nvlist`).
+fn write_packed(
+    mos: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    object: u64,
+    bytes: &[u8],
+) -> Result<(), SpaError> {
+    let block = CONFIG_BLOCK_BYTES as usize;
+    let mut padded = bytes.to_vec();
+    padded.resize(bytes.len().div_ceil(block).max(1) * block, 0);
+    mos.truncate(ctx, ObjectId(object), 0)?;
+    mos.write(ctx, ObjectId(object), 0, &padded)?;
+    mos.set_bonus(ctx, ObjectId(object), &(bytes.len() as u64).to_le_bytes())?;
+    Ok(())
+}
+
+/// A packed-nvlist object's bytes, their size checked against the object's.
+fn read_packed(mos: &ObjectSet, ctx: &IoCtx<'_>, object: u64) -> Result<Vec<u8>, SpaError> {
+    let bonus = mos.bonus(ctx, ObjectId(object))?;
+    let Some(size) = bonus.get(..8).and_then(|b| <[u8; 8]>::try_from(b).ok()) else {
+        return Err(corrupt(format!(
+            "packed nvlist {object} has a {}-byte size bonus",
+            bonus.len()
+        )));
+    };
+    let size = u64::from_le_bytes(size);
+    let stored = mos.size_bytes(ctx, ObjectId(object))?;
+    if size > stored {
+        return Err(corrupt(format!(
+            "packed nvlist {object} says {size} bytes, holds {stored}"
+        )));
+    }
+    Ok(mos.read(ctx, ObjectId(object), 0, size as usize)?)
+}
+
+fn create_packed(mos: &mut ObjectSet, ctx: &IoCtx<'_>) -> Result<u64, SpaError> {
+    Ok(mos
+        .create_object(
+            ctx,
+            object_type::PACKED_NVLIST,
+            CONFIG_BLOCK_BYTES,
+            ot::PACKED_NVLIST_SIZE,
+            8,
+        )?
+        .0)
+}
+
+fn create_bpobj(mos: &mut ObjectSet, ctx: &IoCtx<'_>, block: u32) -> Result<u64, SpaError> {
+    let object = mos.create_object(ctx, ot::BPOBJ, block, ot::BPOBJ_HDR, BPOBJ_SIZE_V1)?;
+    mos.set_bonus(ctx, object, &[0u8; BPOBJ_SIZE_V1])?;
+    Ok(object.0)
+}
+
+/// One u64 entry of the directory, `None` when absent.
+fn entry_u64(mos: &ObjectSet, ctx: &IoCtx<'_>, name: &str) -> Result<Option<u64>, SpaError> {
+    let dir = ObjectId(objdir::DIRECTORY_OBJECT);
+    match zap::zap_lookup_value(mos, ctx, dir, name).map_err(zap_err)? {
+        None => Ok(None),
+        Some(ZapValue::U64s(v)) if v.len() == 1 => Ok(Some(v[0])),
+        Some(_) => Err(corrupt(format!("entry {name} is not one integer"))),
+    }
+}
+
+fn required_u64(mos: &ObjectSet, ctx: &IoCtx<'_>, name: &str) -> Result<u64, SpaError> {
+    entry_u64(mos, ctx, name)?.ok_or_else(|| corrupt(format!("no {name} entry")))
+}
+
+impl MosDirectory {
+    /// Creates object 1 and the objects it names, in a new pool's first txg (objects 2, 3
+    /// and 5 are the caller's: history, error log, root DSL dir).
+    pub fn create(mos: &mut ObjectSet, ctx: &IoCtx<'_>) -> Result<MosDirectory, SpaError> {
+        let dir = ObjectId(objdir::DIRECTORY_OBJECT);
+        zap::zap_create_at(mos, ctx, dir, object_type::OBJECT_DIRECTORY).map_err(zap_err)?;
+        let config = create_packed(mos, ctx)?;
+        let zetta_props = create_packed(mos, ctx)?;
+        let pool_props = zap::zap_create(mos, ctx, ot::POOL_PROPS)
+            .map_err(zap_err)?
+            .0;
+        let sync_bplist = create_bpobj(mos, ctx, CONFIG_BLOCK_BYTES)?;
+        let free_bpobj = create_bpobj(mos, ctx, FREE_BPOBJ_BLOCK_BYTES)?;
+        let mut entries = vec![
+            (objdir::ROOT_DATASET, MOS_OBJECT_ROOT_DIR.0),
+            (objdir::CONFIG, config),
+            (objdir::CREATION_VERSION, super::uberblock::SPA_VERSION),
+            (objdir::DEFLATE, 1),
+            (objdir::SYNC_BPLIST, sync_bplist),
+            (objdir::FREE_BPOBJ, free_bpobj),
+            (objdir::POOL_PROPS, pool_props),
+            (ZETTA_HISTORY, MOS_OBJECT_HISTORY.0),
+            (ZETTA_ERRLOG, MOS_OBJECT_ERRLOG.0),
+            (ZETTA_POOL_PROPS, zetta_props),
+        ];
+        for name in [
+            objdir::FEATURES_FOR_READ,
+            objdir::FEATURES_FOR_WRITE,
+            objdir::FEATURE_DESCRIPTIONS,
+        ] {
+            let object = zap::zap_create(mos, ctx, ot::ZAP_METADATA).map_err(zap_err)?;
+            entries.push((name, object.0));
+        }
+        for (name, value) in entries {
+            zap::zap_add(mos, ctx, dir, name, &[value]).map_err(zap_err)?;
+        }
+        Ok(MosDirectory {
+            config,
+            pool_props,
+            zetta_props,
+            written_props: None,
+            written_scan: None,
+        })
+    }
+
+    /// Reads the directory of an engine-written pool: the packed config, the pool
+    /// properties (both objects merged), the last scan. The history, error log and root dir
+    /// must be where the engine puts them.
+    pub fn load(mos: &ObjectSet, ctx: &IoCtx<'_>) -> Result<LoadedDirectory, SpaError> {
+        for (name, expected) in [
+            (objdir::ROOT_DATASET, MOS_OBJECT_ROOT_DIR.0),
+            (ZETTA_HISTORY, MOS_OBJECT_HISTORY.0),
+            (ZETTA_ERRLOG, MOS_OBJECT_ERRLOG.0),
+        ] {
+            let found = required_u64(mos, ctx, name)?;
+            if found != expected {
+                return Err(corrupt(format!("{name} is {found}, not {expected}")));
+            }
+        }
+        let config_obj = required_u64(mos, ctx, objdir::CONFIG)?;
+        let config = read_packed(mos, ctx, config_obj)?;
+        let pool_props = required_u64(mos, ctx, objdir::POOL_PROPS)?;
+        let zetta_props = required_u64(mos, ctx, ZETTA_POOL_PROPS)?;
+        let private = read_packed(mos, ctx, zetta_props)?;
+        let mut props = if private.is_empty() {
+            NvList::new()
+        } else {
+            NvList::decode(&private).map_err(|e| corrupt(format!("{ZETTA_POOL_PROPS}: {e}")))?
+        };
+        for entry in zap::zap_list_all(mos, ctx, ObjectId(pool_props)).map_err(zap_err)? {
+            let name = String::from_utf8_lossy(&entry.name).into_owned();
+            match entry.value {
+                ZapValue::Bytes(bytes) => {
+                    let text = bytes.split(|&b| b == 0).next().unwrap_or(&[]);
+                    props.set_str(&name, &String::from_utf8_lossy(text));
+                }
+                ZapValue::U64s(words) => {
+                    let [number] = words.as_slice() else {
+                        return Err(corrupt(format!("pool property {name} is not one integer")));
+                    };
+                    let text = super::openzfs::import::pool_prop_index_text(&name, *number)
+                        .unwrap_or_else(|| number.to_string());
+                    props.set_str(&name, &text);
+                }
+            }
+        }
+        let scan =
+            match zap::zap_lookup_value(mos, ctx, ObjectId(objdir::DIRECTORY_OBJECT), objdir::SCAN)
+                .map_err(zap_err)?
+            {
+                None => ScanStats::default(),
+                Some(ZapValue::U64s(words)) => ScanStats::from_scan_phys(&words)
+                    .ok_or_else(|| corrupt(format!("scan of {} words", words.len())))?,
+                Some(ZapValue::Bytes(_)) => return Err(corrupt("scan is a byte string")),
+            };
+        Ok(LoadedDirectory {
+            directory: MosDirectory {
+                config: config_obj,
+                pool_props,
+                zetta_props,
+                written_props: Some(props.clone()),
+                written_scan: Some(scan.to_scan_phys()),
+            },
+            config,
+            props,
+            scan,
+        })
+    }
+
+    /// The syncing context's update: the config every txg, the properties and the scan
+    /// when they changed.
+    pub fn sync(
+        &mut self,
+        mos: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        packed_config: &[u8],
+        props: &NvList,
+        scan: &ScanStats,
+    ) -> Result<(), SpaError> {
+        write_packed(mos, ctx, self.config, packed_config)?;
+        let words = scan.to_scan_phys();
+        if self.written_scan != Some(words) {
+            let dir = ObjectId(objdir::DIRECTORY_OBJECT);
+            zap::zap_update(mos, ctx, dir, objdir::SCAN, &words).map_err(zap_err)?;
+            self.written_scan = Some(words);
+        }
+        if self.written_props.as_ref() != Some(props) {
+            self.sync_props(mos, ctx, props)?;
+            self.written_props = Some(props.clone());
+        }
+        Ok(())
+    }
+
+    fn sync_props(
+        &mut self,
+        mos: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        props: &NvList,
+    ) -> Result<(), SpaError> {
+        let zap_obj = ObjectId(self.pool_props);
+        for entry in zap::zap_list_all(mos, ctx, zap_obj).map_err(zap_err)? {
+            let name = String::from_utf8_lossy(&entry.name).into_owned();
+            zap::zap_remove(mos, ctx, zap_obj, &name).map_err(zap_err)?;
+        }
+        let mut private = NvList::new();
+        for (name, value) in &props.entries {
+            match (value, is_openzfs_pool_prop(name)) {
+                (crate::nvlist::NvValue::Str(text), true) => {
+                    match super::openzfs::import::pool_prop_index_number(name, text) {
+                        Some(number) => zap::zap_update(mos, ctx, zap_obj, name, &[number]),
+                        None => {
+                            let mut bytes = text.as_bytes().to_vec();
+                            bytes.push(0);
+                            zap::zap_update_bytes(mos, ctx, zap_obj, name, &bytes)
+                        }
+                    }
+                    .map_err(zap_err)?;
+                }
+                _ => {
+                    private.entries.insert(name.clone(), value.clone());
+                }
+            }
+        }
+        let bytes = if private.entries.is_empty() {
+            Vec::new()
+        } else {
+            private.encode()
+        };
+        write_packed(mos, ctx, self.zetta_props, &bytes)
+    }
+}
