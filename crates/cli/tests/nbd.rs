@@ -5,11 +5,10 @@
 
 mod common;
 
-use common::NoMountLab;
+use common::{wait_for, NoMountLab};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
 
 const IHAVEOPT: u64 = 0x4948_4156_454F_5054;
 const REQUEST_MAGIC: u32 = 0x2560_9513;
@@ -26,17 +25,6 @@ fn socket(lab: &NoMountLab, volume: &str) -> PathBuf {
 }
 
 /// Polls `done` for up to a minute (generous on a loaded machine; no timing asserted).
-fn wait_for(mut done: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < deadline {
-        if done() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    done()
-}
-
 struct Client {
     s: UnixStream,
     size: u64,

@@ -3,22 +3,10 @@
 
 mod common;
 
-use common::Lab;
+use common::{wait_for, Lab};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
-
-fn wait_for(mut done: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < deadline {
-        if done() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    done()
-}
 
 fn run(program: &str, args: &[&str]) -> String {
     let out = std::process::Command::new(program)

@@ -90,35 +90,7 @@ fn parent(path: &str) -> &str {
 fn run_seed(seed: u64) -> Result<(), String> {
     let mut rng = SeededRng::new(seed);
     zetta::rand::seed_thread(seed);
-    let (kind, count) = match rng.below(3) {
-        0 => (TopKind::Single, 1),
-        1 => (TopKind::Mirror, 2),
-        _ => (TopKind::Raidz(1), 3),
-    };
-    let devices: Vec<Arc<SimDevice>> = (0..count)
-        .map(|i| {
-            Arc::new(SimDevice::new(
-                &format!("/sim/z{i}"),
-                96 << 20,
-                seed * 17 + i as u64,
-            ))
-        })
-        .collect();
-    let spec = TopSpec {
-        kind,
-        leaves: devices
-            .iter()
-            .enumerate()
-            .map(|(i, d)| (format!("/sim/z{i}"), d.clone() as DeviceRef))
-            .collect(),
-        is_log: false,
-    };
-    let options = CreateOptions {
-        ashift: if rng.below(2) == 0 { 9 } else { 12 },
-        arc_size_bytes_max: 32 << 20,
-        ..CreateOptions::default()
-    };
-    let mut spa = Spa::create("sim", &[spec], &options).map_err(|e| format!("create: {e}"))?;
+    let (mut spa, devices) = common::sim_pool(&mut rng, seed * 17, "z")?;
     spa.create_filesystem("sim/fs").map_err(|e| e.to_string())?;
     let fs = spa
         .lookup_dataset("sim/fs")

@@ -176,3 +176,16 @@ impl NoMountLab {
         out.stdout
     }
 }
+
+/// Polls `done` every 50 ms for up to a minute (a loaded CI machine is slow, never wrong);
+/// its last answer.
+pub fn wait_for(mut done: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::time::Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    done()
+}

@@ -47,3 +47,46 @@ pub fn run_seeds(
     );
     seeds.len()
 }
+
+/// A pool named `sim` on one seeded layout (single, mirror or raidz1 of 96 MiB simulated
+/// devices `/sim/<prefix><i>`, ashift 9 or 12), as the power-cut simulations build it; the
+/// devices come back so the caller can arm and cut them.
+#[allow(dead_code)]
+pub fn sim_pool(
+    rng: &mut zetta::rand::SeededRng,
+    device_seed: u64,
+    prefix: &str,
+) -> Result<(zetta::spa::Spa, Vec<std::sync::Arc<zetta::io::SimDevice>>), String> {
+    use zetta::io::{DeviceRef, SimDevice};
+    use zetta::spa::{CreateOptions, Spa, TopKind, TopSpec};
+    let (kind, count) = match rng.below(3) {
+        0 => (TopKind::Single, 1),
+        1 => (TopKind::Mirror, 2),
+        _ => (TopKind::Raidz(1), 3),
+    };
+    let devices: Vec<std::sync::Arc<SimDevice>> = (0..count)
+        .map(|i| {
+            std::sync::Arc::new(SimDevice::new(
+                &format!("/sim/{prefix}{i}"),
+                96 << 20,
+                device_seed + i as u64,
+            ))
+        })
+        .collect();
+    let spec = TopSpec {
+        kind,
+        leaves: devices
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (format!("/sim/{prefix}{i}"), d.clone() as DeviceRef))
+            .collect(),
+        is_log: false,
+    };
+    let options = CreateOptions {
+        ashift: if rng.below(2) == 0 { 9 } else { 12 },
+        arc_size_bytes_max: 32 << 20,
+        ..CreateOptions::default()
+    };
+    let spa = Spa::create("sim", &[spec], &options).map_err(|e| format!("create: {e}"))?;
+    Ok((spa, devices))
+}
