@@ -107,10 +107,7 @@ fn properties_and_holds() {
         .any(|(name, _)| name.starts_with("org.test:size") || name.starts_with('%')));
     assert_eq!(
         spa.own_effective_props("tank/p").unwrap(),
-        [
-            pair("compression", "gzip"),
-            pair("org.test:color", "green")
-        ]
+        [pair("compression", "gzip"), pair("org.test:color", "green")]
     );
     assert_eq!(spa.holds("tank/p@s").unwrap()[0].0, "keep");
     let skip = RecvOptions {

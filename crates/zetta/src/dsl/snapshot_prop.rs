@@ -18,7 +18,7 @@ use super::{no_such_dataset, zap_error};
 use crate::dmu::IoCtx;
 use crate::spa::{Spa, SpaError, MOS_OBJECT_ROOT_DIR};
 use crate::types::{ObjectId, Txg};
-use crate::zap::{self, ZapError, ZapValue};
+use crate::zap::{self, ZapError};
 
 /// Prefix of every snapshot property entry in the root dir's props ZAP.
 const PREFIX: &str = "%snapprop:";
@@ -76,7 +76,8 @@ impl Spa {
             &ctx,
             ObjectId(zap_object),
             key(object, prop),
-            value.as_bytes(),
+            // As OpenZFS stores a string property: its bytes and a NUL.
+            &[value.as_bytes(), b"\0"].concat(),
         )
         .map_err(zap_error)
     }
@@ -145,14 +146,16 @@ impl Spa {
             let Some((object, prop)) = rest.split_once(':') else {
                 continue;
             };
-            let (Ok(object), ZapValue::Bytes(value)) = (object.parse::<u64>(), entry.value) else {
+            let Ok(object) = object.parse::<u64>() else {
                 continue;
             };
-            out.push((
-                object,
-                prop.to_string(),
-                String::from_utf8_lossy(&value).into_owned(),
-            ));
+            let Some(value) = super::prop::decode_entry(&name, &entry.value) else {
+                return Err(SpaError::Corrupt(format!(
+                    "props ZAP {}: entry {name} is not a value",
+                    root.props_zap
+                )));
+            };
+            out.push((object, prop.to_string(), value));
         }
         Ok(out)
     }
