@@ -309,20 +309,7 @@ fn run_seed(seed: u64) -> Result<(), String> {
             Err(_) => break,
         }
     }
-    drop(spa);
-    for device in &devices {
-        device.power_cut(PowerCutPolicy::Random);
-        device.disarm();
-    }
-    let refs: Vec<DeviceRef> = devices.iter().map(|d| d.clone() as DeviceRef).collect();
-    let found = find_pools(&refs);
-    let candidate = found.first().ok_or("no pool after the cut")?;
-    let mut spa = Spa::import(candidate, None, 32 << 20).map_err(|e| format!("import: {e}"))?;
-    for (name, report) in &spa.zil_replayed {
-        if let Some(error) = &report.error {
-            return Err(format!("replay of {name} failed: {error}"));
-        }
-    }
+    let mut spa = common::cut_and_import(spa, &devices)?;
     let observed = observe(&mut spa)?;
     let allowed = &states[acked..];
     let mut paths: BTreeSet<&String> = observed.keys().collect();

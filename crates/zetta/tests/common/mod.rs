@@ -90,3 +90,30 @@ pub fn sim_pool(
     let spa = Spa::create("sim", &[spec], &options).map_err(|e| format!("create: {e}"))?;
     Ok((spa, devices))
 }
+
+/// The power goes: `spa` dies, every device loses what it had not flushed (a random
+/// policy), and the pool is imported again from what is left, which replays the intent
+/// logs; a replay that failed is an error.
+#[allow(dead_code)]
+pub fn cut_and_import(
+    spa: zetta::spa::Spa,
+    devices: &[std::sync::Arc<zetta::io::SimDevice>],
+) -> Result<zetta::spa::Spa, String> {
+    use zetta::io::{DeviceRef, PowerCutPolicy};
+    drop(spa);
+    for device in devices {
+        device.power_cut(PowerCutPolicy::Random);
+        device.disarm();
+    }
+    let refs: Vec<DeviceRef> = devices.iter().map(|d| d.clone() as DeviceRef).collect();
+    let found = zetta::spa::find_pools(&refs);
+    let candidate = found.first().ok_or("no pool after the cut")?;
+    let spa =
+        zetta::spa::Spa::import(candidate, None, 32 << 20).map_err(|e| format!("import: {e}"))?;
+    for (name, report) in &spa.zil_replayed {
+        if let Some(error) = &report.error {
+            return Err(format!("replay of {name} failed: {error}"));
+        }
+    }
+    Ok(spa)
+}
