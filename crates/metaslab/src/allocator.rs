@@ -2,14 +2,17 @@
 //! (ZFS counterpart: `metaslab_class_t`, `metaslab_alloc`, `metaslab_free` and the defer logic
 //! of `metaslab_sync_done` in metaslab.c).
 //!
-//! Choosing a vdev: a deterministic stride scheduler. Each group carries a credit; every
-//! allocation of `copies` blocks adds `copies * group_free / total_free` to each group's credit,
-//! and each copy goes to the group with the highest credit (preferring groups this block does
-//! not use yet), which then pays 1. Over many blocks the bytes written to each vdev are in
-//! proportion to its free space, so vdevs of 10G and 2G fill at 5:1 and become full together,
-//! and a vdev added to a half-full pool takes the larger share of the new writes. A group that
-//! cannot fit a block is skipped; credits are clamped to ±[`ALLOCATION_CREDIT_LIMIT`] so a
-//! skipped group does not hoard them.
+//! Choosing a vdev: OpenZFS's rotor (`metaslab_alloc_dva`). The class points at one group,
+//! the rotor; a block's first copy goes there, and each further copy to the group after the
+//! previous copy's (consecutive vdevs hold a block's copies). The rotor stays on a group until
+//! it has taken `aliquot * data_disks + bias` bytes, then moves on. The bias is set when a
+//! turn starts: `ratio = group_free * groups * 100 / (class_free + 1)` and `bias = (ratio -
+//! 100) * aliquot * data_disks / 100`, so a vdev with twice the average free space takes
+//! about twice the bytes per turn: vdevs of 10G and 2G fill at 5:1 and become full together,
+//! and a vdev added to a half-full pool takes the larger share of the new writes. A group
+//! that cannot fit the block passes the rotor on. The aliquot is OpenZFS's
+//! `metaslab_aliquot` (1 MiB since 2.2; 512 KiB before, which is what the seed posts' ZFS
+//! ran), a process-wide tunable as in OpenZFS ([`METASLAB_ALIQUOT`]).
 //!
 //! Freeing: a block freed in txg `t` becomes allocatable after txg `t + 2` committed (the last
 //! uberblocks may still point at it), unless it was allocated in that same txg `t`; recorded
@@ -19,14 +22,19 @@
 //! error; a failed allocation leaves no trace (partial copies are rolled back).
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::space_map::SpaceMapUpdate;
 use crate::{MetaslabError, MetaslabGroup};
 
 /// Most copies (DVAs) of one block.
 pub const COPIES_MAX: usize = 3;
-/// Bound of each group's scheduler credit, in blocks.
-pub const ALLOCATION_CREDIT_LIMIT: f64 = 8.0;
+/// OpenZFS's `metaslab_aliquot` default: bytes per data disk a vdev takes before the rotor
+/// moves.
+pub const METASLAB_ALIQUOT_BYTES: u64 = 1 << 20;
+/// The `metaslab_aliquot` tunable, process-wide like OpenZFS's module parameter (the daemon
+/// sets it from `ZETTA_METASLAB_ALIQUOT`).
+pub static METASLAB_ALIQUOT: AtomicU64 = AtomicU64::new(METASLAB_ALIQUOT_BYTES);
 /// A free in txg `t` is released when txg `t + FREE_DEFER_TXG_COUNT` has committed.
 pub const FREE_DEFER_TXG_COUNT: u64 = 2;
 
@@ -42,6 +50,19 @@ struct DeferredFree {
 pub struct MetaslabClass {
     pub groups: Vec<MetaslabGroup>,
     deferred_by_txg: BTreeMap<u64, Vec<DeferredFree>>,
+    rotor: Rotor,
+}
+
+/// Where the next block's first copy goes (`mca_rotor`, `mca_aliquot`, and the rotor
+/// group's `mg_bias`).
+#[derive(Debug, Clone, Copy, Default)]
+struct Rotor {
+    /// Index into `groups`.
+    position: usize,
+    /// Bytes the rotor group has taken this turn.
+    taken_bytes: u64,
+    /// The rotor group's bias for this turn, set when the turn starts.
+    bias_bytes: i64,
 }
 
 fn round_up(size_bytes: u64, align_bytes: u64) -> Option<u64> {
@@ -70,6 +91,7 @@ impl MetaslabClass {
     pub fn remove_group(&mut self, vdev_id: u32) -> bool {
         let before = self.groups.len();
         self.groups.retain(|g| g.vdev_id != vdev_id);
+        self.rotor = Rotor::default();
         for frees in self.deferred_by_txg.values_mut() {
             frees.retain(|f| f.vdev_id != vdev_id);
         }
@@ -101,11 +123,17 @@ impl MetaslabClass {
         self.groups.iter().map(MetaslabGroup::deferred_bytes).sum()
     }
 
+    fn aliquot_of(&self, position: usize) -> u64 {
+        let aliquot = METASLAB_ALIQUOT.load(Ordering::Relaxed).max(1);
+        aliquot.saturating_mul(self.groups[position].data_disks.max(1))
+    }
+
     /// Allocates `copies` DVAs on distinct top-level vdevs when there are enough groups that
     /// can fit the block (else a group may repeat, at a different offset). `asize_of(vdev_id)`
     /// is the block's allocated size on that vdev; it is rounded up to the vdev's sector size.
     /// `record`: persist in the space map (false for MOS blocks). Returns
-    /// `(vdev_id, offset_bytes, asize_bytes)` per copy, or `NoSpace` with nothing allocated.
+    /// `(vdev_id, offset_bytes, asize_bytes)` per copy, or `NoSpace` with nothing allocated
+    /// (and the rotor where it was).
     pub fn allocate(
         &mut self,
         copies: usize,
@@ -118,64 +146,72 @@ impl MetaslabClass {
                 reason: "copies must be 1..=3",
             });
         }
-        let total_free_bytes = self.free_bytes();
-        if total_free_bytes == 0 {
+        let group_count = self.groups.len();
+        if group_count == 0 || self.free_bytes() == 0 {
             return Err(MetaslabError::NoSpace);
         }
-        let credits_before: Vec<f64> = self.groups.iter().map(|g| g.allocation_credit).collect();
-        for group in &mut self.groups {
-            let share = group.free_bytes() as f64 / total_free_bytes as f64;
-            group.allocation_credit =
-                (group.allocation_credit + copies as f64 * share).min(ALLOCATION_CREDIT_LIMIT);
+        let rotor_before = self.rotor;
+        if self.rotor.position >= group_count {
+            self.rotor = Rotor::default();
         }
         let mut placed: Vec<(usize, u64, u64)> = Vec::with_capacity(copies);
-        let mut order: Vec<usize> = Vec::with_capacity(self.groups.len());
         for _ in 0..copies {
-            order.clear();
-            order.extend(0..self.groups.len());
-            order.sort_by(|&a, &b| {
-                let used_a = placed.iter().any(|p| p.0 == a);
-                let used_b = placed.iter().any(|p| p.0 == b);
-                used_a.cmp(&used_b).then(
-                    self.groups[b]
-                        .allocation_credit
-                        .total_cmp(&self.groups[a].allocation_credit)
-                        .then(a.cmp(&b)),
-                )
-            });
+            // The first copy starts at the rotor, the others after the previous copy's group.
+            let start = match placed.last() {
+                None => self.rotor.position,
+                Some(&(previous, _, _)) => (previous + 1) % group_count,
+            };
+            // Groups this block does not use yet first; then, if it must, a group again
+            // (its copies kept apart).
             let mut copy_placed = false;
-            for &position in &order {
-                let group = &mut self.groups[position];
-                let requested_bytes = asize_of(group.vdev_id);
-                if requested_bytes == 0 {
-                    self.rollback(&placed, &credits_before, record);
-                    return Err(MetaslabError::InvalidArgument {
-                        reason: "asize_of returned 0",
+            'passes: for reuse in [false, true] {
+                for step in 0..group_count {
+                    let position = (start + step) % group_count;
+                    let used = placed.iter().any(|p| p.0 == position);
+                    if used != reuse {
+                        continue;
+                    }
+                    let group = &mut self.groups[position];
+                    let requested_bytes = asize_of(group.vdev_id);
+                    if requested_bytes == 0 {
+                        self.rollback(&placed, rotor_before, record);
+                        return Err(MetaslabError::InvalidArgument {
+                            reason: "asize_of returned 0",
+                        });
+                    }
+                    let size_bytes = round_up(requested_bytes, 1u64 << group.ashift);
+                    let allocated = size_bytes.and_then(|size_bytes| {
+                        let others: Vec<u64> = placed
+                            .iter()
+                            .filter(|p| p.0 == position)
+                            .map(|p| p.1)
+                            .collect();
+                        if others.is_empty() {
+                            group.allocate(size_bytes, record, txg)
+                        } else {
+                            group.allocate_apart(size_bytes, record, txg, &others)
+                        }
                     });
-                }
-                let Some(size_bytes) = round_up(requested_bytes, 1u64 << group.ashift) else {
-                    continue;
-                };
-                let others: Vec<u64> = placed
-                    .iter()
-                    .filter(|p| p.0 == position)
-                    .map(|p| p.1)
-                    .collect();
-                let allocated = if others.is_empty() {
-                    group.allocate(size_bytes, record, txg)
-                } else {
-                    group.allocate_apart(size_bytes, record, txg, &others)
-                };
-                if let Some(offset_bytes) = allocated {
-                    group.allocation_credit =
-                        (group.allocation_credit - 1.0).max(-ALLOCATION_CREDIT_LIMIT);
-                    placed.push((position, offset_bytes, size_bytes));
-                    copy_placed = true;
-                    break;
+                    match (allocated, size_bytes) {
+                        (Some(offset_bytes), Some(size_bytes)) => {
+                            self.advance_rotor(position, size_bytes);
+                            placed.push((position, offset_bytes, size_bytes));
+                            copy_placed = true;
+                            break 'passes;
+                        }
+                        _ => {
+                            // `next:` in metaslab_alloc_dva: a group that cannot take the
+                            // block passes the rotor on.
+                            self.rotor = Rotor {
+                                position: (position + 1) % group_count,
+                                ..Rotor::default()
+                            };
+                        }
+                    }
                 }
             }
             if !copy_placed {
-                self.rollback(&placed, &credits_before, record);
+                self.rollback(&placed, rotor_before, record);
                 return Err(MetaslabError::NoSpace);
             }
         }
@@ -187,13 +223,34 @@ impl MetaslabClass {
             .collect())
     }
 
-    fn rollback(&mut self, placed: &[(usize, u64, u64)], credits_before: &[f64], record: bool) {
+    /// Counts `size_bytes` taken by the group at `position` against the rotor's turn (the
+    /// bias is set at the turn's first block), and moves the rotor past that group once the
+    /// turn is used up.
+    fn advance_rotor(&mut self, position: usize, size_bytes: u64) {
+        let aliquot = self.aliquot_of(position) as i64;
+        if self.rotor.taken_bytes == 0 {
+            let group_free = self.groups[position].free_bytes() as i128;
+            let class_free = self.free_bytes() as i128;
+            let ratio = group_free * self.groups.len() as i128 * 100 / (class_free + 1);
+            self.rotor.bias_bytes = ((ratio - 100) * aliquot as i128 / 100)
+                .clamp(i64::MIN as i128, i64::MAX as i128)
+                as i64;
+        }
+        self.rotor.taken_bytes = self.rotor.taken_bytes.saturating_add(size_bytes);
+        let turn_bytes = aliquot.saturating_add(self.rotor.bias_bytes);
+        if self.rotor.taken_bytes as i128 >= turn_bytes as i128 {
+            self.rotor = Rotor {
+                position: (position + 1) % self.groups.len(),
+                ..Rotor::default()
+            };
+        }
+    }
+
+    fn rollback(&mut self, placed: &[(usize, u64, u64)], rotor_before: Rotor, record: bool) {
         for &(position, offset_bytes, size_bytes) in placed.iter().rev() {
             self.groups[position].undo_allocate(offset_bytes, size_bytes, record);
         }
-        for (group, &credit) in self.groups.iter_mut().zip(credits_before) {
-            group.allocation_credit = credit;
-        }
+        self.rotor = rotor_before;
     }
 
     /// Frees a block (see the module header for when it becomes reusable). Errors, changing

@@ -56,8 +56,10 @@ pub struct MetaslabGroup {
     /// Smallest block size that failed to fit since space was last returned (u64::MAX: none);
     /// lets a full group refuse quickly instead of scanning its metaslabs every time.
     failed_size_bytes: u64,
-    /// Stride-scheduler credit, owned by the class (see allocator.rs).
-    pub(crate) allocation_credit: f64,
+    /// Disks that hold distinct data in this vdev (OpenZFS's `vdev_get_ndisks -
+    /// vdev_get_nparity`: 1 for a disk or a mirror, children - parity for raidz): the
+    /// rotor gives the vdev `aliquot * data_disks` bytes per turn (see allocator.rs).
+    pub data_disks: u64,
 }
 
 impl MetaslabGroup {
@@ -102,7 +104,7 @@ impl MetaslabGroup {
             active_index: 0,
             ditto_active_index: [None, None],
             failed_size_bytes: u64::MAX,
-            allocation_credit: 0.0,
+            data_disks: 1,
         };
         group.expand(asize_bytes);
         Ok(group)

@@ -78,11 +78,14 @@ fn ten_and_two_gib_fill_at_five_to_one_and_fill_up_together() {
 #[test]
 fn half_and_two_gib_fill_at_four_to_one() {
     // Why: second data point of the seeds (512M + 2G pool: about 4:1 toward the 2G vdev).
+    // The rotor moves in whole blocks: with OpenZFS 2.3's 1M aliquot the 2G vdev's turn is
+    // 1.6M (13 blocks of 128K) and the 512M one's 0.4M (4 blocks), 3.25:1 early on, as
+    // OpenZFS 2.3 writes it (the post's 512K aliquot gave 7:2); full, it is 4:1.
     let (checkpoint, end) = fill(2 * GIB, 512 * MIB, 512 * MIB);
     let ratio_checkpoint = checkpoint.0 as f64 / checkpoint.1 as f64;
     let ratio_end = end.0 as f64 / end.1 as f64;
     assert!(
-        (3.5..=4.5).contains(&ratio_checkpoint),
+        (3.0..=4.5).contains(&ratio_checkpoint),
         "{ratio_checkpoint}"
     );
     assert!((3.5..=4.5).contains(&ratio_end), "{ratio_end}");
@@ -342,4 +345,33 @@ fn expand_appends_free_metaslabs() {
     assert_eq!(group.metaslab_count(), 2 * count_before);
     assert_eq!(class.allocated_bytes(), allocated_before);
     assert_eq!(class.size_bytes(), 2 * GIB);
+}
+
+#[test]
+fn equal_vdevs_take_turns_of_an_aliquot_whatever_small_blocks_come_between() {
+    // Why: "Balanced writes, imbalanced deletes" (seed 002) needs records larger than the
+    // aliquot to alternate between equal vdevs; the stride scheduler of session 11 paid one
+    // credit per block, so the small metadata blocks of each txg (and a few bytes of
+    // free-space difference) turned A,B,A,B into A,A,B,B and the deletes stayed balanced.
+    // OpenZFS's rotor counts bytes: a vdev keeps the rotor for `metaslab_aliquot` bytes.
+    let mut class = MetaslabClass::new();
+    class.add_group(MetaslabGroup::new(0, 2 * GIB, 12));
+    class.add_group(MetaslabGroup::new(1, 2 * GIB, 12));
+    let big_bytes = 3 * MIB / 2;
+    let mut previous = None;
+    for round in 0..200u64 {
+        let dvas = class.allocate(1, &|_| big_bytes, true, 1).unwrap();
+        let vdev = dvas[0].0;
+        if let Some(previous) = previous {
+            assert_ne!(
+                vdev, previous,
+                "round {round}: two large records in a row on {vdev}"
+            );
+        }
+        previous = Some(vdev);
+        // Between the records, a txg's worth of small metadata blocks (under an aliquot).
+        for _ in 0..(round % 7) * 9 {
+            class.allocate(1, &|_| 8 << 10, true, 1).unwrap();
+        }
+    }
 }

@@ -73,6 +73,16 @@ impl Registry {
             _ => WritebackMode::Threaded,
         };
         spa.set_writeback(mode, WRITEBACK_START_BYTES, WRITEBACK_BATCH_BYTES);
+        // OpenZFS's `metaslab_aliquot` module parameter (bytes a vdev takes per turn of
+        // the allocator's rotor; the seed posts' ZFS used 512K, 2.2 and later 1M).
+        if let Some(aliquot) = std::env::var("ZETTA_METASLAB_ALIQUOT")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .filter(|&v| v > 0)
+        {
+            zetta_metaslab::allocator::METASLAB_ALIQUOT
+                .store(aliquot, std::sync::atomic::Ordering::Relaxed);
+        }
         let readonly = spa.readonly;
         let pool = Arc::new(RwLock::new(spa));
         // Its sync thread commits every TXG_TIMEOUT with changes, and when the dirty

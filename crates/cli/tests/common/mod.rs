@@ -21,6 +21,8 @@ pub static DEVICES: RwLock<()> = RwLock::new(());
 
 pub struct Lab {
     pub dir: PathBuf,
+    /// Extra environment of every command (and so of the daemon they start).
+    pub env: Vec<(String, String)>,
 }
 
 pub struct Output {
@@ -39,7 +41,10 @@ impl Lab {
         for name in ["zpool", "zfs"] {
             std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_zetta"), dir.join(name)).unwrap();
         }
-        Lab { dir }
+        Lab {
+            dir,
+            env: Vec::new(),
+        }
     }
 
     /// Creates a sparse disk file and returns its absolute path.
@@ -74,6 +79,7 @@ impl Lab {
             .env_remove("ZETTA_DIRECT")
             .env_remove("ZETTA_MOUNT")
             .env("TZ", "UTC")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

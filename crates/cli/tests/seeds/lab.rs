@@ -22,8 +22,16 @@ pub struct SeedLab {
 }
 
 impl SeedLab {
+    /// A lab whose daemon runs with the seed posts' allocator granularity: their ZFS
+    /// (0.6.5, 2016) had `metaslab_aliquot` = 512K, OpenZFS 2.2 and later 1M (which makes,
+    /// e.g., two 900K records in a row land on one vdev).
     pub fn new() -> SeedLab {
-        SeedLab { host: Host::new() }
+        let mut host = Host::new();
+        host.lab.env.push((
+            "ZETTA_METASLAB_ALIQUOT".to_string(),
+            (512u64 << 10).to_string(),
+        ));
+        SeedLab { host }
     }
 
     /// The underlying CLI lab.

@@ -301,9 +301,10 @@ impl Spa {
         let mut log_allocator = Allocator::new();
         for (id, spec) in tops.iter().enumerate() {
             let top = build_top(spec, id as u64, options.ashift, TXG_INITIAL)?;
-            let group =
+            let mut group =
                 MetaslabGroup::with_ms_shift(id as u32, top.asize_bytes, top.ashift, top.ms_shift)
                     .map_err(|e| SpaError::Invalid(e.to_string()))?;
+            group.data_disks = top.data_disks();
             if top.is_log {
                 log_allocator.add_group(group);
             } else {
@@ -722,6 +723,7 @@ impl Spa {
                 top.ms_shift,
             )
             .map_err(|e| SpaError::Corrupt(format!("vdev {vdev}: {e}")))?;
+            group.data_disks = top.data_disks();
             if top.ms_array_object != 0 {
                 let array_object = ObjectId(top.ms_array_object);
                 let size = self.dp.mos.size_bytes(&ctx, array_object)?;

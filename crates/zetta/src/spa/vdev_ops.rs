@@ -106,13 +106,14 @@ impl Spa {
             )?);
         }
         for top in built {
-            let group = MetaslabGroup::with_ms_shift(
+            let mut group = MetaslabGroup::with_ms_shift(
                 top.id as u32,
                 top.asize_bytes,
                 top.ashift,
                 top.ms_shift,
             )
             .map_err(|e| SpaError::Invalid(e.to_string()))?;
+            group.data_disks = top.data_disks();
             if top.is_log {
                 self.zio.log_allocator.lock().add_group(group);
             } else {

@@ -257,6 +257,18 @@ pub struct Vdev {
 }
 
 impl Vdev {
+    /// Disks holding distinct data (OpenZFS's `vdev_get_ndisks - vdev_get_nparity`): a
+    /// raidz's children less its parity, 1 for anything else. The allocator's rotor gives a
+    /// top-level vdev this many aliquots per turn.
+    pub fn data_disks(&self) -> u64 {
+        match self.kind {
+            VdevKind::Raidz { parity } => (self.children.len() as u64)
+                .saturating_sub(u64::from(parity))
+                .max(1),
+            _ => 1,
+        }
+    }
+
     pub fn new(kind: VdevKind, guid: Guid) -> Vdev {
         Vdev {
             id: 0,
