@@ -687,6 +687,50 @@ mod tests {
         assert_eq!(ZnodePhys::decode_sa(le.as_bytes()).unwrap(), (z, None));
     }
 
+    /// The SA bonus Zetta writes for the regular file of docs/ONDISK.md "Znode".
+    const ZETTA_FILE_LE: &str = "\
+        5a502f0002041800a48100000000000005000000000000000700000000000000\
+        e803000000000000640000000000000004000000000000000400000008040000\
+        01000000000000000200000000000000ffffffffffffffffffc99a3b00000000\
+        005786f400000000000000000000000000000000000000000000000000000000\
+        01000000000000000300000000000000000000109f011e000000402089001200\
+        0000004089001200";
+
+    // Why: docs/ONDISK.md pins the bytes of a Zetta znode; this is the golden vector
+    // (layout 2, little-endian, three trivial ACEs of mode 0644, 168 bytes).
+    #[test]
+    fn golden_zetta_sa_bonus_bytes() {
+        let z = ZnodePhys {
+            mode: S_IFREG | 0o644,
+            uid: 1000,
+            gid: 100,
+            links: 1,
+            parent: 4,
+            size: 5,
+            gen: 7,
+            flags: ZFS_NEW_FILE_FLAGS,
+            rdev: 0,
+            xattr: 0,
+            atime: Timespec { sec: 1, nsec: 2 },
+            mtime: Timespec {
+                sec: -1,
+                nsec: 999_999_999,
+            },
+            ctime: Timespec {
+                sec: 4_102_444_800,
+                nsec: 0,
+            },
+            crtime: Timespec { sec: 0, nsec: 0 },
+        };
+        let golden = crate::dsl::openzfs::unhex(ZETTA_FILE_LE);
+        assert_eq!(golden.len(), 168);
+        assert_eq!(
+            z.encode_sa(ByteOrder::Little, None).unwrap().as_bytes(),
+            &golden[..]
+        );
+        assert_eq!(ZnodePhys::decode_sa(&golden).unwrap(), (z, None));
+    }
+
     // Why: what Zetta writes must be what the part-1 reader of real OpenZFS pools (with the
     // registry and layouts a Zetta filesystem stores) decodes: every layout, a device's
     // rdev, a symlink target in ZPL_SYMLINK, the xattr object, denying ACEs of odd modes.

@@ -654,7 +654,8 @@ mod tests {
 /// next bytes (registered as ZPL's legacy attributes, plus a variable-length one), and the
 /// rest is a bonus buffer read as an SA buffer (then as ZPL attributes and SA xattrs), a
 /// `znode_phys_t` with its inline symlink and ACL, a `dsl_dir_phys_t` and a
-/// `dsl_dataset_phys_t`. Nothing may panic; attributes lie inside the buffer.
+/// `dsl_dataset_phys_t`, and a Zetta SA bonus (`zpl::znode`). Nothing may panic;
+/// attributes lie inside the buffer.
 pub fn fuzz_check(data: &[u8]) {
     use crate::dsl::openzfs::dataset::DslDatasetPhys;
     use crate::dsl::openzfs::dir::DslDirPhys;
@@ -694,6 +695,10 @@ pub fn fuzz_check(data: &[u8]) {
         let _ = ZplAttrs::from_buffers(&[sa.clone(), sa], &registry);
     }
     let _ = decode_sa_xattrs(buf);
+    // The engine's own SA bonus decoder (what a Zetta pool's znodes go through).
+    if let Ok((_, Some(range))) = crate::zpl::znode::ZnodePhys::decode_sa(buf) {
+        assert!(range.end <= buf.len(), "symlink outside its bonus");
+    }
     if let Ok(z) = ZnodePhys::decode(buf, order) {
         let _ = z.is_symlink();
         if let Some(target) = z.inline_symlink(buf) {
