@@ -1194,7 +1194,7 @@ fn znodes_are_openzfs_system_attributes_after_reimport() {
                 Some((z.mtime.sec, z.mtime.nsec))
             );
             assert_eq!(a.flags.map(|f| f & 0x4), Some(0x4), "ZFS_ACL_TRIVIAL");
-            assert_eq!(a.dacl_count.is_some(), true);
+            assert!(a.dacl_count.is_some());
         }
         let [root, file, _dir, dev, _fifo, short, long] = objects[..] else {
             unreachable!()
