@@ -813,13 +813,14 @@ fn run_seed_on(seed: u64, layout: Option<usize>) -> Result<Outcome, String> {
             state.zpl_files.keys().collect::<Vec<_>>()
         ));
     }
-    // Objects 1-3 of the root dataset are its ZPL layout (master node, delete queue, root).
+    // Objects 1-6 of the root dataset are its ZPL layout (master node, SA master, delete
+    // queue, root, SA registry, SA layouts).
     let ids: Vec<u64> = spa
         .object_ids()
         .map_err(|e| e.to_string())?
         .iter()
         .map(|i| i.0)
-        .filter(|&id| id > 3)
+        .filter(|&id| id > 6)
         .collect();
     let expected_ids: Vec<u64> = expected.keys().copied().collect();
     if ids != expected_ids {

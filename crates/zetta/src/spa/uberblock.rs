@@ -53,10 +53,15 @@ pub const SPA_VERSION: u64 = crate::spa::openzfs::feature::SPA_VERSION_FEATURES;
 /// with its size bonus, `pool_props`, `scan` as `dsl_scan_phys_t`, feature ZAPs, bpobjs;
 /// `spa::directory`), `dsl_dir_phys_t` and `dsl_dataset_phys_t` bonuses with OpenZFS's
 /// bonus types, the DSL ZAPs with OpenZFS's object types and props values.
+/// 10: ZPL znodes as OpenZFS's system attributes (issue 14, increment 6a): every ZPL object's
+/// bonus is an SA bonus (`DMU_OT_SA`, layouts of `zfs_mknode`, the trivial ACL of the mode,
+/// short symlink targets in `ZPL_SYMLINK`), the master node has `SA_ATTRS` (REGISTRY and
+/// LAYOUTS ZAPs as `sa.c` writes them) and the creation-time properties, the delete queue
+/// is a `DMU_OT_UNLINKED_SET`.
 /// Older pools are not read any more: the private format retires.
-pub const FORMAT_VERSION: u64 = 8;
+pub const FORMAT_VERSION: u64 = 10;
 /// The oldest format this code reads.
-pub const FORMAT_VERSION_MIN: u64 = 8;
+pub const FORMAT_VERSION_MIN: u64 = 10;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Uberblock {

@@ -701,6 +701,41 @@ pub fn zap_update_bytes(
     put(os, ctx, object, name.as_ref(), &value, PutMode::Update)
 }
 
+/// Adds or replaces `name` → an array of 2-byte integers (OpenZFS's SA layouts,
+/// `zap_update(os, obj, name, 2, n, attrs)`): a fat ZAP, as OpenZFS keeps every value that
+/// is not one u64 word. Reads back as `ZapValue::U64s`.
+pub fn zap_update_u16s(
+    os: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    object: ObjectId,
+    name: impl AsRef<[u8]>,
+    value: &[u16],
+) -> Result<(), ZapError> {
+    let name = name.as_ref();
+    check_name(name)?;
+    let bytes: Vec<u8> = value.iter().flat_map(|v| v.to_be_bytes()).collect();
+    if bytes.len() > VALUE_SIZE_MAX_BYTES {
+        return Err(ZapError::ValueTooLarge(bytes.len()));
+    }
+    let header = match open(os, ctx, object)? {
+        Opened::Fat(header) => header,
+        Opened::Micro(micro) => upgrade_to_fat(os, ctx, object, &micro)?,
+    };
+    let hash = hash_of(object, header.salt, header.normflags, name)?;
+    fat_put(
+        os,
+        ctx,
+        object,
+        header,
+        hash,
+        name,
+        None,
+        2,
+        &bytes,
+        PutMode::Update,
+    )
+}
+
 /// Removes `name`; `ZapError::NotFound` if absent (`zap_remove`: a micro entry's 64 bytes
 /// are zeroed; a fat entry's chunks go back on its leaf's free list).
 pub fn zap_remove(

@@ -48,6 +48,9 @@ pub use znode::{FileKind, Timespec, ZnodePhys, BONUS_TYPE_ZNODE, ZNODE_SIZE_BYTE
 pub const MASTER_NODE_OBJECT: ObjectId = ObjectId(1);
 /// ZPL layout version written in the master node.
 pub const ZPL_VERSION: u64 = 5;
+/// The creation-time properties `zfs_create_fs` records in the master node, each 0 (the
+/// defaults: normalization=none, utf8only=off, casesensitivity=sensitive).
+pub const ZPL_CREATION_PROPS: [&str; 3] = ["normalization", "utf8only", "casesensitivity"];
 /// Longest file name, in bytes (NAME_MAX).
 pub const NAME_MAX_BYTES: usize = 255;
 /// Most hard links to one object.
@@ -227,7 +230,18 @@ impl Zfsvfs {
                 "master node landed at object {master}, not 1"
             )));
         }
-        let delete_queue = zap::zap_create(os, ctx, object_type::ZAP)?;
+        // zfs_create_fs: the creation-time properties as `zfs create` passes them
+        // (normalization=none, utf8only=off, casesensitivity=sensitive), the version, the
+        // SA master node (object 2), the delete queue (3), the root directory (4); its
+        // first SA layout creates the REGISTRY (5) and LAYOUTS (6) ZAPs.
+        for prop in ZPL_CREATION_PROPS {
+            zap::zap_add(os, ctx, master, prop, &[0])?;
+        }
+        zap::zap_add(os, ctx, master, "VERSION", &[ZPL_VERSION])?;
+        let sa_master = zap::zap_create(os, ctx, znode::OT_SA_MASTER_NODE)?;
+        zap::zap_add(os, ctx, master, "SA_ATTRS", &[sa_master.0])?;
+        let delete_queue = zap::zap_create(os, ctx, znode::OT_UNLINKED_SET)?;
+        zap::zap_add(os, ctx, master, "DELETE_QUEUE", &[delete_queue.0])?;
         let now = Timespec::now();
         // The root is its own parent; its number is known only once allocated.
         let root = vnops::allocate(
@@ -240,12 +254,26 @@ impl Zfsvfs {
             0,
             now,
         )?;
+        let registry = zap::zap_create(os, ctx, znode::OT_SA_ATTR_REGISTRATION)?;
+        for (attr, (name, length, bswap)) in openzfs::sa::ZPL_ATTR_TABLE.iter().enumerate() {
+            let reg = openzfs::sa::SaAttrReg {
+                name: name.to_string(),
+                attr: attr as u16,
+                length: *length,
+                bswap: *bswap,
+            };
+            zap::zap_add(os, ctx, registry, name, &[reg.encode()])?;
+        }
+        zap::zap_add(os, ctx, sa_master, openzfs::sa::SA_REGISTRY, &[registry.0])?;
+        let layouts = zap::zap_create(os, ctx, znode::OT_SA_ATTR_LAYOUTS)?;
+        for (num, attrs) in znode::ZETTA_LAYOUTS {
+            zap::zap_update_u16s(os, ctx, layouts, num.to_string(), attrs)?;
+        }
+        zap::zap_add(os, ctx, sa_master, openzfs::sa::SA_LAYOUTS, &[layouts.0])?;
         let mut znode = vnops::get(os, ctx, root)?;
         znode.parent = root;
         vnops::put(os, ctx, root, &znode)?;
-        zap::zap_add(os, ctx, master, "VERSION", &[ZPL_VERSION])?;
         zap::zap_add(os, ctx, master, "ROOT", &[root])?;
-        zap::zap_add(os, ctx, master, "DELETE_QUEUE", &[delete_queue.0])?;
         Ok(Zfsvfs {
             root,
             delete_queue: delete_queue.0,
@@ -268,6 +296,8 @@ impl Zfsvfs {
                 "ZPL version {version} is not supported"
             )));
         }
+        // Znodes are system attributes: a filesystem without an SA master is not ours.
+        word(os, "SA_ATTRS")?;
         Ok(Zfsvfs {
             root: word(os, "ROOT")?,
             delete_queue: word(os, "DELETE_QUEUE")?,

@@ -1065,3 +1065,154 @@ fn shared_reads_see_uncommitted_writes() {
     assert_eq!(attr.znode.mtime, t(3));
     assert!(new, "a file created in the open txg is found");
 }
+
+// Why: znodes were a private 160-byte bonus (type 17) and the master node had no SA_ATTRS,
+// so no OpenZFS tool could read a Zetta filesystem's files. After commit and import, the
+// master node, SA master, REGISTRY and LAYOUTS are OpenZFS's objects and every kind of
+// object's bonus decodes with the part-1 reader of real OpenZFS pools.
+#[test]
+fn znodes_are_openzfs_system_attributes_after_reimport() {
+    use super::openzfs::sa::{decode_buffer, SaLayouts, SaRegistry, ZplAttrs};
+    use super::openzfs::ZapValue as OzValue;
+    use crate::byteorder::ByteOrder;
+    use crate::types::ObjectId;
+    let device = Arc::new(MemDevice::new("/mem/zpl", 256 << 20));
+    let mut spa = pool(&device);
+    spa.create_filesystem("tank/fs").unwrap();
+    let long_target = vec![b'l'; 300];
+    let objects = spa
+        .with_zpl("tank/fs", |vfs, os, ctx| {
+            let root = vfs.root;
+            let mk = |os: &mut ObjectSet, name: &[u8], kind, mode, rdev| {
+                vfs.create(os, ctx, root, name, kind, mode, ME, rdev, t(5))
+                    .map(|a| a.object)
+            };
+            let file = mk(os, b"f", FileKind::Regular, 0o640, 0)?;
+            vfs.write(os, ctx, file, 0, b"hello", t(6))?;
+            let dir = mk(os, b"d", FileKind::Directory, 0o750, 0)?;
+            let dev = mk(os, b"c", FileKind::CharDevice, 0o600, 0x0501)?;
+            let fifo = mk(os, b"p", FileKind::Fifo, 0o604, 0)?;
+            let short = vfs.symlink(os, ctx, root, b"s", b"f", ME, t(5))?.object;
+            let long = vfs
+                .symlink(os, ctx, root, b"l", &long_target, ME, t(5))?
+                .object;
+            vfs.setxattr(os, ctx, file, b"user.k", b"v", 0, t(7))?;
+            Ok(vec![root, file, dir, dev, fifo, short, long])
+        })
+        .unwrap();
+    spa.export().unwrap();
+    let mut spa = reimport(&device);
+    spa.with_zpl("tank/fs", |vfs, os, ctx| {
+        let word = |os: &mut ObjectSet, obj: u64, name: &str| {
+            zap::zap_lookup(os, ctx, ObjectId(obj), name)
+                .unwrap()
+                .and_then(|v| v.first().copied())
+        };
+        // zfs_create_fs's objects and master node entries.
+        let mut master: Vec<String> = zap::zap_list_all(os, ctx, MASTER_NODE_OBJECT)?
+            .into_iter()
+            .map(|e| String::from_utf8_lossy(&e.name).into_owned())
+            .collect();
+        master.sort();
+        let want = [
+            "DELETE_QUEUE",
+            "ROOT",
+            "SA_ATTRS",
+            "VERSION",
+            "casesensitivity",
+            "normalization",
+            "utf8only",
+        ];
+        assert_eq!(master, want);
+        assert_eq!(word(os, 1, "SA_ATTRS"), Some(2));
+        assert_eq!(word(os, 1, "DELETE_QUEUE"), Some(3));
+        assert_eq!(word(os, 1, "ROOT"), Some(4));
+        assert_eq!(word(os, 1, "VERSION"), Some(5));
+        assert_eq!(word(os, 2, "REGISTRY"), Some(5));
+        assert_eq!(word(os, 2, "LAYOUTS"), Some(6));
+        for (obj, ty) in [(2, 45), (3, 22), (4, 20), (5, 46), (6, 47)] {
+            assert_eq!(
+                os.dnode(ctx, ObjectId(obj))?.object_type,
+                ty,
+                "object {obj}"
+            );
+        }
+        let to_oz = |v: zap::ZapValue| match v {
+            zap::ZapValue::U64s(w) => OzValue::Ints(w),
+            zap::ZapValue::Bytes(b) => OzValue::Bytes(b),
+        };
+        let reg: Vec<(String, OzValue)> = zap::zap_list_all(os, ctx, ObjectId(5))?
+            .into_iter()
+            .map(|e| {
+                (
+                    String::from_utf8_lossy(&e.name).into_owned(),
+                    to_oz(e.value),
+                )
+            })
+            .collect();
+        assert_eq!(reg.len(), 22);
+        let registry = SaRegistry::from_zap(reg.iter().map(|(k, v)| (k.as_str(), v))).unwrap();
+        // The registry values of OpenZFS's fixtures (zdb: ZPL_DACL_ACES = 40013).
+        assert_eq!(registry.attr_of("ZPL_DACL_ACES"), Some(19));
+        assert_eq!(registry.get(19).map(|r| r.encode()), Some(0x40013));
+        assert_eq!(registry.get(15).map(|r| r.encode()), Some(0x5803000f));
+        let lays: Vec<(String, OzValue)> = zap::zap_list_all(os, ctx, ObjectId(6))?
+            .into_iter()
+            .map(|e| {
+                (
+                    String::from_utf8_lossy(&e.name).into_owned(),
+                    to_oz(e.value),
+                )
+            })
+            .collect();
+        let layouts = SaLayouts::from_zap(lays.iter().map(|(k, v)| (k.as_str(), v))).unwrap();
+        assert_eq!(
+            layouts.get(2),
+            Some(&[5u16, 6, 4, 12, 13, 7, 11, 0, 1, 2, 3, 8, 16, 19][..])
+        );
+        for &obj in &objects {
+            let dn = os.dnode(ctx, ObjectId(obj))?;
+            assert_eq!((dn.bonus_type, dn.blkptr.len()), (44, 1), "object {obj}");
+            let buf = decode_buffer(&dn.bonus, ByteOrder::Little, &registry, &layouts).unwrap();
+            let a = ZplAttrs::from_buffers(&[buf], &registry).unwrap();
+            let z = vfs.getattr(os, ctx, obj)?.znode;
+            assert_eq!(
+                (a.mode, a.size, a.uid, a.gid, a.links, a.parent, a.gen),
+                (
+                    Some(z.mode),
+                    Some(z.size),
+                    Some(z.uid),
+                    Some(z.gid),
+                    Some(z.links),
+                    Some(z.parent),
+                    Some(z.gen)
+                ),
+                "object {obj}"
+            );
+            assert_eq!(
+                a.mtime.map(|m| (m.sec as i64, m.nsec as u32)),
+                Some((z.mtime.sec, z.mtime.nsec))
+            );
+            assert_eq!(a.flags.map(|f| f & 0x4), Some(0x4), "ZFS_ACL_TRIVIAL");
+            assert!(a.dacl_count.is_some());
+        }
+        let [root, file, _dir, dev, _fifo, short, long] = objects[..] else {
+            unreachable!()
+        };
+        let sa = |os: &mut ObjectSet, obj: u64| {
+            let dn = os.dnode(ctx, ObjectId(obj)).unwrap();
+            let buf = decode_buffer(&dn.bonus, ByteOrder::Little, &registry, &layouts).unwrap();
+            ZplAttrs::from_buffers(&[buf], &registry).unwrap()
+        };
+        assert_eq!(sa(os, root).parent, Some(root));
+        assert_eq!(sa(os, file).size, Some(5));
+        assert!(sa(os, file).xattr.is_some_and(|x| x != 0));
+        assert_eq!(sa(os, dev).rdev, Some(0x0501));
+        assert_eq!(sa(os, short).symlink.as_deref(), Some(&b"f"[..]));
+        assert_eq!(vfs.readlink(os, ctx, short)?, b"f");
+        assert_eq!(sa(os, long).symlink, None);
+        assert_eq!(vfs.readlink(os, ctx, long)?, long_target);
+        Ok(())
+    })
+    .unwrap();
+}

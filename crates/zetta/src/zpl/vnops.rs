@@ -8,8 +8,12 @@
 
 use super::dir;
 use super::zfs_log::{self, Lr};
-use super::znode::{FileKind, Timespec, ZnodePhys, BONUS_TYPE_ZNODE, ZNODE_FLAG_UNLINKED};
-use super::{Attr, Creds, Zfsvfs, ZplError, LINK_MAX, ZNODE_SIZE_BYTES};
+use super::znode::{
+    FileKind, Timespec, ZnodePhys, BONUS_TYPE_ZNODE, SA_BONUS_BYTES, SYMLINK_SA_MAX_BYTES,
+    ZFS_NEW_FILE_FLAGS,
+};
+use super::{Attr, Creds, Zfsvfs, ZplError, LINK_MAX};
+use crate::byteorder::ByteOrder;
 use crate::dmu::{object_type, IoCtx, ObjectSet};
 use crate::types::ObjectId;
 use crate::zap;
@@ -29,7 +33,30 @@ pub fn put(
     object: u64,
     znode: &ZnodePhys,
 ) -> Result<(), ZplError> {
-    os.set_bonus(ctx, ObjectId(object), &znode.encode())?;
+    if znode.kind() == Some(FileKind::Symlink) {
+        // A short target lives in the bonus (ZPL_SYMLINK): keep it.
+        let dnode = os.dnode(ctx, ObjectId(object))?;
+        if let Ok((_, Some(range))) = ZnodePhys::decode_sa(&dnode.bonus) {
+            if let Some(target) = dnode.bonus.get(range) {
+                return put_sa(os, ctx, object, znode, Some(target));
+            }
+        }
+    }
+    put_sa(os, ctx, object, znode, None)
+}
+
+/// Writes the znode's SA bonus (with a symlink target kept in the bonus).
+fn put_sa(
+    os: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    object: u64,
+    znode: &ZnodePhys,
+    symlink: Option<&[u8]>,
+) -> Result<(), ZplError> {
+    let bonus = znode
+        .encode_sa(ByteOrder::HOST, symlink)
+        .map_err(|e| ZplError::Io(format!("object {object}: {e}")))?;
+    os.set_bonus(ctx, ObjectId(object), bonus.as_bytes())?;
     Ok(())
 }
 
@@ -38,7 +65,7 @@ pub fn attr(os: &ObjectSet, ctx: &IoCtx<'_>, object: u64) -> Result<Attr, ZplErr
     if dnode.bonus_type != BONUS_TYPE_ZNODE {
         return Err(ZplError::NotFound);
     }
-    let znode = ZnodePhys::decode(&dnode.bonus)
+    let (znode, _) = ZnodePhys::decode_sa(&dnode.bonus)
         .map_err(|e| ZplError::Io(format!("object {object}: {e}")))?;
     Ok(Attr {
         object,
@@ -100,7 +127,7 @@ pub(super) fn allocate(
             ctx,
             object_type::DIRECTORY,
             BONUS_TYPE_ZNODE,
-            ZNODE_SIZE_BYTES,
+            SA_BONUS_BYTES,
         )?
     } else {
         os.create_object(
@@ -108,7 +135,7 @@ pub(super) fn allocate(
             object_type::PLAIN_FILE,
             512,
             BONUS_TYPE_ZNODE,
-            ZNODE_SIZE_BYTES,
+            SA_BONUS_BYTES,
         )?
     };
     let znode = ZnodePhys {
@@ -119,7 +146,7 @@ pub(super) fn allocate(
         parent,
         size: if kind == FileKind::Directory { 2 } else { 0 },
         gen: next_generation(ctx.txg.0),
-        flags: 0,
+        flags: ZFS_NEW_FILE_FLAGS,
         rdev,
         xattr: 0,
         atime: now,
@@ -271,10 +298,16 @@ impl Zfsvfs {
         let object = allocate(os, ctx, kind, mode, creds, rdev, dir, now)?;
         link_into(os, ctx, dir, name, object, kind, now)?;
         if !target.is_empty() {
-            os.write(ctx, ObjectId(object), 0, target)?;
+            // zfs_symlink: a short target in the bonus (ZPL_SYMLINK); a longer one in
+            // the data (OpenZFS would spill it).
             let mut znode = get(os, ctx, object)?;
             znode.size = target.len() as u64;
-            put(os, ctx, object, &znode)?;
+            if target.len() <= SYMLINK_SA_MAX_BYTES {
+                put_sa(os, ctx, object, &znode, Some(target))?;
+            } else {
+                os.write(ctx, ObjectId(object), 0, target)?;
+                put_sa(os, ctx, object, &znode, None)?;
+            }
         }
         let created = attr(os, ctx, object)?;
         zfs_log::log(
@@ -325,9 +358,17 @@ impl Zfsvfs {
         ctx: &IoCtx<'_>,
         object: u64,
     ) -> Result<Vec<u8>, ZplError> {
-        let znode = get(os, ctx, object)?;
+        let dnode = os.dnode(ctx, ObjectId(object))?;
+        if dnode.bonus_type != BONUS_TYPE_ZNODE {
+            return Err(ZplError::NotFound);
+        }
+        let (znode, inline) = ZnodePhys::decode_sa(&dnode.bonus)
+            .map_err(|e| ZplError::Io(format!("object {object}: {e}")))?;
         if znode.kind() != Some(FileKind::Symlink) {
             return Err(ZplError::Invalid("not a symlink".to_string()));
+        }
+        if let Some(target) = inline.and_then(|r| dnode.bonus.get(r)) {
+            return Ok(target.to_vec());
         }
         Ok(os.read(ctx, ObjectId(object), 0, znode.size as usize)?)
     }
@@ -393,7 +434,6 @@ impl Zfsvfs {
         let orphaned = znode.links <= floor;
         if orphaned {
             znode.links = 0;
-            znode.flags |= ZNODE_FLAG_UNLINKED;
             zap::zap_update(
                 os,
                 ctx,

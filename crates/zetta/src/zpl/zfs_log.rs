@@ -11,7 +11,8 @@
 //!
 //! Bodies are little-endian fields in the order of the `Lr` variant below; a time is
 //! `sec i64 | nsec u32 | pad u32`; a byte string is `len u32 | bytes` (no padding inside a
-//! body); a znode is its 160-byte on-disk form (`zpl::znode`). Types (never renumber):
+//! body); a znode is its 160-byte log record (`zpl::znode::ZnodePhys::encode`; on disk
+//! it is an SA bonus). Types (never renumber):
 //! 1 create, 2 link, 3 remove, 4 rename, 5 setattr, 6 write, 7 punch, 8 setxattr,
 //! 9 removexattr, 10 reclaim. A decoder refuses a record whose lengths overrun it.
 

@@ -89,26 +89,38 @@ pub const ZPL_ATTR_NAMES: [&str; 23] = [
     "ZPL_SEQ",
 ];
 
-/// (length, byte-swap kind) of the 16 legacy attributes, numbered 0-15 in every ZPL
-/// filesystem whether or not the registry lists them (`sa_legacy_attrs`).
-const LEGACY_ATTRS: [(u16, u8); 16] = [
-    (16, SA_UINT64_ARRAY),
-    (16, SA_UINT64_ARRAY),
-    (16, SA_UINT64_ARRAY),
-    (16, SA_UINT64_ARRAY),
-    (8, SA_UINT64_ARRAY),
-    (8, SA_UINT64_ARRAY),
-    (8, SA_UINT64_ARRAY),
-    (8, SA_UINT64_ARRAY),
-    (8, SA_UINT64_ARRAY),
-    (8, SA_UINT64_ARRAY),
-    (8, SA_UINT64_ARRAY),
-    (8, SA_UINT64_ARRAY),
-    (8, SA_UINT64_ARRAY),
-    (8, SA_UINT64_ARRAY),
-    (32, SA_UINT64_ARRAY),
-    (ACL_PHYS_SIZE as u16, SA_UINT8_ARRAY),
+/// OpenZFS's `zfs_attr_table` (`zfs_sa.c`): every ZPL attribute with its registered length
+/// (0 = variable) and byte-swap kind, in the order a new filesystem numbers them (its
+/// REGISTRY entries: attribute number = index). The first 16 are the legacy attributes,
+/// numbered 0-15 in every ZPL filesystem whether or not the registry lists them
+/// (`sa_legacy_attrs`). The reader knows them; the writer (`zpl::znode`) registers them.
+pub const ZPL_ATTR_TABLE: [(&str, u16, u8); 22] = [
+    ("ZPL_ATIME", 16, SA_UINT64_ARRAY),
+    ("ZPL_MTIME", 16, SA_UINT64_ARRAY),
+    ("ZPL_CTIME", 16, SA_UINT64_ARRAY),
+    ("ZPL_CRTIME", 16, SA_UINT64_ARRAY),
+    ("ZPL_GEN", 8, SA_UINT64_ARRAY),
+    ("ZPL_MODE", 8, SA_UINT64_ARRAY),
+    ("ZPL_SIZE", 8, SA_UINT64_ARRAY),
+    ("ZPL_PARENT", 8, SA_UINT64_ARRAY),
+    ("ZPL_LINKS", 8, SA_UINT64_ARRAY),
+    ("ZPL_XATTR", 8, SA_UINT64_ARRAY),
+    ("ZPL_RDEV", 8, SA_UINT64_ARRAY),
+    ("ZPL_FLAGS", 8, SA_UINT64_ARRAY),
+    ("ZPL_UID", 8, SA_UINT64_ARRAY),
+    ("ZPL_GID", 8, SA_UINT64_ARRAY),
+    ("ZPL_PAD", 32, SA_UINT64_ARRAY),
+    ("ZPL_ZNODE_ACL", ACL_PHYS_SIZE as u16, SA_UINT8_ARRAY),
+    ("ZPL_DACL_COUNT", 8, SA_UINT64_ARRAY),
+    ("ZPL_SYMLINK", 0, SA_UINT8_ARRAY),
+    ("ZPL_SCANSTAMP", 32, SA_UINT8_ARRAY),
+    ("ZPL_DACL_ACES", 0, SA_ACL),
+    ("ZPL_DXATTR", 0, SA_UINT8_ARRAY),
+    ("ZPL_PROJID", 8, SA_UINT64_ARRAY),
 ];
+
+/// How many of `ZPL_ATTR_TABLE`'s attributes are the legacy ones.
+const LEGACY_ATTR_COUNT: usize = 16;
 
 /// Why SA bytes could not be decoded.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -214,12 +226,14 @@ impl SaRegistry {
         entries: impl IntoIterator<Item = (&'a str, &'a ZapValue)>,
     ) -> Result<SaRegistry, SaError> {
         let mut reg = SaRegistry::default();
-        for (attr, (length, bswap)) in LEGACY_ATTRS.iter().enumerate() {
+        for (attr, (name, length, bswap)) in
+            ZPL_ATTR_TABLE.iter().take(LEGACY_ATTR_COUNT).enumerate()
+        {
             let attr = attr as u16;
             reg.by_attr.insert(
                 attr,
                 SaAttrReg {
-                    name: ZPL_ATTR_NAMES[usize::from(attr)].to_string(),
+                    name: name.to_string(),
                     attr,
                     length: *length,
                     bswap: *bswap,
@@ -640,7 +654,8 @@ mod tests {
 /// next bytes (registered as ZPL's legacy attributes, plus a variable-length one), and the
 /// rest is a bonus buffer read as an SA buffer (then as ZPL attributes and SA xattrs), a
 /// `znode_phys_t` with its inline symlink and ACL, a `dsl_dir_phys_t` and a
-/// `dsl_dataset_phys_t`. Nothing may panic; attributes lie inside the buffer.
+/// `dsl_dataset_phys_t`, and a Zetta SA bonus (`zpl::znode`). Nothing may panic;
+/// attributes lie inside the buffer.
 pub fn fuzz_check(data: &[u8]) {
     use crate::dsl::openzfs::dataset::DslDatasetPhys;
     use crate::dsl::openzfs::dir::DslDirPhys;
@@ -680,6 +695,10 @@ pub fn fuzz_check(data: &[u8]) {
         let _ = ZplAttrs::from_buffers(&[sa.clone(), sa], &registry);
     }
     let _ = decode_sa_xattrs(buf);
+    // The engine's own SA bonus decoder (what a Zetta pool's znodes go through).
+    if let Ok((_, Some(range))) = crate::zpl::znode::ZnodePhys::decode_sa(buf) {
+        assert!(range.end <= buf.len(), "symlink outside its bonus");
+    }
     if let Ok(z) = ZnodePhys::decode(buf, order) {
         let _ = z.is_symlink();
         if let Some(target) = z.inline_symlink(buf) {
