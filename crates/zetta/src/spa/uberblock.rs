@@ -53,10 +53,15 @@ pub const SPA_VERSION: u64 = crate::spa::openzfs::feature::SPA_VERSION_FEATURES;
 /// with its size bonus, `pool_props`, `scan` as `dsl_scan_phys_t`, feature ZAPs, bpobjs;
 /// `spa::directory`), `dsl_dir_phys_t` and `dsl_dataset_phys_t` bonuses with OpenZFS's
 /// bonus types, the DSL ZAPs with OpenZFS's object types and props values.
+/// 12: space maps as OpenZFS writes them (issue 14, increment 5a): `space_map_phys_t`
+/// bonuses (type SPACE_MAP_HEADER, 24 bytes without the spacemap_histogram feature),
+/// 16 KiB blocks, one-word entries in sectors relative to the metaslab with a debug word
+/// (txg, sync pass) before each sync's allocations and before its frees; a block freed in the
+/// txg that allocated it is never written (`zetta_metaslab::space_map`).
 /// Older pools are not read any more: the private format retires.
-pub const FORMAT_VERSION: u64 = 8;
+pub const FORMAT_VERSION: u64 = 12;
 /// The oldest format this code reads.
-pub const FORMAT_VERSION_MIN: u64 = 8;
+pub const FORMAT_VERSION_MIN: u64 = 12;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Uberblock {
