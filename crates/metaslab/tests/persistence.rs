@@ -283,3 +283,37 @@ fn random_bytes_never_panic_decode_or_load() {
         }
     }
 }
+
+#[test]
+fn a_block_freed_in_its_own_txg_never_reaches_the_map() {
+    // Why: OpenZFS's metaslab_sync writes the txg's allocating tree then its freeing tree,
+    // and a block freed in the txg that allocated it leaves the allocating tree
+    // (metaslab_unalloc_dva) instead of being written as ALLOC then FREE; the old private
+    // format logged both. The update holds the allocations in offset order, then the frees.
+    let mut class = MetaslabClass::new();
+    class.add_group(MetaslabGroup::with_ms_shift(0, ASIZE_BYTES, ASHIFT, MS_SHIFT).unwrap());
+    let old = class.allocate(1, &|_| 8192, true, 1).unwrap()[0];
+    assert_eq!(class.take_space_map_updates().len(), 1);
+    class.txg_committed(1);
+    let kept = class.allocate(1, &|_| 4096, true, 2).unwrap()[0];
+    let gone = class.allocate(1, &|_| 4096, true, 2).unwrap()[0];
+    class.free(0, gone.1, gone.2, true, 2).unwrap();
+    class.free(0, old.1, old.2, true, 2).unwrap();
+    let updates = class.take_space_map_updates();
+    assert_eq!(updates.len(), 1);
+    assert_eq!(
+        updates[0].entries,
+        vec![
+            SpaceMapEntry::Alloc {
+                offset_bytes: kept.1,
+                size_bytes: 4096
+            },
+            SpaceMapEntry::Free {
+                offset_bytes: old.1,
+                size_bytes: 8192
+            },
+        ]
+    );
+    assert_eq!(updates[0].alloc_bytes, 4096);
+    assert!(class.take_space_map_updates().is_empty());
+}
