@@ -175,7 +175,7 @@ pub fn encode_records(records: &[SpaceMapRecord]) -> Vec<u64> {
                 vdev,
                 pad,
             } => {
-                debug_assert!(run >= 1 && run <= 1 << SM2_RUN_BITS);
+                debug_assert!((1..=1 << SM2_RUN_BITS).contains(&run));
                 words.push(
                     (SM2_PREFIX << 62)
                         | ((u64::from(pad) & 3) << 60)
