@@ -1,8 +1,8 @@
 //! zetta-metaslab: the in-memory space allocator of a pool and the encoding of its persistent
 //! space maps (ZFS counterparts: metaslab.c, space_map.c, range_tree.c).
 //!
-//! Reading order: [`range_tree`] (sets of byte ranges) → [`space_map`] (the 16-byte on-disk
-//! entries) → [`metaslab`] (one slice of a vdev: free / recorded / deferred ranges) →
+//! Reading order: [`range_tree`] (sets of byte ranges) → [`space_map`] (OpenZFS's space map
+//! objects: bonus and entry words) → [`metaslab`] (one slice of a vdev: free / recorded / deferred ranges) →
 //! [`metaslab_group`] (all metaslabs of one top-level vdev) → [`allocator`] (the class that
 //! spreads blocks over top-level vdevs in proportion to their free space).
 //!
@@ -22,5 +22,6 @@ pub use metaslab::Metaslab;
 pub use metaslab_group::MetaslabGroup;
 pub use range_tree::RangeTree;
 pub use space_map::{
-    decode_entries, encode_entries, SpaceMapEntry, SpaceMapUpdate, SPACE_MAP_ENTRY_SIZE_BYTES,
+    decode_entries, decode_records, encode_records, encode_sync_records, MapType, SpaceMapEntry,
+    SpaceMapGeometry, SpaceMapPhys, SpaceMapRecord, SpaceMapUpdate,
 };

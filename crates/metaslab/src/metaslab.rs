@@ -8,14 +8,23 @@
 //!   stays intact;
 //! - `fresh`: allocations made in txg `fresh_txg`, which may be freed at once in that same txg.
 //!
+//! The space map work of the txg being filled is two more trees, as OpenZFS's `ms_allocating`
+//! and `ms_freeing`: `allocating` (recorded allocations since the last take) and `freeing`
+//! (recorded space freed since then). A free of space still in `allocating` takes it out of
+//! `allocating` instead (OpenZFS `metaslab_unalloc_dva`): the map never hears of it.
+//!
 //! Invariants: `free`, `recorded` and `deferred` are disjoint and inside the metaslab; `fresh`
-//! is disjoint from `free` and `deferred`; replaying the persisted entries followed by `pending`
-//! from an all-free metaslab yields exactly `recorded`. Space in none of `free`, `recorded`,
+//! is disjoint from `free` and `deferred`; `allocating` is inside `recorded`, `freeing` is
+//! disjoint from `recorded`, and the two are disjoint (a freed range is deferred, so it cannot
+//! be allocated again before the next take); replaying the persisted entries, then the
+//! `allocating` segments, then the `freeing` ones, from an all-free metaslab yields exactly
+//! `recorded`. Space in none of `free`, `recorded`,
 //! `deferred` is in use but unrecorded (MOS blocks). Allocation is first fit at a cursor that
 //! only moves forward, which keeps sequential writes sequential.
 
 use crate::range_tree::HISTOGRAM_BUCKET_COUNT;
 use crate::space_map::{SpaceMapEntry, SpaceMapUpdate};
+
 use crate::{MetaslabError, RangeTree};
 
 /// A map is condensed when it holds more entries than this many per recorded segment...
@@ -68,7 +77,8 @@ pub struct Metaslab {
     fresh_txg: Option<u64>,
     cursor_bytes: u64,
     entry_count: u64,
-    pending: Vec<SpaceMapEntry>,
+    allocating: RangeTree,
+    freeing: RangeTree,
 }
 
 fn expect_ok(result: Result<(), MetaslabError>, what: &str) {
@@ -93,7 +103,8 @@ impl Metaslab {
             fresh_txg: None,
             cursor_bytes: start_bytes,
             entry_count: 0,
-            pending: Vec::new(),
+            allocating: RangeTree::new(),
+            freeing: RangeTree::new(),
         }
     }
 
@@ -132,8 +143,14 @@ impl Metaslab {
         self.entry_count
     }
 
-    pub fn pending_entries(&self) -> &[SpaceMapEntry] {
-        &self.pending
+    /// Recorded allocations not yet handed to the engine (OpenZFS `ms_allocating`).
+    pub fn allocating_tree(&self) -> &RangeTree {
+        &self.allocating
+    }
+
+    /// Recorded frees not yet handed to the engine (OpenZFS `ms_freeing`).
+    pub fn freeing_tree(&self) -> &RangeTree {
+        &self.freeing
     }
 
     pub fn fragmentation_percent(&self) -> Option<u64> {
@@ -162,10 +179,7 @@ impl Metaslab {
         expect_ok(self.fresh.add(offset_bytes, size_bytes), "fresh");
         if record {
             expect_ok(self.recorded.add(offset_bytes, size_bytes), "record");
-            self.pending.push(SpaceMapEntry::Alloc {
-                offset_bytes,
-                size_bytes,
-            });
+            expect_ok(self.allocating.add(offset_bytes, size_bytes), "allocating");
         }
         debug_assert!(offset_bytes >= self.start_bytes && self.cursor_bytes <= self.end_bytes());
         Some(offset_bytes)
@@ -174,14 +188,9 @@ impl Metaslab {
     /// Rolls back the most recent `allocate` of this range (a failed multi-copy allocation).
     pub(crate) fn undo_allocate(&mut self, offset_bytes: u64, size_bytes: u64, record: bool) {
         if record {
-            let last = self.pending.pop();
-            assert_eq!(
-                last,
-                Some(SpaceMapEntry::Alloc {
-                    offset_bytes,
-                    size_bytes
-                }),
-                "undo of an allocation that was not the last one"
+            expect_ok(
+                self.allocating.remove(offset_bytes, size_bytes),
+                "undo allocating",
             );
             expect_ok(
                 self.recorded.remove(offset_bytes, size_bytes),
@@ -238,10 +247,19 @@ impl Metaslab {
                 self.recorded.remove(offset_bytes, size_bytes),
                 "free recorded",
             );
-            self.pending.push(SpaceMapEntry::Free {
-                offset_bytes,
-                size_bytes,
-            });
+            // The part still in `allocating` never reaches the map; the rest is freed.
+            let mut cursor = offset_bytes;
+            let end = offset_bytes + size_bytes;
+            for (start, size) in self.allocating.intersection(offset_bytes, size_bytes) {
+                if start > cursor {
+                    expect_ok(self.freeing.add(cursor, start - cursor), "freeing");
+                }
+                expect_ok(self.allocating.remove(start, size), "unalloc");
+                cursor = start + size;
+            }
+            if cursor < end {
+                expect_ok(self.freeing.add(cursor, end - cursor), "freeing");
+            }
         }
         let fresh = self.fresh_txg == Some(txg) && self.fresh.contains(offset_bytes, size_bytes);
         if fresh {
@@ -338,19 +356,22 @@ impl Metaslab {
         Ok(())
     }
 
-    /// Hands out the pending entries (append), or the whole recorded state when the persisted
-    /// map has grown past the condense threshold. `None` when nothing is pending.
+    /// Hands out this txg's work (OpenZFS `metaslab_sync`): the allocating segments then the
+    /// freeing ones (append), or the whole recorded state when the persisted map has grown
+    /// past the condense threshold. `None` when nothing changed.
     pub(crate) fn take_update(&mut self, vdev_id: u32) -> Option<SpaceMapUpdate> {
-        if self.pending.is_empty() {
+        if self.allocating.is_empty() && self.freeing.is_empty() {
             return None;
         }
-        let entry_count_total = self.entry_count + self.pending.len() as u64;
+        let pending_count = (self.allocating.segment_count() + self.freeing.segment_count()) as u64;
+        let entry_count_total = self.entry_count + pending_count;
         let condensed_entry_count = self.recorded.segment_count() as u64;
         let threshold_entries =
             CONDENSE_ENTRIES_PER_SEGMENT * condensed_entry_count + CONDENSE_SLACK_ENTRIES;
         let condense = entry_count_total > threshold_entries;
-        let entries = if condense {
-            self.pending.clear();
+        let allocating = std::mem::take(&mut self.allocating);
+        let freeing = std::mem::take(&mut self.freeing);
+        let entries: Vec<SpaceMapEntry> = if condense {
             self.recorded
                 .iter()
                 .map(|(offset_bytes, size_bytes)| SpaceMapEntry::Alloc {
@@ -359,7 +380,19 @@ impl Metaslab {
                 })
                 .collect()
         } else {
-            std::mem::take(&mut self.pending)
+            let allocs = allocating
+                .iter()
+                .map(|(offset_bytes, size_bytes)| SpaceMapEntry::Alloc {
+                    offset_bytes,
+                    size_bytes,
+                });
+            let frees = freeing
+                .iter()
+                .map(|(offset_bytes, size_bytes)| SpaceMapEntry::Free {
+                    offset_bytes,
+                    size_bytes,
+                });
+            allocs.chain(frees).collect()
         };
         self.entry_count = if condense {
             entries.len() as u64
@@ -369,8 +402,10 @@ impl Metaslab {
         Some(SpaceMapUpdate {
             vdev_id,
             ms_index: self.index,
+            start_bytes: self.start_bytes,
             condense,
             entries,
+            alloc_bytes: self.recorded.total_bytes(),
         })
     }
 }

@@ -180,6 +180,29 @@ impl RangeTree {
             .is_some_and(|(_, &e)| e > start_bytes)
     }
 
+    /// The parts of `[start, start + size)` present in the tree, in ascending order as
+    /// `(start_bytes, size_bytes)`. Empty or overflowing ranges: none.
+    pub fn intersection(&self, start_bytes: u64, size_bytes: u64) -> Vec<(u64, u64)> {
+        let Ok(end_bytes) = range_end(start_bytes, size_bytes) else {
+            return Vec::new();
+        };
+        // The segment that may start before `start` and reach into the range, then every
+        // segment starting inside it.
+        let first = self
+            .end_by_start
+            .range(..start_bytes)
+            .next_back()
+            .filter(|(_, &e)| e > start_bytes);
+        first
+            .into_iter()
+            .chain(self.end_by_start.range(start_bytes..end_bytes))
+            .map(|(&s, &e)| {
+                let s = s.max(start_bytes);
+                (s, e.min(end_bytes) - s)
+            })
+            .collect()
+    }
+
     pub fn total_bytes(&self) -> u64 {
         self.total_bytes
     }

@@ -3,9 +3,17 @@
 
 use std::collections::BTreeMap;
 
+use zetta_metaslab::space_map::{encode_records, encode_sync_records, words_to_bytes};
 use zetta_metaslab::{
-    decode_entries, encode_entries, MetaslabClass, MetaslabError, MetaslabGroup, SpaceMapEntry,
+    decode_entries, MetaslabClass, MetaslabError, MetaslabGroup, SpaceMapEntry, SpaceMapGeometry,
 };
+
+fn geometry(ms_index: usize) -> SpaceMapGeometry {
+    SpaceMapGeometry {
+        start_bytes: (ms_index as u64) << MS_SHIFT,
+        shift: ASHIFT,
+    }
+}
 
 const MIB: u64 = 1 << 20;
 const ASIZE_BYTES: u64 = 64 * MIB;
@@ -31,9 +39,12 @@ struct Disk {
 }
 
 impl Disk {
-    fn sync(&mut self, class: &mut MetaslabClass) {
+    fn sync(&mut self, class: &mut MetaslabClass, txg: u64) {
         for update in class.take_space_map_updates() {
-            let bytes = encode_entries(&update.entries);
+            assert_eq!(update.start_bytes, geometry(update.ms_index).start_bytes);
+            let records =
+                encode_sync_records(&update.entries, geometry(update.ms_index), txg, 1).unwrap();
+            let bytes = words_to_bytes(&encode_records(&records));
             let object = self.objects.entry(update.ms_index).or_default();
             if update.condense {
                 self.condense_count += 1;
@@ -47,7 +58,10 @@ impl Disk {
         let mut group = MetaslabGroup::with_ms_shift(0, ASIZE_BYTES, ASHIFT, MS_SHIFT).unwrap();
         for (&ms_index, bytes) in &self.objects {
             group
-                .load(ms_index, &decode_entries(bytes).unwrap())
+                .load(
+                    ms_index,
+                    &decode_entries(bytes, geometry(ms_index)).unwrap(),
+                )
                 .unwrap();
         }
         for &(offset_bytes, size_bytes) in mos_blocks {
@@ -103,7 +117,7 @@ fn simulate(
                     .unwrap();
             }
         }
-        disk.sync(&mut class);
+        disk.sync(&mut class, txg);
         class.txg_committed(txg);
     }
     class.txg_committed(txg_count + 2);
@@ -149,24 +163,31 @@ fn condense_replaces_a_long_log_of_one_block() {
     class.add_group(MetaslabGroup::with_ms_shift(0, ASIZE_BYTES, ASHIFT, MS_SHIFT).unwrap());
     let keep = class.allocate(1, &|_| 4096, true, 1).unwrap()[0];
     let mut condensed = None;
+    let mut previous = None;
     for txg in 2..100 {
+        // A block allocated in one txg and freed in the next: both reach the map (a block
+        // freed in the txg that allocated it never does).
         let dva = class.allocate(1, &|_| 4096, true, txg).unwrap()[0];
-        class.txg_committed(txg - 1);
-        class.free(0, dva.1, dva.2, true, txg).unwrap();
+        if let Some((offset_bytes, size_bytes)) = previous.replace((dva.1, dva.2)) {
+            class.free(0, offset_bytes, size_bytes, true, txg).unwrap();
+        }
         for update in class.take_space_map_updates() {
             if update.condense {
                 condensed.get_or_insert((txg, update.entries));
             }
         }
+        class.txg_committed(txg);
     }
     let (txg, entries) = condensed.expect("condense never triggered");
     assert!(txg > 30, "condensed too early at txg {txg}");
+    // The block kept since txg 1 and the one allocated in the condensing txg.
+    assert_eq!(entries.len(), 2, "{entries:?}");
     assert_eq!(
-        entries,
-        vec![SpaceMapEntry::Alloc {
+        entries[0],
+        SpaceMapEntry::Alloc {
             offset_bytes: keep.1,
             size_bytes: keep.2
-        }]
+        }
     );
 }
 
@@ -228,27 +249,27 @@ fn random_bytes_never_panic_decode_or_load() {
         let length_bytes = (rng.next() % 200) as usize;
         let mut bytes: Vec<u8> = (0..length_bytes).map(|_| rng.next() as u8).collect();
         if round % 2 == 0 {
-            // Plausible entries: small offsets inside the vdev, sizes of a few sectors.
+            // Plausible one-word entries: small offsets inside a metaslab, runs of a few
+            // sectors, and debug words.
             bytes = (0..(rng.next() % 12))
                 .flat_map(|_| {
-                    let alloc_bit = if rng.next().is_multiple_of(2) {
-                        1 << 63
-                    } else {
-                        0
+                    let word = match rng.next() % 3 {
+                        0 => (2 << 62) | (rng.next() % 1000),
+                        kind => {
+                            let offset = rng.next() % ((1 << MS_SHIFT) >> ASHIFT);
+                            let run = rng.next() % 4;
+                            (offset << 16) | ((kind - 1) << 15) | run
+                        }
                     };
-                    let offset_bytes = ((rng.next() % (ASIZE_BYTES / 4096)) * 4096) | alloc_bit;
-                    let size_bytes = 4096 * (rng.next() % 4);
-                    let mut entry = offset_bytes.to_le_bytes().to_vec();
-                    entry.extend_from_slice(&size_bytes.to_le_bytes());
-                    entry
+                    word.to_le_bytes()
                 })
                 .collect();
         }
-        let Ok(entries) = decode_entries(&bytes) else {
+        let ms_index = (rng.next() % 17) as usize;
+        let Ok(entries) = decode_entries(&bytes, geometry(ms_index)) else {
             continue;
         };
         let mut group = MetaslabGroup::with_ms_shift(0, ASIZE_BYTES, ASHIFT, MS_SHIFT).unwrap();
-        let ms_index = (rng.next() % 17) as usize;
         let free_before_bytes = group.free_bytes();
         if group.load(ms_index, &entries).is_err() {
             assert_eq!(group.free_bytes(), free_before_bytes);
@@ -261,4 +282,38 @@ fn random_bytes_never_panic_decode_or_load() {
             );
         }
     }
+}
+
+#[test]
+fn a_block_freed_in_its_own_txg_never_reaches_the_map() {
+    // Why: OpenZFS's metaslab_sync writes the txg's allocating tree then its freeing tree,
+    // and a block freed in the txg that allocated it leaves the allocating tree
+    // (metaslab_unalloc_dva) instead of being written as ALLOC then FREE; the old private
+    // format logged both. The update holds the allocations in offset order, then the frees.
+    let mut class = MetaslabClass::new();
+    class.add_group(MetaslabGroup::with_ms_shift(0, ASIZE_BYTES, ASHIFT, MS_SHIFT).unwrap());
+    let old = class.allocate(1, &|_| 8192, true, 1).unwrap()[0];
+    assert_eq!(class.take_space_map_updates().len(), 1);
+    class.txg_committed(1);
+    let kept = class.allocate(1, &|_| 4096, true, 2).unwrap()[0];
+    let gone = class.allocate(1, &|_| 4096, true, 2).unwrap()[0];
+    class.free(0, gone.1, gone.2, true, 2).unwrap();
+    class.free(0, old.1, old.2, true, 2).unwrap();
+    let updates = class.take_space_map_updates();
+    assert_eq!(updates.len(), 1);
+    assert_eq!(
+        updates[0].entries,
+        vec![
+            SpaceMapEntry::Alloc {
+                offset_bytes: kept.1,
+                size_bytes: 4096
+            },
+            SpaceMapEntry::Free {
+                offset_bytes: old.1,
+                size_bytes: 8192
+            },
+        ]
+    );
+    assert_eq!(updates[0].alloc_bytes, 4096);
+    assert!(class.take_space_map_updates().is_empty());
 }

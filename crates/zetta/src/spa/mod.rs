@@ -56,6 +56,7 @@ use crate::vdev::{Vdev, VdevKind, VdevState};
 use crate::zio::blkptr::BlockPointer;
 use crate::zio::{WriteProps, Zio};
 use uberblock::Uberblock;
+use zetta_metaslab::space_map;
 
 pub const TXG_INITIAL: Txg = Txg(4);
 pub const MOS_OBJECT_DIRECTORY: ObjectId = ObjectId(1);
@@ -675,10 +676,19 @@ impl Spa {
                 array.resize(update.ms_index + 1, 0);
             }
             if array[update.ms_index] == 0 {
-                let id = self
-                    .dp
+                // OpenZFS `space_map_alloc` in a pool without spacemap_histogram and
+                // log_spacemap: 16 KiB blocks, the 24-byte `space_map_phys_t`.
+                let id = self.dp.mos.create_object(
+                    &ctx,
+                    space_map::DMU_OT_SPACE_MAP,
+                    space_map::SPACE_MAP_BLOCK_SIZE_BYTES,
+                    space_map::DMU_OT_SPACE_MAP_HEADER,
+                    space_map::SPACE_MAP_SIZE_V0,
+                )?;
+                self.dp.mos.set_fixed_block_size(&ctx, id)?;
+                self.dp
                     .mos
-                    .create_object(&ctx, object_type::SPACE_MAP, 131072, 0, 0)?;
+                    .set_bonus(&ctx, id, &space_map::SpaceMapPhys::new_v0(id.0).encode())?;
                 array[update.ms_index] = id.0;
                 let bytes: Vec<u8> = array.iter().flat_map(|v| v.to_le_bytes()).collect();
                 self.dp
@@ -686,14 +696,32 @@ impl Spa {
                     .write(&ctx, ObjectId(array_objects[vdev]), 0, &bytes)?;
             }
             let object = ObjectId(array[update.ms_index]);
-            let bytes = zetta_metaslab::space_map::encode_entries(&update.entries);
+            let shift = self
+                .root
+                .children
+                .get(vdev)
+                .map(|t| t.ashift)
+                .unwrap_or(crate::types::ASHIFT_DEFAULT);
+            let geometry = space_map::SpaceMapGeometry {
+                start_bytes: update.start_bytes,
+                shift,
+            };
+            // One sync pass: the MOS's own blocks are not in the maps (module header).
+            let records = space_map::encode_sync_records(&update.entries, geometry, txg.0, 1)
+                .map_err(|e| SpaError::Corrupt(format!("space map of vdev {vdev}: {e}")))?;
+            let bytes = space_map::words_to_bytes(&space_map::encode_records(&records));
+            let mut phys = space_map::SpaceMapPhys::decode(&self.dp.mos.bonus(&ctx, object)?)
+                .map_err(|e| SpaError::Corrupt(format!("space map {object}: {e}")))?;
             if update.condense {
+                // OpenZFS `space_map_truncate`.
                 self.dp.mos.truncate(&ctx, object, 0)?;
-                self.dp.mos.write(&ctx, object, 0, &bytes)?;
-            } else {
-                let end = self.dp.mos.size_bytes(&ctx, object)?;
-                self.dp.mos.write(&ctx, object, end, &bytes)?;
+                phys.length_bytes = 0;
             }
+            self.dp.mos.write(&ctx, object, phys.length_bytes, &bytes)?;
+            phys.object = object.0;
+            phys.length_bytes += bytes.len() as u64;
+            phys.alloc_bytes = update.alloc_bytes as i64;
+            self.dp.mos.set_bonus(&ctx, object, &phys.encode())?;
         }
         let mut changed = false;
         for (top, object) in self.root_mut().children.iter_mut().zip(array_objects) {
@@ -736,17 +764,23 @@ impl Spa {
                     if id == 0 {
                         continue;
                     }
-                    let size = self.dp.mos.size_bytes(&ctx, ObjectId(id))?;
-                    let bytes = self.dp.mos.read(&ctx, ObjectId(id), 0, size as usize)?;
-                    let entries: Vec<SpaceMapEntry> =
-                        zetta_metaslab::space_map::decode_entries(&bytes).map_err(|e| {
-                            SpaError::Corrupt(format!(
-                                "space map of vdev {vdev} metaslab {ms_index}: {e}"
-                            ))
-                        })?;
+                    let (entries, alloc_bytes) =
+                        read_space_map(&self.dp.mos, &ctx, ObjectId(id), &group, ms_index)
+                            .map_err(|e| {
+                                SpaError::Corrupt(format!(
+                                    "space map of vdev {vdev} metaslab {ms_index}: {e}"
+                                ))
+                            })?;
                     group
                         .load(ms_index, &entries)
                         .map_err(|e| SpaError::Corrupt(format!("space map of vdev {vdev}: {e}")))?;
+                    let replayed = group.metaslabs[ms_index].recorded_tree().total_bytes();
+                    if replayed != alloc_bytes {
+                        return Err(SpaError::Corrupt(format!(
+                            "space map of vdev {vdev} metaslab {ms_index}: smp_alloc \
+                             {alloc_bytes} but its entries allocate {replayed} bytes"
+                        )));
+                    }
                 }
                 self.ms_arrays[vdev] = ids;
             }
@@ -1138,6 +1172,42 @@ impl Spa {
 
 /// This host's id as OpenZFS's `spa_get_hostid` finds it in userspace: `/etc/hostid`, a
 /// native-endian u32; 0 (not written) when absent.
+/// A space map object's entries (untrusted): its `space_map_phys_t` bonus says how many
+/// bytes of entries its data holds (`smp_length`), which must be whole words inside the
+/// object; offsets are relative to the metaslab, in units of the vdev's ashift.
+fn read_space_map(
+    mos: &ObjectSet,
+    ctx: &IoCtx<'_>,
+    object: ObjectId,
+    group: &MetaslabGroup,
+    ms_index: usize,
+) -> Result<(Vec<SpaceMapEntry>, u64), String> {
+    let phys = space_map::SpaceMapPhys::decode(&mos.bonus(ctx, object).map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
+    let size = mos.size_bytes(ctx, object).map_err(|e| e.to_string())?;
+    if phys.length_bytes > size || phys.alloc_bytes < 0 {
+        return Err(format!(
+            "smp_length {} of an object of {size} bytes, smp_alloc {}",
+            phys.length_bytes, phys.alloc_bytes
+        ));
+    }
+    let length = usize::try_from(phys.length_bytes).map_err(|e| e.to_string())?;
+    let bytes = mos
+        .read(ctx, object, 0, length)
+        .map_err(|e| e.to_string())?;
+    let start_bytes = group
+        .metaslabs
+        .get(ms_index)
+        .map(|m| m.start_bytes)
+        .ok_or_else(|| format!("no metaslab {ms_index}"))?;
+    let geometry = space_map::SpaceMapGeometry {
+        start_bytes,
+        shift: group.ashift,
+    };
+    let entries = space_map::decode_entries(&bytes, geometry).map_err(|e| e.to_string())?;
+    Ok((entries, phys.alloc_bytes as u64))
+}
+
 pub fn system_hostid() -> u64 {
     match std::fs::read("/etc/hostid") {
         Ok(bytes) if bytes.len() >= 4 => {

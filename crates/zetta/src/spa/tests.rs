@@ -269,3 +269,45 @@ fn arc_counts_hits_and_misses() {
     let text = spa.arc_stats_text();
     assert!(text.lines().any(|l| l.starts_with("hits ")), "{text}");
 }
+
+/// Why: format 12 keeps each space map's `smp_length` and `smp_alloc` in its
+/// `space_map_phys_t` bonus; a bonus that disagrees with the entries (damage) must fail the
+/// import with a corruption error naming the metaslab, never build an allocator that would
+/// hand out live space or read past the entries.
+#[test]
+fn a_space_map_whose_bonus_disagrees_fails_to_load() {
+    for damage in 0..2 {
+        let devices = mem_devices(1, 256 << 20);
+        let mut spa = single_pool("smbad", &devices);
+        let id = spa.create_object(4096).unwrap();
+        spa.write_object(id, 0, &random_bytes(7, 256 << 10))
+            .unwrap();
+        spa.sync().unwrap();
+        let object = ObjectId(
+            spa.ms_arrays[0]
+                .iter()
+                .copied()
+                .find(|o| *o != 0)
+                .expect("a space map"),
+        );
+        let ctx = io_ctx!(spa);
+        let bonus = spa.dp.mos.bonus(&ctx, object).unwrap();
+        let mut phys = space_map::SpaceMapPhys::decode(&bonus).unwrap();
+        if damage == 0 {
+            phys.alloc_bytes += 512;
+        } else {
+            phys.length_bytes += 1 << 20;
+        }
+        spa.dp.mos.set_bonus(&ctx, object, &phys.encode()).unwrap();
+        // What import runs on the MOS (an import falls back to the previous uberblock, whose
+        // map is intact, so the damaged state is loaded in place).
+        match spa.load_space_maps() {
+            Err(SpaError::Corrupt(message)) => assert!(
+                message.contains("space map of vdev 0 metaslab"),
+                "damage {damage}: {message}"
+            ),
+            Err(other) => panic!("damage {damage}: {other}"),
+            Ok(()) => panic!("damage {damage}: loaded"),
+        }
+    }
+}

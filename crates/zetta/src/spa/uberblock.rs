@@ -58,10 +58,16 @@ pub const SPA_VERSION: u64 = crate::spa::openzfs::feature::SPA_VERSION_FEATURES;
 /// short symlink targets in `ZPL_SYMLINK`), the master node has `SA_ATTRS` (REGISTRY and
 /// LAYOUTS ZAPs as `sa.c` writes them) and the creation-time properties, the delete queue
 /// is a `DMU_OT_UNLINKED_SET`.
+/// 12: space maps as OpenZFS writes them (issue 14, increment 5a): `space_map_phys_t`
+/// bonuses (type SPACE_MAP_HEADER, 24 bytes without the spacemap_histogram feature),
+/// 16 KiB blocks, one-word entries in sectors relative to the metaslab with a debug word
+/// (txg, sync pass) before each sync's allocations and before its frees; a block freed in the
+/// txg that allocated it is never written (`zetta_metaslab::space_map`).
+/// (11 is the block-pointer increment: holes with birth txg, embedded data, when merged.)
 /// Older pools are not read any more: the private format retires.
-pub const FORMAT_VERSION: u64 = 10;
+pub const FORMAT_VERSION: u64 = 12;
 /// The oldest format this code reads.
-pub const FORMAT_VERSION_MIN: u64 = 10;
+pub const FORMAT_VERSION_MIN: u64 = 12;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Uberblock {

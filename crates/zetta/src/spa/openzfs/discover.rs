@@ -164,6 +164,20 @@ struct Found {
 /// Reads every device's labels and assembles the OpenZFS pools they form, sorted by name
 /// then guid. `system_hostid` is this host's id (0 when unset), for the last-accessed check.
 pub fn find_pools(devices: &[DeviceRef], system_hostid: u64) -> Vec<OpenZfsCandidate> {
+    find_pools_of(devices, system_hostid, false)
+}
+
+/// `find_pools`, Zetta's own pools included: for reading the format Zetta writes through
+/// the OpenZFS codecs (tests of each structure that is OpenZFS's already).
+pub fn find_pools_with_zetta(devices: &[DeviceRef], system_hostid: u64) -> Vec<OpenZfsCandidate> {
+    find_pools_of(devices, system_hostid, true)
+}
+
+fn find_pools_of(
+    devices: &[DeviceRef],
+    system_hostid: u64,
+    with_zetta: bool,
+) -> Vec<OpenZfsCandidate> {
     let mut pools: BTreeMap<u64, Vec<Found>> = BTreeMap::new();
     for device in devices {
         let Some(read) = label::read_device(device.as_ref()) else {
@@ -171,10 +185,11 @@ pub fn find_pools(devices: &[DeviceRef], system_hostid: u64) -> Vec<OpenZfsCandi
         };
         // Zetta's own pools (`org.zetta:format` in their labels) are `spa::import`'s: their
         // MOS is not OpenZFS's yet.
-        if read
-            .config
-            .get(crate::vdev::label::ZETTA_FORMAT_KEY)
-            .is_some()
+        if !with_zetta
+            && read
+                .config
+                .get(crate::vdev::label::ZETTA_FORMAT_KEY)
+                .is_some()
         {
             continue;
         }

@@ -38,6 +38,11 @@
 //! references); the saving is the sum of `ref_dsize` less the sum of `dsize`. The slop is
 //! taken from the space without it.
 //!
+//! Each metaslab's space map object (`space_maps`) decodes with the engine's own codec
+//! (`zetta_metaslab::space_map`: `space_map_phys_t`, debug, one-word and two-word entries),
+//! and `allocated_ranges` replays them from all-free metaslabs — the allocated set OpenZFS's
+//! `metaslab_load` builds (log space maps not applied, as above).
+//!
 //! Not modelled: space saved by block cloning (`brt_get_dspace`), fast dedup's in-memory
 //! log histogram, vdevs being removed, and dRAID (its deflate ratio is taken as a plain
 //! vdev's).
@@ -46,6 +51,8 @@ use super::pool::OpenZfsPool;
 use crate::dmu::openzfs::reader::OzfsError;
 use crate::dsl::openzfs::objdir;
 use crate::nvpair_xdr::XdrNvList;
+use zetta_metaslab::space_map::{self, SpaceMapGeometry, SpaceMapPhys, SpaceMapRecord};
+use zetta_metaslab::RangeTree;
 
 /// `zfs_embedded_slog_min_ms`: more metaslabs than this and one becomes the embedded log.
 const EMBEDDED_SLOG_MIN_MS: u64 = 64;
@@ -353,6 +360,134 @@ fn top_vdev_space(
         alloc: allocs.iter().sum(),
         embedded_log,
     }))
+}
+
+/// One metaslab's space map object as it lies in the MOS.
+#[derive(Clone, Debug)]
+pub struct MetaslabSpaceMap {
+    /// The top-level vdev's `id`.
+    pub vdev_id: u64,
+    pub ms_index: u64,
+    pub object: u64,
+    /// The metaslab's first byte and `sm_shift` (the vdev's ashift).
+    pub geometry: SpaceMapGeometry,
+    pub ms_size: u64,
+    /// The bonus as stored (in the host's little-endian words) and decoded.
+    pub bonus: Vec<u8>,
+    pub phys: SpaceMapPhys,
+    /// `smp_length` bytes of entries, as u64 words (each block in its own byte order).
+    pub words: Vec<u64>,
+}
+
+impl MetaslabSpaceMap {
+    pub fn records(&self) -> Result<Vec<SpaceMapRecord>, OzfsError> {
+        space_map::decode_records(&self.words)
+            .map_err(|e| OzfsError::Corrupt(format!("space map {}: {e}", self.object)))
+    }
+
+    /// The metaslab's allocated ranges after replaying every entry from all-free; an entry
+    /// outside the metaslab, an ALLOC of allocated space or a FREE of free space is damage.
+    pub fn allocated(&self) -> Result<RangeTree, OzfsError> {
+        let corrupt =
+            |what: String| OzfsError::Corrupt(format!("space map {}: {what}", self.object));
+        let entries = space_map::records_to_entries(&self.records()?, self.geometry)
+            .map_err(|e| corrupt(e.to_string()))?;
+        let mut allocated = RangeTree::new();
+        let end = self.geometry.start_bytes.saturating_add(self.ms_size);
+        for entry in entries {
+            let (offset, size) = (entry.offset_bytes(), entry.size_bytes());
+            if offset < self.geometry.start_bytes || offset.saturating_add(size) > end {
+                return Err(corrupt(format!(
+                    "entry {offset:#x}+{size:#x} outside its metaslab"
+                )));
+            }
+            let result = if entry.is_alloc() {
+                allocated.add(offset, size)
+            } else {
+                allocated.remove(offset, size)
+            };
+            result.map_err(|e| corrupt(e.to_string()))?;
+        }
+        Ok(allocated)
+    }
+}
+
+/// Every space map of every top-level vdev of the MOS config (metaslabs never written have
+/// none).
+pub fn space_maps(pool: &OpenZfsPool) -> Result<Vec<MetaslabSpaceMap>, OzfsError> {
+    let tree = pool
+        .config
+        .get_nvlist("vdev_tree")
+        .ok_or_else(|| OzfsError::Missing("the config's vdev_tree".into()))?;
+    let tops: Vec<&XdrNvList> = match tree.get_nvlist_array("children") {
+        Some(children) => children.iter().collect(),
+        None => vec![tree],
+    };
+    let mut maps = Vec::new();
+    for (index, top) in tops.into_iter().enumerate() {
+        let vdev_id = top.get_u64("id").unwrap_or(index as u64);
+        let (Some(array), Some(shift), Some(asize), Some(ashift)) = (
+            top.get_u64("metaslab_array"),
+            top.get_u64("metaslab_shift"),
+            top.get_u64("asize"),
+            top.get_u64("ashift"),
+        ) else {
+            continue;
+        };
+        if !(MIN_BLOCK_SHIFT as u64..64).contains(&shift) || !(9..=16).contains(&ashift) {
+            return Err(OzfsError::Corrupt(format!(
+                "vdev {vdev_id}: metaslab_shift {shift}, ashift {ashift}"
+            )));
+        }
+        let count = asize >> shift;
+        if count > METASLABS_MAX {
+            return Err(OzfsError::Corrupt(format!(
+                "vdev {vdev_id}: {count} metaslabs"
+            )));
+        }
+        if count == 0 || array == 0 {
+            continue;
+        }
+        let dn = pool.mos.dnode(array)?;
+        let objects = pool.mos.read_u64s(&dn, 0, count as usize)?;
+        for (ms_index, object) in objects.into_iter().enumerate() {
+            if object == 0 {
+                continue;
+            }
+            let smd = pool.mos.dnode(object)?;
+            let bonus_words: Vec<u64> = (0..smd.bonus.len() / 8)
+                .map(|i| smd.order.u64_at(&smd.bonus, i * 8))
+                .collect::<Result<_, _>>()
+                .map_err(|e| OzfsError::Corrupt(format!("space map {object}: {e}")))?;
+            let bonus = space_map::words_to_bytes(&bonus_words);
+            let phys = SpaceMapPhys::decode(&bonus)
+                .map_err(|e| OzfsError::Corrupt(format!("space map {object}: {e}")))?;
+            let object_bytes = (smd.maxblkid + 1).saturating_mul(smd.data_block_size() as u64);
+            if phys.length_bytes % 8 != 0 || phys.length_bytes > object_bytes {
+                return Err(OzfsError::Corrupt(format!(
+                    "space map {object}: smp_length {} in an object of {object_bytes} bytes",
+                    phys.length_bytes
+                )));
+            }
+            let words = pool
+                .mos
+                .read_u64s(&smd, 0, (phys.length_bytes / 8) as usize)?;
+            maps.push(MetaslabSpaceMap {
+                vdev_id,
+                ms_index: ms_index as u64,
+                object,
+                geometry: SpaceMapGeometry {
+                    start_bytes: (ms_index as u64) << shift,
+                    shift: ashift as u32,
+                },
+                ms_size: 1 << shift,
+                bonus,
+                phys,
+                words,
+            });
+        }
+    }
+    Ok(maps)
 }
 
 #[cfg(test)]
