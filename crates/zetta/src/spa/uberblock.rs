@@ -53,10 +53,15 @@ pub const SPA_VERSION: u64 = crate::spa::openzfs::feature::SPA_VERSION_FEATURES;
 /// with its size bonus, `pool_props`, `scan` as `dsl_scan_phys_t`, feature ZAPs, bpobjs;
 /// `spa::directory`), `dsl_dir_phys_t` and `dsl_dataset_phys_t` bonuses with OpenZFS's
 /// bonus types, the DSL ZAPs with OpenZFS's object types and props values.
+/// 11: block pointers as OpenZFS writes them with hole_birth and embedded_data active
+/// (issue 14, increment 1b): a freed block, or one rewritten as zeros, leaves a hole with
+/// its birth txg, lsize, type and level (`BlockPointer::hole_born`), which incremental
+/// sends prune by; a level-0 block that compresses to at most 112 bytes is embedded in its
+/// pointer (BPE_*, etype DATA, no DVA).
 /// Older pools are not read any more: the private format retires.
-pub const FORMAT_VERSION: u64 = 8;
+pub const FORMAT_VERSION: u64 = 11;
 /// The oldest format this code reads.
-pub const FORMAT_VERSION_MIN: u64 = 8;
+pub const FORMAT_VERSION_MIN: u64 = 11;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Uberblock {
