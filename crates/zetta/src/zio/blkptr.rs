@@ -20,11 +20,26 @@
 //!   12-15  checksum    of the psize physical bytes (OpenZFS's words, `zcommon::checksum`)
 //! ```
 //! Compression, checksum and object type hold OpenZFS's ids (`enum zio_compress`,
-//! `enum zio_checksum`, `dmu_object_type_t`). A hole is an all-zero pointer (Zetta does not
-//! write hole birth times yet: the hole_birth feature stays disabled). Invariants checked on
-//! decode: the byte-order bit says little-endian; no gang, embedded, encrypted or dedup bit;
-//! known checksum and compression ids; level <= LEVEL_MAX; at least one DVA; sizes within the
-//! block size limit.
+//! `enum zio_checksum`, `dmu_object_type_t`).
+//!
+//! Holes (`BP_IS_HOLE`: DVA 0 empty, not embedded) are written as OpenZFS writes them with
+//! hole_birth active: all zero where no block ever was; a block freed or rewritten as zeros
+//! leaves `hole_born` (word 6: lsize, type, level, no byte-order bit; word 10: the txg), so
+//! traversals that prune by birth (incremental send) see when it appeared. Embedded
+//! pointers (`BP_IS_EMBEDDED`, etype DATA) carry up to 112 compressed bytes in every word
+//! but 6 and 10 (`EmbeddedPayload`), with `BPE_*` sizes in bytes; they have no DVA, fill 1,
+//! psize 0 and no checksum (the parent's covers them):
+//!
+//! ```text
+//! embedded word 6  lsize - 1 (0-24) | payload - 1 (25-31) | compression (32-38)
+//!                  | embedded (39, 1) | etype (40-47, 0) | type (48-55) | level (56-60)
+//!                  | byte order (63, 1)        word 10: birth txg
+//! ```
+//!
+//! Invariants checked on decode: the byte-order bit says little-endian (holes aside); no
+//! gang, encrypted or dedup bit; known checksum and compression ids; level <= LEVEL_MAX;
+//! at least one DVA unless a hole or embedded; an embedded pointer is etype DATA with at
+//! most 112 payload bytes; sizes within the block size limit.
 
 use crate::types::{Txg, BLOCK_SIZE_MAX_BYTES};
 use std::fmt;
