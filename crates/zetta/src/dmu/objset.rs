@@ -702,6 +702,8 @@ impl ObjectSet {
         level: u8,
         blkid: u64,
     ) -> Result<BlockPointer, DmuError> {
+        // Transient, on the stack: a block pointer (with its embedded payload) unboxed.
+        #[allow(clippy::large_enum_variant)]
         enum Step {
             Found(BlockPointer),
             Parent { id: u64, slot: usize, size: usize },
@@ -858,6 +860,8 @@ impl ObjectSet {
         // Plan: each piece comes from a dirty dbuf (copied now), a hole, or a block on
         // disk. Disk blocks are then read in parallel (checksum and decompression on every
         // core, several device reads in flight) and copied out in order.
+        // One per block of a read; the pointer (with its embedded payload) stays unboxed.
+        #[allow(clippy::large_enum_variant)]
         enum Piece {
             Memory(Vec<u8>),
             Zeros,

@@ -441,7 +441,7 @@ impl BlockPointer {
             }
             let compression =
                 zetta_zcommon::compress::openzfs::ZioCompress::from_id(u64::from(self.compression));
-            if !compression.is_some_and(|c| c.id() != EMPTY_ID) {
+            if compression.is_none_or(|c| c.id() == EMPTY_ID) {
                 return fail(format!("unknown compression id {}", self.compression));
             }
             if self.level > LEVEL_MAX || self.birth_txg.0 == 0 {
