@@ -56,8 +56,8 @@ pub const SPA_VERSION: u64 = crate::spa::openzfs::feature::SPA_VERSION_FEATURES;
 /// 11: block pointers as OpenZFS writes them with hole_birth and embedded_data active
 /// (issue 14, increment 1b): a freed block, or one rewritten as zeros, leaves a hole with
 /// its birth txg, lsize, type and level (`BlockPointer::hole_born`), which incremental
-/// sends prune by; a level-0 block that compresses to at most 112 bytes is embedded in its
-/// pointer (BPE_*, etype DATA, no DVA).
+/// sends prune by; embedded pointers (BPE_*, etype DATA, no DVA) are read, and writing
+/// them for level-0 blocks that compress to at most 112 bytes is coded but switched off.
 /// Older pools are not read any more: the private format retires.
 pub const FORMAT_VERSION: u64 = 11;
 /// The oldest format this code reads.
