@@ -88,6 +88,7 @@ const NEXT_OBJECT_HINT_OFFSET: usize = super::openzfs::objset::OBJSET_PAD0_OFFSE
 pub const META_DNODE_BLOCK_SIZE_BYTES: u32 = 16384;
 pub const DNODES_PER_BLOCK: u64 = META_DNODE_BLOCK_SIZE_BYTES as u64 / DNODE_SIZE_BYTES as u64;
 pub const OBJECT_ID_MAX: u64 = 1 << 48;
+
 /// The send stream's object flag (Zetta's stream, `dnode_flags` of an object record): the
 /// object keeps the block size it was created with (ZAPs, zvols) instead of growing its
 /// single block up to the record size. On disk this is the dnode's interim
@@ -694,13 +695,15 @@ impl ObjectSet {
     /// shared access: from the dnode or a loaded parent dbuf under the lock; otherwise the
     /// parent's own pointer (recursively), the parent block read with no lock held, and
     /// then kept as a clean dbuf unless a racing reader kept it first.
-    fn block_pointer_shared(
+    pub(crate) fn block_pointer_shared(
         &self,
         ctx: &IoCtx<'_>,
         object: u64,
         level: u8,
         blkid: u64,
     ) -> Result<BlockPointer, DmuError> {
+        // Transient, on the stack: a block pointer (with its embedded payload) unboxed.
+        #[allow(clippy::large_enum_variant)]
         enum Step {
             Found(BlockPointer),
             Parent { id: u64, slot: usize, size: usize },
@@ -857,6 +860,8 @@ impl ObjectSet {
         // Plan: each piece comes from a dirty dbuf (copied now), a hole, or a block on
         // disk. Disk blocks are then read in parallel (checksum and decompression on every
         // core, several device reads in flight) and copied out in order.
+        // One per block of a read; the pointer (with its embedded payload) stays unboxed.
+        #[allow(clippy::large_enum_variant)]
         enum Piece {
             Memory(Vec<u8>),
             Zeros,
@@ -1229,7 +1234,10 @@ impl ObjectSet {
             };
             if !old.is_hole() {
                 released.push(old);
-                set_child_bp(state, ctx, objset, id.0, 0, blkid, BlockPointer::HOLE)?;
+                // OpenZFS `free_blocks` with hole_birth: the hole keeps the block's
+                // logical size, type and level, and records the txg it appeared in.
+                let hole = BlockPointer::hole_born(ctx.txg, old.lsize_bytes, old.object_type, 0);
+                set_child_bp(state, ctx, objset, id.0, 0, blkid, hole)?;
             }
         }
         let released_bytes: u64 = released.iter().map(|bp| ctx.root.dsize_bytes(bp)).sum();
@@ -2125,10 +2133,23 @@ fn sync_trees(
             .zio
             .write_block_sources(ctx.root, to_write, ctx.txg)?
             .into_iter();
-        for (job, (data, _, empty, _)) in jobs.iter().zip(payloads) {
+        for (job, (data, props, empty, _)) in jobs.iter().zip(payloads) {
             let (index, blkid) = *job;
             let new_bp = if empty {
-                BlockPointer::HOLE
+                // OpenZFS `zio_write_compress` with hole_birth: a block rewritten as zeros
+                // (or an indirect block whose children are all holes) becomes a hole born
+                // now; a place that never held a block stays the all-zero hole.
+                let old_birth = states[index]
+                    .1
+                    .dbufs
+                    .get(&(level, blkid))
+                    .map(|d| d.bp.birth_txg)
+                    .unwrap_or(Txg(0));
+                if old_birth.0 == 0 {
+                    BlockPointer::HOLE
+                } else {
+                    BlockPointer::hole_born(ctx.txg, data.len() as u32, props.object_type, level)
+                }
             } else {
                 written
                     .next()
@@ -2146,7 +2167,10 @@ fn sync_trees(
                 dbuf.dirty = false;
                 if level > 0 {
                     dbuf.data = data;
-                } else if !new_bp.is_hole() && (is_meta || is_metadata_type(new_bp.object_type)) {
+                } else if !new_bp.is_hole()
+                    && !new_bp.is_embedded()
+                    && (is_meta || is_metadata_type(new_bp.object_type))
+                {
                     // Freshly written metadata stays hot: it goes to the ARC under its new
                     // address (level-0 dbufs are dropped after the sync). Bulk file data does
                     // not, so streaming writes recycle their buffers instead of flooding it.
@@ -2243,8 +2267,10 @@ fn dnode_fill(data: &[u8]) -> u64 {
         .count() as u64
 }
 
+/// The sum of the children's fill counts (OpenZFS `dbuf_write_ready`): holes, with or
+/// without a birth txg, count nothing.
 fn indirect_fill(data: &[u8]) -> u64 {
-    // blkptr_t words 10 (birth) and 11 (fill), little-endian (`zio::blkptr`).
+    // blkptr_t words 0-1 (DVA 0), 6 (prop) and 11 (fill), little-endian (`zio::blkptr`).
     let word = |chunk: &[u8], at: usize| {
         let mut bytes = [0u8; 8];
         bytes.copy_from_slice(&chunk[at..at + 8]);
@@ -2252,7 +2278,9 @@ fn indirect_fill(data: &[u8]) -> u64 {
     };
     data.chunks_exact(BLKPTR_SIZE_BYTES)
         .map(|chunk| {
-            if word(chunk, 80) == 0 {
+            if word(chunk, 48) & (1 << 39) != 0 {
+                1 // embedded: BP_GET_FILL is 1, word 11 is payload
+            } else if word(chunk, 0) == 0 && word(chunk, 8) == 0 {
                 0
             } else {
                 word(chunk, 88).max(1)

@@ -320,3 +320,142 @@ fn engine_pool_object_sets_walk_with_the_openzfs_reader() {
     let big = fs.dnode(&spa.ctx(), big).unwrap();
     assert!(big.nlevels >= 3, "a multi-level file: {big:?}");
 }
+
+// Why: format 10 wrote a freed or zeroed block as an all-zero pointer, so a hole could not
+// say when it appeared. OpenZFS with hole_birth active (`free_blocks`, `zio_write_compress`)
+// keeps the block's lsize, type and level and records the txg, and its incremental sends
+// skip holes by that birth: a hole without it is a FREE that a later `zfs send -i` misses.
+#[test]
+fn freed_and_zeroed_blocks_become_holes_with_their_birth() {
+    use crate::byteorder::ByteOrder;
+    use crate::types::Txg;
+    use crate::zio::blkptr::BlockPointer;
+    use crate::zio::openzfs::blkptr::BlockPointer as OpenZfsBp;
+    let spa = pool();
+    let at = |txg: u64| IoCtx {
+        zio: &spa.zio,
+        root: &spa.root,
+        txg: Txg(txg),
+    };
+    let mut os = ObjectSet::create(
+        9,
+        ObjsetType::Filesystem,
+        crate::spa::dataset_policy(default_data_props()),
+    );
+    let record = 128 << 10;
+    let id = os
+        .create_object(&at(10), object_type::PLAIN_FILE, 512, 0, 0)
+        .unwrap();
+    let data: Vec<u8> = (0..4 * record).map(|i| (i % 251) as u8 | 1).collect();
+    os.write(&at(10), id, 0, &data).unwrap();
+    let root = os.sync(&at(10), &BlockPointer::HOLE).unwrap();
+    // Txg 11: block 1 punched, block 2 rewritten as zeros.
+    os.free_range(&at(11), id, record as u64, record as u64)
+        .unwrap();
+    os.write(&at(11), id, 2 * record as u64, &vec![0u8; record])
+        .unwrap();
+    os.sync(&at(11), &root).unwrap();
+
+    let bp = |blkid| os.block_pointer_shared(&at(12), id.0, 0, blkid).unwrap();
+    let punched = bp(1);
+    assert_eq!(
+        punched,
+        BlockPointer::hole_born(Txg(11), record as u32, object_type::PLAIN_FILE, 0)
+    );
+    assert!(punched.is_hole());
+    assert_eq!(bp(2), punched, "a block rewritten as zeros");
+    assert!(!bp(3).is_hole());
+    assert_eq!(bp(4), BlockPointer::HOLE, "never written: no birth");
+    // The L1 block counts only the two blocks left (holes fill nothing).
+    let dnode = os.dnode(&at(12), id).unwrap();
+    assert_eq!(dnode.nlevels, 2);
+    assert_eq!(dnode.blkptr[0].fill, 2);
+    assert_eq!(
+        os.read(&at(12), id, record as u64, 2 * record).unwrap(),
+        vec![0u8; 2 * record]
+    );
+
+    // The bytes, per spa.h: lsize - 1 in sectors, type, level, no byte-order bit, logical
+    // birth; every other word zero.
+    let bytes = punched.to_bytes();
+    let word = |i: usize| u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap());
+    assert_eq!(word(6), (u64::from(object_type::PLAIN_FILE) << 48) | 255);
+    assert_eq!(word(10), 11);
+    for i in (0..16).filter(|i| *i != 6 && *i != 10) {
+        assert_eq!(word(i), 0, "word {i}");
+    }
+    assert_eq!(BlockPointer::decode(&bytes).unwrap(), punched);
+    // The part-1 reader (pinned against zdb on real pools' holes) reads it as OpenZFS does.
+    let theirs = OpenZfsBp::decode(ByteOrder::Little, &bytes, 0).unwrap();
+    assert!(theirs.is_hole());
+    assert_eq!(theirs.logical_birth(), 11);
+    assert_eq!(
+        theirs.to_string(),
+        "HOLE [L0 ZFS plain file] size=20000L birth=11L"
+    );
+}
+
+// Why: format 10 wrote every block to a device, even one that compresses to a few bytes;
+// OpenZFS with embedded_data active (`zio_write_compress`) puts a level-0 block that
+// compresses to at most 112 bytes into its pointer (BPE_*, etype DATA): no allocation,
+// no I/O, and its readers expect it. Dnode and objset blocks are never embedded.
+#[test]
+#[ignore = "embedded writes are off (zio::EMBEDDED_DATA_WRITES): zpl_space full-pool margins"]
+fn tiny_blocks_are_embedded_in_their_pointer() {
+    use crate::byteorder::ByteOrder;
+    use crate::zio::blkptr::BlockPointer;
+    use crate::zio::openzfs::blkptr::BlockPointer as OpenZfsBp;
+    let spa = pool();
+    let ctx = spa.ctx();
+    let mut os = ObjectSet::create(
+        9,
+        ObjsetType::Filesystem,
+        crate::spa::dataset_policy(default_data_props()),
+    );
+    let id = os
+        .create_object(&ctx, object_type::PLAIN_FILE, 512, 0, 0)
+        .unwrap();
+    let text = b"tiny file, tiny file, tiny file, tiny file, tiny file\n".repeat(8);
+    os.write(&ctx, id, 0, &text).unwrap();
+    let root = os.sync(&ctx, &BlockPointer::HOLE).unwrap();
+    assert!(!root.is_embedded(), "objset blocks are never embedded");
+    let bp = os.block_pointer_shared(&ctx, id.0, 0, 0).unwrap();
+    assert!(bp.is_embedded() && !bp.is_hole(), "{bp}");
+    assert_eq!(bp.copies(), 0);
+    assert_eq!(bp.lsize_bytes as usize, text.len().next_multiple_of(512));
+    assert_eq!(
+        os.dnode(&ctx, id).unwrap().used_bytes,
+        0,
+        "no space allocated"
+    );
+    assert_eq!(os.read(&ctx, id, 0, text.len()).unwrap(), text);
+    let meta = os.block_pointer_shared(&ctx, 0, 0, 0).unwrap();
+    assert!(!meta.is_embedded(), "dnode blocks are never embedded");
+
+    // The bytes, read by the part-1 reader (pinned against zdb on real pools' embedded
+    // pointers): BPE sizes, lz4, the payload decompressing to the block.
+    let bytes = bp.to_bytes();
+    assert_eq!(BlockPointer::decode(&bytes).unwrap(), bp);
+    let theirs = OpenZfsBp::decode(ByteOrder::Little, &bytes, 0).unwrap();
+    theirs.validate().unwrap();
+    assert!(theirs.is_embedded());
+    assert_eq!(theirs.embedded_type(), 0, "BP_EMBEDDED_TYPE_DATA");
+    assert_eq!(theirs.lsize_bytes(), u64::from(bp.lsize_bytes));
+    assert_eq!(theirs.compression(), 15, "lz4");
+    assert_eq!(theirs.object_type(), object_type::PLAIN_FILE);
+    assert_eq!(theirs.logical_birth(), ctx.txg.0);
+    assert_eq!(theirs.fill(), 1);
+    let payload = theirs.embedded_payload().unwrap();
+    assert!(payload.len() <= 112);
+    let mut logical = vec![0u8; bp.lsize_bytes as usize];
+    zetta_zcommon::compress::decompress(15, &payload, &mut logical).unwrap();
+    assert_eq!(&logical[..text.len()], &text[..]);
+    // Corrupt embedded pointers are refused, not trusted: a payload longer than 112 bytes,
+    // an unknown embedded type.
+    let mut long = bytes;
+    long[51] |= 0xfe; // psize - 1 (bits 25-31 of the prop word) = 127
+    assert!(BlockPointer::decode(&long).is_err());
+    let mut redacted = bytes;
+    redacted[53] = 2; // etype (bits 40-47) = BP_EMBEDDED_TYPE_REDACTED
+    assert!(BlockPointer::decode(&redacted).is_err());
+}

@@ -648,7 +648,8 @@ fn fetch(
 ) -> Result<Fetched, SendError> {
     let pool = |e| SendError::Pool(SpaError::from(e));
     let where_ = Some(bookmark(objset, id, 0, block.blkid));
-    if compressed && block.bp.compression != ALGORITHM_ID_OFF {
+    // An embedded block goes as its logical bytes (OpenZFS sends them so without -e).
+    if compressed && block.bp.compression != ALGORITHM_ID_OFF && !block.bp.is_embedded() {
         let physical = ctx
             .zio
             .read_block_physical(ctx.root, &block.bp, where_)

@@ -3,12 +3,15 @@
 //!
 //! A subtree whose pointer was born at or before `from_txg` is skipped without being read:
 //! nothing under it changed since the incremental source, which is what makes an
-//! incremental send cost what changed rather than what exists. Holes carry no birth txg in
-//! our format, so a hole cannot say when it appeared; instead every hole met under a
-//! pointer that *was* rewritten after `from_txg` (and every hole among the top pointers of
-//! the dnode being visited) is reported, as OpenZFS did before `hole_birth`: the receiver
-//! frees those ranges, which is a no-op where they were holes already. Each indirect block
-//! on the current path is held in memory, so the walk needs at most `nlevels` blocks.
+//! incremental send cost what changed rather than what exists. A hole left by a free or a
+//! rewrite with zeros carries the txg it appeared in (hole_birth, `BlockPointer::hole_born`):
+//! one born at or before `from_txg` is skipped like a block, one born later is reported.
+//! A hole with no birth (never written, or written by a pool without hole_birth) cannot
+//! say when it appeared, so every such hole met under a pointer that *was* rewritten after
+//! `from_txg` (and among the top pointers of the dnode being visited) is reported, as
+//! OpenZFS does by default (`send_holes_without_birth_time`): the receiver frees those
+//! ranges, a no-op where they were holes already. Each indirect block on the current path
+//! is held in memory, so the walk needs at most `nlevels` blocks.
 
 use super::error::SendError;
 use crate::dmu::dnode::DnodePhys;
@@ -76,7 +79,10 @@ impl Walk<'_, '_> {
             return Ok(Flow::Continue);
         }
         if bp.is_hole() {
-            if !self.report_holes {
+            // A hole born at or before `from_txg` was a hole in the source snapshot too
+            // (OpenZFS `traverse_visitbp`); one born later, or without a birth, is sent.
+            let older = bp.birth_txg.0 != 0 && bp.birth_txg <= self.from_txg;
+            if !self.report_holes || older {
                 return Ok(Flow::Continue);
             }
             let from = first.max(self.start_blkid);

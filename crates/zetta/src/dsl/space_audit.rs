@@ -17,8 +17,18 @@ use crate::types::Txg;
 use crate::zio::blkptr::BlockPointer;
 use std::collections::{HashMap, HashSet};
 
-/// A block's identity for de-duplication: where its first copy lives.
+/// A block's identity for de-duplication: where its first copy lives. An embedded block
+/// has no copy: its identity is its pointer's bytes (payload, size, birth), hashed under
+/// a vdev id no DVA has (DVA 0's (0, 0) is a real block's: offsets start at the
+/// allocatable area). Two embedded blocks alike in every byte count once (their
+/// allocated space is zero either way).
 fn block_key(bp: &BlockPointer) -> (u32, u64) {
+    if bp.is_embedded() {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        bp.to_bytes().hash(&mut hasher);
+        return (u32::MAX, hasher.finish());
+    }
     (bp.dvas[0].vdev, bp.dvas[0].offset_bytes)
 }
 

@@ -58,12 +58,18 @@ pub const SPA_VERSION: u64 = crate::spa::openzfs::feature::SPA_VERSION_FEATURES;
 /// short symlink targets in `ZPL_SYMLINK`), the master node has `SA_ATTRS` (REGISTRY and
 /// LAYOUTS ZAPs as `sa.c` writes them) and the creation-time properties, the delete queue
 /// is a `DMU_OT_UNLINKED_SET`.
+/// 11: block pointers as OpenZFS writes them with hole_birth and embedded_data active
+/// (issue 14, increment 1b): a freed block, or one rewritten as zeros, leaves a hole with
+/// its birth txg, lsize, type and level (`BlockPointer::hole_born`), which incremental
+/// sends prune by; embedded pointers (BPE_*, etype DATA, no DVA) are read, and writing
+/// them for level-0 blocks that compress to at most 112 bytes is coded but switched off.
 /// 12: space maps as OpenZFS writes them (issue 14, increment 5a): `space_map_phys_t`
 /// bonuses (type SPACE_MAP_HEADER, 24 bytes without the spacemap_histogram feature),
 /// 16 KiB blocks, one-word entries in sectors relative to the metaslab with a debug word
 /// (txg, sync pass) before each sync's allocations and before its frees; a block freed in the
 /// txg that allocated it is never written (`zetta_metaslab::space_map`).
-/// (11 is the block-pointer increment: holes with birth txg, embedded data, when merged.)
+/// (9, the rest of the MOS so that `zdb -d` walks the pool, is on branch i14-mos: not merged,
+/// it fails the intent-log crash simulation, seed 792.)
 /// Older pools are not read any more: the private format retires.
 pub const FORMAT_VERSION: u64 = 12;
 /// The oldest format this code reads.

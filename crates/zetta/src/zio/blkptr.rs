@@ -20,11 +20,26 @@
 //!   12-15  checksum    of the psize physical bytes (OpenZFS's words, `zcommon::checksum`)
 //! ```
 //! Compression, checksum and object type hold OpenZFS's ids (`enum zio_compress`,
-//! `enum zio_checksum`, `dmu_object_type_t`). A hole is an all-zero pointer (Zetta does not
-//! write hole birth times yet: the hole_birth feature stays disabled). Invariants checked on
-//! decode: the byte-order bit says little-endian; no gang, embedded, encrypted or dedup bit;
-//! known checksum and compression ids; level <= LEVEL_MAX; at least one DVA; sizes within the
-//! block size limit.
+//! `enum zio_checksum`, `dmu_object_type_t`).
+//!
+//! Holes (`BP_IS_HOLE`: DVA 0 empty, not embedded) are written as OpenZFS writes them with
+//! hole_birth active: all zero where no block ever was; a block freed or rewritten as zeros
+//! leaves `hole_born` (word 6: lsize, type, level, no byte-order bit; word 10: the txg), so
+//! traversals that prune by birth (incremental send) see when it appeared. Embedded
+//! pointers (`BP_IS_EMBEDDED`, etype DATA) carry up to 112 compressed bytes in every word
+//! but 6 and 10 (`EmbeddedPayload`), with `BPE_*` sizes in bytes; they have no DVA, fill 1,
+//! psize 0 and no checksum (the parent's covers them):
+//!
+//! ```text
+//! embedded word 6  lsize - 1 (0-24) | payload - 1 (25-31) | compression (32-38)
+//!                  | embedded (39, 1) | etype (40-47, 0) | type (48-55) | level (56-60)
+//!                  | byte order (63, 1)        word 10: birth txg
+//! ```
+//!
+//! Invariants checked on decode: the byte-order bit says little-endian (holes aside); no
+//! gang, encrypted or dedup bit; known checksum and compression ids; level <= LEVEL_MAX;
+//! at least one DVA unless a hole or embedded; an embedded pointer is etype DATA with at
+//! most 112 payload bytes; sizes within the block size limit.
 
 use crate::types::{Txg, BLOCK_SIZE_MAX_BYTES};
 use std::fmt;
@@ -43,8 +58,10 @@ const OFFSET_MASK: u64 = (1 << 63) - 1;
 const DVA_GANG_BIT: u64 = 1 << 63;
 /// `BP_GET_BYTEORDER` = 1: the block's words are little-endian.
 const PROP_BYTEORDER_LITTLE: u64 = 1 << 63;
-/// The embedded (39), encrypted (61) and dedup (62) bits: nothing Zetta writes or reads yet.
-const PROP_UNSUPPORTED_BITS: u64 = (1 << 39) | (1 << 61) | (1 << 62);
+/// `BP_IS_EMBEDDED`: the pointer carries its block's bytes (see `embedded`).
+const PROP_EMBEDDED_BIT: u64 = 1 << 39;
+/// The encrypted (61) and dedup (62) bits: nothing Zetta writes or reads yet.
+const PROP_UNSUPPORTED_BITS: u64 = (1 << 61) | (1 << 62);
 const ALGORITHM_ID_OFF: u8 = zetta_zcommon::compress::ALGORITHM_ID_OFF;
 /// `ZIO_COMPRESS_EMPTY`, never in a block pointer.
 const EMPTY_ID: u8 = 4;
@@ -62,6 +79,39 @@ impl Dva {
     }
 }
 
+/// `BPE_PAYLOAD_SIZE`: the most bytes an embedded pointer carries.
+pub const EMBEDDED_PAYLOAD_MAX_BYTES: usize = 112;
+/// The words of an embedded pointer that carry its payload, in payload order (all but the
+/// prop word 6 and the logical birth word 10), each least significant byte first.
+const PAYLOAD_WORDS: [usize; 14] = [0, 1, 2, 3, 4, 5, 7, 8, 9, 11, 12, 13, 14, 15];
+
+/// The bytes an embedded pointer (`BP_EMBEDDED_TYPE_DATA`) carries in place of DVAs: its
+/// block compressed with the pointer's `compression`, `len` bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct EmbeddedPayload {
+    pub len: u8,
+    pub bytes: [u8; EMBEDDED_PAYLOAD_MAX_BYTES],
+}
+
+impl EmbeddedPayload {
+    /// `None` when `bytes` does not fit (more than 112 bytes, or none).
+    pub fn new(bytes: &[u8]) -> Option<EmbeddedPayload> {
+        if bytes.is_empty() || bytes.len() > EMBEDDED_PAYLOAD_MAX_BYTES {
+            return None;
+        }
+        let mut payload = EmbeddedPayload {
+            len: bytes.len() as u8,
+            bytes: [0; EMBEDDED_PAYLOAD_MAX_BYTES],
+        };
+        payload.bytes[..bytes.len()].copy_from_slice(bytes);
+        Some(payload)
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct BlockPointer {
     pub dvas: [Dva; DVA_COUNT_MAX],
@@ -74,6 +124,9 @@ pub struct BlockPointer {
     pub birth_txg: Txg,
     pub fill: u64,
     pub checksum: Checksum256,
+    /// An embedded pointer's payload (then no DVA, `psize_bytes` 0, `fill` 1, no checksum:
+    /// the parent's checksum covers the bytes).
+    pub embedded: Option<EmbeddedPayload>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -109,10 +162,53 @@ impl BlockPointer {
         birth_txg: Txg(0),
         fill: 0,
         checksum: [0; 4],
+        embedded: None,
     };
 
+    /// An embedded pointer (`BP_EMBEDDED_TYPE_DATA`, what `zio_write_compress` makes of a
+    /// level-0 block that compresses to at most 112 bytes when embedded_data is active):
+    /// `payload` is the block compressed with `compression` to `lsize_bytes`.
+    pub fn embedded(
+        payload: EmbeddedPayload,
+        lsize_bytes: u32,
+        compression: u8,
+        object_type: u8,
+        level: u8,
+        txg: Txg,
+    ) -> BlockPointer {
+        BlockPointer {
+            lsize_bytes,
+            compression,
+            object_type,
+            level,
+            birth_txg: txg,
+            fill: 1,
+            embedded: Some(payload),
+            ..BlockPointer::HOLE
+        }
+    }
+
+    /// `BP_IS_EMBEDDED`.
+    pub fn is_embedded(&self) -> bool {
+        self.embedded.is_some()
+    }
+
+    /// A hole that remembers when it appeared (`hole_birth`): what OpenZFS's
+    /// `free_blocks` and `zio_write_compress` leave in place of a block freed, or rewritten
+    /// as zeros, in `txg`. It keeps the block's logical size, type and level.
+    pub fn hole_born(txg: Txg, lsize_bytes: u32, object_type: u8, level: u8) -> BlockPointer {
+        BlockPointer {
+            lsize_bytes,
+            object_type,
+            level,
+            birth_txg: txg,
+            ..BlockPointer::HOLE
+        }
+    }
+
+    /// `BP_IS_HOLE`: no first DVA (a hole may still carry a birth txg, see `hole_born`).
     pub fn is_hole(&self) -> bool {
-        self.birth_txg.0 == 0
+        self.dvas[0].is_empty() && self.embedded.is_none()
     }
 
     pub fn copies(&self) -> usize {
@@ -127,10 +223,41 @@ impl BlockPointer {
     pub fn encode(&self, out: &mut [u8]) {
         assert_eq!(out.len(), BLKPTR_SIZE_BYTES);
         out.fill(0);
-        if self.is_hole() {
+        let mut words = [0u64; 16];
+        if let Some(payload) = &self.embedded {
+            // BPE_* fields: lsize - 1 and psize - 1 in bytes, etype DATA (0) where the
+            // checksum id sits; the payload in every word but prop and logical birth.
+            for (i, byte) in payload.as_slice().iter().enumerate() {
+                words[PAYLOAD_WORDS[i / 8]] |= u64::from(*byte) << (8 * (i % 8));
+            }
+            words[6] = (u64::from(self.lsize_bytes).wrapping_sub(1) & ((1 << 25) - 1))
+                | ((u64::from(payload.len).wrapping_sub(1) & 0x7f) << 25)
+                | ((u64::from(self.compression) & 0x7f) << 32)
+                | PROP_EMBEDDED_BIT
+                | (u64::from(self.object_type) << 48)
+                | ((u64::from(self.level) & 0x1f) << 56)
+                | PROP_BYTEORDER_LITTLE;
+            words[10] = self.birth_txg.0;
+            for (chunk, word) in out.chunks_exact_mut(8).zip(words) {
+                chunk.copy_from_slice(&word.to_le_bytes());
+            }
             return;
         }
-        let mut words = [0u64; 16];
+        if self.is_hole() {
+            // OpenZFS's hole: all zero, or with hole_birth lsize, type, level and the
+            // logical birth (no byte-order bit, physical birth 0, fill 0).
+            if self.birth_txg.0 == 0 {
+                return;
+            }
+            words[6] = (u64::from(self.lsize_bytes >> 9).wrapping_sub(1) & 0xffff)
+                | (u64::from(self.object_type) << 48)
+                | ((u64::from(self.level) & 0x1f) << 56);
+            words[10] = self.birth_txg.0;
+            for (chunk, word) in out.chunks_exact_mut(8).zip(words) {
+                chunk.copy_from_slice(&word.to_le_bytes());
+            }
+            return;
+        }
         for (i, dva) in self.dvas.iter().enumerate() {
             if dva.is_empty() {
                 continue;
@@ -176,8 +303,14 @@ impl BlockPointer {
         }
         let word = |i: usize| le_u64(bytes, i * 8);
         let prop = word(6);
+        if word(0) == 0 && word(1) == 0 && prop & PROP_EMBEDDED_BIT == 0 {
+            return BlockPointer::decode_hole(prop, word(10));
+        }
         if prop & PROP_BYTEORDER_LITTLE == 0 {
             return Err(BlkptrDecodeError("big-endian block pointer".to_string()));
+        }
+        if prop & PROP_EMBEDDED_BIT != 0 {
+            return BlockPointer::decode_embedded(&word, prop);
         }
         if prop & PROP_UNSUPPORTED_BITS != 0 {
             return Err(BlkptrDecodeError(format!(
@@ -226,10 +359,94 @@ impl BlockPointer {
         Ok(bp)
     }
 
+    /// An embedded pointer: only etype DATA, never encrypted or dedup.
+    fn decode_embedded(
+        word: &dyn Fn(usize) -> u64,
+        prop: u64,
+    ) -> Result<BlockPointer, BlkptrDecodeError> {
+        let etype = (prop >> 40) & 0xff;
+        if etype != 0 {
+            return Err(BlkptrDecodeError(format!(
+                "embedded block pointer of type {etype}"
+            )));
+        }
+        if prop & ((1 << 61) | (1 << 62)) != 0 {
+            return Err(BlkptrDecodeError(format!(
+                "encrypted or dedup embedded block pointer (prop {prop:#x})"
+            )));
+        }
+        let psize = ((prop >> 25) & 0x7f) as usize + 1;
+        if psize > EMBEDDED_PAYLOAD_MAX_BYTES {
+            return Err(BlkptrDecodeError(format!(
+                "embedded payload of {psize} bytes"
+            )));
+        }
+        let mut bytes = [0u8; EMBEDDED_PAYLOAD_MAX_BYTES];
+        for (i, byte) in bytes.iter_mut().enumerate().take(psize) {
+            *byte = (word(PAYLOAD_WORDS[i / 8]) >> (8 * (i % 8))) as u8;
+        }
+        let payload = EmbeddedPayload {
+            len: psize as u8,
+            bytes,
+        };
+        let bp = BlockPointer::embedded(
+            payload,
+            ((prop & ((1 << 25) - 1)) + 1) as u32,
+            ((prop >> 32) & 0x7f) as u8,
+            ((prop >> 48) & 0xff) as u8,
+            ((prop >> 56) & 0x1f) as u8,
+            Txg(word(10)),
+        );
+        bp.validate()?;
+        Ok(bp)
+    }
+
+    /// A hole (`BP_IS_HOLE`: DVA 0 empty, not embedded): with a birth txg (hole_birth), its
+    /// lsize, type and level; without one, `HOLE` (older writers leave other words as they
+    /// please, OpenZFS reads none of them).
+    fn decode_hole(prop: u64, birth: u64) -> Result<BlockPointer, BlkptrDecodeError> {
+        if birth == 0 {
+            return Ok(BlockPointer::HOLE);
+        }
+        let bp = BlockPointer::hole_born(
+            Txg(birth),
+            (((prop & 0xffff) + 1) << 9) as u32,
+            ((prop >> 48) & 0xff) as u8,
+            ((prop >> 56) & 0x1f) as u8,
+        );
+        if u64::from(bp.lsize_bytes) > BLOCK_SIZE_MAX_BYTES {
+            return Err(BlkptrDecodeError(format!(
+                "hole of logical size {} out of range",
+                bp.lsize_bytes
+            )));
+        }
+        if bp.level > LEVEL_MAX {
+            return Err(BlkptrDecodeError(format!(
+                "hole at level {} too deep",
+                bp.level
+            )));
+        }
+        Ok(bp)
+    }
+
     /// Checks the invariants a decoded pointer must satisfy before the pipeline uses it.
     pub fn validate(&self) -> Result<(), BlkptrDecodeError> {
         let fail = |what: String| Err(BlkptrDecodeError(what));
         if self.is_hole() {
+            return Ok(());
+        }
+        if self.is_embedded() {
+            if u64::from(self.lsize_bytes) > BLOCK_SIZE_MAX_BYTES || self.lsize_bytes == 0 {
+                return fail(format!("embedded logical size {}", self.lsize_bytes));
+            }
+            let compression =
+                zetta_zcommon::compress::openzfs::ZioCompress::from_id(u64::from(self.compression));
+            if compression.is_none_or(|c| c.id() == EMPTY_ID) {
+                return fail(format!("unknown compression id {}", self.compression));
+            }
+            if self.level > LEVEL_MAX || self.birth_txg.0 == 0 {
+                return fail("embedded pointer at a bad level or born in txg 0".to_string());
+            }
             return Ok(());
         }
         if u64::from(self.lsize_bytes) > BLOCK_SIZE_MAX_BYTES || self.lsize_bytes == 0 {
@@ -261,8 +478,27 @@ impl BlockPointer {
 
 impl fmt::Display for BlockPointer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(payload) = &self.embedded {
+            return write!(
+                f,
+                "EMBEDDED L{} type={} {:x}L/{:x}P comp={} birth={}",
+                self.level,
+                self.object_type,
+                self.lsize_bytes,
+                payload.len,
+                self.compression,
+                self.birth_txg
+            );
+        }
         if self.is_hole() {
-            return write!(f, "<hole>");
+            if self.birth_txg.0 == 0 {
+                return write!(f, "<hole>");
+            }
+            return write!(
+                f,
+                "<hole> L{} type={} {:x}L birth={}",
+                self.level, self.object_type, self.lsize_bytes, self.birth_txg
+            );
         }
         for dva in self.dvas.iter().filter(|d| !d.is_empty()) {
             write!(
