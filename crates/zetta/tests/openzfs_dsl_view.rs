@@ -7,6 +7,8 @@
 
 mod common;
 
+use common::oracle::{open_devices, open_pool};
+
 use common::oracle::{unpack, zdb, PoolDir};
 use std::collections::{BTreeMap, HashMap};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -15,25 +17,9 @@ use std::sync::{Arc, Mutex};
 use zetta::dsl::openzfs::view::DslView;
 use zetta::dsl::{INHERIT_SUFFIX, RECEIVED_SUFFIX};
 use zetta::io::{BlockDevice, DeviceRef, FileDevice, IoError};
-use zetta::spa::openzfs::discover::find_pools;
-use zetta::spa::openzfs::pool::OpenZfsPool;
 use zetta::spa::openzfs::space::PoolSpace;
 use zetta_zprop::zfs_prop::{format_value, PropValue, ZfsProp};
 use zetta_zutil::nicenum::nicenum;
-
-fn open_devices(paths: &[PathBuf]) -> Vec<DeviceRef> {
-    paths
-        .iter()
-        .map(|p| Arc::new(FileDevice::open_read_only(p.to_str().unwrap()).unwrap()) as DeviceRef)
-        .collect()
-}
-
-fn open_pool(devices: &[DeviceRef]) -> OpenZfsPool {
-    let candidates = find_pools(devices, 0);
-    assert_eq!(candidates.len(), 1, "one pool on the devices");
-    OpenZfsPool::open_devices(&candidates[0], devices)
-        .unwrap_or_else(|e| panic!("{}: {e}", candidates[0].name))
-}
 
 /// Every dataset's props in Zetta's convention, as the CLI's `LocalProps` holds them.
 struct Props(HashMap<String, HashMap<String, String>>);

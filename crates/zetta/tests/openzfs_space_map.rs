@@ -6,30 +6,18 @@
 
 mod common;
 
+use common::oracle::{open_devices, open_pool};
+
 use common::oracle::{unpack, zdb, PoolDir};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
 use zetta::io::{DeviceRef, FileDevice};
-use zetta::spa::openzfs::discover::{find_pools, find_pools_with_zetta};
+use zetta::spa::openzfs::discover::find_pools_with_zetta;
 use zetta::spa::openzfs::pool::OpenZfsPool;
 use zetta::spa::openzfs::space::{space_maps, MetaslabSpaceMap};
 use zetta_metaslab::space_map::{encode_records, MapType, SpaceMapRecord, SM_NO_VDEVID};
-
-fn open_devices(paths: &[PathBuf]) -> Vec<DeviceRef> {
-    paths
-        .iter()
-        .map(|p| Arc::new(FileDevice::open_read_only(p.to_str().unwrap()).unwrap()) as DeviceRef)
-        .collect()
-}
-
-fn open_pool(devices: &[DeviceRef]) -> OpenZfsPool {
-    let candidates = find_pools(devices, 0);
-    assert_eq!(candidates.len(), 1, "one pool on the devices");
-    OpenZfsPool::open_devices(&candidates[0], devices)
-        .unwrap_or_else(|e| panic!("{}: {e}", candidates[0].name))
-}
 
 /// What `zdb -mmmm` prints for one space map: object -> its entry lines, normalized to
 /// `A|F start-end size words` and `ALLOC|FREE|CONDENSE txg pass` / `PADDING`.

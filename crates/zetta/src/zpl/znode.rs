@@ -610,10 +610,10 @@ impl ZnodePhys {
 mod tests {
     use super::*;
 
-    /// The intent log's znode record is what `encode` writes.
-    #[test]
-    fn golden_znode() {
-        let znode = ZnodePhys {
+    /// The regular file of the golden vectors (docs/ONDISK.md "Znode"): mode 0100644, uid
+    /// 1000, gid 100, parent 4, size 5, gen 7, times before 1970 and past 2038.
+    fn documented_file() -> ZnodePhys {
+        ZnodePhys {
             mode: S_IFREG | 0o644,
             uid: 1000,
             gid: 100,
@@ -621,7 +621,7 @@ mod tests {
             parent: 4,
             size: 5,
             gen: 7,
-            flags: 0,
+            flags: ZFS_NEW_FILE_FLAGS,
             rdev: 0,
             xattr: 0,
             atime: Timespec { sec: 1, nsec: 2 },
@@ -634,6 +634,15 @@ mod tests {
                 nsec: 0,
             },
             crtime: Timespec { sec: 0, nsec: 0 },
+        }
+    }
+
+    /// The intent log's znode record is what `encode` writes.
+    #[test]
+    fn golden_znode() {
+        let znode = ZnodePhys {
+            flags: 0,
+            ..documented_file()
         };
         let bytes = znode.encode();
         assert_eq!(&bytes[0..8], &0o100644u64.to_le_bytes());
@@ -700,28 +709,7 @@ mod tests {
     // (layout 2, little-endian, three trivial ACEs of mode 0644, 168 bytes).
     #[test]
     fn golden_zetta_sa_bonus_bytes() {
-        let z = ZnodePhys {
-            mode: S_IFREG | 0o644,
-            uid: 1000,
-            gid: 100,
-            links: 1,
-            parent: 4,
-            size: 5,
-            gen: 7,
-            flags: ZFS_NEW_FILE_FLAGS,
-            rdev: 0,
-            xattr: 0,
-            atime: Timespec { sec: 1, nsec: 2 },
-            mtime: Timespec {
-                sec: -1,
-                nsec: 999_999_999,
-            },
-            ctime: Timespec {
-                sec: 4_102_444_800,
-                nsec: 0,
-            },
-            crtime: Timespec { sec: 0, nsec: 0 },
-        };
+        let z = documented_file();
         let golden = crate::dsl::openzfs::unhex(ZETTA_FILE_LE);
         assert_eq!(golden.len(), 168);
         assert_eq!(
@@ -757,28 +745,7 @@ mod tests {
             })
             .collect();
         let layouts = SaLayouts::from_zap(lays.iter().map(|(k, v)| (k.as_str(), v))).unwrap();
-        let base = ZnodePhys {
-            mode: S_IFREG | 0o644,
-            uid: 1000,
-            gid: 100,
-            links: 1,
-            parent: 4,
-            size: 5,
-            gen: 7,
-            flags: ZFS_NEW_FILE_FLAGS,
-            rdev: 0,
-            xattr: 0,
-            atime: Timespec { sec: 1, nsec: 2 },
-            mtime: Timespec {
-                sec: -1,
-                nsec: 999_999_999,
-            },
-            ctime: Timespec {
-                sec: 4_102_444_800,
-                nsec: 0,
-            },
-            crtime: Timespec { sec: 0, nsec: 0 },
-        };
+        let base = documented_file();
         let cases: [(ZnodePhys, Option<&[u8]>); 6] = [
             (base, None),
             (

@@ -272,3 +272,22 @@ pub fn ctime_utc(secs: u64) -> String {
         y
     )
 }
+
+/// The devices at `paths`, opened read-only.
+pub fn open_devices(paths: &[PathBuf]) -> Vec<zetta::io::DeviceRef> {
+    paths
+        .iter()
+        .map(|p| {
+            std::sync::Arc::new(zetta::io::FileDevice::open_read_only(p.to_str().unwrap()).unwrap())
+                as zetta::io::DeviceRef
+        })
+        .collect()
+}
+
+/// The one pool on `devices`, opened by the part-1 reader.
+pub fn open_pool(devices: &[zetta::io::DeviceRef]) -> zetta::spa::openzfs::pool::OpenZfsPool {
+    let candidates = zetta::spa::openzfs::discover::find_pools(devices, 0);
+    assert_eq!(candidates.len(), 1, "one pool on the devices");
+    zetta::spa::openzfs::pool::OpenZfsPool::open_devices(&candidates[0], devices)
+        .unwrap_or_else(|e| panic!("{}: {e}", candidates[0].name))
+}

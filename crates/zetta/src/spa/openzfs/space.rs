@@ -148,14 +148,7 @@ impl PoolSpace {
 
     /// Reads the space of an open pool from its MOS config and space maps.
     pub fn load(pool: &OpenZfsPool) -> Result<PoolSpace, OzfsError> {
-        let tree = pool
-            .config
-            .get_nvlist("vdev_tree")
-            .ok_or_else(|| OzfsError::Missing("the config's vdev_tree".into()))?;
-        let tops: Vec<&XdrNvList> = match tree.get_nvlist_array("children") {
-            Some(children) => children.iter().collect(),
-            None => vec![tree],
-        };
+        let tops = top_vdev_configs(pool)?;
         let mut vdevs = Vec::new();
         for (index, top) in tops.into_iter().enumerate() {
             if let Some(vdev) = top_vdev_space(pool, top, index as u64)? {
@@ -412,17 +405,23 @@ impl MetaslabSpaceMap {
     }
 }
 
-/// Every space map of every top-level vdev of the MOS config (metaslabs never written have
-/// none).
-pub fn space_maps(pool: &OpenZfsPool) -> Result<Vec<MetaslabSpaceMap>, OzfsError> {
+/// The top-level vdevs of the MOS config's `vdev_tree` (the tree itself when it has no
+/// children).
+fn top_vdev_configs(pool: &OpenZfsPool) -> Result<Vec<&XdrNvList>, OzfsError> {
     let tree = pool
         .config
         .get_nvlist("vdev_tree")
         .ok_or_else(|| OzfsError::Missing("the config's vdev_tree".into()))?;
-    let tops: Vec<&XdrNvList> = match tree.get_nvlist_array("children") {
+    Ok(match tree.get_nvlist_array("children") {
         Some(children) => children.iter().collect(),
         None => vec![tree],
-    };
+    })
+}
+
+/// Every space map of every top-level vdev of the MOS config (metaslabs never written have
+/// none).
+pub fn space_maps(pool: &OpenZfsPool) -> Result<Vec<MetaslabSpaceMap>, OzfsError> {
+    let tops = top_vdev_configs(pool)?;
     let mut maps = Vec::new();
     for (index, top) in tops.into_iter().enumerate() {
         let vdev_id = top.get_u64("id").unwrap_or(index as u64);
