@@ -24,11 +24,7 @@ fn golden_objset_block_header() {
     use super::openzfs::objset::{ObjsetPhys as OzObjset, OS_TYPE_ZFS};
     let spa = pool();
     let ctx = spa.ctx();
-    let mut os = ObjectSet::create(
-        9,
-        ObjsetType::Filesystem,
-        crate::spa::dataset_policy(default_data_props()),
-    );
+    let mut os = filesystem_objset();
     let id = os
         .create_object(&ctx, object_type::PLAIN_FILE, 512, 0, 0)
         .unwrap();
@@ -154,11 +150,7 @@ fn shrinking_into_an_extended_hole_commits() {
 fn dirty_data_is_counted_in_whole_records() {
     let spa = pool();
     let ctx = spa.ctx();
-    let mut os = ObjectSet::create(
-        9,
-        ObjsetType::Filesystem,
-        crate::spa::dataset_policy(default_data_props()),
-    );
+    let mut os = filesystem_objset();
     let id = os
         .create_object(&ctx, object_type::PLAIN_FILE, 512, 0, 0)
         .unwrap();
@@ -337,11 +329,7 @@ fn freed_and_zeroed_blocks_become_holes_with_their_birth() {
         root: &spa.root,
         txg: Txg(txg),
     };
-    let mut os = ObjectSet::create(
-        9,
-        ObjsetType::Filesystem,
-        crate::spa::dataset_policy(default_data_props()),
-    );
+    let mut os = filesystem_objset();
     let record = 128 << 10;
     let id = os
         .create_object(&at(10), object_type::PLAIN_FILE, 512, 0, 0)
@@ -407,11 +395,7 @@ fn tiny_blocks_are_embedded_in_their_pointer() {
     use crate::zio::openzfs::blkptr::BlockPointer as OpenZfsBp;
     let spa = pool();
     let ctx = spa.ctx();
-    let mut os = ObjectSet::create(
-        9,
-        ObjsetType::Filesystem,
-        crate::spa::dataset_policy(default_data_props()),
-    );
+    let mut os = filesystem_objset();
     let id = os
         .create_object(&ctx, object_type::PLAIN_FILE, 512, 0, 0)
         .unwrap();
@@ -458,4 +442,13 @@ fn tiny_blocks_are_embedded_in_their_pointer() {
     let mut redacted = bytes;
     redacted[53] = 2; // etype (bits 40-47) = BP_EMBEDDED_TYPE_REDACTED
     assert!(BlockPointer::decode(&redacted).is_err());
+}
+
+/// An empty filesystem object set (objset 9) with the default data properties.
+fn filesystem_objset() -> ObjectSet {
+    ObjectSet::create(
+        9,
+        ObjsetType::Filesystem,
+        crate::spa::dataset_policy(default_data_props()),
+    )
 }

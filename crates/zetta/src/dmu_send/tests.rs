@@ -225,13 +225,7 @@ fn incremental_carries_only_changes() {
         "incremental of {} bytes",
         stream.len()
     );
-    let base = send(&mut spa, full("tank/src@a"));
-    receive(&mut spa, "tank/dst", &base, RecvOptions::default()).unwrap();
-    receive(&mut spa, "tank/dst", &stream, RecvOptions::default()).unwrap();
-    assert_eq!(
-        contents(&mut spa, "tank/dst"),
-        contents(&mut spa, "tank/src@b")
-    );
+    receive_a_then_incremental(&mut spa, &stream);
     assert_eq!(
         contents(&mut spa, "tank/dst@a"),
         contents(&mut spa, "tank/src@a")
@@ -662,13 +656,7 @@ fn incremental_sends_holes_by_their_birth() {
         frees101.contains(&(2 * record, record)),
         "no FREE for the hole punched after @a: {frees101:?}"
     );
-    let base = send(&mut spa, full("tank/src@a"));
-    receive(&mut spa, "tank/dst", &base, RecvOptions::default()).unwrap();
-    receive(&mut spa, "tank/dst", &stream, RecvOptions::default()).unwrap();
-    assert_eq!(
-        contents(&mut spa, "tank/dst"),
-        contents(&mut spa, "tank/src@b")
-    );
+    receive_a_then_incremental(&mut spa, &stream);
     // The received hole is a hole with its own birth, so the next incremental from the
     // received @b (a chain of backups) skips it again.
     spa.with_dataset("tank/dst", |os, ctx| {
@@ -709,4 +697,13 @@ fn embedded_blocks_are_sent_and_received() {
             assert!(embedded(&mut spa, target), "{target}");
         }
     }
+}
+
+/// Receives a full stream of `tank/src@a` into `tank/dst`, then `incremental` on top, and
+/// checks that `tank/dst` reads as `tank/src@b`.
+fn receive_a_then_incremental(spa: &mut Spa, incremental: &[u8]) {
+    let base = send(spa, full("tank/src@a"));
+    receive(spa, "tank/dst", &base, RecvOptions::default()).unwrap();
+    receive(spa, "tank/dst", incremental, RecvOptions::default()).unwrap();
+    assert_eq!(contents(spa, "tank/dst"), contents(spa, "tank/src@b"));
 }
