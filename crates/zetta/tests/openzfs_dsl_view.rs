@@ -157,6 +157,27 @@ const NOT_DSL: &[&str] = &[
 
 /// Compares every line of zfs-fuse's `zfs get -Hp all` with DslView; returns the lines
 /// compared.
+/// The pool root's figures that include the `$MOS` dir: a txg zfs-fuse syncs after it
+/// printed them (its import's and export's own history and config writes, later under load)
+/// moves them, and Zetta reads the pool after the export. Seen: 216K of 42M on a loaded
+/// machine. They are compared within `MOS_CHURN_BYTES` (the ALLOC allowance below);
+/// every other dataset's figures cannot change after `zfs get` and are compared exactly.
+const MOS_CHURN: &[&str] = &["used", "available", "usedbychildren", "compressratio"];
+const MOS_CHURN_BYTES: f64 = (1u64 << 20) as f64;
+
+fn within_mos_churn(prop: &str, theirs: &str, ours: &str) -> bool {
+    let (Ok(theirs), Ok(ours)) = (
+        theirs.trim_end_matches('x').parse::<f64>(),
+        ours.trim_end_matches('x').parse::<f64>(),
+    ) else {
+        return false;
+    };
+    if prop == "compressratio" {
+        return (theirs - ours).abs() <= 0.02;
+    }
+    (theirs - ours).abs() <= MOS_CHURN_BYTES
+}
+
 fn compare_zfs_get(view: &DslView, pool: &PoolSpace, zfs_get: &str) -> usize {
     let props = Props::of(view);
     let mut stats: HashMap<String, BTreeMap<&'static str, String>> = HashMap::new();
@@ -174,7 +195,8 @@ fn compare_zfs_get(view: &DslView, pool: &PoolSpace, zfs_get: &str) -> usize {
             .entry(name.to_string())
             .or_insert_with(|| statistics(view, pool, name));
         if let Some(ours) = stat.get(prop) {
-            if ours != value {
+            let churn_allowed = !name.contains(['/', '@']) && MOS_CHURN.contains(&prop);
+            if ours != value && !(churn_allowed && within_mos_churn(prop, value, ours)) {
                 failures.push(format!("{name} {prop}: zfs-fuse {value}, ours {ours}"));
             }
             compared += 1;
