@@ -164,7 +164,9 @@ impl NoMountLab {
     pub fn new() -> NoMountLab {
         let lab = NoMountLab { inner: Lab::new() };
         let disk = lab.inner.disk("disk", 512 << 20);
-        lab.ok("zpool", &["create", "tank", &disk]);
+        // `-m none`: nothing mounts here, and `zpool create` would otherwise check the
+        // host's `/tank` (refusing when another program keeps files there).
+        lab.ok("zpool", &["create", "-m", "none", "tank", &disk]);
         lab
     }
 
