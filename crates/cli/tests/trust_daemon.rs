@@ -564,3 +564,97 @@ fn each_end_of_the_socket_checks_the_other_user() {
         "permission denied: the zetta daemon does not serve uid 65534\n"
     );
 }
+
+/// `zetta daemon` started from `binary` for this lab (no mounts), and its pid once its
+/// socket answers.
+fn daemon_from(lab: &Lab, binary: &str) -> Child {
+    let mut command = Command::new(binary);
+    command
+        .arg("daemon")
+        .env("ZETTA_RUN_DIR", lab.dir.join("run"))
+        .env("ZETTA_CACHE_FILE", lab.dir.join("zpool.cache"))
+        .env("ZETTA_MOUNT", "0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // A file just written may be ETXTBSY for a moment: another test thread's fork holds
+    // its write descriptor until that child execs.
+    let mut tries = 0;
+    let child = loop {
+        let spawned = {
+            let _guard = common::DEVICES.read().unwrap_or_else(|e| e.into_inner());
+            command.spawn()
+        };
+        match spawned {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 100 => {
+                tries += 1;
+                std::thread::sleep(POLL);
+            }
+            spawned => break spawned.unwrap(),
+        }
+    };
+    let socket = lab.dir.join("run").join("zetta.sock");
+    assert!(
+        wait_for(|| std::os::unix::net::UnixStream::connect(&socket).is_ok()),
+        "the daemon from {binary} did not start"
+    );
+    child
+}
+
+// Why: the client talked to whatever daemon answered on the socket. After an upgrade or a
+// rebuild the old daemon went on serving every command with its old code, writing pools in
+// the old on-disk format (session 12 found a pool made "with format 8 code" at format 6).
+// A daemon of another build is now refused with what to do; a copy of the same build is not.
+#[test]
+fn a_daemon_of_another_build_is_refused_until_stopped() {
+    let lab = Lab::new();
+    std::fs::create_dir(lab.dir.join("run")).unwrap();
+    // Another build: the same program with one more byte (an ELF runs with trailing bytes).
+    let other = lab.path("zetta-other-build");
+    let mut bytes = std::fs::read(env!("CARGO_BIN_EXE_zetta")).unwrap();
+    bytes.push(0);
+    // Written while no lab command forks (see `common::DEVICES`).
+    {
+        let _guard = common::DEVICES.write().unwrap_or_else(|e| e.into_inner());
+        std::fs::write(&other, &bytes).unwrap();
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut old = daemon_from(&lab, &other);
+    let out = no_mount(&lab, "zpool", &["list"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert_eq!(
+        out.stderr,
+        format!(
+            "the zetta daemon (pid {}) runs another build of zetta ('{other}'); stop it with \
+             'zetta daemon --stop' (it commits its pools and unmounts their filesystems), then \
+             run the command again\n",
+            old.id()
+        )
+    );
+    // What the message says works, and then the command does.
+    lab.stop_daemon();
+    assert!(wait_for(|| old.try_wait().unwrap().is_some()), "old daemon");
+    assert_eq!(
+        ok(no_mount(&lab, "zpool", &["list"]), "list"),
+        "no pools available\n"
+    );
+    lab.stop_daemon();
+
+    // The same bytes under another name (a copy, a reinstall) are the same build.
+    let copy = lab.path("zetta-copy");
+    {
+        let _guard = common::DEVICES.write().unwrap_or_else(|e| e.into_inner());
+        std::fs::copy(env!("CARGO_BIN_EXE_zetta"), &copy).unwrap();
+    }
+    let mut same = daemon_from(&lab, &copy);
+    assert_eq!(
+        ok(no_mount(&lab, "zpool", &["list"]), "list"),
+        "no pools available\n"
+    );
+    lab.stop_daemon();
+    assert!(
+        wait_for(|| same.try_wait().unwrap().is_some()),
+        "copied daemon"
+    );
+}

@@ -25,7 +25,7 @@ const START_WAIT_STEP: Duration = Duration::from_millis(50);
 pub fn connect() -> Result<UnixStream, String> {
     super::check_run_dir(false)?;
     if let Ok(stream) = UnixStream::connect(socket_path()) {
-        return trusted(stream);
+        return trusted(stream).and_then(same_build);
     }
     start_daemon()?;
     for _ in 0..START_WAIT_STEPS {
@@ -55,6 +55,70 @@ fn trusted(stream: UnixStream) -> Result<UnixStream, String> {
             crate::zpool::pool::strerror(&e)
         )),
     }
+}
+
+/// The stream, when the daemon behind it runs this very build of zetta. A daemon left
+/// running across an upgrade or a rebuild would otherwise go on serving every command with
+/// its old code (and write pools in its old format) while `zetta version` says the new one.
+/// The same file (device and inode of `/proc/PID/exe`, which still resolves when the file
+/// was replaced or deleted) or the same bytes (a copy, a hard link, a reinstall) count as
+/// the same build. A daemon whose executable this user may not read (root's, for a
+/// non-root client) is taken as it is: nothing can be compared.
+fn same_build(stream: UnixStream) -> Result<UnixStream, String> {
+    let Ok(cred) = super::peer_cred(&stream) else {
+        return Ok(stream);
+    };
+    let theirs = std::path::PathBuf::from(format!("/proc/{}/exe", cred.pid));
+    let ours = std::path::Path::new("/proc/self/exe");
+    match executables_equal(&theirs, ours) {
+        Some(false) => Err(format!(
+            "the zetta daemon (pid {}) runs another build of zetta ('{}'); stop it with \
+             'zetta daemon --stop' (it commits its pools and unmounts their filesystems), \
+             then run the command again",
+            cred.pid,
+            std::fs::read_link(&theirs)
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| theirs.display().to_string())
+        )),
+        Some(true) | None => Ok(stream),
+    }
+}
+
+/// Whether two executables are the same build; `None` when either cannot be read.
+fn executables_equal(a: &std::path::Path, b: &std::path::Path) -> Option<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let (meta_a, meta_b) = (std::fs::metadata(a).ok()?, std::fs::metadata(b).ok()?);
+    if (meta_a.dev(), meta_a.ino()) == (meta_b.dev(), meta_b.ino()) {
+        return Some(true);
+    }
+    if meta_a.len() != meta_b.len() {
+        return Some(false);
+    }
+    let (mut file_a, mut file_b) = (std::fs::File::open(a).ok()?, std::fs::File::open(b).ok()?);
+    let (mut buf_a, mut buf_b) = (vec![0u8; 1 << 20], vec![0u8; 1 << 20]);
+    loop {
+        let n = read_full(&mut file_a, &mut buf_a)?;
+        if read_full(&mut file_b, &mut buf_b[..n])? != n || buf_a[..n] != buf_b[..n] {
+            return Some(false);
+        }
+        if n < buf_a.len() {
+            return Some(true);
+        }
+    }
+}
+
+/// Fills `buf` unless the file ends first; the bytes read, `None` on a read error.
+fn read_full(file: &mut std::fs::File, buf: &mut [u8]) -> Option<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match file.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return None,
+        }
+    }
+    Some(filled)
 }
 
 fn start_daemon() -> Result<(), String> {

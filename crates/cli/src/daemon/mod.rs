@@ -156,6 +156,11 @@ pub fn open_run_file(
 
 /// The user at the other end of a Unix socket (SO_PEERCRED).
 pub fn peer_uid(stream: &std::os::unix::net::UnixStream) -> std::io::Result<u32> {
+    peer_cred(stream).map(|cred| cred.uid)
+}
+
+/// The pid, uid and gid of the process at the other end of `stream` (SO_PEERCRED).
+pub fn peer_cred(stream: &std::os::unix::net::UnixStream) -> std::io::Result<libc::ucred> {
     let mut cred = libc::ucred {
         pid: 0,
         uid: u32::MAX,
@@ -175,7 +180,7 @@ pub fn peer_uid(stream: &std::os::unix::net::UnixStream) -> std::io::Result<u32>
     if rc != 0 {
         return Err(std::io::Error::last_os_error());
     }
-    Ok(cred.uid)
+    Ok(cred)
 }
 
 std::thread_local! {
