@@ -199,3 +199,39 @@ fn quotas_refuse_every_space_taking_operation_with_edquot() {
         assert_room_again(&fs);
     }
 }
+
+// Why: `rm big; touch new` past a quota failed with EDQUOT about once in five runs of the
+// test above: the kernel sends the FORGET that frees an unlinked file after answering the
+// unlink, and another FUSE worker could serve the next request first. OpenZFS frees a file
+// nobody holds within `unlinkat`. A change refused for space now waits for the FORGET of a
+// file unlinked a moment ago and is tried again. An O_PATH descriptor holds the inode (so
+// the FORGET comes only when it is closed, 300 ms later): the write waits for it instead
+// of failing at once.
+#[test]
+fn a_write_refused_for_space_waits_for_the_forget_of_a_file_just_unlinked() {
+    let lab = MountLab::with(
+        512 * MIB,
+        &["-o", "quota=8M", "-o", "compression=off", "tank/q"],
+    );
+    let fs = lab.mnt("q");
+    assert!(mounted(&fs), "tank/q is not mounted");
+    std::fs::write(format!("{fs}/big"), noise(6 * MIB as usize, 3)).unwrap();
+    let big = CString::new(format!("{fs}/big")).unwrap();
+    // SAFETY: a NUL-terminated path; the descriptor is closed by the thread below.
+    let fd = unsafe { libc::open(big.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
+    assert!(fd >= 0, "open O_PATH: {}", std::io::Error::last_os_error());
+    std::fs::remove_file(format!("{fs}/big")).unwrap();
+    let closer = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        // SAFETY: the descriptor opened above, closed once.
+        unsafe { libc::close(fd) };
+    });
+    let mut again = std::fs::File::create(format!("{fs}/again")).unwrap();
+    for i in 0..6 {
+        again
+            .write_all(&noise(MIB as usize, 10 + i))
+            .unwrap_or_else(|e| panic!("writing MiB {i} while big's space comes back: {e}"));
+    }
+    again.sync_all().unwrap();
+    closer.join().unwrap();
+}

@@ -318,6 +318,12 @@ pub struct ZplFs {
     /// The kernel's references per object (open handles, lookups not yet forgotten): an
     /// unlinked object is reclaimed when both drop to zero.
     refs: parking_lot::Mutex<std::collections::HashMap<u64, Refs>>,
+    /// Objects unlinked while the kernel knew them, by when they were unlinked or, if open
+    /// then, closed for the last time: their space comes back at the FORGET that follows.
+    /// Never locked while `refs` is held.
+    orphans: parking_lot::Mutex<std::collections::HashMap<u64, std::time::Instant>>,
+    /// Signalled when an entry leaves `orphans` (see `ops::wait_for_orphans`).
+    orphans_gone: parking_lot::Condvar,
     /// Snapshots shown under `.zfs/snapshot`, by slot.
     slots: parking_lot::Mutex<ctldir::Slots>,
     /// Snapshot object sets held open for `.zfs` reads (bounded: see `ctldir`).
@@ -378,6 +384,8 @@ impl ZplFs {
             options,
             live,
             refs: parking_lot::Mutex::new(Default::default()),
+            orphans: parking_lot::Mutex::new(Default::default()),
+            orphans_gone: parking_lot::Condvar::new(),
             slots: parking_lot::Mutex::new(Default::default()),
             snaps: parking_lot::Mutex::new(Default::default()),
             written: Default::default(),

@@ -44,6 +44,10 @@ use zetta::zpl::{Attr, Creds, FileKind, Timespec, Zfsvfs, ZplError};
 
 /// How long the kernel may trust attributes (atime moves under reads without a reply).
 const TTL: Duration = Duration::from_secs(1);
+/// How long a change refused for space waits for the FORGET of a file unlinked just before
+/// (`ZplFs::wait_for_orphans`): the kernel sends it right after the unlink; a loaded
+/// machine may take a while to serve it.
+const ORPHAN_FORGET_WAIT: Duration = Duration::from_secs(2);
 /// How long it may trust names: only this mount changes them (rollback and receive
 /// remount), so a looked-up name stays valid; `find` and `stat` storms then skip lookups.
 const ENTRY_TTL: Duration = Duration::from_secs(3600);
@@ -227,13 +231,54 @@ impl ZplFs {
 
     /// Runs one write-side operation of the ZPL's policy (`zfs_vnops`) under the pool
     /// lock; its typed refusal becomes the errno (ENOSPC, EDQUOT, EROFS, ...).
+    ///
+    /// A change refused for space (ENOSPC, EDQUOT) while a file unlinked a moment ago waits
+    /// for the kernel's FORGET to give its space back is tried once more after that FORGET
+    /// (`wait_for_orphans`): OpenZFS frees a file nobody holds within `unlinkat` itself (the
+    /// final iput), so `rm big; touch new` on a full pool or past a quota works there, but
+    /// FUSE sends the FORGET asynchronously and another worker may serve the next request
+    /// first. A refused change changed nothing, so trying it again is safe.
     pub(crate) fn policy<T>(
         &self,
-        op: impl FnOnce(&ZfsMount, &mut zetta::spa::Spa) -> Result<T, ZplError>,
+        mut op: impl FnMut(&ZfsMount, &mut zetta::spa::Spa) -> Result<T, ZplError>,
     ) -> Result<T, Errno> {
         let pool = self.pool()?;
-        let mut spa = pool.write();
-        op(&self.zmount(), &mut spa).map_err(errno)
+        let first = op(&self.zmount(), &mut pool.write());
+        match first {
+            Err(ZplError::NoSpace | ZplError::QuotaExceeded) if self.wait_for_orphans() => {
+                op(&self.zmount(), &mut pool.write()).map_err(errno)
+            }
+            other => other.map_err(errno),
+        }
+    }
+
+    /// Waits, holding no pool lock, until no object orphaned in the last
+    /// `ORPHAN_FORGET_WAIT` is left; whether there was one. An object the kernel keeps
+    /// longer (an O_PATH descriptor, an open handle, a deleted working directory) keeps its
+    /// space as on OpenZFS, and is not waited for past that time.
+    pub(crate) fn wait_for_orphans(&self) -> bool {
+        let mut orphans = self.orphans.lock();
+        let newest = |orphans: &std::collections::HashMap<u64, std::time::Instant>| {
+            orphans
+                .values()
+                .filter(|at| at.elapsed() < ORPHAN_FORGET_WAIT)
+                .max()
+                .copied()
+        };
+        let Some(latest) = newest(&orphans) else {
+            return false;
+        };
+        let deadline = latest + ORPHAN_FORGET_WAIT;
+        while newest(&orphans).is_some() {
+            if self
+                .orphans_gone
+                .wait_until(&mut orphans, deadline)
+                .timed_out()
+            {
+                break;
+            }
+        }
+        true
     }
 
     /// Frees `range` batch by batch, each its own transaction, taking the pool lock per
@@ -276,7 +321,7 @@ impl ZplFs {
     /// Drops references; when none is left, an unlinked object is freed. An object
     /// number must not be reused while the kernel may still name it (FUSE nodeids).
     pub(crate) fn release_refs(&self, object: u64, open: u32, lookups: u64) {
-        let last = {
+        let (last, closed) = {
             let mut refs = self.refs.lock();
             match refs.get_mut(&object) {
                 Some(r) => {
@@ -284,15 +329,31 @@ impl ZplFs {
                     r.lookups = r.lookups.saturating_sub(lookups);
                     if r.open == 0 && r.lookups == 0 {
                         refs.remove(&object);
-                        true
+                        (true, false)
                     } else {
-                        false
+                        (false, open > 0 && r.open == 0)
                     }
                 }
-                None => false,
+                None => (false, false),
             }
         };
-        if last && !self.readonly() && object != self.vfs.root {
+        if closed {
+            // An unlinked file's last close: its space is due at the FORGET now.
+            if let Some(at) = self.orphans.lock().get_mut(&object) {
+                *at = std::time::Instant::now();
+            }
+        }
+        if last {
+            self.reclaim_if_unlinked(object);
+            if self.orphans.lock().remove(&object).is_some() {
+                self.orphans_gone.notify_all();
+            }
+        }
+    }
+
+    /// Frees `object` if it is unlinked and the kernel holds it no more.
+    fn reclaim_if_unlinked(&self, object: u64) {
+        if !self.readonly() && object != self.vfs.root {
             // Nearly every object the kernel forgets is still linked: the shared lock tells.
             // Only an unlinked one takes the exclusive lock, and is looked at again under it.
             let unlinked = self.run_read(|vfs, os, ctx| {
@@ -600,7 +661,12 @@ impl fuser::Filesystem for ZplFs {
         let now = self.now();
         let in_use = |object| self.in_use(object);
         let result = self.policy(|m, spa| m.remove(spa, dir, name.as_bytes(), now, &in_use));
-        reply_empty(reply, result);
+        if let Ok(Some(orphan)) = result {
+            self.orphans
+                .lock()
+                .insert(orphan, std::time::Instant::now());
+        }
+        reply_empty(reply, result.map(|_| ()));
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {

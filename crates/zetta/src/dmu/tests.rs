@@ -388,7 +388,6 @@ fn freed_and_zeroed_blocks_become_holes_with_their_birth() {
 // compresses to at most 112 bytes into its pointer (BPE_*, etype DATA): no allocation,
 // no I/O, and its readers expect it. Dnode and objset blocks are never embedded.
 #[test]
-#[ignore = "embedded writes are off (zio::EMBEDDED_DATA_WRITES): zpl_space full-pool margins"]
 fn tiny_blocks_are_embedded_in_their_pointer() {
     use crate::byteorder::ByteOrder;
     use crate::zio::blkptr::BlockPointer;

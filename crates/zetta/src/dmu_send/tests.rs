@@ -671,7 +671,6 @@ fn incremental_sends_holes_by_their_birth() {
 // still carry its bytes (as a plain WRITE, with or without -c, as OpenZFS does without -e)
 // and the receiver embeds it again.
 #[test]
-#[ignore = "embedded writes are off (zio::EMBEDDED_DATA_WRITES): zpl_space full-pool margins"]
 fn embedded_blocks_are_sent_and_received() {
     let mut spa = pool();
     spa.create_filesystem("tank/src").unwrap();

@@ -62,7 +62,8 @@ pub const SPA_VERSION: u64 = crate::spa::openzfs::feature::SPA_VERSION_FEATURES;
 /// (issue 14, increment 1b): a freed block, or one rewritten as zeros, leaves a hole with
 /// its birth txg, lsize, type and level (`BlockPointer::hole_born`), which incremental
 /// sends prune by; embedded pointers (BPE_*, etype DATA, no DVA) are read, and writing
-/// them for level-0 blocks that compress to at most 112 bytes is coded but switched off.
+/// them for level-0 blocks that compress to at most 112 bytes was switched on in format 12's
+/// time (every reader since format 11 reads them, so no new number).
 /// 12: space maps as OpenZFS writes them (issue 14, increment 5a): `space_map_phys_t`
 /// bonuses (type SPACE_MAP_HEADER, 24 bytes without the spacemap_histogram feature),
 /// 16 KiB blocks, one-word entries in sectors relative to the metaslab with a debug word

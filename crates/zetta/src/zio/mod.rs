@@ -128,11 +128,11 @@ struct PreparedBlock<'a> {
     embedded: Option<EmbeddedPayload>,
 }
 
-/// Whether blocks are embedded when written. Off for now: with it on, the CLI test
-/// `zpl_space::full_pool_refuses_every_space_taking_operation_with_enospc` finds no room
-/// to create a file on a full pool (embedded metadata changes the admission margins; not
-/// understood yet). Reading embedded pointers works either way.
-const EMBEDDED_DATA_WRITES: bool = false;
+/// Whether blocks are embedded when written (OpenZFS with embedded_data active: always).
+/// It was off for a session because `zpl_space`'s full-pool and quota tests failed with it
+/// on; the cause was not embedding but a race it made likelier: the space of an unlinked
+/// file came back only at the kernel's asynchronous FORGET (fixed in `fuse::ops::policy`).
+const EMBEDDED_DATA_WRITES: bool = true;
 
 /// Whether OpenZFS's `zio_write_compress` embeds a block compressed to `compressed_len`
 /// bytes (embedded_data active, as in every pool Zetta creates): only level-0 blocks whose

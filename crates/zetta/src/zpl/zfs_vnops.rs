@@ -224,7 +224,8 @@ impl ZfsMount {
 
     /// `zfs_remove`: a net-free change. The file is freed in the same transaction when its
     /// last link went and `in_use` says nobody holds it; otherwise it waits on the delete
-    /// queue for its last close (`inactive`).
+    /// queue for its last close (`inactive`), and its object number is returned: the caller
+    /// may free its data at once when no handle is open (OpenZFS's `may_delete_now`).
     pub fn remove(
         &self,
         spa: &mut Spa,
@@ -232,13 +233,17 @@ impl ZfsMount {
         name: &[u8],
         now: Timespec,
         in_use: &dyn Fn(u64) -> bool,
-    ) -> Result<(), ZplError> {
+    ) -> Result<Option<u64>, ZplError> {
         self.metadata_tx(spa, Holds::Free, |vfs, os, ctx| {
             let gone = vfs.unlink(os, ctx, dir, name, now)?;
-            if gone.orphaned && !in_use(gone.object) {
-                vfs.reclaim(os, ctx, gone.object)?;
+            if !gone.orphaned {
+                return Ok(None);
             }
-            Ok(())
+            if !in_use(gone.object) {
+                vfs.reclaim(os, ctx, gone.object)?;
+                return Ok(None);
+            }
+            Ok(Some(gone.object))
         })
     }
 
