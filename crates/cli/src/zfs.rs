@@ -72,10 +72,8 @@ pub fn run_io(
     let mut ctx = Ctx { out, err };
     let rest = &args[1..];
     let result = match command.as_str() {
-        // zfs_do_version parses options (`-j`, not in Zetta): `-?` is an invalid option.
-        "version" | "-V" | "--version" => crate::zpool::getopt(rest, "").map(|_| {
-            ctx.print(&format!("zetta {}\n", env!("CARGO_PKG_VERSION")));
-        }),
+        // zfs_do_version parses options (`-j`): `-?` is an invalid option.
+        "version" | "-V" | "--version" => cmd_version(rest, &mut ctx),
         "create" => cmd_create(rest, &mut ctx),
         "snapshot" | "snap" => cmd_snapshot(rest),
         "rollback" => cmd_rollback(rest),
@@ -140,6 +138,25 @@ pub fn run_io(
             2
         }
     }
+}
+
+/// `zfs version [-j]` (`zfs_do_version`).
+fn cmd_version(args: &[String], ctx: &mut Ctx) -> CmdResult {
+    let parsed = crate::zpool::getopt_long(
+        args,
+        "j",
+        &[("json", crate::zpool::OPTION_JSON)],
+        Some("zfs"),
+    )?;
+    if !parsed.operands.is_empty() {
+        return usage("too many arguments");
+    }
+    if parsed.has(crate::zpool::OPTION_JSON) {
+        crate::zpool::json::print(ctx, &crate::zpool::json::version_document("zfs version"));
+    } else {
+        ctx.print(&format!("zetta {}\n", env!("CARGO_PKG_VERSION")));
+    }
+    Ok(())
 }
 
 fn pool_of(name: &str) -> &str {

@@ -88,9 +88,11 @@ fn vdev_lines(imported: &Imported, names: &[String], exact: bool) -> Vec<PoolLis
 
 /// `zpool list [-gHLpPv] [-o prop,…] [pool]… [interval [count]]`
 pub fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "HpPvo:T:")?;
+    let (parsed, json) =
+        super::json::parse_with_json(args, "HjpPvo:T:", super::LONG_JSON_POOL, None)?;
     let scripted = parsed.has('H');
-    let exact = parsed.has('p');
+    // --json-int implies -p (cb_literal), as in 2.3.
+    let exact = parsed.has('p') || json.as_int;
     let verbose = parsed.has('v');
     let given: Vec<String> = match parsed.last('o') {
         Some(list) => list.split(',').map(str::to_string).collect(),
@@ -110,8 +112,27 @@ pub fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let mut iteration = 0u64;
     loop {
         let (pools, unavailable) = pool::open_named_listing(&pool_names)?;
-        ctx.print(&super::timestamp_line(timestamp));
-        if pools.is_empty() && unavailable.is_empty() && !scripted {
+        if json.enabled {
+            // No pools: 2.3 prints nothing at all.
+            if !(pools.is_empty() && unavailable.is_empty()) {
+                let document = list_document(
+                    &json,
+                    &pools,
+                    &unavailable,
+                    &names,
+                    &pool_names,
+                    exact,
+                    verbose,
+                    timestamp,
+                );
+                super::json::print(ctx, &document);
+            }
+        } else {
+            ctx.print(&super::timestamp_line(timestamp));
+        }
+        if json.enabled {
+            // Shares the interval handling below.
+        } else if pools.is_empty() && unavailable.is_empty() && !scripted {
             ctx.print("no pools available\n");
             return Ok(());
         }
@@ -148,7 +169,9 @@ pub fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
             rows.sort_by_key(|(name, _)| pool_names.iter().position(|n| n == name));
         }
         let entries: Vec<PoolListEntry> = rows.into_iter().map(|(_, entry)| entry).collect();
-        ctx.print(&format_zpool_list(&columns, &entries, verbose, scripted));
+        if !json.enabled {
+            ctx.print(&format_zpool_list(&columns, &entries, verbose, scripted));
+        }
         iteration += 1;
         let Some(interval) = interval else {
             return Ok(());
@@ -156,13 +179,146 @@ pub fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
         if count.is_some_and(|c| iteration >= c) {
             return Ok(());
         }
-        ctx.print("\n");
+        if !json.enabled {
+            ctx.print("\n");
+        }
         let _ = ctx.out.flush();
         // A client gone (^C) ends the command inside the daemon too.
         if !crate::daemon::wait_interval(interval) {
             return Ok(());
         }
     }
+}
+
+/// `zpool list -j` (`collect_pool`, `list_callback`, `collect_list_stats`): each pool's
+/// `fill_pool_info` and its columns as properties (the name column is the key, not a
+/// property); with `-v` its vdevs, top-level ones with their space columns, leaves below
+/// them, log vdevs under `"logs"`.
+#[allow(clippy::too_many_arguments)]
+fn list_document(
+    json: &super::json::JsonOptions,
+    pools: &[Imported],
+    unavailable: &[pool::Unavailable],
+    names: &[String],
+    pool_names: &[String],
+    exact: bool,
+    verbose: bool,
+    timestamp: Option<char>,
+) -> zetta_zutil::json::Json {
+    use super::json::{imported_pool_info, pool_info, vdev_info, VdevClass};
+    use zetta_zutil::json::{property, Json, PropSource};
+    let mut document = super::json::pools_document("list");
+    json.add_time(&mut document, timestamp);
+    let mut entries: Vec<(String, String, Json)> = Vec::new();
+    for gone in unavailable {
+        let mut item = pool_info(
+            json,
+            &gone.entry.name,
+            gone.entry.guid,
+            None,
+            "FAULTED",
+            true,
+        );
+        let values = unavailable_entry(gone, names).values;
+        let mut props = Json::object();
+        for (name, value) in names.iter().zip(values) {
+            if name != "name" {
+                props.insert(name, property(&value, &PropSource::None, json.as_int));
+            }
+        }
+        item.insert("properties", props);
+        let key = json.pool_key(&gone.entry.name, gone.entry.guid);
+        entries.push((gone.entry.name.clone(), key, item));
+    }
+    for imported in pools {
+        let mut item = imported_pool_info(json, imported, true);
+        let mut props = Json::object();
+        for name in names.iter().filter(|n| n.as_str() != "name") {
+            let (value, source) =
+                value_of(imported, name, exact).unwrap_or_else(|| ("-".to_string(), "-"));
+            props.insert(
+                name,
+                property(&value, &PropSource::from_column(source), json.as_int),
+            );
+        }
+        item.insert("properties", props);
+        if verbose {
+            // collect_list_stats: the same columns for every vdev, whatever -o says.
+            let vdev_props: Vec<String> = [
+                "name",
+                "size",
+                "allocated",
+                "free",
+                "checkpoint",
+                "expandsize",
+                "fragmentation",
+                "capacity",
+                "dedupratio",
+                "health",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            let vdev_entry = |vdev: &Vdev, top_index: Option<usize>, class: VdevClass| {
+                let name = match vdev.kind {
+                    VdevKind::Leaf => pool::vdev_short_name(&vdev.path).to_string(),
+                    _ => vdev.display_name(),
+                };
+                let mut entry = vdev_info(json, &name, vdev, class, vdev.state().name());
+                let values = vdev_values(imported, vdev, top_index, &vdev_props, exact);
+                let mut props = Json::object();
+                for (prop, value) in vdev_props.iter().skip(1).zip(values) {
+                    props.insert(prop, property(&value, &PropSource::None, json.as_int));
+                }
+                entry.insert("properties", props);
+                (name, entry)
+            };
+            let mut vdevs = Json::object();
+            let mut logs = Json::object();
+            for (index, top) in imported.spa.root.children.iter().enumerate() {
+                if top.kind == VdevKind::Hole {
+                    continue;
+                }
+                let class = if top.is_log {
+                    VdevClass::Log
+                } else {
+                    VdevClass::Normal
+                };
+                let (name, mut entry) = vdev_entry(top, Some(index), class);
+                let mut children = Json::object();
+                for leaf in &top.children {
+                    let (leaf_name, leaf_entry) = vdev_entry(leaf, None, class);
+                    children.insert(&leaf_name, leaf_entry);
+                }
+                if !children.is_empty_object() {
+                    entry.insert("vdevs", children);
+                }
+                if top.is_log {
+                    logs.insert(&name, entry);
+                } else {
+                    vdevs.insert(&name, entry);
+                }
+            }
+            if !logs.is_empty_object() {
+                vdevs.insert("logs", logs);
+            }
+            item.insert("vdevs", vdevs);
+        }
+        let key = json.pool_key(&imported.spa.name, imported.spa.guid.0);
+        entries.push((imported.spa.name.clone(), key, item));
+    }
+    // In the order the text prints the pools: by name, or as named.
+    if pool_names.is_empty() {
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+    } else {
+        entries.sort_by_key(|(name, _, _)| pool_names.iter().position(|n| n == name));
+    }
+    if let Some(pools_object) = document.get_mut("pools") {
+        for (_, key, item) in entries {
+            pools_object.insert(&key, item);
+        }
+    }
+    document
 }
 
 /// The `zpool list` row of a pool that cannot be opened: OpenZFS's `zpool_get_prop` on
