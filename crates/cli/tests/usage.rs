@@ -109,8 +109,6 @@ fn unimplemented_flags_are_refused() {
         ("zpool", &["list", "-L"], 'L'),
         ("zpool", &["scrub", "-e", "tank"], 'e'),
         ("zpool", &["scrub", "-C", "tank"], 'C'),
-        ("zfs", &["list", "-j"], 'j'),
-        ("zfs", &["get", "-j", "all"], 'j'),
         ("zfs", &["set", "-u", "atime=on", "tank"], 'u'),
     ];
     for (front, args, flag) in cases {
