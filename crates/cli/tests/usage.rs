@@ -90,7 +90,6 @@ fn unimplemented_flags_are_refused() {
     let lab = Lab::new();
     let cases: &[(&str, &[&str], char)] = &[
         ("zpool", &["iostat", "-l"], 'l'),
-        ("zpool", &["iostat", "-w"], 'w'),
         ("zpool", &["iostat", "-q"], 'q'),
         ("zpool", &["iostat", "-r"], 'r'),
         ("zpool", &["iostat", "-g"], 'g'),

@@ -16,8 +16,9 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use zetta::vdev::{Vdev, VdevKind};
 use zetta_zutil::iostat::{
-    format_iostat, format_iostat_header, format_iostat_rows, iostat_name_width, IostatOptions,
-    IostatPool, IostatRow,
+    format_iostat, format_iostat_header, format_iostat_rows, format_latency_histogram,
+    iostat_name_width, IostatOptions, IostatPool, IostatRow, LATENCY_BUCKETS,
+    LATENCY_HISTOGRAM_COLUMNS,
 };
 use zetta_zutil::list::{
     format_zpool_list, vdev_capacity_text, zpool_list_columns, PoolListEntry, PoolListLine,
@@ -431,9 +432,117 @@ fn rates(now: &IostatPool, previous: Option<&IostatPool>, secs: u64) -> IostatPo
     }
 }
 
-/// `zpool iostat [-v] [-Hpy] [pool]… [interval [count]]`
+/// One histogram block of `zpool iostat -w`: the class heading it opens (logs), the
+/// vdev's name and its columns (see `zetta_zutil::iostat::LATENCY_HISTOGRAM_COLUMNS`).
+struct LatencyBlock {
+    class: Option<&'static str>,
+    name: String,
+    columns: Box<LatencyColumns>,
+}
+
+type LatencyColumns = [[u64; LATENCY_BUCKETS]; LATENCY_HISTOGRAM_COLUMNS];
+
+/// A vdev's latency columns: its leaves' histograms summed (`vdev_get_child_stat_ex`).
+/// Zetta issues each leaf request straight to its device, so the total wait is the disk
+/// wait and the queue waits (sync, async, scrub, trim, rebuild) are empty.
+fn latency_columns(vdev: &Vdev) -> Box<LatencyColumns> {
+    use zetta::vdev::stat_ex::IoType;
+    let mut columns = Box::new([[0u64; LATENCY_BUCKETS]; LATENCY_HISTOGRAM_COLUMNS]);
+    for leaf in vdev.leaves() {
+        for (io, total_column, disk_column) in [(IoType::Read, 0, 2), (IoType::Write, 1, 3)] {
+            let counts = leaf.stats.ex.disk_latency[io as usize].snapshot();
+            for (bucket, count) in counts.iter().enumerate().take(LATENCY_BUCKETS) {
+                columns[total_column][bucket] += count;
+                columns[disk_column][bucket] += count;
+            }
+        }
+    }
+    columns
+}
+
+/// The blocks of one pool: the pool, then with `-v` its vdev tree and its log vdevs.
+fn latency_blocks(imported: &Imported, verbose: bool) -> Vec<LatencyBlock> {
+    let spa = &imported.spa;
+    let block = |class, name: String, vdev: &Vdev| LatencyBlock {
+        class,
+        name,
+        columns: latency_columns(vdev),
+    };
+    let mut blocks = vec![block(None, spa.name.clone(), &spa.root)];
+    if !verbose {
+        return blocks;
+    }
+    let mut logs = Vec::new();
+    for top in &spa.root.children {
+        if top.kind == VdevKind::Hole {
+            continue;
+        }
+        let mut group = vec![block(None, top.display_name(), top)];
+        if top.kind != VdevKind::Leaf {
+            group.extend(
+                top.children
+                    .iter()
+                    .map(|l| block(None, l.display_name(), l)),
+            );
+        }
+        if top.is_log {
+            logs.extend(group);
+        } else {
+            blocks.extend(group);
+        }
+    }
+    if let Some(first) = logs.first_mut() {
+        first.class = Some("logs");
+    }
+    blocks.extend(logs);
+    blocks
+}
+
+/// `zpool iostat -w`'s report of one interval: the first shows the counts since import,
+/// later ones the counts of the interval per second (2.3's scale of NANOSEC / tdelta).
+fn format_latency_report(
+    pools: &[Vec<LatencyBlock>],
+    previous: Option<&Vec<Vec<LatencyBlock>>>,
+    interval_secs: f64,
+    name_width: usize,
+    options: IostatOptions,
+) -> String {
+    let mut out = String::new();
+    for (index, blocks) in pools.iter().enumerate() {
+        for block in blocks {
+            let before = previous
+                .and_then(|p| p.get(index))
+                .and_then(|p| p.iter().find(|b| b.name == block.name));
+            let mut columns = block.columns.clone();
+            if let Some(before) = before {
+                for (column, old) in columns.iter_mut().zip(before.columns.iter()) {
+                    for (count, old_count) in column.iter_mut().zip(old) {
+                        let delta = count.saturating_sub(*old_count) as f64;
+                        *count = (delta / interval_secs.max(f64::MIN_POSITIVE)) as u64;
+                    }
+                }
+            }
+            if block.class.is_some() {
+                // print_vdev_stats: a class heading is only its newline for histograms.
+                out.push('\n');
+            }
+            out.push_str(&format_latency_histogram(
+                &block.name,
+                name_width,
+                &columns,
+                options,
+            ));
+        }
+    }
+    out
+}
+
+/// `zpool iostat [-v] [-w] [-Hpy] [pool]… [interval [count]]`
 pub fn cmd_iostat(args: &[String], ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "HpPvyT:")?;
+    // -l, -q and -r are refused (getopt's "invalid option"): the engine keeps no
+    // per-priority figures for them (vdev::stat_ex).
+    let parsed = getopt(args, "HpPvwyT:")?;
+    let latency_histograms = parsed.has('w');
     let options = IostatOptions {
         verbose: parsed.has('v'),
         scripted: parsed.has('H'),
@@ -444,6 +553,7 @@ pub fn cmd_iostat(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let mut names = parsed.operands.clone();
     let (interval, count) = interval_count(&mut names)?;
     let mut previous: Option<Vec<IostatPool>> = None;
+    let mut previous_latency: Option<Vec<Vec<LatencyBlock>>> = None;
     let mut iteration = 0u64;
     let mut printed = 0u64;
     loop {
@@ -451,6 +561,40 @@ pub fn cmd_iostat(args: &[String], ctx: &mut Ctx) -> CmdResult {
         let (pools, _unavailable) = pool::open_named_listing(&names)?;
         if pools.is_empty() {
             return fail("no pools available");
+        }
+        if latency_histograms {
+            let widths: Vec<IostatPool> =
+                pools.iter().map(|p| snapshot(p, options.verbose)).collect();
+            let name_width = iostat_name_width(&widths, options.verbose);
+            let blocks: Vec<Vec<LatencyBlock>> = pools
+                .iter()
+                .map(|p| latency_blocks(p, options.verbose))
+                .collect();
+            drop(pools);
+            if !(skip_first && iteration == 0) {
+                ctx.print(&super::timestamp_line(timestamp));
+                ctx.print(&format_latency_report(
+                    &blocks,
+                    previous_latency.as_ref(),
+                    interval.unwrap_or(1.0),
+                    name_width,
+                    options,
+                ));
+                printed += 1;
+            }
+            previous_latency = Some(blocks);
+            iteration += 1;
+            let Some(interval) = interval else {
+                return Ok(());
+            };
+            if count.is_some_and(|c| printed >= c) {
+                return Ok(());
+            }
+            let _ = ctx.out.flush();
+            if !crate::daemon::wait_interval(interval) {
+                return Ok(());
+            }
+            continue;
         }
         let now_secs = zetta::spa::now_secs();
         let snapshots: Vec<IostatPool> =

@@ -744,7 +744,11 @@ mod tests {
             leaf.stats.read_ops.load(Ordering::Relaxed)
         );
         assert_eq!(ex.individual_size[write].snapshot()[12], 1, "the 4K write");
-        assert_eq!(ex.aggregated_size[write].snapshot()[18], 1, "384K: 256K..512K");
+        assert_eq!(
+            ex.aggregated_size[write].snapshot()[18],
+            1,
+            "384K: 256K..512K"
+        );
         assert_eq!(ex.aggregated_size[write].count(), 1);
         assert_eq!(ex.individual_size[read].snapshot()[13], 1, "the 8K read");
     }

@@ -113,7 +113,11 @@ mod tests {
         assert_eq!(bucket_of(4096, SIZE_BUCKETS), 12);
         assert_eq!(bucket_of(128 << 10, SIZE_BUCKETS), 17);
         assert_eq!(bucket_of(16 << 20, SIZE_BUCKETS), 24);
-        assert_eq!(bucket_of(1 << 40, SIZE_BUCKETS), 24, "clamped to the last bucket");
+        assert_eq!(
+            bucket_of(1 << 40, SIZE_BUCKETS),
+            24,
+            "clamped to the last bucket"
+        );
         assert_eq!(bucket_of(u64::MAX, LATENCY_BUCKETS), 36);
     }
 
@@ -130,7 +134,11 @@ mod tests {
         assert_eq!(stats.aggregated_size[write].snapshot()[20], 1);
         assert_eq!(stats.individual_size[read].snapshot()[9], 1);
         assert_eq!(stats.disk_latency[write].count(), 2);
-        assert_eq!(stats.disk_latency[write].snapshot()[9], 1, "1000 ns: 512..1023");
+        assert_eq!(
+            stats.disk_latency[write].snapshot()[9],
+            1,
+            "1000 ns: 512..1023"
+        );
         assert_eq!(stats.disk_latency[read].snapshot()[6], 1, "100 ns: 64..127");
     }
 }
