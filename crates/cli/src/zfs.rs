@@ -72,10 +72,8 @@ pub fn run_io(
     let mut ctx = Ctx { out, err };
     let rest = &args[1..];
     let result = match command.as_str() {
-        // zfs_do_version parses options (`-j`, not in Zetta): `-?` is an invalid option.
-        "version" | "-V" | "--version" => crate::zpool::getopt(rest, "").map(|_| {
-            ctx.print(&format!("zetta {}\n", env!("CARGO_PKG_VERSION")));
-        }),
+        // zfs_do_version parses options (`-j`): `-?` is an invalid option.
+        "version" | "-V" | "--version" => cmd_version(rest, &mut ctx),
         "create" => cmd_create(rest, &mut ctx),
         "snapshot" | "snap" => cmd_snapshot(rest),
         "rollback" => cmd_rollback(rest),
@@ -140,6 +138,67 @@ pub fn run_io(
             2
         }
     }
+}
+
+/// The long options of `zfs list` and `zfs get`.
+const LONG_JSON_ZFS: &[(&str, char)] = &[
+    ("json", crate::zpool::OPTION_JSON),
+    ("json-int", crate::zpool::OPTION_JSON_INT),
+];
+
+/// `zfs_json_schema` with an empty `"datasets"` object.
+fn datasets_document(command: &str) -> zetta_zutil::json::Json {
+    let mut document = zetta_zutil::json::output_version(&format!("zfs {command}"));
+    document.insert("datasets", zetta_zutil::json::Json::object());
+    document
+}
+
+/// `fill_dataset_info`: name, type, pool, createtxg, and for a snapshot its dataset and
+/// snapshot name.
+fn dataset_info(
+    imported: &mut Imported,
+    props: &LocalProps,
+    name: &str,
+    as_int: bool,
+) -> Result<zetta_zutil::json::Json, CmdError> {
+    use zetta_zutil::json::Json;
+    let mut item = Json::object();
+    item.insert("name", Json::string(name));
+    let kind = property(imported, props, name, "type", true)?
+        .map(|(v, _)| v.to_ascii_uppercase())
+        .unwrap_or_else(|| "UNKNOWN".to_string());
+    item.insert("type", Json::string(kind));
+    item.insert("pool", Json::string(pool_of(name)));
+    if let Some((txg, _)) = property(imported, props, name, "createtxg", true)? {
+        match (as_int, txg.parse::<u64>()) {
+            (true, Ok(n)) => item.insert("createtxg", Json::Number(n)),
+            _ => item.insert("createtxg", Json::string(txg)),
+        }
+    }
+    if let Some((dataset, snapshot)) = name.split_once('@') {
+        item.insert("dataset", Json::string(dataset));
+        item.insert("snapshot_name", Json::string(snapshot));
+    }
+    Ok(item)
+}
+
+/// `zfs version [-j]` (`zfs_do_version`).
+fn cmd_version(args: &[String], ctx: &mut Ctx) -> CmdResult {
+    let parsed = crate::zpool::getopt_long(
+        args,
+        "j",
+        &[("json", crate::zpool::OPTION_JSON)],
+        Some("zfs"),
+    )?;
+    if !parsed.operands.is_empty() {
+        return usage("too many arguments");
+    }
+    if parsed.has(crate::zpool::OPTION_JSON) {
+        crate::zpool::json::print(ctx, &crate::zpool::json::version_document("zfs version"));
+    } else {
+        ctx.print(&format!("zetta {}\n", env!("CARGO_PKG_VERSION")));
+    }
+    Ok(())
 }
 
 fn pool_of(name: &str) -> &str {
@@ -1522,7 +1581,9 @@ fn parse_depth(parsed: &crate::zpool::Parsed) -> Result<Option<usize>, CmdError>
 
 /// `zfs list [-Hp] [-r|-d depth] [-o fields] [fs…]`
 fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "Hprd:o:s:S:t:")?;
+    // 2.3's option string has no leading ':': glibc words unknown long options first.
+    let (parsed, json) =
+        crate::zpool::json::parse_with_json(args, "jHprd:o:s:S:t:", LONG_JSON_ZFS, Some("zfs"))?;
     let fields_arg = parsed
         .values('o')
         .last()
@@ -1555,9 +1616,12 @@ fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
             return usage(format!("bad property list: invalid property '{field}'"));
         }
     }
-    let parsable = parsed.has('p');
+    // --json-int implies -p (cb_literal), as in 2.3.
+    let parsable = parsed.has('p') || json.as_int;
     let depth = parse_depth(&parsed)?;
     let mut rows = Vec::new();
+    let mut row_names = Vec::new();
+    let mut json_items: HashMap<String, zetta_zutil::json::Json> = HashMap::new();
     let types = parse_types(
         &parsed,
         Types {
@@ -1581,11 +1645,24 @@ fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
         let props = load_props(&mut imported)?;
         for name in names {
             let mut row = Vec::new();
+            let mut json_props = zetta_zutil::json::Json::object();
             for field in &fields {
-                let value = property(&mut imported, &props, &name, field, parsable)?
-                    .map(|(v, _)| v)
-                    .unwrap_or_else(|| "-".to_string());
+                let (value, source) = property(&mut imported, &props, &name, field, parsable)?
+                    .unwrap_or_else(|| ("-".to_string(), "-".to_string()));
+                if json.enabled && field != "name" {
+                    let key = ZfsProp::from_name(field).map_or(field.as_str(), |p| p.name());
+                    let source = zetta_zutil::json::PropSource::from_column(&source);
+                    json_props.insert(
+                        key,
+                        zetta_zutil::json::property(&value, &source, json.as_int),
+                    );
+                }
                 row.push(value);
+            }
+            if json.enabled {
+                let mut item = dataset_info(&mut imported, &props, &name, json.as_int)?;
+                item.insert("properties", json_props);
+                json_items.insert(name.clone(), item);
             }
             let mut keys = Vec::new();
             if !sort_columns.is_empty() {
@@ -1614,12 +1691,31 @@ fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
                 });
             } else {
                 rows.push(row);
+                row_names.push(name);
             }
         }
     }
     if !sort_columns.is_empty() {
         sort_entries(&mut sortable, &sort_columns);
-        rows.extend(sortable.into_iter().map(|r| r.printed));
+        for sorted in sortable {
+            rows.push(sorted.printed);
+            row_names.push(sorted.name);
+        }
+    }
+    if json.enabled {
+        let mut document = datasets_document("list");
+        if let Some(datasets) = document.get_mut("datasets") {
+            for name in &row_names {
+                if let Some(item) = json_items.remove(name) {
+                    datasets.insert(name, item);
+                }
+            }
+        }
+        crate::zpool::json::print(ctx, &document);
+        if rows.is_empty() && parsed.operands.is_empty() {
+            ctx.warn("no datasets available\n");
+        }
+        return Ok(());
     }
     if rows.is_empty() && parsed.operands.is_empty() {
         ctx.print("no datasets available\n");
@@ -1637,11 +1733,14 @@ fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
 
 /// `zfs get [-Hpr] [-o fields] all|props fs…`
 fn cmd_get(args: &[String], ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "Hprd:o:s:t:")?;
+    let (parsed, json) =
+        crate::zpool::json::parse_with_json(args, "jHprd:o:s:t:", LONG_JSON_ZFS, None)?;
     let Some((props_arg, names)) = parsed.operands.split_first() else {
         return usage("missing property argument");
     };
-    let parsable = parsed.has('p');
+    // --json-int implies -p (cb_literal), as in 2.3.
+    let parsable = parsed.has('p') || json.as_int;
+    let mut document = datasets_document("get");
     let mut fields: Vec<String> = ["name", "property", "value", "source"]
         .iter()
         .map(|s| s.to_string())
@@ -1707,6 +1806,7 @@ fn cmd_get(args: &[String], ctx: &mut Ctx) -> CmdResult {
     for (mut imported, datasets) in targets(names, parsed.has('r'), depth, types)? {
         let props = load_props(&mut imported)?;
         for name in datasets {
+            let mut json_props = zetta_zutil::json::Json::object();
             let wanted: Vec<String> = if props_arg == "all" {
                 let mut all: Vec<String> = zetta_zprop::ZFS_GET_ALL_ORDER
                     .iter()
@@ -1744,6 +1844,22 @@ fn cmd_get(args: &[String], ctx: &mut Ctx) -> CmdResult {
                     }
                 })
                 .unwrap_or_else(|| "-".to_string());
+                if json.enabled {
+                    // zprop_collect_property: RECEIVED's data is the received value when
+                    // that column was asked for.
+                    let mut source = zetta_zutil::json::PropSource::from_column(&source);
+                    if let zetta_zutil::json::PropSource::Received(data) = &mut source {
+                        if fields.iter().any(|f| f == "received") && received != "-" {
+                            *data = Some(received.clone());
+                        }
+                    }
+                    let key = native.map_or(prop.as_str(), |p| p.name());
+                    json_props.insert(
+                        key,
+                        zetta_zutil::json::property(&value, &source, json.as_int),
+                    );
+                    continue;
+                }
                 let row: Vec<String> = fields
                     .iter()
                     .map(|f| match f.as_str() {
@@ -1757,7 +1873,18 @@ fn cmd_get(args: &[String], ctx: &mut Ctx) -> CmdResult {
                     .collect();
                 rows.push(row);
             }
+            if json.enabled && !json_props.is_empty_object() {
+                let mut item = dataset_info(&mut imported, &props, &name, json.as_int)?;
+                item.insert("properties", json_props);
+                if let Some(datasets) = document.get_mut("datasets") {
+                    datasets.insert(&name, item);
+                }
+            }
         }
+    }
+    if json.enabled {
+        crate::zpool::json::print(ctx, &document);
+        return Ok(());
     }
     let headers: Vec<zetta_zutil::list::Column> = fields
         .iter()

@@ -146,10 +146,31 @@ fn needs_daemon(verb: &str, what: &str) -> CmdError {
 /// `zfs mount`: without arguments, lists mounted filesystems; `-a` mounts every
 /// filesystem that may be; `fs` mounts one (even with canmount=noauto).
 pub fn cmd_mount(args: &[String], ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "aO")?;
+    let parsed =
+        crate::zpool::getopt_long(args, "ajO", &[("json", crate::zpool::OPTION_JSON)], None)?;
+    let json = parsed.has(crate::zpool::OPTION_JSON);
+    if json && !parsed.operands.is_empty() {
+        return Err(CmdError::Usage("too many arguments".to_string()));
+    }
     if parsed.operands.is_empty() && !parsed.has('a') {
+        // 2.3's -j: {"datasets": {fs: {"filesystem", "mountpoint"}}}, nothing at all
+        // when nothing is mounted.
+        let mut datasets = zetta_zutil::json::Json::object();
         for (name, path) in mounts::mounted_list() {
-            ctx.print(&format!("{name:<30}  {}\n", path.display()));
+            if json {
+                let mut item = zetta_zutil::json::Json::object();
+                item.insert("filesystem", zetta_zutil::json::Json::string(name.clone()));
+                let mountpoint = path.display().to_string();
+                item.insert("mountpoint", zetta_zutil::json::Json::string(mountpoint));
+                datasets.insert(&name, item);
+            } else {
+                ctx.print(&format!("{name:<30}  {}\n", path.display()));
+            }
+        }
+        if json && !datasets.is_empty_object() {
+            let mut document = zetta_zutil::json::output_version("zfs mount");
+            document.insert("datasets", datasets);
+            crate::zpool::json::print(ctx, &document);
         }
         return Ok(());
     }

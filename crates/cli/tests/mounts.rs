@@ -616,3 +616,48 @@ fn reads_move_a_due_access_time_only() {
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(atime(), set, "relatime moved an atime that was not due");
 }
+
+// Why: `zfs mount -j` is in OpenZFS 2.3's JSON test list (json_sanity.ksh); it must list
+// the mounted filesystems as {"filesystem", "mountpoint"} under "datasets", the same
+// pairs as the text, and refuse operands as 2.3 does.
+#[test]
+fn zfs_mount_json_lists_the_text_pairs() {
+    let lab = MountLab::new("tank/fs");
+    let text = lab.ok("zfs", &["mount"]);
+    let out = lab.ok("zfs", &["mount", "-j"]);
+    let document = zetta_zutil::json::parse(&out).unwrap();
+    assert_eq!(
+        document
+            .get("output_version")
+            .map(|v| v.to_text())
+            .as_deref(),
+        Some(r#"{"command":"zfs mount","vers_major":0,"vers_minor":1}"#)
+    );
+    let datasets = document.get("datasets").unwrap();
+    let pairs: Vec<(String, String)> = text
+        .lines()
+        .map(|l| {
+            let (fs, mnt) = l.split_once("  ").unwrap();
+            (fs.trim().to_string(), mnt.trim().to_string())
+        })
+        .collect();
+    assert_eq!(pairs.len(), 2, "{text}");
+    assert_eq!(datasets.keys().len(), pairs.len());
+    for (fs, mnt) in &pairs {
+        let item = datasets.get(fs).unwrap();
+        assert_eq!(
+            item.get("filesystem").and_then(|v| v.as_str()),
+            Some(fs.as_str())
+        );
+        assert_eq!(
+            item.get("mountpoint").and_then(|v| v.as_str()),
+            Some(mnt.as_str())
+        );
+    }
+    let (code, _, stderr) = lab.run("zfs", &["mount", "-j", "tank/fs"]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.starts_with("too many arguments\nusage:\n"),
+        "{stderr}"
+    );
+}

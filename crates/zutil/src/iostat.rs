@@ -1,4 +1,5 @@
-//! `zpool iostat` text (the default capacity/operations/bandwidth report).
+//! `zpool iostat` text (the default capacity/operations/bandwidth report, and the
+//! latency histograms of `-w`).
 //!
 //! Counterpart: `print_iostat_header_impl`, `print_iostat_labels`, `print_iostat_dashes`,
 //! `print_vdev_stats`, `print_iostat_default`, `print_one_stat` and
@@ -252,6 +253,125 @@ fn push_row(out: &mut String, row: &IostatRow, options: IostatOptions, name_widt
         }
     }
     out.push('\n');
+}
+
+/// Buckets of a latency histogram (`VDEV_L_HISTO_BUCKETS`).
+pub const LATENCY_BUCKETS: usize = 37;
+/// The columns of `zpool iostat -w`, in order: total_wait read/write, disk_wait
+/// read/write, syncq_wait read/write, asyncq_wait read/write, scrub, trim, rebuild
+/// (`vsx_type_to_nvlist[IOS_L_HISTO]`).
+pub const LATENCY_HISTOGRAM_COLUMNS: usize = 11;
+const LATENCY_TOP_LABELS: [(&str, usize); 4] = [
+    ("total_wait", 2),
+    ("disk_wait", 2),
+    ("syncq_wait", 2),
+    ("asyncq_wait", 2),
+];
+const LATENCY_BOTTOM_LABELS: [&str; LATENCY_HISTOGRAM_COLUMNS] = [
+    "read", "write", "read", "write", "read", "write", "read", "write", "scrub", "trim", "rebuild",
+];
+
+/// `zfs_nicetime`: nanoseconds as "ns", "us", "ms", "s" without decimals (floor), "-"
+/// for 0 (`ZFS_NICENUM_TIME`).
+pub fn nicetime(ns: u64) -> String {
+    if ns == 0 {
+        return "-".to_string();
+    }
+    const UNITS: [&str; 5] = ["ns", "us", "ms", "s", "?"];
+    let mut n = ns;
+    let mut index = 0;
+    while n >= 1000 && index < 4 {
+        n /= 1000;
+        index += 1;
+    }
+    // Whole multiples and fractions alike print the floor in that unit.
+    format!("{n}{}", UNITS[index])
+}
+
+/// `print_iostat_labels` for one group of labels (top labels centred over their
+/// columns: `text_start = width / columns - len / columns`).
+fn push_labels(out: &mut String, labels: &[(&str, usize)], column_width: usize) {
+    for (name, columns) in labels {
+        let columns = (*columns).max(1);
+        let width = column_width * columns + 2 * (columns - 1);
+        let text_start = (width / columns).saturating_sub(name.len() / columns);
+        let spaces_to_end = width.saturating_sub(text_start + name.len());
+        out.push_str(&format!("  {:text_start$}{name}{:spaces_to_end$}", "", ""));
+    }
+}
+
+/// One vdev's `zpool iostat -w` block (`print_iostat_histos` for `IOS_L_HISTO`): a blank
+/// line, the header naming the vdev, one row per bucket (its upper end as a time, or in
+/// ns with `-H`), then a solid line. `columns[c][b]` is column `c`'s count in bucket `b`,
+/// already scaled.
+pub fn format_latency_histogram(
+    vdev_name: &str,
+    name_width: usize,
+    columns: &[[u64; LATENCY_BUCKETS]; LATENCY_HISTOGRAM_COLUMNS],
+    options: IostatOptions,
+) -> String {
+    let highest = columns.iter().flatten().copied().max().unwrap_or(0);
+    let column_width = if options.exact_numbers {
+        // MAX(5, log10(max) + 1): the digits of the largest count.
+        COLUMN_WIDTH.max(highest.max(1).to_string().len())
+    } else {
+        COLUMN_WIDTH
+    };
+    let title = "latency";
+    let format_value = |value: u64| {
+        if options.exact_numbers {
+            value.to_string()
+        } else {
+            nicenum(value)
+        }
+    };
+    let mut out = String::from("\n");
+    let name_width = name_width.max(title.len());
+    if options.scripted {
+        out.push_str(vdev_name);
+        out.push('\n');
+    } else {
+        let header_width = name_width.max(vdev_name.len());
+        out.push_str(&format!("{vdev_name:<header_width$}"));
+        push_labels(&mut out, &LATENCY_TOP_LABELS, column_width);
+        out.push('\n');
+        out.push_str(&format!("{title:<header_width$}"));
+        for label in LATENCY_BOTTOM_LABELS {
+            out.push_str(&format!("  {label:>column_width$}"));
+        }
+        out.push('\n');
+        out.push_str(&"-".repeat(header_width));
+        for _ in LATENCY_BOTTOM_LABELS {
+            out.push_str("  ");
+            out.push_str(&"-".repeat(column_width));
+        }
+        out.push('\n');
+    }
+    for bucket in 0..LATENCY_BUCKETS {
+        let upper_ns = (1u64 << (bucket + 1)) - 1;
+        if options.scripted {
+            out.push_str(&upper_ns.to_string());
+        } else {
+            out.push_str(&format!("{:<name_width$}", nicetime(upper_ns)));
+        }
+        for column in columns {
+            let cell = format_value(column[bucket]);
+            if options.scripted {
+                out.push('\t');
+                out.push_str(&cell);
+            } else {
+                let shown = cell.get(..column_width).unwrap_or(&cell);
+                out.push_str(&format!("  {shown:>column_width$}"));
+            }
+        }
+        out.push('\n');
+    }
+    if !options.scripted {
+        let entire_width = name_width + (column_width + 2) * LATENCY_HISTOGRAM_COLUMNS;
+        out.push_str(&"-".repeat(entire_width));
+        out.push('\n');
+    }
+    out
 }
 
 #[cfg(test)]

@@ -150,3 +150,42 @@ fn iostat_exact_header_is_wider() {
     assert_eq!(lines[0], expected);
     assert_eq!(lines[2].len(), 10 + 6 * 17);
 }
+
+/// Why: `zpool iostat -w` must print OpenZFS's block: the vdev named over the centred group
+/// labels, "latency" over the eleven columns, one row per power-of-two bucket labelled by
+/// its upper end (`zfs_nicetime`), a solid line of the block's width.
+#[test]
+fn latency_histogram_block_is_openzfs_layout() {
+    let mut columns = [[0u64; LATENCY_BUCKETS]; LATENCY_HISTOGRAM_COLUMNS];
+    columns[1][12] = 3; // writes of 4..8 us
+    columns[3][12] = 3;
+    columns[0][20] = 1536; // a read of about 1 ms
+    let text = format_latency_histogram("tank", 10, &columns, IostatOptions::default());
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "");
+    assert_eq!(
+        lines[1],
+        "tank         total_wait     disk_wait    syncq_wait    asyncq_wait"
+    );
+    assert_eq!(
+        lines[2],
+        "latency      read  write   read  write   read  write   read  write  scrub   trim  rebuild"
+    );
+    assert_eq!(lines[3], format!("----------{}", "  -----".repeat(11)));
+    assert_eq!(lines[4], format!("1ns       {}", "      0".repeat(11)));
+    assert_eq!(
+        lines[4 + 12],
+        format!(
+            "8us       {}{}",
+            "      0      3".repeat(2),
+            "      0".repeat(7)
+        )
+    );
+    assert_eq!(&lines[4 + 20][..17], "2ms         1.50K");
+    assert_eq!(&lines[4 + 36][..4], "137s");
+    assert_eq!(lines[41], "-".repeat(10 + 7 * 11));
+    assert_eq!(lines.len(), 42);
+    assert_eq!(nicetime(0), "-");
+    assert_eq!(nicetime(999_999), "999us");
+    assert_eq!(nicetime(1_500_000), "1ms");
+}

@@ -7,9 +7,11 @@
 //! by golden tests that compare whole multi-line outputs with what OpenZFS prints.
 //!
 //! Reading order: `nicenum` (numbers and times), `list` (column tables), `status`,
-//! `iostat`, `vdev_spec` (parsing `zpool create/add` vdev words).
+//! `iostat`, `json` (the `-j` documents), `vdev_spec` (parsing `zpool create/add` vdev
+//! words).
 
 pub mod iostat;
+pub mod json;
 pub mod list;
 pub mod nicenum;
 pub mod status;

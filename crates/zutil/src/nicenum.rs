@@ -205,6 +205,34 @@ pub fn ctime_in(epoch_secs: i64, zone: TimeZone) -> String {
     text
 }
 
+/// `date(1)`'s format in the C locale (`nl_langinfo(_DATE_FMT)`, "%a %b %e %H:%M:%S %Z
+/// %Y"), in local time, as `-T d` and JSON timestamps print it: "Sat Nov 28 06:30:00 UTC
+/// 2026". Empty if libc cannot convert the time.
+pub fn date_text(epoch_secs: i64) -> String {
+    let time: libc::time_t = match libc::time_t::try_from(epoch_secs) {
+        Ok(time) => time,
+        Err(_) => return String::new(),
+    };
+    let pattern = c"%a %b %e %H:%M:%S %Z %Y";
+    let mut buffer = [0u8; 64];
+    // SAFETY: `tm` is filled by localtime_r before use; strftime writes at most
+    // buffer.len() bytes and returns how many it wrote.
+    let written = unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        tzset();
+        if libc::localtime_r(&time, &mut tm).is_null() {
+            return String::new();
+        }
+        libc::strftime(
+            buffer.as_mut_ptr().cast(),
+            buffer.len(),
+            pattern.as_ptr(),
+            &tm,
+        )
+    };
+    String::from_utf8_lossy(&buffer[..written.min(buffer.len())]).into_owned()
+}
+
 /// The `creation` property as `zfs get`/`zfs list` print it: strftime
 /// `%a %b %e %k:%M %Y`, e.g. "Sun Nov 22  2:54 2026".
 pub fn zfs_creation_time(epoch_secs: i64) -> String {

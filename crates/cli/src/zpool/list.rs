@@ -16,8 +16,9 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use zetta::vdev::{Vdev, VdevKind};
 use zetta_zutil::iostat::{
-    format_iostat, format_iostat_header, format_iostat_rows, iostat_name_width, IostatOptions,
-    IostatPool, IostatRow,
+    format_iostat, format_iostat_header, format_iostat_rows, format_latency_histogram,
+    iostat_name_width, IostatOptions, IostatPool, IostatRow, LATENCY_BUCKETS,
+    LATENCY_HISTOGRAM_COLUMNS,
 };
 use zetta_zutil::list::{
     format_zpool_list, vdev_capacity_text, zpool_list_columns, PoolListEntry, PoolListLine,
@@ -88,9 +89,11 @@ fn vdev_lines(imported: &Imported, names: &[String], exact: bool) -> Vec<PoolLis
 
 /// `zpool list [-gHLpPv] [-o prop,…] [pool]… [interval [count]]`
 pub fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "HpPvo:T:")?;
+    let (parsed, json) =
+        super::json::parse_with_json(args, "HjpPvo:T:", super::LONG_JSON_POOL, None)?;
     let scripted = parsed.has('H');
-    let exact = parsed.has('p');
+    // --json-int implies -p (cb_literal), as in 2.3.
+    let exact = parsed.has('p') || json.as_int;
     let verbose = parsed.has('v');
     let given: Vec<String> = match parsed.last('o') {
         Some(list) => list.split(',').map(str::to_string).collect(),
@@ -110,8 +113,27 @@ pub fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let mut iteration = 0u64;
     loop {
         let (pools, unavailable) = pool::open_named_listing(&pool_names)?;
-        ctx.print(&super::timestamp_line(timestamp));
-        if pools.is_empty() && unavailable.is_empty() && !scripted {
+        if json.enabled {
+            // No pools: 2.3 prints nothing at all.
+            if !(pools.is_empty() && unavailable.is_empty()) {
+                let document = list_document(
+                    &json,
+                    &pools,
+                    &unavailable,
+                    &names,
+                    &pool_names,
+                    exact,
+                    verbose,
+                    timestamp,
+                );
+                super::json::print(ctx, &document);
+            }
+        } else {
+            ctx.print(&super::timestamp_line(timestamp));
+        }
+        if json.enabled {
+            // Shares the interval handling below.
+        } else if pools.is_empty() && unavailable.is_empty() && !scripted {
             ctx.print("no pools available\n");
             return Ok(());
         }
@@ -148,7 +170,9 @@ pub fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
             rows.sort_by_key(|(name, _)| pool_names.iter().position(|n| n == name));
         }
         let entries: Vec<PoolListEntry> = rows.into_iter().map(|(_, entry)| entry).collect();
-        ctx.print(&format_zpool_list(&columns, &entries, verbose, scripted));
+        if !json.enabled {
+            ctx.print(&format_zpool_list(&columns, &entries, verbose, scripted));
+        }
         iteration += 1;
         let Some(interval) = interval else {
             return Ok(());
@@ -156,13 +180,146 @@ pub fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
         if count.is_some_and(|c| iteration >= c) {
             return Ok(());
         }
-        ctx.print("\n");
+        if !json.enabled {
+            ctx.print("\n");
+        }
         let _ = ctx.out.flush();
         // A client gone (^C) ends the command inside the daemon too.
         if !crate::daemon::wait_interval(interval) {
             return Ok(());
         }
     }
+}
+
+/// `zpool list -j` (`collect_pool`, `list_callback`, `collect_list_stats`): each pool's
+/// `fill_pool_info` and its columns as properties (the name column is the key, not a
+/// property); with `-v` its vdevs, top-level ones with their space columns, leaves below
+/// them, log vdevs under `"logs"`.
+#[allow(clippy::too_many_arguments)]
+fn list_document(
+    json: &super::json::JsonOptions,
+    pools: &[Imported],
+    unavailable: &[pool::Unavailable],
+    names: &[String],
+    pool_names: &[String],
+    exact: bool,
+    verbose: bool,
+    timestamp: Option<char>,
+) -> zetta_zutil::json::Json {
+    use super::json::{imported_pool_info, pool_info, vdev_info, VdevClass};
+    use zetta_zutil::json::{property, Json, PropSource};
+    let mut document = super::json::pools_document("list");
+    json.add_time(&mut document, timestamp);
+    let mut entries: Vec<(String, String, Json)> = Vec::new();
+    for gone in unavailable {
+        let mut item = pool_info(
+            json,
+            &gone.entry.name,
+            gone.entry.guid,
+            None,
+            "FAULTED",
+            true,
+        );
+        let values = unavailable_entry(gone, names).values;
+        let mut props = Json::object();
+        for (name, value) in names.iter().zip(values) {
+            if name != "name" {
+                props.insert(name, property(&value, &PropSource::None, json.as_int));
+            }
+        }
+        item.insert("properties", props);
+        let key = json.pool_key(&gone.entry.name, gone.entry.guid);
+        entries.push((gone.entry.name.clone(), key, item));
+    }
+    for imported in pools {
+        let mut item = imported_pool_info(json, imported, true);
+        let mut props = Json::object();
+        for name in names.iter().filter(|n| n.as_str() != "name") {
+            let (value, source) =
+                value_of(imported, name, exact).unwrap_or_else(|| ("-".to_string(), "-"));
+            props.insert(
+                name,
+                property(&value, &PropSource::from_column(source), json.as_int),
+            );
+        }
+        item.insert("properties", props);
+        if verbose {
+            // collect_list_stats: the same columns for every vdev, whatever -o says.
+            let vdev_props: Vec<String> = [
+                "name",
+                "size",
+                "allocated",
+                "free",
+                "checkpoint",
+                "expandsize",
+                "fragmentation",
+                "capacity",
+                "dedupratio",
+                "health",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            let vdev_entry = |vdev: &Vdev, top_index: Option<usize>, class: VdevClass| {
+                let name = match vdev.kind {
+                    VdevKind::Leaf => pool::vdev_short_name(&vdev.path).to_string(),
+                    _ => vdev.display_name(),
+                };
+                let mut entry = vdev_info(json, &name, vdev, class, vdev.state().name());
+                let values = vdev_values(imported, vdev, top_index, &vdev_props, exact);
+                let mut props = Json::object();
+                for (prop, value) in vdev_props.iter().skip(1).zip(values) {
+                    props.insert(prop, property(&value, &PropSource::None, json.as_int));
+                }
+                entry.insert("properties", props);
+                (name, entry)
+            };
+            let mut vdevs = Json::object();
+            let mut logs = Json::object();
+            for (index, top) in imported.spa.root.children.iter().enumerate() {
+                if top.kind == VdevKind::Hole {
+                    continue;
+                }
+                let class = if top.is_log {
+                    VdevClass::Log
+                } else {
+                    VdevClass::Normal
+                };
+                let (name, mut entry) = vdev_entry(top, Some(index), class);
+                let mut children = Json::object();
+                for leaf in &top.children {
+                    let (leaf_name, leaf_entry) = vdev_entry(leaf, None, class);
+                    children.insert(&leaf_name, leaf_entry);
+                }
+                if !children.is_empty_object() {
+                    entry.insert("vdevs", children);
+                }
+                if top.is_log {
+                    logs.insert(&name, entry);
+                } else {
+                    vdevs.insert(&name, entry);
+                }
+            }
+            if !logs.is_empty_object() {
+                vdevs.insert("logs", logs);
+            }
+            item.insert("vdevs", vdevs);
+        }
+        let key = json.pool_key(&imported.spa.name, imported.spa.guid.0);
+        entries.push((imported.spa.name.clone(), key, item));
+    }
+    // In the order the text prints the pools: by name, or as named.
+    if pool_names.is_empty() {
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+    } else {
+        entries.sort_by_key(|(name, _, _)| pool_names.iter().position(|n| n == name));
+    }
+    if let Some(pools_object) = document.get_mut("pools") {
+        for (_, key, item) in entries {
+            pools_object.insert(&key, item);
+        }
+    }
+    document
 }
 
 /// The `zpool list` row of a pool that cannot be opened: OpenZFS's `zpool_get_prop` on
@@ -275,9 +432,117 @@ fn rates(now: &IostatPool, previous: Option<&IostatPool>, secs: u64) -> IostatPo
     }
 }
 
-/// `zpool iostat [-v] [-Hpy] [pool]… [interval [count]]`
+/// One histogram block of `zpool iostat -w`: the class heading it opens (logs), the
+/// vdev's name and its columns (see `zetta_zutil::iostat::LATENCY_HISTOGRAM_COLUMNS`).
+struct LatencyBlock {
+    class: Option<&'static str>,
+    name: String,
+    columns: Box<LatencyColumns>,
+}
+
+type LatencyColumns = [[u64; LATENCY_BUCKETS]; LATENCY_HISTOGRAM_COLUMNS];
+
+/// A vdev's latency columns: its leaves' histograms summed (`vdev_get_child_stat_ex`).
+/// Zetta issues each leaf request straight to its device, so the total wait is the disk
+/// wait and the queue waits (sync, async, scrub, trim, rebuild) are empty.
+fn latency_columns(vdev: &Vdev) -> Box<LatencyColumns> {
+    use zetta::vdev::stat_ex::IoType;
+    let mut columns = Box::new([[0u64; LATENCY_BUCKETS]; LATENCY_HISTOGRAM_COLUMNS]);
+    for leaf in vdev.leaves() {
+        for (io, total_column, disk_column) in [(IoType::Read, 0, 2), (IoType::Write, 1, 3)] {
+            let counts = leaf.stats.ex.disk_latency[io as usize].snapshot();
+            for (bucket, count) in counts.iter().enumerate().take(LATENCY_BUCKETS) {
+                columns[total_column][bucket] += count;
+                columns[disk_column][bucket] += count;
+            }
+        }
+    }
+    columns
+}
+
+/// The blocks of one pool: the pool, then with `-v` its vdev tree and its log vdevs.
+fn latency_blocks(imported: &Imported, verbose: bool) -> Vec<LatencyBlock> {
+    let spa = &imported.spa;
+    let block = |class, name: String, vdev: &Vdev| LatencyBlock {
+        class,
+        name,
+        columns: latency_columns(vdev),
+    };
+    let mut blocks = vec![block(None, spa.name.clone(), &spa.root)];
+    if !verbose {
+        return blocks;
+    }
+    let mut logs = Vec::new();
+    for top in &spa.root.children {
+        if top.kind == VdevKind::Hole {
+            continue;
+        }
+        let mut group = vec![block(None, top.display_name(), top)];
+        if top.kind != VdevKind::Leaf {
+            group.extend(
+                top.children
+                    .iter()
+                    .map(|l| block(None, l.display_name(), l)),
+            );
+        }
+        if top.is_log {
+            logs.extend(group);
+        } else {
+            blocks.extend(group);
+        }
+    }
+    if let Some(first) = logs.first_mut() {
+        first.class = Some("logs");
+    }
+    blocks.extend(logs);
+    blocks
+}
+
+/// `zpool iostat -w`'s report of one interval: the first shows the counts since import,
+/// later ones the counts of the interval per second (2.3's scale of NANOSEC / tdelta).
+fn format_latency_report(
+    pools: &[Vec<LatencyBlock>],
+    previous: Option<&Vec<Vec<LatencyBlock>>>,
+    interval_secs: f64,
+    name_width: usize,
+    options: IostatOptions,
+) -> String {
+    let mut out = String::new();
+    for (index, blocks) in pools.iter().enumerate() {
+        for block in blocks {
+            let before = previous
+                .and_then(|p| p.get(index))
+                .and_then(|p| p.iter().find(|b| b.name == block.name));
+            let mut columns = block.columns.clone();
+            if let Some(before) = before {
+                for (column, old) in columns.iter_mut().zip(before.columns.iter()) {
+                    for (count, old_count) in column.iter_mut().zip(old) {
+                        let delta = count.saturating_sub(*old_count) as f64;
+                        *count = (delta / interval_secs.max(f64::MIN_POSITIVE)) as u64;
+                    }
+                }
+            }
+            if block.class.is_some() {
+                // print_vdev_stats: a class heading is only its newline for histograms.
+                out.push('\n');
+            }
+            out.push_str(&format_latency_histogram(
+                &block.name,
+                name_width,
+                &columns,
+                options,
+            ));
+        }
+    }
+    out
+}
+
+/// `zpool iostat [-v] [-w] [-Hpy] [pool]… [interval [count]]`
 pub fn cmd_iostat(args: &[String], ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "HpPvyT:")?;
+    // -l, -q and -r are refused (getopt's "invalid option"): the engine keeps no
+    // per-priority figures for them (vdev::stat_ex).
+    let parsed = getopt(args, "HpPvwyT:")?;
+    let latency_histograms = parsed.has('w');
     let options = IostatOptions {
         verbose: parsed.has('v'),
         scripted: parsed.has('H'),
@@ -288,6 +553,7 @@ pub fn cmd_iostat(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let mut names = parsed.operands.clone();
     let (interval, count) = interval_count(&mut names)?;
     let mut previous: Option<Vec<IostatPool>> = None;
+    let mut previous_latency: Option<Vec<Vec<LatencyBlock>>> = None;
     let mut iteration = 0u64;
     let mut printed = 0u64;
     loop {
@@ -295,6 +561,40 @@ pub fn cmd_iostat(args: &[String], ctx: &mut Ctx) -> CmdResult {
         let (pools, _unavailable) = pool::open_named_listing(&names)?;
         if pools.is_empty() {
             return fail("no pools available");
+        }
+        if latency_histograms {
+            let widths: Vec<IostatPool> =
+                pools.iter().map(|p| snapshot(p, options.verbose)).collect();
+            let name_width = iostat_name_width(&widths, options.verbose);
+            let blocks: Vec<Vec<LatencyBlock>> = pools
+                .iter()
+                .map(|p| latency_blocks(p, options.verbose))
+                .collect();
+            drop(pools);
+            if !(skip_first && iteration == 0) {
+                ctx.print(&super::timestamp_line(timestamp));
+                ctx.print(&format_latency_report(
+                    &blocks,
+                    previous_latency.as_ref(),
+                    interval.unwrap_or(1.0),
+                    name_width,
+                    options,
+                ));
+                printed += 1;
+            }
+            previous_latency = Some(blocks);
+            iteration += 1;
+            let Some(interval) = interval else {
+                return Ok(());
+            };
+            if count.is_some_and(|c| printed >= c) {
+                return Ok(());
+            }
+            let _ = ctx.out.flush();
+            if !crate::daemon::wait_interval(interval) {
+                return Ok(());
+            }
+            continue;
         }
         let now_secs = zetta::spa::now_secs();
         let snapshots: Vec<IostatPool> =

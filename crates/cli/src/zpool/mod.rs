@@ -17,10 +17,12 @@ mod create;
 pub mod events;
 mod import;
 mod import_openzfs;
+pub mod json;
 mod list;
 pub mod pool;
 mod props;
 mod status;
+mod status_json;
 mod vdev_cmds;
 mod wait;
 
@@ -100,12 +102,17 @@ const COMMANDS: &[(&str, Command, &str)] = &[
     ("wait", wait::cmd_wait, "\twait [-Hp] [-T d|u] [-t <activity>[,...]] <pool> [interval]\n"),
 ];
 
+/// `zpool version [-j]` (`zpool_do_version`).
 fn cmd_version(args: &[String], ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "")?;
+    let parsed = getopt_long(args, "j", &[("json", OPTION_JSON)], Some("zpool"))?;
     if !parsed.operands.is_empty() {
         return usage("too many arguments");
     }
-    ctx.print(&format!("zetta {}\n", env!("CARGO_PKG_VERSION")));
+    if parsed.has(OPTION_JSON) {
+        json::print(ctx, &json::version_document("zpool version"));
+    } else {
+        ctx.print(&format!("zetta {}\n", env!("CARGO_PKG_VERSION")));
+    }
     Ok(())
 }
 
@@ -242,6 +249,72 @@ impl Parsed {
 /// getopt(3) with GNU argument permutation. `spec` lists the flags; a flag followed by
 /// `:` takes an argument (attached, `-ofoo`, or the next word).
 pub fn getopt(args: &[String], spec: &str) -> Result<Parsed, CmdError> {
+    getopt_long(args, spec, &[], None)
+}
+
+/// `--json`, recorded as `-j` (OpenZFS maps the long name to the short flag).
+pub const OPTION_JSON: char = 'j';
+/// `--json-int` (`ZPOOL_OPTION_JSON_NUMS_AS_INT`, `ZFS_OPTION_JSON_NUMS_AS_INT`).
+pub const OPTION_JSON_INT: char = '\u{f001}';
+/// `--json-pool-key-guid` (`ZPOOL_OPTION_POOL_KEY_GUID`).
+pub const OPTION_JSON_POOL_KEY_GUID: char = '\u{f002}';
+/// `--json-flat-vdevs` (`ZPOOL_OPTION_JSON_FLAT_VDEVS`).
+pub const OPTION_JSON_FLAT_VDEVS: char = '\u{f003}';
+
+/// The long options of `zpool list` and `zpool get`.
+pub const LONG_JSON_POOL: &[(&str, char)] = &[
+    ("json", OPTION_JSON),
+    ("json-int", OPTION_JSON_INT),
+    ("json-pool-key-guid", OPTION_JSON_POOL_KEY_GUID),
+];
+
+/// getopt_long(3): `getopt` plus `--name` options (none takes an argument). As glibc,
+/// a unique prefix names its option (`--json-i`); an unknown, ambiguous or
+/// argument-carrying long option is `?` with `optopt` 0, which OpenZFS prints as
+/// `invalid option '\0'` (a NUL byte between the quotes). `gnu_program` is the program
+/// name when the command's option string does not start with `:`, so glibc first
+/// prints its own `PROGRAM: unrecognized option '--name'` line (zpool status does).
+pub fn getopt_long(
+    args: &[String],
+    spec: &str,
+    longs: &[(&str, char)],
+    gnu_program: Option<&str>,
+) -> Result<Parsed, CmdError> {
+    let long_word = |word: &str| -> Result<char, CmdError> {
+        let name = &word[2..];
+        let unknown = |glibc: String| {
+            let mut message = String::new();
+            if let Some(program) = gnu_program {
+                message.push_str(&format!("{program}: {glibc}\n"));
+            }
+            message.push_str("invalid option '\0'");
+            CmdError::Usage(message)
+        };
+        if let Some((given, _)) = name.split_once('=') {
+            return match longs.iter().find(|(n, _)| *n == given) {
+                Some(_) => Err(unknown(format!(
+                    "option '--{given}' doesn't allow an argument"
+                ))),
+                None => Err(unknown(format!("unrecognized option '{word}'"))),
+            };
+        }
+        if let Some((_, flag)) = longs.iter().find(|(n, _)| *n == name) {
+            return Ok(*flag);
+        }
+        let matches: Vec<&(&str, char)> =
+            longs.iter().filter(|(n, _)| n.starts_with(name)).collect();
+        match matches.as_slice() {
+            [(_, flag)] => Ok(*flag),
+            [] => Err(unknown(format!("unrecognized option '{word}'"))),
+            several => {
+                let names: Vec<String> = several.iter().map(|(n, _)| format!("'--{n}'")).collect();
+                Err(unknown(format!(
+                    "option '{word}' is ambiguous; possibilities: {}",
+                    names.join(" ")
+                )))
+            }
+        }
+    };
     let takes_argument = |flag: char| -> Option<bool> {
         let mut chars = spec.chars().peekable();
         while let Some(c) = chars.next() {
@@ -269,7 +342,11 @@ pub fn getopt(args: &[String], spec: &str) -> Result<Parsed, CmdError> {
             continue;
         }
         if word.starts_with("--") {
-            return usage(format!("invalid option '{word}'"));
+            if longs.is_empty() {
+                return usage(format!("invalid option '{word}'"));
+            }
+            parsed.options.push((long_word(word)?, None));
+            continue;
         }
         let flags: Vec<char> = word.chars().skip(1).collect();
         let mut position = 0;
@@ -316,37 +393,28 @@ pub fn timestamp_format(parsed: &Parsed) -> Result<Option<char>, CmdError> {
 
 /// `print_timestamp`: epoch seconds (`u`) or the C locale's date(1) format (`d`), one line.
 pub fn timestamp_line(format: Option<char>) -> String {
-    let Some(format) = format else {
-        return String::new();
-    };
-    let now_secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as libc::time_t)
-        .unwrap_or(0);
+    match timestamp_text(format) {
+        Some(text) if !text.is_empty() => format!("{text}\n"),
+        _ => String::new(),
+    }
+}
+
+/// `get_timestamp`: the `-T u|d` stamp without its newline (JSON's `"time"`).
+pub fn timestamp_text(format: Option<char>) -> Option<String> {
+    let format = format?;
+    let now_secs = now_epoch_secs();
     if format == 'u' {
-        return format!("{now_secs}\n");
+        return Some(now_secs.to_string());
     }
-    // nl_langinfo(_DATE_FMT) in the C locale.
-    let pattern = c"%a %b %e %H:%M:%S %Z %Y";
-    let mut buffer = [0u8; 64];
-    // SAFETY: `tm` is filled by localtime_r before use; strftime writes at most
-    // buffer.len() bytes and returns how many it wrote.
-    let written = unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        if libc::localtime_r(&now_secs, &mut tm).is_null() {
-            return String::new();
-        }
-        libc::strftime(
-            buffer.as_mut_ptr().cast(),
-            buffer.len(),
-            pattern.as_ptr(),
-            &tm,
-        )
-    };
-    match written {
-        0 => String::new(),
-        n => format!("{}\n", String::from_utf8_lossy(&buffer[..n])),
-    }
+    Some(zetta_zutil::nicenum::date_text(now_secs))
+}
+
+/// `time(NULL)`.
+pub fn now_epoch_secs() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
 }
 
 /// Parses trailing `interval [count]` operands (status, iostat, list).

@@ -311,9 +311,10 @@ type GetRow = (String, String, String);
 
 /// `zpool get [-Hp] [-o field,…] all|prop,… [pool]…`
 pub fn cmd_get(args: &[String], ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "Hpo:")?;
+    let (parsed, json) = super::json::parse_with_json(args, "Hjpo:", super::LONG_JSON_POOL, None)?;
     let scripted = parsed.has('H');
-    let exact = parsed.has('p');
+    // --json-int implies -p (cb_literal), as in 2.3.
+    let exact = parsed.has('p') || json.as_int;
     let Some(list) = parsed.operands.first() else {
         return usage("missing property argument");
     };
@@ -380,6 +381,26 @@ pub fn cmd_get(args: &[String], ctx: &mut Ctx) -> CmdResult {
     } else {
         per_pool.sort_by_key(|(pool_name, _)| named.iter().position(|n| n == pool_name));
     }
+    if json.enabled {
+        let guids: std::collections::HashMap<String, (u64, Option<u64>, String)> = pools
+            .iter()
+            .map(|p| {
+                let spa = &p.spa;
+                let about = (
+                    spa.guid.0,
+                    Some(spa.last_synced_txg().0),
+                    spa.health().name().to_string(),
+                );
+                (spa.name.clone(), about)
+            })
+            .chain(unavailable.iter().map(|gone| {
+                let about = (gone.entry.guid, None, "FAULTED".to_string());
+                (gone.entry.name.clone(), about)
+            }))
+            .collect();
+        ctx.print(&get_document(&json, per_pool, &guids));
+        return Ok(());
+    }
     let mut rows = Vec::new();
     for (pool_name, values) in per_pool {
         for (name, value, source) in values {
@@ -401,6 +422,45 @@ pub fn cmd_get(args: &[String], ctx: &mut Ctx) -> CmdResult {
         .collect();
     ctx.print(&format_table(&columns, &rows, scripted));
     Ok(())
+}
+
+/// `zpool get -j` (`get_callback`): each pool with at least one property, its
+/// `fill_pool_info` and the properties; the leading `name` placeholder is skipped.
+fn get_document(
+    json: &super::json::JsonOptions,
+    per_pool: Vec<(String, Vec<GetRow>)>,
+    about: &std::collections::HashMap<String, (u64, Option<u64>, String)>,
+) -> String {
+    use zetta_zutil::json::{property, Json, PropSource};
+    let mut document = super::json::pools_document("get");
+    let mut entries = Vec::new();
+    for (pool_name, values) in per_pool {
+        let (guid, txg, state) =
+            about
+                .get(&pool_name)
+                .cloned()
+                .unwrap_or((0, None, "FAULTED".to_string()));
+        let mut props = Json::object();
+        for (index, (name, value, source)) in values.iter().enumerate() {
+            if index == 0 && name == "name" {
+                continue;
+            }
+            let source = PropSource::from_column(source);
+            props.insert(name, property(value, &source, json.as_int));
+        }
+        if props.is_empty_object() {
+            continue;
+        }
+        let mut item = super::json::pool_info(json, &pool_name, guid, txg, &state, true);
+        item.insert("properties", props);
+        entries.push((json.pool_key(&pool_name, guid), item));
+    }
+    if let Some(pools) = document.get_mut("pools") {
+        for (key, item) in entries {
+            pools.insert(&key, item);
+        }
+    }
+    format!("{}\n", document.to_text())
 }
 
 /// `zpool set prop=value pool`

@@ -8,7 +8,7 @@
 //! `zpool_get_status` order: missing devices, data errors, device errors, offline devices.
 
 use super::pool::{self, Imported};
-use super::{getopt, interval_count, CmdResult, Ctx};
+use super::{interval_count, CmdResult, Ctx};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use zetta::spa::{ScanFunction, ScanState, Spa, MOS_OBJECT_ROOT_DATASET};
@@ -19,7 +19,7 @@ use zetta_zutil::status::{
     STATUS_MISSING_DEV_REPLICATED, STATUS_OFFLINE_DEV, STATUS_VERSION_OLDER,
 };
 
-fn row_of(vdev: &Vdev) -> VdevStatusRow {
+pub(super) fn row_of(vdev: &Vdev) -> VdevStatusRow {
     let state = vdev.state();
     let mut row = VdevStatusRow {
         name: vdev.display_name(),
@@ -349,18 +349,29 @@ fn is_unhealthy(view: &PoolStatusView) -> bool {
 
 /// A device row named by its path, and its children, shortened as `zpool_vdev_name` does
 /// without -P (`pool::vdev_short_name`).
-fn short_names(row: &mut VdevStatusRow) {
+pub(super) fn short_names(row: &mut VdevStatusRow) {
     if row.name.starts_with('/') {
         row.name = pool::vdev_short_name(&row.name).to_string();
     }
     row.children.iter_mut().for_each(short_names);
 }
 
-/// `zpool status [-vxpP] [pool]… [interval [count]]`
+/// The long options of `zpool status` (`--power` is not in Zetta: refused).
+const LONG_STATUS: &[(&str, char)] = &[
+    ("json", super::OPTION_JSON),
+    ("json-int", super::OPTION_JSON_INT),
+    ("json-flat-vdevs", super::OPTION_JSON_FLAT_VDEVS),
+    ("json-pool-key-guid", super::OPTION_JSON_POOL_KEY_GUID),
+];
+
+/// `zpool status [-j [--json-int] [--json-flat-vdevs] [--json-pool-key-guid]] [-vxpP]
+/// [-T u|d] [pool]… [interval [count]]`
 pub fn cmd_status(args: &[String], ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "PpvxT:")?;
+    // 2.3's option string has no leading ':', so glibc words unknown long options first.
+    let (parsed, json) = super::json::parse_with_json(args, "jPpvxT:", LONG_STATUS, Some("zpool"))?;
     let verbose = parsed.has('v');
-    let exact = parsed.has('p');
+    // --json-int implies -p (cb_literal), as in 2.3.
+    let exact = parsed.has('p') || json.as_int;
     let only_unhealthy = parsed.has('x');
     let timestamp = super::timestamp_format(&parsed)?;
     let mut names = parsed.operands.clone();
@@ -368,11 +379,13 @@ pub fn cmd_status(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let mut iteration = 0u64;
     loop {
         let (pools, unavailable) = pool::open_named_listing(&names)?;
-        if pools.is_empty() && unavailable.is_empty() {
+        if pools.is_empty() && unavailable.is_empty() && !json.enabled {
             ctx.warn("no pools available\n");
             return Ok(());
         }
-        ctx.print(&super::timestamp_line(timestamp));
+        if !json.enabled {
+            ctx.print(&super::timestamp_line(timestamp));
+        }
         let mut views: Vec<PoolStatusView> = pools.iter().map(status_view).collect();
         if !parsed.has('P') {
             // zpool_vdev_name: devices by their short names unless -P.
@@ -382,21 +395,57 @@ pub fn cmd_status(args: &[String], ctx: &mut Ctx) -> CmdResult {
                 view.cache.iter_mut().for_each(short_names);
             }
         }
-        drop(pools);
         views.extend(unavailable.iter().map(unavailable_view));
         if names.is_empty() {
             views.sort_by(|a, b| a.name.cmp(&b.name));
         } else {
             views.sort_by_key(|v| names.iter().position(|n| *n == v.name));
         }
-        if verbose {
+        if verbose && json.enabled {
+            // The named lookups take each pool exclusively: not while we hold it shared.
+            let names: Vec<String> = views.iter().map(|v| v.name.clone()).collect();
+            drop(pools);
             name_error_paths(&mut views);
+            let (again, _) = pool::open_named_listing(&names)?;
+            print_json(
+                ctx,
+                &json,
+                exact,
+                verbose,
+                parsed.has('P'),
+                timestamp,
+                &views,
+                &again,
+                &unavailable,
+                only_unhealthy,
+            );
+        } else if json.enabled {
+            print_json(
+                ctx,
+                &json,
+                exact,
+                verbose,
+                parsed.has('P'),
+                timestamp,
+                &views,
+                &pools,
+                &unavailable,
+                only_unhealthy,
+            );
+            drop(pools);
+        } else {
+            drop(pools);
+            if verbose {
+                name_error_paths(&mut views);
+            }
         }
         let shown: Vec<&PoolStatusView> = views
             .iter()
             .filter(|v| !only_unhealthy || is_unhealthy(v))
             .collect();
-        if shown.is_empty() && names.is_empty() {
+        if json.enabled {
+            // Printed above.
+        } else if shown.is_empty() && names.is_empty() {
             ctx.print(&format!("{}\n", format_status_all_healthy()));
         } else if shown.is_empty() {
             for view in &views {
@@ -422,4 +471,44 @@ pub fn cmd_status(args: &[String], ctx: &mut Ctx) -> CmdResult {
             return Ok(());
         }
     }
+}
+
+/// Prints one `zpool status -j` document: the pools `views` shows, in that order, `-x`
+/// leaving out the healthy ones (an empty `"pools"` when none is left).
+#[allow(clippy::too_many_arguments)]
+fn print_json(
+    ctx: &mut Ctx,
+    json: &super::json::JsonOptions,
+    exact: bool,
+    verbose: bool,
+    full_paths: bool,
+    timestamp: Option<char>,
+    views: &[PoolStatusView],
+    pools: &[Imported],
+    unavailable: &[pool::Unavailable],
+    only_unhealthy: bool,
+) {
+    let mut document = super::json::pools_document("status");
+    json.add_time(&mut document, timestamp);
+    let mut entries = Vec::new();
+    for view in views {
+        if only_unhealthy && !is_unhealthy(view) {
+            continue;
+        }
+        let imported = pools.iter().find(|p| p.spa.name == view.name);
+        let guid = unavailable
+            .iter()
+            .find(|gone| gone.entry.name == view.name)
+            .map(|gone| gone.entry.guid)
+            .unwrap_or(0);
+        entries.push(super::status_json::pool_status(
+            json, exact, verbose, view, full_paths, imported, guid,
+        ));
+    }
+    if let Some(pools_object) = document.get_mut("pools") {
+        for (key, item) in entries {
+            pools_object.insert(&key, item);
+        }
+    }
+    super::json::print(ctx, &document);
 }

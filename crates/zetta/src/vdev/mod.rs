@@ -17,6 +17,7 @@ pub mod config;
 pub mod label;
 pub mod openzfs;
 mod read;
+pub mod stat_ex;
 
 pub use read::{ReadMode, ReadOutcome, VerifyFn};
 
@@ -215,6 +216,8 @@ pub struct VdevStats {
     pub in_flight: AtomicU64,
     /// Bytes rewritten by self-healing, scrub or resilver.
     pub repaired_bytes: AtomicU64,
+    /// Latency and size histograms of the leaf's requests (`zpool iostat -w/-r`).
+    pub ex: stat_ex::VdevStatEx,
 }
 
 impl VdevStats {
@@ -464,6 +467,7 @@ impl Vdev {
     /// Leaf I/O: offsets are relative to the data region.
     pub fn leaf_write(&self, offset_bytes: u64, data: &[u8]) -> Result<(), IoError> {
         let device = self.device_for_io()?;
+        let started = std::time::Instant::now();
         let result = if crate::zio::inject::enabled()
             && crate::zio::inject::on_leaf_write(self.guid.0, offset_bytes, data.len() as u64)
         {
@@ -471,6 +475,12 @@ impl Vdev {
         } else {
             device.write_at(label::DATA_START_BYTES + offset_bytes, data)
         };
+        self.stats.ex.record(
+            stat_ex::IoType::Write,
+            data.len() as u64,
+            stat_ex::elapsed_ns(started),
+            false,
+        );
         VdevStats::bump(&self.stats.write_ops, 1);
         VdevStats::bump(&self.stats.write_bytes, data.len() as u64);
         if result.is_err() {
@@ -483,6 +493,7 @@ impl Vdev {
     pub fn leaf_write_vectored(&self, offset_bytes: u64, parts: &[&[u8]]) -> Result<(), IoError> {
         let device = self.device_for_io()?;
         let total: u64 = parts.iter().map(|p| p.len() as u64).sum();
+        let started = std::time::Instant::now();
         let result = if crate::zio::inject::enabled()
             && crate::zio::inject::on_leaf_write(self.guid.0, offset_bytes, total)
         {
@@ -490,6 +501,13 @@ impl Vdev {
         } else {
             device.write_vectored_at(label::DATA_START_BYTES + offset_bytes, parts)
         };
+        // Several adjacent blocks in one request: an aggregated one (vdev_queue's).
+        self.stats.ex.record(
+            stat_ex::IoType::Write,
+            total,
+            stat_ex::elapsed_ns(started),
+            parts.len() > 1,
+        );
         VdevStats::bump(&self.stats.write_ops, 1);
         VdevStats::bump(&self.stats.write_bytes, total);
         if result.is_err() {
@@ -502,7 +520,14 @@ impl Vdev {
     pub fn leaf_read(&self, offset_bytes: u64, buffer: &mut [u8]) -> Result<(), IoError> {
         let device = self.device_for_io()?;
         self.stats.in_flight.fetch_add(1, Ordering::Relaxed);
+        let started = std::time::Instant::now();
         let mut result = device.read_at(label::DATA_START_BYTES + offset_bytes, buffer);
+        self.stats.ex.record(
+            stat_ex::IoType::Read,
+            buffer.len() as u64,
+            stat_ex::elapsed_ns(started),
+            false,
+        );
         self.stats.in_flight.fetch_sub(1, Ordering::Relaxed);
         // Fault injection (zio/inject.rs): a damaged buffer fails its checksum above.
         if result.is_ok()
@@ -685,6 +710,48 @@ mod tests {
     use super::*;
     use crate::io::{SimDevice, SimWorld};
     use std::sync::Arc;
+
+    // Why: `zpool iostat -w/-r` read these histograms: every request a leaf counts in its
+    // operations must land in them once, by type, with its size in OpenZFS's bucket, and
+    // merged adjacent writes (one vectored request) count as one aggregated request.
+    #[test]
+    fn leaf_requests_fill_the_stat_ex_histograms() {
+        use stat_ex::IoType;
+        let device = Arc::new(crate::io::MemDevice::new("m", 64 << 20));
+        let leaf = Vdev::new_leaf("m", Some(device as DeviceRef));
+        let block = vec![1u8; 4096];
+        leaf.leaf_write(0, &block).unwrap();
+        // Three adjacent 128K blocks: one aggregated 384K request.
+        let big = vec![2u8; 128 << 10];
+        let plan: Vec<LeafWrite<'_>> = (0..3u64)
+            .map(|i| LeafWrite {
+                leaf: &leaf,
+                offset_bytes: (1 << 20) + i * (128 << 10),
+                data: std::borrow::Cow::Borrowed(&big[..]),
+            })
+            .collect();
+        assert!(issue_leaf_writes(plan).is_empty());
+        let mut buffer = vec![0u8; 8192];
+        leaf.leaf_read(0, &mut buffer).unwrap();
+        let ex = &leaf.stats.ex;
+        let (read, write) = (IoType::Read as usize, IoType::Write as usize);
+        assert_eq!(
+            ex.disk_latency[write].count(),
+            leaf.stats.write_ops.load(Ordering::Relaxed)
+        );
+        assert_eq!(
+            ex.disk_latency[read].count(),
+            leaf.stats.read_ops.load(Ordering::Relaxed)
+        );
+        assert_eq!(ex.individual_size[write].snapshot()[12], 1, "the 4K write");
+        assert_eq!(
+            ex.aggregated_size[write].snapshot()[18],
+            1,
+            "384K: 256K..512K"
+        );
+        assert_eq!(ex.aggregated_size[write].count(), 1);
+        assert_eq!(ex.individual_size[read].snapshot()[13], 1, "the 8K read");
+    }
 
     /// Issues 40 separate writes to each of two leaves of one simulated world, the first
     /// leaf's budget running out after 25; returns how many writes each device kept.
