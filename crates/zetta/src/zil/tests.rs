@@ -195,14 +195,23 @@ fn records_round_trip_and_the_format_is_pinned() {
         },
     }
     .encode();
+    // lr_write_t: lr_t (TX_WRITE 9, reclen, txg, seq 0 until written), foid, offset,
+    // length, blkoff 0, lr_blkptr zero (WR_COPIED), the data padded to 8, then Zetta's
+    // trailer with the write's time.
     let expected: Vec<u8> = [
-        &[6u8, 0, 0, 0, 56, 0, 0, 0][..],
+        &9u64.to_le_bytes()[..],
+        &224u64.to_le_bytes(),
         &9u64.to_le_bytes(),
+        &0u64.to_le_bytes(),
         &2u64.to_le_bytes(),
         &16u64.to_le_bytes(),
+        &3u64.to_le_bytes(),
+        &0u64.to_le_bytes(),
+        &[0u8; 128],
+        &[b'x', b'y', b'z', 0, 0, 0, 0, 0],
+        b"ZETTALR1",
         &1u64.to_le_bytes(),
-        &[2, 0, 0, 0, 0, 0, 0, 0],
-        &[3, 0, 0, 0, b'x', b'y', b'z', 0],
+        &2u64.to_le_bytes(),
     ]
     .concat();
     assert_eq!(golden, expected);
@@ -228,22 +237,41 @@ fn damaged_records_are_refused_cleanly() {
     }
 }
 
-/// The ZIL header and block pointer layouts are pinned, and an empty header means no log.
+/// Why: the ZIL header is OpenZFS's `zil_header_t` with `zh_log` a real `blkptr_t` of a
+/// ZILOG2 intent-log block (`zio_alloc_zil`); an all-zero header means no log.
 #[test]
-fn header_layout_is_pinned() {
+fn header_layout_is_openzfs_zil_header_t() {
     let head = BlockRef {
         vdev: 1,
         offset_bytes: 0x40_0000,
         psize_bytes: 4096,
+        asize_bytes: 4096,
         birth: Txg(12),
-        guid: 0xdead_beef,
-        seq: 1,
+        verifier: [0xdead_beef, 0xfeed_f00d, 54, 1],
+        slim: true,
     };
     let header = chain::encode_header(Some(&head));
-    assert_eq!(&header[0..8], b"ZILHDR01");
-    assert_eq!(&header[8..12], &1u32.to_le_bytes());
-    assert_eq!(&header[12..16], &1u32.to_le_bytes());
-    assert_eq!(&header[16..24], &0x40_0000u64.to_le_bytes());
+    let word = |at: usize| u64::from_le_bytes(header[at..at + 8].try_into().unwrap());
+    assert_eq!(word(0), 0, "zh_claim_txg");
+    assert_eq!(word(8), 0, "zh_replay_seq");
+    // zh_log DVA[0]: asize 8 sectors, vdev 1; offset 0x2000 sectors.
+    assert_eq!(word(16), (1 << 32) | 8);
+    assert_eq!(word(24), 0x40_0000 >> 9);
+    // prop: lsize = psize = 8 sectors - 1, compression off (2), checksum zilog2 (9),
+    // type DMU_OT_INTENT_LOG (9), level 0, little-endian.
+    assert_eq!(
+        word(16 + 48),
+        7 | (7 << 16) | (2 << 32) | (9 << 40) | (9 << 48) | (1 << 63)
+    );
+    assert_eq!(word(16 + 72), 0, "physical birth 0: same as logical");
+    assert_eq!(word(16 + 80), 12, "logical birth");
+    assert_eq!(word(16 + 88), 0, "fill");
+    assert_eq!(
+        [word(112), word(120), word(128), word(136)],
+        [0xdead_beef, 0xfeed_f00d, 54, 1],
+        "blk_cksum = the chain's verifier"
+    );
+    assert!(header[144..].iter().all(|b| *b == 0));
     assert_eq!(chain::decode_header(&header), Some(head));
     assert_eq!(chain::decode_header(&[0u8; chain::HEADER_SIZE_BYTES]), None);
 }
