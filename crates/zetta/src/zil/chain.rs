@@ -267,7 +267,7 @@ pub struct DecodedBlock {
 
 /// Whether `bytes` are block `expected` of its chain, intact (`zio_checksum_error_impl`
 /// with the pointer's verifier).
-fn verifies(bytes: &[u8], expected: &BlockRef) -> bool {
+pub fn verifies(bytes: &[u8], expected: &BlockRef) -> bool {
     let kind = if expected.slim {
         ZioChecksum::Zilog2
     } else {

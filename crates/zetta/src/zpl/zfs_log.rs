@@ -9,7 +9,10 @@
 //! replay needs to make the change exactly again — Zetta's *trailer*, 8-aligned after
 //! OpenZFS's body: `| "ZETTALR1" u64 | words ... |`. OpenZFS's replay reads its record by
 //! its own lengths and NUL-terminated strings and never looks past them, so a trailer does
-//! not disturb it; a record without one (written by OpenZFS) decodes with zero times.
+//! not disturb it; a record without one (written by OpenZFS) decodes with zero times. A
+//! trailer of link, remove, rename, write or truncate whose words are all zero is left out:
+//! a volume's records (no times) are OpenZFS's `zvol_log_write`/`zvol_log_truncate` ones
+//! byte for byte.
 //!
 //! ```text
 //! lr_t                0 lrc_txtype | 8 lrc_reclen | 16 lrc_txg | 24 lrc_seq
@@ -193,6 +196,21 @@ impl Writer {
         self.pad();
         self.u64(TRAILER_MAGIC);
     }
+    /// Zetta's trailer of `words`, left out when they are all zero (the record is then
+    /// OpenZFS's own, byte for byte: a volume's writes, whose time is none).
+    fn trailer_words(&mut self, words: &[u64]) {
+        if words.iter().any(|w| *w != 0) {
+            self.trailer();
+            for w in words {
+                self.u64(*w);
+            }
+        }
+    }
+}
+
+/// A time as the trailer's two words.
+fn time_words(t: Timespec) -> [u64; 2] {
+    [t.sec as u64, u64::from(t.nsec)]
 }
 
 struct Reader<'a> {
@@ -255,6 +273,100 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// OpenZFS's part of a create record (`lr_create_t`: `_lr_create_t`, the name, a symlink's
+/// target), as any OpenZFS writes it: what replay needs beyond it rides in Zetta's trailer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LrCreate {
+    /// `TX_CREATE`, `TX_MKDIR` or `TX_SYMLINK`.
+    pub txtype: u64,
+    pub doid: u64,
+    /// `lr_foid`: the object, its dnode slots minus one in bits 56..64 (`LR_FOID_SET_SLOTS`).
+    pub foid: u64,
+    pub mode: u64,
+    pub uid: u64,
+    pub gid: u64,
+    pub gen: u64,
+    pub crtime: [u64; 2],
+    pub rdev: u64,
+    pub name: Vec<u8>,
+    /// A symlink's target (empty otherwise).
+    pub target: Vec<u8>,
+}
+
+impl LrCreate {
+    fn write_body(&self, w: &mut Writer) {
+        for v in [
+            self.doid,
+            self.foid,
+            self.mode,
+            self.uid,
+            self.gid,
+            self.gen,
+            self.crtime[0],
+            self.crtime[1],
+            self.rdev,
+        ] {
+            w.u64(v);
+        }
+        w.cstr(&self.name);
+        if self.txtype == TX_SYMLINK {
+            w.cstr(&self.target);
+        }
+    }
+
+    fn read_body(txtype: u64, r: &mut Reader<'_>) -> Result<LrCreate, ZilError> {
+        let mut words = [0u64; 9];
+        for word in &mut words {
+            *word = r.u64()?;
+        }
+        let name = r.cstr()?;
+        let target = if txtype == TX_SYMLINK {
+            r.cstr()?
+        } else {
+            Vec::new()
+        };
+        let [doid, foid, mode, uid, gid, gen, crtime_sec, crtime_nsec, rdev] = words;
+        Ok(LrCreate {
+            txtype,
+            doid,
+            foid,
+            mode,
+            uid,
+            gid,
+            gen,
+            crtime: [crtime_sec, crtime_nsec],
+            rdev,
+            name,
+            target,
+        })
+    }
+
+    /// The record as OpenZFS's `zfs_log_create`/`zfs_log_symlink` writes it (`lrc_seq` 0
+    /// until the log writes it).
+    pub fn encode(&self, txg: Txg) -> Vec<u8> {
+        let mut w = Writer(vec![0u8; RECORD_HEADER_SIZE_BYTES]);
+        self.write_body(&mut w);
+        w.pad();
+        crate::zil::put_record_header(&mut w.0, self.txtype, txg);
+        w.0
+    }
+
+    /// Decodes OpenZFS's part of a create record (any trailer is left aside).
+    pub fn decode(bytes: &[u8]) -> Result<(LrCreate, Txg), ZilError> {
+        let (txg, txtype, reclen) = crate::zil::record_header(bytes)?;
+        if !matches!(txtype, TX_CREATE | TX_MKDIR | TX_SYMLINK) {
+            return Err(ZilError::Corrupt(format!(
+                "log record type {txtype} is no create"
+            )));
+        }
+        let mut r = Reader {
+            bytes: &bytes[..reclen],
+            at: RECORD_HEADER_SIZE_BYTES,
+        };
+        Ok((LrCreate::read_body(txtype, &mut r)?, txg))
+    }
+}
+
 impl LogRecord {
     /// The stored form (`lr_t`, OpenZFS's body, Zetta's trailer, padding to 8 bytes);
     /// `lrc_seq` is 0 until the log writes the record.
@@ -268,26 +380,29 @@ impl LogRecord {
                 znode,
                 target,
             } => {
-                w.u64(*dir);
-                w.u64(*object);
-                w.u64(znode.mode);
-                w.u64(znode.uid);
-                w.u64(znode.gid);
-                w.u64(znode.gen);
-                w.time(znode.crtime);
-                w.u64(znode.rdev);
-                w.cstr(name);
                 let kind = znode.kind();
-                if kind == Some(FileKind::Symlink) {
-                    w.cstr(target);
-                }
-                w.trailer();
-                w.0.extend_from_slice(&znode.encode());
-                match kind {
+                let txtype = match kind {
                     Some(FileKind::Directory) => TX_MKDIR,
                     Some(FileKind::Symlink) => TX_SYMLINK,
                     _ => TX_CREATE,
+                };
+                LrCreate {
+                    txtype,
+                    doid: *dir,
+                    foid: *object,
+                    mode: znode.mode,
+                    uid: znode.uid,
+                    gid: znode.gid,
+                    gen: znode.gen,
+                    crtime: time_words(znode.crtime),
+                    rdev: znode.rdev,
+                    name: name.clone(),
+                    target: target.clone(),
                 }
+                .write_body(&mut w);
+                w.trailer();
+                w.0.extend_from_slice(&znode.encode());
+                txtype
             }
             Lr::Link {
                 object,
@@ -298,8 +413,7 @@ impl LogRecord {
                 w.u64(*dir);
                 w.u64(*object);
                 w.cstr(name);
-                w.trailer();
-                w.time(*now);
+                w.trailer_words(&time_words(*now));
                 TX_LINK
             }
             Lr::Remove {
@@ -310,8 +424,7 @@ impl LogRecord {
             } => {
                 w.u64(*dir);
                 w.cstr(name);
-                w.trailer();
-                w.time(*now);
+                w.trailer_words(&time_words(*now));
                 if *is_dir {
                     TX_RMDIR
                 } else {
@@ -331,9 +444,8 @@ impl LogRecord {
                 w.u64(*ddir);
                 w.cstr(sname);
                 w.cstr(dname);
-                w.trailer();
-                w.time(*now);
-                w.u64(u64::from(*noreplace));
+                let [sec, nsec] = time_words(*now);
+                w.trailer_words(&[sec, nsec, u64::from(*noreplace)]);
                 if *exchange {
                     TX_RENAME_EXCHANGE
                 } else {
@@ -381,8 +493,7 @@ impl LogRecord {
                 w.u64(0);
                 w.0.extend_from_slice(&[0u8; 128]);
                 w.0.extend_from_slice(data);
-                w.trailer();
-                w.time(*now);
+                w.trailer_words(&time_words(*now));
                 TX_WRITE
             }
             Lr::Punch {
@@ -394,8 +505,7 @@ impl LogRecord {
                 w.u64(*object);
                 w.u64(*offset);
                 w.u64(*len);
-                w.trailer();
-                w.time(*now);
+                w.trailer_words(&time_words(*now));
                 TX_TRUNCATE
             }
             Lr::SetXattr {
@@ -444,16 +554,7 @@ impl LogRecord {
         };
         let lr = match txtype {
             TX_CREATE | TX_MKDIR | TX_SYMLINK => {
-                let dir = r.u64()?;
-                let object = r.u64()?;
-                // mode, uid, gid, gen, crtime, rdev: the znode in the trailer has them all.
-                r.take(7 * 8)?;
-                let name = r.cstr()?;
-                let target = if txtype == TX_SYMLINK {
-                    r.cstr()?
-                } else {
-                    Vec::new()
-                };
+                let create = LrCreate::read_body(txtype, &mut r)?;
                 if !r.trailer()? {
                     return Err(ZilError::Corrupt(
                         "create record without Zetta's znode (written by OpenZFS?)".to_string(),
@@ -461,12 +562,13 @@ impl LogRecord {
                 }
                 let znode = ZnodePhys::decode(r.take(ZNODE_SIZE_BYTES)?)
                     .map_err(|e| ZilError::Corrupt(e.to_string()))?;
+                // The object number without its dnode slots (`LR_FOID_GET_OBJ`).
                 Lr::Create {
-                    dir,
-                    object,
+                    dir: create.doid,
+                    object: create.foid & ((1 << 48) - 1),
                     znode,
-                    name,
-                    target,
+                    name: create.name,
+                    target: create.target,
                 }
             }
             TX_LINK => {
