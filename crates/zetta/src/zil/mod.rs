@@ -6,11 +6,13 @@
 //! - In memory each object set keeps a `Zilog`: the records of the open txg (`itxs`), in the
 //!   order the mount made the changes. Records are opaque here: their client (the ZPL's
 //!   `zpl::zfs_log`, as OpenZFS's `zfs_log.c`) encodes them, and only the framing every
-//!   record shares (`lr_t`: type, length, txg) is the log's. A write is logged by position
+//!   record shares (OpenZFS's 32-byte `lr_t`: type, length, txg, and the sequence number
+//!   the log gives each record as it writes it) is the log's. A write is logged by position
 //!   only (`WriteItx`) and its bytes are copied from the object when the record is written
 //!   (WR_NEED_COPY, through the client's `GetData`, OpenZFS's `zl_get_data`), so logging
 //!   costs no memory copy of the data.
-//! - `commit` writes every record not yet written into the chain (`chain`) and flushes the
+//! - `commit` writes every record not yet written into the chain (`chain`: OpenZFS's
+//!   `zil_header_t`, `zil_chain_t` and ZILOG2 block pointers) and flushes the
 //!   devices. The first commit of a dataset without a log commits the txg instead, and from
 //!   then on every txg commit leaves a preallocated head block for the next chain in the
 //!   objset's ZIL header (OpenZFS's `zil_create` waits for a txg the same way).
@@ -25,6 +27,11 @@
 //!
 //! Layering: `dmu` holds a `Zilog` per object set and `zil` uses `dmu`; `zil` knows
 //! nothing of the ZPL (no dmu → zil → zpl cycle): the ZPL logs into it and replays from it.
+//!
+//! No claim at import (OpenZFS's `zil_claim`, `zh_claim_txg` stays 0): a live chain's
+//! blocks are allocated in the space maps of the txgs that allocated them and freed only by
+//! the deferred free of the txg that retires the chain, which replay commits after reading
+//! it, so nothing reuses them before replay (docs/ONDISK.md, intent log).
 //!
 //! Object sets derived from a snapshot (a clone, a rollback, a receive) start with no log:
 //! the snapshot's copy of the header names a chain its head owned (`forget`). Destroying a
