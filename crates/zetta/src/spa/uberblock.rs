@@ -69,12 +69,16 @@ pub const SPA_VERSION: u64 = crate::spa::openzfs::feature::SPA_VERSION_FEATURES;
 /// 16 KiB blocks, one-word entries in sectors relative to the metaslab with a debug word
 /// (txg, sync pass) before each sync's allocations and before its frees; a block freed in the
 /// txg that allocated it is never written (`zetta_metaslab::space_map`).
+/// 14: the intent log as OpenZFS writes it (issue 14, helper C): `zil_header_t` with
+/// `zh_log` a `blkptr_t` (DMU_OT_INTENT_LOG, checksum zilog2, compression off, blk_cksum
+/// the chain's verifier), log blocks led by `zil_chain_t` with a fletcher-4 `zio_eck_t`,
+/// records as OpenZFS's `lr_*_t` with a 32-byte `lr_t` (`zil::chain`, `zpl::zfs_log`).
 /// (9, the rest of the MOS so that `zdb -d` walks the pool, is on branch i14-mos: not merged,
 /// it fails the intent-log crash simulation, seed 792.)
 /// Older pools are not read any more: the private format retires.
-pub const FORMAT_VERSION: u64 = 12;
+pub const FORMAT_VERSION: u64 = 14;
 /// The oldest format this code reads.
-pub const FORMAT_VERSION_MIN: u64 = 12;
+pub const FORMAT_VERSION_MIN: u64 = 14;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Uberblock {

@@ -6,11 +6,13 @@
 //! - In memory each object set keeps a `Zilog`: the records of the open txg (`itxs`), in the
 //!   order the mount made the changes. Records are opaque here: their client (the ZPL's
 //!   `zpl::zfs_log`, as OpenZFS's `zfs_log.c`) encodes them, and only the framing every
-//!   record shares (`lr_t`: type, length, txg) is the log's. A write is logged by position
+//!   record shares (OpenZFS's 32-byte `lr_t`: type, length, txg, and the sequence number
+//!   the log gives each record as it writes it) is the log's. A write is logged by position
 //!   only (`WriteItx`) and its bytes are copied from the object when the record is written
 //!   (WR_NEED_COPY, through the client's `GetData`, OpenZFS's `zl_get_data`), so logging
 //!   costs no memory copy of the data.
-//! - `commit` writes every record not yet written into the chain (`chain`) and flushes the
+//! - `commit` writes every record not yet written into the chain (`chain`: OpenZFS's
+//!   `zil_header_t`, `zil_chain_t` and ZILOG2 block pointers) and flushes the
 //!   devices. The first commit of a dataset without a log commits the txg instead, and from
 //!   then on every txg commit leaves a preallocated head block for the next chain in the
 //!   objset's ZIL header (OpenZFS's `zil_create` waits for a txg the same way).
@@ -25,6 +27,11 @@
 //!
 //! Layering: `dmu` holds a `Zilog` per object set and `zil` uses `dmu`; `zil` knows
 //! nothing of the ZPL (no dmu → zil → zpl cycle): the ZPL logs into it and replays from it.
+//!
+//! No claim at import (OpenZFS's `zil_claim`, `zh_claim_txg` stays 0): a live chain's
+//! blocks are allocated in the space maps of the txgs that allocated them and freed only by
+//! the deferred free of the txg that retires the chain, which replay commits after reading
+//! it, so nothing reuses them before replay (docs/ONDISK.md, intent log).
 //!
 //! Object sets derived from a snapshot (a clone, a rollback, a receive) start with no log:
 //! the snapshot's copy of the header names a chain its head owned (`forget`). Destroying a
@@ -42,11 +49,18 @@ use chain::BlockRef;
 
 pub use replay::ReplayReport;
 
-/// Every record starts with `| txtype u16 | reserved u16 | reclen u32 | txg u64 |` (OpenZFS
-/// `lr_t`); `reclen` counts the header, the body and its padding to 8 bytes.
-pub const RECORD_HEADER_SIZE_BYTES: usize = 16;
+/// Every record starts with OpenZFS's `lr_t` (`include/sys/zil.h`), four little-endian
+/// words: `| lrc_txtype u64 | lrc_reclen u64 | lrc_txg u64 | lrc_seq u64 |`. `lrc_reclen`
+/// counts the header, the body and its padding to 8 bytes; `lrc_seq` is given when the
+/// record is written into the chain (OpenZFS's `zl_lr_seq`); the top bit of `lrc_txtype`
+/// is `TX_CI` (a case-insensitive name), the rest the type.
+pub const RECORD_HEADER_SIZE_BYTES: usize = 32;
+/// `lrc_seq`'s place in `lr_t`.
+const LRC_SEQ: usize = 24;
+/// `TX_CI`: OR'd into `lrc_txtype` by a case-insensitive filesystem.
+pub const TX_CI: u64 = 1 << 63;
 
-pub const BLOCK_SIZE_MIN_BYTES: usize = 4096;
+pub const BLOCK_SIZE_MIN_BYTES: usize = chain::ZIL_MIN_BLKSZ as usize;
 pub const BLOCK_SIZE_MAX_BYTES: usize = 128 << 10;
 /// Consecutive writes to one object merge into one in-memory record up to this size.
 const WRITE_MERGE_MAX_BYTES: u64 = 1 << 20;
@@ -126,22 +140,39 @@ pub enum Itx {
     },
 }
 
-/// The txg, type and stored length of the record at the start of `bytes`, checked against
-/// `bytes` (OpenZFS `lr_t`): a length that overruns, is short or unaligned is damage.
-pub fn record_header(bytes: &[u8]) -> Result<(Txg, u16, usize), ZilError> {
+/// The txg, type (`TX_CI` cleared) and stored length of the record at the start of
+/// `bytes`, checked against `bytes` (OpenZFS `lr_t`): a length that overruns, is short or
+/// unaligned is damage.
+pub fn record_header(bytes: &[u8]) -> Result<(Txg, u64, usize), ZilError> {
     if bytes.len() < RECORD_HEADER_SIZE_BYTES {
         return Err(ZilError::Corrupt(
             "log record header is truncated".to_string(),
         ));
     }
-    let txtype = u16::from_le_bytes([bytes[0], bytes[1]]);
-    let reclen = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]) as usize;
-    if reclen < RECORD_HEADER_SIZE_BYTES || reclen > bytes.len() || !reclen.is_multiple_of(8) {
+    let word = |at: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&bytes[at..at + 8]);
+        u64::from_le_bytes(w)
+    };
+    let txtype = word(0) & !TX_CI;
+    let reclen = word(8);
+    if reclen < RECORD_HEADER_SIZE_BYTES as u64
+        || reclen > bytes.len() as u64
+        || !reclen.is_multiple_of(8)
+    {
         return Err(ZilError::Corrupt(format!("log record length {reclen}")));
     }
-    let mut txg = [0u8; 8];
-    txg.copy_from_slice(&bytes[8..16]);
-    Ok((Txg(u64::from_le_bytes(txg)), txtype, reclen))
+    Ok((Txg(word(16)), txtype, reclen as usize))
+}
+
+/// Writes an `lr_t` at the start of `record` (which is at least 32 bytes long).
+pub fn put_record_header(record: &mut [u8], txtype: u64, txg: Txg) {
+    debug_assert!(record.len() >= RECORD_HEADER_SIZE_BYTES && record.len().is_multiple_of(8));
+    let reclen = record.len() as u64;
+    record[0..8].copy_from_slice(&txtype.to_le_bytes());
+    record[8..16].copy_from_slice(&reclen.to_le_bytes());
+    record[16..24].copy_from_slice(&txg.0.to_le_bytes());
+    record[24..32].fill(0);
 }
 
 /// An object set's intent log, in memory.
@@ -161,6 +192,8 @@ pub struct Zilog {
     active: bool,
     /// Size of the next preallocated block (the size the last commit needed).
     size_hint_bytes: u64,
+    /// The last `lrc_seq` given to a record written (OpenZFS `zl_lr_seq`).
+    lr_seq: u64,
 }
 
 impl Zilog {
@@ -227,7 +260,9 @@ impl Zilog {
 }
 
 /// Allocates a log block of at least `psize_bytes` in the open txg.
-fn allocate(ctx: &IoCtx<'_>, psize_bytes: u64, guid: u64, seq: u64) -> Result<BlockRef, ZilError> {
+/// `verifier` is the block's `blk_cksum` (`chain`'s `ZIL_ZC_*` words).
+fn allocate(ctx: &IoCtx<'_>, psize_bytes: u64, verifier: [u64; 4]) -> Result<BlockRef, ZilError> {
+    debug_assert!(psize_bytes.is_multiple_of(chain::ZIL_MIN_BLKSZ));
     let asize_of = |vdev: u32| {
         ctx.root
             .children
@@ -251,16 +286,19 @@ fn allocate(ctx: &IoCtx<'_>, psize_bytes: u64, guid: u64, seq: u64) -> Result<Bl
             .allocate(1, &asize_of, true, ctx.txg.0)
             .map_err(|_| ZilError::NoSpace)?,
     };
-    let (vdev, offset_bytes, _) = dvas[0];
+    let (vdev, offset_bytes, asize_bytes) = dvas[0];
     let ashift = ctx.root.children[vdev as usize].ashift;
-    Ok(BlockRef {
+    let block = BlockRef {
         vdev,
         offset_bytes,
         psize_bytes: round_up_shift(psize_bytes, ashift),
+        asize_bytes,
         birth: ctx.txg,
-        guid,
-        seq,
-    })
+        verifier,
+        slim: true,
+    };
+    debug_assert!(block.asize_bytes >= block.psize_bytes);
+    Ok(block)
 }
 
 /// The allocation class a log block's vdev belongs to.
@@ -326,9 +364,13 @@ fn encode_pending(os: &mut ObjectSet, ctx: &IoCtx<'_>) -> Result<Vec<Vec<u8>>, Z
     Ok(encoded)
 }
 
+/// The block size for `payload_bytes` of records: whole `ZIL_MIN_BLKSZ` units (OpenZFS's
+/// `zil_block_buckets` are all multiples of it, and the checksum covers `nused` rounded up
+/// to it), 4 KiB to 128 KiB.
 fn block_size_for(payload_bytes: usize) -> u64 {
-    (chain::BLOCK_HEADER_SIZE_BYTES + payload_bytes)
-        .clamp(BLOCK_SIZE_MIN_BYTES, BLOCK_SIZE_MAX_BYTES) as u64
+    let bytes = (chain::BLOCK_HEADER_SIZE_BYTES + payload_bytes)
+        .clamp(BLOCK_SIZE_MIN_BYTES, BLOCK_SIZE_MAX_BYTES) as u64;
+    bytes.div_ceil(chain::ZIL_MIN_BLKSZ) * chain::ZIL_MIN_BLKSZ
 }
 
 /// `zil_commit`: makes every change logged so far durable (see the module header).
@@ -365,7 +407,15 @@ pub fn commit(os: &mut ObjectSet, ctx: &IoCtx<'_>, space_bytes: u64) -> Result<C
     else {
         return Ok(Commit::NeedTxgSync);
     };
-    let encoded = encode_pending(os, ctx)?;
+    let mut encoded = encode_pending(os, ctx)?;
+    // Sequence numbers in the order written (`zil_lwb_commit`); a failed commit leaves
+    // gaps, which nothing reads.
+    for record in &mut encoded {
+        os.zil.lr_seq += 1;
+        if record.len() >= RECORD_HEADER_SIZE_BYTES {
+            record[LRC_SEQ..LRC_SEQ + 8].copy_from_slice(&os.zil.lr_seq.to_le_bytes());
+        }
+    }
     let total: usize = encoded.iter().map(Vec::len).sum();
     // Pack records into blocks, allocating each next block as the one before fills.
     let mut allocated: Vec<BlockRef> = Vec::new();
@@ -377,7 +427,7 @@ pub fn commit(os: &mut ObjectSet, ctx: &IoCtx<'_>, space_bytes: u64) -> Result<C
     for record in encoded {
         if used + record.len() > current.psize_bytes as usize {
             let size = block_size_for(remaining).max(block_size_for(record.len()));
-            let next = match allocate(ctx, size, current.guid, current.seq + 1) {
+            let next = match allocate(ctx, size, current.next_verifier()) {
                 Ok(next) => next,
                 Err(e) => {
                     undo_allocations(ctx, &allocated);
@@ -394,7 +444,7 @@ pub fn commit(os: &mut ObjectSet, ctx: &IoCtx<'_>, space_bytes: u64) -> Result<C
         current_records.push(record);
     }
     let hint = block_size_for(total);
-    let after = match allocate(ctx, hint, current.guid, current.seq + 1) {
+    let after = match allocate(ctx, hint, current.next_verifier()) {
         Ok(after) => after,
         Err(e) => {
             undo_allocations(ctx, &allocated);
@@ -406,7 +456,7 @@ pub fn commit(os: &mut ObjectSet, ctx: &IoCtx<'_>, space_bytes: u64) -> Result<C
     // Write every block of this commit in one batch, then flush once.
     let images: Vec<(BlockRef, Vec<u8>)> = blocks
         .iter()
-        .map(|(this, recs, next)| (*this, chain::encode_block(this, ctx.txg, recs, next)))
+        .map(|(this, recs, next)| (*this, chain::encode_block(this, recs, next)))
         .collect();
     let mut plan = Vec::new();
     for (this, image) in &images {
@@ -444,6 +494,7 @@ pub fn commit(os: &mut ObjectSet, ctx: &IoCtx<'_>, space_bytes: u64) -> Result<C
 
 /// Called by the txg commit for each dataset object set before its block is written.
 pub fn sync(os: &mut ObjectSet, ctx: &IoCtx<'_>) {
+    let objset = os.id;
     let zil = &mut os.zil;
     zil.itxs.clear();
     zil.committed = 0;
@@ -453,8 +504,14 @@ pub fn sync(os: &mut ObjectSet, ctx: &IoCtx<'_>) {
     free_blocks(ctx, &zil.owned);
     zil.owned.clear();
     zil.chain_written = false;
-    let size = zil.size_hint_bytes.max(BLOCK_SIZE_MIN_BYTES as u64);
-    let head = allocate(ctx, size, Guid::random().0, 1).ok();
+    let size = zil
+        .size_hint_bytes
+        .clamp(BLOCK_SIZE_MIN_BYTES as u64, BLOCK_SIZE_MAX_BYTES as u64)
+        .div_ceil(chain::ZIL_MIN_BLKSZ)
+        * chain::ZIL_MIN_BLKSZ;
+    // `zil_init_log_chain`: two random words, the object set, sequence 1.
+    let verifier = [Guid::random().0, Guid::random().0, objset, 1];
+    let head = allocate(ctx, size, verifier).ok();
     // Out of space: no log until a commit finds room (commits fall back to txg commits).
     zil.next = head;
     zil.owned.extend(head);

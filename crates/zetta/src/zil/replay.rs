@@ -38,10 +38,8 @@ pub fn read_chain(
         };
         blocks += 1;
         records.extend(block.records);
-        // A pointer must continue this chain; anything else ends it.
-        at = block
-            .next
-            .filter(|n| n.guid == r.guid && n.seq == r.seq + 1);
+        // `decode_block` keeps a next pointer only if it continues this chain.
+        at = block.next;
     }
     Ok((records, blocks))
 }
