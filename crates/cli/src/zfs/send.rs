@@ -149,6 +149,14 @@ pub(super) fn cmd_send(args: &[String], io: &mut CommandIo<'_>, ctx: &mut Ctx) -
             .map_err(send_fail)?;
         stream_out(&mut session, sender, ctx, verbose, parsable)?;
     }
+    if plan.header.is_some() {
+        // libzfs `send_conclusion_record`: an all-zero END closes a compound stream.
+        write_out(
+            ctx,
+            &zetta::dmu_send::record::conclusion_record(),
+            &snapshot,
+        )?;
+    }
     Ok(())
 }
 
