@@ -87,6 +87,7 @@ pub(super) fn cmd_send(args: &[String], io: &mut CommandIo<'_>, ctx: &mut Ctx) -
         compressed: parsed.has('c') || parsed.has('w'),
         properties: parsed.has('p') || parsed.has('R'),
         holds: parsed.has('h'),
+        large_blocks: parsed.has('L'),
     };
     if let Some(token) = parsed.last('t') {
         if !parsed.operands.is_empty() {

@@ -416,6 +416,7 @@ pub(super) fn resume_token(sub: &Substream, parser_offset: u64) -> String {
         offset: sub.position.1,
         bytes: sub.base_bytes + parser_offset.saturating_sub(sub.start_offset),
         compressed: sub.begin.features & super::record::FEATURE_COMPRESSED != 0,
+        large_blocks: sub.begin.features & super::record::FEATURE_LARGE_BLOCKS != 0,
         clone: sub.begin.is_clone(),
     }
     .encode()

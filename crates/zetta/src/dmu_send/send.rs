@@ -18,8 +18,8 @@
 use super::error::SendError;
 use super::record::{
     encode_record, BeginRecord, ObjectRecord, Record, RecordWriter, WriteRecord, DRR_FLAG_CLONE,
-    DRR_OBJECT_SPILL, FEATURE_COMPRESSED, FEATURE_LZ4, FEATURE_RESUMING, FEATURE_ZSTD,
-    OBJECT_ID_LIMIT,
+    DRR_OBJECT_SPILL, FEATURE_COMPRESSED, FEATURE_LARGE_BLOCKS, FEATURE_LZ4, FEATURE_RESUMING,
+    FEATURE_ZSTD, OBJECT_ID_LIMIT,
 };
 use super::token::ResumeToken;
 use super::traverse::{Event, Flow, Walk};
@@ -42,7 +42,13 @@ pub struct SendOptions {
     pub properties: bool,
     /// `-h`: the snapshot's user holds go in the BEGIN record.
     pub holds: bool,
+    /// `-L`: blocks larger than 128 KiB go whole (LARGE_BLOCKS); without it they are
+    /// split into 128 KiB WRITEs, as OpenZFS does for receivers without large blocks.
+    pub large_blocks: bool,
 }
+
+/// `SPA_OLD_MAXBLOCKSIZE`: the largest block a stream without LARGE_BLOCKS carries.
+const OLD_MAX_BLOCK_BYTES: u32 = 128 << 10;
 
 /// One substream to produce.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -174,6 +180,15 @@ impl Sender {
                 features |= FEATURE_ZSTD;
             }
         }
+        // OpenZFS sets LARGE_BLOCKS with -L when the dataset's large_blocks feature is
+        // active; Zetta's counterpart: a record size over 128 KiB in force.
+        if options.large_blocks {
+            if let Some(dir) = spa.lookup_dir(&to_fs)? {
+                if spa.effective_io_props(dir)?.1 > OLD_MAX_BLOCK_BYTES {
+                    features |= FEATURE_LARGE_BLOCKS;
+                }
+            }
+        }
         if options.properties {
             let mut props = NvList::new();
             for (name, value) in spa.own_effective_props(&to_fs)? {
@@ -232,9 +247,16 @@ impl Sender {
         };
         let options = SendOptions {
             compressed: token.compressed,
+            large_blocks: token.large_blocks,
             ..SendOptions::default()
         };
         let mut sender = Sender::new(spa, spec, options)?;
+        // Resume exactly as the interrupted stream was cut: its blocks whole or split.
+        if token.large_blocks {
+            sender.begin.features |= FEATURE_LARGE_BLOCKS;
+        } else {
+            sender.begin.features &= !FEATURE_LARGE_BLOCKS;
+        }
         sender.begin.features |= FEATURE_RESUMING;
         sender
             .begin
@@ -461,7 +483,7 @@ impl Sender {
                 object: ObjectId(id),
                 object_type: dnode.object_type,
                 bonus_type: dnode.bonus_type,
-                block_size_bytes: dnode.data_block_size_bytes,
+                block_size_bytes: self.stream_block_size(dnode.data_block_size_bytes),
                 checksum: dnode.checksum,
                 compress: dnode.compress,
                 dn_slots: 1,
@@ -550,6 +572,16 @@ impl Sender {
         Ok(flow)
     }
 
+    /// The block size records carry: the object's, or 128 KiB when larger blocks are
+    /// split (no LARGE_BLOCKS).
+    fn stream_block_size(&self, block_size: u32) -> u32 {
+        if self.begin.features & FEATURE_LARGE_BLOCKS == 0 {
+            block_size.min(OLD_MAX_BLOCK_BYTES)
+        } else {
+            block_size
+        }
+    }
+
     /// Reads the pending blocks in parallel and emits them in order.
     fn send_blocks(
         &mut self,
@@ -565,7 +597,9 @@ impl Sender {
             return Ok(());
         }
         self.flush_frees(sink);
-        let stored = self.options.compressed;
+        // A block split into 128 KiB WRITEs goes as logical bytes (OpenZFS the same).
+        let stored = self.options.compressed
+            && self.stream_block_size(block_size as u32) as u64 == block_size;
         let counting = matches!(sink, Sink::Count(_));
         let fetched: Vec<Result<Option<Fetched>, SendError>> = pending
             .par_iter()
@@ -594,7 +628,10 @@ impl Sender {
         sink: &mut Sink<'_>,
     ) -> Result<(), SendError> {
         let (bp, offset, length) = (&block.bp, block.offset, block.length);
-        let stored = self.options.compressed && bp.compression != ALGORITHM_ID_OFF;
+        // `length` is the block size: split blocks go as logical bytes.
+        let stored_ok =
+            self.options.compressed && u64::from(self.stream_block_size(length as u32)) == length;
+        let stored = stored_ok && bp.compression != ALGORITHM_ID_OFF;
         if let Sink::Count(total) = sink {
             let payload = if stored {
                 u64::from(bp.psize_bytes)
@@ -602,13 +639,20 @@ impl Sender {
                 length
             };
             let before = self.writer.bytes();
-            self.writer.count(payload as usize);
+            if stored {
+                self.writer.count(payload as usize);
+            } else {
+                let piece = u64::from(self.stream_block_size(length as u32)).max(512);
+                for start in (0..payload).step_by(piece as usize) {
+                    self.writer.count((payload - start).min(piece) as usize);
+                }
+            }
             **total += self.writer.bytes() - before;
             return Ok(());
         }
         let fetched = match fetched {
             Some(fetched) => fetched,
-            None => fetch(ctx, objset, id, block, self.options.compressed)?,
+            None => fetch(ctx, objset, id, block, stored_ok)?,
         };
         match fetched {
             Fetched::Physical(physical) => {
@@ -639,20 +683,23 @@ impl Sender {
                     .unwrap_or(&[])
                     .to_vec();
                 payload.resize(length as usize, 0);
-                let payload = &payload[..];
-                let record = Record::Write(WriteRecord {
-                    object: ObjectId(id),
-                    object_type: bp.object_type,
-                    offset,
-                    length,
-                    checksum: 0,
-                    flags: 0,
-                    key: [0; 5],
-                    compression: 0,
-                    logical_size_bytes: 0,
-                    data: payload.to_vec(),
-                });
-                self.emit(sink, &record);
+                // Without LARGE_BLOCKS a larger block goes as 128 KiB pieces.
+                let piece = self.stream_block_size(length as u32) as usize;
+                for (i, chunk) in payload.chunks(piece.max(512)).enumerate() {
+                    let record = Record::Write(WriteRecord {
+                        object: ObjectId(id),
+                        object_type: bp.object_type,
+                        offset: offset + (i * piece) as u64,
+                        length: chunk.len() as u64,
+                        checksum: 0,
+                        flags: 0,
+                        key: [0; 5],
+                        compression: 0,
+                        logical_size_bytes: 0,
+                        data: chunk.to_vec(),
+                    });
+                    self.emit(sink, &record);
+                }
             }
         }
         Ok(())

@@ -797,3 +797,63 @@ fn openzfs_zdb_stream_golden() {
     }
     assert_eq!(&out[..], &bytes[..out.len()]);
 }
+
+/// Blocks over 128 KiB (recordsize 1M): without `-L` they travel as 128 KiB WRITEs under an
+/// OBJECT of 128 KiB and no LARGE_BLOCKS bit (what OpenZFS sends to receivers without
+/// large blocks); with `-L` whole, with LARGE_BLOCKS. Both receive to the same bytes.
+#[test]
+fn large_blocks_split_unless_large_block_ok() {
+    let mut spa = pool();
+    spa.create_filesystem("tank/big").unwrap();
+    spa.set_local_prop("tank/big", "recordsize", "1048576")
+        .unwrap();
+    spa.with_dataset("tank/big", |os, ctx| {
+        os.create_object_at(ctx, ObjectId(500), object_type::PLAIN_FILE, 1 << 20, 0, 0)?;
+        os.write(ctx, ObjectId(500), 0, &random_bytes(5, 3 << 20))
+    })
+    .unwrap();
+    snap(&mut spa, "tank/big@s");
+    let block_size = |spa: &mut Spa, name: &str| {
+        spa.with_snapshot(name, |os, ctx| {
+            Ok(os.dnode(ctx, ObjectId(500))?.data_block_size_bytes)
+        })
+        .unwrap()
+    };
+    assert_eq!(block_size(&mut spa, "tank/big@s"), 1 << 20);
+    for (large, target) in [(false, "tank/split"), (true, "tank/whole")] {
+        let request = SendRequest {
+            options: SendOptions {
+                large_blocks: large,
+                ..SendOptions::default()
+            },
+            ..full("tank/big@s")
+        };
+        let stream = send(&mut spa, request);
+        let recs = records(&stream);
+        let Record::Begin(begin) = &recs[0] else {
+            panic!()
+        };
+        assert_eq!(
+            begin.features & record::FEATURE_LARGE_BLOCKS != 0,
+            large,
+            "LARGE_BLOCKS only with -L"
+        );
+        let writes: Vec<u64> = recs
+            .iter()
+            .filter_map(|r| match r {
+                Record::Write(w) if w.object == ObjectId(500) => Some(w.length),
+                _ => None,
+            })
+            .collect();
+        let piece = if large { 1 << 20 } else { 128 << 10 };
+        assert!(!writes.is_empty() && writes.iter().all(|len| *len == piece));
+        receive(&mut spa, target, &stream, RecvOptions::default()).unwrap();
+        let at = format!("{target}@s");
+        assert_eq!(block_size(&mut spa, &at), piece as u32);
+        let data = |spa: &mut Spa, name: &str| {
+            spa.with_snapshot(name, |os, ctx| os.read(ctx, ObjectId(500), 0, 3 << 20))
+                .unwrap()
+        };
+        assert_eq!(data(&mut spa, &at), data(&mut spa, "tank/big@s"));
+    }
+}

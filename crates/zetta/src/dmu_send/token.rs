@@ -38,6 +38,8 @@ pub struct ResumeToken {
     /// Stream bytes received before the interruption.
     pub bytes: u64,
     pub compressed: bool,
+    /// `largeblockok`: the interrupted stream carried blocks over 128 KiB whole.
+    pub large_blocks: bool,
     pub clone: bool,
 }
 
@@ -55,6 +57,9 @@ impl ResumeToken {
         list.add("bytes", XdrValue::Uint64(self.bytes));
         list.add("toguid", XdrValue::Uint64(self.to_guid.0));
         list.add("toname", XdrValue::String(self.to_name.as_bytes().to_vec()));
+        if self.large_blocks {
+            list.add("largeblockok", XdrValue::Boolean);
+        }
         if self.compressed {
             list.add("compressok", XdrValue::Boolean);
         }
@@ -122,6 +127,7 @@ impl ResumeToken {
             offset: number("offset")?,
             bytes: list.get_u64("bytes").unwrap_or(0),
             compressed: list.get("compressok").is_some(),
+            large_blocks: list.get("largeblockok").is_some(),
             clone: list.get(CLONE_PAIR).is_some(),
         })
     }
@@ -142,6 +148,7 @@ mod tests {
             offset: 131072,
             bytes: 99,
             compressed: true,
+            large_blocks: true,
             clone: false,
         };
         let text = token.encode();
