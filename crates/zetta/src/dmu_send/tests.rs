@@ -171,7 +171,7 @@ pub(super) fn populate(spa: &mut Spa, fs: &str) {
     .unwrap();
 }
 
-/// A full stream rebuilds every object exactly (type, block size, size, bonus, bytes,
+/// A full stream rebuilds every object exactly (type, block size, bonus, bytes,
 /// holes), and the received snapshot keeps the sender's guid and creation time.
 #[test]
 fn full_round_trip_preserves_objects_and_guid() {
