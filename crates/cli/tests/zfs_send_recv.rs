@@ -123,7 +123,7 @@ fn pipes_estimates_resume_and_refusals() {
     let out =
         lab.sh("zfs send poolname/setname@5 | head -c 700000 | zfs receive -s poolname/resumed");
     assert_ne!(out.code, 0);
-    assert!(out.stderr.starts_with("cannot receive new filesystem stream: checksum mismatch or incomplete stream.\nPartially received snapshot is saved.\nA resuming stream can be generated on the sending system by running:\n    zfs send -t zt1-"), "{}", out.stderr);
+    assert!(out.stderr.starts_with("cannot receive new filesystem stream: checksum mismatch or incomplete stream.\nPartially received snapshot is saved.\nA resuming stream can be generated on the sending system by running:\n    zfs send -t 1-"), "{}", out.stderr);
     let token = resume_token(&lab, "poolname/resumed");
     let token = token.trim();
     assert!(out.stderr.contains(token));

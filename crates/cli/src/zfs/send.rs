@@ -87,6 +87,7 @@ pub(super) fn cmd_send(args: &[String], io: &mut CommandIo<'_>, ctx: &mut Ctx) -
         compressed: parsed.has('c') || parsed.has('w'),
         properties: parsed.has('p') || parsed.has('R'),
         holds: parsed.has('h'),
+        large_blocks: parsed.has('L'),
     };
     if let Some(token) = parsed.last('t') {
         if !parsed.operands.is_empty() {
@@ -148,6 +149,14 @@ pub(super) fn cmd_send(args: &[String], io: &mut CommandIo<'_>, ctx: &mut Ctx) -
             .with(|spa| Sender::new(spa, spec.clone(), options))?
             .map_err(send_fail)?;
         stream_out(&mut session, sender, ctx, verbose, parsable)?;
+    }
+    if plan.header.is_some() {
+        // libzfs `send_conclusion_record`: an all-zero END closes a compound stream.
+        write_out(
+            ctx,
+            &zetta::dmu_send::record::conclusion_record(),
+            &snapshot,
+        )?;
     }
     Ok(())
 }

@@ -715,6 +715,17 @@ fn lz4_compress(src: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// zlib (RFC 1950) of `src` at `level` (OpenZFS `z_compress_level`: what resume tokens carry).
+pub fn zlib_compress(src: &[u8], level: u32) -> Option<Vec<u8>> {
+    gzip_compress(src, level)
+}
+
+/// The `len` bytes a zlib stream holds (OpenZFS `z_uncompress` into a buffer of `len`): an
+/// error unless it decodes to exactly that many.
+pub fn zlib_decompress(src: &[u8], len: usize) -> Result<Vec<u8>, OpenZfsCompressError> {
+    gzip_decompress(src, len)
+}
+
 fn gzip_compress(src: &[u8], level: u32) -> Option<Vec<u8>> {
     use std::io::Write;
     let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(level));

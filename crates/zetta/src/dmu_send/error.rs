@@ -16,8 +16,9 @@ pub enum StreamError {
     BadMagic {
         offset_bytes: u64,
     },
-    /// An OpenZFS `dmu_replay_record_t` stream (recognised, not supported yet).
-    OpenZfsStream,
+    /// A deduplicated stream (`DEDUP` feature, WRITE_BYREF records): OpenZFS 2.2+ refuses
+    /// them too and points at `zstream redup`.
+    Dedup,
     UnsupportedVersion(u64),
     UnknownFeatures(u64),
     /// A record whose fields break the format's rules (lengths, ids, reserved bytes).
@@ -51,15 +52,13 @@ impl fmt::Display for StreamError {
                     "invalid stream (bad magic number at byte {offset_bytes})"
                 )
             }
-            StreamError::OpenZfsStream => {
-                write!(
-                    f,
-                    "invalid stream (OpenZFS send streams are not supported yet)"
-                )
-            }
+            StreamError::Dedup => write!(
+                f,
+                "stream is deduplicated: deduplicated send streams are not supported; use \"zstream redup\" to convert it first"
+            ),
             StreamError::UnsupportedVersion(v) => write!(f, "unsupported stream version {v}"),
             StreamError::UnknownFeatures(bits) => {
-                write!(f, "stream uses unsupported features ({bits:#x})")
+                write!(f, "stream has unsupported feature, feature flags = {bits:x}")
             }
             StreamError::BadRecord { seq, why } => write!(f, "invalid record {seq}: {why}"),
             StreamError::Checksum { seq } => {

@@ -1,11 +1,13 @@
 //! Replication: `zfs send` and `zfs receive` (OpenZFS `dmu_send.c`, `dmu_recv.c`, and the
 //! stream logic of `libzfs_sendrecv.c`).
 //!
-//! A snapshot travels as a stream of records in our own format (`record`, docs/STREAM.md):
-//! BEGIN (names, guids, options), then the objects (OBJECT, FREEOBJECTS) and their data
-//! (WRITE, FREE) in (object, offset) order, then END. Every record carries the running
-//! fletcher-4 of the substream, so damage of any kind is caught at the first record it
-//! touches, before anything from that record is applied.
+//! A snapshot travels as a stream of OpenZFS's `dmu_replay_record_t` records (`record`,
+//! docs/STREAM.md), so OpenZFS's tools read what Zetta sends and Zetta receives what
+//! OpenZFS sends: BEGIN (names, guids, feature bits), then the objects (OBJECT,
+//! FREEOBJECTS) and their data (WRITE, FREE) in (object, offset) order, then END. Every
+//! record carries the running fletcher-4 of the substream, and the parser hands a record
+//! out only once the next record's header (whose sum covers this record's payload) has
+//! verified, so damage of any kind is caught before anything from that record is applied.
 //!
 //! - `send`: one substream from a snapshot, full or incremental (only blocks born after
 //!   the source snapshot's or bookmark's txg: `traverse` prunes the block tree by birth
@@ -19,7 +21,7 @@
 //!   keeps the partial state and a resume token.
 //!
 //! Invariants: no input byte can make the receiver panic or allocate more than one
-//! largest record (16 MiB plus a header) beyond the chunk it was given; a target is
+//! largest record (16 MiB plus two headers) beyond the chunk it was given; a target is
 //! changed only by a substream whose END verified; snapshot guids are the sender's.
 
 mod error;

@@ -16,7 +16,6 @@ use super::error::{RecvError, StreamError};
 use super::record::{ObjectRecord, Record, RecordParser, WriteRecord};
 use super::token::ResumeToken;
 use crate::dmu::dnode::DnodePhys;
-use crate::dmu::objset::DNODE_FLAG_FIXED_BLOCK_SIZE;
 use crate::dmu::{DmuError, IoCtx, ObjectSet};
 use crate::nvlist::NvList;
 use crate::spa::{Spa, SpaError};
@@ -101,7 +100,9 @@ pub(super) enum Mode {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct PendingObject {
     pub id: u64,
-    pub size_bytes: u64,
+    /// The file size its znode says (OpenZFS streams carry no DMU object size: the ZPL's
+    /// is in the bonus); `None` for other objects, whose size is where their blocks end.
+    pub size_bytes: Option<u64>,
     pub block_size_bytes: u32,
 }
 
@@ -415,7 +416,8 @@ pub(super) fn resume_token(sub: &Substream, parser_offset: u64) -> String {
         offset: sub.position.1,
         bytes: sub.base_bytes + parser_offset.saturating_sub(sub.start_offset),
         compressed: sub.begin.features & super::record::FEATURE_COMPRESSED != 0,
-        clone: sub.begin.features & super::record::FEATURE_CLONE != 0,
+        large_blocks: sub.begin.features & super::record::FEATURE_LARGE_BLOCKS != 0,
+        clone: sub.begin.is_clone(),
     }
     .encode()
 }
@@ -440,6 +442,7 @@ fn check_order(sub: &mut Substream, record: &Record) -> Result<(), StreamError> 
             sub.pending_order = Some((o.object.0, o.block_size_bytes));
             sub.data_end = 0;
         }
+        Record::FreeObjects { count: 0, .. } => {}
         Record::FreeObjects { first, count } => {
             if first.0 <= sub.last_object {
                 return Err(out_of_order(
@@ -475,8 +478,14 @@ fn check_order(sub: &mut Substream, record: &Record) -> Result<(), StreamError> 
             offset,
             length,
         } => {
-            place_in_object(sub, seq, object.0, *offset)?;
-            sub.data_end = offset.saturating_add(*length);
+            // OpenZFS frees the range past an object's last block right after its OBJECT,
+            // before the WRITEs: a FREE is checked for its object, not its offset.
+            let _ = (offset, length);
+            let data_end = sub.data_end;
+            sub.data_end = 0;
+            let placed = place_in_object(sub, seq, object.0, 0);
+            sub.data_end = data_end;
+            placed?;
         }
         Record::Begin(_) | Record::End { .. } => {}
     }
@@ -544,8 +553,10 @@ pub(super) fn finalize_object(
 ) -> Result<(), DmuError> {
     if let Some(p) = pending {
         let id = ObjectId(p.id);
-        if os.size_bytes(ctx, id)? != p.size_bytes {
-            os.truncate(ctx, id, p.size_bytes)?;
+        if let Some(size) = p.size_bytes {
+            if os.size_bytes(ctx, id)? != size {
+                os.truncate(ctx, id, size)?;
+            }
         }
     }
     Ok(())
@@ -565,10 +576,11 @@ fn apply_one(
             os.set_block_size_max(o.block_size_bytes);
             *pending = Some(PendingObject {
                 id: o.object.0,
-                size_bytes: o.size_bytes,
+                size_bytes: znode_size(o),
                 block_size_bytes: o.block_size_bytes,
             });
         }
+        Record::FreeObjects { count: 0, .. } => {}
         Record::FreeObjects { first, count } => {
             finalize_object(os, ctx, pending.take())?;
             let end = first.0 + count;
@@ -594,10 +606,32 @@ fn apply_one(
             object,
             offset,
             length,
-        } => os.free_range(ctx, *object, *offset, *length)?,
+        } => {
+            if *length == u64::MAX && *offset < os.size_bytes(ctx, *object)? {
+                // Everything past `offset` (OpenZFS's FREE after an OBJECT): the object
+                // ends there until the WRITEs that follow.
+                os.truncate(ctx, *object, *offset)?;
+            } else {
+                os.free_range(ctx, *object, *offset, *length)?;
+            }
+        }
         Record::Begin(_) | Record::End { .. } => {}
     }
     Ok(())
+}
+
+/// `DMU_OT_PLAIN_FILE_CONTENTS`, `DMU_OT_SA`.
+const OT_PLAIN_FILE_CONTENTS: u8 = 19;
+const OT_SA: u8 = 44;
+
+/// A ZPL file's or symlink's size from the SA znode in its bonus, if it has one.
+fn znode_size(o: &ObjectRecord) -> Option<u64> {
+    use crate::zpl::znode::{FileKind, ZnodePhys};
+    if o.bonus_type != OT_SA {
+        return None;
+    }
+    let (znode, _) = ZnodePhys::decode_sa(&o.bonus).ok()?;
+    matches!(znode.kind(), Some(FileKind::Regular | FileKind::Symlink)).then_some(znode.size)
 }
 
 /// Makes object `o.object` exist as described, keeping its blocks when its shape matches
@@ -632,7 +666,8 @@ fn apply_object(os: &mut ObjectSet, ctx: &IoCtx<'_>, o: &ObjectRecord) -> Result
         )?;
     }
     os.set_bonus(ctx, o.object, &o.bonus)?;
-    if o.dnode_flags & DNODE_FLAG_FIXED_BLOCK_SIZE != 0 {
+    // Only ZPL files grow their block size (OpenZFS `zfs_grow_blocksize`).
+    if o.object_type != OT_PLAIN_FILE_CONTENTS {
         os.set_fixed_block_size(ctx, o.object)?;
     }
     Ok(())

@@ -7,7 +7,7 @@
 //! Where a receive's state lives and who is receiving is in `recv_state`.
 
 use super::error::{RecvError, StreamError};
-use super::record::{BeginRecord, FEATURE_CLONE, FEATURE_COMPOUND, FEATURE_RESUMING};
+use super::record::{BeginRecord, FEATURE_RESUMING};
 use super::recv::{
     Failure, Mode, NameMode, Receiver, RecvEvent, Substream, RECV_CHILD_NAME, RECV_STATE_PROP,
 };
@@ -135,7 +135,7 @@ impl Receiver {
     }
 
     pub(super) fn begin(&mut self, spa: &mut Spa, begin: BeginRecord) -> Result<(), RecvError> {
-        if begin.features & FEATURE_COMPOUND != 0 {
+        if begin.compound {
             if self.substreams > 0 || self.compound.is_some() {
                 let error = StreamError::OutOfOrder {
                     seq: 0,
@@ -180,7 +180,7 @@ impl Receiver {
         let to_name = begin.info.get_str("toname").unwrap_or_default().to_string();
         let to_fs = to_name.split('@').next().unwrap_or_default().to_string();
         let resuming = begin.features & FEATURE_RESUMING != 0;
-        let clone = begin.features & FEATURE_CLONE != 0;
+        let clone = begin.is_clone();
         let wants_new = begin.from_guid.0 == 0 || clone;
         let context = if resuming {
             "cannot receive resume stream"
@@ -279,7 +279,7 @@ impl Receiver {
         let context = sub.context.clone();
         let (pool, refuse) = (pool_error(&context), refusal(&context));
         let dest_fs = sub.dest_fs.clone();
-        let origin = if sub.begin.features & FEATURE_CLONE != 0 {
+        let origin = if sub.begin.is_clone() {
             Some(
                 find_origin(spa, sub.begin.from_guid, &dest_fs)
                     .map_err(pool)?
@@ -447,7 +447,7 @@ impl Receiver {
                 sub.dest_fs
             )));
         }
-        let incremental = sub.begin.from_guid.0 != 0 && sub.begin.features & FEATURE_CLONE == 0;
+        let incremental = sub.begin.from_guid.0 != 0 && !sub.begin.is_clone();
         if incremental {
             let base = spa
                 .snapshots(&sub.dest_fs)

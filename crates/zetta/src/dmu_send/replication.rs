@@ -14,7 +14,7 @@
 //!   up to `@s`. With `-I a`/`-i a`, filesystems that have `@a` send only what follows it.
 
 use super::error::SendError;
-use super::record::{BeginRecord, Record, RecordWriter, FEATURE_COMPOUND};
+use super::record::{BeginRecord, Record, RecordWriter};
 use super::send::{find_point, SendOptions, SubstreamSpec};
 use crate::nvlist::NvList;
 use crate::spa::Spa;
@@ -213,7 +213,7 @@ fn replicate(
         ),
         None => None,
     };
-    let (top_guid, top_txg, top_time) =
+    let (_top_guid, top_txg, _top_time) =
         find_point(spa, &request.to)?.ok_or_else(|| missing(&request.to))?;
     let ordered = replication_order(spa, top)?;
     let sent: Vec<String> = ordered.iter().map(|(n, _)| n.clone()).collect();
@@ -294,20 +294,19 @@ fn replicate(
     let mut writer = RecordWriter::new();
     writer.emit_record(
         &mut header,
+        // As libzfs `send_prelim_records`: header type DMU_COMPOUNDSTREAM, `drr_toname`
+        // the snapshot sent, no guids or time, the nvlist as payload; then its END.
         &Record::Begin(BeginRecord {
-            features: FEATURE_COMPOUND,
-            to_guid: Guid(top_guid),
+            features: 0,
+            compound: true,
+            flags: 0,
+            to_guid: Guid(0),
             from_guid: Guid(0),
-            creation_time: top_time,
+            creation_time: 0,
             info,
         }),
     );
-    writer.emit_record(
-        &mut header,
-        &Record::End {
-            to_guid: Guid(top_guid),
-        },
-    );
+    writer.emit_record(&mut header, &Record::End { to_guid: Guid(0) });
     Ok(SendPlan {
         header: Some(header),
         substreams,

@@ -17,9 +17,9 @@
 
 use super::error::SendError;
 use super::record::{
-    BeginRecord, RecordWriter, FEATURE_CLONE, FEATURE_COMPRESSED, FEATURE_RESUMING,
-    OBJECT_ID_LIMIT, RECORD_BEGIN, RECORD_END, RECORD_FREE, RECORD_FREEOBJECTS, RECORD_OBJECT,
-    RECORD_WRITE, STREAM_VERSION, WRITE_FLAG_COMPRESSED,
+    encode_record, BeginRecord, ObjectRecord, Record, RecordWriter, WriteRecord, DRR_FLAG_CLONE,
+    DRR_OBJECT_SPILL, FEATURE_COMPRESSED, FEATURE_LARGE_BLOCKS, FEATURE_LZ4, FEATURE_RESUMING,
+    FEATURE_ZSTD, OBJECT_ID_LIMIT,
 };
 use super::token::ResumeToken;
 use super::traverse::{Event, Flow, Walk};
@@ -28,7 +28,7 @@ use crate::dmu::objset::DNODES_PER_BLOCK;
 use crate::dmu::IoCtx;
 use crate::nvlist::NvList;
 use crate::spa::{Spa, SpaError};
-use crate::types::{Guid, Txg};
+use crate::types::{Guid, ObjectId, Txg};
 use crate::zio::blkptr::BlockPointer;
 use crate::zio::Bookmark;
 use zetta_zcommon::compress::ALGORITHM_ID_OFF;
@@ -42,7 +42,13 @@ pub struct SendOptions {
     pub properties: bool,
     /// `-h`: the snapshot's user holds go in the BEGIN record.
     pub holds: bool,
+    /// `-L`: blocks larger than 128 KiB go whole (LARGE_BLOCKS); without it they are
+    /// split into 128 KiB WRITEs, as OpenZFS does for receivers without large blocks.
+    pub large_blocks: bool,
 }
+
+/// `SPA_OLD_MAXBLOCKSIZE`: the largest block a stream without LARGE_BLOCKS carries.
+const OLD_MAX_BLOCK_BYTES: u32 = 128 << 10;
 
 /// One substream to produce.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -92,7 +98,6 @@ pub struct Sender {
     spec: SubstreamSpec,
     options: SendOptions,
     to_guid: Guid,
-    from_guid: Guid,
     from_txg: Txg,
     begin: BeginRecord,
     cursor: Cursor,
@@ -149,7 +154,7 @@ impl Sender {
         // DMU_OST_ZFS (2) or DMU_OST_ZVOL (3): the receiver creates the same kind.
         let os_type = if spa.is_volume(&to_fs)? { 3 } else { 2 };
         info.set_str("toname", &spec.to).set_u64("type", os_type);
-        let (mut from_guid, mut from_txg, mut features) = (0, 0, 0);
+        let (mut from_guid, mut from_txg, mut features, mut flags) = (0, 0, 0, 0);
         if let Some(from) = &spec.from {
             let (guid, txg, _) = find_point(spa, from)?.ok_or_else(|| missing(from))?;
             let from_fs = from.split(['@', '#']).next().unwrap_or(from);
@@ -159,13 +164,30 @@ impl Sender {
                 });
             }
             (from_guid, from_txg) = (guid, txg);
-            info.set_str("fromname", from);
             if spec.clone {
-                features |= FEATURE_CLONE;
+                flags |= DRR_FLAG_CLONE;
             }
         }
         if options.compressed {
-            features |= FEATURE_COMPRESSED;
+            // As OpenZFS's `setup_featureflags` with lz4_compress active (always, in the
+            // pools Zetta writes); ZSTD when the filesystem compresses with zstd.
+            features |= FEATURE_COMPRESSED | FEATURE_LZ4;
+            if spa
+                .own_effective_props(&to_fs)?
+                .iter()
+                .any(|(n, v)| n == "compression" && v.starts_with("zstd"))
+            {
+                features |= FEATURE_ZSTD;
+            }
+        }
+        // OpenZFS sets LARGE_BLOCKS with -L when the dataset's large_blocks feature is
+        // active; Zetta's counterpart: a record size over 128 KiB in force.
+        if options.large_blocks {
+            if let Some(dir) = spa.lookup_dir(&to_fs)? {
+                if spa.effective_io_props(dir)?.1 > OLD_MAX_BLOCK_BYTES {
+                    features |= FEATURE_LARGE_BLOCKS;
+                }
+            }
         }
         if options.properties {
             let mut props = NvList::new();
@@ -184,6 +206,8 @@ impl Sender {
         Ok(Sender {
             begin: BeginRecord {
                 features,
+                compound: false,
+                flags,
                 to_guid: Guid(to_guid),
                 from_guid: Guid(from_guid),
                 creation_time,
@@ -192,7 +216,6 @@ impl Sender {
             spec,
             options,
             to_guid: Guid(to_guid),
-            from_guid: Guid(from_guid),
             from_txg: Txg(from_txg),
             cursor: Cursor::default(),
             stage: Stage::Begin,
@@ -224,9 +247,16 @@ impl Sender {
         };
         let options = SendOptions {
             compressed: token.compressed,
+            large_blocks: token.large_blocks,
             ..SendOptions::default()
         };
         let mut sender = Sender::new(spa, spec, options)?;
+        // Resume exactly as the interrupted stream was cut: its blocks whole or split.
+        if token.large_blocks {
+            sender.begin.features |= FEATURE_LARGE_BLOCKS;
+        } else {
+            sender.begin.features &= !FEATURE_LARGE_BLOCKS;
+        }
         sender.begin.features |= FEATURE_RESUMING;
         sender
             .begin
@@ -271,15 +301,7 @@ impl Sender {
 
     fn run(&mut self, spa: &mut Spa, sink: &mut Sink<'_>, budget: u64) -> Result<bool, SendError> {
         if self.stage == Stage::Begin {
-            let payload = self.begin.info.encode();
-            let words = [
-                STREAM_VERSION,
-                self.begin.features,
-                self.to_guid.0,
-                self.from_guid.0,
-                self.begin.creation_time,
-            ];
-            self.emit(sink, RECORD_BEGIN, 0, words, &payload);
+            self.emit(sink, &Record::Begin(self.begin.clone()));
             self.stage = Stage::Objects;
         }
         if self.stage == Stage::Objects {
@@ -293,7 +315,8 @@ impl Sender {
             self.stage = Stage::End;
         }
         if self.stage == Stage::End {
-            self.emit(sink, RECORD_END, 0, [self.to_guid.0, 0, 0, 0, 0], &[]);
+            let to_guid = self.to_guid;
+            self.emit(sink, &Record::End { to_guid });
             self.stage = Stage::Done;
         }
         Ok(true)
@@ -311,19 +334,13 @@ impl Sender {
             .ok_or_else(vanished)
     }
 
-    fn emit(
-        &mut self,
-        sink: &mut Sink<'_>,
-        kind: u16,
-        flags: u16,
-        words: [u64; 5],
-        payload: &[u8],
-    ) {
+    fn emit(&mut self, sink: &mut Sink<'_>, record: &Record) {
         match sink {
-            Sink::Bytes(out) => self.writer.emit(out, kind, flags, words, payload),
+            Sink::Bytes(out) => self.writer.emit_record(out, record),
             Sink::Count(total) => {
                 let before = self.writer.bytes();
-                self.writer.count(payload.len());
+                self.writer
+                    .count(encode_record(record, self.to_guid).1.len());
                 **total += self.writer.bytes() - before;
             }
         }
@@ -331,10 +348,19 @@ impl Sender {
 
     fn flush_frees(&mut self, sink: &mut Sink<'_>) {
         if let Some((first, count)) = self.pending_freeobjects.take() {
-            self.emit(sink, RECORD_FREEOBJECTS, 0, [first, count, 0, 0, 0], &[]);
+            let first = ObjectId(first);
+            self.emit(sink, &Record::FreeObjects { first, count });
         }
         if let Some((object, offset, length)) = self.pending_free.take() {
-            self.emit(sink, RECORD_FREE, 0, [object, offset, length, 0, 0], &[]);
+            let object = ObjectId(object);
+            self.emit(
+                sink,
+                &Record::Free {
+                    object,
+                    offset,
+                    length,
+                },
+            );
         }
     }
 
@@ -453,24 +479,35 @@ impl Sender {
     ) -> Result<Flow, SendError> {
         if !(self.cursor.object == id && self.cursor.object_open) {
             self.flush_frees(sink);
-            let packed = u64::from(dnode.object_type)
-                | u64::from(dnode.bonus_type) << 8
-                // The stream's object flags (not `dn_flags`): bit 0 = fixed block size.
-                | u64::from(if dnode.fixed_block_size {
-                    crate::dmu::objset::DNODE_FLAG_FIXED_BLOCK_SIZE
+            let record = Record::Object(ObjectRecord {
+                object: ObjectId(id),
+                object_type: dnode.object_type,
+                bonus_type: dnode.bonus_type,
+                block_size_bytes: self.stream_block_size(dnode.data_block_size_bytes),
+                checksum: dnode.checksum,
+                compress: dnode.compress,
+                dn_slots: 1,
+                flags: if dnode.spill.is_some() {
+                    DRR_OBJECT_SPILL
                 } else {
                     0
-                }) << 16
-                | u64::from(dnode.checksum) << 24
-                | u64::from(dnode.compress) << 32;
-            let words = [
-                id,
-                packed,
-                u64::from(dnode.data_block_size_bytes),
-                dnode.size_bytes,
-                0,
-            ];
-            self.emit(sink, RECORD_OBJECT, 0, words, &dnode.bonus);
+                },
+                bonus: dnode.bonus.clone(),
+            });
+            self.emit(sink, &record);
+            // OpenZFS frees everything past the object's last block after its OBJECT.
+            let end = dnode
+                .max_block_id
+                .saturating_add(1)
+                .saturating_mul(u64::from(dnode.data_block_size_bytes));
+            self.emit(
+                sink,
+                &Record::Free {
+                    object: ObjectId(id),
+                    offset: end,
+                    length: u64::MAX,
+                },
+            );
             let offset = if self.cursor.object == id {
                 self.cursor.offset
             } else {
@@ -510,7 +547,8 @@ impl Sender {
                 if offset >= size {
                     return Ok(Flow::Continue);
                 }
-                let length = block_size.min(size - offset);
+                // OpenZFS writes whole blocks (`drr_logical_size` is the block size).
+                let length = block_size;
                 pending.push(PendingBlock {
                     blkid,
                     bp: *bp,
@@ -534,6 +572,16 @@ impl Sender {
         Ok(flow)
     }
 
+    /// The block size records carry: the object's, or 128 KiB when larger blocks are
+    /// split (no LARGE_BLOCKS).
+    fn stream_block_size(&self, block_size: u32) -> u32 {
+        if self.begin.features & FEATURE_LARGE_BLOCKS == 0 {
+            block_size.min(OLD_MAX_BLOCK_BYTES)
+        } else {
+            block_size
+        }
+    }
+
     /// Reads the pending blocks in parallel and emits them in order.
     fn send_blocks(
         &mut self,
@@ -549,7 +597,9 @@ impl Sender {
             return Ok(());
         }
         self.flush_frees(sink);
-        let stored = self.options.compressed;
+        // A block split into 128 KiB WRITEs goes as logical bytes (OpenZFS the same).
+        let stored = self.options.compressed
+            && self.stream_block_size(block_size as u32) as u64 == block_size;
         let counting = matches!(sink, Sink::Count(_));
         let fetched: Vec<Result<Option<Fetched>, SendError>> = pending
             .par_iter()
@@ -578,7 +628,10 @@ impl Sender {
         sink: &mut Sink<'_>,
     ) -> Result<(), SendError> {
         let (bp, offset, length) = (&block.bp, block.offset, block.length);
-        let stored = self.options.compressed && bp.compression != ALGORITHM_ID_OFF;
+        // `length` is the block size: split blocks go as logical bytes.
+        let stored_ok =
+            self.options.compressed && u64::from(self.stream_block_size(length as u32)) == length;
+        let stored = stored_ok && bp.compression != ALGORITHM_ID_OFF;
         if let Sink::Count(total) = sink {
             let payload = if stored {
                 u64::from(bp.psize_bytes)
@@ -586,13 +639,20 @@ impl Sender {
                 length
             };
             let before = self.writer.bytes();
-            self.writer.count(payload as usize);
+            if stored {
+                self.writer.count(payload as usize);
+            } else {
+                let piece = u64::from(self.stream_block_size(length as u32)).max(512);
+                for start in (0..payload).step_by(piece as usize) {
+                    self.writer.count((payload - start).min(piece) as usize);
+                }
+            }
             **total += self.writer.bytes() - before;
             return Ok(());
         }
         let fetched = match fetched {
             Some(fetched) => fetched,
-            None => fetch(ctx, objset, id, block, self.options.compressed)?,
+            None => fetch(ctx, objset, id, block, stored_ok)?,
         };
         match fetched {
             Fetched::Physical(physical) => {
@@ -601,20 +661,45 @@ impl Sender {
                 let payload = physical
                     .get(..bp.psize_bytes as usize)
                     .ok_or_else(|| corrupt(id, "stored block shorter than its physical size"))?;
-                let words = [
-                    id,
+                let record = Record::Write(WriteRecord {
+                    object: ObjectId(id),
+                    object_type: bp.object_type,
                     offset,
-                    length,
-                    u64::from(bp.compression),
-                    u64::from(bp.lsize_bytes),
-                ];
-                self.emit(sink, RECORD_WRITE, WRITE_FLAG_COMPRESSED, words, payload);
+                    length: u64::from(bp.lsize_bytes),
+                    checksum: 0,
+                    flags: 0,
+                    key: [0; 5],
+                    compression: bp.compression,
+                    logical_size_bytes: u64::from(bp.lsize_bytes),
+                    data: payload.to_vec(),
+                });
+                self.emit(sink, &record);
             }
             Fetched::Logical(data) => {
-                let payload = data
-                    .get(..length as usize)
-                    .ok_or_else(|| corrupt(id, "block shorter than the object's block size"))?;
-                self.emit(sink, RECORD_WRITE, 0, [id, offset, length, 0, 0], payload);
+                // A block shorter than the object's block size (an embedded one) is sent
+                // whole, zero-filled, as OpenZFS sends its dbuf.
+                let mut payload = data
+                    .get(..data.len().min(length as usize))
+                    .unwrap_or(&[])
+                    .to_vec();
+                payload.resize(length as usize, 0);
+                // Without LARGE_BLOCKS a larger block goes as 128 KiB pieces.
+                let piece = self.stream_block_size(length as u32) as usize;
+                for (i, chunk) in payload.chunks(piece.max(512)).enumerate() {
+                    let record = Record::Write(WriteRecord {
+                        object: ObjectId(id),
+                        object_type: bp.object_type,
+                        offset: offset + (i * piece) as u64,
+                        length: chunk.len() as u64,
+                        checksum: 0,
+                        flags: 0,
+                        key: [0; 5],
+                        compression: 0,
+                        logical_size_bytes: 0,
+                        data: chunk.to_vec(),
+                    });
+                    self.emit(sink, &record);
+                }
             }
         }
         Ok(())

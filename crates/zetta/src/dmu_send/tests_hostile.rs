@@ -133,7 +133,11 @@ fn reordered_records_are_refused() {
     for i in 1..decoded.len() - 2 {
         let mut shuffled = decoded.clone();
         shuffled.swap(i, i + 1);
-        if shuffled == decoded {
+        // A FREE may come anywhere in its object's records (OpenZFS sends the free past
+        // the end before the WRITEs); swapping it with a neighbour of the same object is
+        // a valid stream.
+        let free = |r: &Record| matches!(r, Record::Free { .. });
+        if shuffled == decoded || free(&decoded[i]) || free(&decoded[i + 1]) {
             continue;
         }
         let mut out = Vec::new();
@@ -163,10 +167,10 @@ fn random_bytes_are_refused() {
     for round in 0..200u64 {
         let len = rng.below(5000) as usize + 1;
         let mut bytes = super::tests::random_bytes(round, len);
-        if round % 2 == 0 && len > 8 {
-            bytes[..4].copy_from_slice(&record::RECORD_MAGIC);
-            bytes[4] = 1;
-            bytes[5] = 0;
+        if round % 2 == 0 && len > 16 {
+            // A BEGIN's type and magic, so the bytes reach the field checks.
+            bytes[..8].fill(0);
+            bytes[8..16].copy_from_slice(&record::BACKUP_MAGIC.to_le_bytes());
         }
         for target in ["tank/dst", "tank/junk"] {
             assert!(receive(&mut spa, target, &bytes, RecvOptions::default()).is_err());
@@ -305,7 +309,7 @@ fn field_mutations_with_valid_checksums() {
                 (Record::Object(o), _) => match rng.below(5) {
                     0 => o.object.0 = huge(&mut rng),
                     1 => o.block_size_bytes = 512 * (1 + rng.below(32768) as u32),
-                    2 => o.size_bytes = huge(&mut rng),
+                    2 => o.bonus_type = rng.next_u64() as u8,
                     3 => o.bonus = vec![0xa5; rng.below(400) as usize],
                     _ => o.object_type = rng.next_u64() as u8,
                 },
@@ -350,8 +354,12 @@ fn field_mutations_with_valid_checksums() {
             // truncates it away, a free over 2^34 block ids.
             let far = Record::Write(record::WriteRecord {
                 object: crate::types::ObjectId(2),
+                object_type: 19,
                 offset: 131072 * (1 << 34),
                 length: 1,
+                checksum: 0,
+                flags: 0,
+                key: [0; 5],
                 compression: 0,
                 logical_size_bytes: 0,
                 data: vec![1],
