@@ -39,7 +39,7 @@ pub struct Pool {
     /// Head datasets other than the root, loaded on first use (by MOS object number).
     pub(crate) datasets: BTreeMap<u64, HeadDataset>,
     /// `zpool history` command lines waiting for the open txg.
-    pub(crate) history_pending: Vec<String>,
+    pub(crate) history_pending: Vec<crate::spa::history::HistoryRecord>,
     /// Administrative changes queued for the open txg and their results (`synctask`).
     pub(crate) sync_tasks: SyncTasks,
     /// Uncommitted space claims (`space`).
