@@ -15,9 +15,10 @@
 //! deflate               u64  1 (space figures are deflated)
 //! sync_bplist           u64  an empty bpobj (BPOBJ, 16 KiB blocks, 48-byte BPOBJ_HDR bonus)
 //! free_bpobj            u64  an empty bpobj (128 KiB blocks)
-//! features_for_read     u64  a ZAP (DMU_OTN_ZAP_METADATA), empty: no feature enabled yet
-//! features_for_write    u64  the same
-//! feature_descriptions  u64  the same
+//! features_for_read     u64  a ZAP (DMU_OTN_ZAP_METADATA), empty: nothing a reader lacks
+//! features_for_write    u64  a ZAP: org.zetta:private_format = 1, the one active feature
+//!                            (write-only: OpenZFS opens the pool read-only, zdb walks it)
+//! feature_descriptions  u64  a ZAP: its description, a string
 //! pool_props            u64  a POOL_PROPS ZAP: string properties as 1-byte integers with
 //!                            the NUL, index properties (on/off, failmode) as one u64
 //! scan                  u64[24] dsl_scan_phys_t (`ScanStats::to_scan_phys`)
@@ -53,6 +54,13 @@ use crate::zap::{self, ZapValue};
 use crate::zio::Bookmark;
 use std::collections::BTreeSet;
 
+/// The feature every Zetta pool has active while parts of its format are still Zetta's
+/// own (ZIL records, vdev counters): listed in `features_for_write` only, so OpenZFS opens
+/// the pool read-only (`zdb` walks it) and refuses to import it read-write.
+pub const FEATURE_PRIVATE_FORMAT: &str = "org.zetta:private_format";
+/// Its `feature_descriptions` entry (`zpool import` prints it beside the feature).
+pub const FEATURE_PRIVATE_FORMAT_DESCRIPTION: &str =
+    "Zetta's own on-disk structures beside OpenZFS's; read-only for OpenZFS.";
 /// The config key of the pool settings OpenZFS has no `pool_props` entry for.
 pub const ZETTA_POOL_PROPS: &str = "org.zetta:pool_props";
 /// `SPA_CONFIG_BLOCKSIZE`.
@@ -196,6 +204,16 @@ impl MosDirectory {
         ] {
             let object = zap::zap_create(mos, ctx, ot::ZAP_METADATA).map_err(zap_err)?;
             entries.push((name, object.0));
+            // `feature_sync` of the one active feature: write-only, refcount 1.
+            if name == objdir::FEATURES_FOR_WRITE {
+                zap::zap_add(mos, ctx, object, FEATURE_PRIVATE_FORMAT, &[1]).map_err(zap_err)?;
+            }
+            if name == objdir::FEATURE_DESCRIPTIONS {
+                let mut text = FEATURE_PRIVATE_FORMAT_DESCRIPTION.as_bytes().to_vec();
+                text.push(0);
+                zap::zap_update_bytes(mos, ctx, object, FEATURE_PRIVATE_FORMAT, &text)
+                    .map_err(zap_err)?;
+            }
         }
         for (name, value) in entries {
             zap::zap_add(mos, ctx, dir, name, &[value]).map_err(zap_err)?;

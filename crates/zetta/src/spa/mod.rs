@@ -401,12 +401,23 @@ impl Spa {
             spa.dp
                 .mos
                 .set_bonus(&ctx, MOS_OBJECT_ROOT_DIR, &dir.encode())?;
+            // `$MOS`, `$FREE`, `$ORIGIN` (its snapshot at MOS object 6) come next, as in
+            // `dsl_pool_create`.
+            crate::dsl::pool::create_special_dirs(
+                &mut spa.dp.mos,
+                &ctx,
+                MOS_OBJECT_ROOT_DIR.0,
+                TXG_INITIAL,
+                now_secs(),
+            )?;
+            let deadlist = crate::dsl::create_dead_list(&mut spa.dp.mos, &ctx)?;
             let dataset = crate::dsl::phys::DslDatasetPhys {
                 dir: MOS_OBJECT_ROOT_DIR.0,
                 creation_txg: TXG_INITIAL.0,
                 creation_time: now_secs(),
                 guid: Guid::random().0,
-                fsid_guid: Guid::random().0,
+                fsid_guid: crate::dsl::phys::fsid_guid_random(),
+                deadlist,
                 flags: crate::dsl::phys::DS_FLAG_UNIQUE_ACCURATE,
                 ..Default::default()
             };
@@ -414,6 +425,7 @@ impl Spa {
                 .mos
                 .set_bonus(&ctx, MOS_OBJECT_ROOT_DATASET, &dataset.encode())?;
             spa.dp.directory = directory::MosDirectory::create(&mut spa.dp.mos, &ctx)?;
+
             // The pool's root filesystem is a ZPL filesystem from the first txg.
             crate::zpl::Zfsvfs::create_fs(&mut spa.dp.root_dataset, &ctx)
                 .map_err(|e| SpaError::Corrupt(e.to_string()))?;

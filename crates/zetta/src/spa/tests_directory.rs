@@ -116,19 +116,31 @@ fn object_directory_is_openzfs_zap_with_its_objects() {
     assert_eq!(stored["autoexpand"], ZapValue::U64s(vec![1]));
     assert_eq!(stored["failmode"], ZapValue::U64s(vec![1]));
     assert_eq!(stored["comment"], ZapValue::Bytes(b"hello\0".to_vec()));
-    // The feature ZAPs exist (an OpenZFS import requires them) and are empty.
-    for name in [
-        objdir::FEATURES_FOR_READ,
-        objdir::FEATURES_FOR_WRITE,
-        objdir::FEATURE_DESCRIPTIONS,
-    ] {
+    // The feature ZAPs exist (an OpenZFS import requires them): nothing for read, the
+    // write-only org.zetta:private_format active (refcount 1) with its description.
+    let feature = |name: &str| {
         let object = ObjectId(one(&entries[name]));
         assert_eq!(
             mos.dnode(&ctx, object).unwrap().object_type,
             ot::ZAP_METADATA
         );
-        assert_eq!(zap::zap_count(mos, &ctx, object).unwrap(), 0);
-    }
+        zap::zap_list_all(mos, &ctx, object)
+            .unwrap()
+            .into_iter()
+            .map(|e| (String::from_utf8(e.name).unwrap(), e.value))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(feature(objdir::FEATURES_FOR_READ), []);
+    assert_eq!(
+        feature(objdir::FEATURES_FOR_WRITE),
+        [(
+            directory::FEATURE_PRIVATE_FORMAT.to_string(),
+            ZapValue::U64s(vec![1])
+        )]
+    );
+    let descriptions = feature(objdir::FEATURE_DESCRIPTIONS);
+    assert_eq!(descriptions.len(), 1);
+    assert_eq!(descriptions[0].0, directory::FEATURE_PRIVATE_FORMAT);
     // Empty bpobjs: BPOBJ with a zeroed 48-byte bpobj_phys_t.
     for (name, block) in [
         (objdir::SYNC_BPLIST, 16384),
