@@ -261,6 +261,24 @@ impl DslDatasetPhys {
     }
 }
 
+/// MOS object 6: `$ORIGIN@$ORIGIN` (`dsl::pool::create_special_dirs`), where OpenZFS's
+/// own pools have it too, the previous snapshot of every dataset that has no other.
+pub const ORIGIN_SNAPSHOT_OBJECT: u64 = 6;
+
+/// `unique_create`'s range: OpenZFS keeps fsid guids below 2^56 (`UNIQUE_BITS`), as the
+/// top byte of a ZFS fsid carries the fs type.
+pub const FSID_GUID_MASK: u64 = (1 << 56) - 1;
+
+/// A new dataset's `ds_fsid_guid`: random, nonzero, below 2^56.
+pub fn fsid_guid_random() -> u64 {
+    loop {
+        let guid = crate::types::Guid::random().0 & FSID_GUID_MASK;
+        if guid != 0 {
+            return guid;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -391,23 +409,5 @@ mod tests {
         assert_eq!(&words[32..], &[0, 0, 32, 31, 0, 0, 0, 0]);
         assert!(ds.is_snapshot());
         assert_eq!(DslDatasetPhys::decode(&bytes).unwrap(), ds);
-    }
-}
-
-/// MOS object 6: `$ORIGIN@$ORIGIN` (`dsl::pool::create_special_dirs`), where OpenZFS's
-/// own pools have it too, the previous snapshot of every dataset that has no other.
-pub const ORIGIN_SNAPSHOT_OBJECT: u64 = 6;
-
-/// `unique_create`'s range: OpenZFS keeps fsid guids below 2^56 (`UNIQUE_BITS`), as the
-/// top byte of a ZFS fsid carries the fs type.
-pub const FSID_GUID_MASK: u64 = (1 << 56) - 1;
-
-/// A new dataset's `ds_fsid_guid`: random, nonzero, below 2^56.
-pub fn fsid_guid_random() -> u64 {
-    loop {
-        let guid = crate::types::Guid::random().0 & FSID_GUID_MASK;
-        if guid != 0 {
-            return guid;
-        }
     }
 }

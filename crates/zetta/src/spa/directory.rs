@@ -381,7 +381,7 @@ impl MosDirectory {
             zap::zap_remove(mos, ctx, zap_obj, &name).map_err(zap_err)?;
         }
         for bookmark in errlog {
-            zap::zap_update_bytes(mos, ctx, zap_obj, &bookmark_to_name(bookmark), &[0])
+            zap::zap_update_bytes(mos, ctx, zap_obj, bookmark_to_name(bookmark), &[0])
                 .map_err(zap_err)?;
         }
         self.written_errlog = Some(errlog.clone());
