@@ -20,7 +20,7 @@ mod destroy;
 mod error;
 pub mod openzfs;
 pub mod phys;
-mod pool;
+pub(crate) mod pool;
 mod promote;
 mod prop;
 mod recv;
@@ -34,7 +34,7 @@ pub mod synctask;
 pub use error::DslError;
 pub use pool::Pool;
 pub use prop::{is_local_entry, INHERIT_SUFFIX, RECEIVED_SUFFIX};
-pub use snapshot::{append_dead_list, Bookmark};
+pub use snapshot::{append_dead_list, create_dead_list, Bookmark};
 pub use space::{DatasetSpace, SpaceLimit};
 
 use crate::dmu::{default_data_props, object_type, IoCtx, ObjectSet, ObjsetType};
@@ -251,12 +251,14 @@ impl Spa {
                 ..DslDirPhys::default()
             },
         )?;
+        let deadlist = create_dead_list(&mut self.dp.mos, &io_ctx!(self))?;
         let mut phys = DslDatasetPhys {
             dir: dir.0,
             creation_txg: txg.0,
             creation_time: now_secs(),
             guid: Guid::random().0,
-            fsid_guid: Guid::random().0,
+            fsid_guid: phys::fsid_guid_random(),
+            deadlist,
             flags: phys::DS_FLAG_UNIQUE_ACCURATE,
             ..DslDatasetPhys::default()
         };
@@ -359,6 +361,10 @@ impl Spa {
         let entries = zap::zap_list_all(&self.dp.mos, &ctx, ObjectId(phys.child_dir_zap))
             .map_err(zap_error)?;
         for entry in entries {
+            // OpenZFS's hidden dirs ($MOS, $FREE, $ORIGIN: `dsl::pool`) are no datasets.
+            if entry.name.first() == Some(&b'$') {
+                continue;
+            }
             if let ZapValue::U64s(values) = entry.value {
                 if let Some(&child) = values.first() {
                     out.push((String::from_utf8_lossy(&entry.name).into_owned(), child));

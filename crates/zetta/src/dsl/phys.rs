@@ -35,8 +35,9 @@
 //! OpenZFS (and in memory in `dsl_dataset_t`), and the engine keeps copies in two pad words
 //! OpenZFS never reads, so that commits and write checks never read the props ZAP. The
 //! `org.zetta` words go when datasets are "extensified" ZAPs (bookmarks) and the limits are
-//! loaded from the props at open; `deadlist_obj` names Zetta's own dead list (128-byte block
-//! pointers) until deadlists are OpenZFS's bpobjs and deadlist ZAP (a later increment).
+//! loaded from the props at open; `deadlist_obj` names the dataset's dead list, an OpenZFS
+//! bpobj from creation (`dsl::create_dead_list`; no deadlist ZAP by txg yet), and a
+//! `prev_snap_obj` of 0 is written as `$ORIGIN@$ORIGIN` (MOS object 6) and read back as 0.
 //! Decoding validates the size and the block pointer; object numbers are checked where
 //! they are followed.
 
@@ -218,16 +219,28 @@ impl DslDatasetPhys {
         }
     }
 
+    /// The bonus bytes. No previous snapshot (`prev_snap` 0) is written as OpenZFS writes
+    /// it: `$ORIGIN@$ORIGIN` ([`ORIGIN_SNAPSHOT_OBJECT`]), which `dsl_dataset_hold_obj`
+    /// requires of every dataset but that snapshot itself (`dsl::pool` writes that one
+    /// with `to_openzfs`, its `prev_snap_obj` 0).
     pub fn encode(&self) -> Vec<u8> {
-        self.to_openzfs().encode(ByteOrder::Little).to_vec()
+        let mut d = self.to_openzfs();
+        if d.prev_snap_obj == 0 {
+            d.prev_snap_obj = ORIGIN_SNAPSHOT_OBJECT;
+        }
+        d.encode(ByteOrder::Little).to_vec()
     }
 
+    /// Decodes a bonus; `$ORIGIN@$ORIGIN` as the previous snapshot reads as none.
     pub fn decode(bytes: &[u8]) -> Result<DslDatasetPhys, BlkptrDecodeError> {
         let d = ozds::DslDatasetPhys::decode(bytes, ByteOrder::Little).map_err(short)?;
         Ok(DslDatasetPhys {
             bp: BlockPointer::decode(&bytes[DS_BP_OFFSET..DS_BP_OFFSET + BLKPTR_SIZE_BYTES])?,
             dir: d.dir_obj,
-            prev_snap: d.prev_snap_obj,
+            prev_snap: match d.prev_snap_obj {
+                ORIGIN_SNAPSHOT_OBJECT => 0,
+                object => object,
+            },
             prev_snap_txg: d.prev_snap_txg,
             next_snap: d.next_snap_obj,
             num_children: d.num_children,
@@ -245,6 +258,24 @@ impl DslDatasetPhys {
             uncompressed_bytes: d.uncompressed_bytes,
             unique_bytes: d.unique_bytes,
         })
+    }
+}
+
+/// MOS object 6: `$ORIGIN@$ORIGIN` (`dsl::pool::create_special_dirs`), where OpenZFS's
+/// own pools have it too, the previous snapshot of every dataset that has no other.
+pub const ORIGIN_SNAPSHOT_OBJECT: u64 = 6;
+
+/// `unique_create`'s range: OpenZFS keeps fsid guids below 2^56 (`UNIQUE_BITS`), as the
+/// top byte of a ZFS fsid carries the fs type.
+pub const FSID_GUID_MASK: u64 = (1 << 56) - 1;
+
+/// A new dataset's `ds_fsid_guid`: random, nonzero, below 2^56.
+pub fn fsid_guid_random() -> u64 {
+    loop {
+        let guid = crate::types::Guid::random().0 & FSID_GUID_MASK;
+        if guid != 0 {
+            return guid;
+        }
     }
 }
 

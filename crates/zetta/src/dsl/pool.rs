@@ -15,12 +15,35 @@
 //! pool's lock (the daemon's `RwLock<Spa>`) covers this struct; readers reach its object
 //! sets through `&` (their caches lock inside, see `dmu::objset`).
 //!
+//! A new pool also gets OpenZFS's hidden DSL dirs under the root dir (`dsl_pool_create`,
+//! `dsl_pool_create_origin`), which `dsl_pool_open` requires before it opens anything:
+//!
+//! ```text
+//! root dir (5) child map:  $MOS     a DSL dir (props ZAP), no dataset: where OpenZFS
+//!                                   charges the MOS's space (Zetta charges nothing yet)
+//!                          $FREE    the same, for blocks being freed (`dp_free_dir`)
+//!                          $ORIGIN  a DSL dir whose head dataset (a hole tree, an empty
+//!                                   dead list) has one snapshot, $ORIGIN@$ORIGIN (created
+//!                                   in the pool's first txg, next_snap = the head)
+//! ```
+//!
+//! Names starting with `$` are never datasets to Zetta (`Spa::children` leaves them out;
+//! dataset names cannot contain `$`). Every dataset points at its dead list, an empty bpobj
+//! from creation (`dsl::create_dead_list`).
+//!
 //! Today the root dataset is still held apart from the other heads (`root_dataset`); the
 //! issue's goal is one map with the root as an ordinary `HeadDataset`.
 
+use super::openzfs::ot;
+use super::phys::{
+    fsid_guid_random, DslDatasetPhys, DslDirPhys, DSL_DATASET_BONUS_BYTES, DSL_DIR_BONUS_BYTES,
+};
 use super::synctask::SyncTasks;
 use super::HeadDataset;
 use crate::dmu::ObjectSet;
+use crate::dmu::{object_type, DmuError, IoCtx};
+use crate::types::{Guid, ObjectId, Txg};
+use crate::zap;
 use crate::zio::blkptr::BlockPointer;
 use std::collections::BTreeMap;
 
@@ -39,7 +62,7 @@ pub struct Pool {
     /// Head datasets other than the root, loaded on first use (by MOS object number).
     pub(crate) datasets: BTreeMap<u64, HeadDataset>,
     /// `zpool history` command lines waiting for the open txg.
-    pub(crate) history_pending: Vec<String>,
+    pub(crate) history_pending: Vec<crate::spa::history::HistoryRecord>,
     /// Administrative changes queued for the open txg and their results (`synctask`).
     pub(crate) sync_tasks: SyncTasks,
     /// Uncommitted space claims (`space`).
@@ -67,4 +90,136 @@ impl Pool {
             dsl_space: Default::default(),
         }
     }
+}
+
+/// `MOS_DIR_NAME`, `FREE_DIR_NAME`, `ORIGIN_DIR_NAME`.
+pub const MOS_DIR_NAME: &str = "$MOS";
+pub const FREE_DIR_NAME: &str = "$FREE";
+pub const ORIGIN_DIR_NAME: &str = "$ORIGIN";
+
+/// A hidden DSL dir under `root_dir` (`dsl_dir_create_sync`: a props ZAP, named in the
+/// parent's child map `child_map`).
+fn create_special_dir(
+    mos: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    root_dir: u64,
+    child_map: ObjectId,
+    name: &str,
+    head_dataset: u64,
+    now_secs: u64,
+) -> Result<u64, DmuError> {
+    let dir = mos.create_object(
+        ctx,
+        object_type::DSL_DIR,
+        512,
+        object_type::DSL_DIR,
+        DSL_DIR_BONUS_BYTES,
+    )?;
+    let props = zap::zap_create(mos, ctx, ot::DSL_PROPS).map_err(zap_dmu_error)?;
+    let phys = DslDirPhys {
+        head_dataset,
+        parent_dir: root_dir,
+        props_zap: props.0,
+        creation_time: now_secs,
+        ..DslDirPhys::default()
+    };
+    mos.set_bonus(ctx, dir, &phys.encode())?;
+    zap::zap_add(mos, ctx, child_map, name, &[dir.0]).map_err(zap_dmu_error)?;
+    Ok(dir.0)
+}
+
+fn zap_dmu_error(e: zap::ZapError) -> DmuError {
+    match e {
+        zap::ZapError::Dmu(e) => e,
+        other => DmuError::Corrupt(other.to_string()),
+    }
+}
+
+/// `dsl_pool_create`'s `$MOS` and `$FREE` and `dsl_pool_create_origin`'s `$ORIGIN` with
+/// its head and `$ORIGIN@$ORIGIN` (at MOS object 6: call this before anything else takes
+/// it), in a new pool's first txg `txg`, and the root dir's props ZAP. Returns the origin
+/// snapshot's object. The root dir must exist, without a child map yet.
+pub fn create_special_dirs(
+    mos: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    root_dir: u64,
+    txg: Txg,
+    now_secs: u64,
+) -> Result<u64, DmuError> {
+    let snapshot = super::phys::ORIGIN_SNAPSHOT_OBJECT;
+    mos.create_object_at(
+        ctx,
+        ObjectId(snapshot),
+        object_type::DSL_DATASET,
+        512,
+        object_type::DSL_DATASET,
+        DSL_DATASET_BONUS_BYTES,
+    )?;
+    let mut root = DslDirPhys::decode(&mos.bonus(ctx, ObjectId(root_dir))?)
+        .map_err(|e| DmuError::Corrupt(e.to_string()))?;
+    debug_assert_eq!(root.child_dir_zap, 0, "special dirs come first");
+    let child_map = zap::zap_create(mos, ctx, ot::DSL_DIR_CHILD_MAP).map_err(zap_dmu_error)?;
+    root.child_dir_zap = child_map.0;
+    // Every dir has its props ZAP from creation (`dsl_dir_create_sync`): OpenZFS's property
+    // lookups walk up to the root dir and fail (EINVAL) on object 0.
+    if root.props_zap == 0 {
+        root.props_zap = zap::zap_create(mos, ctx, ot::DSL_PROPS)
+            .map_err(zap_dmu_error)?
+            .0;
+    }
+    mos.set_bonus(ctx, ObjectId(root_dir), &root.encode())?;
+    let head = mos
+        .create_object(
+            ctx,
+            object_type::DSL_DATASET,
+            512,
+            object_type::DSL_DATASET,
+            DSL_DATASET_BONUS_BYTES,
+        )?
+        .0;
+    let origin_dir = create_special_dir(
+        mos,
+        ctx,
+        root_dir,
+        child_map,
+        ORIGIN_DIR_NAME,
+        head,
+        now_secs,
+    )?;
+    create_special_dir(mos, ctx, root_dir, child_map, MOS_DIR_NAME, 0, now_secs)?;
+    create_special_dir(mos, ctx, root_dir, child_map, FREE_DIR_NAME, 0, now_secs)?;
+    let snapnames = zap::zap_create(mos, ctx, ot::DSL_DS_SNAP_MAP).map_err(zap_dmu_error)?;
+    zap::zap_add(mos, ctx, snapnames, ORIGIN_DIR_NAME, &[snapshot]).map_err(zap_dmu_error)?;
+    let snapshot_phys = DslDatasetPhys {
+        dir: origin_dir,
+        next_snap: head,
+        num_children: 1,
+        creation_txg: txg.0,
+        creation_time: now_secs,
+        guid: Guid::random().0,
+        fsid_guid: fsid_guid_random(),
+        flags: super::phys::DS_FLAG_UNIQUE_ACCURATE,
+        deadlist: super::create_dead_list(mos, ctx)?,
+        ..DslDatasetPhys::default()
+    };
+    // Its own prev_snap_obj stays 0 (`encode` would point it at itself).
+    let raw = snapshot_phys
+        .to_openzfs()
+        .encode(crate::byteorder::ByteOrder::Little);
+    mos.set_bonus(ctx, ObjectId(snapshot), &raw)?;
+    // `encode` writes no previous snapshot as `$ORIGIN@$ORIGIN`: the head's.
+    let head_phys = DslDatasetPhys {
+        dir: origin_dir,
+        prev_snap_txg: txg.0,
+        snapnames_zap: snapnames.0,
+        creation_txg: txg.0,
+        creation_time: now_secs,
+        guid: Guid::random().0,
+        fsid_guid: fsid_guid_random(),
+        flags: super::phys::DS_FLAG_UNIQUE_ACCURATE,
+        deadlist: super::create_dead_list(mos, ctx)?,
+        ..DslDatasetPhys::default()
+    };
+    mos.set_bonus(ctx, ObjectId(head), &head_phys.encode())?;
+    Ok(snapshot)
 }

@@ -7,7 +7,7 @@
 //! (its creation txg), names it in the head's snapshot-names ZAP, and moves the head's
 //! `prev_snap`/`prev_snap_txg` to it; `zfs snapshot -r` of any tree is one txg. From then on the head's object set
 //! hands every block born at or before that txg that it stops referencing to the head's
-//! dead list (a MOS object of 128-byte block pointers appended in the same txg) instead of
+//! dead list (an OpenZFS bpobj: 128-byte block pointers appended in the same txg) instead of
 //! freeing it, so the snapshot's tree stays intact. Snapshot destroy (which frees dead-list
 //! blocks born after the previous snapshot) takes the head's or next snapshot's dead list
 //! apart (see `destroy_snapshot`).
@@ -23,8 +23,30 @@ use crate::types::{Guid, ObjectId, Txg};
 use crate::zap::{self, ZapValue};
 use crate::zio::blkptr::{BlockPointer, BLKPTR_SIZE_BYTES};
 
-/// Appends released-but-snapshotted blocks to a head's dead list (creating it on first
-/// use) and returns their allocated bytes.
+/// `bpobj_phys_t` up to `bpo_num_subobjs` (`BPOBJ_SIZE_V1`): what a dead list's bonus holds.
+pub const BPOBJ_SIZE_V1: usize = 48;
+/// `SPA_OLD_MAXBLOCKSIZE`: a dead list's block size (`dsl_deadlist_alloc` of the old format).
+const DEAD_LIST_BLOCK_BYTES: u32 = 128 << 10;
+
+/// A new, empty dead list: an OpenZFS bpobj (`bpobj_alloc`: type BPOBJ, a zeroed
+/// `bpobj_phys_t` bonus of type BPOBJ_HDR), which `dsl_deadlist_open` reads as the old
+/// (single bpobj) deadlist format. Every dataset has one from its creation.
+pub fn create_dead_list(mos: &mut ObjectSet, ctx: &IoCtx<'_>) -> Result<u64, DmuError> {
+    let object = mos.create_object(
+        ctx,
+        ot::BPOBJ,
+        DEAD_LIST_BLOCK_BYTES,
+        ot::BPOBJ_HDR,
+        BPOBJ_SIZE_V1,
+    )?;
+    mos.set_bonus(ctx, object, &[0u8; BPOBJ_SIZE_V1])?;
+    Ok(object.0)
+}
+
+/// Appends released-but-snapshotted blocks to a head's dead list (`bpobj_enqueue`: the
+/// block pointers at the end of the bpobj's array, its counts in the bonus:
+/// `bpo_num_blkptrs`, `bpo_bytes` (dsize), `bpo_comp` (psize), `bpo_uncomp` (lsize)) and
+/// returns their allocated bytes.
 pub fn append_dead_list(
     mos: &mut ObjectSet,
     ctx: &IoCtx<'_>,
@@ -35,17 +57,39 @@ pub fn append_dead_list(
         return Ok(0);
     }
     if head.deadlist == 0 {
-        head.deadlist = mos
-            .create_object(ctx, object_type::DEAD_LIST, 16384, 0, 0)?
-            .0;
+        head.deadlist = create_dead_list(mos, ctx)?;
+    }
+    let object = ObjectId(head.deadlist);
+    let mut words = [0u64; BPOBJ_SIZE_V1 / 8];
+    let bonus = mos.bonus(ctx, object)?;
+    for (i, word) in words.iter_mut().enumerate() {
+        let Some(bytes) = bonus.get(i * 8..i * 8 + 8) else {
+            return Err(DmuError::Corrupt(format!(
+                "dead list {object}: a {}-byte bpobj_phys_t",
+                bonus.len()
+            )));
+        };
+        let mut le = [0u8; 8];
+        le.copy_from_slice(bytes);
+        *word = u64::from_le_bytes(le);
     }
     let mut bytes = Vec::with_capacity(dead.len() * BLKPTR_SIZE_BYTES);
     for bp in dead {
         bytes.extend_from_slice(&bp.to_bytes());
     }
-    let end = mos.size_bytes(ctx, ObjectId(head.deadlist))?;
-    mos.write(ctx, ObjectId(head.deadlist), end, &bytes)?;
-    Ok(dead.iter().map(|bp| ctx.root.dsize_bytes(bp)).sum())
+    let end = words[0] * BLKPTR_SIZE_BYTES as u64;
+    mos.write(ctx, object, end, &bytes)?;
+    let space = crate::dmu::BlockSpace::of_all(ctx.root, dead);
+    words[0] += dead.len() as u64;
+    words[1] += space.allocated_bytes;
+    words[2] += space.physical_bytes;
+    words[3] += space.logical_bytes;
+    let mut bonus = Vec::with_capacity(BPOBJ_SIZE_V1);
+    for word in words {
+        bonus.extend_from_slice(&word.to_le_bytes());
+    }
+    mos.set_bonus(ctx, object, &bonus)?;
+    Ok(space.allocated_bytes)
 }
 
 impl Spa {
@@ -206,7 +250,7 @@ impl Spa {
                 // (its next dataset) plus its clones, and has its head's flags.
                 next_snap: dataset,
                 num_children: 1,
-                fsid_guid: Guid::random().0,
+                fsid_guid: super::phys::fsid_guid_random(),
                 referenced_bytes: head.referenced_bytes,
                 compressed_bytes: head.compressed_bytes,
                 uncompressed_bytes: head.uncompressed_bytes,
@@ -219,7 +263,7 @@ impl Spa {
                 deadlist: head.deadlist,
                 ..DslDatasetPhys::default()
             };
-            head.deadlist = 0;
+            head.deadlist = create_dead_list(&mut self.dp.mos, &ctx)?;
             self.dp.mos.set_bonus(&ctx, object, &phys.encode())?;
             // The previous snapshot of this head now leads to the new one (a clone's
             // origin, whose next is in its own chain, is left alone).
@@ -511,7 +555,7 @@ impl Spa {
                 self.dp.mos.free_object(&ctx, ObjectId(old))?;
             }
         }
-        next.deadlist = 0;
+        next.deadlist = create_dead_list(&mut self.dp.mos, &ctx)?;
         append_dead_list(&mut self.dp.mos, &ctx, &mut next, &kept)?;
         next.prev_snap = victim.prev_snap;
         next.prev_snap_txg = victim.prev_snap_txg;
@@ -777,7 +821,10 @@ impl Spa {
             self.dp.mos.free_object(&ctx, ObjectId(head.deadlist))?;
         }
         let bp = source.bp;
-        head.deadlist = deadlist;
+        head.deadlist = match deadlist {
+            0 => create_dead_list(&mut self.dp.mos, &ctx)?,
+            given => given,
+        };
         head.bp = bp;
         head.referenced_bytes = source.referenced_bytes;
         head.compressed_bytes = source.compressed_bytes;

@@ -59,13 +59,12 @@ pub struct SyncTasks {
     queued: Vec<SyncTask>,
     next_id: u64,
     done: BTreeMap<SyncTaskId, Result<(), SpaError>>,
-    /// History lines of this txg's tasks, written with the txg before the other pending
-    /// lines: internal records of their sync functions (`spa_history_log_internal`, stored
-    /// as `time [txg:N] name dsname (dsid) text`), then the command lines of the tasks that
-    /// succeeded (`log_history_task`).
-    pub(crate) history: Vec<String>,
+    /// History records of this txg's tasks, written with the txg before the other pending
+    /// records: internal records of their sync functions (`spa_history_log_internal_ds`),
+    /// then the command lines of the tasks that succeeded (`log_history_task`).
+    pub(crate) history: Vec<crate::spa::history::HistoryRecord>,
     /// Command lines to log with the txg only if their task succeeds (`log_history_task`).
-    commands: Vec<(SyncTaskId, String)>,
+    commands: Vec<(SyncTaskId, crate::spa::history::HistoryRecord)>,
 }
 
 impl SyncTasks {
@@ -147,11 +146,17 @@ impl Spa {
         if self.readonly {
             return;
         }
-        self.dp.sync_tasks.history.push(format!(
-            "{} [txg:{}] {name} {dsname} ({dsid}) {text}",
-            crate::spa::now_secs(),
-            tx.txg.0
-        ));
+        self.dp
+            .sync_tasks
+            .history
+            .push(crate::spa::history::HistoryRecord::InternalDs {
+                time_secs: crate::spa::now_secs(),
+                txg: tx.txg.0,
+                name: name.to_string(),
+                dsname: dsname.to_string(),
+                dsid,
+                text: text.to_string(),
+            });
     }
 
     /// The command line of a queued task (`zfs snapshot -r tank@a`), logged in the task's
@@ -161,7 +166,10 @@ impl Spa {
         if self.readonly {
             return;
         }
-        let line = format!("{} {command}", crate::spa::now_secs());
+        let line = crate::spa::history::HistoryRecord::Command {
+            time_secs: crate::spa::now_secs(),
+            command: command.to_string(),
+        };
         self.dp.sync_tasks.commands.push((task, line));
     }
 

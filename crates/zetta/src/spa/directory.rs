@@ -15,21 +15,26 @@
 //! deflate               u64  1 (space figures are deflated)
 //! sync_bplist           u64  an empty bpobj (BPOBJ, 16 KiB blocks, 48-byte BPOBJ_HDR bonus)
 //! free_bpobj            u64  an empty bpobj (128 KiB blocks)
-//! features_for_read     u64  a ZAP (DMU_OTN_ZAP_METADATA), empty: no feature enabled yet
-//! features_for_write    u64  the same
-//! feature_descriptions  u64  the same
+//! features_for_read     u64  a ZAP (DMU_OTN_ZAP_METADATA), empty: nothing a reader lacks
+//! features_for_write    u64  a ZAP: org.zetta:private_format = 1, the one active feature
+//!                            (write-only: OpenZFS opens the pool read-only, zdb walks it)
+//! feature_descriptions  u64  a ZAP: its description, a string
 //! pool_props            u64  a POOL_PROPS ZAP: string properties as 1-byte integers with
 //!                            the NUL, index properties (on/off, failmode) as one u64
 //! scan                  u64[24] dsl_scan_phys_t (`ScanStats::to_scan_phys`)
-//! org.zetta:history     u64  MOS object 2, Zetta's text history (goes when history is
-//!                            OpenZFS's packed-nvlist ring, increment 14.8)
-//! org.zetta:errlog      u64  MOS object 3, Zetta's 32-byte error records (goes when the
-//!                            error log is OpenZFS's errlog_last/errlog_scrub ZAPs, 14.8)
-//! org.zetta:pool_props  u64  a PACKED_NVLIST object (size bonus) holding, in Zetta's own
-//!                            nvlist encoding, the pool settings OpenZFS has no pool_props
-//!                            entry for: `fs:*`, `org.zetta:*` (vdev counters, import
-//!                            time), `altroot`, `bootfs` (OpenZFS stores a dataset object
-//!                            there), non-string values (goes in 14.8, with vdev ZAPs)
+//! history               u64  MOS object 2, the pool history (`spa::history`: OpenZFS's
+//!                            ring of packed-nvlist records)
+//! errlog_last           u64  MOS object 3, an ERROR_LOG ZAP: one entry per damaged block,
+//!                            named `objset:object:level:blkid` in hex, its value the empty
+//!                            string (`spa_errlog.c` without head_errlog). Zetta keeps one
+//!                            error set (a scrub restarts it), so no `errlog_scrub` is made.
+//! ```
+//!
+//! The pool settings OpenZFS has no `pool_props` entry for (`fs:*`, `org.zetta:*` vdev
+//! counters and import time, `altroot`, `bootfs`, non-string values) travel in the packed
+//! config itself, as the byte array `org.zetta:pool_props` (Zetta's own nvlist encoding):
+//! OpenZFS ignores keys it does not know, and the config is rewritten every txg anyway.
+//!
 //! ```
 //!
 //! Invariants: every object named here exists from the pool's first txg; the directory and
@@ -43,11 +48,20 @@ use super::{ScanStats, SpaError, MOS_OBJECT_ERRLOG, MOS_OBJECT_HISTORY, MOS_OBJE
 use crate::dmu::{object_type, IoCtx, ObjectSet};
 use crate::dsl::openzfs::{objdir, ot};
 use crate::nvlist::NvList;
+use crate::nvpair_xdr::{XdrNvList, XdrValue};
 use crate::types::ObjectId;
 use crate::zap::{self, ZapValue};
+use crate::zio::Bookmark;
+use std::collections::BTreeSet;
 
-pub const ZETTA_HISTORY: &str = "org.zetta:history";
-pub const ZETTA_ERRLOG: &str = "org.zetta:errlog";
+/// The feature every Zetta pool has active while parts of its format are still Zetta's
+/// own (ZIL records, vdev counters): listed in `features_for_write` only, so OpenZFS opens
+/// the pool read-only (`zdb` walks it) and refuses to import it read-write.
+pub const FEATURE_PRIVATE_FORMAT: &str = "org.zetta:private_format";
+/// Its `feature_descriptions` entry (`zpool import` prints it beside the feature).
+pub const FEATURE_PRIVATE_FORMAT_DESCRIPTION: &str =
+    "Zetta's own on-disk structures beside OpenZFS's; read-only for OpenZFS.";
+/// The config key of the pool settings OpenZFS has no `pool_props` entry for.
 pub const ZETTA_POOL_PROPS: &str = "org.zetta:pool_props";
 /// `SPA_CONFIG_BLOCKSIZE`.
 pub const CONFIG_BLOCK_BYTES: u32 = 1 << 14;
@@ -62,15 +76,16 @@ const FREE_BPOBJ_BLOCK_BYTES: u32 = 128 << 10;
 pub struct MosDirectory {
     pub config: u64,
     pub pool_props: u64,
-    pub zetta_props: u64,
     written_props: Option<NvList>,
+    written_errlog: Option<BTreeSet<Bookmark>>,
     written_scan: Option<[u64; super::scan::SCAN_PHYS_WORDS]>,
 }
 
 /// What an import reads from the directory.
 pub struct LoadedDirectory {
     pub directory: MosDirectory,
-    pub config: Vec<u8>,
+    pub config: XdrNvList,
+    pub errlog: BTreeSet<Bookmark>,
     pub props: NvList,
     pub scan: ScanStats,
 }
@@ -166,7 +181,6 @@ impl MosDirectory {
         let dir = ObjectId(objdir::DIRECTORY_OBJECT);
         zap::zap_create_at(mos, ctx, dir, object_type::OBJECT_DIRECTORY).map_err(zap_err)?;
         let config = create_packed(mos, ctx)?;
-        let zetta_props = create_packed(mos, ctx)?;
         let pool_props = zap::zap_create(mos, ctx, ot::POOL_PROPS)
             .map_err(zap_err)?
             .0;
@@ -180,9 +194,8 @@ impl MosDirectory {
             (objdir::SYNC_BPLIST, sync_bplist),
             (objdir::FREE_BPOBJ, free_bpobj),
             (objdir::POOL_PROPS, pool_props),
-            (ZETTA_HISTORY, MOS_OBJECT_HISTORY.0),
-            (ZETTA_ERRLOG, MOS_OBJECT_ERRLOG.0),
-            (ZETTA_POOL_PROPS, zetta_props),
+            (objdir::HISTORY, MOS_OBJECT_HISTORY.0),
+            (objdir::ERRLOG_LAST, MOS_OBJECT_ERRLOG.0),
         ];
         for name in [
             objdir::FEATURES_FOR_READ,
@@ -191,6 +204,16 @@ impl MosDirectory {
         ] {
             let object = zap::zap_create(mos, ctx, ot::ZAP_METADATA).map_err(zap_err)?;
             entries.push((name, object.0));
+            // `feature_sync` of the one active feature: write-only, refcount 1.
+            if name == objdir::FEATURES_FOR_WRITE {
+                zap::zap_add(mos, ctx, object, FEATURE_PRIVATE_FORMAT, &[1]).map_err(zap_err)?;
+            }
+            if name == objdir::FEATURE_DESCRIPTIONS {
+                let mut text = FEATURE_PRIVATE_FORMAT_DESCRIPTION.as_bytes().to_vec();
+                text.push(0);
+                zap::zap_update_bytes(mos, ctx, object, FEATURE_PRIVATE_FORMAT, &text)
+                    .map_err(zap_err)?;
+            }
         }
         for (name, value) in entries {
             zap::zap_add(mos, ctx, dir, name, &[value]).map_err(zap_err)?;
@@ -198,8 +221,8 @@ impl MosDirectory {
         Ok(MosDirectory {
             config,
             pool_props,
-            zetta_props,
             written_props: None,
+            written_errlog: None,
             written_scan: None,
         })
     }
@@ -210,8 +233,8 @@ impl MosDirectory {
     pub fn load(mos: &ObjectSet, ctx: &IoCtx<'_>) -> Result<LoadedDirectory, SpaError> {
         for (name, expected) in [
             (objdir::ROOT_DATASET, MOS_OBJECT_ROOT_DIR.0),
-            (ZETTA_HISTORY, MOS_OBJECT_HISTORY.0),
-            (ZETTA_ERRLOG, MOS_OBJECT_ERRLOG.0),
+            (objdir::HISTORY, MOS_OBJECT_HISTORY.0),
+            (objdir::ERRLOG_LAST, MOS_OBJECT_ERRLOG.0),
         ] {
             let found = required_u64(mos, ctx, name)?;
             if found != expected {
@@ -219,14 +242,17 @@ impl MosDirectory {
             }
         }
         let config_obj = required_u64(mos, ctx, objdir::CONFIG)?;
-        let config = read_packed(mos, ctx, config_obj)?;
+        let packed = read_packed(mos, ctx, config_obj)?;
+        let config = crate::nvpair_xdr::unpack(&packed)
+            .map_err(|e| corrupt(format!("pool config: {e}")))?
+            .list;
         let pool_props = required_u64(mos, ctx, objdir::POOL_PROPS)?;
-        let zetta_props = required_u64(mos, ctx, ZETTA_POOL_PROPS)?;
-        let private = read_packed(mos, ctx, zetta_props)?;
-        let mut props = if private.is_empty() {
-            NvList::new()
-        } else {
-            NvList::decode(&private).map_err(|e| corrupt(format!("{ZETTA_POOL_PROPS}: {e}")))?
+        let mut props = match config.get(ZETTA_POOL_PROPS) {
+            None => NvList::new(),
+            Some(XdrValue::ByteArray(private)) => {
+                NvList::decode(private).map_err(|e| corrupt(format!("{ZETTA_POOL_PROPS}: {e}")))?
+            }
+            Some(_) => return Err(corrupt(format!("{ZETTA_POOL_PROPS} is not a byte array"))),
         };
         for entry in zap::zap_list_all(mos, ctx, ObjectId(pool_props)).map_err(zap_err)? {
             let name = String::from_utf8_lossy(&entry.name).into_owned();
@@ -254,31 +280,46 @@ impl MosDirectory {
                     .ok_or_else(|| corrupt(format!("scan of {} words", words.len())))?,
                 Some(ZapValue::Bytes(_)) => return Err(corrupt("scan is a byte string")),
             };
+        let errlog = load_errlog(mos, ctx)?;
         Ok(LoadedDirectory {
             directory: MosDirectory {
                 config: config_obj,
                 pool_props,
-                zetta_props,
                 written_props: Some(props.clone()),
+                written_errlog: Some(errlog.clone()),
                 written_scan: Some(scan.to_scan_phys()),
             },
             config,
+            errlog,
             props,
             scan,
         })
     }
 
-    /// The syncing context's update: the config every txg, the properties and the scan
-    /// when they changed.
+    /// The syncing context's update: the config every txg (with the pool settings OpenZFS
+    /// has no entry for), the properties and the scan when they changed.
     pub fn sync(
         &mut self,
         mos: &mut ObjectSet,
         ctx: &IoCtx<'_>,
-        packed_config: &[u8],
+        mut config: XdrNvList,
         props: &NvList,
         scan: &ScanStats,
     ) -> Result<(), SpaError> {
-        write_packed(mos, ctx, self.config, packed_config)?;
+        let mut private = NvList::new();
+        for (name, value) in &props.entries {
+            let openzfs =
+                matches!(value, crate::nvlist::NvValue::Str(_)) && is_openzfs_pool_prop(name);
+            if !openzfs {
+                private.entries.insert(name.clone(), value.clone());
+            }
+        }
+        if !private.entries.is_empty() {
+            config.add(ZETTA_POOL_PROPS, XdrValue::ByteArray(private.encode()));
+        }
+        let packed =
+            crate::nvpair_xdr::pack(&config).map_err(|e| SpaError::Invalid(e.to_string()))?;
+        write_packed(mos, ctx, self.config, &packed)?;
         let words = scan.to_scan_phys();
         if self.written_scan != Some(words) {
             let dir = ObjectId(objdir::DIRECTORY_OBJECT);
@@ -303,30 +344,80 @@ impl MosDirectory {
             let name = String::from_utf8_lossy(&entry.name).into_owned();
             zap::zap_remove(mos, ctx, zap_obj, &name).map_err(zap_err)?;
         }
-        let mut private = NvList::new();
         for (name, value) in &props.entries {
-            match (value, is_openzfs_pool_prop(name)) {
-                (crate::nvlist::NvValue::Str(text), true) => {
-                    match super::openzfs::import::pool_prop_index_number(name, text) {
-                        Some(number) => zap::zap_update(mos, ctx, zap_obj, name, &[number]),
-                        None => {
-                            let mut bytes = text.as_bytes().to_vec();
-                            bytes.push(0);
-                            zap::zap_update_bytes(mos, ctx, zap_obj, name, &bytes)
-                        }
-                    }
-                    .map_err(zap_err)?;
-                }
-                _ => {
-                    private.entries.insert(name.clone(), value.clone());
+            let crate::nvlist::NvValue::Str(text) = value else {
+                continue;
+            };
+            if !is_openzfs_pool_prop(name) {
+                continue;
+            }
+            match super::openzfs::import::pool_prop_index_number(name, text) {
+                Some(number) => zap::zap_update(mos, ctx, zap_obj, name, &[number]),
+                None => {
+                    let mut bytes = text.as_bytes().to_vec();
+                    bytes.push(0);
+                    zap::zap_update_bytes(mos, ctx, zap_obj, name, &bytes)
                 }
             }
+            .map_err(zap_err)?;
         }
-        let bytes = if private.entries.is_empty() {
-            Vec::new()
-        } else {
-            private.encode()
-        };
-        write_packed(mos, ctx, self.zetta_props, &bytes)
+        Ok(())
     }
+
+    /// Rewrites `errlog_last` when the error set changed (`spa_errlog_sync`'s
+    /// `sync_error_list`).
+    pub fn sync_errlog(
+        &mut self,
+        mos: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        errlog: &BTreeSet<Bookmark>,
+    ) -> Result<(), SpaError> {
+        if self.written_errlog.as_ref() == Some(errlog) {
+            return Ok(());
+        }
+        let zap_obj = MOS_OBJECT_ERRLOG;
+        for entry in zap::zap_list_all(mos, ctx, zap_obj).map_err(zap_err)? {
+            let name = String::from_utf8_lossy(&entry.name).into_owned();
+            zap::zap_remove(mos, ctx, zap_obj, &name).map_err(zap_err)?;
+        }
+        for bookmark in errlog {
+            zap::zap_update_bytes(mos, ctx, zap_obj, bookmark_to_name(bookmark), &[0])
+                .map_err(zap_err)?;
+        }
+        self.written_errlog = Some(errlog.clone());
+        Ok(())
+    }
+}
+
+/// `bookmark_to_name`: `objset:object:level:blkid` in lower-case hex.
+pub fn bookmark_to_name(bookmark: &Bookmark) -> String {
+    format!(
+        "{:x}:{:x}:{:x}:{:x}",
+        bookmark.objset, bookmark.object, bookmark.level, bookmark.blkid
+    )
+}
+
+/// `name_to_bookmark`; `None` for a name that is not four hex numbers (a level above 255
+/// included: no block pointer tree is that deep).
+pub fn name_to_bookmark(name: &str) -> Option<Bookmark> {
+    let mut words = name.split(':').map(|w| u64::from_str_radix(w, 16).ok());
+    let bookmark = Bookmark {
+        objset: words.next()??,
+        object: words.next()??,
+        level: u8::try_from(words.next()??).ok()?,
+        blkid: words.next()??,
+    };
+    words.next().is_none().then_some(bookmark)
+}
+
+/// The error set `errlog_last` holds.
+fn load_errlog(mos: &ObjectSet, ctx: &IoCtx<'_>) -> Result<BTreeSet<Bookmark>, SpaError> {
+    let mut errlog = BTreeSet::new();
+    for entry in zap::zap_list_all(mos, ctx, MOS_OBJECT_ERRLOG).map_err(zap_err)? {
+        let name = String::from_utf8_lossy(&entry.name);
+        let bookmark = name_to_bookmark(&name)
+            .ok_or_else(|| corrupt(format!("error log entry {name:?} is not a bookmark")))?;
+        errlog.insert(bookmark);
+    }
+    Ok(errlog)
 }

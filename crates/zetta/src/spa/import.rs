@@ -197,11 +197,10 @@ impl Spa {
             };
             let mos = ObjectSet::open(&ctx, 0, &ub.rootbp, mos_policy())?;
             let loaded = super::directory::MosDirectory::load(&mos, &ctx)?;
-            let config = crate::nvpair_xdr::unpack(&loaded.config)
-                .map_err(|e| SpaError::Corrupt(format!("pool config: {e}")))?
-                .list;
+            let config = loaded.config.clone();
             (loaded, config)
         };
+        let errlog = directory.errlog.clone();
         // An uberblock_t does not name its pool: a ring slot left by another pool on a
         // reused device leads to that pool's MOS, which is not this one.
         if root_config.get_u64("pool_guid") != Some(candidate.guid.0) {
@@ -272,20 +271,7 @@ impl Spa {
                 &spa.dp.root_dataset_bp,
                 policy,
             )?;
-            let size = spa.dp.mos.size_bytes(&ctx, MOS_OBJECT_ERRLOG)?;
-            let bytes = spa.dp.mos.read(&ctx, MOS_OBJECT_ERRLOG, 0, size as usize)?;
-            let mut errlog = spa.zio.errlog.lock();
-            for record in bytes.chunks_exact(32) {
-                let word = |i: usize| {
-                    u64::from_le_bytes(record[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]))
-                };
-                errlog.insert(crate::zio::Bookmark {
-                    objset: word(0),
-                    object: word(1),
-                    level: word(2) as u8,
-                    blkid: word(3),
-                });
-            }
+            *spa.zio.errlog.lock() = errlog;
         }
         spa.load_space_maps()?;
         spa.refresh_io_props()?;

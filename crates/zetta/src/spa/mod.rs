@@ -33,6 +33,7 @@ pub mod directory;
 pub mod dirty;
 mod error;
 pub mod events;
+pub mod history;
 pub mod import;
 pub mod openzfs;
 pub mod scan;
@@ -356,22 +357,26 @@ impl Spa {
                 root: &spa.root,
                 txg: spa.open_txg,
             };
-            spa.dp.mos.create_object_at(
+            let normal_space_bytes = spa
+                .root
+                .children
+                .iter()
+                .filter(|top| !top.is_log)
+                .map(|top| top.asize_bytes)
+                .sum();
+            history::create(
+                &mut spa.dp.mos,
                 &ctx,
                 MOS_OBJECT_HISTORY,
-                object_type::HISTORY,
-                16384,
-                0,
-                0,
+                normal_space_bytes,
             )?;
-            spa.dp.mos.create_object_at(
+            crate::zap::zap_create_at(
+                &mut spa.dp.mos,
                 &ctx,
                 MOS_OBJECT_ERRLOG,
                 object_type::ERROR_LOG,
-                16384,
-                0,
-                0,
-            )?;
+            )
+            .map_err(crate::dsl::zap_error)?;
             spa.dp.mos.create_object_at(
                 &ctx,
                 MOS_OBJECT_ROOT_DATASET,
@@ -396,12 +401,23 @@ impl Spa {
             spa.dp
                 .mos
                 .set_bonus(&ctx, MOS_OBJECT_ROOT_DIR, &dir.encode())?;
+            // `$MOS`, `$FREE`, `$ORIGIN` (its snapshot at MOS object 6) come next, as in
+            // `dsl_pool_create`.
+            crate::dsl::pool::create_special_dirs(
+                &mut spa.dp.mos,
+                &ctx,
+                MOS_OBJECT_ROOT_DIR.0,
+                TXG_INITIAL,
+                now_secs(),
+            )?;
+            let deadlist = crate::dsl::create_dead_list(&mut spa.dp.mos, &ctx)?;
             let dataset = crate::dsl::phys::DslDatasetPhys {
                 dir: MOS_OBJECT_ROOT_DIR.0,
                 creation_txg: TXG_INITIAL.0,
                 creation_time: now_secs(),
                 guid: Guid::random().0,
-                fsid_guid: Guid::random().0,
+                fsid_guid: crate::dsl::phys::fsid_guid_random(),
+                deadlist,
                 flags: crate::dsl::phys::DS_FLAG_UNIQUE_ACCURATE,
                 ..Default::default()
             };
@@ -409,6 +425,7 @@ impl Spa {
                 .mos
                 .set_bonus(&ctx, MOS_OBJECT_ROOT_DATASET, &dataset.encode())?;
             spa.dp.directory = directory::MosDirectory::create(&mut spa.dp.mos, &ctx)?;
+
             // The pool's root filesystem is a ZPL filesystem from the first txg.
             crate::zpl::Zfsvfs::create_fs(&mut spa.dp.root_dataset, &ctx)
                 .map_err(|e| SpaError::Corrupt(e.to_string()))?;
@@ -451,7 +468,10 @@ impl Spa {
         }
         self.dp
             .history_pending
-            .push(format!("{} {}", now_secs(), command));
+            .push(history::HistoryRecord::Command {
+                time_secs: now_secs(),
+                command: command.to_string(),
+            });
     }
 
     /// The pool configuration as the MOS keeps it (OpenZFS's keys, XDR nvlist;
@@ -564,24 +584,20 @@ impl Spa {
             // 2. History (this txg's internal records first, then the command lines) and
             //    error log.
             if !self.dp.history_pending.is_empty() || !self.dp.sync_tasks.history.is_empty() {
-                let mut bytes = Vec::new();
-                let internal = std::mem::take(&mut self.dp.sync_tasks.history);
-                for line in internal
-                    .into_iter()
-                    .chain(self.dp.history_pending.drain(..))
-                {
-                    bytes.extend_from_slice(line.as_bytes());
-                    bytes.push(b'\n');
-                }
-                let end = self.dp.mos.size_bytes(&ctx, MOS_OBJECT_HISTORY)?;
-                self.dp.mos.write(&ctx, MOS_OBJECT_HISTORY, end, &bytes)?;
+                let mut records = std::mem::take(&mut self.dp.sync_tasks.history);
+                records.append(&mut self.dp.history_pending);
+                history::append(
+                    &mut self.dp.mos,
+                    &ctx,
+                    MOS_OBJECT_HISTORY.0,
+                    &records,
+                    &hostname(),
+                )?;
             }
-            let errlog = self.encode_errlog();
-            let stored = self.dp.mos.size_bytes(&ctx, MOS_OBJECT_ERRLOG)?;
-            if stored != errlog.len() as u64 || !errlog.is_empty() {
-                self.dp.mos.truncate(&ctx, MOS_OBJECT_ERRLOG, 0)?;
-                self.dp.mos.write(&ctx, MOS_OBJECT_ERRLOG, 0, &errlog)?;
-            }
+            let errlog = self.zio.errlog.lock().clone();
+            self.dp
+                .directory
+                .sync_errlog(&mut self.dp.mos, &ctx, &errlog)?;
         }
         phases.history_errlog = mark.elapsed();
         mark = std::time::Instant::now();
@@ -592,11 +608,10 @@ impl Spa {
         // 4. Object directory and the MOS itself.
         {
             let ctx = io_ctx!(self, txg);
-            let packed = crate::nvpair_xdr::pack(&self.config())
-                .map_err(|e| SpaError::Invalid(e.to_string()))?;
+            let config = self.config();
             self.dp
                 .directory
-                .sync(&mut self.dp.mos, &ctx, &packed, &self.props, &self.scan)?;
+                .sync(&mut self.dp.mos, &ctx, config, &self.props, &self.scan)?;
             let old = self.dp.mos_bp;
             self.dp.mos_bp = self.dp.mos.sync(&ctx, &old)?;
         }
@@ -627,17 +642,6 @@ impl Spa {
         self.tx.syncing = Some(tail.clone());
         self.tx.opened(self.open_txg);
         Ok(Some(tail))
-    }
-
-    fn encode_errlog(&self) -> Vec<u8> {
-        let mut bytes = Vec::new();
-        for bookmark in self.zio.errlog.lock().iter() {
-            bytes.extend_from_slice(&bookmark.objset.to_le_bytes());
-            bytes.extend_from_slice(&bookmark.object.to_le_bytes());
-            bytes.extend_from_slice(&u64::from(bookmark.level).to_le_bytes());
-            bytes.extend_from_slice(&bookmark.blkid.to_le_bytes());
-        }
-        bytes
     }
 
     /// Persists this txg's space map changes into MOS objects.
@@ -1049,28 +1053,21 @@ impl Spa {
                 .collect());
         }
         let ctx = io_ctx!(self);
-        let size = self.dp.mos.size_bytes(&ctx, MOS_OBJECT_HISTORY)?;
-        let bytes = self
-            .dp
-            .mos
-            .read(&ctx, MOS_OBJECT_HISTORY, 0, size as usize)?;
-        let mut lines = Vec::new();
-        let stored = String::from_utf8_lossy(&bytes);
+        let stored = history::read(&self.dp.mos, &ctx, MOS_OBJECT_HISTORY.0)?;
         let pending = self
             .dp
             .sync_tasks
             .history
             .iter()
-            .chain(&self.dp.history_pending);
-        for line in stored.lines().chain(pending.map(String::as_str)) {
-            if let Some((time, command)) = line.split_once(' ') {
-                // A command line never starts with `[`: the internal records do.
-                if internal || !command.starts_with("[txg:") {
-                    lines.push((time.parse().unwrap_or(0), command.to_string()));
-                }
-            }
-        }
-        Ok(lines)
+            .chain(&self.dp.history_pending)
+            .map(history::HistoryRecord::line);
+        Ok(stored
+            .iter()
+            .filter_map(history::record_line)
+            .chain(pending)
+            .filter(|(_, _, is_internal)| internal || !is_internal)
+            .map(|(time, text, _)| (time, text))
+            .collect())
     }
 
     /// Exports: commit, mark the labels exported, flush, release the devices.

@@ -63,13 +63,12 @@ fn object_directory_is_openzfs_zap_with_its_objects() {
             "config",
             "creation_version",
             "deflate",
+            "errlog_last",
             "feature_descriptions",
             "features_for_read",
             "features_for_write",
             "free_bpobj",
-            "org.zetta:errlog",
-            "org.zetta:history",
-            "org.zetta:pool_props",
+            "history",
             "pool_props",
             "root_dataset",
             "scan",
@@ -92,6 +91,19 @@ fn object_directory_is_openzfs_zap_with_its_objects() {
     let unpacked = crate::nvpair_xdr::unpack(&packed).unwrap().list;
     assert_eq!(unpacked.get_u64("pool_guid"), Some(spa.guid.0));
     assert_eq!(unpacked.get_u64("version"), Some(5000));
+    // Zetta's private settings ride in the config as a byte array, not in a MOS object.
+    let Some(crate::nvpair_xdr::XdrValue::ByteArray(private)) =
+        unpacked.get(directory::ZETTA_POOL_PROPS)
+    else {
+        panic!(
+            "no {} byte array in {unpacked:?}",
+            directory::ZETTA_POOL_PROPS
+        );
+    };
+    let private = NvList::decode(private).unwrap();
+    assert_eq!(private.get_str("fs:compression"), Some("lz4"));
+    assert_eq!(private.get_u64("org.zetta:import_time"), Some(77));
+    assert_eq!(private.get_str("comment"), None);
     // pool_props: OpenZFS's types; Zetta's private settings are not there.
     let props = ObjectId(one(&entries[objdir::POOL_PROPS]));
     assert_eq!(mos.dnode(&ctx, props).unwrap().object_type, ot::POOL_PROPS);
@@ -104,19 +116,31 @@ fn object_directory_is_openzfs_zap_with_its_objects() {
     assert_eq!(stored["autoexpand"], ZapValue::U64s(vec![1]));
     assert_eq!(stored["failmode"], ZapValue::U64s(vec![1]));
     assert_eq!(stored["comment"], ZapValue::Bytes(b"hello\0".to_vec()));
-    // The feature ZAPs exist (an OpenZFS import requires them) and are empty.
-    for name in [
-        objdir::FEATURES_FOR_READ,
-        objdir::FEATURES_FOR_WRITE,
-        objdir::FEATURE_DESCRIPTIONS,
-    ] {
+    // The feature ZAPs exist (an OpenZFS import requires them): nothing for read, the
+    // write-only org.zetta:private_format active (refcount 1) with its description.
+    let feature = |name: &str| {
         let object = ObjectId(one(&entries[name]));
         assert_eq!(
             mos.dnode(&ctx, object).unwrap().object_type,
             ot::ZAP_METADATA
         );
-        assert_eq!(zap::zap_count(mos, &ctx, object).unwrap(), 0);
-    }
+        zap::zap_list_all(mos, &ctx, object)
+            .unwrap()
+            .into_iter()
+            .map(|e| (String::from_utf8(e.name).unwrap(), e.value))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(feature(objdir::FEATURES_FOR_READ), []);
+    assert_eq!(
+        feature(objdir::FEATURES_FOR_WRITE),
+        [(
+            directory::FEATURE_PRIVATE_FORMAT.to_string(),
+            ZapValue::U64s(vec![1])
+        )]
+    );
+    let descriptions = feature(objdir::FEATURE_DESCRIPTIONS);
+    assert_eq!(descriptions.len(), 1);
+    assert_eq!(descriptions[0].0, directory::FEATURE_PRIVATE_FORMAT);
     // Empty bpobjs: BPOBJ with a zeroed 48-byte bpobj_phys_t.
     for (name, block) in [
         (objdir::SYNC_BPLIST, 16384),
@@ -191,4 +215,125 @@ fn damaged_directory_entries_are_corruption_errors() {
         let loaded = directory::MosDirectory::load(&spa.dp.mos, &ctx);
         assert!(matches!(loaded, Err(SpaError::Corrupt(_))));
     }
+}
+
+// Why: the error log was Zetta's private 32-byte records in an object of type ERROR_LOG
+// that OpenZFS reads as a ZAP; it is now OpenZFS's `errlog_last` ZAP, one entry per
+// damaged block named `objset:object:level:blkid` in hex (`bookmark_to_name`), and an
+// import reads the set back from it.
+#[test]
+fn error_log_is_errlog_last_zap() {
+    let devices = mem_devices(1, 256 << 20);
+    let mut spa = single_pool("tank", &devices);
+    let damaged = [
+        crate::zio::Bookmark {
+            objset: 0x36,
+            object: 0x1f,
+            level: 0,
+            blkid: 0xa2,
+        },
+        crate::zio::Bookmark {
+            objset: 0,
+            object: 3,
+            level: 2,
+            blkid: 0,
+        },
+    ];
+    spa.zio.errlog.lock().extend(damaged);
+    spa.sync().unwrap();
+    let entries = directory_entries(&spa);
+    let errlog = ObjectId(one(&entries[objdir::ERRLOG_LAST]));
+    let ctx = spa.ctx();
+    assert_eq!(
+        spa.dp.mos.dnode(&ctx, errlog).unwrap().object_type,
+        object_type::ERROR_LOG
+    );
+    let names: BTreeMap<String, ZapValue> = zap::zap_list_all(&spa.dp.mos, &ctx, errlog)
+        .unwrap()
+        .into_iter()
+        .map(|e| (String::from_utf8(e.name).unwrap(), e.value))
+        .collect();
+    assert_eq!(
+        names,
+        BTreeMap::from([
+            ("0:3:2:0".to_string(), ZapValue::Bytes(vec![0])),
+            ("36:1f:0:a2".to_string(), ZapValue::Bytes(vec![0])),
+        ])
+    );
+    assert_eq!(directory::name_to_bookmark("36:1f:0:a2"), Some(damaged[0]));
+    assert_eq!(directory::name_to_bookmark("36:1f:100:a2"), None);
+    assert_eq!(directory::name_to_bookmark("36:1f:0"), None);
+    assert_eq!(directory::name_to_bookmark("36:1f:0:a2:1"), None);
+    spa.export().unwrap();
+    let back = reimport(&devices).unwrap();
+    assert_eq!(back.error_log(), {
+        let mut sorted = damaged.to_vec();
+        sorted.sort();
+        sorted
+    });
+}
+
+// Why: the history was Zetta's text lines in an object of the wrong type (13/14 were
+// OpenZFS's DSL_DIR_CHILD_MAP numbers); `zdb -h` reads OpenZFS's ring of natively packed
+// nvlists with a spa_history_phys_t bonus. The records must read back through the part-1
+// reader's parser, the create command must close the kept creation part, and a full ring
+// must drop whole old records (records_lost) and keep the newest readable.
+#[test]
+fn history_is_openzfs_ring_of_packed_nvlists() {
+    let devices = mem_devices(1, 256 << 20);
+    let mut spa = single_pool("tank", &devices);
+    spa.log_history("zpool create tank /dev/x");
+    spa.sync().unwrap();
+    let entries = directory_entries(&spa);
+    let object = one(&entries[objdir::HISTORY]);
+    let ctx = spa.ctx();
+    let dnode = spa.dp.mos.dnode(&ctx, ObjectId(object)).unwrap();
+    assert_eq!((dnode.object_type, dnode.bonus_type), (29, 30));
+    assert_eq!(dnode.data_block_size_bytes, 128 << 10);
+    let phys = |spa: &Spa| {
+        let ctx = spa.ctx();
+        let bonus = spa.dp.mos.bonus(&ctx, ObjectId(object)).unwrap();
+        openzfs::history::HistoryPhys::decode(&bonus, crate::byteorder::ByteOrder::Little).unwrap()
+    };
+    let first = phys(&spa);
+    // 0.1% of the pool's space (257 KiB here, above the 128 KiB floor).
+    assert_eq!(first.phys_max_off, spa.root.children[0].asize_bytes / 1000);
+    assert!(first.pool_create_len > 8);
+    assert_eq!(
+        (first.bof, first.eof),
+        (first.pool_create_len, first.pool_create_len)
+    );
+    let raw = spa
+        .dp
+        .mos
+        .read(&ctx, ObjectId(object), 0, first.pool_create_len as usize)
+        .unwrap();
+    // Natively packed (encoding byte 0), little-endian (1).
+    assert_eq!(&raw[8..10], &[0, 1]);
+    let records = openzfs::history::parse_records(&raw).unwrap();
+    assert_eq!(records.len(), 1);
+    assert_eq!(
+        records[0].command().as_deref(),
+        Some("zpool create tank /dev/x")
+    );
+    assert!(records[0].list.get_str(openzfs::history::HOST).is_some());
+    // Fill the ring past its end.
+    let long = "x".repeat(3000);
+    for i in 0..100 {
+        spa.log_history(&format!("zfs set user:n={i} {long}"));
+        if i % 10 == 9 {
+            spa.sync().unwrap();
+        }
+    }
+    let last = phys(&spa);
+    assert_eq!(last.pool_create_len, first.pool_create_len);
+    assert!(last.records_lost > 0, "{last:?}");
+    assert!(last.eof - last.bof <= last.phys_max_off - last.pool_create_len);
+    let lines = spa.history().unwrap();
+    assert_eq!(lines[0].1, "zpool create tank /dev/x");
+    assert_eq!(lines.last().unwrap().1, format!("zfs set user:n=99 {long}"));
+    assert_eq!(lines.len() as u64 - 1 + last.records_lost, 100);
+    spa.export().unwrap();
+    let mut back = reimport(&devices).unwrap();
+    assert_eq!(back.history().unwrap(), lines);
 }

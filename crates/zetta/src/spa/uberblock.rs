@@ -69,12 +69,18 @@ pub const SPA_VERSION: u64 = crate::spa::openzfs::feature::SPA_VERSION_FEATURES;
 /// 16 KiB blocks, one-word entries in sectors relative to the metaslab with a debug word
 /// (txg, sync pass) before each sync's allocations and before its frees; a block freed in the
 /// txg that allocated it is never written (`zetta_metaslab::space_map`).
-/// 14: the intent log as OpenZFS writes it (issue 14, helper C): `zil_header_t` with
+/// 13: the intent log as OpenZFS writes it (issue 14): `zil_header_t` with
 /// `zh_log` a `blkptr_t` (DMU_OT_INTENT_LOG, checksum zilog2, compression off, blk_cksum
 /// the chain's verifier), log blocks led by `zil_chain_t` with a fletcher-4 `zio_eck_t`,
 /// records as OpenZFS's `lr_*_t` with a 32-byte `lr_t` (`zil::chain`, `zpl::zfs_log`).
-/// (9, the rest of the MOS so that `zdb -d` walks the pool, is on branch i14-mos: not merged,
-/// it fails the intent-log crash simulation, seed 792.)
+/// 14: the rest of the MOS as OpenZFS writes it (issue 14, increment 8): the pool history
+/// as OpenZFS's ring of natively packed nvlists (`spa::history`, types 29/30), the error
+/// log as the `errlog_last` ZAP, Zetta's private pool settings in the packed config
+/// (`org.zetta:pool_props` byte array) instead of a MOS object, every dataset's dead list
+/// an OpenZFS bpobj from creation, `ds_fsid_guid` below 2^56, the hidden `$MOS`, `$FREE`
+/// and `$ORIGIN` dirs (`$ORIGIN@$ORIGIN`), and `org.zetta:private_format` as an active
+/// write-only feature instead of `org.zetta:private_mos` in `features_for_read`: OpenZFS
+/// opens the pool read-only (`zdb -d` walks it).
 /// Older pools are not read any more: the private format retires.
 pub const FORMAT_VERSION: u64 = 14;
 /// The oldest format this code reads.

@@ -22,9 +22,9 @@
 //! (`missing_txg`; OpenZFS keeps DTL space maps) and its data size, and, in every label, the
 //! whole vdev tree (OpenZFS's listing assembles the tree from every top-level vdev's labels
 //! plus the MOS; Zetta's lists a pool missing a whole top-level vdev from any one label).
-//! The rest of the pool (MOS, DSL, space maps, ZPL) is still Zetta's private format, so
-//! `features_for_read` lists `org.zetta:private_mos`: a real OpenZFS refuses the pool as
-//! using an unsupported feature instead of misreading it (later increments remove it).
+//! `features_for_read` is empty: what is still Zetta's own (ZIL records, vdev counters) is
+//! behind the MOS's write-only feature `org.zetta:private_format` (`spa::directory`), so
+//! OpenZFS reads the pool read-only and refuses to write it.
 //!
 //! Parsing trusts nothing: unknown types, raidz with impossible parity, leaves without paths
 //! and absurd nesting are errors. Devices are attached afterwards by guid.
@@ -38,8 +38,6 @@ use std::sync::atomic::Ordering;
 
 pub const CHILDREN_MAX: usize = 255;
 const DEPTH_MAX: usize = 4;
-/// The read-incompatible feature every Zetta pool lists while its MOS is private.
-pub const FEATURE_PRIVATE_MOS: &str = "org.zetta:private_mos";
 /// Every label's copy of the whole vdev tree.
 pub const ROOT_TREE_KEY: &str = "org.zetta:vdev_root";
 pub use super::label::ZETTA_FORMAT_KEY;
@@ -273,9 +271,9 @@ fn top_config(config: &mut XdrNvList, root: &Vdev) {
 /// The label's `features_for_read`: the read-incompatible features a reader must know
 /// (`spa_label_features`, booleans by guid).
 pub fn features_for_read() -> XdrNvList {
-    let mut features = XdrNvList::new();
-    features.add(FEATURE_PRIVATE_MOS, XdrValue::Boolean);
-    features
+    // Empty: Zetta's one active feature (`spa::directory::FEATURE_PRIVATE_FORMAT`) is a
+    // write feature, and only features a reader needs are listed here.
+    XdrNvList::new()
 }
 
 /// The label config of one leaf (`spa_config_generate(spa, leaf, ..)`), derived from the
@@ -388,8 +386,8 @@ mod label_tests {
     }
 
     // Why: zdb -l and OpenZFS's import read the label config by OpenZFS's keys, in
-    // spa_config_generate's order, with the leaf's top-level vdev as vdev_tree and the
-    // private-MOS feature in features_for_read (a real OpenZFS must refuse the pool).
+    // spa_config_generate's order, with the leaf's top-level vdev as vdev_tree and an
+    // empty features_for_read (Zetta's one feature is write-only, in the MOS).
     #[test]
     fn label_config_has_openzfs_keys_in_openzfs_order() {
         let mut root = Vdev::new(VdevKind::Root, Guid(100));
@@ -465,11 +463,8 @@ mod label_tests {
             ]
         );
         assert_eq!(
-            label
-                .get_nvlist("features_for_read")
-                .unwrap()
-                .get(FEATURE_PRIVATE_MOS),
-            Some(&XdrValue::Boolean)
+            label.get_nvlist("features_for_read"),
+            Some(&XdrNvList::new())
         );
         // The tree comes back from either copy.
         let parsed =

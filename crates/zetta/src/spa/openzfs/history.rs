@@ -33,9 +33,9 @@ use crate::nvpair_xdr::{self, XdrNvList, XdrValue};
 use std::fmt;
 
 /// `DMU_OT_SPA_HISTORY`.
-pub const DMU_OT_SPA_HISTORY: u8 = 13;
+pub const DMU_OT_SPA_HISTORY: u8 = 29;
 /// `DMU_OT_SPA_HISTORY_OFFSETS` (the bonus type).
-pub const DMU_OT_SPA_HISTORY_OFFSETS: u8 = 14;
+pub const DMU_OT_SPA_HISTORY_OFFSETS: u8 = 30;
 /// The largest history OpenZFS makes (`spa_history_create_obj` caps `phys_max_off` at 1 GiB).
 pub const HISTORY_MAX: u64 = 1 << 30;
 
