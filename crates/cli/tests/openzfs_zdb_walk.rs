@@ -1,4 +1,4 @@
-//! OpenZFS's own `zdb` walks a pool Zetta made (issue 14, increment 8, format 13): with the
+//! OpenZFS's own `zdb` walks a pool Zetta made (issue 14, increment 8, format 14): with the
 //! rest of the MOS as OpenZFS writes it (`$MOS`/`$FREE`/`$ORIGIN`, bpobj dead lists, the
 //! history ring, `errlog_last`) and Zetta's one feature write-only, OpenZFS 2.3's zdb (from
 //! scripts/oracle.sh, see crates/zetta/tests/common/oracle.rs) opens the pool read-only.
@@ -44,7 +44,7 @@ fn zdb_ok(lab: &Lab, flags: &str) -> String {
     stdout
 }
 
-// Why: until format 13 OpenZFS refused every Zetta pool (`org.zetta:private_mos` in
+// Why: until format 14 OpenZFS refused every Zetta pool (`org.zetta:private_mos` in
 // features_for_read), and without the hidden DSL dirs, bpobj dead lists and a previous
 // snapshot on every dataset its `dsl_pool_open` and `dsl_dataset_hold_obj` fail or
 // assert. zdb -d must now list exactly the datasets, snapshots and clone Zetta made (no
