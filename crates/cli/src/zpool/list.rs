@@ -244,22 +244,13 @@ fn list_document(
         }
         item.insert("properties", props);
         if verbose {
-            // collect_list_stats: the same columns for every vdev, whatever -o says.
-            let vdev_props: Vec<String> = [
-                "name",
-                "size",
-                "allocated",
-                "free",
-                "checkpoint",
-                "expandsize",
-                "fragmentation",
-                "capacity",
-                "dedupratio",
-                "health",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+            // collect_list_stats: the same columns for every vdev, whatever -o says: the
+            // default ones but altroot.
+            let vdev_props: Vec<String> = ZPOOL_LIST_DEFAULT
+                .iter()
+                .filter(|p| **p != "altroot")
+                .map(|s| s.to_string())
+                .collect();
             let vdev_entry = |vdev: &Vdev, top_index: Option<usize>, class: VdevClass| {
                 let name = match vdev.kind {
                     VdevKind::Leaf => pool::vdev_short_name(&vdev.path).to_string(),
@@ -584,14 +575,7 @@ pub fn cmd_iostat(args: &[String], ctx: &mut Ctx) -> CmdResult {
             }
             previous_latency = Some(blocks);
             iteration += 1;
-            let Some(interval) = interval else {
-                return Ok(());
-            };
-            if count.is_some_and(|c| printed >= c) {
-                return Ok(());
-            }
-            let _ = ctx.out.flush();
-            if !crate::daemon::wait_interval(interval) {
+            if !next_round(ctx, interval, count, printed) {
                 return Ok(());
             }
             continue;
@@ -634,16 +618,22 @@ pub fn cmd_iostat(args: &[String], ctx: &mut Ctx) -> CmdResult {
         }
         previous = Some(snapshots);
         iteration += 1;
-        let Some(interval) = interval else {
-            return Ok(());
-        };
-        if count.is_some_and(|c| printed >= c) {
-            return Ok(());
-        }
-        let _ = ctx.out.flush();
-        // A client gone (^C) ends the command inside the daemon too.
-        if !crate::daemon::wait_interval(interval) {
+        if !next_round(ctx, interval, count, printed) {
             return Ok(());
         }
     }
+}
+
+/// Whether `zpool iostat` prints another round, after waiting the interval for it: not
+/// without an interval, after `count` rounds, or once the client has gone (^C ends the
+/// command inside the daemon too).
+fn next_round(ctx: &mut Ctx, interval: Option<f64>, count: Option<u64>, printed: u64) -> bool {
+    let Some(interval) = interval else {
+        return false;
+    };
+    if count.is_some_and(|c| printed >= c) {
+        return false;
+    }
+    let _ = ctx.out.flush();
+    crate::daemon::wait_interval(interval)
 }
