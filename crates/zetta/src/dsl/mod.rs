@@ -34,7 +34,7 @@ pub mod synctask;
 pub use error::DslError;
 pub use pool::Pool;
 pub use prop::{is_local_entry, INHERIT_SUFFIX, RECEIVED_SUFFIX};
-pub use snapshot::{append_dead_list, create_dead_list, Bookmark};
+pub use snapshot::{append_dead_list, create_bpobj, create_dead_list, Bookmark};
 pub use space::{DatasetSpace, SpaceLimit};
 
 use crate::dmu::{default_data_props, object_type, IoCtx, ObjectSet, ObjsetType};

@@ -32,13 +32,17 @@ const DEAD_LIST_BLOCK_BYTES: u32 = 128 << 10;
 /// `bpobj_phys_t` bonus of type BPOBJ_HDR), which `dsl_deadlist_open` reads as the old
 /// (single bpobj) deadlist format. Every dataset has one from its creation.
 pub fn create_dead_list(mos: &mut ObjectSet, ctx: &IoCtx<'_>) -> Result<u64, DmuError> {
-    let object = mos.create_object(
-        ctx,
-        ot::BPOBJ,
-        DEAD_LIST_BLOCK_BYTES,
-        ot::BPOBJ_HDR,
-        BPOBJ_SIZE_V1,
-    )?;
+    create_bpobj(mos, ctx, DEAD_LIST_BLOCK_BYTES)
+}
+
+/// A new, empty bpobj with `block_bytes` blocks (`bpobj_alloc`): dead lists here, the
+/// pool's `sync_bplist` and `free_bpobj` in `spa::directory`.
+pub fn create_bpobj(
+    mos: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    block_bytes: u32,
+) -> Result<u64, DmuError> {
+    let object = mos.create_object(ctx, ot::BPOBJ, block_bytes, ot::BPOBJ_HDR, BPOBJ_SIZE_V1)?;
     mos.set_bonus(ctx, object, &[0u8; BPOBJ_SIZE_V1])?;
     Ok(object.0)
 }

@@ -65,8 +65,6 @@ pub const FEATURE_PRIVATE_FORMAT_DESCRIPTION: &str =
 pub const ZETTA_POOL_PROPS: &str = "org.zetta:pool_props";
 /// `SPA_CONFIG_BLOCKSIZE`.
 pub const CONFIG_BLOCK_BYTES: u32 = 1 << 14;
-/// `bpobj_phys_t` up to `bpo_num_subobjs` (`BPOBJ_SIZE_V1`: no livelist feature).
-pub const BPOBJ_SIZE_V1: usize = 48;
 /// `SPA_OLD_MAXBLOCKSIZE`: `free_bpobj`'s block size.
 const FREE_BPOBJ_BLOCK_BYTES: u32 = 128 << 10;
 
@@ -155,9 +153,7 @@ fn create_packed(mos: &mut ObjectSet, ctx: &IoCtx<'_>) -> Result<u64, SpaError> 
 }
 
 fn create_bpobj(mos: &mut ObjectSet, ctx: &IoCtx<'_>, block: u32) -> Result<u64, SpaError> {
-    let object = mos.create_object(ctx, ot::BPOBJ, block, ot::BPOBJ_HDR, BPOBJ_SIZE_V1)?;
-    mos.set_bonus(ctx, object, &[0u8; BPOBJ_SIZE_V1])?;
-    Ok(object.0)
+    Ok(crate::dsl::create_bpobj(mos, ctx, block)?)
 }
 
 /// One u64 entry of the directory, `None` when absent.
