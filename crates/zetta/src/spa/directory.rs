@@ -35,8 +35,6 @@
 //! config itself, as the byte array `org.zetta:pool_props` (Zetta's own nvlist encoding):
 //! OpenZFS ignores keys it does not know, and the config is rewritten every txg anyway.
 //!
-//! ```
-//!
 //! Invariants: every object named here exists from the pool's first txg; the directory and
 //! the objects it names change only in the syncing context (`Spa::sync_quiesce` step 4),
 //! so an uberblock always points at a directory consistent with its MOS. The config object
