@@ -11,7 +11,6 @@ use common::Lab;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::Arc;
 use zetta::dmu_send::record::{Record, RecordParser};
 
 const DISK_SIZE_BYTES: u64 = 256 << 20;
@@ -36,31 +35,17 @@ fn direct(lab: &Lab, args: &[&str]) {
     assert_eq!(out.code, 0, "zfs {args:?}: {}", out.stderr);
 }
 
-/// Writes `len` seeded bytes as object `object` of `fs`, through the engine library.
-fn write_object(disk: &str, fs: &str, object: u64, seed: u64, len: usize, compressible: bool) {
-    let _devices = common::DEVICES.write().unwrap_or_else(|e| e.into_inner());
-    let device = zetta::io::FileDevice::open_exclusive(disk).unwrap();
-    let devices: Vec<zetta::io::DeviceRef> = vec![Arc::new(device)];
-    let candidate = zetta::spa::find_pools(&devices).into_iter().next().unwrap();
-    let mut spa = zetta::spa::Spa::import(&candidate, None, 64 << 20).unwrap();
-    let mut data = vec![0u8; len];
-    zetta::rand::SeededRng::new(seed).fill(&mut data);
-    if compressible {
-        for (i, b) in data.iter_mut().enumerate() {
-            if i % 64 != 0 {
-                *b = b'z';
-            }
-        }
-    }
-    spa.with_dataset(fs, |os, ctx| {
-        let id = zetta::types::ObjectId(object);
-        if !os.object_exists(ctx, id)? {
-            os.create_object_at(ctx, id, zetta::dmu::object_type::PLAIN_FILE, 512, 0, 0)?;
-        }
-        os.write(ctx, id, 0, &data)
-    })
-    .unwrap();
-    spa.sync().unwrap();
+/// A lab with pool `tank` (mounts under the lab), made without a daemon (`ZETTA_DIRECT`),
+/// and its disk.
+fn lab_with_tank() -> (Lab, String) {
+    let lab = Lab::new();
+    let disk = lab.disk("disk", DISK_SIZE_BYTES);
+    let mut create = lab.command("zpool");
+    create
+        .args(["create", "-m", &lab.path("mnt"), "tank", &disk])
+        .env("ZETTA_DIRECT", "1");
+    assert_eq!(lab.run(create).code, 0);
+    (lab, disk)
 }
 
 /// What a stream holds, by Zetta's parser: record counts by zstream's names, and the
@@ -137,18 +122,12 @@ fn oracle_view(zstream: &PathBuf, file: &str) -> (BTreeMap<String, u64>, Vec<(u6
 #[test]
 fn zstream_dump_accepts_every_stream_zetta_sends() {
     let zstream = zstream();
-    let lab = Lab::new();
-    let disk = lab.disk("disk", DISK_SIZE_BYTES);
-    let mut create = lab.command("zpool");
-    create
-        .args(["create", "-m", &lab.path("mnt"), "tank", &disk])
-        .env("ZETTA_DIRECT", "1");
-    assert_eq!(lab.run(create).code, 0);
+    let (lab, disk) = lab_with_tank();
     direct(&lab, &["create", "tank/fs"]);
     direct(&lab, &["create", "tank/fs/child"]);
     direct(&lab, &["set", "compression=lz4", "tank/fs"]);
     for n in 0..3u64 {
-        write_object(
+        common::write_object(
             &disk,
             "tank/fs",
             100 + n,
@@ -156,7 +135,7 @@ fn zstream_dump_accepts_every_stream_zetta_sends() {
             300_000 + 4096 * n as usize,
             n == 1,
         );
-        write_object(&disk, "tank/fs/child", 100 + n, n + 7, 50_000, true);
+        common::write_object(&disk, "tank/fs/child", 100 + n, n + 7, 50_000, true);
         direct(&lab, &["snapshot", "-r", &format!("tank/fs@s{n}")]);
     }
     let streams: &[(&str, &[&str])] = &[
@@ -201,16 +180,10 @@ fn zstream_dump_accepts_every_stream_zetta_sends() {
 #[test]
 fn resumed_stream_and_token_read_by_zstream() {
     let zstream = zstream();
-    let lab = Lab::new();
-    let disk = lab.disk("disk", DISK_SIZE_BYTES);
-    let mut create = lab.command("zpool");
-    create
-        .args(["create", "-m", &lab.path("mnt"), "tank", &disk])
-        .env("ZETTA_DIRECT", "1");
-    assert_eq!(lab.run(create).code, 0);
+    let (lab, disk) = lab_with_tank();
     direct(&lab, &["create", "tank/fs"]);
     for n in 0..4u64 {
-        write_object(&disk, "tank/fs", 100 + n, n, 400_000, false);
+        common::write_object(&disk, "tank/fs", 100 + n, n, 400_000, false);
     }
     direct(&lab, &["snapshot", "tank/fs@s"]);
     let out = lab

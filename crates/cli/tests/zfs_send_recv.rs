@@ -11,7 +11,6 @@ mod common;
 use common::{Lab, Output};
 use std::io::Write;
 use std::process::Stdio;
-use std::sync::Arc;
 
 const DISK_SIZE_BYTES: u64 = 512 << 20;
 const SNAPSHOT_DATA_BYTES: usize = 1 << 20;
@@ -22,24 +21,6 @@ fn direct(lab: &Lab, args: &[&str]) {
     command.args(args).env("ZETTA_DIRECT", "1");
     let out = lab.run(command);
     assert_eq!(out.code, 0, "zfs {args:?}: {}", out.stderr);
-}
-
-/// Writes `len` seeded bytes as object `object` of `fs`, through the engine library.
-fn write_object(disk: &str, fs: &str, object: u64, seed: u64, len: usize) {
-    let _devices = common::DEVICES.write().unwrap_or_else(|e| e.into_inner());
-    let device = zetta::io::FileDevice::open_exclusive(disk).unwrap();
-    let devices: Vec<zetta::io::DeviceRef> = vec![Arc::new(device)];
-    let candidate = zetta::spa::find_pools(&devices).into_iter().next().unwrap();
-    let mut spa = zetta::spa::Spa::import(&candidate, None, 64 << 20).unwrap();
-    let mut data = vec![0u8; len];
-    zetta::rand::SeededRng::new(seed).fill(&mut data);
-    spa.with_dataset(fs, |os, ctx| {
-        let id = zetta::types::ObjectId(object);
-        os.create_object_at(ctx, id, zetta::dmu::object_type::PLAIN_FILE, 512, 0, 0)?;
-        os.write(ctx, id, 0, &data)
-    })
-    .unwrap();
-    spa.sync().unwrap();
 }
 
 /// `zfs …` with stdin from a file and stdout to a file (`zfs send … > file`).
@@ -90,7 +71,14 @@ fn setup_setname(lab: &Lab) -> String {
     assert_eq!(lab.run(create).code, 0);
     direct(lab, &["create", "poolname/setname"]);
     for n in 0..10u64 {
-        write_object(&disk, "poolname/setname", 10 + n, n, SNAPSHOT_DATA_BYTES);
+        common::write_object(
+            &disk,
+            "poolname/setname",
+            10 + n,
+            n,
+            SNAPSHOT_DATA_BYTES,
+            false,
+        );
         direct(lab, &["snapshot", &format!("poolname/setname@{n}")]);
     }
     disk
@@ -231,10 +219,10 @@ fn probe_send_receive_throughput() {
     }
     direct(&lab, &["create", "src/data"]);
     for object in 0..8 {
-        write_object(&source, "src/data", 100 + object, object, 32 << 20);
+        common::write_object(&source, "src/data", 100 + object, object, 32 << 20, false);
     }
     direct(&lab, &["snapshot", "src/data@a"]);
-    write_object(&source, "src/data", 999, 99, 1 << 20);
+    common::write_object(&source, "src/data", 999, 99, 1 << 20, false);
     direct(&lab, &["snapshot", "src/data@b"]);
     let started = std::time::Instant::now();
     let out = lab.sh("zfs send src/data@a | zfs receive dst/data");

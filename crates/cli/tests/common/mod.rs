@@ -197,3 +197,32 @@ pub fn wait_for(mut done: impl FnMut() -> bool) -> bool {
     }
     done()
 }
+
+/// Writes `len` seeded bytes (mostly `z`s when `compressible`) as object `object` of
+/// `fs` on the one-device pool `disk`, through the engine library, and commits: data the
+/// send tests make without a mount. The pool must not be held by a daemon.
+pub fn write_object(disk: &str, fs: &str, object: u64, seed: u64, len: usize, compressible: bool) {
+    let _devices = DEVICES.write().unwrap_or_else(|e| e.into_inner());
+    let device = zetta::io::FileDevice::open_exclusive(disk).unwrap();
+    let devices: Vec<zetta::io::DeviceRef> = vec![std::sync::Arc::new(device)];
+    let candidate = zetta::spa::find_pools(&devices).into_iter().next().unwrap();
+    let mut spa = zetta::spa::Spa::import(&candidate, None, 64 << 20).unwrap();
+    let mut data = vec![0u8; len];
+    zetta::rand::SeededRng::new(seed).fill(&mut data);
+    if compressible {
+        for (i, b) in data.iter_mut().enumerate() {
+            if i % 64 != 0 {
+                *b = b'z';
+            }
+        }
+    }
+    spa.with_dataset(fs, |os, ctx| {
+        let id = zetta::types::ObjectId(object);
+        if !os.object_exists(ctx, id)? {
+            os.create_object_at(ctx, id, zetta::dmu::object_type::PLAIN_FILE, 512, 0, 0)?;
+        }
+        os.write(ctx, id, 0, &data)
+    })
+    .unwrap();
+    spa.sync().unwrap();
+}
