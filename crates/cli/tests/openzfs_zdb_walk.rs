@@ -2,6 +2,8 @@
 //! rest of the MOS as OpenZFS writes it (`$MOS`/`$FREE`/`$ORIGIN`, bpobj dead lists, the
 //! history ring, `errlog_last`) and Zetta's one feature write-only, OpenZFS 2.3's zdb (from
 //! scripts/oracle.sh, see crates/zetta/tests/common/oracle.rs) opens the pool read-only.
+//! Since format 15 (fill counts) its `-dd … -ddddd` walk every object and `zdb -r` copies
+//! the files Zetta wrote out byte-identical.
 
 mod common;
 
@@ -142,4 +144,146 @@ fn zdb_walks_a_zetta_pool() {
         .args(["get", "-H", "-o", "value", "comment", "tank"])
         .env("ZETTA_MOUNT", "0");
     assert_eq!(lab.run(command).stdout, "walked\n");
+}
+
+/// The bytes of the three files `zdb_dumps_every_object_and_copies_files` writes: several
+/// MiB of seeded data (incompressible, with a compressible tail), a small file, and a
+/// sparse one (a hole in its middle, data at both ends).
+fn zdb_test_files() -> Vec<(&'static str, Vec<u8>)> {
+    let mut big = vec![0u8; (5 << 20) + 12345];
+    zetta::rand::SeededRng::new(14).fill(&mut big);
+    for b in big[(4 << 20)..].iter_mut() {
+        *b &= 0x0f;
+    }
+    let small = b"a small file, one block\n".to_vec();
+    let mut sparse = vec![0u8; (3 << 20) + 7];
+    sparse[..4096].fill(b's');
+    let end = sparse.len();
+    sparse[end - 100..].fill(b'e');
+    vec![("big", big), ("small", small), ("sparse", sparse)]
+}
+
+/// Writes `zdb_test_files` into the root of `fs` on the exported one-device pool `disk`,
+/// through the engine's ZPL (as a mount would: create, write, commit), and exports.
+fn write_zpl_files(disk: &str, fs: &str) {
+    use zetta::zpl::{Creds, FileKind, Timespec};
+    let _devices = common::DEVICES.write().unwrap_or_else(|e| e.into_inner());
+    let device = zetta::io::FileDevice::open_exclusive(disk).unwrap();
+    let devices: Vec<zetta::io::DeviceRef> = vec![std::sync::Arc::new(device)];
+    let candidate = zetta::spa::find_pools(&devices).into_iter().next().unwrap();
+    let mut spa = zetta::spa::Spa::import(&candidate, None, 64 << 20).unwrap();
+    let now = Timespec {
+        sec: 1_700_000_000,
+        nsec: 0,
+    };
+    for (name, data) in zdb_test_files() {
+        spa.with_zpl(fs, |vfs, os, ctx| {
+            let root = vfs.root;
+            let file = vfs.create(
+                os,
+                ctx,
+                root,
+                name.as_bytes(),
+                FileKind::Regular,
+                0o644,
+                Creds::default(),
+                0,
+                now,
+            )?;
+            // The sparse file: only its non-zero 1 MiB pieces are written (the last one
+            // is not zero, so the file ends where the data does).
+            for (index, piece) in data.chunks(1 << 20).enumerate() {
+                if name == "sparse" && piece.iter().all(|b| *b == 0) {
+                    continue;
+                }
+                vfs.write(os, ctx, file.object, (index as u64) << 20, piece, now)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        spa.sync().unwrap();
+    }
+    spa.export().unwrap();
+}
+
+/// The object counts `zdb -dd` prints, per dataset: the header's count ("…, N objects")
+/// and the object rows listed under it (the meta-dnode's row, object 0, excluded).
+fn zdb_object_counts(text: &str) -> Vec<(String, u64, u64)> {
+    let mut out: Vec<(String, u64, u64)> = Vec::new();
+    let mut in_table = false;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("Dataset ") {
+            let name = rest.split(' ').next().unwrap_or_default().to_string();
+            let count = rest
+                .rsplit_once(", ")
+                .and_then(|(_, tail)| tail.strip_suffix(" objects"))
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(u64::MAX);
+            out.push((name, count, 0));
+            in_table = false;
+        } else if line.trim_start().starts_with("Object  lvl") {
+            in_table = true;
+        } else if in_table {
+            let first = line.split_whitespace().next();
+            match first.and_then(|w| w.parse::<u64>().ok()) {
+                Some(0) | None => {}
+                Some(_) => {
+                    if let Some(last) = out.last_mut() {
+                        last.2 += 1;
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+// Why: format 14 wrote every objset's rootbp with fill 1, and zdb -dd stopped with
+// `ASSERT ... dump_objset(): object_count == usedobjs (0x28 == 0x1)`; and nothing yet
+// proved that OpenZFS reads the files Zetta writes. zdb -dd and -ddddd must walk every
+// object with the counts it prints equal to the objects it lists, and zdb -r must copy
+// a large, a small and a sparse file out byte-identical.
+#[test]
+fn zdb_dumps_every_object_and_copies_files() {
+    let lab = Lab::new();
+    let disk = lab.disk("d0", DISK_SIZE_BYTES);
+    zpool_ok(&lab, &["create", "tank", &disk]);
+    zfs_ok(&lab, &["create", "tank/a"]);
+    zfs_ok(&lab, &["snapshot", "tank/a@empty"]);
+    zpool_ok(&lab, &["export", "tank"]);
+    write_zpl_files(&disk, "tank/a");
+
+    let text = zdb_ok(&lab, "-dd");
+    let counts = zdb_object_counts(&text);
+    assert_eq!(counts.len(), 4, "mos, tank, tank/a, tank/a@empty: {text}");
+    for (name, header, listed) in &counts {
+        assert_eq!(header, listed, "{name}: {text}");
+    }
+    let of = |name: &str| counts.iter().find(|c| c.0 == name).map(|c| c.1);
+    // A ZPL dataset's six objects (master node, SA master, SA registry and layouts,
+    // delete queue, root directory), and the three files in tank/a.
+    assert_eq!(of("tank"), Some(6), "{text}");
+    assert_eq!(of("tank/a@empty"), Some(6), "{text}");
+    assert_eq!(of("tank/a"), Some(9), "{text}");
+    zdb_ok(&lab, "-ddddd");
+
+    for (name, data) in zdb_test_files() {
+        let out_path = lab.dir.join(format!("copy-{name}"));
+        let out = Command::new(oracle::zdb())
+            .args(["-e", "-p"])
+            .arg(&lab.dir)
+            .args(["-r", "tank/a", name])
+            .arg(&out_path)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "zdb -r {name}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let copy = std::fs::read(&out_path).unwrap();
+        assert!(copy == data, "zdb -r {name}: {} bytes differ", name);
+    }
 }

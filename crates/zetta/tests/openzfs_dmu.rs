@@ -243,10 +243,12 @@ fn round_trip_objset(pool: &Pool, what: &str, bp: &RawBlkptr, order: ByteOrder) 
     };
     check_slot(&raw[..512], format!("{what} meta-dnode"));
     let mut reader = pool.reader();
+    let mut objects_in_use = 0;
     for blkid in 0..=os.meta_dnode.maxblkid.min(64) {
         let Some(block) = os.meta_dnode.read_block(blkid, &mut reader).unwrap() else {
             continue;
         };
+        objects_in_use += zetta::dmu::objset::dnode_fill(&block.data);
         let mut at = 0;
         while at < block.data.len() {
             let slot = &block.data[at..];
@@ -258,12 +260,26 @@ fn round_trip_objset(pool: &Pool, what: &str, bp: &RawBlkptr, order: ByteOrder) 
             at += dn.dnode_size();
         }
     }
+    // The rootbp's fill (OpenZFS `dmu_objset_write_ready`) is the number of objects in
+    // use, counted as the engine's `dnode_fill` counts a dnode block (format 15).
+    // The old big-endian SPARC pool is left out: its rootbps (MOS and dataset) count one
+    // object more than their dnode blocks hold, an old writer's rule; OpenZFS 2.x's and
+    // zfs-fuse's pools count as `dmu_objset_write_ready` does today.
+    if os.meta_dnode.maxblkid <= 64 {
+        let rootbp_fill = order.u64_at(bp, 88).unwrap();
+        if !what.starts_with("history_pool") {
+            assert_eq!(objects_in_use, rootbp_fill, "{what}: rootbp fill");
+        } else {
+            eprintln!("{what}: {objects_in_use} objects, rootbp fill {rootbp_fill}");
+        }
+    }
     eprintln!("{what}: {same} dnodes re-encoded by the engine, {refused} refused");
     (same, refused)
 }
 
 // Why: the engine now writes OpenZFS's dnode_phys_t and objset_phys_t (format 7); the
-// codecs must reproduce real OpenZFS bytes exactly — objset blocks and every dnode of a
+// codecs must reproduce real OpenZFS bytes exactly, and the fill counts (format 15) must
+// count objects as OpenZFS does — objset blocks and every dnode of a
 // modern pool's MOS and datasets, a zfs-fuse pool's, and (part-1 codec) big-endian ones.
 #[test]
 fn real_dnodes_and_objsets_re_encode_byte_for_byte() {

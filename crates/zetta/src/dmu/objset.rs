@@ -1370,7 +1370,11 @@ impl ObjectSet {
         // 4. The objset block.
         let meta_phys = meta.phys.clone();
         let block = self.encode_block(&meta_phys);
-        let props = meta_props(&policy, object_type::OBJSET, 0, 1);
+        // OpenZFS `dmu_objset_write_ready`: the rootbp's fill is the number of objects in
+        // use (the meta-dnode's top-level fills summed; the objects held in the objset block
+        // itself are not counted). zdb -dd asserts it equals the objects it walks.
+        let objects_in_use: u64 = meta_phys.blkptr.iter().map(|bp| bp.fill).sum();
+        let props = meta_props(&policy, object_type::OBJSET, 0, objects_in_use);
         let bp = ctx
             .zio
             .write_blocks(ctx.root, vec![(&block[..], props)], ctx.txg)?[0];
@@ -2261,10 +2265,22 @@ fn is_metadata_type(object_type: u8) -> bool {
     !matches!(object_type, object_type::PLAIN_FILE | object_type::ZVOL)
 }
 
-fn dnode_fill(data: &[u8]) -> u64 {
-    data.chunks(DNODE_SIZE_BYTES)
-        .filter(|c| c.len() > 9 && (c[8] != 0 || c[9] != 0))
-        .count() as u64
+/// The objects a block of the meta-dnode holds (OpenZFS `dbuf_write_ready` for a
+/// `DMU_OT_DNODE` block): every dnode whose `dn_type` is not `DMU_OT_NONE`, a large dnode
+/// counted once and its `dn_extra_slots` skipped. A dnode freed in this txg was written
+/// back as zeros before the block is, so it counts nothing.
+pub fn dnode_fill(data: &[u8]) -> u64 {
+    let mut fill = 0;
+    let mut slot = 0;
+    while slot < data.len() / DNODE_SIZE_BYTES {
+        let dnode = &data[slot * DNODE_SIZE_BYTES..(slot + 1) * DNODE_SIZE_BYTES];
+        slot += 1;
+        if dnode[0] != object_type::NONE {
+            fill += 1;
+            slot += usize::from(dnode[12]);
+        }
+    }
+    fill
 }
 
 /// The sum of the children's fill counts (OpenZFS `dbuf_write_ready`): holes, with or

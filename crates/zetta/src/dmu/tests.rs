@@ -451,3 +451,44 @@ fn filesystem_objset() -> ObjectSet {
         crate::spa::dataset_policy(default_data_props()),
     )
 }
+
+// Why: format 14 wrote every objset's rootbp with fill 1, and OpenZFS's zdb -dd asserts
+// (zdb.c dump_objset: `object_count == usedobjs`) that the rootbp's fill is the number of
+// objects it walks (`dmu_objset_write_ready` sums the meta-dnode's top-level fills). An
+// object created and freed in the same txg, and the free slot 0, count nothing.
+#[test]
+fn objset_rootbp_fill_counts_objects_in_use() {
+    let spa = pool();
+    let ctx = spa.ctx();
+    let mut os = filesystem_objset();
+    let mut ids = Vec::new();
+    for _ in 0..40 {
+        ids.push(
+            os.create_object(&ctx, object_type::PLAIN_FILE, 512, 0, 0)
+                .unwrap(),
+        );
+    }
+    os.free_object(&ctx, ids[7]).unwrap();
+    let bp = os
+        .sync(&ctx, &crate::zio::blkptr::BlockPointer::HOLE)
+        .unwrap();
+    assert_eq!(bp.fill, 39);
+}
+
+// Why: OpenZFS's `dbuf_write_ready` counts a dnode block's objects by `dn_type` and skips
+// a large dnode's `dn_extra_slots` (a slot inside a large dnode is not an object even if
+// its bytes are not zero); the format-14 count looked at `dn_datablkszsec` of every slot.
+#[test]
+fn dnode_block_fill_counts_large_dnodes_once() {
+    let mut block = vec![0u8; 16 << 10];
+    // Slot 1: a 1 KiB dnode (one extra slot) whose second slot holds stray bytes.
+    block[512] = object_type::PLAIN_FILE;
+    block[512 + 8] = 1;
+    block[512 + 12] = 1;
+    block[1024] = object_type::PLAIN_FILE;
+    block[1024 + 8] = 1;
+    // Slot 3: a plain dnode; slot 4: a free slot with a block size (not an object).
+    block[3 * 512] = object_type::DIRECTORY;
+    block[4 * 512 + 8] = 1;
+    assert_eq!(objset::dnode_fill(&block), 2);
+}

@@ -81,10 +81,14 @@ pub const SPA_VERSION: u64 = crate::spa::openzfs::feature::SPA_VERSION_FEATURES;
 /// and `$ORIGIN` dirs (`$ORIGIN@$ORIGIN`), and `org.zetta:private_format` as an active
 /// write-only feature instead of `org.zetta:private_mos` in `features_for_read`: OpenZFS
 /// opens the pool read-only (`zdb -d` walks it).
+/// 15: fill counts, clone links and MOS space as OpenZFS keeps them (issue 14): every
+/// objset's rootbp carries the number of objects in use (`dmu_objset_write_ready`; format
+/// 14 wrote 1), a dnode block's fill counts dnodes by `dn_type` (`dbuf_write_ready`), so
+/// `zdb -dd … -ddddd` walks every object and `zdb -r` copies Zetta's files out.
 /// Older pools are not read any more: the private format retires.
-pub const FORMAT_VERSION: u64 = 14;
+pub const FORMAT_VERSION: u64 = 15;
 /// The oldest format this code reads.
-pub const FORMAT_VERSION_MIN: u64 = 14;
+pub const FORMAT_VERSION_MIN: u64 = 15;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Uberblock {
