@@ -287,26 +287,25 @@ impl Spa {
         self.dp
             .datasets
             .insert(dataset.0, HeadDataset { objset, phys });
-        if let Some((object, _)) = origin {
-            self.count_clone(object, true)?;
-        }
+        let origin_object = origin
+            .as_ref()
+            .map_or(phys::ORIGIN_SNAPSHOT_OBJECT, |o| o.0);
+        self.link_clone(origin_object, dataset.0, true)?;
         self.refresh_io_props()?;
         Ok(dataset.0)
     }
 
-    /// A clone of `snapshot` was made (`made`) or destroyed: its `ds_num_children` (1 +
-    /// its clones, OpenZFS's count) follows.
-    pub(super) fn count_clone(&mut self, snapshot: u64, made: bool) -> Result<(), SpaError> {
-        let mut phys = self.read_dataset_phys(snapshot)?;
-        phys.num_children = if made {
-            phys.num_children.saturating_add(1)
-        } else {
-            phys.num_children.saturating_sub(1).max(1)
-        };
+    /// The head `clone` of `snapshot` (a real origin, or `$ORIGIN@$ORIGIN` for a dataset
+    /// that is no clone) was made (`made`) or destroyed: OpenZFS's links follow
+    /// (`dsl::pool::link_clone`: `ds_num_children`, `ds_next_clones_obj`, `dd_clones`).
+    pub(super) fn link_clone(
+        &mut self,
+        snapshot: u64,
+        clone: u64,
+        made: bool,
+    ) -> Result<(), SpaError> {
         let ctx = io_ctx!(self);
-        self.dp
-            .mos
-            .set_bonus(&ctx, ObjectId(snapshot), &phys.encode())?;
+        pool::link_clone(&mut self.dp.mos, &ctx, snapshot, clone, made)?;
         Ok(())
     }
 
@@ -432,9 +431,11 @@ impl Spa {
     /// dataset objects), leaving its blocks alone: the caller freed them or handed them on.
     fn unlink_dataset(&mut self, name: &str, dir: u64) -> Result<(), SpaError> {
         let phys = self.read_dir(dir)?;
-        if phys.origin_snapshot != 0 {
-            self.count_clone(phys.origin_snapshot, false)?;
-        }
+        let origin_object = match phys.origin_snapshot {
+            0 => phys::ORIGIN_SNAPSHOT_OBJECT,
+            object => object,
+        };
+        self.link_clone(origin_object, phys.head_dataset, false)?;
         let parent = self.read_dir(phys.parent_dir)?;
         let leaf = name.rsplit('/').next().unwrap_or(name);
         let ctx = io_ctx!(self);

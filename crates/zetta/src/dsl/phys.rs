@@ -15,7 +15,7 @@
 //!   3 origin_obj (a clone's origin snapshot)   4 child_dir_zapobj (DSL_DIR_CHILD_MAP)
 //!   5 used_bytes   6 compressed_bytes   7 uncompressed_bytes   8 quota   9 reserved
 //!  10 props_zapobj (DSL_PROPS)   11 deleg_zapobj (0)   12 flags = DD_FLAG_USED_BREAKDOWN
-//!  13-17 used_breakdown[HEAD, SNAP, CHILD, CHILD_RSRV, REFRSRV]   18 clones (0: not kept)
+//!  13-17 used_breakdown[HEAD, SNAP, CHILD, CHILD_RSRV, REFRSRV]   18 clones (DSL_CLONES)
 //!  19 org.zetta: refquota copy   20 org.zetta: refreservation copy   21-31 zero
 //! dsl_dataset_phys_t (u64 words):
 //!   0 dir_obj   1 prev_snap_obj   2 prev_snap_txg   3 next_snap_obj
@@ -23,7 +23,7 @@
 //!   6 creation_time   7 creation_txg   8 deadlist_obj (Zetta's dead list, see below)
 //!   9 referenced_bytes  10 compressed_bytes  11 uncompressed_bytes  12 unique_bytes
 //!  13 fsid_guid  14 guid  15 flags (DS_FLAG_UNIQUE_ACCURATE)
-//!  16-31 bp: the object set's blkptr_t   32 next_clones_obj (0)   33 props_obj (0)
+//!  16-31 bp: the object set's blkptr_t   32 next_clones_obj (NEXT_CLONES)   33 props_obj (0)
 //!  34 userrefs_obj (a snapshot's holds, USERREFS: tag -> creation time)
 //!  35 org.zetta: bookmarks ZAP (OpenZFS links it from the dataset's own ZAP as
 //!     `com.delphix:bookmarks`)   36-39 zero
@@ -37,7 +37,10 @@
 //! `org.zetta` words go when datasets are "extensified" ZAPs (bookmarks) and the limits are
 //! loaded from the props at open; `deadlist_obj` names the dataset's dead list, an OpenZFS
 //! bpobj from creation (`dsl::create_dead_list`; no deadlist ZAP by txg yet), and a
-//! `prev_snap_obj` of 0 is written as `$ORIGIN@$ORIGIN` (MOS object 6) and read back as 0.
+//! `prev_snap_obj` of 0 is written as `$ORIGIN@$ORIGIN` (MOS object 6) and read back as 0;
+//! so is a dir's `origin_obj` (format 15: every dataset is a clone of `$ORIGIN@$ORIGIN` to
+//! OpenZFS, linked in its `ds_next_clones_obj` and the `$ORIGIN` dir's `dd_clones`; the
+//! hidden dirs keep 0, `no_origin_link`).
 //! Decoding validates the size and the block pointer; object numbers are checked where
 //! they are followed.
 
@@ -81,7 +84,16 @@ pub struct DslDirPhys {
     pub child_dir_zap: u64,
     pub props_zap: u64,
     pub creation_time: u64,
+    /// A clone's origin snapshot; 0 for every other dir, written as `$ORIGIN@$ORIGIN`
+    /// ([`ORIGIN_SNAPSHOT_OBJECT`]) as `dsl_dataset_create_sync_dd` links every new
+    /// dataset, and read back as 0.
     pub origin_snapshot: u64,
+    /// OpenZFS's hidden dirs (`$MOS`, `$FREE`, `$ORIGIN`): no origin link at all, their
+    /// `dd_origin_obj` is 0 on disk (decoded from that 0, so it round-trips).
+    pub no_origin_link: bool,
+    /// `dd_clones` (`DMU_OT_DSL_CLONES`): every clone of this dir's snapshots, 0 if none
+    /// was ever made (`dsl::pool::link_clone`).
+    pub clones_zap: u64,
     pub used_bytes: u64,
     pub compressed_bytes: u64,
     pub uncompressed_bytes: u64,
@@ -108,7 +120,10 @@ impl DslDirPhys {
             creation_time: self.creation_time,
             head_dataset_obj: self.head_dataset,
             parent_obj: self.parent_dir,
-            origin_obj: self.origin_snapshot,
+            origin_obj: match self.origin_snapshot {
+                0 if !self.no_origin_link => ORIGIN_SNAPSHOT_OBJECT,
+                object => object,
+            },
             child_dir_zapobj: self.child_dir_zap,
             used_bytes: self.used_bytes,
             compressed_bytes: self.compressed_bytes,
@@ -119,7 +134,7 @@ impl DslDirPhys {
             deleg_zapobj: 0,
             flags: DD_FLAG_USED_BREAKDOWN,
             used_breakdown: self.used_breakdown,
-            clones: 0,
+            clones: self.clones_zap,
             pad,
         }
     }
@@ -136,7 +151,12 @@ impl DslDirPhys {
             child_dir_zap: d.child_dir_zapobj,
             props_zap: d.props_zapobj,
             creation_time: d.creation_time,
-            origin_snapshot: d.origin_obj,
+            origin_snapshot: match d.origin_obj {
+                ORIGIN_SNAPSHOT_OBJECT => 0,
+                object => object,
+            },
+            no_origin_link: d.origin_obj == 0,
+            clones_zap: d.clones,
             used_bytes: d.used_bytes,
             compressed_bytes: d.compressed_bytes,
             uncompressed_bytes: d.uncompressed_bytes,
@@ -173,6 +193,9 @@ pub struct DslDatasetPhys {
     /// Head only: name -> [guid, creation txg, creation time] of each bookmark (OpenZFS's
     /// `zfs_bookmark_phys_t` version 1).
     pub bookmarks_zap: u64,
+    /// Snapshot only: `ds_next_clones_obj` (`DMU_OT_NEXT_CLONES`), its clones' heads, 0
+    /// if it never had one (`dsl::pool::link_clone`).
+    pub next_clones_zap: u64,
     /// Snapshot only: user holds, tag -> [creation time]; a held snapshot is not destroyed.
     pub holds_zap: u64,
     /// Sum of the physical (compressed) sizes of the blocks it references.
@@ -212,7 +235,7 @@ impl DslDatasetPhys {
             guid: self.guid,
             flags: self.flags,
             bp: self.bp.to_bytes(),
-            next_clones_obj: 0,
+            next_clones_obj: self.next_clones_zap,
             props_obj: 0,
             userrefs_obj: self.holds_zap,
             pad,
@@ -254,6 +277,7 @@ impl DslDatasetPhys {
             flags: d.flags,
             bookmarks_zap: d.pad[0],
             holds_zap: d.userrefs_obj,
+            next_clones_zap: d.next_clones_obj,
             compressed_bytes: d.compressed_bytes,
             uncompressed_bytes: d.uncompressed_bytes,
             unique_bytes: d.unique_bytes,
@@ -322,6 +346,33 @@ mod tests {
         assert!(DslDatasetPhys::decode(&ds_bytes[..319]).is_err());
     }
 
+    // Why: OpenZFS makes every dataset a clone of `$ORIGIN@$ORIGIN` (`dd_origin_obj` and
+    // `ds_prev_snap_obj` name it, format 15), and Zetta must go on reading that as "no
+    // origin" (`zfs get origin` is "-"); the hidden dirs keep a 0 on disk.
+    #[test]
+    fn origin_snapshot_link_reads_as_no_origin() {
+        let word = |b: &[u8], i: usize| u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().unwrap());
+        let plain = DslDirPhys::default();
+        let bytes = plain.encode();
+        assert_eq!(word(&bytes, 3), ORIGIN_SNAPSHOT_OBJECT, "dd_origin_obj");
+        let back = DslDirPhys::decode(&bytes).unwrap();
+        assert_eq!((back.origin_snapshot, back.no_origin_link), (0, false));
+        assert_eq!(back, plain);
+        let hidden = DslDirPhys {
+            no_origin_link: true,
+            ..DslDirPhys::default()
+        };
+        let bytes = hidden.encode();
+        assert_eq!(word(&bytes, 3), 0, "a hidden dir's dd_origin_obj");
+        assert_eq!(DslDirPhys::decode(&bytes).unwrap(), hidden);
+        let clone = DslDirPhys {
+            origin_snapshot: 41,
+            ..DslDirPhys::default()
+        };
+        assert_eq!(word(&clone.encode(), 3), 41);
+        assert_eq!(DslDirPhys::decode(&clone.encode()).unwrap(), clone);
+    }
+
     // Why: the fields OpenZFS has no word for (bookmarks, refquota, refreservation) sit in
     // pad words OpenZFS ignores, and every other field lands in OpenZFS's word.
     #[test]
@@ -341,6 +392,8 @@ mod tests {
             reserved_bytes: 0x21,
             refquota_bytes: 0x22,
             refreserved_bytes: 0x23,
+            clones_zap: 0x15,
+            no_origin_link: false,
         };
         let bytes = dir.encode();
         let word = |b: &[u8], i: usize| u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().unwrap());
@@ -367,7 +420,7 @@ mod tests {
                 0x12,
                 0x13,
                 0x14,
-                0,
+                0x15,
                 0x22,
                 0x23
             ]

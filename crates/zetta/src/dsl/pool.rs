@@ -27,6 +27,11 @@
 //!                                   in the pool's first txg, next_snap = the head)
 //! ```
 //!
+//! Every other dataset is a clone of `$ORIGIN@$ORIGIN` to OpenZFS (`link_clone`): its dir's
+//! `dd_origin_obj` names it, and it is counted in the snapshot's `ds_num_children` and
+//! listed in its `ds_next_clones_obj` and in the `$ORIGIN` dir's `dd_clones`; Zetta reads
+//! that origin as none (`dsl::phys`).
+//!
 //! Names starting with `$` are never datasets to Zetta (`Spa::children` leaves them out;
 //! dataset names cannot contain `$`). Every dataset points at its dead list, an empty bpobj
 //! from creation (`dsl::create_dead_list`).
@@ -121,6 +126,7 @@ fn create_special_dir(
         parent_dir: root_dir,
         props_zap: props.0,
         creation_time: now_secs,
+        no_origin_link: true,
         ..DslDirPhys::default()
     };
     mos.set_bonus(ctx, dir, &phys.encode())?;
@@ -222,4 +228,120 @@ pub fn create_special_dirs(
     };
     mos.set_bonus(ctx, ObjectId(head), &head_phys.encode())?;
     Ok(snapshot)
+}
+
+/// `dsl_dataset_create_sync_dd`'s clone links, made (`made`) or undone: the head dataset
+/// `clone` is a clone of the snapshot `snapshot` — a real origin, or `$ORIGIN@$ORIGIN` for
+/// every other dataset, the pool's root included, as OpenZFS links them. The snapshot's
+/// `ds_num_children` (1 + its clones) follows, `clone` goes into (or out of) its
+/// `ds_next_clones_obj` and its dir's `dd_clones` (each created at the first clone), named
+/// by the object number in lowercase hex as `zap_add_int` names it. Zetta itself finds
+/// clones by their dir's `dd_origin_obj`; these links are for OpenZFS's readers.
+pub fn link_clone(
+    mos: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    snapshot: u64,
+    clone: u64,
+    made: bool,
+) -> Result<(), DmuError> {
+    let origin = super::phys::ORIGIN_SNAPSHOT_OBJECT;
+    let mut phys = DslDatasetPhys::decode(&mos.bonus(ctx, ObjectId(snapshot))?)
+        .map_err(|e| DmuError::Corrupt(format!("origin snapshot {snapshot}: {e}")))?;
+    if !phys.is_snapshot() {
+        return Err(DmuError::Corrupt(format!(
+            "origin {snapshot} of dataset {clone} is no snapshot"
+        )));
+    }
+    phys.num_children = if made {
+        phys.num_children.saturating_add(1)
+    } else {
+        phys.num_children.saturating_sub(1).max(1)
+    };
+    phys.next_clones_zap = link_int(mos, ctx, phys.next_clones_zap, ot::NEXT_CLONES, clone, made)?;
+    let raw = if snapshot == origin {
+        // Its own prev_snap_obj stays 0 (`encode` would point it at itself).
+        phys.to_openzfs()
+            .encode(crate::byteorder::ByteOrder::Little)
+            .to_vec()
+    } else {
+        phys.encode()
+    };
+    mos.set_bonus(ctx, ObjectId(snapshot), &raw)?;
+    let mut dir = DslDirPhys::decode(&mos.bonus(ctx, ObjectId(phys.dir))?)
+        .map_err(|e| DmuError::Corrupt(format!("dsl dir {}: {e}", phys.dir)))?;
+    let clones_zap = link_int(mos, ctx, dir.clones_zap, ot::DSL_CLONES, clone, made)?;
+    if clones_zap != dir.clones_zap {
+        dir.clones_zap = clones_zap;
+        mos.set_bonus(ctx, ObjectId(phys.dir), &dir.encode())?;
+    }
+    Ok(())
+}
+
+/// `zap_add_int` / `zap_remove_int` on the ZAP `zap` (created with `object_type` when 0
+/// and an entry is added); returns the ZAP's object. Undoing a link that is not there
+/// (a ZAP never made) is no error: the count above is what OpenZFS checks.
+fn link_int(
+    mos: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    zap: u64,
+    object_type: u8,
+    value: u64,
+    add: bool,
+) -> Result<u64, DmuError> {
+    let name = format!("{value:x}");
+    if add {
+        let zap = if zap == 0 {
+            zap::zap_create(mos, ctx, object_type)
+                .map_err(zap_dmu_error)?
+                .0
+        } else {
+            zap
+        };
+        zap::zap_add(mos, ctx, ObjectId(zap), &name, &[value]).map_err(zap_dmu_error)?;
+        Ok(zap)
+    } else {
+        if zap != 0 {
+            match zap::zap_remove(mos, ctx, ObjectId(zap), &name) {
+                Ok(()) | Err(zap::ZapError::NotFound) => {}
+                Err(e) => return Err(zap_dmu_error(e)),
+            }
+        }
+        Ok(zap)
+    }
+}
+
+/// A snapshot moved from the dir `from` to the dir `to` (`zfs promote`): its clones, listed
+/// in its `ds_next_clones_obj` `next_clones`, move from `from`'s `dd_clones` to `to`'s, as
+/// `dsl_dataset_promote_sync` moves them.
+pub fn move_dir_clones(
+    mos: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    next_clones: u64,
+    from: u64,
+    to: u64,
+) -> Result<(), DmuError> {
+    if next_clones == 0 || from == to {
+        return Ok(());
+    }
+    let entries = zap::zap_list_all(mos, ctx, ObjectId(next_clones)).map_err(zap_dmu_error)?;
+    let mut from_phys = DslDirPhys::decode(&mos.bonus(ctx, ObjectId(from))?)
+        .map_err(|e| DmuError::Corrupt(format!("dsl dir {from}: {e}")))?;
+    let mut to_phys = DslDirPhys::decode(&mos.bonus(ctx, ObjectId(to))?)
+        .map_err(|e| DmuError::Corrupt(format!("dsl dir {to}: {e}")))?;
+    for entry in entries {
+        let zap::ZapValue::U64s(values) = entry.value else {
+            return Err(DmuError::Corrupt(format!(
+                "next clones {next_clones}: an entry is no integer"
+            )));
+        };
+        let Some(&clone) = values.first() else {
+            continue;
+        };
+        from_phys.clones_zap =
+            link_int(mos, ctx, from_phys.clones_zap, ot::DSL_CLONES, clone, false)?;
+        to_phys.clones_zap = link_int(mos, ctx, to_phys.clones_zap, ot::DSL_CLONES, clone, true)?;
+    }
+    mos.set_bonus(ctx, ObjectId(from), &from_phys.encode())?;
+    mos.set_bonus(ctx, ObjectId(to), &to_phys.encode())?;
+    Ok(())
 }

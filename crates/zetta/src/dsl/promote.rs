@@ -257,6 +257,13 @@ impl Spa {
             self.dp
                 .mos
                 .set_bonus(&ctx, ObjectId(*object), &phys.encode())?;
+            super::pool::move_dir_clones(
+                &mut self.dp.mos,
+                &ctx,
+                phys.next_clones_zap,
+                origin_dir,
+                clone_dir,
+            )?;
         }
         self.move_bookmarks(&mut origin_head, &mut clone_head, origin_creation_txg)?;
         self.store_head_phys(origin_head_object, origin_head)?;
@@ -267,6 +274,22 @@ impl Spa {
         let mut origin_dir_phys = self.read_dir(origin_dir)?;
         origin_dir_phys.origin_snapshot = origin_object;
         self.write_dir(origin_dir, &origin_dir_phys)?;
+        // OpenZFS's clone links follow (`dsl::pool::link_clone`): the origin snapshot (now
+        // the clone's) has the old origin head for its clone, and the origin's own origin
+        // (`$ORIGIN@$ORIGIN` when it had none) the promoted head.
+        let origin_origin_object = match origin_origin {
+            0 => super::phys::ORIGIN_SNAPSHOT_OBJECT,
+            object => object,
+        };
+        let ctx = io_ctx!(self, tx.txg);
+        for (snapshot, unlinked, linked) in [
+            (origin_object, clone_head_object, origin_head_object),
+            (origin_origin_object, origin_head_object, clone_head_object),
+        ] {
+            super::pool::link_clone(&mut self.dp.mos, &ctx, snapshot, unlinked, false)?;
+            super::pool::link_clone(&mut self.dp.mos, &ctx, snapshot, linked, true)?;
+        }
+        let origin_dir_phys = self.read_dir(origin_dir)?;
 
         // The space, as OpenZFS moves it: USEDSNAP to its new value, HEAD the rest.
         let clone_snap_delta = signed(clone_snap) - signed(clone_dir_phys.used(UsedKind::Snap));

@@ -183,9 +183,19 @@ fn the_part1_decoders_walk_an_engine_pool_from_the_directory() {
                 found.push(format!("{name}@{snap}"));
             }
         }
-        if d.origin_obj != 0 {
+        // Every dataset has an origin to OpenZFS (format 15): a clone's snapshot, else
+        // `$ORIGIN@$ORIGIN`, which lists it among its clones.
+        assert_ne!(d.origin_obj, 0, "{name}");
+        if d.origin_obj != crate::dsl::phys::ORIGIN_SNAPSHOT_OBJECT {
             assert_eq!(dataset(&spa, d.origin_obj).num_children, 2);
         }
+        let origin = dataset(&spa, d.origin_obj);
+        assert_eq!(objtype(origin.next_clones_obj).object_type, ot::NEXT_CLONES);
+        let clones: Vec<u64> = zap_map(&spa, origin.next_clones_obj)
+            .iter()
+            .map(|(_, value)| one(value))
+            .collect();
+        assert!(clones.contains(&head), "{name}: {clones:?}");
         if d.props_zapobj != 0 {
             assert_eq!(objtype(d.props_zapobj).object_type, ot::DSL_PROPS);
         }

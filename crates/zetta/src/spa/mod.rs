@@ -424,6 +424,13 @@ impl Spa {
             spa.dp
                 .mos
                 .set_bonus(&ctx, MOS_OBJECT_ROOT_DATASET, &dataset.encode())?;
+            crate::dsl::pool::link_clone(
+                &mut spa.dp.mos,
+                &ctx,
+                crate::dsl::phys::ORIGIN_SNAPSHOT_OBJECT,
+                MOS_OBJECT_ROOT_DATASET.0,
+                true,
+            )?;
             spa.dp.directory = directory::MosDirectory::create(&mut spa.dp.mos, &ctx)?;
 
             // The pool's root filesystem is a ZPL filesystem from the first txg.

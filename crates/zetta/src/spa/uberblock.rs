@@ -84,7 +84,11 @@ pub const SPA_VERSION: u64 = crate::spa::openzfs::feature::SPA_VERSION_FEATURES;
 /// 15: fill counts, clone links and MOS space as OpenZFS keeps them (issue 14): every
 /// objset's rootbp carries the number of objects in use (`dmu_objset_write_ready`; format
 /// 14 wrote 1), a dnode block's fill counts dnodes by `dn_type` (`dbuf_write_ready`), so
-/// `zdb -dd … -ddddd` walks every object and `zdb -r` copies Zetta's files out.
+/// `zdb -dd … -ddddd` walks every object and `zdb -r` copies Zetta's files out; and the
+/// clone links of `dsl_dataset_create_sync_dd` (`dsl::pool::link_clone`): every dataset
+/// but a clone has `$ORIGIN@$ORIGIN` for its dir's `dd_origin_obj`, and each origin
+/// snapshot counts its clones in `ds_num_children` and lists them in `ds_next_clones_obj`
+/// and its dir's `dd_clones`.
 /// Older pools are not read any more: the private format retires.
 pub const FORMAT_VERSION: u64 = 15;
 /// The oldest format this code reads.

@@ -118,6 +118,10 @@ pub mod ot {
     pub const DSL_DS_SNAP_MAP: u8 = 14;
     /// `DMU_OT_DSL_PROPS`: a dir's (or a snapshot's) properties.
     pub const DSL_PROPS: u8 = 15;
+    /// `DMU_OT_NEXT_CLONES`: a snapshot's clones (`ds_next_clones_obj`), hex name → head.
+    pub const NEXT_CLONES: u8 = 37;
+    /// `DMU_OT_DSL_CLONES`: the clones of a dir's snapshots (`dd_clones`), hex name → head.
+    pub const DSL_CLONES: u8 = 52;
     /// `DMU_OT_POOL_PROPS`: the pool properties (`zpool set`).
     pub const POOL_PROPS: u8 = 31;
     /// `DMU_OT_USERREFS`: a snapshot's user holds, tag → creation time.

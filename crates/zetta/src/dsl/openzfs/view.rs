@@ -376,6 +376,7 @@ impl DslView {
             flags: p.flags,
             bookmarks_zap: 0,
             holds_zap: p.userrefs_obj,
+            next_clones_zap: p.next_clones_obj,
             compressed_bytes: p.compressed_bytes,
             uncompressed_bytes: p.uncompressed_bytes,
             unique_bytes: p.unique_bytes,
