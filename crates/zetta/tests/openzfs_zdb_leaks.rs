@@ -9,7 +9,8 @@
 //! txg's maps hold all of that txg's allocations, in as many sync passes as it takes
 //! (`spa::txg`, "sync passes"). Each test builds a pool through the engine with datasets,
 //! some MiB of files, snapshots, a clone, frees that go to dead lists, a destroyed
-//! snapshot and several commits, exports it, and has zdb check it; zdb is the oracle from
+//! snapshot and several commits, exports it, and has zdb check it, on a single disk, a
+//! mirror and a raidz1, with copies=2 and with 512-byte sectors; zdb is the oracle from
 //! scripts/oracle.sh (never skipped when missing).
 
 mod common;
@@ -100,8 +101,13 @@ fn unlink(spa: &mut Spa, dataset: &str, name: &str) {
 /// The life of the pool every test checks: datasets, files, snapshots, a clone, an
 /// overwrite and an unlink under snapshots (dead lists), a destroyed snapshot, commits in
 /// between; then export.
-fn exercise(mut spa: Spa) {
+fn exercise(mut spa: Spa, copies: u8) {
     spa.create_filesystem("tank/a").unwrap();
+    if copies > 1 {
+        // Inherited by tank/a/b, and by the clone through its origin's data.
+        spa.set_local_prop("tank/a", "copies", &copies.to_string())
+            .unwrap();
+    }
     spa.create_filesystem("tank/a/b").unwrap();
     write_files(&mut spa, "tank/a", "f", 4, 1 << 20);
     write_files(&mut spa, "tank/a/b", "small", 20, 3000);
@@ -155,25 +161,41 @@ fn assert_no_leaks(dir: &Path) {
     }
 }
 
-fn check(name: &str, kind: TopKind, leaves: usize, options: CreateOptions) {
+fn check(name: &str, kind: TopKind, leaves: usize, ashift: u32, copies: u8) {
     let (dir, paths) = disks(name, leaves);
+    let options = CreateOptions {
+        ashift,
+        ..CreateOptions::default()
+    };
     let spa = Spa::create("tank", &[top(kind, &paths)], &options).unwrap();
-    exercise(spa);
+    exercise(spa, copies);
     assert_no_leaks(&dir);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn zdb_finds_no_leak_on_a_single_disk() {
-    check("single", TopKind::Single, 1, CreateOptions::default());
+    check("single", TopKind::Single, 1, 12, 1);
 }
 
 #[test]
 fn zdb_finds_no_leak_on_a_mirror() {
-    check("mirror", TopKind::Mirror, 2, CreateOptions::default());
+    check("mirror", TopKind::Mirror, 2, 12, 1);
 }
 
 #[test]
 fn zdb_finds_no_leak_on_a_raidz1() {
-    check("raidz1", TopKind::Raidz(1), 3, CreateOptions::default());
+    check("raidz1", TopKind::Raidz(1), 3, 12, 1);
+}
+
+// Ditto copies of file data (copies=2: three DVAs for its metadata, on one vdev) and
+// 512-byte sectors (one-word entries counted in 512-byte units, MOS blocks of a sector).
+#[test]
+fn zdb_finds_no_leak_with_copies_2_and_ashift_9() {
+    check("copies2-ashift9", TopKind::Single, 1, 9, 2);
+}
+
+#[test]
+fn zdb_finds_no_leak_on_a_raidz1_with_copies_2() {
+    check("raidz1-copies2", TopKind::Raidz(1), 3, 12, 2);
 }
