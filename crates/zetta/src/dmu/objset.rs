@@ -2104,7 +2104,12 @@ fn walk_live_node(
     Ok(())
 }
 
-/// Writes dirty dbufs of `states` bottom-up, one parallel batch per level.
+/// One dirty block on its way to the pipeline: its bytes, write properties, whether it is
+/// empty (becomes a hole), its stored form, and the block it replaces.
+type Payload = (Vec<u8>, WriteProps, bool, Option<StoredBlock>, BlockPointer);
+
+/// Writes dirty dbufs of `states` bottom-up, one parallel batch per level (in sync pass
+/// `pass`: see `ObjectSet::sync_pass`).
 #[allow(clippy::too_many_arguments)]
 fn sync_trees(
     ctx: &IoCtx<'_>,
@@ -2139,8 +2144,7 @@ fn sync_trees(
         if jobs.is_empty() {
             continue;
         }
-        let mut payloads: Vec<(Vec<u8>, WriteProps, bool, Option<StoredBlock>, BlockPointer)> =
-            Vec::with_capacity(jobs.len());
+        let mut payloads: Vec<Payload> = Vec::with_capacity(jobs.len());
         for &(index, blkid) in &jobs {
             let state = &mut *states[index].1;
             let object_type_of_state = state.phys.object_type;
