@@ -3,7 +3,8 @@
 //! history ring, `errlog_last`) and Zetta's one feature write-only, OpenZFS 2.3's zdb (from
 //! scripts/oracle.sh, see crates/zetta/tests/common/oracle.rs) opens the pool read-only.
 //! Since format 15 (fill counts) its `-dd … -ddddd` walk every object and `zdb -r` copies
-//! the files Zetta wrote out byte-identical.
+//! the files Zetta wrote out byte-identical; since format 16 its `-bcc` finds every block
+//! in the space maps ("No leaks").
 
 mod common;
 
@@ -120,6 +121,15 @@ fn zdb_walks_a_zetta_pool() {
     let config = zdb_ok(&lab, "-C");
     assert!(config.contains("    name: 'tank'"), "{config}");
     assert!(config.contains("org.zetta:pool_props"), "{config}");
+
+    // Format 16: every block the CLI's commands wrote is in the space maps, the MOS's own
+    // included (before, zdb -bcc failed `zio_claim(...) == 0 (0x2 == 0)` on this pool).
+    let blocks = zdb_ok(&lab, "-bcc");
+    assert!(
+        blocks.contains("No leaks (block sum matches space maps exactly)"),
+        "{blocks}"
+    );
+    assert!(!blocks.contains("(leaked"), "{blocks}");
 
     // Zetta reads back what it wrote: the pool, its datasets, its settings, its history.
     let mut command = lab.command("zpool");

@@ -131,7 +131,7 @@ impl MetaslabClass {
     /// Allocates `copies` DVAs on distinct top-level vdevs when there are enough groups that
     /// can fit the block (else a group may repeat, at a different offset). `asize_of(vdev_id)`
     /// is the block's allocated size on that vdev; it is rounded up to the vdev's sector size.
-    /// `record`: persist in the space map (false for MOS blocks). Returns
+    /// `record`: persist in the space map (the engine records every block). Returns
     /// `(vdev_id, offset_bytes, asize_bytes)` per copy, or `NoSpace` with nothing allocated
     /// (and the rotor where it was).
     pub fn allocate(
@@ -326,10 +326,25 @@ impl MetaslabClass {
     /// The space map work of this txg: one update per metaslab with pending entries (append,
     /// or condense when its map has grown past the threshold). Clears the pending entries.
     pub fn take_space_map_updates(&mut self) -> Vec<SpaceMapUpdate> {
+        self.take_space_map_updates_in_pass(1)
+    }
+
+    /// `take_space_map_updates` in sync pass `pass` of a txg (OpenZFS `metaslab_sync`
+    /// runs once per pass): a map is condensed only in pass 1, as `metaslab_sync` does
+    /// (a condense frees the map's old blocks, which later passes would chase).
+    pub fn take_space_map_updates_in_pass(&mut self, pass: u32) -> Vec<SpaceMapUpdate> {
+        debug_assert!(pass >= 1);
         let mut updates = Vec::new();
         for group in &mut self.groups {
-            group.take_updates(&mut updates);
+            group.take_updates(&mut updates, pass == 1);
         }
         updates
+    }
+
+    /// Whether allocations or frees wait for the space maps: the sync of a txg is converged
+    /// when none do after the MOS was written (OpenZFS `spa_sync_iterate_to_convergence`
+    /// stops when nothing is dirty).
+    pub fn has_space_map_updates(&self) -> bool {
+        self.groups.iter().any(MetaslabGroup::has_updates)
     }
 }

@@ -19,7 +19,8 @@
 //! be allocated again before the next take); replaying the persisted entries, then the
 //! `allocating` segments, then the `freeing` ones, from an all-free metaslab yields exactly
 //! `recorded`. Space in none of `free`, `recorded`,
-//! `deferred` is in use but unrecorded (MOS blocks). Allocation is first fit at a cursor that
+//! `deferred` is in use but unrecorded (`mark_allocated`: no engine block since format 16,
+//! which records the MOS too). Allocation is first fit at a cursor that
 //! only moves forward, which keeps sequential writes sequential.
 
 use crate::range_tree::HISTOGRAM_BUCKET_COUNT;
@@ -116,7 +117,7 @@ impl Metaslab {
         self.free.total_bytes()
     }
 
-    /// In use, including deferred frees and unrecorded (MOS) blocks.
+    /// In use, including deferred frees and unrecorded blocks.
     pub fn allocated_bytes(&self) -> u64 {
         self.size_bytes - self.free.total_bytes()
     }
@@ -290,7 +291,7 @@ impl Metaslab {
         }
     }
 
-    /// Marks an unrecorded range (a MOS block found at import) as in use.
+    /// Marks an unrecorded range as in use (a caller that keeps blocks out of the maps).
     pub(crate) fn mark_allocated(
         &mut self,
         vdev_id: u32,
@@ -356,11 +357,20 @@ impl Metaslab {
         Ok(())
     }
 
+    /// Whether `take_update` has anything to hand out.
+    pub(crate) fn has_update(&self) -> bool {
+        !self.allocating.is_empty() || !self.freeing.is_empty()
+    }
+
     /// Hands out this txg's work (OpenZFS `metaslab_sync`): the allocating segments then the
     /// freeing ones (append), or the whole recorded state when the persisted map has grown
     /// past the condense threshold. `None` when nothing changed.
-    pub(crate) fn take_update(&mut self, vdev_id: u32) -> Option<SpaceMapUpdate> {
-        if self.allocating.is_empty() && self.freeing.is_empty() {
+    pub(crate) fn take_update(
+        &mut self,
+        vdev_id: u32,
+        may_condense: bool,
+    ) -> Option<SpaceMapUpdate> {
+        if !self.has_update() {
             return None;
         }
         let pending_count = (self.allocating.segment_count() + self.freeing.segment_count()) as u64;
@@ -368,7 +378,7 @@ impl Metaslab {
         let condensed_entry_count = self.recorded.segment_count() as u64;
         let threshold_entries =
             CONDENSE_ENTRIES_PER_SEGMENT * condensed_entry_count + CONDENSE_SLACK_ENTRIES;
-        let condense = entry_count_total > threshold_entries;
+        let condense = may_condense && entry_count_total > threshold_entries;
         let allocating = std::mem::take(&mut self.allocating);
         let freeing = std::mem::take(&mut self.freeing);
         let entries: Vec<SpaceMapEntry> = if condense {

@@ -139,7 +139,7 @@ impl MetaslabGroup {
         (self.metaslabs.len() as u64) << self.ms_shift
     }
 
-    /// In use, including deferred frees and unrecorded (MOS) blocks.
+    /// In use, including deferred frees and unrecorded blocks.
     pub fn allocated_bytes(&self) -> u64 {
         self.size_bytes() - self.free_bytes
     }
@@ -209,7 +209,7 @@ impl MetaslabGroup {
         Ok(())
     }
 
-    /// Import: marks an unrecorded block (MOS) as in use. It must be free.
+    /// Marks an unrecorded block as in use. It must be free.
     pub fn mark_allocated(
         &mut self,
         offset_bytes: u64,
@@ -355,12 +355,17 @@ impl MetaslabGroup {
         }
     }
 
-    pub(crate) fn take_updates(&mut self, updates: &mut Vec<SpaceMapUpdate>) {
+    pub(crate) fn take_updates(&mut self, updates: &mut Vec<SpaceMapUpdate>, condense: bool) {
         let vdev_id = self.vdev_id;
         updates.extend(
             self.metaslabs
                 .iter_mut()
-                .filter_map(|m| m.take_update(vdev_id)),
+                .filter_map(|m| m.take_update(vdev_id, condense)),
         );
+    }
+
+    /// Whether any metaslab has allocations or frees its space map has not been given yet.
+    pub(crate) fn has_updates(&self) -> bool {
+        self.metaslabs.iter().any(Metaslab::has_update)
     }
 }

@@ -317,3 +317,43 @@ fn a_block_freed_in_its_own_txg_never_reaches_the_map() {
     assert_eq!(updates[0].alloc_bytes, 4096);
     assert!(class.take_space_map_updates().is_empty());
 }
+
+#[test]
+fn a_map_condenses_only_in_the_first_sync_pass() {
+    // Why: format 16 syncs the MOS in passes until the maps hold its own blocks; a condense
+    // truncates the map and frees its old blocks, which a later pass would chase again, so
+    // (as OpenZFS's metaslab_sync) only pass 1 condenses. A map past the threshold is
+    // appended to in pass 2 and condensed in the next txg's pass 1; `has_space_map_updates`
+    // says when a pass has nothing left.
+    let mut class = MetaslabClass::new();
+    class.add_group(MetaslabGroup::with_ms_shift(0, ASIZE_BYTES, ASHIFT, MS_SHIFT).unwrap());
+    // Allocations freed a txg later, each written in a later pass: a map of 80 entries
+    // that records nothing, past the threshold (64 entries + 4 per recorded segment).
+    let mut txg = 1;
+    for _ in 0..40 {
+        let a = class.allocate(1, &|_| 4096, true, txg).unwrap()[0];
+        assert!(class
+            .take_space_map_updates_in_pass(2)
+            .iter()
+            .all(|u| !u.condense));
+        class.txg_committed(txg);
+        txg += 1;
+        class.free(0, a.1, a.2, true, txg).unwrap();
+        assert!(class
+            .take_space_map_updates_in_pass(2)
+            .iter()
+            .all(|u| !u.condense));
+        class.txg_committed(txg);
+        txg += 1;
+    }
+    assert!(!class.has_space_map_updates());
+    class.allocate(1, &|_| 4096, true, txg).unwrap();
+    assert!(class.has_space_map_updates());
+    let later = class.take_space_map_updates_in_pass(2);
+    assert_eq!(later.len(), 1);
+    assert!(!later[0].condense, "pass 2 appends");
+    assert!(!class.has_space_map_updates());
+    class.allocate(1, &|_| 4096, true, txg).unwrap();
+    let first = class.take_space_map_updates_in_pass(1);
+    assert!(first[0].condense, "pass 1 condenses the long map");
+}

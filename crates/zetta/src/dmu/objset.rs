@@ -210,8 +210,12 @@ pub struct ObjsetPolicy {
     /// Blocks born at or before this txg are referenced by the newest snapshot: freeing them
     /// hands them to the dead list instead.
     pub prev_snap_txg: Txg,
-    /// Whether allocations are recorded in space maps (false for the MOS).
+    /// Whether allocations are recorded in space maps (every object set since format 16,
+    /// the MOS included).
     pub record: bool,
+    /// Whether this object set's frees keep the pool committing until their space is
+    /// allocatable (`zio::Zio::free_block_noting`): false for the MOS.
+    pub frees_keep_syncing: bool,
 }
 
 pub struct ObjectSet {
@@ -1299,6 +1303,21 @@ impl ObjectSet {
         ctx: &IoCtx<'_>,
         old_bp: &BlockPointer,
     ) -> Result<BlockPointer, DmuError> {
+        self.sync_pass(ctx, old_bp, 1)
+    }
+
+    /// `sync` in sync pass `pass` of its txg (OpenZFS `spa_sync_pass`): the MOS syncs once
+    /// per pass until its space maps stop changing (`spa::txg`, "sync passes"). From
+    /// `zio::SYNC_PASS_REWRITE` a dirty block born in this txg is overwritten in place when
+    /// its size allows (no allocation, no free), and from `zio::SYNC_PASS_DONT_COMPRESS` blocks
+    /// are not compressed, so a pass that only rewrites allocates nothing.
+    pub fn sync_pass(
+        &mut self,
+        ctx: &IoCtx<'_>,
+        old_bp: &BlockPointer,
+        pass: u32,
+    ) -> Result<BlockPointer, DmuError> {
+        debug_assert!(pass >= 1);
         let policy = self.policy;
         let objset = self.id;
         // 1. Dirty objects' blocks, level by level across all objects.
@@ -1321,6 +1340,7 @@ impl ObjectSet {
                 &mut self.freed,
                 &mut self.born,
                 false,
+                pass,
             )?;
         }
         // 2. Changed dnodes into the meta-dnode's blocks.
@@ -1362,6 +1382,7 @@ impl ObjectSet {
                 &mut self.freed,
                 &mut self.born,
                 true,
+                pass,
             )?;
         }
         let meta = self.meta.get_mut();
@@ -1374,13 +1395,29 @@ impl ObjectSet {
         // use (the meta-dnode's top-level fills summed; the objects held in the objset block
         // itself are not counted). zdb -dd asserts it equals the objects it walks.
         let objects_in_use: u64 = meta_phys.blkptr.iter().map(|bp| bp.fill).sum();
-        let props = meta_props(&policy, object_type::OBJSET, 0, objects_in_use);
+        let props = pass_props(
+            meta_props(&policy, object_type::OBJSET, 0, objects_in_use),
+            pass,
+        );
+        let source = BlockSource {
+            data: &block,
+            props,
+            stored: None,
+            rewrite: rewrite_candidate(old_bp, pass),
+        };
         let bp = ctx
             .zio
-            .write_blocks(ctx.root, vec![(&block[..], props)], ctx.txg)?[0];
-        self.born.add(&BlockSpace::of(ctx.root, &bp));
-        if !old_bp.is_hole() {
-            release_block(ctx, &policy, &mut self.dead_blocks, &mut self.freed, old_bp);
+            .write_block_sources(ctx.root, vec![source], ctx.txg)?
+            .into_iter()
+            .next()
+            .ok_or_else(|| DmuError::Corrupt("objset write came back empty".to_string()))?;
+        if bp.same_dvas(old_bp) {
+            ctx.zio.arc.remove(&crate::zio::BlockKey::of(old_bp));
+        } else {
+            self.born.add(&BlockSpace::of(ctx.root, &bp));
+            if !old_bp.is_hole() {
+                release_block(ctx, &policy, &mut self.dead_blocks, &mut self.freed, old_bp);
+            }
         }
         for (_, state) in self.objects.iter_mut() {
             state.dbufs.retain(|(level, _), d| d.dirty || *level > 0);
@@ -1569,6 +1606,20 @@ fn walk_tree(
     Ok(())
 }
 
+/// The block a dirty block of sync pass `pass` may overwrite in place (see
+/// `ObjectSet::sync_pass`; `zio` decides whether it really may).
+fn rewrite_candidate(old_bp: &BlockPointer, pass: u32) -> Option<BlockPointer> {
+    (pass >= crate::zio::SYNC_PASS_REWRITE && !old_bp.is_hole()).then_some(*old_bp)
+}
+
+/// `props` for sync pass `pass`: uncompressed from `zio::SYNC_PASS_DONT_COMPRESS`.
+fn pass_props(mut props: WriteProps, pass: u32) -> WriteProps {
+    if pass >= crate::zio::SYNC_PASS_DONT_COMPRESS {
+        props.compression = Compression::Off;
+    }
+    props
+}
+
 fn meta_props(policy: &ObjsetPolicy, object_type: u8, level: u8, fill: u64) -> WriteProps {
     WriteProps {
         checksum: if policy.data_props.checksum == ChecksumKind::Off {
@@ -1601,7 +1652,8 @@ fn release_block(
         dead.push(*bp);
     } else {
         freed.add(&BlockSpace::of(ctx.root, bp));
-        ctx.zio.free_block(bp, policy.record, ctx.txg);
+        ctx.zio
+            .free_block_noting(bp, policy.record, policy.frees_keep_syncing, ctx.txg);
     }
 }
 
@@ -2059,7 +2111,12 @@ fn walk_live_node(
     Ok(())
 }
 
-/// Writes dirty dbufs of `states` bottom-up, one parallel batch per level.
+/// One dirty block on its way to the pipeline: its bytes, write properties, whether it is
+/// empty (becomes a hole), its stored form, and the block it replaces.
+type Payload = (Vec<u8>, WriteProps, bool, Option<StoredBlock>, BlockPointer);
+
+/// Writes dirty dbufs of `states` bottom-up, one parallel batch per level (in sync pass
+/// `pass`: see `ObjectSet::sync_pass`).
 #[allow(clippy::too_many_arguments)]
 fn sync_trees(
     ctx: &IoCtx<'_>,
@@ -2070,6 +2127,7 @@ fn sync_trees(
     freed: &mut BlockSpace,
     born: &mut BlockSpace,
     is_meta: bool,
+    pass: u32,
 ) -> Result<(), DmuError> {
     let max_levels = states
         .iter()
@@ -2093,8 +2151,7 @@ fn sync_trees(
         if jobs.is_empty() {
             continue;
         }
-        let mut payloads: Vec<(Vec<u8>, WriteProps, bool, Option<StoredBlock>)> =
-            Vec::with_capacity(jobs.len());
+        let mut payloads: Vec<Payload> = Vec::with_capacity(jobs.len());
         for &(index, blkid) in &jobs {
             let state = &mut *states[index].1;
             let object_type_of_state = state.phys.object_type;
@@ -2122,22 +2179,24 @@ fn sync_trees(
                 props.level = level;
                 (props, fill == 0)
             };
-            payloads.push((data, props, empty, stored));
+            let old_bp = dbuf.bp;
+            payloads.push((data, pass_props(props, pass), empty, stored, old_bp));
         }
         let to_write: Vec<BlockSource<'_>> = payloads
             .iter()
-            .filter(|(_, _, empty, _)| !*empty)
-            .map(|(data, props, _, stored)| BlockSource {
+            .filter(|(_, _, empty, _, _)| !*empty)
+            .map(|(data, props, _, stored, old_bp)| BlockSource {
                 data,
                 props: *props,
                 stored: stored.as_ref(),
+                rewrite: rewrite_candidate(old_bp, pass),
             })
             .collect();
         let mut written = ctx
             .zio
             .write_block_sources(ctx.root, to_write, ctx.txg)?
             .into_iter();
-        for (job, (data, props, empty, _)) in jobs.iter().zip(payloads) {
+        for (job, (data, props, empty, _, _)) in jobs.iter().zip(payloads) {
             let (index, blkid) = *job;
             let new_bp = if empty {
                 // OpenZFS `zio_write_compress` with hole_birth: a block rewritten as zeros
@@ -2225,6 +2284,21 @@ fn adopt_block(
     freed: &mut BlockSpace,
     born: &mut BlockSpace,
 ) -> Result<(), DmuError> {
+    if new_bp.same_dvas(old_bp) {
+        // Overwritten in place (a later sync pass): same space, nothing born or freed.
+        ctx.zio.arc.remove(&crate::zio::BlockKey::of(old_bp));
+        set_child_bp(
+            state,
+            ctx,
+            place.objset,
+            place.object,
+            place.level,
+            place.blkid,
+            new_bp,
+        )?;
+        state.dnode_dirty = true;
+        return Ok(());
+    }
     state.phys.used_bytes = state
         .phys
         .used_bytes

@@ -4,8 +4,13 @@
 //! Each top-level vdev has a metaslab array object (one u64 per metaslab: the object number
 //! of its space map, 0 = none yet). A space map object is OpenZFS's (`zetta_metaslab::
 //! space_map`): a `space_map_phys_t` bonus and `smp_length` bytes of entry words appended
-//! each txg (`Spa::sync_space_maps`); a condense rewrites it whole. Only
-//! allocations outside the MOS are recorded; import marks the MOS's own blocks in use by
-//! walking it, which keeps space map updates from feeding on themselves.
+//! each sync pass of a txg (`Spa::sync_space_maps`); a condense (pass 1 only) rewrites it
+//! whole. Every allocation is recorded, the MOS's own blocks and the space maps' blocks
+//! included (format 16), so the maps synced in txg N describe exactly the space N's tree
+//! references plus what is deferred-free (OpenZFS's `zdb -bcc`: "No leaks"). Writing the
+//! maps dirties the MOS, whose sync allocates again: `spa::txg` ("sync passes") repeats
+//! maps and MOS until a pass leaves nothing for the maps, with blocks born in the txg
+//! overwritten in place from pass 2 so that the passes converge. Frees reach the maps in
+//! the txg (or pass) that frees and stay deferred in memory for two txgs (`ms_defer`).
 
 pub use zetta_metaslab::{MetaslabClass as Allocator, MetaslabGroup, SpaceMapEntry};

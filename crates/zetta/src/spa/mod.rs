@@ -8,7 +8,9 @@
 //!    the sync tasks queued for this txg run (`dsl::synctask`: administrative changes, MOS
 //!    only, seeing each head as written in this txg);
 //! 2. the allocator's space map changes of this txg go into MOS space map objects;
-//! 3. the MOS writes its dirty blocks; its new root is the uberblock's `rootbp`;
+//! 3. the MOS writes its dirty blocks; its new root is the uberblock's `rootbp`; 2 and 3
+//!    repeat as sync passes until the maps hold every allocation of the txg, the MOS's own
+//!    included (`txg`, "sync passes");
 //! 4. every leaf is flushed; if the vdev config changed, the even labels get it (flush);
 //! 5. the uberblock goes to slot `txg % slots` of every label of every leaf (flush);
 //! 6. the odd labels get a changed config (flush); frees from txg-2 become reusable.
@@ -18,9 +20,10 @@
 //! (`sync_retire`). `txg` has the txg states, the locking order and the sync thread.
 //!
 //! A power cut before step 5 completes leaves the previous uberblock as the newest valid
-//! one, and nothing it references was overwritten (frees are deferred two txgs). Import
-//! reads every label, picks the newest uberblock whose MOS verifies, and rebuilds the space
-//! maps; a pool missing a top-level vdev is refused.
+//! one, and nothing it references was overwritten (frees are deferred two txgs; a block
+//! overwritten in place in a later pass was born in this txg). Import reads every label,
+//! picks the newest uberblock whose MOS verifies, and loads the space maps; a pool missing a
+//! top-level vdev is refused.
 //!
 //! MOS layout: object 1 = OpenZFS's object directory, a ZAP naming the pool-wide objects
 //! (`directory`: `root_dataset`, the packed `config` object, `pool_props`, `scan`, feature
@@ -190,13 +193,11 @@ pub fn check_pool_name(name: &str) -> Result<(), String> {
 
 fn mos_policy() -> ObjsetPolicy {
     ObjsetPolicy {
-        data_props: WriteProps {
-            record: false,
-            ..default_data_props()
-        },
+        data_props: default_data_props(),
         meta_copies: 3,
         prev_snap_txg: Txg(0),
-        record: false,
+        record: true,
+        frees_keep_syncing: false,
     }
 }
 
@@ -206,6 +207,7 @@ pub fn dataset_policy(data_props: WriteProps) -> ObjsetPolicy {
         meta_copies: (data_props.copies + 1).min(3),
         prev_snap_txg: Txg(0),
         record: true,
+        frees_keep_syncing: true,
     }
 }
 
@@ -608,21 +610,39 @@ impl Spa {
         }
         phases.history_errlog = mark.elapsed();
         mark = std::time::Instant::now();
-        // 3. Space maps.
-        self.sync_space_maps(txg)?;
-        phases.space_maps = mark.elapsed();
-        mark = std::time::Instant::now();
-        // 4. Object directory and the MOS itself.
-        {
+        // 3-4. Space maps, the object directory and the MOS itself, pass after pass until
+        //      the space maps hold every allocation and free of this txg, the MOS's own
+        //      included (`txg` module header, "sync passes").
+        let mut pass = 1;
+        loop {
+            let arrays_changed = self.sync_space_maps(txg, pass)?;
+            phases.space_maps += mark.elapsed();
+            mark = std::time::Instant::now();
             let ctx = io_ctx!(self, txg);
-            let config = self.config();
-            self.dp
-                .directory
-                .sync(&mut self.dp.mos, &ctx, config, &self.props, &self.scan)?;
+            if pass == 1 || arrays_changed {
+                let config = self.config();
+                self.dp
+                    .directory
+                    .sync(&mut self.dp.mos, &ctx, config, &self.props, &self.scan)?;
+            }
             let old = self.dp.mos_bp;
-            self.dp.mos_bp = self.dp.mos.sync(&ctx, &old)?;
+            self.dp.mos_bp = self.dp.mos.sync_pass(&ctx, &old, pass)?;
+            phases.mos += mark.elapsed();
+            mark = std::time::Instant::now();
+            let pending = self.zio.allocator.lock().has_space_map_updates()
+                || self.zio.log_allocator.lock().has_space_map_updates();
+            if !pending {
+                break;
+            }
+            pass += 1;
+            if pass > txg::SYNC_PASS_MAX {
+                return Err(SpaError::Corrupt(format!(
+                    "txg {txg} did not converge in {} sync passes",
+                    txg::SYNC_PASS_MAX
+                )));
+            }
         }
-        phases.mos = mark.elapsed();
+        phases.sync_passes = pass;
         // 5-8 are the tail's (`txg::SyncTail`): everything it writes is fixed here, with
         // `open_txg` still N (the labels' config says `txg` N).
         let labels = self.config_dirty.then(|| txg::LabelConfigs {
@@ -651,13 +671,26 @@ impl Spa {
         Ok(Some(tail))
     }
 
-    /// Persists this txg's space map changes into MOS objects.
-    fn sync_space_maps(&mut self, txg: Txg) -> Result<(), SpaError> {
-        let mut updates = self.zio.allocator.lock().take_space_map_updates();
-        updates.extend(self.zio.log_allocator.lock().take_space_map_updates());
+    /// Persists the space map changes made since the previous pass into MOS objects
+    /// (OpenZFS `metaslab_sync` in sync pass `pass`: a debug word with the txg and the
+    /// pass before each run of allocations and of frees). Returns whether a vdev's metaslab
+    /// array object was created (the config names it).
+    fn sync_space_maps(&mut self, txg: Txg, pass: u32) -> Result<bool, SpaError> {
+        let mut updates = self
+            .zio
+            .allocator
+            .lock()
+            .take_space_map_updates_in_pass(pass);
+        updates.extend(
+            self.zio
+                .log_allocator
+                .lock()
+                .take_space_map_updates_in_pass(pass),
+        );
         if updates.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
+        let sync_pass = u16::try_from(pass).unwrap_or(u16::MAX);
         let ctx = io_ctx!(self, txg);
         let mut array_objects: Vec<u64> = self
             .root
@@ -717,9 +750,9 @@ impl Spa {
                 start_bytes: update.start_bytes,
                 shift,
             };
-            // One sync pass: the MOS's own blocks are not in the maps (module header).
-            let records = space_map::encode_sync_records(&update.entries, geometry, txg.0, 1)
-                .map_err(|e| SpaError::Corrupt(format!("space map of vdev {vdev}: {e}")))?;
+            let records =
+                space_map::encode_sync_records(&update.entries, geometry, txg.0, sync_pass)
+                    .map_err(|e| SpaError::Corrupt(format!("space map of vdev {vdev}: {e}")))?;
             let bytes = space_map::words_to_bytes(&space_map::encode_records(&records));
             let mut phys = space_map::SpaceMapPhys::decode(&self.dp.mos.bonus(&ctx, object)?)
                 .map_err(|e| SpaError::Corrupt(format!("space map {object}: {e}")))?;
@@ -742,7 +775,7 @@ impl Spa {
             }
         }
         self.config_dirty |= changed;
-        Ok(())
+        Ok(changed)
     }
 
     /// Loads every space map into the allocator (import).
@@ -801,24 +834,8 @@ impl Spa {
                 allocator.add_group(group);
             }
         }
-        // The MOS's own blocks are not in space maps: mark them in use.
-        let mut mos_blocks = Vec::new();
-        ObjectSet::walk_blocks(
-            &ctx,
-            0,
-            &self.dp.mos_bp,
-            &mut |bp, _| mos_blocks.push(*bp),
-            false,
-        )?;
-        for bp in mos_blocks {
-            for dva in bp.dvas.iter().filter(|d| !d.is_empty()) {
-                if let Some(group) = allocator.group_mut(dva.vdev) {
-                    group
-                        .mark_allocated(dva.offset_bytes, dva.asize_bytes)
-                        .map_err(|e| SpaError::Corrupt(format!("MOS block {bp}: {e}")))?;
-                }
-            }
-        }
+        // Every block the pool references is in the space maps, the MOS's own included
+        // (format 16): nothing to add.
         *self.zio.allocator.lock() = allocator;
         *self.zio.log_allocator.lock() = log_allocator;
         Ok(())

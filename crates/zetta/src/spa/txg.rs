@@ -52,6 +52,26 @@
 //! first retires the tail (correct before fast; `tests/zil_crash.rs` cuts the power right
 //! after such an fsync).
 //!
+//! **Sync passes** (OpenZFS `spa_sync_iterate_to_convergence`). The space maps synced in
+//! txg N hold every allocation and free of N, the MOS's own blocks and the space maps'
+//! own blocks included (format 16; `zdb -bcc` checks it). Writing a space map dirties the
+//! MOS, and writing the MOS allocates and frees, so steps 3-4 of `sync_quiesce` repeat:
+//! pass P appends to each changed metaslab's map the allocations and frees made since pass
+//! P-1 (a debug word with N and P before each run: `metaslab_sync`), writes the directory
+//! (pass 1, or when a metaslab array was created) and syncs the MOS in pass P
+//! (`ObjectSet::sync_pass`). The loop ends when that MOS sync left no allocation or free
+//! for the maps. It converges because from pass 2 (`zio::SYNC_PASS_REWRITE`) a dirty MOS
+//! block born in N is overwritten in place when its size is unchanged (no committed tree
+//! reaches it), so a later pass allocates only for blocks dirtied for the first time (a
+//! map's next block, a new indirect block), and from pass 8 (`SYNC_PASS_DONT_COMPRESS`)
+//! sizes stop changing; a map condenses only in pass 1. Unlike OpenZFS, frees of later
+//! passes are not deferred to txg N+1 through a bpobj: they go to the maps in the next
+//! pass like any other (a block born in N and freed in the same txg is free at once and
+//! its allocation, already in the map, is followed by its free). Allocations and frees
+//! the maps have been given stay deferred in memory as before (`txg_committed`: two txgs,
+//! `ms_defer`). A txg that has not converged in `SYNC_PASS_MAX` passes is an engine bug
+//! and fails the commit.
+//!
 //! Under simulation (the leaves are devices of one `io::SimWorld`) `Spa::sync_in_background`
 //! queues the tail in the world (`SimWorld::spawn`) like a writeback batch: it runs at a
 //! seeded scheduling point (`step`) or in the place of whoever waits for it, so cuts land
@@ -77,9 +97,15 @@ pub const DIRTY_BYTES_CEILING: u64 = 2 * DIRTY_BYTES_MAX;
 /// thread (a writer that holds the pool lock through many writes never lets it in).
 pub const DIRTY_BYTES_IN_PLACE: u64 = 3 * DIRTY_BYTES_MAX;
 
+/// Sync passes after which a txg that still changes its space maps fails its commit
+/// (an engine bug: OpenZFS's txgs take a handful, Zetta's two to four).
+pub const SYNC_PASS_MAX: u32 = 100;
+
 /// How long each phase of the last commit took (measurements: docs/PERFORMANCE.md).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SyncPhases {
+    /// Sync passes the MOS and the space maps took to converge (module header).
+    pub sync_passes: u32,
     /// Waiting for and installing the early write batch (`writeback`).
     pub writeback: Duration,
     /// Dataset object sets (their dirty blocks, level by level) and their intent logs.

@@ -112,6 +112,7 @@ fn write_batch(zio: &Zio, root: &Vdev, batch: &Batch) -> Result<Vec<BlockPointer
             data: &r.data,
             props: r.props,
             stored: None,
+            rewrite: None,
         })
         .collect();
     zio.write_block_sources(root, sources, batch.txg)

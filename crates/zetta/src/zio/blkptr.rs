@@ -193,6 +193,12 @@ impl BlockPointer {
         self.embedded.is_some()
     }
 
+    /// Whether both pointers name the same allocated space (OpenZFS `DVA_EQUAL` on every
+    /// DVA): a block overwritten in place in a later sync pass (`zio::BlockSource::rewrite`).
+    pub fn same_dvas(&self, other: &BlockPointer) -> bool {
+        !self.is_hole() && !self.is_embedded() && self.dvas == other.dvas
+    }
+
     /// A hole that remembers when it appeared (`hole_birth`): what OpenZFS's
     /// `free_blocks` and `zio_write_compress` leave in place of a block freed, or rewritten
     /// as zeros, in `txg`. It keeps the block's logical size, type and level.

@@ -128,6 +128,15 @@ struct PreparedBlock<'a> {
     embedded: Option<EmbeddedPayload>,
 }
 
+/// The sync pass from which a block born in the syncing txg is overwritten in place
+/// instead of moved (OpenZFS `zfs_sync_pass_rewrite`): later passes of a txg then allocate
+/// only for blocks dirtied for the first time, so the MOS and its space maps converge.
+pub const SYNC_PASS_REWRITE: u32 = 2;
+/// The sync pass from which the MOS's blocks are written uncompressed (OpenZFS
+/// `zfs_sync_pass_dont_compress`), so that their sizes, and with them their places, stop
+/// changing.
+pub const SYNC_PASS_DONT_COMPRESS: u32 = 8;
+
 /// Whether blocks are embedded when written (OpenZFS with embedded_data active: always).
 /// It was off for a session because `zpl_space`'s full-pool and quota tests failed with it
 /// on; the cause was not embedding but a race it made likelier: the space of an unlinked
@@ -165,6 +174,30 @@ pub struct BlockSource<'a> {
     pub data: &'a [u8],
     pub props: WriteProps,
     pub stored: Option<&'a StoredBlock>,
+    /// The block this one replaces, to be overwritten in place if it may be (OpenZFS
+    /// `zio_write_compress` from `zfs_sync_pass_rewrite`, `ZIO_FLAG_IO_REWRITE`): born in
+    /// this very txg (no committed tree can reach it), not embedded, and the new block
+    /// needs exactly its DVAs' sizes. Only the MOS's later sync passes ask for it
+    /// (`spa::txg`, "sync passes"); the caller must then not free the old block, which is
+    /// recognised by the returned pointer having the same DVAs ([`BlockPointer::same_dvas`]).
+    pub rewrite: Option<BlockPointer>,
+}
+
+/// Whether `old` may be overwritten in place by a block of `psize_bytes` with `copies`
+/// DVAs in `txg` (see [`BlockSource::rewrite`]).
+fn rewritable(root: &Vdev, old: &BlockPointer, psize_bytes: u64, copies: usize, txg: Txg) -> bool {
+    let dvas: Vec<&Dva> = old.dvas.iter().filter(|d| !d.is_empty()).collect();
+    old.birth_txg == txg
+        && u64::from(old.psize_bytes) == psize_bytes
+        && !old.is_hole()
+        && old.embedded.is_none()
+        && dvas.len() == copies
+        && dvas.iter().all(|dva| {
+            root.children.get(dva.vdev as usize).is_some_and(|vdev| {
+                round_up_shift(vdev.allocation_size_bytes(psize_bytes), vdev.ashift)
+                    == dva.asize_bytes
+            })
+        })
 }
 
 fn prepare<'a>(
@@ -286,6 +319,7 @@ impl Zio {
                 data,
                 props,
                 stored: None,
+                rewrite: None,
             })
             .collect();
         self.write_block_sources(root, sources, txg)
@@ -299,6 +333,7 @@ impl Zio {
         txg: Txg,
     ) -> Result<Vec<BlockPointer>, ZioError> {
         let ashift_max = root.children.iter().map(|c| c.ashift).max().unwrap_or(12);
+        let rewrites: Vec<Option<BlockPointer>> = blocks.iter().map(|b| b.rewrite).collect();
         let prepared: Vec<PreparedBlock> = blocks
             .into_par_iter()
             .map(|b| prepare(b.data, b.props, b.stored, ashift_max, &self.checksum_salt))
@@ -307,8 +342,11 @@ impl Zio {
         let mut bps = Vec::with_capacity(prepared.len());
         {
             let mut allocator = self.allocator.lock();
-            for block in &prepared {
+            // Blocks overwritten in place: their DVAs are not this batch's to roll back.
+            let mut rewritten: Vec<bool> = Vec::with_capacity(prepared.len());
+            for (block, rewrite) in prepared.iter().zip(&rewrites) {
                 if let Some(payload) = block.embedded {
+                    rewritten.push(false);
                     bps.push(BlockPointer::embedded(
                         payload,
                         block.lsize_bytes as u32,
@@ -320,18 +358,34 @@ impl Zio {
                     continue;
                 }
                 let copies = usize::from(block.props.copies.clamp(1, 3));
+                let in_place = rewrite
+                    .filter(|old| rewritable(root, old, block.psize_bytes, copies, txg))
+                    .map(|old| {
+                        old.dvas
+                            .iter()
+                            .filter(|d| !d.is_empty())
+                            .map(|d| (d.vdev, d.offset_bytes, d.asize_bytes))
+                            .collect::<Vec<_>>()
+                    });
+                rewritten.push(in_place.is_some());
                 let asize_of = |vdev_id: u32| {
                     root.children
                         .get(vdev_id as usize)
                         .map(|v| v.allocation_size_bytes(block.psize_bytes))
                         .unwrap_or(u64::MAX)
                 };
-                let dvas = match allocator.allocate(copies, &asize_of, block.props.record, txg.0) {
+                let allocated = match in_place {
+                    Some(dvas) => Ok(dvas),
+                    None => allocator.allocate(copies, &asize_of, block.props.record, txg.0),
+                };
+                let dvas = match allocated {
                     Ok(dvas) => dvas,
                     Err(_) => {
                         // Roll back this batch's allocations: nothing references them.
-                        for bp in &bps {
-                            free_dvas(&mut allocator, bp, block.props.record, txg);
+                        for (bp, in_place) in bps.iter().zip(&rewritten) {
+                            if !in_place {
+                                free_dvas(&mut allocator, bp, block.props.record, txg);
+                            }
                         }
                         return Err(ZioError::NoSpace);
                     }
@@ -565,11 +619,18 @@ impl Zio {
 
     /// Frees a block's space (deferred two txgs unless it was born in this open txg).
     pub fn free_block(&self, bp: &BlockPointer, record: bool, txg: Txg) {
+        self.free_block_noting(bp, record, record, txg);
+    }
+
+    /// `free_block`, where `note` says whether the free keeps the pool committing until
+    /// the space is allocatable again (`note_free`, `Spa::frees_pending`): not for the
+    /// MOS's own blocks, which every commit replaces, or an idle pool would never stop.
+    pub fn free_block_noting(&self, bp: &BlockPointer, record: bool, note: bool, txg: Txg) {
         if bp.is_hole() {
             return;
         }
         self.arc.remove(&BlockKey::of(bp));
-        if record {
+        if note {
             self.note_free(txg);
         }
         let mut allocator = self.allocator.lock();
