@@ -41,6 +41,7 @@ pub mod txg;
 pub mod uberblock;
 mod vdev_ops;
 pub mod writeback;
+pub mod zfeature;
 
 pub use error::SpaError;
 pub use import::{find_pools, ImportCandidate};
@@ -97,6 +98,9 @@ pub struct CreateOptions {
     pub ashift: u32,
     pub props: NvList,
     pub arc_size_bytes_max: u64,
+    /// The features enabled in the first txg (`zpool create`: every supported one; `-d`:
+    /// none but those named), dependencies enabled with them.
+    pub features: Vec<&'static zfeature::FeatureInfo>,
 }
 
 impl Default for CreateOptions {
@@ -105,6 +109,7 @@ impl Default for CreateOptions {
             ashift: ASHIFT_DEFAULT,
             props: NvList::new(),
             arc_size_bytes_max: ARC_SIZE_BYTES_DEFAULT,
+            features: zfeature::ZETTA_FEATURES.iter().collect(),
         }
     }
 }
@@ -424,7 +429,9 @@ impl Spa {
             spa.dp
                 .mos
                 .set_bonus(&ctx, MOS_OBJECT_ROOT_DATASET, &dataset.encode())?;
-            spa.dp.directory = directory::MosDirectory::create(&mut spa.dp.mos, &ctx)?;
+            spa.dp.directory =
+                directory::MosDirectory::create(&mut spa.dp.mos, &ctx, &options.features)?;
+            spa.publish_features();
 
             // The pool's root filesystem is a ZPL filesystem from the first txg.
             crate::zpl::Zfsvfs::create_fs(&mut spa.dp.root_dataset, &ctx)
@@ -486,7 +493,34 @@ impl Spa {
             hostname: &hostname(),
             root: &self.root,
             cache: &self.cache,
+            label_features: &self.dp.directory.features.label_features(),
         })
+    }
+
+    /// Tells the write path which active features shape what it writes (holes with their
+    /// birth, embedded block pointers): called whenever the feature state changes.
+    pub(crate) fn publish_features(&self) {
+        let features = &self.dp.directory.features;
+        self.zio.set_block_features(
+            features.is_active("com.delphix:hole_birth"),
+            features.is_active("com.delphix:embedded_data"),
+        );
+    }
+
+    /// The pool's feature flags (`spa::zfeature`).
+    pub fn features(&self) -> &zfeature::FeatureState {
+        &self.dp.directory.features
+    }
+
+    /// `zpool upgrade` / `zpool set feature@NAME=enabled`: enables a supported feature
+    /// (and what it depends on) in the open txg; false when it already was.
+    pub fn feature_enable(&mut self, info: &'static zfeature::FeatureInfo) -> bool {
+        let enabled = self.dp.directory.features.enable(info);
+        if enabled {
+            self.mark_config_dirty();
+            self.publish_features();
+        }
+        enabled
     }
 
     /// Commits the open txg (see the module header for the order of writes) and returns it
