@@ -387,3 +387,43 @@ fn zdb_reads_the_feature_zaps_zetta_writes() {
     let config = zdb_ok(&lab, &["-C", "bare"]);
     assert!(config.contains("com.delphix:embedded_data"), "{config}");
 }
+
+// Why: a pool without lz4_compress (or zstd_compress, sha512, large_blocks…) must never
+// get blocks of that kind: `zfs set`/`zfs create -o` refuse such values with libzfs's
+// ENOTSUP words, and `compression=on` writes lzjb there (`zio_compress_select`), which
+// zdb reads back without complaint.
+#[test]
+fn values_needing_a_disabled_feature_are_refused() {
+    let lab = Lab::new();
+    let disk = lab.disk("d0", DISK_SIZE_BYTES);
+    zpool_ok(&lab, &["create", "-d", "-m", "none", "tank", &disk]);
+    let zfs = |args: &[&str]| {
+        let mut command = lab.command("zfs");
+        command.args(args).env("ZETTA_MOUNT", "0");
+        lab.run(command)
+    };
+    for value in [
+        "compression=lz4",
+        "compression=zstd",
+        "checksum=sha512",
+        "recordsize=1M",
+    ] {
+        let out = zfs(&["set", value, "tank"]);
+        assert_eq!(out.code, 1, "{value}");
+        assert_eq!(
+            out.stderr,
+            "cannot set property for 'tank': pool and or dataset must be upgraded to set this property or value\n",
+            "{value}"
+        );
+        let out = zfs(&["create", "-o", value, "tank/x"]);
+        assert_eq!(
+            out.stderr,
+            "cannot create 'tank/x': pool must be upgraded to set this property or value\n",
+            "{value}"
+        );
+        assert_eq!(zfs(&["list", "tank/x"]).code, 1, "{value}");
+    }
+    assert_eq!(zfs(&["set", "compression=on", "tank"]).code, 0);
+    zpool_ok(&lab, &["set", "feature@lz4_compress=enabled", "tank"]);
+    assert_eq!(zfs(&["set", "compression=lz4", "tank"]).code, 0);
+}

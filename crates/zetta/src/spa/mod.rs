@@ -504,6 +504,7 @@ impl Spa {
         self.zio.set_block_features(
             features.is_active("com.delphix:hole_birth"),
             features.is_active("com.delphix:embedded_data"),
+            features.is_active("org.illumos:lz4_compress"),
         );
     }
 

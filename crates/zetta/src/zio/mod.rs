@@ -255,6 +255,9 @@ pub struct Zio {
     hole_birth: std::sync::atomic::AtomicBool,
     /// Whether embedded_data is active: tiny compressed blocks go into the pointer.
     embedded_data: std::sync::atomic::AtomicBool,
+    /// Whether lz4_compress is active: `compression=on` (and metadata) compress with lz4,
+    /// else with lzjb (`zio_compress_select`).
+    lz4_compress: std::sync::atomic::AtomicBool,
 }
 
 impl Zio {
@@ -268,14 +271,27 @@ impl Zio {
             checksum_salt: [0; 32],
             hole_birth: std::sync::atomic::AtomicBool::new(true),
             embedded_data: std::sync::atomic::AtomicBool::new(true),
+            lz4_compress: std::sync::atomic::AtomicBool::new(true),
         }
     }
 
     /// Sets what the pool's active features allow the write path to write.
-    pub fn set_block_features(&self, hole_birth: bool, embedded_data: bool) {
+    pub fn set_block_features(&self, hole_birth: bool, embedded_data: bool, lz4_compress: bool) {
         use std::sync::atomic::Ordering;
         self.hole_birth.store(hole_birth, Ordering::Relaxed);
         self.embedded_data.store(embedded_data, Ordering::Relaxed);
+        self.lz4_compress.store(lz4_compress, Ordering::Relaxed);
+    }
+
+    /// `zio_compress_select` of lz4 (what `on`, the default, resolves to): lzjb on a pool
+    /// without lz4_compress (the CLI refuses an explicit `compression=lz4` there).
+    fn select_compression(&self, compression: Compression) -> Compression {
+        let lz4 = self.lz4_compress.load(std::sync::atomic::Ordering::Relaxed);
+        if compression == Compression::Lz4 && !lz4 {
+            Compression::Lzjb
+        } else {
+            compression
+        }
     }
 
     /// Whether holes carry their birth (hole_birth active).
