@@ -396,6 +396,23 @@ fn features_disabled_at_create_are_enabled_later_with_their_txg() {
     assert!(!entries.contains_key(objdir::FEATURE_ENABLED_TXG));
     let hole = spa.zio.hole(Txg(9), 4096, 19, 0);
     assert_eq!(hole, crate::zio::blkptr::BlockPointer::HOLE);
+    // `compression=on` (lz4 in Zetta's policies) writes lzjb (id 3) without lz4_compress,
+    // and a block that would fit in a pointer is not embedded without embedded_data.
+    let text = vec![b'z'; 16384];
+    let tiny = vec![0u8; 512];
+    let bps = spa
+        .zio
+        .write_blocks(
+            &spa.root,
+            vec![
+                (&text[..], crate::dmu::default_data_props()),
+                (&tiny[..], crate::dmu::default_data_props()),
+            ],
+            spa.open_txg(),
+        )
+        .unwrap();
+    assert_eq!(bps[0].compression, 3);
+    assert!(!bps[1].is_embedded());
 
     let hole_birth = zfeature::lookup_name("hole_birth").unwrap();
     assert!(spa.feature_enable(hole_birth));

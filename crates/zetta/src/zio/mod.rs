@@ -356,9 +356,11 @@ impl Zio {
         let prepared: Vec<PreparedBlock> = blocks
             .into_par_iter()
             .map(|b| {
+                let mut props = b.props;
+                props.compression = self.select_compression(props.compression);
                 prepare(
                     b.data,
-                    b.props,
+                    props,
                     b.stored,
                     ashift_max,
                     &self.checksum_salt,
