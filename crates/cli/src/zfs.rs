@@ -351,6 +351,15 @@ fn space_limit_refusal(
 /// reservation larger than the space available) takes the new dataset away again, as
 /// OpenZFS's create does.
 fn store_created(imported: &mut Imported, name: &str, settings: Vec<SetValue>) -> CmdResult {
+    if settings
+        .iter()
+        .any(|set| needs_disabled_feature(imported, set))
+    {
+        imported.spa.destroy_filesystem(name).map_err(spa_fail)?;
+        return fail(format!(
+            "cannot create '{name}': pool must be upgraded to set this property or value"
+        ));
+    }
     for set in settings {
         if space_limit_refusal(imported, name, &set)?.is_some() {
             imported.spa.destroy_filesystem(name).map_err(spa_fail)?;
@@ -359,6 +368,35 @@ fn store_created(imported: &mut Imported, name: &str, settings: Vec<SetValue>) -
         store(imported, name, set)?;
     }
     Ok(())
+}
+
+/// `zfs_check_settable`'s feature checks: a value whose blocks need a pool feature that
+/// is not enabled (lz4, zstd, the salted checksums, records above 128K) is refused, as
+/// OpenZFS answers ENOTSUP ("… must be upgraded to set this property or value").
+fn needs_disabled_feature(imported: &Imported, set: &SetValue) -> bool {
+    let SetValue::Native(prop, value) = set else {
+        return false;
+    };
+    let word = value.to_stored();
+    let feature = match prop {
+        ZfsProp::Compression if word == "lz4" => "lz4_compress",
+        ZfsProp::Compression if word.starts_with("zstd") => "zstd_compress",
+        ZfsProp::Checksum | ZfsProp::Dedup => match word.split(',').next().unwrap_or("") {
+            "sha512" => "sha512",
+            "skein" => "skein",
+            "edonr" => "edonr",
+            "blake3" => "blake3",
+            _ => return false,
+        },
+        ZfsProp::Recordsize => match value {
+            PropValue::Number(bytes) if *bytes > 128 << 10 => "large_blocks",
+            _ => return false,
+        },
+        _ => return false,
+    };
+    // A feature Zetta does not support (edonr) is never enabled on a pool it writes.
+    !zetta::spa::zfeature::lookup_name(feature)
+        .is_some_and(|info| imported.spa.features().is_enabled(info.guid))
 }
 
 pub(crate) fn store(imported: &mut Imported, name: &str, set: SetValue) -> Result<(), CmdError> {
@@ -1952,6 +1990,11 @@ fn cmd_set(args: &[String]) -> CmdResult {
         }
         if let Some(why) = space_limit_refusal(&mut imported, name, &set)? {
             return fail(format!("cannot set property for '{name}': {why}"));
+        }
+        if imported.spa.openzfs().is_none() && needs_disabled_feature(&imported, &set) {
+            return fail(format!(
+                "cannot set property for '{name}': pool and or dataset must be upgraded to set this property or value"
+            ));
         }
         let prop = match &set {
             SetValue::Native(prop, _) => prop.name().to_string(),

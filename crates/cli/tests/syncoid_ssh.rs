@@ -212,7 +212,7 @@ fn syncoid_replicates_to_a_second_host_over_ssh() {
             &host,
             "zpool get -o value -H feature@extensible_dataset backup"
         ),
-        "active\n"
+        "enabled\n"
     );
 
     let target = format!("root@{}:backup/data", remote.address);

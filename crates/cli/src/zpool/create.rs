@@ -11,7 +11,7 @@
 //! (`-O`, `-m`) are kept as `fs:<name>` pool properties until datasets exist.
 
 use super::pool::{self, Imported};
-use super::{fail, getopt, props, split_prop, usage, CmdError, CmdResult, Ctx};
+use super::{fail, getopt, props, split_prop, upgrade, usage, CmdError, CmdResult, Ctx};
 use zetta::nvlist::NvList;
 use zetta::spa::{check_pool_name, CreateOptions, Spa};
 use zetta::types::ASHIFT_DEFAULT;
@@ -60,9 +60,9 @@ fn spec_tree(groups: &[VdevSpecGroup], class: VdevClass, indent: usize) -> Strin
     out
 }
 
-/// `zpool create [-fn] [-o p=v]… [-O p=v]… [-m mnt] [-R root] pool vdev…`
+/// `zpool create [-fnd] [-o p=v]… [-O p=v]… [-m mnt] [-R root] pool vdev…`
 pub fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "fno:O:m:R:")?;
+    let parsed = getopt(args, "fndo:O:m:R:")?;
     let force = parsed.has('f');
     let Some(name) = parsed.operands.first() else {
         return usage("missing pool name argument");
@@ -72,6 +72,12 @@ pub fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
     }
     let mut pool_props = NvList::new();
     let mut ashift = ASHIFT_DEFAULT;
+    let mut features = upgrade::CreateFeatures {
+        none_by_default: parsed.has('d'),
+        ..Default::default()
+    };
+    let mut compatibility = None;
+    let mut given = std::collections::BTreeSet::new();
     for option in parsed.values('o') {
         let Some((key, value)) = split_prop(&option) else {
             return fail("missing '=' for -o option");
@@ -81,14 +87,25 @@ pub fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
                 "property '{key}' is not a valid pool or vdev property"
             ));
         }
-        if pool_props.get_str(key).is_some() && key != "cachefile" {
+        if !given.insert(key.to_string()) && key != "cachefile" {
             return fail(format!("property '{key}' specified multiple times"));
         }
+        if key == "version" {
+            // Not stored: the version is the pool's format, 5000 or refused.
+            upgrade::check_create_version(name, value)?;
+            continue;
+        }
         if key == "compatibility" {
-            check_compatibility_files(value)?;
+            compatibility = Some(value.to_string());
         }
         props::validate(key, value, props::Phase::Create)
             .map_err(|why| CmdError::Fail(format!("cannot create '{name}': {why}")))?;
+        if let Some(feature) = key.strip_prefix("feature@") {
+            if let Some(info) = zetta::spa::zfeature::lookup_name(feature) {
+                features.settings.push((info, value == "enabled"));
+            }
+            continue;
+        }
         if key == "ashift" {
             ashift = match value.parse::<u32>() {
                 Ok(0) | Err(_) => ASHIFT_DEFAULT,
@@ -165,11 +182,13 @@ pub fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
             "{action}: one or more devices is less than the minimum size (64M)"
         ));
     }
+    let compat = upgrade::load_compat_reporting(compatibility.as_deref().unwrap_or("off"), ctx)?;
     let tops = pool::open_tops(&groups)?;
     let options = CreateOptions {
         ashift,
         props: pool_props,
         arc_size_bytes_max: pool::ARC_SIZE_BYTES_CLI,
+        features: upgrade::create_features(&features, &compat, ctx),
     };
     let spa = Spa::create(name, &tops, &options)
         .map_err(|e| CmdError::Fail(format!("{action}: {}", pool::spa_error_text(&e))))?;
@@ -202,30 +221,6 @@ pub fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let event = super::events::sysevent(&imported.spa, "pool_create", None);
     super::events::pump(Some(&imported.spa), vec![event]);
     Ok(())
-}
-
-/// `zpool_do_load_compat`: every file of a `compatibility` list (other than `off` and
-/// `legacy`) must exist in /etc/zfs/compatibility.d or /usr/share/zfs/compatibility.d.
-fn check_compatibility_files(value: &str) -> CmdResult {
-    if matches!(value, "off" | "legacy" | "") {
-        return Ok(());
-    }
-    let mut missing = String::new();
-    for file in value.split(',').filter(|f| !f.is_empty()) {
-        let found = ["/etc/zfs/compatibility.d", "/usr/share/zfs/compatibility.d"]
-            .iter()
-            .any(|dir| !file.contains('/') && std::path::Path::new(dir).join(file).is_file());
-        if !found {
-            missing.push_str(file);
-            missing.push(' ');
-        }
-    }
-    if missing.is_empty() {
-        return Ok(());
-    }
-    fail(format!(
-        "Error: could not read/parse feature file(s): {missing}"
-    ))
 }
 
 /// zpool_do_create: the root filesystem's mountpoint (`-m`, `-O mountpoint=`, else

@@ -63,24 +63,6 @@ const POOL_PROPS: &[(&str, Kind, &str)] = &[
     ("compatibility", Kind::Text, "off"),
 ];
 
-/// Features reported by `zpool get all` (all enabled at create; these are in use).
-const FEATURES: &[(&str, &str)] = &[
-    ("async_destroy", "enabled"),
-    ("empty_bpobj", "active"),
-    ("lz4_compress", "active"),
-    ("spacemap_histogram", "active"),
-    ("enabled_txg", "active"),
-    ("hole_birth", "active"),
-    ("extensible_dataset", "active"),
-    ("embedded_data", "active"),
-    ("bookmarks", "enabled"),
-    ("large_blocks", "enabled"),
-    ("sha512", "enabled"),
-    ("skein", "enabled"),
-    ("zstd_compress", "enabled"),
-    ("blake3", "enabled"),
-];
-
 /// When a property is being given a value.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -107,7 +89,7 @@ const ALIASES: &[(&str, &str)] = &[
 /// The property a name or column header stands for.
 pub fn canonical(name: &str) -> String {
     let lower = name.to_ascii_lowercase();
-    if lower.starts_with("feature@") {
+    if lower.starts_with("feature@") || lower.starts_with("unsupported@") {
         return name.to_string();
     }
     match ALIASES.iter().find(|(alias, _)| *alias == lower) {
@@ -117,28 +99,27 @@ pub fn canonical(name: &str) -> String {
 }
 
 pub fn is_pool_prop(name: &str) -> bool {
-    name.starts_with("feature@") || POOL_PROPS.iter().any(|(n, _, _)| *n == name)
+    name.starts_with("feature@")
+        || name.starts_with("unsupported@")
+        || POOL_PROPS.iter().any(|(n, _, _)| *n == name)
 }
 
 /// `zpool_valid_proplist` for one property: the reason text after "cannot …: ".
 pub fn validate(name: &str, value: &str, phase: Phase) -> Result<(), String> {
     if let Some(feature) = name.strip_prefix("feature@") {
-        if !FEATURES.iter().any(|(f, _)| *f == feature) {
+        // `zpool_valid_proplist`'s feature checks, in its order.
+        if zetta::spa::zfeature::lookup_name(feature).is_none() {
+            return Err(format!("feature '{feature}' unsupported by kernel"));
+        }
+        if value != "enabled" && value != "disabled" {
             return Err(format!(
-                "property '{name}' is not a valid pool or vdev property"
+                "property '{name}' can only be set to 'enabled' or 'disabled'"
             ));
         }
-        let allowed: &[&str] = if phase == Phase::Set {
-            &["enabled"]
-        } else {
-            &["enabled", "disabled"]
-        };
-        if !allowed.contains(&value) {
-            return Err(format!("property '{name}' can only be set to 'enabled'"));
-        }
-        if value == "disabled" {
-            // Zetta's feature set is fixed: a pool without one is not something it makes.
-            return Err(POOL_NOTSUP.to_string());
+        if phase != Phase::Create && value == "disabled" {
+            return Err(format!(
+                "property '{name}' can only be set to 'disabled' at creation time"
+            ));
         }
         return Ok(());
     }
@@ -178,6 +159,10 @@ pub fn validate(name: &str, value: &str, phase: Phase) -> Result<(), String> {
                 "property 'bootfs' cannot be set at creation or import time".to_string(),
             ),
             "bootfs" => Err("operation not applicable to datasets of this type".to_string()),
+            // At create, `zpool_do_create` reads the files itself ("Error: …").
+            "compatibility" if phase == Phase::Set => {
+                super::upgrade::load_compat(value).map(|_| ())
+            }
             _ => Ok(()),
         },
         _ => Ok(()),
@@ -194,14 +179,13 @@ const POOL_NOTSUP: &str = "operation not supported on this type of pool";
 
 /// Pool property values Zetta would store but not act on, refused rather than ignored
 /// (README "What Zetta refuses"): a cache file other than its own, automatic replace and
-/// trim, failure modes other than waiting, snapshots in `zfs list`, multihost protection,
-/// feature compatibility sets. The defaults pass.
+/// trim, failure modes other than waiting, snapshots in `zfs list`, multihost protection.
+/// The defaults pass.
 fn pool_value_unhonoured(name: &str, value: &str) -> bool {
     match name {
         "cachefile" => !value.is_empty(),
         "autoreplace" | "autotrim" | "listsnapshots" | "multihost" => value == "on",
         "failmode" => value != "wait",
-        "compatibility" => value != "off",
         _ => false,
     }
 }
@@ -226,22 +210,31 @@ pub fn value_of(imported: &Imported, name: &str, exact: bool) -> Option<(String,
         }
     };
     if let Some(feature) = name.strip_prefix("feature@") {
-        let (_, state) = FEATURES.iter().find(|(f, _)| *f == feature)?;
-        // A foreign pool's features are what its MOS lists (by guid: `org:name`).
+        let info = zetta::spa::zfeature::lookup_name(feature)?;
+        // A foreign pool's features are what its MOS lists (by guid).
         if let Some(foreign) = spa.openzfs() {
-            let count = foreign
-                .features
-                .iter()
-                .find(|(guid, _)| guid.rsplit(':').next() == Some(feature))
-                .map(|(_, count)| *count);
-            let state = match count {
+            let state = match foreign.features.get(info.guid) {
                 Some(0) => "enabled",
                 Some(_) => "active",
                 None => "disabled",
             };
             return Some((state.to_string(), "local"));
         }
-        let state = spa.props.get_str(name).unwrap_or(state);
+        let state = spa.features().status(info);
+        return Some((state.name().to_string(), "local"));
+    }
+    if let Some(guid) = name.strip_prefix("unsupported@") {
+        // `zpool_prop_get_feature` of a feature this software does not know.
+        let count = match spa.openzfs() {
+            Some(foreign) => foreign.features.get(guid).copied(),
+            None => spa
+                .features()
+                .unsupported()
+                .into_iter()
+                .find(|(g, _)| *g == guid)
+                .map(|(_, count)| count),
+        }?;
+        let state = if count == 0 { "inactive" } else { "readonly" };
         return Some((state.to_string(), "local"));
     }
     let computed = match name {
@@ -298,11 +291,40 @@ pub fn fragmentation(imported: &Imported) -> Option<u64> {
     weighted.checked_div(total)
 }
 
-fn all_names() -> Vec<String> {
+/// `zpool get all`'s rows for one pool (`zpool_expand_proplist`): the properties, every
+/// supported feature, then an `unsupported@GUID` row per feature the pool lists that this
+/// software does not know.
+fn all_names(imported: &Imported) -> Vec<String> {
+    let spa = &imported.spa;
+    let unsupported: Vec<String> = match spa.openzfs() {
+        Some(foreign) => foreign
+            .features
+            .keys()
+            .filter(|guid| zetta::spa::zfeature::lookup_guid(guid).is_none())
+            .cloned()
+            .collect(),
+        None => spa
+            .features()
+            .unsupported()
+            .into_iter()
+            .map(|(guid, _)| guid.to_string())
+            .collect(),
+    };
+    let mut names = base_names();
+    names.extend(unsupported.into_iter().map(|g| format!("unsupported@{g}")));
+    names
+}
+
+/// The properties and supported features, in `zpool get all` order.
+fn base_names() -> Vec<String> {
     POOL_PROPS
         .iter()
         .map(|(n, _, _)| n.to_string())
-        .chain(FEATURES.iter().map(|(f, _)| format!("feature@{f}")))
+        .chain(
+            zetta::spa::zfeature::ZETTA_FEATURES
+                .iter()
+                .map(|f| format!("feature@{}", f.name)),
+        )
         .collect()
 }
 
@@ -318,8 +340,9 @@ pub fn cmd_get(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let Some(list) = parsed.operands.first() else {
         return usage("missing property argument");
     };
-    let names: Vec<String> = if list == "all" {
-        all_names()
+    let all = list == "all";
+    let names: Vec<String> = if all {
+        base_names()
     } else {
         let names: Vec<String> = list.split(',').map(canonical).collect();
         for name in &names {
@@ -366,7 +389,12 @@ pub fn cmd_get(args: &[String], ctx: &mut Ctx) -> CmdResult {
         })
         .collect();
     for imported in &pools {
-        let values = names
+        let pool_names = if all {
+            all_names(imported)
+        } else {
+            names.clone()
+        };
+        let values = pool_names
             .iter()
             .filter_map(|name| {
                 let (value, source) = value_of(imported, name, exact)?;
@@ -479,6 +507,17 @@ pub fn cmd_set(args: &[String], _ctx: &mut Ctx) -> CmdResult {
     let mut imported = pool::open_pool(name)?;
     pool::writable(&imported, &action)?;
     validate(key, value, Phase::Set).map_err(|why| CmdError::Fail(format!("{action}: {why}")))?;
+    if let Some(feature) = key.strip_prefix("feature@") {
+        if imported.spa.openzfs().is_some() {
+            return Err(CmdError::Fail(format!("{action}: pool is read-only")));
+        }
+        super::upgrade::set_feature(&mut imported, feature)
+            .map_err(|why| CmdError::Fail(format!("{action}: {why}")))?;
+        imported
+            .spa
+            .log_history(&super::create::history_line("set", args));
+        return pool::commit(&mut imported);
+    }
     let spa = &mut imported.spa;
     if key == "cachefile" && (value.is_empty() || value == "-") {
         spa.props.remove(key);

@@ -228,6 +228,8 @@ pub fn status_view(imported: &Imported) -> PoolStatusView {
             Status::FeatDisabled => view.set_reason(&STATUS_FEAT_DISABLED),
             _ => {}
         }
+    } else if super::upgrade::requested_features_missing(imported) {
+        view.set_reason(&STATUS_FEAT_DISABLED);
     }
     view
 }

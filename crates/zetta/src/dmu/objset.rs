@@ -1240,7 +1240,7 @@ impl ObjectSet {
                 released.push(old);
                 // OpenZFS `free_blocks` with hole_birth: the hole keeps the block's
                 // logical size, type and level, and records the txg it appeared in.
-                let hole = BlockPointer::hole_born(ctx.txg, old.lsize_bytes, old.object_type, 0);
+                let hole = ctx.zio.hole(ctx.txg, old.lsize_bytes, old.object_type, 0);
                 set_child_bp(state, ctx, objset, id.0, 0, blkid, hole)?;
             }
         }
@@ -2211,7 +2211,8 @@ fn sync_trees(
                 if old_birth.0 == 0 {
                     BlockPointer::HOLE
                 } else {
-                    BlockPointer::hole_born(ctx.txg, data.len() as u32, props.object_type, level)
+                    ctx.zio
+                        .hole(ctx.txg, data.len() as u32, props.object_type, level)
                 }
             } else {
                 written

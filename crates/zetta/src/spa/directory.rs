@@ -42,6 +42,7 @@
 //! they changed. Reading validates every entry (present, one integer, an existing object, a
 //! bonus of the right size) and returns `SpaError::Corrupt` otherwise.
 
+use super::zfeature::{FeatureInfo, FeatureState};
 use super::{ScanStats, SpaError, MOS_OBJECT_ERRLOG, MOS_OBJECT_HISTORY, MOS_OBJECT_ROOT_DIR};
 use crate::dmu::{object_type, IoCtx, ObjectSet};
 use crate::dsl::openzfs::{objdir, ot};
@@ -72,6 +73,8 @@ const FREE_BPOBJ_BLOCK_BYTES: u32 = 128 << 10;
 pub struct MosDirectory {
     pub config: u64,
     pub pool_props: u64,
+    /// The feature ZAPs' state (`spa::zfeature`).
+    pub features: FeatureState,
     written_props: Option<NvList>,
     written_errlog: Option<BTreeSet<Bookmark>>,
     written_scan: Option<[u64; super::scan::SCAN_PHYS_WORDS]>,
@@ -171,7 +174,11 @@ fn required_u64(mos: &ObjectSet, ctx: &IoCtx<'_>, name: &str) -> Result<u64, Spa
 impl MosDirectory {
     /// Creates object 1 and the objects it names, in a new pool's first txg (objects 2, 3
     /// and 5 are the caller's: history, error log, root DSL dir).
-    pub fn create(mos: &mut ObjectSet, ctx: &IoCtx<'_>) -> Result<MosDirectory, SpaError> {
+    pub fn create(
+        mos: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        enable: &[&'static FeatureInfo],
+    ) -> Result<MosDirectory, SpaError> {
         let dir = ObjectId(objdir::DIRECTORY_OBJECT);
         zap::zap_create_at(mos, ctx, dir, object_type::OBJECT_DIRECTORY).map_err(zap_err)?;
         let config = create_packed(mos, ctx)?;
@@ -191,30 +198,28 @@ impl MosDirectory {
             (objdir::HISTORY, MOS_OBJECT_HISTORY.0),
             (objdir::ERRLOG_LAST, MOS_OBJECT_ERRLOG.0),
         ];
-        for name in [
-            objdir::FEATURES_FOR_READ,
-            objdir::FEATURES_FOR_WRITE,
-            objdir::FEATURE_DESCRIPTIONS,
-        ] {
-            let object = zap::zap_create(mos, ctx, ot::ZAP_METADATA).map_err(zap_err)?;
-            entries.push((name, object.0));
-            // `feature_sync` of the one active feature: write-only, refcount 1.
-            if name == objdir::FEATURES_FOR_WRITE {
-                zap::zap_add(mos, ctx, object, FEATURE_PRIVATE_FORMAT, &[1]).map_err(zap_err)?;
-            }
-            if name == objdir::FEATURE_DESCRIPTIONS {
-                let mut text = FEATURE_PRIVATE_FORMAT_DESCRIPTION.as_bytes().to_vec();
-                text.push(0);
-                zap::zap_update_bytes(mos, ctx, object, FEATURE_PRIVATE_FORMAT, &text)
-                    .map_err(zap_err)?;
-            }
+        // `spa_feature_create_zap_objects`, Zetta's own feature, then the requested
+        // features in order (`spa_sync_props` of `feature@NAME=enabled`).
+        let (mut features, feature_entries) = FeatureState::create(mos, ctx)?;
+        entries.extend(feature_entries);
+        features.add_private(
+            mos,
+            ctx,
+            FEATURE_PRIVATE_FORMAT,
+            FEATURE_PRIVATE_FORMAT_DESCRIPTION,
+            1,
+        )?;
+        for info in enable {
+            features.enable(info);
         }
         for (name, value) in entries {
             zap::zap_add(mos, ctx, dir, name, &[value]).map_err(zap_err)?;
         }
+        features.sync(mos, ctx)?;
         Ok(MosDirectory {
             config,
             pool_props,
+            features,
             written_props: None,
             written_errlog: None,
             written_scan: None,
@@ -275,10 +280,19 @@ impl MosDirectory {
                 Some(ZapValue::Bytes(_)) => return Err(corrupt("scan is a byte string")),
             };
         let errlog = load_errlog(mos, ctx)?;
+        let features = FeatureState::load(
+            mos,
+            ctx,
+            required_u64(mos, ctx, objdir::FEATURES_FOR_READ)?,
+            required_u64(mos, ctx, objdir::FEATURES_FOR_WRITE)?,
+            required_u64(mos, ctx, objdir::FEATURE_DESCRIPTIONS)?,
+            entry_u64(mos, ctx, objdir::FEATURE_ENABLED_TXG)?,
+        )?;
         Ok(LoadedDirectory {
             directory: MosDirectory {
                 config: config_obj,
                 pool_props,
+                features,
                 written_props: Some(props.clone()),
                 written_errlog: Some(errlog.clone()),
                 written_scan: Some(scan.to_scan_phys()),
@@ -314,6 +328,9 @@ impl MosDirectory {
         let packed =
             crate::nvpair_xdr::pack(&config).map_err(|e| SpaError::Invalid(e.to_string()))?;
         write_packed(mos, ctx, self.config, &packed)?;
+        if self.features.is_dirty() {
+            self.features.sync(mos, ctx)?;
+        }
         let words = scan.to_scan_phys();
         if self.written_scan != Some(words) {
             let dir = ObjectId(objdir::DIRECTORY_OBJECT);

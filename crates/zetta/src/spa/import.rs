@@ -256,6 +256,7 @@ impl Spa {
             readonly,
             openzfs: None,
         };
+        spa.publish_features();
         {
             let ctx = io_ctx!(spa, txg);
             spa.dp.mos = ObjectSet::open(&ctx, 0, &ub.rootbp, mos_policy())?;

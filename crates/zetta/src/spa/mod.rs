@@ -44,6 +44,7 @@ pub mod txg;
 pub mod uberblock;
 mod vdev_ops;
 pub mod writeback;
+pub mod zfeature;
 
 pub use error::SpaError;
 pub use import::{find_pools, ImportCandidate};
@@ -100,6 +101,9 @@ pub struct CreateOptions {
     pub ashift: u32,
     pub props: NvList,
     pub arc_size_bytes_max: u64,
+    /// The features enabled in the first txg (`zpool create`: every supported one; `-d`:
+    /// none but those named), dependencies enabled with them.
+    pub features: Vec<&'static zfeature::FeatureInfo>,
 }
 
 impl Default for CreateOptions {
@@ -108,6 +112,7 @@ impl Default for CreateOptions {
             ashift: ASHIFT_DEFAULT,
             props: NvList::new(),
             arc_size_bytes_max: ARC_SIZE_BYTES_DEFAULT,
+            features: zfeature::ZETTA_FEATURES.iter().collect(),
         }
     }
 }
@@ -433,7 +438,9 @@ impl Spa {
                 MOS_OBJECT_ROOT_DATASET.0,
                 true,
             )?;
-            spa.dp.directory = directory::MosDirectory::create(&mut spa.dp.mos, &ctx)?;
+            spa.dp.directory =
+                directory::MosDirectory::create(&mut spa.dp.mos, &ctx, &options.features)?;
+            spa.publish_features();
 
             // The pool's root filesystem is a ZPL filesystem from the first txg.
             crate::zpl::Zfsvfs::create_fs(&mut spa.dp.root_dataset, &ctx)
@@ -495,7 +502,35 @@ impl Spa {
             hostname: &hostname(),
             root: &self.root,
             cache: &self.cache,
+            label_features: &self.dp.directory.features.label_features(),
         })
+    }
+
+    /// Tells the write path which active features shape what it writes (holes with their
+    /// birth, embedded block pointers): called whenever the feature state changes.
+    pub(crate) fn publish_features(&self) {
+        let features = &self.dp.directory.features;
+        self.zio.set_block_features(
+            features.is_active("com.delphix:hole_birth"),
+            features.is_active("com.delphix:embedded_data"),
+            features.is_active("org.illumos:lz4_compress"),
+        );
+    }
+
+    /// The pool's feature flags (`spa::zfeature`).
+    pub fn features(&self) -> &zfeature::FeatureState {
+        &self.dp.directory.features
+    }
+
+    /// `zpool upgrade` / `zpool set feature@NAME=enabled`: enables a supported feature
+    /// (and what it depends on) in the open txg; false when it already was.
+    pub fn feature_enable(&mut self, info: &'static zfeature::FeatureInfo) -> bool {
+        let enabled = self.dp.directory.features.enable(info);
+        if enabled {
+            self.mark_config_dirty();
+            self.publish_features();
+        }
+        enabled
     }
 
     /// Commits the open txg (see the module header for the order of writes) and returns it

@@ -65,6 +65,7 @@ fn object_directory_is_openzfs_zap_with_its_objects() {
             "deflate",
             "errlog_last",
             "feature_descriptions",
+            "feature_enabled_txg",
             "features_for_read",
             "features_for_write",
             "free_bpobj",
@@ -116,8 +117,10 @@ fn object_directory_is_openzfs_zap_with_its_objects() {
     assert_eq!(stored["autoexpand"], ZapValue::U64s(vec![1]));
     assert_eq!(stored["failmode"], ZapValue::U64s(vec![1]));
     assert_eq!(stored["comment"], ZapValue::Bytes(b"hello\0".to_vec()));
-    // The feature ZAPs exist (an OpenZFS import requires them): nothing for read, the
-    // write-only org.zetta:private_format active (refcount 1) with its description.
+    // The feature ZAPs as `feature_enable_sync` leaves them for every supported feature
+    // (format 17): read-incompatible ones in features_for_read, READONLY_COMPAT ones and
+    // Zetta's private one in features_for_write; activate-on-enable features at 1;
+    // enabled_txg counting itself and the eight features enabled after it.
     let feature = |name: &str| {
         let object = ObjectId(one(&entries[name]));
         assert_eq!(
@@ -128,19 +131,47 @@ fn object_directory_is_openzfs_zap_with_its_objects() {
             .unwrap()
             .into_iter()
             .map(|e| (String::from_utf8(e.name).unwrap(), e.value))
-            .collect::<Vec<_>>()
+            .collect::<BTreeMap<_, _>>()
     };
-    assert_eq!(feature(objdir::FEATURES_FOR_READ), []);
+    let counts = |pairs: &[(&str, u64)]| -> BTreeMap<String, ZapValue> {
+        pairs
+            .iter()
+            .map(|(g, c)| (g.to_string(), ZapValue::U64s(vec![*c])))
+            .collect()
+    };
+    assert_eq!(
+        feature(objdir::FEATURES_FOR_READ),
+        counts(&[
+            ("org.illumos:lz4_compress", 1),
+            ("com.delphix:hole_birth", 1),
+            ("com.delphix:extensible_dataset", 0),
+            ("com.delphix:embedded_data", 1),
+            ("org.open-zfs:large_blocks", 0),
+            ("org.illumos:sha512", 0),
+            ("org.illumos:skein", 0),
+            ("org.freebsd:zstd_compress", 0),
+            ("org.openzfs:blake3", 0),
+        ])
+    );
     assert_eq!(
         feature(objdir::FEATURES_FOR_WRITE),
-        [(
-            directory::FEATURE_PRIVATE_FORMAT.to_string(),
-            ZapValue::U64s(vec![1])
-        )]
+        counts(&[
+            ("com.delphix:async_destroy", 0),
+            ("com.delphix:empty_bpobj", 0),
+            ("com.delphix:enabled_txg", 9),
+            (directory::FEATURE_PRIVATE_FORMAT, 1),
+        ])
     );
     let descriptions = feature(objdir::FEATURE_DESCRIPTIONS);
-    assert_eq!(descriptions.len(), 1);
-    assert_eq!(descriptions[0].0, directory::FEATURE_PRIVATE_FORMAT);
+    assert_eq!(descriptions.len(), 13);
+    assert_eq!(
+        descriptions["org.illumos:lz4_compress"],
+        ZapValue::Bytes(b"LZ4 compression algorithm support.\0".to_vec())
+    );
+    let enabled_txg = feature(objdir::FEATURE_ENABLED_TXG);
+    assert_eq!(enabled_txg.len(), 9);
+    assert!(!enabled_txg.contains_key("org.illumos:lz4_compress"));
+    assert!(enabled_txg.contains_key("com.delphix:enabled_txg"));
     // Empty bpobjs: BPOBJ with a zeroed 48-byte bpobj_phys_t.
     for (name, block) in [
         (objdir::SYNC_BPLIST, 16384),
@@ -336,4 +367,66 @@ fn history_is_openzfs_ring_of_packed_nvlists() {
     spa.export().unwrap();
     let mut back = reimport(&devices).unwrap();
     assert_eq!(back.history().unwrap(), lines);
+}
+
+// Why: `zpool create -d` must make a pool with no feature but Zetta's own, whose write
+// path then leaves all-zero holes and no embedded pointers (hole_birth and embedded_data
+// are not active), and a later `zpool upgrade` must enable a feature with its dependency
+// first and its enabling txg, kept across an export (format 17).
+#[test]
+fn features_disabled_at_create_are_enabled_later_with_their_txg() {
+    let devices = mem_devices(1, 256 << 20);
+    let options = CreateOptions {
+        features: Vec::new(),
+        ..Default::default()
+    };
+    let mut spa = Spa::create(
+        "tank",
+        &[super::tests::spec(super::TopKind::Single, &devices[..1])],
+        &options,
+    )
+    .unwrap();
+    assert!(!spa.zio.hole_birth() && !spa.zio.embedded_data());
+    assert!(spa.features().unsupported().is_empty());
+    assert_eq!(
+        spa.features().disabled().len(),
+        zfeature::ZETTA_FEATURES.len()
+    );
+    let entries = directory_entries(&spa);
+    assert!(!entries.contains_key(objdir::FEATURE_ENABLED_TXG));
+    let hole = spa.zio.hole(Txg(9), 4096, 19, 0);
+    assert_eq!(hole, crate::zio::blkptr::BlockPointer::HOLE);
+    // `compression=on` (lz4 in Zetta's policies) writes lzjb (id 3) without lz4_compress,
+    // and a block that would fit in a pointer is not embedded without embedded_data.
+    let text = vec![b'z'; 16384];
+    let tiny = vec![0u8; 512];
+    let bps = spa
+        .zio
+        .write_blocks(
+            &spa.root,
+            vec![
+                (&text[..], crate::dmu::default_data_props()),
+                (&tiny[..], crate::dmu::default_data_props()),
+            ],
+            spa.open_txg(),
+        )
+        .unwrap();
+    assert_eq!(bps[0].compression, 3);
+    assert!(!bps[1].is_embedded());
+
+    let hole_birth = zfeature::lookup_name("hole_birth").unwrap();
+    assert!(spa.feature_enable(hole_birth));
+    assert!(!spa.feature_enable(hole_birth));
+    let txg = spa.sync().unwrap();
+    assert!(spa.zio.hole_birth() && !spa.zio.embedded_data());
+    drop(spa);
+    let spa = reimport(&devices).unwrap();
+    let features = spa.features();
+    assert_eq!(features.refcounts["com.delphix:hole_birth"], 1);
+    // enabled_txg counts itself and hole_birth, both enabled in that txg.
+    assert_eq!(features.refcounts["com.delphix:enabled_txg"], 2);
+    assert_eq!(features.enabled_txgs["com.delphix:hole_birth"], txg.0);
+    assert_eq!(features.enabled_txgs["com.delphix:enabled_txg"], txg.0);
+    assert_eq!(features.label_features(), ["com.delphix:hole_birth"]);
+    assert!(spa.zio.hole_birth() && !spa.zio.embedded_data());
 }

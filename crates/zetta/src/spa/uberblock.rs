@@ -94,10 +94,17 @@ pub const SPA_VERSION: u64 = crate::spa::openzfs::feature::SPA_VERSION_FEATURES;
 /// sync passes as it takes to converge (`spa::txg`, "sync passes"; from pass 2 a block born
 /// in the txg is overwritten in place), so import no longer walks the MOS to mark its
 /// blocks and OpenZFS's `zdb -bcc` finds no leak. A format-14 map lacks the MOS: refused.
+/// 17: feature flags as OpenZFS keeps them (issue 14 item 1, `spa::zfeature`): one entry
+/// per enabled feature in `features_for_read` or `features_for_write` (by its
+/// READONLY_COMPAT flag) with a true count (lz4_compress, hole_birth and embedded_data
+/// active from enable, enabled_txg counting its entries), descriptions, the
+/// `feature_enabled_txg` ZAP, hole_birth and embedded_data named in the label's
+/// `features_for_read`; a pool made with `-d` writes all-zero holes and no embedded
+/// pointers.
 /// Older pools are not read any more: the private format retires.
-pub const FORMAT_VERSION: u64 = 16;
+pub const FORMAT_VERSION: u64 = 17;
 /// The oldest format this code reads.
-pub const FORMAT_VERSION_MIN: u64 = 16;
+pub const FORMAT_VERSION_MIN: u64 = 17;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Uberblock {

@@ -22,9 +22,10 @@
 //! (`missing_txg`; OpenZFS keeps DTL space maps) and its data size, and, in every label, the
 //! whole vdev tree (OpenZFS's listing assembles the tree from every top-level vdev's labels
 //! plus the MOS; Zetta's lists a pool missing a whole top-level vdev from any one label).
-//! `features_for_read` is empty: what is still Zetta's own (ZIL records, vdev counters) is
-//! behind the MOS's write-only feature `org.zetta:private_format` (`spa::directory`), so
-//! OpenZFS reads the pool read-only and refuses to write it.
+//! `features_for_read` names the active features a reader needs before the MOS (hole_birth
+//! and embedded_data, `spa::zfeature`); what is still Zetta's own (ZIL records, vdev
+//! counters) is behind the MOS's write-only feature `org.zetta:private_format`
+//! (`spa::directory`), so OpenZFS reads the pool read-only and refuses to write it.
 //!
 //! Parsing trusts nothing: unknown types, raidz with impossible parity, leaves without paths
 //! and absurd nesting are errors. Devices are attached afterwards by guid.
@@ -219,6 +220,8 @@ pub struct PoolFacts<'a> {
     pub hostname: &'a str,
     pub root: &'a Vdev,
     pub cache: &'a [Vdev],
+    /// The active features a reader needs before the MOS (`spa_label_features`), by guid.
+    pub label_features: &'a [&'a str],
 }
 
 /// The pool config as the MOS keeps it (`spa_config_generate(spa, NULL, ..)`): the whole
@@ -237,7 +240,10 @@ pub fn pool_config(facts: &PoolFacts<'_>) -> XdrNvList {
     strv(&mut config, "hostname", facts.hostname);
     top_config(&mut config, facts.root);
     config.add("vdev_tree", XdrValue::NvList(facts.root.to_config()));
-    config.add("features_for_read", XdrValue::NvList(features_for_read()));
+    config.add(
+        "features_for_read",
+        XdrValue::NvList(features_for_read(facts.label_features)),
+    );
     u64v(
         &mut config,
         ZETTA_FORMAT_KEY,
@@ -269,11 +275,14 @@ fn top_config(config: &mut XdrNvList, root: &Vdev) {
 }
 
 /// The label's `features_for_read`: the read-incompatible features a reader must know
-/// (`spa_label_features`, booleans by guid).
-pub fn features_for_read() -> XdrNvList {
-    // Empty: Zetta's one active feature (`spa::directory::FEATURE_PRIVATE_FORMAT`) is a
-    // write feature, and only features a reader needs are listed here.
-    XdrNvList::new()
+/// before it can read the MOS (`spa_label_features`, booleans by guid: the active
+/// `ZFEATURE_FLAG_MOS` features, hole_birth and embedded_data on a default pool).
+pub fn features_for_read(guids: &[&str]) -> XdrNvList {
+    let mut list = XdrNvList::new();
+    for guid in guids {
+        list.add(guid, XdrValue::Boolean);
+    }
+    list
 }
 
 /// The label config of one leaf (`spa_config_generate(spa, leaf, ..)`), derived from the
@@ -413,6 +422,7 @@ mod label_tests {
             hostname: "h",
             root: &root,
             cache: &[],
+            label_features: &[],
         });
         let label = label_config(&pool, Some(2), 11);
         assert_eq!(

@@ -148,10 +148,11 @@ const EMBEDDED_DATA_WRITES: bool = true;
 /// type keeps no fill count (not dnode or objset blocks), only when compressing here
 /// (not a stored form given by a `-c` receive, which OpenZFS writes raw), and only when
 /// compression shrank the block to at most `BPE_PAYLOAD_SIZE` bytes.
-fn embeddable(props: &WriteProps, compressed_len: usize, lsize_bytes: usize) -> bool {
+fn embeddable(props: &WriteProps, compressed_len: usize, lsize_bytes: usize, embed: bool) -> bool {
     const DMU_OT_DNODE: u8 = 10;
     const DMU_OT_OBJSET: u8 = 11;
     EMBEDDED_DATA_WRITES
+        && embed
         && props.compression != Compression::Off
         && props.level == 0
         && !matches!(props.object_type, DMU_OT_DNODE | DMU_OT_OBJSET)
@@ -206,6 +207,7 @@ fn prepare<'a>(
     stored: Option<&StoredBlock>,
     ashift_max: u32,
     salt: &ChecksumSalt,
+    embed: bool,
 ) -> PreparedBlock<'a> {
     let lsize_bytes = data.len() as u64;
     let mut compression_id = ALGORITHM_ID_OFF;
@@ -220,7 +222,7 @@ fn prepare<'a>(
         physical = Some(stored.bytes.clone());
     } else if props.compression != Compression::Off {
         if let Some(compressed) = compress(props.compression, data) {
-            if embeddable(&props, compressed.len(), data.len()) {
+            if embeddable(&props, compressed.len(), data.len(), embed) {
                 if let Some(payload) = EmbeddedPayload::new(&compressed) {
                     return PreparedBlock {
                         physical: std::borrow::Cow::Borrowed(&[]),
@@ -281,6 +283,14 @@ pub struct Zio {
     /// The key of the salted checksums (BLAKE3), OpenZFS's `spa_cksum_salt`. Zero until the
     /// MOS stores a pool's own (issue 14: the object directory's `org.illumos:checksum_salt`).
     pub checksum_salt: ChecksumSalt,
+    /// Whether hole_birth is active: a hole keeps its birth txg, lsize, type and level
+    /// (`zio_write_compress`), else it is all zeros (`spa::zfeature`).
+    hole_birth: std::sync::atomic::AtomicBool,
+    /// Whether embedded_data is active: tiny compressed blocks go into the pointer.
+    embedded_data: std::sync::atomic::AtomicBool,
+    /// Whether lz4_compress is active: `compression=on` (and metadata) compress with lz4,
+    /// else with lzjb (`zio_compress_select`).
+    lz4_compress: std::sync::atomic::AtomicBool,
 }
 
 impl Zio {
@@ -292,6 +302,49 @@ impl Zio {
             errlog: Mutex::new(BTreeSet::new()),
             freed_txg: std::sync::atomic::AtomicU64::new(0),
             checksum_salt: [0; 32],
+            hole_birth: std::sync::atomic::AtomicBool::new(true),
+            embedded_data: std::sync::atomic::AtomicBool::new(true),
+            lz4_compress: std::sync::atomic::AtomicBool::new(true),
+        }
+    }
+
+    /// Sets what the pool's active features allow the write path to write.
+    pub fn set_block_features(&self, hole_birth: bool, embedded_data: bool, lz4_compress: bool) {
+        use std::sync::atomic::Ordering;
+        self.hole_birth.store(hole_birth, Ordering::Relaxed);
+        self.embedded_data.store(embedded_data, Ordering::Relaxed);
+        self.lz4_compress.store(lz4_compress, Ordering::Relaxed);
+    }
+
+    /// `zio_compress_select` of lz4 (what `on`, the default, resolves to): lzjb on a pool
+    /// without lz4_compress (the CLI refuses an explicit `compression=lz4` there).
+    fn select_compression(&self, compression: Compression) -> Compression {
+        let lz4 = self.lz4_compress.load(std::sync::atomic::Ordering::Relaxed);
+        if compression == Compression::Lz4 && !lz4 {
+            Compression::Lzjb
+        } else {
+            compression
+        }
+    }
+
+    /// Whether holes carry their birth (hole_birth active).
+    pub fn hole_birth(&self) -> bool {
+        self.hole_birth.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Whether tiny blocks may be embedded (embedded_data active).
+    pub fn embedded_data(&self) -> bool {
+        self.embedded_data
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The hole a freed or zeroed block leaves in txg `txg`: with its birth when
+    /// hole_birth is active, else OpenZFS's all-zero hole.
+    pub fn hole(&self, txg: Txg, lsize_bytes: u32, object_type: u8, level: u8) -> BlockPointer {
+        if self.hole_birth() {
+            BlockPointer::hole_born(txg, lsize_bytes, object_type, level)
+        } else {
+            BlockPointer::HOLE
         }
     }
 
@@ -334,9 +387,21 @@ impl Zio {
     ) -> Result<Vec<BlockPointer>, ZioError> {
         let ashift_max = root.children.iter().map(|c| c.ashift).max().unwrap_or(12);
         let rewrites: Vec<Option<BlockPointer>> = blocks.iter().map(|b| b.rewrite).collect();
+        let embed = self.embedded_data();
         let prepared: Vec<PreparedBlock> = blocks
             .into_par_iter()
-            .map(|b| prepare(b.data, b.props, b.stored, ashift_max, &self.checksum_salt))
+            .map(|b| {
+                let mut props = b.props;
+                props.compression = self.select_compression(props.compression);
+                prepare(
+                    b.data,
+                    props,
+                    b.stored,
+                    ashift_max,
+                    &self.checksum_salt,
+                    embed,
+                )
+            })
             .collect();
         // Allocation: serial, in order, so consecutive blocks land contiguously.
         let mut bps = Vec::with_capacity(prepared.len());
