@@ -471,3 +471,24 @@ fn device_with_another_filesystem_needs_f() {
         std::panic::resume_unwind(panic);
     }
 }
+
+// Why: ZTS's zfs_get_006_neg (issue 18, defect 6's `zfs get all -r`) sets POSIXLY_CORRECT
+// and expects `zfs get all -r` to fail: glibc's getopt then ends the options at the first
+// operand, so `-r` is a dataset name. Without it GNU permutation applies (`-r` is the flag).
+// The daemon must follow the client's environment, not the one it was started with.
+#[test]
+fn posixly_correct_ends_options_at_the_first_operand() {
+    let lab = NoMountLab::new();
+    let out = lab.run("sh", &["-c", "POSIXLY_CORRECT=1 zfs get -H all -r"]);
+    assert_ne!(out.code, 0, "{}", out.stdout);
+    assert!(out.stderr.contains("'-r'"), "{}", out.stderr);
+    // Options before the first operand still count.
+    let out = lab.run(
+        "sh",
+        &["-c", "POSIXLY_CORRECT=1 zfs get -H -o value mountpoint tank"],
+    );
+    assert_eq!((out.code, out.stdout.as_str()), (0, "none\n"), "{}", out.stderr);
+    // The same words without POSIXLY_CORRECT: -r is a flag.
+    let all = lab.ok("zfs", &["get", "-H", "all", "-r"]);
+    assert!(all.contains("tank\tmountpoint\tnone\t"), "{all}");
+}
