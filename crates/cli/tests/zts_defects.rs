@@ -485,10 +485,75 @@ fn posixly_correct_ends_options_at_the_first_operand() {
     // Options before the first operand still count.
     let out = lab.run(
         "sh",
-        &["-c", "POSIXLY_CORRECT=1 zfs get -H -o value mountpoint tank"],
+        &[
+            "-c",
+            "POSIXLY_CORRECT=1 zfs get -H -o value mountpoint tank",
+        ],
     );
-    assert_eq!((out.code, out.stdout.as_str()), (0, "none\n"), "{}", out.stderr);
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "none\n"),
+        "{}",
+        out.stderr
+    );
     // The same words without POSIXLY_CORRECT: -r is a flag.
     let all = lab.ok("zfs", &["get", "-H", "all", "-r"]);
     assert!(all.contains("tank\tmountpoint\tnone\t"), "{all}");
+}
+
+/// The kernel's mount options of the mount at `path` (the topmost one there).
+fn kernel_options(path: &str) -> Vec<String> {
+    let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let line = table
+        .lines()
+        .filter(|l| l.split(' ').nth(4) == Some(path))
+        .last()
+        .unwrap_or_else(|| panic!("{path} is not mounted"))
+        .to_string();
+    line.split(' ')
+        .nth(5)
+        .unwrap_or("")
+        .split(',')
+        .map(str::to_string)
+        .collect()
+}
+
+// Why: defect 10 of issue 18 (ZTS zfs_get_003_pos, zfs_mount_007_pos): `zfs mount -o
+// remount,noatime` said "already mounted" and `zfs mount -o` had no -o at all. In OpenZFS
+// a mount option overrides its property for that mount only: `zfs get` shows it with
+// source `temporary` (the same in `get all`), the kernel mount has the option, and the
+// next plain mount goes back to the property.
+#[test]
+fn mount_options_are_temporary_properties() {
+    let lab = MountLab::new("tank/fs");
+    let path = lab.mnt("fs");
+    let get = |prop: &str| lab.ok("zfs", &["get", "-H", "-o", "value,source", prop, "tank/fs"]);
+    lab.ok("zfs", &["set", "atime=on", "tank/fs"]);
+    lab.ok("zfs", &["mount", "-o", "remount,noatime", "tank/fs"]);
+    assert_eq!(get("atime"), "off\ttemporary\n");
+    assert!(kernel_options(&path).contains(&"noatime".to_string()));
+    let all = lab.ok(
+        "zfs",
+        &["get", "-H", "-o", "property,value,source", "all", "tank/fs"],
+    );
+    assert!(all.contains("atime\toff\ttemporary\n"), "{all}");
+    // Without remount a mounted filesystem is refused, as before.
+    let (code, _, stderr) = lab.run("zfs", &["mount", "-o", "ro", "tank/fs"]);
+    assert_eq!(
+        (code, stderr.as_str()),
+        (1, "cannot mount 'tank/fs': filesystem already mounted\n")
+    );
+    // A new mount with -o: read-only for this mount only.
+    lab.ok("zfs", &["unmount", "tank/fs"]);
+    lab.ok("zfs", &["mount", "-o", "ro,nodev", "tank/fs"]);
+    assert_eq!(get("readonly"), "on\ttemporary\n");
+    assert_eq!(get("devices"), "off\ttemporary\n");
+    assert_eq!(get("atime"), "on\tlocal\n");
+    assert!(kernel_options(&path).contains(&"ro".to_string()));
+    assert!(std::fs::write(format!("{path}/f"), b"x").is_err());
+    lab.ok("zfs", &["unmount", "tank/fs"]);
+    lab.ok("zfs", &["mount", "tank/fs"]);
+    assert_eq!(get("readonly"), "off\tdefault\n");
+    assert!(kernel_options(&path).contains(&"rw".to_string()));
+    std::fs::write(format!("{path}/f"), b"x").unwrap();
 }

@@ -60,6 +60,39 @@ static TABLE: Mutex<Option<HashMap<String, Active>>> = Mutex::new(None);
 /// `zfs mount`.
 static SUPPRESSED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
 
+/// Temporary properties (`zfs mount -o`) of mounted filesystems: in force until the
+/// filesystem is unmounted.
+static TEMPORARY: Mutex<Option<HashMap<String, Vec<(String, String)>>>> = Mutex::new(None);
+
+/// The temporary properties of `name` (none unless it was mounted with `-o`).
+pub fn temporary_props(name: &str) -> Vec<(String, String)> {
+    TEMPORARY
+        .lock()
+        .as_ref()
+        .and_then(|map| map.get(name).cloned())
+        .unwrap_or_default()
+}
+
+/// The value of `prop` that a mount option of mounted `name` sets (source temporary).
+pub fn temporary(name: &str, prop: &str) -> Option<String> {
+    let value = temporary_props(name)
+        .into_iter()
+        .find(|(p, _)| p == prop)
+        .map(|(_, value)| value)?;
+    // Read the kernel's table only for a filesystem that has such options.
+    is_mounted(name).then_some(value)
+}
+
+fn set_temporary(name: &str, props: Vec<(String, String)>) {
+    let mut map = TEMPORARY.lock();
+    let map = map.get_or_insert_with(HashMap::new);
+    if props.is_empty() {
+        map.remove(name);
+    } else {
+        map.insert(name.to_string(), props);
+    }
+}
+
 /// `ZETTA_MOUNT=0` in the daemon's environment: hold pools but serve no mounts (a box
 /// without /dev/fuse, or tests of the commands alone).
 pub fn enabled() -> bool {
@@ -220,6 +253,7 @@ fn forget_vanished(external: bool) {
             .collect()
     });
     for (name, active) in gone {
+        set_temporary(&name, Vec::new());
         if external {
             suppress(&name);
         }
@@ -509,6 +543,7 @@ pub fn unmount(name: &str, force: bool) -> Result<(), String> {
         Err(_) => {}
     }
     let active = with_table(|table| table.remove(name));
+    set_temporary(name, Vec::new());
     // Ending the session may wait for the kernel: never on a command's path.
     if let Some(active) = active {
         std::thread::spawn(move || drop(active));
@@ -546,25 +581,67 @@ fn pool_named(name: &str) -> Option<(u64, PoolRef)> {
         .find(|(_, pool)| pool.read().name == name)
 }
 
-/// `zfs mount fs`.
-/// `zfs mount [-O] name` (`overlay`: -O, over a non-empty directory whatever the
-/// property says).
-pub fn mount_named(name: &str, overlay: bool) -> Result<(), String> {
+/// `zfs mount [-O] [-o options] name` (`overlay`: -O, over a non-empty directory
+/// whatever the property says; `temporary`: the properties `-o` sets for this mount;
+/// `remount`: applied to the running mount).
+pub fn mount_named(
+    name: &str,
+    overlay: bool,
+    remount: bool,
+    temporary: &[(String, String)],
+) -> Result<(), String> {
     let pool_name = name.split('/').next().unwrap_or(name);
     let (guid, pool) = pool_named(pool_name)
         .ok_or_else(|| format!("cannot open '{name}': dataset does not exist"))?;
-    let all = {
-        let mut spa = pool.write();
-        specs(&mut spa).map_err(|e| e.message())?
+    let spec_of = |pool: &PoolRef| -> Result<MountSpec, String> {
+        let all = {
+            let mut spa = pool.write();
+            specs(&mut spa).map_err(|e| e.message())?
+        };
+        all.into_iter()
+            .find(|s| s.name == name)
+            .ok_or_else(|| format!("cannot open '{name}': dataset does not exist"))
     };
-    let mut spec = all
-        .into_iter()
-        .find(|s| s.name == name)
-        .ok_or_else(|| format!("cannot open '{name}': dataset does not exist"))?;
-    spec.overlay |= overlay;
-    if is_mounted(name) {
+    let mounted = is_mounted(name);
+    if mounted && !remount {
+        spec_of(&pool)?;
         return Err(format!("cannot mount '{name}': filesystem already mounted"));
     }
+    // The options of this mount: a remount keeps the earlier ones it does not change.
+    let previous = temporary_props(name);
+    let mut options = if mounted {
+        previous.clone()
+    } else {
+        Vec::new()
+    };
+    for (prop, value) in temporary {
+        options.retain(|(p, _)| p != prop);
+        options.push((prop.clone(), value.clone()));
+    }
+    set_temporary(name, options);
+    let mut spec = match spec_of(&pool) {
+        Ok(spec) => spec,
+        Err(e) => {
+            set_temporary(name, previous);
+            return Err(e);
+        }
+    };
+    spec.overlay |= overlay;
+    if mounted {
+        let result = apply_flags(name, &spec);
+        if result.is_err() {
+            set_temporary(name, previous);
+        }
+        return result;
+    }
+    let result = mount_named_spec(name, guid, &pool, &spec);
+    if result.is_err() {
+        set_temporary(name, Vec::new());
+    }
+    result
+}
+
+fn mount_named_spec(name: &str, guid: u64, pool: &PoolRef, spec: &MountSpec) -> Result<(), String> {
     match (&spec.at, spec.canmount.as_str()) {
         (_, "off") => Err(format!(
             "cannot mount '{name}': 'canmount' property is set to 'off'"
@@ -581,7 +658,7 @@ pub fn mount_named(name: &str, overlay: bool) -> Result<(), String> {
                 .lock()
                 .get_or_insert_with(HashSet::new)
                 .remove(name);
-            mount_spec(&pool, guid, &spec, true)
+            mount_spec(pool, guid, spec, true)
         }
     }
 }
