@@ -557,3 +557,33 @@ fn mount_options_are_temporary_properties() {
     assert!(kernel_options(&path).contains(&"rw".to_string()));
     std::fs::write(format!("{path}/f"), b"x").unwrap();
 }
+
+// Why: ZTS zfs_set/canmount_003_pos (issue 18): `zfs set canmount=noauto` on a mounted
+// filesystem unmounted it (and failed busy when a shell sat in it); OpenZFS leaves it
+// mounted: noauto only keeps `zfs mount -a` from mounting it.
+#[test]
+fn canmount_noauto_leaves_a_mounted_filesystem_mounted() {
+    let lab = MountLab::new("tank/fs");
+    let path = lab.mnt("fs");
+    // A process sitting in the filesystem: an unmount would fail busy.
+    let mut holder = std::process::Command::new("sleep")
+        .arg("60")
+        .current_dir(&path)
+        .spawn()
+        .unwrap();
+    let (code, _, stderr) = lab.run("zfs", &["set", "canmount=noauto", "tank/fs"]);
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(common::mount_lab::mounted(&path));
+    assert_eq!(
+        lab.ok("zfs", &["get", "-H", "-o", "value", "mounted", "tank/fs"]),
+        "yes\n"
+    );
+    // Unmounted, it is not mounted again by `zfs mount -a`; `zfs mount` still mounts it.
+    lab.ok("zfs", &["unmount", "tank/fs"]);
+    lab.ok("zfs", &["mount", "-a"]);
+    assert!(!common::mount_lab::mounted(&path));
+    lab.ok("zfs", &["mount", "tank/fs"]);
+    assert!(common::mount_lab::mounted(&path));
+}

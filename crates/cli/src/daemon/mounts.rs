@@ -34,8 +34,6 @@ struct Active {
     key: String,
     /// The options a running mount takes in place (`MountSpec::flags_key`).
     flags: String,
-    /// Mounted by `zfs mount` (kept even when canmount=noauto).
-    explicit: bool,
     /// The kernel's mount: its id and device in /proc/self/mountinfo. While the kernel
     /// lists both, the mount is live; when not, it went (an external `umount`, a lazy
     /// unmount, fusermount3) and the daemon says so.
@@ -360,7 +358,7 @@ fn umount2(path: &Path, lazy: bool) -> std::io::Result<()> {
     }
 }
 
-fn mount_spec(pool: &PoolRef, guid: u64, spec: &MountSpec, explicit: bool) -> Result<(), String> {
+fn mount_spec(pool: &PoolRef, guid: u64, spec: &MountSpec) -> Result<(), String> {
     if !enabled() {
         return Err(format!(
             "cannot mount '{}': mounts are disabled (ZETTA_MOUNT=0)",
@@ -450,7 +448,6 @@ fn mount_spec(pool: &PoolRef, guid: u64, spec: &MountSpec, explicit: bool) -> Re
                 path: path.clone(),
                 key: spec.key(),
                 flags: spec.flags_key(),
-                explicit,
                 id,
                 dev,
                 kernel_path: canonical,
@@ -658,7 +655,7 @@ fn mount_named_spec(name: &str, guid: u64, pool: &PoolRef, spec: &MountSpec) -> 
                 .lock()
                 .get_or_insert_with(HashSet::new)
                 .remove(name);
-            mount_spec(pool, guid, spec, true)
+            mount_spec(pool, guid, spec)
         }
     }
 }
@@ -694,25 +691,19 @@ fn reconcile_noting(messages: &mut Vec<String>, failed: &mut Vec<String>) {
         }
     }
     // Unmount what should not be there (or not like this).
-    let running: Vec<(String, u64, String, String, bool)> = with_table(|table| {
+    let running: Vec<(String, u64, String, String)> = with_table(|table| {
         table
             .iter()
-            .map(|(n, a)| {
-                (
-                    n.clone(),
-                    a.pool,
-                    a.key.clone(),
-                    a.flags.clone(),
-                    a.explicit,
-                )
-            })
+            .map(|(n, a)| (n.clone(), a.pool, a.key.clone(), a.flags.clone()))
             .collect()
     });
     let mut keep = HashSet::new();
-    for (name, guid, key, flags, explicit) in running {
-        let fits = wanted.get(&name).filter(|(g, _, spec)| {
-            *g == guid && spec.key() == key && (spec.canmount == "on" || explicit)
-        });
+    for (name, guid, key, flags) in running {
+        // canmount=noauto keeps a running mount (OpenZFS's changelist does not unmount
+        // for it): it only stops `zfs mount -a` and imports from mounting the filesystem.
+        let fits = wanted
+            .get(&name)
+            .filter(|(g, _, spec)| *g == guid && spec.key() == key);
         if let Some((_, _, spec)) = fits {
             // quota and reservations are the pool's to enforce: a change needs no remount;
             // readonly, atime, exec, setuid, devices change on the running mount.
@@ -743,7 +734,7 @@ fn reconcile_noting(messages: &mut Vec<String>, failed: &mut Vec<String>) {
         .collect();
     missing.sort_by(|a, b| a.2.name.cmp(&b.2.name));
     for (guid, pool, spec) in missing {
-        if let Err(message) = mount_spec(pool, *guid, spec, false) {
+        if let Err(message) = mount_spec(pool, *guid, spec) {
             messages.push(message);
             suppress(&spec.name);
             failed.push(spec.name.clone());
