@@ -587,3 +587,31 @@ fn canmount_noauto_leaves_a_mounted_filesystem_mounted() {
     lab.ok("zfs", &["mount", "tank/fs"]);
     assert!(common::mount_lab::mounted(&path));
 }
+
+// Why: ZTS zpool_create_002_pos (issue 18): `zpool create p mirror A B` with B 64 MiB larger
+// than A made the pool; OpenZFS refuses it without -f ("mirror contains devices of
+// different sizes", exit 1) and makes it with -f.
+#[test]
+fn mirror_of_different_sizes_needs_f() {
+    let lab = NoMountLab::new();
+    let a = lab.inner.disk("a", 128 << 20);
+    let b = lab.inner.disk("b", 192 << 20);
+    let (code, stderr) = refused(
+        &lab,
+        "zpool",
+        &["create", "-m", "none", "p2", "mirror", &a, &b],
+    );
+    assert_eq!(
+        (code, stderr.as_str()),
+        (
+            1,
+            "invalid vdev specification\nuse '-f' to override the following errors:\n\
+             mirror contains devices of different sizes\n"
+        )
+    );
+    lab.ok(
+        "zpool",
+        &["create", "-f", "-m", "none", "p2", "mirror", &a, &b],
+    );
+    lab.ok("zpool", &["destroy", "p2"]);
+}
