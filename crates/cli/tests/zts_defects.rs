@@ -615,3 +615,37 @@ fn mirror_of_different_sizes_needs_f() {
     );
     lab.ok("zpool", &["destroy", "p2"]);
 }
+
+// Why: ZTS zfs_snapshot_005_neg (issue 18): renaming a filesystem (or its parent) so that
+// one of its snapshots' full names would reach 256 bytes succeeded; OpenZFS refuses the
+// whole rename ("dataset name is too long") and nothing moves.
+#[test]
+fn rename_refuses_names_its_snapshots_could_not_have() {
+    let lab = NoMountLab::new();
+    lab.ok("zfs", &["create", "tank/a"]);
+    lab.ok("zfs", &["create", "tank/a/b"]);
+    // "tank/a/b@" is 9 bytes: a snapshot name of 246 makes a full name of 255.
+    let snap = format!("tank/a/b@{}", "s".repeat(246));
+    assert_eq!(snap.len(), 255);
+    lab.ok("zfs", &["snapshot", &snap]);
+    for (from, to) in [("tank/a/b", "tank/a/bc"), ("tank/a", "tank/a-new")] {
+        let (code, stderr) = refused(&lab, "zfs", &["rename", from, to]);
+        assert_eq!(
+            (code, stderr.as_str()),
+            (
+                1,
+                format!("cannot rename to '{to}': dataset name is too long\n").as_str()
+            )
+        );
+    }
+    // A rename that keeps the length is fine.
+    lab.ok("zfs", &["rename", "tank/a/b", "tank/a/c"]);
+    let names = lab.ok(
+        "zfs",
+        &["list", "-H", "-o", "name", "-t", "all", "-r", "tank"],
+    );
+    assert!(
+        names.contains(&format!("tank/a/c@{}\n", "s".repeat(246))),
+        "{names}"
+    );
+}
