@@ -29,6 +29,9 @@
 # ZTS_EXCLUDE="group/test ..." leaves more tests out of one run (reported as excluded), e.g.
 # zpool_create/zpool_create_024_pos, which runs into the runner's 10-minute timeout.
 #
+# Never edit this file while a run is going: bash reads a script as it goes (replace it with
+# a new file instead).
+#
 # Exit status: 0 when every test that ran passed, 1 otherwise. Not part of scripts/test.sh:
 # the whole of cli_root takes hours on two cores.
 set -euo pipefail
@@ -70,11 +73,17 @@ if [ "${1:-}" = "--inner" ]; then
     PATH="$STF_PATH" python3 "$STF_TOOLS/bin/test-runner.py" \
         -c "$work/cli_root.run" -T functional -i "$STF_SUITE" -o "$work/logs" \
         >"$work/runner.out" 2>&1 || status=$?
+    # The run's pools go, then its daemon: each step bounded (a daemon a test left wedged
+    # must not hold the run), the daemon killed by its pid file if it does not stop.
     if [ -f "$ZETTA_RUN_DIR/zetta.pid" ]; then
-        "$work/bin/zpool" list -H -o name 2>/dev/null | while read -r pool; do
-            "$work/bin/zpool" destroy -f "$pool" >/dev/null 2>&1 || true
+        for pool in $(timeout 60 "$work/bin/zpool" list -H -o name 2>/dev/null); do
+            timeout 60 "$work/bin/zpool" destroy -f "$pool" >/dev/null 2>&1 || true
         done
-        "$work/bin/zetta" daemon --stop >/dev/null 2>&1 || true
+        timeout 60 "$work/bin/zetta" daemon --stop >/dev/null 2>&1 || true
+        pid=$(cat "$ZETTA_RUN_DIR/zetta.pid" 2>/dev/null || true)
+        if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+            kill -9 "$pid" 2>/dev/null || true
+        fi
     fi
     exit "$status"
 fi
@@ -262,10 +271,11 @@ status=0
     exec unshare -m --propagation private bash "$repo/scripts/zts.sh" --inner "$work" "${groups[@]}"
 ) || status=$?
 
-# Per-test results: "group/test RESULT" from the runner's "Test: PATH (run as root) [..] [R]".
-sed -n 's|^Test: .*/cli_root/\([^ ]*\) (run as [^)]*) \[[0-9:]*\] \[\([A-Z]*\)\]$|\1 \2|p' \
+# Per-test results: "group/test RESULT" from the runner's "Test: PATH (run as root) [..] [R]"
+# ("Test (Linux): ..." for the sections of linux.run, whose logs are under GROUP:Linux/).
+sed -n 's|^Test[^:]*: .*/cli_root/\([^ ]*\) (run as [^)]*) \[[0-9:]*\] \[\([A-Z]*\)\]$|\1 \2|p' \
     "$work/runner.out" | grep -v -E '^[^ ]*/(setup|cleanup) ' | sort >"$work/results.txt" || true
-setup_failures=$(sed -n 's|^Test: .*/cli_root/\([^ ]*/\(setup\|cleanup\)\) (run as [^)]*) \[[0-9:]*\] \[\([A-Z]*\)\]$|\1 \3|p' \
+setup_failures=$(sed -n 's|^Test[^:]*: .*/cli_root/\([^ ]*/\(setup\|cleanup\)\) (run as [^)]*) \[[0-9:]*\] \[\([A-Z]*\)\]$|\1 \3|p' \
     "$work/runner.out" | grep -v ' PASS$' || true)
 cat "$work/results.txt"
 if [ -n "$setup_failures" ]; then

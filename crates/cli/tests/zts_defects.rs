@@ -506,8 +506,7 @@ fn kernel_options(path: &str) -> Vec<String> {
     let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
     let line = table
         .lines()
-        .filter(|l| l.split(' ').nth(4) == Some(path))
-        .last()
+        .rfind(|l| l.split(' ').nth(4) == Some(path))
         .unwrap_or_else(|| panic!("{path} is not mounted"))
         .to_string();
     line.split(' ')

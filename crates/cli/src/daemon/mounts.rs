@@ -60,7 +60,10 @@ static SUPPRESSED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
 
 /// Temporary properties (`zfs mount -o`) of mounted filesystems: in force until the
 /// filesystem is unmounted.
-static TEMPORARY: Mutex<Option<HashMap<String, Vec<(String, String)>>>> = Mutex::new(None);
+static TEMPORARY: Mutex<Option<HashMap<String, TemporaryProps>>> = Mutex::new(None);
+
+/// (property, value) pairs that `zfs mount -o` set for one mount.
+type TemporaryProps = Vec<(String, String)>;
 
 /// The temporary properties of `name` (none unless it was mounted with `-o`).
 pub fn temporary_props(name: &str) -> Vec<(String, String)> {
