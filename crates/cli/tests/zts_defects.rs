@@ -648,3 +648,50 @@ fn rename_refuses_names_its_snapshots_could_not_have() {
         "{names}"
     );
 }
+
+// Why: ZTS zpool_create_002_pos (issue 18): `zpool offline testpool loop3` said "no such
+// device in pool" for a device the pool was created with as `loop3` and that `zpool
+// status` shows as `loop3`; OpenZFS's zpool_find_vdev takes the short name too.
+#[test]
+fn device_operands_take_short_names() {
+    let lab = NoMountLab::new();
+    let Some(first) = loop_device(&lab.inner, "loop-a.img") else {
+        eprintln!("skipped: no loop device available here");
+        return;
+    };
+    let second = loop_device(&lab.inner, "loop-b.img");
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let second = second.clone().expect("a second loop device");
+        let (a, b) = (
+            first.trim_start_matches("/dev/").to_string(),
+            second.trim_start_matches("/dev/").to_string(),
+        );
+        lab.ok(
+            "zpool",
+            &["create", "-m", "none", "short", "mirror", &a, &b],
+        );
+        lab.ok("zpool", &["offline", "short", &b]);
+        let state_of = |device: &str| {
+            let status = lab.ok("zpool", &["status", "short"]);
+            status
+                .lines()
+                .map(|line| line.split_whitespace().collect::<Vec<_>>())
+                .find(|words| words.first() == Some(&device))
+                .and_then(|words| words.get(1).map(|w| w.to_string()))
+                .unwrap_or_else(|| panic!("{device} not in {status}"))
+        };
+        assert_eq!(state_of(&b), "OFFLINE");
+        lab.ok("zpool", &["online", "short", &b]);
+        assert_eq!(state_of(&b), "ONLINE");
+        lab.ok("zpool", &["detach", "short", &b]);
+        lab.ok("zpool", &["destroy", "short"]);
+    }));
+    for device in std::iter::once(first).chain(second) {
+        let _ = std::process::Command::new("losetup")
+            .args(["-d", &device])
+            .status();
+    }
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+}
