@@ -268,7 +268,11 @@ pub fn cmd_unmount(args: &[String]) -> CmdResult {
     }
     let force = parsed.has('f');
     if parsed.has('a') {
-        for (name, _) in mounts::mounted_list() {
+        // Deepest mountpoint first (OpenZFS sorts the mounts and unmounts them in reverse):
+        // a filesystem mounted inside another holds its parent busy.
+        let mut all = mounts::mounted_list();
+        all.sort_by(|(_, a), (_, b)| b.cmp(a));
+        for (name, _) in all {
             mounts::unmount(&name, force).map_err(CmdError::Fail)?;
             mounts::suppress(&name);
         }

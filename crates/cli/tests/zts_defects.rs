@@ -695,3 +695,22 @@ fn device_operands_take_short_names() {
         std::panic::resume_unwind(panic);
     }
 }
+
+// Why: ZTS zfs_mount_all_001_pos (issue 18): `zfs unmount -a` unmounted in name order,
+// parents first, and failed busy on a filesystem with another mounted inside it; OpenZFS
+// unmounts the deepest mountpoints first.
+#[test]
+fn unmount_all_goes_deepest_first() {
+    let lab = MountLab::new("tank/a");
+    lab.ok("zfs", &["create", "tank/a/b"]);
+    lab.ok("zfs", &["create", "tank/a/b/c"]);
+    for rest in ["a", "a/b", "a/b/c"] {
+        assert!(common::mount_lab::mounted(&lab.mnt(rest)), "{rest}");
+    }
+    lab.ok("zfs", &["unmount", "-a"]);
+    for rest in ["a", "a/b", "a/b/c"] {
+        assert!(!common::mount_lab::mounted(&lab.mnt(rest)), "{rest}");
+    }
+    lab.ok("zfs", &["mount", "-a"]);
+    assert!(common::mount_lab::mounted(&lab.mnt("a/b/c")));
+}
