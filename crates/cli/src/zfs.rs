@@ -1313,6 +1313,12 @@ fn property(
     {
         value = "on".to_string();
         resolved.source = Source::Temporary;
+    } else if native.is_some() {
+        // A mount option of `zfs mount -o` overrides the property while mounted.
+        if let Some(temporary) = crate::daemon::mounts::temporary(name, prop) {
+            value = temporary;
+            resolved.source = Source::Temporary;
+        }
     }
     let source = match resolved.source {
         Source::None => "-".to_string(),

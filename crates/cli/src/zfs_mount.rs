@@ -5,6 +5,14 @@
 //!
 //! Mounts live in the daemon (`daemon::mounts`); in direct mode there is no process to
 //! serve them, so these commands refuse.
+//!
+//! `zfs mount -o OPTIONS` sets mount options for that mount only (OpenZFS's temporary
+//! properties, `zfs_parse_mount_options` and `zfs_prop_get`'s ZPROP_SRC_TEMPORARY): `ro`,
+//! `noatime`, `nodev`... override the property while the filesystem stays mounted, `zfs
+//! get` shows them with source `temporary`, and the next mount goes back to the property.
+//! With `remount` they apply to a mounted filesystem in place. Options that are no
+//! property (`defaults`, `sync`...) are accepted and change nothing, as the kernel's ZPL
+//! ignores the options it does not know.
 
 use crate::daemon::mounts;
 use crate::zpool::{fail, getopt, CmdError, CmdResult, Ctx};
@@ -63,6 +71,50 @@ impl MountSpec {
     }
 }
 
+/// The property and value a mount option of `zfs mount -o` stands for (Linux's names,
+/// `zfs_parse_mount_options`); None for options that are no property.
+pub fn temporary_option(option: &str) -> Option<(&'static str, &'static str)> {
+    Some(match option {
+        "ro" => ("readonly", "on"),
+        "rw" => ("readonly", "off"),
+        "atime" => ("atime", "on"),
+        "noatime" => ("atime", "off"),
+        "relatime" => ("relatime", "on"),
+        "norelatime" => ("relatime", "off"),
+        "exec" => ("exec", "on"),
+        "noexec" => ("exec", "off"),
+        "suid" => ("setuid", "on"),
+        "nosuid" => ("setuid", "off"),
+        "dev" => ("devices", "on"),
+        "nodev" => ("devices", "off"),
+        "xattr" => ("xattr", "on"),
+        "saxattr" => ("xattr", "sa"),
+        "dirxattr" => ("xattr", "dir"),
+        "noxattr" => ("xattr", "off"),
+        "mand" => ("nbmand", "on"),
+        "nomand" => ("nbmand", "off"),
+        _ => return None,
+    })
+}
+
+/// `-o OPTIONS` of `zfs mount`: whether it asks for a remount, and the temporary
+/// properties, later options overriding earlier ones.
+pub fn parse_mount_options(list: &str) -> (bool, Vec<(String, String)>) {
+    let mut remount = false;
+    let mut props: Vec<(String, String)> = Vec::new();
+    for option in list.split(',').filter(|o| !o.is_empty()) {
+        if option == "remount" {
+            remount = true;
+            continue;
+        }
+        if let Some((prop, value)) = temporary_option(option) {
+            props.retain(|(p, _)| p != prop);
+            props.push((prop.to_string(), value.to_string()));
+        }
+    }
+    (remount, props)
+}
+
 /// Mount settings of every filesystem of the pool.
 pub fn specs(spa: &mut Spa) -> Result<Vec<MountSpec>, CmdError> {
     let props = crate::zfs::load_spa_props(spa)?;
@@ -86,7 +138,11 @@ pub fn specs(spa: &mut Spa) -> Result<Vec<MountSpec>, CmdError> {
         .into_iter()
         .filter(|n| !n.contains('%') && !receiving(n) && !volumes.contains(n))
     {
+        let temporary = mounts::temporary_props(&name);
         let get = |prop: &str| {
+            if let Some((_, value)) = temporary.iter().find(|(p, _)| p == prop) {
+                return value.clone();
+            }
             resolve(&props, &name, prop)
                 .map(|r| r.value)
                 .unwrap_or_default()
@@ -147,7 +203,7 @@ fn needs_daemon(verb: &str, what: &str) -> CmdError {
 /// filesystem that may be; `fs` mounts one (even with canmount=noauto).
 pub fn cmd_mount(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let parsed =
-        crate::zpool::getopt_long(args, "ajO", &[("json", crate::zpool::OPTION_JSON)], None)?;
+        crate::zpool::getopt_long(args, "ajOo:", &[("json", crate::zpool::OPTION_JSON)], None)?;
     let json = parsed.has(crate::zpool::OPTION_JSON);
     if json && !parsed.operands.is_empty() {
         return Err(CmdError::Usage("too many arguments".to_string()));
@@ -192,7 +248,8 @@ pub fn cmd_mount(args: &[String], ctx: &mut Ctx) -> CmdResult {
         };
     }
     let name = &parsed.operands[0];
-    mounts::mount_named(name, parsed.has('O')).map_err(CmdError::Fail)
+    let (remount, temporary) = parse_mount_options(&parsed.values('o').join(","));
+    mounts::mount_named(name, parsed.has('O'), remount, &temporary).map_err(CmdError::Fail)
 }
 
 /// `zfs unmount [-f] -a | fs | mountpoint`.
@@ -211,7 +268,11 @@ pub fn cmd_unmount(args: &[String]) -> CmdResult {
     }
     let force = parsed.has('f');
     if parsed.has('a') {
-        for (name, _) in mounts::mounted_list() {
+        // Deepest mountpoint first (OpenZFS sorts the mounts and unmounts them in reverse):
+        // a filesystem mounted inside another holds its parent busy.
+        let mut all = mounts::mounted_list();
+        all.sort_by(|(_, a), (_, b)| b.cmp(a));
+        for (name, _) in all {
             mounts::unmount(&name, force).map_err(CmdError::Fail)?;
             mounts::suppress(&name);
         }

@@ -89,6 +89,21 @@ pub fn cmd_rename(args: &[String]) -> CmdResult {
             "cannot rename to '{to}': not a snapshot name"
         )));
     }
+    // The kernel's dsl_dir_rename: every name under the new one (descendants and their
+    // snapshots) must fit, or nothing is renamed (ENAMETOOLONG).
+    let names = imported.spa.dataset_names().map_err(spa_fail)?;
+    for name in names
+        .iter()
+        .filter(|n| *n == from || n.starts_with(&format!("{from}/")))
+    {
+        let mut longest = name.len();
+        for (snapshot, _, _) in imported.spa.snapshots(name).map_err(spa_fail)? {
+            longest = longest.max(snapshot.len());
+        }
+        if longest - from.len() + to.len() >= zetta_zprop::namecheck::ZFS_MAX_DATASET_NAME_LEN {
+            return fail(format!("cannot rename to '{to}': dataset name is too long"));
+        }
+    }
     if parsed.has('p') {
         crate::zfs::create_parents(&mut imported, to)?;
     }

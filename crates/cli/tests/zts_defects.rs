@@ -471,3 +471,246 @@ fn device_with_another_filesystem_needs_f() {
         std::panic::resume_unwind(panic);
     }
 }
+
+// Why: ZTS's zfs_get_006_neg (issue 18, defect 6's `zfs get all -r`) sets POSIXLY_CORRECT
+// and expects `zfs get all -r` to fail: glibc's getopt then ends the options at the first
+// operand, so `-r` is a dataset name. Without it GNU permutation applies (`-r` is the flag).
+// The daemon must follow the client's environment, not the one it was started with.
+#[test]
+fn posixly_correct_ends_options_at_the_first_operand() {
+    let lab = NoMountLab::new();
+    let out = lab.run("sh", &["-c", "POSIXLY_CORRECT=1 zfs get -H all -r"]);
+    assert_ne!(out.code, 0, "{}", out.stdout);
+    assert!(out.stderr.contains("'-r'"), "{}", out.stderr);
+    // Options before the first operand still count.
+    let out = lab.run(
+        "sh",
+        &[
+            "-c",
+            "POSIXLY_CORRECT=1 zfs get -H -o value mountpoint tank",
+        ],
+    );
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "none\n"),
+        "{}",
+        out.stderr
+    );
+    // The same words without POSIXLY_CORRECT: -r is a flag.
+    let all = lab.ok("zfs", &["get", "-H", "all", "-r"]);
+    assert!(all.contains("tank\tmountpoint\tnone\t"), "{all}");
+}
+
+/// The kernel's mount options of the mount at `path` (the topmost one there).
+fn kernel_options(path: &str) -> Vec<String> {
+    let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let line = table
+        .lines()
+        .rfind(|l| l.split(' ').nth(4) == Some(path))
+        .unwrap_or_else(|| panic!("{path} is not mounted"))
+        .to_string();
+    line.split(' ')
+        .nth(5)
+        .unwrap_or("")
+        .split(',')
+        .map(str::to_string)
+        .collect()
+}
+
+// Why: defect 10 of issue 18 (ZTS zfs_get_003_pos, zfs_mount_007_pos): `zfs mount -o
+// remount,noatime` said "already mounted" and `zfs mount -o` had no -o at all. In OpenZFS
+// a mount option overrides its property for that mount only: `zfs get` shows it with
+// source `temporary` (the same in `get all`), the kernel mount has the option, and the
+// next plain mount goes back to the property.
+#[test]
+fn mount_options_are_temporary_properties() {
+    let lab = MountLab::new("tank/fs");
+    let path = lab.mnt("fs");
+    let get = |prop: &str| lab.ok("zfs", &["get", "-H", "-o", "value,source", prop, "tank/fs"]);
+    lab.ok("zfs", &["set", "atime=on", "tank/fs"]);
+    lab.ok("zfs", &["mount", "-o", "remount,noatime", "tank/fs"]);
+    assert_eq!(get("atime"), "off\ttemporary\n");
+    assert!(kernel_options(&path).contains(&"noatime".to_string()));
+    let all = lab.ok(
+        "zfs",
+        &["get", "-H", "-o", "property,value,source", "all", "tank/fs"],
+    );
+    assert!(all.contains("atime\toff\ttemporary\n"), "{all}");
+    // Without remount a mounted filesystem is refused, as before.
+    let (code, _, stderr) = lab.run("zfs", &["mount", "-o", "ro", "tank/fs"]);
+    assert_eq!(
+        (code, stderr.as_str()),
+        (1, "cannot mount 'tank/fs': filesystem already mounted\n")
+    );
+    // A new mount with -o: read-only for this mount only.
+    lab.ok("zfs", &["unmount", "tank/fs"]);
+    lab.ok("zfs", &["mount", "-o", "ro,nodev", "tank/fs"]);
+    assert_eq!(get("readonly"), "on\ttemporary\n");
+    assert_eq!(get("devices"), "off\ttemporary\n");
+    assert_eq!(get("atime"), "on\tlocal\n");
+    assert!(kernel_options(&path).contains(&"ro".to_string()));
+    assert!(std::fs::write(format!("{path}/f"), b"x").is_err());
+    lab.ok("zfs", &["unmount", "tank/fs"]);
+    lab.ok("zfs", &["mount", "tank/fs"]);
+    assert_eq!(get("readonly"), "off\tdefault\n");
+    assert!(kernel_options(&path).contains(&"rw".to_string()));
+    std::fs::write(format!("{path}/f"), b"x").unwrap();
+}
+
+// Why: ZTS zfs_set/canmount_003_pos (issue 18): `zfs set canmount=noauto` on a mounted
+// filesystem unmounted it (and failed busy when a shell sat in it); OpenZFS leaves it
+// mounted: noauto only keeps `zfs mount -a` from mounting it.
+#[test]
+fn canmount_noauto_leaves_a_mounted_filesystem_mounted() {
+    let lab = MountLab::new("tank/fs");
+    let path = lab.mnt("fs");
+    // A process sitting in the filesystem: an unmount would fail busy.
+    let mut holder = std::process::Command::new("sleep")
+        .arg("60")
+        .current_dir(&path)
+        .spawn()
+        .unwrap();
+    let (code, _, stderr) = lab.run("zfs", &["set", "canmount=noauto", "tank/fs"]);
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(common::mount_lab::mounted(&path));
+    assert_eq!(
+        lab.ok("zfs", &["get", "-H", "-o", "value", "mounted", "tank/fs"]),
+        "yes\n"
+    );
+    // Unmounted, it is not mounted again by `zfs mount -a`; `zfs mount` still mounts it.
+    lab.ok("zfs", &["unmount", "tank/fs"]);
+    lab.ok("zfs", &["mount", "-a"]);
+    assert!(!common::mount_lab::mounted(&path));
+    lab.ok("zfs", &["mount", "tank/fs"]);
+    assert!(common::mount_lab::mounted(&path));
+}
+
+// Why: ZTS zpool_create_002_pos (issue 18): `zpool create p mirror A B` with B 64 MiB larger
+// than A made the pool; OpenZFS refuses it without -f ("mirror contains devices of
+// different sizes", exit 1) and makes it with -f.
+#[test]
+fn mirror_of_different_sizes_needs_f() {
+    let lab = NoMountLab::new();
+    let a = lab.inner.disk("a", 128 << 20);
+    let b = lab.inner.disk("b", 192 << 20);
+    let (code, stderr) = refused(
+        &lab,
+        "zpool",
+        &["create", "-m", "none", "p2", "mirror", &a, &b],
+    );
+    assert_eq!(
+        (code, stderr.as_str()),
+        (
+            1,
+            "invalid vdev specification\nuse '-f' to override the following errors:\n\
+             mirror contains devices of different sizes\n"
+        )
+    );
+    lab.ok(
+        "zpool",
+        &["create", "-f", "-m", "none", "p2", "mirror", &a, &b],
+    );
+    lab.ok("zpool", &["destroy", "p2"]);
+}
+
+// Why: ZTS zfs_snapshot_005_neg (issue 18): renaming a filesystem (or its parent) so that
+// one of its snapshots' full names would reach 256 bytes succeeded; OpenZFS refuses the
+// whole rename ("dataset name is too long") and nothing moves.
+#[test]
+fn rename_refuses_names_its_snapshots_could_not_have() {
+    let lab = NoMountLab::new();
+    lab.ok("zfs", &["create", "tank/a"]);
+    lab.ok("zfs", &["create", "tank/a/b"]);
+    // "tank/a/b@" is 9 bytes: a snapshot name of 246 makes a full name of 255.
+    let snap = format!("tank/a/b@{}", "s".repeat(246));
+    assert_eq!(snap.len(), 255);
+    lab.ok("zfs", &["snapshot", &snap]);
+    for (from, to) in [("tank/a/b", "tank/a/bc"), ("tank/a", "tank/a-new")] {
+        let (code, stderr) = refused(&lab, "zfs", &["rename", from, to]);
+        assert_eq!(
+            (code, stderr.as_str()),
+            (
+                1,
+                format!("cannot rename to '{to}': dataset name is too long\n").as_str()
+            )
+        );
+    }
+    // A rename that keeps the length is fine.
+    lab.ok("zfs", &["rename", "tank/a/b", "tank/a/c"]);
+    let names = lab.ok(
+        "zfs",
+        &["list", "-H", "-o", "name", "-t", "all", "-r", "tank"],
+    );
+    assert!(
+        names.contains(&format!("tank/a/c@{}\n", "s".repeat(246))),
+        "{names}"
+    );
+}
+
+// Why: ZTS zpool_create_002_pos (issue 18): `zpool offline testpool loop3` said "no such
+// device in pool" for a device the pool was created with as `loop3` and that `zpool
+// status` shows as `loop3`; OpenZFS's zpool_find_vdev takes the short name too.
+#[test]
+fn device_operands_take_short_names() {
+    let lab = NoMountLab::new();
+    let Some(first) = loop_device(&lab.inner, "loop-a.img") else {
+        eprintln!("skipped: no loop device available here");
+        return;
+    };
+    let second = loop_device(&lab.inner, "loop-b.img");
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let second = second.clone().expect("a second loop device");
+        let (a, b) = (
+            first.trim_start_matches("/dev/").to_string(),
+            second.trim_start_matches("/dev/").to_string(),
+        );
+        lab.ok(
+            "zpool",
+            &["create", "-m", "none", "short", "mirror", &a, &b],
+        );
+        lab.ok("zpool", &["offline", "short", &b]);
+        let state_of = |device: &str| {
+            let status = lab.ok("zpool", &["status", "short"]);
+            status
+                .lines()
+                .map(|line| line.split_whitespace().collect::<Vec<_>>())
+                .find(|words| words.first() == Some(&device))
+                .and_then(|words| words.get(1).map(|w| w.to_string()))
+                .unwrap_or_else(|| panic!("{device} not in {status}"))
+        };
+        assert_eq!(state_of(&b), "OFFLINE");
+        lab.ok("zpool", &["online", "short", &b]);
+        assert_eq!(state_of(&b), "ONLINE");
+        lab.ok("zpool", &["detach", "short", &b]);
+        lab.ok("zpool", &["destroy", "short"]);
+    }));
+    for device in std::iter::once(first).chain(second) {
+        let _ = std::process::Command::new("losetup")
+            .args(["-d", &device])
+            .status();
+    }
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+// Why: ZTS zfs_mount_all_001_pos (issue 18): `zfs unmount -a` unmounted in name order,
+// parents first, and failed busy on a filesystem with another mounted inside it; OpenZFS
+// unmounts the deepest mountpoints first.
+#[test]
+fn unmount_all_goes_deepest_first() {
+    let lab = MountLab::new("tank/a");
+    lab.ok("zfs", &["create", "tank/a/b"]);
+    lab.ok("zfs", &["create", "tank/a/b/c"]);
+    for rest in ["a", "a/b", "a/b/c"] {
+        assert!(common::mount_lab::mounted(&lab.mnt(rest)), "{rest}");
+    }
+    lab.ok("zfs", &["unmount", "-a"]);
+    for rest in ["a", "a/b", "a/b/c"] {
+        assert!(!common::mount_lab::mounted(&lab.mnt(rest)), "{rest}");
+    }
+    lab.ok("zfs", &["mount", "-a"]);
+    assert!(common::mount_lab::mounted(&lab.mnt("a/b/c")));
+}

@@ -335,13 +335,32 @@ pub fn check_replication(groups: &[VdevSpecGroup]) -> Result<(), VdevSpecError> 
                 .paths
                 .iter()
                 .filter_map(|path| default_leaf_kind(path).ok());
+            let mut reported = false;
             if let Some(first_kind) = leaf_kinds.next() {
                 if leaf_kinds.any(|kind| kind != first_kind) {
                     problems.push(format!(
                         "mismatched replication level: {} contains both files and devices",
                         current.type_name
                     ));
+                    reported = true;
                 }
+            }
+            // Leaves whose sizes differ by more than ZPOOL_FUZZ (a leaf whose size cannot
+            // be read, or is 0, is left out); one problem per vdev, as `dontreport`.
+            let sizes: Vec<u64> = group
+                .paths
+                .iter()
+                .filter_map(|path| leaf_size(path))
+                .collect();
+            if !reported
+                && sizes
+                    .windows(2)
+                    .any(|pair| pair[0].abs_diff(pair[1]) > ZPOOL_FUZZ)
+            {
+                problems.push(format!(
+                    "{} contains devices of different sizes",
+                    current.type_name
+                ));
             }
         }
         if let Some(previous) = &last {
@@ -361,6 +380,18 @@ pub fn check_replication(groups: &[VdevSpecGroup]) -> Result<(), VdevSpecError> 
         ]));
     }
     Ok(())
+}
+
+/// How far the sizes of a mirror's or raidz's leaves may differ (`ZPOOL_FUZZ`, 16 MiB).
+const ZPOOL_FUZZ: u64 = 16 << 20;
+
+/// The size of a leaf: a file's length, a block device's (the end of the opened device);
+/// None when it cannot be opened or is empty (`get_replication` ignores such a leaf).
+fn leaf_size(path: &str) -> Option<u64> {
+    use std::io::Seek;
+    let mut file = std::fs::File::open(path).ok()?;
+    let size = file.seek(std::io::SeekFrom::End(0)).ok()?;
+    (size != 0).then_some(size)
 }
 
 /// Compares two neighbouring top-level vdevs as `get_replication` does.

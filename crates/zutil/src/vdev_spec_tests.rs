@@ -203,3 +203,30 @@ fn replication_requires_a_normal_vdev() {
         format!("{HEADER}at least one general top-level vdev must be specified")
     );
 }
+
+// Why: ZTS zpool_create_002_pos (issue 18): a mirror of files 16 MiB or more apart in size
+// was created without -f; OpenZFS's get_replication refuses it ("contains devices of
+// different sizes"). Within ZPOOL_FUZZ they agree.
+#[test]
+fn replication_refuses_leaves_of_different_sizes() {
+    let dir = std::env::temp_dir().join(format!("zetta-vdev-sizes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let make = |name: &str, size: u64| {
+        let path = dir.join(name);
+        std::fs::File::create(&path).unwrap().set_len(size).unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    let small = make("small", 64 << 20);
+    let near = make("near", (64 << 20) + (16 << 20));
+    let big = make("big", 128 << 20);
+    assert_eq!(replication_text(&format!("mirror {small} {near}")), "ok");
+    assert_eq!(
+        replication_text(&format!("mirror {small} {big}")),
+        format!("{HEADER}mirror contains devices of different sizes")
+    );
+    assert_eq!(
+        replication_text(&format!("raidz {big} {small} {near}")),
+        format!("{HEADER}raidz contains devices of different sizes")
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -3,7 +3,8 @@
 
 use super::protocol::{
     self, FRAME_EXIT, FRAME_STDERR, FRAME_STDIN, FRAME_STDIN_WANT, FRAME_STDOUT,
-    REQUEST_FLAG_STDIN_TERMINAL, REQUEST_FLAG_STDOUT_TERMINAL, STDIN_CHUNK_MAX,
+    REQUEST_FLAG_POSIXLY_CORRECT, REQUEST_FLAG_STDIN_TERMINAL, REQUEST_FLAG_STDOUT_TERMINAL,
+    STDIN_CHUNK_MAX,
 };
 use super::{run_dir, socket_path};
 use crate::zpool::pool::strerror;
@@ -236,12 +237,15 @@ pub fn forward(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32
     }
 }
 
-/// Which of this process's standard streams are terminals (request flags).
+/// Which of this process's standard streams are terminals, and whether its environment
+/// asks getopt for POSIX's order (request flags).
 fn terminal_flags() -> u32 {
     // SAFETY: isatty only inspects the descriptor.
     let (stdin, stdout) = unsafe { (libc::isatty(0) == 1, libc::isatty(1) == 1) };
+    let posixly_correct = std::env::var_os("POSIXLY_CORRECT").is_some();
     u32::from(stdin) * REQUEST_FLAG_STDIN_TERMINAL
         + u32::from(stdout) * REQUEST_FLAG_STDOUT_TERMINAL
+        + u32::from(posixly_correct) * REQUEST_FLAG_POSIXLY_CORRECT
 }
 
 /// Up to `want` bytes of stdin (fewer only at its end); a read error ends the input.

@@ -34,8 +34,6 @@ struct Active {
     key: String,
     /// The options a running mount takes in place (`MountSpec::flags_key`).
     flags: String,
-    /// Mounted by `zfs mount` (kept even when canmount=noauto).
-    explicit: bool,
     /// The kernel's mount: its id and device in /proc/self/mountinfo. While the kernel
     /// lists both, the mount is live; when not, it went (an external `umount`, a lazy
     /// unmount, fusermount3) and the daemon says so.
@@ -59,6 +57,42 @@ static TABLE: Mutex<Option<HashMap<String, Active>>> = Mutex::new(None);
 /// Filesystems the admin unmounted (or `import -N` left alone): not mounted again until
 /// `zfs mount`.
 static SUPPRESSED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+
+/// Temporary properties (`zfs mount -o`) of mounted filesystems: in force until the
+/// filesystem is unmounted.
+static TEMPORARY: Mutex<Option<HashMap<String, TemporaryProps>>> = Mutex::new(None);
+
+/// (property, value) pairs that `zfs mount -o` set for one mount.
+type TemporaryProps = Vec<(String, String)>;
+
+/// The temporary properties of `name` (none unless it was mounted with `-o`).
+pub fn temporary_props(name: &str) -> Vec<(String, String)> {
+    TEMPORARY
+        .lock()
+        .as_ref()
+        .and_then(|map| map.get(name).cloned())
+        .unwrap_or_default()
+}
+
+/// The value of `prop` that a mount option of mounted `name` sets (source temporary).
+pub fn temporary(name: &str, prop: &str) -> Option<String> {
+    let value = temporary_props(name)
+        .into_iter()
+        .find(|(p, _)| p == prop)
+        .map(|(_, value)| value)?;
+    // Read the kernel's table only for a filesystem that has such options.
+    is_mounted(name).then_some(value)
+}
+
+fn set_temporary(name: &str, props: Vec<(String, String)>) {
+    let mut map = TEMPORARY.lock();
+    let map = map.get_or_insert_with(HashMap::new);
+    if props.is_empty() {
+        map.remove(name);
+    } else {
+        map.insert(name.to_string(), props);
+    }
+}
 
 /// `ZETTA_MOUNT=0` in the daemon's environment: hold pools but serve no mounts (a box
 /// without /dev/fuse, or tests of the commands alone).
@@ -220,6 +254,7 @@ fn forget_vanished(external: bool) {
             .collect()
     });
     for (name, active) in gone {
+        set_temporary(&name, Vec::new());
         if external {
             suppress(&name);
         }
@@ -326,7 +361,7 @@ fn umount2(path: &Path, lazy: bool) -> std::io::Result<()> {
     }
 }
 
-fn mount_spec(pool: &PoolRef, guid: u64, spec: &MountSpec, explicit: bool) -> Result<(), String> {
+fn mount_spec(pool: &PoolRef, guid: u64, spec: &MountSpec) -> Result<(), String> {
     if !enabled() {
         return Err(format!(
             "cannot mount '{}': mounts are disabled (ZETTA_MOUNT=0)",
@@ -416,7 +451,6 @@ fn mount_spec(pool: &PoolRef, guid: u64, spec: &MountSpec, explicit: bool) -> Re
                 path: path.clone(),
                 key: spec.key(),
                 flags: spec.flags_key(),
-                explicit,
                 id,
                 dev,
                 kernel_path: canonical,
@@ -509,6 +543,7 @@ pub fn unmount(name: &str, force: bool) -> Result<(), String> {
         Err(_) => {}
     }
     let active = with_table(|table| table.remove(name));
+    set_temporary(name, Vec::new());
     // Ending the session may wait for the kernel: never on a command's path.
     if let Some(active) = active {
         std::thread::spawn(move || drop(active));
@@ -546,25 +581,67 @@ fn pool_named(name: &str) -> Option<(u64, PoolRef)> {
         .find(|(_, pool)| pool.read().name == name)
 }
 
-/// `zfs mount fs`.
-/// `zfs mount [-O] name` (`overlay`: -O, over a non-empty directory whatever the
-/// property says).
-pub fn mount_named(name: &str, overlay: bool) -> Result<(), String> {
+/// `zfs mount [-O] [-o options] name` (`overlay`: -O, over a non-empty directory
+/// whatever the property says; `temporary`: the properties `-o` sets for this mount;
+/// `remount`: applied to the running mount).
+pub fn mount_named(
+    name: &str,
+    overlay: bool,
+    remount: bool,
+    temporary: &[(String, String)],
+) -> Result<(), String> {
     let pool_name = name.split('/').next().unwrap_or(name);
     let (guid, pool) = pool_named(pool_name)
         .ok_or_else(|| format!("cannot open '{name}': dataset does not exist"))?;
-    let all = {
-        let mut spa = pool.write();
-        specs(&mut spa).map_err(|e| e.message())?
+    let spec_of = |pool: &PoolRef| -> Result<MountSpec, String> {
+        let all = {
+            let mut spa = pool.write();
+            specs(&mut spa).map_err(|e| e.message())?
+        };
+        all.into_iter()
+            .find(|s| s.name == name)
+            .ok_or_else(|| format!("cannot open '{name}': dataset does not exist"))
     };
-    let mut spec = all
-        .into_iter()
-        .find(|s| s.name == name)
-        .ok_or_else(|| format!("cannot open '{name}': dataset does not exist"))?;
-    spec.overlay |= overlay;
-    if is_mounted(name) {
+    let mounted = is_mounted(name);
+    if mounted && !remount {
+        spec_of(&pool)?;
         return Err(format!("cannot mount '{name}': filesystem already mounted"));
     }
+    // The options of this mount: a remount keeps the earlier ones it does not change.
+    let previous = temporary_props(name);
+    let mut options = if mounted {
+        previous.clone()
+    } else {
+        Vec::new()
+    };
+    for (prop, value) in temporary {
+        options.retain(|(p, _)| p != prop);
+        options.push((prop.clone(), value.clone()));
+    }
+    set_temporary(name, options);
+    let mut spec = match spec_of(&pool) {
+        Ok(spec) => spec,
+        Err(e) => {
+            set_temporary(name, previous);
+            return Err(e);
+        }
+    };
+    spec.overlay |= overlay;
+    if mounted {
+        let result = apply_flags(name, &spec);
+        if result.is_err() {
+            set_temporary(name, previous);
+        }
+        return result;
+    }
+    let result = mount_named_spec(name, guid, &pool, &spec);
+    if result.is_err() {
+        set_temporary(name, Vec::new());
+    }
+    result
+}
+
+fn mount_named_spec(name: &str, guid: u64, pool: &PoolRef, spec: &MountSpec) -> Result<(), String> {
     match (&spec.at, spec.canmount.as_str()) {
         (_, "off") => Err(format!(
             "cannot mount '{name}': 'canmount' property is set to 'off'"
@@ -581,7 +658,7 @@ pub fn mount_named(name: &str, overlay: bool) -> Result<(), String> {
                 .lock()
                 .get_or_insert_with(HashSet::new)
                 .remove(name);
-            mount_spec(&pool, guid, &spec, true)
+            mount_spec(pool, guid, spec)
         }
     }
 }
@@ -617,25 +694,19 @@ fn reconcile_noting(messages: &mut Vec<String>, failed: &mut Vec<String>) {
         }
     }
     // Unmount what should not be there (or not like this).
-    let running: Vec<(String, u64, String, String, bool)> = with_table(|table| {
+    let running: Vec<(String, u64, String, String)> = with_table(|table| {
         table
             .iter()
-            .map(|(n, a)| {
-                (
-                    n.clone(),
-                    a.pool,
-                    a.key.clone(),
-                    a.flags.clone(),
-                    a.explicit,
-                )
-            })
+            .map(|(n, a)| (n.clone(), a.pool, a.key.clone(), a.flags.clone()))
             .collect()
     });
     let mut keep = HashSet::new();
-    for (name, guid, key, flags, explicit) in running {
-        let fits = wanted.get(&name).filter(|(g, _, spec)| {
-            *g == guid && spec.key() == key && (spec.canmount == "on" || explicit)
-        });
+    for (name, guid, key, flags) in running {
+        // canmount=noauto keeps a running mount (OpenZFS's changelist does not unmount
+        // for it): it only stops `zfs mount -a` and imports from mounting the filesystem.
+        let fits = wanted
+            .get(&name)
+            .filter(|(g, _, spec)| *g == guid && spec.key() == key);
         if let Some((_, _, spec)) = fits {
             // quota and reservations are the pool's to enforce: a change needs no remount;
             // readonly, atime, exec, setuid, devices change on the running mount.
@@ -666,7 +737,7 @@ fn reconcile_noting(messages: &mut Vec<String>, failed: &mut Vec<String>) {
         .collect();
     missing.sort_by(|a, b| a.2.name.cmp(&b.2.name));
     for (guid, pool, spec) in missing {
-        if let Err(message) = mount_spec(pool, *guid, spec, false) {
+        if let Err(message) = mount_spec(pool, *guid, spec) {
             messages.push(message);
             suppress(&spec.name);
             failed.push(spec.name.clone());

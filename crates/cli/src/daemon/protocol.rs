@@ -3,7 +3,7 @@
 //! ```text
 //! request:  argc u32 | (len u32, utf-8 bytes){argc} | flags u32
 //!           argv[0] = "zpool" | "zfs" | "zinject" | "arcstats" | "__stop"; flags: bit 0 the client's stdin is a
-//!           terminal, bit 1 its stdout is
+//!           terminal, bit 1 its stdout is, bit 2 its environment has POSIXLY_CORRECT
 //! response: frames: kind u8 | len u32 | bytes[len]
 //!           kind 1 = stdout bytes, 2 = stderr bytes, 3 = exit code (len 4, i32 LE), last
 //!           kind 4 = stdin wanted (len 4: u32 most bytes, at most STDIN_CHUNK_MAX)
@@ -36,6 +36,9 @@ pub const FRAME_STDIN: u8 = 5;
 pub const STDIN_CHUNK_MAX: u32 = 1 << 20;
 pub const REQUEST_FLAG_STDIN_TERMINAL: u32 = 1;
 pub const REQUEST_FLAG_STDOUT_TERMINAL: u32 = 2;
+/// The client's environment has `POSIXLY_CORRECT`: glibc's getopt then stops at the first
+/// operand (ZTS's `_neg` tests set it to check that `zfs get all -r` is refused).
+pub const REQUEST_FLAG_POSIXLY_CORRECT: u32 = 4;
 
 fn invalid(why: &str) -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::InvalidData, why.to_string())

@@ -247,6 +247,11 @@ fn serve(stream: UnixStream) {
             let _ = protocol::write_frame(&mut writer, FRAME_EXIT, &1i32.to_le_bytes());
             return;
         }
+        // getopt follows the client's environment, not the daemon's (the daemon inherited
+        // the environment of whichever client started it).
+        crate::zpool::set_posixly_correct(Some(
+            flags & protocol::REQUEST_FLAG_POSIXLY_CORRECT != 0,
+        ));
         let mut code = match args[0].as_str() {
             "zpool" => crate::zpool::run(&args[1..], &mut out, &mut err),
             "zfs" => {

@@ -248,8 +248,28 @@ impl Parsed {
     }
 }
 
-/// getopt(3) with GNU argument permutation. `spec` lists the flags; a flag followed by
-/// `:` takes an argument (attached, `-ofoo`, or the next word).
+thread_local! {
+    /// Whether getopt stops at the first operand, as glibc's does when `POSIXLY_CORRECT`
+    /// is in the environment: `Some` for a command the daemon serves (the client's
+    /// environment, carried in the request), `None` in-process (this process's own).
+    static POSIXLY_CORRECT: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+}
+
+/// Sets, for the commands this thread runs next, whether getopt follows POSIX's order
+/// (`None`: as this process's environment says).
+pub fn set_posixly_correct(on: Option<bool>) {
+    POSIXLY_CORRECT.with(|cell| cell.set(on));
+}
+
+fn posixly_correct() -> bool {
+    POSIXLY_CORRECT
+        .with(|cell| cell.get())
+        .unwrap_or_else(|| std::env::var_os("POSIXLY_CORRECT").is_some())
+}
+
+/// getopt(3) with GNU argument permutation (none under `POSIXLY_CORRECT`: the first
+/// operand ends the options, and every word after it is an operand). `spec` lists the
+/// flags; a flag followed by `:` takes an argument (attached, `-ofoo`, or the next word).
 pub fn getopt(args: &[String], spec: &str) -> Result<Parsed, CmdError> {
     getopt_long(args, spec, &[], None)
 }
@@ -331,6 +351,7 @@ pub fn getopt_long(
         None
     };
     let mut parsed = Parsed::default();
+    let in_order = posixly_correct();
     let mut index = 0;
     while index < args.len() {
         let word = &args[index];
@@ -341,6 +362,10 @@ pub fn getopt_long(
         }
         if !word.starts_with('-') || word.len() == 1 {
             parsed.operands.push(word.clone());
+            if in_order {
+                parsed.operands.extend(args[index..].iter().cloned());
+                break;
+            }
             continue;
         }
         if word.starts_with("--") {
@@ -451,6 +476,7 @@ mod tests {
     /// OpenZFS relies on GNU getopt: options may follow operands and attach their value.
     #[test]
     fn getopt_permutes_and_attaches() {
+        set_posixly_correct(Some(false));
         let parsed = getopt(
             &words("tank -f /a -oashift=12 -O compression=on /b"),
             "fno:O:",
@@ -460,6 +486,18 @@ mod tests {
         assert!(parsed.has('f'));
         assert_eq!(parsed.values('o'), vec!["ashift=12".to_string()]);
         assert_eq!(parsed.values('O'), vec!["compression=on".to_string()]);
+    }
+
+    // Why: ZTS's zfs_get_006_neg (issue 18) runs `zfs get all -r` under POSIXLY_CORRECT
+    // and expects a refusal: glibc's getopt then takes `-r` as an operand (a dataset name).
+    #[test]
+    fn getopt_stops_at_the_first_operand_under_posixly_correct() {
+        set_posixly_correct(Some(true));
+        let parsed = getopt(&words("-H all -r tank"), "Hr").unwrap();
+        set_posixly_correct(None);
+        assert!(parsed.has('H'));
+        assert!(!parsed.has('r'));
+        assert_eq!(parsed.operands, words("all -r tank"));
     }
 
     /// Unknown flags and missing values are usage errors with OpenZFS's words.

@@ -20,10 +20,30 @@ fn check_new_device(path: &str, force: bool) -> Result<(), CmdError> {
     pool::check_in_use(&[path.to_string()], force)
 }
 
+/// The leaf a device operand names: its path, its guid, or its short name (`loop0` for
+/// `/dev/loop0`, as `zpool status` shows it; OpenZFS's `zpool_find_vdev` matches both).
 fn find_leaf<'a>(root: &'a Vdev, name: &str) -> Option<&'a Vdev> {
-    root.leaves()
-        .into_iter()
+    let leaves = root.leaves();
+    let exact = leaves
+        .iter()
         .find(|l| l.path == name || l.guid.0.to_string() == name)
+        .copied();
+    exact.or_else(|| {
+        leaves
+            .into_iter()
+            .find(|l| !name.starts_with('/') && pool::vdev_short_name(&l.path) == name)
+    })
+}
+
+/// A device operand as the pool's leaves name it: a short name becomes its leaf's path;
+/// anything else is left as given (the engine then says what is wrong with it).
+fn leaf_name(root: &Vdev, name: &str) -> String {
+    match find_leaf(root, name) {
+        Some(leaf) if !name.starts_with('/') && leaf.guid.0.to_string() != name => {
+            leaf.path.clone()
+        }
+        _ => name.to_string(),
+    }
 }
 
 /// `zpool attach [-fsw] [-o ashift=N] pool device new_device`
@@ -44,9 +64,10 @@ pub fn cmd_attach(args: &[String], _ctx: &mut Ctx) -> CmdResult {
         return fail(format!("{action}: no such device in pool"));
     }
     let device = pool::open_device(new)?;
+    let old_path = leaf_name(&imported.spa.root, old);
     imported
         .spa
-        .attach(old, new, device)
+        .attach(&old_path, new, device)
         .map_err(|e| CmdError::Fail(format!("{action}: {}", pool::spa_error_text(&e))))?;
     imported.spa.log_history(&history_line("attach", args));
     pool::commit(&mut imported)
@@ -78,9 +99,10 @@ pub fn cmd_replace(args: &[String], _ctx: &mut Ctx) -> CmdResult {
         pool::leaf_kind(new).map_err(|e| CmdError::Fail(e.to_string()))?;
     }
     let device = pool::open_device(new)?;
+    let old_path = leaf_name(&imported.spa.root, old);
     imported
         .spa
-        .replace(old, new, device)
+        .replace(&old_path, new, device)
         .map_err(|e| CmdError::Fail(format!("{action}: {}", pool::spa_error_text(&e))))?;
     imported.spa.log_history(&history_line("replace", args));
     pool::commit(&mut imported)
@@ -97,7 +119,8 @@ pub fn cmd_detach(args: &[String], _ctx: &mut Ctx) -> CmdResult {
     };
     let mut imported = pool::open_pool(name)?;
     pool::writable(&imported, &format!("cannot detach {device}"))?;
-    imported.spa.detach(device).map_err(|e| {
+    let path = leaf_name(&imported.spa.root, device);
+    imported.spa.detach(&path).map_err(|e| {
         CmdError::Fail(format!(
             "cannot detach {device}: {}",
             pool::spa_error_text(&e)
@@ -125,7 +148,8 @@ pub fn cmd_offline(args: &[String], _ctx: &mut Ctx) -> CmdResult {
     let mut changes = Vec::new();
     for device in devices {
         let last = find_leaf(&imported.spa.root, device).map(|l| l.state());
-        if let Err(e) = imported.spa.set_offline(device, true) {
+        let path = leaf_name(&imported.spa.root, device);
+        if let Err(e) = imported.spa.set_offline(&path, true) {
             result = fail(format!(
                 "cannot offline {device}: {}",
                 pool::spa_error_text(&e)
@@ -154,7 +178,8 @@ pub fn cmd_online(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let mut changes = Vec::new();
     for device in devices {
         let last = find_leaf(&imported.spa.root, device).map(|l| l.state());
-        if let Err(e) = imported.spa.set_offline(device, false) {
+        let path = leaf_name(&imported.spa.root, device);
+        if let Err(e) = imported.spa.set_offline(&path, false) {
             result = fail(format!(
                 "cannot online {device}: {}",
                 pool::spa_error_text(&e)
