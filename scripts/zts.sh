@@ -147,6 +147,9 @@ cleanup() {
     done
     rm -f "$work"/vdev*
     rm -rf "$work/run" "$work/filedir" "$work/bin"
+    # The namespace is private for mounts only: the mountpoints the tests' pools made at /
+    # (/testpool, /testpool-N-PID...) are on the real root. Empty ones go.
+    rmdir /testpool* 2>/dev/null
 }
 trap cleanup EXIT
 

@@ -714,3 +714,30 @@ fn unmount_all_goes_deepest_first() {
     lab.ok("zfs", &["mount", "-a"]);
     assert!(common::mount_lab::mounted(&lab.mnt("a/b/c")));
 }
+
+// Why: ZTS zfs_set_003_neg (issue 18): `zfs set mountpoint=FILE fs` on a legacy filesystem
+// exited 1 because the mount that followed failed; OpenZFS sets the property, prints the
+// mount's failure and exits 0 (changelist_postfix counts no mount failure as an error).
+#[test]
+fn set_succeeds_when_the_remount_fails() {
+    let lab = MountLab::new("tank/data");
+    lab.ok("zfs", &["create", "-o", "mountpoint=legacy", "tank/foo"]);
+    let file = lab.inner.path("a-file");
+    std::fs::write(&file, b"not a directory").unwrap();
+    let (code, _, stderr) = lab.run("zfs", &["set", &format!("mountpoint={file}"), "tank/foo"]);
+    assert_eq!(
+        (code, stderr.as_str()),
+        (0, "cannot mount 'tank/foo': Not a directory\n")
+    );
+    assert_eq!(
+        lab.ok(
+            "zfs",
+            &["get", "-H", "-o", "value,source", "mountpoint", "tank/foo"]
+        ),
+        format!("{file}\tlocal\n")
+    );
+    assert_eq!(
+        lab.ok("zfs", &["get", "-H", "-o", "value", "mounted", "tank/foo"]),
+        "no\n"
+    );
+}

@@ -290,8 +290,12 @@ fn serve(stream: UnixStream) {
             // Volumes created, destroyed, renamed, imported or exported: their sockets.
             super::nbd::reconcile();
             // A mount the command called for failed: the command failed (OpenZFS exits
-            // 1 after `zfs create`/`zpool create` whose mount fails).
-            if !messages.is_empty() && code == 0 {
+            // 1 after `zfs create`/`zpool create` whose mount fails). Not `zfs set` or
+            // `zfs inherit`: libzfs's changelist_postfix prints a failed remount and
+            // counts it no error, so the property is set and the command exits 0.
+            let changes_a_property = args[0] == "zfs"
+                && matches!(args.get(1).map(String::as_str), Some("set" | "inherit"));
+            if !messages.is_empty() && code == 0 && !changes_a_property {
                 code = 1;
             }
             for message in messages {
