@@ -192,8 +192,8 @@ fn the_part1_decoders_walk_an_engine_pool_from_the_directory() {
         let origin = dataset(&spa, d.origin_obj);
         assert_eq!(objtype(origin.next_clones_obj).object_type, ot::NEXT_CLONES);
         let clones: Vec<u64> = zap_map(&spa, origin.next_clones_obj)
-            .iter()
-            .map(|(_, value)| one(value))
+            .values()
+            .map(one)
             .collect();
         assert!(clones.contains(&head), "{name}: {clones:?}");
         if d.props_zapobj != 0 {
