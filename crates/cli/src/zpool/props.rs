@@ -210,16 +210,20 @@ pub fn value_of(imported: &Imported, name: &str, exact: bool) -> Option<(String,
         }
     };
     if let Some(feature) = name.strip_prefix("feature@") {
-        let info = zetta::spa::zfeature::lookup_name(feature)?;
-        // A foreign pool's features are what its MOS lists (by guid).
+        // A foreign pool's features are what its MOS lists (by guid), for every feature
+        // OpenZFS 2.3 knows (Zetta reads more than it maintains).
         if let Some(foreign) = spa.openzfs() {
-            let state = match foreign.features.get(info.guid) {
+            let guid = zetta::spa::openzfs::feature::OPENZFS_2_3_FEATURES
+                .iter()
+                .find(|guid| guid.split(':').nth(1) == Some(feature))?;
+            let state = match foreign.features.get(*guid) {
                 Some(0) => "enabled",
                 Some(_) => "active",
                 None => "disabled",
             };
             return Some((state.to_string(), "local"));
         }
+        let info = zetta::spa::zfeature::lookup_name(feature)?;
         let state = spa.features().status(info);
         return Some((state.name().to_string(), "local"));
     }
@@ -293,25 +297,33 @@ pub fn fragmentation(imported: &Imported) -> Option<u64> {
 
 /// `zpool get all`'s rows for one pool (`zpool_expand_proplist`): the properties, every
 /// supported feature, then an `unsupported@GUID` row per feature the pool lists that this
-/// software does not know.
+/// software does not know. A foreign pool (read here, not maintained) also gets a
+/// `feature@` row for each other OpenZFS 2.3 feature it lists.
 fn all_names(imported: &Imported) -> Vec<String> {
+    use zetta::spa::openzfs::feature::OPENZFS_2_3_FEATURES;
     let spa = &imported.spa;
-    let unsupported: Vec<String> = match spa.openzfs() {
-        Some(foreign) => foreign
-            .features
-            .keys()
-            .filter(|guid| zetta::spa::zfeature::lookup_guid(guid).is_none())
-            .cloned()
-            .collect(),
-        None => spa
-            .features()
-            .unsupported()
-            .into_iter()
-            .map(|(guid, _)| guid.to_string())
-            .collect(),
-    };
     let mut names = base_names();
-    names.extend(unsupported.into_iter().map(|g| format!("unsupported@{g}")));
+    match spa.openzfs() {
+        Some(foreign) => {
+            for guid in foreign.features.keys() {
+                if zetta::spa::zfeature::lookup_guid(guid).is_some() {
+                    continue;
+                }
+                match guid.split(':').nth(1) {
+                    Some(name) if OPENZFS_2_3_FEATURES.contains(&guid.as_str()) => {
+                        names.push(format!("feature@{name}"))
+                    }
+                    _ => names.push(format!("unsupported@{guid}")),
+                }
+            }
+        }
+        None => names.extend(
+            spa.features()
+                .unsupported()
+                .into_iter()
+                .map(|(guid, _)| format!("unsupported@{guid}")),
+        ),
+    }
     names
 }
 

@@ -240,7 +240,7 @@ pub fn cmd_upgrade(args: &[String], ctx: &mut Ctx) -> CmdResult {
             .ok()
             .filter(|v| version_is_supported(*v));
         let Some(number) = number else {
-            return usage(&format!("invalid version '{version}'"));
+            return usage(format!("invalid version '{version}'"));
         };
         if !all && parsed.operands.is_empty() {
             return usage("-V option is incompatible with other arguments");

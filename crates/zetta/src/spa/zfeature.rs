@@ -237,6 +237,9 @@ pub struct FeatureState {
     pending: Vec<&'static FeatureInfo>,
 }
 
+/// The object directory entries naming the three feature ZAPs, in OpenZFS's order.
+pub type DirectoryEntries = [(&'static str, u64); 3];
+
 fn corrupt(why: impl std::fmt::Display) -> SpaError {
     SpaError::Corrupt(format!("feature flags: {why}"))
 }
@@ -271,7 +274,7 @@ impl FeatureState {
     pub fn create(
         mos: &mut ObjectSet,
         ctx: &IoCtx<'_>,
-    ) -> Result<(FeatureState, [(&'static str, u64); 3]), SpaError> {
+    ) -> Result<(FeatureState, DirectoryEntries), SpaError> {
         let mut objects = [0u64; 3];
         for object in &mut objects {
             *object = zap::zap_create(mos, ctx, ot::ZAP_METADATA)
