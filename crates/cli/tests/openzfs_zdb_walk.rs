@@ -8,9 +8,7 @@
 
 mod common;
 
-use common::openzfs::oracle;
 use common::Lab;
-use std::process::Command;
 
 const DISK_SIZE_BYTES: u64 = 256 << 20;
 
@@ -30,21 +28,7 @@ fn zfs_ok(lab: &Lab, args: &[&str]) {
 
 /// `zdb -e -p DIR FLAGS tank`, which must exit 0; its stdout.
 fn zdb_ok(lab: &Lab, flags: &str) -> String {
-    let out = Command::new(oracle::zdb())
-        .args(["-e", "-p"])
-        .arg(&lab.dir)
-        .arg(flags)
-        .arg("tank")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "zdb {flags}: {stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
+    common::openzfs::zdb_ok(&lab.dir, &[flags, "tank"])
 }
 
 // Why: until format 14 OpenZFS refused every Zetta pool (`org.zetta:private_mos` in
@@ -279,19 +263,9 @@ fn zdb_dumps_every_object_and_copies_files() {
 
     for (name, data) in zdb_test_files() {
         let out_path = lab.dir.join(format!("copy-{name}"));
-        let out = Command::new(oracle::zdb())
-            .args(["-e", "-p"])
-            .arg(&lab.dir)
-            .args(["-r", "tank/a", name])
-            .arg(&out_path)
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "zdb -r {name}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+        common::openzfs::zdb_ok(
+            &lab.dir,
+            &["-r", "tank/a", name, &out_path.to_string_lossy()],
         );
         let copy = std::fs::read(&out_path).unwrap();
         assert!(copy == data, "zdb -r {name}: {} bytes differ", name);
@@ -444,18 +418,8 @@ fn check_clone_links(text: &str) -> (usize, usize) {
 fn clone_links_are_openzfs_s() {
     let real = Lab::new();
     let dir = common::openzfs::place(&real, "pool", &["compression/testpool_zstd.tar.gz"]);
-    let out = Command::new(oracle::zdb())
-        .args(["-e", "-p"])
-        .arg(&dir)
-        .args(["-dddd", "testpool_zstd"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    assert_eq!(
-        check_clone_links(&String::from_utf8_lossy(&out.stdout)),
-        (3, 0),
-        "testpool_zstd"
-    );
+    let text = common::openzfs::zdb_ok(&dir, &["-dddd", "testpool_zstd"]);
+    assert_eq!(check_clone_links(&text), (3, 0), "testpool_zstd");
 
     let lab = Lab::new();
     let disk = lab.disk("d0", DISK_SIZE_BYTES);

@@ -7,7 +7,6 @@ mod common;
 
 use common::openzfs::oracle;
 use common::Lab;
-use std::process::Command;
 
 const DISK_SIZE_BYTES: u64 = 256 << 20;
 
@@ -37,20 +36,7 @@ fn states(lab: &Lab, pool: &str, names: &[&str]) -> String {
 
 /// `zdb -e -p DIR ARGS`, which must exit 0; its stdout.
 fn zdb_ok(lab: &Lab, args: &[&str]) -> String {
-    let out = Command::new(oracle::zdb())
-        .args(["-e", "-p"])
-        .arg(&lab.dir)
-        .args(args)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "zdb {args:?}: {stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
+    common::openzfs::zdb_ok(&lab.dir, args)
 }
 
 /// The entries `zdb -dddd POOL OBJECT` prints for a ZAP object: `name = value` lines.

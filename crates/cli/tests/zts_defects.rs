@@ -223,6 +223,19 @@ fn loop_device(lab: &common::Lab, name: &str) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
+/// Runs `body`, then detaches `devices` whether it passed or panicked (the panic goes on).
+fn detaching_after(devices: &[String], body: impl FnOnce()) {
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
+    for device in devices {
+        let _ = std::process::Command::new("losetup")
+            .args(["-d", device])
+            .status();
+    }
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+}
+
 // Why: defect 2 of issue 18: `zpool create p loop0` was refused ("no such device in /dev");
 // OpenZFS resolves a shorthand device name through its search path (by-vdev, by-id,
 // by-path, ..., /dev) and `zpool status` names the device `loop0` (full path with -P).
@@ -234,7 +247,7 @@ fn shorthand_device_names_resolve_and_show_short() {
         return;
     };
     let short = device.trim_start_matches("/dev/").to_string();
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    detaching_after(std::slice::from_ref(&device), || {
         lab.ok("zpool", &["create", "short", &short]);
         let status = lab.ok("zpool", &["status", "short"]);
         assert!(status.contains(&format!("\n\t  {short}    ")), "{status}");
@@ -250,13 +263,7 @@ fn shorthand_device_names_resolve_and_show_short() {
                     .to_string()
             )
         );
-    }));
-    let _ = std::process::Command::new("losetup")
-        .args(["-d", &device])
-        .status();
-    if let Err(panic) = result {
-        std::panic::resume_unwind(panic);
-    }
+    });
 }
 
 // Why: defect 6 of issue 18: operands and options OpenZFS refuses were accepted (`zfs mount
@@ -450,7 +457,7 @@ fn device_with_another_filesystem_needs_f() {
             return;
         }
     };
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    detaching_after(std::slice::from_ref(&device), || {
         assert_eq!(
             refused(&lab, "zpool", &["create", "other", &device]),
             (
@@ -463,13 +470,7 @@ fn device_with_another_filesystem_needs_f() {
         assert_eq!(lab.ok("zpool", &["list", "-H", "-o", "name"]), "tank\n");
         lab.ok("zpool", &["create", "-f", "other", &device]);
         lab.ok("zpool", &["destroy", "other"]);
-    }));
-    let _ = std::process::Command::new("losetup")
-        .args(["-d", &device])
-        .status();
-    if let Err(panic) = result {
-        std::panic::resume_unwind(panic);
-    }
+    });
 }
 
 // Why: ZTS's zfs_get_006_neg (issue 18, defect 6's `zfs get all -r`) sets POSIXLY_CORRECT
@@ -660,7 +661,10 @@ fn device_operands_take_short_names() {
         return;
     };
     let second = loop_device(&lab.inner, "loop-b.img");
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    let devices: Vec<String> = std::iter::once(first.clone())
+        .chain(second.clone())
+        .collect();
+    detaching_after(&devices, || {
         let second = second.clone().expect("a second loop device");
         let (a, b) = (
             first.trim_start_matches("/dev/").to_string(),
@@ -685,15 +689,7 @@ fn device_operands_take_short_names() {
         assert_eq!(state_of(&b), "ONLINE");
         lab.ok("zpool", &["detach", "short", &b]);
         lab.ok("zpool", &["destroy", "short"]);
-    }));
-    for device in std::iter::once(first).chain(second) {
-        let _ = std::process::Command::new("losetup")
-            .args(["-d", &device])
-            .status();
-    }
-    if let Err(panic) = result {
-        std::panic::resume_unwind(panic);
-    }
+    });
 }
 
 // Why: ZTS zfs_mount_all_001_pos (issue 18): `zfs unmount -a` unmounted in name order,

@@ -8,7 +8,8 @@ pub mod oracle;
 pub mod ztest;
 
 use super::Lab;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 /// Decompresses fixtures into `lab.dir/sub` (every device of each one) and returns that
 /// directory. The images are mostly zeros: their holes are punched so dozens fit in /tmp.
@@ -30,4 +31,23 @@ pub fn place(lab: &Lab, sub: &str, rels: &[&str]) -> PathBuf {
         }
     }
     dir
+}
+
+/// OpenZFS's `zdb -e -p DIR ARGS` (the oracle of the format tests), which must exit 0;
+/// its stdout.
+pub fn zdb_ok(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new(oracle::zdb())
+        .args(["-e", "-p"])
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "zdb {args:?}: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
 }
