@@ -520,9 +520,12 @@ mod tests {
     #[test]
     fn upgrade_v_lists_features_as_openzfs_does() {
         let text = supported_listing();
-        assert!(text.contains(
-            "async_destroy                        (read-only compatible)\n     Destroy filesystems asynchronously.\n"
-        ));
+        // `%-37s` then " (read-only compatible)": the mark starts in column 38.
+        let async_destroy = format!(
+            "{:<37} (read-only compatible)\n     Destroy filesystems asynchronously.\n",
+            "async_destroy"
+        );
+        assert!(text.contains(&async_destroy), "{text}");
         assert!(text.contains(
             "lz4_compress                         \n     LZ4 compression algorithm support.\n"
         ));
