@@ -40,7 +40,10 @@ fn capacity_of_each_vdev_type() {
         let mut full = vec!["create", "-m", "none"];
         full.extend_from_slice(args);
         lab.zpool_ok(&full);
-        let name = args[0];
+        let name = args
+            .iter()
+            .find(|a| !a.starts_with('-'))
+            .expect("a pool name");
         let out = sizes(&lab, name);
         lab.zpool_ok(&["destroy", name]);
         out
@@ -54,8 +57,9 @@ fn capacity_of_each_vdev_type() {
     let (single_size, single_space) = create(&["single", &disks[0]]);
     assert!(single_size as f64 >= GIB as f64 * 0.97, "{single_size}");
     // "A mirror vdev offers usable storage capacity equivalent to that of its smallest
-    // member disk": a 1G + 2G mirror holds what one 1G disk holds.
-    let (mirror_size, mirror_space) = create(&["pair", "mirror", &disks[1], &big]);
+    // member disk": a 1G + 2G mirror holds what one 1G disk holds (`-f`: OpenZFS refuses
+    // members of different sizes without it, "mirror contains devices of different sizes").
+    let (mirror_size, mirror_space) = create(&["-f", "pair", "mirror", &disks[1], &big]);
     near(mirror_size, single_size as f64);
     near(mirror_space, single_space as f64);
     // "a six-disk RAIDZ1 vdev offers the storage capacity of five disks"
@@ -72,7 +76,7 @@ fn capacity_of_each_vdev_type() {
     near(raidz2_size, 8.0 * single_size as f64);
     // "You may create RAIDZ vdevs using mismatched disk sizes, but the vdev's capacity will
     // be based around the smallest member disk": five 1G disks and a 2G one = six 1G.
-    let mut mixed = vec!["mixed", "raidz1"];
+    let mut mixed = vec!["-f", "mixed", "raidz1"];
     mixed.extend(disks[..5].iter().map(String::as_str));
     mixed.push(&big);
     let (_, mixed_space) = create(&mixed);
