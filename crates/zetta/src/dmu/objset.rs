@@ -2288,25 +2288,15 @@ fn adopt_block(
     if new_bp.same_dvas(old_bp) {
         // Overwritten in place (a later sync pass): same space, nothing born or freed.
         ctx.zio.arc.remove(&crate::zio::BlockKey::of(old_bp));
-        set_child_bp(
-            state,
-            ctx,
-            place.objset,
-            place.object,
-            place.level,
-            place.blkid,
-            new_bp,
-        )?;
-        state.dnode_dirty = true;
-        return Ok(());
+    } else {
+        state.phys.used_bytes = state
+            .phys
+            .used_bytes
+            .saturating_sub(ctx.root.dsize_bytes(old_bp))
+            + ctx.root.dsize_bytes(&new_bp);
+        born.add(&BlockSpace::of(ctx.root, &new_bp));
+        release_block(ctx, policy, dead, freed, old_bp);
     }
-    state.phys.used_bytes = state
-        .phys
-        .used_bytes
-        .saturating_sub(ctx.root.dsize_bytes(old_bp))
-        + ctx.root.dsize_bytes(&new_bp);
-    born.add(&BlockSpace::of(ctx.root, &new_bp));
-    release_block(ctx, policy, dead, freed, old_bp);
     set_child_bp(
         state,
         ctx,
