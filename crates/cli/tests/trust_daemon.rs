@@ -658,3 +658,41 @@ fn a_daemon_of_another_build_is_refused_until_stopped() {
         "copied daemon"
     );
 }
+
+/// A daemon started by a command run from inside some mounted filesystem (a USB disk, another
+/// pool's mount) must not keep it busy for its whole life: it works from `/` as daemons do.
+/// Before, the daemon kept its starter's directory and `umount` of that filesystem failed
+/// with "target is busy" until the daemon was stopped.
+#[test]
+fn the_daemon_does_not_hold_its_start_directory_busy() {
+    let lab = Lab::new();
+    let outside = lab.path("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let status = Command::new("mount")
+        .args(["-t", "tmpfs", "zetta-test", &outside])
+        .status()
+        .unwrap();
+    assert!(status.success(), "mount -t tmpfs {outside}");
+    let mut command = lab.command("zpool");
+    command.arg("list").current_dir(&outside);
+    let out = lab.run(command);
+    let pid = daemon_pid(&lab);
+    let cwd = std::fs::read_link(format!("/proc/{pid}/cwd"));
+    let umount = Command::new("umount").arg(&outside).output().unwrap();
+    if !umount.status.success() {
+        // Leave nothing mounted behind a failed assertion.
+        lab.stop_daemon();
+        let _ = Command::new("umount").arg(&outside).status();
+    }
+    ok(out, "zpool list from inside a tmpfs");
+    assert_eq!(
+        cwd.ok(),
+        Some(std::path::PathBuf::from("/")),
+        "daemon's cwd"
+    );
+    assert!(
+        umount.status.success(),
+        "umount of the directory the daemon was started from: {}",
+        String::from_utf8_lossy(&umount.stderr)
+    );
+}

@@ -77,6 +77,7 @@ pub fn run_with_metrics(err: &mut dyn Write, metrics: Option<&str>) -> i32 {
         }
     };
     let _ = std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600));
+    leave_the_start_directory();
     SERVING.store(true, std::sync::atomic::Ordering::SeqCst);
     if let Ok(mut file) = super::open_run_file(&pid_path(), true, false) {
         let _ = writeln!(file, "{}", std::process::id());
@@ -352,4 +353,26 @@ pub(crate) fn arc_stats() -> zetta_arc::ArcStats {
         }
     }
     total
+}
+
+/// The environment variables that name paths the daemon opens after it started.
+const PATH_VARIABLES: [&str; 5] = [
+    "ZETTA_RUN_DIR",
+    "ZETTA_CACHE_FILE",
+    "ZETTA_ZVOL_DIR",
+    "ZETTA_ZED_DIR",
+    "ZETTA_COMPATIBILITY_D",
+];
+
+/// Works from `/`, as daemons do: a daemon started from inside a mounted filesystem would
+/// otherwise hold it busy for its whole life (`zfs unmount` and `zpool export` then fail
+/// with "target is busy"). Device paths never depend on it (they must be absolute, as in
+/// OpenZFS). Stays put only when one of the paths it opens later was given relative.
+fn leave_the_start_directory() {
+    let relative = PATH_VARIABLES.iter().any(|name| {
+        std::env::var_os(name).is_some_and(|value| !std::path::Path::new(&value).is_absolute())
+    });
+    if !relative {
+        let _ = std::env::set_current_dir("/");
+    }
 }

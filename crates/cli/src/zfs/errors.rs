@@ -161,7 +161,9 @@ pub(crate) fn send_error_text(error: &SendError) -> String {
             format!("cannot send '{to}': not an earlier snapshot from the same fs")
         }
         SendError::ForeignPool { to } => {
-            format!("cannot send '{to}': sending from OpenZFS pools is not supported yet")
+            format!(
+                "cannot send '{to}': sending from a pool imported read-only from another implementation is not supported yet"
+            )
         }
         SendError::BookmarkReplicationSource => {
             "cannot send: a bookmark cannot be the source of a replication stream".to_string()

@@ -93,8 +93,8 @@ pub enum SendError {
     NotEarlier {
         to: String,
     },
-    /// ENOTSUP: a snapshot of an imported OpenZFS pool (Zetta's stream carries its own
-    /// object sets).
+    /// ENOTSUP: a snapshot of a pool held by the read-only reader of pools another
+    /// implementation wrote (`spa::openzfs`), which the send path cannot walk yet.
     ForeignPool {
         to: String,
     },
@@ -126,7 +126,10 @@ impl fmt::Display for SendError {
             SendError::NoSuchDataset { name } => write!(f, "no dataset {name}"),
             SendError::NotSnapshot { name } => write!(f, "{name} is not a snapshot"),
             SendError::NotEarlier { to } => write!(f, "source of {to} not earlier in its fs"),
-            SendError::ForeignPool { to } => write!(f, "{to} is in an OpenZFS pool"),
+            SendError::ForeignPool { to } => write!(
+                f,
+                "{to} is in a pool imported read-only from another implementation"
+            ),
             SendError::BookmarkReplicationSource => write!(f, "-R from a bookmark"),
             SendError::MissingInDescendant { snapshot, missing } => {
                 write!(f, "-R of {snapshot}: no {missing}")

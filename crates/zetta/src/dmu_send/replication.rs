@@ -134,8 +134,8 @@ fn from_origin(
 
 /// The substreams (and header) of a send request.
 pub fn plan_send(spa: &mut Spa, request: &SendRequest) -> Result<SendPlan, SendError> {
-    // OpenZFS send streams are issue 15's; Zetta's own stream format carries Zetta's
-    // object sets, which a foreign pool does not have.
+    // A pool another implementation wrote with features Zetta does not maintain is held by
+    // the read-only reader (`spa::openzfs`), not by the engine the send path walks.
     if spa.openzfs().is_some() {
         return Err(SendError::ForeignPool {
             to: request.to.clone(),
