@@ -130,6 +130,9 @@ work=$(mktemp -d /var/tmp/zts.XXXXXX)
 chmod 0755 "$work"
 mkdir -p "$work/bin" "$work/filedir" "$work/logs" "$work/run"
 loops=()
+# Loop devices bound before the run: a test may bind its own (over a file in the private
+# /tmp or a volume) and leave it; cleanup detaches every device not in this list.
+loops_before=$(losetup -a -O NAME -n 2>/dev/null | sort)
 cgroup=""
 cleanup() {
     set +e
@@ -144,6 +147,20 @@ cleanup() {
     fi
     for loop in "${loops[@]}"; do
         losetup -d "$loop" 2>/dev/null
+    done
+    # Only those over a file of the run (the namespace's private /tmp is gone by now, so
+    # its files no longer exist here; /testpool* and the work directory are the run's):
+    # other users of this machine may bind loop devices meanwhile.
+    local left back
+    for left in $(comm -13 <(printf '%s\n' "$loops_before") <(losetup -a -O NAME -n 2>/dev/null | sort)); do
+        back=$(losetup -n -O BACK-FILE "$left" 2>/dev/null)
+        back=${back% (deleted)}
+        case "$back" in
+        /testpool* | "$work"/*) ;;
+        *) [ -e "$back" ] && continue ;;
+        esac
+        log "detaching $left ($back), bound by a test and left behind"
+        losetup -d "$left" 2>/dev/null
     done
     rm -f "$work"/vdev*
     rm -rf "$work/run" "$work/filedir" "$work/bin"
