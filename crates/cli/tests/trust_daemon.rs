@@ -696,3 +696,59 @@ fn the_daemon_does_not_hold_its_start_directory_busy() {
         String::from_utf8_lossy(&umount.stderr)
     );
 }
+
+/// An admin's stop always wins. Session 14 saw a daemon ignore SIGTERM for minutes while
+/// its stop waited on mounts that never answered (ZTS's 128-pool test); only SIGKILL ended
+/// it. Here the clean stop hangs for real: the pool's disk is a file on another daemon's
+/// mount, and that daemon is frozen with SIGSTOP, so the final commit waits on the disk
+/// forever. A second SIGTERM must end the daemon at once, leave no mount behind, and the
+/// pool must import again with what it had synced (the power-cut guarantee).
+#[test]
+fn a_second_sigterm_ends_a_stop_that_hangs() {
+    let host = Lab::new();
+    let host_disk = host.disk("disk", 1 << 30);
+    let host_mnt = host.path("mnt");
+    ok(
+        host.zpool(&["create", "-m", &host_mnt, "host", &host_disk]),
+        "zpool create host",
+    );
+    assert!(wait_for(|| mounted(&host_mnt)), "{host_mnt} not mounted");
+    let lab = Lab::new();
+    let disk = format!("{host_mnt}/disk");
+    std::fs::File::create(&disk)
+        .and_then(|f| f.set_len(256 << 20))
+        .unwrap();
+    let mnt = lab.path("mnt");
+    ok(
+        lab.zpool(&["create", "-m", &mnt, "tank", &disk]),
+        "zpool create tank on a file of the host pool",
+    );
+    assert!(wait_for(|| mounted(&mnt)), "{mnt} not mounted");
+    let synced = "synced before the stop\n".repeat(1000);
+    std::fs::write(format!("{mnt}/synced"), &synced).unwrap();
+    ok(lab.zpool(&["sync", "tank"]), "zpool sync");
+    std::fs::write(format!("{mnt}/dirty"), "not synced\n".repeat(1000)).unwrap();
+    let host_pid = daemon_pid(&host);
+    let pid = daemon_pid(&lab);
+    signal(host_pid, "STOP");
+    signal(pid, "TERM");
+    std::thread::sleep(Duration::from_secs(3));
+    let hung = !process_gone(pid);
+    if hung {
+        signal(pid, "TERM");
+    }
+    let ended = wait_for(|| process_gone(pid));
+    signal(host_pid, "CONT");
+    assert!(hung, "the first SIGTERM's stop did not wait on the frozen disk");
+    assert!(ended, "a second SIGTERM did not end the daemon");
+    assert!(wait_for(|| !mounted(&mnt)), "{mnt} left mounted");
+    ok(lab.zpool(&["list", "tank"]), "zpool list after the forced stop");
+    assert!(wait_for(|| mounted(&mnt)), "{mnt} not mounted again");
+    assert_eq!(
+        std::fs::read_to_string(format!("{mnt}/synced")).unwrap_or_default(),
+        synced,
+        "data synced before the stop was lost"
+    );
+    lab.stop_daemon();
+    assert!(wait_for(|| !mounted(&mnt)), "--stop left {mnt} mounted");
+}

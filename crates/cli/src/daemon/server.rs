@@ -1,7 +1,8 @@
 //! `zetta daemon`: accepts commands on the socket and runs them in-process against the
 //! pools it holds. One thread per connection; pool locks (see `registry`) order them.
 //! `__stop`, SIGTERM and SIGINT unmount every filesystem, commit every held pool and exit
-//! 0 (the pools stay imported in the cache and come back with the next daemon).
+//! 0 (the pools stay imported in the cache and come back with the next daemon). A second
+//! SIGTERM/SIGINT during that stop ends the process at once (`force_stop`): a stop always wins.
 
 use super::log::{self, Level};
 use super::protocol::{self, FrameWriter, FRAME_EXIT, FRAME_STDERR, FRAME_STDOUT};
@@ -147,18 +148,47 @@ fn catch_stop_signals() {
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
         set
     };
-    std::thread::spawn(move || loop {
-        let mut signal: libc::c_int = 0;
-        // SAFETY: `set` is initialised and blocked in every thread; sigwait writes one int.
-        if unsafe { libc::sigwait(&set, &mut signal) } == 0 {
+    std::thread::spawn(move || {
+        let mut stopping = false;
+        loop {
+            let mut signal: libc::c_int = 0;
+            // SAFETY: `set` is initialised and blocked in every thread; sigwait writes one int.
+            if unsafe { libc::sigwait(&set, &mut signal) } != 0 {
+                continue;
+            }
             let name = if signal == libc::SIGINT {
                 "SIGINT"
             } else {
                 "SIGTERM"
             };
-            shutdown(name);
+            if stopping {
+                force_stop(name);
+            }
+            stopping = true;
+            // The clean stop runs beside this thread, so that a second signal is still
+            // heard while it waits on a device or a mount that never answers.
+            std::thread::spawn(move || shutdown(name));
         }
     });
+}
+
+/// A second SIGTERM or SIGINT while the clean stop has not finished: the admin's stop
+/// always wins. The process ends at once, as after a power cut: every pool imports at its
+/// last synced txg with its fsync'd data (the crash guarantee), and the kernel's FUSE
+/// auto-unmount helpers take the mounts down when our /dev/fuse descriptors close.
+/// Past the log line (stderr's lock, held only while a line is written) nothing here takes
+/// a lock a wedged thread may hold.
+fn force_stop(why: &str) -> ! {
+    log::log(
+        Level::Warn,
+        &format!(
+            "zetta daemon: {why} again during the stop: exiting now without committing; \
+             pools import at their last synced txg"
+        ),
+    );
+    // SAFETY: _exit ends the process without running atexit handlers or flushing stdio,
+    // whose locks a wedged thread may hold.
+    unsafe { libc::_exit(1) }
 }
 
 /// Held from the first stop on: a second stop (a signal during `__stop`) waits here
