@@ -163,9 +163,9 @@ impl Spa {
         }
         let dataset = self.create_dataset(name, None, ObjsetType::Volume)?;
         self.with_dataset_object(dataset, |os, ctx| {
+            // Its size is the `size` entry of the ZVOL prop ZAP (below); the DMU keeps
+            // none, and the block size stays (only ZPL files grow theirs).
             os.create_object_at(ctx, ZVOL_OBJ, object_type::ZVOL, block, 0, 0)?;
-            os.set_fixed_block_size(ctx, ZVOL_OBJ)?;
-            os.truncate(ctx, ZVOL_OBJ, size_bytes)?;
             Ok(())
         })?;
         self.with_dataset_object(dataset, |os, ctx| {

@@ -9,7 +9,7 @@
 //! One layout, not two: the bytes are written and read by the part-1 codec
 //! (`dmu::openzfs::dnode::DnodePhys::{encode, decode}`, little-endian as the engine writes
 //! every block); this type is the engine's typed view of them (block pointers decoded,
-//! sizes in bytes) plus two interim words OpenZFS's readers ignore.
+//! sizes in bytes). Nothing else: `dn_pad3` is zero, as OpenZFS writes it.
 //!
 //! ```text
 //! byte  0  dn_type u8   1  dn_indblkshift u8   2  dn_nlevels u8   3  dn_nblkptr u8
@@ -20,22 +20,20 @@
 //!      12  dn_extra_slots u8 (0: the engine writes single-slot dnodes)   13  dn_pad2[3]
 //!      16  dn_maxblkid u64 (highest block id the tree holds)
 //!      24  dn_used u64 (bytes allocated, all copies: BP_GET_DSIZE summed)
-//!      32  dn_pad3[0]: INTERIM Zetta object size in bytes (`size_bytes`)
-//!      40  dn_pad3[1]: INTERIM Zetta flags, bit 0 = fixed block size (`fixed_block_size`)
-//!      48  dn_pad3[2..4]: zero
+//!      32  dn_pad3[4]: zero
 //!      64  blkptr[nblkptr]  (128 bytes each)
 //!      64 + 128 * nblkptr   bonus[bonuslen]
 //!     384  spill blkptr (only with SPILL_BLKPTR; the engine never sets it yet)
 //! ```
 //!
-//! The two interim words live in `dn_pad3`, which OpenZFS reserves (zero, covered by the
-//! block's MAC, no meaning to any of its readers): `size_bytes` is where the engine keeps
-//! the logical size of objects whose owner has no OpenZFS home for it yet (MOS history,
-//! error log, packed config, dead lists: increment 14.4 moves each to its OpenZFS bonus;
-//! the ZPL's file size is already in its znode, and the DMU's read clipping goes with
-//! 14.6); `fixed_block_size` pins a single-block object's block size (ZAPs, zvols), which
-//! OpenZFS decides from the object's type and `dn_maxblkid` (only ZPL files grow: 14.6,
-//! `zfs_grow_blocksize`). Both words are removed by those increments.
+//! A dnode keeps no byte size, as in OpenZFS: an object's size belongs to its owner (a
+//! file's to its znode, a packed nvlist's, history's, space map's and bpobj's to their
+//! bonus buffers, a zvol's to its property ZAP); what the DMU knows is the block extent,
+//! `(dn_maxblkid + 1) * block size` (`ObjectSet::extent_bytes`). Nor does it keep a "fixed
+//! block size" mark: only a ZPL plain file grows its single block up to the record size
+//! (OpenZFS `zfs_grow_blocksize`); every other object keeps the block size it was created
+//! with unless its owner changes it (`dmu_object_set_blocksize`). Formats up to 17 kept
+//! both in `dn_pad3` (format 20 retired them).
 //!
 //! Invariants checked on decode (beyond the part-1 codec's): nblkptr 1..=3, no extra
 //! slots, nlevels <= LEVELS_MAX, indirect shift 10..=17, block sizes in range; a hostile
@@ -53,10 +51,6 @@ pub const DNODE_HEADER_BYTES: usize = DNODE_CORE_BYTES;
 pub const LEVELS_MAX: u8 = 8;
 pub const INDIRECT_BLOCK_SHIFT_DEFAULT: u8 = 17;
 pub const NBLKPTR_MAX: usize = 3;
-/// Where the interim words sit (`dn_pad3[0]` and `dn_pad3[1]`).
-const INTERIM_SIZE_OFFSET: usize = 32;
-const INTERIM_FLAGS_OFFSET: usize = 40;
-const INTERIM_FLAG_FIXED_BLOCK_SIZE: u64 = 1;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DnodePhys {
@@ -71,10 +65,6 @@ pub struct DnodePhys {
     pub data_block_size_bytes: u32,
     pub max_block_id: u64,
     pub used_bytes: u64,
-    /// INTERIM (`dn_pad3[0]`, see the module header): the object's logical size.
-    pub size_bytes: u64,
-    /// INTERIM (`dn_pad3[1]` bit 0): the block size never grows to the record size.
-    pub fixed_block_size: bool,
     pub blkptr: Vec<BlockPointer>,
     pub bonus: Vec<u8>,
     /// The spill block pointer (`DNODE_FLAG_SPILL_BLKPTR`), read from OpenZFS's dnodes;
@@ -105,8 +95,6 @@ impl DnodePhys {
             data_block_size_bytes,
             max_block_id: 0,
             used_bytes: 0,
-            size_bytes: 0,
-            fixed_block_size: false,
             blkptr: vec![BlockPointer::HOLE; nblkptr],
             bonus: vec![0u8; bonus_len],
             spill: None,
@@ -133,8 +121,6 @@ impl DnodePhys {
             data_block_size_bytes: 0,
             max_block_id: 0,
             used_bytes: 0,
-            size_bytes: 0,
-            fixed_block_size: false,
             blkptr: Vec::new(),
             bonus: Vec::new(),
             spill: None,
@@ -207,15 +193,8 @@ impl DnodePhys {
         if let Err(e) = self.to_openzfs().encode(out) {
             panic!("engine dnode does not fit its slot: {e} ({self:?})");
         }
-        out[INTERIM_SIZE_OFFSET..INTERIM_SIZE_OFFSET + 8]
-            .copy_from_slice(&self.size_bytes.to_le_bytes());
-        let interim_flags = if self.fixed_block_size {
-            INTERIM_FLAG_FIXED_BLOCK_SIZE
-        } else {
-            0
-        };
-        out[INTERIM_FLAGS_OFFSET..INTERIM_FLAGS_OFFSET + 8]
-            .copy_from_slice(&interim_flags.to_le_bytes());
+        // dn_pad3: OpenZFS's codec leaves the pads as `out` held them (zeroed above).
+        debug_assert!(out[32..64].iter().all(|&b| b == 0));
     }
 
     /// Decodes one 512-byte slot (little-endian) through the part-1 codec, then checks
@@ -249,11 +228,6 @@ impl DnodePhys {
         if oz.data_block_size() as u64 > crate::types::BLOCK_SIZE_MAX_BYTES {
             return fail(format!("data block size of {} sectors", oz.datablkszsec));
         }
-        let word = |at: usize| {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&slot[at..at + 8]);
-            u64::from_le_bytes(w)
-        };
         let blkptr = oz
             .blkptrs
             .iter()
@@ -275,8 +249,6 @@ impl DnodePhys {
             data_block_size_bytes: oz.data_block_size() as u32,
             max_block_id: oz.maxblkid,
             used_bytes: oz.used_bytes(),
-            size_bytes: word(INTERIM_SIZE_OFFSET),
-            fixed_block_size: word(INTERIM_FLAGS_OFFSET) & INTERIM_FLAG_FIXED_BLOCK_SIZE != 0,
             blkptr,
             bonus: oz.bonus,
             spill,
@@ -289,12 +261,12 @@ mod tests {
     use super::*;
 
     // Why: the dnode layout is on-disk format (OpenZFS's `dnode_phys_t`); format 6 wrote
-    // a private layout (flags bit 0 = fixed block size where OpenZFS reads USED_BYTES).
+    // a private layout (flags bit 0 = fixed block size where OpenZFS reads USED_BYTES),
+    // formats 7-17 an object size and a fixed-block-size word in `dn_pad3`.
     #[test]
     fn golden_new_dnode() {
         let mut dnode = DnodePhys::new(19, 131072, 1, 44, 8);
         dnode.bonus.copy_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8]);
-        dnode.size_bytes = 7;
         dnode.used_bytes = 0x1_0200;
         dnode.max_block_id = 3;
         let mut bytes = [0u8; DNODE_SIZE_BYTES];
@@ -306,18 +278,12 @@ mod tests {
         assert_eq!(&bytes[16..24], &3u64.to_le_bytes(), "maxblkid");
         assert_eq!(&bytes[24..32], &0x1_0200u64.to_le_bytes(), "used, in bytes");
         assert_eq!(
-            &bytes[32..40],
-            &7u64.to_le_bytes(),
-            "interim size, dn_pad3[0]"
+            &bytes[32..64],
+            &[0; 32],
+            "dn_pad3 is zero, as OpenZFS writes it"
         );
-        assert_eq!(&bytes[40..64], &[0; 24], "not fixed; dn_pad3[2..4]");
         assert_eq!(&bytes[192..200], &[1, 2, 3, 4, 5, 6, 7, 8]);
         assert!(bytes[200..].iter().all(|&b| b == 0));
-        assert_eq!(DnodePhys::decode(&bytes).unwrap(), dnode);
-        dnode.fixed_block_size = true;
-        dnode.encode(&mut bytes);
-        assert_eq!(bytes[7], 1, "fixed block size is not a dn_flags bit");
-        assert_eq!(bytes[40], 1, "interim flags, dn_pad3[1]");
         assert_eq!(DnodePhys::decode(&bytes).unwrap(), dnode);
         assert_eq!(dnode.capacity_blocks(1), 1);
         assert_eq!(dnode.capacity_blocks(3), 1024 * 1024);
@@ -349,7 +315,6 @@ mod tests {
             dn.nlevels = levels;
             dn.max_block_id = 77;
             dn.used_bytes = 123 * 512;
-            dn.size_bytes = 99;
             for (i, b) in dn.blkptr.iter_mut().enumerate() {
                 *b = bp(100 + i as u64);
             }
@@ -374,12 +339,10 @@ mod tests {
             for (raw, ours) in oz.blkptrs.iter().zip(&dn.blkptr) {
                 assert_eq!(&BlockPointer::decode(raw).unwrap(), ours);
             }
-            // And the reader's bytes re-encode to the engine's, interim words aside.
-            let mut again = bytes;
-            again[32..64].fill(0);
+            // And the reader's bytes re-encode to the engine's, byte for byte.
             let mut from_reader = [0u8; DNODE_SIZE_BYTES];
             oz.encode(&mut from_reader).unwrap();
-            assert_eq!(from_reader, again);
+            assert_eq!(from_reader, bytes);
         }
     }
 

@@ -17,14 +17,19 @@
 //! 712   os_flags u64              0: the engine keeps no user/group/project accounting, so
 //!                                 it never claims OBJSET_FLAG_USERACCOUNTING_COMPLETE
 //! 720   os_portable_mac, os_local_mac (32 + 32)   zero (no encryption)
-//! 784   os_pad0 (240)             [784..792] INTERIM next-object hint (u64), else zero
+//! 784   os_pad0 (240)             zero
 //! 1024  os_userused_dnode, 1536 os_groupused_dnode, 2048 os_projectused_dnode: free (zero)
 //! 2560  os_pad1 to 4096
 //! ```
 //!
-//! The next-object hint is where `create_object` starts looking; OpenZFS keeps none on disk
-//! (it scans with `dnode_next_offset` over the meta-dnode's fill counts). It sits in
-//! `os_pad0`, which OpenZFS ignores; it goes when allocation scans as OpenZFS does.
+//! Object numbers are allocated as `dmu_object_alloc` does: from an in-memory hint (1 when
+//! the object set is opened, never on disk; formats up to 17 kept one in `os_pad0`),
+//! skipping every meta-dnode block whose fill count says all its 32 dnodes are in use
+//! (`dnode_next_offset` over the fill counts) and looking at the dnodes of the others.
+//!
+//! An object's size is its owner's (see `dnode`): the DMU reads, frees and sends up to the
+//! block extent, `(dn_maxblkid + 1) * block size`, and only a ZPL plain file grows its
+//! single block up to the record size.
 //!
 //! In memory, every loaded block is a dbuf keyed by (level, block id). Writes dirty level-0
 //! dbufs; `sync` writes dirty dbufs level by level (all objects' level-0 blocks in one
@@ -46,7 +51,7 @@
 //! `db_mtx`, and reads hold no lock across I/O). Writers change an object set through
 //! `&mut ObjectSet` (`write`, `truncate`, `free_object`, `sync`, ...): the pool's exclusive
 //! lock is held, no reader is inside, and the caches are reached without locking
-//! (`Mutex::get_mut`). Readers use `&ObjectSet` (`read`, `dnode`, `bonus`, `size_bytes`,
+//! (`Mutex::get_mut`). Readers use `&ObjectSet` (`read`, `dnode`, `bonus`, `extent_bytes`,
 //! `object_exists`, and through them the ZAP and ZPL reads), many at once under the pool's
 //! shared lock. Their caches sit behind fine-grained locks: the loaded objects in
 //! `CACHE_SHARDS` maps, one `Mutex` each (an object's shard is its number modulo the
@@ -83,17 +88,10 @@ use zetta_zcommon::compress::Compression;
 /// OpenZFS's `sizeof (objset_phys_t)` (`OBJSET_PHYS_SIZE_V3`): what it writes for a new
 /// object set in a pool of version >= 15.
 pub const OBJSET_BLOCK_SIZE_BYTES: usize = super::openzfs::objset::OBJSET_PHYS_SIZE_V3;
-/// Where the interim next-object hint sits in the objset block (`os_pad0`).
-const NEXT_OBJECT_HINT_OFFSET: usize = super::openzfs::objset::OBJSET_PAD0_OFFSET;
 pub const META_DNODE_BLOCK_SIZE_BYTES: u32 = 16384;
 pub const DNODES_PER_BLOCK: u64 = META_DNODE_BLOCK_SIZE_BYTES as u64 / DNODE_SIZE_BYTES as u64;
 pub const OBJECT_ID_MAX: u64 = 1 << 48;
 
-/// The send stream's object flag (Zetta's stream, `dnode_flags` of an object record): the
-/// object keeps the block size it was created with (ZAPs, zvols) instead of growing its
-/// single block up to the record size. On disk this is the dnode's interim
-/// `fixed_block_size` word (see `dnode`), not a `dn_flags` bit.
-pub const DNODE_FLAG_FIXED_BLOCK_SIZE: u8 = 1;
 /// Clean objects kept in memory between txgs before the cache is dropped.
 pub const OBJECT_CACHE_MAX: usize = 4096;
 /// Locks the object cache is split under (an object's shard is its number modulo this), so
@@ -129,6 +127,8 @@ pub mod object_type {
     pub const MASTER_NODE: u8 = 21;
     /// `DMU_OT_ZVOL`.
     pub const ZVOL: u8 = 23;
+    /// `DMU_OT_UINT64_OTHER`: a bonus of one u64 (the library API's object size).
+    pub const UINT64_OTHER: u8 = 26;
     /// `DMU_OT_ZAP_OTHER`: every other name/value map.
     pub const ZAP: u8 = 27;
     /// `DMU_OT_ERROR_LOG`.
@@ -418,9 +418,6 @@ impl ObjectSet {
             OS_TYPE_ZVOL => ObjsetType::Volume,
             other => return Err(DmuError::Corrupt(format!("objset type {other}"))),
         };
-        let next_object = ByteOrder::Little
-            .u64_at(&block, NEXT_OBJECT_HINT_OFFSET)
-            .map_err(|e| DmuError::Corrupt(format!("objset block: {e}")))?;
         let zil_header = phys.zil_header;
         Ok(ObjectSet {
             id,
@@ -428,7 +425,7 @@ impl ObjectSet {
             policy,
             meta: Mutex::new(ObjectState::new(meta)),
             objects: ObjectCache::new(),
-            next_object: next_object.clamp(1, OBJECT_ID_MAX),
+            next_object: 1,
             flags: phys.flags,
             zil: crate::zil::Zilog::from_header(&zil_header),
             zil_header,
@@ -485,23 +482,56 @@ impl ObjectSet {
         bonus_type: u8,
         bonus_len: usize,
     ) -> Result<ObjectId, DmuError> {
+        let candidate = self.find_free_object(ctx, self.next_object)?;
+        self.next_object = candidate + 1;
+        self.claim_object(
+            candidate,
+            object_type,
+            block_size_bytes,
+            bonus_type,
+            bonus_len,
+        );
+        Ok(ObjectId(candidate))
+    }
+
+    /// The first free object number at or after `from` (OpenZFS `dmu_object_alloc_impl`
+    /// with `dnode_next_offset(DNODE_FIND_HOLE)`): a meta-dnode block that is clean and
+    /// whose block pointer's fill says all its dnodes are in use is skipped whole (an
+    /// object freed in the open txg is not reused before it commits, as in OpenZFS); in
+    /// the others each dnode is looked at (the open txg's creations and frees included).
+    fn find_free_object(&self, ctx: &IoCtx<'_>, from: u64) -> Result<u64, DmuError> {
+        let mut candidate = from.max(1);
+        let mut checked_block = None;
         loop {
-            let candidate = self.next_object;
             if candidate >= OBJECT_ID_MAX {
                 return Err(DmuError::Invalid("object numbers exhausted".to_string()));
             }
-            self.next_object += 1;
+            let blkid = candidate / DNODES_PER_BLOCK;
+            if checked_block != Some(blkid) {
+                checked_block = Some(blkid);
+                if self.dnode_block_full(ctx, blkid)? {
+                    candidate = (blkid + 1) * DNODES_PER_BLOCK;
+                    continue;
+                }
+            }
             if !self.object_exists(ctx, ObjectId(candidate))? {
-                self.claim_object(
-                    candidate,
-                    object_type,
-                    block_size_bytes,
-                    bonus_type,
-                    bonus_len,
-                );
-                return Ok(ObjectId(candidate));
+                return Ok(candidate);
+            }
+            candidate += 1;
+        }
+    }
+
+    /// Whether meta-dnode block `blkid` is, as last committed, full (its fill is
+    /// `DNODES_PER_BLOCK`) and not being changed in memory.
+    fn dnode_block_full(&self, ctx: &IoCtx<'_>, blkid: u64) -> Result<bool, DmuError> {
+        {
+            let meta = self.meta.lock();
+            if meta.dbufs.contains_key(&(0, blkid)) || blkid > meta.phys.max_block_id {
+                return Ok(false);
             }
         }
+        let bp = self.block_pointer_shared(ctx, 0, 0, blkid)?;
+        Ok(!bp.is_hole() && bp.fill >= DNODES_PER_BLOCK)
     }
 
     /// Creates an object at a chosen number (fixed MOS objects, receive).
@@ -552,16 +582,7 @@ impl ObjectSet {
         self.dirty = true;
     }
 
-    /// Pins an object's block size (see `DNODE_FLAG_FIXED_BLOCK_SIZE`).
-    pub fn set_fixed_block_size(&mut self, ctx: &IoCtx<'_>, id: ObjectId) -> Result<(), DmuError> {
-        let state = self.state(ctx, id)?;
-        state.phys.fixed_block_size = true;
-        state.dnode_dirty = true;
-        self.dirty = true;
-        Ok(())
-    }
-
-    /// Changes a single-block object's data block size, whatever its pinning (OpenZFS
+    /// Changes a single-block object's data block size (OpenZFS
     /// `dmu_object_set_blocksize`: a micro ZAP grows its block by 512 bytes, and one that
     /// turns fat takes 16 KiB blocks). Block 0 is cut or zero-extended to the new size.
     pub fn set_data_block_size(
@@ -588,7 +609,6 @@ impl ObjectSet {
         dbuf.stored = None;
         dbuf.dirty = true;
         state.phys.data_block_size_bytes = new_size as u32;
-        state.phys.size_bytes = state.phys.size_bytes.min(new_size);
         state.dnode_dirty = true;
         self.dirty = true;
         self.dirty_data_bytes += newly_dirty;
@@ -831,12 +851,14 @@ impl ObjectSet {
         Ok(())
     }
 
-    /// The object's logical size (the end of the last write or truncate).
-    pub fn size_bytes(&self, ctx: &IoCtx<'_>, id: ObjectId) -> Result<u64, DmuError> {
-        self.with_state(ctx, id.0, |state| state.phys.size_bytes)
+    /// The object's block extent, `(dn_maxblkid + 1) * block size`: all the DMU knows of
+    /// its length (its byte size is its owner's, see `dnode`).
+    pub fn extent_bytes(&self, ctx: &IoCtx<'_>, id: ObjectId) -> Result<u64, DmuError> {
+        self.with_state(ctx, id.0, |state| extent_of(&state.phys))
     }
 
-    /// Bytes [offset, offset + len) of object `id`, cut at its size. Through shared
+    /// Bytes [offset, offset + len) of object `id`, cut at its block extent (its owner
+    /// cuts at its own size and reads zeros past the extent). Through shared
     /// access: dirty dbufs of the open txg are copied under the object's lock, block
     /// pointers come from `block_pointer_shared`, and the blocks on disk are read through
     /// the ARC with no lock held (in parallel when there are several).
@@ -850,7 +872,7 @@ impl ObjectSet {
         let objset = self.id;
         let (size, block_size) = self.with_state(ctx, id.0, |state| {
             (
-                state.phys.size_bytes,
+                extent_of(&state.phys),
                 u64::from(state.phys.data_block_size_bytes),
             )
         })?;
@@ -996,9 +1018,6 @@ impl ObjectSet {
             position += take as u64;
             consumed += take;
         }
-        if end > state.phys.size_bytes {
-            state.phys.size_bytes = end;
-        }
         state.dnode_dirty = true;
         self.dirty = true;
         self.dirty_data_bytes += newly_dirty;
@@ -1033,8 +1052,9 @@ impl ObjectSet {
         Ok(())
     }
 
-    /// Sets the object's size, freeing whole blocks past it and zeroing the tail of the
-    /// last one.
+    /// Cuts the object at `size_bytes` (OpenZFS `dmu_free_range` to the end): zeroes the
+    /// tail of the block holding it and frees every block past it. The DMU keeps no size
+    /// (the owner does, see `dnode`): a size at or past the block extent changes nothing.
     pub fn truncate(
         &mut self,
         ctx: &IoCtx<'_>,
@@ -1043,11 +1063,8 @@ impl ObjectSet {
     ) -> Result<(), DmuError> {
         let objset = self.id;
         let state = self.state(ctx, id)?;
-        let old_size = state.phys.size_bytes;
+        let old_size = extent_of(&state.phys);
         if size_bytes >= old_size {
-            state.phys.size_bytes = size_bytes;
-            state.dnode_dirty = true;
-            self.dirty = true;
             return Ok(());
         }
         let block_size = u64::from(state.phys.data_block_size_bytes);
@@ -1068,7 +1085,6 @@ impl ObjectSet {
         let last = old_size.div_ceil(block_size);
         self.free_range_blocks(ctx, id, first_free, last)?;
         let state = self.state(ctx, id)?;
-        state.phys.size_bytes = size_bytes;
         state.phys.max_block_id = first_free.saturating_sub(1);
         state.dnode_dirty = true;
         self.dirty = true;
@@ -1107,7 +1123,7 @@ impl ObjectSet {
     ) -> Result<bool, DmuError> {
         let state = self.state(ctx, id)?;
         let block_size = u64::from(state.phys.data_block_size_bytes).max(1);
-        let end = offset.saturating_add(len).min(state.phys.size_bytes);
+        let end = offset.saturating_add(len).min(extent_of(&state.phys));
         if offset >= end {
             return Ok(true);
         }
@@ -1165,7 +1181,7 @@ impl ObjectSet {
     ) -> Result<(), DmuError> {
         let objset = self.id;
         let state = self.state(ctx, id)?;
-        let end = offset.saturating_add(len).min(state.phys.size_bytes);
+        let end = offset.saturating_add(len).min(extent_of(&state.phys));
         if offset >= end {
             return Ok(());
         }
@@ -1386,8 +1402,6 @@ impl ObjectSet {
             )?;
         }
         let meta = self.meta.get_mut();
-        meta.phys.size_bytes =
-            (meta.phys.max_block_id + 1) * u64::from(META_DNODE_BLOCK_SIZE_BYTES);
         // 4. The objset block.
         let meta_phys = meta.phys.clone();
         let block = self.encode_block(&meta_phys);
@@ -1437,8 +1451,7 @@ impl ObjectSet {
     }
 
     /// The objset block's bytes (`objset_phys_t`, see the module header): the meta-dnode
-    /// through the engine's codec (with its interim words), the rest through the part-1
-    /// codec.
+    /// through the engine's codec, the rest through the part-1 codec.
     fn encode_block(&self, meta: &DnodePhys) -> Vec<u8> {
         let free = || Some(OzDnode::free(ByteOrder::Little));
         let phys = OzObjset {
@@ -1459,8 +1472,6 @@ impl ObjectSet {
         };
         debug_assert_eq!(block.len(), OBJSET_BLOCK_SIZE_BYTES);
         meta.encode(&mut block[..DNODE_SIZE_BYTES]);
-        block[NEXT_OBJECT_HINT_OFFSET..NEXT_OBJECT_HINT_OFFSET + 8]
-            .copy_from_slice(&self.next_object.to_le_bytes());
         block
     }
 
@@ -1657,8 +1668,9 @@ fn release_block(
     }
 }
 
-/// Grows a single-block object's block size up to its maximum (a small file is one small
-/// record; it becomes record-sized blocks once it outgrows one). Returns the bytes this
+/// Grows a single-block ZPL plain file's block size up to its maximum (OpenZFS
+/// `zfs_grow_blocksize`: a small file is one small record; it becomes record-sized blocks
+/// once it outgrows one). Every other object keeps its block size. Returns the bytes this
 /// newly holds dirty.
 fn grow_block_size(
     state: &mut ObjectState,
@@ -1669,7 +1681,7 @@ fn grow_block_size(
     maximum: u64,
 ) -> Result<u64, DmuError> {
     let current = u64::from(state.phys.data_block_size_bytes);
-    if state.phys.fixed_block_size
+    if state.phys.object_type != object_type::PLAIN_FILE
         || state.phys.max_block_id > 0
         || end <= current
         || current >= maximum
@@ -1688,6 +1700,14 @@ fn grow_block_size(
     dbuf.dirty = true;
     state.phys.data_block_size_bytes = new_size as u32;
     Ok(newly_dirty)
+}
+
+/// An object's block extent, `(dn_maxblkid + 1) * block size` (an object that never
+/// held data has one block of zeros, as in OpenZFS).
+fn extent_of(phys: &DnodePhys) -> u64 {
+    phys.max_block_id
+        .saturating_add(1)
+        .saturating_mul(u64::from(phys.data_block_size_bytes))
 }
 
 /// Adds indirect levels until `blkid` is addressable.

@@ -44,15 +44,13 @@ fn golden_objset_block_header() {
     assert_eq!(&block[704..712], &2u64.to_le_bytes(), "os_type DMU_OST_ZFS");
     assert_eq!(&block[712..720], &0u64.to_le_bytes(), "os_flags");
     assert_eq!(&block[720..784], &[0u8; 64][..], "no MACs");
-    assert_eq!(
-        &block[784..792],
-        &2u64.to_le_bytes(),
-        "interim next-object hint"
-    );
+    // Formats 7-17 kept a next-object hint in os_pad0[0..8]; OpenZFS keeps none.
     assert!(
-        block[792..].iter().all(|&b| b == 0),
-        "pads, free accounting dnodes"
+        block[784..].iter().all(|&b| b == 0),
+        "os_pad0, free accounting dnodes, os_pad1"
     );
+    // And the meta-dnode's dn_pad3 (an object size in formats 7-17) is zero too.
+    assert_eq!(&block[32..64], &[0u8; 32][..], "meta-dnode dn_pad3");
     let phys = OzObjset::decode(&block, crate::byteorder::ByteOrder::Little).unwrap();
     assert_eq!(phys.os_type, OS_TYPE_ZFS);
     assert_eq!(phys.meta_dnode.data_block_size(), 16384);
@@ -65,6 +63,48 @@ fn golden_objset_block_header() {
         crate::spa::dataset_policy(default_data_props()),
     );
     assert!(reopened.is_ok());
+}
+
+// Why: formats 7-17 kept the next free object number in `os_pad0`, which OpenZFS neither
+// writes nor reads (an object set OpenZFS wrote has none). Allocation now scans as
+// `dmu_object_alloc` does from an in-memory hint: after a reopen it must skip the full
+// dnode blocks by their fill counts, reuse the slots that frees left, and never hand out
+// a number in use.
+#[test]
+fn object_numbers_come_from_fill_counts_after_reopen() {
+    let spa = pool();
+    let ctx = spa.ctx();
+    let policy = crate::spa::dataset_policy(default_data_props());
+    let mut os = ObjectSet::create(9, ObjsetType::Filesystem, policy);
+    for expected in 1..=100u64 {
+        let id = os
+            .create_object(&ctx, object_type::PLAIN_FILE, 512, 0, 0)
+            .unwrap();
+        assert_eq!(id, ObjectId(expected));
+    }
+    let bp = os
+        .sync(&ctx, &crate::zio::blkptr::BlockPointer::HOLE)
+        .unwrap();
+    let mut os = ObjectSet::open(&ctx, 9, &bp, policy).unwrap();
+    for freed in [40, 70] {
+        os.free_object(&ctx, ObjectId(freed)).unwrap();
+    }
+    let bp = os.sync(&ctx, &bp).unwrap();
+    let mut os = ObjectSet::open(&ctx, 9, &bp, policy).unwrap();
+    let mut created = Vec::new();
+    for _ in 0..3 {
+        created.push(
+            os.create_object(&ctx, object_type::PLAIN_FILE, 512, 0, 0)
+                .unwrap()
+                .0,
+        );
+    }
+    assert_eq!(
+        created,
+        vec![40, 70, 101],
+        "freed slots first, then past the end"
+    );
+    assert!(!created.contains(&0), "object 0 is the meta-dnode");
 }
 
 /// A small object is one small block that grows up to the record size, then stays there.
@@ -197,7 +237,14 @@ fn readers_keep_the_object_cache_bounded_and_dirty_states_in_it() {
         reader.cached_objects()
     );
     assert_eq!(reader.read(&ctx, ObjectId(7), 0, 5).unwrap(), b"dirty");
-    assert_eq!(reader.size_bytes(&ctx, ObjectId(7)).unwrap(), 5);
+    // The DMU keeps no byte size (format 20): the extent is the dirty block's.
+    let block = u64::from(
+        reader
+            .dnode(&ctx, ObjectId(7))
+            .unwrap()
+            .data_block_size_bytes,
+    );
+    assert_eq!(reader.extent_bytes(&ctx, ObjectId(7)).unwrap(), block);
 }
 
 /// Every object of an engine object set, walked with the part-1 OpenZFS reader from the
@@ -255,7 +302,8 @@ fn walk_with_openzfs_reader(
             .collect();
         assert_eq!(pointers, ours.blkptr, "{what}");
         // The reader's walk through the tree reads what the engine reads.
-        let len = ours.size_bytes.min(1 << 20) as usize;
+        let extent = (ours.max_block_id + 1) * u64::from(ours.data_block_size_bytes);
+        let len = extent.min(1 << 20) as usize;
         if ours.object_type == object_type::PLAIN_FILE && len > 0 {
             let want = os.read(&ctx, *id, 0, len).unwrap();
             assert_eq!(theirs.read(0, len, &mut reader).unwrap(), want, "{what}");

@@ -554,8 +554,11 @@ pub(super) fn finalize_object(
     if let Some(p) = pending {
         let id = ObjectId(p.id);
         if let Some(size) = p.size_bytes {
-            if os.size_bytes(ctx, id)? != size {
-                os.truncate(ctx, id, size)?;
+            // Blocks wholly past the znode's size go (the DMU keeps no size of its own).
+            let block = u64::from(os.dnode(ctx, id)?.data_block_size_bytes).max(1);
+            let needed = size.div_ceil(block).saturating_mul(block);
+            if os.extent_bytes(ctx, id)? > needed {
+                os.truncate(ctx, id, needed)?;
             }
         }
     }
@@ -607,7 +610,7 @@ fn apply_one(
             offset,
             length,
         } => {
-            if *length == u64::MAX && *offset < os.size_bytes(ctx, *object)? {
+            if *length == u64::MAX && *offset < os.extent_bytes(ctx, *object)? {
                 // Everything past `offset` (OpenZFS's FREE after an OBJECT): the object
                 // ends there until the WRITEs that follow.
                 os.truncate(ctx, *object, *offset)?;
@@ -620,8 +623,7 @@ fn apply_one(
     Ok(())
 }
 
-/// `DMU_OT_PLAIN_FILE_CONTENTS`, `DMU_OT_SA`.
-const OT_PLAIN_FILE_CONTENTS: u8 = 19;
+/// `DMU_OT_SA`.
 const OT_SA: u8 = 44;
 
 /// A ZPL file's or symlink's size from the SA znode in its bonus, if it has one.
@@ -665,10 +667,8 @@ fn apply_object(os: &mut ObjectSet, ctx: &IoCtx<'_>, o: &ObjectRecord) -> Result
             o.bonus.len(),
         )?;
     }
+    // Only ZPL files grow their block size (OpenZFS `zfs_grow_blocksize`): the DMU
+    // decides that from the object's type.
     os.set_bonus(ctx, o.object, &o.bonus)?;
-    // Only ZPL files grow their block size (OpenZFS `zfs_grow_blocksize`).
-    if o.object_type != OT_PLAIN_FILE_CONTENTS {
-        os.set_fixed_block_size(ctx, o.object)?;
-    }
     Ok(())
 }

@@ -520,7 +520,12 @@ impl Sender {
             };
         }
         let block_size = u64::from(dnode.data_block_size_bytes);
-        let size = dnode.size_bytes;
+        // What the DMU knows of the object's length: its block extent (its byte size is
+        // its owner's, in the bonus the OBJECT record carries).
+        let size = dnode
+            .max_block_id
+            .saturating_add(1)
+            .saturating_mul(block_size);
         let walk = Walk {
             ctx,
             objset,

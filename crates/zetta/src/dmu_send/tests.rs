@@ -100,13 +100,10 @@ pub(super) fn contents(spa: &mut Spa, name: &str) -> Vec<ObjectImage> {
         let mut out = Vec::new();
         for id in os.object_ids(ctx)? {
             let dnode = os.dnode(ctx, id)?;
-            // OpenZFS streams carry no DMU object size (a ZPL file's is in its znode, and
-            // Zetta's interim `size_bytes` has no field): objects compare by their bytes
-            // up to the last non-zero one, holes and a sparse tail being zeros either way.
-            let block = u64::from(dnode.data_block_size_bytes);
-            let end = dnode
-                .size_bytes
-                .max(dnode.max_block_id.saturating_add(1).saturating_mul(block));
+            // The DMU keeps no object size (a ZPL file's is in its znode): objects compare
+            // by their bytes up to the last non-zero one, holes and a sparse tail being
+            // zeros either way.
+            let end = os.extent_bytes(ctx, id)?;
             let mut data = os.read(ctx, id, 0, end as usize)?;
             let kept = data.iter().rposition(|b| *b != 0).map_or(0, |i| i + 1);
             data.truncate(kept);
@@ -163,8 +160,8 @@ pub(super) fn populate(spa: &mut Spa, fs: &str) {
     write(spa, fs, 3, 1 << 20, &random_bytes(4, 1000));
     spa.with_dataset(fs, |os, ctx| {
         os.truncate(ctx, ObjectId(3), 3 << 20)?;
+        // Not a ZPL file: its block size stays 16 KiB (only plain files grow theirs).
         os.create_object_at(ctx, ObjectId(40), object_type::ZAP, 16384, 9, 64)?;
-        os.set_fixed_block_size(ctx, ObjectId(40))?;
         os.set_bonus(ctx, ObjectId(40), &[7u8; 64])?;
         os.write(ctx, ObjectId(40), 0, &random_bytes(40, 40_000))
     })

@@ -444,7 +444,28 @@ impl Spa {
             return Ok(Vec::new());
         }
         let ctx = io_ctx!(self);
-        let size = self.dp.mos.size_bytes(&ctx, ObjectId(object))?;
+        // `bpo_num_blkptrs`, the first word of the bpobj_phys_t bonus, says how many
+        // block pointers the object holds (checked against its block extent).
+        let bonus = self.dp.mos.bonus(&ctx, ObjectId(object))?;
+        let count = bonus
+            .get(..8)
+            .and_then(|b| <[u8; 8]>::try_from(b).ok())
+            .map(u64::from_le_bytes)
+            .ok_or_else(|| {
+                SpaError::Corrupt(format!(
+                    "dead list {object}: a {}-byte bpobj_phys_t",
+                    bonus.len()
+                ))
+            })?;
+        let extent = self.dp.mos.extent_bytes(&ctx, ObjectId(object))?;
+        let size = count
+            .checked_mul(BLKPTR_SIZE_BYTES as u64)
+            .filter(|&size| size <= extent)
+            .ok_or_else(|| {
+                SpaError::Corrupt(format!(
+                    "dead list {object}: {count} block pointers in {extent} bytes"
+                ))
+            })?;
         let bytes = self.dp.mos.read(&ctx, ObjectId(object), 0, size as usize)?;
         bytes
             .chunks_exact(BLKPTR_SIZE_BYTES)

@@ -19,7 +19,7 @@ fn write(spa: &mut Spa, fs: &str, id: u64, byte: u8, len: usize) {
 
 fn read(spa: &mut Spa, name: &str, id: u64) -> Vec<u8> {
     let work = |os: &mut crate::dmu::ObjectSet, ctx: &crate::dmu::IoCtx<'_>| {
-        let size = os.size_bytes(ctx, ObjectId(id))?;
+        let size = os.extent_bytes(ctx, ObjectId(id))?;
         os.read(ctx, ObjectId(id), 0, size as usize)
     };
     if name.contains('@') {

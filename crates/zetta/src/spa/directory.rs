@@ -132,7 +132,7 @@ fn read_packed(mos: &ObjectSet, ctx: &IoCtx<'_>, object: u64) -> Result<Vec<u8>,
         )));
     };
     let size = u64::from_le_bytes(size);
-    let stored = mos.size_bytes(ctx, ObjectId(object))?;
+    let stored = mos.extent_bytes(ctx, ObjectId(object))?;
     if size > stored {
         return Err(corrupt(format!(
             "packed nvlist {object} says {size} bytes, holds {stored}"

@@ -764,7 +764,6 @@ impl Spa {
                     space_map::DMU_OT_SPACE_MAP_HEADER,
                     space_map::SPACE_MAP_SIZE_V0,
                 )?;
-                self.dp.mos.set_fixed_block_size(&ctx, id)?;
                 self.dp
                     .mos
                     .set_bonus(&ctx, id, &space_map::SpaceMapPhys::new_v0(id.0).encode())?;
@@ -833,12 +832,22 @@ impl Spa {
             group.data_disks = top.data_disks();
             if top.ms_array_object != 0 {
                 let array_object = ObjectId(top.ms_array_object);
-                let size = self.dp.mos.size_bytes(&ctx, array_object)?;
+                // OpenZFS reads `vdev_ms_count` entries; the rest of the array's blocks
+                // must be zeros.
+                let size = self.dp.mos.extent_bytes(&ctx, array_object)?;
                 let bytes = self.dp.mos.read(&ctx, array_object, 0, size as usize)?;
-                let ids: Vec<u64> = bytes
+                let mut ids: Vec<u64> = bytes
                     .chunks_exact(8)
                     .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
                     .collect();
+                let count = group.metaslabs.len();
+                if ids.iter().skip(count).any(|&id| id != 0) {
+                    return Err(SpaError::Corrupt(format!(
+                        "vdev {vdev}: metaslab array {array_object} names more than \
+                         {count} metaslabs"
+                    )));
+                }
+                ids.truncate(count);
                 for (ms_index, &id) in ids.iter().enumerate() {
                     if id == 0 {
                         continue;
@@ -1154,15 +1163,21 @@ impl Spa {
     }
 
     /// Object access on the root dataset's object set (the library API until datasets).
+    /// The DMU keeps no byte size (`dmu::dnode`): like ztest's objects, these keep theirs
+    /// in an 8-byte bonus of type `DMU_OT_UINT64_OTHER`.
     pub fn create_object(&mut self, block_size_bytes: u32) -> Result<ObjectId, SpaError> {
         let ctx = io_ctx!(self);
-        Ok(self.dp.root_dataset.create_object(
+        let id = self.dp.root_dataset.create_object(
             &ctx,
             object_type::PLAIN_FILE,
             block_size_bytes,
-            0,
-            0,
-        )?)
+            object_type::UINT64_OTHER,
+            8,
+        )?;
+        self.dp
+            .root_dataset
+            .set_bonus(&ctx, id, &0u64.to_le_bytes())?;
+        Ok(id)
     }
 
     pub fn write_object(&mut self, id: ObjectId, offset: u64, data: &[u8]) -> Result<(), SpaError> {
@@ -1171,10 +1186,18 @@ impl Spa {
             self.dp.root_dataset.policy.data_props.copies,
         )?;
         let ctx = io_ctx!(self);
+        let size = object_bonus_size(&self.dp.root_dataset, &ctx, id)?;
+        let end = offset.saturating_add(data.len() as u64);
         self.dp.root_dataset.write(&ctx, id, offset, data)?;
+        if end > size {
+            self.dp
+                .root_dataset
+                .set_bonus(&ctx, id, &end.to_le_bytes())?;
+        }
         self.note_dirty(data.len() as u64)
     }
 
+    /// Bytes [offset, offset + len) of an object, cut at its size (zeros past its blocks).
     pub fn read_object(
         &mut self,
         id: ObjectId,
@@ -1182,7 +1205,14 @@ impl Spa {
         len: usize,
     ) -> Result<Vec<u8>, SpaError> {
         let ctx = io_ctx!(self);
-        Ok(self.dp.root_dataset.read(&ctx, id, offset, len)?)
+        let size = object_bonus_size(&self.dp.root_dataset, &ctx, id)?;
+        let want = size.saturating_sub(offset).min(len as u64) as usize;
+        if want == 0 {
+            return Ok(Vec::new());
+        }
+        let mut data = self.dp.root_dataset.read(&ctx, id, offset, want)?;
+        data.resize(want, 0);
+        Ok(data)
     }
 
     pub fn free_object(&mut self, id: ObjectId) -> Result<(), SpaError> {
@@ -1198,12 +1228,16 @@ impl Spa {
 
     pub fn truncate_object(&mut self, id: ObjectId, size_bytes: u64) -> Result<(), SpaError> {
         let ctx = io_ctx!(self);
-        Ok(self.dp.root_dataset.truncate(&ctx, id, size_bytes)?)
+        self.dp.root_dataset.truncate(&ctx, id, size_bytes)?;
+        self.dp
+            .root_dataset
+            .set_bonus(&ctx, id, &size_bytes.to_le_bytes())?;
+        Ok(())
     }
 
     pub fn object_size(&mut self, id: ObjectId) -> Result<u64, SpaError> {
         let ctx = io_ctx!(self);
-        Ok(self.dp.root_dataset.size_bytes(&ctx, id)?)
+        object_bonus_size(&self.dp.root_dataset, &ctx, id)
     }
 
     pub fn object_ids(&mut self) -> Result<Vec<ObjectId>, SpaError> {
@@ -1226,6 +1260,16 @@ impl Spa {
     }
 }
 
+/// A library-API object's size: the u64 in its `DMU_OT_UINT64_OTHER` bonus (untrusted).
+fn object_bonus_size(os: &ObjectSet, ctx: &IoCtx<'_>, id: ObjectId) -> Result<u64, SpaError> {
+    let bonus = os.bonus(ctx, id)?;
+    bonus
+        .get(..8)
+        .and_then(|b| <[u8; 8]>::try_from(b).ok())
+        .map(u64::from_le_bytes)
+        .ok_or_else(|| SpaError::Corrupt(format!("object {id}: a {}-byte size bonus", bonus.len())))
+}
+
 /// This host's id as OpenZFS's `spa_get_hostid` finds it in userspace: `/etc/hostid`, a
 /// native-endian u32; 0 (not written) when absent.
 /// A space map object's entries (untrusted): its `space_map_phys_t` bonus says how many
@@ -1240,7 +1284,7 @@ fn read_space_map(
 ) -> Result<(Vec<SpaceMapEntry>, u64), String> {
     let phys = space_map::SpaceMapPhys::decode(&mos.bonus(ctx, object).map_err(|e| e.to_string())?)
         .map_err(|e| e.to_string())?;
-    let size = mos.size_bytes(ctx, object).map_err(|e| e.to_string())?;
+    let size = mos.extent_bytes(ctx, object).map_err(|e| e.to_string())?;
     if phys.length_bytes > size || phys.alloc_bytes < 0 {
         return Err(format!(
             "smp_length {} of an object of {size} bytes, smp_alloc {}",

@@ -87,7 +87,7 @@ fn object_directory_is_openzfs_zap_with_its_objects() {
     );
     assert_eq!(dnode.data_block_size_bytes, 16384);
     let size = u64::from_le_bytes(dnode.bonus[..8].try_into().unwrap());
-    assert_eq!(mos.size_bytes(&ctx, config).unwrap() % 16384, 0);
+    assert_eq!(mos.extent_bytes(&ctx, config).unwrap() % 16384, 0);
     let packed = mos.read(&ctx, config, 0, size as usize).unwrap();
     let unpacked = crate::nvpair_xdr::unpack(&packed).unwrap().list;
     assert_eq!(unpacked.get_u64("pool_guid"), Some(spa.guid.0));

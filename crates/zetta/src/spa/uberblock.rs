@@ -101,10 +101,16 @@ pub const SPA_VERSION: u64 = crate::spa::openzfs::feature::SPA_VERSION_FEATURES;
 /// `feature_enabled_txg` ZAP, hole_birth and embedded_data named in the label's
 /// `features_for_read`; a pool made with `-d` writes all-zero holes and no embedded
 /// pointers.
+/// 20: dnodes and object sets exactly as OpenZFS writes them (issue 14 item 4): `dn_pad3`
+/// and `os_pad0` zero. An object's byte size is its owner's (znode, packed-nvlist,
+/// history, space map and bpobj bonuses, the zvol's prop ZAP), the DMU knows the block
+/// extent; only ZPL plain files grow their single block (`zfs_grow_blocksize`); object
+/// numbers are allocated by scanning fill counts from an in-memory hint
+/// (`dmu_object_alloc`). Format 17 pools carry the interim words: refused.
 /// Older pools are not read any more: the private format retires.
-pub const FORMAT_VERSION: u64 = 17;
+pub const FORMAT_VERSION: u64 = 20;
 /// The oldest format this code reads.
-pub const FORMAT_VERSION_MIN: u64 = 17;
+pub const FORMAT_VERSION_MIN: u64 = 20;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Uberblock {

@@ -197,7 +197,6 @@ pub fn zap_create_at(
     object_type: u8,
 ) -> Result<(), ZapError> {
     os.create_object_at(ctx, object, object_type, MICRO_BLOCK_MIN_BYTES as u32, 0, 0)?;
-    os.set_fixed_block_size(ctx, object)?;
     let micro = MicroBlock::new(random_salt(), MICRO_BLOCK_MIN_BYTES);
     os.write(ctx, object, 0, &micro.encode())?;
     Ok(())
@@ -207,8 +206,8 @@ fn random_salt() -> u64 {
     crate::rand::random_u64() | 1
 }
 
-/// `zap_create_impl` + `mzap_create_impl`: a 512-byte micro ZAP. The block size is pinned
-/// (the DMU does not grow it on its own); only `set_data_block_size` changes it.
+/// `zap_create_impl` + `mzap_create_impl`: a 512-byte micro ZAP. The DMU grows only ZPL
+/// files' blocks; a ZAP's changes through `set_data_block_size` alone.
 fn create_zap_object(
     os: &mut ObjectSet,
     ctx: &IoCtx<'_>,
@@ -224,7 +223,6 @@ fn create_zap_object(
         bonus_type,
         bonus_len,
     )?;
-    os.set_fixed_block_size(ctx, object)?;
     let micro = MicroBlock::new(salt, MICRO_BLOCK_MIN_BYTES);
     os.write(ctx, object, 0, &micro.encode())?;
     Ok(object)

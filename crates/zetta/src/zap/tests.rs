@@ -609,7 +609,7 @@ fn corrupt_blocks_give_errors() {
     for i in 0..3000 {
         zap_add(os, &ctx, zap, name_of(i), &[i]).unwrap();
     }
-    let size = os.size_bytes(&ctx, zap).unwrap() as usize;
+    let size = os.extent_bytes(&ctx, zap).unwrap() as usize;
     let image = os.read(&ctx, zap, 0, size).unwrap();
     let restore = |os: &mut ObjectSet| os.write(&ctx, zap, 0, &image).unwrap();
     // Targeted damage: block type, magic, table shift, a table slot, a leaf's block type,
@@ -695,7 +695,7 @@ fn million_inserts_then_lookups() {
     }
     let looked_up = started.elapsed() - inserted;
     let stats = zap_stats(os, &ctx, zap).unwrap();
-    let size_bytes = os.size_bytes(&ctx, zap).unwrap();
+    let size_bytes = os.extent_bytes(&ctx, zap).unwrap();
     eprintln!(
         "zap 1M: insert+sync {inserted:?} ({:.2} us/op), lookup {looked_up:?} ({:.2} us/op), \
          {stats:?}, object {size_bytes} bytes",
