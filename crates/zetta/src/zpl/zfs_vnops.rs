@@ -366,6 +366,9 @@ impl ZfsMount {
             SyncMode::Standard => o_sync,
             SyncMode::Disabled => false,
         };
+        spa.dataset_kstats
+            .get_or_create(self.dataset)
+            .record_write(object, offset, bytes, durable);
         self.tx_commit(spa, dirtied, durable)
     }
 
@@ -462,6 +465,9 @@ impl ZfsMount {
         if self.sync == SyncMode::Disabled {
             return Ok(());
         }
+        spa.dataset_kstats
+            .get_or_create(self.dataset)
+            .record_fsync();
         spa.zil_commit(self.dataset).map_err(commit_failed)?;
         Ok(())
     }
