@@ -18,7 +18,8 @@
 //! the open txg (which makes it atomic with respect to a power cut), and `tx_commit`
 //! charges the txg what it dirtied (a commit starts at the dirty-data limit) and, under
 //! `sync=always` or for an `O_SYNC`/`O_DSYNC` write under `sync=standard`, commits the
-//! dataset's intent log (`zil_commit`). Long frees run in batches, each its own
+//! dataset's intent log (`zil_commit`). Writes and fsyncs are counted in the dataset's
+//! `dataset_kstats` (relaxed atomics) for `zetta advise`. Long frees run in batches, each its own
 //! transaction, committed between batches (`dmu_free_long_range`), so no txg holds the
 //! indirect blocks of a whole huge file.
 //!
