@@ -771,7 +771,9 @@ fn sample_compression(spa: &mut Spa, dataset: u64, ashift: u32) -> Option<Compre
     spa.with_dataset_object(dataset, |os, ctx| {
         let mut sample = CompressionSample::default();
         let meta = os.dnode(ctx, ObjectId(0))?;
-        let last = (meta.max_block_id + 1)
+        let last = meta
+            .max_block_id
+            .saturating_add(1)
             .saturating_mul(DNODES_PER_BLOCK)
             .saturating_sub(1);
         let mut files = 0usize;
