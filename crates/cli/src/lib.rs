@@ -13,6 +13,7 @@
 //! the pool's devices with an exclusive lock, imports, works, commits and lets go; a second
 //! process touching the same pool at the same moment is refused, never interleaved.
 
+pub mod advise;
 pub mod calc;
 pub mod daemon;
 pub mod usage;
@@ -29,7 +30,7 @@ use std::io::Write;
 /// `zetta` invoked under its own name: `zetta zpool …`, `zetta zfs …`,
 /// `zetta install-links DIR`, `zetta version`.
 pub fn run_zetta(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    let usage = "usage: zetta zpool <command> ...\n       zetta zfs <command> ...\n       zetta daemon [--foreground] [--metrics <host:port>] | --stop\n       zetta arcstats\n       zetta zinject ... (fault injection, as zinject)\n       zetta calc need|usable ... (zetta calc --help)\n       zetta install-links <dir>\n       zetta version\n";
+    let usage = "usage: zetta zpool <command> ...\n       zetta zfs <command> ...\n       zetta daemon [--foreground] [--metrics <host:port>] | --stop\n       zetta arcstats\n       zetta zinject ... (fault injection, as zinject)\n       zetta calc need|usable ... (zetta calc --help)\n       zetta advise [-j] [pool|dataset] (zetta advise --help)\n       zetta install-links <dir>\n       zetta version\n";
     let Some(first) = args.first() else {
         let _ = err.write_all(usage.as_bytes());
         return 2;
@@ -70,6 +71,8 @@ pub fn run_zetta(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i
         "install-links" => install_links(&args[1..], out, err),
         // The storage calculator (no pool, no daemon).
         "calc" => calc::run(&args[1..], out, err),
+        // The tuning advisor (in the daemon, where the counters since import live).
+        "advise" => advise::run(&args[1..], out, err),
         // ARC statistics of the pools the daemon holds (kstat layout).
         "arcstats" => daemon::client::forward(&["arcstats".to_string()], out, err),
         "version" | "-V" | "--version" => {

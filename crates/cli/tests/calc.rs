@@ -229,3 +229,62 @@ fn calc_record_size_matches_used_of_a_written_file() {
         );
     }
 }
+
+// Why: the layouts include several top-level vdevs ("3 x raidz1 of 5"); the test
+// above creates one top-level vdev at a time, so nothing checked that the calculator adds
+// up several as `zpool create` does (each top-level vdev's own metaslab rounding, one slop
+// for the pool). SIZE must be `zpool list -p`'s exactly, AVAIL within 1%.
+#[test]
+fn calc_usable_matches_zpool_create_for_several_top_level_vdevs() {
+    let lab = Lab::new();
+    let disk_size: u64 = 512 << 20;
+    let disks: Vec<String> = (0..6)
+        .map(|i| lab.disk(&format!("d{i}"), disk_size))
+        .collect();
+    let size_arg = disk_size.to_string();
+    let d = |i: usize| disks[i].as_str();
+    let cases: [(&str, Vec<&str>); 2] = [
+        (
+            "2 x raidz1 of 3",
+            vec!["raidz1", d(0), d(1), d(2), "raidz1", d(3), d(4), d(5)],
+        ),
+        (
+            "2 x mirror",
+            vec!["mirror", d(0), d(1), "mirror", d(3), d(4)],
+        ),
+    ];
+    for (layout, words) in cases {
+        let predicted = parsable(
+            &lab,
+            &[
+                "usable",
+                layout,
+                "--disk-size",
+                &size_arg,
+                "--ashift",
+                "12",
+                "-p",
+            ],
+        );
+        let mut args = vec!["create", "-o", "ashift=12", "-m", "none", "tank"];
+        args.extend(words);
+        lab.ok("zpool", &args);
+        let size: f64 = lab
+            .ok("zpool", &["list", "-Hp", "-o", "size", "tank"])
+            .trim()
+            .parse()
+            .unwrap_or(0.0);
+        let avail: f64 = lab
+            .ok("zfs", &["get", "-Hp", "-o", "value", "available", "tank"])
+            .trim()
+            .parse()
+            .unwrap_or(0.0);
+        assert_eq!(size, predicted["size"], "{layout}");
+        assert!(
+            within(avail, predicted["available"], 0.01),
+            "{layout}: zfs says {avail}, calc {}",
+            predicted["available"]
+        );
+        lab.ok("zpool", &["destroy", "tank"]);
+    }
+}

@@ -29,6 +29,7 @@ mod macros {
 }
 
 pub mod byteorder;
+pub mod dataset_kstats;
 pub mod dmu;
 pub mod dmu_send;
 pub mod dsl;

@@ -301,6 +301,7 @@ fn serve(stream: UnixStream) {
                 crate::zfs::run_io(&args[1..], io, &mut out, &mut err)
             }
             "zinject" => crate::zinject::run(&args[1..], &mut out, &mut err),
+            "advise" => crate::advise::run(&args[1..], &mut out, &mut err),
             "arcstats" => {
                 let _ = out.write_all(arc_stats_text().as_bytes());
                 0

@@ -143,6 +143,8 @@ pub struct Spa {
     ms_arrays: Vec<Vec<u64>>,
     /// File data of the open txg written early (`writeback`).
     pub(crate) writeback: writeback::Writeback,
+    /// Per-dataset write counters since import (`dataset_kstats`; memory only).
+    pub dataset_kstats: crate::dataset_kstats::DatasetKstatsTable,
     /// Txg states: the txg in its syncing tail, the sync thread's shared state (`txg`).
     pub(crate) tx: txg::TxState,
     /// Imported read-only (`zpool import -o readonly=on`): nothing is ever written to its
@@ -353,6 +355,7 @@ impl Spa {
             state: POOL_STATE_ACTIVE,
             ms_arrays: Vec::new(),
             writeback: Default::default(),
+            dataset_kstats: Default::default(),
             tx: Default::default(),
             readonly: false,
             openzfs: None,

@@ -18,7 +18,8 @@
 //! the open txg (which makes it atomic with respect to a power cut), and `tx_commit`
 //! charges the txg what it dirtied (a commit starts at the dirty-data limit) and, under
 //! `sync=always` or for an `O_SYNC`/`O_DSYNC` write under `sync=standard`, commits the
-//! dataset's intent log (`zil_commit`). Long frees run in batches, each its own
+//! dataset's intent log (`zil_commit`). Writes and fsyncs are counted in the dataset's
+//! `dataset_kstats` (relaxed atomics) for `zetta advise`. Long frees run in batches, each its own
 //! transaction, committed between batches (`dmu_free_long_range`), so no txg holds the
 //! indirect blocks of a whole huge file.
 //!
@@ -366,6 +367,9 @@ impl ZfsMount {
             SyncMode::Standard => o_sync,
             SyncMode::Disabled => false,
         };
+        spa.dataset_kstats
+            .get_or_create(self.dataset)
+            .record_write(object, offset, bytes, durable);
         self.tx_commit(spa, dirtied, durable)
     }
 
@@ -462,6 +466,9 @@ impl ZfsMount {
         if self.sync == SyncMode::Disabled {
             return Ok(());
         }
+        spa.dataset_kstats
+            .get_or_create(self.dataset)
+            .record_fsync();
         spa.zil_commit(self.dataset).map_err(commit_failed)?;
         Ok(())
     }

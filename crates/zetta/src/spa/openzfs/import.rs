@@ -507,6 +507,7 @@ impl Spa {
             state: POOL_STATE_ACTIVE,
             ms_arrays: Vec::new(),
             writeback: Default::default(),
+            dataset_kstats: Default::default(),
             tx: Default::default(),
             readonly: true,
             openzfs: Some(Arc::new(foreign)),
