@@ -577,8 +577,8 @@ pub fn claim(os: &mut ObjectSet, ctx: &IoCtx<'_>) -> Result<Claim, ZilError> {
         return Ok(Claim::default());
     }
     let already = header.claim_txg != 0;
-    let mut blocks_claimed = 0;
-    let walk = replay::walk_chain(ctx.root, &header, &mut |b| {
+    let mut claimed: Vec<BlockRef> = Vec::new();
+    let walked = replay::walk_chain(ctx.root, &header, &mut |b| {
         if already || b.birth < first_txg {
             return true;
         }
@@ -589,16 +589,26 @@ pub fn claim(os: &mut ObjectSet, ctx: &IoCtx<'_>) -> Result<Claim, ZilError> {
             return false;
         }
         let asize = vdev.allocation_size_bytes(b.psize_bytes);
-        let claimed = class_of(ctx, vdev)
+        let taken = class_of(ctx, vdev)
             .lock()
             .claim(b.vdev, b.offset_bytes, asize, first_txg.0)
             .is_ok();
-        if claimed {
-            blocks_claimed += 1;
+        if taken {
+            claimed.push(*b);
         }
-        claimed
-    })?;
+        taken
+    });
+    let walk = match walked {
+        Ok(walk) => walk,
+        Err(e) => {
+            // A chain that cannot be read claims nothing (replay reports it): what this
+            // walk claimed would belong to no one.
+            undo_allocations(ctx, &claimed);
+            return Err(e);
+        }
+    };
     os.zil.own_chain(&walk.blocks);
+    let blocks_claimed = claimed.len();
     let mut outcome = Claim {
         blocks_claimed,
         blocks: walk.blocks.len(),
