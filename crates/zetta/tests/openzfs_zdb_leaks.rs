@@ -11,7 +11,9 @@
 //! some MiB of files, snapshots, a clone, frees that go to dead lists, a destroyed
 //! snapshot and several commits, exports it, and has zdb check it, on a single disk, a
 //! mirror and a raidz1, with copies=2 and with 512-byte sectors; zdb is the oracle from
-//! scripts/oracle.sh (never skipped when missing).
+//! scripts/oracle.sh (never skipped when missing). The last two tests check the intent log
+//! after a crash (live, claimed at import, replayed; on a log vdev too) with `zdb -ivv`
+//! and `-bcc`.
 
 mod common;
 
