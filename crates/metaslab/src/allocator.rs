@@ -253,6 +253,22 @@ impl MetaslabClass {
         self.rotor = rotor_before;
     }
 
+    /// Allocates exactly `[offset, +asize)` on `vdev_id`, recorded in txg `txg`'s space map
+    /// (OpenZFS `metaslab_claim`): how import takes back the intent log blocks written after
+    /// the last commit, which the committed maps do not hold. Errors, changing nothing, if
+    /// any of the range is not free.
+    pub fn claim(
+        &mut self,
+        vdev_id: u32,
+        offset_bytes: u64,
+        asize_bytes: u64,
+        txg: u64,
+    ) -> Result<(), MetaslabError> {
+        self.group_mut(vdev_id)
+            .ok_or(MetaslabError::NoSuchVdev { vdev_id })?
+            .claim(offset_bytes, asize_bytes, txg)
+    }
+
     /// Frees a block (see the module header for when it becomes reusable). Errors, changing
     /// nothing, if the range is not allocated with this recorded-ness.
     pub fn free(

@@ -186,6 +186,38 @@ impl Metaslab {
         Some(offset_bytes)
     }
 
+    /// Allocates exactly `[offset, +size)`, recorded, in txg `txg` (OpenZFS's
+    /// `metaslab_claim_concrete`): a block some committed state names although no space map
+    /// holds it (an intent log block written after the last commit, claimed at import). The
+    /// range must be free; nothing changes on error.
+    pub(crate) fn claim(
+        &mut self,
+        vdev_id: u32,
+        offset_bytes: u64,
+        size_bytes: u64,
+        txg: u64,
+    ) -> Result<(), MetaslabError> {
+        self.free.remove(offset_bytes, size_bytes).map_err(|_| {
+            MetaslabError::AlreadyAllocated {
+                vdev_id,
+                offset_bytes,
+                size_bytes,
+            }
+        })?;
+        if self.fresh_txg != Some(txg) {
+            self.fresh.clear();
+            self.fresh_txg = Some(txg);
+        }
+        expect_ok(self.fresh.add(offset_bytes, size_bytes), "claim fresh");
+        expect_ok(self.recorded.add(offset_bytes, size_bytes), "claim record");
+        expect_ok(
+            self.allocating.add(offset_bytes, size_bytes),
+            "claim allocating",
+        );
+        debug_assert!(self.recorded.contains(offset_bytes, size_bytes));
+        Ok(())
+    }
+
     /// Rolls back the most recent `allocate` of this range (a failed multi-copy allocation).
     pub(crate) fn undo_allocate(&mut self, offset_bytes: u64, size_bytes: u64, record: bool) {
         if record {

@@ -221,6 +221,19 @@ impl MetaslabGroup {
         Ok(())
     }
 
+    /// Claims `[offset, +size)` in txg `txg` (see `Metaslab::claim`): it must be free.
+    pub fn claim(
+        &mut self,
+        offset_bytes: u64,
+        size_bytes: u64,
+        txg: u64,
+    ) -> Result<(), MetaslabError> {
+        let ms_index = self.locate(offset_bytes, size_bytes)?;
+        self.metaslabs[ms_index].claim(self.vdev_id, offset_bytes, size_bytes, txg)?;
+        self.free_bytes -= size_bytes;
+        Ok(())
+    }
+
     /// Allocates `size_bytes` (a multiple of the sector size). `None` if no metaslab can fit it.
     pub(crate) fn allocate(&mut self, size_bytes: u64, record: bool, txg: u64) -> Option<u64> {
         let align_bytes = self.sector_bytes();

@@ -357,3 +357,39 @@ fn a_map_condenses_only_in_the_first_sync_pass() {
     let first = class.take_space_map_updates_in_pass(1);
     assert!(first[0].condense, "pass 1 condenses the long map");
 }
+
+#[test]
+fn a_claimed_range_reaches_the_map_and_a_taken_one_is_refused() {
+    // Why: import claims the intent log blocks written after the last commit (OpenZFS's
+    // `metaslab_claim` from `zil_claim`): exactly that range must become allocated and be
+    // written to the claim txg's map, and a range some allocation already holds must be
+    // refused without changing anything (a chain pointer into space that is in use).
+    let mut class = MetaslabClass::new();
+    class.add_group(MetaslabGroup::with_ms_shift(0, ASIZE_BYTES, ASHIFT, MS_SHIFT).unwrap());
+    let free_before = class.free_bytes();
+    class.claim(0, 5 * MIB + 8192, 12288, 7).unwrap();
+    assert_eq!(class.free_bytes(), free_before - 12288);
+    let updates = class.take_space_map_updates();
+    assert_eq!(updates.len(), 1);
+    assert_eq!(
+        updates[0].entries,
+        vec![SpaceMapEntry::Alloc {
+            offset_bytes: 5 * MIB + 8192,
+            size_bytes: 12288
+        }]
+    );
+    class.txg_committed(7);
+    // Overlapping the claimed range, or straddling two metaslabs: refused, nothing changed.
+    assert!(class.claim(0, 5 * MIB + 4096, 8192, 8).is_err());
+    assert!(class.claim(0, 4 * MIB - 4096, 8192, 8).is_err());
+    assert!(class.claim(3, 0, 4096, 8).is_err());
+    assert_eq!(class.free_bytes(), free_before - 12288);
+    assert!(class.take_space_map_updates().is_empty());
+    // A claimed block is freed like any other (deferred: it was read at import).
+    class
+        .free_deferred(0, 5 * MIB + 8192, 12288, true, 8)
+        .unwrap();
+    class.txg_committed(8);
+    class.txg_committed(10);
+    assert_eq!(class.free_bytes(), free_before);
+}

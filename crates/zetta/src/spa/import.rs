@@ -169,6 +169,7 @@ impl Spa {
             ) {
                 Ok(mut spa) => {
                     if !readonly {
+                        spa.zil_claim_all()?;
                         spa.zil_replayed = spa.zil_replay_all()?;
                     }
                     return Ok(spa);

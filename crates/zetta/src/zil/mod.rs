@@ -20,18 +20,25 @@
 //!   in the txg, so the chain is freed — deferred two txgs even though it was allocated in
 //!   this very txg, since the last committed header still leads to it — and a new head
 //!   takes its place in the header.
-//! - At import, `replay` reads the chain the committed header names, stops at the first
-//!   block that does not verify, and hands each record of a txg not yet committed to the
+//! - At import, `claim` puts the chain in the space maps (below), then `replay` reads the
+//!   chain the committed header names, stops at the first block that does not verify, and hands each record of a txg not yet committed to the
 //!   client, which makes its change again on the committed state (`zpl::zfs_replay`); the
 //!   next txg commit retires the chain. A power cut during replay replays again.
 //!
 //! Layering: `dmu` holds a `Zilog` per object set and `zil` uses `dmu`; `zil` knows
 //! nothing of the ZPL (no dmu → zil → zpl cycle): the ZPL logs into it and replays from it.
 //!
-//! No claim at import (OpenZFS's `zil_claim`, `zh_claim_txg` stays 0): a live chain's
-//! blocks are allocated in the space maps of the txgs that allocated them and freed only by
-//! the deferred free of the txg that retires the chain, which replay commits after reading
-//! it, so nothing reuses them before replay (docs/ONDISK.md, intent log).
+//! Claim at import (OpenZFS's `zil_claim`, `spa_ld_claim_log_blocks`): a chain's blocks
+//! after its head were allocated in a txg that never committed, so after a crash no space
+//! map holds them. Before anything allocates, import walks every live chain (`claim`) and
+//! allocates each block born in its first txg or later exactly where it is, in that txg's
+//! maps; the header records `zh_claim_txg`, `zh_claim_blk_seq`, `zh_claim_lr_seq` and the
+//! flags, and that txg commits before replay starts. Replay then skips records of txgs
+//! before the claim txg and reads no further than what was claimed; the commit after it
+//! retires the chain, freeing every block it owns (the claimed ones included) and zeroing
+//! the claim. A cut between the two commits leaves a claimed, unreplayed log as OpenZFS
+//! leaves one (`zdb -i` prints it, `zdb -bcc` counts its blocks); the next import does not
+//! claim it again. Zetta writes no WR_INDIRECT records, so no record's block is claimed.
 //!
 //! Object sets derived from a snapshot (a clone, a rollback, a receive) start with no log:
 //! the snapshot's copy of the header names a chain its head owned (`forget`). Destroying a
@@ -232,6 +239,16 @@ impl Zilog {
             }
         }
         self.itxs.push(itx);
+    }
+
+    /// The blocks of the chain import walked (and claimed) are this log's: the commit that
+    /// retires the chain frees them all, not just the head.
+    fn own_chain(&mut self, blocks: &[BlockRef]) {
+        for b in blocks {
+            if !self.owned.contains(b) {
+                self.owned.push(*b);
+            }
+        }
     }
 
     /// The chain read at import is retired at the next txg commit.
@@ -524,6 +541,94 @@ pub fn sync(os: &mut ObjectSet, ctx: &IoCtx<'_>) {
 pub fn discard(os: &mut ObjectSet, ctx: &IoCtx<'_>) {
     free_blocks(ctx, &os.zil.owned);
     forget(os);
+}
+
+/// What `claim` did to one object set's log.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Claim {
+    /// Blocks claimed now (written after the last commit, so in no committed map).
+    pub blocks_claimed: usize,
+    /// Blocks in the chain (claimed now, earlier, or committed).
+    pub blocks: usize,
+    pub records: usize,
+    /// The header now records a claim (the object set must be written in this txg).
+    pub header_written: bool,
+}
+
+/// Claims the log of `os` at import, in the import's first txg `ctx.txg` (OpenZFS
+/// `zil_claim`, `zil_claim_log_block`): every block of the chain born in that txg or later
+/// was written after the last commit, so no committed space map holds it; it is allocated
+/// now, exactly where it is, before anything else can allocate over it. The walk stops at
+/// a block whose space is taken (it cannot be this log's). The header records the claim:
+/// `zh_claim_txg`, the highest block and record sequence claimed, `ZIL_CLAIM_LR_SEQ_VALID`
+/// and, if there is anything to replay, `ZIL_REPLAY_NEEDED`. A header claimed by an earlier
+/// import (cut before replay) is not claimed again: its blocks are in the maps already.
+/// Either way the walked blocks become this log's, freed when the chain is retired.
+///
+/// Unlike OpenZFS, a chain that is one committed, empty block (what every idle log looks
+/// like) is left unclaimed: there is nothing to allocate or replay, and claiming it would
+/// write every such dataset at every import. No WR_INDIRECT record is written by Zetta,
+/// so `zil_claim_log_record` has nothing to claim; a chain holding one is refused by the
+/// ZPL's replay.
+pub fn claim(os: &mut ObjectSet, ctx: &IoCtx<'_>) -> Result<Claim, ZilError> {
+    let first_txg = ctx.txg;
+    let mut header = chain::ZilHeader::decode(&os.zil_header, crate::byteorder::ByteOrder::Little);
+    if BlockRef::from_blkptr(&header.log).is_none() {
+        return Ok(Claim::default());
+    }
+    let already = header.claim_txg != 0;
+    let mut claimed: Vec<BlockRef> = Vec::new();
+    let walked = replay::walk_chain(ctx.root, &header, &mut |b| {
+        if already || b.birth < first_txg {
+            return true;
+        }
+        let Some(vdev) = ctx.root.children.get(b.vdev as usize) else {
+            return false;
+        };
+        if vdev.kind == crate::vdev::VdevKind::Hole {
+            return false;
+        }
+        let asize = vdev.allocation_size_bytes(b.psize_bytes);
+        let taken = class_of(ctx, vdev)
+            .lock()
+            .claim(b.vdev, b.offset_bytes, asize, first_txg.0)
+            .is_ok();
+        if taken {
+            claimed.push(*b);
+        }
+        taken
+    });
+    let walk = match walked {
+        Ok(walk) => walk,
+        Err(e) => {
+            // A chain that cannot be read claims nothing (replay reports it): what this
+            // walk claimed would belong to no one.
+            undo_allocations(ctx, &claimed);
+            return Err(e);
+        }
+    };
+    os.zil.own_chain(&walk.blocks);
+    let blocks_claimed = claimed.len();
+    let mut outcome = Claim {
+        blocks_claimed,
+        blocks: walk.blocks.len(),
+        records: walk.records.len(),
+        header_written: false,
+    };
+    if already || (blocks_claimed == 0 && walk.records.is_empty()) {
+        return Ok(outcome);
+    }
+    header.claim_txg = first_txg.0;
+    header.claim_blk_seq = walk.max_blk_seq;
+    header.claim_lr_seq = walk.max_lr_seq;
+    header.flags |= chain::ZIL_CLAIM_LR_SEQ_VALID;
+    if !walk.records.is_empty() || walk.blocks.len() > 1 {
+        header.flags |= chain::ZIL_REPLAY_NEEDED;
+    }
+    os.zil_header = header.encode();
+    os.mark_dirty();
+    outcome.header_written = true;
+    Ok(outcome)
 }
 
 /// An object set opened from a snapshot's block: the header it carries names a chain

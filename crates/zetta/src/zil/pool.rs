@@ -1,5 +1,5 @@
-//! The pool's side of the intent log: `fsync` for a dataset (replay of every dataset's log
-//! at import is the ZPL's: `zpl::zfs_replay`).
+//! The pool's side of the intent log: `fsync` for a dataset, the claim of every
+//! dataset's log at import (`zil_claim_all`; their replay is the ZPL's: `zpl::zfs_replay`).
 
 use super::Commit;
 use crate::dmu::IoCtx;
@@ -38,5 +38,69 @@ impl Spa {
             Ok(done) => Ok(done),
             Err(e) => Err(SpaError::Io(e.to_string())),
         }
+    }
+}
+
+impl Spa {
+    /// Claims the intent log of every head dataset (`spa_ld_claim_log_blocks`), in the
+    /// import's first txg, before anything else allocates, and commits that txg when a
+    /// claim was recorded (OpenZFS waits for the claim txg to sync before it goes on):
+    /// from then on the chains' blocks are in the space maps, so the replay that follows
+    /// (and its commit, which a power cut may interrupt) cannot allocate over a block it
+    /// has yet to read. Returns how many blocks were claimed.
+    pub fn zil_claim_all(&mut self) -> Result<usize, SpaError> {
+        let mut claimed_blocks = 0;
+        let mut header_written = false;
+        for name in self.dataset_names()? {
+            let Some(dataset) = self.lookup_dataset(&name)? else {
+                continue;
+            };
+            if dataset != MOS_OBJECT_ROOT_DATASET.0 {
+                self.open_dataset(dataset)?;
+            }
+            let ctx = io_ctx!(self);
+            let os = if dataset == MOS_OBJECT_ROOT_DATASET.0 {
+                &mut self.dp.root_dataset
+            } else {
+                match self.dp.datasets.get_mut(&dataset) {
+                    Some(head) => &mut head.objset,
+                    None => continue,
+                }
+            };
+            // A chain that cannot be read claims nothing; replay reports it.
+            if let Ok(claim) = super::claim(os, &ctx) {
+                claimed_blocks += claim.blocks_claimed;
+                header_written |= claim.header_written;
+            }
+        }
+        if header_written {
+            self.sync()?;
+        }
+        Ok(claimed_blocks)
+    }
+}
+
+impl Spa {
+    /// The ZIL header of head dataset `name` as it is now (`zdb -i`'s "ZIL header" line):
+    /// whether its log was claimed, up to which sequence numbers, and its head block.
+    pub fn zil_header(&mut self, name: &str) -> Result<Option<super::chain::ZilHeader>, SpaError> {
+        let Some(dataset) = self.lookup_dataset(name)? else {
+            return Ok(None);
+        };
+        if dataset != MOS_OBJECT_ROOT_DATASET.0 {
+            self.open_dataset(dataset)?;
+        }
+        let header = if dataset == MOS_OBJECT_ROOT_DATASET.0 {
+            &self.dp.root_dataset.zil_header
+        } else {
+            match self.dp.datasets.get(&dataset) {
+                Some(head) => &head.objset.zil_header,
+                None => return Ok(None),
+            }
+        };
+        Ok(Some(super::chain::ZilHeader::decode(
+            header,
+            crate::byteorder::ByteOrder::Little,
+        )))
     }
 }

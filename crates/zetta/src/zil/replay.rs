@@ -23,25 +23,84 @@ pub struct ReplayReport {
 /// again, or why it cannot be.
 pub type ReplayRecord<'a> = dyn FnMut(&mut ObjectSet, &IoCtx<'_>, &[u8]) -> Result<(), String> + 'a;
 
-/// Every record of the chain that `head` starts, in order and in stored form; the number of
-/// blocks read.
-pub fn read_chain(
+/// A chain as OpenZFS's `zil_parse` walks it.
+#[derive(Debug, Default)]
+pub struct ChainWalk {
+    /// Every block pointer visited, in chain order. The last one may name a block that was
+    /// allocated but never written, or torn: its pointer is in the block before, so
+    /// OpenZFS visits (and claims) it before it tries to read it.
+    pub blocks: Vec<BlockRef>,
+    /// How many of `blocks` were read and verified.
+    pub blocks_read: usize,
+    /// The records of the blocks read, in order and in stored form.
+    pub records: Vec<Vec<u8>>,
+    /// The highest block and record sequence numbers visited (`zl_parse_blk_seq`,
+    /// `zl_parse_lr_seq`).
+    pub max_blk_seq: u64,
+    pub max_lr_seq: u64,
+}
+
+/// Walks the chain `header` names (`zil_parse`): each block pointer is handed to `visit`
+/// first (false stops the walk there), then the block is read; the walk ends at the first
+/// block that does not verify. A claimed header bounds the walk to what was claimed
+/// (`zh_claim_blk_seq`, and `zh_claim_lr_seq` when `ZIL_CLAIM_LR_SEQ_VALID`): a block
+/// or record past it was never claimed, so it is not the log's.
+pub fn walk_chain(
     root: &crate::vdev::Vdev,
-    head: &BlockRef,
-) -> Result<(Vec<Vec<u8>>, usize), ZilError> {
-    let mut records = Vec::new();
-    let mut blocks = 0;
-    let mut at = Some(*head);
+    header: &chain::ZilHeader,
+    visit: &mut dyn FnMut(&BlockRef) -> bool,
+) -> Result<ChainWalk, ZilError> {
+    let claimed = header.claim_txg != 0;
+    let claim_blk_seq = if claimed {
+        header.claim_blk_seq
+    } else {
+        u64::MAX
+    };
+    let claim_lr_seq = if claimed && header.flags & chain::ZIL_CLAIM_LR_SEQ_VALID != 0 {
+        header.claim_lr_seq
+    } else {
+        u64::MAX
+    };
+    let mut walk = ChainWalk::default();
+    let mut at = BlockRef::from_blkptr(&header.log);
     while let Some(r) = at {
+        // A chain's sequence numbers only grow (`zil_read_log_block` checks the next
+        // pointer's); a loop in damaged bytes ends here.
+        if r.seq() > claim_blk_seq || (!walk.blocks.is_empty() && r.seq() <= walk.max_blk_seq) {
+            break;
+        }
+        if !visit(&r) {
+            break;
+        }
+        walk.blocks.push(r);
+        walk.max_blk_seq = r.seq();
+        if walk.max_lr_seq == claim_lr_seq && walk.max_blk_seq == claim_blk_seq {
+            break;
+        }
         let Some(block) = chain::read_block(root, &r)? else {
             break;
         };
-        blocks += 1;
-        records.extend(block.records);
+        walk.blocks_read += 1;
+        for record in block.records {
+            let seq = record_seq(&record);
+            if seq > claim_lr_seq {
+                return Ok(walk);
+            }
+            walk.max_lr_seq = walk.max_lr_seq.max(seq);
+            walk.records.push(record);
+        }
         // `decode_block` keeps a next pointer only if it continues this chain.
         at = block.next;
     }
-    Ok((records, blocks))
+    Ok(walk)
+}
+
+/// A stored record's `lrc_seq` (its header was checked when its block was decoded).
+fn record_seq(record: &[u8]) -> u64 {
+    record
+        .get(super::LRC_SEQ..super::LRC_SEQ + 8)
+        .and_then(|w| w.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
 }
 
 /// Replays the log of `os` (a head dataset just imported; `last_synced` is the committed
@@ -54,19 +113,32 @@ pub fn replay(
     apply: &mut ReplayRecord<'_>,
 ) -> Result<ReplayReport, ZilError> {
     let mut report = ReplayReport::default();
-    let Some(head) = chain::decode_header(&os.zil_header) else {
-        return Ok(report);
-    };
-    let (records, blocks) = read_chain(ctx.root, &head)?;
-    report.blocks = blocks;
-    if records.is_empty() {
+    let header = chain::ZilHeader::decode(&os.zil_header, crate::byteorder::ByteOrder::Little);
+    if BlockRef::from_blkptr(&header.log).is_none() {
         return Ok(report);
     }
-    // The chain is retired at the next commit even if replay stops early.
+    let walk = walk_chain(ctx.root, &header, &mut |_| true)?;
+    report.blocks = walk.blocks_read;
+    // A claimed chain is retired at the next commit whatever it holds (its claimed blocks
+    // are the log's to free, and the claim must not outlive them); so is one with records,
+    // even if replay stops early.
+    if walk.records.is_empty() && header.claim_txg == 0 {
+        return Ok(report);
+    }
     os.zil.mark_chain_written();
-    for (index, record) in records.iter().enumerate() {
+    // Records of a txg that committed are already in the pool (`zil_replay_log_record`:
+    // `lrc_txg < claim_txg`); an unclaimed chain (never, since import claims) would go by
+    // the last committed txg.
+    let committed = |txg: Txg| {
+        if header.claim_txg != 0 {
+            txg.0 < header.claim_txg
+        } else {
+            txg <= last_synced
+        }
+    };
+    for (index, record) in walk.records.iter().enumerate() {
         let (txg, _, _) = super::record_header(record)?;
-        if txg <= last_synced {
+        if committed(txg) {
             report.skipped += 1;
             continue;
         }
