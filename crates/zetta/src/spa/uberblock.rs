@@ -101,13 +101,21 @@ pub const SPA_VERSION: u64 = crate::spa::openzfs::feature::SPA_VERSION_FEATURES;
 /// `feature_enabled_txg` ZAP, hole_birth and embedded_data named in the label's
 /// `features_for_read`; a pool made with `-d` writes all-zero holes and no embedded
 /// pointers.
+/// 21: legacy pool versions (issue 14 item 1, `spa::zfeature::LEGACY_VERSIONS_WRITTEN`):
+/// `ub_version`, the config's `version` and `creation_version` carry the pool's SPA
+/// version, 28 or 5000; a version-28 pool has no feature objects (no feature ZAPs in the
+/// object directory, an empty `features_for_read` in the label), writes lzjb for lz4, no
+/// embedded pointers and all-zero holes; `spa_upgrade` to 5000 makes the feature ZAPs in
+/// the txg that raises the version.
 /// Older pools are not read any more: the private format retires.
-pub const FORMAT_VERSION: u64 = 17;
+pub const FORMAT_VERSION: u64 = 21;
 /// The oldest format this code reads.
-pub const FORMAT_VERSION_MIN: u64 = 17;
+pub const FORMAT_VERSION_MIN: u64 = 21;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Uberblock {
+    /// `ub_version`: the pool's SPA version (5000, or a legacy one).
+    pub version: u64,
     pub txg: Txg,
     /// Sum of every vdev guid, root (= the pool guid) included (`vdev_guid_sum`).
     pub guid_sum: u64,
@@ -121,7 +129,7 @@ impl Uberblock {
         let mut out = vec![0u8; slot_size_bytes.max(ozfs::UBERBLOCK_SIZE_BYTES + 40)];
         let words: [(usize, u64); 10] = [
             (0, ozfs::UBERBLOCK_MAGIC),
-            (8, SPA_VERSION),
+            (8, self.version),
             (16, self.txg.0),
             (24, self.guid_sum),
             (32, self.timestamp_secs),
@@ -141,14 +149,18 @@ impl Uberblock {
     }
 
     /// Decodes a slot read from `device_offset`; `None` for blank, damaged or foreign slots
-    /// (a bad checksum, another byte order, another SPA version, an undecodable rootbp).
+    /// (a bad checksum, another byte order, an SPA version OpenZFS does not know, an
+    /// undecodable rootbp). The version must match the MOS config's (`spa::import`).
     pub fn decode(bytes: &[u8], device_offset: u64) -> Option<Uberblock> {
         let ub = ozfs::decode_slot(bytes, device_offset).ok()?;
-        if ub.order != ByteOrder::Little || ub.version != SPA_VERSION {
+        if ub.order != ByteOrder::Little
+            || !crate::spa::openzfs::feature::version_is_supported(ub.version)
+        {
             return None;
         }
         let rootbp = BlockPointer::decode(&ub.rootbp).ok()?;
         Some(Uberblock {
+            version: ub.version,
             txg: Txg(ub.txg),
             guid_sum: ub.guid_sum,
             timestamp_secs: ub.timestamp,
@@ -163,6 +175,7 @@ mod tests {
 
     fn sample() -> Uberblock {
         Uberblock {
+            version: SPA_VERSION,
             txg: Txg(42),
             guid_sum: 7,
             timestamp_secs: 1_700_000_000,
