@@ -126,6 +126,19 @@ fn version_28_pool_is_listed_and_upgraded_as_openzfs_does() {
          All pools are already formatted with version 28 or higher.\n"
     );
 
+    // `zpool import`'s listing of an exported legacy pool (ZPOOL_STATUS_VERSION_OLDER).
+    zpool_ok(&lab, &["export", "old"]);
+    let listing = zpool_ok(&lab, &["import", "-d", lab.dir.to_str().unwrap()]);
+    assert!(
+        listing.contains(
+            "status: The pool is formatted using a legacy on-disk version.\n\
+             action: The pool can be imported using its name or numeric identifier, though\n\
+             \tsome features will not be available without an explicit 'zpool upgrade'.\n"
+        ),
+        "{listing}"
+    );
+    zpool_ok(&lab, &["import", "-d", lab.dir.to_str().unwrap(), "old"]);
+
     // 28 → feature flags, then every feature, as `upgrade_one` prints it.
     let upgraded = zpool_ok(&lab, &["upgrade", "old"]);
     let mut expected = String::from(
