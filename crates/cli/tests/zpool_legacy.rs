@@ -180,7 +180,8 @@ fn version_28_pool_is_listed_and_upgraded_as_openzfs_does() {
     assert!(!status.contains("status:"), "{status}");
 }
 
-// Why: a legacy create takes no feature (`spa_prop_validate`'s EINVAL), and the versions
+// Why: a legacy create takes no feature (`spa_prop_validate`'s EINVAL) nor a `-O` value
+// that needs one, and the versions
 // Zetta does not write yet are refused with the implementation's reason, those OpenZFS
 // does not know with libzfs's words.
 #[test]
@@ -199,6 +200,20 @@ fn legacy_create_refusals() {
             &disk,
         ],
         "cannot create 'tank': invalid argument for this pool operation\n",
+    );
+    // `-O` values whose blocks need a feature a legacy pool lacks: ENOTSUP from
+    // `zfs_check_settable`, and no pool left behind (before, lz4 was stored on a v28 pool).
+    for value in ["compression=lz4", "checksum=sha512", "recordsize=1M"] {
+        refused(
+            &lab,
+            &["create", "-o", "version=28", "-O", value, "tank", &disk],
+            "cannot create 'tank': pool must be upgraded to set this property or value\n",
+        );
+    }
+    refused(
+        &lab,
+        &["create", "-d", "-O", "compression=zstd", "tank", &disk],
+        "cannot create 'tank': pool must be upgraded to set this property or value\n",
     );
     refused(
         &lab,

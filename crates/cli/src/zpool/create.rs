@@ -202,6 +202,24 @@ pub fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
         features: upgrade::create_features(&features, &compat, ctx),
         version,
     };
+    // `zfs_ioc_pool_create` sets the `-O` values through `zfs_set_prop_nvlist`, whose
+    // `zfs_check_settable` answers ENOTSUP for a value needing a feature the new pool
+    // lacks (`-d`, `-o feature@…=disabled`, `-o version=28`); checked before any device is
+    // written, so no pool is left behind.
+    for (key, value) in options.props.entries.iter() {
+        let (Some(key), zetta::nvlist::NvValue::Str(value)) = (key.strip_prefix("fs:"), value)
+        else {
+            continue;
+        };
+        let set = crate::zfs::validate(name, key, value, true)?;
+        if let Some(feature) = crate::zfs::feature_needed(&set) {
+            if !options.features.iter().any(|f| f.name == feature) {
+                return fail(format!(
+                    "{action}: pool must be upgraded to set this property or value"
+                ));
+            }
+        }
+    }
     let spa = Spa::create(name, &tops, &options)
         .map_err(|e| CmdError::Fail(format!("{action}: {}", pool::spa_error_text(&e))))?;
     let mut imported = Imported::owned(spa.guid.0, spa);

@@ -11,10 +11,12 @@
 //! config                u64  a PACKED_NVLIST object (16 KiB blocks): the pool config as a
 //!                            packed XDR nvlist, zero-padded to whole blocks; its 8-byte
 //!                            bonus (PACKED_NVLIST_SIZE) is the packed size
-//! creation_version      u64  5000
+//! creation_version      u64  the version the pool was created with: 5000, or 28 (legacy)
 //! deflate               u64  1 (space figures are deflated)
 //! sync_bplist           u64  an empty bpobj (BPOBJ, 16 KiB blocks, 48-byte BPOBJ_HDR bonus)
 //! free_bpobj            u64  an empty bpobj (128 KiB blocks)
+//!                            (the three feature entries below: version 5000 only; a
+//!                            legacy pool gets them when `spa_upgrade` crosses 5000)
 //! features_for_read     u64  a ZAP (DMU_OTN_ZAP_METADATA), empty: nothing a reader lacks
 //! features_for_write    u64  a ZAP: org.zetta:private_format = 1, the one active feature
 //!                            (write-only: OpenZFS opens the pool read-only, zdb walks it)

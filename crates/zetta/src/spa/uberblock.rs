@@ -206,6 +206,26 @@ mod tests {
         assert_eq!(Uberblock::decode(&bytes, 0x2_1000), Some(sample()));
     }
 
+    // Why: a legacy pool's uberblocks carry its version in `ub_version` (28), while
+    // `ub_software_version` stays SPA_VERSION as `uberblock_update` writes it; a version
+    // OpenZFS does not know (29..4999) is no uberblock (format 21).
+    #[test]
+    fn legacy_version_in_ub_version_only() {
+        let legacy = Uberblock {
+            version: 28,
+            ..sample()
+        };
+        let bytes = legacy.encode(1024, 4096);
+        assert_eq!(&bytes[8..16], &28u64.to_le_bytes());
+        assert_eq!(&bytes[168..176], &5000u64.to_le_bytes());
+        assert_eq!(Uberblock::decode(&bytes, 4096), Some(legacy));
+        let unknown = Uberblock {
+            version: 29,
+            ..sample()
+        };
+        assert_eq!(Uberblock::decode(&unknown.encode(1024, 4096), 4096), None);
+    }
+
     // Why: a slot found at another offset (misdirected write) or with any bit flipped is
     // ignored, so import falls back to an older valid uberblock.
     #[test]

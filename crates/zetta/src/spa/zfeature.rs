@@ -39,6 +39,12 @@
 //! `org.zetta:private_format` (`spa::directory`) is an active write-only feature outside
 //! this table: it is written at create and never offered to `zpool upgrade`.
 //!
+//! Legacy versions. A pool below 5000 has no feature objects at all: every feature reads
+//! "disabled" and the write path writes as without them. Zetta writes version 28
+//! ([`LEGACY_VERSIONS_WRITTEN`]), where every older version gate (system attributes at
+//! 24, bpobj dead lists and `$FREE` at 26) is open; `Spa::upgrade` raises the version and
+//! the object directory makes the feature ZAPs when it crosses 5000.
+//!
 //! Invariants: the in-memory state is what the MOS says plus the pending enables, which
 //! the syncing context writes (`FeatureState::sync`) in the order they were enabled; a
 //! feature is enabled only after its dependencies; a count is never written below 0.
