@@ -374,8 +374,17 @@ fn store_created(imported: &mut Imported, name: &str, settings: Vec<SetValue>) -
 /// is not enabled (lz4, zstd, the salted checksums, records above 128K) is refused, as
 /// OpenZFS answers ENOTSUP ("… must be upgraded to set this property or value").
 fn needs_disabled_feature(imported: &Imported, set: &SetValue) -> bool {
+    // A feature Zetta does not support (edonr) is never enabled on a pool it writes.
+    feature_needed(set).is_some_and(|feature| {
+        !zetta::spa::zfeature::lookup_name(feature)
+            .is_some_and(|info| imported.spa.features().is_enabled(info.guid))
+    })
+}
+
+/// The pool feature a property value's blocks need (`zfs_check_settable`), by short name.
+pub(crate) fn feature_needed(set: &SetValue) -> Option<&'static str> {
     let SetValue::Native(prop, value) = set else {
-        return false;
+        return None;
     };
     let word = value.to_stored();
     let feature = match prop {
@@ -386,17 +395,15 @@ fn needs_disabled_feature(imported: &Imported, set: &SetValue) -> bool {
             "skein" => "skein",
             "edonr" => "edonr",
             "blake3" => "blake3",
-            _ => return false,
+            _ => return None,
         },
         ZfsProp::Recordsize => match value {
             PropValue::Number(bytes) if *bytes > 128 << 10 => "large_blocks",
-            _ => return false,
+            _ => return None,
         },
-        _ => return false,
+        _ => return None,
     };
-    // A feature Zetta does not support (edonr) is never enabled on a pool it writes.
-    !zetta::spa::zfeature::lookup_name(feature)
-        .is_some_and(|info| imported.spa.features().is_enabled(info.guid))
+    Some(feature)
 }
 
 pub(crate) fn store(imported: &mut Imported, name: &str, set: SetValue) -> Result<(), CmdError> {

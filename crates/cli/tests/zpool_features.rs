@@ -177,8 +177,9 @@ fn create_d_then_upgrade_as_openzfs_prints_it() {
     assert!(table.contains(" 28  Multiple vdev replacements\n"));
 }
 
-// Why: the refusals must be libzfs's words, and a legacy version must be refused rather
-// than stored as a v5000 pool that claims to be one (Zetta writes no ZPL v4 znodes yet).
+// Why: the refusals must be libzfs's words, and a legacy version Zetta does not write
+// (below 28: ZPL v4 znodes, bplists) must be refused rather than stored as a pool that
+// claims to be one.
 #[test]
 fn feature_and_version_refusals_use_openzfs_words() {
     let lab = Lab::new();
@@ -201,9 +202,9 @@ fn feature_and_version_refusals_use_openzfs_words() {
         "cannot create 'tank': property 'version' number 29 is invalid.\n",
     );
     refused(
-        &["create", "-o", "version=28", "tank", &disk],
-        "cannot create 'tank': pool version 28 is not supported by this implementation: \
-         only version 5000 (feature flags) pools can be created\n",
+        &["create", "-o", "version=27", "tank", &disk],
+        "cannot create 'tank': pool version 27 is not supported by this implementation: \
+         only versions 28 and 5000 (feature flags) pools can be created\n",
     );
     refused(
         &["create", "-o", "compatibility=no-such-set", "tank", &disk],

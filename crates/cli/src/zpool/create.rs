@@ -13,6 +13,7 @@
 use super::pool::{self, Imported};
 use super::{fail, getopt, props, split_prop, upgrade, usage, CmdError, CmdResult, Ctx};
 use zetta::nvlist::NvList;
+use zetta::spa::openzfs::feature::SPA_VERSION_FEATURES;
 use zetta::spa::{check_pool_name, CreateOptions, Spa};
 use zetta::types::ASHIFT_DEFAULT;
 use zetta::vdev::{Vdev, VdevKind as EngineKind};
@@ -77,6 +78,7 @@ pub fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
         ..Default::default()
     };
     let mut compatibility = None;
+    let mut version = SPA_VERSION_FEATURES;
     let mut given = std::collections::BTreeSet::new();
     for option in parsed.values('o') {
         let Some((key, value)) = split_prop(&option) else {
@@ -91,8 +93,11 @@ pub fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
             return fail(format!("property '{key}' specified multiple times"));
         }
         if key == "version" {
-            // Not stored: the version is the pool's format, 5000 or refused.
-            upgrade::check_create_version(name, value)?;
+            // Not a property: the pool's SPA version (5000 or a legacy one Zetta writes).
+            // Below 5000 no feature is enabled by default (`enable_pool_features`).
+            let number = upgrade::check_create_version(name, value)?;
+            features.none_by_default |= number < SPA_VERSION_FEATURES;
+            version = number;
             continue;
         }
         if key == "compatibility" {
@@ -182,6 +187,12 @@ pub fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
             "{action}: one or more devices is less than the minimum size (64M)"
         ));
     }
+    // `spa_prop_validate`: a version below 5000 with a feature property is EINVAL.
+    if version < SPA_VERSION_FEATURES && features.settings.iter().any(|(_, on)| *on) {
+        return fail(format!(
+            "{action}: invalid argument for this pool operation"
+        ));
+    }
     let compat = upgrade::load_compat_reporting(compatibility.as_deref().unwrap_or("off"), ctx)?;
     let tops = pool::open_tops(&groups)?;
     let options = CreateOptions {
@@ -189,7 +200,26 @@ pub fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
         props: pool_props,
         arc_size_bytes_max: pool::ARC_SIZE_BYTES_CLI,
         features: upgrade::create_features(&features, &compat, ctx),
+        version,
     };
+    // `zfs_ioc_pool_create` sets the `-O` values through `zfs_set_prop_nvlist`, whose
+    // `zfs_check_settable` answers ENOTSUP for a value needing a feature the new pool
+    // lacks (`-d`, `-o feature@…=disabled`, `-o version=28`); checked before any device is
+    // written, so no pool is left behind.
+    for (key, value) in options.props.entries.iter() {
+        let (Some(key), zetta::nvlist::NvValue::Str(value)) = (key.strip_prefix("fs:"), value)
+        else {
+            continue;
+        };
+        let set = crate::zfs::validate(name, key, value, true)?;
+        if let Some(feature) = crate::zfs::feature_needed(&set) {
+            if !options.features.iter().any(|f| f.name == feature) {
+                return fail(format!(
+                    "{action}: pool must be upgraded to set this property or value"
+                ));
+            }
+        }
+    }
     let spa = Spa::create(name, &tops, &options)
         .map_err(|e| CmdError::Fail(format!("{action}: {}", pool::spa_error_text(&e))))?;
     let mut imported = Imported::owned(spa.guid.0, spa);

@@ -95,7 +95,21 @@ pub fn show_import(candidate: &ImportCandidate) -> String {
     } else if offline {
         out.push_str("status: One or more devices are offlined.\n");
     }
+    // `check_status`'s ZPOOL_STATUS_VERSION_OLDER for a pool the labels say is legacy.
+    let legacy = !missing
+        && !offline
+        && candidate
+            .config
+            .get_u64("version")
+            .is_some_and(|v| v < zetta::spa::openzfs::feature::SPA_VERSION_FEATURES);
+    if legacy {
+        out.push_str("status: The pool is formatted using a legacy on-disk version.\n");
+    }
     match health {
+        VdevState::Online if legacy => out.push_str(
+            "action: The pool can be imported using its name or numeric identifier, though\n\
+             \tsome features will not be available without an explicit 'zpool upgrade'.\n",
+        ),
         VdevState::Online => out.push_str(
             "action: The pool can be imported using its name or numeric identifier.\n",
         ),

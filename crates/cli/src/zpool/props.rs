@@ -246,8 +246,8 @@ pub fn value_of(imported: &Imported, name: &str, exact: bool) -> Option<(String,
         "readonly" => if spa.readonly { "on" } else { "off" }.to_string(),
         // The pool's version: `-` (default) for a feature-flags pool, the number (local)
         // for a legacy one.
-        "version" => match spa.openzfs().map(|f| f.version) {
-            Some(version) if version < zetta::spa::openzfs::feature::SPA_VERSION_FEATURES => {
+        "version" => match spa.version() {
+            version if version < zetta::spa::openzfs::feature::SPA_VERSION_FEATURES => {
                 return Some((version.to_string(), "local"))
             }
             _ => return Some(("-".to_string(), "default")),
@@ -518,6 +518,14 @@ pub fn cmd_set(args: &[String], _ctx: &mut Ctx) -> CmdResult {
     let action = format!("cannot set property for '{name}'");
     let mut imported = pool::open_pool(name)?;
     pool::writable(&imported, &action)?;
+    if key == "version" {
+        super::upgrade::set_version(&mut imported, value)
+            .map_err(|why| CmdError::Fail(format!("{action}: {why}")))?;
+        imported
+            .spa
+            .log_history(&super::create::history_line("set", args));
+        return pool::commit(&mut imported);
+    }
     validate(key, value, Phase::Set).map_err(|why| CmdError::Fail(format!("{action}: {why}")))?;
     if let Some(feature) = key.strip_prefix("feature@") {
         if imported.spa.openzfs().is_some() {

@@ -228,6 +228,9 @@ pub fn status_view(imported: &Imported) -> PoolStatusView {
             Status::FeatDisabled => view.set_reason(&STATUS_FEAT_DISABLED),
             _ => {}
         }
+    } else if imported.spa.version() < zetta::spa::openzfs::feature::SPA_VERSION_FEATURES {
+        // `check_status`: a legacy version before any feature question.
+        view.set_reason(&STATUS_VERSION_OLDER);
     } else if super::upgrade::requested_features_missing(imported) {
         view.set_reason(&STATUS_FEAT_DISABLED);
     }

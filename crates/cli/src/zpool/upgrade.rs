@@ -16,9 +16,12 @@
 //! upgrade POOL|-a` enables the allowed ones a pool lacks, one `feature@NAME=enabled`
 //! each, in table order.
 //!
-//! Versions: Zetta writes version-5000 pools only. Legacy versions (1..=28: ZPL v4
-//! znodes without system attributes) are refused at create, as is `upgrade -V` to one,
-//! until their writer is built.
+//! Versions: Zetta writes version-5000 pools and the legacy versions of
+//! `zfeature::LEGACY_VERSIONS_WRITTEN` (28): `zpool create -o version=28` makes a pool
+//! without feature objects, `zpool upgrade [-V N]` raises one (to 5000: the feature ZAPs,
+//! then every allowed feature, as `upgrade_version` and `upgrade_enable_all` do), `zpool
+//! set version=` checks as libzfs and the kernel do. Older versions (ZPL v4 znodes
+//! without system attributes, bplist dead lists) are refused until their writer is built.
 
 use super::pool::{self, Imported};
 use super::{getopt, usage, CmdError, CmdResult, Ctx};
@@ -195,9 +198,9 @@ pub fn create_features(
     enabled
 }
 
-/// `-o version=N` at create: 5000 is what Zetta writes; a legacy version is refused
-/// (not stored) until Zetta writes ZPL v4 znodes without system attributes.
-pub fn check_create_version(pool: &str, value: &str) -> Result<(), CmdError> {
+/// `-o version=N` at create: the version, when it is one OpenZFS knows (libzfs's words
+/// otherwise) and one Zetta writes (5000, `zfeature::LEGACY_VERSIONS_WRITTEN`).
+pub fn check_create_version(pool: &str, value: &str) -> Result<u64, CmdError> {
     let number = value.parse::<u64>().map_err(|_| {
         CmdError::Fail(format!(
             "cannot create '{pool}': 'version' must be a number"
@@ -208,14 +211,24 @@ pub fn check_create_version(pool: &str, value: &str) -> Result<(), CmdError> {
             "cannot create '{pool}': property 'version' number {number} is invalid."
         )));
     }
-    if number < SPA_VERSION_FEATURES {
+    if !zfeature::version_is_written(number) {
         return Err(CmdError::Fail(format!(
             "cannot create '{pool}': pool version {number} is not supported by this \
-             implementation: only version {SPA_VERSION_FEATURES} (feature flags) pools \
-             can be created"
+             implementation: only versions {} and {SPA_VERSION_FEATURES} (feature flags) \
+             pools can be created",
+            written_legacy_list()
         )));
     }
-    Ok(())
+    Ok(number)
+}
+
+/// The legacy versions Zetta writes, as a sentence lists them ("28", "23 and 28").
+fn written_legacy_list() -> String {
+    let names: Vec<String> = zfeature::LEGACY_VERSIONS_WRITTEN
+        .iter()
+        .map(u64::to_string)
+        .collect();
+    names.join(", ")
 }
 
 /// The pool's `compatibility` allowed set (an unreadable list allows nothing new, as
@@ -234,6 +247,7 @@ pub fn cmd_upgrade(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let parsed = getopt(args, "avV:")?;
     let all = parsed.has('a');
     let show = parsed.has('v');
+    let mut target = SPA_VERSION_FEATURES;
     if let Some(version) = parsed.last('V') {
         let number = version
             .parse::<u64>()
@@ -245,12 +259,7 @@ pub fn cmd_upgrade(args: &[String], ctx: &mut Ctx) -> CmdResult {
         if !all && parsed.operands.is_empty() {
             return usage("-V option is incompatible with other arguments");
         }
-        if number != SPA_VERSION_FEATURES {
-            return Err(CmdError::Fail(format!(
-                "cannot upgrade to version {number}: only version {SPA_VERSION_FEATURES} \
-                 (feature flags) pools are written by this implementation"
-            )));
-        }
+        target = number;
     }
     if show && (all || !parsed.operands.is_empty()) {
         return usage("-v option is incompatible with other arguments");
@@ -271,7 +280,7 @@ pub fn cmd_upgrade(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let mut status = Ok(());
     for imported in pools.iter_mut() {
         let line = super::create::history_line("upgrade", args);
-        match upgrade_one(imported, all, &line, ctx) {
+        match upgrade_one(imported, target, all, &line, ctx) {
             Ok(changed) => any_changed |= changed,
             Err(e) => {
                 ctx.warn(&format!("{}\n", e.message()));
@@ -280,10 +289,16 @@ pub fn cmd_upgrade(args: &[String], ctx: &mut Ctx) -> CmdResult {
         }
     }
     if all && !any_changed && status.is_ok() {
-        ctx.print(
-            "All pools are already formatted using feature flags.\n\n\
-             Every feature flags pool already has all supported and requested features enabled.\n",
-        );
+        if target == SPA_VERSION_FEATURES {
+            ctx.print(
+                "All pools are already formatted using feature flags.\n\n\
+                 Every feature flags pool already has all supported and requested features enabled.\n",
+            );
+        } else {
+            ctx.print(&format!(
+                "All pools are already formatted with version {target} or higher.\n"
+            ));
+        }
     }
     status
 }
@@ -357,7 +372,7 @@ const LEGACY_VERSIONS: [&str; 28] = [
 /// The supported features a pool lacks (`upgrade_list_disabled_cb`: every one, the
 /// compatibility set notwithstanding), by name; none for a legacy or foreign pool.
 fn disabled_features(imported: &Imported) -> Vec<&'static str> {
-    if imported.spa.openzfs().is_some() {
+    if imported.spa.openzfs().is_some() || imported.spa.version() < SPA_VERSION_FEATURES {
         return Vec::new();
     }
     imported
@@ -380,13 +395,14 @@ pub fn requested_features_missing(imported: &Imported) -> bool {
         .any(|name| compat.allows(name))
 }
 
-/// `zpool upgrade` with no pool: legacy pools (none are Zetta's), then features missing.
+/// `zpool upgrade` with no pool: legacy pools (`upgrade_list_older_cb`), then features
+/// missing (`upgrade_list_disabled_cb`).
 fn list_upgradable(ctx: &mut Ctx) -> CmdResult {
     let pools = pool::open_all()?;
     let legacy: Vec<(u64, &str)> = pools
         .iter()
         .filter_map(|p| {
-            let version = p.spa.openzfs()?.version;
+            let version = p.spa.version();
             (version < SPA_VERSION_FEATURES).then_some((version, p.spa.name.as_str()))
         })
         .collect();
@@ -437,10 +453,12 @@ fn list_upgradable(ctx: &mut Ctx) -> CmdResult {
     Ok(())
 }
 
-/// `upgrade_one` / `upgrade_cb`: enables the allowed features the pool lacks. Returns
-/// whether it changed the pool.
+/// `upgrade_one` / `upgrade_cb`: raises the pool to `target` (`upgrade_version`), then,
+/// for a feature-flags target, enables the allowed features the pool lacks
+/// (`upgrade_enable_all`). Returns whether it changed the pool.
 fn upgrade_one(
     imported: &mut Imported,
+    target: u64,
     all: bool,
     history: &str,
     ctx: &mut Ctx,
@@ -457,26 +475,88 @@ fn upgrade_one(
             "cannot set property for '{name}': pool is read-only"
         )));
     }
-    let compat =
-        pool_compat(imported).map_err(|report| CmdError::Fail(format!("Error: {report}")))?;
-    let wanted: Vec<&'static FeatureInfo> = imported
-        .spa
-        .features()
-        .disabled()
-        .into_iter()
-        .filter(|f| compat.allows(f.name))
-        .collect();
-    if wanted.is_empty() {
+    let current = imported.spa.version();
+    if current > target {
+        // `upgrade_cb` (-a) passes such a pool by in silence.
         if !all {
             ctx.print(&format!(
-                "Pool '{name}' already has all supported and requested features enabled.\n"
+                "Pool '{name}' is already formatted using more current version '{current}'.\n\n"
             ));
         }
         return Ok(false);
     }
+    if target != SPA_VERSION_FEATURES && current == target {
+        if !all {
+            ctx.print(&format!(
+                "Pool '{name}' is already formatted using version {target}.\n\n"
+            ));
+        }
+        return Ok(false);
+    }
+    let compat =
+        pool_compat(imported).map_err(|report| CmdError::Fail(format!("Error: {report}")))?;
+    let mut text = String::new();
+    if current < target {
+        // `upgrade_version`.
+        if imported.spa.props.get_str("compatibility") == Some("legacy") {
+            return Err(CmdError::Fail(
+                "Upgrade not performed because 'compatibility' property set to 'legacy'."
+                    .to_string(),
+            ));
+        }
+        if !zfeature::version_is_written(target) {
+            return Err(CmdError::Fail(format!(
+                "cannot upgrade '{name}': pool version {target} is not supported by this \
+                 implementation: only versions {} and {SPA_VERSION_FEATURES} (feature \
+                 flags) pools are written",
+                written_legacy_list()
+            )));
+        }
+        pool::writable(imported, &format!("cannot upgrade '{name}'"))?;
+        imported
+            .spa
+            .upgrade(target)
+            .map_err(|e| CmdError::Fail(pool::spa_error_text(&e)))?;
+        pool::commit(imported)?;
+        if target >= SPA_VERSION_FEATURES {
+            text.push_str(&format!(
+                "Successfully upgraded '{name}' from version {current} to feature flags.\n"
+            ));
+        } else {
+            text.push_str(&format!(
+                "Successfully upgraded '{name}' from version {current} to version {target}.\n"
+            ));
+        }
+    }
+    let mut enabled = Vec::new();
+    if target >= SPA_VERSION_FEATURES {
+        enabled = imported
+            .spa
+            .features()
+            .disabled()
+            .into_iter()
+            .filter(|f| compat.allows(f.name))
+            .collect();
+    }
+    if enabled.is_empty() {
+        if current == target && !all {
+            ctx.print(&format!(
+                "Pool '{name}' already has all supported and requested features enabled.\n"
+            ));
+        }
+        if current < target {
+            // The command line, once per pool changed (`zpool_log_history`).
+            imported.spa.log_history(history);
+            pool::commit(imported)?;
+            text.push('\n');
+            ctx.print(&text);
+            return Ok(true);
+        }
+        return Ok(false);
+    }
     pool::writable(imported, &format!("cannot set property for '{name}'"))?;
-    let mut text = format!("Enabled the following features on '{name}':\n");
-    for info in &wanted {
+    text.push_str(&format!("Enabled the following features on '{name}':\n"));
+    for info in &enabled {
         // Each `feature@NAME=enabled` is its own `zpool_set_prop` in OpenZFS; here they
         // share the open txg, dependencies first as `spa_feature_enable` orders them.
         imported.spa.feature_enable(info);
@@ -488,6 +568,30 @@ fn upgrade_one(
     text.push('\n');
     ctx.print(&text);
     Ok(true)
+}
+
+/// `zpool set version=N POOL`: libzfs refuses a version below the pool's or one OpenZFS
+/// does not know; the kernel (`spa_prop_validate`) refuses one above 28 (feature flags
+/// come by `zpool upgrade` or a `feature@` property) with EINVAL; the pool's own version
+/// changes nothing. Zetta's pools are 28 or 5000, so no setting raises a version here.
+pub fn set_version(imported: &mut Imported, value: &str) -> Result<(), String> {
+    let number = value
+        .parse::<u64>()
+        .map_err(|_| "'version' must be a number".to_string())?;
+    let current = imported.spa.version();
+    if number < current || !version_is_supported(number) {
+        return Err(format!("property 'version' number {number} is invalid."));
+    }
+    if number > zetta::spa::openzfs::feature::SPA_VERSION_BEFORE_FEATURES {
+        return Err("invalid argument for this pool operation".to_string());
+    }
+    if number == current {
+        return Ok(());
+    }
+    imported
+        .spa
+        .upgrade(number)
+        .map_err(|e| pool::spa_error_text(&e))
 }
 
 /// `zpool set feature@NAME=enabled POOL`.

@@ -11,10 +11,12 @@
 //! config                u64  a PACKED_NVLIST object (16 KiB blocks): the pool config as a
 //!                            packed XDR nvlist, zero-padded to whole blocks; its 8-byte
 //!                            bonus (PACKED_NVLIST_SIZE) is the packed size
-//! creation_version      u64  5000
+//! creation_version      u64  the version the pool was created with: 5000, or 28 (legacy)
 //! deflate               u64  1 (space figures are deflated)
 //! sync_bplist           u64  an empty bpobj (BPOBJ, 16 KiB blocks, 48-byte BPOBJ_HDR bonus)
 //! free_bpobj            u64  an empty bpobj (128 KiB blocks)
+//!                            (the three feature entries below: version 5000 only; a
+//!                            legacy pool gets them when `spa_upgrade` crosses 5000)
 //! features_for_read     u64  a ZAP (DMU_OTN_ZAP_METADATA), empty: nothing a reader lacks
 //! features_for_write    u64  a ZAP: org.zetta:private_format = 1, the one active feature
 //!                            (write-only: OpenZFS opens the pool read-only, zdb walks it)
@@ -71,6 +73,9 @@ const FREE_BPOBJ_BLOCK_BYTES: u32 = 128 << 10;
 /// only on change.
 #[derive(Clone, Debug, Default)]
 pub struct MosDirectory {
+    /// The pool's SPA version (`spa_version`, `ub_version`): 5000, or a legacy version
+    /// (`zfeature::LEGACY_VERSIONS_WRITTEN`) whose pool has no feature objects.
+    pub version: u64,
     pub config: u64,
     pub pool_props: u64,
     /// The feature ZAPs' state (`spa::zfeature`).
@@ -177,8 +182,13 @@ impl MosDirectory {
     pub fn create(
         mos: &mut ObjectSet,
         ctx: &IoCtx<'_>,
+        version: u64,
         enable: &[&'static FeatureInfo],
     ) -> Result<MosDirectory, SpaError> {
+        assert!(
+            super::zfeature::version_is_written(version),
+            "a pool of version {version} is not created"
+        );
         let dir = ObjectId(objdir::DIRECTORY_OBJECT);
         zap::zap_create_at(mos, ctx, dir, object_type::OBJECT_DIRECTORY).map_err(zap_err)?;
         let config = create_packed(mos, ctx)?;
@@ -190,7 +200,7 @@ impl MosDirectory {
         let mut entries = vec![
             (objdir::ROOT_DATASET, MOS_OBJECT_ROOT_DIR.0),
             (objdir::CONFIG, config),
-            (objdir::CREATION_VERSION, super::uberblock::SPA_VERSION),
+            (objdir::CREATION_VERSION, version),
             (objdir::DEFLATE, 1),
             (objdir::SYNC_BPLIST, sync_bplist),
             (objdir::FREE_BPOBJ, free_bpobj),
@@ -198,25 +208,36 @@ impl MosDirectory {
             (objdir::HISTORY, MOS_OBJECT_HISTORY.0),
             (objdir::ERRLOG_LAST, MOS_OBJECT_ERRLOG.0),
         ];
-        // `spa_feature_create_zap_objects`, Zetta's own feature, then the requested
-        // features in order (`spa_sync_props` of `feature@NAME=enabled`).
-        let (mut features, feature_entries) = FeatureState::create(mos, ctx)?;
-        entries.extend(feature_entries);
-        features.add_private(
-            mos,
-            ctx,
-            FEATURE_PRIVATE_FORMAT,
-            FEATURE_PRIVATE_FORMAT_DESCRIPTION,
-            1,
-        )?;
-        for info in enable {
-            features.enable(info);
+        // `spa_feature_create_zap_objects` (a feature-flags pool only), Zetta's own
+        // feature, then the requested features in order (`spa_sync_props` of
+        // `feature@NAME=enabled`). A legacy pool has none of them.
+        let mut features = FeatureState::default();
+        if super::zfeature::version_has_features(version) {
+            let feature_entries;
+            (features, feature_entries) = FeatureState::create(mos, ctx)?;
+            entries.extend(feature_entries);
+            features.add_private(
+                mos,
+                ctx,
+                FEATURE_PRIVATE_FORMAT,
+                FEATURE_PRIVATE_FORMAT_DESCRIPTION,
+                1,
+            )?;
+            for info in enable {
+                features.enable(info);
+            }
+        } else {
+            assert!(
+                enable.is_empty(),
+                "features enabled on a version-{version} pool"
+            );
         }
         for (name, value) in entries {
             zap::zap_add(mos, ctx, dir, name, &[value]).map_err(zap_err)?;
         }
         features.sync(mos, ctx)?;
         Ok(MosDirectory {
+            version,
             config,
             pool_props,
             features,
@@ -280,16 +301,29 @@ impl MosDirectory {
                 Some(ZapValue::Bytes(_)) => return Err(corrupt("scan is a byte string")),
             };
         let errlog = load_errlog(mos, ctx)?;
-        let features = FeatureState::load(
-            mos,
-            ctx,
-            required_u64(mos, ctx, objdir::FEATURES_FOR_READ)?,
-            required_u64(mos, ctx, objdir::FEATURES_FOR_WRITE)?,
-            required_u64(mos, ctx, objdir::FEATURE_DESCRIPTIONS)?,
-            entry_u64(mos, ctx, objdir::FEATURE_ENABLED_TXG)?,
-        )?;
+        let version = config
+            .get_u64("version")
+            .ok_or_else(|| corrupt("pool config has no version"))?;
+        if !super::openzfs::feature::version_is_supported(version) {
+            return Err(corrupt(format!("pool config has version {version}")));
+        }
+        // A legacy pool has no feature objects (`spa_ld_check_features` reads them only
+        // from version 5000 on); ones left there would be ignored, as OpenZFS does.
+        let features = if super::zfeature::version_has_features(version) {
+            FeatureState::load(
+                mos,
+                ctx,
+                required_u64(mos, ctx, objdir::FEATURES_FOR_READ)?,
+                required_u64(mos, ctx, objdir::FEATURES_FOR_WRITE)?,
+                required_u64(mos, ctx, objdir::FEATURE_DESCRIPTIONS)?,
+                entry_u64(mos, ctx, objdir::FEATURE_ENABLED_TXG)?,
+            )?
+        } else {
+            FeatureState::default()
+        };
         Ok(LoadedDirectory {
             directory: MosDirectory {
+                version,
                 config: config_obj,
                 pool_props,
                 features,
@@ -328,6 +362,9 @@ impl MosDirectory {
         let packed =
             crate::nvpair_xdr::pack(&config).map_err(|e| SpaError::Invalid(e.to_string()))?;
         write_packed(mos, ctx, self.config, &packed)?;
+        if super::zfeature::version_has_features(self.version) && !self.features.has_objects() {
+            self.create_feature_objects(mos, ctx)?;
+        }
         if self.features.is_dirty() {
             self.features.sync(mos, ctx)?;
         }
@@ -341,6 +378,35 @@ impl MosDirectory {
             self.sync_props(mos, ctx, props)?;
             self.written_props = Some(props.clone());
         }
+        Ok(())
+    }
+
+    /// `spa_sync_upgrades` crossing `SPA_VERSION_FEATURES`: a legacy pool upgraded to
+    /// feature flags gets the feature ZAPs (`spa_feature_create_zap_objects`) and Zetta's
+    /// own feature, as a new pool has them; the features enabled with the upgrade (kept
+    /// pending meanwhile) are written next by the caller.
+    fn create_feature_objects(
+        &mut self,
+        mos: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+    ) -> Result<(), SpaError> {
+        let pending = std::mem::take(&mut self.features);
+        let (mut features, entries) = FeatureState::create(mos, ctx)?;
+        let dir = ObjectId(objdir::DIRECTORY_OBJECT);
+        for (name, value) in entries {
+            zap::zap_add(mos, ctx, dir, name, &[value]).map_err(zap_err)?;
+        }
+        features.add_private(
+            mos,
+            ctx,
+            FEATURE_PRIVATE_FORMAT,
+            FEATURE_PRIVATE_FORMAT_DESCRIPTION,
+            1,
+        )?;
+        for info in pending.pending_enables() {
+            features.enable(info);
+        }
+        self.features = features;
         Ok(())
     }
 

@@ -202,6 +202,14 @@ impl Spa {
             (loaded, config)
         };
         let errlog = directory.errlog.clone();
+        // `ub_version` and the config's `version` move together (`spa_upgrade` dirties the
+        // config with the uberblock): a mismatch is a MOS of another txg or pool.
+        if directory.directory.version != ub.version {
+            return Err(SpaError::Corrupt(format!(
+                "uberblock version {} differs from the config's {}",
+                ub.version, directory.directory.version
+            )));
+        }
         // An uberblock_t does not name its pool: a ring slot left by another pool on a
         // reused device leads to that pool's MOS, which is not this one.
         if root_config.get_u64("pool_guid") != Some(candidate.guid.0) {

@@ -104,6 +104,9 @@ pub struct CreateOptions {
     /// The features enabled in the first txg (`zpool create`: every supported one; `-d`:
     /// none but those named), dependencies enabled with them.
     pub features: Vec<&'static zfeature::FeatureInfo>,
+    /// The pool's SPA version (`-o version=N`): 5000, or a legacy one Zetta writes
+    /// (`zfeature::version_is_written`), which takes no features.
+    pub version: u64,
 }
 
 impl Default for CreateOptions {
@@ -113,6 +116,7 @@ impl Default for CreateOptions {
             props: NvList::new(),
             arc_size_bytes_max: ARC_SIZE_BYTES_DEFAULT,
             features: zfeature::ZETTA_FEATURES.iter().collect(),
+            version: uberblock::SPA_VERSION,
         }
     }
 }
@@ -300,6 +304,19 @@ impl Spa {
                 options.ashift
             )));
         }
+        if !zfeature::version_is_written(options.version) {
+            return Err(SpaError::Invalid(format!(
+                "cannot create '{name}': pool version {} is not supported by this \
+                 implementation",
+                options.version
+            )));
+        }
+        if !zfeature::version_has_features(options.version) && !options.features.is_empty() {
+            return Err(SpaError::Invalid(format!(
+                "cannot create '{name}': features need pool version {}",
+                uberblock::SPA_VERSION
+            )));
+        }
         if tops.iter().all(|t| t.is_log) {
             return Err(SpaError::Invalid(
                 "a pool needs at least one data vdev".to_string(),
@@ -441,8 +458,12 @@ impl Spa {
                 MOS_OBJECT_ROOT_DATASET.0,
                 true,
             )?;
-            spa.dp.directory =
-                directory::MosDirectory::create(&mut spa.dp.mos, &ctx, &options.features)?;
+            spa.dp.directory = directory::MosDirectory::create(
+                &mut spa.dp.mos,
+                &ctx,
+                options.version,
+                &options.features,
+            )?;
             spa.publish_features();
 
             // The pool's root filesystem is a ZPL filesystem from the first txg.
@@ -497,6 +518,7 @@ impl Spa {
     /// `vdev::config::label_config` derives each leaf's label from it).
     pub fn config(&self) -> crate::nvpair_xdr::XdrNvList {
         crate::vdev::config::pool_config(&crate::vdev::config::PoolFacts {
+            version: self.dp.directory.version,
             name: &self.name,
             guid: self.guid.0,
             state: self.state,
@@ -525,9 +547,40 @@ impl Spa {
         &self.dp.directory.features
     }
 
+    /// The pool's SPA version (`zpool get version`): 5000 or a legacy one.
+    pub fn version(&self) -> u64 {
+        match &self.openzfs {
+            Some(foreign) => foreign.version,
+            None => self.dp.directory.version,
+        }
+    }
+
+    /// `spa_upgrade` (`zpool upgrade [-V N]`, `zpool set version=N`): raises the pool's
+    /// version in the open txg. Crossing to 5000 makes the feature objects when the txg
+    /// syncs (`spa_sync_upgrades`); the caller enables features after. Only versions Zetta
+    /// writes, and never down.
+    pub fn upgrade(&mut self, version: u64) -> Result<(), SpaError> {
+        let current = self.version();
+        if version < current || !zfeature::version_is_written(version) || self.openzfs.is_some() {
+            return Err(SpaError::Invalid(format!(
+                "cannot upgrade '{}' from version {current} to {version}",
+                self.name
+            )));
+        }
+        if version != current {
+            self.dp.directory.version = version;
+            self.mark_config_dirty();
+        }
+        Ok(())
+    }
+
     /// `zpool upgrade` / `zpool set feature@NAME=enabled`: enables a supported feature
-    /// (and what it depends on) in the open txg; false when it already was.
+    /// (and what it depends on) in the open txg; false when it already was. A legacy pool
+    /// is first upgraded to 5000, as `spa_prop_set` does for a feature property.
     pub fn feature_enable(&mut self, info: &'static zfeature::FeatureInfo) -> bool {
+        if !zfeature::version_has_features(self.dp.directory.version) && self.openzfs.is_none() {
+            self.dp.directory.version = uberblock::SPA_VERSION;
+        }
         let enabled = self.dp.directory.features.enable(info);
         if enabled {
             self.mark_config_dirty();
@@ -692,6 +745,7 @@ impl Spa {
                 .collect(),
         });
         let ub = Uberblock {
+            version: self.dp.directory.version,
             txg,
             guid_sum: self.root.guid_sum(),
             timestamp_secs: now_secs(),

@@ -107,13 +107,21 @@ pub const SPA_VERSION: u64 = crate::spa::openzfs::feature::SPA_VERSION_FEATURES;
 /// extent; only ZPL plain files grow their single block (`zfs_grow_blocksize`); object
 /// numbers are allocated by scanning fill counts from an in-memory hint
 /// (`dmu_object_alloc`). Format 17 pools carry the interim words: refused.
+/// 21: legacy pool versions (issue 14 item 1, `spa::zfeature::LEGACY_VERSIONS_WRITTEN`):
+/// `ub_version`, the config's `version` and `creation_version` carry the pool's SPA
+/// version, 28 or 5000; a version-28 pool has no feature objects (no feature ZAPs in the
+/// object directory, an empty `features_for_read` in the label), writes lzjb for lz4, no
+/// embedded pointers and all-zero holes; `spa_upgrade` to 5000 makes the feature ZAPs in
+/// the txg that raises the version.
 /// Older pools are not read any more: the private format retires.
-pub const FORMAT_VERSION: u64 = 20;
+pub const FORMAT_VERSION: u64 = 21;
 /// The oldest format this code reads.
-pub const FORMAT_VERSION_MIN: u64 = 20;
+pub const FORMAT_VERSION_MIN: u64 = 21;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Uberblock {
+    /// `ub_version`: the pool's SPA version (5000, or a legacy one).
+    pub version: u64,
     pub txg: Txg,
     /// Sum of every vdev guid, root (= the pool guid) included (`vdev_guid_sum`).
     pub guid_sum: u64,
@@ -127,7 +135,7 @@ impl Uberblock {
         let mut out = vec![0u8; slot_size_bytes.max(ozfs::UBERBLOCK_SIZE_BYTES + 40)];
         let words: [(usize, u64); 10] = [
             (0, ozfs::UBERBLOCK_MAGIC),
-            (8, SPA_VERSION),
+            (8, self.version),
             (16, self.txg.0),
             (24, self.guid_sum),
             (32, self.timestamp_secs),
@@ -147,14 +155,18 @@ impl Uberblock {
     }
 
     /// Decodes a slot read from `device_offset`; `None` for blank, damaged or foreign slots
-    /// (a bad checksum, another byte order, another SPA version, an undecodable rootbp).
+    /// (a bad checksum, another byte order, an SPA version OpenZFS does not know, an
+    /// undecodable rootbp). The version must match the MOS config's (`spa::import`).
     pub fn decode(bytes: &[u8], device_offset: u64) -> Option<Uberblock> {
         let ub = ozfs::decode_slot(bytes, device_offset).ok()?;
-        if ub.order != ByteOrder::Little || ub.version != SPA_VERSION {
+        if ub.order != ByteOrder::Little
+            || !crate::spa::openzfs::feature::version_is_supported(ub.version)
+        {
             return None;
         }
         let rootbp = BlockPointer::decode(&ub.rootbp).ok()?;
         Some(Uberblock {
+            version: ub.version,
             txg: Txg(ub.txg),
             guid_sum: ub.guid_sum,
             timestamp_secs: ub.timestamp,
@@ -169,6 +181,7 @@ mod tests {
 
     fn sample() -> Uberblock {
         Uberblock {
+            version: SPA_VERSION,
             txg: Txg(42),
             guid_sum: 7,
             timestamp_secs: 1_700_000_000,
@@ -197,6 +210,26 @@ mod tests {
             (42, 7, 1_700_000_000)
         );
         assert_eq!(Uberblock::decode(&bytes, 0x2_1000), Some(sample()));
+    }
+
+    // Why: a legacy pool's uberblocks carry its version in `ub_version` (28), while
+    // `ub_software_version` stays SPA_VERSION as `uberblock_update` writes it; a version
+    // OpenZFS does not know (29..4999) is no uberblock (format 21).
+    #[test]
+    fn legacy_version_in_ub_version_only() {
+        let legacy = Uberblock {
+            version: 28,
+            ..sample()
+        };
+        let bytes = legacy.encode(1024, 4096);
+        assert_eq!(&bytes[8..16], &28u64.to_le_bytes());
+        assert_eq!(&bytes[168..176], &5000u64.to_le_bytes());
+        assert_eq!(Uberblock::decode(&bytes, 4096), Some(legacy));
+        let unknown = Uberblock {
+            version: 29,
+            ..sample()
+        };
+        assert_eq!(Uberblock::decode(&unknown.encode(1024, 4096), 4096), None);
     }
 
     // Why: a slot found at another offset (misdirected write) or with any bit flipped is

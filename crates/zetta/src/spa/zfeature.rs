@@ -39,6 +39,12 @@
 //! `org.zetta:private_format` (`spa::directory`) is an active write-only feature outside
 //! this table: it is written at create and never offered to `zpool upgrade`.
 //!
+//! Legacy versions. A pool below 5000 has no feature objects at all: every feature reads
+//! "disabled" and the write path writes as without them. Zetta writes version 28
+//! ([`LEGACY_VERSIONS_WRITTEN`]), where every older version gate (system attributes at
+//! 24, bpobj dead lists and `$FREE` at 26) is open; `Spa::upgrade` raises the version and
+//! the object directory makes the feature ZAPs when it crosses 5000.
+//!
 //! Invariants: the in-memory state is what the MOS says plus the pending enables, which
 //! the syncing context writes (`FeatureState::sync`) in the order they were enabled; a
 //! feature is enabled only after its dependencies; a count is never written below 0.
@@ -202,6 +208,27 @@ pub fn all_names() -> Vec<&'static str> {
     ZETTA_FEATURES.iter().map(|f| f.name).collect()
 }
 
+/// The legacy pool versions Zetta writes (`zpool create -o version=N`, `zpool upgrade -V
+/// N`, `zpool set version=N`): 28 (`SPA_VERSION_BEFORE_FEATURES`, the last before feature
+/// flags). Every gate OpenZFS keys on a version below 28 (`SPA_VERSION_SA` 24 for ZPL 5,
+/// `SPA_VERSION_DEADLISTS` 26 for bpobj dead lists and `$FREE`, `SPA_VERSION_DIR_CLONES`
+/// 18 for `dd_clones`) is open at 28, so a version-28 pool differs from a 5000 one only in
+/// its missing feature objects; lower versions need the structures those gates replace
+/// (ZPL v4 znodes, bplist dead lists) and are refused until Zetta writes them.
+pub const LEGACY_VERSIONS_WRITTEN: &[u64] =
+    &[crate::spa::openzfs::feature::SPA_VERSION_BEFORE_FEATURES];
+
+/// Whether Zetta writes pools of this version: 5000 or one of [`LEGACY_VERSIONS_WRITTEN`].
+pub fn version_is_written(version: u64) -> bool {
+    version == crate::spa::openzfs::feature::SPA_VERSION_FEATURES
+        || LEGACY_VERSIONS_WRITTEN.contains(&version)
+}
+
+/// Whether a pool of this version has feature flags (`spa_version >= SPA_VERSION_FEATURES`).
+pub fn version_has_features(version: u64) -> bool {
+    version >= crate::spa::openzfs::feature::SPA_VERSION_FEATURES
+}
+
 /// A feature's state as `zpool get` names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FeatureStatus {
@@ -342,6 +369,11 @@ impl FeatureState {
         })
     }
 
+    /// Whether the pool has its feature objects (a legacy pool has none).
+    pub fn has_objects(&self) -> bool {
+        self.for_read != 0
+    }
+
     /// Whether a feature (by guid) is enabled, on disk or pending.
     pub fn is_enabled(&self, guid: &str) -> bool {
         self.refcounts.contains_key(guid) || self.pending.iter().any(|f| f.guid == guid)
@@ -401,6 +433,11 @@ impl FeatureState {
         }
         self.pending.push(info);
         true
+    }
+
+    /// The enables waiting for the syncing context, in order.
+    pub fn pending_enables(&self) -> Vec<&'static FeatureInfo> {
+        self.pending.clone()
     }
 
     /// Whether enables wait for the syncing context.

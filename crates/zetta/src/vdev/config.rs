@@ -211,6 +211,8 @@ impl Vdev {
 
 /// What `spa_config_generate` needs from the pool.
 pub struct PoolFacts<'a> {
+    /// The pool's SPA version (5000, or a legacy one).
+    pub version: u64,
     pub name: &'a str,
     pub guid: u64,
     pub state: u64,
@@ -228,7 +230,7 @@ pub struct PoolFacts<'a> {
 /// vdev tree under `vdev_tree`.
 pub fn pool_config(facts: &PoolFacts<'_>) -> XdrNvList {
     let mut config = XdrNvList::new();
-    u64v(&mut config, "version", crate::spa::uberblock::SPA_VERSION);
+    u64v(&mut config, "version", facts.version);
     strv(&mut config, "name", facts.name);
     u64v(&mut config, "state", facts.state);
     u64v(&mut config, "txg", facts.txg);
@@ -414,6 +416,7 @@ mod label_tests {
         }
         root.children.push(mirror);
         let pool = pool_config(&PoolFacts {
+            version: crate::spa::uberblock::SPA_VERSION,
             name: "tank",
             guid: 100,
             state: 0,

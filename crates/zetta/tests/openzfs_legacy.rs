@@ -1,0 +1,243 @@
+//! Legacy pool versions as OpenZFS reads them (issue 14 item 1, `zpool create -o
+//! version=28`): OpenZFS's own `zdb` is the oracle.
+//!
+//! Why: a version-28 pool is the newest one that software without feature flags
+//! (zfs-fuse at 23 aside, the illumos and BSD releases of 2012) imports. It must say 28 in
+//! its uberblock, its config and `creation_version`, carry no feature object at all (no
+//! `features_for_read`/`features_for_write`/`feature_descriptions` in the object
+//! directory, an empty `features_for_read` in the label as `spa_config_generate` writes
+//! it), and write nothing a feature gates: lzjb where lz4 would be used, no embedded block
+//! pointers, no hole births. Before this change `-o version=28` was refused; a pool that
+//! claimed 28 while keeping its feature ZAPs, or wrote an lz4 or embedded block, would be
+//! unreadable (or silently wrong) for such software. Upgrading it to 5000 must give the
+//! feature ZAPs of a new pool. Each check runs zdb from scripts/oracle.sh (never skipped).
+
+mod common;
+
+use common::oracle::zdb;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use zetta::io::{DeviceRef, FileDevice};
+use zetta::spa::{CreateOptions, Spa, TopKind, TopSpec};
+use zetta::zpl::{Creds, FileKind, Timespec};
+
+const DISK_SIZE_BYTES: u64 = 256 << 20;
+
+fn lab(name: &str) -> (PathBuf, String) {
+    let dir = std::env::temp_dir().join(format!("zetta-legacy-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("d0");
+    std::fs::File::create(&path)
+        .unwrap()
+        .set_len(DISK_SIZE_BYTES)
+        .unwrap();
+    (dir, path.to_str().unwrap().to_string())
+}
+
+fn open(path: &str) -> TopSpec {
+    TopSpec {
+        kind: TopKind::Single,
+        leaves: vec![(
+            path.to_string(),
+            Arc::new(FileDevice::open(path).unwrap()) as DeviceRef,
+        )],
+        is_log: false,
+    }
+}
+
+fn reimport(path: &str) -> Spa {
+    let device = Arc::new(FileDevice::open(path).unwrap()) as DeviceRef;
+    let candidates = zetta::spa::import::find_pools(&[device]);
+    let candidate = candidates.iter().find(|c| c.name == "tank").unwrap();
+    Spa::import(candidate, None, 32 << 20).unwrap()
+}
+
+fn version_28() -> CreateOptions {
+    CreateOptions {
+        version: 28,
+        features: Vec::new(),
+        ..CreateOptions::default()
+    }
+}
+
+/// A file of `size_bytes` whose blocks compress well, and a tiny one (a candidate for an
+/// embedded block pointer), then a hole punched by truncating and rewriting past it.
+fn write_files(spa: &mut Spa, dataset: &str) {
+    let now = Timespec::now();
+    spa.with_zpl(dataset, |vfs, os, ctx| {
+        for (name, data) in [
+            ("big", b"legacy pools compress with lzjb ".repeat(40_000)),
+            ("tiny", b"tiny and compressible ".repeat(8)),
+        ] {
+            let attr = vfs.create(
+                os,
+                ctx,
+                vfs.root,
+                name.as_bytes(),
+                FileKind::Regular,
+                0o644,
+                Creds::default(),
+                0,
+                now,
+            )?;
+            vfs.write(os, ctx, attr.object, 0, &data, now)?;
+        }
+        let sparse = vfs.create(
+            os,
+            ctx,
+            vfs.root,
+            b"sparse",
+            FileKind::Regular,
+            0o644,
+            Creds::default(),
+            0,
+            now,
+        )?;
+        vfs.write(os, ctx, sparse.object, 4 << 20, b"after a hole", now)?;
+        Ok(())
+    })
+    .unwrap();
+}
+
+fn zdb_ok(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new(zdb())
+        .args(["-e", "-p"])
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "zdb {args:?}: {stdout}{stderr}");
+    for word in ["ASSERT", "(leaked", "leaked space", "!= alloc"] {
+        assert!(
+            !stdout.contains(word) && !stderr.contains(word),
+            "zdb {args:?} said {word:?}: {stdout}{stderr}"
+        );
+    }
+    stdout
+}
+
+/// The object directory's entries as `zdb -dddd tank 1` prints them.
+fn directory(dir: &Path) -> std::collections::BTreeMap<String, String> {
+    zdb_ok(dir, &["-dddd", "tank", "1"])
+        .lines()
+        .filter_map(|l| l.trim().split_once(" = "))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect()
+}
+
+/// A version-28 pool with datasets, snapshots, compressed and tiny files: zdb reads it as
+/// a legacy pool, counts every block ("No leaks"), and finds no lz4, no embedded block.
+#[test]
+fn version_28_pool_is_a_legacy_pool_for_zdb() {
+    let (dir, disk) = lab("v28");
+    let mut spa = Spa::create("tank", &[open(&disk)], &version_28()).unwrap();
+    assert_eq!(spa.version(), 28);
+    assert!(spa.features().label_features().is_empty());
+    spa.create_filesystem("tank/a").unwrap();
+    spa.set_local_prop("tank/a", "compression", "on").unwrap();
+    write_files(&mut spa, "tank/a");
+    spa.sync().unwrap();
+    spa.snapshot(&["tank/a@s1".to_string()]).unwrap();
+    write_files(&mut spa, "tank");
+    spa.sync().unwrap();
+    spa.export().unwrap();
+
+    // The engine opens it again as the same legacy pool.
+    let spa = reimport(&disk);
+    assert_eq!(spa.version(), 28);
+    spa.export().unwrap();
+
+    let leaks = zdb_ok(&dir, &["-bcc", "tank"]);
+    assert!(
+        leaks.contains("No leaks (block sum matches space maps exactly)"),
+        "{leaks}"
+    );
+    let config = zdb_ok(&dir, &["-C", "tank"]);
+    assert!(config.contains("    version: 28\n"), "{config}");
+    assert!(!config.contains("com.delphix"), "{config}");
+    let labels = Command::new(zdb()).args(["-lu", &disk]).output().unwrap();
+    let labels = String::from_utf8_lossy(&labels.stdout);
+    assert!(labels.contains("    version: 28\n"), "{labels}");
+    assert!(!labels.contains("    version: 5000"), "{labels}");
+
+    let entries = directory(&dir);
+    assert_eq!(entries["creation_version"], "28", "{entries:?}");
+    for name in [
+        "features_for_read",
+        "features_for_write",
+        "feature_descriptions",
+        "feature_enabled_txg",
+    ] {
+        assert!(!entries.contains_key(name), "{name}: {entries:?}");
+    }
+
+    // Every block as zdb prints it (`-bbbbb`: compression by name, EMBEDDED for embedded
+    // block pointers): lzjb for the compressed files, never lz4, nothing embedded.
+    let blocks = zdb_ok(&dir, &["-bbbbb", "tank"]);
+    assert!(blocks.contains(" lzjb "), "{blocks}");
+    assert!(!blocks.contains("lz4"), "no lz4 block on a v28 pool");
+    assert!(
+        !blocks.contains("EMBEDDED"),
+        "no embedded block on a v28 pool"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `spa_upgrade` to 5000 on a version-28 pool: the feature ZAPs of a new pool appear in
+/// the txg that raises the version, features enabled after it are counted there.
+#[test]
+fn version_28_pool_upgrades_to_feature_flags() {
+    let (dir, disk) = lab("v28-up");
+    let mut spa = Spa::create("tank", &[open(&disk)], &version_28()).unwrap();
+    assert!(spa.upgrade(23).is_err(), "a version never goes down");
+    spa.upgrade(5000).unwrap();
+    spa.sync().unwrap();
+    assert_eq!(spa.version(), 5000);
+    let lz4 = zetta::spa::zfeature::lookup_name("lz4_compress").unwrap();
+    let hole_birth = zetta::spa::zfeature::lookup_name("hole_birth").unwrap();
+    assert!(spa.feature_enable(lz4));
+    assert!(spa.feature_enable(hole_birth));
+    spa.sync().unwrap();
+    spa.export().unwrap();
+
+    let leaks = zdb_ok(&dir, &["-bcc", "tank"]);
+    assert!(leaks.contains("No leaks"), "{leaks}");
+    let config = zdb_ok(&dir, &["-C", "tank"]);
+    assert!(config.contains("    version: 5000\n"), "{config}");
+    assert!(config.contains("com.delphix:hole_birth"), "{config}");
+    let entries = directory(&dir);
+    // creation_version keeps what the pool was made with.
+    assert_eq!(entries["creation_version"], "28");
+    for name in [
+        "features_for_read",
+        "features_for_write",
+        "feature_descriptions",
+        "feature_enabled_txg",
+    ] {
+        assert!(entries.contains_key(name), "{name}: {entries:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A feature enabled on a legacy pool upgrades it to 5000 first (`spa_prop_set` turns a
+/// `feature@` property into `spa_sync_version(5000)`), as `zpool set feature@…` does.
+#[test]
+fn enabling_a_feature_on_a_legacy_pool_upgrades_it() {
+    let (dir, disk) = lab("v28-feature");
+    let mut spa = Spa::create("tank", &[open(&disk)], &version_28()).unwrap();
+    let lz4 = zetta::spa::zfeature::lookup_name("lz4_compress").unwrap();
+    assert!(spa.feature_enable(lz4));
+    assert_eq!(spa.version(), 5000);
+    spa.sync().unwrap();
+    spa.export().unwrap();
+    let spa = reimport(&disk);
+    assert_eq!(spa.version(), 5000);
+    assert!(spa.features().is_active("org.illumos:lz4_compress"));
+    assert!(!spa.features().is_enabled("com.delphix:hole_birth"));
+    spa.export().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
