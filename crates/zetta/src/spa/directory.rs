@@ -28,6 +28,11 @@
 //!                            named `objset:object:level:blkid` in hex, its value the empty
 //!                            string (`spa_errlog.c` without head_errlog). Zetta keeps one
 //!                            error set (a scrub restarts it), so no `errlog_scrub` is made.
+//! org.illumos:checksum_salt u8[32] the key of the salted checksums (blake3), random at
+//!                            create (format 18; `spa_create`). A pool without it is
+//!                            read with the zero salt and given it at its next sync, as
+//!                            `spa_sync_upgrades` does: a reader that finds no entry
+//!                            (OpenZFS) would draw a random salt and fail every blake3 block.
 //! ```
 //!
 //! The pool settings OpenZFS has no `pool_props` entry for (`fs:*`, `org.zetta:*` vdev
@@ -52,6 +57,7 @@ use crate::types::ObjectId;
 use crate::zap::{self, ZapValue};
 use crate::zio::Bookmark;
 use std::collections::BTreeSet;
+use zetta_zcommon::checksum::openzfs::ChecksumSalt;
 
 /// The feature every Zetta pool has active while parts of its format are still Zetta's
 /// own (ZIL records, vdev counters): listed in `features_for_write` only, so OpenZFS opens
@@ -78,6 +84,11 @@ pub struct MosDirectory {
     written_props: Option<NvList>,
     written_errlog: Option<BTreeSet<Bookmark>>,
     written_scan: Option<[u64; super::scan::SCAN_PHYS_WORDS]>,
+    /// The pool's checksum salt (`spa_cksum_salt`), which the zio pipeline keys blake3 with.
+    pub checksum_salt: ChecksumSalt,
+    /// Whether the directory lacks `checksum_salt` (a pool from before format 18): the next
+    /// sync writes it.
+    checksum_salt_missing: bool,
 }
 
 /// What an import reads from the directory.
@@ -178,6 +189,7 @@ impl MosDirectory {
         mos: &mut ObjectSet,
         ctx: &IoCtx<'_>,
         enable: &[&'static FeatureInfo],
+        checksum_salt: ChecksumSalt,
     ) -> Result<MosDirectory, SpaError> {
         let dir = ObjectId(objdir::DIRECTORY_OBJECT);
         zap::zap_create_at(mos, ctx, dir, object_type::OBJECT_DIRECTORY).map_err(zap_err)?;
@@ -216,6 +228,8 @@ impl MosDirectory {
             zap::zap_add(mos, ctx, dir, name, &[value]).map_err(zap_err)?;
         }
         features.sync(mos, ctx)?;
+        zap::zap_update_bytes(mos, ctx, dir, objdir::CHECKSUM_SALT, &checksum_salt)
+            .map_err(zap_err)?;
         Ok(MosDirectory {
             config,
             pool_props,
@@ -223,6 +237,8 @@ impl MosDirectory {
             written_props: None,
             written_errlog: None,
             written_scan: None,
+            checksum_salt,
+            checksum_salt_missing: false,
         })
     }
 
@@ -280,6 +296,16 @@ impl MosDirectory {
                 Some(ZapValue::Bytes(_)) => return Err(corrupt("scan is a byte string")),
             };
         let errlog = load_errlog(mos, ctx)?;
+        let dir = ObjectId(objdir::DIRECTORY_OBJECT);
+        let checksum_salt =
+            match zap::zap_lookup_value(mos, ctx, dir, objdir::CHECKSUM_SALT).map_err(zap_err)? {
+                None => None,
+                Some(ZapValue::Bytes(bytes)) => Some(
+                    ChecksumSalt::try_from(bytes.as_slice())
+                        .map_err(|_| corrupt(format!("checksum salt of {} bytes", bytes.len())))?,
+                ),
+                Some(ZapValue::U64s(_)) => return Err(corrupt("checksum salt is not bytes")),
+            };
         let features = FeatureState::load(
             mos,
             ctx,
@@ -296,6 +322,8 @@ impl MosDirectory {
                 written_props: Some(props.clone()),
                 written_errlog: Some(errlog.clone()),
                 written_scan: Some(scan.to_scan_phys()),
+                checksum_salt: checksum_salt.unwrap_or_default(),
+                checksum_salt_missing: checksum_salt.is_none(),
             },
             config,
             errlog,
@@ -330,6 +358,12 @@ impl MosDirectory {
         write_packed(mos, ctx, self.config, &packed)?;
         if self.features.is_dirty() {
             self.features.sync(mos, ctx)?;
+        }
+        if self.checksum_salt_missing {
+            let dir = ObjectId(objdir::DIRECTORY_OBJECT);
+            zap::zap_update_bytes(mos, ctx, dir, objdir::CHECKSUM_SALT, &self.checksum_salt)
+                .map_err(zap_err)?;
+            self.checksum_salt_missing = false;
         }
         let words = scan.to_scan_phys();
         if self.written_scan != Some(words) {

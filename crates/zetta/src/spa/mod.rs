@@ -327,8 +327,12 @@ impl Spa {
             root: std::sync::Arc::new(root),
             cache: Vec::new(),
             zio: {
-                let zio = Zio::new(allocator, options.arc_size_bytes_max);
+                let mut zio = Zio::new(allocator, options.arc_size_bytes_max);
                 *zio.log_allocator.lock() = log_allocator;
+                // `spa_create`: a random key for the salted checksums (blake3).
+                for word in zio.checksum_salt.chunks_exact_mut(8) {
+                    word.copy_from_slice(&crate::rand::random_u64().to_le_bytes());
+                }
                 std::sync::Arc::new(zio)
             },
             dp: crate::dsl::Pool::new(
@@ -438,8 +442,12 @@ impl Spa {
                 MOS_OBJECT_ROOT_DATASET.0,
                 true,
             )?;
-            spa.dp.directory =
-                directory::MosDirectory::create(&mut spa.dp.mos, &ctx, &options.features)?;
+            spa.dp.directory = directory::MosDirectory::create(
+                &mut spa.dp.mos,
+                &ctx,
+                &options.features,
+                spa.zio.checksum_salt,
+            )?;
             spa.publish_features();
 
             // The pool's root filesystem is a ZPL filesystem from the first txg.

@@ -101,10 +101,13 @@ pub const SPA_VERSION: u64 = crate::spa::openzfs::feature::SPA_VERSION_FEATURES;
 /// `feature_enabled_txg` ZAP, hole_birth and embedded_data named in the label's
 /// `features_for_read`; a pool made with `-d` writes all-zero holes and no embedded
 /// pointers.
+/// 18: the checksum salt in the object directory (`org.illumos:checksum_salt`, random at
+/// create; format 17 keyed blake3 with zeros and stored nothing, so OpenZFS drew its own
+/// salt and failed every blake3 block: `zdb -bcc` "Got error 52").
 /// Older pools are not read any more: the private format retires.
-pub const FORMAT_VERSION: u64 = 17;
+pub const FORMAT_VERSION: u64 = 18;
 /// The oldest format this code reads.
-pub const FORMAT_VERSION_MIN: u64 = 17;
+pub const FORMAT_VERSION_MIN: u64 = 18;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Uberblock {
