@@ -78,15 +78,44 @@ impl MatrixLab {
 
     /// Exports the pool (unmounting its datasets, committing its last txg) and checks
     /// OpenZFS's verdict on it.
-    fn export_and_check(&self) {
+    fn export_and_check(&self) -> String {
         self.lab.ok("zpool", &["export", self.pool]);
-        assert_no_leaks(&self.lab.dir, self.pool);
+        assert_no_leaks(&self.lab.dir, self.pool)
+    }
+
+    /// `zpool get feature@NAME` of the pool: disabled, enabled or active.
+    fn feature(&self, name: &str) -> String {
+        let feature = format!("feature@{name}");
+        let out = self
+            .lab
+            .ok("zpool", &["get", "-H", "-o", "value", &feature, self.pool]);
+        out.trim().to_string()
     }
 }
 
 /// `zdb -e -p DIR -bcc POOL`: exit 0, "No leaks", none of zdb's words for a leak, a
-/// checksum or read error, or a failed assertion ("verify nothing leaked" is its banner).
-fn assert_no_leaks(dir: &Path, pool: &str) {
+/// checksum or read error, or a failed assertion ("verify nothing leaked" is its banner);
+/// and `zdb -d POOL`: every dataset held (a property OpenZFS cannot read fails the hold),
+/// no MOS object leaked, every feature refcount verified.
+fn assert_no_leaks(dir: &Path, pool: &str) -> String {
+    let out = Command::new(common::openzfs::oracle::zdb())
+        .args(["-e", "-p"])
+        .arg(dir)
+        .args(["-d", pool])
+        .output()
+        .unwrap();
+    let datasets = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "zdb -d {pool}: {datasets}");
+    for word in ["failed to hold", "leaked", "mismatch"] {
+        assert!(
+            !datasets.contains(word),
+            "zdb -d {pool} said {word:?}: {datasets}"
+        );
+    }
     let out = Command::new(common::openzfs::oracle::zdb())
         .args(["-e", "-p"])
         .arg(dir)
@@ -117,6 +146,7 @@ fn assert_no_leaks(dir: &Path, pool: &str) {
             "zdb -bcc {pool} said {word:?}: {stdout}{stderr}"
         );
     }
+    datasets
 }
 
 /// Seeded bytes; `compressible` keeps one random byte in 32 and text elsewhere.
@@ -181,7 +211,22 @@ fn mirror3_ashift9_every_compression_and_copies() {
         let mnt = lab.dataset(&format!("copies{copies}"), &[&format!("copies={copies}")]);
         write_files(&mnt, 200);
     }
-    lab.export_and_check();
+    lab.zfs(&["snapshot", "mcomp/c-zstd@s"]);
+    lab.zfs(&["clone", "mcomp/c-zstd@s", "mcomp/zclone"]);
+    lab.lab.ok("zpool", &["sync", "mcomp"]);
+    // Per-dataset features (`dsl_dataset_activate_feature`): each zstd dataset, its
+    // snapshot and its clone count once; nothing uses blake3.
+    assert_eq!(lab.feature("zstd_compress"), "active");
+    assert_eq!(lab.feature("extensible_dataset"), "active");
+    assert_eq!(lab.feature("blake3"), "enabled");
+    let text = lab.export_and_check();
+    for line in [
+        "Verified zstd_compress feature refcount of 8 is correct",
+        "Verified blake3 feature refcount of 0 is correct",
+        "Verified large_blocks feature refcount of 0 is correct",
+    ] {
+        assert!(text.contains(line), "{line}: {text}");
+    }
 }
 
 /// `setfattr -n NAME -v VALUE PATH`, which must succeed.
@@ -225,7 +270,24 @@ fn raidz2_ashift12_every_checksum_large_blocks_and_xattrs() {
             .unwrap();
         assert_eq!(String::from_utf8_lossy(&out.stdout), "a small value");
     }
-    lab.export_and_check();
+    lab.zfs(&["snapshot", "rcsum/k-blake3@s"]);
+    lab.zfs(&["create", "-o", "checksum=blake3", "rcsum/gone"]);
+    std::fs::write(lab.mnt("gone") + "/f", b"blake3 data").unwrap();
+    lab.zfs(&["snapshot", "rcsum/gone@s"]);
+    lab.zfs(&["destroy", "-r", "rcsum/gone"]);
+    lab.lab.ok("zpool", &["sync", "rcsum"]);
+    assert_eq!(lab.feature("large_blocks"), "active");
+    assert_eq!(lab.feature("blake3"), "active");
+    // blake3: the dataset and its snapshot (the destroyed ones gave theirs back);
+    // large_blocks: `big`, whose 1M records are above 128K.
+    let text = lab.export_and_check();
+    for line in [
+        "Verified blake3 feature refcount of 2 is correct",
+        "Verified large_blocks feature refcount of 1 is correct",
+        "Verified zstd_compress feature refcount of 0 is correct",
+    ] {
+        assert!(text.contains(line), "{line}: {text}");
+    }
 }
 
 // Why: snapshots, clones, promote, rollback and destroy free and hand over blocks between

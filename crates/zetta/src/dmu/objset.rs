@@ -552,6 +552,20 @@ impl ObjectSet {
         self.dirty = true;
     }
 
+    /// Changes an object's type (`dmu_object_zapify` turns a DSL dataset into a ZAP).
+    pub fn set_object_type(
+        &mut self,
+        ctx: &IoCtx<'_>,
+        id: ObjectId,
+        object_type: u8,
+    ) -> Result<(), DmuError> {
+        let state = self.state(ctx, id)?;
+        state.phys.object_type = object_type;
+        state.dnode_dirty = true;
+        self.dirty = true;
+        Ok(())
+    }
+
     /// Pins an object's block size (see `DNODE_FLAG_FIXED_BLOCK_SIZE`).
     pub fn set_fixed_block_size(&mut self, ctx: &IoCtx<'_>, id: ObjectId) -> Result<(), DmuError> {
         let state = self.state(ctx, id)?;

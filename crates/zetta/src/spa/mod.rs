@@ -596,6 +596,7 @@ impl Spa {
                 phys.bp = self.dp.root_dataset_bp;
                 // Space accounting and the dead list of what it released, same txg.
                 let (born, freed, dead) = self.dp.root_dataset.take_space_changes();
+                let features = born.features;
                 crate::dsl::space::head_synced(
                     &mut self.dp.mos,
                     &ctx,
@@ -605,6 +606,13 @@ impl Spa {
                     freed,
                     &dead,
                 )?;
+                // `dsl_dataset_sync_done`: the features its new blocks need.
+                self.dp.directory.features.activate_dataset(
+                    &mut self.dp.mos,
+                    &ctx,
+                    MOS_OBJECT_ROOT_DATASET.0,
+                    features,
+                )?;
             }
             for (&object, head) in self.dp.datasets.iter_mut() {
                 if !head.objset.is_dirty() && !head.phys.bp.is_hole() {
@@ -613,6 +621,7 @@ impl Spa {
                 let old = head.phys.bp;
                 head.phys.bp = head.objset.sync(&ctx, &old)?;
                 let (born, freed, dead) = head.objset.take_space_changes();
+                let features = born.features;
                 crate::dsl::space::head_synced(
                     &mut self.dp.mos,
                     &ctx,
@@ -621,6 +630,12 @@ impl Spa {
                     born,
                     freed,
                     &dead,
+                )?;
+                self.dp.directory.features.activate_dataset(
+                    &mut self.dp.mos,
+                    &ctx,
+                    object,
+                    features,
                 )?;
             }
         }

@@ -103,7 +103,11 @@ pub const SPA_VERSION: u64 = crate::spa::openzfs::feature::SPA_VERSION_FEATURES;
 /// pointers.
 /// 18: the checksum salt in the object directory (`org.illumos:checksum_salt`, random at
 /// create; format 17 keyed blake3 with zeros and stored nothing, so OpenZFS drew its own
-/// salt and failed every blake3 block: `zdb -bcc` "Got error 52").
+/// salt and failed every blake3 block: `zdb -bcc` "Got error 52"); per-dataset feature
+/// activation (`spa::zfeature`: dataset objects made ZAPs carrying large_blocks, zstd_compress,
+/// blake3… entries, their counts and extensible_dataset's true); `compression=zstd-fast`
+/// stored as its number (a string made OpenZFS fail the dataset's hold); a destroyed
+/// filesystem's snapshot-names ZAP freed (zdb -d reported it leaked).
 /// Older pools are not read any more: the private format retires.
 pub const FORMAT_VERSION: u64 = 18;
 /// The oldest format this code reads.
