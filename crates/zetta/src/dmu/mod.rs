@@ -6,7 +6,7 @@ pub mod dnode;
 pub mod objset;
 pub mod openzfs;
 
-pub use block_space::BlockSpace;
+pub use block_space::{BlockSpace, DatasetFeature};
 pub use objset::{
     default_data_props, object_type, DmuError, IoCtx, ObjectSet, ObjsetPolicy, ObjsetType,
 };

@@ -582,6 +582,20 @@ impl ObjectSet {
         self.dirty = true;
     }
 
+    /// Changes an object's type (`dmu_object_zapify` turns a DSL dataset into a ZAP).
+    pub fn set_object_type(
+        &mut self,
+        ctx: &IoCtx<'_>,
+        id: ObjectId,
+        object_type: u8,
+    ) -> Result<(), DmuError> {
+        let state = self.state(ctx, id)?;
+        state.phys.object_type = object_type;
+        state.dnode_dirty = true;
+        self.dirty = true;
+        Ok(())
+    }
+
     /// Changes a single-block object's data block size (OpenZFS
     /// `dmu_object_set_blocksize`: a micro ZAP grows its block by 512 bytes, and one that
     /// turns fat takes 16 KiB blocks). Block 0 is cut or zero-extended to the new size.

@@ -291,6 +291,19 @@ impl Spa {
             .as_ref()
             .map_or(phys::ORIGIN_SNAPSHOT_OBJECT, |o| o.0);
         self.link_clone(origin_object, dataset.0, true)?;
+        if let Some((origin, _)) = &origin {
+            // A clone carries its origin's per-dataset features
+            // (`dsl_dataset_create_sync_dd`).
+            let ctx = io_ctx!(self);
+            let features =
+                crate::spa::zfeature::FeatureState::dataset_features(&self.dp.mos, &ctx, *origin)?;
+            self.dp.directory.features.activate_dataset(
+                &mut self.dp.mos,
+                &ctx,
+                dataset.0,
+                features,
+            )?;
+        }
         self.refresh_io_props()?;
         Ok(dataset.0)
     }
@@ -447,6 +460,18 @@ impl Spa {
                     .map_err(zap_error)?;
             }
         }
+        // Its snapshot names ZAP (empty: its snapshots went first), which zdb would
+        // otherwise report as a leaked MOS object (`dsl_destroy_head_sync_impl`).
+        let head = self.read_dataset_phys(phys.head_dataset)?;
+        let ctx = io_ctx!(self);
+        if head.snapnames_zap != 0 {
+            zap::zap_destroy(&mut self.dp.mos, &ctx, ObjectId(head.snapnames_zap))
+                .map_err(zap_error)?;
+        }
+        self.dp
+            .directory
+            .features
+            .deactivate_dataset(&mut self.dp.mos, &ctx, phys.head_dataset)?;
         self.dp.mos.free_object(&ctx, ObjectId(phys.head_dataset))?;
         self.dp.mos.free_object(&ctx, ObjectId(dir))?;
         Ok(())

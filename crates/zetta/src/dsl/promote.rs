@@ -173,6 +173,7 @@ impl Spa {
             allocated_bytes: origin.referenced_bytes,
             physical_bytes: origin.compressed_bytes,
             logical_bytes: origin.uncompressed_bytes,
+            features: 0,
         };
         let moved_phys: Vec<DslDatasetPhys> = moved.iter().map(|(_, _, p)| p.clone()).collect();
         let moved_dead = self.dead_lists_space(&moved_phys, 0)?;

@@ -18,6 +18,7 @@ use super::space::SpaceDelta;
 use super::synctask::{SyncTaskId, SyncTx};
 use super::{no_such_dataset, zap_error, DslError};
 use crate::dmu::{default_data_props, object_type, DmuError, IoCtx, ObjectSet};
+use crate::spa::zfeature::FeatureState;
 use crate::spa::{dataset_policy, now_secs, Spa, SpaError, MOS_OBJECT_ROOT_DATASET};
 use crate::types::{Guid, ObjectId, Txg};
 use crate::zap::{self, ZapValue};
@@ -269,6 +270,15 @@ impl Spa {
             };
             head.deadlist = create_dead_list(&mut self.dp.mos, &ctx)?;
             self.dp.mos.set_bonus(&ctx, object, &phys.encode())?;
+            // The snapshot carries its head's per-dataset features
+            // (`dsl_dataset_snapshot_sync_impl`).
+            let features = FeatureState::dataset_features(&self.dp.mos, &ctx, dataset)?;
+            self.dp.directory.features.activate_dataset(
+                &mut self.dp.mos,
+                &ctx,
+                object.0,
+                features,
+            )?;
             // The previous snapshot of this head now leads to the new one (a clone's
             // origin, whose next is in its own chain, is left alone).
             if head.prev_snap != 0 {
@@ -612,6 +622,10 @@ impl Spa {
         let ctx = io_ctx!(self);
         zap::zap_remove(&mut self.dp.mos, &ctx, ObjectId(head.snapnames_zap), snap)
             .map_err(zap_error)?;
+        self.dp
+            .directory
+            .features
+            .deactivate_dataset(&mut self.dp.mos, &ctx, object)?;
         self.dp.mos.free_object(&ctx, ObjectId(object))?;
         // Its properties go with it (`snapshot_prop`'s invariant).
         self.clear_snapshot_props(object)

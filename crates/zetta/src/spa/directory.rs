@@ -30,6 +30,11 @@
 //!                            named `objset:object:level:blkid` in hex, its value the empty
 //!                            string (`spa_errlog.c` without head_errlog). Zetta keeps one
 //!                            error set (a scrub restarts it), so no `errlog_scrub` is made.
+//! org.illumos:checksum_salt u8[32] the key of the salted checksums (blake3), random at
+//!                            create (format 18; `spa_create`). A pool without it is
+//!                            read with the zero salt and given it at its next sync, as
+//!                            `spa_sync_upgrades` does: a reader that finds no entry
+//!                            (OpenZFS) would draw a random salt and fail every blake3 block.
 //! ```
 //!
 //! The pool settings OpenZFS has no `pool_props` entry for (`fs:*`, `org.zetta:*` vdev
@@ -54,6 +59,7 @@ use crate::types::ObjectId;
 use crate::zap::{self, ZapValue};
 use crate::zio::Bookmark;
 use std::collections::BTreeSet;
+use zetta_zcommon::checksum::openzfs::ChecksumSalt;
 
 /// The feature every Zetta pool has active while parts of its format are still Zetta's
 /// own (ZIL records, vdev counters): listed in `features_for_write` only, so OpenZFS opens
@@ -83,6 +89,11 @@ pub struct MosDirectory {
     written_props: Option<NvList>,
     written_errlog: Option<BTreeSet<Bookmark>>,
     written_scan: Option<[u64; super::scan::SCAN_PHYS_WORDS]>,
+    /// The pool's checksum salt (`spa_cksum_salt`), which the zio pipeline keys blake3 with.
+    pub checksum_salt: ChecksumSalt,
+    /// Whether the directory lacks `checksum_salt` (a pool from before format 18): the next
+    /// sync writes it.
+    checksum_salt_missing: bool,
 }
 
 /// What an import reads from the directory.
@@ -184,6 +195,7 @@ impl MosDirectory {
         ctx: &IoCtx<'_>,
         version: u64,
         enable: &[&'static FeatureInfo],
+        checksum_salt: ChecksumSalt,
     ) -> Result<MosDirectory, SpaError> {
         assert!(
             super::zfeature::version_is_written(version),
@@ -236,6 +248,8 @@ impl MosDirectory {
             zap::zap_add(mos, ctx, dir, name, &[value]).map_err(zap_err)?;
         }
         features.sync(mos, ctx)?;
+        zap::zap_update_bytes(mos, ctx, dir, objdir::CHECKSUM_SALT, &checksum_salt)
+            .map_err(zap_err)?;
         Ok(MosDirectory {
             version,
             config,
@@ -244,6 +258,8 @@ impl MosDirectory {
             written_props: None,
             written_errlog: None,
             written_scan: None,
+            checksum_salt,
+            checksum_salt_missing: false,
         })
     }
 
@@ -307,6 +323,16 @@ impl MosDirectory {
         if !super::openzfs::feature::version_is_supported(version) {
             return Err(corrupt(format!("pool config has version {version}")));
         }
+        let dir = ObjectId(objdir::DIRECTORY_OBJECT);
+        let checksum_salt =
+            match zap::zap_lookup_value(mos, ctx, dir, objdir::CHECKSUM_SALT).map_err(zap_err)? {
+                None => None,
+                Some(ZapValue::Bytes(bytes)) => Some(
+                    ChecksumSalt::try_from(bytes.as_slice())
+                        .map_err(|_| corrupt(format!("checksum salt of {} bytes", bytes.len())))?,
+                ),
+                Some(ZapValue::U64s(_)) => return Err(corrupt("checksum salt is not bytes")),
+            };
         // A legacy pool has no feature objects (`spa_ld_check_features` reads them only
         // from version 5000 on); ones left there would be ignored, as OpenZFS does.
         let features = if super::zfeature::version_has_features(version) {
@@ -330,6 +356,8 @@ impl MosDirectory {
                 written_props: Some(props.clone()),
                 written_errlog: Some(errlog.clone()),
                 written_scan: Some(scan.to_scan_phys()),
+                checksum_salt: checksum_salt.unwrap_or_default(),
+                checksum_salt_missing: checksum_salt.is_none(),
             },
             config,
             errlog,
@@ -367,6 +395,12 @@ impl MosDirectory {
         }
         if self.features.is_dirty() {
             self.features.sync(mos, ctx)?;
+        }
+        if self.checksum_salt_missing {
+            let dir = ObjectId(objdir::DIRECTORY_OBJECT);
+            zap::zap_update_bytes(mos, ctx, dir, objdir::CHECKSUM_SALT, &self.checksum_salt)
+                .map_err(zap_err)?;
+            self.checksum_salt_missing = false;
         }
         let words = scan.to_scan_phys();
         if self.written_scan != Some(words) {

@@ -188,7 +188,7 @@ impl Spa {
         arc_size_bytes_max: u64,
         readonly: bool,
     ) -> Result<Spa, SpaError> {
-        let zio = Zio::new(Allocator::new(), arc_size_bytes_max);
+        let mut zio = Zio::new(Allocator::new(), arc_size_bytes_max);
         let txg = ub.txg.next();
         let (directory, root_config) = {
             let ctx = IoCtx {
@@ -210,6 +210,8 @@ impl Spa {
                 ub.version, directory.directory.version
             )));
         }
+        // The MOS is never salted (fletcher4), so it was read before the salt was known.
+        zio.checksum_salt = directory.directory.checksum_salt;
         // An uberblock_t does not name its pool: a ring slot left by another pool on a
         // reused device leads to that pool's MOS, which is not this one.
         if root_config.get_u64("pool_guid") != Some(candidate.guid.0) {

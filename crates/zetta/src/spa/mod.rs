@@ -346,8 +346,12 @@ impl Spa {
             root: std::sync::Arc::new(root),
             cache: Vec::new(),
             zio: {
-                let zio = Zio::new(allocator, options.arc_size_bytes_max);
+                let mut zio = Zio::new(allocator, options.arc_size_bytes_max);
                 *zio.log_allocator.lock() = log_allocator;
+                // `spa_create`: a random key for the salted checksums (blake3).
+                for word in zio.checksum_salt.chunks_exact_mut(8) {
+                    word.copy_from_slice(&crate::rand::random_u64().to_le_bytes());
+                }
                 std::sync::Arc::new(zio)
             },
             dp: crate::dsl::Pool::new(
@@ -463,6 +467,7 @@ impl Spa {
                 &ctx,
                 options.version,
                 &options.features,
+                spa.zio.checksum_salt,
             )?;
             spa.publish_features();
 
@@ -644,6 +649,7 @@ impl Spa {
                 phys.bp = self.dp.root_dataset_bp;
                 // Space accounting and the dead list of what it released, same txg.
                 let (born, freed, dead) = self.dp.root_dataset.take_space_changes();
+                let features = born.features;
                 crate::dsl::space::head_synced(
                     &mut self.dp.mos,
                     &ctx,
@@ -653,6 +659,13 @@ impl Spa {
                     freed,
                     &dead,
                 )?;
+                // `dsl_dataset_sync_done`: the features its new blocks need.
+                self.dp.directory.features.activate_dataset(
+                    &mut self.dp.mos,
+                    &ctx,
+                    MOS_OBJECT_ROOT_DATASET.0,
+                    features,
+                )?;
             }
             for (&object, head) in self.dp.datasets.iter_mut() {
                 if !head.objset.is_dirty() && !head.phys.bp.is_hole() {
@@ -661,6 +674,7 @@ impl Spa {
                 let old = head.phys.bp;
                 head.phys.bp = head.objset.sync(&ctx, &old)?;
                 let (born, freed, dead) = head.objset.take_space_changes();
+                let features = born.features;
                 crate::dsl::space::head_synced(
                     &mut self.dp.mos,
                     &ctx,
@@ -669,6 +683,12 @@ impl Spa {
                     born,
                     freed,
                     &dead,
+                )?;
+                self.dp.directory.features.activate_dataset(
+                    &mut self.dp.mos,
+                    &ctx,
+                    object,
+                    features,
                 )?;
             }
         }

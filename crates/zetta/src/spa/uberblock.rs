@@ -101,6 +101,13 @@ pub const SPA_VERSION: u64 = crate::spa::openzfs::feature::SPA_VERSION_FEATURES;
 /// `feature_enabled_txg` ZAP, hole_birth and embedded_data named in the label's
 /// `features_for_read`; a pool made with `-d` writes all-zero holes and no embedded
 /// pointers.
+/// 18: the checksum salt in the object directory (`org.illumos:checksum_salt`, random at
+/// create; format 17 keyed blake3 with zeros and stored nothing, so OpenZFS drew its own
+/// salt and failed every blake3 block: `zdb -bcc` "Got error 52"); per-dataset feature
+/// activation (`spa::zfeature`: dataset objects made ZAPs carrying large_blocks, zstd_compress,
+/// blake3… entries, their counts and extensible_dataset's true); `compression=zstd-fast`
+/// stored as its number (a string made OpenZFS fail the dataset's hold); a destroyed
+/// filesystem's snapshot-names ZAP freed (zdb -d reported it leaked).
 /// 20: dnodes and object sets exactly as OpenZFS writes them (issue 14 item 4): `dn_pad3`
 /// and `os_pad0` zero. An object's byte size is its owner's (znode, packed-nvlist,
 /// history, space map and bpobj bonuses, the zvol's prop ZAP), the DMU knows the block

@@ -29,12 +29,24 @@
 //! write path consults [`FeatureState::is_active`] through `Zio` before it writes a hole
 //! with its birth or an embedded pointer), `enabled_txg` counts its entries, and the
 //! features Zetta never uses stay 0 (async_destroy: destroy is synchronous; empty_bpobj:
-//! dead lists never share the empty bpobj; extensible_dataset: no dataset carries a
-//! per-dataset feature entry). Left out on purpose: spacemap_histogram (space maps are
-//! written without the histogram, `zetta_metaslab::space_map`), bookmarks and every other
-//! feature whose structures Zetta does not write OpenZFS's way. Not built yet:
-//! per-dataset activation (`dsl_dataset_activate_feature`) of large_blocks, sha512, skein,
-//! zstd_compress and blake3 — their counts stay 0 while datasets use them.
+//! dead lists never share the empty bpobj). Left out on purpose: spacemap_histogram (space
+//! maps are written without the histogram, `zetta_metaslab::space_map`), bookmarks and
+//! every other feature whose structures Zetta does not write OpenZFS's way.
+//!
+//! Per-dataset features (format 18; `dsl_dataset_activate_feature`): large_blocks,
+//! sha512, skein, zstd_compress and blake3 count the dataset objects (heads and
+//! snapshots) that carry them. A dataset's sync collects what its new blocks need
+//! (`dmu::DatasetFeature::of_block`: lsize above 128K, the checksum, zstd compression;
+//! `dsl_dataset_block_born`) and [`FeatureState::activate_dataset`] gives the dataset each
+//! one it lacks: the dataset object becomes a ZAP (`dmu_object_zapify`: type
+//! `DMU_OTN_ZAP_METADATA`, its `dsl_dataset_phys_t` bonus kept, one more reference on
+//! extensible_dataset) with the entry guid = 0, and the feature one more reference. A
+//! snapshot takes its head's entries, a clone its origin's; destroying a dataset object
+//! gives back one reference per entry and the extensible_dataset one
+//! ([`FeatureState::deactivate_dataset`], `dmu_object_free_zapified`). Not followed:
+//! rollback and receive leave the head's entries as they are (OpenZFS swaps them with the
+//! clone it rolls back through); the counts stay equal to the entries, which is what
+//! zdb verifies.
 //!
 //! `org.zetta:private_format` (`spa::directory`) is an active write-only feature outside
 //! this table: it is written at create and never offered to `zpool upgrade`.
@@ -50,7 +62,7 @@
 //! feature is enabled only after its dependencies; a count is never written below 0.
 
 use super::SpaError;
-use crate::dmu::{IoCtx, ObjectSet};
+use crate::dmu::{DatasetFeature, IoCtx, ObjectSet};
 use crate::dsl::openzfs::{objdir, ot};
 use crate::types::ObjectId;
 use crate::zap::{self, ZapValue};
@@ -500,6 +512,121 @@ impl FeatureState {
         Ok(())
     }
 
+    /// `spa_feature_incr`/`spa_feature_decr` in the syncing context: the new count is
+    /// written at once. A feature enabled in this very txg is written first, so its count
+    /// starts from its entry. A count never goes below zero (corruption).
+    fn change_count(
+        &mut self,
+        mos: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        info: &'static FeatureInfo,
+        increment: bool,
+    ) -> Result<(), SpaError> {
+        if self.pending.iter().any(|f| f.guid == info.guid) {
+            self.sync(mos, ctx)?;
+        }
+        let Some(&count) = self.refcounts.get(info.guid) else {
+            return Err(corrupt(format!("{} is used but not enabled", info.guid)));
+        };
+        let count = if increment {
+            count.checked_add(1)
+        } else {
+            count.checked_sub(1)
+        }
+        .ok_or_else(|| corrupt(format!("{}'s count leaves its range", info.guid)))?;
+        self.write_count(mos, ctx, info.guid, info.readonly_compat, count)
+    }
+
+    /// The per-dataset features dataset object `dataset` carries: its ZAP entries once it
+    /// is a ZAP (`load_zfeature`), else none.
+    pub fn dataset_features(
+        mos: &ObjectSet,
+        ctx: &IoCtx<'_>,
+        dataset: u64,
+    ) -> Result<u8, SpaError> {
+        let dnode = mos.dnode(ctx, ObjectId(dataset))?;
+        if dnode.object_type != ot::ZAP_METADATA {
+            return Ok(0);
+        }
+        let mut features = 0;
+        for entry in zap::zap_list_all(mos, ctx, ObjectId(dataset)).map_err(zap_err)? {
+            let guid = String::from_utf8_lossy(&entry.name);
+            if let Some(feature) = DatasetFeature::ALL
+                .into_iter()
+                .find(|f| lookup_name(f.name()).is_some_and(|info| info.guid == guid))
+            {
+                features |= feature as u8;
+            }
+        }
+        Ok(features)
+    }
+
+    /// `dsl_dataset_activate_feature` for every feature of `features` the dataset does not
+    /// carry yet: the dataset object becomes a ZAP (`dmu_object_zapify`, one more
+    /// reference on extensible_dataset), gets the entry guid = 0, and the feature one more
+    /// reference. A feature that is not enabled is left alone (the write that used it was
+    /// admitted without it: a raw receive), as no count may be written for it.
+    pub fn activate_dataset(
+        &mut self,
+        mos: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        dataset: u64,
+        features: u8,
+    ) -> Result<(), SpaError> {
+        if features == 0 {
+            return Ok(());
+        }
+        let carried = Self::dataset_features(mos, ctx, dataset)?;
+        for feature in DatasetFeature::ALL {
+            let bit = feature as u8;
+            if features & bit == 0 || carried & bit != 0 {
+                continue;
+            }
+            let Some(info) = lookup_name(feature.name()) else {
+                continue;
+            };
+            if !self.is_enabled(info.guid) {
+                continue;
+            }
+            if mos.dnode(ctx, ObjectId(dataset))?.object_type != ot::ZAP_METADATA {
+                zap::zap_zapify(mos, ctx, ObjectId(dataset), ot::ZAP_METADATA).map_err(zap_err)?;
+                if let Some(extensible) = lookup_name("extensible_dataset") {
+                    self.change_count(mos, ctx, extensible, true)?;
+                }
+            }
+            self.change_count(mos, ctx, info, true)?;
+            zap::zap_add(mos, ctx, ObjectId(dataset), info.guid, &[0]).map_err(zap_err)?;
+        }
+        Ok(())
+    }
+
+    /// Before dataset object `dataset` is freed (`dsl_destroy_*_sync_impl`): one reference
+    /// less on each feature it carries and, when it is a ZAP, on extensible_dataset
+    /// (`dmu_object_free_zapified`).
+    pub fn deactivate_dataset(
+        &mut self,
+        mos: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        dataset: u64,
+    ) -> Result<(), SpaError> {
+        if mos.dnode(ctx, ObjectId(dataset))?.object_type != ot::ZAP_METADATA {
+            return Ok(());
+        }
+        let carried = Self::dataset_features(mos, ctx, dataset)?;
+        for feature in DatasetFeature::ALL {
+            if carried & feature as u8 == 0 {
+                continue;
+            }
+            if let Some(info) = lookup_name(feature.name()) {
+                self.change_count(mos, ctx, info, false)?;
+            }
+        }
+        if let Some(extensible) = lookup_name("extensible_dataset") {
+            self.change_count(mos, ctx, extensible, false)?;
+        }
+        Ok(())
+    }
+
     /// The syncing context's part (`feature_enable_sync` for each pending enable, in the
     /// order they were enabled): description, count, and the enabling txg.
     pub fn sync(&mut self, mos: &mut ObjectSet, ctx: &IoCtx<'_>) -> Result<(), SpaError> {
@@ -568,6 +695,67 @@ mod tests {
             let known = crate::spa::openzfs::feature::OPENZFS_2_3_FEATURES.contains(&info.guid);
             assert!(known, "{}", info.guid);
         }
+    }
+
+    // Why: format 17 left the per-dataset features at 0 while datasets used them, so
+    // OpenZFS saw zstd blocks in a pool that said zstd_compress was never used. Each
+    // dataset object (head or snapshot) that wrote a zstd block, or was made from one,
+    // counts once, carries the ZAP entry, and gives it back when it is destroyed; the
+    // dataset object turned ZAP counts on extensible_dataset too.
+    #[test]
+    fn per_dataset_features_count_dataset_objects() {
+        use crate::spa::tests::{mem_devices, single_pool};
+        let devices = mem_devices(1, 256 << 20);
+        let mut spa = single_pool("tank", &devices);
+        let count = |spa: &crate::spa::Spa, name: &str| {
+            let info = lookup_name(name).unwrap();
+            spa.dp.directory.features.refcounts[info.guid]
+        };
+        spa.create_filesystem("tank/z").unwrap();
+        spa.set_local_prop("tank/z", "compression", "zstd").unwrap();
+        spa.create_filesystem("tank/plain").unwrap();
+        let text: Vec<u8> = b"zstd compresses this text. ".repeat(4000);
+        for fs in ["tank/z", "tank/plain"] {
+            spa.with_dataset(fs, |os, ctx| {
+                let id = ObjectId(1000);
+                os.create_object_at(ctx, id, crate::dmu::object_type::PLAIN_FILE, 512, 0, 0)?;
+                os.write(ctx, id, 0, &text)
+            })
+            .unwrap();
+        }
+        spa.sync().unwrap();
+        assert_eq!(count(&spa, "zstd_compress"), 1);
+        assert_eq!(count(&spa, "extensible_dataset"), 1);
+        assert_eq!(count(&spa, "blake3"), 0);
+        spa.snapshot(&["tank/z@s".to_string()]).unwrap();
+        spa.clone_snapshot("tank/z@s", "tank/c").unwrap();
+        spa.sync().unwrap();
+        assert_eq!(count(&spa, "zstd_compress"), 3);
+        assert_eq!(count(&spa, "extensible_dataset"), 3);
+        let objects: Vec<u64> = ["tank/z", "tank/c"]
+            .iter()
+            .map(|name| spa.lookup_dataset(name).unwrap().unwrap())
+            .collect();
+        for object in objects {
+            let ctx = spa.ctx();
+            let mos = &spa.dp.mos;
+            assert_eq!(
+                mos.dnode(&ctx, ObjectId(object)).unwrap().object_type,
+                ot::ZAP_METADATA
+            );
+            let entries = zap::zap_list_all(mos, &ctx, ObjectId(object)).unwrap();
+            assert_eq!(entries.len(), 1);
+            assert_eq!(entries[0].name, b"org.freebsd:zstd_compress");
+            assert_eq!(entries[0].value, ZapValue::U64s(vec![0]));
+        }
+        spa.destroy_filesystem("tank/c").unwrap();
+        spa.destroy_snapshot("tank/z@s").unwrap();
+        spa.sync().unwrap();
+        assert_eq!(count(&spa, "zstd_compress"), 1);
+        assert_eq!(count(&spa, "extensible_dataset"), 1);
+        spa.export().unwrap();
+        let spa = crate::spa::tests::reimport(&devices).unwrap();
+        assert_eq!(count(&spa, "zstd_compress"), 1);
     }
 
     // Why: enabling hole_birth alone (zpool create -d -o feature@hole_birth=enabled)

@@ -38,7 +38,7 @@ pub use ops::{
     zap_add, zap_add_bytes, zap_count, zap_create, zap_create_at, zap_create_salted,
     zap_create_with_bonus, zap_destroy, zap_is_micro, zap_list, zap_list_all, zap_lookup,
     zap_lookup_bytes, zap_lookup_value, zap_remove, zap_stats, zap_update, zap_update_bytes,
-    zap_update_u16s, ZapEntry, ZapError, ZapStats, ZapValue, NAME_LEN_MAX_BYTES,
+    zap_update_u16s, zap_zapify, ZapEntry, ZapError, ZapStats, ZapValue, NAME_LEN_MAX_BYTES,
     VALUE_SIZE_MAX_BYTES, ZAP_BLOCK_SIZE_BYTES, ZAP_CD_MAX,
 };
 

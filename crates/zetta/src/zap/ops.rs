@@ -202,6 +202,23 @@ pub fn zap_create_at(
     Ok(())
 }
 
+/// `dmu_object_zapify`: an existing object without data (a DSL dataset with its bonus)
+/// becomes an empty micro ZAP of `object_type`, its bonus kept.
+pub fn zap_zapify(
+    os: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    object: ObjectId,
+    object_type: u8,
+) -> Result<(), ZapError> {
+    // Only ZPL plain files grow their block (format 20): the micro ZAP's 512 bytes fill
+    // the object's one block exactly as `set_data_block_size` sized it.
+    os.set_data_block_size(ctx, object, MICRO_BLOCK_MIN_BYTES as u32)?;
+    let micro = MicroBlock::new(random_salt(), MICRO_BLOCK_MIN_BYTES);
+    os.write(ctx, object, 0, &micro.encode())?;
+    os.set_object_type(ctx, object, object_type)?;
+    Ok(())
+}
+
 fn random_salt() -> u64 {
     crate::rand::random_u64() | 1
 }

@@ -280,8 +280,8 @@ pub struct Zio {
     /// their space waits out the two-txg deferral, and the pool keeps committing until it
     /// has (`Spa::frees_pending`), so freed space comes back on an idle pool too.
     freed_txg: std::sync::atomic::AtomicU64,
-    /// The key of the salted checksums (BLAKE3), OpenZFS's `spa_cksum_salt`. Zero until the
-    /// MOS stores a pool's own (issue 14: the object directory's `org.illumos:checksum_salt`).
+    /// The key of the salted checksums (BLAKE3), OpenZFS's `spa_cksum_salt`: random at create,
+    /// kept in the object directory's `org.illumos:checksum_salt` (`spa::directory`).
     pub checksum_salt: ChecksumSalt,
     /// Whether hole_birth is active: a hole keeps its birth txg, lsize, type and level
     /// (`zio_write_compress`), else it is all zeros (`spa::zfeature`).

@@ -177,6 +177,10 @@ pub fn name_of(prop: &str, value: u64) -> Option<String> {
 /// (`dsl::prop`) stores index properties through it.
 pub fn number_of(prop: &str, name: &str) -> Option<u64> {
     if prop == "compression" {
+        // `zstd-fast` is `zstd-fast-1` (`ZIO_ZSTD_LEVEL_FAST_DEFAULT`).
+        if name == "zstd-fast" {
+            return number_of(prop, "zstd-fast-1");
+        }
         if let Some(level) = name.strip_prefix("zstd-fast-") {
             let level: u32 = level.parse().ok()?;
             let at = ZSTD_FAST.iter().position(|n| *n == level)? as u64;
@@ -271,6 +275,12 @@ mod tests {
             Some(16 | (123 << 7))
         );
         assert_eq!(number_of("compression", "zstd-20"), None);
+        // Zetta stored `zstd-fast` as a string, which OpenZFS's zap_lookup of one integer
+        // refuses (EOVERFLOW: zdb "failed to hold dataset", openzfs_zdb_matrix).
+        assert_eq!(
+            number_of("compression", "zstd-fast"),
+            number_of("compression", "zstd-fast-1")
+        );
         assert_eq!(number_of("checksum", "sha256"), Some(8));
         assert_eq!(number_of("atime", "off"), Some(0));
         assert_eq!(number_of("xattr", "sa"), Some(2));
