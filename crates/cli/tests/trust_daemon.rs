@@ -739,10 +739,16 @@ fn a_second_sigterm_ends_a_stop_that_hangs() {
     }
     let ended = wait_for(|| process_gone(pid));
     signal(host_pid, "CONT");
-    assert!(hung, "the first SIGTERM's stop did not wait on the frozen disk");
+    assert!(
+        hung,
+        "the first SIGTERM's stop did not wait on the frozen disk"
+    );
     assert!(ended, "a second SIGTERM did not end the daemon");
     assert!(wait_for(|| !mounted(&mnt)), "{mnt} left mounted");
-    ok(lab.zpool(&["list", "tank"]), "zpool list after the forced stop");
+    ok(
+        lab.zpool(&["list", "tank"]),
+        "zpool list after the forced stop",
+    );
     assert!(wait_for(|| mounted(&mnt)), "{mnt} not mounted again");
     assert_eq!(
         std::fs::read_to_string(format!("{mnt}/synced")).unwrap_or_default(),
