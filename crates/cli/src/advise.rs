@@ -791,10 +791,17 @@ fn sample_compression(spa: &mut Spa, dataset: u64, ashift: u32) -> Option<Compre
             let Ok(dnode) = os.dnode(ctx, object) else {
                 continue;
             };
-            if dnode.object_type != object_type::PLAIN_FILE || dnode.size_bytes == 0 {
+            if dnode.object_type != object_type::PLAIN_FILE {
                 continue;
             }
-            let len = u64::from(dnode.data_block_size_bytes).min(dnode.size_bytes);
+            // The file's size is its znode's (the dnode keeps none, as in OpenZFS).
+            let Ok(attr) = zetta::zpl::vnops::attr(os, ctx, object.0) else {
+                continue;
+            };
+            if attr.znode.size == 0 {
+                continue;
+            }
+            let len = u64::from(dnode.data_block_size_bytes).min(attr.znode.size);
             let Ok(data) = os.read(ctx, object, 0, len as usize) else {
                 continue;
             };
