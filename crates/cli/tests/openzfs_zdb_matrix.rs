@@ -116,36 +116,7 @@ fn assert_no_leaks(dir: &Path, pool: &str) -> String {
             "zdb -d {pool} said {word:?}: {datasets}"
         );
     }
-    let out = Command::new(common::openzfs::oracle::zdb())
-        .args(["-e", "-p"])
-        .arg(dir)
-        .args(["-bcc", pool])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "zdb -bcc {pool}: {stdout}{stderr}"
-    );
-    assert!(
-        stdout.contains("No leaks (block sum matches space maps exactly)"),
-        "{pool}: {stdout}{stderr}"
-    );
-    for word in [
-        "(leaked",
-        "leaked space",
-        "!= alloc",
-        "error",
-        "Error",
-        "ASSERT",
-    ] {
-        assert!(
-            !stdout.contains(word) && !stderr.contains(word),
-            "zdb -bcc {pool} said {word:?}: {stdout}{stderr}"
-        );
-    }
+    common::openzfs::oracle::assert_zdb_no_leaks(dir, pool, "");
     datasets
 }
 

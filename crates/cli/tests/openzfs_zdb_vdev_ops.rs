@@ -85,36 +85,7 @@ fn write_files(disks: &[&str], prefix: &str, files: usize, size_bytes: usize) {
 /// `zdb -e -p DIR -bcc tank`: exit 0, "No leaks", and none of zdb's words for a leak, a
 /// checksum or read error, or a failed assertion.
 fn assert_zdb_clean(dir: &Path, after: &str) {
-    let out = std::process::Command::new(common::openzfs::oracle::zdb())
-        .args(["-e", "-p"])
-        .arg(dir)
-        .args(["-bcc", "tank"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "zdb -bcc after {after}: {stdout}{stderr}"
-    );
-    assert!(
-        stdout.contains("No leaks (block sum matches space maps exactly)"),
-        "zdb -bcc after {after}: {stdout}{stderr}"
-    );
-    for word in [
-        "(leaked",
-        "leaked space",
-        "!= alloc",
-        "error",
-        "Error",
-        "ASSERT",
-    ] {
-        assert!(
-            !stdout.contains(word) && !stderr.contains(word),
-            "zdb -bcc after {after} said {word:?}: {stdout}{stderr}"
-        );
-    }
+    common::openzfs::oracle::assert_zdb_no_leaks(dir, "tank", &format!("after {after}"));
 }
 
 /// `zdb -e -p DIR -C tank`'s vdev tree (the MOS config), which must print.

@@ -141,35 +141,7 @@ fn exercise(mut spa: Spa, copies: u8) {
 
 /// Runs `zdb -e -p DIR -bcc tank` and checks its verdict.
 fn assert_no_leaks(dir: &Path) {
-    let out = Command::new(zdb())
-        .args(["-e", "-p"])
-        .arg(dir)
-        .args(["-bcc", "tank"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "zdb -bcc: {stdout}{stderr}");
-    assert!(
-        stdout.contains("No leaks (block sum matches space maps exactly)"),
-        "{stdout}{stderr}"
-    );
-    // zdb's words for a leak ("block traversal size X != alloc Y (leaked Z)", "leaked
-    // space: vdev ..."), a checksum or read error ("Got error", "Error counts") or a
-    // failed assertion. ("verify nothing leaked" is its banner.)
-    for word in [
-        "(leaked",
-        "leaked space",
-        "!= alloc",
-        "error",
-        "Error",
-        "ASSERT",
-    ] {
-        assert!(
-            !stdout.contains(word) && !stderr.contains(word),
-            "zdb said {word:?}: {stdout}{stderr}"
-        );
-    }
+    common::oracle::assert_zdb_no_leaks(dir, "tank", "");
 }
 
 fn check(name: &str, kind: TopKind, leaves: usize, ashift: u32, copies: u8) {

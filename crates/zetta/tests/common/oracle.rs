@@ -129,6 +129,44 @@ impl ZdbObject {
     }
 }
 
+/// `zdb -e -p DIR -bcc POOL` on a pool Zetta wrote: exit 0, "No leaks (block sum matches
+/// space maps exactly)", and none of zdb's words for a leak ("block traversal size X !=
+/// alloc Y (leaked Z)", "leaked space: vdev ..."), a checksum or read error ("Got error",
+/// "Error counts") or a failed assertion ("verify nothing leaked" is its banner). `when`
+/// names the moment checked in the failure message.
+pub fn assert_zdb_no_leaks(dir: &Path, pool: &str, when: &str) {
+    let out = Command::new(zdb())
+        .args(["-e", "-p"])
+        .arg(dir)
+        .args(["-bcc", pool])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "zdb -bcc {pool} {when}: {stdout}{stderr}"
+    );
+    assert!(
+        stdout.contains("No leaks (block sum matches space maps exactly)"),
+        "zdb -bcc {pool} {when}: {stdout}{stderr}"
+    );
+    for word in [
+        "(leaked",
+        "leaked space",
+        "!= alloc",
+        "error",
+        "Error",
+        "ASSERT",
+    ] {
+        assert!(
+            !stdout.contains(word) && !stderr.contains(word),
+            "zdb -bcc {pool} {when} said {word:?}: {stdout}{stderr}"
+        );
+    }
+}
+
 /// Runs `zdb -e -p DIR -ddddd TARGET` (TARGET a pool, `POOL/FS` or `POOL/FS@SNAP`; the pool
 /// alone dumps the MOS) and parses every object it prints.
 pub fn zdb_objects(dir: &Path, target: &str) -> Vec<ZdbObject> {
