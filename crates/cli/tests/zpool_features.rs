@@ -193,6 +193,33 @@ fn feature_and_version_refusals_use_openzfs_words() {
         &["create", "-o", "feature@nope=enabled", "tank", &disk],
         "cannot create 'tank': feature 'nope' unsupported by kernel\n",
     );
+    // A feature of OpenZFS that Zetta does not maintain cannot be enabled; disabling it at
+    // creation is what Zetta does anyway, so it is accepted (ZTS's features_005 does so).
+    refused(
+        &["create", "-o", "feature@large_dnode=enabled", "tank", &disk],
+        "cannot create 'tank': feature 'large_dnode' unsupported by kernel\n",
+    );
+    refused(
+        &["create", "-o", "feature@nope=disabled", "tank", &disk],
+        "cannot create 'tank': feature 'nope' unsupported by kernel\n",
+    );
+    zpool_ok(
+        &lab,
+        &[
+            "create",
+            "-o",
+            "feature@large_dnode=disabled",
+            "-m",
+            "none",
+            "tank",
+            &disk,
+        ],
+    );
+    assert_eq!(
+        states(&lab, "tank", &["lz4_compress", "hole_birth", "enabled_txg"]),
+        "active active active"
+    );
+    zpool_ok(&lab, &["destroy", "tank"]);
     refused(
         &["create", "-o", "feature@lz4_compress=on", "tank", &disk],
         "cannot create 'tank': property 'feature@lz4_compress' can only be set to 'enabled' or 'disabled'\n",
