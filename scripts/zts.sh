@@ -61,6 +61,9 @@ if [ "${1:-}" = "--inner" ]; then
     export DISKS KEEP="zts-keeps-no-pool" __ZFS_POOL_EXCLUDE="zts-keeps-no-pool"
     DISKS=$(cat "$work/disks")
     export FILEDIR="$work/filedir" TMPDIR="$work/filedir"
+    # OpenZFS's compatibility.d is the oracle's copy (no OpenZFS is installed under /usr):
+    # the tests list it (ZPOOL_COMPAT_DIR) and Zetta's daemon reads it (ZETTA_COMPATIBILITY_D).
+    export ZPOOL_COMPAT_DIR="$share/compatibility.d" ZETTA_COMPATIBILITY_D="$share/compatibility.d"
     # On a failure the runner calls these: the tail of Zetta's daemon log goes into the
     # failed test's log instead of the kernel's dmesg.
     export TESTFAIL_CALLBACKS="$work/zetta_log_callback.ksh"
