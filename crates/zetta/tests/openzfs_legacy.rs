@@ -20,7 +20,6 @@ use std::process::Command;
 use std::sync::Arc;
 use zetta::io::{DeviceRef, FileDevice};
 use zetta::spa::{CreateOptions, Spa, TopKind, TopSpec};
-use zetta::zpl::{Creds, FileKind, Timespec};
 
 const DISK_SIZE_BYTES: u64 = 256 << 20;
 
@@ -65,40 +64,16 @@ fn version_28() -> CreateOptions {
 /// A file of `size_bytes` whose blocks compress well, and a tiny one (a candidate for an
 /// embedded block pointer), then a hole punched by truncating and rewriting past it.
 fn write_files(spa: &mut Spa, dataset: &str) {
-    let now = Timespec::now();
-    spa.with_zpl(dataset, |vfs, os, ctx| {
-        for (name, data) in [
-            ("big", b"legacy pools compress with lzjb ".repeat(40_000)),
-            ("tiny", b"tiny and compressible ".repeat(8)),
-        ] {
-            let attr = vfs.create(
-                os,
-                ctx,
-                vfs.root,
-                name.as_bytes(),
-                FileKind::Regular,
-                0o644,
-                Creds::default(),
-                0,
-                now,
-            )?;
-            vfs.write(os, ctx, attr.object, 0, &data, now)?;
-        }
-        let sparse = vfs.create(
-            os,
-            ctx,
-            vfs.root,
-            b"sparse",
-            FileKind::Regular,
-            0o644,
-            Creds::default(),
-            0,
-            now,
-        )?;
-        vfs.write(os, ctx, sparse.object, 4 << 20, b"after a hole", now)?;
-        Ok(())
-    })
-    .unwrap();
+    let big = b"legacy pools compress with lzjb ".repeat(40_000);
+    common::write_root_file(spa, dataset, "big", 0, &big);
+    common::write_root_file(
+        spa,
+        dataset,
+        "tiny",
+        0,
+        &b"tiny and compressible ".repeat(8),
+    );
+    common::write_root_file(spa, dataset, "sparse", 4 << 20, b"after a hole");
 }
 
 fn zdb_ok(dir: &Path, args: &[&str]) -> String {

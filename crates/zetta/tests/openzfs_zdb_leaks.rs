@@ -24,7 +24,7 @@ use std::sync::Arc;
 use zetta::io::{DeviceRef, FileDevice};
 use zetta::rand::SeededRng;
 use zetta::spa::{CreateOptions, Spa, TopKind, TopSpec};
-use zetta::zpl::{Creds, FileKind, Timespec};
+use zetta::zpl::Timespec;
 
 const DISK_SIZE_BYTES: u64 = 256 << 20;
 
@@ -65,25 +65,8 @@ fn top(kind: TopKind, paths: &[String]) -> TopSpec {
 /// Writes `files` files of `size_bytes` seeded bytes named `prefix<i>` into the root
 /// directory of `dataset`.
 fn write_files(spa: &mut Spa, dataset: &str, prefix: &str, files: usize, size_bytes: usize) {
-    let now = Timespec::now();
     for (i, data) in file_bytes(files, size_bytes).into_iter().enumerate() {
-        spa.with_zpl(dataset, |vfs, os, ctx| {
-            let name = format!("{prefix}{i}");
-            let attr = vfs.create(
-                os,
-                ctx,
-                vfs.root,
-                name.as_bytes(),
-                FileKind::Regular,
-                0o644,
-                Creds::default(),
-                0,
-                now,
-            )?;
-            vfs.write(os, ctx, attr.object, 0, &data, now)?;
-            Ok(())
-        })
-        .unwrap();
+        common::write_root_file(spa, dataset, &format!("{prefix}{i}"), 0, &data);
     }
 }
 

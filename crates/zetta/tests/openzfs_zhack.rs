@@ -31,7 +31,6 @@ use zetta::spa::openzfs::discover;
 use zetta::spa::openzfs::pool::OpenZfsPool;
 use zetta::spa::{CreateOptions, Spa, TopKind, TopSpec};
 use zetta::zpl::openzfs::fs::ZplFs;
-use zetta::zpl::{Creds, FileKind, Timespec};
 
 const DISK_SIZE_BYTES: u64 = 256 << 20;
 
@@ -101,23 +100,7 @@ fn files() -> Vec<(String, Vec<u8>)> {
 }
 
 fn write_file(spa: &mut Spa, dataset: &str, name: &str, data: &[u8]) {
-    let now = Timespec::now();
-    spa.with_zpl(dataset, |vfs, os, ctx| {
-        let attr = vfs.create(
-            os,
-            ctx,
-            vfs.root,
-            name.as_bytes(),
-            FileKind::Regular,
-            0o644,
-            Creds::default(),
-            0,
-            now,
-        )?;
-        vfs.write(os, ctx, attr.object, 0, data, now)?;
-        Ok(())
-    })
-    .unwrap();
+    common::write_root_file(spa, dataset, name, 0, data);
 }
 
 /// Every regular file of a dataset's root directory, read through the OpenZFS codecs.

@@ -117,3 +117,34 @@ pub fn cut_and_import(
     }
     Ok(spa)
 }
+
+/// Creates the regular file `name` (mode 0644) in the root directory of `dataset` through the
+/// engine's ZPL and writes `data` at `offset`: how the oracle tests fill a pool without a
+/// mount.
+#[allow(dead_code)]
+pub fn write_root_file(
+    spa: &mut zetta::spa::Spa,
+    dataset: &str,
+    name: &str,
+    offset: u64,
+    data: &[u8],
+) {
+    use zetta::zpl::{Creds, FileKind, Timespec};
+    let now = Timespec::now();
+    spa.with_zpl(dataset, |vfs, os, ctx| {
+        let attr = vfs.create(
+            os,
+            ctx,
+            vfs.root,
+            name.as_bytes(),
+            FileKind::Regular,
+            0o644,
+            Creds::default(),
+            0,
+            now,
+        )?;
+        vfs.write(os, ctx, attr.object, offset, data, now)?;
+        Ok(())
+    })
+    .unwrap();
+}
