@@ -24,15 +24,7 @@ use zetta::spa::{CreateOptions, Spa, TopKind, TopSpec};
 const DISK_SIZE_BYTES: u64 = 256 << 20;
 
 fn lab(name: &str) -> (PathBuf, String) {
-    let dir = std::env::temp_dir().join(format!("zetta-legacy-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("d0");
-    std::fs::File::create(&path)
-        .unwrap()
-        .set_len(DISK_SIZE_BYTES)
-        .unwrap();
-    (dir, path.to_str().unwrap().to_string())
+    common::scratch_disk(&format!("zetta-legacy-{name}"), DISK_SIZE_BYTES)
 }
 
 fn open(path: &str) -> TopSpec {

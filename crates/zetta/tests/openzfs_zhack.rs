@@ -126,15 +126,8 @@ fn read_back(pool: &OpenZfsPool, name: &str) -> Vec<(String, Vec<u8>)> {
 
 #[test]
 fn zhack_commits_txgs_on_a_zetta_pool() {
-    let dir = std::env::temp_dir().join(format!("zetta-zhack-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let disk = dir.join("d0");
-    std::fs::File::create(&disk)
-        .unwrap()
-        .set_len(DISK_SIZE_BYTES)
-        .unwrap();
-    let path = disk.to_str().unwrap().to_string();
+    let (dir, path) = common::scratch_disk("zetta-zhack", DISK_SIZE_BYTES);
+    let disk = PathBuf::from(&path);
     let device: DeviceRef = Arc::new(FileDevice::open(&path).unwrap());
     let spec = TopSpec {
         kind: TopKind::Single,

@@ -148,3 +148,18 @@ pub fn write_root_file(
     })
     .unwrap();
 }
+
+/// A fresh directory `<tmp>/<name>-<pid>` holding one sparse disk file `d0` of `size_bytes`:
+/// the directory (for `zdb -e -p`) and the disk's path.
+#[allow(dead_code)]
+pub fn scratch_disk(name: &str, size_bytes: u64) -> (std::path::PathBuf, String) {
+    let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("d0");
+    std::fs::File::create(&path)
+        .unwrap()
+        .set_len(size_bytes)
+        .unwrap();
+    (dir, path.to_str().unwrap().to_string())
+}
