@@ -286,8 +286,11 @@ impl Walker<'_> {
         }
     }
 
-    /// An object set from its root block pointer.
-    fn walk_objset(&mut self, raw: &RawBlkptr, order: ByteOrder) {
+    /// An object set from its root block pointer. Its intent log is walked only for a head
+    /// dataset (`with_zil`), as `traverse_impl` does: the MOS has none, and a snapshot's
+    /// objset keeps a copy of the header its head had when the snapshot was taken, naming
+    /// log blocks the head has since freed and reused.
+    fn walk_objset(&mut self, raw: &RawBlkptr, order: ByteOrder, with_zil: bool) {
         let Some((data, child_order)) = self.visit(raw, order, 0) else {
             return;
         };
@@ -301,7 +304,9 @@ impl Walker<'_> {
         for (index, bp) in phys.meta_dnode.blkptrs.iter().enumerate() {
             self.walk_bp(bp, phys.meta_dnode.order, 0, true, index as u64);
         }
-        self.walk_zil(&phys.zil_header, child_order);
+        if with_zil {
+            self.walk_zil(&phys.zil_header, child_order);
+        }
         for dn in [&phys.userused, &phys.groupused, &phys.projectused]
             .into_iter()
             .flatten()
@@ -492,7 +497,7 @@ pub fn scrub(pool: &OpenZfsPool) -> ScanReport {
         objset: "mos".to_string(),
         in_zil: false,
     };
-    walker.walk_objset(&pool.uberblock.rootbp, pool.uberblock.order);
+    walker.walk_objset(&pool.uberblock.rootbp, pool.uberblock.order, false);
     walker.walk_deferred_frees();
     match pool.datasets() {
         Ok(datasets) => {
@@ -500,7 +505,7 @@ pub fn scrub(pool: &OpenZfsPool) -> ScanReport {
                 // Encrypted object sets verify too: their checksums cover the ciphertext.
                 walker.objset = ds.name.clone();
                 let bp: RawBlkptr = ds.phys.bp;
-                walker.walk_objset(&bp, ds.order);
+                walker.walk_objset(&bp, ds.order, !ds.is_snapshot);
             }
         }
         Err(e) => walker.error(0, 0, None, format!("the dataset tree: {e}")),
