@@ -184,7 +184,7 @@ fn zdb_finds_no_leak_after_resilvers_and_replace() {
     export_and_check(&lab, "offline, online and resilver");
     import(&lab);
     let d2 = lab.disk("d2", DISK_SIZE_BYTES);
-    zpool_ok(&lab, &["replace", "tank", &d1, &d2]);
+    zpool_ok(&lab, &["replace", "-w", "tank", &d1, &d2]);
     zpool_ok(&lab, &["wait", "-t", "replace", "tank"]);
     let config = export_and_check(&lab, "replace");
     assert_eq!(leaf_paths(&config), [lab.path("d0"), d2], "{config}");

@@ -343,14 +343,15 @@ fn missing_top_level_vdev_refuses_import() {
 }
 
 /// Attach turns a single-device vdev into `mirror-0` and resilvers the new side;
-/// detach turns it back.
+/// detach turns it back. `-w` (scripts such as ZTS's zpool_wait tests pass it) waits for
+/// the resilver: the status right after shows it finished.
 #[test]
 fn attach_resilvers_and_detach_collapses() {
     let lab = Lab::new();
     let a = lab.disk("a", DISK_SIZE_BYTES);
     let b = lab.disk("b", DISK_SIZE_BYTES);
     lab.ok(&["create", "tank", &a]);
-    lab.ok(&["attach", "tank", &a, &b]);
+    lab.ok(&["attach", "-w", "tank", &a, &b]);
     let status = lab.anon(&lab.ok(&["status", "tank"]));
     assert!(status.contains("\n  scan: resilvered "), "{status}");
     assert!(status.contains(" with 0 errors on "), "{status}");

@@ -46,9 +46,10 @@ fn leaf_name(root: &Vdev, name: &str) -> String {
     }
 }
 
-/// `zpool attach [-fsw] [-o ashift=N] pool device new_device`
+/// `zpool attach [-fsw] [-o ashift=N] pool device new_device`; `-w` (wait for the
+/// resilver) is what the engine always does, `-s` (sequential rebuild) and `-o` are refused.
 pub fn cmd_attach(args: &[String], _ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "f")?;
+    let parsed = getopt(args, "fw")?;
     let (name, old, new) = match parsed.operands.as_slice() {
         [] => return usage("missing pool name argument"),
         [_] => return usage("missing <device> specification"),
@@ -73,9 +74,9 @@ pub fn cmd_attach(args: &[String], _ctx: &mut Ctx) -> CmdResult {
     pool::commit(&mut imported)
 }
 
-/// `zpool replace [-fsw] pool device [new_device]`
+/// `zpool replace [-fsw] pool device [new_device]`; `-w` as in `attach`.
 pub fn cmd_replace(args: &[String], _ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "f")?;
+    let parsed = getopt(args, "fw")?;
     let (name, old, new) = match parsed.operands.as_slice() {
         [] => return usage("missing pool name argument"),
         [_] => return usage("missing <device> specification"),
