@@ -324,6 +324,87 @@ fn nbd_acknowledged_writes_survive_sigkill() {
     }
 }
 
+/// The seed post's guest workload over NBD: fio random writes of each size in `sizes`
+/// (its own megabyte each from 2M), each followed by a FLUSH (`--fsync=1`), every block
+/// with a crc32c header; SIGKILL as soon as fio returns; after the restart fio's
+/// verification reads every block back.
+fn post_fio_survives_sigkill(lab: &NoMountLab, sizes: &[&str]) {
+    if !client_installed("/usr/bin/fio") {
+        return;
+    }
+    let uri = format!(
+        "nbd+unix:///tank/vol?socket={}",
+        socket(lab, "tank/vol").display()
+    );
+    let post_fio = |bs: &str, offset: &str, verify_only: bool| {
+        let out = std::process::Command::new("fio")
+            .args([
+                "--name=post",
+                "--ioengine=nbd",
+                &format!("--uri={uri}"),
+                "--rw=randwrite",
+                &format!("--bs={bs}"),
+                "--fsync=1",
+                &format!("--offset={offset}"),
+                "--size=1M",
+                "--verify=crc32c",
+                "--verify_fatal=1",
+                "--verify_state_save=0",
+                // The same offsets and contents in both runs.
+                "--randrepeat=1",
+                "--randseed=1716",
+                if verify_only {
+                    "--verify_only"
+                } else {
+                    "--do_verify=0"
+                },
+            ])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && text.contains("err= 0") && !text.contains("verify: bad"),
+            "fio --bs={bs} (verify_only {verify_only}): {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let offsets: Vec<String> = (0..sizes.len()).map(|i| format!("{}M", 2 + i)).collect();
+    for (bs, offset) in sizes.iter().zip(&offsets) {
+        post_fio(bs, offset, false);
+    }
+    let pid = daemon_pid(lab);
+    std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(wait_for(|| daemon_gone(lab)), "daemon {pid} did not die");
+    lab.ok("zfs", &["list", "tank/vol"]);
+    assert!(wait_for(
+        || UnixStream::connect(socket(lab, "tank/vol")).is_ok()
+    ));
+    for (bs, offset) in sizes.iter().zip(&offsets) {
+        post_fio(bs, offset, true);
+    }
+}
+
+// Why: the seed post's finding, over NBD: its guest's synchronous writes did not reach
+// stable storage. KNOWN BUG, found by this test on 2026-11-28 and not fixed: after fio's
+// run (random 4k or 64k writes, a FLUSH after each, every FLUSH acknowledged) and a
+// SIGKILL of the daemon, fio's verification finds blocks of zeros ("bad magic header 0"),
+// though every one was FLUSHed. The hand-written 20-round test above (five writes, FUA
+// and FLUSH, per round) passes, and so do the library-level replays of the same patterns
+// (`zvol_crash::{flushed_whole_block_writes_replay, many_flushed_small_writes_replay}`):
+// the loss is in the daemon's path (concurrent txg syncs, the sync thread's retire?).
+// Also seen through /dev/zvol (`zvol_dev::dev_zvol_post_fio_survives_sigkill`). Run with
+// `--ignored`; drop the `ignore` once fixed.
+#[test]
+#[ignore = "known bug: FLUSHed volume writes lost after SIGKILL under fio (see comment)"]
+fn nbd_post_fio_survives_sigkill() {
+    let lab = NoMountLab::new();
+    lab.ok("zfs", &["create", "-V", "4M", "tank/vol"]);
+    post_fio_survives_sigkill(&lab, &["4k", "64k"]);
+}
+
 // Why: the volume's `sync` property was ignored by the NBD server. With `sync=always`
 // every acknowledged write is durable without FUA or FLUSH (OpenZFS commits the zvol's
 // log per write), and `zfs set sync=always` applies to a connection already open.

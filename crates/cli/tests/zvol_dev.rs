@@ -170,10 +170,44 @@ fn daemon_pid(lab: &Lab) -> u32 {
         .unwrap()
 }
 
+/// The seed post's guest workload ("ZVOL vs QCOW2 with KVM": fio random writes with
+/// `--ioengine=sync`), each write followed by an fsync (`--fsync=1`, which the post's zvol
+/// did not honour), on `[offset, offset + 2M)` of `dev`, every block with a crc32c header;
+/// with `verify_only` the same run reads every block back and checks it instead.
+fn post_fio(dev: &Path, bs: &str, offset: &str, verify_only: bool) -> String {
+    let mut args = vec![
+        "--name=post".to_string(),
+        format!("--filename={}", dev.display()),
+        "--ioengine=sync".to_string(),
+        "--rw=randwrite".to_string(),
+        format!("--bs={bs}"),
+        "--direct=0".to_string(),
+        "--fsync=1".to_string(),
+        format!("--offset={offset}"),
+        "--size=2M".to_string(),
+        "--verify=crc32c".to_string(),
+        "--verify_fatal=1".to_string(),
+        "--verify_state_save=0".to_string(),
+        // The same offsets and contents in both runs.
+        "--randrepeat=1".to_string(),
+        "--randseed=1716".to_string(),
+    ];
+    args.push(
+        if verify_only {
+            "--verify_only"
+        } else {
+            "--do_verify=0"
+        }
+        .to_string(),
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    run("fio", &args)
+}
+
 // Why: a guest filesystem on /dev/zvol commits its journal with flushes; the seed post's
 // zvol dropped them. Every block written with O_DSYNC, or written and then fsync'd, on the
 // device must survive SIGKILL of the daemon (whose next start clears the dead loop device
-// and binds a new one).
+// and binds a new one): 20 rounds, as issue 17 asks.
 #[test]
 fn dev_zvol_synced_writes_survive_sigkill() {
     if !Path::new("/usr/sbin/losetup").exists() {
@@ -185,15 +219,29 @@ fn dev_zvol_synced_writes_survive_sigkill() {
     lab.ok("zfs", &["create", "-V", "8M", "tank/vol"]);
     let dev = device(&lab, "tank/vol");
     let mut acknowledged: Vec<(u64, Vec<u8>)> = Vec::new();
-    for round in 0..6u64 {
-        assert!(wait_for(|| is_block_device(&dev)), "round {round}");
-        for (offset, data) in &acknowledged {
+    let check = |acknowledged: &[(u64, Vec<u8>)], round: u64| {
+        for (offset, data) in acknowledged {
             let mut f = std::fs::File::open(&dev).unwrap();
             f.seek(SeekFrom::Start(*offset)).unwrap();
             let mut back = vec![0u8; data.len()];
             f.read_exact(&mut back).unwrap();
             assert!(back == *data, "round {round}: block at {offset} lost");
         }
+    };
+    let kill_and_restart = || {
+        let pid = daemon_pid(&lab);
+        run("kill", &["-9", &pid.to_string()]);
+        assert!(wait_for(|| std::os::unix::net::UnixStream::connect(
+            lab.dir.join("run/zetta.sock")
+        )
+        .is_err()));
+        // The next command starts a daemon: it imports the pool (replaying the volume's
+        // log), clears the dead loop device and binds a new one.
+        lab.ok("zfs", &["list", "tank/vol"]);
+    };
+    for round in 0..20u64 {
+        assert!(wait_for(|| is_block_device(&dev)), "round {round}");
+        check(&acknowledged, round);
         let block = |k: u64| -> (u64, Vec<u8>) {
             let offset = (round * 4 + k) * 4096;
             let data = (0..4096u64)
@@ -225,14 +273,45 @@ fn dev_zvol_synced_writes_survive_sigkill() {
         plain.seek(SeekFrom::Start(offset)).unwrap();
         plain.write_all(&data).unwrap();
         drop((dsync, plain));
-        let pid = daemon_pid(&lab);
-        run("kill", &["-9", &pid.to_string()]);
-        assert!(wait_for(|| std::os::unix::net::UnixStream::connect(
-            lab.dir.join("run/zetta.sock")
-        )
-        .is_err()));
-        // The next command starts a daemon: it imports the pool (replaying the volume's
-        // log), clears the dead loop device and binds a new one.
-        lab.ok("zfs", &["list", "tank/vol"]);
+        kill_and_restart();
+    }
+    assert!(wait_for(|| is_block_device(&dev)));
+    check(&acknowledged, 20);
+}
+
+// Why: the seed post's finding on a block device: its guest's synchronous writes (fio,
+// `--ioengine=sync`) did not reach stable storage. Here fio writes random 4k blocks with an
+// fsync after each (`--fsync=1`), the daemon is SIGKILLed as soon as fio returns, and
+// after the restart fio verifies every block. KNOWN BUG, found on 2026-11-28 and not
+// fixed: blocks read back as zeros (see `nbd::nbd_post_fio_survives_sigkill`). Run with
+// `--ignored`; drop the `ignore` once fixed.
+#[test]
+#[ignore = "known bug: fsync'd volume writes lost after SIGKILL under fio (see comment)"]
+fn dev_zvol_post_fio_survives_sigkill() {
+    if !Path::new("/usr/sbin/losetup").exists() || !Path::new("/usr/bin/fio").exists() {
+        eprintln!("SKIPPED: losetup or fio is not installed");
+        return;
+    }
+    let lab = Lab::new();
+    pool(&lab);
+    lab.ok("zfs", &["create", "-V", "8M", "tank/vol"]);
+    let dev = device(&lab, "tank/vol");
+    assert!(wait_for(|| is_block_device(&dev)));
+    post_fio(&dev, "4k", "0", false);
+    post_fio(&dev, "64k", "4M", false);
+    let pid = daemon_pid(&lab);
+    run("kill", &["-9", &pid.to_string()]);
+    assert!(wait_for(|| std::os::unix::net::UnixStream::connect(
+        lab.dir.join("run/zetta.sock")
+    )
+    .is_err()));
+    lab.ok("zfs", &["list", "tank/vol"]);
+    assert!(wait_for(|| is_block_device(&dev)));
+    for (bs, offset) in [("4k", "0"), ("64k", "4M")] {
+        let out = post_fio(&dev, bs, offset, true);
+        assert!(
+            out.contains("err= 0") && !out.contains("verify: bad"),
+            "{out}"
+        );
     }
 }
