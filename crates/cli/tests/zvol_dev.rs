@@ -300,3 +300,70 @@ fn dev_zvol_synced_writes_survive_sigkill() {
     }
     check(&acknowledged, 21);
 }
+
+// Why: `zpool export` and `zfs destroy` took a volume away while its /dev/zvol device was
+// mounted or open (the device's I/O then failed under its user). OpenZFS refuses: "cannot
+// export 'tank': pool is busy" (also with -f: the open zvol holds the pool), "cannot
+// destroy 'tank/a/vm': dataset is busy" (also through -r of a parent). Each refusal must
+// change nothing: the device and the filesystem on it go on working; once unmounted and
+// closed, destroy and export work.
+#[test]
+fn dev_zvol_in_use_makes_export_and_destroy_busy() {
+    if !Path::new("/usr/sbin/mkfs.ext4").exists() || !Path::new("/usr/sbin/losetup").exists() {
+        eprintln!("SKIPPED: mkfs.ext4 or losetup is not installed");
+        return;
+    }
+    let lab = Lab::new();
+    pool(&lab);
+    lab.ok("zfs", &["create", "-p", "-V", "32M", "tank/a/vm"]);
+    let dev = device(&lab, "tank/a/vm");
+    assert!(wait_for(|| is_block_device(&dev)));
+    run("mkfs.ext4", &["-q", &dev.to_string_lossy()]);
+    let mnt = lab.dir.join("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    run("mount", &[&dev.to_string_lossy(), &mnt.to_string_lossy()]);
+    let guard = Mounted(mnt.clone());
+    std::fs::write(mnt.join("before"), b"kept\n").unwrap();
+    let refused = |args: &[&str], stderr: &str| {
+        let out = if args[0] == "zpool" {
+            lab.zpool(&args[1..])
+        } else {
+            lab.zfs(&args[1..])
+        };
+        assert_eq!((out.code, out.stderr.trim()), (1, stderr), "{args:?}");
+    };
+    refused(
+        &["zpool", "export", "tank"],
+        "cannot export 'tank': pool is busy",
+    );
+    refused(
+        &["zpool", "export", "-f", "tank"],
+        "cannot export 'tank': pool is busy",
+    );
+    refused(
+        &["zfs", "destroy", "tank/a/vm"],
+        "cannot destroy 'tank/a/vm': dataset is busy",
+    );
+    refused(
+        &["zfs", "destroy", "-r", "tank/a"],
+        "cannot destroy 'tank/a/vm': dataset is busy",
+    );
+    // Nothing changed: the pool, the volume, its device and the filesystem on it.
+    lab.ok("zfs", &["list", "tank/a/vm"]);
+    assert!(is_block_device(&dev));
+    std::fs::write(mnt.join("after"), b"still\n").unwrap();
+    assert_eq!(std::fs::read(mnt.join("before")).unwrap(), b"kept\n");
+    run("umount", &[&mnt.to_string_lossy()]);
+    drop(guard);
+    // Open, not mounted: busy too; closed: the destroy goes through.
+    let open = std::fs::File::open(&dev).unwrap();
+    refused(
+        &["zfs", "destroy", "tank/a/vm"],
+        "cannot destroy 'tank/a/vm': dataset is busy",
+    );
+    drop(open);
+    lab.ok("zfs", &["snapshot", "tank/a/vm@keep"]);
+    lab.ok("zfs", &["destroy", "-r", "tank/a"]);
+    assert!(!dev.exists());
+    lab.ok("zpool", &["export", "tank"]);
+}
