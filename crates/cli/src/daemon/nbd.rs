@@ -9,9 +9,10 @@
 //! `ADDRESS:PORT` exports the volume on that TCP address too, by its full name:
 //! `nbd://127.0.0.1:10809/tank/vm/disk0`. One listener per address serves every volume
 //! that names it (NBD_OPT_LIST lists them); `off` or no value: no TCP. There is no
-//! authentication and no TLS (the NBD spec's STARTTLS is not offered): an address other
-//! than loopback gives every host that reaches it the volume's bytes, as an unauthenticated
-//! iSCSI target would. A value that is no address, or an address that cannot be bound, is
+//! authentication and no TLS (the NBD spec's STARTTLS is not offered): loopback gives
+//! every local user the volume's bytes (the Unix socket is 0600, root's), and an address
+//! other than loopback every host that reaches it, as an unauthenticated iSCSI target
+//! would. A value that is no address, or an address that cannot be bound, is
 //! logged to the daemon's log and leaves the volume on its Unix socket only.
 //!
 //! Protocol (the NBD spec's "fixed newstyle" negotiation): `NBD_OPT_EXPORT_NAME`,
