@@ -215,8 +215,9 @@ zetta_contender() {
     fi
     CUR_CACHE=$RUN/zetta.$key/zpool.cache
     mkdir -p "$RUN/zetta.$key"
+    # Its volumes' /dev/zvol links under the run dir, not in the host's /dev/zvol.
     setsid env -u ZETTA_RUN_DIR -u ZETTA_DIRECT -u ZETTA_MOUNT ZETTA_CACHE_FILE="$CUR_CACHE" \
-        "$ZETTA" daemon >"$RUN/zetta.$key.log" 2>&1 </dev/null &
+        ZETTA_ZVOL_DIR="$RUN/dev-zvol" "$ZETTA" daemon >"$RUN/zetta.$key.log" 2>&1 </dev/null &
     pid=$!
     note_state zettad "$pid $CUR_CACHE"
     # Wait for its socket before the first command: a command that finds no daemon

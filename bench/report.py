@@ -80,6 +80,10 @@ CORPUS_METRICS = [
     ("vm_space_ratio", "VM image size / space used", "ratio"),
     ("vm_compressratio", "VM image `compressratio`", "reported"),
 ]
+VOLUME_METRICS = [
+    ("vol_randwrite_4k", "volume 4k rand write MB/s", "rate"),
+    ("vol_seqwrite_1m", "volume 1M seq write MB/s", "rate"),
+]
 # Figures computed from others of the same contender: key -> (numerator, denominator, scale).
 DERIVED = {
     "scrub_vs_read": ("scrub_mbps", "read_mbps", 1),
@@ -168,7 +172,7 @@ def build(results_path, info_path):
         out = table("contender", compared(FILE_METRICS),
                     [[LABEL[k]] + cells_ratio(k, anchor_of(k), compared(FILE_METRICS))
                      for k in run_keys])
-        later = compared(POOL_METRICS) + compared(CORPUS_METRICS)
+        later = compared(POOL_METRICS) + compared(CORPUS_METRICS) + compared(VOLUME_METRICS)
         later = [m for m in later if m[0] not in DERIVED]
         out += [""]
         out += table("contender", later,
@@ -218,6 +222,11 @@ def build(results_path, info_path):
               "with compression=lzo; `compressratio` is what the pool reports):", ""]
     lines += table("contender", CORPUS_METRICS,
                    [[LABEL[k]] + cells_abs(k, CORPUS_METRICS) for k in run_keys])
+    lines += ["", "Absolute figures: volumes (a block device of "
+              f"{info.get('vol_size', '?')}, O_DIRECT: raw and btrfs a loop device over a file,",
+              "Zetta a volume's /dev/zvol):", ""]
+    lines += table("contender", VOLUME_METRICS,
+                   [[LABEL[k]] + cells_abs(k, VOLUME_METRICS) for k in run_keys])
     lines += ["", "In the ratio tables above 1.00 is better than the anchor: for rates",
               "contender / anchor, for times anchor / contender.", ""]
     lines += ["Ratio to raw (raw = 1.00; scrub against raw's cold read of the same bytes,",

@@ -25,7 +25,7 @@ ALL_CONTENDERS=(raw btrfs btrfs-raid1 zfs-fuse zfs-fuse-comp zfs-fuse-mirror zet
 
 usage() {
     cat <<'EOF'
-usage: bash bench/run.sh [--quick] [--dir DIR] [--only LIST] [--no-doc]
+usage: bash bench/run.sh [--quick] [--dir DIR] [--only LIST] [--workloads volume] [--no-doc]
 
   --quick      small sizes (512M sequential, 64m x 8 random writers capped at 20 s, 10k
                files, 256M scrubbed and sent, 64M text, 256M VM image); under 5 min on a
@@ -34,6 +34,10 @@ usage: bash bench/run.sh [--quick] [--dir DIR] [--only LIST] [--no-doc]
   --only LIST  comma-separated contenders to run (default: all of
                raw,btrfs,btrfs-raid1,zfs-fuse,zfs-fuse-comp,zfs-fuse-mirror,zetta,
                zetta-lz4,zetta-mirror)
+  --workloads volume
+               only the volume workload (4k random and 1M sequential writes on a block
+               device of each contender); implies --no-doc (the section holds every
+               workload), so copy its volume table by hand
   --no-doc     print the section but leave docs/PERFORMANCE.md alone
 EOF
 }
@@ -42,12 +46,16 @@ MODE=full
 DIR=/var/tmp/zetta-bench
 ONLY=$(IFS=,; echo "${ALL_CONTENDERS[*]}")
 WRITE_DOC=1
+WORKLOADS=all
 while (($#)); do
     case $1 in
         --quick) MODE=quick ;;
         --dir) DIR=${2:?--dir needs a directory}; shift ;;
         --only) ONLY=${2:?--only needs a list}; shift ;;
         --no-doc) WRITE_DOC=0 ;;
+        --workloads) WORKLOADS=${2:?--workloads needs a name}; shift
+            [[ $WORKLOADS == volume ]] || { usage >&2; exit 2; }
+            WRITE_DOC=0 ;;
         -h|--help) usage; exit 0 ;;
         *) usage >&2; exit 2 ;;
     esac
@@ -58,10 +66,10 @@ done
 # compressible corpus (a text tar and a VM-image-like file).
 if [[ $MODE == quick ]]; then
     SEQ_MIB=512 RW_SIZE=64m RW_JOBS=8 FILES=10000 CAP=20 VDEV_SIZE=3G
-    DATA_MIB=256 TEXT_MIB=64 VM_MIB=256
+    DATA_MIB=256 TEXT_MIB=64 VM_MIB=256 VOL_SIZE=512M
 else
     SEQ_MIB=2048 RW_SIZE=256m RW_JOBS=16 FILES=100000 CAP=600 VDEV_SIZE=8G
-    DATA_MIB=2048 TEXT_MIB=256 VM_MIB=1024
+    DATA_MIB=2048 TEXT_MIB=256 VM_MIB=1024 VOL_SIZE=2G
 fi
 RR_JOBS=4        # 16k random readers, each over its own quarter of the sequential file
 DATA_FILES=8     # the scrubbed and sent dataset is this many files of DATA_MIB / DATA_FILES
@@ -330,6 +338,8 @@ machine_info() {
     info data_size "$DATA_MIB MiB"
     info data_files "$DATA_FILES"
     info snapshot_repeats "$SNAPSHOT_REPEATS"
+    info vol_size "$VOL_SIZE"
+    info workloads "$WORKLOADS"
 }
 
 # Room for the largest contender at once: a mirror whose two sparse files fill up (freed
@@ -350,7 +360,7 @@ if ! echo 3 >/proc/sys/vm/drop_caches 2>/dev/null; then
     log "warning: cannot drop caches ($DROP_CACHES)"
 fi
 info drop_caches "$DROP_CACHES"
-make_corpus
+[[ $WORKLOADS == volume ]] || make_corpus
 
 START=$SECONDS
 IFS=, read -r -a WANT <<<"$ONLY"

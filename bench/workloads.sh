@@ -155,6 +155,10 @@ fio_run() {
 
 workloads() {
     local key=$1 m=$2
+    if [[ $WORKLOADS == volume ]]; then
+        volume_workload "$key" "$m"
+        return 0
+    fi
     snapshot_time "$key" empty
     seq_write "$key" "$m"
     drop_caches
@@ -167,6 +171,7 @@ workloads() {
     storm_rest "$key" "$m"
     corpus_writes "$key" "$m"
     scrub_and_send "$key" "$m"
+    volume_workload "$key" "$m"
     if [[ -n $CUR_DAEMON ]]; then     # last: VmHWM is the peak over every workload above
         result "$key" rss_mib "$(awk '/^VmHWM:/ { printf "%.0f", $2 / 1024 }' \
             "/proc/$CUR_DAEMON/status")"
@@ -174,6 +179,47 @@ workloads() {
 }
 
 # ---------------------------------------------------------------- fio and the file storm
+
+# Volumes: a block device of VOL_SIZE on each contender, written by fio with O_DIRECT: 4k
+# random writes (one job, capped at CAP seconds) and a 1M sequential write of the whole
+# device, each ending with an fsync of the device. raw: a loop device over a file in the
+# raw directory (the host file a VM image would be); btrfs: a loop device over a file on
+# the btrfs (a VM image on btrfs, copy-on-write as it comes); zetta: a volume (`zfs
+# create -V`) through its /dev/zvol device (a loop device over the daemon's FUSE file);
+# zfs-fuse: skipped (it serves no zvol block devices).
+volume_workload() {
+    local key=$1 m=$2 out=$RUN/fio.json dev="" i
+    case $CUR_ENGINE in
+        raw|btrfs)
+            truncate -s "$VOL_SIZE" "$m/volume.img"
+            dev=$(losetup --find --show --direct-io=on "$m/volume.img")
+            note_state loop "$dev"
+            ;;
+        zetta)
+            cur_zfs create -V "$VOL_SIZE" "$CUR_POOL/volume"
+            dev=$RUN/dev-zvol/$CUR_POOL/volume
+            for ((i = 0; i < 200; i++)); do
+                [[ -b $dev ]] && break
+                sleep 0.1
+            done
+            [[ -b $dev ]] || { log "zetta: $dev did not appear"; return 1; }
+            ;;
+        *)
+            skip_workload "$key" volume "zfs-fuse serves no zvol block devices"
+            return 0
+            ;;
+    esac
+    fio_run "$out" --name=vol-randwrite --filename="$dev" --rw=randwrite --bs=4k \
+        --ioengine=psync --direct=1 --size="$VOL_SIZE" --runtime="$CAP" --end_fsync=1
+    result "$key" vol_randwrite_4k "$(python3 "$BENCH/fio_mbps.py" "$out" write)"
+    fio_run "$out" --name=vol-seqwrite --filename="$dev" --rw=write --bs=1M \
+        --ioengine=psync --direct=1 --size="$VOL_SIZE" --end_fsync=1
+    result "$key" vol_seqwrite_1m "$(python3 "$BENCH/fio_mbps.py" "$out" write)"
+    case $CUR_ENGINE in
+        raw|btrfs) losetup -d "$dev"; rm -f "$m/volume.img" ;;
+        zetta) destroy_dataset "$CUR_POOL/volume" ;;
+    esac
+}
 
 seq_args() {
     printf '%s\n' --filename="$1/seq.dat" --bs=1M --size="${SEQ_MIB}m" --ioengine=psync \

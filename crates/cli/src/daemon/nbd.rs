@@ -3,6 +3,18 @@
 //! `<run dir>/nbd/tank/vm/disk0`), so `qemu-img`, `qemu-nbd`, `nbdcopy` and friends reach
 //! it as `nbd+unix:///tank/vm/disk0?socket=<that path>`.
 //!
+//! TCP on request: the user property `org.zetta:sharenbd` (inherited, as `sharenfs` is;
+//! OpenZFS has no NBD, and Solaris ZFS asked for a volume's network export the same way,
+//! with `shareiscsi`) set to `on` (loopback, `127.0.0.1:10809`, NBD's IANA port) or to an
+//! `ADDRESS:PORT` exports the volume on that TCP address too, by its full name:
+//! `nbd://127.0.0.1:10809/tank/vm/disk0`. One listener per address serves every volume
+//! that names it (NBD_OPT_LIST lists them); `off` or no value: no TCP. There is no
+//! authentication and no TLS (the NBD spec's STARTTLS is not offered): loopback gives
+//! every local user the volume's bytes (the Unix socket is 0600, root's), and an address
+//! other than loopback every host that reaches it, as an unauthenticated iSCSI target
+//! would. A value that is no address, or an address that cannot be bound, is
+//! logged to the daemon's log and leaves the volume on its Unix socket only.
+//!
 //! Protocol (the NBD spec's "fixed newstyle" negotiation): `NBD_OPT_EXPORT_NAME`,
 //! `NBD_OPT_GO`/`NBD_OPT_INFO` (export size and flags, block sizes: minimum 1, preferred
 //! `volblocksize`, maximum 32 MiB), `NBD_OPT_LIST`, `NBD_OPT_ABORT`; other options are
@@ -24,12 +36,15 @@
 //! EINVAL (ENOSPC for writes, as the spec asks); pool refusals map to ENOSPC, EDQUOT→ENOSPC,
 //! EPERM (read-only), else EIO.
 //!
-//! Threads and locking: one accept thread per export, one thread per connection. A
+//! Threads and locking: one accept thread per export (and per TCP address), one thread
+//! per connection. A
 //! request takes the pool's lock exclusively for the one volume operation (as a FUSE
 //! write does) and never holds it across socket I/O; FLUSH and FUA take it once more for
 //! the log commit, as a FUSE fsync does. The export table
-//! (`EXPORTS`) is a mutex taken only by `reconcile` (after each command that can add,
-//! remove or rename a volume, and at start) and never while a pool lock is held. An
+//! (`EXPORTS`, then `TCP_EXPORTS`) is a mutex taken only by `reconcile` (after each
+//! command that can add, remove or rename a volume, and at start) and never while a pool
+//! lock is held; a TCP listener's volume table is a mutex of its own, taken by
+//! `reconcile` to replace it and by a connection's negotiation to look a name up. An
 //! export removed (destroy, rename, export of its pool) stops accepting; its open
 //! connections get EIO (ENOENT of the old name) on their next request.
 
@@ -37,6 +52,7 @@ use super::registry::{self, PoolRef};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -111,12 +127,52 @@ pub(super) const SYNC_STANDARD: u8 = 0;
 pub(super) const SYNC_ALWAYS: u8 = 1;
 pub(super) const SYNC_DISABLED: u8 = 2;
 
-/// The `sync` property of every volume of `spa` named in `names`, and whether its
-/// `volmode` is `none` (no block device).
-fn volume_props(spa: &mut Spa, names: &[String]) -> Vec<(u8, bool)> {
+/// The user property that asks for a volume's export over TCP (module header).
+pub const SHARENBD_PROP: &str = "org.zetta:sharenbd";
+/// `org.zetta:sharenbd=on`: loopback only, on the port IANA gives NBD.
+pub const SHARENBD_DEFAULT: &str = "127.0.0.1:10809";
+
+/// The TCP address a volume's `org.zetta:sharenbd` value asks for: `None` for `off`, an
+/// unset property or a value that is no `ADDRESS:PORT` (logged).
+fn sharenbd_address(name: &str, value: Option<&str>) -> Option<SocketAddr> {
+    let value = match value? {
+        "off" | "" | "-" => return None,
+        "on" => SHARENBD_DEFAULT,
+        other => other,
+    };
+    match value.parse::<SocketAddr>() {
+        Ok(address) => Some(address),
+        Err(_) => {
+            eprintln!(
+                "zetta: {name}: {SHARENBD_PROP}={value}: not 'on', 'off' or ADDRESS:PORT; \
+                 no TCP export"
+            );
+            None
+        }
+    }
+}
+
+/// What `reconcile` reads of each volume's properties.
+#[derive(Clone, Copy)]
+struct VolumeProps {
+    /// `sync` (`SYNC_*`).
+    sync: u8,
+    /// `volmode=none`: no block device.
+    hidden: bool,
+    /// `org.zetta:sharenbd`: the TCP address to export it on.
+    tcp: Option<SocketAddr>,
+}
+
+/// The properties of every volume of `spa` named in `names` that `reconcile` needs.
+fn volume_props(spa: &mut Spa, names: &[String]) -> Vec<VolumeProps> {
     // Unreadable properties: the defaults, `standard` (FLUSH and FUA commit the log).
     let Ok(props) = crate::zfs::load_spa_props(spa) else {
-        return vec![(SYNC_STANDARD, false); names.len()];
+        let default = VolumeProps {
+            sync: SYNC_STANDARD,
+            hidden: false,
+            tcp: None,
+        };
+        return vec![default; names.len()];
     };
     names
         .iter()
@@ -127,12 +183,37 @@ fn volume_props(spa: &mut Spa, names: &[String]) -> Vec<(u8, bool)> {
                 Some("disabled") => SYNC_DISABLED,
                 _ => SYNC_STANDARD,
             };
-            (sync, value("volmode").as_deref() == Some("none"))
+            VolumeProps {
+                sync,
+                hidden: value("volmode").as_deref() == Some("none"),
+                tcp: sharenbd_address(name, value(SHARENBD_PROP).as_deref()),
+            }
         })
         .collect()
 }
 
 static EXPORTS: Mutex<Option<HashMap<String, Export>>> = Mutex::new(None);
+
+/// What a connection needs of the volume it asked for.
+#[derive(Clone)]
+struct Target {
+    volume: String,
+    pool: PoolWeak,
+    sync: Arc<AtomicU8>,
+}
+
+/// The volumes one TCP listener serves, by full name; `reconcile` replaces it whole.
+type TcpVolumes = Arc<Mutex<HashMap<String, Target>>>;
+
+/// One TCP listener: its accept thread stops when `stop` is set and it is woken.
+struct TcpExport {
+    stop: Arc<AtomicBool>,
+    volumes: TcpVolumes,
+}
+
+/// The TCP listeners by address (`org.zetta:sharenbd`). Taken only by `reconcile`, after
+/// `EXPORTS`.
+static TCP_EXPORTS: Mutex<Option<HashMap<SocketAddr, TcpExport>>> = Mutex::new(None);
 
 /// Where the socket of volume `name` lives.
 pub fn socket_path(name: &str) -> PathBuf {
@@ -146,6 +227,7 @@ pub fn reconcile() {
         return;
     };
     let mut wanted: HashMap<String, (PoolRef, u8)> = HashMap::new();
+    let mut tcp_wanted: Vec<(String, SocketAddr, PoolWeak)> = Vec::new();
     let mut devices = Vec::new();
     for pool in registry.all() {
         let volumes = {
@@ -169,16 +251,19 @@ pub fn reconcile() {
             };
             volumes.into_iter().zip(props).collect::<Vec<_>>()
         };
-        for ((name, info), (sync, hidden)) in volumes {
+        for ((name, info), props) in volumes {
             devices.push(super::zvol_dev::VolumeView {
                 name: name.clone(),
                 size_bytes: info.size_bytes,
                 block_size_bytes: info.block_size_bytes,
                 pool: pool.clone(),
-                sync,
-                hidden,
+                sync: props.sync,
+                hidden: props.hidden,
             });
-            wanted.insert(name, (pool.clone(), sync));
+            if let Some(address) = props.tcp {
+                tcp_wanted.push((name.clone(), address, Arc::downgrade(&pool)));
+            }
+            wanted.insert(name, (pool.clone(), props.sync));
         }
     }
     super::zvol_dev::reconcile(devices);
@@ -206,6 +291,90 @@ pub fn reconcile() {
             exports.insert(name, export);
         }
     }
+    // TCP: each address serves the volumes that name it, with their Unix exports' sync.
+    let mut by_address: HashMap<SocketAddr, HashMap<String, Target>> = HashMap::new();
+    for (name, address, pool) in tcp_wanted {
+        let Some(export) = exports.get(&name) else {
+            continue;
+        };
+        let target = Target {
+            volume: name.clone(),
+            pool,
+            sync: export.sync.clone(),
+        };
+        by_address.entry(address).or_default().insert(name, target);
+    }
+    reconcile_tcp(by_address);
+}
+
+/// Makes the TCP listeners match `wanted`: new addresses bound, vanished ones stopped, the
+/// volume table of the others replaced (their open connections keep their volume until
+/// their next request finds it gone from the pool).
+fn reconcile_tcp(mut wanted: HashMap<SocketAddr, HashMap<String, Target>>) {
+    let mut table = TCP_EXPORTS.lock();
+    let listeners = table.get_or_insert_with(HashMap::new);
+    let gone: Vec<SocketAddr> = listeners
+        .keys()
+        .filter(|a| !wanted.contains_key(*a))
+        .copied()
+        .collect();
+    for address in gone {
+        if let Some(listener) = listeners.remove(&address) {
+            listener.stop.store(true, Ordering::SeqCst);
+            // Wakes the accept thread, which sees `stop` and ends (and closes the port).
+            let _ = TcpStream::connect_timeout(&address, std::time::Duration::from_secs(1));
+        }
+    }
+    for (address, volumes) in wanted.drain() {
+        if let Some(listener) = listeners.get(&address) {
+            *listener.volumes.lock() = volumes;
+            continue;
+        }
+        if let Some(listener) = start_tcp(address, volumes) {
+            listeners.insert(address, listener);
+        }
+    }
+}
+
+/// Binds `address` and starts its accept thread.
+fn start_tcp(address: SocketAddr, volumes: HashMap<String, Target>) -> Option<TcpExport> {
+    let listener = match TcpListener::bind(address) {
+        Ok(listener) => listener,
+        Err(e) => {
+            eprintln!("zetta: {SHARENBD_PROP}: cannot listen on {address}: {e}");
+            return None;
+        }
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let volumes: TcpVolumes = Arc::new(Mutex::new(volumes));
+    let (flag, table) = (stop.clone(), volumes.clone());
+    std::thread::Builder::new()
+        .name(format!("nbd tcp {address}"))
+        .spawn(move || {
+            for stream in listener.incoming() {
+                if flag.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(stream) = stream else { continue };
+                // Small replies (one per request) must not wait for Nagle.
+                let _ = stream.set_nodelay(true);
+                let table = table.clone();
+                let _ = std::thread::Builder::new()
+                    .name("nbd tcp client".to_string())
+                    .spawn(move || {
+                        let find =
+                            |asked: &str| table.lock().get(asked.trim_start_matches('/')).cloned();
+                        let names = || {
+                            let mut names: Vec<String> = table.lock().keys().cloned().collect();
+                            names.sort();
+                            names
+                        };
+                        let _ = serve(stream, &find, &names);
+                    });
+            }
+        })
+        .ok()?;
+    Some(TcpExport { stop, volumes })
 }
 
 /// Binds the socket of volume `name` and starts its accept thread.
@@ -233,11 +402,19 @@ fn start(name: &str, pool: PoolWeak, sync_mode: u8) -> Option<Export> {
                     break;
                 }
                 let Ok(stream) = stream else { continue };
-                let (pool, volume, mode) = (pool.clone(), volume.clone(), mode.clone());
+                let target = Target {
+                    volume: volume.clone(),
+                    pool: pool.clone(),
+                    sync: mode.clone(),
+                };
                 let _ = std::thread::Builder::new()
                     .name("nbd client".to_string())
                     .spawn(move || {
-                        let _ = serve(stream, &pool, &volume, &mode);
+                        let find = |asked: &str| {
+                            names_volume(asked, &target.volume).then(|| target.clone())
+                        };
+                        let names = || vec![target.volume.clone()];
+                        let _ = serve(stream, &find, &names);
                     });
             }
         })
@@ -310,8 +487,14 @@ fn transmission_flags(readonly: bool) -> u16 {
     flags
 }
 
-/// One connection: negotiation, then requests until DISC or the client goes away.
-fn serve(mut s: UnixStream, pool: &PoolWeak, volume: &str, sync: &AtomicU8) -> std::io::Result<()> {
+/// One connection: negotiation, then requests until DISC or the client goes away. `find`
+/// gives the volume an export name names (a Unix socket: its one volume; TCP: any of its
+/// listener's by full name), `names` what NBD_OPT_LIST lists.
+fn serve<S: Read + Write>(
+    mut s: S,
+    find: &dyn Fn(&str) -> Option<Target>,
+    names: &dyn Fn() -> Vec<String>,
+) -> std::io::Result<()> {
     let mut hello = Vec::with_capacity(18);
     hello.extend_from_slice(&NBDMAGIC.to_be_bytes());
     hello.extend_from_slice(&IHAVEOPT.to_be_bytes());
@@ -331,8 +514,8 @@ fn serve(mut s: UnixStream, pool: &PoolWeak, volume: &str, sync: &AtomicU8) -> s
         match option {
             OPT_EXPORT_NAME => {
                 let asked = String::from_utf8_lossy(&data);
-                let Some((size, _, readonly)) =
-                    shape(pool, volume).filter(|_| names_volume(&asked, volume))
+                let Some((target, (size, _, readonly))) =
+                    find(&asked).and_then(|t| shape(&t.pool, &t.volume).map(|shape| (t, shape)))
                 else {
                     // The spec's only answer to an unknown name here: close.
                     return Ok(());
@@ -344,7 +527,7 @@ fn serve(mut s: UnixStream, pool: &PoolWeak, volume: &str, sync: &AtomicU8) -> s
                     out.extend_from_slice(&[0u8; 124]);
                 }
                 s.write_all(&out)?;
-                return transmit(s, pool, volume, sync);
+                return transmit(s, &target.pool, &target.volume, &target.sync);
             }
             OPT_ABORT => {
                 let _ = option_reply(&mut s, option, REP_ACK, &[]);
@@ -355,10 +538,12 @@ fn serve(mut s: UnixStream, pool: &PoolWeak, volume: &str, sync: &AtomicU8) -> s
                     option_reply(&mut s, option, REP_ERR_INVALID, &[])?;
                     continue;
                 }
-                let mut entry = Vec::new();
-                entry.extend_from_slice(&(volume.len() as u32).to_be_bytes());
-                entry.extend_from_slice(volume.as_bytes());
-                option_reply(&mut s, option, REP_SERVER, &entry)?;
+                for volume in names() {
+                    let mut entry = Vec::new();
+                    entry.extend_from_slice(&(volume.len() as u32).to_be_bytes());
+                    entry.extend_from_slice(volume.as_bytes());
+                    option_reply(&mut s, option, REP_SERVER, &entry)?;
+                }
                 option_reply(&mut s, option, REP_ACK, &[])?;
             }
             OPT_INFO | OPT_GO => {
@@ -371,8 +556,8 @@ fn serve(mut s: UnixStream, pool: &PoolWeak, volume: &str, sync: &AtomicU8) -> s
                     option_reply(&mut s, option, REP_ERR_INVALID, &[])?;
                     continue;
                 };
-                let Some((size, block, readonly)) =
-                    shape(pool, volume).filter(|_| names_volume(&asked, volume))
+                let Some((target, (size, block, readonly))) =
+                    find(&asked).and_then(|t| shape(&t.pool, &t.volume).map(|shape| (t, shape)))
                 else {
                     option_reply(&mut s, option, REP_ERR_UNKNOWN, &[])?;
                     continue;
@@ -392,7 +577,7 @@ fn serve(mut s: UnixStream, pool: &PoolWeak, volume: &str, sync: &AtomicU8) -> s
                 option_reply(&mut s, option, REP_INFO, &sizes)?;
                 option_reply(&mut s, option, REP_ACK, &[])?;
                 if option == OPT_GO {
-                    return transmit(s, pool, volume, sync);
+                    return transmit(s, &target.pool, &target.volume, &target.sync);
                 }
             }
             _ => option_reply(&mut s, option, REP_ERR_UNSUP, &[])?,
@@ -430,8 +615,8 @@ fn flush(pool: &PoolRef, volume: &str, sync: u8) -> Result<(), SpaError> {
 }
 
 /// The transmission phase.
-fn transmit(
-    mut s: UnixStream,
+fn transmit<S: Read + Write>(
+    mut s: S,
     pool: &PoolWeak,
     volume: &str,
     sync: &AtomicU8,

@@ -272,7 +272,8 @@ fn serve(stream: UnixStream) {
             kind: FRAME_STDERR,
             direct: None,
         };
-        if let Err(message) = super::mounts::prepare(&args) {
+        let prepared = super::zvol_dev::prepare(&args).and_then(|()| super::mounts::prepare(&args));
+        if let Err(message) = prepared {
             let _ = writeln!(err, "{message}");
             let mut writer = &stream;
             let _ = protocol::write_frame(&mut writer, FRAME_EXIT, &1i32.to_le_bytes());

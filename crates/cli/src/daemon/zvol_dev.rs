@@ -24,6 +24,16 @@
 //! its `<run dir>/zvol`, removes their links, and clears the dead mount before mounting.
 //! `stop` (daemon shutdown) detaches every loop before the FUSE mount goes.
 //!
+//! Busy (OpenZFS's `zv_open_count`): `prepare`, before `zpool export`, `zpool destroy` and
+//! `zfs destroy`, refuses when a volume they would take away has its block device in use —
+//! mounted, held by another block layer (`holders/`), or open in any process — with
+//! libzfs's words ("cannot export 'tank': pool is busy", "cannot destroy 'tank/vm': dataset
+//! is busy"), and changes nothing. `-f` does not override it, as on OpenZFS, whose forced
+//! export still finds the pool referenced by the open zvol (EBUSY from `spa_export_common`).
+//! A use is confirmed over a few checks (`BUSY_CHECKS`), so a probe that opens the
+//! device for a moment (udev's blkid after a write) does not make it busy. NBD connections
+//! do not count: a client is not told, as before, and gets EIO on its next request.
+//!
 //! Locking: the volume table (`TABLE`) is a mutex the FUSE threads take briefly to find a
 //! volume by inode and never hold across pool work; a request then takes the pool's lock for
 //! its one volume operation, as an NBD request does. `reconcile` takes `STATE` (the mount
@@ -323,6 +333,138 @@ pub fn reconcile(volumes: Vec<VolumeView>) {
             }
         }
     }
+}
+
+/// How many times, `BUSY_WAIT` apart, a device must be found in use to be busy.
+const BUSY_CHECKS: u32 = 5;
+const BUSY_WAIT: Duration = Duration::from_millis(40);
+
+/// Whether block device `device` (`/dev/loopN`) is in use now: an exclusive open fails
+/// (a mount, or another exclusive holder), a block layer is stacked on it, or a process
+/// holds it open (its link in `/proc/PID/fd`, as `fuser` finds it).
+fn device_in_use_now(device: &Path) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    let exclusive = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_EXCL)
+        .open(device);
+    if exclusive.is_err_and(|e| e.raw_os_error() == Some(libc::EBUSY)) {
+        return true;
+    }
+    let name = device
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
+    let holders = Path::new("/sys/block").join(&name).join("holders");
+    if std::fs::read_dir(holders).is_ok_and(|mut entries| entries.next().is_some()) {
+        return true;
+    }
+    let own = std::process::id().to_string();
+    let Ok(processes) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    processes.flatten().any(|process| {
+        let pid = process.file_name();
+        if pid.to_string_lossy() == own
+            || !pid.to_string_lossy().bytes().all(|b| b.is_ascii_digit())
+        {
+            return false;
+        }
+        let Ok(fds) = std::fs::read_dir(process.path().join("fd")) else {
+            return false;
+        };
+        fds.flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target == device))
+    })
+}
+
+/// Whether `device` stays in use over `BUSY_CHECKS` checks.
+fn device_in_use(device: &Path) -> bool {
+    for check in 0..BUSY_CHECKS {
+        if !device_in_use_now(device) {
+            return false;
+        }
+        if check + 1 < BUSY_CHECKS {
+            std::thread::sleep(BUSY_WAIT);
+        }
+    }
+    true
+}
+
+/// The first volume named `name` or below it (`zfs destroy -r`, a whole pool) whose device
+/// is in use.
+fn busy_volume(name: &str, below: bool) -> Option<String> {
+    let devices: Vec<(String, PathBuf)> = {
+        let state = STATE.lock();
+        let state = state.as_ref()?;
+        let prefix = format!("{name}/");
+        let mut devices: Vec<(String, PathBuf)> = state
+            .loops
+            .iter()
+            .filter(|(volume, _)| *volume == name || (below && volume.starts_with(&prefix)))
+            .map(|(volume, (device, _))| (volume.clone(), device.clone()))
+            .collect();
+        devices.sort();
+        devices
+    };
+    devices
+        .into_iter()
+        .find(|(_, device)| device_in_use(device))
+        .map(|(volume, _)| volume)
+}
+
+/// Before a command that takes volumes away (`zpool export`/`destroy`, `zfs destroy`):
+/// refuses it when one of their devices is in use (module header). `args` is the whole
+/// command line.
+pub fn prepare(args: &[String]) -> Result<(), String> {
+    if args.len() < 2 {
+        return Ok(());
+    }
+    let flags: String = args[2..]
+        .iter()
+        .filter(|a| a.starts_with('-') && !a.starts_with("--"))
+        .flat_map(|a| a.chars().skip(1))
+        .collect();
+    let operands: Vec<&String> = args[2..].iter().filter(|a| !a.starts_with('-')).collect();
+    match (args[0].as_str(), args[1].as_str()) {
+        ("zpool", verb @ ("export" | "destroy")) => {
+            let pools: Vec<String> = if verb == "export" && flags.contains('a') {
+                let state = STATE.lock();
+                let mut pools: Vec<String> = state
+                    .as_ref()
+                    .map(|s| {
+                        s.loops
+                            .keys()
+                            .filter_map(|v| v.split('/').next().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                pools.sort();
+                pools.dedup();
+                pools
+            } else {
+                operands.iter().map(|s| s.to_string()).collect()
+            };
+            for pool in pools {
+                if busy_volume(&pool, true).is_some() {
+                    return Err(format!("cannot {verb} '{pool}': pool is busy"));
+                }
+            }
+        }
+        ("zfs", "destroy") if !flags.contains('n') => {
+            let below = flags.contains('r') || flags.contains('R');
+            for name in operands
+                .iter()
+                .filter(|n| !n.contains('@') && !n.contains('#'))
+            {
+                if let Some(volume) = busy_volume(name, below) {
+                    return Err(format!("cannot destroy '{volume}': dataset is busy"));
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// Daemon shutdown: every loop device detached and linked name removed, then the mount.
