@@ -615,7 +615,7 @@ fn free_port() -> u16 {
 // `org.zetta:sharenbd=ADDRESS:PORT` set (on the pool's root, inherited) every volume below
 // is served on that address by its full name: `nbdinfo --list` lists them, `qemu-img
 // convert` round-trips an image through `nbd://127.0.0.1:PORT/tank/vm`, a name not shared
-// there is refused, and `off` closes the port.
+// there is refused, and `off` closes the port; a value that is no address is refused at set.
 #[test]
 fn nbd_over_tcp_on_request() {
     for tool in ["/usr/bin/qemu-img", "/usr/bin/nbdinfo"] {
@@ -631,6 +631,23 @@ fn nbd_over_tcp_on_request() {
     assert!(
         std::net::TcpStream::connect(&address).is_err(),
         "nothing listens before the property is set"
+    );
+    // A value the daemon could not act on is refused when set, and nothing is stored.
+    let bad = lab.run("zfs", &["set", "org.zetta:sharenbd=yes", "tank"]);
+    assert_eq!(
+        (bad.code, bad.stderr.as_str()),
+        (
+            1,
+            "cannot set property for 'tank': 'org.zetta:sharenbd' must be one of \
+             'on | off | ADDRESS:PORT'\n"
+        )
+    );
+    assert_eq!(
+        lab.ok(
+            "zfs",
+            &["get", "-H", "-o", "value", "org.zetta:sharenbd", "tank"]
+        ),
+        "-\n"
     );
     lab.ok(
         "zfs",

@@ -38,8 +38,30 @@ pub fn check_user_prop_name(name: &str) -> Result<(), PropError> {
     }
 }
 
+/// The user property that exports a volume over NBD on TCP (`on`, `off` or
+/// `ADDRESS:PORT`; the daemon's `nbd` module acts on it). Zetta's own user property, so its
+/// value is checked when set: a value the daemon could not act on is refused, not stored.
+pub const SHARENBD: &str = "org.zetta:sharenbd";
+/// `org.zetta:sharenbd=on`: loopback only, on the port IANA gives NBD.
+pub const SHARENBD_DEFAULT: &str = "127.0.0.1:10809";
+
+/// The TCP address a `org.zetta:sharenbd` value asks for: `Ok(None)` for `off`, `Err` for
+/// a value that is neither `on`, `off` nor `ADDRESS:PORT`.
+pub fn sharenbd_address(value: &str) -> Result<Option<std::net::SocketAddr>, PropError> {
+    let value = match value {
+        "off" => return Ok(None),
+        "on" => SHARENBD_DEFAULT,
+        other => other,
+    };
+    value.parse().map(Some).map_err(|_| PropError::MustBeOneOf {
+        name: SHARENBD,
+        values: "on | off | ADDRESS:PORT",
+    })
+}
+
 /// Checks a `zfs set name=value` of a user property (name already spelled as one): the name
-/// and value length limits, with libzfs's and the kernel's messages.
+/// and value length limits, with libzfs's and the kernel's messages, and the value of
+/// Zetta's own `org.zetta:sharenbd`.
 pub fn check_user_prop(name: &str, value: &str) -> Result<(), PropError> {
     check_user_prop_name(name)?;
     if name.len() > USER_PROP_NAME_LEN_MAX {
@@ -47,6 +69,9 @@ pub fn check_user_prop(name: &str, value: &str) -> Result<(), PropError> {
     }
     if value.len() > USER_PROP_VALUE_LEN_MAX {
         return Err(PropError::UserValueTooLong);
+    }
+    if name == SHARENBD {
+        sharenbd_address(value)?;
     }
     Ok(())
 }
@@ -58,6 +83,22 @@ pub fn user_prop_column(name: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    // Why: the daemon acts on org.zetta:sharenbd; a value it cannot act on must be refused
+    // at `zfs set`, not stored and then only logged by the daemon.
+    #[test]
+    fn sharenbd_values_are_checked_when_set() {
+        assert!(check_user_prop(SHARENBD, "on").is_ok());
+        assert!(check_user_prop(SHARENBD, "off").is_ok());
+        assert!(check_user_prop(SHARENBD, "0.0.0.0:10900").is_ok());
+        assert!(check_user_prop(SHARENBD, "[::1]:10809").is_ok());
+        assert_eq!(
+            check_user_prop(SHARENBD, "yes").unwrap_err().to_string(),
+            "'org.zetta:sharenbd' must be one of 'on | off | ADDRESS:PORT'"
+        );
+        assert!(check_user_prop(SHARENBD, "localhost").is_err());
+        assert!(check_user_prop("com.example:share", "yes").is_ok());
+    }
+
     use super::*;
 
     // syncoid reads `syncoid:sync`; sanoid-style names with dots and dashes must pass.

@@ -128,20 +128,20 @@ pub(super) const SYNC_ALWAYS: u8 = 1;
 pub(super) const SYNC_DISABLED: u8 = 2;
 
 /// The user property that asks for a volume's export over TCP (module header).
-pub const SHARENBD_PROP: &str = "org.zetta:sharenbd";
+pub const SHARENBD_PROP: &str = zetta_zprop::user_prop::SHARENBD;
 /// `org.zetta:sharenbd=on`: loopback only, on the port IANA gives NBD.
-pub const SHARENBD_DEFAULT: &str = "127.0.0.1:10809";
+pub const SHARENBD_DEFAULT: &str = zetta_zprop::user_prop::SHARENBD_DEFAULT;
 
 /// The TCP address a volume's `org.zetta:sharenbd` value asks for: `None` for `off`, an
-/// unset property or a value that is no `ADDRESS:PORT` (logged).
+/// unset property or a value that is no `ADDRESS:PORT` (`zfs set` refuses those; one
+/// received in a stream is logged).
 fn sharenbd_address(name: &str, value: Option<&str>) -> Option<SocketAddr> {
     let value = match value? {
-        "off" | "" | "-" => return None,
-        "on" => SHARENBD_DEFAULT,
+        "" | "-" => return None,
         other => other,
     };
-    match value.parse::<SocketAddr>() {
-        Ok(address) => Some(address),
+    match zetta_zprop::user_prop::sharenbd_address(value) {
+        Ok(address) => address,
         Err(_) => {
             eprintln!(
                 "zetta: {name}: {SHARENBD_PROP}={value}: not 'on', 'off' or ADDRESS:PORT; \
