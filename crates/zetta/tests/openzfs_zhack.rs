@@ -22,7 +22,7 @@
 
 mod common;
 
-use common::oracle::{oracle_prefix, zdb};
+use common::oracle::{build_devzfs_shim, zdb, zhack};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -34,31 +34,6 @@ use zetta::spa::{CreateOptions, Spa, TopKind, TopSpec};
 use zetta::zpl::openzfs::fs::ZplFs;
 
 const DISK_SIZE_BYTES: u64 = 256 << 20;
-
-/// The shim, compiled into `dir` (test-time build of our own source).
-fn build_shim(dir: &Path) -> PathBuf {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/shim/devzfs.c");
-    let out = dir.join("devzfs.so");
-    let status = Command::new("cc")
-        .args(["-shared", "-fPIC", "-o"])
-        .arg(&out)
-        .arg(&source)
-        .arg("-ldl")
-        .status()
-        .expect("cc runs");
-    assert!(status.success(), "cc {} failed", source.display());
-    out
-}
-
-fn zhack() -> PathBuf {
-    let zhack = oracle_prefix().join("sbin/zhack");
-    assert!(
-        zhack.is_file(),
-        "{} is missing: run scripts/oracle.sh to install OpenZFS's zhack",
-        zhack.display()
-    );
-    zhack
-}
 
 /// The newest label txg OpenZFS's `zdb -l` prints for `disk`.
 fn label_txg(disk: &Path) -> u64 {
@@ -149,7 +124,7 @@ fn zhack_commits_txgs_on_a_zetta_pool() {
     let txg_before = label_txg(&disk);
     assert!(txg_before > 0, "zdb -l reads Zetta's labels");
 
-    let shim = build_shim(&dir);
+    let shim = build_devzfs_shim(&dir);
     let out = Command::new(zhack())
         .env("LD_PRELOAD", &shim)
         .arg("-d")
