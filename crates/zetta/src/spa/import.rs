@@ -1,7 +1,11 @@
 //! Finding and importing pools (OpenZFS `spa_import`, `zpool_find_import`).
 //!
 //! Discovery reads the labels of candidate devices and groups them by pool guid; the newest
-//! label config of each pool describes its vdev tree. Import then needs every top-level vdev
+//! label config of each pool describes its vdev tree (Zetta's whole-tree copy when it has
+//! one, else assembled from every top-level vdev's newest label, as OpenZFS's
+//! `get_configs` does). A pool labelled by OpenZFS's keys alone is imported here only when
+//! `spa::openzfs::discover::zetta_writes` finds its version, active features and MOS
+//! layout Zetta's; others are `spa::openzfs`'s (read-only). Import then needs every top-level vdev
 //! usable (redundancy lives inside top-level vdevs: losing one loses the pool, `-f` or not),
 //! reads every uberblock ring, and opens the MOS of the newest uberblock that verifies —
 //! falling back to older ones when the newest is damaged. The vdev tree is then rebuilt from
@@ -50,7 +54,12 @@ impl ImportCandidate {
             return Vdev::from_config(tree, &self.devices).map_err(SpaError::Corrupt);
         }
         let mut root = Vdev::new(crate::vdev::VdevKind::Root, self.guid);
-        let known = self.tops.keys().next_back().map_or(0, |id| id + 1);
+        // Ids come from disk: a hostile one must not overflow (it is refused below).
+        let known = self
+            .tops
+            .keys()
+            .next_back()
+            .map_or(0, |id| id.saturating_add(1));
         let count = self
             .config
             .get_u64("vdev_children")

@@ -13,9 +13,16 @@
 //!                   org.zetta:format, org.zetta:vdev_root (the whole tree)
 //! vdev              type, id, guid, [path], [nparity], [whole_disk] (disks, 0),
 //!                   top-level: metaslab_array, metaslab_shift, ashift, asize, is_log;
-//!                   [create_txg]; children[...] | leaf: [offline], [is_hole];
+//!                   [DTL]; [create_txg]; MOS only: [com.delphix:vdev_zap_leaf],
+//!                   [com.delphix:vdev_zap_top]; children[...] | leaf: [offline], [is_hole];
 //!                   Zetta: [org.zetta:missing_txg], [org.zetta:asize] (non-top leaves)
 //! ```
+//!
+//! What OpenZFS writes and Zetta does not make (a leaf's `DTL` space map, the per-vdev
+//! ZAPs, `com.delphix:has_per_vdev_zaps`) is parsed into `Vdev::openzfs_keys` and written
+//! back as it was, so a pool OpenZFS wrote last keeps naming those MOS objects (zdb would
+//! report them leaked otherwise). A config without Zetta's keys (OpenZFS's) parses too:
+//! a non-top leaf's size is then its device's data region.
 //!
 //! Theory. OpenZFS ignores keys it does not know, so the facts only Zetta's engine keeps
 //! live in `org.zetta:*` keys: the format version, a leaf's one-range dirty time log
