@@ -13,15 +13,16 @@
 //! then still finds no leak; and Zetta reads the result through its OpenZFS codecs (the
 //! read-only path, `spa::openzfs`): every file and snapshot identical.
 //!
-//! The boundary (issue 14 step 2, not done): OpenZFS's labels drop Zetta's `org.zetta:*`
-//! keys (`format`, `vdev_root`, ...), so Zetta's own import does not recognise the pool as
-//! its own any more and `zpool import` offers only `-o readonly=on`. The last assertion
-//! pins that; it flips when import decides "Zetta's or foreign" by features and derives
-//! those keys from OpenZFS's (docs/ONDISK.md, header).
+//! Then (issue 14 step 1): OpenZFS's labels drop Zetta's `org.zetta:*` keys (`format`,
+//! `vdev_root`, ...) and add its per-vdev ZAPs and DTL objects; Zetta's discovery
+//! assembles the tree from OpenZFS's keys, judges the pool Zetta's by its features
+//! (`com.example:x` is enabled, not active) and imports it read-write: a scrub is clean,
+//! every file reads back, a write and a snapshot commit, and OpenZFS's `zdb -bcc` still
+//! finds no leak (the objects zhack made are carried through Zetta's config writes).
 
 mod common;
 
-use common::oracle::{oracle_prefix, zdb};
+use common::oracle::{build_devzfs_shim, zdb, zhack};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -33,31 +34,6 @@ use zetta::spa::{CreateOptions, Spa, TopKind, TopSpec};
 use zetta::zpl::openzfs::fs::ZplFs;
 
 const DISK_SIZE_BYTES: u64 = 256 << 20;
-
-/// The shim, compiled into `dir` (test-time build of our own source).
-fn build_shim(dir: &Path) -> PathBuf {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/shim/devzfs.c");
-    let out = dir.join("devzfs.so");
-    let status = Command::new("cc")
-        .args(["-shared", "-fPIC", "-o"])
-        .arg(&out)
-        .arg(&source)
-        .arg("-ldl")
-        .status()
-        .expect("cc runs");
-    assert!(status.success(), "cc {} failed", source.display());
-    out
-}
-
-fn zhack() -> PathBuf {
-    let zhack = oracle_prefix().join("sbin/zhack");
-    assert!(
-        zhack.is_file(),
-        "{} is missing: run scripts/oracle.sh to install OpenZFS's zhack",
-        zhack.display()
-    );
-    zhack
-}
 
 /// The newest label txg OpenZFS's `zdb -l` prints for `disk`.
 fn label_txg(disk: &Path) -> u64 {
@@ -148,7 +124,7 @@ fn zhack_commits_txgs_on_a_zetta_pool() {
     let txg_before = label_txg(&disk);
     assert!(txg_before > 0, "zdb -l reads Zetta's labels");
 
-    let shim = build_shim(&dir);
+    let shim = build_devzfs_shim(&dir);
     let out = Command::new(zhack())
         .env("LD_PRELOAD", &shim)
         .arg("-d")
@@ -185,7 +161,7 @@ fn zhack_commits_txgs_on_a_zetta_pool() {
 
     // Zetta reads what OpenZFS rewrote, through its OpenZFS codecs.
     let device: DeviceRef = Arc::new(FileDevice::open(&path).unwrap());
-    let candidates = discover::find_pools(std::slice::from_ref(&device), 0);
+    let candidates = discover::find_pools_with_zetta(std::slice::from_ref(&device), 0);
     let candidate = candidates
         .iter()
         .find(|c| c.name == "tank")
@@ -200,10 +176,53 @@ fn zhack_commits_txgs_on_a_zetta_pool() {
     snapshot.sort();
     assert_eq!(read_back(&pool, "tank/a@s1"), snapshot);
 
-    // The boundary (module header): Zetta's own discovery no longer sees its pool.
-    assert!(
-        zetta::spa::find_pools(std::slice::from_ref(&device)).is_empty(),
-        "issue 14 step 2 has landed: turn this into a read-write import"
+    // Zetta's own import takes the pool back read-write from OpenZFS's keys alone: its
+    // features are Zetta's (com.example:x is enabled, not active).
+    let found = zetta::spa::find_pools(std::slice::from_ref(&device));
+    assert_eq!(
+        found.len(),
+        1,
+        "Zetta's discovery finds the pool zhack rewrote"
     );
+    assert!(
+        discover::find_pools(std::slice::from_ref(&device), 0).is_empty(),
+        "a pool Zetta writes is not listed as foreign too"
+    );
+    let mut spa = Spa::import(&found[0], None, 64 << 20).expect("read-write import");
+    let stats = spa.scrub(None).unwrap();
+    assert_eq!(stats.errors, 0, "scrub after zhack");
+    for (name, data) in &expected {
+        let read = spa
+            .with_zpl("tank/a", |vfs, os, ctx| {
+                let attr = vfs.lookup(os, ctx, vfs.root, name.as_bytes())?;
+                vfs.read(os, ctx, attr.object, 0, data.len() + 1)
+            })
+            .unwrap();
+        assert_eq!(&read, data, "{name} reads back after zhack");
+    }
+    write_file(&mut spa, "tank/a", "after-zhack", b"written by Zetta again");
+    spa.sync().unwrap();
+    spa.snapshot(&["tank/a@s2".to_string()]).unwrap();
+    spa.sync().unwrap();
+    spa.export().unwrap();
+    // OpenZFS's verdict on what Zetta wrote over OpenZFS's config: the per-vdev ZAPs and
+    // DTL objects zhack made are still named (a dropped one is a leaked MOS object;
+    // a single-device top-level vdev gets no DTL from zhack, so only the ZAPs are named).
+    let leaks = zdb_text(&dir, &["-bcc", "tank"]);
+    assert!(
+        leaks.contains("No leaks"),
+        "zdb -bcc after Zetta's write:\n{leaks}"
+    );
+    assert!(
+        !leaks.contains(") leaked"),
+        "zdb -bcc reports leaked objects:\n{leaks}"
+    );
+    let config = zdb_text(&dir, &["-C", "tank"]);
+    for key in ["com.delphix:vdev_zap_leaf", "com.delphix:vdev_zap_top"] {
+        assert!(
+            config.contains(key),
+            "{key} kept in the MOS config:\n{config}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -329,3 +329,33 @@ pub fn open_pool(devices: &[zetta::io::DeviceRef]) -> zetta::spa::openzfs::pool:
     zetta::spa::openzfs::pool::OpenZfsPool::open_devices(&candidates[0], devices)
         .unwrap_or_else(|e| panic!("{}: {e}", candidates[0].name))
 }
+
+/// OpenZFS's `zhack`, which writes to a pool in userspace (libzpool).
+#[allow(dead_code)]
+pub fn zhack() -> PathBuf {
+    let zhack = oracle_prefix().join("sbin/zhack");
+    assert!(
+        zhack.is_file(),
+        "{} is missing: run scripts/oracle.sh to install OpenZFS's zhack",
+        zhack.display()
+    );
+    zhack
+}
+
+/// Our `/dev/zfs` shim for libzpool tools (`crates/zetta/tests/shim/devzfs.c`: libzpool
+/// only needs `open("/dev/zfs")` to succeed), compiled into `dir` with `cc`; pass it as
+/// `LD_PRELOAD`.
+#[allow(dead_code)]
+pub fn build_devzfs_shim(dir: &Path) -> PathBuf {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../zetta/tests/shim/devzfs.c");
+    let out = dir.join("devzfs.so");
+    let status = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&out)
+        .arg(&source)
+        .arg("-ldl")
+        .status()
+        .expect("cc runs");
+    assert!(status.success(), "cc {} failed", source.display());
+    out
+}
