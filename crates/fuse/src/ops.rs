@@ -841,11 +841,11 @@ impl fuser::Filesystem for ZplFs {
         let object = self.object(ino);
         let now = self.now();
         let o_sync = flags.0 & (libc::O_SYNC | libc::O_DSYNC) != 0;
-        let result = self.policy(|m, spa| m.write(spa, object, offset, data, now, o_sync));
-        // The write throttle's hard limit, with the pool lock let go (`spa::txg`).
+        // The write throttle (`dmu::tx::dmu_tx_wait`), before the pool lock is taken.
         if let Ok(pool) = self.pool() {
-            zetta::spa::txg::wait_for_room(&pool);
+            zetta::dmu::tx::dmu_tx_throttle(&pool);
         }
+        let result = self.policy(|m, spa| m.write(spa, object, offset, data, now, o_sync));
         match result {
             Ok(()) => {
                 self.written.lock().insert(ino.0);

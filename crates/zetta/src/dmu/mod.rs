@@ -5,6 +5,7 @@ pub mod block_space;
 pub mod dnode;
 pub mod objset;
 pub mod openzfs;
+pub mod tx;
 
 pub use block_space::{BlockSpace, DatasetFeature};
 pub use objset::{
