@@ -266,10 +266,10 @@ impl Tx {
         let block_bytes = block_bytes.max(512);
         let end = offset.saturating_add(len);
         let mut towrite = DNODE_MIN_SIZE;
-        if offset % block_bytes != 0 {
+        if !offset.is_multiple_of(block_bytes) {
             towrite += 1;
         }
-        if end % block_bytes != 0 {
+        if !end.is_multiple_of(block_bytes) {
             towrite += 1;
         }
         let span = block_bytes.saturating_mul(BLKPTRS_PER_INDIRECT);
