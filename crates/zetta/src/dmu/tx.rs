@@ -50,6 +50,7 @@
 //! the holds' estimate: admission against the pool and quotas stays the caller's
 //! (`zpl::zfs_vnops`, `Spa::volume_write`) with its own measured headroom.
 
+use crate::spa::txg::TxShared;
 use crate::spa::{Spa, SpaError};
 use crate::types::Txg;
 use parking_lot::{Mutex, RwLock, RwLockWriteGuard};
@@ -395,6 +396,13 @@ impl Drop for Tx {
 /// (its writers commit at the threshold). Marks `tx` as delayed; returns the time waited.
 pub fn dmu_tx_wait(pool: &RwLock<Spa>, tx: &mut Tx) -> Duration {
     let shared = pool.read().tx_shared();
+    dmu_tx_wait_shared(&shared, tx)
+}
+
+/// `dmu_tx_wait` through the pool's shared txg state (`Spa::tx_shared`), which a front end
+/// may keep so that the throttle costs it no pool lock at all (two atomic loads when the
+/// budget is not near its delay threshold).
+pub fn dmu_tx_wait_shared(shared: &TxShared, tx: &mut Tx) -> Duration {
     let started = Instant::now();
     let throttle = shared.throttle();
     tx.dirty_delayed = true;
@@ -441,8 +449,14 @@ pub fn dmu_tx_assign<'a>(
 /// assigns its own transactions under the lock): `dmu_tx_wait` for a transaction about to
 /// be made, before the caller takes the pool lock.
 pub fn dmu_tx_throttle(pool: &RwLock<Spa>) -> Duration {
+    let shared = pool.read().tx_shared();
+    dmu_tx_throttle_shared(&shared)
+}
+
+/// `dmu_tx_throttle` through the pool's shared txg state (`Spa::tx_shared`).
+pub fn dmu_tx_throttle_shared(shared: &TxShared) -> Duration {
     let mut tx = Tx::create(0);
-    let waited = dmu_tx_wait(pool, &mut tx);
+    let waited = dmu_tx_wait_shared(shared, &mut tx);
     tx.abort();
     waited
 }
