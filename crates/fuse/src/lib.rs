@@ -310,6 +310,9 @@ pub struct ZplFs {
     /// Weak: a mount never keeps a pool from being exported (requests after that fail
     /// with EIO until the unmount completes).
     pool: std::sync::Weak<RwLock<Spa>>,
+    /// The pool's txg state for the write throttle (`zetta::dmu::tx`), kept so that a
+    /// change is throttled without taking the pool lock first.
+    tx_shared: Arc<zetta::spa::txg::TxShared>,
     dataset: u64,
     vfs: Zfsvfs,
     options: MountOptions,
@@ -359,7 +362,7 @@ impl ZplFs {
         name: &str,
         options: MountOptions,
     ) -> Result<ZplFs, MountError> {
-        let (dataset, vfs) = {
+        let (dataset, vfs, tx_shared) = {
             let mut spa = pool.write();
             let dataset = spa
                 .lookup_dataset(name)
@@ -373,12 +376,13 @@ impl ZplFs {
                     Ok(*vfs)
                 })
                 .map_err(|e: ZplError| MountError::Dataset(e.to_string()))?;
-            (dataset, vfs)
+            (dataset, vfs, spa.tx_shared())
         };
         let live = Arc::new(LiveOptions::default());
         live.set(&options);
         Ok(ZplFs {
             pool: Arc::downgrade(&pool),
+            tx_shared,
             dataset,
             vfs,
             options,

@@ -243,6 +243,9 @@ impl ZplFs {
         mut op: impl FnMut(&ZfsMount, &mut zetta::spa::Spa) -> Result<T, ZplError>,
     ) -> Result<T, Errno> {
         let pool = self.pool()?;
+        // The write throttle (`zetta::dmu::tx::dmu_tx_wait`), before the pool lock is
+        // taken: every change's `dmu::Tx` is then assigned under it without waiting.
+        zetta::dmu::tx::dmu_tx_throttle_shared(&self.tx_shared);
         let first = op(&self.zmount(), &mut pool.write());
         match first {
             Err(ZplError::NoSpace | ZplError::QuotaExceeded) if self.wait_for_orphans() => {
@@ -842,10 +845,6 @@ impl fuser::Filesystem for ZplFs {
         let now = self.now();
         let o_sync = flags.0 & (libc::O_SYNC | libc::O_DSYNC) != 0;
         let result = self.policy(|m, spa| m.write(spa, object, offset, data, now, o_sync));
-        // The write throttle's hard limit, with the pool lock let go (`spa::txg`).
-        if let Ok(pool) = self.pool() {
-            zetta::spa::txg::wait_for_room(&pool);
-        }
         match result {
             Ok(()) => {
                 self.written.lock().insert(ino.0);

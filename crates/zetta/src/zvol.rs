@@ -300,16 +300,27 @@ impl Spa {
         }
         let copies = self.with_dataset_object(dataset, |os, _| Ok(os.policy.data_props.copies))?;
         let bytes = data.len() as u64;
+        // `zvol_write`: one `dmu::Tx` per request, throttled by the caller before it took
+        // the pool lock (`dmu::tx::dmu_tx_wait`).
+        let mut tx = crate::dmu::tx::Tx::create(dataset);
+        tx.hold_write(Some(ZVOL_OBJ.0), offset, bytes);
         self.admit_settled(|spa| spa.check_space(bytes, copies))?;
         let charged = bytes.saturating_mul(u64::from(copies.max(1)));
         self.admit_settled(|spa| spa.dsl_tempreserve(dataset, charged))?;
-        let dirtied = self.with_dataset_object(dataset, |os, ctx| {
+        tx.assign(self)?;
+        let written = self.with_dataset_object(dataset, |os, ctx| {
             let before = os.dirty_data_bytes;
             os.write(ctx, ZVOL_OBJ, offset, data)?;
             log_write(os, ctx.txg, offset, data.len() as u64);
             Ok(os.dirty_data_bytes.saturating_sub(before))
-        })?;
-        self.note_dirty(dirtied)
+        });
+        match written {
+            Ok(dirtied) => tx.commit(self, dirtied),
+            Err(e) => {
+                tx.commit(self, 0)?;
+                Err(e)
+            }
+        }
     }
 
     /// Frees a range of a volume (TRIM, WRITE_ZEROES): whole blocks become holes, the

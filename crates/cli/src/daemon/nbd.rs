@@ -683,8 +683,9 @@ fn request(
             read.map_err(|e| errno(&e, false))
         }
         CMD_WRITE => {
+            // The write throttle (`dmu::tx::dmu_tx_wait`), before the pool lock is taken.
+            zetta::dmu::tx::dmu_tx_throttle(pool);
             let written = pool.write().volume_write(volume, offset, payload);
-            zetta::spa::txg::wait_for_room(pool);
             durable(written).map(|()| Vec::new())
         }
         CMD_FLUSH => flush(pool, volume, sync)

@@ -655,11 +655,12 @@ impl fuser::Filesystem for VolumeFiles {
         {
             return reply.error(Errno::ENOSPC);
         }
+        // The write throttle (`dmu::tx::dmu_tx_wait`), before the pool lock is taken.
+        zetta::dmu::tx::dmu_tx_throttle(&found.pool);
         let written = found.pool.write().volume_write(&found.name, offset, data);
         if let Err(e) = written {
             return reply.error(errno(&e));
         }
-        zetta::spa::txg::wait_for_room(&found.pool);
         if found.sync == SYNC_ALWAYS {
             if let Err(e) = commit(&found) {
                 return reply.error(e);

@@ -138,7 +138,12 @@ pub(super) fn cmd_receive(args: &[String], io: &mut CommandIo<'_>, ctx: &mut Ctx
         let at_end = matches!(read, Ok(0));
         let outcome = match read {
             Ok(0) => session.with(|spa| receiver.finish(spa))?,
-            Ok(n) => session.with(|spa| receiver.feed(spa, &buffer[..n]))?,
+            Ok(n) => {
+                // The write throttle, with no pool lock held (`dmu::tx`): a receive waits
+                // for the sync thread instead of committing in its own request.
+                pool::throttle_writes(pool_of(&target));
+                session.with(|spa| receiver.feed(spa, &buffer[..n]))?
+            }
             Err(e) => {
                 let why = crate::zpool::pool::strerror(&e);
                 Err(session.with(|spa| receiver.abort(spa, &why))?)

@@ -290,6 +290,26 @@ pub fn open_named_shared(names: &[String]) -> Result<Vec<Imported>, CmdError> {
 }
 
 /// Opens the imported pool called `name`.
+/// The write throttle (`zetta::dmu::tx::dmu_tx_wait`) of the daemon's pool `name`, for a
+/// command that writes a lot in turns (a receive between its input chunks): called with no
+/// pool lock held, it delays or waits while the pool's dirty budget is spent, as a mount's
+/// writer does. Nothing to wait for outside the daemon (the command commits its own pool).
+pub fn throttle_writes(name: &str) {
+    let Some(registry) = registry::get() else {
+        return;
+    };
+    let Ok(entries) = load_cache() else {
+        return;
+    };
+    if let Some(pool) = entries
+        .iter()
+        .find(|e| e.name == name)
+        .and_then(|e| registry.pool(e.guid))
+    {
+        zetta::dmu::tx::dmu_tx_throttle(&pool);
+    }
+}
+
 pub fn open_pool(name: &str) -> Result<Imported, CmdError> {
     let entries = load_cache()?;
     let Some(entry) = entries.iter().find(|e| e.name == name) else {

@@ -70,8 +70,10 @@ pub const MOS_OBJECT_ERRLOG: ObjectId = ObjectId(3);
 pub const MOS_OBJECT_ROOT_DATASET: ObjectId = ObjectId(4);
 /// The root DSL dir (the pool's dataset hierarchy starts here; see `dsl`).
 pub const MOS_OBJECT_ROOT_DIR: ObjectId = ObjectId(5);
-/// Dirty data that forces a txg sync (OpenZFS zfs_dirty_data_max, scaled for a daemon).
-pub const DIRTY_BYTES_MAX: u64 = 128 << 20;
+/// Dirty data of the open txg that starts a txg sync with the default `zfs_dirty_data_max`
+/// (`dmu::tx`: `ZFS_DIRTY_DATA_SYNC_PERCENT` of `ZFS_DIRTY_DATA_MAX`, 128 MiB).
+pub const DIRTY_BYTES_MAX: u64 =
+    crate::dmu::tx::ZFS_DIRTY_DATA_MAX * crate::dmu::tx::ZFS_DIRTY_DATA_SYNC_PERCENT / 100;
 /// Metadata a freeing change (unlink, truncate, destroy) is assumed to dirty.
 pub const FREE_CHANGE_BYTES: u64 = 64 << 10;
 pub const ARC_SIZE_BYTES_DEFAULT: u64 = 1 << 30;
@@ -626,6 +628,7 @@ impl Spa {
             return Ok(None);
         }
         let started = std::time::Instant::now();
+        self.tx.shared.note_committer();
         let mut phases = txg::SyncPhases::default();
         // File data written early in this txg takes its place first (`writeback`).
         self.writeback_reap(true);
@@ -1093,9 +1096,12 @@ impl Spa {
             || self.dp.datasets.values().any(|head| head.objset.is_dirty())
     }
 
-    /// Commits when enough dirty data has accumulated (the txg "dirty data max"): this
-    /// pool's, or all pools' of the process when they share a budget (`dirty`). With a sync
-    /// thread (`txg`) it wakes the thread instead, up to `txg::DIRTY_BYTES_IN_PLACE`.
+    /// Charges the open txg `bytes` of dirty data (`dmu_tx_commit`'s part) and starts a
+    /// commit when enough has accumulated (`Spa::dirty_sync_bytes`, the sync threshold of
+    /// `zfs_dirty_data_max`): this pool's, or all pools' of the process when they share a
+    /// budget (`dirty`). With a sync thread (`txg`) it only wakes the thread, whatever the
+    /// amount: the write throttle (`dmu::tx`) makes writers wait, never commit. Without
+    /// one it commits here.
     pub fn note_dirty(&mut self, bytes: u64) -> Result<(), SpaError> {
         self.dirty_bytes += bytes;
         // A txg whose tail finished is retired here (a scheduling point under simulation).
@@ -1103,9 +1109,13 @@ impl Spa {
         self.writeback_reap(false);
         let over_shared_budget = self.dirty_share.publish(self.dirty_bytes);
         self.txg_publish_dirty();
-        if (self.dirty_bytes >= DIRTY_BYTES_MAX || over_shared_budget)
+        if (self.dirty_bytes >= self.dirty_sync_bytes() || over_shared_budget)
             && self.txg_dirty_budget_spent()
         {
+            self.tx_throttle()
+                .stats
+                .commits_in_writer
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             self.sync()?;
         } else {
             self.writeback_start();

@@ -241,7 +241,6 @@ fn the_sync_thread_commits_when_woken_and_on_its_timeout() {
         );
         offset += chunk.len() as u64;
     }
-    txg::wait_for_room(&pool);
     assert!(
         eventually(|| pool.read().last_synced_txg() >= first),
         "the woken sync thread never committed"
@@ -273,38 +272,125 @@ fn the_sync_thread_commits_when_woken_and_on_its_timeout() {
 }
 
 // Why: with a sync thread the writer that crosses the dirty limit no longer commits, so
-// nothing bounded the dirty data a pool's writers could pile up; past the ceiling a writer
-// must wait (after letting go of the pool lock) until the thread's commit opens a new txg.
+// nothing bounded the dirty data a pool's writers could pile up, and a writer that kept
+// the pool lock through many writes (a receive) still committed in its own request at 3x
+// the limit. Issue 13's `dmu::Tx`: past `zfs_delay_min_dirty_percent` a transaction is
+// delayed, at `zfs_dirty_data_max` it waits (with no lock) until the sync thread's commit
+// opens a new txg, and no commit ever runs on the writer's thread. Here the sync thread's
+// first commit is parked in its tail (a gated flush), so the second one cannot start, and
+// the writer fills its budget: it must stop (waiting, not committing) until the gate
+// opens, then go on into a new txg.
 #[test]
-fn a_writer_past_the_dirty_ceiling_waits_for_the_sync_thread() {
-    let devices = mem_devices(1, 128 << 20);
-    let spa = Spa::create(
-        "ceiling",
-        &[super::tests::spec(TopKind::Single, &devices)],
-        &CreateOptions::default(),
-    )
-    .unwrap();
+fn a_writer_past_the_dirty_budget_waits_and_never_commits() {
+    let memory = mem_devices(1, 512 << 20).remove(0).1;
+    let gate = Arc::new(GateDevice {
+        inner: memory,
+        closed: Mutex::new(false),
+        opened: Condvar::new(),
+        parked: AtomicUsize::new(0),
+    });
+    let _open = OpenOnDrop(gate.clone());
+    let spec = TopSpec {
+        kind: TopKind::Single,
+        leaves: vec![("/mem/gate".to_string(), gate.clone() as DeviceRef)],
+        is_log: false,
+    };
+    let mut spa = Spa::create("throttle", &[spec], &CreateOptions::default()).unwrap();
+    spa.set_writeback(WritebackMode::Off, 0, 0);
+    let object = spa.create_object(128 << 10).unwrap();
+    spa.sync().unwrap();
+    // A 16 MiB budget: the sync thread is woken at 8 MiB, writers are delayed past
+    // 9.6 MiB and wait at 16 MiB.
+    let max = 16u64 << 20;
+    spa.tx_throttle().set_dirty_data_max(max);
+    assert_eq!(spa.dirty_sync_bytes(), 8 << 20);
+    let shared = spa.tx_shared();
     let pool = Arc::new(RwLock::new(spa));
     // Only a wakeup can make this thread commit.
     let thread = txg::start_sync_thread(&pool, Duration::from_secs(3600));
-    let open = {
-        let mut spa = pool.write();
-        let open = spa.open_txg();
-        // The accounting of a writer past the ceiling (below the in-place limit).
-        spa.note_dirty(txg::DIRTY_BYTES_CEILING).unwrap();
-        assert_eq!(
-            spa.open_txg(),
-            open,
-            "the writer committed in its own request"
-        );
-        open
+    gate.set_closed(true);
+
+    let written = Arc::new(AtomicUsize::new(0));
+    let writer = {
+        let pool = pool.clone();
+        let written = written.clone();
+        std::thread::spawn(move || {
+            let chunk = pattern(7, 1 << 20);
+            let mut txgs = Vec::new();
+            for index in 0..40u64 {
+                let mut tx = crate::dmu::tx::Tx::create(0);
+                tx.hold_write(Some(object.0), index << 20, chunk.len() as u64);
+                let mut spa = crate::dmu::tx::dmu_tx_assign(&pool, &mut tx).unwrap();
+                let open = spa.open_txg();
+                assert_eq!(tx.txg(), Some(open));
+                spa.write_object(object, index << 20, &chunk).unwrap();
+                assert_eq!(
+                    spa.open_txg(),
+                    open,
+                    "the writer committed in its own request"
+                );
+                tx.commit(&mut spa, 0).unwrap();
+                txgs.push(open);
+                written.fetch_add(1, Ordering::SeqCst);
+            }
+            (std::thread::current().id(), txgs)
+        })
     };
-    txg::wait_for_room(&pool);
+    // The first commit (woken at 8 MiB) parks in its tail; the writer reaches the max and
+    // stops there.
     assert!(
-        pool.read().open_txg() > open,
-        "wait_for_room returned before a new txg opened"
+        eventually(|| gate.parked.load(Ordering::SeqCst) > 0),
+        "the sync thread never committed"
     );
+    let stats = &shared.throttle().stats;
+    assert!(
+        eventually(|| stats.dirty_over_max.load(Ordering::SeqCst) > 0),
+        "the writer never reached the budget"
+    );
+    let stopped_at = written.load(Ordering::SeqCst);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        written.load(Ordering::SeqCst),
+        stopped_at,
+        "a writer past the budget went on"
+    );
+    assert!(stopped_at < 40, "the writer never waited");
+    assert!(
+        shared.dirty_bytes() >= max && shared.dirty_bytes() < max + (2 << 20),
+        "the budget was overrun by more than one transaction: {}",
+        shared.dirty_bytes()
+    );
+    assert!(
+        stats.delayed.load(Ordering::SeqCst) > 0,
+        "no transaction was delayed on the way to the max"
+    );
+    gate.set_closed(false);
+    let (writer_id, txgs) = writer.join().unwrap();
+    assert_eq!(txgs.len(), 40);
+    assert!(
+        txgs.first() < txgs.last(),
+        "the writer's transactions went into later txgs after its wait"
+    );
+    assert_eq!(
+        stats.commits_in_writer.load(Ordering::SeqCst),
+        0,
+        "a commit ran in a writer's request"
+    );
+    assert_ne!(
+        shared.last_committer(),
+        Some(writer_id),
+        "the writer's thread committed"
+    );
+    assert!(stats.assigned.load(Ordering::SeqCst) >= 40);
     drop(thread);
+    let spa = Arc::try_unwrap(pool).ok().unwrap().into_inner();
+    spa.export().unwrap();
+    let found = find_pools(&[gate.clone() as DeviceRef]);
+    let mut spa = Spa::import(found.first().unwrap(), None, 64 << 20).unwrap();
+    assert_eq!(
+        spa.read_object(object, 39 << 20, 1 << 20).unwrap(),
+        pattern(7, 1 << 20)
+    );
 }
 
 /// Checks that every metaslab's space is free, recorded in its space map or deferred, and

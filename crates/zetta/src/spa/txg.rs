@@ -20,11 +20,12 @@
 //! `Spa::sync` does all three in the caller (callers holding `&mut Spa`). The daemon runs
 //! one sync thread per pool (`start_sync_thread`, OpenZFS `txg_sync_thread`) that commits
 //! through `sync_pool`: every `TXG_TIMEOUT` with something dirty, or at once when woken
-//! because the open txg's dirty data reached `DIRTY_BYTES_MAX` (`Spa::note_dirty` wakes it
-//! instead of committing in the writer's request). A writer whose pool holds
-//! `DIRTY_BYTES_CEILING` waits for a commit in `wait_for_room`, after letting go of the
-//! pool lock (the write throttle's hard limit); a writer that keeps the lock through many
-//! writes (a receive) commits in place at `DIRTY_BYTES_IN_PLACE`.
+//! because the open txg's dirty data reached the sync threshold (`Spa::note_dirty` wakes
+//! it instead of committing in the writer's request: `dmu::tx`,
+//! `ZFS_DIRTY_DATA_SYNC_PERCENT` of `zfs_dirty_data_max`). Writers are throttled by
+//! `dmu::tx::dmu_tx_wait` before they take the pool lock: delayed past
+//! `ZFS_DELAY_MIN_DIRTY_PERCENT`, and at the max they wait here (`TxShared`'s `opened`
+//! condvar) until a commit opens a new txg. With a sync thread no writer commits.
 //!
 //! **Locks and their order.** The sync lock (`TxShared::sync_lock`, held by `sync_pool`
 //! from quiesce to retire: at most one txg syncs at a time, a second committer waits for
@@ -78,7 +79,8 @@
 //! inside the tail while the harness fills N+1, and a seed replays exactly.
 
 use super::uberblock::Uberblock;
-use super::{Spa, SpaError, DIRTY_BYTES_MAX};
+use super::{Spa, SpaError};
+use crate::dmu::tx::Throttle;
 use crate::io::{DeviceRef, SimWorld};
 use crate::nvpair_xdr::XdrNvList;
 use crate::types::{Guid, Txg};
@@ -91,11 +93,6 @@ use std::time::{Duration, Instant};
 
 /// Seconds between commits of a pool with dirty data (OpenZFS `zfs_txg_timeout`).
 pub const TXG_TIMEOUT: Duration = Duration::from_secs(5);
-/// Dirty data of the open txg at which a writer waits for a commit (`wait_for_room`).
-pub const DIRTY_BYTES_CEILING: u64 = 2 * DIRTY_BYTES_MAX;
-/// Dirty data at which `note_dirty` commits in the writer's request even with a sync
-/// thread (a writer that holds the pool lock through many writes never lets it in).
-pub const DIRTY_BYTES_IN_PLACE: u64 = 3 * DIRTY_BYTES_MAX;
 
 /// Sync passes after which a txg that still changes its space maps fails its commit
 /// (an engine bug: OpenZFS's txgs take a handful, Zetta's two to four).
@@ -331,13 +328,18 @@ pub struct TxShared {
     thread: Mutex<ThreadState>,
     /// Wakes the sync thread.
     wake: Condvar,
-    /// The open txg's dirty bytes, as the pool last published them.
+    /// The open txg's dirty bytes, as the pool last published them (`dp_dirty_total`).
     dirty_bytes: AtomicU64,
-    /// A txg opened (the dirty counters started again): wakes `wait_for_room`.
+    /// The write throttle's tunable, its last wake-up and its counters (`dmu::tx`).
+    throttle: Throttle,
+    /// A txg opened (the dirty counters started again): wakes throttled writers
+    /// (`dp_spaceavail_cv`).
     opened: Condvar,
     opened_lock: Mutex<()>,
     /// A sync thread commits this pool.
     attached: AtomicBool,
+    /// The thread that quiesced the last txg (tests check that no writer commits).
+    last_committer: Mutex<Option<std::thread::ThreadId>>,
 }
 
 #[derive(Default)]
@@ -361,6 +363,45 @@ impl TxShared {
 
     fn stopped(&self) -> bool {
         self.thread.lock().stop
+    }
+
+    pub(crate) fn note_committer(&self) {
+        *self.last_committer.lock() = Some(std::thread::current().id());
+    }
+
+    /// The thread that quiesced the last txg committed.
+    pub fn last_committer(&self) -> Option<std::thread::ThreadId> {
+        *self.last_committer.lock()
+    }
+
+    /// The write throttle of this pool (`dmu::tx`).
+    pub fn throttle(&self) -> &Throttle {
+        &self.throttle
+    }
+
+    /// Whether a sync thread commits this pool.
+    pub fn is_attached(&self) -> bool {
+        self.attached.load(Ordering::Relaxed)
+    }
+
+    /// The open txg's dirty bytes as last published.
+    pub fn dirty_bytes(&self) -> u64 {
+        self.dirty_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Waits, holding no engine lock, while the open txg holds `limit` dirty bytes or more
+    /// and a sync thread is there to commit it (OpenZFS `dmu_tx_wait` on
+    /// `dp_spaceavail_cv`); wakes the thread first.
+    pub fn wait_while_dirty_at_least(&self, limit: u64) {
+        while self.is_attached() && self.dirty_bytes() >= limit && !self.stopped() {
+            self.kick();
+            let mut guard = self.opened_lock.lock();
+            if self.dirty_bytes() < limit {
+                break;
+            }
+            // Re-checked after a while in any case: a wakeup lost to a race costs a second.
+            self.opened.wait_for(&mut guard, Duration::from_secs(1));
+        }
     }
 }
 
@@ -479,18 +520,35 @@ impl Spa {
         self.tx.shared.attached.load(Ordering::Relaxed)
     }
 
-    /// The dirty budget is spent: with a sync thread, wake it (the writer goes on, or waits
-    /// in `wait_for_room` once past the ceiling); without one, commit here. Returns whether
+    /// The sync threshold is reached: with a sync thread, wake it (the writer goes on; the
+    /// throttle of its next transaction delays it or waits for the commit, `dmu::tx`);
+    /// without one, the writer is the syncing context and commits here. Returns whether
     /// the caller must commit in place.
     pub(crate) fn txg_dirty_budget_spent(&mut self) -> bool {
-        if !self.has_sync_thread() || self.dirty_bytes >= DIRTY_BYTES_IN_PLACE {
+        if !self.has_sync_thread() {
             return true;
         }
         self.tx.shared.kick();
         false
     }
 
-    /// Publishes the open txg's dirty bytes for `wait_for_room`.
+    /// What throttled writers share with this pool without its lock.
+    pub fn tx_shared(&self) -> Arc<TxShared> {
+        self.tx.shared.clone()
+    }
+
+    /// This pool's write throttle (`dmu::tx`).
+    pub fn tx_throttle(&self) -> &Throttle {
+        &self.tx.shared.throttle
+    }
+
+    /// Dirty bytes of the open txg at which the sync thread commits (or, without one, the
+    /// writer): `ZFS_DIRTY_DATA_SYNC_PERCENT` of the pool's `zfs_dirty_data_max`.
+    pub fn dirty_sync_bytes(&self) -> u64 {
+        crate::dmu::tx::dirty_data_sync_bytes(self.tx.shared.throttle.dirty_data_max())
+    }
+
+    /// Publishes the open txg's dirty bytes for the throttle (`dmu::tx::dmu_tx_wait`).
     pub(crate) fn txg_publish_dirty(&self) {
         self.tx
             .shared
@@ -524,23 +582,6 @@ pub fn sync_pool(pool: &RwLock<Spa>) -> Result<Txg, SpaError> {
         spa.sync_retire()?;
     }
     Ok(tail.txg)
-}
-
-/// The write throttle's hard limit (OpenZFS `dmu_tx_wait` past `zfs_dirty_data_max`): when
-/// the pool's open txg holds `DIRTY_BYTES_CEILING`, waits until a commit opens a new txg.
-/// Called by writers after they let go of the pool lock; returns at once for a pool
-/// without a sync thread (its writers commit in place).
-pub fn wait_for_room(pool: &RwLock<Spa>) {
-    let shared = pool.read().tx.shared.clone();
-    while shared.attached.load(Ordering::Relaxed)
-        && shared.dirty_bytes.load(Ordering::Relaxed) >= DIRTY_BYTES_CEILING
-        && !shared.stopped()
-    {
-        shared.kick();
-        let mut guard = shared.opened_lock.lock();
-        // Re-checked after a while in any case: a wakeup lost to a race costs a second.
-        shared.opened.wait_for(&mut guard, Duration::from_secs(1));
-    }
 }
 
 /// A pool's sync thread (OpenZFS `txg_sync_thread`); stops when dropped, when the pool's

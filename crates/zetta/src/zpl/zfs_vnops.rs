@@ -23,13 +23,21 @@
 //! transaction, committed between batches (`dmu_free_long_range`), so no txg holds the
 //! indirect blocks of a whole huge file.
 //!
-//! Today an assigned transaction is the pool held by `&mut Spa` (the caller's pool lock):
-//! the txg cannot move between `tx_assign` and `tx_commit`. The engine-core work replaces
-//! that with a `dmu::Tx`; `tx_assign`/`tx_commit` are where it plugs in. Lock order: the
-//! pool (the caller's), then the dataset's object set (inside `with_zpl_object`).
+//! Each operation is a `dmu::Tx`: `tx_assign` creates it, declares its holds with
+//! OpenZFS's estimates (`dmu_tx_hold_zap`/`_bonus` for a name and a znode, `_write` for
+//! file data, `dmu_tx_mark_netfree` for a free), admits it and assigns it to the open txg
+//! (`Tx::assign`, `DMU_TX_NOTHROTTLE`: the front end ran the write throttle,
+//! `dmu::tx::dmu_tx_wait`, before it took the pool lock, as OpenZFS's VFS operations wait
+//! before they retry); `tx_commit` is `dmu_tx_commit`. A change that fails after the
+//! assignment is committed all the same (what it dirtied belongs to the txg), as
+//! OpenZFS's `zfs_create` commits its tx on an error past `dmu_tx_assign`. The pool held
+//! by `&mut Spa` (the caller's pool lock) keeps the txg from moving between the two.
+//! Lock order: the pool (the caller's), then the dataset's object set (inside
+//! `with_zpl_object`).
 
 use super::vnops::SetAttr;
 use super::{Attr, Creds, FileKind, Timespec, Zfsvfs, ZplError};
+use crate::dmu::tx::Tx;
 use crate::dmu::{IoCtx, ObjectSet};
 use crate::spa::{Spa, SpaError};
 
@@ -59,8 +67,13 @@ pub enum Holds {
     /// Names, znodes, xattrs: `METADATA_HEADROOM_BYTES` of pool room,
     /// `METADATA_DIRTY_BYTES` against quotas.
     Metadata,
-    /// `bytes` of file data, charged once per copy (`copies`), as USED counts them.
-    Write { bytes: u64 },
+    /// `bytes` of file data at `offset` of `object`, charged once per copy (`copies`), as
+    /// USED counts them.
+    Write {
+        object: u64,
+        offset: u64,
+        bytes: u64,
+    },
     /// A change that frees space (`dmu_tx_mark_netfree`).
     Free,
 }
@@ -113,25 +126,39 @@ fn commit_failed(e: SpaError) -> ZplError {
 }
 
 impl ZfsMount {
-    /// The future `dmu_tx_assign`: refuses a read-only mount, then admits `holds` (see the
-    /// theory paragraph), committing the open txg and asking again while a refusal may be
-    /// its own pending changes'.
-    pub fn tx_assign(&self, spa: &mut Spa, holds: Holds) -> Result<(), ZplError> {
+    /// `dmu_tx_create`, the holds and `dmu_tx_assign`: refuses a read-only mount, declares
+    /// `holds` on a new `dmu::Tx`, admits them (see the theory paragraph; the open txg
+    /// commits and the admission is asked again while a refusal may be its own pending
+    /// changes'), and assigns the transaction to the open txg.
+    pub fn tx_assign(&self, spa: &mut Spa, holds: Holds) -> Result<Tx, ZplError> {
         if self.readonly {
             return Err(ZplError::ReadOnly);
         }
         let dataset = self.dataset;
+        let mut tx = Tx::create(dataset);
         match holds {
-            Holds::Free => spa
-                .admit_settled(|spa| spa.check_space_to_free())
-                .map_err(refused),
+            Holds::Free => {
+                tx.hold_zap(None);
+                tx.hold_bonus(None);
+                tx.mark_netfree();
+                spa.admit_settled(|spa| spa.check_space_to_free())
+                    .map_err(refused)?;
+            }
             Holds::Metadata => {
+                tx.hold_zap(None);
+                tx.hold_bonus(None);
                 spa.admit_settled(|spa| spa.check_space(METADATA_HEADROOM_BYTES, 1))
                     .map_err(refused)?;
                 spa.admit_settled(|spa| spa.dsl_tempreserve(dataset, METADATA_DIRTY_BYTES))
-                    .map_err(refused)
+                    .map_err(refused)?;
             }
-            Holds::Write { bytes } => {
+            Holds::Write {
+                object,
+                offset,
+                bytes,
+            } => {
+                tx.hold_write(Some(object), offset, bytes);
+                tx.hold_bonus(Some(object));
                 let copies = spa
                     .with_dataset_object(dataset, |os, _| Ok(os.policy.data_props.copies))
                     .map_err(commit_failed)?;
@@ -139,15 +166,23 @@ impl ZfsMount {
                     .map_err(refused)?;
                 let charged = bytes.saturating_mul(u64::from(copies.max(1)));
                 spa.admit_settled(|spa| spa.dsl_tempreserve(dataset, charged))
-                    .map_err(refused)
+                    .map_err(refused)?;
             }
         }
+        tx.assign(spa).map_err(refused)?;
+        Ok(tx)
     }
 
-    /// The future `dmu_tx_commit`: charges the txg `dirtied` bytes (it commits at the
-    /// dirty-data limit) and, when `durable`, commits the dataset's intent log.
-    pub fn tx_commit(&self, spa: &mut Spa, dirtied: u64, durable: bool) -> Result<(), ZplError> {
-        spa.note_dirty(dirtied).map_err(commit_failed)?;
+    /// `dmu_tx_commit`: charges the txg `dirtied` bytes (the sync thread is woken at the
+    /// sync threshold) and, when `durable`, commits the dataset's intent log.
+    pub fn tx_commit(
+        &self,
+        spa: &mut Spa,
+        tx: Tx,
+        dirtied: u64,
+        durable: bool,
+    ) -> Result<(), ZplError> {
+        tx.commit(spa, dirtied).map_err(commit_failed)?;
         if durable {
             spa.zil_commit(self.dataset).map_err(commit_failed)?;
         }
@@ -170,9 +205,15 @@ impl ZfsMount {
         holds: Holds,
         work: impl FnOnce(&Zfsvfs, &mut ObjectSet, &IoCtx<'_>) -> Result<T, ZplError>,
     ) -> Result<T, ZplError> {
-        self.tx_assign(spa, holds)?;
-        let result = self.change(spa, work)?;
-        self.tx_commit(spa, METADATA_DIRTY_BYTES, self.sync == SyncMode::Always)?;
+        let tx = self.tx_assign(spa, holds)?;
+        let result = match self.change(spa, work) {
+            Ok(result) => result,
+            Err(e) => {
+                self.tx_commit(spa, tx, 0, false)?;
+                return Err(e);
+            }
+        };
+        self.tx_commit(spa, tx, METADATA_DIRTY_BYTES, self.sync == SyncMode::Always)?;
         Ok(result)
     }
 
@@ -356,12 +397,25 @@ impl ZfsMount {
         o_sync: bool,
     ) -> Result<(), ZplError> {
         let bytes = data.len() as u64;
-        self.tx_assign(spa, Holds::Write { bytes })?;
-        let dirtied = self.change(spa, |vfs, os, ctx| {
+        let tx = self.tx_assign(
+            spa,
+            Holds::Write {
+                object,
+                offset,
+                bytes,
+            },
+        )?;
+        let dirtied = match self.change(spa, |vfs, os, ctx| {
             let before = os.dirty_data_bytes;
             vfs.write(os, ctx, object, offset, data, now)?;
             Ok(os.dirty_data_bytes.saturating_sub(before))
-        })?;
+        }) {
+            Ok(dirtied) => dirtied,
+            Err(e) => {
+                self.tx_commit(spa, tx, 0, false)?;
+                return Err(e);
+            }
+        };
         let durable = match self.sync {
             SyncMode::Always => true,
             SyncMode::Standard => o_sync,
@@ -370,7 +424,7 @@ impl ZfsMount {
         spa.dataset_kstats
             .get_or_create(self.dataset)
             .record_write(object, offset, bytes, durable);
-        self.tx_commit(spa, dirtied, durable)
+        self.tx_commit(spa, tx, dirtied, durable)
     }
 
     /// `zpl_fallocate`. Allocate and KeepSize refuse with ENOSPC a range the filesystem
