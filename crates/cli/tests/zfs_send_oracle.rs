@@ -224,3 +224,222 @@ fn resumed_stream_and_token_read_by_zstream() {
     let out = lab.sh("zfs receive -s tank/copy < resumed.zfs");
     assert_eq!(out.code, 0, "{}", out.stderr);
 }
+
+/// `zstream dump -v` of a stream, as text (asserting it exits 0).
+fn dump_text(zstream: &PathBuf, file: &str) -> String {
+    let out = Command::new(zstream)
+        .args(["dump", "-v", file])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "zstream dump {file}: {text}");
+    text
+}
+
+/// The compound BEGIN and its nvlist as `zstream dump -v` prints them (up to the header's
+/// END), with every run of 8 or more hex digits (guids, the magic, hold times) written `G`.
+fn package_header_text(dump: &str) -> String {
+    let mut out = String::new();
+    for line in dump.lines() {
+        if line.starts_with("END checksum") {
+            break;
+        }
+        let mut run = String::new();
+        let flush = |run: &mut String, out: &mut String| {
+            out.push_str(if run.len() >= 8 { "G" } else { run });
+            run.clear();
+        };
+        for c in line.trim_end().chars() {
+            if c.is_ascii_hexdigit() {
+                run.push(c);
+            } else {
+                flush(&mut run, &mut out);
+                out.push(c);
+            }
+        }
+        flush(&mut run, &mut out);
+        out.push('\n');
+    }
+    out.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+const HEADER_BEGIN: &str = "BEGIN record
+	hdrtype = 2
+	features = FEATURES
+	magic = G
+	creation_time = 0
+	type = 0
+	flags = 0x0
+	toguid = 0
+	fromguid = 0
+	toname = tank/fs@s2
+";
+
+/// One filesystem of `fss` as libzfs's `send_iterate_fs` builds it, as zstream prints it.
+fn fss_entry(name: &str, parent: &str, props: &str, snaps: &[&str], holds: bool) -> String {
+    let mut out = format!("\t\t0xG = (embedded nvlist)\n\t\tnvlist version: 0\n\t\t\tname = {name}\n\t\t\tparentfromsnap = {parent}\n");
+    if !props.is_empty() {
+        out += &format!("\t\t\tprops = (embedded nvlist)\n\t\t\tnvlist version: 0\n\t\t\t\t{props}\n\t\t\t(end props)\n");
+    }
+    out += "\t\t\tsnaps = (embedded nvlist)\n\t\t\tnvlist version: 0\n";
+    for s in snaps {
+        out += &format!("\t\t\t\t{s} = 0xG\n");
+    }
+    out += "\t\t\t(end snaps)\n\t\t\tsnapprops = (embedded nvlist)\n\t\t\tnvlist version: 0\n";
+    for s in snaps {
+        out += &format!(
+            "\t\t\t\t{s} = (embedded nvlist)\n\t\t\t\tnvlist version: 0\n\t\t\t\t(end {s})\n"
+        );
+    }
+    out += "\t\t\t(end snapprops)\n";
+    if holds {
+        out += "\t\t\tsnapholds = (embedded nvlist)\n\t\t\tnvlist version: 0\n";
+        for s in snaps {
+            out += &format!("\t\t\t\t{s} = (embedded nvlist)\n\t\t\t\tnvlist version: 0\n\t\t\t\t\tkeep = 0xG\n\t\t\t\t(end {s})\n");
+        }
+        out += "\t\t\t(end snapholds)\n";
+    }
+    out + "\t\t(end 0xG)\n"
+}
+
+/// The package header of a compound stream (libzfs `send_prelim_records`), key for key as
+/// libzfs 2.3 builds it (`gather_nvlist`, `send_iterate_fs`, `send_iterate_snap`): `fss`
+/// keyed by `0x<guid>`, `parentfromsnap`, typed `props` (compression lz4 is the index 15),
+/// `snaps`/`snapprops` per the flags, `not_recursive` without -R, `snapholds` with -h,
+/// SA_SPILL (and HOLDS) in the features, and no nvlist at all for a bare -I. Before
+/// stream version 4 Zetta wrote its own shape (`fss` an array, `sendfs`), which a real
+/// `zfs receive` could not read.
+#[test]
+fn package_headers_are_libzfs_shape() {
+    let zstream = zstream();
+    let (lab, disk) = lab_with_tank();
+    direct(&lab, &["create", "tank/fs"]);
+    direct(&lab, &["create", "tank/fs/child"]);
+    direct(&lab, &["set", "compression=lz4", "tank/fs"]);
+    direct(&lab, &["set", "org.test:color=red", "tank/fs/child"]);
+    for n in 0..3u64 {
+        common::write_object(&disk, "tank/fs", 100 + n, n, 30_000, true);
+        direct(&lab, &["snapshot", "-r", &format!("tank/fs@s{n}")]);
+    }
+    direct(&lab, &["hold", "keep", "tank/fs@s2"]);
+    let all = ["s0", "s1", "s2"];
+    let top = |snaps: &[&str], props: bool, holds: bool| {
+        fss_entry(
+            "tank/fs",
+            "0x0",
+            if props { "compression = 0xf" } else { "" },
+            snaps,
+            holds,
+        )
+    };
+    let child = fss_entry("tank/fs/child", "0xG", "org.test:color = red", &all, false);
+    let header = |features: &str, len_known: bool, body: &str| {
+        let mut text = HEADER_BEGIN.replace("FEATURES", features);
+        if len_known {
+            text += "\tpayloadlen = 0\n";
+        }
+        text + body
+    };
+    let nv = |pairs: &str, fss: String| {
+        format!("nvlist version: 0\n{pairs}\tfss = (embedded nvlist)\n\tnvlist version: 0\n{fss}\t(end fss)\n")
+    };
+    let cases: Vec<(&str, Vec<&str>, String)> = vec![
+        (
+            "R",
+            vec!["send", "-R", "tank/fs@s2"],
+            header("4", false, &nv("\ttosnap = s2\n", top(&all, true, false) + &child)),
+        ),
+        (
+            "RI",
+            vec!["send", "-R", "-I", "@s0", "tank/fs@s2"],
+            header(
+                "4",
+                false,
+                &nv("\tfromsnap = s0\n\ttosnap = s2\n", top(&all, true, false) + &child),
+            ),
+        ),
+        ("I", vec!["send", "-I", "@s0", "tank/fs@s2"], header("4", true, "")),
+        (
+            "pI",
+            vec!["send", "-p", "-I", "@s0", "tank/fs@s2"],
+            header(
+                "4",
+                false,
+                &nv(
+                    "\tfromsnap = s0\n\ttosnap = s2\n\tnot_recursive = 1\n",
+                    // `snaps` lists the source, `snapprops` does not (`seenfrom`).
+                    top(&all, true, false).replace(
+                        "\t\t\t\ts0 = (embedded nvlist)\n\t\t\t\tnvlist version: 0\n\t\t\t\t(end s0)\n",
+                        "",
+                    ),
+                ),
+            ),
+        ),
+        (
+            "pi",
+            vec!["send", "-p", "-i", "@s1", "tank/fs@s2"],
+            header("4", false, &nv("\ttosnap = s2\n\tnot_recursive = 1\n", top(&["s2"], true, false))),
+        ),
+        (
+            "h",
+            vec!["send", "-h", "tank/fs@s2"],
+            header(
+                "4000004",
+                false,
+                &nv("\ttosnap = s2\n\tnot_recursive = 1\n", top(&["s2"], false, true)),
+            ),
+        ),
+    ];
+    for (name, args, expected) in cases {
+        let file = lab.path(&format!("{name}.zfs"));
+        let mut command = lab.command("zfs");
+        command
+            .args(&args)
+            .env("ZETTA_DIRECT", "1")
+            .stdout(std::fs::File::create(&file).unwrap());
+        let out = lab.run(command);
+        assert_eq!(out.code, 0, "zfs {args:?}: {}", out.stderr);
+        let text = package_header_text(&dump_text(&zstream, &file));
+        let text: String = text
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("payloadlen") || l.ends_with("= 0"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_eq!(text, expected, "{name}: the package header");
+        // parentfromsnap of the child: the parent's @fromsnap, else its @tosnap.
+        if name.starts_with('R') {
+            let bytes = std::fs::read(&file).unwrap();
+            let mut parser = RecordParser::new();
+            parser.push(&bytes);
+            let Some(Record::Begin(begin)) = parser.next_record().unwrap() else {
+                panic!("{name}: no BEGIN");
+            };
+            let Some(zetta::nvlist::NvValue::List(fss)) = begin.info.entries.get("fss") else {
+                panic!("{name}: no fss");
+            };
+            let entry = |fs: &str| {
+                fss.entries
+                    .values()
+                    .find_map(|v| match v {
+                        zetta::nvlist::NvValue::List(l) if l.get_str("name") == Some(fs) => {
+                            Some(l.clone())
+                        }
+                        _ => None,
+                    })
+                    .unwrap()
+            };
+            let parent_snap = if name == "RI" { "s0" } else { "s2" };
+            assert_eq!(
+                entry("tank/fs/child").get_u64("parentfromsnap"),
+                entry("tank/fs")
+                    .get_list("snaps")
+                    .unwrap()
+                    .get_u64(parent_snap),
+                "{name}: parentfromsnap"
+            );
+        }
+    }
+}

@@ -127,7 +127,11 @@ pub(super) fn cmd_send(args: &[String], io: &mut CommandIo<'_>, ctx: &mut Ctx) -
     }
     if verbose {
         let mut lines = String::new();
-        let mut total = plan.header.as_ref().map_or(0, |h| h.len() as u64);
+        // A compound stream's header and its closing END count too: the total is the
+        // exact size of the stream (syncoid's progress bar).
+        let mut total = plan.header.as_ref().map_or(0, |h| {
+            (h.len() + zetta::dmu_send::record::HEADER_SIZE_BYTES) as u64
+        });
         for spec in &plan.substreams {
             let size = session
                 .with(|spa| Sender::new(spa, spec.clone(), options)?.estimate(spa))?

@@ -34,6 +34,7 @@ mod recv_replication;
 mod recv_state;
 mod replication;
 mod send;
+mod send_prelim;
 mod token;
 mod traverse;
 

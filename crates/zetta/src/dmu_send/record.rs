@@ -44,8 +44,11 @@ fn is_compressor_id(id: u64) -> bool {
 /// `drr_versioninfo`, header type and feature bits, not this number). 1: Zetta's own
 /// "ZTrc" records. 2: compressed WRITE ids and stored forms as OpenZFS's. 3: OpenZFS's
 /// `dmu_replay_record_t` records, checksums and feature bits (streams of versions 1 and 2
-/// are refused as bad magic).
-pub const STREAM_VERSION: u64 = 3;
+/// are refused as bad magic). 4: compound streams as libzfs writes them (`-I` and `-p`/`-h`
+/// compound too, the header's `fss` keyed by `0x<guid>` with typed `props`, `snapprops`,
+/// `snapholds`; no Zetta-only pairs in a substream's BEGIN); version 3's `fss` array and
+/// BEGIN `props`/`holds` are still read.
+pub const STREAM_VERSION: u64 = 4;
 /// `DMU_BACKUP_MAGIC`, at byte 8 of every BEGIN.
 pub const BACKUP_MAGIC: u64 = 0x2_f5ba_cbac;
 pub const HEADER_SIZE_BYTES: usize = 312;
@@ -387,7 +390,48 @@ impl RecordWriter {
             self.running = Fletcher4::new();
             self.to_guid = b.to_guid;
         }
-        let (mut h, payload) = encode_record(record, self.to_guid);
+        let (h, payload) = encode_record(record, self.to_guid);
+        self.emit_encoded(out, h, payload, record);
+    }
+
+    /// Appends the BEGIN of a compound stream (libzfs `send_prelim_records`) whose payload
+    /// is `payload`, an XDR nvlist packed by the caller (pair order and booleans as libzfs
+    /// adds them, which `NvList` cannot keep); `payload` empty: no nvlist, as for `-I`.
+    pub fn emit_compound_begin(
+        &mut self,
+        out: &mut Vec<u8>,
+        toname: &str,
+        features: u64,
+        payload: Vec<u8>,
+    ) {
+        let mut info = NvList::new();
+        info.set_str("toname", toname);
+        let record = Record::Begin(BeginRecord {
+            features,
+            compound: true,
+            flags: 0,
+            to_guid: Guid(0),
+            from_guid: Guid(0),
+            creation_time: 0,
+            info,
+        });
+        self.running = Fletcher4::new();
+        self.to_guid = Guid(0);
+        let (mut h, _) = encode_record(&record, Guid(0));
+        // The type word of a compound header is 0 (libzfs leaves drr_type of the BEGIN's
+        // objset zero), and the payload length is the caller's.
+        put_u32(&mut h, 32, 0);
+        put_u32(&mut h, 4, payload.len() as u32);
+        self.emit_encoded(out, h, payload, &record);
+    }
+
+    fn emit_encoded(
+        &mut self,
+        out: &mut Vec<u8>,
+        mut h: [u8; HEADER_SIZE_BYTES],
+        payload: Vec<u8>,
+        record: &Record,
+    ) {
         if let Record::End { .. } = record {
             for (i, sum) in self.running.current().iter().enumerate() {
                 put_u64(&mut h, 8 + 8 * i, *sum);

@@ -171,6 +171,8 @@ pub struct Receiver {
     /// `sendfs` and `fss` of a replication stream's package header.
     pub(super) compound: Option<(String, Vec<NvList>)>,
     pub(super) compound_open: bool,
+    /// The package header lacks `not_recursive` (`-R`).
+    pub(super) compound_recursive: bool,
     /// `-F` and an incremental replication header: its `tosnap`, until the header's END.
     pub(super) destroy_unsent_at: Option<String>,
     pub(super) current: Option<Substream>,
@@ -188,6 +190,7 @@ impl Receiver {
             parser: RecordParser::new(),
             compound: None,
             compound_open: false,
+            compound_recursive: false,
             destroy_unsent_at: None,
             current: None,
             events: Vec::new(),

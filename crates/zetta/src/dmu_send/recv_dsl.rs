@@ -13,6 +13,7 @@ use super::recv::{
 };
 use super::recv_state::{active_key, claim_active, is_active, recv_state};
 use super::token::ResumeToken;
+use crate::nvlist::{NvList, NvValue};
 use crate::spa::{Spa, SpaError};
 use crate::types::Guid;
 
@@ -65,7 +66,7 @@ impl Receiver {
         let refuse = |why: &str| RecvError::Refused(format!("cannot receive: {why}"));
         let suffix = match self.options.name_mode {
             NameMode::Exact if target.contains('@') => {
-                if self.compound.is_some() {
+                if self.compound.is_some() && self.compound_recursive {
                     return Err(refuse(
                         "cannot specify snapshot name for multi-snapshot stream",
                     ));
@@ -105,17 +106,57 @@ impl Receiver {
 
     /// Properties of the received filesystem: the stream's (minus `-x`; `None` when the
     /// stream carries none), to be stored as received values, and `-o`'s, stored locally.
+    /// The package header's entry for the filesystem of snapshot `to_guid` and the
+    /// snapshot's short name there (libzfs `fsavl_find`), else the entry named `to_fs`.
+    fn header_entry(&self, to_guid: Guid, to_fs: &str) -> Option<(&NvList, Option<String>)> {
+        let (_, fss) = self.compound.as_ref()?;
+        for fs in fss {
+            if let Some(snaps) = fs.get_list("snaps") {
+                for (short, value) in &snaps.entries {
+                    if *value == NvValue::U64(to_guid.0) {
+                        return Some((fs, Some(short.clone())));
+                    }
+                }
+            }
+        }
+        fss.iter()
+            .find(|fs| fs.get_str("name") == Some(to_fs))
+            .map(|fs| (fs, None))
+    }
+
+    /// The holds the stream carries for this substream's snapshot: libzfs's `snapholds`
+    /// of the header, or a Zetta stream's `holds` in the BEGIN (before version 4).
+    fn holds_for(&self, begin: &BeginRecord, to_fs: &str) -> Vec<String> {
+        if self.options.skip_holds {
+            return Vec::new();
+        }
+        if let Some(holds) = begin.info.get_list("holds") {
+            return holds.entries.keys().cloned().collect();
+        }
+        self.header_entry(begin.to_guid, to_fs)
+            .and_then(|(fs, short)| fs.get_list("snapholds")?.get_list(&short?).cloned())
+            .map(|holds| holds.entries.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
     fn props_for(&self, begin: &BeginRecord, to_fs: &str) -> (Option<Props>, Props) {
-        let from_header = self.compound.as_ref().and_then(|(_, fss)| {
-            fss.iter()
-                .find(|fs| fs.get_str("name") == Some(to_fs))
-                .and_then(|fs| fs.get_list("props"))
-        });
+        let from_header = self
+            .header_entry(begin.to_guid, to_fs)
+            .and_then(|(fs, _)| fs.get_list("props"));
         let mut out: Vec<(String, String)> = Vec::new();
         let carried = begin.info.get_list("props").or(from_header);
         if let Some(props) = carried {
             for (name, value) in &props.entries {
-                if let crate::nvlist::NvValue::Str(value) = value {
+                // libzfs sends index and number properties as uint64.
+                let text = match value {
+                    NvValue::Str(text) => Some(text.clone()),
+                    NvValue::U64(number) => Some(
+                        crate::dsl::openzfs::index::name_of(name, *number)
+                            .unwrap_or_else(|| number.to_string()),
+                    ),
+                    _ => None,
+                };
+                if let Some(value) = &text {
                     let sane = name.len() <= 256
                         && !name.starts_with('%')
                         && value.len() <= 8192
@@ -149,11 +190,21 @@ impl Receiver {
                 .get_str("sendfs")
                 .unwrap_or_else(|| to_name.split('@').next().unwrap_or(to_name))
                 .to_string();
-            let fss = begin
-                .info
-                .get_list_array("fss")
-                .unwrap_or_default()
-                .to_vec();
+            // libzfs's `fss` is an nvlist keyed by `0x<guid>`; Zetta before stream
+            // version 4 wrote an array of the same nvlists.
+            let fss: Vec<NvList> = match begin.info.entries.get("fss") {
+                Some(NvValue::List(by_guid)) => by_guid
+                    .entries
+                    .values()
+                    .filter_map(|v| match v {
+                        NvValue::List(fs) => Some(fs.clone()),
+                        _ => None,
+                    })
+                    .collect(),
+                Some(NvValue::ListArray(array)) => array.clone(),
+                _ => Vec::new(),
+            };
+            let recursive = begin.info.entries.get("not_recursive").is_none();
             let tosnap = begin.info.get_str("tosnap").unwrap_or_default();
             let incremental = !begin
                 .info
@@ -161,9 +212,15 @@ impl Receiver {
                 .unwrap_or_default()
                 .is_empty();
             // Applied at the header's END, once its checksum has verified.
-            self.destroy_unsent_at =
-                (incremental && self.options.force && !self.options.dry_run && !tosnap.is_empty())
-                    .then(|| tosnap.to_string());
+            // libzfs `zfs_receive_package`: `recv_incremental_replication` only for a
+            // recursive stream with a source.
+            self.destroy_unsent_at = (incremental
+                && recursive
+                && self.options.force
+                && !self.options.dry_run
+                && !tosnap.is_empty())
+            .then(|| tosnap.to_string());
+            self.compound_recursive = recursive;
             self.compound = Some((sendfs, fss));
             self.compound_open = true;
             return Ok(());
@@ -195,10 +252,7 @@ impl Receiver {
         };
         let dest_snap = self.destination(&to_name, &sendfs)?;
         let dest_fs = dest_snap.split('@').next().unwrap_or_default().to_string();
-        let holds = match begin.info.get_list("holds") {
-            Some(holds) if !self.options.skip_holds => holds.entries.keys().cloned().collect(),
-            _ => Vec::new(),
-        };
+        let holds = self.holds_for(&begin, &to_fs);
         let (received_props, local_props) = self.props_for(&begin, &to_fs);
         let mut sub = Substream {
             received_props,

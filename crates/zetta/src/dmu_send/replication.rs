@@ -5,20 +5,22 @@
 //!   bookmark). `-I a fs@s`: one incremental per snapshot after `a` up to `s`, in order, so
 //!   a receiver ends up with every intermediate snapshot. For a clone, `a` may be its
 //!   origin (a snapshot of another filesystem): the first substream is then a clone stream.
-//! - `-R fs@s`: a replication stream. First a package header (a BEGIN with the
-//!   `COMPOUND` feature, whose nvlist lists every filesystem sent — `name`, `props`, `snaps`
-//!   {name → guid}, `origin` guid for clones — and an END), then, for the filesystem and
-//!   each descendant that has `@s` (parents before children, clones after their origin's
-//!   filesystem): a full substream of its oldest snapshot (or, for a clone whose origin is
+//! - `-R fs@s`: a replication stream. First a package header (`send_prelim`: a compound
+//!   BEGIN whose nvlist lists every filesystem sent, in libzfs's shape, and an END), then,
+//!   for the filesystem and each descendant that has `@s` (parents before children, clones
+//!   after their origin's filesystem; one created after `@s` is left out with its
+//!   children): a full substream of its oldest snapshot (or, for a clone whose origin is
 //!   in the stream, an incremental from the origin) and one incremental per later snapshot
 //!   up to `@s`. With `-I a`/`-i a`, filesystems that have `@a` send only what follows it.
+//! - `-I` (without `-R`) is a compound stream too, as libzfs's `zfs_send` writes it (its
+//!   header without an nvlist), and so are `-p`/`-h` (libzfs's `zfs_send_one`: a header
+//!   with `not_recursive` and the one filesystem). The CLI closes every compound stream
+//!   with libzfs's all-zero END.
 
 use super::error::SendError;
-use super::record::{BeginRecord, Record, RecordWriter};
 use super::send::{find_point, SendOptions, SubstreamSpec};
-use crate::nvlist::NvList;
+use super::send_prelim::{prelim_records, PrelimRequest};
 use crate::spa::Spa;
-use crate::types::Guid;
 
 /// A `zfs send` command line, names as given.
 #[derive(Clone, Debug, Default)]
@@ -147,6 +149,7 @@ pub fn plan_send(spa: &mut Spa, request: &SendRequest) -> Result<SendPlan, SendE
         });
     };
     if !request.replicate {
+        let mut from_snap = None;
         let substreams = match &request.from {
             None => vec![spec(&request.to, None, false)],
             Some(from) => {
@@ -154,14 +157,35 @@ pub fn plan_send(spa: &mut Spa, request: &SendRequest) -> Result<SendPlan, SendE
                 if spa.origin_of(fs)?.as_deref() == Some(from.as_str()) {
                     from_origin(spa, fs, &from, &request.to, request.intermediates)?
                 } else {
+                    from_snap = from
+                        .strip_prefix(fs)
+                        .and_then(|rest| rest.strip_prefix('@'))
+                        .map(str::to_string);
                     chain(spa, fs, &from, &request.to, request.intermediates)?
                 }
             }
         };
-        return Ok(SendPlan {
-            header: None,
-            substreams,
-        });
+        // libzfs: `-I` goes through `zfs_send` (a compound stream, its nvlist only with
+        // -p/-h); `-p`/`-h` alone through `zfs_send_one`, whose header names no source.
+        let options = &request.options;
+        let gather_props = options.properties || options.holds;
+        let header = if request.intermediates || gather_props {
+            Some(prelim_records(
+                spa,
+                &PrelimRequest {
+                    to: request.to.clone(),
+                    from_snap: from_snap.filter(|_| request.intermediates),
+                    recursive: false,
+                    doall: request.intermediates,
+                    gather_props,
+                    props: options.properties,
+                    holds: options.holds,
+                },
+            )?)
+        } else {
+            None
+        };
+        return Ok(SendPlan { header, substreams });
     }
     replicate(spa, request, fs, snap)
 }
@@ -218,12 +242,18 @@ fn replicate(
     let ordered = replication_order(spa, top)?;
     let sent: Vec<String> = ordered.iter().map(|(n, _)| n.clone()).collect();
     let mut substreams = Vec::new();
-    let mut entries = Vec::new();
+    // Filesystems created after the snapshot, left out with their children (libzfs
+    // `send_iterate_fs` returns before iterating them).
+    let mut skipped: Vec<String> = Vec::new();
     for (fs, origin) in ordered {
+        if skipped.iter().any(|s| fs.starts_with(&format!("{s}/"))) {
+            continue;
+        }
         let to = format!("{fs}@{snap}");
         let Some((_, to_txg, _)) = find_point(spa, &to)? else {
             let dataset = spa.lookup_dataset(&fs)?.unwrap_or(0);
             if spa.dataset_phys(dataset)?.creation_txg > top_txg {
+                skipped.push(fs);
                 continue;
             }
             return Err(SendError::MissingInDescendant {
@@ -261,52 +291,19 @@ fn replicate(
                 }
             }
         }
-        let mut props = NvList::new();
-        for (name, value) in spa.own_effective_props(&fs)? {
-            props.set_str(&name, &value);
-        }
-        let mut snaps = NvList::new();
-        for (name, guid) in &included {
-            snaps.set_u64(
-                name.split_once('@').map_or(name.as_str(), |(_, s)| s),
-                *guid,
-            );
-        }
-        let mut entry = NvList::new();
-        entry
-            .set_str("name", &fs)
-            .set_list("props", props)
-            .set_list("snaps", snaps);
-        if let Some(origin) = &origin {
-            if let Some((guid, _, _)) = find_point(spa, origin)? {
-                entry.set_u64("origin", guid);
-            }
-        }
-        entries.push(entry);
     }
-    let mut info = NvList::new();
-    info.set_str("toname", &request.to)
-        .set_str("sendfs", top)
-        .set_str("tosnap", snap)
-        .set_str("fromsnap", from_snap.as_deref().unwrap_or(""))
-        .set_list_array("fss", entries);
-    let mut header = Vec::new();
-    let mut writer = RecordWriter::new();
-    writer.emit_record(
-        &mut header,
-        // As libzfs `send_prelim_records`: header type DMU_COMPOUNDSTREAM, `drr_toname`
-        // the snapshot sent, no guids or time, the nvlist as payload; then its END.
-        &Record::Begin(BeginRecord {
-            features: 0,
-            compound: true,
-            flags: 0,
-            to_guid: Guid(0),
-            from_guid: Guid(0),
-            creation_time: 0,
-            info,
-        }),
-    );
-    writer.emit_record(&mut header, &Record::End { to_guid: Guid(0) });
+    let header = prelim_records(
+        spa,
+        &PrelimRequest {
+            to: request.to.clone(),
+            from_snap: from_snap.clone(),
+            recursive: true,
+            doall: request.intermediates || request.from.is_none(),
+            gather_props: true,
+            props: true,
+            holds: request.options.holds,
+        },
+    )?;
     Ok(SendPlan {
         header: Some(header),
         substreams,

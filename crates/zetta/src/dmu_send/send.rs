@@ -38,9 +38,9 @@ use zetta_zcommon::compress::ALGORITHM_ID_OFF;
 pub struct SendOptions {
     /// `-c` (and `-w`): WRITE records carry blocks in their stored compressed form.
     pub compressed: bool,
-    /// `-p`: the filesystem's local properties go in the BEGIN record.
+    /// `-p`: the filesystem's properties go in the compound header's `fss`.
     pub properties: bool,
-    /// `-h`: the snapshot's user holds go in the BEGIN record.
+    /// `-h`: the snapshots' user holds go in the compound header's `snapholds`.
     pub holds: bool,
     /// `-L`: blocks larger than 128 KiB go whole (LARGE_BLOCKS); without it they are
     /// split into 128 KiB WRITEs, as OpenZFS does for receivers without large blocks.
@@ -189,20 +189,8 @@ impl Sender {
                 }
             }
         }
-        if options.properties {
-            let mut props = NvList::new();
-            for (name, value) in spa.own_effective_props(&to_fs)? {
-                props.set_str(&name, &value);
-            }
-            info.set_list("props", props);
-        }
-        if options.holds {
-            let mut holds = NvList::new();
-            for (tag, time) in spa.holds(&spec.to)? {
-                holds.set_u64(&tag, time);
-            }
-            info.set_list("holds", holds);
-        }
+        // `-p` and `-h` travel in the compound stream's header (`send_prelim`), as
+        // libzfs sends them; a substream's BEGIN carries no nvlist.
         Ok(Sender {
             begin: BeginRecord {
                 features,

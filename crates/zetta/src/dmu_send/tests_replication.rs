@@ -4,9 +4,10 @@
 //! died, destroyed at import unless `-s` kept them resumable from their very BEGIN; `-c`
 //! streams received without a second compression.
 
+use super::record::Record;
 use super::tests::{
-    contents, full, incremental, pool, populate, random_bytes, receive, send, snap, snapshot_ids,
-    write,
+    contents, full, incremental, pool, populate, random_bytes, receive, records, send, snap,
+    snapshot_ids, write,
 };
 use super::*;
 use crate::dmu::IoCtx;
@@ -276,4 +277,78 @@ fn compressed_receive_stores_blocks_as_sent() {
     assert!(data_blocks(&mut spa, "tank/plain@a")
         .iter()
         .all(|(c, _, _)| *c == lz4));
+}
+
+/// libzfs's compound streams (stream version 4): `-I` alone is a compound stream whose
+/// header has no nvlist, `-p` one whose header says `not_recursive`, and both may land on
+/// a snapshot name given to `zfs receive` (only a recursive stream refuses it, libzfs
+/// `zfs_receive_package`); `-R` keeps refusing it. `fss` is keyed by `0x<guid>`, and a
+/// substream finds its filesystem's properties there by its snapshot's guid. Before
+/// version 4 the `-I` stream had no header and the `-p` header was Zetta's own shape.
+#[test]
+fn libzfs_compound_streams_received() {
+    let mut spa = pool();
+    populate(&mut spa, "tank/src");
+    spa.set_local_prop("tank/src", "compression", "lz4")
+        .unwrap();
+    spa.set_local_prop("tank/src", "recordsize", "65536")
+        .unwrap();
+    for n in 1..=3 {
+        write(&mut spa, "tank/src", 9, 0, &random_bytes(n, 3000));
+        snap(&mut spa, &format!("tank/src@{n}"));
+    }
+    // -I: BEGIN(compound, no payload), END, the substreams.
+    let chain = send(&mut spa, incremental("@1", "tank/src@3", true));
+    let header = records(&chain);
+    assert!(
+        matches!(&header[0], Record::Begin(b) if b.compound && b.info.get_str("tosnap").is_none())
+    );
+    let base = send(&mut spa, full("tank/src@1"));
+    receive(&mut spa, "tank/dst", &base, RecvOptions::default()).unwrap();
+    receive(&mut spa, "tank/dst", &chain, RecvOptions::default()).unwrap();
+    assert_eq!(short_names(&mut spa, "tank/dst"), ["1", "2", "3"]);
+    assert_eq!(
+        contents(&mut spa, "tank/dst@3"),
+        contents(&mut spa, "tank/src@3")
+    );
+    // -p: typed properties (index and number as uint64) come back as their words.
+    let request = SendRequest {
+        options: SendOptions {
+            properties: true,
+            ..SendOptions::default()
+        },
+        ..full("tank/src@3")
+    };
+    let with_props = send(&mut spa, request);
+    let Record::Begin(begin) = &records(&with_props)[0] else {
+        panic!("no header");
+    };
+    assert_eq!(begin.info.get_u64("not_recursive"), Some(1));
+    let Some(crate::nvlist::NvValue::List(fss)) = begin.info.entries.get("fss") else {
+        panic!("fss is not libzfs's nvlist");
+    };
+    let (key, entry) = fss.entries.iter().next().unwrap();
+    let crate::nvlist::NvValue::List(entry) = entry else {
+        panic!("fss entry");
+    };
+    assert!(key.starts_with("0x"));
+    let props = entry.get_list("props").unwrap();
+    assert_eq!(props.get_u64("compression"), Some(15));
+    assert_eq!(props.get_u64("recordsize"), Some(65536));
+    receive(&mut spa, "tank/p@kept", &with_props, RecvOptions::default()).unwrap();
+    assert_eq!(short_names(&mut spa, "tank/p"), ["kept"]);
+    let effective = spa.own_effective_props("tank/p").unwrap();
+    assert!(effective.contains(&("compression".to_string(), "lz4".to_string())));
+    assert!(effective.contains(&("recordsize".to_string(), "65536".to_string())));
+    // -R into a snapshot name: libzfs's refusal.
+    let tree = send(&mut spa, replicate("tank/src@3", None));
+    let refused = receive(&mut spa, "tank/r@x", &tree, RecvOptions::default())
+        .err()
+        .expect("a recursive stream into a snapshot name");
+    assert!(
+        refused
+            .to_string()
+            .contains("cannot specify snapshot name for multi-snapshot stream"),
+        "{refused}"
+    );
 }
