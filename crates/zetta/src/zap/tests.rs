@@ -740,3 +740,39 @@ fn hundred_thousand_dir_timing() {
         started.elapsed() - created
     );
 }
+
+// Why: every message text belongs to the CLI (libzfs's role, issue 13 "typed errors per
+// layer"); the ZAP answers `ZapError` variants and must never grow a "cannot …" sentence
+// (the DSL and the send side are scanned the same way: `dsl::tests_errors`,
+// `dmu_send::tests_errors`).
+#[test]
+fn no_zap_error_is_a_cli_sentence() {
+    fn scan(dir: &std::path::Path) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            panic!("cannot list {}", dir.display());
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                scan(&path);
+                continue;
+            }
+            if path.extension().and_then(|e| e.to_str()) != Some("rs")
+                || path.file_name().and_then(|n| n.to_str()) == Some("tests.rs")
+            {
+                continue;
+            }
+            let source = std::fs::read_to_string(&path).unwrap_or_default();
+            for (index, line) in source.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                assert!(
+                    !code.contains("\"cannot "),
+                    "{}:{}: a CLI sentence: {line}",
+                    path.display(),
+                    index + 1
+                );
+            }
+        }
+    }
+    scan(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/zap"));
+}
