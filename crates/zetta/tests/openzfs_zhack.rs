@@ -13,11 +13,12 @@
 //! then still finds no leak; and Zetta reads the result through its OpenZFS codecs (the
 //! read-only path, `spa::openzfs`): every file and snapshot identical.
 //!
-//! The boundary (issue 14 step 2, not done): OpenZFS's labels drop Zetta's `org.zetta:*`
-//! keys (`format`, `vdev_root`, ...), so Zetta's own import does not recognise the pool as
-//! its own any more and `zpool import` offers only `-o readonly=on`. The last assertion
-//! pins that; it flips when import decides "Zetta's or foreign" by features and derives
-//! those keys from OpenZFS's (docs/ONDISK.md, header).
+//! Then (issue 14 step 1): OpenZFS's labels drop Zetta's `org.zetta:*` keys (`format`,
+//! `vdev_root`, ...) and add its per-vdev ZAPs and DTL objects; Zetta's discovery
+//! assembles the tree from OpenZFS's keys, judges the pool Zetta's by its features
+//! (`com.example:x` is enabled, not active) and imports it read-write: a scrub is clean,
+//! every file reads back, a write and a snapshot commit, and OpenZFS's `zdb -bcc` still
+//! finds no leak (the objects zhack made are carried through Zetta's config writes).
 
 mod common;
 
@@ -185,7 +186,7 @@ fn zhack_commits_txgs_on_a_zetta_pool() {
 
     // Zetta reads what OpenZFS rewrote, through its OpenZFS codecs.
     let device: DeviceRef = Arc::new(FileDevice::open(&path).unwrap());
-    let candidates = discover::find_pools(std::slice::from_ref(&device), 0);
+    let candidates = discover::find_pools_with_zetta(std::slice::from_ref(&device), 0);
     let candidate = candidates
         .iter()
         .find(|c| c.name == "tank")
@@ -200,10 +201,53 @@ fn zhack_commits_txgs_on_a_zetta_pool() {
     snapshot.sort();
     assert_eq!(read_back(&pool, "tank/a@s1"), snapshot);
 
-    // The boundary (module header): Zetta's own discovery no longer sees its pool.
-    assert!(
-        zetta::spa::find_pools(std::slice::from_ref(&device)).is_empty(),
-        "issue 14 step 2 has landed: turn this into a read-write import"
+    // Zetta's own import takes the pool back read-write from OpenZFS's keys alone: its
+    // features are Zetta's (com.example:x is enabled, not active).
+    let found = zetta::spa::find_pools(std::slice::from_ref(&device));
+    assert_eq!(
+        found.len(),
+        1,
+        "Zetta's discovery finds the pool zhack rewrote"
     );
+    assert!(
+        discover::find_pools(std::slice::from_ref(&device), 0).is_empty(),
+        "a pool Zetta writes is not listed as foreign too"
+    );
+    let mut spa = Spa::import(&found[0], None, 64 << 20).expect("read-write import");
+    let stats = spa.scrub(None).unwrap();
+    assert_eq!(stats.errors, 0, "scrub after zhack");
+    for (name, data) in &expected {
+        let read = spa
+            .with_zpl("tank/a", |vfs, os, ctx| {
+                let attr = vfs.lookup(os, ctx, vfs.root, name.as_bytes())?;
+                vfs.read(os, ctx, attr.object, 0, data.len() + 1)
+            })
+            .unwrap();
+        assert_eq!(&read, data, "{name} reads back after zhack");
+    }
+    write_file(&mut spa, "tank/a", "after-zhack", b"written by Zetta again");
+    spa.sync().unwrap();
+    spa.snapshot(&["tank/a@s2".to_string()]).unwrap();
+    spa.sync().unwrap();
+    spa.export().unwrap();
+    // OpenZFS's verdict on what Zetta wrote over OpenZFS's config: the per-vdev ZAPs and
+    // DTL objects zhack made are still named (a dropped one is a leaked MOS object;
+    // a single-device top-level vdev gets no DTL from zhack, so only the ZAPs are named).
+    let leaks = zdb_text(&dir, &["-bcc", "tank"]);
+    assert!(
+        leaks.contains("No leaks"),
+        "zdb -bcc after Zetta's write:\n{leaks}"
+    );
+    assert!(
+        !leaks.contains(") leaked"),
+        "zdb -bcc reports leaked objects:\n{leaks}"
+    );
+    let config = zdb_text(&dir, &["-C", "tank"]);
+    for key in ["com.delphix:vdev_zap_leaf", "com.delphix:vdev_zap_top"] {
+        assert!(
+            config.contains(key),
+            "{key} kept in the MOS config:\n{config}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -584,7 +584,7 @@ pub fn labels_zeroed(path: &str) -> bool {
 pub fn label_owner(path: &str) -> Option<(String, u64, u64)> {
     let device = FileDevice::open_read_only(path).ok()?;
     match label::read_config(&device)? {
-        label::DeviceLabel::Zetta { config, .. } => Some((
+        label::DeviceLabel::Pool { config, .. } => Some((
             config.get_str("name")?.to_string(),
             config.get_u64("pool_guid")?,
             config.get_u64("state").unwrap_or(POOL_STATE_ACTIVE),

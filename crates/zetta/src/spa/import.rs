@@ -12,7 +12,7 @@ use super::uberblock::{self, Uberblock};
 use super::*;
 use crate::dmu::ObjsetType;
 use crate::nvpair_xdr::XdrNvList;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// A pool found on devices, as `zpool import` lists it.
 #[derive(Clone)]
@@ -21,9 +21,14 @@ pub struct ImportCandidate {
     pub guid: Guid,
     pub state: u64,
     pub txg: Txg,
-    /// The newest label config (OpenZFS's keys; the whole tree under
-    /// `org.zetta:vdev_root`). Empty for a pool of an older format.
+    /// The newest label config (OpenZFS's keys; a label Zetta wrote before format 22 also
+    /// carries the whole tree under `org.zetta:vdev_root`). Empty for a pool of an older
+    /// format.
     pub config: XdrNvList,
+    /// Each top-level vdev's subtree (`vdev_tree` of a label), by `id`, from the newest
+    /// label among that vdev's devices: how OpenZFS's discovery assembles the tree
+    /// (`get_configs`) when no label holds all of it.
+    pub tops: BTreeMap<u64, (Txg, XdrNvList)>,
     /// Leaf guid → device, for every device found.
     pub devices: HashMap<Guid, DeviceRef>,
     /// `Some(format)` when the pool is in a Zetta on-disk format this code does not read
@@ -33,15 +38,45 @@ pub struct ImportCandidate {
 
 impl ImportCandidate {
     /// The vdev tree as far as the found devices allow (missing leaves have no device).
+    /// From Zetta's whole-tree copy when the label has one, else assembled as OpenZFS's
+    /// discovery does: the root (guid = pool guid), then `vdev_children` top-level vdevs,
+    /// each from its newest label; a hole for every id in `hole_array`, and a device-less
+    /// leaf (UNAVAIL) for a top-level vdev no found device belongs to.
     pub fn vdev_tree(&self) -> Result<Vdev, SpaError> {
         if let Some(format) = self.old_format {
             return Err(SpaError::Invalid(old_format_text(format)));
         }
-        let tree = self
+        if let Some(tree) = self.config.get_nvlist(crate::vdev::config::ROOT_TREE_KEY) {
+            return Vdev::from_config(tree, &self.devices).map_err(SpaError::Corrupt);
+        }
+        let mut root = Vdev::new(crate::vdev::VdevKind::Root, self.guid);
+        let known = self.tops.keys().next_back().map_or(0, |id| id + 1);
+        let count = self
             .config
-            .get_nvlist(crate::vdev::config::ROOT_TREE_KEY)
-            .ok_or_else(|| SpaError::Corrupt("label has no vdev tree".to_string()))?;
-        Vdev::from_config(tree, &self.devices).map_err(SpaError::Corrupt)
+            .get_u64("vdev_children")
+            .unwrap_or(known)
+            .max(known);
+        if count > crate::vdev::config::CHILDREN_MAX as u64 {
+            return Err(SpaError::Corrupt(format!(
+                "{count} top-level vdevs is too many"
+            )));
+        }
+        let holes: Vec<u64> = match self.config.get("hole_array") {
+            Some(crate::nvpair_xdr::XdrValue::Uint64Array(ids)) => ids.clone(),
+            _ => Vec::new(),
+        };
+        for id in 0..count {
+            let mut top = match self.tops.get(&id) {
+                Some((_, tree)) => {
+                    Vdev::from_config(tree, &self.devices).map_err(SpaError::Corrupt)?
+                }
+                None if holes.contains(&id) => Vdev::new(crate::vdev::VdevKind::Hole, Guid(0)),
+                None => Vdev::new(crate::vdev::VdevKind::Leaf, Guid(0)),
+            };
+            top.id = id;
+            root.children.push(top);
+        }
+        Ok(root)
     }
 }
 
@@ -53,14 +88,17 @@ pub fn old_format_text(format: u64) -> String {
     )
 }
 
-/// Groups the devices by the pool their labels name. Only Zetta's pools: a label without
-/// `org.zetta:format` (a real OpenZFS pool) is `spa::openzfs::discover`'s.
+/// Groups the devices by the pool their labels name: the pools Zetta's engine imports.
+/// A pool whose labels carry Zetta's current `org.zetta:format` is Zetta's; one labelled
+/// by OpenZFS's keys alone (OpenZFS wrote it last, or Zetta from format 22 on) is Zetta's
+/// when `spa::openzfs::discover::zetta_writes` says so (its version and active features
+/// are ones Zetta maintains), else `spa::openzfs::discover`'s, imported read-only.
 pub fn find_pools(devices: &[DeviceRef]) -> Vec<ImportCandidate> {
     let mut pools: HashMap<u64, ImportCandidate> = HashMap::new();
     for device in devices {
         let (config, txg) = match label::read_config(device.as_ref()) {
             None => continue,
-            Some(label::DeviceLabel::Zetta { config, txg }) => (config, txg),
+            Some(label::DeviceLabel::Pool { config, txg }) => (config, txg),
             Some(label::DeviceLabel::OldZetta {
                 name,
                 pool_guid,
@@ -72,6 +110,7 @@ pub fn find_pools(devices: &[DeviceRef]) -> Vec<ImportCandidate> {
                     state: POOL_STATE_EXPORTED,
                     txg: Txg(0),
                     config: XdrNvList::new(),
+                    tops: BTreeMap::new(),
                     devices: HashMap::new(),
                     old_format: Some(format),
                 });
@@ -92,6 +131,7 @@ pub fn find_pools(devices: &[DeviceRef]) -> Vec<ImportCandidate> {
             state,
             txg,
             config: config.clone(),
+            tops: BTreeMap::new(),
             devices: HashMap::new(),
             old_format: None,
         });
@@ -104,11 +144,34 @@ pub fn find_pools(devices: &[DeviceRef]) -> Vec<ImportCandidate> {
             entry.name = name;
             entry.state = state;
         }
+        if let Some(top) = config.get_nvlist("vdev_tree") {
+            let id = top.get_u64("id").unwrap_or(0);
+            if entry.tops.get(&id).is_none_or(|(newest, _)| txg > *newest) {
+                entry.tops.insert(id, (txg, top.clone()));
+            }
+        }
         entry.devices.insert(Guid(leaf_guid), device.clone());
     }
-    let mut found: Vec<ImportCandidate> = pools.into_values().collect();
+    let mut found: Vec<ImportCandidate> = pools.into_values().filter(candidate_is_zettas).collect();
     found.sort_by(|a, b| a.name.cmp(&b.name).then(a.guid.cmp(&b.guid)));
     found
+}
+
+/// Whether a found pool is Zetta's to import (see `find_pools`).
+fn candidate_is_zettas(candidate: &ImportCandidate) -> bool {
+    if candidate.old_format.is_some()
+        || candidate
+            .config
+            .get_u64(crate::vdev::label::ZETTA_FORMAT_KEY)
+            .is_some()
+    {
+        return true;
+    }
+    let own: Vec<DeviceRef> = candidate.devices.values().cloned().collect();
+    super::openzfs::discover::find_pools_with_zetta(&own, 0)
+        .iter()
+        .find(|found| found.guid == candidate.guid.0)
+        .is_some_and(|found| super::openzfs::discover::zetta_writes(found, &own).is_ok())
 }
 
 impl Spa {
@@ -290,10 +353,11 @@ impl Spa {
         spa.refresh_io_props()?;
         // Format 3 keeps space figures that older pools never wrote: derive them once,
         // committed with the next txg (kept for the day a format change needs it again:
-        // labels refuse formats below FORMAT_VERSION_MIN before this point).
+        // labels refuse formats below FORMAT_VERSION_MIN before this point; a pool
+        // without `org.zetta:format` is of the current format).
         if root_config
             .get_u64(crate::vdev::label::ZETTA_FORMAT_KEY)
-            .unwrap_or(1)
+            .unwrap_or(uberblock::FORMAT_VERSION)
             < 3
             && !readonly
         {

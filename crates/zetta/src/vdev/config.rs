@@ -42,6 +42,15 @@ const DEPTH_MAX: usize = 4;
 /// Every label's copy of the whole vdev tree.
 pub const ROOT_TREE_KEY: &str = "org.zetta:vdev_root";
 pub use super::label::ZETTA_FORMAT_KEY;
+/// `ZPOOL_CONFIG_DTL`: a leaf's DTL space map object.
+pub const DTL_KEY: &str = "DTL";
+/// `ZPOOL_CONFIG_VDEV_LEAF_ZAP` and `ZPOOL_CONFIG_VDEV_TOP_ZAP`: the per-vdev ZAPs, in the
+/// MOS config only (`VDEV_CONFIG_MOS`), never in a label.
+pub const VDEV_ZAP_LEAF_KEY: &str = "com.delphix:vdev_zap_leaf";
+pub const VDEV_ZAP_TOP_KEY: &str = "com.delphix:vdev_zap_top";
+/// `ZPOOL_CONFIG_HAS_PER_VDEV_ZAPS`: the MOS config's flag that every vdev has its ZAP
+/// (without it OpenZFS makes them at its next import, `AVZ_ACTION_INITIALIZE`).
+pub const HAS_PER_VDEV_ZAPS_KEY: &str = "com.delphix:has_per_vdev_zaps";
 
 fn u64v(list: &mut XdrNvList, name: &str, value: u64) {
     list.add(name, XdrValue::Uint64(value));
@@ -75,8 +84,17 @@ impl Vdev {
             u64v(&mut list, "asize", self.asize_bytes);
             u64v(&mut list, "is_log", u64::from(self.is_log));
         }
+        if self.openzfs_keys.dtl_object != 0 {
+            u64v(&mut list, DTL_KEY, self.openzfs_keys.dtl_object);
+        }
         if self.create_txg.0 != 0 {
             u64v(&mut list, "create_txg", self.create_txg.0);
+        }
+        if self.openzfs_keys.zap_leaf != 0 {
+            u64v(&mut list, VDEV_ZAP_LEAF_KEY, self.openzfs_keys.zap_leaf);
+        }
+        if self.openzfs_keys.zap_top != 0 {
+            u64v(&mut list, VDEV_ZAP_TOP_KEY, self.openzfs_keys.zap_top);
         }
         if self.kind == VdevKind::Leaf {
             let missing = self.missing_through_txg.load(Ordering::Relaxed);
@@ -150,10 +168,22 @@ impl Vdev {
             return Err(format!("ashift {ashift} is invalid"));
         }
         vdev.ashift = ashift as u32;
+        // A non-top leaf's size is its device's (OpenZFS's `vdev_open` computes it; only
+        // Zetta's older labels recorded it).
         vdev.asize_bytes = config
             .get_u64("asize")
             .or_else(|| config.get_u64("org.zetta:asize"))
+            .or_else(|| {
+                devices
+                    .get(&guid)
+                    .map(|device| super::label::data_size_bytes(device.size_bytes()))
+            })
             .unwrap_or(0);
+        vdev.openzfs_keys = super::OpenZfsVdevKeys {
+            dtl_object: config.get_u64(DTL_KEY).unwrap_or(0),
+            zap_leaf: config.get_u64(VDEV_ZAP_LEAF_KEY).unwrap_or(0),
+            zap_top: config.get_u64(VDEV_ZAP_TOP_KEY).unwrap_or(0),
+        };
         let ms_shift = config.get_u64("metaslab_shift").unwrap_or(0);
         if ms_shift > 40 {
             return Err(format!("metaslab shift {ms_shift} is invalid"));
@@ -240,6 +270,9 @@ pub fn pool_config(facts: &PoolFacts<'_>) -> XdrNvList {
         u64v(&mut config, "hostid", facts.hostid);
     }
     strv(&mut config, "hostname", facts.hostname);
+    if has_per_vdev_zaps(facts.root) {
+        config.add(HAS_PER_VDEV_ZAPS_KEY, XdrValue::Boolean);
+    }
     top_config(&mut config, facts.root);
     config.add("vdev_tree", XdrValue::NvList(facts.root.to_config()));
     config.add(
@@ -258,6 +291,53 @@ pub fn pool_config(facts: &PoolFacts<'_>) -> XdrNvList {
         );
     }
     config
+}
+
+/// Whether every top-level vdev has its ZAP and every leaf its own: then the MOS config
+/// says so (`ZPOOL_CONFIG_HAS_PER_VDEV_ZAPS`), as OpenZFS writes it once
+/// `vdev_construct_zaps` made them. A pool with a vdev Zetta added since (Zetta does not
+/// make vdev ZAPs yet) leaves the flag out, and OpenZFS's next import makes the missing
+/// ones and rebuilds `com.delphix:vdev_zap_map` (`AVZ_ACTION_INITIALIZE`).
+fn has_per_vdev_zaps(root: &Vdev) -> bool {
+    fn leaves_have(vdev: &Vdev) -> bool {
+        match vdev.kind {
+            VdevKind::Leaf => vdev.openzfs_keys.zap_leaf != 0,
+            _ => vdev.children.iter().all(leaves_have),
+        }
+    }
+    let tops: Vec<&Vdev> = root
+        .children
+        .iter()
+        .filter(|top| top.kind != VdevKind::Hole)
+        .collect();
+    !tops.is_empty()
+        && tops
+            .iter()
+            .all(|top| top.openzfs_keys.zap_top != 0 && leaves_have(top))
+}
+
+/// A vdev subtree as a label holds it: the MOS-only keys (the per-vdev ZAPs) left out.
+fn without_mos_keys(tree: &XdrNvList) -> XdrNvList {
+    let mut out = XdrNvList {
+        pairs: Vec::new(),
+        ..tree.clone()
+    };
+    for pair in &tree.pairs {
+        if pair.name == VDEV_ZAP_LEAF_KEY.as_bytes() || pair.name == VDEV_ZAP_TOP_KEY.as_bytes() {
+            continue;
+        }
+        let value = match &pair.value {
+            XdrValue::NvListArray(children) if pair.name == b"children" => {
+                XdrValue::NvListArray(children.iter().map(without_mos_keys).collect())
+            }
+            other => other.clone(),
+        };
+        out.pairs.push(crate::nvpair_xdr::XdrPair {
+            name: pair.name.clone(),
+            value,
+        });
+    }
+    out
 }
 
 /// `vdev_top_config_generate`: the hole array (when there are holes) and the number of
@@ -327,7 +407,7 @@ pub fn label_config(pool: &XdrNvList, top_guid: Option<u64>, leaf_guid: u64) -> 
         }
     }
     if let Some(top) = top {
-        label.add("vdev_tree", XdrValue::NvList(top.clone()));
+        label.add("vdev_tree", XdrValue::NvList(without_mos_keys(top)));
     }
     for key in ["features_for_read", ZETTA_FORMAT_KEY] {
         if let Some(value) = pool.get(key) {

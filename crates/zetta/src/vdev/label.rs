@@ -128,8 +128,11 @@ pub fn write_config(
 /// What a device's labels say.
 #[derive(Clone, Debug, PartialEq)]
 pub enum DeviceLabel {
-    /// A Zetta pool's label of the current format: the newest valid config.
-    Zetta { config: XdrNvList, txg: Txg },
+    /// A pool label this code reads: the newest valid config, by OpenZFS's keys (a pool
+    /// OpenZFS wrote last has no `org.zetta:format`; one Zetta wrote has the current one).
+    /// Whether the pool is Zetta's to write is decided by its features
+    /// (`spa::import::find_pools`), not here.
+    Pool { config: XdrNvList, txg: Txg },
     /// A Zetta pool of an older on-disk format (its config area begins "ZETTACFG", or its
     /// config's `org.zetta:format` is outside what this code reads).
     OldZetta {
@@ -143,8 +146,9 @@ pub enum DeviceLabel {
 /// in a pool Zetta did not write.
 pub const ZETTA_FORMAT_KEY: &str = "org.zetta:format";
 
-/// Reads every label; returns the newest valid Zetta config, or what an older Zetta left.
-/// `None` for a blank device or one of another implementation (a real OpenZFS pool).
+/// Reads every label; returns the newest valid pool config (Zetta's current format or
+/// OpenZFS's keys alone), or what an older Zetta left. `None` for a blank device or one
+/// whose labels name no pool.
 pub fn read_config(device: &dyn BlockDevice) -> Option<DeviceLabel> {
     let size = device.size_bytes();
     // A device too small for four labels holds none.
@@ -169,13 +173,19 @@ pub fn read_config(device: &dyn BlockDevice) -> Option<DeviceLabel> {
                 continue;
             }
         };
-        let Some(format) = config.get_u64(ZETTA_FORMAT_KEY) else {
+        // A label that names no pool (a spare's or cache device's, or a blank txg-0
+        // one) says nothing about which pool to import.
+        if config.get_u64("pool_guid").is_none() || config.get_u64("guid").is_none() {
             continue;
+        }
+        let supported = match config.get_u64(ZETTA_FORMAT_KEY) {
+            None => true,
+            Some(format) => (crate::spa::uberblock::FORMAT_VERSION_MIN
+                ..=crate::spa::uberblock::FORMAT_VERSION)
+                .contains(&format),
         };
-        let supported = (crate::spa::uberblock::FORMAT_VERSION_MIN
-            ..=crate::spa::uberblock::FORMAT_VERSION)
-            .contains(&format);
         if !supported {
+            let format = config.get_u64(ZETTA_FORMAT_KEY).unwrap_or(0);
             if old.is_none() {
                 old = Some(DeviceLabel::OldZetta {
                     name: config.get_str("name").unwrap_or("").to_string(),
@@ -191,7 +201,7 @@ pub fn read_config(device: &dyn BlockDevice) -> Option<DeviceLabel> {
         }
     }
     match best {
-        Some((config, txg)) => Some(DeviceLabel::Zetta { config, txg }),
+        Some((config, txg)) => Some(DeviceLabel::Pool { config, txg }),
         None => old,
     }
 }
@@ -283,6 +293,7 @@ mod tests {
         config.add("name", XdrValue::String(b"tank".to_vec()));
         config.add("state", XdrValue::Uint64(0));
         config.add("txg", XdrValue::Uint64(txg));
+        config.add("pool_guid", XdrValue::Uint64(4));
         config.add("guid", XdrValue::Uint64(5));
         config.add(ZETTA_FORMAT_KEY, XdrValue::Uint64(format));
         config
@@ -299,7 +310,7 @@ mod tests {
         let found = read_config(&device).unwrap();
         assert_eq!(
             found,
-            DeviceLabel::Zetta {
+            DeviceLabel::Pool {
                 config: sample_config(format, 9),
                 txg: Txg(9)
             }
@@ -324,13 +335,14 @@ mod tests {
         }
         assert!(matches!(
             read_config(&device),
-            Some(DeviceLabel::Zetta { txg: Txg(7), .. })
+            Some(DeviceLabel::Pool { txg: Txg(7), .. })
         ));
     }
 
     // Why: format-4 pools (private "ZETTACFG" labels) and configs of unsupported formats
-    // must be recognised and named so import can refuse them, and a label without
-    // `org.zetta:format` (a real OpenZFS pool) is not Zetta's.
+    // must be recognised and named so import can refuse them; a label with OpenZFS's keys
+    // alone (what OpenZFS's sync leaves on a Zetta pool, issue 14) is read, and one that
+    // names no pool is not.
     #[test]
     fn old_formats_and_foreign_labels_are_told_apart() {
         let device = MemDevice::new("d", 64 << 20);
@@ -343,6 +355,12 @@ mod tests {
         foreign
             .pairs
             .retain(|p| p.name != ZETTA_FORMAT_KEY.as_bytes());
+        write_config(&device, &foreign, &[0, 1, 2, 3]).unwrap();
+        assert!(matches!(
+            read_config(&device),
+            Some(DeviceLabel::Pool { txg: Txg(7), .. })
+        ));
+        foreign.pairs.retain(|p| p.name != b"pool_guid");
         write_config(&device, &foreign, &[0, 1, 2, 3]).unwrap();
         assert_eq!(read_config(&device), None);
         // A format-4 config area.

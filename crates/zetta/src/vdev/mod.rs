@@ -257,6 +257,22 @@ pub struct Vdev {
     pub faulted: AtomicBool,
     pub create_txg: Txg,
     pub stats: VdevStats,
+    /// What OpenZFS keeps in a vdev's config and Zetta carries through its config writes
+    /// so that nothing OpenZFS made is lost or leaked (`zdb -b` reports a MOS object no
+    /// config names): the leaf's DTL space map object (`DTL`, `vdev_dtl_sync`), and the
+    /// per-vdev ZAPs (`vdev_zap_leaf`, `vdev_zap_top`, `vdev_construct_zaps`). 0 = none.
+    pub openzfs_keys: OpenZfsVdevKeys,
+}
+
+/// The per-vdev objects OpenZFS names in a vdev's config (see `Vdev::openzfs_keys`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpenZfsVdevKeys {
+    /// `DTL`: the leaf's dirty time log space map.
+    pub dtl_object: u64,
+    /// `vdev_zap_leaf`: the leaf's ZAP (`VDEV_ZAP_LEAF`).
+    pub zap_leaf: u64,
+    /// `vdev_zap_top`: the top-level vdev's ZAP (`VDEV_ZAP_TOP`).
+    pub zap_top: u64,
 }
 
 impl Vdev {
@@ -290,6 +306,7 @@ impl Vdev {
             faulted: AtomicBool::new(false),
             create_txg: Txg(0),
             stats: VdevStats::default(),
+            openzfs_keys: OpenZfsVdevKeys::default(),
         }
     }
 

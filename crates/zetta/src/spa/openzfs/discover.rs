@@ -183,8 +183,8 @@ fn find_pools_of(
         let Some(read) = label::read_device(device.as_ref()) else {
             continue;
         };
-        // Zetta's own pools (`org.zetta:format` in their labels) are `spa::import`'s: their
-        // MOS is not OpenZFS's yet.
+        // Zetta's own pools of a current format (`org.zetta:format` in their labels) are
+        // `spa::import`'s; a pool labelled by OpenZFS's keys alone is judged below.
         if !with_zetta
             && read
                 .config
@@ -217,8 +217,123 @@ fn find_pools_of(
     for candidate in &mut out {
         tryimport(candidate, devices);
     }
+    // A pool Zetta writes (by its version and features) is `spa::import`'s, whoever
+    // wrote it last.
+    if !with_zetta {
+        out.retain(|candidate| zetta_writes(candidate, devices).is_err());
+    }
     out.sort_by(|a, b| a.name.cmp(&b.name).then(a.guid.cmp(&b.guid)));
     out
+}
+
+/// Why a pool OpenZFS's keys describe is not Zetta's to write (its engine imports it
+/// read-write only when none of these holds).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NotZettas {
+    /// A version Zetta does not write (`zfeature::version_is_written`).
+    Version(u64),
+    /// Active features (or label `features_for_read` entries) Zetta does not maintain,
+    /// by guid: OpenZFS's rule makes the pool read-only (write features) or refuses it
+    /// (read features) where they are unknown.
+    Features(Vec<String>),
+    /// The MOS cannot be read, or its object directory does not have the layout Zetta's
+    /// engine opens (`root_dataset`, `history`, `errlog_last` at MOS objects 5, 2, 3, as
+    /// Zetta creates them; a pool OpenZFS created numbers them otherwise). Such a pool
+    /// imports read-only through `spa::openzfs` until the engine takes the object
+    /// numbers from the directory.
+    Layout(String),
+}
+
+/// Whether Zetta's engine imports this pool read-write (issue 14): its version is one
+/// Zetta writes, every active feature in `features_for_read` and `features_for_write`
+/// (count above 0) and every entry of the label's `features_for_read` is one Zetta
+/// maintains (`zfeature::ZETTA_FEATURES`, and Zetta's own `org.zetta:private_format`),
+/// and its MOS has the layout the engine opens. An enabled feature Zetta does not know
+/// (count 0, as `zhack feature enable` leaves one) does not take a pool away: it is not in
+/// use, and OpenZFS opens such a pool read-write too.
+pub fn zetta_writes(candidate: &OpenZfsCandidate, devices: &[DeviceRef]) -> Result<(), NotZettas> {
+    use crate::spa::zfeature;
+    let version = candidate
+        .uberblock
+        .as_ref()
+        .map_or(candidate.version, |ub| ub.version);
+    if !zfeature::version_is_written(version) || !zfeature::version_is_written(candidate.version) {
+        return Err(NotZettas::Version(version));
+    }
+    let maintained = |guid: &str| {
+        zfeature::lookup_guid(guid).is_some()
+            || guid == crate::spa::directory::FEATURE_PRIVATE_FORMAT
+    };
+    let mut foreign: Vec<String> = candidate
+        .config
+        .get_nvlist("features_for_read")
+        .map(|list| {
+            list.pairs
+                .iter()
+                .map(|p| String::from_utf8_lossy(&p.name).into_owned())
+                .filter(|guid| !maintained(guid))
+                .collect()
+        })
+        .unwrap_or_default();
+    let pool = match super::pool::OpenZfsPool::open_devices(candidate, devices) {
+        Ok(pool) => pool,
+        Err(super::pool::OpenError::UnsupportedFeatures(names)) => {
+            foreign.extend(names);
+            foreign.sort();
+            foreign.dedup();
+            return Err(NotZettas::Features(foreign));
+        }
+        Err(e) => return Err(NotZettas::Layout(e.to_string())),
+    };
+    let mut active: Vec<String> = pool
+        .features_for_read
+        .iter()
+        .filter(|(_, count)| **count > 0)
+        .map(|(guid, _)| guid.clone())
+        .collect();
+    let directory = crate::dsl::openzfs::objdir::DIRECTORY_OBJECT;
+    let lookup = |name: &str| pool.mos.zap_u64(directory, name).ok().flatten();
+    if zfeature::version_has_features(version) {
+        if let Some(object) = lookup(crate::dsl::openzfs::objdir::FEATURES_FOR_WRITE) {
+            let entries = pool
+                .mos
+                .zap_list(object)
+                .map_err(|e| NotZettas::Layout(e.to_string()))?;
+            active.extend(
+                entries
+                    .iter()
+                    .filter(|e| e.values.first().copied().unwrap_or(0) > 0)
+                    .map(crate::dmu::openzfs::reader::entry_name),
+            );
+        }
+    }
+    foreign.extend(active.into_iter().filter(|guid| !maintained(guid)));
+    if !foreign.is_empty() {
+        foreign.sort();
+        foreign.dedup();
+        return Err(NotZettas::Features(foreign));
+    }
+    for (name, object) in [
+        (
+            crate::dsl::openzfs::objdir::ROOT_DATASET,
+            crate::spa::MOS_OBJECT_ROOT_DIR.0,
+        ),
+        (
+            crate::dsl::openzfs::objdir::HISTORY,
+            crate::spa::MOS_OBJECT_HISTORY.0,
+        ),
+        (
+            crate::dsl::openzfs::objdir::ERRLOG_LAST,
+            crate::spa::MOS_OBJECT_ERRLOG.0,
+        ),
+    ] {
+        if lookup(name) != Some(object) {
+            return Err(NotZettas::Layout(format!(
+                "the object directory's {name} is not MOS object {object}"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// What OpenZFS's listing learns by loading the pool (`spa_tryimport`): the MOS's own
