@@ -578,8 +578,26 @@ impl Spa {
             )));
         }
         if version != current {
+            self.check_upgradable()?;
             self.dp.directory.version = version;
             self.mark_config_dirty();
+            self.publish_features();
+        }
+        Ok(())
+    }
+
+    /// Refuses to raise a pool below `SPA_VERSION_DEADLISTS` (26): crossing it needs
+    /// `dsl_pool_upgrade_dir_clones` (`$FREE`, `free_bpobj`, every dir's `dd_clones`),
+    /// which Zetta does not write yet, and a version-28 pool without them does not open in
+    /// OpenZFS. (`zpool upgrade`, `zpool set version=`, `feature@…=enabled`.)
+    pub fn check_upgradable(&self) -> Result<(), SpaError> {
+        let current = self.version();
+        if current < crate::dsl::snapshot::SPA_VERSION_DEADLISTS {
+            return Err(SpaError::Invalid(format!(
+                "cannot upgrade '{}' from version {current}: upgrading a pool below version \
+                 26 is not supported by this implementation yet",
+                self.name
+            )));
         }
         Ok(())
     }
