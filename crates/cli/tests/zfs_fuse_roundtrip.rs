@@ -168,7 +168,7 @@ fn zetta_to_zfs_fuse(lab: &Lab, vdevs: &Path, mnt: &Path) -> (String, String) {
             &disk,
         ],
     );
-    wait_mounted(&mnt, true);
+    wait_mounted(mnt, true);
     lab.ok("zfs", &["create", "zt/a"]);
     wait_mounted(&mnt.join("a"), true);
     assert_eq!(
@@ -179,7 +179,7 @@ fn zetta_to_zfs_fuse(lab: &Lab, vdevs: &Path, mnt: &Path) -> (String, String) {
         lab.ok("zpool", &["get", "-H", "-o", "value", "version", "zt"]),
         "23\n"
     );
-    populate(&mnt, "zetta");
+    populate(mnt, "zetta");
     populate(&mnt.join("a"), "zetta-a");
     let refused = set_xattr(&mnt.join("zetta/small.txt"), "user.x", b"v").unwrap_err();
     assert_eq!(refused.raw_os_error(), Some(libc::EOPNOTSUPP));
@@ -191,18 +191,18 @@ fn zetta_to_zfs_fuse(lab: &Lab, vdevs: &Path, mnt: &Path) -> (String, String) {
     // Leg 2: zfs-fuse imports it, reads every file identical, writes, scrubs clean.
     let digests = {
         let mut zf = zfs_fuse::ZfsFuse::start();
-        zf.import_pool(&vdevs, "zt");
+        zf.import_pool(vdevs, "zt");
         wait_mounted(&mnt.join("a"), true);
         assert_eq!(tree_digest(lab, &mnt.join("zetta")), zetta_root);
         assert_eq!(tree_digest(lab, &mnt.join("a")), zetta_a);
-        populate(&mnt, "fuse");
+        populate(mnt, "fuse");
         populate(&mnt.join("a"), "fuse-a");
         std::fs::remove_file(mnt.join("zetta/sub/entry_with_a_long_name_0003")).unwrap();
         std::fs::write(mnt.join("zetta/small.txt"), b"rewritten by zfs-fuse\n").unwrap();
         set_xattr(&mnt.join("fuse/small.txt"), "user.color", b"blue").unwrap();
         let status = zf.scrub("zt");
         assert!(status.contains("with 0 errors"), "{status}");
-        let digests = (tree_digest(lab, &mnt), tree_digest(lab, &mnt.join("a")));
+        let digests = (tree_digest(lab, mnt), tree_digest(lab, &mnt.join("a")));
         zf.export_all();
         digests
     };

@@ -1048,6 +1048,48 @@ mod tests {
     }
 
     /// Bytes from disk never panic the decoder: short records and impossible times are errors.
+    /// Why: a `znode_phys_t` bonus comes from disk (a zfs-fuse pool imported read-write):
+    /// short bonuses and impossible nanoseconds are errors, never panics, and a symlink's
+    /// inline target is exactly the bytes after the 264-byte structure.
+    #[test]
+    fn znode_phys_bonuses_round_trip_and_malformed_ones_are_errors() {
+        let file = documented_file();
+        for len in [0, 1, 263] {
+            assert!(
+                ZnodePhys::decode_v4(&vec![0u8; len]).is_err(),
+                "{len} bytes"
+            );
+        }
+        let out = file.encode_v4(ByteOrder::HOST, None).unwrap();
+        assert_eq!(out.as_bytes().len(), ZNODE_V4_BYTES);
+        let (back, inline) = ZnodePhys::decode_v4(out.as_bytes()).unwrap();
+        assert_eq!(inline, None);
+        assert_eq!(
+            back,
+            ZnodePhys {
+                flags: file.sa_flags(),
+                ..file
+            }
+        );
+        let mut bad = out.as_bytes().to_vec();
+        bad[8..16].copy_from_slice(&1_000_000_000u64.to_le_bytes());
+        assert!(ZnodePhys::decode_v4(&bad).is_err());
+        let link = ZnodePhys {
+            mode: S_IFLNK | 0o777,
+            ..file
+        };
+        let target = [b't'; SYMLINK_V4_INLINE_MAX_BYTES];
+        let out = link.encode_v4(ByteOrder::HOST, Some(&target)).unwrap();
+        assert_eq!(out.as_bytes().len(), SA_BONUS_BYTES);
+        let (_, inline) = ZnodePhys::decode_v4(out.as_bytes()).unwrap();
+        assert_eq!(
+            inline.map(|r| out.as_bytes()[r].to_vec()),
+            Some(target.to_vec())
+        );
+        assert!(link.encode_v4(ByteOrder::HOST, Some(&[b'u'; 57])).is_err());
+        assert!(ZnodePhys::decode_bonus(3, out.as_bytes()).is_err());
+    }
+
     #[test]
     fn malformed_znodes_are_errors() {
         assert!(ZnodePhys::decode(&[0u8; 100]).is_err());
