@@ -231,7 +231,7 @@ fn feature_and_version_refusals_use_openzfs_words() {
     refused(
         &["create", "-o", "version=27", "tank", &disk],
         "cannot create 'tank': pool version 27 is not supported by this implementation: \
-         only versions 28 and 5000 (feature flags) pools can be created\n",
+         only versions 23, 28 and 5000 (feature flags) pools can be created\n",
     );
     refused(
         &["create", "-o", "compatibility=no-such-set", "tank", &disk],

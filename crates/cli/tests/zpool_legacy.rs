@@ -219,7 +219,7 @@ fn legacy_create_refusals() {
         &lab,
         &["create", "-o", "version=1", "tank", &disk],
         "cannot create 'tank': pool version 1 is not supported by this implementation: \
-         only versions 28 and 5000 (feature flags) pools can be created\n",
+         only versions 23, 28 and 5000 (feature flags) pools can be created\n",
     );
     refused(
         &lab,

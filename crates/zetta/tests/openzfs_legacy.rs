@@ -208,3 +208,83 @@ fn enabling_a_feature_on_a_legacy_pool_upgrades_it() {
     spa.export().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn version_23() -> CreateOptions {
+    CreateOptions {
+        version: 23,
+        features: Vec::new(),
+        ..CreateOptions::default()
+    }
+}
+
+/// Why: version 23 is zfs-fuse's, the one pool version both zfs-fuse and OpenZFS 2.3 read
+/// and write. Below `SPA_VERSION_SA` (24) its filesystems are ZPL 4 (`znode_phys_t`
+/// bonuses, no SA master node); below `SPA_VERSION_DEADLISTS` (26) its bpobjs have the
+/// 32-byte bplist header and there is no `$FREE` dir, `free_bpobj` nor `dd_clones`. A pool
+/// that said 23 but kept any of these would be misread by zfs-fuse. zdb 2.3 walks it:
+/// every block counted ("No leaks") with snapshots' dead lists and a clone.
+#[test]
+fn version_23_pool_is_zfs_fuses_shape_for_zdb() {
+    let (dir, disk) = lab("v23");
+    let mut spa = Spa::create("tank", &[open(&disk)], &version_23()).unwrap();
+    assert_eq!(spa.version(), 23);
+    spa.create_filesystem("tank/a").unwrap();
+    spa.set_local_prop("tank/a", "compression", "on").unwrap();
+    write_files(&mut spa, "tank/a");
+    spa.sync().unwrap();
+    spa.snapshot(&["tank/a@s1".to_string()]).unwrap();
+    // Overwrites and a removal after the snapshot fill the head's dead list.
+    spa.with_zpl("tank/a", |vfs, os, ctx| {
+        let now = zetta::zpl::Timespec::now();
+        let big = vfs.lookup(os, ctx, vfs.root, b"big")?.object;
+        vfs.write(os, ctx, big, 0, &b"rewritten ".repeat(30_000), now)?;
+        vfs.unlink(os, ctx, vfs.root, b"tiny", now)?;
+        Ok(())
+    })
+    .unwrap();
+    spa.sync().unwrap();
+    spa.clone_snapshot("tank/a@s1", "tank/c").unwrap();
+    write_files(&mut spa, "tank");
+    spa.sync().unwrap();
+    spa.export().unwrap();
+
+    let spa = reimport(&disk);
+    assert_eq!(spa.version(), 23);
+    spa.export().unwrap();
+
+    let leaks = zdb_ok(&dir, &["-bcc", "tank"]);
+    assert!(
+        leaks.contains("No leaks (block sum matches space maps exactly)"),
+        "{leaks}"
+    );
+    let config = zdb_ok(&dir, &["-C", "tank"]);
+    assert!(config.contains("    version: 23\n"), "{config}");
+    let entries = directory(&dir);
+    assert_eq!(entries["creation_version"], "23", "{entries:?}");
+    assert!(entries.contains_key("sync_bplist"), "{entries:?}");
+    for name in ["free_bpobj", "features_for_read"] {
+        assert!(!entries.contains_key(name), "{name}: {entries:?}");
+    }
+    // Every dataset's master node says ZPL 4 and has no SA_ATTRS.
+    // ("tank/" is the root dataset; "tank" alone would be the MOS.)
+    for fs in ["tank/", "tank/a", "tank/c"] {
+        let master = zdb_ok(&dir, &["-dddd", fs, "1"]);
+        assert!(master.contains("VERSION = 4"), "{fs}: {master}");
+        assert!(!master.contains("SA_ATTRS"), "{fs}: {master}");
+    }
+    // The MOS: bpobjs with 32-byte headers, no $FREE, no dd_clones.
+    let mos = zdb_ok(&dir, &["-dddd", "tank"]);
+    assert!(!mos.contains("$FREE"), "no $FREE dir at 23");
+    let bpobj_headers: Vec<&str> = mos
+        .lines()
+        .filter(|l| l.contains("bonus  bpobj header"))
+        .collect();
+    assert!(bpobj_headers.len() >= 5, "{mos}");
+    for line in &bpobj_headers {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(words[0], "32", "a 32-byte bplist header: {line}");
+    }
+    assert!(!mos.contains("DSL dir clones"), "no dd_clones at 23");
+    assert!(mos.contains("num_blkptrs = "), "{mos}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

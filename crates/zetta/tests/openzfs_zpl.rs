@@ -1333,3 +1333,69 @@ fn property_sources_of_a_real_pool_match_zfs_get() {
     }
     assert_eq!(checked, 24);
 }
+
+// Why: a ZPL 4 dataset Zetta writes (`-o version=23`, or a zfs-fuse pool imported
+// read-write) must hold znodes zfs-fuse and OpenZFS read as their own. Every znode of the
+// zfs-fuse fixture decodes with the engine's `znode_phys_t` codec and re-encodes byte for
+// byte over the 176 bytes before the ACL and the symlink target after it; the ACL Zetta
+// writes is OpenZFS 2.3's trivial ACL of the mode (version 1, `count` ACEs of 8 bytes,
+// `size` their bytes), where zfs-fuse wrote the older six-entry form.
+#[test]
+fn zpl4_znodes_of_zfs_fuse_reencode_byte_for_byte() {
+    use zetta::zpl::znode::{ZnodePhys as EngineZnode, ZNODE_V4_BYTES};
+    let fx = fuse_fixture();
+    let text = zdb_text(&fx.dir, &["-dddddd", "fusepool"]);
+    let sets = parse_dump(&text);
+    let root = sets.iter().find(|s| s.name == "fusepool").unwrap();
+    let mdn = meta_dnode(&fx.dir, "fusepool", root);
+    let mut checked = 0;
+    for obj in root.objects.iter().filter(|o| o.id > 0) {
+        let (bonus_type, b) = bonus(&mdn, obj.id, root.order);
+        if bonus_type != znode::DMU_OT_ZNODE {
+            continue;
+        }
+        let (z, inline) = EngineZnode::decode_v4(b).unwrap();
+        let target = inline.map(|r| &b[r]);
+        let out = z.encode_v4(root.order, target).unwrap();
+        let out = out.as_bytes();
+        assert_eq!(out.len(), b.len(), "object {}", obj.id);
+        assert_eq!(&out[..176], &b[..176], "object {}: znode fields", obj.id);
+        assert_eq!(
+            &out[ZNODE_V4_BYTES..],
+            &b[ZNODE_V4_BYTES..],
+            "object {}",
+            obj.id
+        );
+        // Zetta's ACL: the trivial ACL of the mode, as the OpenZFS reader decodes it.
+        let ours = ZnodePhys::decode(out, root.order).unwrap();
+        let theirs = ZnodePhys::decode(b, root.order).unwrap();
+        assert_eq!((ours.acl.extern_obj, ours.acl.version), (0, 1));
+        assert_eq!(theirs.acl.version, 1, "zfs-fuse writes FUID ACLs at ZPL 4");
+        let (_, n) = zetta::zpl::znode::trivial_acl(z.mode, z.mode & 0o170000 == 0o040000);
+        assert_eq!(ours.acl.ace_count(), n as u64);
+        assert_eq!(ours.acl.size_or_count as usize, 8 * n);
+        checked += 1;
+    }
+    assert!(checked >= 30, "{checked} znodes");
+    // The ACEs are the ones of the SA form (whose bytes `golden_openzfs_sa_bonus_reencodes_
+    // byte_for_byte` pins against OpenZFS 2.3): for /dir/sub/deep (a 0644 file) the three
+    // owner@, group@, everyone@ allows, last in the SA bonus and first in ace_data.
+    let deep = root
+        .objects
+        .iter()
+        .find(|o| o.znode_fields().get("path").map(String::as_str) == Some("/dir/sub/deep"))
+        .unwrap();
+    let (_, b) = bonus(&mdn, deep.id, root.order);
+    let (z, _) = EngineZnode::decode_v4(b).unwrap();
+    assert_eq!((z.mode, z.size, z.gen, z.links), (0o100644, 2, 7, 1));
+    let v4 = z.encode_v4(root.order, None).unwrap();
+    // (without its xattr dir, whose ZPL_XATTR would follow the ACEs in the SA form)
+    let sa = EngineZnode { xattr: 0, ..z }
+        .encode_sa(root.order, None)
+        .unwrap();
+    let sa = sa.as_bytes();
+    let acl = ZnodePhys::decode(v4.as_bytes(), root.order).unwrap().acl;
+    assert_eq!(acl.ace_count(), 3);
+    assert_eq!(&acl.ace_data[..24], &sa[sa.len() - 24..]);
+    assert!(acl.ace_data[24..].iter().all(|&x| x == 0));
+}

@@ -555,6 +555,10 @@ fn upgrade_one(
         return Ok(false);
     }
     pool::writable(imported, &format!("cannot set property for '{name}'"))?;
+    imported
+        .spa
+        .check_upgradable()
+        .map_err(|e| CmdError::Fail(pool::spa_error_text(&e)))?;
     text.push_str(&format!("Enabled the following features on '{name}':\n"));
     for info in &enabled {
         // Each `feature@NAME=enabled` is its own `zpool_set_prop` in OpenZFS; here they
@@ -599,6 +603,10 @@ pub fn set_feature(imported: &mut Imported, name: &str) -> Result<(), String> {
     let Some(info) = zfeature::lookup_name(name) else {
         return Err(format!("feature '{name}' unsupported by kernel"));
     };
+    imported
+        .spa
+        .check_upgradable()
+        .map_err(|e| pool::spa_error_text(&e))?;
     imported.spa.feature_enable(info);
     Ok(())
 }

@@ -865,6 +865,11 @@ impl ObjectSet {
         Ok(())
     }
 
+    /// The object's bonus type (`dn_bonustype`), without copying its dnode.
+    pub fn bonus_type(&self, ctx: &IoCtx<'_>, id: ObjectId) -> Result<u8, DmuError> {
+        self.with_state(ctx, id.0, |state| state.phys.bonus_type)
+    }
+
     /// The object's block extent, `(dn_maxblkid + 1) * block size`: all the DMU knows of
     /// its length (its byte size is its owner's, see `dnode`).
     pub fn extent_bytes(&self, ctx: &IoCtx<'_>, id: ObjectId) -> Result<u64, DmuError> {

@@ -626,16 +626,11 @@ fn apply_one(
     Ok(())
 }
 
-/// `DMU_OT_SA`.
-const OT_SA: u8 = 44;
-
-/// A ZPL file's or symlink's size from the SA znode in its bonus, if it has one.
+/// A ZPL file's or symlink's size from the znode in its bonus (SA or `znode_phys_t`), if
+/// it has one.
 fn znode_size(o: &ObjectRecord) -> Option<u64> {
     use crate::zpl::znode::{FileKind, ZnodePhys};
-    if o.bonus_type != OT_SA {
-        return None;
-    }
-    let (znode, _) = ZnodePhys::decode_sa(&o.bonus).ok()?;
+    let (znode, _) = ZnodePhys::decode_bonus(o.bonus_type, &o.bonus).ok()?;
     matches!(znode.kind(), Some(FileKind::Regular | FileKind::Symlink)).then_some(znode.size)
 }
 

@@ -25,7 +25,7 @@ mod promote;
 mod prop;
 mod recv;
 mod rename;
-mod snapshot;
+pub(crate) mod snapshot;
 mod snapshot_prop;
 pub mod space;
 pub mod space_audit;
@@ -161,9 +161,11 @@ impl Spa {
     /// `zfs create`: a new, empty filesystem under an existing parent.
     pub fn create_filesystem(&mut self, name: &str) -> Result<u64, SpaError> {
         let dataset = self.create_dataset(name, None, ObjsetType::Filesystem)?;
-        // An empty ZPL filesystem (master node, root directory) in the same txg.
+        // An empty ZPL filesystem (master node, root directory) in the same txg, at the
+        // ZPL version the pool's version allows (4 before SPA version 24).
+        let zpl_version = crate::zpl::zpl_version_for_spa(self.version());
         self.with_dataset(name, |os, ctx| {
-            crate::zpl::Zfsvfs::create_fs(os, ctx)
+            crate::zpl::Zfsvfs::create_fs(os, ctx, zpl_version)
                 .map(|_| ())
                 .map_err(|e| crate::dmu::DmuError::Invalid(e.to_string()))
         })?;
@@ -734,8 +736,36 @@ impl Spa {
             })?;
             out.push((name, text));
         }
+        if let Some(version) = self.old_zpl_version(name)? {
+            out.push(("version".to_string(), version.to_string()));
+        }
         out.sort();
         Ok(out)
+    }
+
+    /// The ZPL version of filesystem `name` when it is below 5 (`zfs get version`, whose
+    /// default is 5): only a pool created before `SPA_VERSION_SA` (24) can hold one, so
+    /// other pools never open the dataset for it.
+    fn old_zpl_version(&mut self, name: &str) -> Result<Option<u64>, SpaError> {
+        let ctx = io_ctx!(self);
+        let creation_version = zap::zap_lookup(
+            &self.dp.mos,
+            &ctx,
+            ObjectId(openzfs::objdir::DIRECTORY_OBJECT),
+            "creation_version",
+        )
+        .map_err(zap_error)?
+        .and_then(|v| v.first().copied())
+        .unwrap_or(crate::spa::openzfs::feature::SPA_VERSION_FEATURES);
+        if creation_version >= 24 {
+            return Ok(None);
+        }
+        let version = self.with_dataset(name, |os, ctx| {
+            Ok(crate::zpl::Zfsvfs::open(os, ctx)
+                .ok()
+                .map(|vfs| vfs.version))
+        })?;
+        Ok(version.filter(|v| *v < crate::zpl::ZPL_VERSION_SA))
     }
 
     /// A dir's props ZAP, created on first use.

@@ -193,7 +193,10 @@ pub fn create_special_dirs(
         now_secs,
     )?;
     create_special_dir(mos, ctx, root_dir, child_map, MOS_DIR_NAME, 0, now_secs)?;
-    create_special_dir(mos, ctx, root_dir, child_map, FREE_DIR_NAME, 0, now_secs)?;
+    // `$FREE` from SPA_VERSION_DEADLISTS (26) on (`dsl_pool_create`).
+    if ctx.zio.spa_version() >= super::snapshot::SPA_VERSION_DEADLISTS {
+        create_special_dir(mos, ctx, root_dir, child_map, FREE_DIR_NAME, 0, now_secs)?;
+    }
     let snapnames = zap::zap_create(mos, ctx, ot::DSL_DS_SNAP_MAP).map_err(zap_dmu_error)?;
     zap::zap_add(mos, ctx, snapnames, ORIGIN_DIR_NAME, &[snapshot]).map_err(zap_dmu_error)?;
     let snapshot_phys = DslDatasetPhys {
@@ -267,6 +270,10 @@ pub fn link_clone(
         phys.encode()
     };
     mos.set_bonus(ctx, ObjectId(snapshot), &raw)?;
+    // `dd_clones` from SPA_VERSION_DIR_CLONES (26) on; an older pool has none.
+    if ctx.zio.spa_version() < super::snapshot::SPA_VERSION_DEADLISTS {
+        return Ok(());
+    }
     let mut dir = DslDirPhys::decode(&mos.bonus(ctx, ObjectId(phys.dir))?)
         .map_err(|e| DmuError::Corrupt(format!("dsl dir {}: {e}", phys.dir)))?;
     let clones_zap = link_int(mos, ctx, dir.clones_zap, ot::DSL_CLONES, clone, made)?;
@@ -320,7 +327,10 @@ pub fn move_dir_clones(
     from: u64,
     to: u64,
 ) -> Result<(), DmuError> {
-    if next_clones == 0 || from == to {
+    if next_clones == 0
+        || from == to
+        || ctx.zio.spa_version() < super::snapshot::SPA_VERSION_DEADLISTS
+    {
         return Ok(());
     }
     let entries = zap::zap_list_all(mos, ctx, ObjectId(next_clones)).map_err(zap_dmu_error)?;

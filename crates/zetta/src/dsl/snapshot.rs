@@ -24,8 +24,23 @@ use crate::types::{Guid, ObjectId, Txg};
 use crate::zap::{self, ZapValue};
 use crate::zio::blkptr::{BlockPointer, BLKPTR_SIZE_BYTES};
 
-/// `bpobj_phys_t` up to `bpo_num_subobjs` (`BPOBJ_SIZE_V1`): what a dead list's bonus holds.
+/// `bpobj_phys_t` up to `bpo_num_subobjs` (OpenZFS's `BPOBJ_SIZE_V2`): what a bpobj's bonus
+/// holds from `SPA_VERSION_DEADLISTS` (26) on.
 pub const BPOBJ_SIZE_V1: usize = 48;
+/// `bpobj_phys_t` up to `bpo_uncomp` (OpenZFS's `BPOBJ_SIZE_V1`, zfs-fuse's `bplist_phys_t`):
+/// a bpobj's bonus before version 26, when dead lists were bplists with no subobjects.
+pub const BPOBJ_SIZE_BPLIST: usize = 32;
+/// `SPA_VERSION_DEADLISTS`: bpobjs with subobjects, `$FREE`, `free_bpobj`, `dd_clones`.
+pub const SPA_VERSION_DEADLISTS: u64 = 26;
+
+/// The bonus size `bpobj_alloc` gives a new bpobj in a pool of `spa_version`.
+pub fn bpobj_bonus_bytes(spa_version: u64) -> usize {
+    if spa_version < SPA_VERSION_DEADLISTS {
+        BPOBJ_SIZE_BPLIST
+    } else {
+        BPOBJ_SIZE_V1
+    }
+}
 /// `SPA_OLD_MAXBLOCKSIZE`: a dead list's block size (`dsl_deadlist_alloc` of the old format).
 const DEAD_LIST_BLOCK_BYTES: u32 = 128 << 10;
 
@@ -43,8 +58,9 @@ pub fn create_bpobj(
     ctx: &IoCtx<'_>,
     block_bytes: u32,
 ) -> Result<u64, DmuError> {
-    let object = mos.create_object(ctx, ot::BPOBJ, block_bytes, ot::BPOBJ_HDR, BPOBJ_SIZE_V1)?;
-    mos.set_bonus(ctx, object, &[0u8; BPOBJ_SIZE_V1])?;
+    let size = bpobj_bonus_bytes(ctx.zio.spa_version());
+    let object = mos.create_object(ctx, ot::BPOBJ, block_bytes, ot::BPOBJ_HDR, size)?;
+    mos.set_bonus(ctx, object, &[0u8; BPOBJ_SIZE_V1][..size])?;
     Ok(object.0)
 }
 
@@ -67,7 +83,13 @@ pub fn append_dead_list(
     let object = ObjectId(head.deadlist);
     let mut words = [0u64; BPOBJ_SIZE_V1 / 8];
     let bonus = mos.bonus(ctx, object)?;
-    for (i, word) in words.iter_mut().enumerate() {
+    // A version-23 pool's bplist-sized header has no subobject words.
+    let size = if bonus.len() == BPOBJ_SIZE_BPLIST {
+        BPOBJ_SIZE_BPLIST
+    } else {
+        BPOBJ_SIZE_V1
+    };
+    for (i, word) in words.iter_mut().take(size / 8).enumerate() {
         let Some(bytes) = bonus.get(i * 8..i * 8 + 8) else {
             return Err(DmuError::Corrupt(format!(
                 "dead list {object}: a {}-byte bpobj_phys_t",
@@ -89,8 +111,8 @@ pub fn append_dead_list(
     words[1] += space.allocated_bytes;
     words[2] += space.physical_bytes;
     words[3] += space.logical_bytes;
-    let mut bonus = Vec::with_capacity(BPOBJ_SIZE_V1);
-    for word in words {
+    let mut bonus = Vec::with_capacity(size);
+    for word in words.iter().take(size / 8) {
         bonus.extend_from_slice(&word.to_le_bytes());
     }
     mos.set_bonus(ctx, object, &bonus)?;

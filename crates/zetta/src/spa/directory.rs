@@ -173,6 +173,11 @@ fn create_bpobj(mos: &mut ObjectSet, ctx: &IoCtx<'_>, block: u32) -> Result<u64,
     Ok(crate::dsl::create_bpobj(mos, ctx, block)?)
 }
 
+/// The pool's `free_bpobj` (`dsl_pool_create`, `dsl_pool_upgrade_dir_clones`).
+pub fn create_free_bpobj(mos: &mut ObjectSet, ctx: &IoCtx<'_>) -> Result<u64, SpaError> {
+    create_bpobj(mos, ctx, FREE_BPOBJ_BLOCK_BYTES)
+}
+
 /// One u64 entry of the directory, `None` when absent.
 fn entry_u64(mos: &ObjectSet, ctx: &IoCtx<'_>, name: &str) -> Result<Option<u64>, SpaError> {
     let dir = ObjectId(objdir::DIRECTORY_OBJECT);
@@ -208,18 +213,22 @@ impl MosDirectory {
             .map_err(zap_err)?
             .0;
         let sync_bplist = create_bpobj(mos, ctx, CONFIG_BLOCK_BYTES)?;
-        let free_bpobj = create_bpobj(mos, ctx, FREE_BPOBJ_BLOCK_BYTES)?;
         let mut entries = vec![
             (objdir::ROOT_DATASET, MOS_OBJECT_ROOT_DIR.0),
             (objdir::CONFIG, config),
             (objdir::CREATION_VERSION, version),
             (objdir::DEFLATE, 1),
             (objdir::SYNC_BPLIST, sync_bplist),
-            (objdir::FREE_BPOBJ, free_bpobj),
+        ];
+        // `dsl_pool_create`: `free_bpobj` from SPA_VERSION_DEADLISTS (26) on.
+        if version >= crate::dsl::snapshot::SPA_VERSION_DEADLISTS {
+            entries.push((objdir::FREE_BPOBJ, create_free_bpobj(mos, ctx)?));
+        }
+        entries.extend([
             (objdir::POOL_PROPS, pool_props),
             (objdir::HISTORY, MOS_OBJECT_HISTORY.0),
             (objdir::ERRLOG_LAST, MOS_OBJECT_ERRLOG.0),
-        ];
+        ]);
         // `spa_feature_create_zap_objects` (a feature-flags pool only), Zetta's own
         // feature, then the requested features in order (`spa_sync_props` of
         // `feature@NAME=enabled`). A legacy pool has none of them.

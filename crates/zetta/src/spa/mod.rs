@@ -384,6 +384,9 @@ impl Spa {
             openzfs: None,
         };
         spa.ms_arrays = vec![Vec::new(); spa.root.children.len()];
+        // The version gates below the SPA (bpobj sizes, `$FREE`, `dd_clones`) hold from the
+        // first object on.
+        spa.zio.set_spa_version(options.version);
         {
             let ctx = IoCtx {
                 zio: &spa.zio,
@@ -474,7 +477,8 @@ impl Spa {
             spa.publish_features();
 
             // The pool's root filesystem is a ZPL filesystem from the first txg.
-            crate::zpl::Zfsvfs::create_fs(&mut spa.dp.root_dataset, &ctx)
+            let zpl_version = crate::zpl::zpl_version_for_spa(options.version);
+            crate::zpl::Zfsvfs::create_fs(&mut spa.dp.root_dataset, &ctx, zpl_version)
                 .map_err(|e| SpaError::Corrupt(e.to_string()))?;
         }
         // `vdev_label_init`: a new pool's devices start with blank labels, so no ring slot
@@ -541,6 +545,7 @@ impl Spa {
     /// Tells the write path which active features shape what it writes (holes with their
     /// birth, embedded block pointers): called whenever the feature state changes.
     pub(crate) fn publish_features(&self) {
+        self.zio.set_spa_version(self.dp.directory.version);
         let features = &self.dp.directory.features;
         self.zio.set_block_features(
             features.is_active("com.delphix:hole_birth"),
@@ -575,8 +580,26 @@ impl Spa {
             )));
         }
         if version != current {
+            self.check_upgradable()?;
             self.dp.directory.version = version;
             self.mark_config_dirty();
+            self.publish_features();
+        }
+        Ok(())
+    }
+
+    /// Refuses to raise a pool below `SPA_VERSION_DEADLISTS` (26): crossing it needs
+    /// `dsl_pool_upgrade_dir_clones` (`$FREE`, `free_bpobj`, every dir's `dd_clones`),
+    /// which Zetta does not write yet, and a version-28 pool without them does not open in
+    /// OpenZFS. (`zpool upgrade`, `zpool set version=`, `feature@…=enabled`.)
+    pub fn check_upgradable(&self) -> Result<(), SpaError> {
+        let current = self.version();
+        if current < crate::dsl::snapshot::SPA_VERSION_DEADLISTS {
+            return Err(SpaError::Invalid(format!(
+                "cannot upgrade '{}' from version {current}: upgrading a pool below version \
+                 26 is not supported by this implementation yet",
+                self.name
+            )));
         }
         Ok(())
     }

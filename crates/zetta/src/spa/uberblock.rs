@@ -120,10 +120,15 @@ pub const SPA_VERSION: u64 = crate::spa::openzfs::feature::SPA_VERSION_FEATURES;
 /// object directory, an empty `features_for_read` in the label), writes lzjb for lz4, no
 /// embedded pointers and all-zero holes; `spa_upgrade` to 5000 makes the feature ZAPs in
 /// the txg that raises the version.
+/// 23: pool version 23, zfs-fuse's (issue 14, `-o version=23`): ZPL 4 filesystems whose
+/// znodes are `znode_phys_t` bonuses (`DMU_OT_ZNODE`, 264 bytes, a symlink target of up to
+/// 56 bytes after them, the trivial ACL as a version-1 `zfs_acl_phys_t`), no SA master
+/// node; bpobjs with the 32-byte bplist header; no `$FREE`, `free_bpobj` nor `dd_clones`
+/// (all gated at 24 and 26). A ZPL 4 filesystem of any pool is read and written.
 /// Older pools are not read any more: the private format retires.
-pub const FORMAT_VERSION: u64 = 21;
+pub const FORMAT_VERSION: u64 = 23;
 /// The oldest format this code reads.
-pub const FORMAT_VERSION_MIN: u64 = 21;
+pub const FORMAT_VERSION_MIN: u64 = 23;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Uberblock {

@@ -222,13 +222,22 @@ pub fn all_names() -> Vec<&'static str> {
 
 /// The legacy pool versions Zetta writes (`zpool create -o version=N`, `zpool upgrade -V
 /// N`, `zpool set version=N`): 28 (`SPA_VERSION_BEFORE_FEATURES`, the last before feature
-/// flags). Every gate OpenZFS keys on a version below 28 (`SPA_VERSION_SA` 24 for ZPL 5,
-/// `SPA_VERSION_DEADLISTS` 26 for bpobj dead lists and `$FREE`, `SPA_VERSION_DIR_CLONES`
-/// 18 for `dd_clones`) is open at 28, so a version-28 pool differs from a 5000 one only in
-/// its missing feature objects; lower versions need the structures those gates replace
-/// (ZPL v4 znodes, bplist dead lists) and are refused until Zetta writes them.
-pub const LEGACY_VERSIONS_WRITTEN: &[u64] =
-    &[crate::spa::openzfs::feature::SPA_VERSION_BEFORE_FEATURES];
+/// flags) and 23 (zfs-fuse's). Every gate OpenZFS keys on a version below 28
+/// (`SPA_VERSION_SA` 24 for ZPL 5, `SPA_VERSION_DEADLISTS` 26 for bpobj dead lists and
+/// `$FREE`, `SPA_VERSION_DIR_CLONES` 26 for `dd_clones`) is open at 28, so a version-28
+/// pool differs from a 5000 one only in its missing feature objects. At 23 they are shut:
+/// ZPL 4 filesystems (`zpl::zpl_version_for_spa`), 32-byte bpobj headers
+/// (`dsl::snapshot::bpobj_bonus_bytes`), no `$FREE`, `free_bpobj` nor `dd_clones`; 25's
+/// scan object and 27-28 change nothing Zetta writes. Versions 24-27 and below 23 stay
+/// refused (nothing tests their mixtures of gates).
+pub const LEGACY_VERSIONS_WRITTEN: &[u64] = &[
+    SPA_VERSION_ZFS_FUSE,
+    crate::spa::openzfs::feature::SPA_VERSION_BEFORE_FEATURES,
+];
+
+/// zfs-fuse's pool version (23): ZPL 4 znodes (below `SPA_VERSION_SA` 24), bpobjs with
+/// bplist-sized headers, no `$FREE`, `free_bpobj` nor `dd_clones` (below 26).
+pub const SPA_VERSION_ZFS_FUSE: u64 = 23;
 
 /// Whether Zetta writes pools of this version: 5000 or one of [`LEGACY_VERSIONS_WRITTEN`].
 pub fn version_is_written(version: u64) -> bool {

@@ -291,6 +291,10 @@ pub struct Zio {
     /// Whether lz4_compress is active: `compression=on` (and metadata) compress with lz4,
     /// else with lzjb (`zio_compress_select`).
     lz4_compress: std::sync::atomic::AtomicBool,
+    /// The pool's SPA version (`spa_version`), for the version gates of the layers that
+    /// reach the pool only through an `IoCtx` (bpobj header size, `dd_clones`): 5000 until
+    /// `Spa` says otherwise (`set_spa_version`).
+    spa_version: std::sync::atomic::AtomicU64,
 }
 
 impl Zio {
@@ -305,6 +309,7 @@ impl Zio {
             hole_birth: std::sync::atomic::AtomicBool::new(true),
             embedded_data: std::sync::atomic::AtomicBool::new(true),
             lz4_compress: std::sync::atomic::AtomicBool::new(true),
+            spa_version: std::sync::atomic::AtomicU64::new(5000),
         }
     }
 
@@ -328,6 +333,17 @@ impl Zio {
     }
 
     /// Whether holes carry their birth (hole_birth active).
+    /// Publishes the pool's SPA version (create, import, upgrade).
+    pub fn set_spa_version(&self, version: u64) {
+        self.spa_version
+            .store(version, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The pool's SPA version: 5000, or a legacy one (`spa::zfeature::LEGACY_VERSIONS_WRITTEN`).
+    pub fn spa_version(&self) -> u64 {
+        self.spa_version.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     pub fn hole_birth(&self) -> bool {
         self.hole_birth.load(std::sync::atomic::Ordering::Relaxed)
     }

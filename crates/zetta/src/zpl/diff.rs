@@ -11,7 +11,7 @@
 
 use super::dir;
 use super::vnops::get;
-use super::znode::{FileKind, BONUS_TYPE_ZNODE};
+use super::znode::{is_znode_bonus, FileKind};
 use super::{Zfsvfs, ZplError};
 use crate::dmu::{IoCtx, ObjectSet};
 use crate::types::{ObjectId, Txg};
@@ -88,7 +88,7 @@ fn live(
         return None;
     }
     let dnode = os.dnode(ctx, ObjectId(object)).ok()?;
-    if dnode.bonus_type != BONUS_TYPE_ZNODE {
+    if !is_znode_bonus(dnode.bonus_type) {
         return None;
     }
     let znode = get(os, ctx, object).ok()?;

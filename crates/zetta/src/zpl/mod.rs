@@ -46,8 +46,14 @@ pub use znode::{FileKind, Timespec, ZnodePhys, BONUS_TYPE_ZNODE, ZNODE_SIZE_BYTE
 
 /// The master node is always object 1 of a ZPL object set.
 pub const MASTER_NODE_OBJECT: ObjectId = ObjectId(1);
-/// ZPL layout version written in the master node.
+/// ZPL layout version written in the master node of a new filesystem (`ZPL_VERSION`).
 pub const ZPL_VERSION: u64 = 5;
+/// The ZPL version before system attributes (`ZPL_VERSION_USERSPACE`): znodes are
+/// `znode_phys_t` bonuses (`DMU_OT_ZNODE`), the filesystems of pools before
+/// `SPA_VERSION_SA` (24), zfs-fuse's among them. The only older version Zetta opens.
+pub const ZPL_VERSION_ZNODE: u64 = 4;
+/// `ZPL_VERSION_SA`: the first version whose znodes are system attributes.
+pub const ZPL_VERSION_SA: u64 = 5;
 /// The creation-time properties `zfs_create_fs` records in the master node, each 0 (the
 /// defaults: normalization=none, utf8only=off, casesensitivity=sensitive).
 pub const ZPL_CREATION_PROPS: [&str; 3] = ["normalization", "utf8only", "casesensitivity"];
@@ -84,6 +90,8 @@ pub enum ZplError {
     QuotaExceeded,
     /// The object set is not a ZPL filesystem (no master node).
     NotZpl,
+    /// An operation this filesystem's on-disk version does not support here (EOPNOTSUPP).
+    NotSupported(&'static str),
     /// Malformed on-disk state or an I/O failure underneath.
     Io(String),
 }
@@ -106,6 +114,7 @@ impl ZplError {
             ZplError::ReadOnly => libc_errno::EROFS,
             ZplError::NoSpace => libc_errno::ENOSPC,
             ZplError::QuotaExceeded => libc_errno::EDQUOT,
+            ZplError::NotSupported(_) => libc_errno::EOPNOTSUPP,
             ZplError::NotZpl | ZplError::Io(_) => libc_errno::EIO,
         }
     }
@@ -140,6 +149,7 @@ impl std::fmt::Display for ZplError {
             ZplError::Invalid(why) => write!(f, "invalid argument: {why}"),
             ZplError::Io(why) => write!(f, "I/O error: {why}"),
             ZplError::NotZpl => write!(f, "not a ZPL filesystem"),
+            ZplError::NotSupported(why) => write!(f, "operation not supported: {why}"),
             other => write!(f, "{other:?}"),
         }
     }
@@ -209,18 +219,50 @@ impl Attr {
     }
 }
 
-/// A mounted-or-not ZPL filesystem: where its root and delete queue are.
+/// A mounted-or-not ZPL filesystem: where its root and delete queue are, and its ZPL
+/// version (the master node's `VERSION`: 5, or 4 for `znode_phys_t` znodes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Zfsvfs {
     pub root: u64,
     pub delete_queue: u64,
+    pub version: u64,
+}
+
+/// The ZPL version of a new filesystem in a pool of SPA version `spa_version` (OpenZFS
+/// `zfs_zpl_version_map`): 5 from `SPA_VERSION_SA` (24) on, 4 before.
+pub fn zpl_version_for_spa(spa_version: u64) -> u64 {
+    if spa_version >= 24 {
+        ZPL_VERSION_SA
+    } else {
+        ZPL_VERSION_ZNODE
+    }
 }
 
 impl Zfsvfs {
+    /// The bonus type of this filesystem's new znodes (`zfsvfs->z_use_sa`): SA from ZPL 5,
+    /// `znode_phys_t` before.
+    pub fn znode_bonus_type(&self) -> u8 {
+        if self.version >= ZPL_VERSION_SA {
+            znode::BONUS_TYPE_ZNODE
+        } else {
+            znode::BONUS_TYPE_ZNODE_V4
+        }
+    }
+
     /// Lays out an empty filesystem in a fresh object set (OpenZFS `zfs_create_fs`): the
     /// master node as object 1, the root directory (mode 0755, owned by root) and an empty
-    /// delete queue.
-    pub fn create_fs(os: &mut ObjectSet, ctx: &IoCtx<'_>) -> Result<Zfsvfs, ZplError> {
+    /// delete queue; at ZPL 5 the SA master node, registry and layouts too. `version` is
+    /// 5 or 4 (`zpl_version_for_spa`).
+    pub fn create_fs(
+        os: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        version: u64,
+    ) -> Result<Zfsvfs, ZplError> {
+        if version != ZPL_VERSION_SA && version != ZPL_VERSION_ZNODE {
+            return Err(ZplError::Invalid(format!(
+                "ZPL version {version} is not written by this implementation"
+            )));
+        }
         if os.object_exists(ctx, MASTER_NODE_OBJECT)? {
             return Err(ZplError::Exists);
         }
@@ -232,14 +274,24 @@ impl Zfsvfs {
         }
         // zfs_create_fs: the creation-time properties as `zfs create` passes them
         // (normalization=none, utf8only=off, casesensitivity=sensitive), the version, the
-        // SA master node (object 2), the delete queue (3), the root directory (4); its
-        // first SA layout creates the REGISTRY (5) and LAYOUTS (6) ZAPs.
+        // SA master node (object 2; none before ZPL 5), the delete queue (3), the root
+        // directory (4); its first SA layout creates the REGISTRY (5) and LAYOUTS (6) ZAPs.
         for prop in ZPL_CREATION_PROPS {
             zap::zap_add(os, ctx, master, prop, &[0])?;
         }
-        zap::zap_add(os, ctx, master, "VERSION", &[ZPL_VERSION])?;
-        let sa_master = zap::zap_create(os, ctx, znode::OT_SA_MASTER_NODE)?;
-        zap::zap_add(os, ctx, master, "SA_ATTRS", &[sa_master.0])?;
+        zap::zap_add(os, ctx, master, "VERSION", &[version])?;
+        let vfs_shape = Zfsvfs {
+            root: 0,
+            delete_queue: 0,
+            version,
+        };
+        let sa_master = if version >= ZPL_VERSION_SA {
+            let sa_master = zap::zap_create(os, ctx, znode::OT_SA_MASTER_NODE)?;
+            zap::zap_add(os, ctx, master, "SA_ATTRS", &[sa_master.0])?;
+            Some(sa_master)
+        } else {
+            None
+        };
         let delete_queue = zap::zap_create(os, ctx, znode::OT_UNLINKED_SET)?;
         zap::zap_add(os, ctx, master, "DELETE_QUEUE", &[delete_queue.0])?;
         let now = Timespec::now();
@@ -247,6 +299,7 @@ impl Zfsvfs {
         let root = vnops::allocate(
             os,
             ctx,
+            vfs_shape.znode_bonus_type(),
             FileKind::Directory,
             0o755,
             Creds::default(),
@@ -254,22 +307,9 @@ impl Zfsvfs {
             0,
             now,
         )?;
-        let registry = zap::zap_create(os, ctx, znode::OT_SA_ATTR_REGISTRATION)?;
-        for (attr, (name, length, bswap)) in openzfs::sa::ZPL_ATTR_TABLE.iter().enumerate() {
-            let reg = openzfs::sa::SaAttrReg {
-                name: name.to_string(),
-                attr: attr as u16,
-                length: *length,
-                bswap: *bswap,
-            };
-            zap::zap_add(os, ctx, registry, name, &[reg.encode()])?;
+        if let Some(sa_master) = sa_master {
+            create_sa_tables(os, ctx, sa_master)?;
         }
-        zap::zap_add(os, ctx, sa_master, openzfs::sa::SA_REGISTRY, &[registry.0])?;
-        let layouts = zap::zap_create(os, ctx, znode::OT_SA_ATTR_LAYOUTS)?;
-        for (num, attrs) in znode::ZETTA_LAYOUTS {
-            zap::zap_update_u16s(os, ctx, layouts, num.to_string(), attrs)?;
-        }
-        zap::zap_add(os, ctx, sa_master, openzfs::sa::SA_LAYOUTS, &[layouts.0])?;
         let mut znode = vnops::get(os, ctx, root)?;
         znode.parent = root;
         vnops::put(os, ctx, root, &znode)?;
@@ -277,6 +317,7 @@ impl Zfsvfs {
         Ok(Zfsvfs {
             root,
             delete_queue: delete_queue.0,
+            version,
         })
     }
 
@@ -291,23 +332,31 @@ impl Zfsvfs {
                 .ok_or_else(|| ZplError::Io(format!("master node has no {name}")))
         };
         let version = word(os, "VERSION")?;
-        if version != ZPL_VERSION {
+        if version != ZPL_VERSION_SA && version != ZPL_VERSION_ZNODE {
             return Err(ZplError::Io(format!(
                 "ZPL version {version} is not supported"
             )));
         }
-        // Znodes are system attributes: a filesystem without an SA master is not ours.
-        word(os, "SA_ATTRS")?;
+        // ZPL 5 znodes are system attributes: such a filesystem has an SA master node.
+        if version >= ZPL_VERSION_SA {
+            word(os, "SA_ATTRS")?;
+        }
         Ok(Zfsvfs {
             root: word(os, "ROOT")?,
             delete_queue: word(os, "DELETE_QUEUE")?,
+            version,
         })
     }
 
-    /// Opens the filesystem, laying it out first if the object set is still empty.
-    pub fn open_or_create(os: &mut ObjectSet, ctx: &IoCtx<'_>) -> Result<Zfsvfs, ZplError> {
+    /// Opens the filesystem, laying it out first (at ZPL `version`) if the object set is
+    /// still empty.
+    pub fn open_or_create(
+        os: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        version: u64,
+    ) -> Result<Zfsvfs, ZplError> {
         match Zfsvfs::open(os, ctx) {
-            Err(ZplError::NotZpl) => Zfsvfs::create_fs(os, ctx),
+            Err(ZplError::NotZpl) => Zfsvfs::create_fs(os, ctx, version),
             other => other,
         }
     }
@@ -342,6 +391,32 @@ impl Zfsvfs {
     }
 }
 
+/// The SA master node's REGISTRY (every attribute of OpenZFS's `zfs_attr_table`) and
+/// LAYOUTS (`ZETTA_LAYOUTS`) of a ZPL 5 filesystem.
+fn create_sa_tables(
+    os: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    sa_master: ObjectId,
+) -> Result<(), ZplError> {
+    let registry = zap::zap_create(os, ctx, znode::OT_SA_ATTR_REGISTRATION)?;
+    for (attr, (name, length, bswap)) in openzfs::sa::ZPL_ATTR_TABLE.iter().enumerate() {
+        let reg = openzfs::sa::SaAttrReg {
+            name: name.to_string(),
+            attr: attr as u16,
+            length: *length,
+            bswap: *bswap,
+        };
+        zap::zap_add(os, ctx, registry, name, &[reg.encode()])?;
+    }
+    zap::zap_add(os, ctx, sa_master, openzfs::sa::SA_REGISTRY, &[registry.0])?;
+    let layouts = zap::zap_create(os, ctx, znode::OT_SA_ATTR_LAYOUTS)?;
+    for (num, attrs) in znode::ZETTA_LAYOUTS {
+        zap::zap_update_u16s(os, ctx, layouts, num.to_string(), attrs)?;
+    }
+    zap::zap_add(os, ctx, sa_master, openzfs::sa::SA_LAYOUTS, &[layouts.0])?;
+    Ok(())
+}
+
 impl crate::spa::Spa {
     /// Runs `work` on the ZPL filesystem of the head dataset `name` (laying it out if the
     /// dataset has none yet).
@@ -350,8 +425,9 @@ impl crate::spa::Spa {
         name: &str,
         work: impl FnOnce(&Zfsvfs, &mut ObjectSet, &IoCtx<'_>) -> Result<T, ZplError>,
     ) -> Result<T, ZplError> {
+        let zpl_version = zpl_version_for_spa(self.version());
         self.with_dataset(name, |os, ctx| {
-            Ok(Zfsvfs::open_or_create(os, ctx).and_then(|vfs| work(&vfs, os, ctx)))
+            Ok(Zfsvfs::open_or_create(os, ctx, zpl_version).and_then(|vfs| work(&vfs, os, ctx)))
         })
         .map_err(ZplError::from)?
     }

@@ -1216,3 +1216,103 @@ fn znodes_are_openzfs_system_attributes_after_reimport() {
     })
     .unwrap();
 }
+
+/// Why: a ZPL 4 filesystem (zfs-fuse's; every dataset of a `-o version=23` pool) keeps its
+/// znodes as `znode_phys_t` bonuses (`DMU_OT_ZNODE`, 264 bytes, a symlink target of up to
+/// 56 bytes after them) and has no SA master node. Zetta must create, change and read such
+/// files without turning them into SA bonuses (which zfs-fuse cannot read), across export
+/// and import; xattr writes are refused (EOPNOTSUPP) until xattr directories are written.
+#[test]
+fn zpl4_filesystems_are_read_write_with_znode_phys_bonuses() {
+    use super::openzfs::znode::ZnodePhys as OzZnode;
+    use crate::byteorder::ByteOrder;
+    use crate::dmu::ObjsetType;
+    use crate::types::ObjectId;
+    let device = Arc::new(MemDevice::new("/mem/zpl", 256 << 20));
+    let mut spa = pool(&device);
+    spa.create_dataset("tank/v4", None, ObjsetType::Filesystem)
+        .unwrap();
+    spa.with_dataset("tank/v4", |os, ctx| {
+        Zfsvfs::create_fs(os, ctx, ZPL_VERSION_ZNODE)
+            .map(|_| ())
+            .map_err(|e| crate::dmu::DmuError::Invalid(e.to_string()))
+    })
+    .unwrap();
+    let t56 = vec![b't'; 56];
+    let t57 = vec![b'u'; 57];
+    let (file, sub, s56, s57) = spa
+        .with_zpl("tank/v4", |vfs, os, ctx| {
+            assert_eq!(vfs.version, 4);
+            let root = vfs.root;
+            let file = vfs
+                .create(os, ctx, root, b"f", FileKind::Regular, 0o644, ME, 0, t(5))?
+                .object;
+            vfs.write(os, ctx, file, 0, b"hello v4", t(6))?;
+            let sub = vfs
+                .create(os, ctx, root, b"d", FileKind::Directory, 0o750, ME, 0, t(5))?
+                .object;
+            vfs.link(os, ctx, file, sub, b"hard", t(7))?;
+            let s56 = vfs.symlink(os, ctx, sub, b"s56", &t56, ME, t(5))?.object;
+            let s57 = vfs.symlink(os, ctx, sub, b"s57", &t57, ME, t(5))?.object;
+            let change = SetAttr {
+                mode: Some(0o600),
+                ..SetAttr::default()
+            };
+            vfs.setattr(os, ctx, file, &change, t(8))?;
+            assert_eq!(
+                vfs.setxattr(os, ctx, file, b"user.k", b"v", 0, t(9))
+                    .map_err(|e| e.errno()),
+                Err(libc_errno::EOPNOTSUPP)
+            );
+            Ok((file, sub, s56, s57))
+        })
+        .unwrap();
+    spa.export().unwrap();
+    let mut spa = reimport(&device);
+    spa.with_zpl("tank/v4", |vfs, os, ctx| {
+        assert_eq!(vfs.version, 4);
+        // No SA master node: the master node is what zfs_create_fs writes at ZPL 4.
+        assert_eq!(
+            zap::zap_lookup(os, ctx, MASTER_NODE_OBJECT, "SA_ATTRS")?,
+            None
+        );
+        assert_eq!(
+            zap::zap_lookup(os, ctx, MASTER_NODE_OBJECT, "VERSION")?,
+            Some(vec![4])
+        );
+        for (obj, len) in [
+            (vfs.root, 264),
+            (file, 264),
+            (sub, 264),
+            (s56, 320),
+            (s57, 264),
+        ] {
+            let dnode = os.dnode(ctx, ObjectId(obj))?;
+            assert_eq!(dnode.bonus_type, 17, "object {obj}");
+            assert_eq!(dnode.bonus.len(), len, "object {obj}");
+            // OpenZFS's reader takes it as a znode_phys_t.
+            let z = OzZnode::decode(&dnode.bonus, ByteOrder::HOST).unwrap();
+            assert_eq!(z.acl.version, 1);
+        }
+        let z = OzZnode::decode(&os.dnode(ctx, ObjectId(file))?.bonus, ByteOrder::HOST).unwrap();
+        assert_eq!(
+            (z.mode, z.size, z.links, z.uid, z.gid),
+            (0o100600, 8, 2, 1000, 100)
+        );
+        assert_eq!(z.mtime.sec, 6);
+        assert_eq!(vfs.read(os, ctx, file, 0, 100)?, b"hello v4");
+        assert_eq!(vfs.readlink(os, ctx, s56)?, t56);
+        assert_eq!(vfs.readlink(os, ctx, s57)?, t57);
+        let hard = vfs.lookup(os, ctx, sub, b"hard")?;
+        assert_eq!(hard.object, file);
+        // New files after import keep the form too.
+        let g = vfs
+            .create(os, ctx, sub, b"g", FileKind::Regular, 0o644, ME, 0, t(10))?
+            .object;
+        assert_eq!(os.dnode(ctx, ObjectId(g))?.bonus_type, 17);
+        vfs.unlink(os, ctx, sub, b"hard", t(11))?;
+        Ok(())
+    })
+    .unwrap();
+    settle_and_audit(&mut spa);
+}

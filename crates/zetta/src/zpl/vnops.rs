@@ -9,11 +9,9 @@
 use super::dir;
 use super::zfs_log::{self, Lr};
 use super::znode::{
-    FileKind, Timespec, ZnodePhys, BONUS_TYPE_ZNODE, SA_BONUS_BYTES, SYMLINK_SA_MAX_BYTES,
-    ZFS_NEW_FILE_FLAGS,
+    is_znode_bonus, FileKind, Timespec, ZnodePhys, SA_BONUS_BYTES, ZFS_NEW_FILE_FLAGS,
 };
 use super::{Attr, Creds, Zfsvfs, ZplError, LINK_MAX};
-use crate::byteorder::ByteOrder;
 use crate::dmu::{object_type, IoCtx, ObjectSet};
 use crate::types::ObjectId;
 use crate::zap;
@@ -33,28 +31,31 @@ pub fn put(
     object: u64,
     znode: &ZnodePhys,
 ) -> Result<(), ZplError> {
+    let bonus_type = os.bonus_type(ctx, ObjectId(object))?;
     if znode.kind() == Some(FileKind::Symlink) {
-        // A short target lives in the bonus (ZPL_SYMLINK): keep it.
+        // A short target lives in the bonus (ZPL_SYMLINK, or after a znode_phys_t): keep it.
         let dnode = os.dnode(ctx, ObjectId(object))?;
-        if let Ok((_, Some(range))) = ZnodePhys::decode_sa(&dnode.bonus) {
+        if let Ok((_, Some(range))) = ZnodePhys::decode_bonus(bonus_type, &dnode.bonus) {
             if let Some(target) = dnode.bonus.get(range) {
-                return put_sa(os, ctx, object, znode, Some(target));
+                return put_bonus(os, ctx, object, bonus_type, znode, Some(target));
             }
         }
     }
-    put_sa(os, ctx, object, znode, None)
+    put_bonus(os, ctx, object, bonus_type, znode, None)
 }
 
-/// Writes the znode's SA bonus (with a symlink target kept in the bonus).
-fn put_sa(
+/// Writes the znode's bonus in the form its dnode has (SA for ZPL 5, `znode_phys_t` for
+/// ZPL 4), with a symlink target kept in the bonus.
+fn put_bonus(
     os: &mut ObjectSet,
     ctx: &IoCtx<'_>,
     object: u64,
+    bonus_type: u8,
     znode: &ZnodePhys,
     symlink: Option<&[u8]>,
 ) -> Result<(), ZplError> {
     let bonus = znode
-        .encode_sa(ByteOrder::HOST, symlink)
+        .encode_bonus(bonus_type, symlink)
         .map_err(|e| ZplError::Io(format!("object {object}: {e}")))?;
     os.set_bonus(ctx, ObjectId(object), bonus.as_bytes())?;
     Ok(())
@@ -62,10 +63,10 @@ fn put_sa(
 
 pub fn attr(os: &ObjectSet, ctx: &IoCtx<'_>, object: u64) -> Result<Attr, ZplError> {
     let dnode = os.dnode(ctx, ObjectId(object))?;
-    if dnode.bonus_type != BONUS_TYPE_ZNODE {
+    if !is_znode_bonus(dnode.bonus_type) {
         return Err(ZplError::NotFound);
     }
-    let (znode, _) = ZnodePhys::decode_sa(&dnode.bonus)
+    let (znode, _) = ZnodePhys::decode_bonus(dnode.bonus_type, &dnode.bonus)
         .map_err(|e| ZplError::Io(format!("object {object}: {e}")))?;
     Ok(Attr {
         object,
@@ -109,11 +110,13 @@ fn next_generation(txg: u64) -> u64 {
     txg << 24 | (count & 0xFF_FFFF)
 }
 
-/// Creates an object with a fresh znode (no name yet) whose parent is `parent`.
+/// Creates an object with a fresh znode (no name yet) whose parent is `parent`, its bonus
+/// of type `bonus_type` (`Zfsvfs::znode_bonus_type`: SA for ZPL 5, `znode_phys_t` before).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn allocate(
     os: &mut ObjectSet,
     ctx: &IoCtx<'_>,
+    bonus_type: u8,
     kind: FileKind,
     mode: u64,
     creds: Creds,
@@ -122,19 +125,13 @@ pub(super) fn allocate(
     now: Timespec,
 ) -> Result<u64, ZplError> {
     let object = if kind == FileKind::Directory {
-        zap::zap_create_with_bonus(
-            os,
-            ctx,
-            object_type::DIRECTORY,
-            BONUS_TYPE_ZNODE,
-            SA_BONUS_BYTES,
-        )?
+        zap::zap_create_with_bonus(os, ctx, object_type::DIRECTORY, bonus_type, SA_BONUS_BYTES)?
     } else {
         os.create_object(
             ctx,
             object_type::PLAIN_FILE,
             512,
-            BONUS_TYPE_ZNODE,
+            bonus_type,
             SA_BONUS_BYTES,
         )?
     };
@@ -295,18 +292,19 @@ impl Zfsvfs {
                 mode |= S_ISGID;
             }
         }
-        let object = allocate(os, ctx, kind, mode, creds, rdev, dir, now)?;
+        let bonus_type = self.znode_bonus_type();
+        let object = allocate(os, ctx, bonus_type, kind, mode, creds, rdev, dir, now)?;
         link_into(os, ctx, dir, name, object, kind, now)?;
         if !target.is_empty() {
-            // zfs_symlink: a short target in the bonus (ZPL_SYMLINK); a longer one in
-            // the data (OpenZFS would spill it).
+            // zfs_symlink: a short target in the bonus (ZPL_SYMLINK, or after the
+            // znode_phys_t); a longer one in the data (OpenZFS would spill an SA one).
             let mut znode = get(os, ctx, object)?;
             znode.size = target.len() as u64;
-            if target.len() <= SYMLINK_SA_MAX_BYTES {
-                put_sa(os, ctx, object, &znode, Some(target))?;
+            if target.len() <= ZnodePhys::symlink_inline_max_bytes(bonus_type) {
+                put_bonus(os, ctx, object, bonus_type, &znode, Some(target))?;
             } else {
                 os.write(ctx, ObjectId(object), 0, target)?;
-                put_sa(os, ctx, object, &znode, None)?;
+                put_bonus(os, ctx, object, bonus_type, &znode, None)?;
             }
         }
         let created = attr(os, ctx, object)?;
@@ -359,10 +357,10 @@ impl Zfsvfs {
         object: u64,
     ) -> Result<Vec<u8>, ZplError> {
         let dnode = os.dnode(ctx, ObjectId(object))?;
-        if dnode.bonus_type != BONUS_TYPE_ZNODE {
+        if !is_znode_bonus(dnode.bonus_type) {
             return Err(ZplError::NotFound);
         }
-        let (znode, inline) = ZnodePhys::decode_sa(&dnode.bonus)
+        let (znode, inline) = ZnodePhys::decode_bonus(dnode.bonus_type, &dnode.bonus)
             .map_err(|e| ZplError::Io(format!("object {object}: {e}")))?;
         if znode.kind() != Some(FileKind::Symlink) {
             return Err(ZplError::Invalid("not a symlink".to_string()));

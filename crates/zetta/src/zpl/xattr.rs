@@ -3,6 +3,13 @@
 //! ZAP entry (over 8 KiB) is kept in a separate object and the entry holds
 //! `[object, length]` as u64 words instead. Linux limits apply: names of 1..=255 bytes,
 //! values up to 64 KiB.
+//!
+//! A ZPL 4 filesystem (zfs-fuse's, `-o version=23` pools) keeps xattrs as OpenZFS does
+//! before system attributes: the `xattr` field names a hidden directory (a ZAP of name →
+//! dirent, `ZFS_DIRENT_OBJ` in the low 48 bits) whose files hold the values. Those are
+//! read here (a one-word entry is a dirent: its file's znode gives the length) and freed
+//! with their owner; writing them is refused (EOPNOTSUPP) until Zetta writes xattr
+//! directories, so no pool ever holds both shapes under one object.
 
 use super::vnops::{get, put};
 use super::zfs_log::{self, Lr};
@@ -29,10 +36,22 @@ fn check_name(name: &[u8]) -> Result<(), ZplError> {
     Ok(())
 }
 
+/// The object number of a directory entry (`ZFS_DIRENT_OBJ`: the low 48 bits).
+const DIRENT_OBJECT_MASK: u64 = (1 << 48) - 1;
+
 fn value_of(os: &ObjectSet, ctx: &IoCtx<'_>, value: ZapValue) -> Result<Vec<u8>, ZplError> {
     match value {
         ZapValue::Bytes(bytes) => Ok(bytes),
         ZapValue::U64s(words) => match words.as_slice() {
+            // An entry of an OpenZFS xattr directory: the value is the file's data.
+            [dirent] => {
+                let object = dirent & DIRENT_OBJECT_MASK;
+                let size = get(os, ctx, object)?.size;
+                if size as usize > XATTR_VALUE_MAX_BYTES {
+                    return Err(ZplError::Io(format!("xattr file {object} of {size} bytes")));
+                }
+                Ok(os.read(ctx, ObjectId(object), 0, size as usize)?)
+            }
             [object, len] if *len as usize <= XATTR_VALUE_MAX_BYTES => {
                 Ok(os.read(ctx, ObjectId(*object), 0, *len as usize)?)
             }
@@ -41,12 +60,25 @@ fn value_of(os: &ObjectSet, ctx: &IoCtx<'_>, value: ZapValue) -> Result<Vec<u8>,
     }
 }
 
-/// Frees the separate object of a large value, if the entry has one.
+/// Frees the separate object of a large value, or the file an xattr directory's entry
+/// names, if the entry has one.
 fn free_value(os: &mut ObjectSet, ctx: &IoCtx<'_>, value: &ZapValue) -> Result<(), ZplError> {
     if let ZapValue::U64s(words) = value {
-        if let Some(&object) = words.first() {
-            os.free_object(ctx, ObjectId(object))?;
+        match words.as_slice() {
+            [dirent] => os.free_object(ctx, ObjectId(dirent & DIRENT_OBJECT_MASK))?,
+            [object, ..] => os.free_object(ctx, ObjectId(*object))?,
+            [] => {}
         }
+    }
+    Ok(())
+}
+
+/// Xattrs are written only on ZPL 5 filesystems (see the header).
+fn check_writable(vfs: &Zfsvfs) -> Result<(), ZplError> {
+    if vfs.version < super::ZPL_VERSION_SA {
+        return Err(ZplError::NotSupported(
+            "writing xattrs on a ZPL version 4 filesystem",
+        ));
     }
     Ok(())
 }
@@ -107,6 +139,7 @@ impl Zfsvfs {
         now: Timespec,
     ) -> Result<(), ZplError> {
         check_name(name)?;
+        check_writable(self)?;
         if value.len() > XATTR_VALUE_MAX_BYTES {
             return Err(ZplError::TooBig);
         }
@@ -159,6 +192,7 @@ impl Zfsvfs {
         now: Timespec,
     ) -> Result<(), ZplError> {
         check_name(name)?;
+        check_writable(self)?;
         let mut znode = get(os, ctx, object)?;
         if znode.xattr == 0 {
             return Err(ZplError::NoData);

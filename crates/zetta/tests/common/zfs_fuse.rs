@@ -126,6 +126,28 @@ impl ZfsFuse {
         self.pools.push(name.to_string());
     }
 
+    /// `zpool import -d DIR NAME` of a pool another writer made; exported when this is
+    /// dropped, as a created one.
+    pub fn import_pool(&mut self, dir: &Path, name: &str) {
+        self.zpool(&["import", "-d", &dir.to_string_lossy(), name]);
+        self.pools.push(name.to_string());
+    }
+
+    /// `zpool scrub NAME`, then waits (up to 120 s) for `zpool status` to report it done;
+    /// returns that status.
+    pub fn scrub(&self, name: &str) -> String {
+        self.zpool(&["scrub", name]);
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let status = self.zpool(&["status", name]);
+            if !status.contains("in progress") && status.contains("scrub") {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "scrub of {name}: {status}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
     /// Exports every pool this daemon created (their devices then hold a clean, final txg).
     pub fn export_all(&mut self) {
         for pool in std::mem::take(&mut self.pools) {
