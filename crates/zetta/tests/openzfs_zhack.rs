@@ -226,3 +226,32 @@ fn zhack_commits_txgs_on_a_zetta_pool() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// Why: issue 14 asks that the v5000 `unclean_export` fixture import read-write when its
+// active features are Zetta's. They are (only async_destroy is enabled, at count 0), but
+// OpenZFS created it: its object directory numbers the root dir 2 and has no
+// `errlog_last`, a layout Zetta's engine does not open yet (docs/ARCHITECTURE.md, "Next").
+// So the verdict is "not Zetta's" for that reason alone: it stays in OpenZFS's listing
+// and imports read-only. This flips when the engine takes its object numbers from the
+// directory.
+#[test]
+fn unclean_export_is_zettas_by_features_but_not_by_layout() {
+    let fixture =
+        common::oracle::fixture("cli_root/zpool_import/blockfiles/unclean_export.dat.bz2");
+    let device: DeviceRef =
+        Arc::new(FileDevice::open_read_only(fixture.file.to_str().unwrap()).unwrap());
+    let devices = std::slice::from_ref(&device);
+    let found = discover::find_pools_with_zetta(devices, 0);
+    let candidate = found
+        .iter()
+        .find(|c| c.name == "unclean_export")
+        .expect("the fixture is found");
+    match discover::zetta_writes(candidate, devices) {
+        Err(discover::NotZettas::Layout(why)) => {
+            assert!(why.contains("root_dataset"), "{why}")
+        }
+        other => panic!("unclean_export judged {other:?}"),
+    }
+    assert!(zetta::spa::find_pools(devices).is_empty());
+    assert_eq!(discover::find_pools(devices, 0).len(), 1);
+}

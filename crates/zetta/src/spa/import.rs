@@ -378,3 +378,82 @@ impl Spa {
         Ok(spa)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::MemDevice;
+    use crate::nvpair_xdr::XdrValue;
+    use crate::vdev::VdevKind;
+
+    fn top(id: u64, guid: u64) -> XdrNvList {
+        let mut leaf = Vdev::new(VdevKind::Leaf, Guid(guid));
+        leaf.path = format!("/d{guid}");
+        leaf.ashift = 12;
+        leaf.asize_bytes = 1 << 30;
+        leaf.ms_shift = 24;
+        leaf.id = id;
+        leaf.to_config()
+    }
+
+    // Why: a label OpenZFS wrote holds only its own top-level vdev (no `org.zetta:vdev_root`),
+    // so the tree must be assembled from every top's label as OpenZFS's `get_configs` does:
+    // `vdev_children` slots, holes from `hole_array`, and a top no found device belongs to
+    // left UNAVAIL (import refuses it) rather than dropped, which would shift DVA numbers.
+    #[test]
+    fn the_tree_is_assembled_from_top_level_labels() {
+        let device: DeviceRef = std::sync::Arc::new(MemDevice::new("d", 64 << 20));
+        let mut config = XdrNvList::new();
+        config.add("vdev_children", XdrValue::Uint64(4));
+        config.add("hole_array", XdrValue::Uint64Array(vec![1]));
+        let mut tops = BTreeMap::new();
+        tops.insert(0, (Txg(9), top(0, 10)));
+        tops.insert(3, (Txg(9), top(3, 13)));
+        let candidate = ImportCandidate {
+            name: "tank".to_string(),
+            guid: Guid(77),
+            state: POOL_STATE_EXPORTED,
+            txg: Txg(9),
+            config,
+            tops,
+            devices: HashMap::from([(Guid(10), device.clone()), (Guid(13), device)]),
+            old_format: None,
+        };
+        let root = candidate.vdev_tree().unwrap();
+        assert_eq!(root.guid, Guid(77));
+        assert_eq!(root.children.len(), 4);
+        assert_eq!(root.children[0].guid, Guid(10));
+        assert!(root.children[0].state().is_usable());
+        assert_eq!(root.children[1].kind, VdevKind::Hole);
+        assert_eq!(root.children[2].id, 2);
+        assert!(
+            !root.children[2].state().is_usable(),
+            "a missing top is UNAVAIL"
+        );
+        assert_eq!(root.children[3].guid, Guid(13));
+        // A leaf's size comes from its device when no Zetta key records it.
+        assert_eq!(
+            root.children[3].asize_bytes,
+            1 << 30,
+            "a top-level vdev keeps its recorded asize"
+        );
+    }
+
+    // Why: top-level ids come from disk; an absurd one is refused, not allocated for.
+    #[test]
+    fn an_absurd_top_level_id_is_refused() {
+        let mut tops = BTreeMap::new();
+        tops.insert(u64::MAX, (Txg(1), top(0, 10)));
+        let candidate = ImportCandidate {
+            name: "tank".to_string(),
+            guid: Guid(77),
+            state: POOL_STATE_EXPORTED,
+            txg: Txg(1),
+            config: XdrNvList::new(),
+            tops,
+            devices: HashMap::new(),
+            old_format: None,
+        };
+        assert!(matches!(candidate.vdev_tree(), Err(SpaError::Corrupt(_))));
+    }
+}
