@@ -64,6 +64,7 @@ fn zetta_view(bytes: &[u8]) -> (BTreeMap<String, u64>, Vec<(u64, u64)>) {
                 writes.push((w.object.0, w.offset));
                 "DRR_WRITE"
             }
+            Record::WriteEmbedded(_) => "DRR_WRITE_EMBEDDED",
             Record::Free { .. } => "DRR_FREE",
             Record::End { .. } => "DRR_END",
         };
@@ -126,6 +127,9 @@ fn zstream_dump_accepts_every_stream_zetta_sends() {
     direct(&lab, &["create", "tank/fs"]);
     direct(&lab, &["create", "tank/fs/child"]);
     direct(&lab, &["set", "compression=lz4", "tank/fs"]);
+    // A file small and regular enough to be embedded in its block pointer: `-e` sends it
+    // as WRITE_EMBEDDED, which zstream must list.
+    common::write_object(&disk, "tank/fs", 90, 1, 400, true);
     for n in 0..3u64 {
         common::write_object(
             &disk,
@@ -149,6 +153,8 @@ fn zstream_dump_accepts_every_stream_zetta_sends() {
             &["send", "-R", "-i", "@s1", "tank/fs@s2"],
         ),
         ("properties", &["send", "-p", "tank/fs@s2"]),
+        ("embedded", &["send", "-e", "tank/fs@s2"]),
+        ("raw", &["send", "-w", "-I", "@s0", "tank/fs@s2"]),
     ];
     for (name, args) in streams {
         let file = lab.path(&format!("{name}.zfs"));
@@ -170,6 +176,12 @@ fn zstream_dump_accepts_every_stream_zetta_sends() {
             *expected.get_mut("DRR_END").unwrap() += 1;
         }
         assert_eq!(oracle_counts, expected, "{name}: record counts");
+        if matches!(*name, "embedded" | "raw") {
+            assert!(
+                oracle_counts.contains_key("DRR_WRITE_EMBEDDED") || *name == "raw",
+                "{name}: zstream lists the embedded block: {oracle_counts:?}"
+            );
+        }
         assert_eq!(oracle_writes, zetta_writes, "{name}: WRITE records");
     }
 }

@@ -83,12 +83,23 @@ pub(super) fn cmd_send(args: &[String], io: &mut CommandIo<'_>, ctx: &mut Ctx) -
     if parsed.values('i').len() + parsed.values('I').len() > 1 {
         return usage("");
     }
+    // zfs_do_send: -w is -Lce plus raw (RAW itself only for an encrypted dataset, which
+    // Zetta has none of).
+    let raw = parsed.has('w');
     let options = SendOptions {
-        compressed: parsed.has('c') || parsed.has('w'),
+        compressed: parsed.has('c') || raw,
         properties: parsed.has('p') || parsed.has('R'),
         holds: parsed.has('h'),
-        large_blocks: parsed.has('L'),
+        large_blocks: parsed.has('L') || raw,
+        embed: parsed.has('e') || raw,
+        raw,
     };
+    if parsed.has('D') {
+        ctx.warn(
+            "WARNING: deduplicated send is no longer supported.  A regular,\n\
+             non-deduplicated stream will be generated.\n\n",
+        );
+    }
     if let Some(token) = parsed.last('t') {
         if !parsed.operands.is_empty() {
             return usage("too many arguments");

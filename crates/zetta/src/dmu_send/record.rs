@@ -97,6 +97,7 @@ pub const FEATURE_HOLDS: u64 = 1 << 26;
 /// The features Zetta's receiver handles; a stream with any other bit is refused
 /// ("stream has unsupported feature"), as OpenZFS refuses bits it does not know.
 pub const FEATURES_KNOWN: u64 = FEATURE_SA_SPILL
+    | FEATURE_EMBED_DATA
     | FEATURE_LZ4
     | FEATURE_LARGE_BLOCKS
     | FEATURE_RESUMING
@@ -184,6 +185,29 @@ pub struct WriteRecord {
     pub data: Vec<u8>,
 }
 
+/// `BPE_PAYLOAD_SIZE`: the most bytes an embedded block pointer carries.
+pub const EMBEDDED_PAYLOAD_MAX_BYTES: u32 = 112;
+/// `BP_EMBEDDED_TYPE_DATA`, the only embedded type a stream may carry.
+pub const BP_EMBEDDED_TYPE_DATA: u8 = 0;
+
+/// `drr_write_embedded` (`zfs send -e`, OpenZFS `dump_write_embedded`): a block whose
+/// pointer is embedded, sent as the pointer's payload.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriteEmbeddedRecord {
+    pub object: ObjectId,
+    pub offset: u64,
+    /// `drr_length`: the block size.
+    pub length: u64,
+    /// `drr_compression`: how `data` is compressed (an OpenZFS compression id).
+    pub compression: u8,
+    /// `drr_etype` (`BP_EMBEDDED_TYPE_DATA`).
+    pub etype: u8,
+    /// `drr_lsize`: what `data` decompresses to.
+    pub logical_size_bytes: u32,
+    /// The `drr_psize` bytes of the payload (padded to 8 on the wire).
+    pub data: Vec<u8>,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Record {
     Begin(BeginRecord),
@@ -193,6 +217,7 @@ pub enum Record {
         count: u64,
     },
     Write(WriteRecord),
+    WriteEmbedded(WriteEmbeddedRecord),
     Free {
         object: ObjectId,
         offset: u64,
@@ -343,6 +368,20 @@ pub fn encode_record(record: &Record, to_guid: Guid) -> ([u8; HEADER_SIZE_BYTES]
                 put_u64(&mut h, 96, w.data.len() as u64);
             }
             w.data.clone()
+        }
+        Record::WriteEmbedded(w) => {
+            put_u32(&mut h, 0, DRR_WRITE_EMBEDDED);
+            put_u64(&mut h, 8, w.object.0);
+            put_u64(&mut h, 16, w.offset);
+            put_u64(&mut h, 24, w.length);
+            put_u64(&mut h, 32, to_guid.0);
+            h[40] = w.compression;
+            h[41] = w.etype;
+            put_u32(&mut h, 48, w.logical_size_bytes);
+            put_u32(&mut h, 52, w.data.len() as u32);
+            let mut payload = w.data.clone();
+            payload.resize(w.data.len().div_ceil(8) * 8, 0);
+            payload
         }
         Record::Free {
             object,
@@ -671,7 +710,14 @@ fn payload_len(h: &[u8], seq: u64) -> Result<usize, StreamError> {
         }
         DRR_FREEOBJECTS | DRR_FREE | DRR_END => 0,
         DRR_WRITE_BYREF => return Err(StreamError::Dedup),
-        DRR_SPILL | DRR_WRITE_EMBEDDED | DRR_OBJECT_RANGE | DRR_REDACT => {
+        DRR_WRITE_EMBEDDED => {
+            let psize = word32(h, 52);
+            if psize == 0 || psize > EMBEDDED_PAYLOAD_MAX_BYTES {
+                return Err(bad(seq, &format!("embedded payload of {psize} bytes")));
+            }
+            u64::from(psize).div_ceil(8) * 8
+        }
+        DRR_SPILL | DRR_OBJECT_RANGE | DRR_REDACT => {
             return Err(bad(seq, &format!("unsupported record type {kind}")))
         }
         _ => return Err(bad(seq, &format!("unknown record type {kind}"))),
@@ -842,6 +888,50 @@ fn decode_record(h: &[u8], payload: &[u8], seq: u64) -> Result<Record, StreamErr
                 compression,
                 logical_size_bytes: if compression != 0 { length } else { 0 },
                 data: payload.to_vec(),
+            }))
+        }
+        DRR_WRITE_EMBEDDED => {
+            let object = object_id(seq, word(h, 8))?;
+            let (offset, length) = (word(h, 16), word(h, 24));
+            let (compression, etype) = (h[40], h[41]);
+            let (lsize, psize) = (word32(h, 48), word32(h, 52));
+            if length == 0
+                || length > BLOCK_SIZE_MAX_BYTES
+                || offset.checked_add(length).is_none()
+                || lsize == 0
+                || u64::from(lsize) > length
+            {
+                return Err(bad(
+                    seq,
+                    &format!("embedded write of {lsize} of {length} bytes at {offset}"),
+                ));
+            }
+            if etype != BP_EMBEDDED_TYPE_DATA {
+                return Err(bad(seq, &format!("embedded block of type {etype}")));
+            }
+            // Compressed with one of OpenZFS's compressors, or stored as is (off, 2).
+            let stored_as_is = compression == 2 && psize == lsize;
+            if !stored_as_is && !is_compressor_id(u64::from(compression)) {
+                return Err(bad(
+                    seq,
+                    &format!("embedded block compressed with {compression}"),
+                ));
+            }
+            if !zero(42, 48) {
+                return Err(bad(seq, "nonzero embedded write padding"));
+            }
+            let data = payload.get(..psize as usize).unwrap_or_default();
+            if payload[data.len()..].iter().any(|b| *b != 0) {
+                return Err(bad(seq, "nonzero embedded payload padding"));
+            }
+            Ok(Record::WriteEmbedded(WriteEmbeddedRecord {
+                object,
+                offset,
+                length,
+                compression,
+                etype,
+                logical_size_bytes: lsize,
+                data: data.to_vec(),
             }))
         }
         DRR_FREE => {

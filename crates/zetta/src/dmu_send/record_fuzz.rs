@@ -120,17 +120,100 @@ mod tests {
         out
     }
 
-    /// The fuzz target's invariants hold on seeded mutations of a valid stream (flips,
-    /// cuts, copies, garbage) and on random bytes, so the default suite covers the parser
-    /// even where cargo-fuzz is not installed.
+    /// A compound stream as libzfs writes it (`zfs send -R -I`/`-e`): the package header
+    /// (BEGIN of header type 2 whose payload is libzfs's nvlist: `fromsnap`, `tosnap`,
+    /// `not_recursive`, `fss` keyed by `0x<guid>` with typed props and snaps) and its END,
+    /// a substream with an OBJECT and a WRITE_EMBEDDED, its END, and the all-zero END.
+    fn compound_sample() -> Vec<u8> {
+        use crate::nvpair_xdr::{pack, XdrNvList, XdrValue};
+        let mut props = XdrNvList::new();
+        props.add("compression", XdrValue::Uint64(15));
+        props.add("org.test:color", XdrValue::String(b"red".to_vec()));
+        let mut snaps = XdrNvList::new();
+        snaps.add("a", XdrValue::Uint64(4));
+        snaps.add("b", XdrValue::Uint64(5));
+        let mut fs = XdrNvList::new();
+        fs.add("name", XdrValue::String(b"tank/fs".to_vec()));
+        fs.add("parentfromsnap", XdrValue::Uint64(0));
+        fs.add("props", XdrValue::NvList(props));
+        fs.add("snaps", XdrValue::NvList(snaps));
+        fs.add("snapprops", XdrValue::NvList(XdrNvList::new()));
+        let mut fss = XdrNvList::new();
+        fss.add("0x1234", XdrValue::NvList(fs));
+        let mut header = XdrNvList::new();
+        header.add("fromsnap", XdrValue::String(b"a".to_vec()));
+        header.add("tosnap", XdrValue::String(b"b".to_vec()));
+        header.add("not_recursive", XdrValue::Boolean);
+        header.add("fss", XdrValue::NvList(fss));
+        let mut out = Vec::new();
+        let mut writer = RecordWriter::new();
+        writer.emit_compound_begin(
+            &mut out,
+            "tank/fs@b",
+            FEATURE_SA_SPILL,
+            pack(&header).unwrap(),
+        );
+        writer.emit_record(&mut out, &Record::End { to_guid: Guid(0) });
+        let mut info = NvList::new();
+        info.set_str("toname", "tank/fs@b");
+        let records = [
+            Record::Begin(BeginRecord {
+                features: FEATURE_SA_SPILL | FEATURE_EMBED_DATA | FEATURE_LZ4,
+                compound: false,
+                flags: 0,
+                to_guid: Guid(5),
+                from_guid: Guid(4),
+                creation_time: 7,
+                info,
+            }),
+            Record::Object(ObjectRecord {
+                object: ObjectId(2),
+                object_type: 19,
+                bonus_type: 0,
+                checksum: 0,
+                compress: 0,
+                dn_slots: 1,
+                flags: 0,
+                block_size_bytes: 512,
+                bonus: vec![],
+            }),
+            Record::WriteEmbedded(WriteEmbeddedRecord {
+                object: ObjectId(2),
+                offset: 0,
+                length: 512,
+                compression: 15,
+                etype: BP_EMBEDDED_TYPE_DATA,
+                logical_size_bytes: 512,
+                data: vec![0, 0, 0, 11, 31, 122, 1, 0, 255, 255, 255, 255, 255, 227, 80],
+            }),
+            Record::End { to_guid: Guid(5) },
+        ];
+        for record in &records {
+            writer.emit_record(&mut out, record);
+        }
+        out.extend_from_slice(&conclusion_record());
+        out
+    }
+
+    /// The fuzz target's invariants hold on seeded mutations of valid streams (flips,
+    /// cuts, copies, garbage) — a plain substream with every record type, and a compound
+    /// stream in libzfs's shape with a WRITE_EMBEDDED — and on random bytes, so the default
+    /// suite covers the parser even where cargo-fuzz is not installed.
     #[test]
     fn parser_invariants_hold_on_mutations() {
         let good = sample();
         fuzz_check(&good);
         let (records, end) = parse_pieces(&good, 13);
         assert_eq!((records.len(), end), (6, Ok(())));
+        let compound = compound_sample();
+        fuzz_check(&compound);
+        let (records, end) = parse_pieces(&compound, 17);
+        assert_eq!((records.len(), end), (6, Ok(())));
+        assert!(matches!(&records[0], Record::Begin(b) if b.compound));
+        assert!(matches!(&records[4], Record::WriteEmbedded(_)));
         let mut rng = SeededRng::new(41);
-        for _ in 0..20_000 {
+        for round in 0..40_000 {
+            let good = if round % 2 == 0 { &good } else { &compound };
             let mut data = good.clone();
             for _ in 0..=rng.below(3) {
                 let at = rng.below(data.len() as u64 + 1) as usize;

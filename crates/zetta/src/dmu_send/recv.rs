@@ -13,7 +13,7 @@
 //! Memory is bounded by one largest record plus one input chunk.
 
 use super::error::{RecvError, StreamError};
-use super::record::{ObjectRecord, Record, RecordParser, WriteRecord};
+use super::record::{ObjectRecord, Record, RecordParser, WriteEmbeddedRecord, WriteRecord};
 use super::token::ResumeToken;
 use crate::dmu::dnode::DnodePhys;
 use crate::dmu::{DmuError, IoCtx, ObjectSet};
@@ -288,6 +288,12 @@ impl Receiver {
             });
         };
         sub.seq += 1;
+        // `-e`: an embedded block arrives as its pointer's payload; it is written as its
+        // logical bytes (the write path embeds it again when it compresses that small).
+        let record = match record {
+            Record::WriteEmbedded(e) => Record::Write(expand_embedded(sub.seq, e)?),
+            record => record,
+        };
         check_order(sub, &record)?;
         match record {
             Record::Write(w) if w.compression != 0 => {
@@ -425,6 +431,41 @@ pub(super) fn resume_token(sub: &Substream, parser_offset: u64) -> String {
     .encode()
 }
 
+/// A WRITE_EMBEDDED record as the WRITE of its logical bytes (the whole block, zero-filled
+/// past `drr_lsize`).
+fn expand_embedded(seq: u64, e: WriteEmbeddedRecord) -> Result<WriteRecord, StreamError> {
+    let mut logical = vec![0u8; e.logical_size_bytes as usize];
+    if e.compression == ZIO_COMPRESS_OFF {
+        let size = logical.len();
+        let stored = e.data.get(..size).ok_or_else(|| StreamError::BadRecord {
+            seq,
+            why: "embedded block shorter than its size".to_string(),
+        })?;
+        logical.copy_from_slice(stored);
+    } else {
+        decompress(e.compression, &e.data, &mut logical).map_err(|why| StreamError::BadRecord {
+            seq,
+            why: format!("embedded block does not decode: {why}"),
+        })?;
+    }
+    logical.resize(e.length as usize, 0);
+    Ok(WriteRecord {
+        object: e.object,
+        object_type: 0,
+        offset: e.offset,
+        length: e.length,
+        checksum: 0,
+        flags: 0,
+        key: [0; 5],
+        compression: 0,
+        logical_size_bytes: 0,
+        data: logical,
+    })
+}
+
+/// `ZIO_COMPRESS_OFF`: an embedded payload stored as is.
+const ZIO_COMPRESS_OFF: u8 = 2;
+
 fn out_of_order(seq: u64, why: String) -> StreamError {
     StreamError::OutOfOrder { seq, why }
 }
@@ -490,6 +531,12 @@ fn check_order(sub: &mut Substream, record: &Record) -> Result<(), StreamError> 
             sub.data_end = data_end;
             placed?;
         }
+        Record::WriteEmbedded(_) => {
+            return Err(out_of_order(
+                seq,
+                "an embedded write not expanded".to_string(),
+            ));
+        }
         Record::Begin(_) | Record::End { .. } => {}
     }
     Ok(())
@@ -538,7 +585,7 @@ fn apply_records(spa: &mut Spa, sub: &mut Substream, records: &[Placed]) -> Resu
                     offset,
                     length,
                 } => (object.0, offset.saturating_add(*length)),
-                Record::Begin(_) | Record::End { .. } => position,
+                Record::Begin(_) | Record::End { .. } | Record::WriteEmbedded(_) => position,
             };
         }
         Ok(())
@@ -621,7 +668,7 @@ fn apply_one(
                 os.free_range(ctx, *object, *offset, *length)?;
             }
         }
-        Record::Begin(_) | Record::End { .. } => {}
+        Record::Begin(_) | Record::End { .. } | Record::WriteEmbedded(_) => {}
     }
     Ok(())
 }

@@ -204,7 +204,7 @@ impl Receiver {
                 Some(NvValue::ListArray(array)) => array.clone(),
                 _ => Vec::new(),
             };
-            let recursive = begin.info.entries.get("not_recursive").is_none();
+            let recursive = !begin.info.entries.contains_key("not_recursive");
             let tosnap = begin.info.get_str("tosnap").unwrap_or_default();
             let incremental = !begin
                 .info

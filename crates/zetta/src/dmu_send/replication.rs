@@ -180,6 +180,7 @@ pub fn plan_send(spa: &mut Spa, request: &SendRequest) -> Result<SendPlan, SendE
                     gather_props,
                     props: options.properties,
                     holds: options.holds,
+                    raw: options.raw,
                 },
             )?)
         } else {
@@ -302,6 +303,7 @@ fn replicate(
             gather_props: true,
             props: true,
             holds: request.options.holds,
+            raw: request.options.raw,
         },
     )?;
     Ok(SendPlan {

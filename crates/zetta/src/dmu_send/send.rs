@@ -17,8 +17,9 @@
 
 use super::error::SendError;
 use super::record::{
-    encode_record, BeginRecord, ObjectRecord, Record, RecordWriter, WriteRecord, DRR_FLAG_CLONE,
-    DRR_OBJECT_SPILL, FEATURE_COMPRESSED, FEATURE_LARGE_BLOCKS, FEATURE_LZ4, FEATURE_RESUMING,
+    encode_record, BeginRecord, ObjectRecord, Record, RecordWriter, WriteEmbeddedRecord,
+    WriteRecord, BP_EMBEDDED_TYPE_DATA, DRR_FLAG_CLONE, DRR_OBJECT_SPILL, FEATURE_COMPRESSED,
+    FEATURE_EMBED_DATA, FEATURE_LARGE_BLOCKS, FEATURE_LZ4, FEATURE_RESUMING, FEATURE_SA_SPILL,
     FEATURE_ZSTD, OBJECT_ID_LIMIT,
 };
 use super::token::ResumeToken;
@@ -45,6 +46,12 @@ pub struct SendOptions {
     /// `-L`: blocks larger than 128 KiB go whole (LARGE_BLOCKS); without it they are
     /// split into 128 KiB WRITEs, as OpenZFS does for receivers without large blocks.
     pub large_blocks: bool,
+    /// `-e` (and `-w`): blocks whose pointer is embedded go as WRITE_EMBEDDED records
+    /// (EMBED_DATA; embedded_data is active in every pool Zetta writes).
+    pub embed: bool,
+    /// `-w`: raw. With no encryption in Zetta this is `-Lce` plus the compound header's
+    /// `raw` (OpenZFS sets the RAW feature only for an encrypted dataset).
+    pub raw: bool,
 }
 
 /// `SPA_OLD_MAXBLOCKSIZE`: the largest block a stream without LARGE_BLOCKS carries.
@@ -167,6 +174,15 @@ impl Sender {
             if spec.clone {
                 flags |= DRR_FLAG_CLONE;
             }
+        }
+        // OpenZFS `setup_featureflags`: SA_SPILL for a ZPL filesystem of version 5 (every
+        // filesystem Zetta creates); EMBED_DATA with -e when embedded_data is active (in
+        // every pool Zetta writes), and LZ4 with it as with -c.
+        if os_type == 2 {
+            features |= FEATURE_SA_SPILL;
+        }
+        if options.embed {
+            features |= FEATURE_EMBED_DATA | FEATURE_LZ4;
         }
         if options.compressed {
             // As OpenZFS's `setup_featureflags` with lz4_compress active (always, in the
@@ -610,6 +626,31 @@ impl Sender {
         Ok(())
     }
 
+    /// The WRITE_EMBEDDED record of an embedded block, when this stream may carry it
+    /// (OpenZFS `send_do_embed`: EMBED_DATA, type DATA, a legacy compressor or LZ4 with
+    /// its feature, zstd only with ZSTD; and a block the stream does not split).
+    fn embedded_record(&self, id: u64, block: &PendingBlock) -> Option<Record> {
+        let bp = &block.bp;
+        let payload = bp.embedded.as_ref()?;
+        let features = self.begin.features;
+        let legacy = bp.compression < ZIO_COMPRESS_LZ4;
+        let allowed = features & FEATURE_EMBED_DATA != 0
+            && (legacy || features & FEATURE_LZ4 != 0)
+            && (bp.compression != ZIO_COMPRESS_ZSTD || features & FEATURE_ZSTD != 0)
+            && u64::from(self.stream_block_size(block.length as u32)) == block.length;
+        allowed.then(|| {
+            Record::WriteEmbedded(WriteEmbeddedRecord {
+                object: ObjectId(id),
+                offset: block.offset,
+                length: block.length,
+                compression: bp.compression,
+                etype: BP_EMBEDDED_TYPE_DATA,
+                logical_size_bytes: bp.lsize_bytes,
+                data: payload.as_slice().to_vec(),
+            })
+        })
+    }
+
     /// One block's WRITE record (or, counting, its size).
     fn send_block(
         &mut self,
@@ -621,6 +662,10 @@ impl Sender {
         sink: &mut Sink<'_>,
     ) -> Result<(), SendError> {
         let (bp, offset, length) = (&block.bp, block.offset, block.length);
+        if let Some(record) = self.embedded_record(id, block) {
+            self.emit(sink, &record);
+            return Ok(());
+        }
         // `length` is the block size: split blocks go as logical bytes.
         let stored_ok =
             self.options.compressed && u64::from(self.stream_block_size(length as u32)) == length;
@@ -698,6 +743,12 @@ impl Sender {
         Ok(())
     }
 }
+
+/// `ZIO_COMPRESS_LZ4`, also `ZIO_COMPRESS_LEGACY_FUNCTIONS`: compressors below it need no
+/// feature flag in an embedded block.
+const ZIO_COMPRESS_LZ4: u8 = 15;
+/// `ZIO_COMPRESS_ZSTD`.
+const ZIO_COMPRESS_ZSTD: u8 = 16;
 
 /// Blocks read ahead of the stream, in parallel, per object.
 const SEND_PREFETCH_BLOCKS: usize = 16;

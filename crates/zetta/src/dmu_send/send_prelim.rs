@@ -33,8 +33,8 @@
 //! parent's `@tosnap` is left out with its children; one created before is an error (the
 //! planner's `MissingInDescendant`).
 //!
-//! Left out on purpose: `raw` and `is_encroot` (Zetta has no encryption), `-b`'s received-only
-//! values (no `-b` yet).
+//! `raw` (a boolean after `not_recursive`) is there with `-w`. Left out on purpose:
+//! `is_encroot` (Zetta has no encryption), `-b`'s received-only values (no `-b` yet).
 
 use super::error::SendError;
 use super::record::{Record, RecordWriter, FEATURE_HOLDS, FEATURE_SA_SPILL};
@@ -60,6 +60,8 @@ pub(super) struct PrelimRequest {
     pub props: bool,
     /// `-h`.
     pub holds: bool,
+    /// `-w`: the nvlist says `raw`.
+    pub raw: bool,
 }
 
 /// One snapshot of a filesystem: short name, guid, creation txg.
@@ -246,6 +248,9 @@ fn gather(spa: &mut Spa, request: &PrelimRequest) -> Result<Option<XdrNvList>, S
     header.add("tosnap", XdrValue::String(tosnap.as_bytes().to_vec()));
     if !request.recursive {
         header.add("not_recursive", XdrValue::Boolean);
+    }
+    if request.raw {
+        header.add("raw", XdrValue::Boolean);
     }
     header.add("fss", XdrValue::NvList(fss));
     Ok(Some(header))

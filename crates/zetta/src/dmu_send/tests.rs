@@ -3,7 +3,7 @@
 //! cold storage" reproduced step by step, `-F`, chunked sends, estimates and golden bytes.
 //! Hostile streams and resume are in `tests_hostile.rs`.
 
-use super::record::{Record, RecordParser, RecordWriter};
+use super::record::{Record, RecordParser, RecordWriter, FEATURE_EMBED_DATA, FEATURE_LZ4};
 use super::*;
 use crate::dmu::objset::object_type;
 use crate::io::{DeviceRef, MemDevice};
@@ -704,6 +704,43 @@ fn embedded_blocks_are_sent_and_received() {
             assert!(embedded(&mut spa, target), "{target}");
         }
     }
+    // -e: the block goes as OpenZFS's WRITE_EMBEDDED (EMBED_DATA and LZ4 in the BEGIN),
+    // its payload the pointer's compressed bytes, and is embedded again on receive.
+    let mut request = full("tank/src@a");
+    request.options.embed = true;
+    let stream = send(&mut spa, request);
+    let all = records(&stream);
+    let Record::Begin(begin) = &all[0] else {
+        panic!("no BEGIN");
+    };
+    assert_eq!(
+        begin.features & (FEATURE_EMBED_DATA | FEATURE_LZ4),
+        FEATURE_EMBED_DATA | FEATURE_LZ4
+    );
+    let pointer = spa
+        .with_dataset("tank/src", |os, ctx| {
+            os.block_pointer_shared(ctx, 101, 0, 0)
+        })
+        .unwrap();
+    let found = all.iter().find_map(|r| match r {
+        Record::WriteEmbedded(e) if e.object.0 == 101 => Some(e.clone()),
+        _ => None,
+    });
+    let e = found.expect("a WRITE_EMBEDDED for object 101");
+    assert_eq!(e.data, pointer.embedded.unwrap().as_slice());
+    assert_eq!(
+        (e.compression, e.logical_size_bytes),
+        (pointer.compression, pointer.lsize_bytes)
+    );
+    assert!(!all
+        .iter()
+        .any(|r| matches!(r, Record::Write(w) if w.object.0 == 101)));
+    receive(&mut spa, "tank/embedded", &stream, RecvOptions::default()).unwrap();
+    assert_eq!(
+        contents(&mut spa, "tank/embedded@a"),
+        contents(&mut spa, "tank/src@a")
+    );
+    assert!(embedded(&mut spa, "tank/embedded"));
 }
 
 /// Receives a full stream of `tank/src@a` into `tank/dst`, then `incremental` on top, and

@@ -46,9 +46,17 @@ fn setup() -> (Spa, Vec<u8>, Vec<u8>) {
         &super::tests::random_bytes(9, 200_000),
     );
     write(&mut spa, "tank/src", 8, 0, b"new object");
+    // A block small enough to be embedded in its pointer: with -e it goes as a
+    // WRITE_EMBEDDED record, so the mutations reach that decoder and its expansion.
+    write(&mut spa, "tank/src", 9, 0, &b"embedded ".repeat(40));
     snap(&mut spa, "tank/src@b");
     let full_a = send(&mut spa, full("tank/src@a"));
-    let inc_ab = send(&mut spa, incremental("@a", "tank/src@b", false));
+    let mut request = incremental("@a", "tank/src@b", false);
+    request.options.embed = true;
+    let inc_ab = send(&mut spa, request);
+    assert!(records(&inc_ab)
+        .iter()
+        .any(|r| matches!(r, Record::WriteEmbedded(_))));
     receive(&mut spa, "tank/dst", &full_a, RecvOptions::default()).unwrap();
     (spa, full_a, inc_ab)
 }
@@ -319,6 +327,16 @@ fn field_mutations_with_valid_checksums() {
                     _ => {
                         w.length = 1 + rng.below(1 << 18);
                         w.data.resize(w.length as usize, 7);
+                    }
+                },
+                (Record::WriteEmbedded(e), _) => match rng.below(5) {
+                    0 => e.offset = huge(&mut rng) & !511,
+                    1 => e.object.0 = huge(&mut rng),
+                    2 => e.compression = rng.next_u64() as u8,
+                    3 => e.logical_size_bytes = rng.next_u64() as u32,
+                    _ => {
+                        let len = 1 + rng.below(112) as usize;
+                        e.data = (0..len).map(|_| rng.next_u64() as u8).collect();
                     }
                 },
                 (
