@@ -175,10 +175,13 @@ impl Sender {
                 flags |= DRR_FLAG_CLONE;
             }
         }
-        // OpenZFS `setup_featureflags`: SA_SPILL for a ZPL filesystem of version 5 (every
-        // filesystem Zetta creates); EMBED_DATA with -e when embedded_data is active (in
-        // every pool Zetta writes), and LZ4 with it as with -c.
-        if os_type == 2 {
+        // OpenZFS `setup_featureflags`: SA_SPILL for a ZPL filesystem of version 5 or later
+        // (not the ZPL 4 filesystems of a version-23 pool: zfs-fuse refuses the bit);
+        // EMBED_DATA with -e when embedded_data is active (in every pool Zetta writes), and
+        // LZ4 with it as with -c.
+        if os_type == 2
+            && crate::zpl::zpl_version_for_spa(spa.version()) >= crate::zpl::ZPL_VERSION_SA
+        {
             features |= FEATURE_SA_SPILL;
         }
         if options.embed {

@@ -265,8 +265,10 @@ pub(super) fn prelim_records(spa: &mut Spa, request: &PrelimRequest) -> Result<V
             name: request.to.clone(),
         })?;
     let mut features = 0;
-    // ZPL filesystems of version 5 (SA) and later: every filesystem Zetta creates.
-    if !spa.is_volume(tofs)? {
+    // ZPL filesystems of version 5 (SA) and later; a version-23 pool's are ZPL 4.
+    if !spa.is_volume(tofs)?
+        && crate::zpl::zpl_version_for_spa(spa.version()) >= crate::zpl::ZPL_VERSION_SA
+    {
         features |= FEATURE_SA_SPILL;
     }
     if request.holds {
