@@ -12,8 +12,9 @@
 //! authentication and no TLS (the NBD spec's STARTTLS is not offered): loopback gives
 //! every local user the volume's bytes (the Unix socket is 0600, root's), and an address
 //! other than loopback every host that reaches it, as an unauthenticated iSCSI target
-//! would. A value that is no address, or an address that cannot be bound, is
-//! logged to the daemon's log and leaves the volume on its Unix socket only.
+//! would. A value that is no address is refused by `zfs set` (one arriving in a received
+//! stream, or an address that cannot be bound, is logged to the daemon's log and leaves the
+//! volume on its Unix socket only).
 //!
 //! Protocol (the NBD spec's "fixed newstyle" negotiation): `NBD_OPT_EXPORT_NAME`,
 //! `NBD_OPT_GO`/`NBD_OPT_INFO` (export size and flags, block sizes: minimum 1, preferred
