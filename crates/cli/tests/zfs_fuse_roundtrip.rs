@@ -334,3 +334,72 @@ fn a_pool_zfs_fuse_makes_is_written_by_zetta_and_read_back_by_zfs_fuse() {
     assert!(status.contains("with 0 errors"), "{status}");
     zf.export_all();
 }
+
+// Why: issue 15 asks that zfs-fuse receive Zetta's streams of a version-23 pool, full and
+// incremental, and show identical files: the streams of ZPL 4 filesystems must carry only
+// what a 2010 receiver knows (no SA_SPILL bit, which compound-stream work set for every
+// filesystem until it was gated on ZPL 5), with objects, znodes and data it replays.
+#[test]
+fn zfs_fuse_receives_zettas_full_and_incremental_streams_of_a_version_23_pool() {
+    let lab = Lab::new();
+    let vdevs = lab.dir.join("vdevs");
+    std::fs::create_dir_all(&vdevs).unwrap();
+    let mnt = lab.dir.join("zs");
+    let disk = zfs_fuse::vdev_file(&vdevs.join("zetta0"));
+    lab.ok(
+        "zpool",
+        &[
+            "create",
+            "-o",
+            "version=23",
+            "-m",
+            mnt.to_str().unwrap(),
+            "zs",
+            &disk,
+        ],
+    );
+    lab.ok("zfs", &["create", "zs/src"]);
+    wait_mounted(&mnt.join("src"), true);
+    populate(&mnt.join("src"), "first");
+    let at_a = tree_digest(&lab, &mnt.join("src"));
+    lab.ok("zfs", &["snapshot", "zs/src@a"]);
+    populate(&mnt.join("src"), "second");
+    std::fs::remove_file(mnt.join("src/first/sub/medium.bin")).unwrap();
+    std::fs::write(mnt.join("src/first/small.txt"), b"changed before @b\n").unwrap();
+    let at_b = tree_digest(&lab, &mnt.join("src"));
+    lab.ok("zfs", &["snapshot", "zs/src@b"]);
+    let full = lab.dir.join("full.zstream");
+    let incremental = lab.dir.join("incremental.zstream");
+    let sent = lab.sh(&format!(
+        "zfs send zs/src@a > '{}' && zfs send -i @a zs/src@b > '{}'",
+        full.display(),
+        incremental.display()
+    ));
+    assert_eq!(sent.code, 0, "zfs send: {}", sent.stderr);
+    lab.ok("zpool", &["export", "zs"]);
+    wait_mounted(&mnt, false);
+
+    let fmnt = lab.dir.join("fp");
+    let mut zf = zfs_fuse::ZfsFuse::start();
+    let fdisk = zfs_fuse::vdev_file(&vdevs.join("fuse0"));
+    zf.create_pool("fp", &fmnt, &[&fdisk]);
+    // Reading the received tree must not modify it before the incremental (atime).
+    zf.zfs(&["set", "atime=off", "fp"]);
+    zf.receive(&["fp/dst"], &full);
+    wait_mounted(&fmnt.join("dst"), true);
+    assert_eq!(tree_digest(&lab, &fmnt.join("dst")), at_a);
+    // Reading zfs-fuse's mount right after an incremental receive into it makes tar fail
+    // (not investigated: after a remount every file reads identical), so the
+    // filesystem receives unmounted.
+    zf.zfs(&["unmount", "fp/dst"]);
+    wait_mounted(&fmnt.join("dst"), false);
+    zf.receive(&["fp/dst"], &incremental);
+    zf.zfs(&["mount", "-a"]);
+    wait_mounted(&fmnt.join("dst"), true);
+    assert_eq!(tree_digest(&lab, &fmnt.join("dst")), at_b);
+    let listed = zf.zfs(&["list", "-H", "-o", "name", "-t", "snapshot", "-r", "fp/dst"]);
+    assert_eq!(listed, "fp/dst@a\nfp/dst@b\n");
+    let status = zf.scrub("fp");
+    assert!(status.contains("with 0 errors"), "{status}");
+    zf.export_all();
+}

@@ -117,6 +117,26 @@ impl ZfsFuse {
         Self::run(ZFS, args)
     }
 
+    /// `zfs receive ARGS... < STREAM` (a send stream in a file); its stdout.
+    pub fn receive(&self, args: &[&str], stream: &Path) -> String {
+        let input =
+            std::fs::File::open(stream).unwrap_or_else(|e| panic!("{}: {e}", stream.display()));
+        let out = Command::new(ZFS)
+            .arg("receive")
+            .args(args)
+            .stdin(input)
+            .output()
+            .unwrap_or_else(|e| panic!("{ZFS}: {e}"));
+        assert!(
+            out.status.success(),
+            "zfs receive {args:?} < {} (zfs-fuse) failed: {}{}",
+            stream.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     /// `zpool create -m MOUNT NAME VDEV_ARGS...`; the pool is exported when this is dropped.
     pub fn create_pool(&mut self, name: &str, mount: &Path, vdev_args: &[&str]) {
         let mount = mount.to_string_lossy().into_owned();
