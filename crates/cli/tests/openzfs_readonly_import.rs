@@ -56,22 +56,6 @@ fn file_digest(path: &Path) -> u64 {
     h.finish()
 }
 
-/// Polls until `path` is (or is no longer) a mount point.
-fn wait_mounted(path: &Path, want: bool) {
-    let text = path.to_string_lossy().into_owned();
-    for _ in 0..300 {
-        let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-        let found = table
-            .lines()
-            .any(|l| l.split(' ').nth(4) == Some(text.as_str()));
-        if found == want {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    panic!("{text}: mounted should be {want}");
-}
-
 // Why: issue 12's promise — a pool real ZFS wrote imports read-only, and what `zfs list`,
 // `zfs get` and the mounted files show is exactly what the writer itself showed. zfs-fuse
 // (an independent OpenZFS-lineage writer) makes the pool in the test: nested filesystems
@@ -185,7 +169,7 @@ fn zfs_fuse_pool_reads_back_as_zfs_fuse_showed_it() {
     // The pool's mountpoint (zfs-fuse's path) under the alternate root.
     let under_root = |p: &Path| root.join(p.strip_prefix("/").unwrap());
     let mnt_a = under_root(&zf_mnt.join("a"));
-    wait_mounted(&mnt_a, true);
+    zfs_fuse::wait_mounted(&mnt_a, true);
 
     // zfs list and zfs get say what zfs-fuse said.
     let list = lab.ok(
@@ -320,7 +304,7 @@ fn zfs_fuse_pool_reads_back_as_zfs_fuse_showed_it() {
     assert!(status.contains("errors: No known data errors"), "{status}");
 
     lab.ok("zpool", &["export", "zfp"]);
-    wait_mounted(&mnt_a, false);
+    zfs_fuse::wait_mounted(&mnt_a, false);
     assert_eq!(lab.ok("zpool", &["list", "-H"]), "");
     assert_eq!(
         file_digest(&disk),
@@ -399,7 +383,7 @@ fn openzfs_fixture_pools_import_read_only() {
     }
     // Files through the mount equal Zetta's verified library reads.
     let x86 = root.join("testpool_zstd/x86_64");
-    wait_mounted(&x86, true);
+    zfs_fuse::wait_mounted(&x86, true);
     let zstd = std::fs::read(x86.join("zstd")).unwrap();
     assert_eq!(zstd.len(), 780248);
     assert_eq!(&zstd[..4], b"\x7fELF");
@@ -809,7 +793,7 @@ fn scrub_of_a_damaged_foreign_pool_reports_the_damaged_file() {
         ],
     );
     let x86 = root.join("testpool_zstd/x86_64");
-    wait_mounted(&x86, true);
+    zfs_fuse::wait_mounted(&x86, true);
     lab.ok("zpool", &["scrub", "testpool_zstd"]);
     let status = lab.ok("zpool", &["status", "-v", "testpool_zstd"]);
     assert!(status.contains(" with 2 errors on "), "{status}");

@@ -49,42 +49,6 @@ fn get_xattr(path: &Path, name: &str) -> Result<Vec<u8>, std::io::Error> {
     Ok(buf)
 }
 
-fn set_xattr(path: &Path, name: &str, value: &[u8]) -> Result<(), std::io::Error> {
-    use std::os::unix::ffi::OsStrExt;
-    let p = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
-    let n = std::ffi::CString::new(name).unwrap();
-    // SAFETY: valid C strings and a buffer of the given length.
-    let rc = unsafe {
-        libc::setxattr(
-            p.as_ptr(),
-            n.as_ptr(),
-            value.as_ptr().cast(),
-            value.len(),
-            0,
-        )
-    };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// Polls until `path` is (or is no longer) a mount point.
-fn wait_mounted(path: &Path, want: bool) {
-    let text = path.to_string_lossy().into_owned();
-    for _ in 0..300 {
-        let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-        let found = table
-            .lines()
-            .any(|l| l.split(' ').nth(4) == Some(text.as_str()));
-        if found == want {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    panic!("{text}: mounted should be {want}");
-}
-
 /// What a writer puts in a tree (no xattrs): files small, multi-record, compressible and
 /// sparse, nested directories, a symlink kept in the bonus (<= 56 bytes) and one in a data
 /// block, a hard link, a fifo, a character device, an owner and a mode.
@@ -168,9 +132,9 @@ fn zetta_to_zfs_fuse(lab: &Lab, vdevs: &Path, mnt: &Path) -> (String, String) {
             &disk,
         ],
     );
-    wait_mounted(mnt, true);
+    zfs_fuse::wait_mounted(mnt, true);
     lab.ok("zfs", &["create", "zt/a"]);
-    wait_mounted(&mnt.join("a"), true);
+    zfs_fuse::wait_mounted(&mnt.join("a"), true);
     assert_eq!(
         lab.ok("zfs", &["get", "-H", "-o", "value", "version", "zt/a"]),
         "4\n"
@@ -181,32 +145,32 @@ fn zetta_to_zfs_fuse(lab: &Lab, vdevs: &Path, mnt: &Path) -> (String, String) {
     );
     populate(mnt, "zetta");
     populate(&mnt.join("a"), "zetta-a");
-    let refused = set_xattr(&mnt.join("zetta/small.txt"), "user.x", b"v").unwrap_err();
+    let refused = zfs_fuse::set_xattr(&mnt.join("zetta/small.txt"), "user.x", b"v").unwrap_err();
     assert_eq!(refused.raw_os_error(), Some(libc::EOPNOTSUPP));
     let zetta_root = tree_digest(lab, &mnt.join("zetta"));
     let zetta_a = tree_digest(lab, &mnt.join("a"));
     lab.ok("zpool", &["export", "zt"]);
-    wait_mounted(mnt, false);
+    zfs_fuse::wait_mounted(mnt, false);
 
     // Leg 2: zfs-fuse imports it, reads every file identical, writes, scrubs clean.
     let digests = {
         let mut zf = zfs_fuse::ZfsFuse::start();
         zf.import_pool(vdevs, "zt");
-        wait_mounted(&mnt.join("a"), true);
+        zfs_fuse::wait_mounted(&mnt.join("a"), true);
         assert_eq!(tree_digest(lab, &mnt.join("zetta")), zetta_root);
         assert_eq!(tree_digest(lab, &mnt.join("a")), zetta_a);
         populate(mnt, "fuse");
         populate(&mnt.join("a"), "fuse-a");
         std::fs::remove_file(mnt.join("zetta/sub/entry_with_a_long_name_0003")).unwrap();
         std::fs::write(mnt.join("zetta/small.txt"), b"rewritten by zfs-fuse\n").unwrap();
-        set_xattr(&mnt.join("fuse/small.txt"), "user.color", b"blue").unwrap();
+        zfs_fuse::set_xattr(&mnt.join("fuse/small.txt"), "user.color", b"blue").unwrap();
         let status = zf.scrub("zt");
         assert!(status.contains("with 0 errors"), "{status}");
         let digests = (tree_digest(lab, mnt), tree_digest(lab, &mnt.join("a")));
         zf.export_all();
         digests
     };
-    wait_mounted(mnt, false);
+    zfs_fuse::wait_mounted(mnt, false);
 
     digests
 }
@@ -234,7 +198,7 @@ fn a_version_23_pool_zetta_makes_goes_through_zfs_fuse_and_back() {
 
     // Leg 3: Zetta imports it back read-write, reads zfs-fuse's files, writes.
     zetta_import(&lab, &vdevs, "zt");
-    wait_mounted(&mnt.join("a"), true);
+    zfs_fuse::wait_mounted(&mnt.join("a"), true);
     assert_eq!(tree_digest(&lab, &mnt), fuse_root);
     assert_eq!(tree_digest(&lab, &mnt.join("a")), fuse_a);
     assert_eq!(
@@ -247,13 +211,13 @@ fn a_version_23_pool_zetta_makes_goes_through_zfs_fuse_and_back() {
     std::fs::write(mnt.join("a/fuse-a/small.txt"), b"rewritten by Zetta\n").unwrap();
     let zetta_again = (tree_digest(&lab, &mnt), tree_digest(&lab, &mnt.join("a")));
     lab.ok("zpool", &["export", "zt"]);
-    wait_mounted(&mnt, false);
+    zfs_fuse::wait_mounted(&mnt, false);
 
     // Leg 4: zfs-fuse reads Zetta's new files, and its scrub finds nothing wrong.
     {
         let mut zf = zfs_fuse::ZfsFuse::start();
         zf.import_pool(&vdevs, "zt");
-        wait_mounted(&mnt.join("a"), true);
+        zfs_fuse::wait_mounted(&mnt.join("a"), true);
         assert_eq!(
             (tree_digest(&lab, &mnt), tree_digest(&lab, &mnt.join("a"))),
             zetta_again
@@ -280,17 +244,17 @@ fn a_pool_zfs_fuse_makes_is_written_by_zetta_and_read_back_by_zfs_fuse() {
         zf.zfs(&["create", "zr/a"]);
         populate(&mnt, "fuse");
         populate(&mnt.join("a"), "fuse-a");
-        set_xattr(&mnt.join("fuse/small.txt"), "user.color", b"blue").unwrap();
-        set_xattr(&mnt.join("fuse/sub"), "user.big", &[b'z'; 3000]).unwrap();
-        set_xattr(&mnt.join("fuse/hard.txt"), "user.two", b"2").unwrap();
+        zfs_fuse::set_xattr(&mnt.join("fuse/small.txt"), "user.color", b"blue").unwrap();
+        zfs_fuse::set_xattr(&mnt.join("fuse/sub"), "user.big", &[b'z'; 3000]).unwrap();
+        zfs_fuse::set_xattr(&mnt.join("fuse/hard.txt"), "user.two", b"2").unwrap();
         let digests = (tree_digest(&lab, &mnt), tree_digest(&lab, &mnt.join("a")));
         zf.export_all();
         digests
     };
-    wait_mounted(&mnt, false);
+    zfs_fuse::wait_mounted(&mnt, false);
 
     zetta_import(&lab, &vdevs, "zr");
-    wait_mounted(&mnt.join("a"), true);
+    zfs_fuse::wait_mounted(&mnt.join("a"), true);
     assert_eq!(
         lab.ok("zpool", &["get", "-H", "-o", "value", "version", "zr"]),
         "23\n"
@@ -317,11 +281,11 @@ fn a_pool_zfs_fuse_makes_is_written_by_zetta_and_read_back_by_zfs_fuse() {
     std::fs::remove_dir_all(mnt.join("a/fuse-a/sub/deeper")).unwrap();
     let zetta_digests = (tree_digest(&lab, &mnt), tree_digest(&lab, &mnt.join("a")));
     lab.ok("zpool", &["export", "zr"]);
-    wait_mounted(&mnt, false);
+    zfs_fuse::wait_mounted(&mnt, false);
 
     let mut zf = zfs_fuse::ZfsFuse::start();
     zf.import_pool(&vdevs, "zr");
-    wait_mounted(&mnt.join("a"), true);
+    zfs_fuse::wait_mounted(&mnt.join("a"), true);
     assert_eq!(
         (tree_digest(&lab, &mnt), tree_digest(&lab, &mnt.join("a"))),
         zetta_digests
@@ -359,7 +323,7 @@ fn zfs_fuse_receives_zettas_full_and_incremental_streams_of_a_version_23_pool() 
         ],
     );
     lab.ok("zfs", &["create", "zs/src"]);
-    wait_mounted(&mnt.join("src"), true);
+    zfs_fuse::wait_mounted(&mnt.join("src"), true);
     populate(&mnt.join("src"), "first");
     let at_a = tree_digest(&lab, &mnt.join("src"));
     lab.ok("zfs", &["snapshot", "zs/src@a"]);
@@ -377,7 +341,7 @@ fn zfs_fuse_receives_zettas_full_and_incremental_streams_of_a_version_23_pool() 
     ));
     assert_eq!(sent.code, 0, "zfs send: {}", sent.stderr);
     lab.ok("zpool", &["export", "zs"]);
-    wait_mounted(&mnt, false);
+    zfs_fuse::wait_mounted(&mnt, false);
 
     let fmnt = lab.dir.join("fp");
     let mut zf = zfs_fuse::ZfsFuse::start();
@@ -386,16 +350,16 @@ fn zfs_fuse_receives_zettas_full_and_incremental_streams_of_a_version_23_pool() 
     // Reading the received tree must not modify it before the incremental (atime).
     zf.zfs(&["set", "atime=off", "fp"]);
     zf.receive(&["fp/dst"], &full);
-    wait_mounted(&fmnt.join("dst"), true);
+    zfs_fuse::wait_mounted(&fmnt.join("dst"), true);
     assert_eq!(tree_digest(&lab, &fmnt.join("dst")), at_a);
     // Reading zfs-fuse's mount right after an incremental receive into it makes tar fail
     // (not investigated: after a remount every file reads identical), so the
     // filesystem receives unmounted.
     zf.zfs(&["unmount", "fp/dst"]);
-    wait_mounted(&fmnt.join("dst"), false);
+    zfs_fuse::wait_mounted(&fmnt.join("dst"), false);
     zf.receive(&["fp/dst"], &incremental);
     zf.zfs(&["mount", "-a"]);
-    wait_mounted(&fmnt.join("dst"), true);
+    zfs_fuse::wait_mounted(&fmnt.join("dst"), true);
     assert_eq!(tree_digest(&lab, &fmnt.join("dst")), at_b);
     let listed = zf.zfs(&["list", "-H", "-o", "name", "-t", "snapshot", "-r", "fp/dst"]);
     assert_eq!(listed, "fp/dst@a\nfp/dst@b\n");

@@ -234,7 +234,9 @@ pub struct Populated {
     pub xattrs: Vec<(PathBuf, String, Vec<u8>)>,
 }
 
-fn set_xattr(path: &Path, name: &str, value: &[u8]) {
+/// `setxattr(2)`: the error as the kernel returned it (a ZPL 4 filesystem of Zetta's refuses
+/// with EOPNOTSUPP).
+pub fn set_xattr(path: &Path, name: &str, value: &[u8]) -> std::io::Result<()> {
     let p = CString::new(path.as_os_str().as_bytes()).unwrap();
     let n = CString::new(name).unwrap();
     // SAFETY: valid C strings and a buffer of the given length.
@@ -247,13 +249,26 @@ fn set_xattr(path: &Path, name: &str, value: &[u8]) {
             0,
         )
     };
-    assert_eq!(
-        rc,
-        0,
-        "setxattr {} {name}: {}",
-        path.display(),
-        std::io::Error::last_os_error()
-    );
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Polls until `path` is (or is no longer) a mount point (30 s).
+pub fn wait_mounted(path: &Path, want: bool) {
+    let text = path.to_string_lossy().into_owned();
+    for _ in 0..300 {
+        let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        let found = table
+            .lines()
+            .any(|l| l.split(' ').nth(4) == Some(text.as_str()));
+        if found == want {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("{text}: mounted should be {want}");
 }
 
 pub fn mknod(path: &Path, mode: libc::mode_t, dev: libc::dev_t) {
@@ -373,7 +388,8 @@ pub fn populate(root: &Path) -> Populated {
         ),
     ];
     for (path, name, value) in &xattrs {
-        set_xattr(&root.join(path), name, value);
+        set_xattr(&root.join(path), name, value)
+            .unwrap_or_else(|e| panic!("setxattr {} {name}: {e}", path.display()));
     }
     Populated {
         files,
