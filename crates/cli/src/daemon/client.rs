@@ -26,7 +26,16 @@ const START_WAIT_STEP: Duration = Duration::from_millis(50);
 pub fn connect() -> Result<UnixStream, String> {
     super::check_run_dir(false)?;
     if let Ok(stream) = UnixStream::connect(socket_path()) {
-        return trusted(stream).and_then(same_build);
+        if !peer_exiting(&stream) {
+            return trusted(stream).and_then(same_build);
+        }
+        // A daemon that was killed keeps its listening socket until its last thread has
+        // exited (threads in the middle of I/O take a while): the kernel still queues our
+        // connection, then resets it unanswered. Wait for the socket to go, then start anew.
+        drop(stream);
+        if let Some(stream) = wait_until_refused() {
+            return trusted(stream).and_then(same_build);
+        }
     }
     start_daemon()?;
     for _ in 0..START_WAIT_STEPS {
@@ -39,6 +48,38 @@ pub fn connect() -> Result<UnixStream, String> {
         "the zetta daemon did not start (see '{}')",
         run_dir().join("zetta.log").display()
     ))
+}
+
+/// Whether the process that listens behind `stream` is dying or dead: its thread-group
+/// leader is a zombie (`State: Z`), being reaped (`X`), or gone. Such a process accepts
+/// no more connections although the kernel still queues them.
+fn peer_exiting(stream: &UnixStream) -> bool {
+    let Ok(cred) = super::peer_cred(stream) else {
+        return false;
+    };
+    if cred.pid <= 0 {
+        return false;
+    }
+    match std::fs::read_to_string(format!("/proc/{}/status", cred.pid)) {
+        Ok(status) => status
+            .lines()
+            .find_map(|line| line.strip_prefix("State:"))
+            .is_some_and(|state| matches!(state.trim_start().chars().next(), Some('Z' | 'X'))),
+        Err(_) => true,
+    }
+}
+
+/// Waits (up to the time a stop may take) until connecting to the socket fails (`None`),
+/// or reaches a daemon that is not exiting: another client started one meanwhile.
+fn wait_until_refused() -> Option<UnixStream> {
+    for _ in 0..STOP_WAIT_STEPS {
+        match UnixStream::connect(socket_path()) {
+            Ok(stream) if peer_exiting(&stream) => std::thread::sleep(START_WAIT_STEP),
+            Ok(stream) => return Some(stream),
+            Err(_) => return None,
+        }
+    }
+    None
 }
 
 /// The stream, when the process behind it runs as this user or root.
@@ -313,4 +354,76 @@ pub fn stop(out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         std::thread::sleep(START_WAIT_STEP);
     }
     0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::peer_exiting;
+    use std::io::BufRead;
+    use std::os::unix::net::{UnixListener, UnixStream};
+    use std::process::{Command, Stdio};
+    use std::time::Duration;
+
+    // Why: a fresh-clone CI run saw `zpool status` right after a SIGKILL of the daemon fail
+    // with "the zetta daemon went away: Connection reset by peer". A killed process whose
+    // leader is already a zombie keeps its listening socket while its other threads finish
+    // exiting; the kernel queues a connection there and resets it unanswered. The client
+    // must see such a peer as exiting (and wait for the socket to go), and a live listener
+    // as not exiting. The dying peer here is made exactly so: its main thread leaves with
+    // the raw exit(2) of one thread while another thread keeps the socket for a while.
+    #[test]
+    fn a_listener_whose_leader_is_a_zombie_counts_as_exiting() {
+        let dir = std::env::temp_dir().join(format!("zetta-peer-exiting-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let live_path = dir.join("live.sock");
+        let live = UnixListener::bind(&live_path).expect("bind");
+        let to_live = UnixStream::connect(&live_path).expect("connect to a live listener");
+        assert!(!peer_exiting(&to_live), "this very process is alive");
+        drop((to_live, live));
+
+        let dying_path = dir.join("dying.sock");
+        let script = format!(
+            r#"
+import ctypes, os, socket, sys, threading, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind({path:?})
+s.listen(8)
+threading.Thread(target=lambda: (time.sleep(20), os._exit(0))).start()
+print("listening", flush=True)
+ctypes.CDLL(None).syscall(60, 0)
+"#,
+            path = dying_path.to_str().expect("utf-8 path")
+        );
+        let mut child = Command::new("python3")
+            .args(["-c", &script])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("the child's first line");
+        assert_eq!(line, "listening\n");
+        let status = format!("/proc/{}/status", child.id());
+        let mut zombie = false;
+        for _ in 0..200 {
+            let text = std::fs::read_to_string(&status).unwrap_or_default();
+            if text.contains("State:\tZ") {
+                zombie = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        assert!(
+            zombie,
+            "the child's leader should be a zombie with a thread alive"
+        );
+        let to_dying = UnixStream::connect(&dying_path)
+            .expect("the kernel still queues connections to the dying process's socket");
+        assert!(peer_exiting(&to_dying));
+        let _ = child.kill();
+        let _ = child.wait();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
