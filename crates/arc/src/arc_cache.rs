@@ -183,6 +183,8 @@ impl<K: Hash + Eq + Clone, V: Clone> AdaptiveReplacementCache<K, V> {
             misses: self.counters.misses,
             size_bytes: mru.bytes + mfu.bytes,
             size_bytes_max: self.size_bytes_max,
+            c_min_bytes: 0,
+            c_max_bytes: 0,
             target_mru_bytes: self.target_mru_bytes,
             mru_bytes: mru.bytes,
             mfu_bytes: mfu.bytes,

@@ -33,9 +33,13 @@ pub struct ArcStats {
     pub misses: u64,
     /// Bytes of resident values (`mru_bytes + mfu_bytes`).
     pub size_bytes: u64,
-    /// The byte bound on resident values ("c"; we do not shrink c under memory pressure, so it
-    /// equals c_max).
+    /// The byte bound on resident values now ("c"; the daemon lowers it under host memory
+    /// pressure, between c_min and c_max).
     pub size_bytes_max: u64,
+    /// The floor of "c" ("c_min"; 0 when the owner sets none).
+    pub c_min_bytes: u64,
+    /// The ceiling of "c" ("c_max"; 0 means "c" itself: nothing lowers it).
+    pub c_max_bytes: u64,
     /// Adaptive target for the MRU side ("p").
     pub target_mru_bytes: u64,
     /// Bytes resident on the MRU list (seen once).
@@ -77,6 +81,8 @@ impl ArcStats {
         self.mru_hits += other.mru_hits;
         self.mfu_hits += other.mfu_hits;
         self.mru_ghost_hits += other.mru_ghost_hits;
+        self.c_min_bytes += other.c_min_bytes;
+        self.c_max_bytes += other.c_max_bytes;
         self.mfu_ghost_hits += other.mfu_ghost_hits;
         self.evictions += other.evictions;
         self.inserts += other.inserts;
@@ -84,13 +90,18 @@ impl ArcStats {
     }
 
     /// The counters as `(kstat name, value)` pairs in output order.
-    pub fn kstat_fields(&self) -> [(&'static str, u64); 17] {
+    pub fn kstat_fields(&self) -> [(&'static str, u64); 18] {
+        let c_max = match self.c_max_bytes {
+            0 => self.size_bytes_max,
+            set => set,
+        };
         [
             ("hits", self.hits),
             ("misses", self.misses),
             ("size", self.size_bytes),
             ("c", self.size_bytes_max),
-            ("c_max", self.size_bytes_max),
+            ("c_min", self.c_min_bytes),
+            ("c_max", c_max),
             ("p", self.target_mru_bytes),
             ("mru_size", self.mru_bytes),
             ("mfu_size", self.mfu_bytes),
@@ -182,6 +193,8 @@ mod tests {
             misses: 1,
             size_bytes: 1,
             size_bytes_max: 1,
+            c_min_bytes: 1,
+            c_max_bytes: 1,
             target_mru_bytes: 1,
             mru_bytes: 1,
             mfu_bytes: 1,

@@ -30,7 +30,7 @@ use std::io::Write;
 /// `zetta` invoked under its own name: `zetta zpool …`, `zetta zfs …`,
 /// `zetta install-links DIR`, `zetta version`.
 pub fn run_zetta(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    let usage = "usage: zetta zpool <command> ...\n       zetta zfs <command> ...\n       zetta daemon [--foreground] [--metrics <host:port>] | --stop\n       zetta arcstats\n       zetta zinject ... (fault injection, as zinject)\n       zetta calc need|usable ... (zetta calc --help)\n       zetta advise [-j] [pool|dataset] (zetta advise --help)\n       zetta install-links <dir>\n       zetta version\n";
+    let usage = "usage: zetta zpool <command> ...\n       zetta zfs <command> ...\n       zetta daemon [--foreground] [--metrics <host:port>] | --stop\n       zetta arcstats\n       zetta tunable [NAME[=VALUE]]...\n       zetta zinject ... (fault injection, as zinject)\n       zetta calc need|usable ... (zetta calc --help)\n       zetta advise [-j] [pool|dataset] (zetta advise --help)\n       zetta install-links <dir>\n       zetta version\n";
     let Some(first) = args.first() else {
         let _ = err.write_all(usage.as_bytes());
         return 2;
@@ -75,6 +75,12 @@ pub fn run_zetta(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i
         "advise" => advise::run(&args[1..], out, err),
         // ARC statistics of the pools the daemon holds (kstat layout).
         "arcstats" => daemon::client::forward(&["arcstats".to_string()], out, err),
+        // OpenZFS's module parameters, in the daemon (daemon/tunable.rs).
+        "tunable" => {
+            let mut request = vec!["tunable".to_string()];
+            request.extend(args[1..].iter().cloned());
+            daemon::client::forward(&request, out, err)
+        }
         "version" | "-V" | "--version" => {
             let _ = writeln!(out, "zetta {}", env!("CARGO_PKG_VERSION"));
             0

@@ -661,3 +661,25 @@ fn zfs_mount_json_lists_the_text_pairs() {
         "{stderr}"
     );
 }
+
+// Why: OpenZFS keeps no "unmounted" state on disk: `zfs unmount` lasts while the pool is
+// imported, and the next `zpool import` mounts every filesystem with canmount=on. Zetta
+// remembered the unmount across export and import, so a filesystem an admin unmounted
+// before exporting came back unmounted (found while writing the tunables test).
+#[test]
+fn an_unmount_does_not_outlive_the_pools_export() {
+    let lab = MountLab::new("tank/fs");
+    let fs = lab.mnt("fs");
+    lab.ok("zfs", &["unmount", "tank/fs"]);
+    assert!(!mounted(&fs));
+    lab.ok("zpool", &["export", "tank"]);
+    lab.ok(
+        "zpool",
+        &["import", "-d", lab.inner.dir.to_str().unwrap(), "tank"],
+    );
+    assert!(mounted(&fs), "tank/fs mounted again by the import");
+    // While the pool stays imported an unmount holds (a failed export changes nothing).
+    lab.ok("zfs", &["unmount", "tank/fs"]);
+    lab.ok("zfs", &["list"]);
+    assert!(!mounted(&fs));
+}

@@ -40,6 +40,7 @@ pub mod nvpair_native;
 pub mod nvpair_xdr;
 pub mod rand;
 pub mod spa;
+pub mod tunables;
 pub mod types;
 pub mod vdev;
 pub mod zap;

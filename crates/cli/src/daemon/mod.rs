@@ -31,6 +31,7 @@ pub mod nbd;
 pub mod protocol;
 pub mod registry;
 pub mod server;
+pub mod tunable;
 pub mod zed;
 pub mod zvol_dev;
 

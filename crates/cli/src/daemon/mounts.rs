@@ -925,6 +925,22 @@ pub fn after(args: &[String], messages: &mut Vec<String>) {
             suppress(target);
         }
     }
+    // A filesystem the admin unmounted stays so while its pool is held; an exported or
+    // destroyed pool forgets it, so that the next import mounts everything (OpenZFS keeps
+    // no unmounted state on disk).
+    if args.first().map(String::as_str) == Some("zpool")
+        && matches!(args.get(1).map(String::as_str), Some("export" | "destroy"))
+    {
+        let all = args.iter().skip(2).any(|a| a.as_str() == "-a");
+        if all {
+            SUPPRESSED.lock().take();
+        }
+        for pool in &operands {
+            if pool_named(pool).is_none() {
+                unsuppress_tree(pool);
+            }
+        }
+    }
     if args.first().map(String::as_str) == Some("zpool")
         && args.get(1).map(String::as_str) == Some("import")
         && no_mount

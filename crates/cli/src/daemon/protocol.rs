@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! request:  argc u32 | (len u32, utf-8 bytes){argc} | flags u32
-//!           argv[0] = "zpool" | "zfs" | "zinject" | "arcstats" | "__stop"; flags: bit 0 the client's stdin is a
+//!           argv[0] = "zpool" | "zfs" | "zinject" | "arcstats" | "tunable" | "__stop"; flags: bit 0 the client's stdin is a
 //!           terminal, bit 1 its stdout is, bit 2 its environment has POSIXLY_CORRECT
 //! response: frames: kind u8 | len u32 | bytes[len]
 //!           kind 1 = stdout bytes, 2 = stderr bytes, 3 = exit code (len 4, i32 LE), last

@@ -37,9 +37,6 @@ pub struct Registry {
 
 static REGISTRY: OnceLock<Registry> = OnceLock::new();
 
-/// The daemon's ARC, shared by all its pools (OpenZFS: one per kernel, `zfs_arc_max`):
-/// what each pool had to itself before.
-pub const ARC_SIZE_BYTES_DAEMON: u64 = crate::zpool::pool::ARC_SIZE_BYTES_CLI;
 /// The daemon's dirty-data budget, shared by all its pools: what each pool had to itself
 /// before (each still commits at that much of its own).
 pub const DIRTY_BYTES_DAEMON: u64 = zetta::spa::DIRTY_BYTES_MAX;
@@ -48,7 +45,10 @@ pub const DIRTY_BYTES_DAEMON: u64 = zetta::spa::DIRTY_BYTES_MAX;
 /// pool): one ARC and one dirty budget for all the pools it will hold, so its memory does
 /// not grow with their number (128 pools had 8 GiB of ARC and 16 GiB of dirty budget).
 pub fn enable() {
-    zetta::zio::arc::share_process_wide(ARC_SIZE_BYTES_DAEMON);
+    // The daemon's ARC, shared by all its pools (OpenZFS: one per kernel), bounded by
+    // `zfs_arc_max` (`daemon::tunable` loaded them first; the reaper lowers it under
+    // host memory pressure).
+    zetta::zio::arc::share_process_wide(zetta::tunables::arc_c_max());
     zetta::spa::dirty::share_process_wide(DIRTY_BYTES_DAEMON);
     let _ = REGISTRY.set(Registry::default());
 }
@@ -73,16 +73,6 @@ impl Registry {
             _ => WritebackMode::Threaded,
         };
         spa.set_writeback(mode, WRITEBACK_START_BYTES, WRITEBACK_BATCH_BYTES);
-        // OpenZFS's `metaslab_aliquot` module parameter (bytes a vdev takes per turn of
-        // the allocator's rotor; the seed posts' ZFS used 512K, 2.2 and later 1M).
-        if let Some(aliquot) = std::env::var("ZETTA_METASLAB_ALIQUOT")
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok())
-            .filter(|&v| v > 0)
-        {
-            zetta_metaslab::allocator::METASLAB_ALIQUOT
-                .store(aliquot, std::sync::atomic::Ordering::Relaxed);
-        }
         let readonly = spa.readonly;
         let pool = Arc::new(RwLock::new(spa));
         // Its sync thread commits every TXG_TIMEOUT with changes, and when the dirty

@@ -83,7 +83,11 @@ pub fn run_with_metrics(err: &mut dyn Write, metrics: Option<&str>) -> i32 {
     if let Ok(mut file) = super::open_run_file(&pid_path(), true, false) {
         let _ = writeln!(file, "{}", std::process::id());
     }
+    // Tunables first (`/etc/zetta/zetta.conf`): the ARC is sized from them.
+    super::tunable::load_at_start(err);
     registry::enable();
+    super::tunable::publish_parameters();
+    super::tunable::spawn_arc_reaper();
     // The engine's errors and scans become `zpool events` (zpool/events.rs).
     crate::zpool::events::start_daemon_pump();
     if let Some(addr) = metrics {
@@ -303,6 +307,7 @@ fn serve(stream: UnixStream) {
             }
             "zinject" => crate::zinject::run(&args[1..], &mut out, &mut err),
             "advise" => crate::advise::run(&args[1..], &mut out, &mut err),
+            "tunable" => super::tunable::run(&args[1..], &mut out, &mut err),
             "arcstats" => {
                 let _ = out.write_all(arc_stats_text().as_bytes());
                 0
@@ -375,7 +380,9 @@ fn arc_stats_text() -> String {
 /// The ARC counters of every held pool, summed (also the metrics' `node_zfs_arc_*`).
 pub(crate) fn arc_stats() -> zetta_arc::ArcStats {
     // One ARC for every pool of the daemon (`registry::enable`).
-    if let Some(stats) = zetta::zio::arc::process_wide_stats() {
+    if let Some(mut stats) = zetta::zio::arc::process_wide_stats() {
+        stats.c_min_bytes = zetta::tunables::arc_c_min();
+        stats.c_max_bytes = zetta::tunables::arc_c_max();
         return stats;
     }
     let mut total = zetta_arc::ArcStats::default();

@@ -131,7 +131,8 @@ pub struct TxStats {
 /// A pool's throttle state, shared without the pool lock (kept in `spa::txg::TxShared`).
 #[derive(Debug, Default)]
 pub struct Throttle {
-    /// `zfs_dirty_data_max` of this pool; 0 is `ZFS_DIRTY_DATA_MAX`.
+    /// `zfs_dirty_data_max` of this pool; 0 is the process's tunable (`tunables`) in the
+    /// daemon, `ZFS_DIRTY_DATA_MAX` elsewhere.
     dirty_data_max: AtomicU64,
     /// The wake-up time handed to the last delayed transaction (`dp_last_wakeup`).
     last_wakeup: Mutex<Option<Instant>>,
@@ -142,7 +143,7 @@ impl Throttle {
     /// This pool's `zfs_dirty_data_max`.
     pub fn dirty_data_max(&self) -> u64 {
         match self.dirty_data_max.load(Ordering::Relaxed) {
-            0 => ZFS_DIRTY_DATA_MAX,
+            0 => crate::tunables::dirty_data_max().unwrap_or(ZFS_DIRTY_DATA_MAX),
             set => set,
         }
     }

@@ -641,6 +641,13 @@ fn sync_thread(weak: Weak<RwLock<Spa>>, shared: Arc<TxShared>, timeout: Duration
         let wanted = {
             let mut state = shared.thread.lock();
             if !state.wanted && !state.stop {
+                // The daemon's `zfs_txg_timeout` is re-read at every wait, as OpenZFS's
+                // txg_sync_thread does, so a change applies from the next txg.
+                let timeout = if crate::tunables::active() {
+                    crate::tunables::txg_timeout()
+                } else {
+                    timeout
+                };
                 shared.wake.wait_for(&mut state, timeout);
             }
             if state.stop {

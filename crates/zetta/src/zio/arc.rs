@@ -34,6 +34,18 @@ pub fn share_process_wide(size_bytes_max: u64) -> bool {
         .is_ok()
 }
 
+/// Bounds the process-wide ARC at `size_bytes_max` (its `arc_c`); shrinking evicts at
+/// once. Returns false when this process has no process-wide ARC.
+pub fn resize_process_wide(size_bytes_max: u64) -> bool {
+    match PROCESS_ARC.get() {
+        Some(cache) => {
+            cache.set_size_bytes_max(size_bytes_max);
+            true
+        }
+        None => false,
+    }
+}
+
 /// The process-wide ARC's counters, when there is one.
 pub fn process_wide_stats() -> Option<ArcStats> {
     PROCESS_ARC.get().map(|cache| cache.stats())
