@@ -188,7 +188,6 @@ fn a_version_23_pool_zetta_makes_is_read_written_and_scrubbed_by_zfs_fuse() {
 
 // Why: see the header. Zetta → zfs-fuse → Zetta (read-write) → zfs-fuse on one pool.
 #[test]
-#[ignore = "needs import of a pool zfs-fuse scrubbed: its scrub frees the error log (errlog_last = 0, MOS object 3 gone), which the engine's layout check (i14-import, discover::zetta_writes) and MosDirectory::load refuse"]
 fn a_version_23_pool_zetta_makes_goes_through_zfs_fuse_and_back() {
     let lab = Lab::new();
     let vdevs = lab.dir.join("vdevs");
@@ -231,7 +230,6 @@ fn a_version_23_pool_zetta_makes_goes_through_zfs_fuse_and_back() {
 // Why: see the header. zfs-fuse → Zetta (read-write) → zfs-fuse on a pool zfs-fuse made,
 // with zfs-fuse's xattr directories read (and freed with their files) by Zetta.
 #[test]
-#[ignore = "needs import of a pool zfs-fuse created: its MOS numbers root_dataset/history/errlog_last otherwise than Zetta, which the engine's layout check (i14-import) refuses"]
 fn a_pool_zfs_fuse_makes_is_written_by_zetta_and_read_back_by_zfs_fuse() {
     let lab = Lab::new();
     let vdevs = lab.dir.join("vdevs");

@@ -36,7 +36,7 @@
 
 use crate::dmu::{default_data_props, object_type, IoCtx, ObjectSet, ObjsetType};
 use crate::dsl::no_such_dataset;
-use crate::spa::{dataset_policy, Spa, SpaError, MOS_OBJECT_ROOT_DATASET};
+use crate::spa::{dataset_policy, Spa, SpaError};
 use crate::types::{ObjectId, Txg};
 use crate::zap;
 use crate::zil::{self, Itx, ReplayReport, WriteItx, ZilError};
@@ -201,7 +201,7 @@ impl Spa {
         let dataset = self
             .lookup_dataset(name)?
             .ok_or_else(|| no_such_dataset(name))?;
-        if dataset == MOS_OBJECT_ROOT_DATASET.0 {
+        if dataset == self.dp.directory.root_dataset {
             return Ok(None);
         }
         self.open_dataset(dataset)?;

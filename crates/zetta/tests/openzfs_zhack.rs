@@ -228,30 +228,184 @@ fn zhack_commits_txgs_on_a_zetta_pool() {
 }
 
 // Why: issue 14 asks that the v5000 `unclean_export` fixture import read-write when its
-// active features are Zetta's. They are (only async_destroy is enabled, at count 0), but
-// OpenZFS created it: its object directory numbers the root dir 2 and has no
-// `errlog_last`, a layout Zetta's engine does not open yet (docs/ARCHITECTURE.md, "Next").
-// So the verdict is "not Zetta's" for that reason alone: it stays in OpenZFS's listing
-// and imports read-only. This flips when the engine takes its object numbers from the
-// directory.
+// active features are Zetta's. They are (only async_destroy is enabled, at count 0). OpenZFS
+// created it, so its MOS is numbered as OpenZFS allocates: the root dir is object 2 (its
+// head dataset not 4), `$ORIGIN@$ORIGIN` is not object 6, the history is object 32, and
+// the directory has no `errlog_last` and no `pool_props`. The engine takes every one of
+// these from the object directory (`spa::directory::MosDirectory::load`), so features alone
+// decide: Zetta imports it read-write, scrubs it clean, writes a file and a new filesystem
+// (whose clone link goes to the pool's own `$ORIGIN@$ORIGIN`), snapshots, records history,
+// sets a pool property (creating `pool_props`) and exports; OpenZFS's `zdb -bcc` finds no
+// leak and Zetta reads it all back. Without the change the import was refused ("not by
+// layout") and the pool stayed read-only.
 #[test]
-fn unclean_export_is_zettas_by_features_but_not_by_layout() {
+fn unclean_export_imports_read_write() {
     let fixture =
         common::oracle::fixture("cli_root/zpool_import/blockfiles/unclean_export.dat.bz2");
-    let device: DeviceRef =
-        Arc::new(FileDevice::open_read_only(fixture.file.to_str().unwrap()).unwrap());
+    let path = fixture.file.to_str().unwrap().to_string();
+    let device: DeviceRef = Arc::new(FileDevice::open(&path).unwrap());
     let devices = std::slice::from_ref(&device);
     let found = discover::find_pools_with_zetta(devices, 0);
     let candidate = found
         .iter()
         .find(|c| c.name == "unclean_export")
         .expect("the fixture is found");
-    match discover::zetta_writes(candidate, devices) {
-        Err(discover::NotZettas::Layout(why)) => {
-            assert!(why.contains("root_dataset"), "{why}")
-        }
-        other => panic!("unclean_export judged {other:?}"),
+    assert_eq!(discover::zetta_writes(candidate, devices), Ok(()));
+    let directory = zdb_text(&fixture.dir, &["-dddd", "unclean_export", "1"]);
+    assert!(directory.contains("root_dataset = 2"), "{directory}");
+    assert!(!directory.contains("errlog_last"), "{directory}");
+    assert!(!directory.contains("pool_props"), "{directory}");
+    assert!(discover::find_pools(devices, 0).is_empty());
+    let found = zetta::spa::find_pools(devices);
+    assert_eq!(found.len(), 1, "Zetta's discovery takes the pool");
+
+    let mut spa = Spa::import(&found[0], None, 64 << 20).expect("read-write import");
+    assert_ne!(
+        spa.root_dataset_object(),
+        4,
+        "OpenZFS numbers its root dataset otherwise"
+    );
+    let history_before = spa.history().unwrap().len();
+    assert!(history_before > 0, "OpenZFS's history (object 32) is read");
+    let stats = spa.scrub(None).unwrap();
+    assert_eq!(stats.errors, 0, "scrub of the fixture");
+    write_file(&mut spa, "unclean_export", "by-zetta", b"written by Zetta");
+    spa.create_filesystem("unclean_export/z").unwrap();
+    write_file(
+        &mut spa,
+        "unclean_export/z",
+        "inner",
+        b"in a new filesystem",
+    );
+    spa.sync().unwrap();
+    spa.snapshot(&[
+        "unclean_export@s1".to_string(),
+        "unclean_export/z@s1".to_string(),
+    ])
+    .unwrap();
+    spa.props.set_str("comment", "zetta was here");
+    spa.mark_config_dirty();
+    spa.log_history("zpool set comment=zetta was here unclean_export");
+    spa.sync().unwrap();
+    spa.export().unwrap();
+
+    let leaks = zdb_text(&fixture.dir, &["-bcc", "unclean_export"]);
+    assert!(
+        leaks.contains("No leaks"),
+        "zdb -bcc after Zetta's write:\n{leaks}"
+    );
+    assert!(
+        !leaks.contains(") leaked"),
+        "zdb -bcc reports leaked objects:\n{leaks}"
+    );
+    let directory = zdb_text(&fixture.dir, &["-dddd", "unclean_export", "1"]);
+    assert!(directory.contains("pool_props"), "{directory}");
+    let listing = zdb_text(&fixture.dir, &["-d", "unclean_export"]);
+    for name in ["unclean_export/z@s1", "unclean_export@s1"] {
+        assert!(listing.contains(name), "zdb lists {name}:\n{listing}");
     }
-    assert!(zetta::spa::find_pools(devices).is_empty());
-    assert_eq!(discover::find_pools(devices, 0).len(), 1);
+
+    let found = zetta::spa::find_pools(devices);
+    assert_eq!(found.len(), 1);
+    let mut spa = Spa::import(&found[0], None, 64 << 20).expect("second import");
+    assert!(
+        spa.history().unwrap().len() > history_before,
+        "Zetta's records appended"
+    );
+    for (dataset, name, data) in [
+        ("unclean_export", "by-zetta", &b"written by Zetta"[..]),
+        ("unclean_export/z", "inner", &b"in a new filesystem"[..]),
+    ] {
+        let read = spa
+            .with_zpl(dataset, |vfs, os, ctx| {
+                let attr = vfs.lookup(os, ctx, vfs.root, name.as_bytes())?;
+                vfs.read(os, ctx, attr.object, 0, data.len() + 1)
+            })
+            .unwrap();
+        assert_eq!(read, data, "{dataset}/{name}");
+    }
+    spa.export().unwrap();
+}
+
+// Why: issue 14 asks that pools zfs-fuse makes import read-write. zfs-fuse 0.7 (SPA
+// version 23) numbers the MOS as its allocator went: root dir 2, `$ORIGIN@$ORIGIN` 14 (the
+// previous snapshot of every dataset without one, and the origin of every dir), history 22,
+// and no `errlog_last`, `pool_props` or feature objects at all. The engine read the origin
+// as object 6 and the rest at Zetta's numbers; now it takes each from the directory (and the
+// origin from `$ORIGIN`'s head, as `dsl_pool_open` does), so the real bytes of
+// tests/fixtures/zfs-fuse-zpl4.dat.bz2 import read-write, a write, a new filesystem, a
+// snapshot and a destroy commit, and OpenZFS's `zdb -bcc` finds no leak.
+#[test]
+fn a_pool_zfs_fuse_made_imports_read_write() {
+    let dir = std::env::temp_dir().join(format!("zetta-fuse-rw-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("fuse.dat");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/zfs-fuse-zpl4.dat.bz2");
+    let status = Command::new("bunzip2")
+        .arg("-dc")
+        .arg(&src)
+        .stdout(std::fs::File::create(&file).unwrap())
+        .status()
+        .unwrap();
+    assert!(status.success(), "bunzip2 {}", src.display());
+    let directory = zdb_text(&dir, &["-dddd", "fusepool", "1"]);
+    assert!(directory.contains("root_dataset = 2"), "{directory}");
+    assert!(directory.contains("history = 22"), "{directory}");
+    assert!(!directory.contains("errlog_last"), "{directory}");
+    let device: DeviceRef = Arc::new(FileDevice::open(file.to_str().unwrap()).unwrap());
+    let devices = std::slice::from_ref(&device);
+    let found = zetta::spa::find_pools(devices);
+    assert_eq!(found.len(), 1, "Zetta's discovery takes zfs-fuse's pool");
+    let mut spa = Spa::import(&found[0], None, 64 << 20).expect("read-write import");
+    assert_eq!(
+        spa.root_dataset_object(),
+        16,
+        "zfs-fuse's root dataset (dir 2's head)"
+    );
+    let read = spa
+        .with_zpl("fusepool", |vfs, os, ctx| {
+            let attr = vfs.lookup(os, ctx, vfs.root, b"file")?;
+            vfs.read(os, ctx, attr.object, 0, 100)
+        })
+        .unwrap();
+    assert_eq!(read, b"hello\n");
+    let stats = spa.scrub(None).unwrap();
+    assert_eq!(stats.errors, 0, "scrub of zfs-fuse's pool");
+    write_file(&mut spa, "fusepool", "by-zetta", b"written by Zetta");
+    spa.create_filesystem("fusepool/z").unwrap();
+    write_file(&mut spa, "fusepool/z", "inner", b"in a new filesystem");
+    spa.sync().unwrap();
+    spa.snapshot(&["fusepool@zs".to_string(), "fusepool/z@zs".to_string()])
+        .unwrap();
+    spa.sync().unwrap();
+    spa.destroy_filesystem("fusepool/r/c").unwrap();
+    spa.log_history("zfs destroy fusepool/r/c");
+    spa.sync().unwrap();
+    spa.export().unwrap();
+
+    let leaks = zdb_text(&dir, &["-bcc", "fusepool"]);
+    assert!(
+        leaks.contains("No leaks"),
+        "zdb -bcc after Zetta's write:\n{leaks}"
+    );
+    assert!(
+        !leaks.contains(") leaked"),
+        "zdb -bcc reports leaked objects:\n{leaks}"
+    );
+    let listing = zdb_text(&dir, &["-d", "fusepool"]);
+    assert!(listing.contains("fusepool/z@zs"), "{listing}");
+    assert!(!listing.contains("fusepool/r/c"), "{listing}");
+
+    let found = zetta::spa::find_pools(devices);
+    let mut spa = Spa::import(&found[0], None, 64 << 20).expect("second import");
+    let read = spa
+        .with_zpl("fusepool/z", |vfs, os, ctx| {
+            let attr = vfs.lookup(os, ctx, vfs.root, b"inner")?;
+            vfs.read(os, ctx, attr.object, 0, 100)
+        })
+        .unwrap();
+    assert_eq!(read, b"in a new filesystem");
+    spa.export().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
 }

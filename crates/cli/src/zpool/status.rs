@@ -11,7 +11,7 @@ use super::pool::{self, Imported};
 use super::{interval_count, CmdResult, Ctx};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use zetta::spa::{ScanFunction, ScanState, Spa, MOS_OBJECT_ROOT_DATASET};
+use zetta::spa::{ScanFunction, ScanState, Spa};
 use zetta::vdev::{Vdev, VdevKind, VdevState};
 use zetta_zutil::status::{
     format_status, format_status_all_healthy, PoolStatusView, ScanView, VdevStatusRow,
@@ -86,7 +86,7 @@ fn error_paths(imported: &Imported) -> Vec<String> {
         .map(|(dataset, object)| {
             if dataset == 0 {
                 format!("<metadata>:<{object:#x}>")
-            } else if dataset == MOS_OBJECT_ROOT_DATASET.0 {
+            } else if dataset == imported.spa.root_dataset_object() {
                 format!("{}:<{object:#x}>", imported.spa.name)
             } else {
                 format!("<{dataset:#x}>:<{object:#x}>")

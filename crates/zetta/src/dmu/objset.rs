@@ -22,6 +22,14 @@
 //! 2560  os_pad1 to 4096
 //! ```
 //!
+//! An object set OpenZFS or zfs-fuse wrote (version 15 on) has those accounting dnodes and
+//! the `*_COMPLETE` flags. The engine does not keep them up to date, so the first sync that
+//! rewrites such an object set releases their blocks (freed, or onto the dead list when a
+//! snapshot shares them, as any block) and clears the three flags: the object set then
+//! says "no accounting", as one from before version 15 does, and OpenZFS rebuilds it on
+//! `zfs userspace`/upgrade. Before, the dnodes were dropped with their blocks unfreed
+//! (`zdb -bcc` found them leaked) and the flags kept.
+//!
 //! Object numbers are allocated as `dmu_object_alloc` does: from an in-memory hint (1 when
 //! the object set is opened, never on disk; formats up to 17 kept one in `os_pad0`),
 //! skipping every meta-dnode block whose fill count says all its 32 dnodes are in use
@@ -244,7 +252,23 @@ pub struct ObjectSet {
     /// record counts 128 KiB): what the txg holds in memory until it commits.
     pub dirty_data_bytes: u64,
     dirty: bool,
+    /// User/group/project accounting dnodes (`DMU_USERUSED_OBJECT` and its neighbours, by
+    /// bookmark object number) found at open, released at the next sync (module header).
+    accounting: Vec<(u64, DnodePhys)>,
+    /// The MOS only: its `$ORIGIN@$ORIGIN` object (`dsl::phys::ORIGIN_SNAPSHOT_OBJECT`
+    /// where Zetta creates it; an imported pool's own number, 0 for a pool without one),
+    /// which the DSL records read as "no previous snapshot" / "no origin".
+    pub dsl_origin: u64,
 }
+
+/// `DMU_USERUSED_OBJECT`, `DMU_GROUPUSED_OBJECT`, `DMU_PROJECTUSED_OBJECT` (bookmark
+/// object numbers of the accounting dnodes).
+const DMU_USERUSED_OBJECT: u64 = u64::MAX;
+const DMU_GROUPUSED_OBJECT: u64 = u64::MAX - 1;
+const DMU_PROJECTUSED_OBJECT: u64 = u64::MAX - 2;
+/// `OBJSET_FLAG_USERACCOUNTING_COMPLETE | _USEROBJACCOUNTING_COMPLETE |
+/// _PROJECTQUOTA_COMPLETE`.
+const OBJSET_FLAGS_ACCOUNTING: u64 = 1 | 2 | 4;
 
 impl ObjectState {
     fn new(phys: DnodePhys) -> ObjectState {
@@ -374,6 +398,8 @@ impl ObjectSet {
             born: BlockSpace::ZERO,
             dirty_data_bytes: 0,
             dirty: true,
+            accounting: Vec::new(),
+            dsl_origin: crate::dsl::phys::ORIGIN_SNAPSHOT_OBJECT,
         }
     }
 
@@ -419,6 +445,21 @@ impl ObjectSet {
             other => return Err(DmuError::Corrupt(format!("objset type {other}"))),
         };
         let zil_header = phys.zil_header;
+        let mut accounting = Vec::new();
+        for (object, offset) in [
+            (DMU_USERUSED_OBJECT, 2 * DNODE_SIZE_BYTES),
+            (DMU_GROUPUSED_OBJECT, 3 * DNODE_SIZE_BYTES),
+            (DMU_PROJECTUSED_OBJECT, 4 * DNODE_SIZE_BYTES),
+        ] {
+            let Some(bytes) = block.get(offset..offset + DNODE_SIZE_BYTES) else {
+                continue;
+            };
+            let dnode = DnodePhys::decode(bytes)
+                .map_err(|e| DmuError::Corrupt(format!("accounting dnode {object:#x}: {e}")))?;
+            if !dnode.is_free() {
+                accounting.push((object, dnode));
+            }
+        }
         Ok(ObjectSet {
             id,
             os_type,
@@ -435,6 +476,8 @@ impl ObjectSet {
             born: BlockSpace::ZERO,
             dirty_data_bytes: 0,
             dirty: false,
+            accounting,
+            dsl_origin: crate::dsl::phys::ORIGIN_SNAPSHOT_OBJECT,
         })
     }
 
@@ -1355,6 +1398,15 @@ impl ObjectSet {
         debug_assert!(pass >= 1);
         let policy = self.policy;
         let objset = self.id;
+        // 0. Accounting dnodes this object set will no longer carry (module header).
+        for (object, dnode) in std::mem::take(&mut self.accounting) {
+            let mut blocks = Vec::new();
+            collect_tree(&ObjectState::new(dnode), ctx, objset, object, &mut blocks)?;
+            for bp in blocks {
+                release_block(ctx, &policy, &mut self.dead_blocks, &mut self.freed, &bp);
+            }
+            self.flags &= !OBJSET_FLAGS_ACCOUNTING;
+        }
         // 1. Dirty objects' blocks, level by level across all objects.
         let mut ids: Vec<u64> = self.objects.ids();
         ids.sort_unstable();
@@ -1551,6 +1603,38 @@ impl ObjectSet {
             },
             tolerant,
         )?;
+        // The accounting dnodes of an object set OpenZFS wrote (module header): their
+        // blocks are the object set's too (scrub reads them, destroy frees them).
+        for (object, offset) in [
+            (DMU_USERUSED_OBJECT, 2 * DNODE_SIZE_BYTES),
+            (DMU_GROUPUSED_OBJECT, 3 * DNODE_SIZE_BYTES),
+            (DMU_PROJECTUSED_OBJECT, 4 * DNODE_SIZE_BYTES),
+        ] {
+            let Some(bytes) = block.get(offset..offset + DNODE_SIZE_BYTES) else {
+                continue;
+            };
+            let dnode = match DnodePhys::decode(bytes) {
+                Ok(dnode) => dnode,
+                Err(_) if tolerant => continue,
+                Err(e) => {
+                    return Err(DmuError::Corrupt(format!(
+                        "accounting dnode {object:#x}: {e}"
+                    )))
+                }
+            };
+            if !dnode.is_free() {
+                walk_tree(
+                    ctx,
+                    objset,
+                    object,
+                    &dnode,
+                    txg,
+                    visit,
+                    &mut |_, _, _| {},
+                    tolerant,
+                )?;
+            }
+        }
         for (blkid, data) in dnode_blocks.iter() {
             for (slot, chunk) in data.chunks(DNODE_SIZE_BYTES).enumerate() {
                 let id = blkid * DNODES_PER_BLOCK + slot as u64;

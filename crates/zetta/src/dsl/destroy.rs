@@ -30,7 +30,7 @@
 use super::synctask::{SyncTaskId, SyncTx};
 use super::DslError;
 use crate::dmu::IoCtx;
-use crate::spa::{Spa, SpaError, MOS_OBJECT_ROOT_DIR};
+use crate::spa::{Spa, SpaError};
 use crate::types::ObjectId;
 use std::collections::BTreeSet;
 
@@ -124,7 +124,7 @@ impl Spa {
         let Some(dir) = self.lookup_dir(victim)? else {
             return Ok(false);
         };
-        if dir == MOS_OBJECT_ROOT_DIR.0 {
+        if dir == self.dp.directory.root_dir {
             return Ok(false);
         }
         for (child, _) in self.children(dir)? {
@@ -143,7 +143,7 @@ impl Spa {
         let dir = self
             .lookup_dir(name)?
             .ok_or_else(|| SpaError::NoSuchDataset(name.to_string()))?;
-        if dir == MOS_OBJECT_ROOT_DIR.0 {
+        if dir == self.dp.directory.root_dir {
             return Err(SpaError::Dsl(DslError::PoolRoot {
                 name: name.to_string(),
             }));

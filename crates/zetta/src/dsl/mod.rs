@@ -38,9 +38,7 @@ pub use snapshot::{append_dead_list, create_bpobj, create_dead_list, Bookmark};
 pub use space::{DatasetSpace, SpaceLimit};
 
 use crate::dmu::{default_data_props, object_type, IoCtx, ObjectSet, ObjsetType};
-use crate::spa::{
-    dataset_policy, now_secs, Spa, SpaError, MOS_OBJECT_ROOT_DATASET, MOS_OBJECT_ROOT_DIR,
-};
+use crate::spa::{dataset_policy, now_secs, Spa, SpaError};
 use crate::types::{Guid, ObjectId};
 use crate::zap::{self, ZapError, ZapValue};
 use openzfs::ot;
@@ -87,12 +85,15 @@ impl Spa {
     fn read_dir(&self, dir: u64) -> Result<DslDirPhys, SpaError> {
         let ctx = io_ctx!(self);
         let bonus = self.dp.mos.bonus(&ctx, ObjectId(dir))?;
-        DslDirPhys::decode(&bonus).map_err(|e| SpaError::Corrupt(e.to_string()))
+        DslDirPhys::decode(&bonus, self.dp.mos.dsl_origin)
+            .map_err(|e| SpaError::Corrupt(e.to_string()))
     }
 
     fn write_dir(&mut self, dir: u64, phys: &DslDirPhys) -> Result<(), SpaError> {
         let ctx = io_ctx!(self);
-        self.dp.mos.set_bonus(&ctx, ObjectId(dir), &phys.encode())?;
+        self.dp
+            .mos
+            .set_bonus(&ctx, ObjectId(dir), &phys.encode(self.dp.mos.dsl_origin))?;
         self.dsl_space_changed();
         Ok(())
     }
@@ -100,7 +101,8 @@ impl Spa {
     pub(crate) fn read_dataset_phys(&self, dataset: u64) -> Result<DslDatasetPhys, SpaError> {
         let ctx = io_ctx!(self);
         let bonus = self.dp.mos.bonus(&ctx, ObjectId(dataset))?;
-        DslDatasetPhys::decode(&bonus).map_err(|e| SpaError::Corrupt(e.to_string()))
+        DslDatasetPhys::decode(&bonus, self.dp.mos.dsl_origin)
+            .map_err(|e| SpaError::Corrupt(e.to_string()))
     }
 
     /// Splits `pool/a/b` into components below the pool, checking the pool name.
@@ -137,7 +139,7 @@ impl Spa {
         if let Some(f) = self.openzfs.clone() {
             return Ok(f.view.dir_object(name));
         }
-        let mut dir = MOS_OBJECT_ROOT_DIR.0;
+        let mut dir = self.dp.directory.root_dir;
         for component in self.components(name)? {
             match self.child_dir(dir, component)? {
                 Some(child) => dir = child,
@@ -285,13 +287,13 @@ impl Spa {
                 objset
             }
         };
-        self.dp.mos.set_bonus(&ctx, dataset, &phys.encode())?;
+        self.dp
+            .mos
+            .set_bonus(&ctx, dataset, &phys.encode(self.dp.mos.dsl_origin))?;
         self.dp
             .datasets
             .insert(dataset.0, HeadDataset { objset, phys });
-        let origin_object = origin
-            .as_ref()
-            .map_or(phys::ORIGIN_SNAPSHOT_OBJECT, |o| o.0);
+        let origin_object = origin.as_ref().map_or(self.dp.mos.dsl_origin, |o| o.0);
         self.link_clone(origin_object, dataset.0, true)?;
         if let Some((origin, _)) = &origin {
             // A clone carries its origin's per-dataset features
@@ -395,7 +397,7 @@ impl Spa {
             return Ok(f.view.dataset_names());
         }
         let mut out = Vec::new();
-        let mut stack = vec![(self.name.clone(), MOS_OBJECT_ROOT_DIR.0, 0usize)];
+        let mut stack = vec![(self.name.clone(), self.dp.directory.root_dir, 0usize)];
         while let Some((name, dir, depth)) = stack.pop() {
             if depth > NESTING_MAX {
                 return Err(SpaError::Corrupt(format!(
@@ -447,7 +449,7 @@ impl Spa {
     fn unlink_dataset(&mut self, name: &str, dir: u64) -> Result<(), SpaError> {
         let phys = self.read_dir(dir)?;
         let origin_object = match phys.origin_snapshot {
-            0 => phys::ORIGIN_SNAPSHOT_OBJECT,
+            0 => self.dp.mos.dsl_origin,
             object => object,
         };
         self.link_clone(origin_object, phys.head_dataset, false)?;
@@ -517,7 +519,7 @@ impl Spa {
     /// Applies the properties in force to every loaded object set (after `zfs set`,
     /// `inherit`, or opening a dataset): new writes use them.
     pub fn refresh_io_props(&mut self) -> Result<(), SpaError> {
-        let (root_props, root_record) = self.effective_io_props(MOS_OBJECT_ROOT_DIR.0)?;
+        let (root_props, root_record) = self.effective_io_props(self.dp.directory.root_dir)?;
         apply_props(&mut self.dp.root_dataset, root_props);
         self.dp.root_dataset.set_block_size_max(root_record);
         let loaded: Vec<u64> = self.dp.datasets.keys().copied().collect();
@@ -534,7 +536,7 @@ impl Spa {
 
     /// Loads a head dataset's object set into the pool's table (no-op when loaded).
     pub(crate) fn open_dataset(&mut self, dataset: u64) -> Result<(), SpaError> {
-        if dataset == MOS_OBJECT_ROOT_DATASET.0 || self.dp.datasets.contains_key(&dataset) {
+        if dataset == self.dp.directory.root_dataset || self.dp.datasets.contains_key(&dataset) {
             return Ok(());
         }
         let phys = self.read_dataset_phys(dataset)?;
@@ -582,7 +584,7 @@ impl Spa {
             // mounts, `zpool scrub`), not as Zetta object sets.
             return Err(SpaError::Dsl(DslError::ForeignPool));
         }
-        if dataset == MOS_OBJECT_ROOT_DATASET.0 {
+        if dataset == self.dp.directory.root_dataset {
             let ctx = io_ctx!(self);
             return Ok(work(&mut self.dp.root_dataset, &ctx)?);
         }
@@ -642,7 +644,7 @@ impl Spa {
                     .lookup_dataset(name)?
                     .ok_or_else(|| no_such_dataset(name))?;
                 let mut phys = self.read_dataset_phys(dataset)?;
-                if dataset == MOS_OBJECT_ROOT_DATASET.0 {
+                if dataset == self.dp.directory.root_dataset {
                     phys.bp = self.root_bp();
                 }
                 (phys, dataset)

@@ -111,8 +111,9 @@ impl DslDirPhys {
 }
 
 impl DslDirPhys {
-    /// The reader's `dsl_dir_phys_t` of these fields.
-    pub fn to_openzfs(&self) -> ozdir::DslDirPhys {
+    /// The reader's `dsl_dir_phys_t` of these fields (`origin`: the pool's
+    /// `$ORIGIN@$ORIGIN`, see [`ORIGIN_SNAPSHOT_OBJECT`]).
+    pub fn to_openzfs(&self, origin: u64) -> ozdir::DslDirPhys {
         let mut pad = [0u64; 13];
         pad[0] = self.refquota_bytes;
         pad[1] = self.refreserved_bytes;
@@ -121,7 +122,7 @@ impl DslDirPhys {
             head_dataset_obj: self.head_dataset,
             parent_obj: self.parent_dir,
             origin_obj: match self.origin_snapshot {
-                0 if !self.no_origin_link => ORIGIN_SNAPSHOT_OBJECT,
+                0 if !self.no_origin_link => origin,
                 object => object,
             },
             child_dir_zapobj: self.child_dir_zap,
@@ -139,11 +140,14 @@ impl DslDirPhys {
         }
     }
 
-    pub fn encode(&self) -> Vec<u8> {
-        self.to_openzfs().encode(ByteOrder::Little).to_vec()
+    /// The bonus bytes in a pool whose `$ORIGIN@$ORIGIN` is MOS object `origin`.
+    pub fn encode(&self, origin: u64) -> Vec<u8> {
+        self.to_openzfs(origin).encode(ByteOrder::Little).to_vec()
     }
 
-    pub fn decode(bytes: &[u8]) -> Result<DslDirPhys, BlkptrDecodeError> {
+    /// Decodes a bonus of a pool whose `$ORIGIN@$ORIGIN` is MOS object `origin` (0: a
+    /// pool from before `$ORIGIN`, version 11): that origin reads as none.
+    pub fn decode(bytes: &[u8], origin: u64) -> Result<DslDirPhys, BlkptrDecodeError> {
         let d = ozdir::DslDirPhys::decode(bytes, ByteOrder::Little).map_err(short)?;
         Ok(DslDirPhys {
             head_dataset: d.head_dataset_obj,
@@ -152,7 +156,7 @@ impl DslDirPhys {
             props_zap: d.props_zapobj,
             creation_time: d.creation_time,
             origin_snapshot: match d.origin_obj {
-                ORIGIN_SNAPSHOT_OBJECT => 0,
+                object if object == origin => 0,
                 object => object,
             },
             no_origin_link: d.origin_obj == 0,
@@ -246,22 +250,22 @@ impl DslDatasetPhys {
     /// it: `$ORIGIN@$ORIGIN` ([`ORIGIN_SNAPSHOT_OBJECT`]), which `dsl_dataset_hold_obj`
     /// requires of every dataset but that snapshot itself (`dsl::pool` writes that one
     /// with `to_openzfs`, its `prev_snap_obj` 0).
-    pub fn encode(&self) -> Vec<u8> {
+    pub fn encode(&self, origin: u64) -> Vec<u8> {
         let mut d = self.to_openzfs();
         if d.prev_snap_obj == 0 {
-            d.prev_snap_obj = ORIGIN_SNAPSHOT_OBJECT;
+            d.prev_snap_obj = origin;
         }
         d.encode(ByteOrder::Little).to_vec()
     }
 
     /// Decodes a bonus; `$ORIGIN@$ORIGIN` as the previous snapshot reads as none.
-    pub fn decode(bytes: &[u8]) -> Result<DslDatasetPhys, BlkptrDecodeError> {
+    pub fn decode(bytes: &[u8], origin: u64) -> Result<DslDatasetPhys, BlkptrDecodeError> {
         let d = ozds::DslDatasetPhys::decode(bytes, ByteOrder::Little).map_err(short)?;
         Ok(DslDatasetPhys {
             bp: BlockPointer::decode(&bytes[DS_BP_OFFSET..DS_BP_OFFSET + BLKPTR_SIZE_BYTES])?,
             dir: d.dir_obj,
             prev_snap: match d.prev_snap_obj {
-                ORIGIN_SNAPSHOT_OBJECT => 0,
+                object if object == origin => 0,
                 object => object,
             },
             prev_snap_txg: d.prev_snap_txg,
@@ -285,8 +289,12 @@ impl DslDatasetPhys {
     }
 }
 
-/// MOS object 6: `$ORIGIN@$ORIGIN` (`dsl::pool::create_special_dirs`), where OpenZFS's
-/// own pools have it too, the previous snapshot of every dataset that has no other.
+/// MOS object 6: `$ORIGIN@$ORIGIN` in the pools Zetta creates
+/// (`dsl::pool::create_special_dirs`), the previous snapshot of every dataset that has no
+/// other. Pools others created have it elsewhere (OpenZFS 2.3: 18, zfs-fuse: 14): the pool's
+/// own number is `dsl_pool_open`'s `dp_origin_snap` (`$ORIGIN`'s head's previous snapshot,
+/// `spa::directory::MosDirectory::origin_snapshot`), which the MOS carries as
+/// `ObjectSet::dsl_origin` for every encode and decode of these records.
 pub const ORIGIN_SNAPSHOT_OBJECT: u64 = 6;
 
 /// `unique_create`'s range: OpenZFS keeps fsid guids below 2^56 (`UNIQUE_BITS`), as the
@@ -318,7 +326,7 @@ mod tests {
     fn real_openzfs_bonuses_round_trip_through_the_engine_codec() {
         let mut dir_bytes = unhex(ROOT_DIR_LE);
         dir_bytes.resize(DSL_DIR_BONUS_BYTES, 0);
-        let dir = DslDirPhys::decode(&dir_bytes).unwrap();
+        let dir = DslDirPhys::decode(&dir_bytes, ORIGIN_SNAPSHOT_OBJECT).unwrap();
         assert_eq!(
             (dir.head_dataset, dir.parent_dir, dir.origin_snapshot),
             (53, 0, 128)
@@ -326,11 +334,11 @@ mod tests {
         assert_eq!((dir.child_dir_zap, dir.props_zap), (34, 33));
         assert_eq!(dir.used(UsedKind::Head), 25 << 10);
         assert_eq!(dir.used(UsedKind::Child), 641 << 10);
-        assert_eq!(dir.encode(), dir_bytes);
+        assert_eq!(dir.encode(ORIGIN_SNAPSHOT_OBJECT), dir_bytes);
 
         let mut ds_bytes = unhex(ROOT_DATASET_LE);
         ds_bytes.resize(DSL_DATASET_BONUS_BYTES, 0);
-        let ds = DslDatasetPhys::decode(&ds_bytes).unwrap();
+        let ds = DslDatasetPhys::decode(&ds_bytes, ORIGIN_SNAPSHOT_OBJECT).unwrap();
         assert_eq!((ds.dir, ds.prev_snap, ds.prev_snap_txg), (32, 128, 1));
         assert_eq!(
             (ds.snapnames_zap, ds.num_children, ds.deadlist),
@@ -340,10 +348,10 @@ mod tests {
         assert_eq!(ds.flags, DS_FLAG_UNIQUE_ACCURATE);
         assert!(!ds.is_snapshot());
         assert!(!ds.bp.is_hole());
-        assert_eq!(ds.encode(), ds_bytes);
+        assert_eq!(ds.encode(ORIGIN_SNAPSHOT_OBJECT), ds_bytes);
 
-        assert!(DslDirPhys::decode(&dir_bytes[..255]).is_err());
-        assert!(DslDatasetPhys::decode(&ds_bytes[..319]).is_err());
+        assert!(DslDirPhys::decode(&dir_bytes[..255], ORIGIN_SNAPSHOT_OBJECT).is_err());
+        assert!(DslDatasetPhys::decode(&ds_bytes[..319], ORIGIN_SNAPSHOT_OBJECT).is_err());
     }
 
     // Why: OpenZFS makes every dataset a clone of `$ORIGIN@$ORIGIN` (`dd_origin_obj` and
@@ -353,24 +361,34 @@ mod tests {
     fn origin_snapshot_link_reads_as_no_origin() {
         let word = |b: &[u8], i: usize| u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().unwrap());
         let plain = DslDirPhys::default();
-        let bytes = plain.encode();
+        let bytes = plain.encode(ORIGIN_SNAPSHOT_OBJECT);
         assert_eq!(word(&bytes, 3), ORIGIN_SNAPSHOT_OBJECT, "dd_origin_obj");
-        let back = DslDirPhys::decode(&bytes).unwrap();
+        let back = DslDirPhys::decode(&bytes, ORIGIN_SNAPSHOT_OBJECT).unwrap();
         assert_eq!((back.origin_snapshot, back.no_origin_link), (0, false));
         assert_eq!(back, plain);
         let hidden = DslDirPhys {
             no_origin_link: true,
             ..DslDirPhys::default()
         };
-        let bytes = hidden.encode();
+        let bytes = hidden.encode(ORIGIN_SNAPSHOT_OBJECT);
         assert_eq!(word(&bytes, 3), 0, "a hidden dir's dd_origin_obj");
-        assert_eq!(DslDirPhys::decode(&bytes).unwrap(), hidden);
+        assert_eq!(
+            DslDirPhys::decode(&bytes, ORIGIN_SNAPSHOT_OBJECT).unwrap(),
+            hidden
+        );
         let clone = DslDirPhys {
             origin_snapshot: 41,
             ..DslDirPhys::default()
         };
-        assert_eq!(word(&clone.encode(), 3), 41);
-        assert_eq!(DslDirPhys::decode(&clone.encode()).unwrap(), clone);
+        assert_eq!(word(&clone.encode(ORIGIN_SNAPSHOT_OBJECT), 3), 41);
+        assert_eq!(
+            DslDirPhys::decode(
+                &clone.encode(ORIGIN_SNAPSHOT_OBJECT),
+                ORIGIN_SNAPSHOT_OBJECT
+            )
+            .unwrap(),
+            clone
+        );
     }
 
     // Why: the fields OpenZFS has no word for (bookmarks, refquota, refreservation) sit in
@@ -395,7 +413,7 @@ mod tests {
             clones_zap: 0x15,
             no_origin_link: false,
         };
-        let bytes = dir.encode();
+        let bytes = dir.encode(ORIGIN_SNAPSHOT_OBJECT);
         let word = |b: &[u8], i: usize| u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().unwrap());
         assert_eq!(bytes.len(), 256);
         let words: Vec<u64> = (0..32).map(|i| word(&bytes, i)).collect();
@@ -426,7 +444,10 @@ mod tests {
             ]
         );
         assert!(words[21..].iter().all(|w| *w == 0));
-        assert_eq!(DslDirPhys::decode(&bytes).unwrap(), dir);
+        assert_eq!(
+            DslDirPhys::decode(&bytes, ORIGIN_SNAPSHOT_OBJECT).unwrap(),
+            dir
+        );
 
         let ds = DslDatasetPhys {
             dir: 5,
@@ -448,7 +469,7 @@ mod tests {
             unique_bytes: 0x33,
             ..DslDatasetPhys::default()
         };
-        let bytes = ds.encode();
+        let bytes = ds.encode(ORIGIN_SNAPSHOT_OBJECT);
         assert_eq!(bytes.len(), 320);
         let words: Vec<u64> = (0..40).map(|i| word(&bytes, i)).collect();
         assert_eq!(
@@ -461,6 +482,9 @@ mod tests {
         );
         assert_eq!(&words[32..], &[0, 0, 32, 31, 0, 0, 0, 0]);
         assert!(ds.is_snapshot());
-        assert_eq!(DslDatasetPhys::decode(&bytes).unwrap(), ds);
+        assert_eq!(
+            DslDatasetPhys::decode(&bytes, ORIGIN_SNAPSHOT_OBJECT).unwrap(),
+            ds
+        );
     }
 }

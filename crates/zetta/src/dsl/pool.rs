@@ -129,7 +129,7 @@ fn create_special_dir(
         no_origin_link: true,
         ..DslDirPhys::default()
     };
-    mos.set_bonus(ctx, dir, &phys.encode())?;
+    mos.set_bonus(ctx, dir, &phys.encode(mos.dsl_origin))?;
     zap::zap_add(mos, ctx, child_map, name, &[dir.0]).map_err(zap_dmu_error)?;
     Ok(dir.0)
 }
@@ -161,7 +161,7 @@ pub fn create_special_dirs(
         object_type::DSL_DATASET,
         DSL_DATASET_BONUS_BYTES,
     )?;
-    let mut root = DslDirPhys::decode(&mos.bonus(ctx, ObjectId(root_dir))?)
+    let mut root = DslDirPhys::decode(&mos.bonus(ctx, ObjectId(root_dir))?, mos.dsl_origin)
         .map_err(|e| DmuError::Corrupt(e.to_string()))?;
     debug_assert_eq!(root.child_dir_zap, 0, "special dirs come first");
     let child_map = zap::zap_create(mos, ctx, ot::DSL_DIR_CHILD_MAP).map_err(zap_dmu_error)?;
@@ -173,7 +173,7 @@ pub fn create_special_dirs(
             .map_err(zap_dmu_error)?
             .0;
     }
-    mos.set_bonus(ctx, ObjectId(root_dir), &root.encode())?;
+    mos.set_bonus(ctx, ObjectId(root_dir), &root.encode(mos.dsl_origin))?;
     let head = mos
         .create_object(
             ctx,
@@ -229,7 +229,7 @@ pub fn create_special_dirs(
         deadlist: super::create_dead_list(mos, ctx)?,
         ..DslDatasetPhys::default()
     };
-    mos.set_bonus(ctx, ObjectId(head), &head_phys.encode())?;
+    mos.set_bonus(ctx, ObjectId(head), &head_phys.encode(mos.dsl_origin))?;
     Ok(snapshot)
 }
 
@@ -247,8 +247,12 @@ pub fn link_clone(
     clone: u64,
     made: bool,
 ) -> Result<(), DmuError> {
-    let origin = super::phys::ORIGIN_SNAPSHOT_OBJECT;
-    let mut phys = DslDatasetPhys::decode(&mos.bonus(ctx, ObjectId(snapshot))?)
+    let origin = mos.dsl_origin;
+    if snapshot == 0 {
+        // A pool from before `$ORIGIN` (version 11): nothing to link to.
+        return Ok(());
+    }
+    let mut phys = DslDatasetPhys::decode(&mos.bonus(ctx, ObjectId(snapshot))?, mos.dsl_origin)
         .map_err(|e| DmuError::Corrupt(format!("origin snapshot {snapshot}: {e}")))?;
     if !phys.is_snapshot() {
         return Err(DmuError::Corrupt(format!(
@@ -267,19 +271,19 @@ pub fn link_clone(
             .encode(crate::byteorder::ByteOrder::Little)
             .to_vec()
     } else {
-        phys.encode()
+        phys.encode(mos.dsl_origin)
     };
     mos.set_bonus(ctx, ObjectId(snapshot), &raw)?;
     // `dd_clones` from SPA_VERSION_DIR_CLONES (26) on; an older pool has none.
     if ctx.zio.spa_version() < super::snapshot::SPA_VERSION_DEADLISTS {
         return Ok(());
     }
-    let mut dir = DslDirPhys::decode(&mos.bonus(ctx, ObjectId(phys.dir))?)
+    let mut dir = DslDirPhys::decode(&mos.bonus(ctx, ObjectId(phys.dir))?, mos.dsl_origin)
         .map_err(|e| DmuError::Corrupt(format!("dsl dir {}: {e}", phys.dir)))?;
     let clones_zap = link_int(mos, ctx, dir.clones_zap, ot::DSL_CLONES, clone, made)?;
     if clones_zap != dir.clones_zap {
         dir.clones_zap = clones_zap;
-        mos.set_bonus(ctx, ObjectId(phys.dir), &dir.encode())?;
+        mos.set_bonus(ctx, ObjectId(phys.dir), &dir.encode(mos.dsl_origin))?;
     }
     Ok(())
 }
@@ -334,9 +338,9 @@ pub fn move_dir_clones(
         return Ok(());
     }
     let entries = zap::zap_list_all(mos, ctx, ObjectId(next_clones)).map_err(zap_dmu_error)?;
-    let mut from_phys = DslDirPhys::decode(&mos.bonus(ctx, ObjectId(from))?)
+    let mut from_phys = DslDirPhys::decode(&mos.bonus(ctx, ObjectId(from))?, mos.dsl_origin)
         .map_err(|e| DmuError::Corrupt(format!("dsl dir {from}: {e}")))?;
-    let mut to_phys = DslDirPhys::decode(&mos.bonus(ctx, ObjectId(to))?)
+    let mut to_phys = DslDirPhys::decode(&mos.bonus(ctx, ObjectId(to))?, mos.dsl_origin)
         .map_err(|e| DmuError::Corrupt(format!("dsl dir {to}: {e}")))?;
     for entry in entries {
         let zap::ZapValue::U64s(values) = entry.value else {
@@ -351,7 +355,7 @@ pub fn move_dir_clones(
             link_int(mos, ctx, from_phys.clones_zap, ot::DSL_CLONES, clone, false)?;
         to_phys.clones_zap = link_int(mos, ctx, to_phys.clones_zap, ot::DSL_CLONES, clone, true)?;
     }
-    mos.set_bonus(ctx, ObjectId(from), &from_phys.encode())?;
-    mos.set_bonus(ctx, ObjectId(to), &to_phys.encode())?;
+    mos.set_bonus(ctx, ObjectId(from), &from_phys.encode(mos.dsl_origin))?;
+    mos.set_bonus(ctx, ObjectId(to), &to_phys.encode(mos.dsl_origin))?;
     Ok(())
 }

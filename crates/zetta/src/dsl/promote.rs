@@ -255,9 +255,11 @@ impl Spa {
             )
             .map_err(zap_error)?;
             phys.dir = clone_dir;
-            self.dp
-                .mos
-                .set_bonus(&ctx, ObjectId(*object), &phys.encode())?;
+            self.dp.mos.set_bonus(
+                &ctx,
+                ObjectId(*object),
+                &phys.encode(self.dp.mos.dsl_origin),
+            )?;
             super::pool::move_dir_clones(
                 &mut self.dp.mos,
                 &ctx,
@@ -279,7 +281,7 @@ impl Spa {
         // the clone's) has the old origin head for its clone, and the origin's own origin
         // (`$ORIGIN@$ORIGIN` when it had none) the promoted head.
         let origin_origin_object = match origin_origin {
-            0 => super::phys::ORIGIN_SNAPSHOT_OBJECT,
+            0 => self.dp.mos.dsl_origin,
             object => object,
         };
         let ctx = io_ctx!(self, tx.txg);

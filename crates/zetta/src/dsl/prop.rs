@@ -192,7 +192,7 @@ impl Spa {
                 }
             }
             levels.push(entries);
-            if phys.parent_dir == 0 || current == crate::spa::MOS_OBJECT_ROOT_DIR.0 {
+            if phys.parent_dir == 0 || current == self.dp.directory.root_dir {
                 break;
             }
             current = phys.parent_dir;

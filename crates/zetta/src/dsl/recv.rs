@@ -14,7 +14,7 @@
 use super::phys::{DslDatasetPhys, UsedKind};
 use super::space::SpaceDelta;
 use crate::dmu::IoCtx;
-use crate::spa::{Spa, SpaError, MOS_OBJECT_ROOT_DATASET};
+use crate::spa::{Spa, SpaError};
 
 impl Spa {
     /// Whether a filesystem's head differs from its newest snapshot (written since, or not
@@ -27,7 +27,7 @@ impl Spa {
         let Some((_, _, newest)) = self.snapshots(fs)?.pop() else {
             return Ok(true);
         };
-        let (dirty, head_bp) = if dataset == MOS_OBJECT_ROOT_DATASET.0 {
+        let (dirty, head_bp) = if dataset == self.dp.directory.root_dataset {
             (self.dp.root_dataset.is_dirty(), self.root_bp())
         } else {
             let head = self
@@ -54,7 +54,7 @@ impl Spa {
         self.open_dataset(target_dataset)?;
         self.open_dataset(received_dataset)?;
         let head: DslDatasetPhys = self.head_phys(target_dataset)?;
-        let old_bp = if target_dataset == MOS_OBJECT_ROOT_DATASET.0 {
+        let old_bp = if target_dataset == self.dp.directory.root_dataset {
             self.root_bp()
         } else {
             head.bp

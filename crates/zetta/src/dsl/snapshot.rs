@@ -19,7 +19,7 @@ use super::synctask::{SyncTaskId, SyncTx};
 use super::{no_such_dataset, zap_error, DslError};
 use crate::dmu::{default_data_props, object_type, DmuError, IoCtx, ObjectSet};
 use crate::spa::zfeature::FeatureState;
-use crate::spa::{dataset_policy, now_secs, Spa, SpaError, MOS_OBJECT_ROOT_DATASET};
+use crate::spa::{dataset_policy, now_secs, Spa, SpaError};
 use crate::types::{Guid, ObjectId, Txg};
 use crate::zap::{self, ZapValue};
 use crate::zio::blkptr::{BlockPointer, BLKPTR_SIZE_BYTES};
@@ -133,16 +133,18 @@ impl Spa {
         phys: DslDatasetPhys,
     ) -> Result<(), SpaError> {
         let txg = Txg(phys.prev_snap_txg);
-        if dataset == MOS_OBJECT_ROOT_DATASET.0 {
+        if dataset == self.dp.directory.root_dataset {
             self.dp.root_dataset.policy.prev_snap_txg = txg;
         } else if let Some(head) = self.dp.datasets.get_mut(&dataset) {
             head.objset.policy.prev_snap_txg = txg;
             head.phys = phys.clone();
         }
         let ctx = io_ctx!(self);
-        self.dp
-            .mos
-            .set_bonus(&ctx, ObjectId(dataset), &phys.encode())?;
+        self.dp.mos.set_bonus(
+            &ctx,
+            ObjectId(dataset),
+            &phys.encode(self.dp.mos.dsl_origin),
+        )?;
         Ok(())
     }
 
@@ -257,7 +259,7 @@ impl Spa {
         let txg = tx.txg;
         for (dataset, fs, snap) in targets {
             let mut head = self.head_phys(dataset)?;
-            if dataset == MOS_OBJECT_ROOT_DATASET.0 {
+            if dataset == self.dp.directory.root_dataset {
                 head.bp = self.root_bp();
             }
             let ctx = io_ctx!(self, txg);
@@ -291,7 +293,9 @@ impl Spa {
                 ..DslDatasetPhys::default()
             };
             head.deadlist = create_dead_list(&mut self.dp.mos, &ctx)?;
-            self.dp.mos.set_bonus(&ctx, object, &phys.encode())?;
+            self.dp
+                .mos
+                .set_bonus(&ctx, object, &phys.encode(self.dp.mos.dsl_origin))?;
             // The snapshot carries its head's per-dataset features
             // (`dsl_dataset_snapshot_sync_impl`).
             let features = FeatureState::dataset_features(&self.dp.mos, &ctx, dataset)?;
@@ -308,9 +312,11 @@ impl Spa {
                 if prev.next_snap == dataset {
                     prev.next_snap = object.0;
                     let ctx = io_ctx!(self, txg);
-                    self.dp
-                        .mos
-                        .set_bonus(&ctx, ObjectId(head.prev_snap), &prev.encode())?;
+                    self.dp.mos.set_bonus(
+                        &ctx,
+                        ObjectId(head.prev_snap),
+                        &prev.encode(self.dp.mos.dsl_origin),
+                    )?;
                 }
             }
             let ctx = io_ctx!(self, txg);
@@ -384,9 +390,11 @@ impl Spa {
             if phys.next_snap != next {
                 phys.next_snap = next;
                 let ctx = io_ctx!(self);
-                self.dp
-                    .mos
-                    .set_bonus(&ctx, ObjectId(object), &phys.encode())?;
+                self.dp.mos.set_bonus(
+                    &ctx,
+                    ObjectId(object),
+                    &phys.encode(self.dp.mos.dsl_origin),
+                )?;
             }
         }
         Ok(())
@@ -625,9 +633,11 @@ impl Spa {
             self.store_head_phys(dataset, next)?;
         } else {
             let ctx = io_ctx!(self);
-            self.dp
-                .mos
-                .set_bonus(&ctx, ObjectId(next_object), &next.encode())?;
+            self.dp.mos.set_bonus(
+                &ctx,
+                ObjectId(next_object),
+                &next.encode(self.dp.mos.dsl_origin),
+            )?;
         }
         // The chain closes over the victim (`ds_next_snap_obj` of its previous snapshot,
         // unless that is a clone's origin in another chain).
@@ -636,9 +646,11 @@ impl Spa {
             if prev.next_snap == object {
                 prev.next_snap = next_object;
                 let ctx = io_ctx!(self);
-                self.dp
-                    .mos
-                    .set_bonus(&ctx, ObjectId(victim.prev_snap), &prev.encode())?;
+                self.dp.mos.set_bonus(
+                    &ctx,
+                    ObjectId(victim.prev_snap),
+                    &prev.encode(self.dp.mos.dsl_origin),
+                )?;
             }
         }
         let ctx = io_ctx!(self);
@@ -833,7 +845,7 @@ impl Spa {
 
     fn rollback_sync(&mut self, dataset: u64, snap: DslDatasetPhys) -> Result<(), SpaError> {
         let head = self.head_phys(dataset)?;
-        let head_bp = if dataset == MOS_OBJECT_ROOT_DATASET.0 {
+        let head_bp = if dataset == self.dp.directory.root_dataset {
             self.root_bp()
         } else {
             head.bp
@@ -894,7 +906,7 @@ impl Spa {
         objset.policy.prev_snap_txg = Txg(head.prev_snap_txg);
         // The old tree's log goes with it; the new one comes from a snapshot (no log).
         crate::zil::forget(&mut objset);
-        if dataset == MOS_OBJECT_ROOT_DATASET.0 {
+        if dataset == self.dp.directory.root_dataset {
             crate::zil::discard(&mut self.dp.root_dataset, &ctx);
             self.set_root_objset(objset, bp);
         } else if let Some(loaded) = self.dp.datasets.get_mut(&dataset) {
@@ -1171,7 +1183,7 @@ impl Spa {
                 .0;
             self.dp
                 .mos
-                .set_bonus(&ctx, ObjectId(object), &phys.encode())?;
+                .set_bonus(&ctx, ObjectId(object), &phys.encode(self.dp.mos.dsl_origin))?;
         }
         zap::zap_add(
             &mut self.dp.mos,

@@ -16,7 +16,7 @@
 
 use super::{no_such_dataset, zap_error};
 use crate::dmu::IoCtx;
-use crate::spa::{Spa, SpaError, MOS_OBJECT_ROOT_DIR};
+use crate::spa::{Spa, SpaError};
 use crate::types::{ObjectId, Txg};
 use crate::zap::{self, ZapError};
 
@@ -30,7 +30,7 @@ fn key(object: u64, prop: &str) -> String {
 impl Spa {
     /// The root dir's props ZAP, created (in the open txg) when missing.
     pub(super) fn snapshot_props_zap(&mut self) -> Result<u64, SpaError> {
-        self.props_zap(MOS_OBJECT_ROOT_DIR.0)
+        self.props_zap(self.dp.directory.root_dir)
     }
 
     /// Sets a (user) property on the snapshot `full` (`fs@snap`).
@@ -110,7 +110,7 @@ impl Spa {
 
     /// Removes every property of the snapshot dataset `object` (its destroy).
     pub(super) fn clear_snapshot_props(&mut self, object: u64) -> Result<(), SpaError> {
-        let root = self.read_dir(MOS_OBJECT_ROOT_DIR.0)?;
+        let root = self.read_dir(self.dp.directory.root_dir)?;
         if root.props_zap == 0 {
             return Ok(());
         }
@@ -130,7 +130,7 @@ impl Spa {
 
     /// (dataset object, prop, value) of every snapshot property entry.
     fn snapshot_prop_entries(&mut self) -> Result<Vec<(u64, String, String)>, SpaError> {
-        let root = self.read_dir(MOS_OBJECT_ROOT_DIR.0)?;
+        let root = self.read_dir(self.dp.directory.root_dir)?;
         if root.props_zap == 0 {
             return Ok(Vec::new());
         }

@@ -33,7 +33,7 @@ use super::phys::{DslDatasetPhys, DslDirPhys, UsedKind, USED_KIND_COUNT};
 pub use super::space_avail::SpaceState;
 use super::NESTING_MAX;
 use crate::dmu::{BlockSpace, DmuError, IoCtx, ObjectSet};
-use crate::spa::{Spa, SpaError, MOS_OBJECT_ROOT_DIR};
+use crate::spa::{Spa, SpaError};
 use crate::types::ObjectId;
 use crate::zio::blkptr::BlockPointer;
 
@@ -118,7 +118,8 @@ pub(crate) fn read_dir_phys(
     dir: u64,
 ) -> Result<DslDirPhys, DmuError> {
     let bonus = mos.bonus(ctx, ObjectId(dir))?;
-    DslDirPhys::decode(&bonus).map_err(|e| DmuError::Corrupt(format!("dsl dir {dir}: {e}")))
+    DslDirPhys::decode(&bonus, mos.dsl_origin)
+        .map_err(|e| DmuError::Corrupt(format!("dsl dir {dir}: {e}")))
 }
 
 fn write_dir_phys(
@@ -127,7 +128,7 @@ fn write_dir_phys(
     dir: u64,
     phys: &DslDirPhys,
 ) -> Result<(), DmuError> {
-    mos.set_bonus(ctx, ObjectId(dir), &phys.encode())
+    mos.set_bonus(ctx, ObjectId(dir), &phys.encode(mos.dsl_origin))
 }
 
 /// `dsl_dir_diduse_transfer_space`: `dir`'s USED (and its compressed and logical sums)
@@ -162,7 +163,7 @@ pub(crate) fn diduse_transfer(
             "dir {dir}: USED is not the sum of its breakdown"
         );
         write_dir_phys(mos, ctx, dir, &phys)?;
-        if phys.parent_dir == 0 || dir == MOS_OBJECT_ROOT_DIR.0 {
+        if phys.parent_dir == 0 {
             return Ok(());
         }
         dir = phys.parent_dir;
@@ -216,7 +217,7 @@ pub(crate) fn origin_txg(
         return Ok(0);
     }
     let bonus = mos.bonus(ctx, ObjectId(dir.origin_snapshot))?;
-    let origin = DslDatasetPhys::decode(&bonus)
+    let origin = DslDatasetPhys::decode(&bonus, mos.dsl_origin)
         .map_err(|e| DmuError::Corrupt(format!("origin snapshot {}: {e}", dir.origin_snapshot)))?;
     Ok(origin.creation_txg)
 }
@@ -273,7 +274,7 @@ pub(crate) fn head_synced(
         UsedKind::Refrsrv,
         SpaceDelta::used_only(refrsrv),
     )?;
-    mos.set_bonus(ctx, ObjectId(dataset), &phys.encode())
+    mos.set_bonus(ctx, ObjectId(dataset), &phys.encode(mos.dsl_origin))
 }
 
 /// The four space limits, each a property and a field of the dir record.

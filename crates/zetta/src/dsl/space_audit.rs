@@ -12,7 +12,7 @@
 use super::phys::{DslDirPhys, UsedKind, USED_KIND_COUNT};
 use super::space::{refrsrv_charge, SpaceLimit};
 use crate::dmu::{BlockSpace, IoCtx, ObjectSet};
-use crate::spa::{Spa, SpaError, MOS_OBJECT_ROOT_DATASET};
+use crate::spa::{Spa, SpaError};
 use crate::types::Txg;
 use crate::zio::blkptr::BlockPointer;
 use std::collections::{HashMap, HashSet};
@@ -93,7 +93,7 @@ impl Spa {
 
     /// The committed tree of a head (the root dataset's lives outside its record).
     fn head_tree_bp(&mut self, dataset: u64) -> Result<BlockPointer, SpaError> {
-        if dataset == MOS_OBJECT_ROOT_DATASET.0 {
+        if dataset == self.dp.directory.root_dataset {
             return Ok(self.root_bp());
         }
         Ok(self.head_phys(dataset)?.bp)
@@ -326,9 +326,11 @@ impl Spa {
                 snapshot.compressed_bytes = space.physical_bytes;
                 snapshot.uncompressed_bytes = space.logical_bytes;
                 let ctx = io_ctx!(self);
-                self.dp
-                    .mos
-                    .set_bonus(&ctx, crate::types::ObjectId(object), &snapshot.encode())?;
+                self.dp.mos.set_bonus(
+                    &ctx,
+                    crate::types::ObjectId(object),
+                    &snapshot.encode(self.dp.mos.dsl_origin),
+                )?;
             }
         }
         Ok(())

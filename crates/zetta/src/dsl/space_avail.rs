@@ -19,7 +19,7 @@
 use super::phys::UsedKind;
 use super::space::{parent_delta, refrsrv_charge, signed, SpaceLimit};
 use super::NESTING_MAX;
-use crate::spa::{Spa, SpaError, MOS_OBJECT_ROOT_DIR};
+use crate::spa::{Spa, SpaError};
 use std::collections::HashMap;
 
 /// Space claimed by writes of the open txg, not committed yet (OpenZFS `dd_tempreserved`
@@ -110,7 +110,7 @@ impl Spa {
     /// Every DSL dir of the pool, parents first.
     pub(crate) fn all_dirs(&mut self) -> Result<Vec<u64>, SpaError> {
         let mut out = Vec::new();
-        let mut stack = vec![(MOS_OBJECT_ROOT_DIR.0, 0usize)];
+        let mut stack = vec![(self.dp.directory.root_dir, 0usize)];
         while let Some((dir, depth)) = stack.pop() {
             if depth > NESTING_MAX {
                 return Err(SpaError::Corrupt(format!(
@@ -169,7 +169,7 @@ impl Spa {
             .available_bytes_counting(self.zil_held_bytes(false))
             .saturating_sub(self.unused_reservation_bytes()?);
         if pending {
-            space = space.saturating_sub(self.pending_of(MOS_OBJECT_ROOT_DIR.0).1);
+            space = space.saturating_sub(self.pending_of(self.dp.directory.root_dir).1);
         }
         Ok(space)
     }
@@ -202,7 +202,7 @@ impl Spa {
             let phys = self.read_dir(current)?;
             let parent = phys.parent_dir;
             chain.push((current, phys));
-            if parent == 0 || current == MOS_OBJECT_ROOT_DIR.0 {
+            if parent == 0 || current == self.dp.directory.root_dir {
                 break;
             }
             if chain.len() > NESTING_MAX + 1 {
@@ -292,7 +292,7 @@ impl Spa {
                 .dsl_space
                 .pending
                 .insert(dir, (written, claimed.saturating_add(accounted)));
-            if phys.parent_dir == 0 || dir == MOS_OBJECT_ROOT_DIR.0 {
+            if phys.parent_dir == 0 || dir == self.dp.directory.root_dir {
                 return Ok(());
             }
             let seen = parent_delta(

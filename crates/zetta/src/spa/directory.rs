@@ -7,7 +7,7 @@
 //! for reading OpenZFS's pools and writing Zetta's. What Zetta writes:
 //!
 //! ```text
-//! root_dataset          u64  the root DSL dir (MOS object 5)
+//! root_dataset          u64  the root DSL dir (MOS object 5 at create)
 //! config                u64  a PACKED_NVLIST object (16 KiB blocks): the pool config as a
 //!                            packed XDR nvlist, zero-padded to whole blocks; its 8-byte
 //!                            bonus (PACKED_NVLIST_SIZE) is the packed size
@@ -24,9 +24,9 @@
 //! pool_props            u64  a POOL_PROPS ZAP: string properties as 1-byte integers with
 //!                            the NUL, index properties (on/off, failmode) as one u64
 //! scan                  u64[24] dsl_scan_phys_t (`ScanStats::to_scan_phys`)
-//! history               u64  MOS object 2, the pool history (`spa::history`: OpenZFS's
+//! history               u64  MOS object 2 (at create), the pool history (`spa::history`: OpenZFS's
 //!                            ring of packed-nvlist records)
-//! errlog_last           u64  MOS object 3, an ERROR_LOG ZAP: one entry per damaged block,
+//! errlog_last           u64  MOS object 3 (at create), an ERROR_LOG ZAP: one entry per damaged block,
 //!                            named `objset:object:level:blkid` in hex, its value the empty
 //!                            string (`spa_errlog.c` without head_errlog). Zetta keeps one
 //!                            error set (a scrub restarts it), so no `errlog_scrub` is made.
@@ -42,7 +42,17 @@
 //! config itself, as the byte array `org.zetta:pool_props` (Zetta's own nvlist encoding):
 //! OpenZFS ignores keys it does not know, and the config is rewritten every txg anyway.
 //!
-//! Invariants: every object named here exists from the pool's first txg; the directory and
+//! What Zetta reads: the numbers above are where `Spa::create` puts the objects; a pool
+//! OpenZFS or zfs-fuse created has them where its allocator went (OpenZFS 2.3: root dir 2,
+//! root dataset 21, `$ORIGIN@$ORIGIN` 18, history 32; zfs-fuse: 2, 16, 14, 22), and may lack
+//! `history` (created at the first record, `spa_history_create_obj`), `errlog_last`
+//! (absent, or 0 after a scrub rotated the log away: created at the first error,
+//! `sync_error_list`) and `pool_props` (created when a property is first set). `load`
+//! takes every number from the directory and the root dir (`MosDirectory`'s fields); the
+//! engine uses no fixed number for an open pool.
+//!
+//! Invariants: every object named here exists from the pool's first txg (a pool Zetta
+//! created; others' missing history, error log and `pool_props` as just said); the directory and
 //! the objects it names change only in the syncing context (`Spa::sync_quiesce` step 4),
 //! so an uberblock always points at a directory consistent with its MOS. The config object
 //! is rewritten every txg (it carries the txg), `scan` and the property objects only when
@@ -50,7 +60,7 @@
 //! bonus of the right size) and returns `SpaError::Corrupt` otherwise.
 
 use super::zfeature::{FeatureInfo, FeatureState};
-use super::{ScanStats, SpaError, MOS_OBJECT_ERRLOG, MOS_OBJECT_HISTORY, MOS_OBJECT_ROOT_DIR};
+use super::{ScanStats, SpaError};
 use crate::dmu::{object_type, IoCtx, ObjectSet};
 use crate::dsl::openzfs::{objdir, ot};
 use crate::nvlist::NvList;
@@ -79,10 +89,27 @@ const FREE_BPOBJ_BLOCK_BYTES: u32 = 128 << 10;
 /// only on change.
 #[derive(Clone, Debug, Default)]
 pub struct MosDirectory {
+    /// The root DSL dir (the `root_dataset` entry: despite its name, a DSL dir, as in
+    /// `dsl_pool_open`) and that dir's head dataset (the pool's root filesystem).
+    pub root_dir: u64,
+    pub root_dataset: u64,
+    /// `$ORIGIN@$ORIGIN` (`dp_origin_snap`): 6 where Zetta creates it, elsewhere in pools
+    /// others created, 0 in a pool from before version 11 (no `$ORIGIN`). The MOS carries
+    /// it as `ObjectSet::dsl_origin` for the DSL records' codecs.
+    pub origin_snapshot: u64,
+    /// The pool history (`history`, `spa_history`); `None` when the entry is absent or 0:
+    /// the first record creates it (`spa_history_create_obj`).
+    pub history: Option<u64>,
+    /// The error logs (`errlog_last`, `errlog_scrub`, `spa_errlog_last/scrub`); `None` when
+    /// absent or 0, as a scrub's log rotation leaves them (`spa_errlog_sync`). Zetta keeps
+    /// one error set in `errlog_last`, created when the first error is logged.
+    pub errlog_last: Option<u64>,
+    pub errlog_scrub: Option<u64>,
     /// The pool's SPA version (`spa_version`, `ub_version`): 5000, or a legacy version
     /// (`zfeature::LEGACY_VERSIONS_WRITTEN`) whose pool has no feature objects.
     pub version: u64,
     pub config: u64,
+    /// `pool_props`, 0 until a property is first set (a pool zfs-fuse created has none).
     pub pool_props: u64,
     /// The feature ZAPs' state (`spa::zfeature`).
     pub features: FeatureState,
@@ -193,11 +220,27 @@ fn required_u64(mos: &ObjectSet, ctx: &IoCtx<'_>, name: &str) -> Result<u64, Spa
 }
 
 impl MosDirectory {
-    /// Creates object 1 and the objects it names, in a new pool's first txg (objects 2, 3
-    /// and 5 are the caller's: history, error log, root DSL dir).
+    /// A directory naming only the root dir and root dataset (a pool being created, until
+    /// `create` fills in the rest; a foreign pool's read-only view).
+    pub fn with_roots(root_dir: u64, root_dataset: u64) -> MosDirectory {
+        MosDirectory {
+            root_dir,
+            root_dataset,
+            ..Default::default()
+        }
+    }
+
+    /// Creates object 1 and the objects it names, in a new pool's first txg (`roots`: the
+    /// caller's root dir and root dataset; `history` and `errlog`: the caller's history
+    /// and error log objects, which OpenZFS's `spa_create` also makes before the directory
+    /// is complete).
+    #[allow(clippy::too_many_arguments)]
     pub fn create(
         mos: &mut ObjectSet,
         ctx: &IoCtx<'_>,
+        roots: (u64, u64),
+        history: u64,
+        errlog: u64,
         version: u64,
         enable: &[&'static FeatureInfo],
         checksum_salt: ChecksumSalt,
@@ -214,7 +257,7 @@ impl MosDirectory {
             .0;
         let sync_bplist = create_bpobj(mos, ctx, CONFIG_BLOCK_BYTES)?;
         let mut entries = vec![
-            (objdir::ROOT_DATASET, MOS_OBJECT_ROOT_DIR.0),
+            (objdir::ROOT_DATASET, roots.0),
             (objdir::CONFIG, config),
             (objdir::CREATION_VERSION, version),
             (objdir::DEFLATE, 1),
@@ -226,8 +269,8 @@ impl MosDirectory {
         }
         entries.extend([
             (objdir::POOL_PROPS, pool_props),
-            (objdir::HISTORY, MOS_OBJECT_HISTORY.0),
-            (objdir::ERRLOG_LAST, MOS_OBJECT_ERRLOG.0),
+            (objdir::HISTORY, history),
+            (objdir::ERRLOG_LAST, errlog),
         ]);
         // `spa_feature_create_zap_objects` (a feature-flags pool only), Zetta's own
         // feature, then the requested features in order (`spa_sync_props` of
@@ -260,6 +303,12 @@ impl MosDirectory {
         zap::zap_update_bytes(mos, ctx, dir, objdir::CHECKSUM_SALT, &checksum_salt)
             .map_err(zap_err)?;
         Ok(MosDirectory {
+            root_dir: roots.0,
+            root_dataset: roots.1,
+            origin_snapshot: crate::dsl::phys::ORIGIN_SNAPSHOT_OBJECT,
+            history: Some(history),
+            errlog_last: Some(errlog),
+            errlog_scrub: None,
             version,
             config,
             pool_props,
@@ -272,26 +321,40 @@ impl MosDirectory {
         })
     }
 
-    /// Reads the directory of an engine-written pool: the packed config, the pool
-    /// properties (both objects merged), the last scan. The history, error log and root dir
-    /// must be where the engine puts them.
+    /// Reads the directory of a pool the engine opens read-write: where the root dir, its
+    /// head dataset, the history and the error logs are (wherever the pool's creator put
+    /// them: OpenZFS numbers them in allocation order, which differs between versions), the
+    /// packed config, the pool properties (both objects merged), the last scan.
     pub fn load(mos: &ObjectSet, ctx: &IoCtx<'_>) -> Result<LoadedDirectory, SpaError> {
-        for (name, expected) in [
-            (objdir::ROOT_DATASET, MOS_OBJECT_ROOT_DIR.0),
-            (objdir::HISTORY, MOS_OBJECT_HISTORY.0),
-            (objdir::ERRLOG_LAST, MOS_OBJECT_ERRLOG.0),
-        ] {
-            let found = required_u64(mos, ctx, name)?;
-            if found != expected {
-                return Err(corrupt(format!("{name} is {found}, not {expected}")));
-            }
+        let root_dir = required_u64(mos, ctx, objdir::ROOT_DATASET)?;
+        if root_dir == 0 {
+            return Err(corrupt("root_dataset is 0"));
         }
+        // Decoded with origin 0: the words read here do not depend on it.
+        let root_dir_phys =
+            crate::dsl::phys::DslDirPhys::decode(&mos.bonus(ctx, ObjectId(root_dir))?, 0)
+                .map_err(|e| corrupt(format!("root DSL dir {root_dir}: {e}")))?;
+        let root_dataset = root_dir_phys.head_dataset;
+        if root_dataset == 0 || root_dir_phys.parent_dir != 0 {
+            return Err(corrupt(format!(
+                "root DSL dir {root_dir} has head dataset {root_dataset} and parent {}",
+                root_dir_phys.parent_dir
+            )));
+        }
+        let origin_snapshot = origin_snapshot(mos, ctx, root_dir_phys.child_dir_zap)?;
+        let nonzero = |name: &str| -> Result<Option<u64>, SpaError> {
+            Ok(entry_u64(mos, ctx, name)?.filter(|&object| object != 0))
+        };
+        let history = nonzero(objdir::HISTORY)?;
+        let errlog_last = nonzero(objdir::ERRLOG_LAST)?;
+        let errlog_scrub = nonzero(objdir::ERRLOG_SCRUB)?;
         let config_obj = required_u64(mos, ctx, objdir::CONFIG)?;
         let packed = read_packed(mos, ctx, config_obj)?;
         let config = crate::nvpair_xdr::unpack(&packed)
             .map_err(|e| corrupt(format!("pool config: {e}")))?
             .list;
-        let pool_props = required_u64(mos, ctx, objdir::POOL_PROPS)?;
+        // A pool no property was ever set on has none (`spa_sync_props` creates it).
+        let pool_props = entry_u64(mos, ctx, objdir::POOL_PROPS)?.unwrap_or(0);
         let mut props = match config.get(ZETTA_POOL_PROPS) {
             None => NvList::new(),
             Some(XdrValue::ByteArray(private)) => {
@@ -299,7 +362,11 @@ impl MosDirectory {
             }
             Some(_) => return Err(corrupt(format!("{ZETTA_POOL_PROPS} is not a byte array"))),
         };
-        for entry in zap::zap_list_all(mos, ctx, ObjectId(pool_props)).map_err(zap_err)? {
+        let listed = match pool_props {
+            0 => Vec::new(),
+            object => zap::zap_list_all(mos, ctx, ObjectId(object)).map_err(zap_err)?,
+        };
+        for entry in listed {
             let name = String::from_utf8_lossy(&entry.name).into_owned();
             match entry.value {
                 ZapValue::Bytes(bytes) => {
@@ -325,7 +392,11 @@ impl MosDirectory {
                     .ok_or_else(|| corrupt(format!("scan of {} words", words.len())))?,
                 Some(ZapValue::Bytes(_)) => return Err(corrupt("scan is a byte string")),
             };
-        let errlog = load_errlog(mos, ctx)?;
+        // `spa_get_errlog`: the last scrub's errors and the running one's.
+        let mut errlog = BTreeSet::new();
+        for object in [errlog_last, errlog_scrub].into_iter().flatten() {
+            errlog.extend(load_errlog(mos, ctx, object)?);
+        }
         let version = config
             .get_u64("version")
             .ok_or_else(|| corrupt("pool config has no version"))?;
@@ -358,6 +429,12 @@ impl MosDirectory {
         };
         Ok(LoadedDirectory {
             directory: MosDirectory {
+                root_dir,
+                root_dataset,
+                origin_snapshot,
+                history,
+                errlog_last,
+                errlog_scrub,
                 version,
                 config: config_obj,
                 pool_props,
@@ -459,6 +536,19 @@ impl MosDirectory {
         ctx: &IoCtx<'_>,
         props: &NvList,
     ) -> Result<(), SpaError> {
+        let openzfs_props = props.entries.iter().any(|(name, value)| {
+            matches!(value, crate::nvlist::NvValue::Str(_)) && is_openzfs_pool_prop(name)
+        });
+        if self.pool_props == 0 {
+            if !openzfs_props {
+                return Ok(());
+            }
+            // `spa_sync_props`: the first property set creates the object.
+            let object = zap::zap_create(mos, ctx, ot::POOL_PROPS).map_err(zap_err)?;
+            let dir = ObjectId(objdir::DIRECTORY_OBJECT);
+            zap::zap_update(mos, ctx, dir, objdir::POOL_PROPS, &[object.0]).map_err(zap_err)?;
+            self.pool_props = object.0;
+        }
         let zap_obj = ObjectId(self.pool_props);
         for entry in zap::zap_list_all(mos, ctx, zap_obj).map_err(zap_err)? {
             let name = String::from_utf8_lossy(&entry.name).into_owned();
@@ -485,7 +575,9 @@ impl MosDirectory {
     }
 
     /// Rewrites `errlog_last` when the error set changed (`spa_errlog_sync`'s
-    /// `sync_error_list`).
+    /// `sync_error_list`). A pool without one (a scrub rotated it away, `errlog_last` 0)
+    /// gets a new ERROR_LOG ZAP from the MOS's allocator at its first error, named in the
+    /// directory, as `sync_error_list` creates it; an empty set creates nothing.
     pub fn sync_errlog(
         &mut self,
         mos: &mut ObjectSet,
@@ -495,7 +587,21 @@ impl MosDirectory {
         if self.written_errlog.as_ref() == Some(errlog) {
             return Ok(());
         }
-        let zap_obj = MOS_OBJECT_ERRLOG;
+        let zap_obj = match self.errlog_last {
+            Some(object) => ObjectId(object),
+            None if errlog.is_empty() => {
+                self.written_errlog = Some(errlog.clone());
+                return Ok(());
+            }
+            None => {
+                let object = zap::zap_create(mos, ctx, object_type::ERROR_LOG).map_err(zap_err)?;
+                let dir = ObjectId(objdir::DIRECTORY_OBJECT);
+                zap::zap_update(mos, ctx, dir, objdir::ERRLOG_LAST, &[object.0])
+                    .map_err(zap_err)?;
+                self.errlog_last = Some(object.0);
+                object
+            }
+        };
         for entry in zap::zap_list_all(mos, ctx, zap_obj).map_err(zap_err)? {
             let name = String::from_utf8_lossy(&entry.name).into_owned();
             zap::zap_remove(mos, ctx, zap_obj, &name).map_err(zap_err)?;
@@ -530,10 +636,43 @@ pub fn name_to_bookmark(name: &str) -> Option<Bookmark> {
     words.next().is_none().then_some(bookmark)
 }
 
-/// The error set `errlog_last` holds.
-fn load_errlog(mos: &ObjectSet, ctx: &IoCtx<'_>) -> Result<BTreeSet<Bookmark>, SpaError> {
+/// `dsl_pool_open`'s `dp_origin_snap`: the previous snapshot of `$ORIGIN`'s head dataset,
+/// 0 when the root dir has no `$ORIGIN` child (a pool below version 11).
+fn origin_snapshot(mos: &ObjectSet, ctx: &IoCtx<'_>, child_map: u64) -> Result<u64, SpaError> {
+    if child_map == 0 {
+        return Ok(0);
+    }
+    let origin_dir = match zap::zap_lookup_value(
+        mos,
+        ctx,
+        ObjectId(child_map),
+        crate::dsl::pool::ORIGIN_DIR_NAME,
+    )
+    .map_err(zap_err)?
+    {
+        None => return Ok(0),
+        Some(ZapValue::U64s(v)) if v.len() == 1 => v[0],
+        Some(_) => return Err(corrupt("the $ORIGIN child entry is not one integer")),
+    };
+    let dir = crate::dsl::phys::DslDirPhys::decode(&mos.bonus(ctx, ObjectId(origin_dir))?, 0)
+        .map_err(|e| corrupt(format!("$ORIGIN dir {origin_dir}: {e}")))?;
+    let head =
+        crate::dsl::phys::DslDatasetPhys::decode(&mos.bonus(ctx, ObjectId(dir.head_dataset))?, 0)
+            .map_err(|e| corrupt(format!("$ORIGIN dataset {}: {e}", dir.head_dataset)))?;
+    if head.prev_snap == 0 {
+        return Err(corrupt("$ORIGIN has no snapshot"));
+    }
+    Ok(head.prev_snap)
+}
+
+/// The error set an error log ZAP holds.
+fn load_errlog(
+    mos: &ObjectSet,
+    ctx: &IoCtx<'_>,
+    object: u64,
+) -> Result<BTreeSet<Bookmark>, SpaError> {
     let mut errlog = BTreeSet::new();
-    for entry in zap::zap_list_all(mos, ctx, MOS_OBJECT_ERRLOG).map_err(zap_err)? {
+    for entry in zap::zap_list_all(mos, ctx, ObjectId(object)).map_err(zap_err)? {
         let name = String::from_utf8_lossy(&entry.name);
         let bookmark = name_to_bookmark(&name)
             .ok_or_else(|| corrupt(format!("error log entry {name:?} is not a bookmark")))?;

@@ -177,6 +177,36 @@ pub fn create(
         DMU_OT_SPA_HISTORY_OFFSETS,
         HISTORY_PHYS_BYTES,
     )?;
+    init_phys(mos, ctx, object.0, normal_space_bytes)
+}
+
+/// `spa_history_create_obj`: a history object for a pool that has none (its creator made
+/// none, as zfs-fuse's `spa_create` does until the first record), numbered by the MOS's
+/// own allocator (`dmu_object_alloc`); the caller names it in the object directory.
+pub fn create_allocated(
+    mos: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    normal_space_bytes: u64,
+) -> Result<u64, SpaError> {
+    let object = mos.create_object(
+        ctx,
+        DMU_OT_SPA_HISTORY,
+        HISTORY_BLOCK_BYTES,
+        DMU_OT_SPA_HISTORY_OFFSETS,
+        HISTORY_PHYS_BYTES,
+    )?;
+    init_phys(mos, ctx, object.0, normal_space_bytes)?;
+    Ok(object.0)
+}
+
+/// A new history's `spa_history_phys_t`: empty, its ring 0.1% of the pool's normal space
+/// (128 KiB to 1 GiB).
+fn init_phys(
+    mos: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    object: u64,
+    normal_space_bytes: u64,
+) -> Result<(), SpaError> {
     let phys = HistoryPhys {
         pool_create_len: 0,
         phys_max_off: (normal_space_bytes / 1000).clamp(HISTORY_MIN_BYTES, ozfs::HISTORY_MAX),
@@ -184,7 +214,7 @@ pub fn create(
         eof: 0,
         records_lost: 0,
     };
-    write_phys(mos, ctx, object.0, &phys)
+    write_phys(mos, ctx, object, &phys)
 }
 
 /// `spa_history_log_to_phys`.

@@ -302,6 +302,7 @@ impl Spa {
             .map(str::to_string)
             .or_else(|| root_config.get_str("name").map(str::to_string))
             .unwrap_or_else(|| candidate.name.clone());
+        let root_dataset = directory.directory.root_dataset;
         let mut spa = Spa {
             name,
             guid: candidate.guid,
@@ -318,7 +319,7 @@ impl Spa {
                 ub.rootbp,
                 directory.directory,
                 ObjectSet::create(
-                    MOS_OBJECT_ROOT_DATASET.0,
+                    root_dataset,
                     ObjsetType::Filesystem,
                     dataset_policy(default_data_props()),
                 ),
@@ -344,18 +345,15 @@ impl Spa {
         {
             let ctx = io_ctx!(spa, txg);
             spa.dp.mos = ObjectSet::open(&ctx, 0, &ub.rootbp, mos_policy())?;
-            let bonus = spa.dp.mos.bonus(&ctx, MOS_OBJECT_ROOT_DATASET)?;
-            let root_phys = crate::dsl::phys::DslDatasetPhys::decode(&bonus)
+            spa.dp.mos.dsl_origin = spa.dp.directory.origin_snapshot;
+            let bonus = spa.dp.mos.bonus(&ctx, ObjectId(root_dataset))?;
+            let root_phys = crate::dsl::phys::DslDatasetPhys::decode(&bonus, spa.dp.mos.dsl_origin)
                 .map_err(|e| SpaError::Corrupt(format!("root dataset record: {e}")))?;
             spa.dp.root_dataset_bp = root_phys.bp;
             let mut policy = dataset_policy(default_data_props());
             policy.prev_snap_txg = Txg(root_phys.prev_snap_txg);
-            spa.dp.root_dataset = ObjectSet::open(
-                &ctx,
-                MOS_OBJECT_ROOT_DATASET.0,
-                &spa.dp.root_dataset_bp,
-                policy,
-            )?;
+            spa.dp.root_dataset =
+                ObjectSet::open(&ctx, root_dataset, &spa.dp.root_dataset_bp, policy)?;
             *spa.zio.errlog.lock() = errlog;
         }
         spa.load_space_maps()?;

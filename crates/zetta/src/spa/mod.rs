@@ -27,10 +27,13 @@
 //!
 //! MOS layout: object 1 = OpenZFS's object directory, a ZAP naming the pool-wide objects
 //! (`directory`: `root_dataset`, the packed `config` object, `pool_props`, `scan`, feature
-//! ZAPs, bpobjs, and Zetta's `org.zetta:*` objects), 2 = history, 3 = error log, 4 = the root
-//! dataset (bonus: its `dsl_dataset_phys_t`), 5 = the root DSL dir; each top-level vdev's
-//! metaslab array object number is in the config as `ms_array`; space map arrays and space
-//! maps are allocated as needed.
+//! ZAPs, bpobjs, and Zetta's `org.zetta:*` objects); in a pool Zetta creates, 2 = history,
+//! 3 = error log, 4 = the root dataset (bonus: its `dsl_dataset_phys_t`), 5 = the root DSL
+//! dir (the `MOS_OBJECT_*` constants, used only by `Spa::create`). A pool others created
+//! numbers them as its allocator went, so everything after create takes them from the
+//! directory (`dp.directory`: `root_dir`, `root_dataset`, `history`, `errlog_last`,
+//! `origin_snapshot`). Each top-level vdev's metaslab array object number is in the config
+//! as `ms_array`; space map arrays and space maps are allocated as needed.
 
 pub mod directory;
 pub mod dirty;
@@ -64,6 +67,8 @@ use uberblock::Uberblock;
 use zetta_metaslab::space_map;
 
 pub const TXG_INITIAL: Txg = Txg(4);
+/// The MOS objects `Spa::create` makes at fixed numbers (OpenZFS's are where its allocator
+/// put them): only create uses these; an open pool's are in `dp.directory`.
 pub const MOS_OBJECT_DIRECTORY: ObjectId = ObjectId(1);
 pub const MOS_OBJECT_HISTORY: ObjectId = ObjectId(2);
 pub const MOS_OBJECT_ERRLOG: ObjectId = ObjectId(3);
@@ -359,7 +364,10 @@ impl Spa {
             dp: crate::dsl::Pool::new(
                 ObjectSet::create(0, ObjsetType::Meta, mos_policy()),
                 BlockPointer::HOLE,
-                Default::default(),
+                directory::MosDirectory::with_roots(
+                    MOS_OBJECT_ROOT_DIR.0,
+                    MOS_OBJECT_ROOT_DATASET.0,
+                ),
                 ObjectSet::create(
                     MOS_OBJECT_ROOT_DATASET.0,
                     ObjsetType::Filesystem,
@@ -393,13 +401,7 @@ impl Spa {
                 root: &spa.root,
                 txg: spa.open_txg,
             };
-            let normal_space_bytes = spa
-                .root
-                .children
-                .iter()
-                .filter(|top| !top.is_log)
-                .map(|top| top.asize_bytes)
-                .sum();
+            let normal_space_bytes = spa.normal_space_bytes();
             history::create(
                 &mut spa.dp.mos,
                 &ctx,
@@ -434,9 +436,11 @@ impl Spa {
                 creation_time: now_secs(),
                 ..Default::default()
             };
-            spa.dp
-                .mos
-                .set_bonus(&ctx, MOS_OBJECT_ROOT_DIR, &dir.encode())?;
+            spa.dp.mos.set_bonus(
+                &ctx,
+                MOS_OBJECT_ROOT_DIR,
+                &dir.encode(spa.dp.mos.dsl_origin),
+            )?;
             // `$MOS`, `$FREE`, `$ORIGIN` (its snapshot at MOS object 6) come next, as in
             // `dsl_pool_create`.
             crate::dsl::pool::create_special_dirs(
@@ -457,9 +461,11 @@ impl Spa {
                 flags: crate::dsl::phys::DS_FLAG_UNIQUE_ACCURATE,
                 ..Default::default()
             };
-            spa.dp
-                .mos
-                .set_bonus(&ctx, MOS_OBJECT_ROOT_DATASET, &dataset.encode())?;
+            spa.dp.mos.set_bonus(
+                &ctx,
+                MOS_OBJECT_ROOT_DATASET,
+                &dataset.encode(spa.dp.mos.dsl_origin),
+            )?;
             crate::dsl::pool::link_clone(
                 &mut spa.dp.mos,
                 &ctx,
@@ -470,6 +476,9 @@ impl Spa {
             spa.dp.directory = directory::MosDirectory::create(
                 &mut spa.dp.mos,
                 &ctx,
+                (MOS_OBJECT_ROOT_DIR.0, MOS_OBJECT_ROOT_DATASET.0),
+                MOS_OBJECT_HISTORY.0,
+                MOS_OBJECT_ERRLOG.0,
                 options.version,
                 &options.features,
                 spa.zio.checksum_salt,
@@ -544,6 +553,23 @@ impl Spa {
 
     /// Tells the write path which active features shape what it writes (holes with their
     /// birth, embedded block pointers): called whenever the feature state changes.
+    /// The normal class's space (`metaslab_class_get_dspace(spa_normal_class)`): what
+    /// sizes a new history ring.
+    fn normal_space_bytes(&self) -> u64 {
+        self.root
+            .children
+            .iter()
+            .filter(|top| !top.is_log)
+            .map(|top| top.asize_bytes)
+            .sum()
+    }
+
+    /// The pool's root filesystem's dataset object (the root DSL dir's head dataset: 4 in
+    /// pools Zetta creates, elsewhere in pools others created).
+    pub fn root_dataset_object(&self) -> u64 {
+        self.dp.directory.root_dataset
+    }
+
     pub(crate) fn publish_features(&self) {
         self.zio.set_spa_version(self.dp.directory.version);
         let features = &self.dp.directory.features;
@@ -669,9 +695,11 @@ impl Spa {
             if self.dp.root_dataset.is_dirty() || self.dp.root_dataset_bp.is_hole() {
                 let old = self.dp.root_dataset_bp;
                 self.dp.root_dataset_bp = self.dp.root_dataset.sync(&ctx, &old)?;
-                let bonus = self.dp.mos.bonus(&ctx, MOS_OBJECT_ROOT_DATASET)?;
-                let mut phys = crate::dsl::phys::DslDatasetPhys::decode(&bonus)
-                    .map_err(|e| SpaError::Corrupt(e.to_string()))?;
+                let root_dataset = self.dp.directory.root_dataset;
+                let bonus = self.dp.mos.bonus(&ctx, ObjectId(root_dataset))?;
+                let mut phys =
+                    crate::dsl::phys::DslDatasetPhys::decode(&bonus, self.dp.mos.dsl_origin)
+                        .map_err(|e| SpaError::Corrupt(e.to_string()))?;
                 phys.bp = self.dp.root_dataset_bp;
                 // Space accounting and the dead list of what it released, same txg.
                 let (born, freed, dead) = self.dp.root_dataset.take_space_changes();
@@ -679,7 +707,7 @@ impl Spa {
                 crate::dsl::space::head_synced(
                     &mut self.dp.mos,
                     &ctx,
-                    MOS_OBJECT_ROOT_DATASET.0,
+                    root_dataset,
                     &mut phys,
                     born,
                     freed,
@@ -689,7 +717,7 @@ impl Spa {
                 self.dp.directory.features.activate_dataset(
                     &mut self.dp.mos,
                     &ctx,
-                    MOS_OBJECT_ROOT_DATASET.0,
+                    root_dataset,
                     features,
                 )?;
             }
@@ -732,13 +760,26 @@ impl Spa {
             if !self.dp.history_pending.is_empty() || !self.dp.sync_tasks.history.is_empty() {
                 let mut records = std::mem::take(&mut self.dp.sync_tasks.history);
                 records.append(&mut self.dp.history_pending);
-                history::append(
-                    &mut self.dp.mos,
-                    &ctx,
-                    MOS_OBJECT_HISTORY.0,
-                    &records,
-                    &hostname(),
-                )?;
+                // `spa_history_log_sync`: a pool without a history gets one now.
+                let object = match self.dp.directory.history {
+                    Some(object) => object,
+                    None => {
+                        let normal_space_bytes = self.normal_space_bytes();
+                        let object =
+                            history::create_allocated(&mut self.dp.mos, &ctx, normal_space_bytes)?;
+                        crate::zap::zap_update(
+                            &mut self.dp.mos,
+                            &ctx,
+                            ObjectId(crate::dsl::openzfs::objdir::DIRECTORY_OBJECT),
+                            crate::dsl::openzfs::objdir::HISTORY,
+                            &[object],
+                        )
+                        .map_err(crate::dsl::zap_error)?;
+                        self.dp.directory.history = Some(object);
+                        object
+                    }
+                };
+                history::append(&mut self.dp.mos, &ctx, object, &records, &hostname())?;
             }
             let errlog = self.zio.errlog.lock().clone();
             self.dp
@@ -1231,7 +1272,10 @@ impl Spa {
                 .collect());
         }
         let ctx = io_ctx!(self);
-        let stored = history::read(&self.dp.mos, &ctx, MOS_OBJECT_HISTORY.0)?;
+        let stored = match self.dp.directory.history {
+            Some(object) => history::read(&self.dp.mos, &ctx, object)?,
+            None => Vec::new(),
+        };
         let pending = self
             .dp
             .sync_tasks

@@ -181,11 +181,11 @@ impl Spa {
         });
         let mut roots = vec![
             (0u64, self.dp.mos_bp),
-            (MOS_OBJECT_ROOT_DATASET.0, self.dp.root_dataset_bp),
+            (self.dp.directory.root_dataset, self.dp.root_dataset_bp),
         ];
         for name in self.dataset_names()? {
             if let Some(dataset) = self.lookup_dataset(&name)? {
-                if dataset != MOS_OBJECT_ROOT_DATASET.0 {
+                if dataset != self.dp.directory.root_dataset {
                     let phys = self.read_dataset_phys(dataset)?;
                     if !phys.bp.is_hole() {
                         roots.push((dataset, phys.bp));

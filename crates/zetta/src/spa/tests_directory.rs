@@ -475,3 +475,85 @@ fn checksum_salt_is_random_stored_and_read_back() {
     let entries = directory_entries(&spa);
     assert_eq!(entries[objdir::CHECKSUM_SALT], ZapValue::Bytes(vec![0; 32]));
 }
+
+// Why: OpenZFS creates the history at the first record (`spa_history_create_obj`) and a
+// scrub's log rotation leaves `errlog_last` 0 with the old log freed (`spa_errlog_sync`), so
+// a pool from zfs-fuse or OpenZFS may have neither. The engine took both at fixed numbers
+// (2 and 3) and refused such a directory. Now the import takes them as absent, the first
+// record makes a history and the first error an error log, each numbered by the MOS's
+// allocator (`create_object`, `zap_create`: wherever it finds room) and named in the
+// directory, and the next import finds them there.
+#[test]
+fn directory_without_history_or_errlog_gets_them_when_first_needed() {
+    let devices = mem_devices(1, 256 << 20);
+    let mut spa = single_pool("tank", &devices);
+    spa.sync().unwrap();
+    {
+        let ctx = io_ctx!(spa);
+        let dir = MOS_OBJECT_DIRECTORY;
+        zap::zap_remove(&mut spa.dp.mos, &ctx, dir, objdir::HISTORY).unwrap();
+        zap::zap_update(&mut spa.dp.mos, &ctx, dir, objdir::ERRLOG_LAST, &[0]).unwrap();
+        spa.dp.mos.free_object(&ctx, MOS_OBJECT_HISTORY).unwrap();
+        spa.dp.mos.free_object(&ctx, MOS_OBJECT_ERRLOG).unwrap();
+    }
+    spa.sync().unwrap();
+    spa.export().unwrap();
+
+    let mut spa = reimport(&devices).unwrap();
+    assert_eq!(spa.dp.directory.history, None);
+    assert_eq!(spa.dp.directory.errlog_last, None);
+    assert!(spa.history().unwrap().is_empty());
+    assert!(spa.error_log().is_empty());
+    // A sync with no record and no error creates nothing.
+    spa.sync().unwrap();
+    assert!(!directory_entries(&spa).contains_key(objdir::HISTORY));
+    assert_eq!(spa.dp.directory.errlog_last, None);
+
+    spa.log_history("zpool set comment=x tank");
+    let damaged = crate::zio::Bookmark {
+        objset: 0x36,
+        object: 0x1f,
+        level: 0,
+        blkid: 7,
+    };
+    spa.zio.errlog.lock().insert(damaged);
+    spa.sync().unwrap();
+    let entries = directory_entries(&spa);
+    let history = one(&entries[objdir::HISTORY]);
+    let errlog = one(&entries[objdir::ERRLOG_LAST]);
+    assert_ne!(history, errlog);
+    {
+        let ctx = spa.ctx();
+        assert_eq!(
+            spa.dp
+                .mos
+                .dnode(&ctx, ObjectId(history))
+                .unwrap()
+                .object_type,
+            history::DMU_OT_SPA_HISTORY
+        );
+        assert_eq!(
+            spa.dp
+                .mos
+                .dnode(&ctx, ObjectId(errlog))
+                .unwrap()
+                .object_type,
+            object_type::ERROR_LOG
+        );
+    }
+    spa.export().unwrap();
+    let mut back = reimport(&devices).unwrap();
+    assert_eq!(back.dp.directory.history, Some(history));
+    assert_eq!(back.dp.directory.errlog_last, Some(errlog));
+    assert_eq!(back.error_log(), vec![damaged]);
+    let lines: Vec<String> = back
+        .history()
+        .unwrap()
+        .into_iter()
+        .map(|(_, l)| l)
+        .collect();
+    assert!(
+        lines.iter().any(|l| l == "zpool set comment=x tank"),
+        "{lines:?}"
+    );
+}

@@ -3,7 +3,7 @@
 
 use super::Commit;
 use crate::dmu::IoCtx;
-use crate::spa::{Spa, SpaError, MOS_OBJECT_ROOT_DATASET};
+use crate::spa::{Spa, SpaError};
 
 impl Spa {
     /// Makes every change logged in dataset `dataset` (MOS object) durable: its log records
@@ -14,13 +14,13 @@ impl Spa {
         // nor records written now would survive a cut before its uberblock lands (the
         // crash-safety paragraph of `spa::txg`): wait for it first.
         self.sync_retire()?;
-        if dataset != MOS_OBJECT_ROOT_DATASET.0 {
+        if dataset != self.dp.directory.root_dataset {
             self.open_dataset(dataset)?;
         }
         let space = self.head_available(dataset, true)?.bytes;
         let outcome = {
             let ctx = io_ctx!(self);
-            let os = if dataset == MOS_OBJECT_ROOT_DATASET.0 {
+            let os = if dataset == self.dp.directory.root_dataset {
                 &mut self.dp.root_dataset
             } else {
                 match self.dp.datasets.get_mut(&dataset) {
@@ -55,11 +55,11 @@ impl Spa {
             let Some(dataset) = self.lookup_dataset(&name)? else {
                 continue;
             };
-            if dataset != MOS_OBJECT_ROOT_DATASET.0 {
+            if dataset != self.dp.directory.root_dataset {
                 self.open_dataset(dataset)?;
             }
             let ctx = io_ctx!(self);
-            let os = if dataset == MOS_OBJECT_ROOT_DATASET.0 {
+            let os = if dataset == self.dp.directory.root_dataset {
                 &mut self.dp.root_dataset
             } else {
                 match self.dp.datasets.get_mut(&dataset) {
@@ -87,10 +87,10 @@ impl Spa {
         let Some(dataset) = self.lookup_dataset(name)? else {
             return Ok(None);
         };
-        if dataset != MOS_OBJECT_ROOT_DATASET.0 {
+        if dataset != self.dp.directory.root_dataset {
             self.open_dataset(dataset)?;
         }
-        let header = if dataset == MOS_OBJECT_ROOT_DATASET.0 {
+        let header = if dataset == self.dp.directory.root_dataset {
             &self.dp.root_dataset.zil_header
         } else {
             match self.dp.datasets.get(&dataset) {

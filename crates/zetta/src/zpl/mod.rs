@@ -448,7 +448,7 @@ impl crate::spa::Spa {
     /// pool, so `with_zpl_object_shared` can reach it (`with_zpl_object` opens it).
     pub fn dataset_is_open(&self, dataset: u64) -> bool {
         self.openzfs.is_none()
-            && (dataset == crate::spa::MOS_OBJECT_ROOT_DATASET.0
+            && (dataset == self.dp.directory.root_dataset
                 || self.dp.datasets.contains_key(&dataset))
     }
 
@@ -464,7 +464,7 @@ impl crate::spa::Spa {
     ) -> Result<T, ZplError> {
         let os = if !self.dataset_is_open(dataset) {
             None
-        } else if dataset == crate::spa::MOS_OBJECT_ROOT_DATASET.0 {
+        } else if dataset == self.dp.directory.root_dataset {
             Some(&self.dp.root_dataset)
         } else {
             self.dp.datasets.get(&dataset).map(|head| &head.objset)
@@ -501,7 +501,7 @@ impl crate::spa::Spa {
                 .map_err(io)?
                 .ok_or(ZplError::NotFound)?;
             let mut phys = self.dataset_phys(object).map_err(io)?;
-            if object == crate::spa::MOS_OBJECT_ROOT_DATASET.0 {
+            if object == self.dp.directory.root_dataset {
                 phys.bp = self.root_bp();
             }
             (object, phys)
@@ -528,7 +528,7 @@ impl crate::spa::Spa {
             return f.object_path(dataset, object);
         }
         let mut phys = self.dataset_phys(dataset).ok()?;
-        if dataset == crate::spa::MOS_OBJECT_ROOT_DATASET.0 {
+        if dataset == self.dp.directory.root_dataset {
             phys.bp = self.root_bp();
         }
         let ctx = io_ctx!(self);
@@ -554,7 +554,7 @@ impl crate::spa::Spa {
             return None;
         }
         let mut phys = self.dataset_phys(dataset).ok()?;
-        if dataset == crate::spa::MOS_OBJECT_ROOT_DATASET.0 {
+        if dataset == self.dp.directory.root_dataset {
             phys.bp = self.root_bp();
         }
         let ctx = io_ctx!(self);

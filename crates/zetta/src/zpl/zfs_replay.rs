@@ -10,7 +10,7 @@ use super::zfs_log::{LogRecord, Lr};
 use super::znode::FileKind;
 use super::{vnops, Creds, Zfsvfs, ZplError};
 use crate::dmu::{IoCtx, ObjectSet};
-use crate::spa::{Spa, SpaError, MOS_OBJECT_ROOT_DATASET};
+use crate::spa::{Spa, SpaError};
 use crate::types::Txg;
 use crate::zil::{self, ReplayReport, ZilError};
 
@@ -161,11 +161,11 @@ impl Spa {
             let Some(dataset) = self.lookup_dataset(&name)? else {
                 continue;
             };
-            if dataset != MOS_OBJECT_ROOT_DATASET.0 {
+            if dataset != self.dp.directory.root_dataset {
                 self.open_dataset(dataset)?;
             }
             let ctx = io_ctx!(self);
-            let os = if dataset == MOS_OBJECT_ROOT_DATASET.0 {
+            let os = if dataset == self.dp.directory.root_dataset {
                 &mut self.dp.root_dataset
             } else {
                 match self.dp.datasets.get_mut(&dataset) {

@@ -236,11 +236,9 @@ pub enum NotZettas {
     /// by guid: OpenZFS's rule makes the pool read-only (write features) or refuses it
     /// (read features) where they are unknown.
     Features(Vec<String>),
-    /// The MOS cannot be read, or its object directory does not have the layout Zetta's
-    /// engine opens (`root_dataset`, `history`, `errlog_last` at MOS objects 5, 2, 3, as
-    /// Zetta creates them; a pool OpenZFS created numbers them otherwise). Such a pool
-    /// imports read-only through `spa::openzfs` until the engine takes the object
-    /// numbers from the directory.
+    /// The MOS cannot be read (such a pool is left to `spa::openzfs`, which says why).
+    /// Where the object directory puts the root dir, history and error logs does not
+    /// matter: the engine takes their numbers from it (`spa::directory::MosDirectory`).
     Layout(String),
 }
 
@@ -248,7 +246,7 @@ pub enum NotZettas {
 /// Zetta writes, every active feature in `features_for_read` and `features_for_write`
 /// (count above 0) and every entry of the label's `features_for_read` is one Zetta
 /// maintains (`zfeature::ZETTA_FEATURES`, and Zetta's own `org.zetta:private_format`),
-/// and its MOS has the layout the engine opens. An enabled feature Zetta does not know
+/// and its MOS can be read. Features alone decide (issue 14). An enabled feature Zetta does not know
 /// (count 0, as `zhack feature enable` leaves one) does not take a pool away: it is not in
 /// use, and OpenZFS opens such a pool read-write too.
 pub fn zetta_writes(candidate: &OpenZfsCandidate, devices: &[DeviceRef]) -> Result<(), NotZettas> {
@@ -312,26 +310,6 @@ pub fn zetta_writes(candidate: &OpenZfsCandidate, devices: &[DeviceRef]) -> Resu
         foreign.sort();
         foreign.dedup();
         return Err(NotZettas::Features(foreign));
-    }
-    for (name, object) in [
-        (
-            crate::dsl::openzfs::objdir::ROOT_DATASET,
-            crate::spa::MOS_OBJECT_ROOT_DIR.0,
-        ),
-        (
-            crate::dsl::openzfs::objdir::HISTORY,
-            crate::spa::MOS_OBJECT_HISTORY.0,
-        ),
-        (
-            crate::dsl::openzfs::objdir::ERRLOG_LAST,
-            crate::spa::MOS_OBJECT_ERRLOG.0,
-        ),
-    ] {
-        if lookup(name) != Some(object) {
-            return Err(NotZettas::Layout(format!(
-                "the object directory's {name} is not MOS object {object}"
-            )));
-        }
     }
     Ok(())
 }

@@ -26,8 +26,7 @@ use crate::metaslab::Allocator;
 use crate::nvlist::NvList;
 use crate::nvpair_xdr::XdrNvList;
 use crate::spa::{
-    dataset_policy, mos_policy, now_secs, ScanStats, Spa, SpaError, MOS_OBJECT_ROOT_DATASET,
-    POOL_STATE_ACTIVE,
+    dataset_policy, mos_policy, now_secs, ScanStats, Spa, SpaError, POOL_STATE_ACTIVE,
 };
 use crate::types::{Guid, Txg};
 use crate::vdev::Vdev;
@@ -470,6 +469,12 @@ impl Spa {
             zpl_props.entry(dataset).or_default().extend(props);
         }
         let scan = read_scan(&pool);
+        let root_dir = pool.root_dir_obj;
+        let root_dataset = pool
+            .dir(root_dir)
+            .map_err(|e| SpaError::Corrupt(format!("root DSL dir {root_dir}: {e}")))?
+            .0
+            .head_dataset_obj;
         let foreign = Foreign {
             pool: Arc::new(pool),
             features,
@@ -488,9 +493,9 @@ impl Spa {
             dp: crate::dsl::Pool::new(
                 ObjectSet::placeholder(0, ObjsetType::Meta, mos_policy()),
                 BlockPointer::HOLE,
-                Default::default(),
+                crate::spa::directory::MosDirectory::with_roots(root_dir, root_dataset),
                 ObjectSet::placeholder(
-                    MOS_OBJECT_ROOT_DATASET.0,
+                    root_dataset,
                     ObjsetType::Filesystem,
                     dataset_policy(default_data_props()),
                 ),
