@@ -36,7 +36,7 @@ pub(super) fn row_of(vdev: &Vdev) -> VdevStatusRow {
             row.note = Some(format!("was {}", vdev.path));
         } else if state == VdevState::Faulted {
             row.note = Some("too many errors".to_string());
-        } else if vdev.missing_through_txg.load(Ordering::Relaxed) != 0 {
+        } else if state.is_usable() && !vdev.dtl.is_empty() {
             row.note = Some("(awaiting resilver)".to_string());
         }
     } else if !state.is_usable() && vdev.kind != VdevKind::Root {

@@ -357,6 +357,7 @@ impl Spa {
             *spa.zio.errlog.lock() = errlog;
         }
         spa.load_space_maps()?;
+        spa.dtl_load()?;
         spa.refresh_io_props()?;
         // Format 3 keeps space figures that older pools never wrote: derive them once,
         // committed with the next txg (kept for the day a format change needs it again:

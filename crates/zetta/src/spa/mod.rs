@@ -45,6 +45,7 @@ pub mod openzfs;
 pub mod scan;
 pub mod txg;
 pub mod uberblock;
+mod vdev_dtl;
 mod vdev_ops;
 pub mod writeback;
 pub mod zfeature;
@@ -786,6 +787,8 @@ impl Spa {
                 .directory
                 .sync_errlog(&mut self.dp.mos, &ctx, &errlog)?;
         }
+        // 2b. The leaves' dirty time logs (`vdev_dtl_sync`; `spa::vdev_dtl`).
+        self.dtl_sync(txg)?;
         phases.history_errlog = mark.elapsed();
         mark = std::time::Instant::now();
         // 3-4. Space maps, the object directory and the MOS itself, pass after pass until

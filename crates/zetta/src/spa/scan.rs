@@ -4,7 +4,8 @@
 //! Scrub reads every copy of every block (all mirror children, all raidz columns including
 //! parity) and rewrites whatever does not verify; blocks with no good copy go to the error
 //! log. Resilver reads each block once from where it is good and writes it to the children
-//! that miss it (a newly attached or replacing device), then clears their missing range and
+//! that miss it (a newly attached or replacing device, one back online: their DTLs,
+//! `vdev::dtl`), then excises the txgs it covered from the DTLs and
 //! finishes pending replacements. Both walk the committed state (they sync first) and record
 //! their statistics in the MOS for `zpool status`.
 
@@ -131,18 +132,21 @@ impl Spa {
 
     /// Rebuilds children that miss data (after attach/replace) and completes replacements.
     pub fn resilver(&mut self) -> Result<ScanStats, SpaError> {
+        // Every block born up to this txg is committed when the walk starts: the DTL
+        // ranges through it are what the walk covers (`scn_max_txg`).
+        self.sync()?;
+        let max_txg = self.last_synced_txg;
         let stats = self.run_scan(ScanFunction::Resilver, None, None)?;
-        self.finish_resilver();
+        if stats.state == ScanState::Finished {
+            self.finish_resilver(max_txg)?;
+        }
         self.sync()?;
         Ok(stats)
     }
 
-    /// Whether any leaf still misses data.
+    /// Whether any leaf still misses data (a DTL is not empty).
     pub fn needs_resilver(&self) -> bool {
-        self.root
-            .leaves()
-            .iter()
-            .any(|leaf| leaf.missing_through_txg.load(Ordering::Relaxed) != 0)
+        self.root.leaves().iter().any(|leaf| !leaf.dtl.is_empty())
     }
 
     fn run_scan(
@@ -277,6 +281,13 @@ impl Spa {
     /// Scan step 3 (exclusive again): records the outcome and commits it.
     pub fn scan_finish(&mut self, stats: ScanStats) -> Result<ScanStats, SpaError> {
         self.scan = stats;
+        if stats.state == ScanState::Finished {
+            // `dsl_scan_done` reassesses every DTL in the txg it finishes: each leaf's map
+            // is rewritten (and made, if it had none), as on a pool OpenZFS scrubbed.
+            for leaf in self.root.leaves() {
+                leaf.dtl.mark_dirty();
+            }
+        }
         events::post(events::EngineEvent::ScanFinish {
             pool_guid: self.guid.0,
             resilver: stats.function == ScanFunction::Resilver,
@@ -286,14 +297,23 @@ impl Spa {
         Ok(stats)
     }
 
-    /// After a resilver: leaves have their data, and replacements drop the old device.
-    fn finish_resilver(&mut self) {
+    /// After a resilver (`vdev_dtl_reassess` from `dsl_scan_done`): every leaf that is
+    /// usable now got what it missed through `max_txg`, so those txgs leave its DTL;
+    /// replacements drop the old device (and free its DTL object). Unlike OpenZFS, which
+    /// keeps the DTL when the scan met unrecoverable blocks (and resilvers again), this
+    /// excises anyway: what no copy held is lost everywhere, and is in the error log.
+    fn finish_resilver(&mut self, max_txg: Txg) -> Result<(), SpaError> {
         for leaf in self.root.leaves() {
-            leaf.missing_through_txg.store(0, Ordering::Relaxed);
+            if leaf.state().is_usable() {
+                leaf.dtl.excise_before(max_txg.0 + 1);
+            }
         }
+        let mut retired = Vec::new();
         for top in self.root_mut().children.iter_mut() {
-            vdev_ops::complete_replacements(top);
+            vdev_ops::complete_replacements(top, &mut retired);
         }
+        self.dtl_free(&retired)?;
         self.config_dirty = true;
+        Ok(())
     }
 }

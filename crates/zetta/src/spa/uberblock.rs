@@ -125,10 +125,15 @@ pub const SPA_VERSION: u64 = crate::spa::openzfs::feature::SPA_VERSION_FEATURES;
 /// 56 bytes after them, the trivial ACL as a version-1 `zfs_acl_phys_t`), no SA master
 /// node; bpobjs with the 32-byte bplist header; no `$FREE`, `free_bpobj` nor `dd_clones`
 /// (all gated at 24 and 26). A ZPL 4 filesystem of any pool is read and written.
+/// 25: dirty time logs as OpenZFS keeps them (issue 14, `vdev::dtl`, `spa::vdev_dtl`): a
+/// leaf's missed txgs are a space map object in the MOS (4 KiB blocks, start 0, shift 0:
+/// one ALLOC entry per txg range after a debug word) named by its config's `DTL`, made the
+/// first time the DTL is synced, rewritten for every leaf after a scan, freed when the leaf
+/// leaves the pool; `org.zetta:missing_txg` is gone (format 23 pools may carry it: refused).
 /// Older pools are not read any more: the private format retires.
-pub const FORMAT_VERSION: u64 = 23;
+pub const FORMAT_VERSION: u64 = 25;
 /// The oldest format this code reads.
-pub const FORMAT_VERSION_MIN: u64 = 23;
+pub const FORMAT_VERSION_MIN: u64 = 25;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Uberblock {

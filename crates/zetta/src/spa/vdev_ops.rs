@@ -6,7 +6,7 @@
 //! leaf into a mirror in place (the mirror inherits its number, size and metaslabs), detach
 //! collapses a one-child mirror back, and replace wraps the old leaf in a `replacing` pair
 //! until resilver finishes. A new child misses every block born before it arrived; resilver
-//! fills it (its `missing_through_txg` says what it misses).
+//! fills it (its DTL, `vdev::dtl`, says which txgs it misses).
 
 use super::*;
 use std::sync::atomic::Ordering;
@@ -58,9 +58,9 @@ fn move_top_fields(from: &mut Vdev, to: &mut Vdev) {
 }
 
 /// Replacing pairs whose new device is complete collapse to the new device.
-pub(super) fn complete_replacements(vdev: &mut Vdev) {
+pub(super) fn complete_replacements(vdev: &mut Vdev, retired: &mut Vec<u64>) {
     for child in vdev.children.iter_mut() {
-        complete_replacements(child);
+        complete_replacements(child, retired);
     }
     for index in 0..vdev.children.len() {
         if vdev.children[index].kind == VdevKind::Replacing
@@ -72,15 +72,27 @@ pub(super) fn complete_replacements(vdev: &mut Vdev) {
             );
             let mut new = pair.children.remove(1);
             new.id = pair.id;
+            retired.extend(dtl_objects(&pair));
             vdev.children[index] = new;
         }
     }
     if vdev.kind == VdevKind::Replacing && vdev.children.len() == 2 && vdev.ashift != 0 {
         // A replacing pair at the top level collapses onto its new device.
         let mut new = vdev.children.remove(1);
+        retired.extend(dtl_objects(vdev));
         move_top_fields(vdev, &mut new);
         *vdev = new;
     }
+}
+
+/// The DTL space map objects of a subtree's leaves (freed when it leaves the pool, as
+/// `vdev_dtl_sync` frees a detached leaf's).
+pub(super) fn dtl_objects(vdev: &Vdev) -> Vec<u64> {
+    vdev.leaves()
+        .iter()
+        .map(|leaf| leaf.dtl.object())
+        .filter(|&object| object != 0)
+        .collect()
 }
 
 impl Spa {
@@ -199,6 +211,7 @@ impl Spa {
         let mut hole = Vdev::new(VdevKind::Hole, Guid::random());
         hole.id = top_index as u64;
         let removed = std::mem::replace(&mut self.root_mut().children[top_index], hole);
+        self.dtl_free(&dtl_objects(&removed))?;
         for leaf in removed.leaves() {
             if let Some(device) = &leaf.device {
                 let _ = label::clear_labels(device.as_ref());
@@ -218,11 +231,11 @@ impl Spa {
     ) -> Result<(), SpaError> {
         let path = self.leaf_path(existing)?;
         self.sync()?;
-        let missing = self.last_synced_txg.0;
         let mut new_leaf = Vdev::new_leaf(new_path, Some(device));
-        new_leaf
-            .missing_through_txg
-            .store(missing, Ordering::Relaxed);
+        new_leaf.dtl.dirty(
+            TXG_INITIAL.0,
+            self.dtl_max_txg().saturating_sub(TXG_INITIAL.0),
+        );
         let top_index = path[0];
         let top_asize = {
             let top = &self.root.children[top_index];
@@ -275,9 +288,10 @@ impl Spa {
         {
             return Err(SpaError::Invalid("device is too small".to_string()));
         }
-        new_leaf
-            .missing_through_txg
-            .store(self.last_synced_txg.0, Ordering::Relaxed);
+        new_leaf.dtl.dirty(
+            TXG_INITIAL.0,
+            self.dtl_max_txg().saturating_sub(TXG_INITIAL.0),
+        );
         let target = node_mut(self.root_mut(), &path);
         let mut old_vdev =
             std::mem::replace(target, Vdev::new(VdevKind::Replacing, Guid::random()));
@@ -318,9 +332,7 @@ impl Spa {
             let others_complete = parent.children.iter().enumerate().any(|(i, c)| {
                 i != leaf_index
                     && c.state().is_usable()
-                    && c.leaves()
-                        .iter()
-                        .all(|l| l.missing_through_txg.load(Ordering::Relaxed) == 0)
+                    && c.leaves().iter().all(|l| l.dtl.is_empty())
             });
             if !others_complete {
                 return Err(SpaError::Invalid("no valid replicas".to_string()));
@@ -341,6 +353,7 @@ impl Spa {
             }
             *parent = only;
         }
+        self.dtl_free(&dtl_objects(&detached))?;
         if let Some(device) = &detached.device {
             let _ = label::clear_labels(device.as_ref());
         }
@@ -352,20 +365,33 @@ impl Spa {
         Ok(())
     }
 
-    /// Takes a leaf offline (`zpool offline`); refused when it would lose data.
+    /// Takes a leaf offline (`zpool offline`); refused when it would lose data. Brought
+    /// back online, a leaf that missed writes meanwhile (its DTL: every txg synced while it
+    /// was offline, and the open one) is resilvered, as `vdev_online` asks for.
     pub fn set_offline(&mut self, name: &str, offline: bool) -> Result<(), SpaError> {
         let path = self.leaf_path(name)?;
+        let open_txg = self.open_txg.0;
         let leaf = node(&self.root, &path);
+        let was_usable = leaf.state().is_usable();
         leaf.offline.store(offline, Ordering::Relaxed);
         if offline && !self.root.children[path[0]].state().is_usable() {
             leaf.offline.store(false, Ordering::Relaxed);
             return Err(SpaError::Invalid("no valid replicas".to_string()));
         }
+        if offline == was_usable {
+            // Writes of the open txg may have gone out before (offline) or been skipped
+            // before (online) the change: the txg counts as missed.
+            leaf.dtl.dirty(open_txg, 1);
+        }
         if !offline {
             leaf.faulted.store(false, Ordering::Relaxed);
         }
+        let resilver = !offline && !leaf.dtl.is_empty();
         self.config_dirty = true;
         self.sync()?;
+        if resilver {
+            self.resilver()?;
+        }
         Ok(())
     }
 

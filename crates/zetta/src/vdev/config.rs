@@ -13,22 +13,21 @@
 //!                   org.zetta:format, org.zetta:vdev_root (the whole tree)
 //! vdev              type, id, guid, [path], [nparity], [whole_disk] (disks, 0),
 //!                   top-level: metaslab_array, metaslab_shift, ashift, asize, is_log;
-//!                   [DTL]; [create_txg]; MOS only: [com.delphix:vdev_zap_leaf],
-//!                   [com.delphix:vdev_zap_top]; children[...] | leaf: [offline], [is_hole];
-//!                   Zetta: [org.zetta:missing_txg], [org.zetta:asize] (non-top leaves)
+//!                   leaf: [DTL] (its dirty time log's space map, `vdev::dtl`);
+//!                   [create_txg]; MOS only: [com.delphix:vdev_zap_leaf],
+//!                   [com.delphix:vdev_zap_top]; children[...] | leaf: [offline], [is_hole]
 //! ```
 //!
-//! What OpenZFS writes and Zetta does not make (a leaf's `DTL` space map, the per-vdev
-//! ZAPs, `com.delphix:has_per_vdev_zaps`) is parsed into `Vdev::openzfs_keys` and written
-//! back as it was, so a pool OpenZFS wrote last keeps naming those MOS objects (zdb would
-//! report them leaked otherwise). A config without Zetta's keys (OpenZFS's) parses too:
-//! a non-top leaf's size is then its device's data region.
+//! What OpenZFS writes and Zetta does not make (the per-vdev ZAPs,
+//! `com.delphix:has_per_vdev_zaps`) is parsed into `Vdev::openzfs_keys` and written back as
+//! it was, so a pool OpenZFS wrote last keeps naming those MOS objects (zdb would report
+//! them leaked otherwise). A leaf's `DTL` is Zetta's own too now (`Vdev::dtl`, format 25).
+//! A non-top leaf carries no size, as in OpenZFS: it is its device's data region.
 //!
 //! Theory. OpenZFS ignores keys it does not know, so the facts only Zetta's engine keeps
-//! live in `org.zetta:*` keys: the format version, a leaf's one-range dirty time log
-//! (`missing_txg`; OpenZFS keeps DTL space maps) and its data size, and, in every label, the
-//! whole vdev tree (OpenZFS's listing assembles the tree from every top-level vdev's labels
-//! plus the MOS; Zetta's lists a pool missing a whole top-level vdev from any one label).
+//! live in `org.zetta:*` keys: the format version and, in every label, the whole vdev tree
+//! (OpenZFS's listing assembles the tree from every top-level vdev's labels plus the MOS;
+//! Zetta's lists a pool missing a whole top-level vdev from any one label).
 //! `features_for_read` names the active features a reader needs before the MOS (hole_birth
 //! and embedded_data, `spa::zfeature`); what is still Zetta's own (ZIL records, vdev
 //! counters) is behind the MOS's write-only feature `org.zetta:private_format`
@@ -91,8 +90,8 @@ impl Vdev {
             u64v(&mut list, "asize", self.asize_bytes);
             u64v(&mut list, "is_log", u64::from(self.is_log));
         }
-        if self.openzfs_keys.dtl_object != 0 {
-            u64v(&mut list, DTL_KEY, self.openzfs_keys.dtl_object);
+        if self.kind == VdevKind::Leaf && self.dtl.object() != 0 {
+            u64v(&mut list, DTL_KEY, self.dtl.object());
         }
         if self.create_txg.0 != 0 {
             u64v(&mut list, "create_txg", self.create_txg.0);
@@ -102,15 +101,6 @@ impl Vdev {
         }
         if self.openzfs_keys.zap_top != 0 {
             u64v(&mut list, VDEV_ZAP_TOP_KEY, self.openzfs_keys.zap_top);
-        }
-        if self.kind == VdevKind::Leaf {
-            let missing = self.missing_through_txg.load(Ordering::Relaxed);
-            if missing != 0 {
-                u64v(&mut list, "org.zetta:missing_txg", missing);
-            }
-            if !top_level {
-                u64v(&mut list, "org.zetta:asize", self.asize_bytes);
-            }
         }
         if !self.children.is_empty() {
             list.add(
@@ -175,11 +165,10 @@ impl Vdev {
             return Err(format!("ashift {ashift} is invalid"));
         }
         vdev.ashift = ashift as u32;
-        // A non-top leaf's size is its device's (OpenZFS's `vdev_open` computes it; only
-        // Zetta's older labels recorded it).
+        // A non-top leaf's size is its device's data region (OpenZFS's `vdev_open` computes
+        // it; its config carries `asize` on top-level vdevs only), 0 while it is missing.
         vdev.asize_bytes = config
             .get_u64("asize")
-            .or_else(|| config.get_u64("org.zetta:asize"))
             .or_else(|| {
                 devices
                     .get(&guid)
@@ -187,7 +176,6 @@ impl Vdev {
             })
             .unwrap_or(0);
         vdev.openzfs_keys = super::OpenZfsVdevKeys {
-            dtl_object: config.get_u64(DTL_KEY).unwrap_or(0),
             zap_leaf: config.get_u64(VDEV_ZAP_LEAF_KEY).unwrap_or(0),
             zap_top: config.get_u64(VDEV_ZAP_TOP_KEY).unwrap_or(0),
         };
@@ -204,10 +192,8 @@ impl Vdev {
                 .get_str("path")
                 .ok_or_else(|| "a leaf vdev has no path".to_string())?
                 .to_string();
-            vdev.missing_through_txg.store(
-                config.get_u64("org.zetta:missing_txg").unwrap_or(0),
-                Ordering::Relaxed,
-            );
+            // The ranges are the space map's (`Spa::dtl_load` once the MOS is open).
+            vdev.dtl = super::dtl::Dtl::with_object(config.get_u64(DTL_KEY).unwrap_or(0));
             vdev.offline.store(
                 config.get_u64("offline").unwrap_or(0) != 0,
                 Ordering::Relaxed,
@@ -551,17 +537,7 @@ mod label_tests {
             ]
         );
         let child = &tree.get_nvlist_array("children").unwrap()[1];
-        assert_eq!(
-            names(child),
-            [
-                "type",
-                "id",
-                "guid",
-                "path",
-                "create_txg",
-                "org.zetta:asize"
-            ]
-        );
+        assert_eq!(names(child), ["type", "id", "guid", "path", "create_txg"]);
         assert_eq!(
             label.get_nvlist("features_for_read"),
             Some(&XdrNvList::new())

@@ -14,6 +14,7 @@
 //! UNAVAIL, and the root takes the worst of its children.
 
 pub mod config;
+pub mod dtl;
 pub mod label;
 pub mod openzfs;
 mod read;
@@ -250,25 +251,23 @@ pub struct Vdev {
     pub ms_array_object: u64,
     /// Top-level: a separate intent log (SLOG) device.
     pub is_log: bool,
-    /// Leaf: blocks born at or before this txg are missing here until resilvered (a
-    /// one-range dirty time log). 0 = nothing missing.
-    pub missing_through_txg: AtomicU64,
+    /// Leaf: the txgs whose blocks are missing here until resilvered (`DTL_MISSING`) and
+    /// the MOS space map that keeps them (`DTL`, `dtl`).
+    pub dtl: dtl::Dtl,
     pub offline: AtomicBool,
     pub faulted: AtomicBool,
     pub create_txg: Txg,
     pub stats: VdevStats,
     /// What OpenZFS keeps in a vdev's config and Zetta carries through its config writes
     /// so that nothing OpenZFS made is lost or leaked (`zdb -b` reports a MOS object no
-    /// config names): the leaf's DTL space map object (`DTL`, `vdev_dtl_sync`), and the
-    /// per-vdev ZAPs (`vdev_zap_leaf`, `vdev_zap_top`, `vdev_construct_zaps`). 0 = none.
+    /// config names): the per-vdev ZAPs (`vdev_zap_leaf`, `vdev_zap_top`,
+    /// `vdev_construct_zaps`). 0 = none. (A leaf's `DTL` object is `Vdev::dtl`'s.)
     pub openzfs_keys: OpenZfsVdevKeys,
 }
 
 /// The per-vdev objects OpenZFS names in a vdev's config (see `Vdev::openzfs_keys`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct OpenZfsVdevKeys {
-    /// `DTL`: the leaf's dirty time log space map.
-    pub dtl_object: u64,
     /// `vdev_zap_leaf`: the leaf's ZAP (`VDEV_ZAP_LEAF`).
     pub zap_leaf: u64,
     /// `vdev_zap_top`: the top-level vdev's ZAP (`VDEV_ZAP_TOP`).
@@ -301,7 +300,7 @@ impl Vdev {
             ms_shift: 0,
             ms_array_object: 0,
             is_log: false,
-            missing_through_txg: AtomicU64::new(0),
+            dtl: dtl::Dtl::default(),
             offline: AtomicBool::new(false),
             faulted: AtomicBool::new(false),
             create_txg: Txg(0),
@@ -596,8 +595,7 @@ impl Vdev {
 
     /// Whether this leaf holds a block born at `birth` (false while it awaits resilver).
     pub fn has_block_born(&self, birth: Txg) -> bool {
-        let missing = self.missing_through_txg.load(Ordering::Relaxed);
-        missing == 0 || birth.0 > missing
+        !self.dtl.contains(birth.0)
     }
 
     /// Plans the leaf writes that store a whole block (padded to this vdev's sector size)
