@@ -111,43 +111,47 @@ fn syncoid_ok(lab: &Lab, route: &Path, args: &str) -> String {
     stdout
 }
 
-/// Starts `syncoid ARGS` slowed by its own mbuffer option, kills the target's `zfs
-/// receive` process (SIGKILL, by the pid ps shows for it) once it has run for a while, and checks syncoid failed.
-fn interrupted_syncoid(lab: &Lab, route: &Path, args: &str) {
+/// Starts `syncoid ARGS` slowed by its own mbuffer option, kills its `zfs VERB` process
+/// (`send` or `receive`; SIGKILL, by the pid ps shows for it) once it has run for a while,
+/// and checks syncoid failed. zfs-fuse's `zfs receive` only hands the pipe to its daemon,
+/// which reads on after the command dies: into zfs-fuse, the sender is what is killed.
+fn interrupted_syncoid(lab: &Lab, route: &Path, args: &str, verb: &str) {
     std::thread::sleep(Duration::from_millis(1100));
     let mut command = lab.command("bash");
     command
         .args([
             "-c",
             &format!(
-                "PATH='{}':\"$PATH\" exec {SYNCOID} --source-bwlimit=4m {args}",
+                "PATH='{}':\"$PATH\" exec {SYNCOID} --source-bwlimit=1m {args}",
                 route.display()
             ),
         ])
         .current_dir(&lab.dir);
     let first = lab.spawn(&mut command);
     let started = Instant::now();
-    let receive = loop {
+    let victim = loop {
         let ps = lab.sh("ps -Ao pid=,args=");
         let found = ps.stdout.lines().find_map(|line| {
             let mut words = line.split_whitespace();
             let pid = words.next()?;
             let program = words.next()?;
-            (program.ends_with("/zfs") && words.next() == Some("receive")).then(|| pid.to_string())
+            (program.ends_with("/zfs") && words.next() == Some(verb)).then(|| pid.to_string())
         });
         if let Some(pid) = found {
             break pid;
         }
         assert!(
             started.elapsed() < Duration::from_secs(60),
-            "no zfs receive in ps: {}",
+            "no zfs {verb} in ps: {}",
             ps.stdout
         );
         std::thread::sleep(Duration::from_millis(50));
     };
-    std::thread::sleep(Duration::from_millis(2500));
-    let killed = lab.sh(&format!("kill -9 {receive}"));
-    assert_eq!(killed.code, 0, "kill {receive}: {}", killed.stderr);
+    // syncoid's mbuffer takes the first 16 MiB at once; the rest of the 24 MiB blob
+    // trickles at 1 MB/s, so both commands are still running a second in.
+    std::thread::sleep(Duration::from_millis(1000));
+    let killed = lab.sh(&format!("kill -9 {victim}"));
+    assert_eq!(killed.code, 0, "kill {victim}: {}", killed.stderr);
     let out = first.wait_with_output().unwrap();
     assert_ne!(
         out.status.code(),
@@ -169,6 +173,21 @@ fn snapshots(lab: &Lab, route: &Path, fs: &str) -> Vec<String> {
         .collect()
 }
 
+/// zfs-fuse's mount of a filesystem that just received an incremental reads wrong until it
+/// is mounted again (seen in `zfs_fuse_roundtrip` too, not investigated): remount it.
+fn remount_fuse(zf: &zfs_fuse::ZfsFuse, fs: &str, mnt: &Path) {
+    zf.zfs(&["unmount", fs]);
+    zfs_fuse::wait_mounted(mnt, false);
+    zf.zfs(&["mount", fs]);
+    zfs_fuse::wait_mounted(mnt, true);
+}
+
+/// Every snapshot of the source is on the target, in the same order.
+fn assert_superset(target: &[String], source: &[String]) {
+    let kept: Vec<&String> = target.iter().filter(|s| source.contains(s)).collect();
+    assert_eq!(kept, source.iter().collect::<Vec<_>>(), "target {target:?}");
+}
+
 // Why: see the header. One test, as zfs-fuse allows one daemon per machine.
 #[test]
 fn syncoid_between_zfs_fuse_and_zetta_both_ways() {
@@ -182,6 +201,11 @@ fn syncoid_between_zfs_fuse_and_zetta_both_ways() {
     let fmnt = lab.dir.join("fp");
     let zmnt = lab.dir.join("zs");
     let mut zf = zfs_fuse::ZfsFuse::start();
+    // A run that died before its export leaves its pool in zfs-fuse's cache file, faulted
+    // once the lab is gone: it would hold the name.
+    if zf.zpool(&["list", "-H", "-o", "name"]).lines().any(|l| l == "fp") {
+        zf.zpool(&["export", "-f", "fp"]);
+    }
     let fdisk = zfs_fuse::vdev_file(&vdevs.join("fuse0"));
     zf.create_pool("fp", &fmnt, &[&fdisk]);
     zf.zfs(&["create", "fp/src"]);
@@ -236,7 +260,7 @@ fn syncoid_between_zfs_fuse_and_zetta_both_ways() {
     ));
     assert_eq!(blob.code, 0, "{}", blob.stderr);
     let before = snapshots(&lab, &route, "zs/copy");
-    interrupted_syncoid(&lab, &route, "fp/src zs/copy");
+    interrupted_syncoid(&lab, &route, "fp/src zs/copy", "receive");
     assert_eq!(snapshots(&lab, &route, "zs/copy"), before);
     let token = lab.ok(
         "zfs",
@@ -255,12 +279,16 @@ fn syncoid_between_zfs_fuse_and_zetta_both_ways() {
         tree_digest(&lab, &zmnt.join("copy")),
         tree_digest(&lab, &fmnt.join("src"))
     );
-    assert_eq!(
-        snapshots(&lab, &route, "zs/copy"),
-        snapshots(&lab, &route, "fp/src")
+    // The rerun sends `-I` from the last common snapshot, so the interrupted run's sync
+    // snapshot arrives too; syncoid prunes on the target only the sync snapshots the target
+    // had before the run, so it stays there (syncoid's own behaviour, Zetta to Zetta too).
+    assert_superset(
+        &snapshots(&lab, &route, "zs/copy"),
+        &snapshots(&lab, &route, "fp/src"),
     );
 
-    // Zetta → zfs-fuse: full, then incremental, then interrupted and rerun.
+    // Zetta → zfs-fuse: full, then incremental, then interrupted (the sender killed: the
+    // truncated stream leaves zfs-fuse's target as it was) and rerun.
     lab.ok("zfs", &["create", "zs/native"]);
     zfs_fuse::wait_mounted(&zmnt.join("native"), true);
     populate(&zmnt.join("native"), "zetta");
@@ -286,6 +314,7 @@ fn syncoid_between_zfs_fuse_and_zetta_both_ways() {
         snapshots(&lab, &route, "fp/back"),
         snapshots(&lab, &route, "zs/native")
     );
+    remount_fuse(&zf, "fp/back", &fmnt.join("back"));
     assert_eq!(
         tree_digest(&lab, &fmnt.join("back")),
         tree_digest(&lab, &zmnt.join("native"))
@@ -296,13 +325,14 @@ fn syncoid_between_zfs_fuse_and_zetta_both_ways() {
     ));
     assert_eq!(blob.code, 0, "{}", blob.stderr);
     let before = snapshots(&lab, &route, "fp/back");
-    interrupted_syncoid(&lab, &route, "zs/native fp/back");
+    interrupted_syncoid(&lab, &route, "zs/native fp/back", "send");
     assert_eq!(snapshots(&lab, &route, "fp/back"), before);
     syncoid_ok(&lab, &route, "zs/native fp/back");
-    assert_eq!(
-        snapshots(&lab, &route, "fp/back"),
-        snapshots(&lab, &route, "zs/native")
+    assert_superset(
+        &snapshots(&lab, &route, "fp/back"),
+        &snapshots(&lab, &route, "zs/native"),
     );
+    remount_fuse(&zf, "fp/back", &fmnt.join("back"));
     assert_eq!(
         tree_digest(&lab, &fmnt.join("back")),
         tree_digest(&lab, &zmnt.join("native"))
