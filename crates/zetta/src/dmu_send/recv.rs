@@ -5,8 +5,25 @@
 //! between pushes, so the caller can read its input without holding the pool and lock it
 //! only to apply what arrived. Records are applied only after the parser has verified
 //! them (running checksum, sequence number, field ranges) and `check_order` has placed
-//! them (objects ascending, offsets ascending within an object, writes inside one block of
-//! the declared size). Data goes into a work dataset — the target itself when the receive
+//! them, and `apply_one` has found their object.
+//!
+//! Record order, as OpenZFS's `receive_writer_thread` accepts it: OBJECT and FREEOBJECTS
+//! records in ascending object numbers; WRITEs in ascending (object, offset), each inside
+//! one block of its object; a WRITE or FREE only for an object the dataset has (defined by
+//! an earlier OBJECT, or kept from the incremental's base). A data record need not follow
+//! its OBJECT: OpenZFS's sender interleaves them (OBJECT, FREE, WRITEs, next OBJECT), the
+//! old traversal of zfs-fuse and OpenZFS before 0.7 sends a whole dnode block's OBJECT
+//! records first and then their WRITEs. The block size a WRITE is checked against is the
+//! object's dnode's (what its OBJECT made it), read when the data moves to another object;
+//! that object is then `pending`, finalized (its size from its znode) when the data moves
+//! on again or at END. Nothing is kept per object, so memory stays bounded.
+//!
+//! The resume position (`save_resume_state`'s meaning: every record before it applied) is
+//! the end of the last WRITE, or an OBJECT's or FREEOBJECTS' start when data came just
+//! before it; within a run of OBJECT records it stays at the run's first (in an OBJECT-first
+//! stream, their data is still to come). FREE records leave it alone, as in OpenZFS.
+//!
+//! Data goes into a work dataset — the target itself when the receive
 //! creates it, else a hidden `T/%recv` — that is committed into place only at END
 //! (`recv_dsl`). Any failure before that destroys the work dataset, leaving the target as
 //! it was; under `-s` the work dataset is kept and a resume token is stored on it instead.
@@ -124,12 +141,12 @@ pub(super) struct Substream {
     pub local_props: Vec<(String, String)>,
     pub holds: Vec<String>,
     pub pending: Option<PendingObject>,
-    /// Highest object number placed so far, and the object (number, block size) whose
-    /// data records may come now (order check).
+    /// Highest object number an OBJECT or FREEOBJECTS record placed so far (order check).
     pub last_object: u64,
-    pub pending_order: Option<(u64, u32)>,
-    /// End of the last WRITE/FREE of the pending object.
-    pub data_end: u64,
+    /// The last WRITE's object and end (WRITEs ascend in (object, offset)).
+    pub data_pos: (u64, u64),
+    /// The last record that moved `position` was an OBJECT or FREEOBJECTS.
+    pub object_run: bool,
     /// Records of this substream so far (BEGIN is 0).
     pub seq: u64,
     /// Where a resumed stream would start: after the last applied record.
@@ -154,6 +171,10 @@ impl Drop for Substream {
 pub(super) struct Placed {
     pub record: Record,
     pub stored: Option<StoredBlock>,
+    /// Its sequence number in the substream (for errors found when applying it).
+    pub seq: u64,
+    /// A compressed WRITE's logical size (its object's block size), else 0.
+    pub sent_block_bytes: u64,
 }
 
 /// Why a substream is being torn down.
@@ -295,6 +316,7 @@ impl Receiver {
             record => record,
         };
         check_order(sub, &record)?;
+        let seq = sub.seq;
         match record {
             Record::Write(w) if w.compression != 0 => {
                 let mut logical = vec![0u8; w.logical_size_bytes as usize];
@@ -314,17 +336,25 @@ impl Receiver {
                     compression_id: w.compression,
                     bytes: w.data,
                 });
+                let sent_block_bytes = w.logical_size_bytes;
                 let record = Record::Write(WriteRecord {
                     compression: 0,
                     logical_size_bytes: 0,
                     data: logical,
                     ..w
                 });
-                Ok(Placed { record, stored })
+                Ok(Placed {
+                    record,
+                    stored,
+                    seq,
+                    sent_block_bytes,
+                })
             }
             record => Ok(Placed {
                 record,
                 stored: None,
+                seq,
+                sent_block_bytes: 0,
             }),
         }
     }
@@ -349,10 +379,11 @@ impl Receiver {
             .sum();
         let outcome = spa
             .check_space(bytes, 1)
+            .map_err(Failure::Pool)
             .and_then(|()| apply_records(spa, sub, &records))
-            .and_then(|()| spa.note_dirty(bytes));
-        if let Err(e) = outcome {
-            return Err(self.fail(spa, Failure::Pool(e)));
+            .and_then(|()| spa.note_dirty(bytes).map_err(Failure::Pool));
+        if let Err(failure) = outcome {
+            return Err(self.fail(spa, failure));
         }
         sub.unsynced_bytes += bytes;
         if self.options.resumable && sub.unsynced_bytes >= RESUMABLE_SYNC_BYTES {
@@ -470,8 +501,10 @@ fn out_of_order(seq: u64, why: String) -> StreamError {
     StreamError::OutOfOrder { seq, why }
 }
 
-/// Objects come in ascending order; an object's WRITE and FREE records follow its OBJECT
-/// in ascending offsets; a WRITE covers part of exactly one block of the declared size.
+/// OBJECT and FREEOBJECTS records ascend in object numbers; WRITEs ascend in (object,
+/// offset) and do not overlap (OpenZFS's `receive_process_write_record`: resuming needs
+/// it). Where a WRITE falls in its object's blocks is checked when it is applied, against
+/// the object's dnode (`check_write`).
 fn check_order(sub: &mut Substream, record: &Record) -> Result<(), StreamError> {
     let seq = sub.seq;
     match record {
@@ -483,8 +516,6 @@ fn check_order(sub: &mut Substream, record: &Record) -> Result<(), StreamError> 
                 ));
             }
             sub.last_object = o.object.0;
-            sub.pending_order = Some((o.object.0, o.block_size_bytes));
-            sub.data_end = 0;
         }
         Record::FreeObjects { count: 0, .. } => {}
         Record::FreeObjects { first, count } => {
@@ -495,42 +526,24 @@ fn check_order(sub: &mut Substream, record: &Record) -> Result<(), StreamError> 
                 ));
             }
             sub.last_object = first.0 + count - 1;
-            sub.pending_order = None;
         }
         Record::Write(w) => {
-            let block = place_in_object(sub, seq, w.object.0, w.offset)?;
-            let block = u64::from(block);
-            if w.offset % block != 0 || w.length > block {
+            let (object, end) = sub.data_pos;
+            if w.object.0 < object || (w.object.0 == object && w.offset < end) {
                 return Err(out_of_order(
                     seq,
                     format!(
-                        "write of {} at {} spans blocks of {block}",
-                        w.length, w.offset
+                        "write of object {} at {} after object {object} up to {end}",
+                        w.object, w.offset
                     ),
                 ));
             }
-            if w.compression != 0 && w.logical_size_bytes != block {
-                return Err(out_of_order(
-                    seq,
-                    "compressed block of another size".to_string(),
-                ));
-            }
-            sub.data_end = w.offset + w.length;
+            sub.data_pos = (w.object.0, w.offset + w.length);
         }
-        Record::Free {
-            object,
-            offset,
-            length,
-        } => {
-            // OpenZFS frees the range past an object's last block right after its OBJECT,
-            // before the WRITEs: a FREE is checked for its object, not its offset.
-            let _ = (offset, length);
-            let data_end = sub.data_end;
-            sub.data_end = 0;
-            let placed = place_in_object(sub, seq, object.0, 0);
-            sub.data_end = data_end;
-            placed?;
-        }
+        // A FREE may come anywhere after its object is defined (OpenZFS sends the free
+        // past the end right after the OBJECT, before the WRITEs): `apply_one` checks that
+        // its object exists.
+        Record::Free { .. } => {}
         Record::WriteEmbedded(_) => {
             return Err(out_of_order(
                 seq,
@@ -542,57 +555,60 @@ fn check_order(sub: &mut Substream, record: &Record) -> Result<(), StreamError> 
     Ok(())
 }
 
-fn place_in_object(
-    sub: &Substream,
-    seq: u64,
-    object: u64,
-    offset: u64,
-) -> Result<u32, StreamError> {
-    match sub.pending_order {
-        Some((current, block)) if current == object => {
-            if offset < sub.data_end {
-                return Err(out_of_order(
-                    seq,
-                    format!("offset {offset} of object {object} after {}", sub.data_end),
-                ));
-            }
-            Ok(block)
-        }
-        _ => Err(out_of_order(
-            seq,
-            format!("data for object {object} outside its OBJECT record"),
-        )),
-    }
-}
-
-/// Applies verified, placed records to the work dataset in one pool visit.
-fn apply_records(spa: &mut Spa, sub: &mut Substream, records: &[Placed]) -> Result<(), SpaError> {
+/// Applies verified, placed records to the work dataset in one pool visit. A record
+/// that cannot apply to this dataset (data for an object it does not have, a WRITE across
+/// its object's blocks) stops the batch as a stream error; the records before it stay
+/// applied (the caller tears the work dataset down, or keeps it under `-s` with the
+/// position of the last one).
+fn apply_records(spa: &mut Spa, sub: &mut Substream, records: &[Placed]) -> Result<(), Failure> {
     let work = sub.work.clone();
     let mut pending = sub.pending;
     let mut position = sub.position;
+    let mut object_run = sub.object_run;
+    let mut refused = None;
     let outcome = spa.with_dataset(&work, |os, ctx| {
         if let Some(p) = pending {
             os.set_block_size_max(p.block_size_bytes);
         }
         for placed in records {
-            apply_one(os, ctx, placed, &mut pending)?;
-            position = match &placed.record {
-                Record::Object(o) => (o.object.0, 0),
-                Record::FreeObjects { first, count } => (first.0 + count, 0),
-                Record::Write(w) => (w.object.0, w.offset + w.length),
-                Record::Free {
-                    object,
-                    offset,
-                    length,
-                } => (object.0, offset.saturating_add(*length)),
-                Record::Begin(_) | Record::End { .. } | Record::WriteEmbedded(_) => position,
-            };
+            if let Err(e) = apply_one(os, ctx, placed, &mut pending)? {
+                refused = Some(e);
+                return Ok(());
+            }
+            match &placed.record {
+                Record::Object(o) => {
+                    if !object_run {
+                        position = (o.object.0, 0);
+                    }
+                    object_run = true;
+                }
+                Record::FreeObjects { count: 0, .. } => {}
+                Record::FreeObjects { first, count } => {
+                    if !object_run {
+                        position = (first.0 + count, 0);
+                    }
+                    object_run = true;
+                }
+                Record::Write(w) => {
+                    position = (w.object.0, w.offset + w.length);
+                    object_run = false;
+                }
+                Record::Free { .. }
+                | Record::Begin(_)
+                | Record::End { .. }
+                | Record::WriteEmbedded(_) => {}
+            }
         }
         Ok(())
     });
     sub.pending = pending;
     sub.position = position;
-    outcome
+    sub.object_run = object_run;
+    outcome.map_err(Failure::Pool)?;
+    match refused {
+        Some(e) => Err(Failure::Stream(e)),
+        None => Ok(()),
+    }
 }
 
 /// The last object's final size (a trimmed last block, a truncation, a sparse tail).
@@ -615,12 +631,14 @@ pub(super) fn finalize_object(
     Ok(())
 }
 
+/// Applies one record; `Ok(Err(_))` when the stream asks for what this dataset cannot
+/// do (see `apply_records`).
 fn apply_one(
     os: &mut ObjectSet,
     ctx: &IoCtx<'_>,
     placed: &Placed,
     pending: &mut Option<PendingObject>,
-) -> Result<(), DmuError> {
+) -> Result<Result<(), StreamError>, DmuError> {
     match &placed.record {
         Record::Object(o) => {
             finalize_object(os, ctx, pending.take())?;
@@ -629,7 +647,7 @@ fn apply_one(
             os.set_block_size_max(o.block_size_bytes);
             *pending = Some(PendingObject {
                 id: o.object.0,
-                size_bytes: znode_size(o),
+                size_bytes: znode_size(o.bonus_type, &o.bonus),
                 block_size_bytes: o.block_size_bytes,
             });
         }
@@ -651,15 +669,41 @@ fn apply_one(
                 }
             }
         }
-        Record::Write(w) => match &placed.stored {
-            Some(stored) => os.write_stored(ctx, w.object, w.offset, &w.data, stored.clone())?,
-            None => os.write(ctx, w.object, w.offset, &w.data)?,
-        },
+        Record::Write(w) => {
+            let block = match data_object(os, ctx, placed.seq, w.object, pending)? {
+                Ok(block) => u64::from(block),
+                Err(e) => return Ok(Err(e)),
+            };
+            if w.offset % block != 0 || w.length > block {
+                return Ok(Err(out_of_order(
+                    placed.seq,
+                    format!(
+                        "write of {} at {} spans blocks of {block}",
+                        w.length, w.offset
+                    ),
+                )));
+            }
+            if placed.sent_block_bytes != 0 && placed.sent_block_bytes != block {
+                return Ok(Err(out_of_order(
+                    placed.seq,
+                    "compressed block of another size".to_string(),
+                )));
+            }
+            match &placed.stored {
+                Some(stored) => {
+                    os.write_stored(ctx, w.object, w.offset, &w.data, stored.clone())?
+                }
+                None => os.write(ctx, w.object, w.offset, &w.data)?,
+            }
+        }
         Record::Free {
             object,
             offset,
             length,
         } => {
+            if let Err(e) = data_object(os, ctx, placed.seq, *object, pending)? {
+                return Ok(Err(e));
+            }
             if *length == u64::MAX && *offset < os.extent_bytes(ctx, *object)? {
                 // Everything past `offset` (OpenZFS's FREE after an OBJECT): the object
                 // ends there until the WRITEs that follow.
@@ -670,14 +714,46 @@ fn apply_one(
         }
         Record::Begin(_) | Record::End { .. } | Record::WriteEmbedded(_) => {}
     }
-    Ok(())
+    Ok(Ok(()))
+}
+
+/// The object a WRITE or FREE is for becomes the pending one (the one before it is
+/// finalized) and the block size writes are held to; its data block size. An object the
+/// dataset does not have is the stream's error (OpenZFS: EINVAL from `dnode_hold`).
+fn data_object(
+    os: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    seq: u64,
+    object: ObjectId,
+    pending: &mut Option<PendingObject>,
+) -> Result<Result<u32, StreamError>, DmuError> {
+    if let Some(p) = pending.as_ref().filter(|p| p.id == object.0) {
+        return Ok(Ok(p.block_size_bytes));
+    }
+    if object.0 == 0 || !os.object_exists(ctx, object)? {
+        return Ok(Err(out_of_order(
+            seq,
+            format!("data for object {object}, which the stream never defined"),
+        )));
+    }
+    finalize_object(os, ctx, pending.take())?;
+    let dnode = os.dnode(ctx, object)?;
+    let block_size_bytes = dnode.data_block_size_bytes;
+    // Blocks keep the sender's size: never grown to this dataset's record size.
+    os.set_block_size_max(block_size_bytes);
+    *pending = Some(PendingObject {
+        id: object.0,
+        size_bytes: znode_size(dnode.bonus_type, &dnode.bonus),
+        block_size_bytes,
+    });
+    Ok(Ok(block_size_bytes))
 }
 
 /// A ZPL file's or symlink's size from the znode in its bonus (SA or `znode_phys_t`), if
 /// it has one.
-fn znode_size(o: &ObjectRecord) -> Option<u64> {
+fn znode_size(bonus_type: u8, bonus: &[u8]) -> Option<u64> {
     use crate::zpl::znode::{FileKind, ZnodePhys};
-    let (znode, _) = ZnodePhys::decode_bonus(o.bonus_type, &o.bonus).ok()?;
+    let (znode, _) = ZnodePhys::decode_bonus(bonus_type, bonus).ok()?;
     matches!(znode.kind(), Some(FileKind::Regular | FileKind::Symlink)).then_some(znode.size)
 }
 

@@ -272,8 +272,8 @@ impl Receiver {
             holds,
             pending: None,
             last_object: 0,
-            pending_order: None,
-            data_end: 0,
+            data_pos: (0, 0),
+            object_run: false,
             seq: 0,
             position: (0, 0),
             start_offset: self.parser.last_record_offset_bytes(),
@@ -522,6 +522,7 @@ impl Receiver {
         sub.work = work;
         sub.position = start;
         sub.last_object = start.0.saturating_sub(1);
+        sub.data_pos = start;
         sub.base_bytes = token.bytes;
         Ok(())
     }

@@ -1,0 +1,344 @@
+//! syncoid (Debian's `sanoid` package, unmodified) between two implementations on one host
+//! (issue 15, "Done when"): from a zfs-fuse pool to a Zetta pool and from Zetta back to
+//! zfs-fuse, full then incremental, and a transfer killed mid-stream that the next run
+//! completes. syncoid runs `zfs` and `zpool` for both sides; a router first in PATH sends
+//! each command to the implementation that has the pool it names (`fp` is zfs-fuse's, `zs`
+//! Zetta's), as `ssh host zfs` would on two machines.
+//!
+//! Resume: syncoid asks both pools for `feature@extensible_dataset`; zfs-fuse's version-23
+//! pool has no features, so syncoid disables resume for any pair with zfs-fuse in it (no
+//! `receive -s`, no `send -t`) and an interrupted transfer is sent again from its start.
+//! Zetta's receiver destroys the partial state of a non-`-s` receive, zfs-fuse's its own
+//! `%recv` clone; the rerun must find both targets as the last completed run left them.
+//! (Resume with tokens between Zetta pools is `syncoid::syncoid_resumes_an_interrupted_transfer`.)
+//!
+//! Why: zfs-fuse's streams put a dnode block's OBJECT records before their data, which Zetta
+//! refused until the receiver took OpenZFS's record order; the reverse direction checks that
+//! a 2010 receiver takes what Zetta sends of a version-23 pool, incrementals included.
+
+mod common;
+#[allow(dead_code)]
+#[path = "../../zetta/tests/common/zfs_fuse.rs"]
+mod zfs_fuse;
+
+use common::Lab;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+const SYNCOID: &str = "/usr/sbin/syncoid";
+
+/// Names, types, modes, owners, sizes, whole-second mtimes, contents and symlink targets of
+/// a tree, as one POSIX tar digest plus its listing (as `zfs_fuse_roundtrip`).
+fn tree_digest(lab: &Lab, dir: &Path) -> String {
+    let out = lab.sh(&format!(
+        "cd '{}' && tar --sort=name --one-file-system --numeric-owner --format=posix \
+         --pax-option=delete=atime,delete=ctime,delete=mtime,exthdr.name=%d/PaxHeaders/%f \
+         --exclude=./.zfs -cf - . > '{tar}' && md5sum < '{tar}' \
+         && tar --numeric-owner -tvf '{tar}' | sort -k6; rm -f '{tar}'",
+        dir.display(),
+        tar = lab.dir.join("tree.tar").display()
+    ));
+    assert_eq!(out.code, 0, "tar {}: {}", dir.display(), out.stderr);
+    out.stdout
+}
+
+/// Files of several shapes under `root/tag`: small, multi-record, sparse, a directory of
+/// many entries (more objects than one dnode block), symlinks, a hard link.
+fn populate(root: &Path, tag: &str) {
+    let dir = root.join(tag);
+    std::fs::create_dir_all(dir.join("sub/deeper")).unwrap();
+    std::fs::write(dir.join("small.txt"), format!("hello from {tag}\n")).unwrap();
+    let medium: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(dir.join("sub/medium.bin"), medium).unwrap();
+    let text: Vec<u8> = (0..20_000)
+        .flat_map(|i| format!("line {i} of {tag}'s text\n").into_bytes())
+        .collect();
+    std::fs::write(dir.join("sub/deeper/text.txt"), text).unwrap();
+    for i in 0..60 {
+        std::fs::write(dir.join(format!("sub/entry_{i:04}")), i.to_string()).unwrap();
+    }
+    {
+        use std::io::{Seek, SeekFrom, Write};
+        let mut f = std::fs::File::create(dir.join("sparse.bin")).unwrap();
+        f.seek(SeekFrom::Start(3 << 20)).unwrap();
+        f.write_all(b"after a hole").unwrap();
+    }
+    std::os::unix::fs::symlink("small.txt", dir.join("short-link")).unwrap();
+    std::os::unix::fs::symlink(format!("/{}/long", "x".repeat(120)), dir.join("long-link"))
+        .unwrap();
+    std::fs::hard_link(dir.join("small.txt"), dir.join("hard.txt")).unwrap();
+}
+
+/// `route/zfs` and `route/zpool`: each command goes to zfs-fuse when an argument names its
+/// pool `fp`, else to the lab's Zetta. Returns the directory to put first in PATH.
+fn router(lab: &Lab) -> PathBuf {
+    let route = lab.dir.join("route");
+    std::fs::create_dir_all(&route).unwrap();
+    for tool in ["zfs", "zpool"] {
+        let script = format!(
+            "#!/bin/sh\n\
+             for a in \"$@\"; do\n\
+             \tcase \"$a\" in fp|fp/*|fp@*) exec /usr/sbin/{tool} \"$@\" ;; esac\n\
+             done\n\
+             exec '{}' \"$@\"\n",
+            lab.dir.join(tool).display()
+        );
+        let path = route.join(tool);
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+    }
+    route
+}
+
+/// `syncoid ARGS` with the router first in PATH, a second after the previous run (sync
+/// snapshots are named to the second); (exit code, stdout, stderr).
+fn syncoid(lab: &Lab, route: &Path, args: &str) -> (i32, String, String) {
+    std::thread::sleep(Duration::from_millis(1100));
+    let out = lab.sh(&format!(
+        "PATH='{}':\"$PATH\" {SYNCOID} {args}",
+        route.display()
+    ));
+    (out.code, out.stdout, out.stderr)
+}
+
+fn syncoid_ok(lab: &Lab, route: &Path, args: &str) -> String {
+    let (code, stdout, stderr) = syncoid(lab, route, args);
+    assert_eq!(
+        code, 0,
+        "syncoid {args}\nstdout: {stdout}\nstderr: {stderr}"
+    );
+    stdout
+}
+
+/// Starts `syncoid ARGS` slowed by its own mbuffer option, kills its `zfs VERB` process
+/// (`send` or `receive`; SIGKILL, by the pid ps shows for it) once it has run for a while,
+/// and checks syncoid failed. zfs-fuse's `zfs receive` only hands the pipe to its daemon,
+/// which reads on after the command dies: into zfs-fuse, the sender is what is killed.
+fn interrupted_syncoid(lab: &Lab, route: &Path, args: &str, verb: &str) {
+    std::thread::sleep(Duration::from_millis(1100));
+    let mut command = lab.command("bash");
+    command
+        .args([
+            "-c",
+            &format!(
+                "PATH='{}':\"$PATH\" exec {SYNCOID} --source-bwlimit=1m {args}",
+                route.display()
+            ),
+        ])
+        .current_dir(&lab.dir);
+    let first = lab.spawn(&mut command);
+    let started = Instant::now();
+    let victim = loop {
+        let ps = lab.sh("ps -Ao pid=,args=");
+        let found = ps.stdout.lines().find_map(|line| {
+            let mut words = line.split_whitespace();
+            let pid = words.next()?;
+            let program = words.next()?;
+            (program.ends_with("/zfs") && words.next() == Some(verb)).then(|| pid.to_string())
+        });
+        if let Some(pid) = found {
+            break pid;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no zfs {verb} in ps: {}",
+            ps.stdout
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // syncoid's mbuffer takes the first 16 MiB at once; the rest of the 24 MiB blob
+    // trickles at 1 MB/s, so both commands are still running a second in.
+    std::thread::sleep(Duration::from_millis(1000));
+    let killed = lab.sh(&format!("kill -9 {victim}"));
+    assert_eq!(killed.code, 0, "kill {victim}: {}", killed.stderr);
+    let out = first.wait_with_output().unwrap();
+    assert_ne!(
+        out.status.code(),
+        Some(0),
+        "syncoid {args} survived its receive's death: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+fn snapshots(lab: &Lab, route: &Path, fs: &str) -> Vec<String> {
+    let out = lab.sh(&format!(
+        "PATH='{}':\"$PATH\" zfs list -H -o name -t snapshot -r {fs}",
+        route.display()
+    ));
+    assert_eq!(out.code, 0, "zfs list {fs}: {}", out.stderr);
+    out.stdout
+        .lines()
+        .map(|l| l.split_once('@').map_or(l, |(_, s)| s).to_string())
+        .collect()
+}
+
+/// zfs-fuse's mount of a filesystem that just received an incremental reads wrong until it
+/// is mounted again (seen in `zfs_fuse_roundtrip` too, not investigated): remount it.
+fn remount_fuse(zf: &zfs_fuse::ZfsFuse, fs: &str, mnt: &Path) {
+    zf.zfs(&["unmount", fs]);
+    zfs_fuse::wait_mounted(mnt, false);
+    zf.zfs(&["mount", fs]);
+    zfs_fuse::wait_mounted(mnt, true);
+}
+
+/// Every snapshot of the source is on the target, in the same order.
+fn assert_superset(target: &[String], source: &[String]) {
+    let kept: Vec<&String> = target.iter().filter(|s| source.contains(s)).collect();
+    assert_eq!(kept, source.iter().collect::<Vec<_>>(), "target {target:?}");
+}
+
+// Why: see the header. One test, as zfs-fuse allows one daemon per machine.
+#[test]
+fn syncoid_between_zfs_fuse_and_zetta_both_ways() {
+    if !Path::new(SYNCOID).is_file() {
+        return;
+    }
+    let lab = Lab::new();
+    let route = router(&lab);
+    let vdevs = lab.dir.join("vdevs");
+    std::fs::create_dir_all(&vdevs).unwrap();
+    let fmnt = lab.dir.join("fp");
+    let zmnt = lab.dir.join("zs");
+    let mut zf = zfs_fuse::ZfsFuse::start();
+    // A run that died before its export leaves its pool in zfs-fuse's cache file, faulted
+    // once the lab is gone: it would hold the name.
+    if zf.zpool(&["list", "-H", "-o", "name"]).lines().any(|l| l == "fp") {
+        zf.zpool(&["export", "-f", "fp"]);
+    }
+    let fdisk = zfs_fuse::vdev_file(&vdevs.join("fuse0"));
+    zf.create_pool("fp", &fmnt, &[&fdisk]);
+    zf.zfs(&["create", "fp/src"]);
+    zfs_fuse::wait_mounted(&fmnt.join("src"), true);
+    let zdisk = zfs_fuse::vdev_file(&vdevs.join("zetta0"));
+    // Version 23: the streams Zetta sends of it are ones zfs-fuse receives.
+    lab.ok(
+        "zpool",
+        &[
+            "create",
+            "-o",
+            "version=23",
+            "-m",
+            zmnt.to_str().unwrap(),
+            "zs",
+            &zdisk,
+        ],
+    );
+
+    // zfs-fuse → Zetta: full, then incremental.
+    populate(&fmnt.join("src"), "first");
+    zf.zfs(&["snapshot", "fp/src@first"]);
+    let out = syncoid_ok(&lab, &route, "fp/src zs/copy");
+    assert!(
+        out.contains("Sending oldest full snapshot fp/src@first"),
+        "{out}"
+    );
+    zfs_fuse::wait_mounted(&zmnt.join("copy"), true);
+    assert_eq!(
+        tree_digest(&lab, &zmnt.join("copy")),
+        tree_digest(&lab, &fmnt.join("src"))
+    );
+    populate(&fmnt.join("src"), "second");
+    std::fs::remove_file(fmnt.join("src/first/sub/medium.bin")).unwrap();
+    std::fs::write(fmnt.join("src/first/small.txt"), b"changed\n").unwrap();
+    let out = syncoid_ok(&lab, &route, "fp/src zs/copy");
+    assert!(out.contains("Sending incremental fp/src@syncoid_"), "{out}");
+    assert_eq!(
+        tree_digest(&lab, &zmnt.join("copy")),
+        tree_digest(&lab, &fmnt.join("src"))
+    );
+    assert_eq!(
+        snapshots(&lab, &route, "zs/copy"),
+        snapshots(&lab, &route, "fp/src")
+    );
+
+    // Interrupted (zfs-fuse → Zetta): the killed receive leaves the target at the last
+    // sync; the rerun sends the incremental again and completes.
+    let blob = lab.sh(&format!(
+        "head -c 24M /dev/urandom > '{}'",
+        fmnt.join("src/blob").display()
+    ));
+    assert_eq!(blob.code, 0, "{}", blob.stderr);
+    let before = snapshots(&lab, &route, "zs/copy");
+    interrupted_syncoid(&lab, &route, "fp/src zs/copy", "receive");
+    assert_eq!(snapshots(&lab, &route, "zs/copy"), before);
+    let token = lab.ok(
+        "zfs",
+        &[
+            "get",
+            "-H",
+            "-o",
+            "value",
+            "receive_resume_token",
+            "zs/copy",
+        ],
+    );
+    assert_eq!(token, "-\n", "no -s receive, no token");
+    syncoid_ok(&lab, &route, "fp/src zs/copy");
+    assert_eq!(
+        tree_digest(&lab, &zmnt.join("copy")),
+        tree_digest(&lab, &fmnt.join("src"))
+    );
+    // The rerun sends `-I` from the last common snapshot, so the interrupted run's sync
+    // snapshot arrives too; syncoid prunes on the target only the sync snapshots the target
+    // had before the run, so it stays there (syncoid's own behaviour, Zetta to Zetta too).
+    assert_superset(
+        &snapshots(&lab, &route, "zs/copy"),
+        &snapshots(&lab, &route, "fp/src"),
+    );
+
+    // Zetta → zfs-fuse: full, then incremental, then interrupted (the sender killed: the
+    // truncated stream leaves zfs-fuse's target as it was) and rerun.
+    lab.ok("zfs", &["create", "zs/native"]);
+    zfs_fuse::wait_mounted(&zmnt.join("native"), true);
+    populate(&zmnt.join("native"), "zetta");
+    lab.ok("zfs", &["snapshot", "zs/native@first"]);
+    let out = syncoid_ok(&lab, &route, "zs/native fp/back");
+    assert!(
+        out.contains("Sending oldest full snapshot zs/native@first"),
+        "{out}"
+    );
+    zfs_fuse::wait_mounted(&fmnt.join("back"), true);
+    assert_eq!(
+        tree_digest(&lab, &fmnt.join("back")),
+        tree_digest(&lab, &zmnt.join("native"))
+    );
+    populate(&zmnt.join("native"), "later");
+    std::fs::remove_file(zmnt.join("native/zetta/sparse.bin")).unwrap();
+    let out = syncoid_ok(&lab, &route, "zs/native fp/back");
+    assert!(
+        out.contains("Sending incremental zs/native@syncoid_"),
+        "{out}"
+    );
+    assert_eq!(
+        snapshots(&lab, &route, "fp/back"),
+        snapshots(&lab, &route, "zs/native")
+    );
+    remount_fuse(&zf, "fp/back", &fmnt.join("back"));
+    assert_eq!(
+        tree_digest(&lab, &fmnt.join("back")),
+        tree_digest(&lab, &zmnt.join("native"))
+    );
+    let blob = lab.sh(&format!(
+        "head -c 24M /dev/urandom > '{}'",
+        zmnt.join("native/blob").display()
+    ));
+    assert_eq!(blob.code, 0, "{}", blob.stderr);
+    let before = snapshots(&lab, &route, "fp/back");
+    interrupted_syncoid(&lab, &route, "zs/native fp/back", "send");
+    assert_eq!(snapshots(&lab, &route, "fp/back"), before);
+    syncoid_ok(&lab, &route, "zs/native fp/back");
+    assert_superset(
+        &snapshots(&lab, &route, "fp/back"),
+        &snapshots(&lab, &route, "zs/native"),
+    );
+    remount_fuse(&zf, "fp/back", &fmnt.join("back"));
+    assert_eq!(
+        tree_digest(&lab, &fmnt.join("back")),
+        tree_digest(&lab, &zmnt.join("native"))
+    );
+    let status = zf.scrub("fp");
+    assert!(status.contains("with 0 errors"), "{status}");
+    lab.ok("zpool", &["export", "zs"]);
+    zf.export_all();
+}
