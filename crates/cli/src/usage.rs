@@ -43,6 +43,11 @@ const ZFS_COMMANDS: &[Option<(&str, &str)>] = &[
     Some(("diff", "\tdiff [-FHth] <snapshot> [snapshot|filesystem]\n")),
 ];
 
+/// (command, synopsis) of every zfs subcommand Zetta has, in OpenZFS's table order.
+pub fn zfs_command_synopses() -> Vec<(&'static str, &'static str)> {
+    ZFS_COMMANDS.iter().flatten().copied().collect()
+}
+
 /// The synopsis of `command` (an alias as OpenZFS resolves it: snap, recv, umount).
 pub fn zfs_synopsis(command: &str) -> Option<&'static str> {
     let name = match command {

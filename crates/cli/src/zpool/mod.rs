@@ -104,6 +104,12 @@ const COMMANDS: &[(&str, Command, &str)] = &[
     ("wait", wait::cmd_wait, "\twait [-Hp] [-T d|u] [-t <activity>[,...]] <pool> [interval]\n"),
 ];
 
+/// (command, synopsis) of every subcommand, in OpenZFS's help order (the man pages'
+/// synopses, `man.rs`).
+pub fn command_synopses() -> Vec<(&'static str, &'static str)> {
+    COMMANDS.iter().map(|(n, _, s)| (*n, *s)).collect()
+}
+
 /// `zpool version [-j]` (`zpool_do_version`).
 fn cmd_version(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let parsed = getopt_long(args, "j", &[("json", OPTION_JSON)], Some("zpool"))?;
