@@ -179,8 +179,10 @@ pub fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         return 2;
     };
     let name = name.as_str();
-    // `zpool help CMD`: OpenZFS opens the man page zpool-CMD(8); Zetta has none yet and
-    // prints the command's usage instead.
+    // `zpool help CMD`: OpenZFS opens the man page zpool-CMD(8); Zetta prints the
+    // command's usage (its pages, `man.rs`, are read with `man zpool-CMD` once
+    // `zetta install-links` has put them on the man path; commands run in the daemon,
+    // which has no terminal to run `man` on).
     if name == "help" {
         if let Some(topic) = args.get(1).filter(|t| t.as_str() != "zpool") {
             return match COMMANDS.iter().find(|(n, _, _)| n == topic) {
