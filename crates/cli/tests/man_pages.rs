@@ -100,7 +100,7 @@ fn every_page_renders_without_warnings() {
         }
         text.push(c);
     }
-    let text = text.replace('\u{2010}', "-").replace('\u{2212}', "-");
+    let text = text.replace(['\u{2010}', '\u{2212}'], "-");
     assert!(
         output.status.success(),
         "{}",
