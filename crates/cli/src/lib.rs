@@ -16,6 +16,8 @@
 pub mod advise;
 pub mod calc;
 pub mod daemon;
+pub mod install;
+pub mod man;
 pub mod usage;
 pub mod zfs;
 pub mod zfs_diff;
@@ -27,10 +29,13 @@ pub mod zpool;
 
 use std::io::Write;
 
+/// `zetta`'s own usage (also the synopsis of `zetta(8)`).
+pub const ZETTA_USAGE: &str = "usage: zetta zpool <command> ...\n       zetta zfs <command> ...\n       zetta daemon [--foreground] [--metrics <host:port>] | --stop\n       zetta arcstats\n       zetta tunable [NAME[=VALUE]]...\n       zetta zinject ... (fault injection, as zinject)\n       zetta calc need|usable ... (zetta calc --help)\n       zetta advise [-j] [pool|dataset] (zetta advise --help)\n       zetta install-links [--share <dir>] <dir>\n       zetta version\n";
+
 /// `zetta` invoked under its own name: `zetta zpool …`, `zetta zfs …`,
 /// `zetta install-links DIR`, `zetta version`.
 pub fn run_zetta(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    let usage = "usage: zetta zpool <command> ...\n       zetta zfs <command> ...\n       zetta daemon [--foreground] [--metrics <host:port>] | --stop\n       zetta arcstats\n       zetta tunable [NAME[=VALUE]]...\n       zetta zinject ... (fault injection, as zinject)\n       zetta calc need|usable ... (zetta calc --help)\n       zetta advise [-j] [pool|dataset] (zetta advise --help)\n       zetta install-links <dir>\n       zetta version\n";
+    let usage = ZETTA_USAGE;
     let Some(first) = args.first() else {
         let _ = err.write_all(usage.as_bytes());
         return 2;
@@ -68,7 +73,7 @@ pub fn run_zetta(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i
                 2
             }
         },
-        "install-links" => install_links(&args[1..], out, err),
+        "install-links" => install::install_links(&args[1..], out, err),
         // The storage calculator (no pool, no daemon).
         "calc" => calc::run(&args[1..], out, err),
         // The tuning advisor (in the daemon, where the counters since import live).
@@ -115,78 +120,4 @@ pub fn dispatch(front: &str, args: &[String], out: &mut dyn Write, err: &mut dyn
     request.push(front.to_string());
     request.extend_from_slice(args);
     daemon::client::forward(&request, out, err)
-}
-
-/// `zetta install-links DIR`: creates `DIR/zpool`, `DIR/zfs` and `DIR/zinject` as symlinks to this
-/// executable. An existing symlink is replaced; any other existing file is left alone and
-/// reported, so a system ZFS installation is never overwritten.
-fn install_links(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    let [dir] = args else {
-        let _ = writeln!(err, "usage: zetta install-links <dir>");
-        return 2;
-    };
-    let exe = match std::env::current_exe() {
-        Ok(exe) => exe,
-        Err(e) => {
-            let _ = writeln!(
-                err,
-                "cannot find the zetta executable: {}",
-                zpool::pool::strerror(&e)
-            );
-            return 1;
-        }
-    };
-    let dir = std::path::Path::new(dir);
-    if let Err(e) = std::fs::create_dir_all(dir) {
-        let _ = writeln!(
-            err,
-            "cannot create '{}': {}",
-            dir.display(),
-            zpool::pool::strerror(&e)
-        );
-        return 1;
-    }
-    let mut status = 0;
-    for name in ["zpool", "zfs", "zinject"] {
-        let link = dir.join(name);
-        match std::fs::symlink_metadata(&link) {
-            Ok(meta) if !meta.file_type().is_symlink() => {
-                let _ = writeln!(
-                    err,
-                    "refusing to replace '{}': it exists and is not a symlink",
-                    link.display()
-                );
-                status = 1;
-                continue;
-            }
-            Ok(_) => {
-                if let Err(e) = std::fs::remove_file(&link) {
-                    let _ = writeln!(
-                        err,
-                        "cannot replace '{}': {}",
-                        link.display(),
-                        zpool::pool::strerror(&e)
-                    );
-                    status = 1;
-                    continue;
-                }
-            }
-            Err(_) => {}
-        }
-        match std::os::unix::fs::symlink(&exe, &link) {
-            Ok(()) => {
-                let _ = writeln!(out, "{} -> {}", link.display(), exe.display());
-            }
-            Err(e) => {
-                let _ = writeln!(
-                    err,
-                    "cannot create '{}': {}",
-                    link.display(),
-                    zpool::pool::strerror(&e)
-                );
-                status = 1;
-            }
-        }
-    }
-    status
 }

@@ -4,8 +4,8 @@
 //! in `tests/golden/usage/` hold them too, and `tests/usage.rs` compares.
 //!
 //! OpenZFS prints a command's usage on a usage error (stderr, exit 2); `zfs help CMD`
-//! opens the man page zfs-CMD(8), which Zetta does not ship yet: it prints the usage on
-//! standard output instead (exit 0). `zfs CMD -?` is an invalid option '?' (exit 2), as
+//! opens the man page zfs-CMD(8); Zetta prints the usage on standard output instead
+//! (exit 0), and ships the page itself for `man` (`man.rs`, `zetta install-links`). `zfs CMD -?` is an invalid option '?' (exit 2), as
 //! in OpenZFS, whose commands all use getopt(3) with `opterr = 0`.
 
 use zetta_zprop::zfs_prop::{PropAttr, ZfsProp};
@@ -42,6 +42,11 @@ const ZFS_COMMANDS: &[Option<(&str, &str)>] = &[
     Some(("release", "\trelease [-r] <tag> <snapshot> ...\n")),
     Some(("diff", "\tdiff [-FHth] <snapshot> [snapshot|filesystem]\n")),
 ];
+
+/// (command, synopsis) of every zfs subcommand Zetta has, in OpenZFS's table order.
+pub fn zfs_command_synopses() -> Vec<(&'static str, &'static str)> {
+    ZFS_COMMANDS.iter().flatten().copied().collect()
+}
 
 /// The synopsis of `command` (an alias as OpenZFS resolves it: snap, recv, umount).
 pub fn zfs_synopsis(command: &str) -> Option<&'static str> {

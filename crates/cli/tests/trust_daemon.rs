@@ -148,6 +148,86 @@ fn sigterm_and_sigint_commit_and_unmount() {
     assert!(wait_for(|| !mounted(&mnt)), "--stop left {mnt} mounted");
 }
 
+/// Record `index` of `sigterm_while_a_writer_is_writing`: 64 KiB that name their index.
+fn record(index: u64) -> Vec<u8> {
+    let line = format!("record {index:08} written before the signal\n");
+    line.as_bytes()
+        .iter()
+        .copied()
+        .cycle()
+        .take(64 << 10)
+        .collect()
+}
+
+// Why: the "Done when": SIGTERM of the daemon *during* writes loses nothing
+// written before it (no fsync) and leaves no stale mount. `sigterm_and_sigint_commit_and_
+// unmount` signals after the writer closed its file; here a writer holds the file open and
+// is still writing when the signal comes, so the mount is busy (detached lazily) and the
+// kernel may hold written pages the daemon has not seen yet.
+#[test]
+fn sigterm_while_a_writer_is_writing() {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let lab = Lab::new();
+    let disk = lab.disk("disk", 512 << 20);
+    let mnt = lab.path("mnt");
+    ok(
+        lab.zpool(&["create", "-m", &mnt, "tank", &disk]),
+        "zpool create",
+    );
+    assert!(wait_for(|| mounted(&mnt)), "{mnt} not mounted");
+    let path = format!("{mnt}/stream");
+    let acknowledged = Arc::new(AtomicU64::new(0));
+    let writer = {
+        let acknowledged = Arc::clone(&acknowledged);
+        let path = path.clone();
+        std::thread::spawn(move || {
+            let Ok(mut file) = std::fs::File::create(&path) else {
+                return;
+            };
+            for index in 0..4096u64 {
+                if file.write_all(&record(index)).is_err() {
+                    return;
+                }
+                acknowledged.store(index + 1, Ordering::SeqCst);
+            }
+        })
+    };
+    assert!(
+        wait_for(|| acknowledged.load(Ordering::SeqCst) >= 64),
+        "the writer did not get going"
+    );
+    let pid = daemon_pid(&lab);
+    let before_signal = acknowledged.load(Ordering::SeqCst);
+    signal(pid, "TERM");
+    assert!(
+        wait_for(|| process_gone(pid)),
+        "the daemon did not stop on SIGTERM"
+    );
+    let _ = writer.join();
+    assert!(
+        !mounted(&mnt),
+        "SIGTERM left a stale mount at {mnt} in /proc/mounts"
+    );
+    ok(lab.zpool(&["list", "tank"]), "zpool list after the signal");
+    assert!(wait_for(|| mounted(&mnt)), "{mnt} not mounted again");
+    let data = std::fs::read(&path).unwrap_or_default();
+    let whole_records = data.len() as u64 / (64 << 10);
+    assert!(
+        whole_records >= before_signal,
+        "{before_signal} records were written before SIGTERM, {whole_records} survived"
+    );
+    for index in 0..whole_records {
+        let start = (index * (64 << 10)) as usize;
+        assert!(
+            data[start..start + (64 << 10)] == record(index)[..],
+            "record {index} is damaged"
+        );
+    }
+    lab.stop_daemon();
+}
+
 // ---- item 9: interval commands ----
 
 /// Starts `zpool ARGS` as a child and waits for its first output.

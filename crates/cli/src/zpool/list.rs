@@ -16,9 +16,9 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use zetta::vdev::{Vdev, VdevKind};
 use zetta_zutil::iostat::{
-    format_iostat, format_iostat_header, format_iostat_rows, format_latency_histogram,
-    iostat_name_width, IostatOptions, IostatPool, IostatRow, LATENCY_BUCKETS,
-    LATENCY_HISTOGRAM_COLUMNS,
+    format_histogram, format_iostat, format_iostat_header, format_iostat_rows,
+    histogram_average_ns, iostat_name_width, HistogramKind, IostatOptions, IostatPool, IostatRow,
+    LATENCY_BUCKETS, LATENCY_HISTOGRAM_COLUMNS, SIZE_HISTOGRAM_COLUMNS,
 };
 use zetta_zutil::list::{
     format_zpool_list, vdev_capacity_text, zpool_list_columns, PoolListEntry, PoolListLine,
@@ -343,12 +343,52 @@ fn io_counters(vdev: &Vdev) -> [u64; 4] {
     sum
 }
 
-/// One iostat snapshot of a pool: rows with raw (not yet averaged) counters.
-fn snapshot(imported: &Imported, verbose: bool) -> IostatPool {
+/// A row's leaf-latency histograms (read, write), the input of `-l`'s averages.
+type RowLatency = [[u64; LATENCY_BUCKETS]; 2];
+
+/// One iostat snapshot of a pool: rows with raw (not yet averaged) counters, and each
+/// row's latency histograms keyed by (name, depth) as `rates` matches rows.
+struct Snapshot {
+    pool: IostatPool,
+    latency: HashMap<(String, usize), RowLatency>,
+}
+
+/// The summed disk-latency histograms of a vdev's leaves, read then write.
+fn row_latency(vdev: &Vdev) -> RowLatency {
+    use zetta::vdev::stat_ex::IoType;
+    let mut sum = [[0u64; LATENCY_BUCKETS]; 2];
+    for leaf in vdev.leaves() {
+        for io in [IoType::Read, IoType::Write] {
+            let counts = leaf.stats.ex.disk_latency[io as usize].snapshot();
+            for (total, count) in sum[io as usize].iter_mut().zip(counts.iter()) {
+                *total += count;
+            }
+        }
+    }
+    sum
+}
+
+/// `-q`'s columns for a vdev. Zetta has no `vdev_queue`: nothing ever pends, and the
+/// only outstanding requests it counts are leaf reads, which a waiting caller issues
+/// (OpenZFS's sync reads); writes, scrub, trim and rebuild show 0 (see README).
+fn queue_counts(vdev: &Vdev) -> [u64; zetta_zutil::iostat::QUEUE_COLUMNS] {
+    let mut counts = [0u64; zetta_zutil::iostat::QUEUE_COLUMNS];
+    // Column 1: syncq_read activ.
+    counts[1] = vdev
+        .leaves()
+        .iter()
+        .map(|leaf| leaf.stats.in_flight.load(Ordering::Relaxed))
+        .sum();
+    counts
+}
+
+fn snapshot(imported: &Imported, verbose: bool) -> Snapshot {
     let spa = &imported.spa;
     let (_, alloc, free) = spa.space();
-    let row = |name: String, depth: usize, space: Option<(u64, u64)>, vdev: &Vdev| {
+    let mut latency = HashMap::new();
+    let mut row = |name: String, depth: usize, space: Option<(u64, u64)>, vdev: &Vdev| {
         let [read_ops, write_ops, read_bytes, write_bytes] = io_counters(vdev);
+        latency.insert((name.clone(), depth), row_latency(vdev));
         IostatRow {
             name,
             depth,
@@ -358,43 +398,48 @@ fn snapshot(imported: &Imported, verbose: bool) -> IostatPool {
             write_ops,
             read_bytes,
             write_bytes,
+            queue_counts: queue_counts(vdev),
+            ..IostatRow::default()
         }
     };
     let mut out = IostatPool {
         rows: vec![row(spa.name.clone(), 0, Some((alloc, free)), &spa.root)],
         ..IostatPool::default()
     };
-    if !verbose {
-        return out;
-    }
-    for (index, top) in spa.root.children.iter().enumerate() {
-        if top.kind == zetta::vdev::VdevKind::Hole {
-            continue;
-        }
-        let space = spa.vdev_space(index).map(|(_, a, f, _)| (a, f));
-        let mut rows = vec![row(top.display_name(), 2, space, top)];
-        if top.kind != VdevKind::Leaf {
-            for leaf in &top.children {
-                rows.push(row(leaf.display_name(), 4, None, leaf));
+    if verbose {
+        for (index, top) in spa.root.children.iter().enumerate() {
+            if top.kind == zetta::vdev::VdevKind::Hole {
+                continue;
+            }
+            let space = spa.vdev_space(index).map(|(_, a, f, _)| (a, f));
+            let mut rows = vec![row(top.display_name(), 2, space, top)];
+            if top.kind != VdevKind::Leaf {
+                for leaf in &top.children {
+                    rows.push(row(leaf.display_name(), 4, None, leaf));
+                }
+            }
+            if top.is_log {
+                out.logs.extend(rows);
+            } else {
+                out.rows.extend(rows);
             }
         }
-        if top.is_log {
-            out.logs.extend(rows);
-        } else {
-            out.rows.extend(rows);
-        }
     }
-    out
+    Snapshot { pool: out, latency }
 }
 
-/// Turns counters into per-second rates: (now - previous) / secs.
-fn rates(now: &IostatPool, previous: Option<&IostatPool>, secs: u64) -> IostatPool {
+/// Turns counters into per-second rates: (now - previous) / secs; the latency averages
+/// are those of the requests in between (OpenZFS subtracts the histograms, then takes
+/// `single_histo_average`). Zetta times each leaf request at its device, with no queue
+/// in front: the total wait is the disk wait, the queue waits stay empty (`-`).
+fn rates(now: &Snapshot, previous: Option<&Snapshot>, secs: u64) -> IostatPool {
     let secs = secs.max(1);
     let before: HashMap<(String, usize), &IostatRow> = previous
         .map(|p| {
-            p.rows
+            p.pool
+                .rows
                 .iter()
-                .chain(p.logs.iter())
+                .chain(p.pool.logs.iter())
                 .map(|r| ((r.name.clone(), r.depth), r))
                 .collect()
         })
@@ -402,62 +447,109 @@ fn rates(now: &IostatPool, previous: Option<&IostatPool>, secs: u64) -> IostatPo
     let convert = |rows: &[IostatRow]| -> Vec<IostatRow> {
         rows.iter()
             .map(|r| {
-                let old = before.get(&(r.name.clone(), r.depth));
+                let key = (r.name.clone(), r.depth);
+                let old = before.get(&key);
                 let delta = |now: u64, pick: fn(&IostatRow) -> u64| {
                     now.saturating_sub(old.map(|o| pick(o)).unwrap_or(0)) / secs
                 };
+                let mut latency_ns = [0u64; zetta_zutil::iostat::LATENCY_AVERAGE_COLUMNS];
+                if let Some(histograms) = now.latency.get(&key) {
+                    let old_histograms = previous.and_then(|p| p.latency.get(&key));
+                    for io in 0..2 {
+                        let interval: Vec<u64> = histograms[io]
+                            .iter()
+                            .enumerate()
+                            .map(|(bucket, count)| {
+                                let old = old_histograms.map_or(0, |o| o[io][bucket]);
+                                count.saturating_sub(old)
+                            })
+                            .collect();
+                        let average = histogram_average_ns(&interval);
+                        // total_wait and disk_wait, read then write.
+                        latency_ns[io] = average;
+                        latency_ns[2 + io] = average;
+                    }
+                }
                 IostatRow {
                     read_ops: delta(r.read_ops, |o| o.read_ops),
                     write_ops: delta(r.write_ops, |o| o.write_ops),
                     read_bytes: delta(r.read_bytes, |o| o.read_bytes),
                     write_bytes: delta(r.write_bytes, |o| o.write_bytes),
+                    latency_ns,
                     ..r.clone()
                 }
             })
             .collect()
     };
     IostatPool {
-        rows: convert(&now.rows),
-        logs: convert(&now.logs),
+        rows: convert(&now.pool.rows),
+        logs: convert(&now.pool.logs),
         ..IostatPool::default()
     }
 }
 
-/// One histogram block of `zpool iostat -w`: the class heading it opens (logs), the
-/// vdev's name and its columns (see `zetta_zutil::iostat::LATENCY_HISTOGRAM_COLUMNS`).
-struct LatencyBlock {
+/// One histogram block of `zpool iostat -w` or `-r`: the class heading it opens (logs),
+/// the vdev's name and its columns (`HistogramKind::column_count` of them).
+struct HistogramBlock {
     class: Option<&'static str>,
     name: String,
-    columns: Box<LatencyColumns>,
+    columns: Vec<Vec<u64>>,
 }
 
-type LatencyColumns = [[u64; LATENCY_BUCKETS]; LATENCY_HISTOGRAM_COLUMNS];
-
-/// A vdev's latency columns: its leaves' histograms summed (`vdev_get_child_stat_ex`).
-/// Zetta issues each leaf request straight to its device, so the total wait is the disk
-/// wait and the queue waits (sync, async, scrub, trim, rebuild) are empty.
-fn latency_columns(vdev: &Vdev) -> Box<LatencyColumns> {
+/// A vdev's histogram columns: its leaves' histograms summed (`vdev_get_child_stat_ex`).
+///
+/// `-w`: Zetta issues each leaf request straight to its device, so the total wait is the
+/// disk wait and the queue waits (sync, async, scrub, trim, rebuild) are empty.
+/// `-r`: the leaf does not know a request's priority; every read is counted as a sync
+/// read (a caller waits for it) and every write as an async write (the txg sync and the
+/// ZIL's log blocks alike), individual or aggregated; the other classes stay empty.
+fn histogram_columns(kind: HistogramKind, vdev: &Vdev) -> Vec<Vec<u64>> {
     use zetta::vdev::stat_ex::IoType;
-    let mut columns = Box::new([[0u64; LATENCY_BUCKETS]; LATENCY_HISTOGRAM_COLUMNS]);
+    let mut columns = vec![vec![0u64; kind.bucket_count()]; kind.column_count()];
+    let mut add = |column: usize, counts: &[u64]| {
+        for (total, count) in columns[column].iter_mut().zip(counts) {
+            *total += count;
+        }
+    };
     for leaf in vdev.leaves() {
-        for (io, total_column, disk_column) in [(IoType::Read, 0, 2), (IoType::Write, 1, 3)] {
-            let counts = leaf.stats.ex.disk_latency[io as usize].snapshot();
-            for (bucket, count) in counts.iter().enumerate().take(LATENCY_BUCKETS) {
-                columns[total_column][bucket] += count;
-                columns[disk_column][bucket] += count;
+        let ex = &leaf.stats.ex;
+        match kind {
+            HistogramKind::Latency => {
+                for (io, total_column, disk_column) in [(IoType::Read, 0, 2), (IoType::Write, 1, 3)]
+                {
+                    let counts = ex.disk_latency[io as usize].snapshot();
+                    add(total_column, &counts);
+                    add(disk_column, &counts);
+                }
+            }
+            HistogramKind::RequestSize => {
+                let read = IoType::Read as usize;
+                let write = IoType::Write as usize;
+                // sync_read ind/agg are columns 0/1, async_write ind/agg 6/7.
+                add(0, &ex.individual_size[read].snapshot());
+                add(1, &ex.aggregated_size[read].snapshot());
+                add(6, &ex.individual_size[write].snapshot());
+                add(7, &ex.aggregated_size[write].snapshot());
             }
         }
     }
+    debug_assert!(
+        columns.len() == LATENCY_HISTOGRAM_COLUMNS || columns.len() == SIZE_HISTOGRAM_COLUMNS
+    );
     columns
 }
 
 /// The blocks of one pool: the pool, then with `-v` its vdev tree and its log vdevs.
-fn latency_blocks(imported: &Imported, verbose: bool) -> Vec<LatencyBlock> {
+fn histogram_blocks(
+    kind: HistogramKind,
+    imported: &Imported,
+    verbose: bool,
+) -> Vec<HistogramBlock> {
     let spa = &imported.spa;
-    let block = |class, name: String, vdev: &Vdev| LatencyBlock {
+    let block = |class, name: String, vdev: &Vdev| HistogramBlock {
         class,
         name,
-        columns: latency_columns(vdev),
+        columns: histogram_columns(kind, vdev),
     };
     let mut blocks = vec![block(None, spa.name.clone(), &spa.root)];
     if !verbose {
@@ -489,11 +581,13 @@ fn latency_blocks(imported: &Imported, verbose: bool) -> Vec<LatencyBlock> {
     blocks
 }
 
-/// `zpool iostat -w`'s report of one interval: the first shows the counts since import,
-/// later ones the counts of the interval per second (2.3's scale of NANOSEC / tdelta).
-fn format_latency_report(
-    pools: &[Vec<LatencyBlock>],
-    previous: Option<&Vec<Vec<LatencyBlock>>>,
+/// `zpool iostat -w`/`-r`'s report of one interval: the first shows the counts since
+/// import, later ones the counts of the interval per second (2.3's scale of NANOSEC /
+/// tdelta).
+fn format_histogram_report(
+    kind: HistogramKind,
+    pools: &[Vec<HistogramBlock>],
+    previous: Option<&Vec<Vec<HistogramBlock>>>,
     interval_secs: f64,
     name_width: usize,
     options: IostatOptions,
@@ -517,10 +611,12 @@ fn format_latency_report(
                 // print_vdev_stats: a class heading is only its newline for histograms.
                 out.push('\n');
             }
-            out.push_str(&format_latency_histogram(
+            let slices: Vec<&[u64]> = columns.iter().map(|c| &c[..]).collect();
+            out.push_str(&format_histogram(
+                kind,
                 &block.name,
                 name_width,
-                &columns,
+                &slices,
                 options,
             ));
         }
@@ -528,23 +624,41 @@ fn format_latency_report(
     out
 }
 
-/// `zpool iostat [-v] [-w] [-Hpy] [pool]… [interval [count]]`
+/// `zpool iostat [-lq | -r | -w] [-v] [-Hpy] [-T d|u] [pool]… [interval [count]]`
+///
+/// `-c` (scripts), `-g`, `-L`, `-n` and vdev operands are refused (getopt's "invalid
+/// option", or the pool lookup's words for a vdev name).
 pub fn cmd_iostat(args: &[String], ctx: &mut Ctx) -> CmdResult {
-    // -l, -q and -r are refused (getopt's "invalid option"): the engine keeps no
-    // per-priority figures for them (vdev::stat_ex).
-    let parsed = getopt(args, "HpPvwyT:")?;
+    let parsed = getopt(args, "HlpPqrvwyT:")?;
     let latency_histograms = parsed.has('w');
+    let size_histograms = parsed.has('r');
     let options = IostatOptions {
         verbose: parsed.has('v'),
         scripted: parsed.has('H'),
         exact_numbers: parsed.has('p'),
+        latency: parsed.has('l'),
+        queues: parsed.has('q'),
+    };
+    // zpool_do_iostat's rules, in its words: histograms print alone, one kind at a time.
+    if (latency_histograms || size_histograms) && (options.latency || options.queues) {
+        return usage("[-r|-w] isn't allowed with [-c|-l|-q]");
+    }
+    if latency_histograms && size_histograms {
+        return usage("Only one of [-r|-w] can be passed at a time");
+    }
+    let histogram = if latency_histograms {
+        Some(HistogramKind::Latency)
+    } else if size_histograms {
+        Some(HistogramKind::RequestSize)
+    } else {
+        None
     };
     let skip_first = parsed.has('y');
     let timestamp = super::timestamp_format(&parsed)?;
     let mut names = parsed.operands.clone();
     let (interval, count) = interval_count(&mut names)?;
-    let mut previous: Option<Vec<IostatPool>> = None;
-    let mut previous_latency: Option<Vec<Vec<LatencyBlock>>> = None;
+    let mut previous: Option<Vec<Snapshot>> = None;
+    let mut previous_histograms: Option<Vec<Vec<HistogramBlock>>> = None;
     let mut iteration = 0u64;
     let mut printed = 0u64;
     loop {
@@ -553,27 +667,30 @@ pub fn cmd_iostat(args: &[String], ctx: &mut Ctx) -> CmdResult {
         if pools.is_empty() {
             return fail("no pools available");
         }
-        if latency_histograms {
-            let widths: Vec<IostatPool> =
-                pools.iter().map(|p| snapshot(p, options.verbose)).collect();
-            let name_width = iostat_name_width(&widths, options.verbose);
-            let blocks: Vec<Vec<LatencyBlock>> = pools
+        if let Some(kind) = histogram {
+            let widths: Vec<IostatPool> = pools
                 .iter()
-                .map(|p| latency_blocks(p, options.verbose))
+                .map(|p| snapshot(p, options.verbose).pool)
+                .collect();
+            let name_width = iostat_name_width(&widths, options.verbose);
+            let blocks: Vec<Vec<HistogramBlock>> = pools
+                .iter()
+                .map(|p| histogram_blocks(kind, p, options.verbose))
                 .collect();
             drop(pools);
             if !(skip_first && iteration == 0) {
                 ctx.print(&super::timestamp_line(timestamp));
-                ctx.print(&format_latency_report(
+                ctx.print(&format_histogram_report(
+                    kind,
                     &blocks,
-                    previous_latency.as_ref(),
+                    previous_histograms.as_ref(),
                     interval.unwrap_or(1.0),
                     name_width,
                     options,
                 ));
                 printed += 1;
             }
-            previous_latency = Some(blocks);
+            previous_histograms = Some(blocks);
             iteration += 1;
             if !next_round(ctx, interval, count, printed) {
                 return Ok(());
@@ -581,8 +698,7 @@ pub fn cmd_iostat(args: &[String], ctx: &mut Ctx) -> CmdResult {
             continue;
         }
         let now_secs = zetta::spa::now_secs();
-        let snapshots: Vec<IostatPool> =
-            pools.iter().map(|p| snapshot(p, options.verbose)).collect();
+        let snapshots: Vec<Snapshot> = pools.iter().map(|p| snapshot(p, options.verbose)).collect();
         let since_import: Vec<u64> = pools
             .iter()
             .map(|p| {
@@ -610,7 +726,7 @@ pub fn cmd_iostat(args: &[String], ctx: &mut Ctx) -> CmdResult {
             } else {
                 let width = iostat_name_width(&reports, options.verbose);
                 if !options.scripted && printed == 0 {
-                    ctx.print(&format_iostat_header(width, options.exact_numbers));
+                    ctx.print(&format_iostat_header(width, options));
                 }
                 ctx.print(&format_iostat_rows(&reports, options, width));
             }

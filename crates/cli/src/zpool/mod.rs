@@ -104,6 +104,12 @@ const COMMANDS: &[(&str, Command, &str)] = &[
     ("wait", wait::cmd_wait, "\twait [-Hp] [-T d|u] [-t <activity>[,...]] <pool> [interval]\n"),
 ];
 
+/// (command, synopsis) of every subcommand, in OpenZFS's help order (the man pages'
+/// synopses, `man.rs`).
+pub fn command_synopses() -> Vec<(&'static str, &'static str)> {
+    COMMANDS.iter().map(|(n, _, s)| (*n, *s)).collect()
+}
+
 /// `zpool version [-j]` (`zpool_do_version`).
 fn cmd_version(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let parsed = getopt_long(args, "j", &[("json", OPTION_JSON)], Some("zpool"))?;
@@ -173,8 +179,10 @@ pub fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         return 2;
     };
     let name = name.as_str();
-    // `zpool help CMD`: OpenZFS opens the man page zpool-CMD(8); Zetta has none yet and
-    // prints the command's usage instead.
+    // `zpool help CMD`: OpenZFS opens the man page zpool-CMD(8); Zetta prints the
+    // command's usage (its pages, `man.rs`, are read with `man zpool-CMD` once
+    // `zetta install-links` has put them on the man path; commands run in the daemon,
+    // which has no terminal to run `man` on).
     if name == "help" {
         if let Some(topic) = args.get(1).filter(|t| t.as_str() != "zpool") {
             return match COMMANDS.iter().find(|(n, _, _)| n == topic) {
