@@ -304,6 +304,7 @@ impl Spa {
             .unwrap_or_else(|| candidate.name.clone());
         let mut spa = Spa {
             name,
+            name_on_disk: None,
             guid: candidate.guid,
             root: std::sync::Arc::new(root),
             cache: root_config
