@@ -789,7 +789,16 @@ fn cachefile_and_temporary_names() {
         "tmp2\ntmp2/fs\n"
     );
     assert_eq!(cached_names(&default_cache), vec!["tank"]);
+    // In a cache file a pool under a temporary name is listed by its labels' name (a new
+    // daemon brings it back as that); here it keeps the temporary one.
+    lab.ok("zpool", &["set", "cachefile=", "tmp2"]);
+    assert_eq!(cached_names(&default_cache), vec!["tank", "other"]);
+    assert_eq!(
+        lab.ok("zpool", &["list", "-H", "-o", "name"]),
+        "tank\ntmp2\n"
+    );
     lab.ok("zpool", &["export", "tmp2"]);
+    assert_eq!(cached_names(&default_cache), vec!["tank"]);
     lab.ok("zpool", &["import", "-d", &dir, "other"]);
     assert_eq!(cached_names(&default_cache), vec!["tank", "other"]);
     lab.ok("zpool", &["destroy", "other"]);
@@ -860,4 +869,62 @@ fn cachefile_and_temporary_names() {
                 .to_string()
         )
     );
+}
+
+// Why: ZTS zfs_create_dryrun, zfs_create_verbose, zfs_create_011_pos, zfs_create_010_neg
+// (issue 18): `zfs create -n`, `-v` and `-P` were unknown options; `zfs create -p` of an
+// existing filesystem failed ("dataset already exists") where OpenZFS succeeds quietly;
+// `zfs create -p -V 150m pool` succeeded (the pool's root is a filesystem, not the volume
+// asked for). OpenZFS prints what it creates and its property list, and -n creates nothing.
+#[test]
+fn create_dry_run_verbose_and_existing_parents() {
+    let lab = NoMountLab::new();
+    assert_eq!(
+        lab.ok("zfs", &["create", "-Pn", "-o", "compression=on", "tank/x"]),
+        "create\ttank/x\nproperty\tcompression\ton\n"
+    );
+    assert_eq!(
+        lab.ok(
+            "zfs",
+            &["create", "-nv", "-s", "-b", "16k", "-V", "10m", "tank/v"]
+        ),
+        "would create tank/v\n\tvolblocksize=16384\n\tvolsize=10485760\n"
+    );
+    // A volume that is not sparse gets its refreservation in the list.
+    let out = lab.ok("zfs", &["create", "-Pn", "-V", "10m", "tank/v"]);
+    assert!(
+        out.starts_with("create\ttank/v\nproperty\tvolsize\t10485760\nproperty\trefreservation\t"),
+        "{out}"
+    );
+    // Nothing was created, not even parents; a bad property still fails.
+    assert_eq!(lab.ok("zfs", &["create", "-n", "-p", "tank/a/b"]), "");
+    assert_eq!(lab.ok("zfs", &["list", "-H", "-o", "name"]), "tank\n");
+    let (code, stderr) = refused(
+        &lab,
+        "zfs",
+        &["create", "-n", "-o", "nosuchprop=1", "tank/y"],
+    );
+    assert_eq!((code, stderr.is_empty()), (1, false));
+
+    assert_eq!(
+        lab.ok("zfs", &["create", "-v", "-p", "tank/a/b"]),
+        "create ancestors of tank/a/b\ncreate tank/a/b\n"
+    );
+    // -p of an existing filesystem: success, nothing printed.
+    assert_eq!(lab.ok("zfs", &["create", "-pv", "tank/a/b"]), "");
+    let (code, stderr) = refused(&lab, "zfs", &["create", "tank/a/b"]);
+    assert_eq!(
+        (code, stderr.as_str()),
+        (1, "cannot create 'tank/a/b': dataset already exists\n")
+    );
+    // A volume asked for where a filesystem is: refused.
+    assert_eq!(
+        refused(&lab, "zfs", &["create", "-p", "-V", "150m", "tank"]),
+        (
+            1,
+            "cannot create 'tank': missing dataset name\n".to_string()
+        )
+    );
+    let (code, _) = refused(&lab, "zfs", &["create", "-p", "-V", "150m", "tank/a"]);
+    assert_eq!(code, 1);
 }

@@ -153,9 +153,12 @@ fn is_busy(error: &IoError) -> bool {
 pub fn load_cache() -> Result<Vec<CacheEntry>, CmdError> {
     let mut entries = cache::load().map_err(CmdError::Fail)?;
     if let Some(registry) = registry::get() {
+        // The daemon's entry wins: a pool under a temporary name is in the file under
+        // the name on its labels.
         for entry in registry.readonly_entries() {
-            if !entries.iter().any(|e| e.guid == entry.guid) {
-                entries.push(entry);
+            match entries.iter_mut().find(|e| e.guid == entry.guid) {
+                Some(existing) => *existing = entry,
+                None => entries.push(entry),
             }
         }
     }
@@ -572,7 +575,11 @@ pub fn commit(imported: &mut Imported) -> Result<(), CmdError> {
         }
         return Ok(());
     }
-    record_in_cache(entry, spa.props.get_str("cachefile"))
+    record_in_cache(
+        entry,
+        spa.props.get_str("cachefile"),
+        spa.name_on_disk.as_deref(),
+    )
 }
 
 /// Where a pool's `cachefile` property puts it (OpenZFS `spa_write_cachefile`): unset, in
@@ -581,8 +588,18 @@ pub fn commit(imported: &mut Imported) -> Result<(), CmdError> {
 /// listed beside the file's entries while it lives, as a read-only pool is; a new daemon
 /// does not bring it back (OpenZFS does not import it at boot either). Without a daemon
 /// the default file is the only registry, so it is used whatever the property says.
-fn record_in_cache(entry: CacheEntry, cachefile: Option<&str>) -> Result<(), CmdError> {
+/// A file lists a pool under a temporary name by the name on its labels
+/// (`spa_config_generate`): a new daemon brings it back under that name.
+fn record_in_cache(
+    entry: CacheEntry,
+    cachefile: Option<&str>,
+    name_on_disk: Option<&str>,
+) -> Result<(), CmdError> {
     let guid = entry.guid;
+    let in_file = CacheEntry {
+        name: name_on_disk.unwrap_or(&entry.name).to_string(),
+        ..entry.clone()
+    };
     let registry = match (registry::get(), cachefile) {
         (Some(registry), Some(value)) if !value.is_empty() => registry,
         (registry, _) => {
@@ -591,8 +608,11 @@ fn record_in_cache(entry: CacheEntry, cachefile: Option<&str>) -> Result<(), Cmd
                 if let Some(old) = registry.take_cache_file(guid) {
                     cache::remove_at(std::path::Path::new(&old), guid).map_err(CmdError::Fail)?;
                 }
+                if name_on_disk.is_some() {
+                    registry.add_readonly(entry);
+                }
             }
-            return cache::upsert(entry).map_err(CmdError::Fail);
+            return cache::upsert(in_file).map_err(CmdError::Fail);
         }
     };
     let path = cachefile.filter(|value| *value != "none");
@@ -602,7 +622,7 @@ fn record_in_cache(entry: CacheEntry, cachefile: Option<&str>) -> Result<(), Cmd
         }
     }
     if let Some(path) = path {
-        cache::upsert_at(std::path::Path::new(path), entry.clone()).map_err(CmdError::Fail)?;
+        cache::upsert_at(std::path::Path::new(path), in_file).map_err(CmdError::Fail)?;
         registry.set_cache_file(guid, path);
     }
     registry.add_readonly(entry);
