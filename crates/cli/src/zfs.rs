@@ -446,9 +446,98 @@ fn check_nesting(name: &str) -> CmdResult {
     ))
 }
 
-/// `zfs create [-p] [-o prop=value]… fs`
+/// zfs_do_create's `-v`/`-P` report: what it creates, then its property list as the
+/// command's nvlist holds it (`-o` values as typed; `-b`, `-V` and a volume's computed
+/// `refreservation` as numbers), each name once, a later value moving it to the end.
+pub(crate) struct CreatePlan {
+    pub dryrun: bool,
+    pub verbose: bool,
+    pub parseable: bool,
+    pub props: Vec<(String, String)>,
+}
+
+impl CreatePlan {
+    pub(crate) fn of(parsed: &crate::zpool::Parsed) -> CreatePlan {
+        let mut plan = CreatePlan {
+            dryrun: parsed.has('n'),
+            verbose: parsed.has('v') || parsed.has('P'),
+            parseable: parsed.has('P'),
+            props: Vec::new(),
+        };
+        for (flag, value) in &parsed.options {
+            let value = value.as_deref().unwrap_or("");
+            match flag {
+                'o' => {
+                    if let Some((prop, value)) = value.split_once('=') {
+                        plan.add(prop, value);
+                    }
+                }
+                'b' => {
+                    if let Ok(bytes) = zetta_zprop::zfs_prop::nicestrtonum(value) {
+                        plan.add("volblocksize", &bytes.to_string());
+                    }
+                }
+                'V' => {
+                    if let Ok(bytes) = zetta_zprop::zfs_prop::nicestrtonum(value) {
+                        plan.add("volsize", &bytes.to_string());
+                    }
+                }
+                _ => {}
+            }
+        }
+        plan
+    }
+
+    /// nvlist_add with unique names: an earlier pair of that name goes.
+    pub(crate) fn add(&mut self, prop: &str, value: &str) {
+        self.props.retain(|(name, _)| name != prop);
+        self.props.push((prop.to_string(), value.to_string()));
+    }
+
+    pub(crate) fn has(&self, prop: &str) -> bool {
+        self.props.iter().any(|(name, _)| name == prop)
+    }
+
+    /// The `create_ancestors` line (`-p`).
+    pub(crate) fn ancestors(&self, ctx: &mut Ctx, name: &str) {
+        if !self.verbose {
+            return;
+        }
+        ctx.print(&if self.parseable {
+            format!("create_ancestors\t{name}\n")
+        } else if self.dryrun {
+            format!("would create ancestors of {name}\n")
+        } else {
+            format!("create ancestors of {name}\n")
+        });
+    }
+
+    /// The `create` line and the properties.
+    pub(crate) fn report(&self, ctx: &mut Ctx, name: &str) {
+        if !self.verbose {
+            return;
+        }
+        let mut text = if self.parseable {
+            format!("create\t{name}\n")
+        } else if self.dryrun {
+            format!("would create {name}\n")
+        } else {
+            format!("create {name}\n")
+        };
+        for (prop, value) in &self.props {
+            text.push_str(&if self.parseable {
+                format!("property\t{prop}\t{value}\n")
+            } else {
+                format!("\t{prop}={value}\n")
+            });
+        }
+        ctx.print(&text);
+    }
+}
+
+/// `zfs create [-Pnpuv] [-o prop=value]… fs`
 fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "po:uV:b:s")?;
+    let parsed = getopt(args, "po:uV:b:snvP")?;
     if parsed.has('V') {
         return volume::cmd_create_volume(&parsed, args, ctx);
     }
@@ -472,6 +561,20 @@ fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
             pool_of(name)
         ))
     })?;
+    let plan = CreatePlan::of(&parsed);
+    if parsed.has('p') {
+        // An existing filesystem is no error with -p (zfs_dataset_exists, by type).
+        if imported.spa.lookup_dir(name).map_err(spa_fail)?.is_some()
+            && volume::dataset_type(&mut imported.spa, name) == DatasetType::Filesystem
+        {
+            return Ok(());
+        }
+        plan.ancestors(ctx, name);
+    }
+    plan.report(ctx, name);
+    if plan.dryrun {
+        return Ok(());
+    }
     pool::writable(&imported, &format!("cannot create '{name}'"))?;
     let components: Vec<&str> = name.split('/').collect();
     let start = if parsed.has('p') { 2 } else { components.len() };

@@ -737,3 +737,194 @@ fn set_succeeds_when_the_remount_fails() {
         "no\n"
     );
 }
+
+/// The pool names a cache file lists (Zetta's format: guid, name, devices per line).
+fn cached_names(path: &str) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| line.split('\t').nth(1).map(str::to_string))
+        .collect()
+}
+
+// Why: defect 11 of issue 18 (ZTS zpool_create_018_pos, 020_pos, tempname): `zpool create
+// -o cachefile=PATH` was refused and `-t tmpname` unknown. In OpenZFS `cachefile=none`
+// keeps a pool out of the default cache file, a path writes it to that file instead, `-R`
+// and `-t` imply `none` unless `-o cachefile=` is given, and a temporary name lasts until
+// export: the labels keep the name given (a later import finds it under that name).
+#[test]
+fn cachefile_and_temporary_names() {
+    let lab = NoMountLab::new();
+    let default_cache = lab.inner.path("zpool.cache");
+    let disk = lab.inner.disk("second", 256 << 20);
+    let dir = std::path::Path::new(&disk)
+        .parent()
+        .unwrap()
+        .display()
+        .to_string();
+
+    // -t: here under the temporary name, out of the default cache file.
+    lab.ok("zpool", &["create", "-t", "tmp1", "other", &disk]);
+    assert_eq!(
+        lab.ok("zpool", &["list", "-H", "-o", "name"]),
+        "tank\ntmp1\n"
+    );
+    assert_eq!(
+        lab.ok(
+            "zpool",
+            &["get", "-H", "-o", "value,source", "cachefile", "tmp1"]
+        ),
+        "none\tlocal\n"
+    );
+    assert_eq!(cached_names(&default_cache), vec!["tank"]);
+    lab.ok("zfs", &["create", "tmp1/fs"]);
+    lab.ok("zpool", &["export", "tmp1"]);
+    let listing = lab.ok("zpool", &["import", "-d", &dir]);
+    assert!(listing.contains("pool: other\n"), "{listing}");
+    // import -t: a temporary name again; exported, the pool is still `other` on disk.
+    lab.ok("zpool", &["import", "-d", &dir, "-t", "other", "tmp2"]);
+    assert_eq!(
+        lab.ok("zfs", &["list", "-H", "-o", "name", "-r", "tmp2"]),
+        "tmp2\ntmp2/fs\n"
+    );
+    assert_eq!(cached_names(&default_cache), vec!["tank"]);
+    // In a cache file a pool under a temporary name is listed by its labels' name (a new
+    // daemon brings it back as that); here it keeps the temporary one.
+    lab.ok("zpool", &["set", "cachefile=", "tmp2"]);
+    assert_eq!(cached_names(&default_cache), vec!["tank", "other"]);
+    assert_eq!(
+        lab.ok("zpool", &["list", "-H", "-o", "name"]),
+        "tank\ntmp2\n"
+    );
+    lab.ok("zpool", &["export", "tmp2"]);
+    assert_eq!(cached_names(&default_cache), vec!["tank"]);
+    lab.ok("zpool", &["import", "-d", &dir, "other"]);
+    assert_eq!(cached_names(&default_cache), vec!["tank", "other"]);
+    lab.ok("zpool", &["destroy", "other"]);
+
+    // cachefile=PATH: written there, shown, and moved back by `cachefile=`.
+    let alternate = lab.inner.path("alternate.cache");
+    lab.ok(
+        "zpool",
+        &[
+            "create",
+            "-o",
+            &format!("cachefile={alternate}"),
+            "other",
+            &disk,
+        ],
+    );
+    assert_eq!(
+        lab.ok("zpool", &["get", "-H", "-o", "value", "cachefile", "other"]),
+        format!("{alternate}\n")
+    );
+    assert_eq!(cached_names(&alternate), vec!["other"]);
+    assert_eq!(cached_names(&default_cache), vec!["tank"]);
+    lab.ok("zpool", &["set", "cachefile=", "other"]);
+    assert_eq!(cached_names(&alternate), Vec::<String>::new());
+    assert_eq!(cached_names(&default_cache), vec!["tank", "other"]);
+    assert_eq!(
+        lab.ok(
+            "zpool",
+            &["get", "-H", "-o", "value,source", "cachefile", "other"]
+        ),
+        "-\tdefault\n"
+    );
+    lab.ok("zpool", &["set", "cachefile=none", "other"]);
+    assert_eq!(cached_names(&default_cache), vec!["tank"]);
+    assert_eq!(
+        lab.ok("zpool", &["list", "-H", "-o", "name"]),
+        "other\ntank\n"
+    );
+    lab.ok("zpool", &["destroy", "other"]);
+
+    // -R implies cachefile=none.
+    let root = lab.inner.path("root");
+    lab.ok("zpool", &["create", "-R", &root, "other", &disk]);
+    assert_eq!(
+        lab.ok(
+            "zpool",
+            &["get", "-H", "-o", "value", "cachefile,altroot", "other"]
+        ),
+        format!("none\n{root}\n")
+    );
+    assert_eq!(cached_names(&default_cache), vec!["tank"]);
+    lab.ok("zpool", &["destroy", "other"]);
+
+    // libzfs's words for the paths it refuses; a '/' in a temporary name.
+    assert_eq!(
+        refused(&lab, "zpool", &["set", "cachefile=relative", "tank"]),
+        (
+            1,
+            "cannot set property for 'tank': property 'cachefile' must be empty, an absolute path, or 'none'\n"
+                .to_string()
+        )
+    );
+    assert_eq!(
+        refused(&lab, "zpool", &["create", "-t", "a/b", "other", &disk]),
+        (
+            1,
+            "cannot create 'a/b': invalid character '/' in temporary name\nuse 'zfs create' to create a dataset\n"
+                .to_string()
+        )
+    );
+}
+
+// Why: ZTS zfs_create_dryrun, zfs_create_verbose, zfs_create_011_pos, zfs_create_010_neg
+// (issue 18): `zfs create -n`, `-v` and `-P` were unknown options; `zfs create -p` of an
+// existing filesystem failed ("dataset already exists") where OpenZFS succeeds quietly;
+// `zfs create -p -V 150m pool` succeeded (the pool's root is a filesystem, not the volume
+// asked for). OpenZFS prints what it creates and its property list, and -n creates nothing.
+#[test]
+fn create_dry_run_verbose_and_existing_parents() {
+    let lab = NoMountLab::new();
+    assert_eq!(
+        lab.ok("zfs", &["create", "-Pn", "-o", "compression=on", "tank/x"]),
+        "create\ttank/x\nproperty\tcompression\ton\n"
+    );
+    assert_eq!(
+        lab.ok(
+            "zfs",
+            &["create", "-nv", "-s", "-b", "16k", "-V", "10m", "tank/v"]
+        ),
+        "would create tank/v\n\tvolblocksize=16384\n\tvolsize=10485760\n"
+    );
+    // A volume that is not sparse gets its refreservation in the list.
+    let out = lab.ok("zfs", &["create", "-Pn", "-V", "10m", "tank/v"]);
+    assert!(
+        out.starts_with("create\ttank/v\nproperty\tvolsize\t10485760\nproperty\trefreservation\t"),
+        "{out}"
+    );
+    // Nothing was created, not even parents; a bad property still fails.
+    assert_eq!(lab.ok("zfs", &["create", "-n", "-p", "tank/a/b"]), "");
+    assert_eq!(lab.ok("zfs", &["list", "-H", "-o", "name"]), "tank\n");
+    let (code, stderr) = refused(
+        &lab,
+        "zfs",
+        &["create", "-n", "-o", "nosuchprop=1", "tank/y"],
+    );
+    assert_eq!((code, stderr.is_empty()), (1, false));
+
+    assert_eq!(
+        lab.ok("zfs", &["create", "-v", "-p", "tank/a/b"]),
+        "create ancestors of tank/a/b\ncreate tank/a/b\n"
+    );
+    // -p of an existing filesystem: success, nothing printed.
+    assert_eq!(lab.ok("zfs", &["create", "-pv", "tank/a/b"]), "");
+    let (code, stderr) = refused(&lab, "zfs", &["create", "tank/a/b"]);
+    assert_eq!(
+        (code, stderr.as_str()),
+        (1, "cannot create 'tank/a/b': dataset already exists\n")
+    );
+    // A volume asked for where a filesystem is: refused.
+    assert_eq!(
+        refused(&lab, "zfs", &["create", "-p", "-V", "150m", "tank"]),
+        (
+            1,
+            "cannot create 'tank': missing dataset name\n".to_string()
+        )
+    );
+    let (code, _) = refused(&lab, "zfs", &["create", "-p", "-V", "150m", "tank/a"]);
+    assert_eq!(code, 1);
+}

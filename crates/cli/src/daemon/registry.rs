@@ -8,7 +8,9 @@
 //! Pools imported read-only are held here but never written to the cache file (OpenZFS
 //! keeps read-only pools out of `zpool.cache`: nothing guarantees they import again the
 //! same way): the registry lists them beside the file's entries while the daemon lives,
-//! and a new daemon does not bring them back.
+//! and a new daemon does not bring them back. Pools whose `cachefile` is `none` or
+//! another file are held the same way (with that file's path, to take them out of it at
+//! export).
 
 use crate::zpool::cache::CacheEntry;
 use parking_lot::{Mutex, RwLock};
@@ -33,6 +35,8 @@ pub struct Registry {
     scans: Mutex<HashMap<u64, Arc<ScanHandle>>>,
     /// Read-only pools, as the cache file would list them (by guid).
     readonly: Mutex<std::collections::BTreeMap<u64, CacheEntry>>,
+    /// The cache file a pool's `cachefile` property names instead of the default one.
+    cache_files: Mutex<std::collections::BTreeMap<u64, String>>,
 }
 
 static REGISTRY: OnceLock<Registry> = OnceLock::new();
@@ -128,5 +132,15 @@ impl Registry {
 
     pub fn forget_readonly(&self, guid: u64) {
         self.readonly.lock().remove(&guid);
+    }
+
+    /// Records the cache file a pool was written to (its `cachefile` property).
+    pub fn set_cache_file(&self, guid: u64, path: &str) {
+        self.cache_files.lock().insert(guid, path.to_string());
+    }
+
+    /// The cache file a pool was written to, forgotten here.
+    pub fn take_cache_file(&self, guid: u64) -> Option<String> {
+        self.cache_files.lock().remove(&guid)
     }
 }

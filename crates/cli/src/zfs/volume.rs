@@ -160,11 +160,42 @@ pub(super) fn cmd_create_volume(parsed: &Parsed, args: &[String], ctx: &mut Ctx)
     for set in &mut settings {
         fix_auto_reservation(&imported.spa, set, info, 1);
     }
+    let mut plan = super::CreatePlan::of(parsed);
+    if volsize.to_string()
+        != plan
+            .props
+            .iter()
+            .find(|(p, _)| p == "volsize")
+            .map_or("", |(_, v)| v.as_str())
+    {
+        plan.add("volsize", &volsize.to_string());
+    }
+    for set in &settings {
+        if let SetValue::Native(ZfsProp::Refreservation, PropValue::Number(bytes)) = set {
+            if !plan.has("refreservation") {
+                plan.add("refreservation", &bytes.to_string());
+            }
+        }
+    }
     if parsed.has('p') {
-        if imported.spa.lookup_dir(name).map_err(spa_fail)?.is_some() {
+        // An existing volume is no error with -p (zfs_dataset_exists, by type).
+        if imported.spa.lookup_dir(name).map_err(spa_fail)?.is_some()
+            && dataset_type(&mut imported.spa, name) == DatasetType::Volume
+        {
             return Ok(());
         }
-        create_parents(&mut imported, name)?;
+        plan.ancestors(ctx, name);
+        if !plan.dryrun {
+            create_parents(&mut imported, name)?;
+        }
+    }
+    plan.report(ctx, name);
+    if plan.dryrun {
+        return Ok(());
+    }
+    if !name.contains('/') {
+        // check_parents: a pool's name has no parent.
+        return fail(format!("cannot create '{name}': missing dataset name"));
     }
     zetta_zprop::namecheck::validate_dataset_name(name, true)
         .map_err(|e| CmdError::Fail(format!("cannot create '{name}': {e}")))?;

@@ -129,7 +129,11 @@ pub fn format(entries: &[CacheEntry]) -> String {
 
 /// The imported pools; a missing cache file means none.
 pub fn load() -> Result<Vec<CacheEntry>, String> {
-    let path = cache_path();
+    load_at(&cache_path())
+}
+
+/// The pools a cache file lists (the default one, or a pool's `cachefile`).
+pub fn load_at(path: &std::path::Path) -> Result<Vec<CacheEntry>, String> {
     match std::fs::read_to_string(&path) {
         Ok(text) => Ok(parse(&text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
@@ -139,7 +143,11 @@ pub fn load() -> Result<Vec<CacheEntry>, String> {
 
 /// Replaces the cache file atomically.
 pub fn save(entries: &[CacheEntry]) -> Result<(), String> {
-    let path = cache_path();
+    save_at(&cache_path(), entries)
+}
+
+/// Replaces a cache file atomically.
+pub fn save_at(path: &std::path::Path, entries: &[CacheEntry]) -> Result<(), String> {
     let dir = path
         .parent()
         .map(PathBuf::from)
@@ -159,7 +167,7 @@ pub fn save(entries: &[CacheEntry]) -> Result<(), String> {
         let mut file = std::fs::File::create(&temp)?;
         file.write_all(format(entries).as_bytes())?;
         file.sync_all()?;
-        std::fs::rename(&temp, &path)
+        std::fs::rename(&temp, path)
     };
     write().map_err(|e| {
         let _ = std::fs::remove_file(&temp);
@@ -169,18 +177,33 @@ pub fn save(entries: &[CacheEntry]) -> Result<(), String> {
 
 /// Adds or replaces the entry with this guid.
 pub fn upsert(entry: CacheEntry) -> Result<(), String> {
-    let mut entries = load()?;
+    upsert_at(&cache_path(), entry)
+}
+
+/// Adds or replaces the entry with this guid in a cache file.
+pub fn upsert_at(path: &std::path::Path, entry: CacheEntry) -> Result<(), String> {
+    let mut entries = load_at(path)?;
     match entries.iter_mut().find(|e| e.guid == entry.guid) {
         Some(existing) => *existing = entry,
         None => entries.push(entry),
     }
-    save(&entries)
+    save_at(path, &entries)
 }
 
 pub fn remove(guid: u64) -> Result<(), String> {
-    let mut entries = load()?;
+    remove_at(&cache_path(), guid)
+}
+
+/// Takes the entry with this guid out of a cache file (a missing file has none; a file
+/// that never listed it is left as it is).
+pub fn remove_at(path: &std::path::Path, guid: u64) -> Result<(), String> {
+    let mut entries = load_at(path)?;
+    let before = entries.len();
     entries.retain(|e| e.guid != guid);
-    save(&entries)
+    if entries.len() == before && path != cache_path() {
+        return Ok(());
+    }
+    save_at(path, &entries)
 }
 
 #[cfg(test)]

@@ -61,9 +61,19 @@ fn spec_tree(groups: &[VdevSpecGroup], class: VdevClass, indent: usize) -> Strin
     out
 }
 
-/// `zpool create [-fnd] [-o p=v]… [-O p=v]… [-m mnt] [-R root] pool vdev…`
+/// `zpool create [-fnd] [-o p=v]… [-O p=v]… [-m mnt] [-R root] [-t tname] pool vdev…`
 pub fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "fndo:O:m:R:")?;
+    let parsed = getopt(args, "fndo:O:m:R:t:")?;
+    // -t: the pool lives here under a temporary name until export; its labels keep the
+    // name given (OpenZFS's ZPOOL_PROP_TNAME).
+    let tname = parsed.last('t');
+    if let Some(tname) = &tname {
+        if tname.contains('/') {
+            return fail(format!(
+                "cannot create '{tname}': invalid character '/' in temporary name\nuse 'zfs create' to create a dataset"
+            ));
+        }
+    }
     let force = parsed.has('f');
     let Some(name) = parsed.operands.first() else {
         return usage("missing pool name argument");
@@ -144,6 +154,11 @@ pub fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
         }
         pool_props.set_str("altroot", &root);
     }
+    // -R and -t keep the pool out of the default cache file unless -o cachefile= says
+    // otherwise (`add_prop_list_default`).
+    if (parsed.has('R') || tname.is_some()) && pool_props.get_str("cachefile").is_none() {
+        pool_props.set_str("cachefile", "none");
+    }
     if let Some(mountpoint) = parsed.last('m') {
         if !(mountpoint.starts_with('/') || mountpoint == "legacy" || mountpoint == "none") {
             return fail(format!(
@@ -159,6 +174,12 @@ pub fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
     }
     check_pool_name(name)
         .map_err(|why| CmdError::Fail(format!("cannot create '{name}': {why}")))?;
+    if let Some(tname) = &tname {
+        check_pool_name(tname)
+            .map_err(|why| CmdError::Fail(format!("cannot create '{tname}': {why}")))?;
+    }
+    // The name the pool has here: the temporary one under -t.
+    let here = tname.as_deref().unwrap_or(name.as_str());
 
     let action = format!("cannot create '{name}'");
     let groups = pool::parse_spec(&parsed.operands[1..], &action)?;
@@ -179,7 +200,7 @@ pub fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
         ctx.print(&text);
         return Ok(());
     }
-    if pool::load_cache()?.iter().any(|e| &e.name == name) {
+    if pool::load_cache()?.iter().any(|e| e.name == here) {
         return fail(format!("{action}: pool already exists"));
     }
     if pool::any_too_small(&paths) {
@@ -222,6 +243,10 @@ pub fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
     }
     let spa = Spa::create(name, &tops, &options)
         .map_err(|e| CmdError::Fail(format!("{action}: {}", pool::spa_error_text(&e))))?;
+    let mut spa = spa;
+    if tname.is_some() {
+        spa.name_on_disk = Some(std::mem::replace(&mut spa.name, here.to_string()));
+    }
     let mut imported = Imported::owned(spa.guid.0, spa);
     // -O and -m: properties of the root filesystem, now that it exists.
     let fs_props: Vec<(String, String)> = imported
@@ -237,8 +262,8 @@ pub fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
         .collect();
     for (key, value) in fs_props {
         imported.spa.props.entries.remove(&format!("fs:{key}"));
-        let set = crate::zfs::validate(name, &key, &value, true)?;
-        crate::zfs::store(&mut imported, name, set)?;
+        let set = crate::zfs::validate(here, &key, &value, true)?;
+        crate::zfs::store(&mut imported, here, set)?;
     }
     imported
         .spa

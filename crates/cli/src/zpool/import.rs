@@ -139,9 +139,9 @@ pub fn show_import(candidate: &ImportCandidate) -> String {
     out
 }
 
-/// `zpool import [-d dir]… [-D] [-f] [-N] [-R root] [-o prop=v]… [-a | pool|id [newpool]]`
+/// `zpool import [-d dir]… [-D] [-f] [-N] [-R root] [-t] [-o prop=v]… [-a | pool|id [newpool]]`
 pub fn cmd_import(args: &[String], ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "ad:DfNo:R:")?;
+    let parsed = getopt(args, "ad:DfNo:R:t")?;
     let mut dirs = parsed.values('d');
     if dirs.is_empty() {
         dirs.push("/dev".to_string());
@@ -286,6 +286,13 @@ fn do_import(
     if let Some(root) = parsed.last('R') {
         pool_props.push(("altroot".to_string(), root));
     }
+    // -R and -t keep the pool out of the default cache file unless -o cachefile= says
+    // otherwise (`add_prop_list_default`).
+    if (parsed.has('R') || parsed.has('t')) && !pool_props.iter().any(|(k, _)| k == "cachefile") {
+        pool_props.push(("cachefile".to_string(), "none".to_string()));
+    }
+    // -t: newpool is the pool's name here until export; its labels keep the old one.
+    let temporary = parsed.has('t');
     let mut devices: Vec<DeviceRef> = Vec::new();
     for device in candidate.devices.values() {
         let path = device.path();
@@ -307,8 +314,12 @@ fn do_import(
     let readonly = pool_props
         .iter()
         .any(|(key, value)| matches!(key.as_str(), "readonly" | "rdonly") && value == "on");
-    let spa = Spa::import_with(&locked, new_name, pool::ARC_SIZE_BYTES_CLI, readonly)
+    let on_disk = if temporary { None } else { new_name };
+    let mut spa = Spa::import_with(&locked, on_disk, pool::ARC_SIZE_BYTES_CLI, readonly)
         .map_err(|e| CmdError::Fail(format!("{action}: {}", pool::spa_error_text(&e))))?;
+    if let Some(new) = new_name.filter(|new| temporary && *new != spa.name) {
+        spa.name_on_disk = Some(std::mem::replace(&mut spa.name, new.to_string()));
+    }
     pool::report_replay(&spa);
     let mut imported = Imported::owned(candidate.guid.0, spa);
     if !readonly {
@@ -319,7 +330,9 @@ fn do_import(
     if !readonly {
         imported.spa.mark_config_dirty();
     }
+    // Neither lasts past an export (OpenZFS keeps both in the in-core config only).
     imported.spa.props.remove("altroot");
+    imported.spa.props.remove("cachefile");
     for (key, value) in pool_props {
         let key = if key == "rdonly" {
             "readonly".to_string()

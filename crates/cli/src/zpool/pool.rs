@@ -148,14 +148,17 @@ fn is_busy(error: &IoError) -> bool {
     matches!(error, IoError::Open { reason, .. } if reason.contains("in use by another process"))
 }
 
-/// The imported pools: the cache file's, and those the daemon holds read-only (which
-/// OpenZFS, and so Zetta, never writes to the cache file).
+/// The imported pools: the cache file's, and those the daemon holds out of it (read-only,
+/// or `cachefile=none` or another file: OpenZFS, and so Zetta, never writes them there).
 pub fn load_cache() -> Result<Vec<CacheEntry>, CmdError> {
     let mut entries = cache::load().map_err(CmdError::Fail)?;
     if let Some(registry) = registry::get() {
+        // The daemon's entry wins: a pool under a temporary name is in the file under
+        // the name on its labels.
         for entry in registry.readonly_entries() {
-            if !entries.iter().any(|e| e.guid == entry.guid) {
-                entries.push(entry);
+            match entries.iter_mut().find(|e| e.guid == entry.guid) {
+                Some(existing) => *existing = entry,
+                None => entries.push(entry),
             }
         }
     }
@@ -166,6 +169,9 @@ pub fn load_cache() -> Result<Vec<CacheEntry>, CmdError> {
 pub fn forget(guid: u64) -> Result<(), CmdError> {
     if let Some(registry) = registry::get() {
         registry.forget_readonly(guid);
+        if let Some(path) = registry.take_cache_file(guid) {
+            cache::remove_at(std::path::Path::new(&path), guid).map_err(CmdError::Fail)?;
+        }
     }
     cache::remove(guid).map_err(CmdError::Fail)
 }
@@ -569,7 +575,58 @@ pub fn commit(imported: &mut Imported) -> Result<(), CmdError> {
         }
         return Ok(());
     }
-    cache::upsert(entry).map_err(CmdError::Fail)
+    record_in_cache(
+        entry,
+        spa.props.get_str("cachefile"),
+        spa.name_on_disk.as_deref(),
+    )
+}
+
+/// Where a pool's `cachefile` property puts it (OpenZFS `spa_write_cachefile`): unset, in
+/// the default cache file; `none`, in none; a path, in that file (Zetta's cache format)
+/// and not the default one. A pool in no default cache file is held by the daemon and
+/// listed beside the file's entries while it lives, as a read-only pool is; a new daemon
+/// does not bring it back (OpenZFS does not import it at boot either). Without a daemon
+/// the default file is the only registry, so it is used whatever the property says.
+/// A file lists a pool under a temporary name by the name on its labels
+/// (`spa_config_generate`): a new daemon brings it back under that name.
+fn record_in_cache(
+    entry: CacheEntry,
+    cachefile: Option<&str>,
+    name_on_disk: Option<&str>,
+) -> Result<(), CmdError> {
+    let guid = entry.guid;
+    let in_file = CacheEntry {
+        name: name_on_disk.unwrap_or(&entry.name).to_string(),
+        ..entry.clone()
+    };
+    let registry = match (registry::get(), cachefile) {
+        (Some(registry), Some(value)) if !value.is_empty() => registry,
+        (registry, _) => {
+            if let Some(registry) = registry {
+                registry.forget_readonly(guid);
+                if let Some(old) = registry.take_cache_file(guid) {
+                    cache::remove_at(std::path::Path::new(&old), guid).map_err(CmdError::Fail)?;
+                }
+                if name_on_disk.is_some() {
+                    registry.add_readonly(entry);
+                }
+            }
+            return cache::upsert(in_file).map_err(CmdError::Fail);
+        }
+    };
+    let path = cachefile.filter(|value| *value != "none");
+    if let Some(old) = registry.take_cache_file(guid) {
+        if Some(old.as_str()) != path {
+            cache::remove_at(std::path::Path::new(&old), guid).map_err(CmdError::Fail)?;
+        }
+    }
+    if let Some(path) = path {
+        cache::upsert_at(std::path::Path::new(path), in_file).map_err(CmdError::Fail)?;
+        registry.set_cache_file(guid, path);
+    }
+    registry.add_readonly(entry);
+    cache::remove(guid).map_err(CmdError::Fail)
 }
 
 /// The pool a device's label names: (pool name, pool guid, pool state).

@@ -169,6 +169,7 @@ pub fn validate(name: &str, value: &str, phase: Phase) -> Result<(), String> {
             "cachefile" if !(value.is_empty() || value == "none" || value.starts_with('/')) => {
                 Err("property 'cachefile' must be empty, an absolute path, or 'none'".to_string())
             }
+            "cachefile" if value.starts_with('/') => check_cachefile_path(value),
             "comment" if value.len() > 32 || value.chars().any(|c| c.is_control()) => {
                 Err("comment must not contain control characters or exceed 32 characters".to_string())
             }
@@ -191,16 +192,29 @@ pub fn validate(name: &str, value: &str, phase: Phase) -> Result<(), String> {
     Ok(())
 }
 
+/// zpool_valid_proplist's checks of a cache file path: it names a file (not `/`, `.` or
+/// `..`) in a directory that exists.
+fn check_cachefile_path(value: &str) -> Result<(), String> {
+    let (parent, last) = value.rsplit_once('/').unwrap_or(("", value));
+    if last.is_empty() || last == "." || last == ".." {
+        return Err(format!("'{value}' is not a valid file"));
+    }
+    if !parent.is_empty() && !std::path::Path::new(parent).is_dir() {
+        return Err(format!("'{parent}' is not a valid directory"));
+    }
+    Ok(())
+}
+
 /// libzfs's words when the kernel answers ENOTSUP for a pool (`EZFS_POOL_NOTSUP`).
 const POOL_NOTSUP: &str = "operation not supported on this type of pool";
 
 /// Pool property values Zetta would store but not act on, refused rather than ignored
-/// (README "What Zetta refuses"): a cache file other than its own, automatic replace and
-/// trim, failure modes other than waiting, snapshots in `zfs list`, multihost protection.
-/// The defaults pass.
+/// (README "What Zetta refuses"): automatic replace and trim, failure modes other than
+/// waiting, snapshots in `zfs list`, multihost protection. The defaults pass. (`cachefile`
+/// is honoured since issue 18: `pool::commit` keeps the pool out of the default cache
+/// file for `none` and writes it to the file named instead.)
 fn pool_value_unhonoured(name: &str, value: &str) -> bool {
     match name {
-        "cachefile" => !value.is_empty(),
         "autoreplace" | "autotrim" | "listsnapshots" | "multihost" => value == "on",
         "failmode" => value != "wait",
         _ => false,
@@ -726,7 +740,21 @@ mod tests {
             validate("failmode", "continue", Phase::Set).unwrap_err(),
             "operation not supported on this type of pool"
         );
-        assert!(validate("cachefile", "/tmp/x.cache", Phase::Create).is_err());
+        // A cache file of its own is honoured (issue 18, defect 11); a relative one is not.
+        assert!(validate("cachefile", "/tmp/x.cache", Phase::Create).is_ok());
+        assert!(validate("cachefile", "none", Phase::Set).is_ok());
+        assert_eq!(
+            validate("cachefile", "/tmp/", Phase::Set).unwrap_err(),
+            "'/tmp/' is not a valid file"
+        );
+        assert_eq!(
+            validate("cachefile", "/nonexistent-dir/x", Phase::Set).unwrap_err(),
+            "'/nonexistent-dir' is not a valid directory"
+        );
+        assert_eq!(
+            validate("cachefile", "x.cache", Phase::Set).unwrap_err(),
+            "property 'cachefile' must be empty, an absolute path, or 'none'"
+        );
     }
 
     /// History lines carry `YYYY-MM-DD.HH:MM:SS`, 19 characters, whatever the zone.

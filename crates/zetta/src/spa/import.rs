@@ -305,6 +305,7 @@ impl Spa {
         let root_dataset = directory.directory.root_dataset;
         let mut spa = Spa {
             name,
+            name_on_disk: None,
             guid: candidate.guid,
             root: std::sync::Arc::new(root),
             cache: root_config

@@ -130,7 +130,12 @@ impl Default for CreateOptions {
 }
 
 pub struct Spa {
+    /// The pool's name here (datasets are named under it).
     pub name: String,
+    /// The name the labels and the MOS config keep when it differs from `name`: a
+    /// temporary name (`zpool create -t`, `zpool import -t`, OpenZFS's
+    /// `ZPOOL_PROP_TNAME`) lasts until export and is never written.
+    pub name_on_disk: Option<String>,
     pub guid: Guid,
     pub root: std::sync::Arc<Vdev>,
     /// Cache (L2ARC) devices: leaves outside the DVA address space.
@@ -350,6 +355,7 @@ impl Spa {
         }
         let mut spa = Spa {
             name: name.to_string(),
+            name_on_disk: None,
             guid: pool_guid,
             root: std::sync::Arc::new(root),
             cache: Vec::new(),
@@ -540,7 +546,7 @@ impl Spa {
     pub fn config(&self) -> crate::nvpair_xdr::XdrNvList {
         crate::vdev::config::pool_config(&crate::vdev::config::PoolFacts {
             version: self.dp.directory.version,
-            name: &self.name,
+            name: self.name_on_disk.as_deref().unwrap_or(&self.name),
             guid: self.guid.0,
             state: self.state,
             txg: self.open_txg.0,

@@ -486,6 +486,7 @@ impl Spa {
         };
         Ok(Spa {
             name,
+            name_on_disk: None,
             guid: Guid(candidate.guid),
             root: Arc::new(root),
             cache: Vec::new(),
