@@ -110,6 +110,14 @@ fn populate(root: &Path, tag: &str) {
     .unwrap();
 }
 
+/// OpenZFS's `zdb -bcc` on a pool Zetta wrote over zfs-fuse's: every block checksums and
+/// the space maps hold exactly the blocks referenced (no leak, e.g. of the user/group
+/// accounting objects zfs-fuse made and Zetta releases).
+fn no_leaks(vdevs: &Path, pool: &str) {
+    let out = common::openzfs::zdb_ok(vdevs, &["-bcc", pool]);
+    assert!(out.contains("No leaks"), "zdb -bcc {pool}:\n{out}");
+}
+
 fn zetta_import(lab: &Lab, vdevs: &Path, pool: &str) {
     lab.ok("zpool", &["import", "-d", vdevs.to_str().unwrap(), pool]);
 }
@@ -211,6 +219,7 @@ fn a_version_23_pool_zetta_makes_goes_through_zfs_fuse_and_back() {
     let zetta_again = (tree_digest(&lab, &mnt), tree_digest(&lab, &mnt.join("a")));
     lab.ok("zpool", &["export", "zt"]);
     zfs_fuse::wait_mounted(&mnt, false);
+    no_leaks(&vdevs, "zt");
 
     // Leg 4: zfs-fuse reads Zetta's new files, and its scrub finds nothing wrong.
     {
@@ -280,6 +289,7 @@ fn a_pool_zfs_fuse_makes_is_written_by_zetta_and_read_back_by_zfs_fuse() {
     let zetta_digests = (tree_digest(&lab, &mnt), tree_digest(&lab, &mnt.join("a")));
     lab.ok("zpool", &["export", "zr"]);
     zfs_fuse::wait_mounted(&mnt, false);
+    no_leaks(&vdevs, "zr");
 
     let mut zf = zfs_fuse::ZfsFuse::start();
     zf.import_pool(&vdevs, "zr");

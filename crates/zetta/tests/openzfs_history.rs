@@ -10,7 +10,9 @@ use std::sync::Arc;
 use zetta::byteorder::ByteOrder;
 use zetta::io::{DeviceRef, FileDevice};
 use zetta::nvpair_xdr::{dump_nvlist, XdrValue};
-use zetta::spa::openzfs::discover::find_pools;
+// With the pools Zetta also writes (`unclean_export` since session 17): these tests read
+// OpenZFS's bytes through the reader whoever would import the pool.
+use zetta::spa::openzfs::discover::find_pools_with_zetta as find_pools;
 use zetta::spa::openzfs::history::{self, HistoryError, Record};
 use zetta::spa::openzfs::pool::OpenZfsPool;
 

@@ -14,7 +14,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use zetta::io::{DeviceRef, FileDevice};
-use zetta::spa::openzfs::discover::find_pools;
+// With the pools Zetta also writes (`unclean_export` since session 17): these tests read
+// OpenZFS's bytes through the reader whoever would import the pool.
+use zetta::spa::openzfs::discover::find_pools_with_zetta as find_pools;
 use zetta::spa::openzfs::pool::{OpenError, OpenZfsPool};
 use zetta::zpl::openzfs::fs::{FileAttr, ZplFs};
 

@@ -95,9 +95,17 @@ pub fn show_import(candidate: &ImportCandidate) -> String {
     } else if offline {
         out.push_str("status: One or more devices are offlined.\n");
     }
+    // `check_status`'s ZPOOL_STATUS_HOSTID_MISMATCH: a pool left imported (state ACTIVE,
+    // as OpenZFS's `unclean_export` fixture is), which `zpool import` takes only with -f.
+    let hostid = !missing && !offline && candidate.state == pool::POOL_STATE_ACTIVE;
+    if hostid {
+        out.push_str("status: The pool was last accessed by another system.\n");
+        see = Some("ZFS-8000-EY");
+    }
     // `check_status`'s ZPOOL_STATUS_VERSION_OLDER for a pool the labels say is legacy.
     let legacy = !missing
         && !offline
+        && !hostid
         && candidate
             .config
             .get_u64("version")
@@ -109,6 +117,10 @@ pub fn show_import(candidate: &ImportCandidate) -> String {
         VdevState::Online if legacy => out.push_str(
             "action: The pool can be imported using its name or numeric identifier, though\n\
              \tsome features will not be available without an explicit 'zpool upgrade'.\n",
+        ),
+        VdevState::Online if hostid => out.push_str(
+            "action: The pool can be imported using its name or numeric identifier and\n\
+             \tthe '-f' flag.\n",
         ),
         VdevState::Online => out.push_str(
             "action: The pool can be imported using its name or numeric identifier.\n",

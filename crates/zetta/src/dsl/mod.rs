@@ -758,7 +758,9 @@ impl Spa {
         )
         .map_err(zap_error)?
         .and_then(|v| v.first().copied())
-        .unwrap_or(crate::spa::openzfs::feature::SPA_VERSION_FEATURES);
+        // A pool zfs-fuse created has no `creation_version` (it came with version 5000's
+        // `spa_create`): its filesystems may be ZPL 4 whatever the pool's version now.
+        .unwrap_or(0);
         if creation_version >= 24 {
             return Ok(None);
         }

@@ -4,8 +4,9 @@
 //! label config of each pool describes its vdev tree (Zetta's whole-tree copy when it has
 //! one, else assembled from every top-level vdev's newest label, as OpenZFS's
 //! `get_configs` does). A pool labelled by OpenZFS's keys alone is imported here only when
-//! `spa::openzfs::discover::zetta_writes` finds its version, active features and MOS
-//! layout Zetta's; others are `spa::openzfs`'s (read-only). Import then needs every top-level vdev
+//! `spa::openzfs::discover::zetta_writes` finds its version and active features Zetta's
+//! (wherever its creator numbered the MOS objects: `directory::MosDirectory::load` reads
+//! them); others are `spa::openzfs`'s (read-only). Import then needs every top-level vdev
 //! usable (redundancy lives inside top-level vdevs: losing one loses the pool, `-f` or not),
 //! reads every uberblock ring, and opens the MOS of the newest uberblock that verifies —
 //! falling back to older ones when the newest is damaged. The vdev tree is then rebuilt from

@@ -322,9 +322,10 @@ pub fn open_devices(paths: &[PathBuf]) -> Vec<zetta::io::DeviceRef> {
         .collect()
 }
 
-/// The one pool on `devices`, opened by the part-1 reader.
+/// The one pool on `devices`, opened by the part-1 reader (also a pool Zetta's engine
+/// would import read-write, as `unclean_export` is since session 17).
 pub fn open_pool(devices: &[zetta::io::DeviceRef]) -> zetta::spa::openzfs::pool::OpenZfsPool {
-    let candidates = zetta::spa::openzfs::discover::find_pools(devices, 0);
+    let candidates = zetta::spa::openzfs::discover::find_pools_with_zetta(devices, 0);
     assert_eq!(candidates.len(), 1, "one pool on the devices");
     zetta::spa::openzfs::pool::OpenZfsPool::open_devices(&candidates[0], devices)
         .unwrap_or_else(|e| panic!("{}: {e}", candidates[0].name))
