@@ -149,7 +149,10 @@ fn offline_side_misses_txgs_kept_in_a_dtl_space_map_and_resilvered_on_online() {
     // Import reads the DTL back from the MOS: the side still misses the same txgs (and
     // every txg synced while it stays offline).
     let mut spa = import(&paths);
-    assert!(spa.needs_resilver());
+    assert!(
+        !spa.needs_resilver(),
+        "nothing to resilver while the side is offline"
+    );
     let back = spa.root.leaves()[1].dtl.ranges();
     assert_eq!(back[0].0, first, "the range starts where it did: {back:?}");
     assert!(back[0].1 > count);
@@ -229,4 +232,48 @@ fn detach_frees_the_dtl_object() {
     assert_eq!(zdb_dtl_objects(&dir), vec![objects[1]]);
     common::oracle::assert_zdb_no_leaks(&dir, "tank", "after detach");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Why: a mirror side whose writes fail is faulted; every txg it misses from then on must be
+/// in its DTL (the txg whose write failed too, though that write may come after the txg's
+/// DTL was synced), and `zpool clear` must resilver it: with the other side then gone, the
+/// cleared side alone must serve everything. Without the DTL the cleared side would be
+/// trusted for blocks it never got.
+#[test]
+fn a_faulted_side_is_resilvered_after_clear() {
+    let a = Arc::new(zetta::io::SimDevice::new("/d/a", 96 << 20, 1));
+    let b = Arc::new(zetta::io::SimDevice::new("/d/b", 96 << 20, 2));
+    let mirror = TopSpec {
+        kind: TopKind::Mirror,
+        leaves: vec![
+            ("/d/a".to_string(), a.clone() as DeviceRef),
+            ("/d/b".to_string(), b.clone() as DeviceRef),
+        ],
+        is_log: false,
+    };
+    let mut spa = Spa::create("tank", &[mirror], &CreateOptions::default()).unwrap();
+    let (id, data) = write_random(&mut spa, 1 << 20, 5);
+    b.set_failed(true);
+    let (id2, data2) = write_random(&mut spa, 1 << 20, 6);
+    let (id3, data3) = write_random(&mut spa, 1 << 20, 7);
+    let side = spa.root.leaves()[1];
+    assert!(side.faulted.load(std::sync::atomic::Ordering::Relaxed));
+    assert!(
+        !side.dtl.is_empty(),
+        "the faulted side's missed txgs are in its DTL"
+    );
+    assert!(
+        !spa.needs_resilver(),
+        "nothing to resilver onto a faulted side"
+    );
+    b.set_failed(false);
+    spa.clear_errors();
+    assert!(spa.needs_resilver());
+    spa.resilver_if_needed().unwrap();
+    assert!(spa.root.leaves()[1].dtl.is_empty());
+    a.set_failed(true);
+    spa.zio.arc.clear();
+    assert_eq!(spa.read_object(id, 0, data.len()).unwrap(), data);
+    assert_eq!(spa.read_object(id2, 0, data2.len()).unwrap(), data2);
+    assert_eq!(spa.read_object(id3, 0, data3.len()).unwrap(), data3);
 }

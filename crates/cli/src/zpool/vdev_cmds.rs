@@ -235,9 +235,16 @@ pub fn cmd_clear(args: &[String], _ctx: &mut Ctx) -> CmdResult {
                 ));
             };
             leaf.stats.clear_errors();
-            leaf.faulted
-                .store(false, std::sync::atomic::Ordering::Relaxed);
+            imported.spa.clear_fault(leaf);
         }
+    }
+    // `vdev_clear`: a device back from a fault resilvers what it missed meanwhile.
+    if let Err(e) = imported.spa.resilver_if_needed() {
+        return fail(format!(
+            "cannot clear errors for {}: {}",
+            device.unwrap_or(name),
+            pool::spa_error_text(&e)
+        ));
     }
     imported.spa.log_history(&history_line("clear", args));
     pool::commit(&mut imported)

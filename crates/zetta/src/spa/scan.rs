@@ -144,9 +144,14 @@ impl Spa {
         Ok(stats)
     }
 
-    /// Whether any leaf still misses data (a DTL is not empty).
+    /// Whether a resilver has work: a leaf that can take writes misses txgs (its DTL is
+    /// not empty). An offline or missing leaf's DTL grows until it is back: nothing to
+    /// resilver before then (`zpool wait -t resilver` does not wait for it).
     pub fn needs_resilver(&self) -> bool {
-        self.root.leaves().iter().any(|leaf| !leaf.dtl.is_empty())
+        self.root
+            .leaves()
+            .iter()
+            .any(|leaf| leaf.state().is_usable() && !leaf.dtl.is_empty())
     }
 
     fn run_scan(

@@ -284,7 +284,7 @@ fn write_uberblocks(root: &Vdev, ub: &Uberblock) -> Result<(), SpaError> {
                 written += 1;
             } else {
                 crate::vdev::VdevStats::bump(&leaf.stats.write_errors, 1);
-                leaf.faulted.store(true, Ordering::Relaxed);
+                leaf.fault();
             }
         }
     }

@@ -43,6 +43,12 @@ impl Spa {
         let ctx = io_ctx!(self, txg);
         let mut config_changed = false;
         for leaf in self.root.leaves() {
+            if leaf.dtl.take_fault() {
+                // Faulted since the last DTL sync, maybe by a write of the txg before
+                // (its MOS blocks or labels, written after that txg's DTL sync).
+                leaf.dtl
+                    .dirty(txg.0.saturating_sub(1).max(TXG_INITIAL.0), 1);
+            }
             if !leaf.state().is_usable() {
                 leaf.dtl.dirty(txg.0, 1);
             }
@@ -83,6 +89,15 @@ impl Spa {
             self.dp.mos.set_bonus(&ctx, object, &phys.encode())?;
         }
         self.config_dirty |= config_changed;
+        Ok(())
+    }
+
+    /// After `zpool clear` (OpenZFS `vdev_clear` asks for a resilver): a leaf usable again
+    /// with txgs in its DTL gets them now, since the engine resilvers synchronously.
+    pub fn resilver_if_needed(&mut self) -> Result<(), SpaError> {
+        if self.needs_resilver() {
+            self.resilver()?;
+        }
         Ok(())
     }
 

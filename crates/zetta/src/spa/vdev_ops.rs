@@ -395,11 +395,19 @@ impl Spa {
         Ok(())
     }
 
+    /// Un-faults a leaf (`zpool clear`): writes of the open txg may have skipped it before,
+    /// so that txg goes into its DTL (the resilver after the clear copies it).
+    pub fn clear_fault(&self, leaf: &Vdev) {
+        if leaf.faulted.swap(false, Ordering::Relaxed) {
+            leaf.dtl.dirty(self.open_txg.0, 1);
+        }
+    }
+
     /// Clears error counters and faults (`zpool clear`).
     pub fn clear_errors(&mut self) {
         for leaf in self.root.leaves() {
             leaf.stats.clear_errors();
-            leaf.faulted.store(false, Ordering::Relaxed);
+            self.clear_fault(leaf);
         }
         for top in &self.root.children {
             top.stats.clear_errors();

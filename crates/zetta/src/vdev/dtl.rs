@@ -54,6 +54,9 @@ pub struct Dtl {
     dirty: AtomicBool,
     /// The space map object in the MOS (`DTL`), 0 = none yet.
     object: AtomicU64,
+    /// A write to the leaf failed (it was faulted) since the last DTL sync: the txg synced
+    /// before may have lost writes after its DTL was synced (`Dtl::take_fault`).
+    fault_unsynced: AtomicBool,
 }
 
 impl Dtl {
@@ -144,6 +147,18 @@ impl Dtl {
         }
         self.nonempty.store(!ranges.is_empty(), Ordering::Release);
         self.dirty.store(true, Ordering::Release);
+    }
+
+    /// A write to the leaf failed (`vdev_stat_update` dirties the DTL with the zio's txg;
+    /// the failing write's txg is not known here, so the next sync records the txg before
+    /// it as well as its own).
+    pub fn note_fault(&self) {
+        self.fault_unsynced.store(true, Ordering::Release);
+    }
+
+    /// Takes the mark of [`Dtl::note_fault`].
+    pub fn take_fault(&self) -> bool {
+        self.fault_unsynced.swap(false, Ordering::AcqRel)
     }
 
     /// Marks the DTL for sync without changing it (a finished scan's reassess).

@@ -100,9 +100,7 @@ fn leaf_runs<'a>(group: &'a [LeafWrite<'_>]) -> Vec<Run<'a>> {
 
 fn issue_run(leaf: &Vdev, offset_bytes: u64, parts: &[&[u8]]) -> Result<(), IoError> {
     leaf.leaf_write_vectored(offset_bytes, parts)
-        .inspect_err(|_| {
-            leaf.faulted.store(true, Ordering::Relaxed);
-        })
+        .inspect_err(|_| leaf.fault())
 }
 
 /// The simulated world every leaf with a device belongs to, if they all belong to one.
@@ -593,6 +591,13 @@ impl Vdev {
             .ok_or_else(|| unusable("device is unavailable"))
     }
 
+    /// Faults a leaf whose write failed: it takes no I/O until cleared, and its DTL will
+    /// record the txgs whose writes it may have lost (`Dtl::note_fault`).
+    pub fn fault(&self) {
+        self.faulted.store(true, Ordering::Relaxed);
+        self.dtl.note_fault();
+    }
+
     /// Whether this leaf holds a block born at `birth` (false while it awaits resilver).
     pub fn has_block_born(&self, birth: Txg) -> bool {
         !self.dtl.contains(birth.0)
@@ -711,7 +716,7 @@ impl Vdev {
                     // A device that cannot make writes durable takes no further part in
                     // commits: its data can no longer be trusted to be on disk.
                     VdevStats::bump(&leaf.stats.write_errors, 1);
-                    leaf.faulted.store(true, Ordering::Relaxed);
+                    leaf.fault();
                     errors.push(e);
                 }
             }
