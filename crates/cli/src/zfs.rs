@@ -300,25 +300,30 @@ pub(crate) fn finish_task_with(
 /// The `-o prop=value` settings of a create or clone, validated.
 fn parse_settings(parsed: &crate::zpool::Parsed, name: &str) -> Result<Vec<SetValue>, CmdError> {
     let mut settings = Vec::new();
-    // parseprop, while the options are read: each a property=value, each property once.
-    let mut seen: Vec<&str> = Vec::new();
-    let options = parsed.values('o');
-    for option in &options {
-        let Some((prop, _)) = option.split_once('=') else {
-            return usage("missing '=' for property=value argument");
-        };
-        if seen.contains(&prop) {
-            return usage(format!("property '{prop}' specified multiple times"));
-        }
-        seen.push(prop);
-    }
-    for option in options {
+    check_props_once(parsed)?;
+    for option in parsed.values('o') {
         let Some((prop, value)) = option.split_once('=') else {
             return usage("missing '=' for property=value argument");
         };
         settings.push(validate(name, prop, value, true)?);
     }
     Ok(settings)
+}
+
+/// parseprop, while the options are read: each `-o` a property=value, each property once
+/// (usage, exit 2).
+fn check_props_once(parsed: &crate::zpool::Parsed) -> CmdResult {
+    let mut seen: Vec<String> = Vec::new();
+    for option in parsed.values('o') {
+        let Some((prop, _)) = option.split_once('=') else {
+            return usage("missing '=' for property=value argument");
+        };
+        if seen.iter().any(|p| p == prop) {
+            return usage(format!("property '{prop}' specified multiple times"));
+        }
+        seen.push(prop.to_string());
+    }
+    Ok(())
 }
 
 /// Whether a quota or reservation value fits (OpenZFS refuses it with ENOSPC): `Some`
@@ -538,6 +543,7 @@ impl CreatePlan {
 /// `zfs create [-Pnpuv] [-o prop=value]… fs`
 fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let parsed = getopt(args, "po:uV:b:snvP")?;
+    check_props_once(&parsed)?;
     if parsed.has('V') {
         return volume::cmd_create_volume(&parsed, args, ctx);
     }
@@ -829,6 +835,15 @@ fn cmd_clone(args: &[String]) -> CmdResult {
     let mut imported = pool::open_pool(pool_of(origin)).map_err(|_| missing(origin))?;
     pool::writable(&imported, &format!("cannot create '{name}'"))?;
     if parsed.has('p') {
+        // zfs_do_clone: an existing target is no error with -p (once the origin opens).
+        let fs = origin.split('@').next().unwrap_or(origin);
+        let snapshots = imported.spa.snapshots(fs).map_err(|_| missing(origin))?;
+        if !snapshots.iter().any(|(n, _, _)| n == origin) {
+            return Err(missing(origin));
+        }
+        if imported.spa.lookup_dir(name).map_err(spa_fail)?.is_some() {
+            return Ok(());
+        }
         create_parents(&mut imported, name)?;
     }
     imported
@@ -876,12 +891,19 @@ fn cmd_rollback(args: &[String]) -> CmdResult {
 /// descendant) as one sync task: one txg, whatever the number of snapshots and filesystems
 /// it takes. `snaps` is `zfs_iter_snapspec`'s list: `a,b%c,%d,e%`.
 fn cmd_destroy(args: &[String], ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "vpnfRr")?;
+    let parsed = getopt(args, "vpndfRr")?;
     let name = match parsed.operands.as_slice() {
         [] => return usage("missing dataset argument"),
         [name] => name,
         _ => return usage("too many arguments"),
     };
+    // -d applies to snapshots only (zfs_do_destroy opens the operand as one).
+    let defer = parsed.has('d');
+    if defer && !name.contains('@') {
+        return fail(format!(
+            "cannot open '{name}': operation not applicable to datasets of this type"
+        ));
+    }
     let verbose = Verbose {
         on: parsed.has('v') || parsed.has('p'),
         parsable: parsed.has('p'),
@@ -889,7 +911,15 @@ fn cmd_destroy(args: &[String], ctx: &mut Ctx) -> CmdResult {
     };
     let recurse = parsed.has('r') || parsed.has('R');
     if let Some((fs, spec)) = name.split_once('@') {
-        return destroy_snapshots(args, ctx, fs, spec, recurse, parsed.has('R'), verbose);
+        return destroy_snapshots(
+            args,
+            ctx,
+            (fs, spec),
+            recurse,
+            parsed.has('R'),
+            defer,
+            verbose,
+        );
     }
     if let Some((fs, _)) = name.split_once('#') {
         let mut imported = open_dataset(fs)?;
@@ -1044,10 +1074,10 @@ fn snapspec_select(spec: &str, snapshots: &[&str]) -> Vec<usize> {
 fn destroy_snapshots(
     args: &[String],
     ctx: &mut Ctx,
-    fs: &str,
-    spec: &str,
+    (fs, spec): (&str, &str),
     recurse: bool,
     clones_too: bool,
+    defer: bool,
     verbose: Verbose,
 ) -> CmdResult {
     let mut imported = open_dataset(fs)?;
@@ -1075,9 +1105,9 @@ fn destroy_snapshots(
         let chosen = snapspec_select(spec, &short);
         for &index in &chosen {
             let full = full_names[index].to_string();
-            // snapshot_to_nvl_cb: without -R a snapshot with clones is refused (every
-            // such snapshot reported, nothing destroyed).
-            if !clones_too {
+            // snapshot_to_nvl_cb: without -R (or -d) a snapshot with clones is refused
+            // (every such snapshot reported, nothing destroyed).
+            if !clones_too && !defer {
                 let clones = snapshot_clones(&mut imported, &full)?;
                 if !clones.is_empty() {
                     refusals.push(format!(
@@ -1144,7 +1174,10 @@ fn destroy_snapshots(
         }
     }
     // One sync task for every victim (all or none), its history line, one commit.
-    let task = if clones.is_empty() {
+    let task = if clones.is_empty() && defer {
+        // -d: what holds or clones keep is marked, the rest destroyed.
+        imported.spa.destroy_snapshots_deferred_queue(&victims)
+    } else if clones.is_empty() {
         imported.spa.destroy_snapshots_queue(&victims)
     } else {
         // A clone inside the -r tree brings its own snapshots of the spec: once each.
@@ -1495,6 +1528,19 @@ fn snapshot_property(
         )),
         Some("guid") => Some(number(phys.guid, native.unwrap_or(ZfsProp::ALL[0]))),
         Some("createtxg") => Some(number(phys.creation_txg, native.unwrap_or(ZfsProp::ALL[0]))),
+        // `zfs destroy -d` marked it, and what keeps it (dsl_dataset_stats).
+        Some("defer_destroy") => Some(
+            if phys.flags & zetta::dsl::openzfs::dataset::DS_FLAG_DEFER_DESTROY != 0 {
+                "on"
+            } else {
+                "off"
+            }
+            .to_string(),
+        ),
+        Some("userrefs") => Some(number(
+            imported.spa.holds(name).map_err(spa_fail)?.len() as u64,
+            native.unwrap_or(ZfsProp::ALL[0]),
+        )),
         Some("referenced") => Some(number(
             phys.referenced_bytes,
             native.unwrap_or(ZfsProp::ALL[0]),
