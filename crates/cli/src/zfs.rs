@@ -1659,12 +1659,26 @@ fn parse_types(parsed: &crate::zpool::Parsed, default: Types) -> Result<Types, C
     Ok(types)
 }
 
+/// `skipped`: where `zfs list` collects the operands that do not exist (zfs_for_each
+/// reports each and goes on with the others); without it the first one is the error.
 fn targets(
     names: &[String],
     recursive: bool,
     depth: Option<usize>,
     types: Types,
+    mut skipped: Option<&mut Vec<String>>,
 ) -> Result<Vec<(Imported, Vec<String>)>, CmdError> {
+    let mut skip = |root: &str| -> CmdResult {
+        match skipped.as_deref_mut() {
+            Some(list) => {
+                if let CmdError::Fail(message) = missing(root) {
+                    list.push(message);
+                }
+                Ok(())
+            }
+            None => Err(missing(root)),
+        }
+    };
     // One handle per pool (a second exclusive open of the same pool would wait on itself).
     let mut roots: Vec<(String, Vec<String>)> = Vec::new();
     if names.is_empty() {
@@ -1690,7 +1704,12 @@ fn targets(
             // Listing every pool: one that cannot be opened (a device missing) has no
             // datasets to show and hides none of the others'.
             Err(_) if names.is_empty() => continue,
-            Err(_) => return Err(missing(&wanted[0])),
+            Err(_) => {
+                for root in &wanted {
+                    skip(root)?;
+                }
+                continue;
+            }
         };
         let all = visible_names(&mut imported)?;
         // `zfs list -t snapshot fs` means fs's snapshots: an implied depth of 1.
@@ -1707,24 +1726,33 @@ fn targets(
         let mut selected = Vec::new();
         for root in &wanted {
             if let Some((fs, _)) = root.split_once('#') {
-                let bookmarks = imported.spa.bookmarks(fs).map_err(|_| missing(root))?;
-                if !bookmarks.iter().any(|b| b.name == *root) {
-                    return Err(missing(root));
+                let found = imported
+                    .spa
+                    .bookmarks(fs)
+                    .is_ok_and(|marks| marks.iter().any(|b| b.name == *root));
+                if found {
+                    selected.push(root.clone());
+                } else {
+                    skip(root)?;
                 }
-                selected.push(root.clone());
                 continue;
             }
             if root.contains('@') {
                 let fs = root.split('@').next().unwrap_or(root);
-                let snapshots = imported.spa.snapshots(fs).map_err(|_| missing(root))?;
-                if !snapshots.iter().any(|(n, _, _)| n == root) {
-                    return Err(missing(root));
+                let found = imported
+                    .spa
+                    .snapshots(fs)
+                    .is_ok_and(|snaps| snaps.iter().any(|(n, _, _)| n == root));
+                if found {
+                    selected.push(root.clone());
+                } else {
+                    skip(root)?;
                 }
-                selected.push(root.clone());
                 continue;
             }
             if !all.contains(root) {
-                return Err(missing(root));
+                skip(root)?;
+                continue;
             }
             for name in all
                 .iter()
@@ -1841,7 +1869,14 @@ fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
         }
     }
     let mut sortable = Vec::new();
-    for (mut imported, names) in targets(&parsed.operands, parsed.has('r'), depth, types)? {
+    let mut skipped = Vec::new();
+    for (mut imported, names) in targets(
+        &parsed.operands,
+        parsed.has('r'),
+        depth,
+        types,
+        Some(&mut skipped),
+    )? {
         let props = load_props(&mut imported)?;
         for name in names {
             let mut row = Vec::new();
@@ -1902,6 +1937,12 @@ fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
             row_names.push(sorted.name);
         }
     }
+    // The operands that do not exist, each in its words; the others are still listed and
+    // the command exits 1.
+    for message in &skipped {
+        ctx.warn(&format!("{message}\n"));
+    }
+    let status = if skipped.is_empty() { Ok(()) } else { fail("") };
     if json.enabled {
         let mut document = datasets_document("list");
         if let Some(datasets) = document.get_mut("datasets") {
@@ -1915,11 +1956,14 @@ fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
         if rows.is_empty() && parsed.operands.is_empty() {
             ctx.warn("no datasets available\n");
         }
-        return Ok(());
+        return status;
     }
     if rows.is_empty() && parsed.operands.is_empty() {
         ctx.print("no datasets available\n");
         return Ok(());
+    }
+    if rows.is_empty() && !skipped.is_empty() {
+        return status;
     }
     let names: Vec<&str> = fields.iter().map(String::as_str).collect();
     let columns = zetta_zutil::list::zfs_list_columns(&names, parsable);
@@ -1928,7 +1972,7 @@ fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
         &rows,
         parsed.has('H'),
     ));
-    Ok(())
+    status
 }
 
 /// `zfs get [-Hpr] [-o fields] all|props fs…`
@@ -2003,7 +2047,7 @@ fn cmd_get(args: &[String], ctx: &mut Ctx) -> CmdResult {
             bookmarks: false,
         },
     )?;
-    for (mut imported, datasets) in targets(names, parsed.has('r'), depth, types)? {
+    for (mut imported, datasets) in targets(names, parsed.has('r'), depth, types, None)? {
         let props = load_props(&mut imported)?;
         for name in datasets {
             let mut json_props = zetta_zutil::json::Json::object();

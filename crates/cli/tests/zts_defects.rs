@@ -1014,3 +1014,28 @@ fn clone_p_onto_existing_and_volume_props_once() {
         "{stderr}"
     );
 }
+
+// Why: ZTS zfs_clone_010_pos (issue 18): `zfs list fs@s missing` printed nothing at all when
+// one operand did not exist; OpenZFS (zfs_for_each) reports each missing one, lists the
+// others, and exits 1.
+#[test]
+fn list_goes_on_past_a_missing_operand() {
+    let lab = NoMountLab::new();
+    lab.ok("zfs", &["create", "tank/a"]);
+    let out = lab.run(
+        "zfs",
+        &["list", "-H", "-o", "name", "tank/a", "tank/nope", "tank"],
+    );
+    let mut listed: Vec<&str> = out.stdout.lines().collect();
+    listed.sort_unstable();
+    assert_eq!(
+        (out.code, listed, out.stderr.as_str()),
+        (
+            1,
+            vec!["tank", "tank/a"],
+            "cannot open 'tank/nope': dataset does not exist\n"
+        )
+    );
+    let out = lab.run("zfs", &["list", "tank/nope"]);
+    assert_eq!((out.code, out.stdout.as_str()), (1, ""));
+}
