@@ -11,7 +11,8 @@
 # - Copies target/release/zetta (built if missing) into a private work directory under
 #   /var/tmp, so that a rebuild during the run changes nothing, and builds STF_PATH there:
 #   Zetta's zpool and zfs, the system tools `include/commands.cfg` lists, the suite's own
-#   helper binaries. zdb and zinject are left out (OpenZFS's zdb reads the kernel's pools).
+#   helper binaries. OpenZFS's zdb and zinject are left out (they read the kernel's pools);
+#   Zetta's zinject stands in (import tests' cleanup clears handlers with it).
 # - Makes DISKS: three loop devices on sparse files of $ZTS_DISK_SIZE (default 4G), named as
 #   zfs-tests.sh names them (loop0...); ZTS_FILE_VDEVS=1 uses the files themselves.
 # - Puts the run in a memory cgroup of $ZTS_MEMORY_LIMIT (default 6G): a runaway daemon is
@@ -176,7 +177,10 @@ trap cleanup EXIT
 # STF_PATH: Zetta's commands (from a private copy of the binary), the system's tools, the
 # suite's helpers. As zfs-tests.sh's constrain_path does, minus OpenZFS's own binaries.
 cp target/release/zetta "$work/bin/zetta"
-for name in zpool zfs; do ln -s zetta "$work/bin/$name"; done
+# Zetta's own zinject too (issue 20): zpool_import.kshlib's cleanup runs `zinject -c all`
+# after every import test, and failed on its absence; the tests that inject faults are on
+# the not-applicable list.
+for name in zpool zfs zinject; do ln -s zetta "$work/bin/$name"; done
 # shellcheck disable=SC1091
 . "$suite/include/commands.cfg"
 link_first() {

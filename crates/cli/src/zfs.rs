@@ -300,25 +300,30 @@ pub(crate) fn finish_task_with(
 /// The `-o prop=value` settings of a create or clone, validated.
 fn parse_settings(parsed: &crate::zpool::Parsed, name: &str) -> Result<Vec<SetValue>, CmdError> {
     let mut settings = Vec::new();
-    // parseprop, while the options are read: each a property=value, each property once.
-    let mut seen: Vec<&str> = Vec::new();
-    let options = parsed.values('o');
-    for option in &options {
-        let Some((prop, _)) = option.split_once('=') else {
-            return usage("missing '=' for property=value argument");
-        };
-        if seen.contains(&prop) {
-            return usage(format!("property '{prop}' specified multiple times"));
-        }
-        seen.push(prop);
-    }
-    for option in options {
+    check_props_once(parsed)?;
+    for option in parsed.values('o') {
         let Some((prop, value)) = option.split_once('=') else {
             return usage("missing '=' for property=value argument");
         };
         settings.push(validate(name, prop, value, true)?);
     }
     Ok(settings)
+}
+
+/// parseprop, while the options are read: each `-o` a property=value, each property once
+/// (usage, exit 2).
+fn check_props_once(parsed: &crate::zpool::Parsed) -> CmdResult {
+    let mut seen: Vec<String> = Vec::new();
+    for option in parsed.values('o') {
+        let Some((prop, _)) = option.split_once('=') else {
+            return usage("missing '=' for property=value argument");
+        };
+        if seen.iter().any(|p| p == prop) {
+            return usage(format!("property '{prop}' specified multiple times"));
+        }
+        seen.push(prop.to_string());
+    }
+    Ok(())
 }
 
 /// Whether a quota or reservation value fits (OpenZFS refuses it with ENOSPC): `Some`
@@ -538,6 +543,7 @@ impl CreatePlan {
 /// `zfs create [-Pnpuv] [-o prop=value]… fs`
 fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
     let parsed = getopt(args, "po:uV:b:snvP")?;
+    check_props_once(&parsed)?;
     if parsed.has('V') {
         return volume::cmd_create_volume(&parsed, args, ctx);
     }
@@ -829,6 +835,15 @@ fn cmd_clone(args: &[String]) -> CmdResult {
     let mut imported = pool::open_pool(pool_of(origin)).map_err(|_| missing(origin))?;
     pool::writable(&imported, &format!("cannot create '{name}'"))?;
     if parsed.has('p') {
+        // zfs_do_clone: an existing target is no error with -p (once the origin opens).
+        let fs = origin.split('@').next().unwrap_or(origin);
+        let snapshots = imported.spa.snapshots(fs).map_err(|_| missing(origin))?;
+        if !snapshots.iter().any(|(n, _, _)| n == origin) {
+            return Err(missing(origin));
+        }
+        if imported.spa.lookup_dir(name).map_err(spa_fail)?.is_some() {
+            return Ok(());
+        }
         create_parents(&mut imported, name)?;
     }
     imported
@@ -876,12 +891,19 @@ fn cmd_rollback(args: &[String]) -> CmdResult {
 /// descendant) as one sync task: one txg, whatever the number of snapshots and filesystems
 /// it takes. `snaps` is `zfs_iter_snapspec`'s list: `a,b%c,%d,e%`.
 fn cmd_destroy(args: &[String], ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "vpnfRr")?;
+    let parsed = getopt(args, "vpndfRr")?;
     let name = match parsed.operands.as_slice() {
         [] => return usage("missing dataset argument"),
         [name] => name,
         _ => return usage("too many arguments"),
     };
+    // -d applies to snapshots only (zfs_do_destroy opens the operand as one).
+    let defer = parsed.has('d');
+    if defer && !name.contains('@') {
+        return fail(format!(
+            "cannot open '{name}': operation not applicable to datasets of this type"
+        ));
+    }
     let verbose = Verbose {
         on: parsed.has('v') || parsed.has('p'),
         parsable: parsed.has('p'),
@@ -889,7 +911,15 @@ fn cmd_destroy(args: &[String], ctx: &mut Ctx) -> CmdResult {
     };
     let recurse = parsed.has('r') || parsed.has('R');
     if let Some((fs, spec)) = name.split_once('@') {
-        return destroy_snapshots(args, ctx, fs, spec, recurse, parsed.has('R'), verbose);
+        return destroy_snapshots(
+            args,
+            ctx,
+            (fs, spec),
+            recurse,
+            parsed.has('R'),
+            defer,
+            verbose,
+        );
     }
     if let Some((fs, _)) = name.split_once('#') {
         let mut imported = open_dataset(fs)?;
@@ -1044,10 +1074,10 @@ fn snapspec_select(spec: &str, snapshots: &[&str]) -> Vec<usize> {
 fn destroy_snapshots(
     args: &[String],
     ctx: &mut Ctx,
-    fs: &str,
-    spec: &str,
+    (fs, spec): (&str, &str),
     recurse: bool,
     clones_too: bool,
+    defer: bool,
     verbose: Verbose,
 ) -> CmdResult {
     let mut imported = open_dataset(fs)?;
@@ -1075,9 +1105,9 @@ fn destroy_snapshots(
         let chosen = snapspec_select(spec, &short);
         for &index in &chosen {
             let full = full_names[index].to_string();
-            // snapshot_to_nvl_cb: without -R a snapshot with clones is refused (every
-            // such snapshot reported, nothing destroyed).
-            if !clones_too {
+            // snapshot_to_nvl_cb: without -R (or -d) a snapshot with clones is refused
+            // (every such snapshot reported, nothing destroyed).
+            if !clones_too && !defer {
                 let clones = snapshot_clones(&mut imported, &full)?;
                 if !clones.is_empty() {
                     refusals.push(format!(
@@ -1144,7 +1174,10 @@ fn destroy_snapshots(
         }
     }
     // One sync task for every victim (all or none), its history line, one commit.
-    let task = if clones.is_empty() {
+    let task = if clones.is_empty() && defer {
+        // -d: what holds or clones keep is marked, the rest destroyed.
+        imported.spa.destroy_snapshots_deferred_queue(&victims)
+    } else if clones.is_empty() {
         imported.spa.destroy_snapshots_queue(&victims)
     } else {
         // A clone inside the -r tree brings its own snapshots of the spec: once each.
@@ -1495,6 +1528,19 @@ fn snapshot_property(
         )),
         Some("guid") => Some(number(phys.guid, native.unwrap_or(ZfsProp::ALL[0]))),
         Some("createtxg") => Some(number(phys.creation_txg, native.unwrap_or(ZfsProp::ALL[0]))),
+        // `zfs destroy -d` marked it, and what keeps it (dsl_dataset_stats).
+        Some("defer_destroy") => Some(
+            if phys.flags & zetta::dsl::openzfs::dataset::DS_FLAG_DEFER_DESTROY != 0 {
+                "on"
+            } else {
+                "off"
+            }
+            .to_string(),
+        ),
+        Some("userrefs") => Some(number(
+            imported.spa.holds(name).map_err(spa_fail)?.len() as u64,
+            native.unwrap_or(ZfsProp::ALL[0]),
+        )),
         Some("referenced") => Some(number(
             phys.referenced_bytes,
             native.unwrap_or(ZfsProp::ALL[0]),
@@ -1613,12 +1659,26 @@ fn parse_types(parsed: &crate::zpool::Parsed, default: Types) -> Result<Types, C
     Ok(types)
 }
 
+/// `skipped`: where `zfs list` collects the operands that do not exist (zfs_for_each
+/// reports each and goes on with the others); without it the first one is the error.
 fn targets(
     names: &[String],
     recursive: bool,
     depth: Option<usize>,
     types: Types,
+    mut skipped: Option<&mut Vec<String>>,
 ) -> Result<Vec<(Imported, Vec<String>)>, CmdError> {
+    let mut skip = |root: &str| -> CmdResult {
+        match skipped.as_deref_mut() {
+            Some(list) => {
+                if let CmdError::Fail(message) = missing(root) {
+                    list.push(message);
+                }
+                Ok(())
+            }
+            None => Err(missing(root)),
+        }
+    };
     // One handle per pool (a second exclusive open of the same pool would wait on itself).
     let mut roots: Vec<(String, Vec<String>)> = Vec::new();
     if names.is_empty() {
@@ -1644,7 +1704,12 @@ fn targets(
             // Listing every pool: one that cannot be opened (a device missing) has no
             // datasets to show and hides none of the others'.
             Err(_) if names.is_empty() => continue,
-            Err(_) => return Err(missing(&wanted[0])),
+            Err(_) => {
+                for root in &wanted {
+                    skip(root)?;
+                }
+                continue;
+            }
         };
         let all = visible_names(&mut imported)?;
         // `zfs list -t snapshot fs` means fs's snapshots: an implied depth of 1.
@@ -1661,24 +1726,33 @@ fn targets(
         let mut selected = Vec::new();
         for root in &wanted {
             if let Some((fs, _)) = root.split_once('#') {
-                let bookmarks = imported.spa.bookmarks(fs).map_err(|_| missing(root))?;
-                if !bookmarks.iter().any(|b| b.name == *root) {
-                    return Err(missing(root));
+                let found = imported
+                    .spa
+                    .bookmarks(fs)
+                    .is_ok_and(|marks| marks.iter().any(|b| b.name == *root));
+                if found {
+                    selected.push(root.clone());
+                } else {
+                    skip(root)?;
                 }
-                selected.push(root.clone());
                 continue;
             }
             if root.contains('@') {
                 let fs = root.split('@').next().unwrap_or(root);
-                let snapshots = imported.spa.snapshots(fs).map_err(|_| missing(root))?;
-                if !snapshots.iter().any(|(n, _, _)| n == root) {
-                    return Err(missing(root));
+                let found = imported
+                    .spa
+                    .snapshots(fs)
+                    .is_ok_and(|snaps| snaps.iter().any(|(n, _, _)| n == root));
+                if found {
+                    selected.push(root.clone());
+                } else {
+                    skip(root)?;
                 }
-                selected.push(root.clone());
                 continue;
             }
             if !all.contains(root) {
-                return Err(missing(root));
+                skip(root)?;
+                continue;
             }
             for name in all
                 .iter()
@@ -1795,7 +1869,14 @@ fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
         }
     }
     let mut sortable = Vec::new();
-    for (mut imported, names) in targets(&parsed.operands, parsed.has('r'), depth, types)? {
+    let mut skipped = Vec::new();
+    for (mut imported, names) in targets(
+        &parsed.operands,
+        parsed.has('r'),
+        depth,
+        types,
+        Some(&mut skipped),
+    )? {
         let props = load_props(&mut imported)?;
         for name in names {
             let mut row = Vec::new();
@@ -1856,6 +1937,12 @@ fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
             row_names.push(sorted.name);
         }
     }
+    // The operands that do not exist, each in its words; the others are still listed and
+    // the command exits 1.
+    for message in &skipped {
+        ctx.warn(&format!("{message}\n"));
+    }
+    let status = if skipped.is_empty() { Ok(()) } else { fail("") };
     if json.enabled {
         let mut document = datasets_document("list");
         if let Some(datasets) = document.get_mut("datasets") {
@@ -1869,11 +1956,14 @@ fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
         if rows.is_empty() && parsed.operands.is_empty() {
             ctx.warn("no datasets available\n");
         }
-        return Ok(());
+        return status;
     }
     if rows.is_empty() && parsed.operands.is_empty() {
         ctx.print("no datasets available\n");
         return Ok(());
+    }
+    if rows.is_empty() && !skipped.is_empty() {
+        return status;
     }
     let names: Vec<&str> = fields.iter().map(String::as_str).collect();
     let columns = zetta_zutil::list::zfs_list_columns(&names, parsable);
@@ -1882,7 +1972,7 @@ fn cmd_list(args: &[String], ctx: &mut Ctx) -> CmdResult {
         &rows,
         parsed.has('H'),
     ));
-    Ok(())
+    status
 }
 
 /// `zfs get [-Hpr] [-o fields] all|props fs…`
@@ -1957,7 +2047,7 @@ fn cmd_get(args: &[String], ctx: &mut Ctx) -> CmdResult {
             bookmarks: false,
         },
     )?;
-    for (mut imported, datasets) in targets(names, parsed.has('r'), depth, types)? {
+    for (mut imported, datasets) in targets(names, parsed.has('r'), depth, types, None)? {
         let props = load_props(&mut imported)?;
         for name in datasets {
             let mut json_props = zetta_zutil::json::Json::object();

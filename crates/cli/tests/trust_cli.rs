@@ -181,17 +181,16 @@ fn unhonoured_dataset_properties_are_refused() {
     assert_eq!(zfs(&lab, &["list", "p/x"]).code, 1, "nothing was created");
 }
 
-// Why: `zpool set cachefile=…` wrote no cache file, and other pool properties
-// (`failmode`, `autotrim`, `multihost`, `readonly` at import…) were stored and ignored
-// (issue 21 item 1). They are refused with libzfs's EZFS_POOL_NOTSUP words.
+// Why: pool properties (`failmode`, `autotrim`, `multihost`, `readonly` at import…) were
+// stored and ignored (issue 21 item 1). They are refused with libzfs's EZFS_POOL_NOTSUP
+// words. (`cachefile` was among them until issue 18 made it honoured:
+// zts_defects.rs cachefile_and_temporary_names.)
 #[test]
 fn unhonoured_pool_properties_are_refused() {
     let (lab, _) = lab_with_pool();
     let other = lab.path("other.cache");
     let cachefile = format!("cachefile={other}");
     for assignment in [
-        cachefile.as_str(),
-        "cachefile=none",
         "failmode=continue",
         "autotrim=on",
         "autoreplace=on",
@@ -205,16 +204,11 @@ fn unhonoured_pool_properties_are_refused() {
             "cannot set property for 'p': operation not supported on this type of pool\n",
         );
     }
-    assert!(!std::path::Path::new(&other).exists());
     assert_eq!(zpool(&lab, &["set", "failmode=wait", "p"]).code, 0);
     let disk = lab.disk("d1", DISK_SIZE_BYTES);
     let out = zpool(&lab, &["create", "-o", &cachefile, "q", &disk]);
-    assert_fails(
-        &out,
-        1,
-        "cannot create 'q': operation not supported on this type of pool\n",
-    );
-    assert_eq!(zpool(&lab, &["list", "q"]).code, 1);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(std::path::Path::new(&other).exists());
     // `readonly` is an import-time property (honoured since: tests/readonly_import.rs).
     let disk = lab.disk("d2", DISK_SIZE_BYTES);
     let out = zpool(&lab, &["create", "-o", "readonly=on", "r", &disk]);
@@ -248,8 +242,8 @@ fn ignored_flags_are_refused() {
     for (args, flag) in [
         (vec!["rename", "-n", "p/a", "p/b"], 'n'),
         (vec!["send", "-b", "p@s"], 'b'),
-        // `destroy -v` and `mount -o` are honoured now (issue 18); deferred destroy is not.
-        (vec!["destroy", "-d", "p@s"], 'd'),
+        // `destroy -v`, `mount -o` and deferred destroy (`destroy -d`) are honoured now
+        // (issue 18).
     ] {
         let out = zfs(&lab, &args);
         assert_usage(&out, &format!("invalid option '{flag}'"));
@@ -636,7 +630,7 @@ fn errors_never_exit_0() {
         vec!["list", "-o", "nosuch"],
         vec!["get", "nosuch", "p"],
         vec!["set", "nosuch=1", "p"],
-        vec!["set", "cachefile=/tmp/x", "p"],
+        vec!["set", "cachefile=relative/x", "p"],
         vec!["create", "q", &small],
         vec!["create", "q", &disk],
         vec!["labelclear", &small],

@@ -928,3 +928,114 @@ fn create_dry_run_verbose_and_existing_parents() {
     let (code, _) = refused(&lab, "zfs", &["create", "-p", "-V", "150m", "tank/a"]);
     assert_eq!(code, 1);
 }
+
+// Why: ZTS zfs_destroy_008..013, zfs_clone_010 (issue 18): `zfs destroy -d` was an invalid
+// option. OpenZFS destroys a snapshot nothing keeps at once, and marks one kept by a hold
+// or a clone (`defer_destroy` on, DS_FLAG_DEFER_DESTROY): it goes when its last hold is
+// released or its last clone destroyed, and `userrefs` counts its holds.
+#[test]
+fn deferred_destroy_waits_for_holds_and_clones() {
+    let lab = NoMountLab::new();
+    let snapshot_names =
+        |lab: &NoMountLab| lab.ok("zfs", &["list", "-H", "-t", "snapshot", "-o", "name"]);
+    lab.ok("zfs", &["create", "tank/a"]);
+    for snap in ["tank/a@free", "tank/a@held", "tank/a@cloned"] {
+        lab.ok("zfs", &["snapshot", snap]);
+    }
+    lab.ok("zfs", &["destroy", "-d", "tank/a@free"]);
+    assert_eq!(snapshot_names(&lab), "tank/a@held\ntank/a@cloned\n");
+
+    // Held twice: marked, and gone at the last release.
+    lab.ok("zfs", &["hold", "one", "tank/a@held"]);
+    lab.ok("zfs", &["hold", "two", "tank/a@held"]);
+    lab.ok("zfs", &["destroy", "-d", "tank/a@held"]);
+    assert_eq!(value_source(&lab, "defer_destroy", "tank/a@held"), "on\t-");
+    assert_eq!(value_source(&lab, "userrefs", "tank/a@held"), "2\t-");
+    lab.ok("zfs", &["release", "one", "tank/a@held"]);
+    assert_eq!(value_source(&lab, "userrefs", "tank/a@held"), "1\t-");
+    lab.ok("zfs", &["release", "two", "tank/a@held"]);
+    assert_eq!(snapshot_names(&lab), "tank/a@cloned\n");
+
+    // Cloned: no refusal with -d; gone with its last clone.
+    assert_eq!(
+        value_source(&lab, "defer_destroy", "tank/a@cloned"),
+        "off\t-"
+    );
+    lab.ok("zfs", &["clone", "tank/a@cloned", "tank/c1"]);
+    lab.ok("zfs", &["clone", "tank/a@cloned", "tank/c2"]);
+    lab.ok("zfs", &["destroy", "-d", "tank/a@cloned"]);
+    assert_eq!(
+        value_source(&lab, "defer_destroy", "tank/a@cloned"),
+        "on\t-"
+    );
+    lab.ok("zfs", &["destroy", "tank/c1"]);
+    assert_eq!(snapshot_names(&lab), "tank/a@cloned\n");
+    lab.ok("zfs", &["destroy", "-R", "tank/c2"]);
+    assert!(!snapshot_names(&lab).contains("tank/a@"));
+    // -d is for snapshots only.
+    assert_eq!(
+        refused(&lab, "zfs", &["destroy", "-d", "tank/a"]),
+        (
+            1,
+            "cannot open 'tank/a': operation not applicable to datasets of this type\n".to_string()
+        )
+    );
+}
+
+// Why: ZTS zfs_clone_002_pos and zfs_create_010_neg (issue 18): `zfs clone -p` onto an
+// existing dataset failed ("dataset already exists") where OpenZFS succeeds, and a volume's
+// `-o` property given twice was taken (parseprop refuses it: usage, exit 2).
+#[test]
+fn clone_p_onto_existing_and_volume_props_once() {
+    let lab = NoMountLab::new();
+    lab.ok("zfs", &["create", "tank/a"]);
+    lab.ok("zfs", &["snapshot", "tank/a@s"]);
+    lab.ok("zfs", &["clone", "-p", "tank/a@s", "tank/x/y/c"]);
+    lab.ok("zfs", &["clone", "-p", "tank/a@s", "tank/x/y/c"]);
+    let (code, stderr) = refused(&lab, "zfs", &["clone", "-p", "tank/a@nope", "tank/x/y/c"]);
+    assert_eq!(code, 1, "{stderr}");
+    let (code, stderr) = refused(
+        &lab,
+        "zfs",
+        &[
+            "create",
+            "-o",
+            "volblocksize=16384",
+            "-o",
+            "volblocksize=16384",
+            "-V",
+            "64m",
+            "tank/v",
+        ],
+    );
+    assert_eq!(code, 2);
+    assert!(
+        stderr.starts_with("property 'volblocksize' specified multiple times\nusage:"),
+        "{stderr}"
+    );
+}
+
+// Why: ZTS zfs_clone_010_pos (issue 18): `zfs list fs@s missing` printed nothing at all when
+// one operand did not exist; OpenZFS (zfs_for_each) reports each missing one, lists the
+// others, and exits 1.
+#[test]
+fn list_goes_on_past_a_missing_operand() {
+    let lab = NoMountLab::new();
+    lab.ok("zfs", &["create", "tank/a"]);
+    let out = lab.run(
+        "zfs",
+        &["list", "-H", "-o", "name", "tank/a", "tank/nope", "tank"],
+    );
+    let mut listed: Vec<&str> = out.stdout.lines().collect();
+    listed.sort_unstable();
+    assert_eq!(
+        (out.code, listed, out.stderr.as_str()),
+        (
+            1,
+            vec!["tank", "tank/a"],
+            "cannot open 'tank/nope': dataset does not exist\n"
+        )
+    );
+    let out = lab.run("zfs", &["list", "tank/nope"]);
+    assert_eq!((out.code, out.stdout.as_str()), (1, ""));
+}

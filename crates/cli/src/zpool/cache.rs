@@ -134,7 +134,7 @@ pub fn load() -> Result<Vec<CacheEntry>, String> {
 
 /// The pools a cache file lists (the default one, or a pool's `cachefile`).
 pub fn load_at(path: &std::path::Path) -> Result<Vec<CacheEntry>, String> {
-    match std::fs::read_to_string(&path) {
+    match std::fs::read_to_string(path) {
         Ok(text) => Ok(parse(&text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
         Err(e) => Err(format!("cannot read '{}': {e}", path.display())),

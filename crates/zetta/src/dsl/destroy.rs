@@ -55,8 +55,14 @@ impl Spa {
                 for victim in spa.destroy_order(&sync_victims)? {
                     if victim.contains('@') {
                         spa.destroy_snapshot_sync(tx, &victim)?;
-                    } else {
-                        spa.destroy_head_sync(tx, &victim)?;
+                        continue;
+                    }
+                    let origin = spa.origin_of(&victim)?;
+                    spa.destroy_head_sync(tx, &victim)?;
+                    // A clone's origin marked `zfs destroy -d` goes with its last clone
+                    // (unless it is a victim here itself, destroyed in its turn).
+                    if let Some(origin) = origin.filter(|o| !sync_victims.contains(o)) {
+                        spa.destroy_if_deferred(tx, &origin)?;
                     }
                 }
                 Ok(())

@@ -12,6 +12,7 @@
 //! blocks born after the previous snapshot) takes the head's or next snapshot's dead list
 //! apart (see `destroy_snapshot`).
 
+use super::openzfs::dataset::DS_FLAG_DEFER_DESTROY;
 use super::openzfs::ot;
 use super::phys::{DslDatasetPhys, UsedKind, DSL_DATASET_BONUS_BYTES, DS_FLAG_UNIQUE_ACCURATE};
 use super::space::SpaceDelta;
@@ -550,6 +551,70 @@ impl Spa {
                 Ok(())
             }),
         )
+    }
+
+    /// `zfs destroy -d fs@snap…` (OpenZFS `dsl_destroy_snapshots_nvl` with `defer`): each
+    /// snapshot without holds or clones is destroyed as by `destroy_snapshots_queue`; one
+    /// that has either is marked instead (`DS_FLAG_DEFER_DESTROY` in its `ds_flags`, the
+    /// `defer_destroy` property) and goes when its last hold is released or its last clone
+    /// destroyed (`destroy_if_deferred`). All or none, one txg; the caller commits.
+    pub fn destroy_snapshots_deferred_queue(
+        &mut self,
+        names: &[String],
+    ) -> Result<SyncTaskId, SpaError> {
+        let (check_names, sync_names) = (names.to_vec(), names.to_vec());
+        self.dsl_sync_task_queue(
+            Box::new(move |spa, _tx| {
+                for (index, full) in check_names.iter().enumerate() {
+                    spa.snapshot_record(full)?;
+                    if check_names[..index].contains(full) {
+                        return Err(no_such_dataset(full));
+                    }
+                }
+                Ok(())
+            }),
+            Box::new(move |spa, tx| {
+                for full in &sync_names {
+                    let (object, mut phys) = spa.snapshot_record(full)?;
+                    if spa.holds(full)?.is_empty() && spa.dependent_clones(object)?.is_empty() {
+                        spa.destroy_snapshot_sync(tx, full)?;
+                        continue;
+                    }
+                    phys.flags |= DS_FLAG_DEFER_DESTROY;
+                    let ctx = io_ctx!(spa, tx.txg);
+                    spa.dp
+                        .mos
+                        .set_bonus(&ctx, ObjectId(object), &phys.encode())?;
+                    spa.log_history_internal_ds(tx, "defer_destroy", full, object, " ");
+                }
+                Ok(())
+            }),
+        )
+    }
+
+    /// A snapshot marked for deferred destroy goes once nothing keeps it (no hold, no
+    /// clone): OpenZFS does this at the last release (`dsl_dataset_user_release_sync_one`)
+    /// and at its last clone's destroy (`dsl_destroy_head_sync_impl`). A snapshot that is
+    /// gone or not marked is left alone.
+    pub(super) fn destroy_if_deferred(&mut self, tx: SyncTx, full: &str) -> Result<(), SpaError> {
+        let fs = full.split('@').next().unwrap_or(full);
+        if self.lookup_dataset(fs)?.is_none() {
+            return Ok(());
+        }
+        let Some((_, object, phys)) = self
+            .snapshots(fs)?
+            .into_iter()
+            .find(|(name, _, _)| name == full)
+        else {
+            return Ok(());
+        };
+        if phys.flags & DS_FLAG_DEFER_DESTROY == 0
+            || !self.holds(full)?.is_empty()
+            || !self.dependent_clones(object)?.is_empty()
+        {
+            return Ok(());
+        }
+        self.destroy_snapshot_sync(tx, full)
     }
 
     /// The snapshot exists, has no holds and no clones: (head dataset, the filesystem's
@@ -1137,6 +1202,11 @@ impl Spa {
                 spa.hold_check(&sync_tag, &sync_snapshots, hold)?;
                 for full in &sync_snapshots {
                     spa.hold_sync(tx, &sync_tag, full, hold)?;
+                }
+                if !hold {
+                    for full in &sync_snapshots {
+                        spa.destroy_if_deferred(tx, full)?;
+                    }
                 }
                 Ok(())
             }),
