@@ -582,9 +582,8 @@ impl Spa {
                     }
                     phys.flags |= DS_FLAG_DEFER_DESTROY;
                     let ctx = io_ctx!(spa, tx.txg);
-                    spa.dp
-                        .mos
-                        .set_bonus(&ctx, ObjectId(object), &phys.encode())?;
+                    let bonus = phys.encode(spa.dp.mos.dsl_origin);
+                    spa.dp.mos.set_bonus(&ctx, ObjectId(object), &bonus)?;
                     spa.log_history_internal_ds(tx, "defer_destroy", full, object, " ");
                 }
                 Ok(())
