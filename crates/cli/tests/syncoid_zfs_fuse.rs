@@ -203,7 +203,11 @@ fn syncoid_between_zfs_fuse_and_zetta_both_ways() {
     let mut zf = zfs_fuse::ZfsFuse::start();
     // A run that died before its export leaves its pool in zfs-fuse's cache file, faulted
     // once the lab is gone: it would hold the name.
-    if zf.zpool(&["list", "-H", "-o", "name"]).lines().any(|l| l == "fp") {
+    if zf
+        .zpool(&["list", "-H", "-o", "name"])
+        .lines()
+        .any(|l| l == "fp")
+    {
         zf.zpool(&["export", "-f", "fp"]);
     }
     let fdisk = zfs_fuse::vdev_file(&vdevs.join("fuse0"));

@@ -66,7 +66,10 @@ fn zdb_streams_are_received_with_identical_files() {
 
     let disk = lab.disk("recv.d0", 1 << 30);
     let mnt = lab.dir.join("rt");
-    lab.ok("zpool", &["create", "-m", mnt.to_str().unwrap(), "rt", &disk]);
+    lab.ok(
+        "zpool",
+        &["create", "-m", mnt.to_str().unwrap(), "rt", &disk],
+    );
     for ((objset, fs), want) in datasets.iter().zip(&expected) {
         for flags in ["", "L", "c", "e", "Lce"] {
             let stream = lab.dir.join(format!("{fs}-{flags}.zstream"));
@@ -91,10 +94,7 @@ fn zdb_streams_are_received_with_identical_files() {
             );
             std::fs::write(&stream, &out.stdout).unwrap();
             let target = format!("rt/{fs}-{}", if flags.is_empty() { "plain" } else { flags });
-            let received = lab.sh(&format!(
-                "zfs receive '{target}' < '{}'",
-                stream.display()
-            ));
+            let received = lab.sh(&format!("zfs receive '{target}' < '{}'", stream.display()));
             assert_eq!(
                 received.code, 0,
                 "zfs receive of zdb -B {flags}: {}",
