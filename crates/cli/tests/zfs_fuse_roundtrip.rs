@@ -382,6 +382,8 @@ fn zfs_fuse_receives_zettas_full_and_incremental_streams_of_a_version_23_pool() 
 // record") until it accepted OpenZFS's record order. populate() makes more objects than one
 // dnode block holds, so the stream alternates OBJECT runs and data runs; the incremental
 // removes a file, rewrites one and adds a tree; zfs-fuse's xattr directories come along.
+// Then zfs-fuse's deduplicated `-D -R` stream (the shape of OpenZFS's `rsend/dedup.zsend`
+// fixture, made here rather than copied): refused, then received after `zstream redup`.
 #[test]
 fn zetta_receives_zfs_fuses_full_and_incremental_streams() {
     let lab = Lab::new();
@@ -390,6 +392,7 @@ fn zetta_receives_zfs_fuses_full_and_incremental_streams() {
     let fmnt = lab.dir.join("fp");
     let full = lab.dir.join("full.zstream");
     let incremental = lab.dir.join("incremental.zstream");
+    let dedup = lab.dir.join("dedup.zstream");
     let (at_a, at_b) = {
         let mut zf = zfs_fuse::ZfsFuse::start();
         let fdisk = zfs_fuse::vdev_file(&vdevs.join("fuse0"));
@@ -406,9 +409,11 @@ fn zetta_receives_zfs_fuses_full_and_incremental_streams() {
         let at_b = tree_digest(&lab, &fmnt.join("src"));
         zf.zfs(&["snapshot", "fp/src@b"]);
         let sent = lab.sh(&format!(
-            "/usr/sbin/zfs send fp/src@a > '{}' && /usr/sbin/zfs send -i @a fp/src@b > '{}'",
+            "/usr/sbin/zfs send fp/src@a > '{}' && /usr/sbin/zfs send -i @a fp/src@b > '{}' \
+             && /usr/sbin/zfs send -D -R fp/src@b > '{}'",
             full.display(),
-            incremental.display()
+            incremental.display(),
+            dedup.display()
         ));
         assert_eq!(sent.code, 0, "zfs send (zfs-fuse): {}", sent.stderr);
         zf.export_all();
@@ -446,6 +451,33 @@ fn zetta_receives_zfs_fuses_full_and_incremental_streams() {
             &["list", "-H", "-o", "name", "-t", "snapshot", "-r", "zs/dst"]
         ),
         "zs/dst@a\nzs/dst@b\n"
+    );
+    // zfs-fuse's `send -D` (WRITE_BYREF records): refused with OpenZFS's pointer to
+    // `zstream redup`; after OpenZFS's `zstream redup` (the oracle), received identical.
+    let refused = lab.sh(&format!("zfs receive zs/dd < '{}'", dedup.display()));
+    assert_ne!(refused.code, 0);
+    assert!(
+        refused.stderr.contains("zstream redup"),
+        "{}",
+        refused.stderr
+    );
+    let received = lab.sh(&format!(
+        "/opt/zetta-oracle/sbin/zstream redup '{}' | zfs receive -v zs/dd",
+        dedup.display()
+    ));
+    assert_eq!(
+        received.code, 0,
+        "zstream redup | zfs receive: {}",
+        received.stderr
+    );
+    zfs_fuse::wait_mounted(&mnt.join("dd"), true);
+    assert_eq!(tree_digest(&lab, &mnt.join("dd")), at_b);
+    assert_eq!(
+        lab.ok(
+            "zfs",
+            &["list", "-H", "-o", "name", "-t", "snapshot", "-r", "zs/dd"]
+        ),
+        "zs/dd@a\nzs/dd@b\n"
     );
     let scrub = lab.sh("zpool scrub -w zs && zpool status zs");
     assert!(scrub.stdout.contains("with 0 errors"), "{}", scrub.stdout);

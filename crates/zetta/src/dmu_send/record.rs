@@ -585,9 +585,14 @@ impl RecordParser {
             }
             let h = &available[..HEADER_SIZE_BYTES];
             let kind = word32(h, 0);
-            // Between substreams: a BEGIN, or the all-zero END that closes a compound
-            // stream (skipped).
-            if !self.in_substream && kind == DRR_END && h[4..].iter().all(|b| *b == 0) {
+            // Between substreams: a BEGIN, or the END that closes a compound stream
+            // (skipped). libzfs writes it all zeros; `zstream redup` (and any writer that
+            // checksums every record) puts a running checksum in its trailer, which libzfs's
+            // `zfs_receive_impl` never reads: only the rest must be zeros.
+            if !self.in_substream
+                && kind == DRR_END
+                && h[4..CHECKSUM_OFFSET].iter().all(|b| *b == 0)
+            {
                 self.start += HEADER_SIZE_BYTES;
                 self.offset_bytes += HEADER_SIZE_BYTES as u64;
                 continue;
