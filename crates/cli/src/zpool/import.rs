@@ -62,7 +62,7 @@ pub fn show_import(candidate: &ImportCandidate) -> String {
             zetta::spa::uberblock::FORMAT_VERSION
         );
     }
-    let tree = match candidate.vdev_tree() {
+    let mut tree = match candidate.vdev_tree() {
         Ok(tree) => tree,
         Err(e) => {
             return format!(
@@ -71,6 +71,9 @@ pub fn show_import(candidate: &ImportCandidate) -> String {
             )
         }
     };
+    // A leaf is listed under the path it was found at (`zpool import -d`), as OpenZFS
+    // updates the label's path from the scan: a pool OpenZFS made elsewhere names its own.
+    found_paths(&mut tree);
     let health = tree.state();
     out.push_str(&format!("  pool: {}\n", candidate.name));
     out.push_str(&format!("    id: {}\n", candidate.guid.0));
