@@ -821,6 +821,26 @@ fn cachefile_and_temporary_names() {
     );
     assert_eq!(cached_names(&alternate), vec!["other"]);
     assert_eq!(cached_names(&default_cache), vec!["tank"]);
+    // Export takes it out of its file (as OpenZFS's does); `zpool import -c` searches the
+    // devices a copy made before lists.
+    let backup = lab.inner.path("alternate.cache.bkp");
+    std::fs::copy(&alternate, &backup).unwrap();
+    lab.ok("zpool", &["export", "other"]);
+    assert_eq!(cached_names(&alternate), Vec::<String>::new());
+    let listing = lab.ok("zpool", &["import", "-c", &backup]);
+    assert!(listing.contains("pool: other\n"), "{listing}");
+    lab.ok("zpool", &["import", "-c", &backup, "other"]);
+    assert_eq!(
+        refused(&lab, "zpool", &["import", "-c", "/nonexistent/x.cache"]),
+        (
+            1,
+            "failed to open cache file: No such file or directory\n".to_string()
+        )
+    );
+    lab.ok(
+        "zpool",
+        &["set", &format!("cachefile={alternate}"), "other"],
+    );
     lab.ok("zpool", &["set", "cachefile=", "other"]);
     assert_eq!(cached_names(&alternate), Vec::<String>::new());
     assert_eq!(cached_names(&default_cache), vec!["tank", "other"]);

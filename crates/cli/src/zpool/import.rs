@@ -154,11 +154,29 @@ pub fn show_import(candidate: &ImportCandidate) -> String {
     out
 }
 
-/// `zpool import [-d dir]… [-D] [-f] [-N] [-R root] [-t] [-o prop=v]… [-a | pool|id [newpool]]`
+/// `zpool import [-d dir… | -c cachefile] [-D] [-f] [-N] [-R root] [-t] [-o prop=v]…
+/// [-a | pool|id [newpool]]`
 pub fn cmd_import(args: &[String], ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "ad:DfNo:R:t")?;
+    let parsed = getopt(args, "ac:d:DfNo:R:t")?;
     let mut dirs = parsed.values('d');
-    if dirs.is_empty() {
+    if let Some(file) = parsed.last('c') {
+        // -c: the devices a cache file lists (Zetta's format, as `cachefile=` writes it)
+        // are searched instead of directories.
+        if !dirs.is_empty() {
+            return usage("-c is incompatible with -d");
+        }
+        let path = std::path::Path::new(&file);
+        if let Err(e) = std::fs::metadata(path) {
+            return fail(format!("failed to open cache file: {}", pool::strerror(&e)));
+        }
+        let entries = super::cache::load_at(path)
+            .map_err(|_| CmdError::Fail("failed to read cache file contents".to_string()))?;
+        dirs = entries.into_iter().flat_map(|entry| entry.paths).collect();
+        if dirs.is_empty() {
+            // Nothing listed: the file itself, too small to be a device, finds nothing.
+            dirs.push(file);
+        }
+    } else if dirs.is_empty() {
         dirs.push("/dev".to_string());
     }
     if parsed.operands.len() > 2 || parsed.has('a') && !parsed.operands.is_empty() {
