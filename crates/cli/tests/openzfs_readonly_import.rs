@@ -20,16 +20,7 @@ use std::path::Path;
 /// show what differs). Extended attributes are compared with what was written: zfs-fuse's
 /// own mount reports a wrong size for a 3000-byte one.
 fn tree_digest(lab: &Lab, dir: &Path, exclude: &str) -> String {
-    let out = lab.sh(&format!(
-        "cd '{}' && tar --sort=name --exclude='{exclude}' --one-file-system --numeric-owner --format=posix \
-         --pax-option=delete=atime,delete=ctime,delete=mtime,exthdr.name=%d/PaxHeaders/%f \
-         -cf - . > '{tar}' && md5sum < '{tar}' \
-         && tar --numeric-owner -tvf '{tar}' | sort -k6; rm -f '{tar}'",
-        dir.display(),
-        tar = lab.dir.join("tree.tar").display()
-    ));
-    assert_eq!(out.code, 0, "tar {}: {}", dir.display(), out.stderr);
-    out.stdout
+    lab.tree_digest(dir, Some(exclude))
 }
 
 fn get_xattr(path: &Path, name: &str) -> Vec<u8> {

@@ -27,21 +27,6 @@ use std::time::{Duration, Instant};
 
 const SYNCOID: &str = "/usr/sbin/syncoid";
 
-/// Names, types, modes, owners, sizes, whole-second mtimes, contents and symlink targets of
-/// a tree, as one POSIX tar digest plus its listing (as `zfs_fuse_roundtrip`).
-fn tree_digest(lab: &Lab, dir: &Path) -> String {
-    let out = lab.sh(&format!(
-        "cd '{}' && tar --sort=name --one-file-system --numeric-owner --format=posix \
-         --pax-option=delete=atime,delete=ctime,delete=mtime,exthdr.name=%d/PaxHeaders/%f \
-         --exclude=./.zfs -cf - . > '{tar}' && md5sum < '{tar}' \
-         && tar --numeric-owner -tvf '{tar}' | sort -k6; rm -f '{tar}'",
-        dir.display(),
-        tar = lab.dir.join("tree.tar").display()
-    ));
-    assert_eq!(out.code, 0, "tar {}: {}", dir.display(), out.stderr);
-    out.stdout
-}
-
 /// Files of several shapes under `root/tag`: small, multi-record, sparse, a directory of
 /// many entries (more objects than one dnode block), symlinks, a hard link.
 fn populate(root: &Path, tag: &str) {
@@ -239,8 +224,8 @@ fn syncoid_between_zfs_fuse_and_zetta_both_ways() {
     );
     zfs_fuse::wait_mounted(&zmnt.join("copy"), true);
     assert_eq!(
-        tree_digest(&lab, &zmnt.join("copy")),
-        tree_digest(&lab, &fmnt.join("src"))
+        lab.tree_digest(&zmnt.join("copy"), Some("./.zfs")),
+        lab.tree_digest(&fmnt.join("src"), Some("./.zfs"))
     );
     populate(&fmnt.join("src"), "second");
     std::fs::remove_file(fmnt.join("src/first/sub/medium.bin")).unwrap();
@@ -248,8 +233,8 @@ fn syncoid_between_zfs_fuse_and_zetta_both_ways() {
     let out = syncoid_ok(&lab, &route, "fp/src zs/copy");
     assert!(out.contains("Sending incremental fp/src@syncoid_"), "{out}");
     assert_eq!(
-        tree_digest(&lab, &zmnt.join("copy")),
-        tree_digest(&lab, &fmnt.join("src"))
+        lab.tree_digest(&zmnt.join("copy"), Some("./.zfs")),
+        lab.tree_digest(&fmnt.join("src"), Some("./.zfs"))
     );
     assert_eq!(
         snapshots(&lab, &route, "zs/copy"),
@@ -280,8 +265,8 @@ fn syncoid_between_zfs_fuse_and_zetta_both_ways() {
     assert_eq!(token, "-\n", "no -s receive, no token");
     syncoid_ok(&lab, &route, "fp/src zs/copy");
     assert_eq!(
-        tree_digest(&lab, &zmnt.join("copy")),
-        tree_digest(&lab, &fmnt.join("src"))
+        lab.tree_digest(&zmnt.join("copy"), Some("./.zfs")),
+        lab.tree_digest(&fmnt.join("src"), Some("./.zfs"))
     );
     // The rerun sends `-I` from the last common snapshot, so the interrupted run's sync
     // snapshot arrives too; syncoid prunes on the target only the sync snapshots the target
@@ -304,8 +289,8 @@ fn syncoid_between_zfs_fuse_and_zetta_both_ways() {
     );
     zfs_fuse::wait_mounted(&fmnt.join("back"), true);
     assert_eq!(
-        tree_digest(&lab, &fmnt.join("back")),
-        tree_digest(&lab, &zmnt.join("native"))
+        lab.tree_digest(&fmnt.join("back"), Some("./.zfs")),
+        lab.tree_digest(&zmnt.join("native"), Some("./.zfs"))
     );
     populate(&zmnt.join("native"), "later");
     std::fs::remove_file(zmnt.join("native/zetta/sparse.bin")).unwrap();
@@ -320,8 +305,8 @@ fn syncoid_between_zfs_fuse_and_zetta_both_ways() {
     );
     remount_fuse(&zf, "fp/back", &fmnt.join("back"));
     assert_eq!(
-        tree_digest(&lab, &fmnt.join("back")),
-        tree_digest(&lab, &zmnt.join("native"))
+        lab.tree_digest(&fmnt.join("back"), Some("./.zfs")),
+        lab.tree_digest(&zmnt.join("native"), Some("./.zfs"))
     );
     let blob = lab.sh(&format!(
         "head -c 24M /dev/urandom > '{}'",
@@ -338,8 +323,8 @@ fn syncoid_between_zfs_fuse_and_zetta_both_ways() {
     );
     remount_fuse(&zf, "fp/back", &fmnt.join("back"));
     assert_eq!(
-        tree_digest(&lab, &fmnt.join("back")),
-        tree_digest(&lab, &zmnt.join("native"))
+        lab.tree_digest(&fmnt.join("back"), Some("./.zfs")),
+        lab.tree_digest(&zmnt.join("native"), Some("./.zfs"))
     );
     let status = zf.scrub("fp");
     assert!(status.contains("with 0 errors"), "{status}");

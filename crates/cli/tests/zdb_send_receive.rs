@@ -13,19 +13,6 @@ use common::openzfs::{oracle, place};
 use common::Lab;
 use std::path::Path;
 
-fn tree_digest(lab: &Lab, dir: &Path) -> String {
-    let out = lab.sh(&format!(
-        "cd '{}' && tar --sort=name --one-file-system --numeric-owner --format=posix \
-         --pax-option=delete=atime,delete=ctime,delete=mtime,exthdr.name=%d/PaxHeaders/%f \
-         --exclude=./.zfs -cf - . > '{tar}' && md5sum < '{tar}' \
-         && tar --numeric-owner -tvf '{tar}' | sort -k6; rm -f '{tar}'",
-        dir.display(),
-        tar = lab.dir.join("tree.tar").display()
-    ));
-    assert_eq!(out.code, 0, "tar {}: {}", dir.display(), out.stderr);
-    out.stdout
-}
-
 // Why: see the header. Before this, zdb -B streams were checked object by object through
 // the engine (zetta/tests/openzfs_send.rs) but never as files through a mount, nor with
 // -L/-c/-e.
@@ -58,7 +45,7 @@ fn zdb_streams_are_received_with_identical_files() {
     let mut expected = Vec::new();
     for (_, fs) in datasets {
         let mnt = root.join(format!("testpool_zstd/{fs}"));
-        let digest = tree_digest(&lab, &mnt);
+        let digest = lab.tree_digest(&mnt, Some("./.zfs"));
         assert!(digest.contains("zstd"), "{digest}");
         expected.push(digest);
     }
@@ -102,7 +89,11 @@ fn zdb_streams_are_received_with_identical_files() {
             );
             let here = mnt.join(target.trim_start_matches("rt/"));
             common_wait_mounted(&here);
-            assert_eq!(&tree_digest(&lab, &here), want, "{fs} with zdb -B {flags}");
+            assert_eq!(
+                &lab.tree_digest(&here, Some("./.zfs")),
+                want,
+                "{fs} with zdb -B {flags}"
+            );
         }
     }
     let scrub = lab.sh("zpool scrub -w rt && zpool status rt");

@@ -20,21 +20,6 @@ use common::Lab;
 use std::os::unix::fs::symlink;
 use std::path::Path;
 
-/// Names, types, modes, owners, sizes, whole-second mtimes, contents, symlink targets,
-/// hard links and device numbers of a tree, as one POSIX tar digest plus its listing.
-fn tree_digest(lab: &Lab, dir: &Path) -> String {
-    let out = lab.sh(&format!(
-        "cd '{}' && tar --sort=name --one-file-system --numeric-owner --format=posix \
-         --pax-option=delete=atime,delete=ctime,delete=mtime,exthdr.name=%d/PaxHeaders/%f \
-         -cf - . > '{tar}' && md5sum < '{tar}' \
-         && tar --numeric-owner -tvf '{tar}' | sort -k6; rm -f '{tar}'",
-        dir.display(),
-        tar = lab.dir.join("tree.tar").display()
-    ));
-    assert_eq!(out.code, 0, "tar {}: {}", dir.display(), out.stderr);
-    out.stdout
-}
-
 fn get_xattr(path: &Path, name: &str) -> Result<Vec<u8>, std::io::Error> {
     use std::os::unix::ffi::OsStrExt;
     let p = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
@@ -155,8 +140,8 @@ fn zetta_to_zfs_fuse(lab: &Lab, vdevs: &Path, mnt: &Path) -> (String, String) {
     populate(&mnt.join("a"), "zetta-a");
     let refused = zfs_fuse::set_xattr(&mnt.join("zetta/small.txt"), "user.x", b"v").unwrap_err();
     assert_eq!(refused.raw_os_error(), Some(libc::EOPNOTSUPP));
-    let zetta_root = tree_digest(lab, &mnt.join("zetta"));
-    let zetta_a = tree_digest(lab, &mnt.join("a"));
+    let zetta_root = lab.tree_digest(&mnt.join("zetta"), None);
+    let zetta_a = lab.tree_digest(&mnt.join("a"), None);
     lab.ok("zpool", &["export", "zt"]);
     zfs_fuse::wait_mounted(mnt, false);
 
@@ -165,8 +150,8 @@ fn zetta_to_zfs_fuse(lab: &Lab, vdevs: &Path, mnt: &Path) -> (String, String) {
         let mut zf = zfs_fuse::ZfsFuse::start();
         zf.import_pool(vdevs, "zt");
         zfs_fuse::wait_mounted(&mnt.join("a"), true);
-        assert_eq!(tree_digest(lab, &mnt.join("zetta")), zetta_root);
-        assert_eq!(tree_digest(lab, &mnt.join("a")), zetta_a);
+        assert_eq!(lab.tree_digest(&mnt.join("zetta"), None), zetta_root);
+        assert_eq!(lab.tree_digest(&mnt.join("a"), None), zetta_a);
         populate(mnt, "fuse");
         populate(&mnt.join("a"), "fuse-a");
         std::fs::remove_file(mnt.join("zetta/sub/entry_with_a_long_name_0003")).unwrap();
@@ -174,7 +159,10 @@ fn zetta_to_zfs_fuse(lab: &Lab, vdevs: &Path, mnt: &Path) -> (String, String) {
         zfs_fuse::set_xattr(&mnt.join("fuse/small.txt"), "user.color", b"blue").unwrap();
         let status = zf.scrub("zt");
         assert!(status.contains("with 0 errors"), "{status}");
-        let digests = (tree_digest(lab, mnt), tree_digest(lab, &mnt.join("a")));
+        let digests = (
+            lab.tree_digest(mnt, None),
+            lab.tree_digest(&mnt.join("a"), None),
+        );
         zf.export_all();
         digests
     };
@@ -206,8 +194,8 @@ fn a_version_23_pool_zetta_makes_goes_through_zfs_fuse_and_back() {
     // Leg 3: Zetta imports it back read-write, reads zfs-fuse's files, writes.
     zetta_import(&lab, &vdevs, "zt");
     zfs_fuse::wait_mounted(&mnt.join("a"), true);
-    assert_eq!(tree_digest(&lab, &mnt), fuse_root);
-    assert_eq!(tree_digest(&lab, &mnt.join("a")), fuse_a);
+    assert_eq!(lab.tree_digest(&mnt, None), fuse_root);
+    assert_eq!(lab.tree_digest(&mnt.join("a"), None), fuse_a);
     assert_eq!(
         get_xattr(&mnt.join("fuse/small.txt"), "user.color").unwrap(),
         b"blue"
@@ -216,7 +204,10 @@ fn a_version_23_pool_zetta_makes_goes_through_zfs_fuse_and_back() {
     std::fs::remove_file(mnt.join("fuse/sub/medium.bin")).unwrap();
     std::fs::remove_file(mnt.join("fuse/small.txt")).unwrap();
     std::fs::write(mnt.join("a/fuse-a/small.txt"), b"rewritten by Zetta\n").unwrap();
-    let zetta_again = (tree_digest(&lab, &mnt), tree_digest(&lab, &mnt.join("a")));
+    let zetta_again = (
+        lab.tree_digest(&mnt, None),
+        lab.tree_digest(&mnt.join("a"), None),
+    );
     lab.ok("zpool", &["export", "zt"]);
     zfs_fuse::wait_mounted(&mnt, false);
     no_leaks(&vdevs, "zt");
@@ -227,7 +218,10 @@ fn a_version_23_pool_zetta_makes_goes_through_zfs_fuse_and_back() {
         zf.import_pool(&vdevs, "zt");
         zfs_fuse::wait_mounted(&mnt.join("a"), true);
         assert_eq!(
-            (tree_digest(&lab, &mnt), tree_digest(&lab, &mnt.join("a"))),
+            (
+                lab.tree_digest(&mnt, None),
+                lab.tree_digest(&mnt.join("a"), None)
+            ),
             zetta_again
         );
         let status = zf.scrub("zt");
@@ -254,7 +248,10 @@ fn a_pool_zfs_fuse_makes_is_written_by_zetta_and_read_back_by_zfs_fuse() {
         zfs_fuse::set_xattr(&mnt.join("fuse/small.txt"), "user.color", b"blue").unwrap();
         zfs_fuse::set_xattr(&mnt.join("fuse/sub"), "user.big", &[b'z'; 3000]).unwrap();
         zfs_fuse::set_xattr(&mnt.join("fuse/hard.txt"), "user.two", b"2").unwrap();
-        let digests = (tree_digest(&lab, &mnt), tree_digest(&lab, &mnt.join("a")));
+        let digests = (
+            lab.tree_digest(&mnt, None),
+            lab.tree_digest(&mnt.join("a"), None),
+        );
         zf.export_all();
         digests
     };
@@ -270,8 +267,8 @@ fn a_pool_zfs_fuse_makes_is_written_by_zetta_and_read_back_by_zfs_fuse() {
         lab.ok("zfs", &["get", "-H", "-o", "value", "version", "zr/a"]),
         "4\n"
     );
-    assert_eq!(tree_digest(&lab, &mnt), fuse_root);
-    assert_eq!(tree_digest(&lab, &mnt.join("a")), fuse_a);
+    assert_eq!(lab.tree_digest(&mnt, None), fuse_root);
+    assert_eq!(lab.tree_digest(&mnt.join("a"), None), fuse_a);
     assert_eq!(
         get_xattr(&mnt.join("fuse/small.txt"), "user.color").unwrap(),
         b"blue"
@@ -286,7 +283,10 @@ fn a_pool_zfs_fuse_makes_is_written_by_zetta_and_read_back_by_zfs_fuse() {
     std::fs::remove_file(mnt.join("fuse/hard.txt")).unwrap();
     std::fs::remove_file(mnt.join("fuse/small.txt")).unwrap();
     std::fs::remove_dir_all(mnt.join("a/fuse-a/sub/deeper")).unwrap();
-    let zetta_digests = (tree_digest(&lab, &mnt), tree_digest(&lab, &mnt.join("a")));
+    let zetta_digests = (
+        lab.tree_digest(&mnt, None),
+        lab.tree_digest(&mnt.join("a"), None),
+    );
     lab.ok("zpool", &["export", "zr"]);
     zfs_fuse::wait_mounted(&mnt, false);
     no_leaks(&vdevs, "zr");
@@ -295,7 +295,10 @@ fn a_pool_zfs_fuse_makes_is_written_by_zetta_and_read_back_by_zfs_fuse() {
     zf.import_pool(&vdevs, "zr");
     zfs_fuse::wait_mounted(&mnt.join("a"), true);
     assert_eq!(
-        (tree_digest(&lab, &mnt), tree_digest(&lab, &mnt.join("a"))),
+        (
+            lab.tree_digest(&mnt, None),
+            lab.tree_digest(&mnt.join("a"), None)
+        ),
         zetta_digests
     );
     assert_eq!(
@@ -333,12 +336,12 @@ fn zfs_fuse_receives_zettas_full_and_incremental_streams_of_a_version_23_pool() 
     lab.ok("zfs", &["create", "zs/src"]);
     zfs_fuse::wait_mounted(&mnt.join("src"), true);
     populate(&mnt.join("src"), "first");
-    let at_a = tree_digest(&lab, &mnt.join("src"));
+    let at_a = lab.tree_digest(&mnt.join("src"), None);
     lab.ok("zfs", &["snapshot", "zs/src@a"]);
     populate(&mnt.join("src"), "second");
     std::fs::remove_file(mnt.join("src/first/sub/medium.bin")).unwrap();
     std::fs::write(mnt.join("src/first/small.txt"), b"changed before @b\n").unwrap();
-    let at_b = tree_digest(&lab, &mnt.join("src"));
+    let at_b = lab.tree_digest(&mnt.join("src"), None);
     lab.ok("zfs", &["snapshot", "zs/src@b"]);
     let full = lab.dir.join("full.zstream");
     let incremental = lab.dir.join("incremental.zstream");
@@ -359,7 +362,7 @@ fn zfs_fuse_receives_zettas_full_and_incremental_streams_of_a_version_23_pool() 
     zf.zfs(&["set", "atime=off", "fp"]);
     zf.receive(&["fp/dst"], &full);
     zfs_fuse::wait_mounted(&fmnt.join("dst"), true);
-    assert_eq!(tree_digest(&lab, &fmnt.join("dst")), at_a);
+    assert_eq!(lab.tree_digest(&fmnt.join("dst"), None), at_a);
     // Reading zfs-fuse's mount right after an incremental receive into it makes tar fail
     // (not investigated: after a remount every file reads identical), so the
     // filesystem receives unmounted.
@@ -368,7 +371,7 @@ fn zfs_fuse_receives_zettas_full_and_incremental_streams_of_a_version_23_pool() 
     zf.receive(&["fp/dst"], &incremental);
     zf.zfs(&["mount", "-a"]);
     zfs_fuse::wait_mounted(&fmnt.join("dst"), true);
-    assert_eq!(tree_digest(&lab, &fmnt.join("dst")), at_b);
+    assert_eq!(lab.tree_digest(&fmnt.join("dst"), None), at_b);
     let listed = zf.zfs(&["list", "-H", "-o", "name", "-t", "snapshot", "-r", "fp/dst"]);
     assert_eq!(listed, "fp/dst@a\nfp/dst@b\n");
     let status = zf.scrub("fp");
@@ -401,12 +404,12 @@ fn zetta_receives_zfs_fuses_full_and_incremental_streams() {
         zfs_fuse::wait_mounted(&fmnt.join("src"), true);
         populate(&fmnt.join("src"), "first");
         zfs_fuse::set_xattr(&fmnt.join("src/first/small.txt"), "user.color", b"blue").unwrap();
-        let at_a = tree_digest(&lab, &fmnt.join("src"));
+        let at_a = lab.tree_digest(&fmnt.join("src"), None);
         zf.zfs(&["snapshot", "fp/src@a"]);
         populate(&fmnt.join("src"), "second");
         std::fs::remove_file(fmnt.join("src/first/sub/medium.bin")).unwrap();
         std::fs::write(fmnt.join("src/first/small.txt"), b"changed before @b\n").unwrap();
-        let at_b = tree_digest(&lab, &fmnt.join("src"));
+        let at_b = lab.tree_digest(&fmnt.join("src"), None);
         zf.zfs(&["snapshot", "fp/src@b"]);
         let sent = lab.sh(&format!(
             "/usr/sbin/zfs send fp/src@a > '{}' && /usr/sbin/zfs send -i @a fp/src@b > '{}' \
@@ -430,7 +433,7 @@ fn zetta_receives_zfs_fuses_full_and_incremental_streams() {
     let received = lab.sh(&format!("zfs receive -v zs/dst < '{}'", full.display()));
     assert_eq!(received.code, 0, "zfs receive (full): {}", received.stderr);
     zfs_fuse::wait_mounted(&mnt.join("dst"), true);
-    assert_eq!(tree_digest(&lab, &mnt.join("dst")), at_a);
+    assert_eq!(lab.tree_digest(&mnt.join("dst"), None), at_a);
     assert_eq!(
         get_xattr(&mnt.join("dst/first/small.txt"), "user.color").unwrap(),
         b"blue"
@@ -444,7 +447,7 @@ fn zetta_receives_zfs_fuses_full_and_incremental_streams() {
         "zfs receive (incremental): {}",
         received.stderr
     );
-    assert_eq!(tree_digest(&lab, &mnt.join("dst")), at_b);
+    assert_eq!(lab.tree_digest(&mnt.join("dst"), None), at_b);
     assert_eq!(
         lab.ok(
             "zfs",
@@ -471,7 +474,7 @@ fn zetta_receives_zfs_fuses_full_and_incremental_streams() {
         received.stderr
     );
     zfs_fuse::wait_mounted(&mnt.join("dd"), true);
-    assert_eq!(tree_digest(&lab, &mnt.join("dd")), at_b);
+    assert_eq!(lab.tree_digest(&mnt.join("dd"), None), at_b);
     assert_eq!(
         lab.ok(
             "zfs",

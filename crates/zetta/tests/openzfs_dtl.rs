@@ -23,21 +23,9 @@ use zetta::types::ObjectId;
 
 const DISK_SIZE_BYTES: u64 = 128 << 20;
 
+/// A fresh directory of `count` sparse disks (`common::scratch_disks`).
 fn disks(name: &str, count: usize) -> (PathBuf, Vec<String>) {
-    let dir = std::env::temp_dir().join(format!("zetta-dtl-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let paths = (0..count)
-        .map(|i| {
-            let path = dir.join(format!("d{i}"));
-            std::fs::File::create(&path)
-                .unwrap()
-                .set_len(DISK_SIZE_BYTES)
-                .unwrap();
-            path.to_str().unwrap().to_string()
-        })
-        .collect();
-    (dir, paths)
+    common::scratch_disks(&format!("zetta-dtl-{name}"), count, DISK_SIZE_BYTES)
 }
 
 fn open(paths: &[String]) -> Vec<DeviceRef> {

@@ -28,22 +28,9 @@ use zetta::zpl::Timespec;
 
 const DISK_SIZE_BYTES: u64 = 256 << 20;
 
-/// A fresh directory of `count` sparse disks.
+/// A fresh directory of `count` sparse disks (`common::scratch_disks`).
 fn disks(name: &str, count: usize) -> (PathBuf, Vec<String>) {
-    let dir = std::env::temp_dir().join(format!("zetta-leaks-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let paths = (0..count)
-        .map(|i| {
-            let path = dir.join(format!("d{i}"));
-            std::fs::File::create(&path)
-                .unwrap()
-                .set_len(DISK_SIZE_BYTES)
-                .unwrap();
-            path.to_str().unwrap().to_string()
-        })
-        .collect();
-    (dir, paths)
+    common::scratch_disks(&format!("zetta-leaks-{name}"), count, DISK_SIZE_BYTES)
 }
 
 fn top(kind: TopKind, paths: &[String]) -> TopSpec {

@@ -138,6 +138,26 @@ impl Lab {
         out.stdout
     }
 
+    /// Names, types, modes, owners, sizes, whole-second mtimes, contents, symlink targets,
+    /// hard links and device numbers of the tree at `dir` (without what `exclude` names, a
+    /// tar pattern), as one POSIX tar digest plus its listing to show what differs: what
+    /// the tests that compare two implementations' copies of a tree compare.
+    pub fn tree_digest(&self, dir: &std::path::Path, exclude: Option<&str>) -> String {
+        let exclude = exclude
+            .map(|pattern| format!("--exclude='{pattern}' "))
+            .unwrap_or_default();
+        let out = self.sh(&format!(
+            "cd '{}' && tar --sort=name {exclude}--one-file-system --numeric-owner --format=posix \
+             --pax-option=delete=atime,delete=ctime,delete=mtime,exthdr.name=%d/PaxHeaders/%f \
+             -cf - . > '{tar}' && md5sum < '{tar}' \
+             && tar --numeric-owner -tvf '{tar}' | sort -k6; rm -f '{tar}'",
+            dir.display(),
+            tar = self.dir.join("tree.tar").display()
+        ));
+        assert_eq!(out.code, 0, "tar {}: {}", dir.display(), out.stderr);
+        out.stdout
+    }
+
     /// Stops this lab's daemon (it commits its pools; they stay imported).
     pub fn stop_daemon(&self) {
         let _ = Command::new(env!("CARGO_BIN_EXE_zetta"))

@@ -153,13 +153,30 @@ pub fn write_root_file(
 /// the directory (for `zdb -e -p`) and the disk's path.
 #[allow(dead_code)]
 pub fn scratch_disk(name: &str, size_bytes: u64) -> (std::path::PathBuf, String) {
+    let (dir, mut paths) = scratch_disks(name, 1, size_bytes);
+    (dir, paths.remove(0))
+}
+
+/// A fresh directory `<tmp>/<name>-<pid>` holding `count` sparse disk files `d0`, `d1`, …
+/// of `size_bytes` each: the directory (for `zdb -e -p`) and the disks' paths.
+#[allow(dead_code)]
+pub fn scratch_disks(
+    name: &str,
+    count: usize,
+    size_bytes: u64,
+) -> (std::path::PathBuf, Vec<String>) {
     let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("d0");
-    std::fs::File::create(&path)
-        .unwrap()
-        .set_len(size_bytes)
-        .unwrap();
-    (dir, path.to_str().unwrap().to_string())
+    let paths = (0..count)
+        .map(|i| {
+            let path = dir.join(format!("d{i}"));
+            std::fs::File::create(&path)
+                .unwrap()
+                .set_len(size_bytes)
+                .unwrap();
+            path.to_str().unwrap().to_string()
+        })
+        .collect();
+    (dir, paths)
 }

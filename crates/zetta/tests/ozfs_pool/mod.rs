@@ -128,7 +128,9 @@ impl Pool {
                         .expect("open the image"),
                 );
                 let devices = [device];
-                let candidates = zetta::spa::openzfs::discover::find_pools(&devices, 0);
+                // Since session 17 pools whose features Zetta maintains are the engine's (some
+                // images here are); this reader test reads them through the OpenZFS codecs.
+                let candidates = zetta::spa::openzfs::discover::find_pools_with_zetta(&devices, 0);
                 let candidate = candidates.first().expect("a pool on the image");
                 zetta::spa::openzfs::pool::OpenZfsPool::open_devices(candidate, &devices)
                     .expect("the pool opens")
