@@ -19,7 +19,9 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use zetta::io::{DeviceRef, FileDevice};
-use zetta::spa::openzfs::discover::find_pools;
+// Since session 17 images whose features Zetta maintains are the engine's to import; these tests
+// mount them through the foreign read-only path (`OzfsFs`) on purpose.
+use zetta::spa::openzfs::discover::find_pools_with_zetta as find_pools;
 use zetta::spa::openzfs::pool::OpenZfsPool;
 use zetta::zpl::openzfs::fs::ZplFs;
 use zetta_fuse::openzfs::OzfsFs;
