@@ -266,6 +266,14 @@ pub struct ObjectSet {
 const DMU_USERUSED_OBJECT: u64 = u64::MAX;
 const DMU_GROUPUSED_OBJECT: u64 = u64::MAX - 1;
 const DMU_PROJECTUSED_OBJECT: u64 = u64::MAX - 2;
+/// The accounting dnodes and their byte offsets in the 4 KiB `objset_phys_t` (after the
+/// meta-dnode and the ZIL header: `os_userused_dnode`, `os_groupused_dnode`,
+/// `os_projectused_dnode`).
+const ACCOUNTING_DNODES: [(u64, usize); 3] = [
+    (DMU_USERUSED_OBJECT, 2 * DNODE_SIZE_BYTES),
+    (DMU_GROUPUSED_OBJECT, 3 * DNODE_SIZE_BYTES),
+    (DMU_PROJECTUSED_OBJECT, 4 * DNODE_SIZE_BYTES),
+];
 /// `OBJSET_FLAG_USERACCOUNTING_COMPLETE | _USEROBJACCOUNTING_COMPLETE |
 /// _PROJECTQUOTA_COMPLETE`.
 const OBJSET_FLAGS_ACCOUNTING: u64 = 1 | 2 | 4;
@@ -446,11 +454,7 @@ impl ObjectSet {
         };
         let zil_header = phys.zil_header;
         let mut accounting = Vec::new();
-        for (object, offset) in [
-            (DMU_USERUSED_OBJECT, 2 * DNODE_SIZE_BYTES),
-            (DMU_GROUPUSED_OBJECT, 3 * DNODE_SIZE_BYTES),
-            (DMU_PROJECTUSED_OBJECT, 4 * DNODE_SIZE_BYTES),
-        ] {
+        for (object, offset) in ACCOUNTING_DNODES {
             let Some(bytes) = block.get(offset..offset + DNODE_SIZE_BYTES) else {
                 continue;
             };
@@ -1605,11 +1609,7 @@ impl ObjectSet {
         )?;
         // The accounting dnodes of an object set OpenZFS wrote (module header): their
         // blocks are the object set's too (scrub reads them, destroy frees them).
-        for (object, offset) in [
-            (DMU_USERUSED_OBJECT, 2 * DNODE_SIZE_BYTES),
-            (DMU_GROUPUSED_OBJECT, 3 * DNODE_SIZE_BYTES),
-            (DMU_PROJECTUSED_OBJECT, 4 * DNODE_SIZE_BYTES),
-        ] {
+        for (object, offset) in ACCOUNTING_DNODES {
             let Some(bytes) = block.get(offset..offset + DNODE_SIZE_BYTES) else {
                 continue;
             };
