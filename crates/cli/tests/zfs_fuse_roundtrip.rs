@@ -20,6 +20,14 @@ use common::Lab;
 use std::os::unix::fs::symlink;
 use std::path::Path;
 
+/// The digests of the pool's root filesystem and of its child `a`, mounted at `mnt` and
+/// `mnt/a`: what each leg of a round trip compares.
+fn pool_digests(lab: &Lab, mnt: &Path) -> (String, String) {
+    (
+        lab.tree_digest(mnt, None),
+        lab.tree_digest(&mnt.join("a"), None),
+    )
+}
 fn get_xattr(path: &Path, name: &str) -> Result<Vec<u8>, std::io::Error> {
     use std::os::unix::ffi::OsStrExt;
     let p = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
@@ -159,10 +167,7 @@ fn zetta_to_zfs_fuse(lab: &Lab, vdevs: &Path, mnt: &Path) -> (String, String) {
         zfs_fuse::set_xattr(&mnt.join("fuse/small.txt"), "user.color", b"blue").unwrap();
         let status = zf.scrub("zt");
         assert!(status.contains("with 0 errors"), "{status}");
-        let digests = (
-            lab.tree_digest(mnt, None),
-            lab.tree_digest(&mnt.join("a"), None),
-        );
+        let digests = pool_digests(lab, mnt);
         zf.export_all();
         digests
     };
@@ -204,10 +209,7 @@ fn a_version_23_pool_zetta_makes_goes_through_zfs_fuse_and_back() {
     std::fs::remove_file(mnt.join("fuse/sub/medium.bin")).unwrap();
     std::fs::remove_file(mnt.join("fuse/small.txt")).unwrap();
     std::fs::write(mnt.join("a/fuse-a/small.txt"), b"rewritten by Zetta\n").unwrap();
-    let zetta_again = (
-        lab.tree_digest(&mnt, None),
-        lab.tree_digest(&mnt.join("a"), None),
-    );
+    let zetta_again = pool_digests(&lab, &mnt);
     lab.ok("zpool", &["export", "zt"]);
     zfs_fuse::wait_mounted(&mnt, false);
     no_leaks(&vdevs, "zt");
@@ -217,13 +219,7 @@ fn a_version_23_pool_zetta_makes_goes_through_zfs_fuse_and_back() {
         let mut zf = zfs_fuse::ZfsFuse::start();
         zf.import_pool(&vdevs, "zt");
         zfs_fuse::wait_mounted(&mnt.join("a"), true);
-        assert_eq!(
-            (
-                lab.tree_digest(&mnt, None),
-                lab.tree_digest(&mnt.join("a"), None)
-            ),
-            zetta_again
-        );
+        assert_eq!(pool_digests(&lab, &mnt), zetta_again);
         let status = zf.scrub("zt");
         assert!(status.contains("with 0 errors"), "{status}");
         zf.export_all();
@@ -248,10 +244,7 @@ fn a_pool_zfs_fuse_makes_is_written_by_zetta_and_read_back_by_zfs_fuse() {
         zfs_fuse::set_xattr(&mnt.join("fuse/small.txt"), "user.color", b"blue").unwrap();
         zfs_fuse::set_xattr(&mnt.join("fuse/sub"), "user.big", &[b'z'; 3000]).unwrap();
         zfs_fuse::set_xattr(&mnt.join("fuse/hard.txt"), "user.two", b"2").unwrap();
-        let digests = (
-            lab.tree_digest(&mnt, None),
-            lab.tree_digest(&mnt.join("a"), None),
-        );
+        let digests = pool_digests(&lab, &mnt);
         zf.export_all();
         digests
     };
@@ -283,10 +276,7 @@ fn a_pool_zfs_fuse_makes_is_written_by_zetta_and_read_back_by_zfs_fuse() {
     std::fs::remove_file(mnt.join("fuse/hard.txt")).unwrap();
     std::fs::remove_file(mnt.join("fuse/small.txt")).unwrap();
     std::fs::remove_dir_all(mnt.join("a/fuse-a/sub/deeper")).unwrap();
-    let zetta_digests = (
-        lab.tree_digest(&mnt, None),
-        lab.tree_digest(&mnt.join("a"), None),
-    );
+    let zetta_digests = pool_digests(&lab, &mnt);
     lab.ok("zpool", &["export", "zr"]);
     zfs_fuse::wait_mounted(&mnt, false);
     no_leaks(&vdevs, "zr");
@@ -294,13 +284,7 @@ fn a_pool_zfs_fuse_makes_is_written_by_zetta_and_read_back_by_zfs_fuse() {
     let mut zf = zfs_fuse::ZfsFuse::start();
     zf.import_pool(&vdevs, "zr");
     zfs_fuse::wait_mounted(&mnt.join("a"), true);
-    assert_eq!(
-        (
-            lab.tree_digest(&mnt, None),
-            lab.tree_digest(&mnt.join("a"), None)
-        ),
-        zetta_digests
-    );
+    assert_eq!(pool_digests(&lab, &mnt), zetta_digests);
     assert_eq!(
         get_xattr(&mnt.join("fuse/sub"), "user.big").unwrap(),
         vec![b'z'; 3000]
