@@ -10,7 +10,7 @@
 //! variant then gets the text of the operation that returns it.
 
 use crate::zpool::CmdError;
-use zetta::dmu_send::SendError;
+use zetta::dmu_send::{RecvContext, RecvError, RecvRefusal, SendError, StreamError};
 use zetta::dsl::DslError;
 use zetta::spa::SpaError;
 
@@ -183,5 +183,205 @@ pub(crate) fn send_error_text(error: &SendError) -> String {
         }
         SendError::Pool(SpaError::Dsl(e)) => dsl_error_text(ZfsOp::Other, e),
         SendError::Pool(other) => other.to_string(),
+    }
+}
+
+/// libzfs_sendrecv.c's `errbuf` for what a receive was doing.
+fn recv_context_text(context: RecvContext) -> &'static str {
+    match context {
+        RecvContext::Receive => "cannot receive",
+        RecvContext::NewFilesystem => "cannot receive new filesystem stream",
+        RecvContext::Incremental => "cannot receive incremental stream",
+        RecvContext::Resume => "cannot receive resume stream",
+        RecvContext::Abort => "cannot abort receive",
+    }
+}
+
+/// OpenZFS's message for a receive that stopped (`zfs_receive_one`, `zfs_receive_package`,
+/// `recv_skip`'s read errors and `zfs_do_receive`'s `-A` in libzfs_sendrecv.c / zfs_main.c).
+pub(crate) fn recv_error_text(error: &RecvError) -> String {
+    match error {
+        RecvError::Refused { context, why } => {
+            let ctx = recv_context_text(*context);
+            match why {
+                RecvRefusal::SnapshotNameForMultiSnapshot => {
+                    format!("{ctx}: cannot specify snapshot name for multi-snapshot stream")
+                }
+                RecvRefusal::InvalidName => format!("{ctx}: invalid name"),
+                RecvRefusal::SnapshotWithNameMode { flag } => {
+                    format!("{ctx}: invalid argument - snapshot not allowed with -{flag}")
+                }
+                RecvRefusal::TargetMissing { target } => {
+                    format!("{ctx}: specified fs ({target}) does not exist")
+                }
+                RecvRefusal::Busy => format!("{ctx}: dataset is busy"),
+                RecvRefusal::PartialStateExists { dest_fs } => format!(
+                    "{ctx}: destination {dest_fs} contains partially-complete state from \"zfs receive -s\"."
+                ),
+                RecvRefusal::NothingToAbort { fs } => {
+                    format!("'{fs}' does not have any resumable receive state to abort")
+                }
+                RecvRefusal::OriginMissing { dest_snap } => {
+                    format!("{ctx}: local origin for clone {dest_snap} does not exist")
+                }
+                RecvRefusal::DestinationExists { dest_fs } => {
+                    format!("{ctx}: destination '{dest_fs}' exists\nmust specify -F to overwrite it")
+                }
+                RecvRefusal::DestinationHasSnapshots { first } => format!(
+                    "{ctx}: destination has snapshots (eg. {first})\nmust destroy them to overwrite it"
+                ),
+                RecvRefusal::DestinationIsClone { dest_fs } => format!(
+                    "{ctx}: destination '{dest_fs}' is a clone\nmust destroy it to overwrite it"
+                ),
+                RecvRefusal::DestinationMissing { dest_fs } => {
+                    format!("{ctx}: destination '{dest_fs}' does not exist")
+                }
+                RecvRefusal::ParentMissing { parent } => format!(
+                    "cannot open '{parent}': dataset does not exist\n{ctx}: unable to restore to destination"
+                ),
+                RecvRefusal::SnapshotExists { dest_snap } => {
+                    format!("cannot restore to {dest_snap}: destination already exists")
+                }
+                RecvRefusal::SourceMismatch { dest_fs } => format!(
+                    "{ctx}: most recent snapshot of {dest_fs} does not\nmatch incremental source"
+                ),
+                RecvRefusal::Modified { dest_fs } => format!(
+                    "{ctx}: destination {dest_fs} has been modified\nsince most recent snapshot"
+                ),
+                RecvRefusal::LaterSnapshotPinned { snapshot } => format!(
+                    "{ctx}: snapshot {snapshot} cannot be destroyed (it has clones or holds)"
+                ),
+                RecvRefusal::NoPartialSnapshot { dest_fs } => format!(
+                    "{ctx}: destination '{dest_fs}' does not have a partially received snapshot"
+                ),
+                RecvRefusal::BadResumeToken { why } => format!("{ctx}: {why}"),
+                RecvRefusal::ResumeMismatch { dest_fs } => format!(
+                    "{ctx}: the stream does not continue the partially received snapshot of {dest_fs}"
+                ),
+                RecvRefusal::InvalidProperty { name } => {
+                    format!("{ctx}: invalid received property '{name}'")
+                }
+                RecvRefusal::CannotDestroy { name } => format!("{ctx}: cannot destroy '{name}'"),
+                RecvRefusal::EmptyInput => format!("{ctx}: failed to read from stream"),
+                RecvRefusal::InputFailed { why } => {
+                    format!("{ctx}: failed to read from stream ({why})")
+                }
+            }
+        }
+        RecvError::Stream {
+            context,
+            error,
+            token,
+        } => {
+            let ctx = recv_context_text(*context);
+            match (token, error) {
+                (Some(token), _) => format!(
+                    "{ctx}: checksum mismatch or incomplete stream.\nPartially received snapshot is saved.\nA resuming stream can be generated on the sending system by running:\n    zfs send -t {token}"
+                ),
+                (None, StreamError::Checksum { .. } | StreamError::Truncated { .. }) => {
+                    format!("{ctx}: checksum mismatch or incomplete stream")
+                }
+                (None, other) => format!("{ctx}: {other}"),
+            }
+        }
+        RecvError::Pool { context, error } => {
+            let ctx = recv_context_text(*context);
+            match error {
+                SpaError::NoSpace => format!("{ctx}: out of space"),
+                // A refusal of the dataset layer while applying the stream.
+                SpaError::Dsl(e) => format!("{ctx}: {}", dsl_error_text(ZfsOp::Other, e)),
+                other => format!("{ctx}: {other}"),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(context: RecvContext, why: RecvRefusal) -> String {
+        recv_error_text(&RecvError::Refused { context, why })
+    }
+
+    // Why: the engine answers a receive's refusals as variants (session 18); these are the
+    // texts libzfs_sendrecv.c prints for them, which scripts (syncoid among them) match.
+    #[test]
+    fn receive_refusals_in_libzfs_words() {
+        let fs = || "tank/restore".to_string();
+        assert_eq!(
+            refused(
+                RecvContext::Incremental,
+                RecvRefusal::DestinationMissing { dest_fs: fs() }
+            ),
+            "cannot receive incremental stream: destination 'tank/restore' does not exist"
+        );
+        assert_eq!(
+            refused(
+                RecvContext::Incremental,
+                RecvRefusal::SourceMismatch { dest_fs: fs() }
+            ),
+            "cannot receive incremental stream: most recent snapshot of tank/restore does not\nmatch incremental source"
+        );
+        assert_eq!(
+            refused(
+                RecvContext::NewFilesystem,
+                RecvRefusal::DestinationExists { dest_fs: fs() }
+            ),
+            "cannot receive new filesystem stream: destination 'tank/restore' exists\nmust specify -F to overwrite it"
+        );
+        assert_eq!(
+            refused(
+                RecvContext::Incremental,
+                RecvRefusal::Modified { dest_fs: fs() }
+            ),
+            "cannot receive incremental stream: destination tank/restore has been modified\nsince most recent snapshot"
+        );
+        assert_eq!(
+            refused(
+                RecvContext::NewFilesystem,
+                RecvRefusal::ParentMissing {
+                    parent: "tank/none".into()
+                }
+            ),
+            "cannot open 'tank/none': dataset does not exist\ncannot receive new filesystem stream: unable to restore to destination"
+        );
+        assert_eq!(
+            refused(
+                RecvContext::Receive,
+                RecvRefusal::SnapshotWithNameMode { flag: 'd' }
+            ),
+            "cannot receive: invalid argument - snapshot not allowed with -d"
+        );
+        assert_eq!(
+            refused(RecvContext::Receive, RecvRefusal::EmptyInput),
+            "cannot receive: failed to read from stream"
+        );
+        assert_eq!(
+            refused(
+                RecvContext::Abort,
+                RecvRefusal::NothingToAbort {
+                    fs: "tank/dst".into()
+                }
+            ),
+            "'tank/dst' does not have any resumable receive state to abort"
+        );
+        let saved = RecvError::Stream {
+            context: RecvContext::Resume,
+            error: StreamError::Truncated { offset_bytes: 7 },
+            token: Some("1-abc-12-789c".into()),
+        };
+        assert_eq!(
+            recv_error_text(&saved),
+            "cannot receive resume stream: checksum mismatch or incomplete stream.\nPartially received snapshot is saved.\nA resuming stream can be generated on the sending system by running:\n    zfs send -t 1-abc-12-789c"
+        );
+        let full = RecvError::Pool {
+            context: RecvContext::NewFilesystem,
+            error: SpaError::NoSpace,
+        };
+        assert_eq!(
+            recv_error_text(&full),
+            "cannot receive new filesystem stream: out of space"
+        );
     }
 }

@@ -22,17 +22,7 @@ use zetta_zutil::nicenum::nicenum_space;
 const INPUT_CHUNK_BYTES: usize = 1 << 20;
 
 fn recv_fail(e: RecvError) -> CmdError {
-    match e {
-        // A refusal of the dataset layer while applying the stream, in libzfs's words.
-        RecvError::Pool {
-            context,
-            error: zetta::spa::SpaError::Dsl(e),
-        } => CmdError::Fail(format!(
-            "{context}: {}",
-            super::errors::dsl_error_text(super::errors::ZfsOp::Other, &e)
-        )),
-        other => CmdError::Fail(other.to_string()),
-    }
+    CmdError::Fail(super::errors::recv_error_text(&e))
 }
 
 /// Fills `buf` from the input (short only at its end).

@@ -2,8 +2,9 @@
 //! (`StreamError`), what can stop a send (`SendError`) and what can stop a receive
 //! (`RecvError`). Pool errors stay `SpaError` inside them, so the CLI can still tell "out of
 //! space" from "bad stream". A send's refusals are typed, one variant per condition with its
-//! names (the CLI words them as libzfs_sendrecv.c does; `Display` is for developers); a
-//! receive's refusals still carry OpenZFS's words, complete, for the CLI to print.
+//! names (the CLI words them as libzfs_sendrecv.c does; `Display` is for developers), and so
+//! are a receive's (`RecvRefusal`, under the `RecvContext` that libzfs prefixes its message
+//! with). The one sentence kept here is `StreamError`'s: what is wrong with the bytes.
 
 use crate::dmu::DmuError;
 use crate::spa::SpaError;
@@ -157,46 +158,116 @@ impl From<DmuError> for SendError {
     }
 }
 
-/// Why a receive stopped. `Display` gives the complete text the CLI prints.
+/// What a receive was doing when it stopped: libzfs_sendrecv.c's `errbuf`, the prefix of
+/// its message ("cannot receive new filesystem stream: …").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecvContext {
+    /// Before a substream is known (names, the first record, a replication package).
+    Receive,
+    /// A full stream or a clone (`zfs_receive_one`, `!stream_wantsnewfs` false).
+    NewFilesystem,
+    /// An incremental stream.
+    Incremental,
+    /// A `zfs send -t` stream into a `-s` receive's saved state.
+    Resume,
+    /// `zfs receive -A`.
+    Abort,
+}
+
+/// Why a receive was refused before it changed anything (or, for `Modified`, before its
+/// commit): one variant per condition, with its names. The CLI words each one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecvRefusal {
+    /// A snapshot name as the target of a recursive replication stream.
+    SnapshotNameForMultiSnapshot,
+    /// The destination is not a valid snapshot name.
+    InvalidName,
+    /// A snapshot target with `-d` (`flag` 'd') or `-e` ('e').
+    SnapshotWithNameMode { flag: char },
+    /// `-d`/`-e` into a filesystem that does not exist.
+    TargetMissing { target: String },
+    /// Another receive is writing the destination.
+    Busy,
+    /// The destination holds a `-s` receive's partial state and this stream is not its
+    /// resume.
+    PartialStateExists { dest_fs: String },
+    /// `-A` of a filesystem with no saved receive state.
+    NothingToAbort { fs: String },
+    /// A clone stream whose origin snapshot is not in the pool.
+    OriginMissing { dest_snap: String },
+    /// A full stream onto an existing filesystem without `-F`.
+    DestinationExists { dest_fs: String },
+    /// `-F` cannot replace a filesystem that has snapshots (`first` is the oldest).
+    DestinationHasSnapshots { first: String },
+    /// `-F` cannot replace a clone.
+    DestinationIsClone { dest_fs: String },
+    /// An incremental (or a new filesystem at a pool's top) into a missing filesystem.
+    DestinationMissing { dest_fs: String },
+    /// The parent of a new filesystem does not exist (and `-d` is not creating it).
+    ParentMissing { parent: String },
+    /// The snapshot to create exists with another guid.
+    SnapshotExists { dest_snap: String },
+    /// No snapshot of `dest_fs` has the stream's incremental source guid.
+    SourceMismatch { dest_fs: String },
+    /// `dest_fs` changed since the incremental source (and `-F` was not given).
+    Modified { dest_fs: String },
+    /// A snapshot after the incremental source that `-F` would destroy has clones or holds.
+    LaterSnapshotPinned { snapshot: String },
+    /// A resume stream, and the destination has no partially received snapshot.
+    NoPartialSnapshot { dest_fs: String },
+    /// The saved resume token cannot be read (`why` is the token layer's reason).
+    BadResumeToken { why: String },
+    /// A resume stream that does not continue the saved partial snapshot.
+    ResumeMismatch { dest_fs: String },
+    /// A received property the pool cannot store (empty, NUL, or too long).
+    InvalidProperty { name: String },
+    /// A replication stream's destroy of what the sender no longer has left `name` after
+    /// every pass (each pass destroyed something; the ones before it stay destroyed).
+    CannotDestroy { name: String },
+    /// The input ended before any record.
+    EmptyInput,
+    /// Reading the input failed; `why` is the system's text.
+    InputFailed { why: String },
+}
+
+/// Why a receive stopped. `Display` is for developers; the CLI words each variant as
+/// libzfs does.
 #[derive(Debug)]
 pub enum RecvError {
-    /// A refusal before anything was changed, with OpenZFS's complete message.
-    Refused(String),
-    /// The stream is damaged; `context` is OpenZFS's prefix (`cannot receive new filesystem
-    /// stream`, …). With `-s`, `token` resumes it.
+    /// A refusal before anything was changed (but for `CannotDestroy`).
+    Refused {
+        context: RecvContext,
+        why: RecvRefusal,
+    },
+    /// The stream is damaged. With `-s`, `token` resumes it.
     Stream {
-        context: String,
+        context: RecvContext,
         error: StreamError,
         token: Option<String>,
     },
     /// The pool failed (I/O, space) while applying the stream.
-    Pool { context: String, error: SpaError },
+    Pool {
+        context: RecvContext,
+        error: SpaError,
+    },
 }
 
 impl fmt::Display for RecvError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RecvError::Refused(message) => write!(f, "{message}"),
+            RecvError::Refused { context, why } => write!(f, "{context:?}: {why:?}"),
             RecvError::Stream {
                 context,
                 error,
                 token,
-            } => match token {
-                Some(token) => write!(
-                    f,
-                    "{context}: checksum mismatch or incomplete stream.\nPartially received snapshot is saved.\nA resuming stream can be generated on the sending system by running:\n    zfs send -t {token}"
-                ),
-                None => match error {
-                    StreamError::Checksum { .. } | StreamError::Truncated { .. } => {
-                        write!(f, "{context}: checksum mismatch or incomplete stream")
-                    }
-                    other => write!(f, "{context}: {other}"),
-                },
-            },
-            RecvError::Pool { context, error } => match error {
-                SpaError::NoSpace => write!(f, "{context}: out of space"),
-                other => write!(f, "{context}: {other}"),
-            },
+            } => {
+                write!(f, "{context:?}: {error}")?;
+                match token {
+                    Some(token) => write!(f, " (resume token {token})"),
+                    None => Ok(()),
+                }
+            }
+            RecvError::Pool { context, error } => write!(f, "{context:?}: {error}"),
         }
     }
 }

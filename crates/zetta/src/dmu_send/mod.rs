@@ -38,7 +38,7 @@ mod send_prelim;
 mod token;
 mod traverse;
 
-pub use error::{RecvError, SendError, StreamError};
+pub use error::{RecvContext, RecvError, RecvRefusal, SendError, StreamError};
 pub use recv::{NameMode, Receiver, RecvEvent, RecvOptions, RECV_CHILD_NAME, RECV_STATE_PROP};
 pub use recv_state::{abort_resumable_receive, destroy_interrupted_receives, receive_resume_token};
 pub use replication::{plan_send, source_name, SendPlan, SendRequest};

@@ -29,7 +29,7 @@
 //! it was; under `-s` the work dataset is kept and a resume token is stored on it instead.
 //! Memory is bounded by one largest record plus one input chunk.
 
-use super::error::{RecvError, StreamError};
+use super::error::{RecvContext, RecvError, RecvRefusal, StreamError};
 use super::record::{ObjectRecord, Record, RecordParser, WriteEmbeddedRecord, WriteRecord};
 use super::token::ResumeToken;
 use crate::dmu::dnode::DnodePhys;
@@ -127,7 +127,7 @@ pub(super) struct PendingObject {
 pub(super) struct Substream {
     pub begin: super::record::BeginRecord,
     pub to_name: String,
-    pub context: String,
+    pub context: super::error::RecvContext,
     pub dest_fs: String,
     pub dest_snap: String,
     /// Where the data goes: `dest_fs` (created here) or `dest_fs/%recv`.
@@ -286,9 +286,10 @@ impl Receiver {
             return Err(self.fail(spa, Failure::Stream(e)));
         }
         if self.substreams == 0 && self.current.is_none() {
-            return Err(RecvError::Refused(
-                "cannot receive: failed to read from stream".to_string(),
-            ));
+            return Err(RecvError::Refused {
+                context: RecvContext::Receive,
+                why: RecvRefusal::EmptyInput,
+            });
         }
         Ok(())
     }
@@ -405,8 +406,7 @@ impl Receiver {
         let context = self
             .current
             .as_ref()
-            .map(|s| s.context.clone())
-            .unwrap_or_else(|| "cannot receive".to_string());
+            .map_or(RecvContext::Receive, |s| s.context);
         if let Some(sub) = self.current.take() {
             if sub.mode == Mode::Apply {
                 if self.options.resumable {
@@ -438,9 +438,10 @@ impl Receiver {
                     },
                     token: Some(token),
                 },
-                None => {
-                    RecvError::Refused(format!("{context}: failed to read from stream ({why})"))
-                }
+                None => RecvError::Refused {
+                    context,
+                    why: RecvRefusal::InputFailed { why },
+                },
             },
             Failure::Pool(error) => RecvError::Pool { context, error },
         }

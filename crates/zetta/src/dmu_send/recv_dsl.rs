@@ -6,7 +6,7 @@
 //! properties and holds applied.
 //! Where a receive's state lives and who is receiving is in `recv_state`.
 
-use super::error::{RecvError, StreamError};
+use super::error::{RecvContext, RecvError, RecvRefusal, StreamError};
 use super::record::{BeginRecord, FEATURE_RESUMING};
 use super::recv::{
     Failure, Mode, NameMode, Receiver, RecvEvent, Substream, RECV_CHILD_NAME, RECV_STATE_PROP,
@@ -20,17 +20,14 @@ use crate::types::Guid;
 /// Property (name, stored value) pairs.
 type Props = Vec<(String, String)>;
 
-/// Maps a pool error to the receive error of a substream (`context` is OpenZFS's prefix).
-fn pool_error(context: &str) -> impl Fn(SpaError) -> RecvError + Copy + '_ {
-    move |error| RecvError::Pool {
-        context: context.to_string(),
-        error,
-    }
+/// Maps a pool error to the receive error of a substream.
+fn pool_error(context: RecvContext) -> impl Fn(SpaError) -> RecvError + Copy {
+    move |error| RecvError::Pool { context, error }
 }
 
-/// A refusal of a substream, in OpenZFS's words.
-fn refusal(context: &str) -> impl Fn(String) -> RecvError + Copy + '_ {
-    move |why| RecvError::Refused(format!("{context}: {why}"))
+/// A refusal of a substream.
+fn refusal(context: RecvContext) -> impl Fn(RecvRefusal) -> RecvError + Copy {
+    move |why| RecvError::Refused { context, why }
 }
 
 /// Whether a filesystem or snapshot exists (libzfs `zfs_dataset_exists`).
@@ -63,13 +60,11 @@ impl Receiver {
     /// The destination snapshot of a sent snapshot `to_name` (sent from `sendfs`).
     pub(super) fn destination(&self, to_name: &str, sendfs: &str) -> Result<String, RecvError> {
         let target = &self.target;
-        let refuse = |why: &str| RecvError::Refused(format!("cannot receive: {why}"));
+        let refuse = refusal(RecvContext::Receive);
         let suffix = match self.options.name_mode {
             NameMode::Exact if target.contains('@') => {
                 if self.compound.is_some() && self.compound_recursive {
-                    return Err(refuse(
-                        "cannot specify snapshot name for multi-snapshot stream",
-                    ));
+                    return Err(refuse(RecvRefusal::SnapshotNameForMultiSnapshot));
                 }
                 return Ok(target.clone());
             }
@@ -77,16 +72,14 @@ impl Receiver {
                 .strip_prefix(sendfs)
                 .filter(|rest| rest.starts_with(['/', '@']))
                 .map(str::to_string)
-                .ok_or_else(|| refuse("invalid name"))?,
+                .ok_or_else(|| refuse(RecvRefusal::InvalidName))?,
             _ if target.contains('@') => {
                 let flag = if self.options.name_mode == NameMode::DiscardFirst {
-                    "-d"
+                    'd'
                 } else {
-                    "-e"
+                    'e'
                 };
-                return Err(refuse(&format!(
-                    "invalid argument - snapshot not allowed with {flag}"
-                )));
+                return Err(refuse(RecvRefusal::SnapshotWithNameMode { flag }));
             }
             NameMode::DiscardFirst => match to_name.find('/') {
                 Some(at) => to_name[at..].to_string(),
@@ -99,7 +92,7 @@ impl Receiver {
         };
         let dest = format!("{target}{suffix}");
         if !valid_name(&dest) || !dest.contains('@') {
-            return Err(refuse("invalid name"));
+            return Err(refuse(RecvRefusal::InvalidName));
         }
         Ok(dest)
     }
@@ -226,12 +219,15 @@ impl Receiver {
             return Ok(());
         }
         if self.options.name_mode != NameMode::Exact && self.substreams == 0 {
-            let exists = dataset_exists(spa, &self.target).map_err(pool_error("cannot receive"))?;
+            let exists =
+                dataset_exists(spa, &self.target).map_err(pool_error(RecvContext::Receive))?;
             if !exists {
-                return Err(RecvError::Refused(format!(
-                    "cannot receive: specified fs ({}) does not exist",
-                    self.target
-                )));
+                return Err(RecvError::Refused {
+                    context: RecvContext::Receive,
+                    why: RecvRefusal::TargetMissing {
+                        target: self.target.clone(),
+                    },
+                });
             }
         }
         let to_name = begin.info.get_str("toname").unwrap_or_default().to_string();
@@ -240,11 +236,11 @@ impl Receiver {
         let clone = begin.is_clone();
         let wants_new = begin.from_guid.0 == 0 || clone;
         let context = if resuming {
-            "cannot receive resume stream"
+            RecvContext::Resume
         } else if wants_new {
-            "cannot receive new filesystem stream"
+            RecvContext::NewFilesystem
         } else {
-            "cannot receive incremental stream"
+            RecvContext::Incremental
         };
         let sendfs = match &self.compound {
             Some((sendfs, _)) => sendfs.clone(),
@@ -259,7 +255,7 @@ impl Receiver {
             local_props,
             begin,
             to_name: to_name.clone(),
-            context: context.to_string(),
+            context,
             dest_fs: dest_fs.clone(),
             dest_snap: dest_snap.clone(),
             work: dest_fs.clone(),
@@ -285,7 +281,7 @@ impl Receiver {
         let state = recv_state(spa, &dest_fs).map_err(pool)?;
         if let Some((work, _)) = &state {
             if is_active(&active_key(spa, work)) {
-                return Err(refuse("dataset is busy".to_string()));
+                return Err(refuse(RecvRefusal::Busy));
             }
         }
         if resuming {
@@ -293,9 +289,7 @@ impl Receiver {
         } else {
             match state {
                 Some((_, value)) if !value.is_empty() => {
-                    return Err(refuse(format!(
-                        "destination {dest_fs} contains partially-complete state from \"zfs receive -s\"."
-                    )));
+                    return Err(refuse(RecvRefusal::PartialStateExists { dest_fs }));
                 }
                 Some((work, _)) if sub.mode == Mode::Apply => {
                     // Debris of a receive that did not finish (the process died).
@@ -312,7 +306,7 @@ impl Receiver {
         if sub.mode == Mode::Apply {
             let key = active_key(spa, &sub.work);
             if !claim_active(&key) {
-                return Err(refuse("dataset is busy".to_string()));
+                return Err(refuse(RecvRefusal::Busy));
             }
             sub.active_key = Some(key);
         }
@@ -330,18 +324,17 @@ impl Receiver {
 
     /// A full stream, or a clone: a new filesystem, or with `-F` one replacing `dest_fs`.
     fn begin_new(&mut self, spa: &mut Spa, sub: &mut Substream) -> Result<(), RecvError> {
-        let context = sub.context.clone();
-        let (pool, refuse) = (pool_error(&context), refusal(&context));
+        let context = sub.context;
+        let (pool, refuse) = (pool_error(context), refusal(context));
         let dest_fs = sub.dest_fs.clone();
         let origin = if sub.begin.is_clone() {
             Some(
                 find_origin(spa, sub.begin.from_guid, &dest_fs)
                     .map_err(pool)?
                     .ok_or_else(|| {
-                        refuse(format!(
-                            "local origin for clone {} does not exist",
-                            sub.dest_snap
-                        ))
+                        refuse(RecvRefusal::OriginMissing {
+                            dest_snap: sub.dest_snap.clone(),
+                        })
                     })?,
             )
         } else {
@@ -349,31 +342,23 @@ impl Receiver {
         };
         if spa.lookup_dir(&dest_fs).map_err(pool)?.is_some() {
             if !self.options.force {
-                return Err(refuse(format!(
-                    "destination '{dest_fs}' exists\nmust specify -F to overwrite it"
-                )));
+                return Err(refuse(RecvRefusal::DestinationExists { dest_fs }));
             }
             if let Some((first, _, _)) = spa.snapshots(&dest_fs).map_err(pool)?.into_iter().next() {
-                return Err(refuse(format!(
-                    "destination has snapshots (eg. {first})\nmust destroy them to overwrite it"
-                )));
+                return Err(refuse(RecvRefusal::DestinationHasSnapshots { first }));
             }
             if spa.origin_of(&dest_fs).map_err(pool)?.is_some() {
-                return Err(refuse(format!(
-                    "destination '{dest_fs}' is a clone\nmust destroy it to overwrite it"
-                )));
+                return Err(refuse(RecvRefusal::DestinationIsClone { dest_fs }));
             }
             sub.work = format!("{dest_fs}/{RECV_CHILD_NAME}");
         } else {
             let parent = dest_fs.rsplit_once('/').map(|(p, _)| p.to_string());
             let Some(parent) = parent else {
-                return Err(refuse(format!("destination '{dest_fs}' does not exist")));
+                return Err(refuse(RecvRefusal::DestinationMissing { dest_fs }));
             };
             if spa.lookup_dir(&parent).map_err(pool)?.is_none() {
                 if self.options.name_mode != NameMode::DiscardFirst {
-                    return Err(RecvError::Refused(format!(
-                        "cannot open '{parent}': dataset does not exist\n{context}: unable to restore to destination"
-                    )));
+                    return Err(refuse(RecvRefusal::ParentMissing { parent }));
                 }
                 if sub.mode == Mode::Apply {
                     create_parents(spa, &parent).map_err(pool)?;
@@ -416,11 +401,11 @@ impl Receiver {
 
     /// An incremental: onto `dest_fs`'s snapshot with the stream's from guid.
     fn begin_incremental(&mut self, spa: &mut Spa, sub: &mut Substream) -> Result<(), RecvError> {
-        let context = sub.context.clone();
-        let (pool, refuse) = (pool_error(&context), refusal(&context));
+        let context = sub.context;
+        let (pool, refuse) = (pool_error(context), refusal(context));
         let dest_fs = sub.dest_fs.clone();
         if spa.lookup_dir(&dest_fs).map_err(pool)?.is_none() {
-            return Err(refuse(format!("destination '{dest_fs}' does not exist")));
+            return Err(refuse(RecvRefusal::DestinationMissing { dest_fs }));
         }
         let snapshots = spa.snapshots(&dest_fs).map_err(pool)?;
         if let Some((_, _, phys)) = snapshots.iter().find(|(n, _, _)| *n == sub.dest_snap) {
@@ -431,34 +416,29 @@ impl Receiver {
                 });
                 return Ok(());
             }
-            return Err(RecvError::Refused(format!(
-                "cannot restore to {}: destination already exists",
-                sub.dest_snap
-            )));
+            return Err(refuse(RecvRefusal::SnapshotExists {
+                dest_snap: sub.dest_snap.clone(),
+            }));
         }
         let Some(index) = snapshots
             .iter()
             .position(|(_, _, phys)| phys.guid == sub.begin.from_guid.0)
         else {
-            return Err(refuse(format!(
-                "most recent snapshot of {dest_fs} does not\nmatch incremental source"
-            )));
+            return Err(refuse(RecvRefusal::SourceMismatch { dest_fs }));
         };
         let newest = index + 1 == snapshots.len();
         if !self.options.force
             && (!newest || spa.modified_since_newest_snapshot(&dest_fs).map_err(pool)?)
         {
-            return Err(refuse(format!(
-                "destination {dest_fs} has been modified\nsince most recent snapshot"
-            )));
+            return Err(refuse(RecvRefusal::Modified { dest_fs }));
         }
         for (later, object, _) in &snapshots[index + 1..] {
             if !spa.dependent_clones(*object).map_err(pool)?.is_empty()
                 || !spa.holds(later).map_err(pool)?.is_empty()
             {
-                return Err(refuse(format!(
-                    "snapshot {later} cannot be destroyed (it has clones or holds)"
-                )));
+                return Err(refuse(RecvRefusal::LaterSnapshotPinned {
+                    snapshot: later.clone(),
+                }));
             }
         }
         let base = snapshots[index].0.clone();
@@ -479,14 +459,14 @@ impl Receiver {
         sub: &mut Substream,
         state: Option<(String, String)>,
     ) -> Result<(), RecvError> {
-        let refuse = refusal(&sub.context);
+        let refuse = refusal(sub.context);
         let Some((work, value)) = state.filter(|(_, value)| !value.is_empty()) else {
-            return Err(refuse(format!(
-                "destination '{}' does not have a partially received snapshot",
-                sub.dest_fs
-            )));
+            return Err(refuse(RecvRefusal::NoPartialSnapshot {
+                dest_fs: sub.dest_fs.clone(),
+            }));
         };
-        let token = ResumeToken::decode(&value).map_err(refuse)?;
+        let token = ResumeToken::decode(&value)
+            .map_err(|why| refuse(RecvRefusal::BadResumeToken { why }))?;
         let info = &sub.begin.info;
         let start = (
             info.get_u64("resume_object").unwrap_or(0),
@@ -496,27 +476,22 @@ impl Receiver {
             || token.from_guid != sub.begin.from_guid
             || (token.object, token.offset) != start
         {
-            return Err(refuse(format!(
-                "the stream does not continue the partially received snapshot of {}",
-                sub.dest_fs
-            )));
+            return Err(refuse(RecvRefusal::ResumeMismatch {
+                dest_fs: sub.dest_fs.clone(),
+            }));
         }
         let incremental = sub.begin.from_guid.0 != 0 && !sub.begin.is_clone();
         if incremental {
             let base = spa
                 .snapshots(&sub.dest_fs)
-                .map_err(|error| RecvError::Pool {
-                    context: sub.context.clone(),
-                    error,
-                })?
+                .map_err(pool_error(sub.context))?
                 .into_iter()
                 .find(|(_, _, phys)| phys.guid == sub.begin.from_guid.0)
                 .map(|(name, _, _)| name);
             sub.base = Some(base.ok_or_else(|| {
-                refuse(format!(
-                    "most recent snapshot of {} does not\nmatch incremental source",
-                    sub.dest_fs
-                ))
+                refuse(RecvRefusal::SourceMismatch {
+                    dest_fs: sub.dest_fs.clone(),
+                })
             })?);
         }
         sub.work = work;
@@ -578,7 +553,7 @@ impl Receiver {
 
     /// The commit at END (see the module header).
     fn commit(&mut self, spa: &mut Spa, sub: &Substream) -> Result<(), RecvError> {
-        let pool = pool_error(&sub.context);
+        let (pool, refuse) = (pool_error(sub.context), refusal(sub.context));
         // Everything that can refuse the properties is checked before the first change:
         // a refusal after the swap would leave the target half received.
         let received = sub.received_props.iter().flatten();
@@ -587,10 +562,9 @@ impl Receiver {
                 || name.contains('\0')
                 || name.len() > crate::zap::NAME_LEN_MAX_BYTES;
             if bad_name || value.len() > crate::zap::VALUE_SIZE_MAX_BYTES {
-                return Err(pool(SpaError::Invalid(format!(
-                    "invalid received property '{}'",
-                    name.escape_debug()
-                ))));
+                return Err(refuse(RecvRefusal::InvalidProperty {
+                    name: name.escape_debug().to_string(),
+                }));
             }
         }
         let pending = sub.pending;
@@ -611,10 +585,9 @@ impl Receiver {
                         .modified_since_newest_snapshot(&sub.dest_fs)
                         .map_err(pool)?)
             {
-                return Err(RecvError::Refused(format!(
-                    "{}: destination {} has been modified\nsince most recent snapshot",
-                    sub.context, sub.dest_fs
-                )));
+                return Err(refuse(RecvRefusal::Modified {
+                    dest_fs: sub.dest_fs.clone(),
+                }));
             }
             for (name, _, _) in later.iter().rev() {
                 spa.destroy_snapshot(name).map_err(pool)?;

@@ -16,10 +16,10 @@
 //! Invariant: nothing outside the destination tree is touched, and hidden `%` work
 //! datasets are left to their own receives.
 
-use super::error::RecvError;
+use super::error::{RecvContext, RecvError, RecvRefusal};
 use super::recv::{Receiver, RecvEvent};
 use crate::nvlist::NvList;
-use crate::spa::{Spa, SpaError};
+use crate::spa::Spa;
 
 /// Destroying can need several passes: a clone must go before its origin snapshot.
 const DESTROY_PASSES_MAX: usize = 8;
@@ -35,7 +35,7 @@ impl Receiver {
         fss: &[NvList],
     ) -> Result<(), RecvError> {
         let pool = |error| RecvError::Pool {
-            context: "cannot receive".to_string(),
+            context: RecvContext::Receive,
             error,
         };
         let dest_of = |receiver: &Receiver, fs: &str| -> Result<String, RecvError> {
@@ -95,13 +95,17 @@ impl Receiver {
             self.events
                 .push(RecvEvent::Destroying { name: name.clone() });
         }
-        destroy_all(spa, victims).map_err(pool)
+        destroy_all(spa, victims)
     }
 }
 
 /// Destroys snapshots (`fs@s`) and filesystems, retrying what another victim still
 /// depends on.
-fn destroy_all(spa: &mut Spa, mut victims: Vec<String>) -> Result<(), SpaError> {
+fn destroy_all(spa: &mut Spa, mut victims: Vec<String>) -> Result<(), RecvError> {
+    let pool = |error| RecvError::Pool {
+        context: RecvContext::Receive,
+        error,
+    };
     for _ in 0..DESTROY_PASSES_MAX {
         let before = victims.len();
         let mut left = Vec::new();
@@ -119,7 +123,7 @@ fn destroy_all(spa: &mut Spa, mut victims: Vec<String>) -> Result<(), SpaError> 
         }
         if let Some(error) = last_error {
             if left.len() == before {
-                return Err(error);
+                return Err(pool(error));
             }
         }
         if left.is_empty() {
@@ -128,7 +132,10 @@ fn destroy_all(spa: &mut Spa, mut victims: Vec<String>) -> Result<(), SpaError> 
         victims = left;
     }
     match victims.first() {
-        Some(name) => Err(SpaError::Invalid(format!("cannot destroy '{name}'"))),
+        Some(name) => Err(RecvError::Refused {
+            context: RecvContext::Receive,
+            why: RecvRefusal::CannotDestroy { name: name.clone() },
+        }),
         None => Ok(()),
     }
 }

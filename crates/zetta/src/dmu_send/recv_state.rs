@@ -11,7 +11,7 @@
 //! target is refused as busy instead of mistaking the first one's work dataset for debris,
 //! and a running receive's token is not offered for resuming.
 
-use super::error::RecvError;
+use super::error::{RecvContext, RecvError, RecvRefusal};
 use super::recv::{RECV_CHILD_NAME, RECV_STATE_PROP};
 use crate::spa::{Spa, SpaError};
 use parking_lot::Mutex;
@@ -102,13 +102,12 @@ pub fn destroy_interrupted_receives(spa: &mut Spa) -> Result<Vec<String>, SpaErr
 /// `zfs receive -A fs`: discards an interrupted `-s` receive's partial state.
 pub fn abort_resumable_receive(spa: &mut Spa, fs: &str) -> Result<(), RecvError> {
     let pool = |error| RecvError::Pool {
-        context: "cannot abort receive".to_string(),
+        context: RecvContext::Abort,
         error,
     };
-    let missing = || {
-        RecvError::Refused(format!(
-            "'{fs}' does not have any resumable receive state to abort"
-        ))
+    let missing = || RecvError::Refused {
+        context: RecvContext::Abort,
+        why: RecvRefusal::NothingToAbort { fs: fs.to_string() },
     };
     let (work, value) = recv_state(spa, fs).map_err(pool)?.ok_or_else(missing)?;
     if value.is_empty() || is_active(&active_key(spa, &work)) {

@@ -95,6 +95,14 @@ pub(super) struct ObjectImage {
     data: Vec<u8>,
 }
 
+/// The context and refusal of a receive's `Refused` error (any other error fails the test).
+pub(super) fn refusal(err: RecvError) -> (RecvContext, RecvRefusal) {
+    match err {
+        RecvError::Refused { context, why } => (context, why),
+        other => panic!("not a refusal: {other:?}"),
+    }
+}
+
 pub(super) fn contents(spa: &mut Spa, name: &str) -> Vec<ObjectImage> {
     let read = |os: &mut crate::dmu::ObjectSet, ctx: &crate::dmu::IoCtx<'_>| {
         let mut out = Vec::new();
@@ -280,8 +288,13 @@ fn cold_storage_post_reproduces() {
         .err()
         .unwrap();
     assert_eq!(
-        err.to_string(),
-        "cannot receive incremental stream: destination 'tank/restore' does not exist"
+        refusal(err),
+        (
+            RecvContext::Incremental,
+            RecvRefusal::DestinationMissing {
+                dest_fs: "tank/restore".into()
+            }
+        )
     );
     assert!(spa.lookup_dir("tank/restore").unwrap().is_none());
     receive(&mut spa, "tank/restore", &full0, opts()).unwrap();
@@ -296,8 +309,13 @@ fn cold_storage_post_reproduces() {
         .err()
         .unwrap();
     assert_eq!(
-        err.to_string(),
-        "cannot receive incremental stream: most recent snapshot of tank/restore does not\nmatch incremental source"
+        refusal(err),
+        (
+            RecvContext::Incremental,
+            RecvRefusal::SourceMismatch {
+                dest_fs: "tank/restore".into()
+            }
+        )
     );
     receive(&mut spa, "tank/restore", &inc01, opts()).unwrap();
     receive(&mut spa, "tank/restore", &inc12, opts()).unwrap();
@@ -326,8 +344,13 @@ fn cold_storage_post_reproduces() {
         .err()
         .unwrap();
     assert_eq!(
-        err.to_string(),
-        "cannot receive incremental stream: destination 'tank/restore' does not exist"
+        refusal(err),
+        (
+            RecvContext::Incremental,
+            RecvRefusal::DestinationMissing {
+                dest_fs: "tank/restore".into()
+            }
+        )
     );
     receive(&mut spa, "tank/restore", &full0, opts()).unwrap();
     let receiver = receive(&mut spa, "tank/restore", &stream09, opts()).unwrap();
@@ -369,8 +392,13 @@ fn force_overwrites_and_rolls_back() {
         .err()
         .unwrap();
     assert_eq!(
-        err.to_string(),
-        "cannot receive new filesystem stream: destination 'tank/dst' exists\nmust specify -F to overwrite it"
+        refusal(err),
+        (
+            RecvContext::NewFilesystem,
+            RecvRefusal::DestinationExists {
+                dest_fs: "tank/dst".into()
+            }
+        )
     );
     let force = || RecvOptions {
         force: true,
@@ -385,8 +413,13 @@ fn force_overwrites_and_rolls_back() {
         .err()
         .unwrap();
     assert_eq!(
-        err.to_string(),
-        "cannot receive new filesystem stream: destination has snapshots (eg. tank/dst@a)\nmust destroy them to overwrite it"
+        refusal(err),
+        (
+            RecvContext::NewFilesystem,
+            RecvRefusal::DestinationHasSnapshots {
+                first: "tank/dst@a".into()
+            }
+        )
     );
     // Local change and a later local snapshot: refused without -F, undone with it.
     write(&mut spa, "tank/dst", 1, 0, b"local change");
@@ -394,8 +427,13 @@ fn force_overwrites_and_rolls_back() {
         .err()
         .unwrap();
     assert_eq!(
-        err.to_string(),
-        "cannot receive incremental stream: destination tank/dst has been modified\nsince most recent snapshot"
+        refusal(err),
+        (
+            RecvContext::Incremental,
+            RecvRefusal::Modified {
+                dest_fs: "tank/dst".into()
+            }
+        )
     );
     snap(&mut spa, "tank/dst@local");
     receive(&mut spa, "tank/dst", &inc_ab, force()).unwrap();

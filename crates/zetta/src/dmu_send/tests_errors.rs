@@ -65,12 +65,23 @@ fn send_refusals_are_variants_with_their_names() {
     }
 }
 
-// Why: every message text belongs to the CLI; the send side held nine "cannot …" sentences.
-// (The receive side's `RecvError::Refused` texts are not converted yet.)
+// Why: every message text belongs to the CLI; the send side held nine "cannot …" sentences
+// and the receive side twenty-five (session 18 made them `RecvRefusal` variants).
 #[test]
-fn no_send_error_is_a_cli_sentence() {
+fn no_send_or_receive_error_is_a_cli_sentence() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/dmu_send");
-    for file in ["send.rs", "replication.rs", "token.rs", "traverse.rs"] {
+    let files = [
+        "send.rs",
+        "replication.rs",
+        "token.rs",
+        "traverse.rs",
+        "error.rs",
+        "recv.rs",
+        "recv_dsl.rs",
+        "recv_state.rs",
+        "recv_replication.rs",
+    ];
+    for file in files {
         let source = std::fs::read_to_string(dir.join(file)).unwrap();
         for (index, line) in source.lines().enumerate() {
             let code = line.split("//").next().unwrap_or("");

@@ -43,26 +43,36 @@ fn destination_names() {
         let err = receive(spa, target, &stream, discard.clone())
             .err()
             .unwrap();
-        err.to_string()
+        super::tests::refusal(err)
     };
-    assert_eq!(
-        refused(&mut spa, "tank/d@x"),
-        "cannot receive: specified fs (tank/d@x) does not exist"
-    );
+    let missing = |target: &str| {
+        (
+            RecvContext::Receive,
+            RecvRefusal::TargetMissing {
+                target: target.into(),
+            },
+        )
+    };
+    assert_eq!(refused(&mut spa, "tank/d@x"), missing("tank/d@x"));
     assert_eq!(
         refused(&mut spa, "tank/a/src@s"),
-        "cannot receive: invalid argument - snapshot not allowed with -d"
+        (
+            RecvContext::Receive,
+            RecvRefusal::SnapshotWithNameMode { flag: 'd' }
+        )
     );
-    assert_eq!(
-        refused(&mut spa, "tank/absent"),
-        "cannot receive: specified fs (tank/absent) does not exist"
-    );
+    assert_eq!(refused(&mut spa, "tank/absent"), missing("tank/absent"));
     let err = receive(&mut spa, "tank/none/x", &stream, options())
         .err()
         .unwrap();
     assert_eq!(
-        err.to_string(),
-        "cannot open 'tank/none': dataset does not exist\ncannot receive new filesystem stream: unable to restore to destination"
+        super::tests::refusal(err),
+        (
+            RecvContext::NewFilesystem,
+            RecvRefusal::ParentMissing {
+                parent: "tank/none".into()
+            }
+        )
     );
 }
 

@@ -345,11 +345,12 @@ fn libzfs_compound_streams_received() {
     let refused = receive(&mut spa, "tank/r@x", &tree, RecvOptions::default())
         .err()
         .expect("a recursive stream into a snapshot name");
-    assert!(
-        refused
-            .to_string()
-            .contains("cannot specify snapshot name for multi-snapshot stream"),
-        "{refused}"
+    assert_eq!(
+        super::tests::refusal(refused),
+        (
+            RecvContext::Receive,
+            RecvRefusal::SnapshotNameForMultiSnapshot
+        )
     );
 }
 
