@@ -1318,3 +1318,50 @@ fn zfs_wait_waits_for_the_delete_queue() {
     assert_eq!(code, 2);
     assert!(err.starts_with("invalid activity 'trim'\n"), "{err}");
 }
+
+// Why: session 18, zpool_add_002_pos/_010_pos: `zpool add --allow-replication-mismatch`
+// was an unknown option, and `zpool add pool log dev` was refused for want of a general
+// top-level vdev, which OpenZFS asks for on create only.
+#[test]
+fn add_takes_the_allow_options_and_a_lone_log() {
+    let lab = NoMountLab::new();
+    let log = lab.inner.disk("log", 128 << 20);
+    lab.ok("zpool", &["add", "tank", "log", &log]);
+    let (a, b) = (
+        lab.inner.disk("a", 128 << 20),
+        lab.inner.disk("b", 128 << 20),
+    );
+    let refused = lab.run("zpool", &["add", "tank", "mirror", &a, &b]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("mismatched replication level"),
+        "{}",
+        refused.stderr
+    );
+    lab.ok(
+        "zpool",
+        &[
+            "add",
+            "--allow-replication-mismatch",
+            "tank",
+            "mirror",
+            &a,
+            &b,
+        ],
+    );
+    let c = lab.inner.disk("c", 128 << 20);
+    lab.ok(
+        "zpool",
+        &[
+            "add",
+            "--allow-in-use",
+            "--allow-ashift-mismatch",
+            "tank",
+            &c,
+        ],
+    );
+    let status = lab.ok("zpool", &["status", "-P", "tank"]);
+    for path in [&log, &a, &b, &c] {
+        assert!(status.contains(path.as_str()), "{status}");
+    }
+}

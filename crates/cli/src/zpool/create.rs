@@ -17,7 +17,9 @@ use zetta::spa::openzfs::feature::SPA_VERSION_FEATURES;
 use zetta::spa::{check_pool_name, CreateOptions, Spa};
 use zetta::types::ASHIFT_DEFAULT;
 use zetta::vdev::{Vdev, VdevKind as EngineKind};
-use zetta_zutil::vdev_spec::{check_replication, VdevClass, VdevKind, VdevSpecGroup};
+use zetta_zutil::vdev_spec::{
+    check_replication, VdevClass, VdevKind, VdevSpecError, VdevSpecGroup,
+};
 
 /// The history line OpenZFS records: the command as typed.
 pub fn history_line(subcommand: &str, args: &[String]) -> String {
@@ -331,7 +333,24 @@ fn replication_of_group(group: &VdevSpecGroup) -> (&'static str, usize, u8) {
 
 /// The pool-versus-new-vdev half of `check_replication` (`zpool add`).
 fn check_add_replication(spa: &Spa, groups: &[VdevSpecGroup]) -> Result<(), CmdError> {
-    check_replication(groups).map_err(|e| CmdError::Fail(e.to_string()))?;
+    // make_root_vdev asks for a general (normal) top-level vdev on create only
+    // (`poolconfig == NULL`): `zpool add pool log dev` adds none and is fine
+    // (zpool_add_010_pos).
+    match check_replication(groups) {
+        Ok(()) => {}
+        Err(VdevSpecError::Replication(problems)) => {
+            let problems: Vec<String> = problems
+                .into_iter()
+                .filter(|p| p != "at least one general top-level vdev must be specified")
+                .collect();
+            if !problems.is_empty() {
+                return Err(CmdError::Fail(
+                    VdevSpecError::Replication(problems).to_string(),
+                ));
+            }
+        }
+        Err(e) => return Err(CmdError::Fail(e.to_string())),
+    }
     let Some(current) = spa.root.children.iter().find(|t| !t.is_log) else {
         return Ok(());
     };
