@@ -1365,3 +1365,35 @@ fn add_takes_the_allow_options_and_a_lone_log() {
         assert!(status.contains(path.as_str()), "{status}");
     }
 }
+
+// Why: session 18, zpool_scrub_005_pos: `zpool attach -w pool loop0 loop1` said "cannot
+// open 'loop1': no such device in /dev"; the new device of an attach is resolved as create
+// and add resolve a short name.
+#[test]
+fn attach_takes_a_short_new_device_name() {
+    let lab = NoMountLab::new();
+    let Some(first) = loop_device(&lab.inner, "one.img") else {
+        eprintln!("skipped: no loop device available here");
+        return;
+    };
+    let Some(second) = loop_device(&lab.inner, "two.img") else {
+        let _ = std::process::Command::new("losetup")
+            .args(["-d", &first])
+            .status();
+        eprintln!("skipped: no second loop device available here");
+        return;
+    };
+    let (a, b) = (
+        first.trim_start_matches("/dev/").to_string(),
+        second.trim_start_matches("/dev/").to_string(),
+    );
+    detaching_after(&[first.clone(), second.clone()], || {
+        lab.ok("zpool", &["create", "short", &a]);
+        lab.ok("zpool", &["attach", "-w", "short", &a, &b]);
+        let full = lab.ok("zpool", &["status", "-P", "short"]);
+        assert!(full.contains(&format!("{second} ")), "{full}");
+        lab.ok("zpool", &["detach", "short", &b]);
+        lab.ok("zpool", &["attach", "short", &a, &b]);
+        lab.ok("zpool", &["destroy", "short"]);
+    });
+}
