@@ -18,7 +18,8 @@
 # - Puts the run in a memory cgroup of $ZTS_MEMORY_LIMIT (default 6G): a runaway daemon is
 #   killed by the kernel inside the cgroup, not some other engineer's process.
 # - Runs the suite's test-runner in a private mount namespace (`unshare -m`) with a private
-#   tmpfs on /tmp (a test's cleanup can `rm -rf /tmp/`), with its own Zetta daemon
+#   tmpfs on /tmp (a test's cleanup can `rm -rf /tmp/`) and a private overlay on /etc (the
+#   hostid tests write /etc/hostid), with its own Zetta daemon
 #   (ZETTA_RUN_DIR and ZETTA_CACHE_FILE inside the work directory): the daemon is started by
 #   the first zpool command inside the namespace, so the tests see its FUSE mounts, and no
 #   other daemon is touched. It is stopped at the end, by its pid file.
@@ -55,6 +56,14 @@ if [ "${1:-}" = "--inner" ]; then
     shift 2
     # A private /tmp: what the tests create or wipe there stays in this namespace.
     mount -t tmpfs -o size=2G,mode=1777 zts-tmp /tmp
+    # A private /etc (an overlay whose writes land in the work directory): the hostid tests
+    # write and remove /etc/hostid with zgenhostid, zpool_expand's setup links
+    # /etc/zfs/vdev_id.conf; none of that may reach the machine's own /etc (zfs-fuse and
+    # the other engineers' daemons read /etc/hostid). Zetta's daemon, started in here,
+    # reads the private one.
+    mkdir -p "$work/etc-upper" "$work/etc-work"
+    mount -t overlay zts-etc \
+        -o "lowerdir=/etc,upperdir=$work/etc-upper,workdir=$work/etc-work" /etc
 
     export ZETTA_RUN_DIR="$work/run" ZETTA_CACHE_FILE="$work/zpool.cache"
     unset ZETTA_DIRECT ZETTA_MOUNT
@@ -181,6 +190,12 @@ cp target/release/zetta "$work/bin/zetta"
 # after every import test, and failed on its absence; the tests that inject faults are on
 # the not-applicable list.
 for name in zpool zfs zinject; do ln -s zetta "$work/bin/$name"; done
+# OpenZFS's zgenhostid only writes /etc/hostid (no kernel, no pool): the hostid tests and
+# mmp_set_hostid run it, inside the private /etc above.
+ln -s "$prefix/sbin/zgenhostid" "$work/bin/zgenhostid"
+# OpenZFS's zstream reads and writes send streams only (zfs_receive_013_pos pipes
+# `zstream redup` into Zetta's receive): a stream tool, not a pool reader.
+ln -s "$prefix/sbin/zstream" "$work/bin/zstream"
 # shellcheck disable=SC1091
 . "$suite/include/commands.cfg"
 link_first() {

@@ -87,6 +87,9 @@ const DESCRIPTIONS: &[Description] = &[
     ("zpool", "upgrade", "enable the features of this version",
      "Without arguments lists pools that do not have every feature this version supports; with -v lists those features. With a pool name (or -a) enables all features on the pool, after which older software may not import it.",
      "Zetta reads legacy (pre-5000) pools but does not write them: -V with a version below 5000 is refused."),
+    ("zpool", "reguid", "give a pool a new guid",
+     "Changes the pool's unique identifier to a new random one, or to the decimal guid given with -g, so that a copy of its devices can be imported beside the original. The new guid is written to every label with the next transaction group.",
+     "A guid of 0, or one another imported pool has, is refused."),
     ("zpool", "history", "show the commands run on a pool",
      "Prints the commands that changed the pool, with their dates, as the pool records them on disk.",
      ""),
@@ -144,6 +147,9 @@ const DESCRIPTIONS: &[Description] = &[
     ("zfs", "inherit", "remove a local property setting",
      "Clears the property set on the datasets given so that they take the value of their parent again; -r applies to descendants and -S reverts to the received value.",
      ""),
+    ("zfs", "upgrade", "show or raise file system versions",
+     "Without arguments lists the file systems whose ZPL version is below the current one (5, system attributes); -v lists the versions. With file systems (-r for their descendants) or -a, raises them to the current version or the one given with -V.",
+     "Zetta writes ZPL 5 file systems (ZPL 4 in pools below version 24) and reads ZPL 4 ones; raising a ZPL 4 file system to 5 is refused, as are versions 1 to 3."),
     ("zfs", "mount", "mount file systems",
      "Without arguments (or with -j) lists the mounted file systems. Otherwise mounts the file system named, or every one with -a, at its mountpoint through FUSE; -O mounts over a non-empty directory and -o gives temporary mount options.",
      "The -f, -l, -v and -R options are refused. Mounts use FUSE; /etc/fuse.conf decides whether other users may enter them."),
@@ -166,8 +172,11 @@ const DESCRIPTIONS: &[Description] = &[
      "Releases the hold with the given tag from snapshots, and with -r from the same snapshot of descendants.",
      ""),
     ("zfs", "diff", "show what changed between snapshots",
-     "Lists the files created, removed, modified or renamed between a snapshot and a later snapshot or the live file system. -F adds the file type, -H prints for scripts and -h leaves names unescaped.",
-     "The -t option is refused."),
+     "Lists the files created, removed, modified or renamed between a snapshot and a later snapshot or the live file system. -F adds the file type, -H prints for scripts, -t puts each file's change time first and -h leaves names unescaped (otherwise spaces, backslashes and non-ASCII bytes are written as octal escapes).",
+     ""),
+    ("zfs", "wait", "wait for background activity",
+     "Waits until the delete queue of the file system is empty: every file removed while still open has been closed and its space freed. -t deleteq names that activity, the only one.",
+     ""),
 ];
 
 /// One page: its file name (`zpool-status.8`) and its roff text.

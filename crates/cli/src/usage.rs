@@ -30,6 +30,7 @@ const ZFS_COMMANDS: &[Option<(&str, &str)>] = &[
     Some(("set", "\tset [-u] <property=value> ... <filesystem|volume|snapshot> ...\n")),
     Some(("get", "\tget [-rHp] [-j [--json-int]] [-d max] [-o \"all\" | field[,...]]\n\t    [-t type[,...]] [-s source[,...]]\n\t    <\"all\" | property[,...]> [filesystem|volume|snapshot|bookmark] ...\n")),
     Some(("inherit", "\tinherit [-rS] <property> <filesystem|volume|snapshot> ...\n")),
+    Some(("upgrade", "\tupgrade [-v]\n\tupgrade [-r] [-V version] <-a | filesystem ...>\n")),
     None,
     Some(("mount", "\tmount [-j]\n\tmount [-flvO] [-o opts] <-a|-R filesystem|filesystem>\n")),
     Some(("unmount", "\tunmount [-fu] <-a | filesystem|mountpoint>\n")),
@@ -41,6 +42,7 @@ const ZFS_COMMANDS: &[Option<(&str, &str)>] = &[
     Some(("holds", "\tholds [-rHp] <snapshot> ...\n")),
     Some(("release", "\trelease [-r] <tag> <snapshot> ...\n")),
     Some(("diff", "\tdiff [-FHth] <snapshot> [snapshot|filesystem]\n")),
+    Some(("wait", "\twait [-t <activity>] <filesystem>\n")),
 ];
 
 /// (command, synopsis) of every zfs subcommand Zetta has, in OpenZFS's table order.

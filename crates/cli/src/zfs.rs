@@ -15,7 +15,9 @@
 pub(crate) mod errors;
 mod recv;
 mod send;
+mod upgrade;
 mod volume;
+mod wait;
 
 use crate::zpool::pool::{self, Imported};
 use crate::zpool::{fail, getopt, usage, CmdError, CmdResult, Ctx};
@@ -87,6 +89,8 @@ pub fn run_io(
         "get" => cmd_get(rest, &mut ctx),
         "set" => cmd_set(rest),
         "inherit" => cmd_inherit(rest),
+        "upgrade" => upgrade::cmd_upgrade(rest, &mut ctx),
+        "wait" => wait::cmd_wait(rest, &mut ctx),
         "rename" => crate::zfs_rename::cmd_rename(rest),
         "promote" => crate::zfs_promote::cmd_promote(rest),
         "diff" => crate::zfs_diff::cmd_diff(rest, &mut ctx),

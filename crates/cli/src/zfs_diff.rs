@@ -1,7 +1,13 @@
-//! `zfs diff [-FH] snapshot [snapshot|filesystem]` (OpenZFS `zfs_do_diff`): one line per
+//! `zfs diff [-FHth] snapshot [snapshot|filesystem]` (OpenZFS `zfs_do_diff`): one line per
 //! changed file, `M`/`+`/`-`/`R` and the path under the filesystem's mountpoint (a rename
 //! prints `old -> new`); `-F` adds the file type column (`F` file, `/` directory, `@`
-//! symlink, `|` fifo, `=` socket, `B` block and `C` character device).
+//! symlink, `|` fifo, `=` socket, `B` block and `C` character device); `-t` puts the
+//! znode's change time first (`seconds.nanoseconds`, seconds right-aligned in 10 columns).
+//!
+//! Paths are mangled as libzfs's `stream_bytes` does, unless `-h`: every byte that is not
+//! printable ASCII above the space (so the space itself, backslash, DEL and every byte of a
+//! multibyte UTF-8 character) is written as a backslash and four octal digits (`\0040`),
+//! which keeps one change on one line whatever the name holds.
 
 use crate::zfs_mount::{specs, Where};
 use crate::zpool::pool;
@@ -22,7 +28,7 @@ fn type_symbol(kind: FileKind) -> char {
 }
 
 pub fn cmd_diff(args: &[String], ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "FHh")?;
+    let parsed = getopt(args, "FHth")?;
     let (from, to) = match parsed.operands.as_slice() {
         [from] => (
             from.clone(),
@@ -71,15 +77,27 @@ pub fn cmd_diff(args: &[String], ctx: &mut Ctx) -> CmdResult {
         .spa
         .zpl_diff(&from, &to)
         .map_err(|e| CmdError::Fail(format!("Unable to obtain diffs: {e}")))?;
+    let mangle = !parsed.has('h');
     let full = |path: &str| {
-        if path.is_empty() {
+        let whole = if path.is_empty() {
             format!("{}/", mountpoint.trim_end_matches('/'))
         } else {
             format!("{}{path}", mountpoint.trim_end_matches('/'))
+        };
+        if mangle {
+            mangled(whole.as_bytes())
+        } else {
+            whole
         }
     };
     let mut text = String::new();
     for entry in entries {
+        if parsed.has('t') {
+            text.push_str(&format!(
+                "{:>10}.{:09}\t",
+                entry.ctime.sec, entry.ctime.nsec
+            ));
+        }
         text.push(entry.kind.symbol());
         text.push('\t');
         if parsed.has('F') {
@@ -96,4 +114,33 @@ pub fn cmd_diff(args: &[String], ctx: &mut Ctx) -> CmdResult {
     }
     ctx.print(&text);
     Ok(())
+}
+
+/// A path as libzfs's `stream_bytes` writes it: bytes from `!` to `~` but the backslash
+/// as they are, every other byte as `\` and four octal digits.
+pub fn mangled(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for &b in bytes {
+        if b > b' ' && b != b'\\' && b < 0x7f {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("\\{b:04o}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mangled;
+
+    /// libzfs's `stream_bytes`: space, backslash and every byte of a UTF-8 character
+    /// become four-digit octal escapes (zfs_diff_mangle compares against these bytes).
+    #[test]
+    fn mangles_as_stream_bytes() {
+        assert_eq!(mangled(b"/fs/a b"), "/fs/a\\0040b");
+        assert_eq!(mangled("/ż\\".as_bytes()), "/\\0305\\0274\\0134");
+        assert_eq!(mangled(b"plain-name.txt"), "plain-name.txt");
+        assert_eq!(mangled(&[0x7f, 0x09]), "\\0177\\0011");
+    }
 }

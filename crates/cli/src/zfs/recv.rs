@@ -79,6 +79,26 @@ pub(super) fn cmd_receive(args: &[String], io: &mut CommandIo<'_>, ctx: &mut Ctx
     if let Ok(imported) = pool::open_pool_shared(pool_of(&target)) {
         pool::writable(&imported, "cannot receive new filesystem stream")?;
     }
+    // parseprop/parsepropname: -o and -x fill one list, in the order given; `-x` takes a
+    // name only, and a name given twice (by either option) is a usage error.
+    let mut named: Vec<&str> = Vec::new();
+    for (flag, value) in &parsed.options {
+        let Some(value) = value.as_deref() else {
+            continue;
+        };
+        let name = match flag {
+            'o' => value.split_once('=').map_or(value, |(name, _)| name),
+            'x' if value.contains('=') => {
+                return usage("invalid character '=' in property argument")
+            }
+            'x' => value,
+            _ => continue,
+        };
+        if named.contains(&name) {
+            return usage(format!("property '{name}' specified multiple times"));
+        }
+        named.push(name);
+    }
     let mut set_props = Vec::new();
     for option in parsed.values('o') {
         let Some((prop, value)) = option.split_once('=') else {

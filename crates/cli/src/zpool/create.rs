@@ -17,7 +17,9 @@ use zetta::spa::openzfs::feature::SPA_VERSION_FEATURES;
 use zetta::spa::{check_pool_name, CreateOptions, Spa};
 use zetta::types::ASHIFT_DEFAULT;
 use zetta::vdev::{Vdev, VdevKind as EngineKind};
-use zetta_zutil::vdev_spec::{check_replication, VdevClass, VdevKind, VdevSpecGroup};
+use zetta_zutil::vdev_spec::{
+    check_replication, VdevClass, VdevKind, VdevSpecError, VdevSpecGroup,
+};
 
 /// The history line OpenZFS records: the command as typed.
 pub fn history_line(subcommand: &str, args: &[String]) -> String {
@@ -331,7 +333,24 @@ fn replication_of_group(group: &VdevSpecGroup) -> (&'static str, usize, u8) {
 
 /// The pool-versus-new-vdev half of `check_replication` (`zpool add`).
 fn check_add_replication(spa: &Spa, groups: &[VdevSpecGroup]) -> Result<(), CmdError> {
-    check_replication(groups).map_err(|e| CmdError::Fail(e.to_string()))?;
+    // make_root_vdev asks for a general (normal) top-level vdev on create only
+    // (`poolconfig == NULL`): `zpool add pool log dev` adds none and is fine
+    // (zpool_add_010_pos).
+    match check_replication(groups) {
+        Ok(()) => {}
+        Err(VdevSpecError::Replication(problems)) => {
+            let problems: Vec<String> = problems
+                .into_iter()
+                .filter(|p| p != "at least one general top-level vdev must be specified")
+                .collect();
+            if !problems.is_empty() {
+                return Err(CmdError::Fail(
+                    VdevSpecError::Replication(problems).to_string(),
+                ));
+            }
+        }
+        Err(e) => return Err(CmdError::Fail(e.to_string())),
+    }
     let Some(current) = spa.root.children.iter().find(|t| !t.is_log) else {
         return Ok(());
     };
@@ -388,9 +407,35 @@ fn pool_tree(vdev: &Vdev, indent: usize, logs: bool, out: &mut String) {
 }
 
 /// `zpool add [-fn] [-o ashift=N] pool vdev…`
+/// `zpool add --allow-in-use` (`ZPOOL_OPTION_ALLOW_INUSE`).
+const OPTION_ALLOW_INUSE: char = '\u{f101}';
+/// `--allow-replication-mismatch` (`ZPOOL_OPTION_ALLOW_REPLICATION_MISMATCH`).
+const OPTION_ALLOW_REPLICATION_MISMATCH: char = '\u{f102}';
+/// `--allow-ashift-mismatch` (`ZPOOL_OPTION_ALLOW_ASHIFT_MISMATCH`).
+const OPTION_ALLOW_ASHIFT_MISMATCH: char = '\u{f103}';
+
+/// `zpool add [-fnP] [--allow-in-use] [--allow-replication-mismatch]
+/// [--allow-ashift-mismatch] [-o ashift=N] pool vdev…` (`zpool_do_add`): `-f` lifts every
+/// check, each long option one of them. Zetta checks no ashift mismatch on add (the new
+/// vdev takes `-o ashift`, else the pool's `ashift` property, else the default), so
+/// `--allow-ashift-mismatch` has nothing to lift.
 pub fn cmd_add(args: &[String], ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "fnPo:")?;
+    let parsed = super::getopt_long(
+        args,
+        "fnPo:",
+        &[
+            ("allow-in-use", OPTION_ALLOW_INUSE),
+            (
+                "allow-replication-mismatch",
+                OPTION_ALLOW_REPLICATION_MISMATCH,
+            ),
+            ("allow-ashift-mismatch", OPTION_ALLOW_ASHIFT_MISMATCH),
+        ],
+        Some("zpool"),
+    )?;
     let force = parsed.has('f');
+    let allow_in_use = force || parsed.has(OPTION_ALLOW_INUSE);
+    let allow_mismatch = force || parsed.has(OPTION_ALLOW_REPLICATION_MISMATCH);
     let Some(name) = parsed.operands.first() else {
         return usage("missing pool name argument");
     };
@@ -416,8 +461,8 @@ pub fn cmd_add(args: &[String], ctx: &mut Ctx) -> CmdResult {
     pool::writable(&imported, &action)?;
     let groups = pool::parse_spec(&parsed.operands[1..], &action)?;
     let paths = all_paths(&groups);
-    pool::check_in_use(&paths, force)?;
-    if !force {
+    pool::check_in_use(&paths, allow_in_use)?;
+    if !allow_mismatch {
         check_add_replication(&imported.spa, &groups)?;
     }
     if parsed.has('n') {

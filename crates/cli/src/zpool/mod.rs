@@ -21,6 +21,7 @@ pub mod json;
 mod list;
 pub mod pool;
 mod props;
+mod reguid;
 mod status;
 mod status_json;
 mod upgrade;
@@ -96,6 +97,7 @@ const COMMANDS: &[(&str, Command, &str)] = &[
     ("import", import::cmd_import, "\timport [-d dir] [-D]\n\timport [-o mntopts] [-o property=value] ... \n\t    [-d dir | -c cachefile] [-D] [-l] [-f] [-m] [-N] [-R root] [-F [-n]] -a\n\timport [-o mntopts] [-o property=value] ... \n\t    [-d dir | -c cachefile] [-D] [-l] [-f] [-m] [-N] [-R root] [-F [-n]]\n\t    [--rewind-to-checkpoint] <pool | id> [newpool]\n"),
     ("export", import::cmd_export, "\texport [-af] <pool> ...\n"),
     ("upgrade", upgrade::cmd_upgrade, upgrade::SYNOPSIS),
+    ("reguid", reguid::cmd_reguid, reguid::SYNOPSIS),
     ("history", props::cmd_history, "\thistory [-il] [<pool>] ...\n"),
     ("events", events::cmd_events, "\tevents [-vHf [pool] | -c]\n"),
     ("get", props::cmd_get, "\tget [-Hp] [-j [--json-int, --json-pool-key-guid]] ...\n\t    [-o \"all\" | field[,...]] <\"all\" | property[,...]> <pool> ...\n"),

@@ -636,10 +636,33 @@ pub fn cmd_history(args: &[String], ctx: &mut Ctx) -> CmdResult {
             continue;
         }
         // Zetta's own history holds user commands and, for -i, the internal records of
-        // sync tasks (`[txg:N] snapshot tank@a (70)`); it has no who or where for -l, so
-        // -l is refused as an unknown option (issue 21: no flag is parsed and ignored).
+        // sync tasks (`[txg:N] snapshot tank@a (70)`), in OpenZFS's nvlists: -l prints
+        // them as OpenZFS does, with the host each record names (` [on host]`); Zetta
+        // records no user or zone, so those parts are absent, as OpenZFS leaves them out
+        // of a record without them.
         if opts.long {
-            return usage("invalid option 'l'");
+            let records = imported.spa.history_nvlists().map_err(|e| {
+                CmdError::Fail(format!(
+                    "cannot get history for '{}': {}",
+                    imported.spa.name,
+                    pool::spa_error_text(&e)
+                ))
+            })?;
+            let mut text = format!("History for '{}':\n", imported.spa.name);
+            for rec in &records {
+                let line = zetta::spa::openzfs::history::format_record(
+                    rec,
+                    opts,
+                    &history_time,
+                    &user_name,
+                );
+                if let Some(line) = line {
+                    text.push_str(&line);
+                }
+            }
+            text.push('\n');
+            ctx.print(&text);
+            continue;
         }
         let lines = imported.spa.history_records(opts.internal).map_err(|e| {
             CmdError::Fail(format!(

@@ -58,6 +58,10 @@ pub fn cmd_attach(args: &[String], _ctx: &mut Ctx) -> CmdResult {
         _ => return usage("too many arguments"),
     };
     let mut imported = pool::open_pool(name)?;
+    // The new device may be a short name (`loop1` for /dev/loop1), as on create and add
+    // (zpool_scrub_005_pos attaches `loop1`).
+    let resolved = pool::resolve_shortname(new);
+    let new = resolved.as_ref().unwrap_or(new);
     check_new_device(new, parsed.has('f'))?;
     let action = format!("cannot attach {new} to {old}");
     pool::writable(&imported, &action)?;

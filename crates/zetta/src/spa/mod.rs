@@ -1263,6 +1263,33 @@ impl Spa {
         self.history_records(false)
     }
 
+    /// Every history record of a Zetta pool as OpenZFS's nvlists (stored, then those
+    /// waiting for the next txg, packed as `spa_history_log_sync` will pack them), for
+    /// `zpool history -l`, which prints their host (and user, zone, which Zetta does not
+    /// record). Empty for a foreign pool (its records are read by `openzfs::history`).
+    pub fn history_nvlists(&mut self) -> Result<Vec<openzfs::history::Record>, SpaError> {
+        if self.openzfs.is_some() {
+            return Ok(Vec::new());
+        }
+        let ctx = io_ctx!(self);
+        let mut records = match self.dp.directory.history {
+            Some(object) => history::read(&self.dp.mos, &ctx, object)?,
+            None => Vec::new(),
+        };
+        let host = hostname();
+        records.extend(
+            self.dp
+                .sync_tasks
+                .history
+                .iter()
+                .chain(&self.dp.history_pending)
+                .map(|r| openzfs::history::Record {
+                    list: r.to_nvlist(&host),
+                }),
+        );
+        Ok(records)
+    }
+
     /// History lines (epoch seconds, text) with, when `internal`, the internal records of
     /// sync tasks (`[txg:N] snapshot tank@a (70) `), as `zpool history -i` prints them.
     pub fn history_records(&mut self, internal: bool) -> Result<Vec<(u64, String)>, SpaError> {

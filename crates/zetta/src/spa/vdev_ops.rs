@@ -454,4 +454,29 @@ impl Spa {
             self.config_dirty = true;
         }
     }
+
+    /// `zpool reguid` (OpenZFS `spa_change_guid`): the pool takes a new guid, `new` or a
+    /// fresh random one. The pool guid is the root vdev's guid, so the uberblock's
+    /// `ub_guid_sum` changes with it; the labels and the MOS config carry the new one from
+    /// the txg this commits. As in OpenZFS, the labels of the pool's leaves are rewritten
+    /// by that txg's config sync, not atomically across devices. Refused: 0 (EINVAL), the
+    /// pool's own guid (EEXIST: the caller checks the other imported pools), a read-only
+    /// pool. Returns the new guid.
+    pub fn reguid(&mut self, new: Option<Guid>) -> Result<Guid, SpaError> {
+        if self.readonly {
+            return Err(SpaError::ReadOnly);
+        }
+        let guid = new.unwrap_or_else(Guid::random);
+        if guid.0 == 0 {
+            return Err(SpaError::Invalid("invalid pool guid 0".to_string()));
+        }
+        if guid == self.guid {
+            return Err(SpaError::Busy(format!("pool guid {} is in use", guid.0)));
+        }
+        self.root_mut().guid = guid;
+        self.guid = guid;
+        self.config_dirty = true;
+        self.sync()?;
+        Ok(guid)
+    }
 }

@@ -48,6 +48,9 @@ pub struct DiffEntry {
     /// The new path of a rename.
     pub new_path: Option<String>,
     pub file_kind: FileKind,
+    /// The change time of the znode the line names (`zfs diff -t`): the earlier tree's
+    /// for a removal, the later tree's otherwise (OpenZFS prints `zs_ctime` of the same).
+    pub ctime: super::Timespec,
 }
 
 /// The path of `object` in one tree, or `None` when no directory names it.
@@ -137,6 +140,7 @@ pub fn diff(
                             path,
                             new_path: None,
                             file_kind: kind_of(&z),
+                            ctime: z.ctime,
                         });
                     }
                 }
@@ -147,6 +151,7 @@ pub fn diff(
                             path,
                             new_path: None,
                             file_kind: kind_of(&z),
+                            ctime: z.ctime,
                         });
                     }
                 }
@@ -160,6 +165,7 @@ pub fn diff(
                                 path,
                                 new_path: None,
                                 file_kind: kind_of(&zo),
+                                ctime: zo.ctime,
                             });
                         }
                         if let Some(path) = new_path {
@@ -168,6 +174,7 @@ pub fn diff(
                                 path,
                                 new_path: None,
                                 file_kind: kind_of(&zn),
+                                ctime: zn.ctime,
                             });
                         }
                     } else if old_path != new_path {
@@ -177,6 +184,7 @@ pub fn diff(
                                 path,
                                 new_path: Some(to),
                                 file_kind: kind_of(&zn),
+                                ctime: zn.ctime,
                             });
                         }
                     } else if dold != dnew {
@@ -186,6 +194,7 @@ pub fn diff(
                                 path,
                                 new_path: None,
                                 file_kind: kind_of(&zn),
+                                ctime: zn.ctime,
                             });
                         }
                     }
