@@ -229,6 +229,21 @@ fn assert_superset(target: &[String], source: &[String]) {
     assert_eq!(kept, source.iter().collect::<Vec<_>>(), "target {target:?}");
 }
 
+/// zfs-fuse started (behind its lock) with pool `fp` on `<lab>/vdevs/fuse0`, mounted at
+/// `<lab>/fp`, and `fp/src` mounted: (daemon, vdev directory, pool mount point).
+fn fuse_pool(lab: &Lab) -> (zfs_fuse::ZfsFuse, PathBuf, PathBuf) {
+    let vdevs = lab.dir.join("vdevs");
+    std::fs::create_dir_all(&vdevs).unwrap();
+    let fmnt = lab.dir.join("fp");
+    let mut zf = zfs_fuse::ZfsFuse::start();
+    export_leftover(&zf, "fp");
+    let fdisk = zfs_fuse::vdev_file(&vdevs.join("fuse0"));
+    zf.create_pool("fp", &fmnt, &[&fdisk]);
+    zf.zfs(&["create", "fp/src"]);
+    zfs_fuse::wait_mounted(&fmnt.join("src"), true);
+    (zf, vdevs, fmnt)
+}
+
 // Why: see the header. One test, as zfs-fuse allows one daemon per machine.
 #[test]
 fn syncoid_between_zfs_fuse_and_zetta_both_ways() {
@@ -237,16 +252,8 @@ fn syncoid_between_zfs_fuse_and_zetta_both_ways() {
     }
     let lab = Lab::new();
     let route = router(&lab);
-    let vdevs = lab.dir.join("vdevs");
-    std::fs::create_dir_all(&vdevs).unwrap();
-    let fmnt = lab.dir.join("fp");
+    let (mut zf, vdevs, fmnt) = fuse_pool(&lab);
     let zmnt = lab.dir.join("zs");
-    let mut zf = zfs_fuse::ZfsFuse::start();
-    export_leftover(&zf, "fp");
-    let fdisk = zfs_fuse::vdev_file(&vdevs.join("fuse0"));
-    zf.create_pool("fp", &fmnt, &[&fdisk]);
-    zf.zfs(&["create", "fp/src"]);
-    zfs_fuse::wait_mounted(&fmnt.join("src"), true);
     let zdisk = zfs_fuse::vdev_file(&vdevs.join("zetta0"));
     // Version 23: the streams Zetta sends of it are ones zfs-fuse receives.
     lab.ok(
@@ -408,15 +415,7 @@ fn syncoid_between_zfs_fuse_and_zetta_over_ssh() {
     let lab = Lab::new();
     let route = router(&lab);
     let remote = Remote::start(&lab);
-    let vdevs = lab.dir.join("vdevs");
-    std::fs::create_dir_all(&vdevs).unwrap();
-    let fmnt = lab.dir.join("fp");
-    let mut zf = zfs_fuse::ZfsFuse::start();
-    export_leftover(&zf, "fp");
-    let fdisk = zfs_fuse::vdev_file(&vdevs.join("fuse0"));
-    zf.create_pool("fp", &fmnt, &[&fdisk]);
-    zf.zfs(&["create", "fp/src"]);
-    zfs_fuse::wait_mounted(&fmnt.join("src"), true);
+    let (mut zf, _, fmnt) = fuse_pool(&lab);
     let rdisk = lab.disk("remote/backup.d0", 256 << 20);
     let rmnt = format!("{}/mnt/backup", remote.dir);
     remote.ssh_ok(

@@ -210,6 +210,10 @@ fn receives_killed_with_the_daemon_are_cleaned_at_import() {
 const RSEND_FIXTURES: &str = "/opt/zetta-oracle/usr/share/zfs/zfs-tests/tests/functional/rsend";
 const ZSTREAM: &str = "/opt/zetta-oracle/sbin/zstream";
 
+/// libzfs's refusal of a deduplicated (sub)stream (`zfs_receive_impl`).
+const DEDUP_REFUSED: &str = "cannot receive: stream has deprecated feature: dedup, try 'zstream \
+                             redup [send in a file] | zfs recv [...]'\n";
+
 /// `bzcat FIXTURE.bz2 > NAME` in the lab; the path of the stream.
 fn unpack_fixture(host: &Host, fixture: &str, name: &str) -> String {
     let path = host.lab.path(name);
@@ -235,11 +239,7 @@ fn openzfs_dedup_fixture_after_zstream_redup() {
     let names = || host.zfs_ok(&["list", "-H", "-r", "-t", "all", "-o", "name", "tank/recv"]);
     let refused = host.sh(&format!("zfs receive -d tank/recv < '{stream}'"));
     assert_eq!(refused.code, 1);
-    assert_eq!(
-        refused.stderr,
-        "cannot receive: stream has deprecated feature: dedup, try 'zstream redup [send in a \
-         file] | zfs recv [...]'\n"
-    );
+    assert_eq!(refused.stderr, DEDUP_REFUSED);
     assert_eq!(names(), "tank/recv\n", "nothing received");
 
     host.sh_ok(&format!(
@@ -286,11 +286,7 @@ fn openzfs_dedup_encrypted_zvol_fixture_is_refused() {
     let before = names();
     let refused = host.sh(&format!("zfs receive tank/recv < '{stream}'"));
     assert_eq!(refused.code, 1);
-    assert_eq!(
-        refused.stderr,
-        "cannot receive: stream has deprecated feature: dedup, try 'zstream redup [send in a \
-         file] | zfs recv [...]'\n"
-    );
+    assert_eq!(refused.stderr, DEDUP_REFUSED);
     assert_eq!(names(), before);
     let refused = host.sh(&format!(
         "{ZSTREAM} redup '{stream}' | zfs receive tank/recv"
