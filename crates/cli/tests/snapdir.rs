@@ -114,3 +114,68 @@ fn snapshot_readers_run_beside_a_writer_and_follow_rename_and_destroy() {
         0
     );
 }
+
+// Why: getxattr/listxattr on `.zfs/snapshot/...` were refused for every pool (EOPNOTSUPP,
+// an empty list) while OpenZFS serves a snapshot's xattrs through its snapshot mount, so
+// `getfattr` and `rsync -X`/`tar --xattrs` from a snapshot lost them. Both `xattr=sa` and
+// `xattr=dir` filesystems, a file and a directory, a value larger than a ZAP entry: the
+// snapshot shows the values it was taken with while the head changes; setting or removing
+// one there is EROFS, as on OpenZFS's read-only snapshot mounts.
+#[test]
+fn snapshot_xattrs_are_read_through_ctldir_and_read_only() {
+    use common::host::Host;
+    let host = Host::new();
+    host.pool("tank", 256 << 20, false);
+    for mode in ["sa", "dir"] {
+        let fs = format!("tank/{mode}");
+        host.zfs_ok(&["create", "-o", &format!("xattr={mode}"), &fs]);
+        let mnt = host.mnt(&fs);
+        host.sh_ok(&format!(
+            "cd {mnt} && echo data > f && mkdir d && setfattr -n user.color -v blue f \
+             && setfattr -n user.big -v $(head -c 12000 /dev/zero | tr '\\0' z) f \
+             && setfattr -n user.kind -v folder d && zfs snapshot {fs}@S \
+             && setfattr -n user.color -v red f && setfattr -x user.big f && setfattr -x user.kind d"
+        ));
+        let snap = format!("{mnt}/.zfs/snapshot/S");
+        let dump = |path: &str| host.sh_ok(&format!("getfattr -d --absolute-names -m - {path}"));
+        let big = "z".repeat(12000);
+        assert_eq!(
+            dump(&format!("{snap}/f")),
+            format!("# file: {snap}/f\nuser.big=\"{big}\"\nuser.color=\"blue\"\n\n"),
+            "xattr={mode}"
+        );
+        assert_eq!(
+            dump(&format!("{snap}/d")),
+            format!("# file: {snap}/d\nuser.kind=\"folder\"\n\n")
+        );
+        assert_eq!(
+            dump(&format!("{mnt}/f")),
+            format!("# file: {mnt}/f\nuser.color=\"red\"\n\n"),
+            "the head changed, not the snapshot"
+        );
+        let missing = host.sh(&format!("getfattr -n user.none {snap}/f"));
+        assert!(
+            missing.stderr.contains("No such attribute"),
+            "{}",
+            missing.stderr
+        );
+        // .zfs and .zfs/snapshot themselves have none.
+        assert_eq!(dump(&format!("{mnt}/.zfs/snapshot")), "");
+        for change in [
+            format!("setfattr -n user.color -v green {snap}/f"),
+            format!("setfattr -x user.color {snap}/f"),
+        ] {
+            let refused = host.sh(&change);
+            assert_ne!(refused.code, 0, "{change}");
+            assert!(
+                refused.stderr.contains("Read-only file system"),
+                "{change}: {}",
+                refused.stderr
+            );
+        }
+        assert_eq!(
+            host.sh_ok(&format!("getfattr --only-values -n user.color {snap}/f")),
+            "blue"
+        );
+    }
+}

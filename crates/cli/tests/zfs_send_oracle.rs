@@ -147,6 +147,9 @@ fn zstream_dump_accepts_every_stream_zetta_sends() {
         ("incremental", &["send", "-i", "@s0", "tank/fs@s1"]),
         ("intermediates", &["send", "-I", "@s0", "tank/fs@s2"]),
         ("compressed", &["send", "-c", "tank/fs@s1"]),
+        // Issue 15 names -L among the streams zstream must accept (its feature bit is set
+        // only once the dataset has large blocks; the stream must parse either way).
+        ("large-blocks", &["send", "-L", "-i", "@s0", "tank/fs@s2"]),
         ("replication", &["send", "-R", "tank/fs@s2"]),
         (
             "replication-incremental",

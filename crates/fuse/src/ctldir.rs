@@ -10,7 +10,8 @@
 //! ```
 //! A snapshot gets its slot the first time it is looked up and keeps it for the mount's
 //! life, so its inode numbers stay stable while the kernel caches them. Everything under
-//! `.zfs` refuses changes with EROFS (snapshots are immutable). `snapdir=hidden` (the
+//! `.zfs` refuses changes with EROFS (snapshots are immutable, xattrs included: they are
+//! read from the snapshot's object set, set and removed nowhere). `snapdir=hidden` (the
 //! default) leaves `.zfs` out of the root's listing but reachable by name, as in
 //! OpenZFS; `snapdir=disabled` hides it entirely.
 //!
@@ -347,6 +348,30 @@ impl ZplFs {
         }
     }
 
+    /// `getxattr` under `.zfs`: a snapshot object's xattr, read from the snapshot's object
+    /// set as the live tree's are from the head (OpenZFS serves them through the
+    /// snapshot's own mount); `.zfs` and `.zfs/snapshot` have none (ENODATA).
+    pub(crate) fn ctl_getxattr(&self, ino: INodeNo, name: &[u8]) -> Option<Result<Vec<u8>, Errno>> {
+        match self.node(ino) {
+            Node::Head(_) => None,
+            Node::Snap(snap, object) => {
+                Some(self.in_snapshot(&snap, |vfs, os, ctx| vfs.getxattr(os, ctx, object, name)))
+            }
+            _ => Some(Err(Errno::from_i32(libc::ENODATA))),
+        }
+    }
+
+    /// `listxattr` under `.zfs`: a snapshot object's xattr names; none for `.zfs` itself.
+    pub(crate) fn ctl_listxattr(&self, ino: INodeNo) -> Option<Result<Vec<Vec<u8>>, Errno>> {
+        match self.node(ino) {
+            Node::Head(_) => None,
+            Node::Snap(snap, object) => {
+                Some(self.in_snapshot(&snap, |vfs, os, ctx| vfs.listxattr(os, ctx, object)))
+            }
+            _ => Some(Ok(Vec::new())),
+        }
+    }
+
     pub(crate) fn ctl_readlink(&self, ino: INodeNo) -> Option<Result<Vec<u8>, Errno>> {
         match self.node(ino) {
             Node::Head(_) => None,
@@ -414,6 +439,59 @@ mod tests {
         let (data, names) = got.expect("`.zfs` requests blocked by a shared pool lock");
         assert_eq!(data.unwrap(), contents[0]);
         assert_eq!(names.unwrap(), ["tank/fs@s0", "tank/fs@s1"]);
+    }
+
+    // Why: getxattr/listxattr under `.zfs` were refused for every pool (EOPNOTSUPP, an
+    // empty list). A snapshot object's xattrs are read from the snapshot's object set: the
+    // value it was taken with, not the head's; none on `.zfs/snapshot` itself.
+    #[test]
+    fn snapshot_xattrs_come_from_the_snapshot() {
+        let (pool, _) = pool(1);
+        let set = |value: &[u8], snap: &str| {
+            let mut spa = pool.write();
+            spa.with_zpl("tank/fs", |vfs, os, ctx| {
+                let file = vfs.lookup(os, ctx, vfs.root, b"file")?.object;
+                let now = Timespec { sec: 2, nsec: 0 };
+                vfs.setxattr(os, ctx, file, b"user.color", value, 0, now)
+            })
+            .unwrap();
+            spa.sync().unwrap();
+            if !snap.is_empty() {
+                spa.snapshot(&[format!("tank/fs@{snap}")]).unwrap();
+            }
+        };
+        set(b"blue", "s1");
+        set(b"red", "");
+        let fs = mount(&pool);
+        let file_in = |snap: &str| {
+            let root = fs
+                .ctl_lookup(INodeNo(CTL_SNAPDIR), snap.as_bytes())
+                .unwrap()
+                .unwrap();
+            fs.ctl_lookup(root.ino, b"file").unwrap().unwrap().ino
+        };
+        let s1 = file_in("s1");
+        assert_eq!(
+            fs.ctl_getxattr(s1, b"user.color").unwrap().unwrap(),
+            b"blue"
+        );
+        assert_eq!(
+            fs.ctl_listxattr(s1).unwrap().unwrap(),
+            vec![b"user.color".to_vec()]
+        );
+        let s0 = file_in("s0");
+        assert_eq!(
+            fs.ctl_getxattr(s0, b"user.color").unwrap().unwrap_err(),
+            Errno::from_i32(libc::ENODATA)
+        );
+        assert!(fs.ctl_listxattr(s0).unwrap().unwrap().is_empty());
+        assert!(fs
+            .ctl_listxattr(INodeNo(CTL_SNAPDIR))
+            .unwrap()
+            .unwrap()
+            .is_empty());
+        // The head's own inode is not the ctldir's to answer.
+        assert!(fs.ctl_getxattr(INodeNo(1), b"user.color").is_none());
     }
 
     // Why: snapshot object sets are now held open per mount: their number must stay bounded,

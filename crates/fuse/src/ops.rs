@@ -1146,8 +1146,14 @@ impl fuser::Filesystem for ZplFs {
     }
 
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
-        if !self.xattr() || is_acl(name) || ino.0 >= CTL_ROOT {
+        if !self.xattr() || is_acl(name) {
             return reply.error(Errno::from_i32(libc::EOPNOTSUPP));
+        }
+        if let Some(result) = self.ctl_getxattr(ino, name.as_bytes()) {
+            return match result {
+                Ok(value) => reply_sized(reply, size, &value),
+                Err(e) => reply.error(e),
+            };
         }
         let object = self.object(ino);
         match self.run_read(|vfs, os, ctx| vfs.getxattr(os, ctx, object, name.as_bytes())) {
@@ -1157,11 +1163,17 @@ impl fuser::Filesystem for ZplFs {
     }
 
     fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
-        if !self.xattr() || ino.0 >= CTL_ROOT {
+        if !self.xattr() {
             return reply_sized(reply, size, &[]);
         }
-        let object = self.object(ino);
-        match self.run_read(|vfs, os, ctx| vfs.listxattr(os, ctx, object)) {
+        let names = match self.ctl_listxattr(ino) {
+            Some(names) => names,
+            None => {
+                let object = self.object(ino);
+                self.run_read(|vfs, os, ctx| vfs.listxattr(os, ctx, object))
+            }
+        };
+        match names {
             Ok(names) => {
                 let mut list = Vec::new();
                 for name in names {

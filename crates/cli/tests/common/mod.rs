@@ -7,6 +7,7 @@
 pub mod host;
 pub mod mount_lab;
 pub mod openzfs;
+pub mod remote;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -143,16 +144,11 @@ impl Lab {
     /// tar pattern), as one POSIX tar digest plus its listing to show what differs: what
     /// the tests that compare two implementations' copies of a tree compare.
     pub fn tree_digest(&self, dir: &std::path::Path, exclude: Option<&str>) -> String {
-        let exclude = exclude
-            .map(|pattern| format!("--exclude='{pattern}' "))
-            .unwrap_or_default();
-        let out = self.sh(&format!(
-            "cd '{}' && tar --sort=name {exclude}--one-file-system --numeric-owner --format=posix \
-             --pax-option=delete=atime,delete=ctime,delete=mtime,exthdr.name=%d/PaxHeaders/%f \
-             -cf - . > '{tar}' && md5sum < '{tar}' \
-             && tar --numeric-owner -tvf '{tar}' | sort -k6; rm -f '{tar}'",
-            dir.display(),
-            tar = self.dir.join("tree.tar").display()
+        let tar = self.dir.join("tree.tar");
+        let out = self.sh(&tree_digest_script(
+            &dir.to_string_lossy(),
+            exclude,
+            &tar.to_string_lossy(),
         ));
         assert_eq!(out.code, 0, "tar {}: {}", dir.display(), out.stderr);
         out.stdout
@@ -172,6 +168,20 @@ impl Drop for Lab {
         self.stop_daemon();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// The shell script of `Lab::tree_digest` (run here or on a `remote::Remote`), the tar
+/// made at `tar` and removed.
+pub fn tree_digest_script(dir: &str, exclude: Option<&str>, tar: &str) -> String {
+    let exclude = exclude
+        .map(|pattern| format!("--exclude='{pattern}' "))
+        .unwrap_or_default();
+    format!(
+        "cd '{dir}' && tar --sort=name {exclude}--one-file-system --numeric-owner --format=posix \
+         --pax-option=delete=atime,delete=ctime,delete=mtime,exthdr.name=%d/PaxHeaders/%f \
+         -cf - . > '{tar}' && md5sum < '{tar}' \
+         && tar --numeric-owner -tvf '{tar}' | LC_ALL=C sort -k6; rm -f '{tar}'"
+    )
 }
 
 /// A lab whose daemon serves no mounts (`ZETTA_MOUNT=0`: nothing commits behind a

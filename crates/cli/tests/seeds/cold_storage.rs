@@ -106,6 +106,28 @@ fn cold_storage_post_through_the_cli() {
             "{file}: {size} bytes"
         );
     }
+    // The files in cold storage are OpenZFS send streams (issue 15): OpenZFS's own `zstream
+    // dump` reads each to its END with no checksum complaint, so a ZFS host can restore them.
+    let zstream = crate::common::openzfs::oracle::oracle_prefix().join("sbin/zstream");
+    assert!(
+        zstream.is_file(),
+        "{} is missing: run scripts/oracle.sh",
+        zstream.display()
+    );
+    for file in [
+        "setname@0.zfsfull",
+        "setname@0-@1.zfsinc",
+        "setname@1-@2.zfsinc",
+    ] {
+        let dump = lab.sh_ok(&format!("{} dump {cold}/{file} 2>&1", zstream.display()));
+        assert!(
+            dump.contains("SUMMARY:")
+                && !dump.contains("checksum differs")
+                && !dump.contains("Incorrect checksum")
+                && !dump.contains("INVALID"),
+            "{file}: {dump}"
+        );
+    }
 
     // "Without a full, incrementals are useless"
     // root@banshee:~# pv < /coldstorage/setname@0-@1.zfsinc | zfs receive poolname/restore

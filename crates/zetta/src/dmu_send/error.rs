@@ -18,7 +18,8 @@ pub enum StreamError {
         offset_bytes: u64,
     },
     /// A deduplicated stream (`DEDUP` feature, WRITE_BYREF records): OpenZFS 2.2+ refuses
-    /// them too and points at `zstream redup`.
+    /// them too and points at `zstream redup` (libzfs's `zfs_receive_impl`, checked on every
+    /// substream's BEGIN, so a compound stream is refused at its first deduplicated one).
     Dedup,
     UnsupportedVersion(u64),
     UnknownFeatures(u64),
@@ -55,12 +56,14 @@ impl fmt::Display for StreamError {
             }
             StreamError::Dedup => write!(
                 f,
-                "stream is deduplicated: deduplicated send streams are not supported; use \"zstream redup\" to convert it first"
+                "stream has deprecated feature: dedup, try 'zstream redup [send in a file] | zfs recv [...]'"
             ),
             StreamError::UnsupportedVersion(v) => write!(f, "unsupported stream version {v}"),
-            StreamError::UnknownFeatures(bits) => {
-                write!(f, "stream has unsupported feature, feature flags = {bits:x}")
-            }
+            StreamError::UnknownFeatures(bits) => write!(
+                f,
+                "stream has unsupported feature, feature flags = {bits:x} (unknown flags = {:x})",
+                bits & !crate::dmu_send::record::FEATURES_KNOWN
+            ),
             StreamError::BadRecord { seq, why } => write!(f, "invalid record {seq}: {why}"),
             StreamError::Checksum { seq } => {
                 write!(f, "checksum mismatch or incomplete stream (record {seq})")

@@ -758,7 +758,9 @@ fn decode_record(h: &[u8], payload: &[u8], seq: u64) -> Result<Record, StreamErr
             if hdrtype != DMU_SUBSTREAM && hdrtype != DMU_COMPOUNDSTREAM {
                 return Err(StreamError::UnsupportedVersion(hdrtype));
             }
-            if features & (FEATURE_DEDUP | FEATURE_DEDUPPROPS) != 0 {
+            // libzfs names DEDUP alone ("deprecated feature"); DEDUPPROPS without it is
+            // just an unknown bit.
+            if features & FEATURE_DEDUP != 0 {
                 return Err(StreamError::Dedup);
             }
             if features & !FEATURES_KNOWN != 0 {

@@ -171,9 +171,10 @@ impl ZfsFuse {
     /// Exports every pool this daemon created (their devices then hold a clean, final txg).
     pub fn export_all(&mut self) {
         for pool in std::mem::take(&mut self.pools) {
-            // zfs-fuse may still be closing files of a just-unmounted mount: retry a little.
+            // zfs-fuse may still be closing files of a just-unmounted mount, or ending a
+            // send or receive of a killed transfer: retry for up to 60 s.
             let mut last = String::new();
-            for _ in 0..50 {
+            for _ in 0..300 {
                 let out = Command::new(ZPOOL).args(["export", &pool]).output();
                 match out {
                     Ok(o) if o.status.success() => {
@@ -192,9 +193,20 @@ impl ZfsFuse {
 
 impl Drop for ZfsFuse {
     fn drop(&mut self) {
-        if !self.pools.is_empty() {
-            for pool in std::mem::take(&mut self.pools) {
-                let _ = Command::new(ZPOOL).args(["export", "-f", &pool]).status();
+        // A test that failed still exports what it made: a pool left in zfs-fuse's cache file
+        // comes back FAULTED at the next start, its vdevs gone with the lab. A pool still
+        // busy (a send or receive of a killed transfer ending) is tried again for 30 s.
+        for pool in std::mem::take(&mut self.pools) {
+            for _ in 0..60 {
+                let exported = Command::new(ZPOOL)
+                    .args(["export", "-f", &pool])
+                    .stderr(Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success());
+                if exported {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(500));
             }
         }
         // SIGTERM by pid: zfs-fuse syncs and exits.
