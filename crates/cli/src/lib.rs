@@ -20,6 +20,7 @@ pub mod install;
 pub mod man;
 pub mod usage;
 pub mod zfs;
+pub mod zfs_allow;
 pub mod zfs_diff;
 pub mod zfs_mount;
 pub mod zfs_promote;

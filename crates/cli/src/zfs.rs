@@ -92,6 +92,8 @@ pub fn run_io(
         "diff" => crate::zfs_diff::cmd_diff(rest, &mut ctx),
         "mount" => crate::zfs_mount::cmd_mount(rest, &mut ctx),
         "unmount" | "umount" => crate::zfs_mount::cmd_unmount(rest),
+        "allow" => return crate::zfs_allow::run(rest, false, &mut ctx),
+        "unallow" => return crate::zfs_allow::run(rest, true, &mut ctx),
         "send" => send::cmd_send(rest, &mut io, &mut ctx),
         "receive" | "recv" => recv::cmd_receive(rest, &mut io, &mut ctx),
         // `zfs help CMD`: OpenZFS opens the man page zfs-CMD(8); Zetta prints the usage.
@@ -201,7 +203,7 @@ fn cmd_version(args: &[String], ctx: &mut Ctx) -> CmdResult {
     Ok(())
 }
 
-fn pool_of(name: &str) -> &str {
+pub(crate) fn pool_of(name: &str) -> &str {
     name.split(['/', '@', '#']).next().unwrap_or(name)
 }
 

@@ -216,3 +216,58 @@ pub fn wait_interval(seconds: f64) -> bool {
         std::thread::sleep((total - elapsed).min(INTERVAL_CHECK));
     }
 }
+
+std::thread_local! {
+    /// The caller of the command this daemon thread serves (`server::serve`, from
+    /// SO_PEERCRED and `/proc/PID/status`); None outside the daemon.
+    static CALLER: std::cell::RefCell<Option<zetta::dsl::deleg::Cred>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Records (or clears) the caller of the command running on this thread.
+pub fn set_caller(cred: Option<zetta::dsl::deleg::Cred>) {
+    CALLER.with(|c| *c.borrow_mut() = cred);
+}
+
+/// Who runs the current command (OpenZFS's `CRED()`): the daemon's client, else this
+/// process's own effective user and groups (`ZETTA_DIRECT=1`, embedded use).
+pub fn caller() -> zetta::dsl::deleg::Cred {
+    if let Some(cred) = CALLER.with(|c| c.borrow().clone()) {
+        return cred;
+    }
+    // SAFETY: getegid has no preconditions; getgroups writes at most `len` gids.
+    let (gid, groups) = unsafe {
+        let mut groups = vec![0 as libc::gid_t; 256];
+        let count = libc::getgroups(groups.len() as libc::c_int, groups.as_mut_ptr());
+        groups.truncate(count.max(0) as usize);
+        (libc::getegid(), groups)
+    };
+    zetta::dsl::deleg::Cred {
+        uid: euid(),
+        gid,
+        groups,
+    }
+}
+
+/// The credentials of a client process: uid and gid from SO_PEERCRED, the supplementary
+/// groups from `/proc/PID/status` (`Groups:`). A process that has gone keeps none.
+pub fn peer_credentials(stream: &std::os::unix::net::UnixStream) -> std::io::Result<zetta::dsl::deleg::Cred> {
+    let cred = peer_cred(stream)?;
+    let groups = std::fs::read_to_string(format!("/proc/{}/status", cred.pid))
+        .ok()
+        .and_then(|status| {
+            status.lines().find_map(|line| {
+                line.strip_prefix("Groups:").map(|rest| {
+                    rest.split_whitespace()
+                        .filter_map(|g| g.parse().ok())
+                        .collect::<Vec<u32>>()
+                })
+            })
+        })
+        .unwrap_or_default();
+    Ok(zetta::dsl::deleg::Cred {
+        uid: cred.uid,
+        gid: cred.gid,
+        groups,
+    })
+}
