@@ -25,6 +25,7 @@ pub mod zfs_diff;
 pub mod zfs_mount;
 pub mod zfs_promote;
 pub mod zfs_rename;
+pub mod zfs_secpolicy;
 pub mod zinject;
 pub mod zpool;
 

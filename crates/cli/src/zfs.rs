@@ -71,6 +71,13 @@ pub fn run_io(
     };
     let mut ctx = Ctx { out, err };
     let rest = &args[1..];
+    // A caller that is not root runs only what `zfs allow` gave it (zfs_secpolicy_*).
+    if let Err(CmdError::Fail(message) | CmdError::Usage(message)) =
+        crate::zfs_secpolicy::check_zfs(command, rest, &crate::daemon::caller())
+    {
+        ctx.warn(&format!("{message}\n"));
+        return 1;
+    }
     let result = match command.as_str() {
         // zfs_do_version parses options (`-j`): `-?` is an invalid option.
         "version" | "-V" | "--version" => cmd_version(rest, &mut ctx),

@@ -197,7 +197,7 @@ fn run_inner(args: &[String], un: bool, ctx: &mut Ctx) -> Result<i32, CmdError> 
     let cannot = format!("cannot set permissions on '{dataset}'");
     pool::writable(&imported, &cannot)?;
     let cred = crate::daemon::caller();
-    if cred.uid != 0 {
+    if !crate::daemon::privileged(&cred) {
         let allowed = if un {
             can_unallow(&mut imported, &dataset, &entries, &cred)
         } else {

@@ -268,7 +268,7 @@ impl Spa {
 
     /// `dsl_deleg_get` (`zfs allow fs`): the delegations of `name`'s dir and of every
     /// ancestor that has any, nearest first, each with its dataset name.
-    pub fn deleg_get(&mut self, name: &str) -> Result<Vec<(String, DelegTable)>, SpaError> {
+    pub fn deleg_get(&self, name: &str) -> Result<Vec<(String, DelegTable)>, SpaError> {
         let fs = name.split('@').next().unwrap_or(name);
         let mut dir = self.lookup_dir(fs)?.ok_or_else(|| no_such_dataset(name))?;
         let mut dsname = fs.to_string();
@@ -290,7 +290,7 @@ impl Spa {
     /// `dsl_deleg_access`: whether `cred` holds permission `perm` on dataset `name` (a
     /// filesystem, volume or snapshot) through the delegations of its dir and ancestors.
     /// False for every caller when the pool's `delegation` property is off.
-    pub fn deleg_access(&mut self, name: &str, perm: &str, cred: &Cred) -> Result<bool, SpaError> {
+    pub fn deleg_access(&self, name: &str, perm: &str, cred: &Cred) -> Result<bool, SpaError> {
         if !self.delegation_on() {
             return Ok(false);
         }
