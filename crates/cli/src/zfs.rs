@@ -365,6 +365,12 @@ fn space_limit_refusal(
 /// reservation larger than the space available) takes the new dataset away again, as
 /// OpenZFS's create does.
 fn store_created(imported: &mut Imported, name: &str, settings: Vec<SetValue>) -> CmdResult {
+    // The creator gets the create-time permissions (`zfs allow -c`) of every ancestor
+    // (`dsl_deleg_set_create_perms`, run by OpenZFS's create sync for any caller).
+    imported
+        .spa
+        .deleg_set_create_perms(name, crate::daemon::caller().uid)
+        .map_err(spa_fail)?;
     if settings
         .iter()
         .any(|set| needs_disabled_feature(imported, set))

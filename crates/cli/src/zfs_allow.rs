@@ -242,9 +242,9 @@ fn set_fsacl(
         Err(SpaError::Dsl(DslError::InvalidDelegation { .. })) => Err(CmdError::Fail(format!(
             "{cannot}: operation not applicable to datasets of this type"
         ))),
-        Err(SpaError::Dsl(DslError::NoSuchDataset { .. })) => Err(CmdError::Fail(format!(
-            "{cannot}: dataset does not exist"
-        ))),
+        Err(SpaError::Dsl(DslError::NoSuchDataset { .. })) => {
+            Err(CmdError::Fail(format!("{cannot}: dataset does not exist")))
+        }
         Err(e) => Err(CmdError::Fail(format!(
             "{cannot}: {}",
             pool::spa_error_text(&e)
@@ -413,7 +413,14 @@ fn construct_fsacl_list(opts: &AllowOpts) -> Result<Vec<DelegEntry>, String> {
     let mut out = Vec::new();
     let perms = opts.perms.as_deref();
     if opts.set {
-        store_allow_perm('s', opts.local, opts.descend, opts.who.as_deref(), perms, &mut out);
+        store_allow_perm(
+            's',
+            opts.local,
+            opts.descend,
+            opts.who.as_deref(),
+            perms,
+            &mut out,
+        );
         return Ok(out);
     }
     if opts.create {

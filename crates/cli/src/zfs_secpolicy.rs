@@ -75,7 +75,13 @@ fn parent_of(name: &str) -> &str {
     name.rsplit_once('/').map_or(name, |(parent, _)| parent)
 }
 
-/// The operands of `args` after getopt with `spec` (errors are the command's to print).
+/// The refusal of a command line the policy cannot read (an option it does not know):
+/// refused rather than run unchecked.
+fn unreadable(command: &str) -> CmdError {
+    CmdError::Fail(format!("cannot {command}: permission denied"))
+}
+
+/// The operands of `args` after getopt with `spec`.
 fn operands(args: &[String], spec: &str) -> Option<crate::zpool::Parsed> {
     crate::zpool::getopt(args, spec).ok()
 }
@@ -93,10 +99,10 @@ pub fn check_zfs(command: &str, args: &[String], cred: &Cred) -> Result<(), CmdE
         | "--help" | "allow" | "unallow" => return Ok(()),
         "create" => {
             let Some(parsed) = operands(args, "bo:pPnsuvV:") else {
-                return Ok(());
+                return Err(unreadable(command));
             };
             let Some(name) = parsed.operands.first() else {
-                return Ok(());
+                return Err(unreadable(command));
             };
             needs.push(need(
                 parent_of(name),
@@ -106,10 +112,14 @@ pub fn check_zfs(command: &str, args: &[String], cred: &Cred) -> Result<(), CmdE
         }
         "clone" => {
             let Some(parsed) = operands(args, "o:p") else {
-                return Ok(());
+                return Err(unreadable(command));
             };
             if let [origin, name, ..] = parsed.operands.as_slice() {
-                needs.push(need(origin, &["clone", "mount"], format!("cannot create '{name}'")));
+                needs.push(need(
+                    origin,
+                    &["clone", "mount"],
+                    format!("cannot create '{name}'"),
+                ));
                 needs.push(need(
                     parent_of(name),
                     &["create", "mount"],
@@ -119,7 +129,7 @@ pub fn check_zfs(command: &str, args: &[String], cred: &Cred) -> Result<(), CmdE
         }
         "snapshot" | "snap" => {
             let Some(parsed) = operands(args, "ro:") else {
-                return Ok(());
+                return Err(unreadable(command));
             };
             for name in &parsed.operands {
                 let fs = parent_of(name);
@@ -134,10 +144,10 @@ pub fn check_zfs(command: &str, args: &[String], cred: &Cred) -> Result<(), CmdE
         }
         "destroy" => {
             let Some(parsed) = operands(args, "dfnpRrv") else {
-                return Ok(());
+                return Err(unreadable(command));
             };
             let Some(name) = parsed.operands.first() else {
-                return Ok(());
+                return Err(unreadable(command));
             };
             let target = match name.split_once('@') {
                 // Every snapshot of one filesystem is checked alike (a descendent of it).
@@ -163,7 +173,7 @@ pub fn check_zfs(command: &str, args: &[String], cred: &Cred) -> Result<(), CmdE
         }
         "rename" => {
             let Some(parsed) = operands(args, "fpru") else {
-                return Ok(());
+                return Err(unreadable(command));
             };
             if let [from, to, ..] = parsed.operands.as_slice() {
                 let refusal = format!("cannot rename '{from}'");
@@ -173,7 +183,7 @@ pub fn check_zfs(command: &str, args: &[String], cred: &Cred) -> Result<(), CmdE
         }
         "rollback" => {
             let Some(parsed) = operands(args, "rRf") else {
-                return Ok(());
+                return Err(unreadable(command));
             };
             if let Some(name) = parsed.operands.first() {
                 needs.push(need(
@@ -185,13 +195,17 @@ pub fn check_zfs(command: &str, args: &[String], cred: &Cred) -> Result<(), CmdE
         }
         "promote" => {
             if let Some(name) = args.iter().find(|a| !a.starts_with('-')) {
-                needs.push(need(name, &["promote", "mount"], format!("cannot promote '{name}'")));
+                needs.push(need(
+                    name,
+                    &["promote", "mount"],
+                    format!("cannot promote '{name}'"),
+                ));
             }
         }
         "set" | "inherit" => {
             let (props, targets): (Vec<String>, Vec<String>) = if command == "set" {
                 let Some(parsed) = operands(args, "u") else {
-                    return Ok(());
+                    return Err(unreadable(command));
                 };
                 let split = parsed
                     .operands
@@ -205,7 +219,7 @@ pub fn check_zfs(command: &str, args: &[String], cred: &Cred) -> Result<(), CmdE
                 (props, parsed.operands[split..].to_vec())
             } else {
                 let Some(parsed) = operands(args, "rS") else {
-                    return Ok(());
+                    return Err(unreadable(command));
                 };
                 match parsed.operands.split_first() {
                     Some((prop, targets)) => (vec![prop.clone()], targets.to_vec()),
@@ -232,9 +246,13 @@ pub fn check_zfs(command: &str, args: &[String], cred: &Cred) -> Result<(), CmdE
         "mount" | "unmount" | "umount" => {
             let spec = if command == "mount" { "ajvlfo:O" } else { "af" };
             let Some(parsed) = operands(args, spec) else {
-                return Ok(());
+                return Err(unreadable(command));
             };
-            let verb = if command == "mount" { "mount" } else { "unmount" };
+            let verb = if command == "mount" {
+                "mount"
+            } else {
+                "unmount"
+            };
             if parsed.has('a') {
                 return Err(refuse(format!("cannot {verb} '-a'")));
             }
@@ -255,13 +273,13 @@ pub fn check_zfs(command: &str, args: &[String], cred: &Cred) -> Result<(), CmdE
         }
         "send" => {
             let Some(name) = args.iter().rev().find(|a| !a.starts_with('-')) else {
-                return Ok(());
+                return Err(unreadable(command));
             };
             needs.push(need(name, &["send"], format!("cannot send '{name}'")));
         }
         "receive" | "recv" => {
             let Some(parsed) = operands(args, "o:x:dehMnsvFuA") else {
-                return Ok(());
+                return Err(unreadable(command));
             };
             if let Some(name) = parsed.operands.first() {
                 let fs = name.split('@').next().unwrap_or(name);
@@ -274,13 +292,16 @@ pub fn check_zfs(command: &str, args: &[String], cred: &Cred) -> Result<(), CmdE
         }
         "hold" | "release" => {
             let Some(parsed) = operands(args, "r") else {
-                return Ok(());
+                return Err(unreadable(command));
             };
             for name in parsed.operands.iter().skip(1) {
                 let (perm, refusal) = if command == "hold" {
                     ("hold", format!("cannot hold snapshot '{name}'"))
                 } else {
-                    ("release", format!("cannot release hold from snapshot '{name}'"))
+                    (
+                        "release",
+                        format!("cannot release hold from snapshot '{name}'"),
+                    )
                 };
                 needs.push(Need {
                     dataset: name.clone(),

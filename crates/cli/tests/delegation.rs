@@ -23,7 +23,13 @@ impl TestUser {
     fn new(name: &str) -> Option<TestUser> {
         let _ = Command::new("userdel").arg(name).output();
         let made = Command::new("useradd")
-            .args(["--no-create-home", "--user-group", "--shell", "/bin/false", name])
+            .args([
+                "--no-create-home",
+                "--user-group",
+                "--shell",
+                "/bin/false",
+                name,
+            ])
             .output()
             .ok()?;
         if !made.status.success() {
@@ -120,7 +126,12 @@ fn a_delegated_user_creates_mounts_and_snapshots_and_nothing_else() {
     let out = as_user(&lab, &user, "zfs", &["mount", "tank/home/u1"]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     // Reading needs no permission.
-    let out = as_user(&lab, &user, "zfs", &["list", "-H", "-o", "name", "-r", "tank/home"]);
+    let out = as_user(
+        &lab,
+        &user,
+        "zfs",
+        &["list", "-H", "-o", "name", "-r", "tank/home"],
+    );
     assert_eq!(out.stdout, "tank/home\ntank/home/u1\n", "{}", out.stderr);
     let out = as_user(&lab, &user, "zpool", &["list", "-H", "-o", "name"]);
     assert_eq!(out.stdout, "tank\n", "{}", out.stderr);
@@ -135,7 +146,12 @@ fn a_delegated_user_creates_mounts_and_snapshots_and_nothing_else() {
         "cannot create 'tank/other': permission denied\n",
     );
     refused(
-        as_user(&lab, &user, "zfs", &["set", "compression=lz4", "tank/home/u1"]),
+        as_user(
+            &lab,
+            &user,
+            "zfs",
+            &["set", "compression=lz4", "tank/home/u1"],
+        ),
         "cannot set property for 'tank/home/u1': permission denied\n",
     );
     refused(
@@ -143,7 +159,12 @@ fn a_delegated_user_creates_mounts_and_snapshots_and_nothing_else() {
         "cannot export 'tank': permission denied\n",
     );
     refused(
-        as_user(&lab, &user, "zfs", &["allow", &user.name, "destroy", "tank/home"]),
+        as_user(
+            &lab,
+            &user,
+            "zfs",
+            &["allow", &user.name, "destroy", "tank/home"],
+        ),
         "cannot set permissions on 'tank/home': permission denied\n",
     );
 
@@ -168,4 +189,103 @@ fn a_delegated_user_creates_mounts_and_snapshots_and_nothing_else() {
         "cannot create snapshot 'tank/home/u1/c@s': permission denied\n",
     );
     lab.ok("zpool", &["destroy", "tank"]);
+}
+
+/// Runs the lab's zetta in this process's own mode (`ZETTA_DIRECT=1`, no daemon).
+fn direct(lab: &Lab, args: &[&str]) -> String {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_zetta"));
+    command
+        .args(args)
+        .env("ZETTA_DIRECT", "1")
+        .env("ZETTA_MOUNT", "0")
+        .env("ZETTA_CACHE_FILE", lab.path("zpool.cache"))
+        .env("ZETTA_RUN_DIR", lab.path("run"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let out = lab.run(command);
+    assert_eq!(out.code, 0, "{args:?}: {}{}", out.stdout, out.stderr);
+    out.stdout
+}
+
+/// Why: the deleg ZAP and its jump objects are OpenZFS's structures; zdb must read the
+/// same who-keys OpenZFS's `zfs allow` writes, create-time permissions must reach a
+/// creator, and destroying the dir must free every object (zdb's block count).
+#[test]
+fn zdb_reads_the_deleg_zap_and_destroy_frees_it() {
+    let zdb = "/opt/zetta-oracle/sbin/zdb";
+    if !std::path::Path::new(zdb).exists() {
+        eprintln!("skipped: {zdb} missing (scripts/oracle.sh installs it)");
+        return;
+    }
+    let lab = Lab::new();
+    let disk = lab.disk("d0", 256 << 20);
+    direct(&lab, &["zpool", "create", "-m", "none", "tp", &disk]);
+    direct(&lab, &["zfs", "create", "tp/home"]);
+    direct(
+        &lab,
+        &["zfs", "allow", "-u", "0", "create,mount", "tp/home"],
+    );
+    direct(
+        &lab,
+        &["zfs", "allow", "-s", "@basic", "snapshot,@other", "tp/home"],
+    );
+    direct(&lab, &["zfs", "allow", "-c", "destroy", "tp/home"]);
+    direct(&lab, &["zfs", "allow", "-e", "-l", "diff", "tp/home"]);
+    // Root creates tp/home/k: the create-time permission becomes root's, locally.
+    direct(&lab, &["zfs", "create", "tp/home/k"]);
+    assert_eq!(
+        direct(&lab, &["zfs", "allow", "tp/home/k"]),
+        "---- Permissions on tp/home/k ----------------------------------------\n\
+         Local permissions:\n\tuser root destroy\n\
+         ---- Permissions on tp/home ------------------------------------------\n\
+         Permission sets:\n\t@basic @other,snapshot\n\
+         Create time permissions:\n\tdestroy\n\
+         Local permissions:\n\teveryone diff\n\
+         Local+Descendent permissions:\n\tuser root create,mount\n"
+    );
+    direct(&lab, &["zpool", "export", "tp"]);
+    let dump = Command::new(zdb)
+        .args(["-e", "-p", &lab.path(""), "-dddd", "tp"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&dump.stdout);
+    for entry in [
+        "el$ = ",
+        "ud$0 = ",
+        "ul$0 = ",
+        "c-$ = ",
+        "S-$@basic = ",
+        "s-$@basic = ",
+    ] {
+        assert!(text.contains(entry), "zdb lacks {entry}:\n{text}");
+    }
+    for perm in [
+        "create = 0",
+        "mount = 0",
+        "snapshot = 0",
+        "@other = 0",
+        "destroy = 0",
+        "diff = 0",
+    ] {
+        assert!(text.contains(perm), "zdb lacks {perm}");
+    }
+    direct(&lab, &["zpool", "import", "-d", &lab.path(""), "tp"]);
+    direct(&lab, &["zfs", "unallow", "-s", "@basic", "tp/home"]);
+    direct(&lab, &["zfs", "destroy", "-r", "tp/home"]);
+    direct(&lab, &["zpool", "export", "tp"]);
+    let dump = Command::new(zdb)
+        .args(["-e", "-p", &lab.path(""), "-dddd", "tp"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&dump.stdout).contains("DSL permissions"));
+    let check = Command::new(zdb)
+        .args(["-e", "-p", &lab.path(""), "-bcc", "tp"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&check.stdout).contains("No leaks"),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
 }

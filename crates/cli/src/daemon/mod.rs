@@ -253,7 +253,9 @@ pub fn caller() -> zetta::dsl::deleg::Cred {
 
 /// The credentials of a client process: uid and gid from SO_PEERCRED, the supplementary
 /// groups from `/proc/PID/status` (`Groups:`). A process that has gone keeps none.
-pub fn peer_credentials(stream: &std::os::unix::net::UnixStream) -> std::io::Result<zetta::dsl::deleg::Cred> {
+pub fn peer_credentials(
+    stream: &std::os::unix::net::UnixStream,
+) -> std::io::Result<zetta::dsl::deleg::Cred> {
     let cred = peer_cred(stream)?;
     let groups = std::fs::read_to_string(format!("/proc/{}/status", cred.pid))
         .ok()

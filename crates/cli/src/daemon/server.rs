@@ -290,7 +290,9 @@ fn serve(stream: UnixStream) {
                     .map(|e| e.message())
             }),
             "arcstats" => None,
-            other if !super::privileged(&cred) => Some(format!("cannot run '{other}': permission denied")),
+            other if !super::privileged(&cred) => {
+                Some(format!("cannot run '{other}': permission denied"))
+            }
             _ => None,
         };
         if let Some(message) = refusal {

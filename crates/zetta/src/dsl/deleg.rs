@@ -312,6 +312,38 @@ impl Spa {
         Ok(false)
     }
 
+    /// `dsl_deleg_set_create_perms`: the create-time permissions (`c-$`) and sets (`C-$`)
+    /// of every ancestor of the new dataset `name`, given to its creator `uid` locally
+    /// (`ul$UID`, `Ul$UID`) on the new dir. Nothing when no ancestor has any.
+    pub fn deleg_set_create_perms(&mut self, name: &str, uid: u32) -> Result<(), SpaError> {
+        let Some((parent, _)) = name.rsplit_once('/') else {
+            return Ok(());
+        };
+        let mut entries: Vec<DelegEntry> = Vec::new();
+        for (_, table) in self.deleg_get(parent)? {
+            for (from, to) in [("c-$", 'u'), ("C-$", 'U')] {
+                let Some((_, perms)) = table.iter().find(|(key, _)| key == from) else {
+                    continue;
+                };
+                let whokey = format!("{to}l${uid}");
+                match entries.iter_mut().find(|e| e.whokey == whokey) {
+                    Some(entry) => entry
+                        .perms
+                        .get_or_insert_with(Vec::new)
+                        .extend(perms.clone()),
+                    None => entries.push(DelegEntry {
+                        whokey,
+                        perms: Some(perms.clone()),
+                    }),
+                }
+            }
+        }
+        if entries.is_empty() {
+            return Ok(());
+        }
+        self.deleg_set(name, &entries, false)
+    }
+
     /// `dsl_delegation_on`: the pool property `delegation` (default on).
     fn delegation_on(&self) -> bool {
         self.props.get_str("delegation") != Some("off")
@@ -368,10 +400,7 @@ fn table_grants(table: &DelegTable, perm: &str, inherit: char, cred: &Cred) -> b
     has(&format!("u{inherit}${}", cred.uid))
         || has(&format!("g{inherit}${}", cred.gid))
         || has(&format!("e{inherit}$"))
-        || cred
-            .groups
-            .iter()
-            .any(|g| has(&format!("g{inherit}${g}")))
+        || cred.groups.iter().any(|g| has(&format!("g{inherit}${g}")))
 }
 
 #[cfg(test)]
@@ -397,10 +426,22 @@ mod tests {
     /// `zfs_validate_who` refuses would write a pool OpenZFS rejects on `zfs allow`.
     #[test]
     fn whokeys_follow_zfs_validate_who() {
-        for good in ["ul$1000", "ud$0", "gl$100", "el$", "ed$", "c-$", "s-$@basic", "Ul$7", "C-$"] {
+        for good in [
+            "ul$1000",
+            "ud$0",
+            "gl$100",
+            "el$",
+            "ed$",
+            "c-$",
+            "s-$@basic",
+            "Ul$7",
+            "C-$",
+        ] {
             assert!(valid_whokey(good), "{good}");
         }
-        for bad in ["ul$", "ux$1", "ul$ab", "el$x", "c-$x", "sl$@a", "s-$a", "x-$", "ul1000"] {
+        for bad in [
+            "ul$", "ux$1", "ul$ab", "el$x", "c-$x", "sl$@a", "s-$a", "x-$", "ul1000",
+        ] {
             assert!(!valid_whokey(bad), "{bad}");
         }
         assert!(valid_permission("create") && valid_permission("compression"));
