@@ -20,10 +20,12 @@ pub mod install;
 pub mod man;
 pub mod usage;
 pub mod zfs;
+pub mod zfs_allow;
 pub mod zfs_diff;
 pub mod zfs_mount;
 pub mod zfs_promote;
 pub mod zfs_rename;
+pub mod zfs_secpolicy;
 pub mod zinject;
 pub mod zpool;
 

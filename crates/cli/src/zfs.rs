@@ -73,6 +73,13 @@ pub fn run_io(
     };
     let mut ctx = Ctx { out, err };
     let rest = &args[1..];
+    // A caller that is not root runs only what `zfs allow` gave it (zfs_secpolicy_*).
+    if let Err(CmdError::Fail(message) | CmdError::Usage(message)) =
+        crate::zfs_secpolicy::check_zfs(command, rest, &crate::daemon::caller())
+    {
+        ctx.warn(&format!("{message}\n"));
+        return 1;
+    }
     let result = match command.as_str() {
         // zfs_do_version parses options (`-j`): `-?` is an invalid option.
         "version" | "-V" | "--version" => cmd_version(rest, &mut ctx),
@@ -96,6 +103,8 @@ pub fn run_io(
         "diff" => crate::zfs_diff::cmd_diff(rest, &mut ctx),
         "mount" => crate::zfs_mount::cmd_mount(rest, &mut ctx),
         "unmount" | "umount" => crate::zfs_mount::cmd_unmount(rest),
+        "allow" => return crate::zfs_allow::run(rest, false, &mut ctx),
+        "unallow" => return crate::zfs_allow::run(rest, true, &mut ctx),
         "send" => send::cmd_send(rest, &mut io, &mut ctx),
         "receive" | "recv" => recv::cmd_receive(rest, &mut io, &mut ctx),
         // `zfs help CMD`: OpenZFS opens the man page zfs-CMD(8); Zetta prints the usage.
@@ -205,7 +214,7 @@ fn cmd_version(args: &[String], ctx: &mut Ctx) -> CmdResult {
     Ok(())
 }
 
-fn pool_of(name: &str) -> &str {
+pub(crate) fn pool_of(name: &str) -> &str {
     name.split(['/', '@', '#']).next().unwrap_or(name)
 }
 
@@ -360,6 +369,12 @@ fn space_limit_refusal(
 /// reservation larger than the space available) takes the new dataset away again, as
 /// OpenZFS's create does.
 fn store_created(imported: &mut Imported, name: &str, settings: Vec<SetValue>) -> CmdResult {
+    // The creator gets the create-time permissions (`zfs allow -c`) of every ancestor
+    // (`dsl_deleg_set_create_perms`, run by OpenZFS's create sync for any caller).
+    imported
+        .spa
+        .deleg_set_create_perms(name, crate::daemon::caller().uid)
+        .map_err(spa_fail)?;
     if settings
         .iter()
         .any(|set| needs_disabled_feature(imported, set))

@@ -6,7 +6,8 @@
 //! commands reuse it. The daemon imports a pool on first use (from the cache file) and
 //! keeps it open — counters since import, the ARC, and scrubs running in the background
 //! all live there — and `zpool export` lets it go. The socket lives in a directory only
-//! its owner can enter (`$ZETTA_RUN_DIR`, default `/run/zetta`, mode 0700). Killing the
+//! its owner can write (`$ZETTA_RUN_DIR`, default `/run/zetta`, mode 0755); the socket is
+//! 0666 so that any user reaches the daemon, which checks each caller (below). Killing the
 //! daemon loses nothing committed: the pools are crash-consistent and the next command
 //! starts a new daemon that imports them again from the cache file.
 //!
@@ -16,10 +17,13 @@
 //! Trust: the run directory may sit in a place others can write (`ZETTA_CACHE_FILE=
 //! /tmp/x.cache` puts it at `/tmp/x.cache.run`), so before anything in it is used,
 //! `check_run_dir` makes sure it is a real directory (not a symbolic link) owned by this
-//! user or root and writable by nobody else; it is created with mode 0700 and the files
-//! in it are opened with O_NOFOLLOW. Both ends of the socket check the other's user
-//! (SO_PEERCRED): the daemon serves only its own user and root, and a client talks only
-//! to a daemon run by itself or root. SIGTERM and SIGINT stop the daemon as `zetta daemon
+//! user or root and writable by nobody else; it is created with mode 0755 and the files
+//! in it (pid, lock, log: 0600) are opened with O_NOFOLLOW. Both ends of the socket check
+//! the other's user (SO_PEERCRED): a client talks only to a daemon run by itself or root;
+//! the daemon serves everyone, running each command with its caller's credentials (uid
+//! and gid from SO_PEERCRED, supplementary groups from `/proc/PID/status`): root and the
+//! daemon's own user may do anything, others what `zfs allow` delegated to them
+//! (`zfs_secpolicy`), as OpenZFS's kernel checks each ioctl. SIGTERM and SIGINT stop the daemon as `zetta daemon
 //! --stop` does (mounts unmounted, every pool committed).
 
 pub mod client;
@@ -36,7 +40,7 @@ pub mod zed;
 pub mod zvol_dev;
 
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::PathBuf;
 
 /// Directory holding the socket, pid file and log: `$ZETTA_RUN_DIR`; else, when a cache
@@ -100,7 +104,7 @@ pub fn check_run_dir(create: bool) -> Result<bool, String> {
                 std::fs::create_dir_all(parent)
                     .map_err(|e| refuse(crate::zpool::pool::strerror(&e)))?;
             }
-            match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            match std::fs::DirBuilder::new().mode(0o755).create(&dir) {
                 Ok(()) => {}
                 // Another command created it meanwhile: check what is there.
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -128,10 +132,8 @@ pub fn check_run_dir(create: bool) -> Result<bool, String> {
     if mode & 0o022 != 0 {
         return Err(refuse(format!("writable by other users (mode {mode:04o})")));
     }
-    // Only the owner may reach the socket.
-    if mode & 0o077 != 0 && meta.uid() == euid() {
-        let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
-    }
+    // Others may search it (to reach the socket, which the daemon opens to every user
+    // and checks per caller) but never write it; the files in it are 0600.
     Ok(true)
 }
 
@@ -215,4 +217,67 @@ pub fn wait_interval(seconds: f64) -> bool {
         }
         std::thread::sleep((total - elapsed).min(INTERVAL_CHECK));
     }
+}
+
+std::thread_local! {
+    /// The caller of the command this daemon thread serves (`server::serve`, from
+    /// SO_PEERCRED and `/proc/PID/status`); None outside the daemon.
+    static CALLER: std::cell::RefCell<Option<zetta::dsl::deleg::Cred>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Records (or clears) the caller of the command running on this thread.
+pub fn set_caller(cred: Option<zetta::dsl::deleg::Cred>) {
+    CALLER.with(|c| *c.borrow_mut() = cred);
+}
+
+/// Who runs the current command (OpenZFS's `CRED()`): the daemon's client, else this
+/// process's own effective user and groups (`ZETTA_DIRECT=1`, embedded use).
+pub fn caller() -> zetta::dsl::deleg::Cred {
+    if let Some(cred) = CALLER.with(|c| c.borrow().clone()) {
+        return cred;
+    }
+    // SAFETY: getegid has no preconditions; getgroups writes at most `len` gids.
+    let (gid, groups) = unsafe {
+        let mut groups = vec![0 as libc::gid_t; 256];
+        let count = libc::getgroups(groups.len() as libc::c_int, groups.as_mut_ptr());
+        groups.truncate(count.max(0) as usize);
+        (libc::getegid(), groups)
+    };
+    zetta::dsl::deleg::Cred {
+        uid: euid(),
+        gid,
+        groups,
+    }
+}
+
+/// The credentials of a client process: uid and gid from SO_PEERCRED, the supplementary
+/// groups from `/proc/PID/status` (`Groups:`). A process that has gone keeps none.
+pub fn peer_credentials(
+    stream: &std::os::unix::net::UnixStream,
+) -> std::io::Result<zetta::dsl::deleg::Cred> {
+    let cred = peer_cred(stream)?;
+    let groups = std::fs::read_to_string(format!("/proc/{}/status", cred.pid))
+        .ok()
+        .and_then(|status| {
+            status.lines().find_map(|line| {
+                line.strip_prefix("Groups:").map(|rest| {
+                    rest.split_whitespace()
+                        .filter_map(|g| g.parse().ok())
+                        .collect::<Vec<u32>>()
+                })
+            })
+        })
+        .unwrap_or_default();
+    Ok(zetta::dsl::deleg::Cred {
+        uid: cred.uid,
+        gid: cred.gid,
+        groups,
+    })
+}
+
+/// Whether `cred` may do anything (OpenZFS's `secpolicy_zfs`): root, or the user the
+/// daemon runs as (who owns its pools' devices anyway).
+pub fn privileged(cred: &zetta::dsl::deleg::Cred) -> bool {
+    trusted_uid(cred.uid)
 }

@@ -77,7 +77,8 @@ pub fn run_with_metrics(err: &mut dyn Write, metrics: Option<&str>) -> i32 {
             return 1;
         }
     };
-    let _ = std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600));
+    // Anyone may connect; the daemon checks each caller (`serve`).
+    let _ = std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666));
     leave_the_start_directory();
     SERVING.store(true, std::sync::atomic::Ordering::SeqCst);
     if let Ok(mut file) = super::open_run_file(&pid_path(), true, false) {
@@ -237,21 +238,24 @@ fn unmount_all() {
 }
 
 fn serve(stream: UnixStream) {
-    // Only this user and root may command the daemon (the socket's directory already
-    // keeps others out; this holds even if it were opened to them).
-    match super::peer_uid(&stream) {
-        Ok(uid) if super::trusted_uid(uid) => {}
-        other => {
-            let uid = other
-                .map(|u| u.to_string())
-                .unwrap_or_else(|_| "?".to_string());
+    // Any user may connect (the socket is 0666 in a directory others may search but not
+    // write); each command runs with its caller's credentials, and a caller that is
+    // neither root nor this daemon's user runs only what `zfs allow` gave it
+    // (`zfs_secpolicy`). A peer whose credentials cannot be read is refused.
+    let cred = match super::peer_credentials(&stream) {
+        Ok(cred) => cred,
+        Err(e) => {
             let mut writer = &stream;
-            let text = format!("permission denied: the zetta daemon does not serve uid {uid}\n");
+            let text = format!(
+                "permission denied: cannot read the caller's credentials: {}\n",
+                crate::zpool::pool::strerror(&e)
+            );
             let _ = protocol::write_frame(&mut writer, FRAME_STDERR, text.as_bytes());
             let _ = protocol::write_frame(&mut writer, FRAME_EXIT, &1i32.to_le_bytes());
             return;
         }
-    }
+    };
+    super::set_caller(Some(cred.clone()));
     super::set_client(Some(stream.as_raw_fd()));
     let mut reader = &stream;
     let Ok((args, flags)) = protocol::read_request(&mut reader) else {
@@ -276,6 +280,27 @@ fn serve(stream: UnixStream) {
             kind: FRAME_STDERR,
             direct: None,
         };
+        // Pool commands that change anything are root's (`zfs_secpolicy_config`), and so
+        // are the daemon's own (zinject, tunables, stop).
+        let refusal = match args[0].as_str() {
+            "zpool" => crate::zfs_secpolicy::check_zpool(&args[1..], &cred).err(),
+            "zfs" => args.get(1).and_then(|command| {
+                crate::zfs_secpolicy::check_zfs(command, &args[2..], &cred)
+                    .err()
+                    .map(|e| e.message())
+            }),
+            "arcstats" => None,
+            other if !super::privileged(&cred) => {
+                Some(format!("cannot run '{other}': permission denied"))
+            }
+            _ => None,
+        };
+        if let Some(message) = refusal {
+            let _ = writeln!(err, "{message}");
+            let mut writer = &stream;
+            let _ = protocol::write_frame(&mut writer, FRAME_EXIT, &1i32.to_le_bytes());
+            return;
+        }
         let prepared = super::zvol_dev::prepare(&args).and_then(|()| super::mounts::prepare(&args));
         if let Err(message) = prepared {
             let _ = writeln!(err, "{message}");

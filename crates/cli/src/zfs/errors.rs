@@ -60,6 +60,9 @@ pub(crate) fn dsl_error_text(op: ZfsOp<'_>, error: &DslError) -> String {
         (_, DslError::PoolRoot { name }) => {
             format!("cannot destroy '{name}': operation does not apply to pools")
         }
+        (_, DslError::InvalidDelegation { name }) => format!(
+            "cannot set permissions on '{name}': operation not applicable to datasets of this type"
+        ),
         (_, DslError::Busy { name }) => format!("cannot destroy '{name}': dataset is busy"),
         (_, DslError::DescendantOfSelf { to, .. }) => format!(
             "cannot rename to '{to}': New dataset name cannot be a descendant of current dataset name"

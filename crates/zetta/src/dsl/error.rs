@@ -38,6 +38,9 @@ pub enum DslError {
     Busy { name: String },
     /// EINVAL: the operation does not apply to a pool's root dataset.
     PoolRoot { name: String },
+    /// EINVAL (`zfs_deleg_verify_nvlist`): a delegation entry whose who-key or permission
+    /// name OpenZFS would not store (`dsl::deleg`).
+    InvalidDelegation { name: String },
     /// EINVAL: a filesystem renamed below itself.
     DescendantOfSelf { from: String, to: String },
     /// EXDEV: a filesystem renamed into another pool.
@@ -105,6 +108,7 @@ impl DslError {
             | DslError::NotBookmark { .. }
             | DslError::InvalidName { .. }
             | DslError::PoolRoot { .. }
+            | DslError::InvalidDelegation { .. }
             | DslError::DescendantOfSelf { .. }
             | DslError::NotClone { .. }
             | DslError::TaskNotRun => libc::EINVAL,
@@ -133,6 +137,9 @@ impl fmt::Display for DslError {
             DslError::InvalidName { name } => write!(f, "invalid name {name}"),
             DslError::NotInPool { name, pool } => write!(f, "{name} outside pool {pool}"),
             DslError::PoolRoot { name } => write!(f, "{name} is a pool's root dataset"),
+            DslError::InvalidDelegation { name } => {
+                write!(f, "invalid delegation entry for {name}")
+            }
             DslError::NotClone { name } => write!(f, "{name} has no origin"),
             DslError::PromoteConflict {
                 name,

@@ -16,6 +16,7 @@
 //! from-scratch check in `space_audit`. Refusals are typed (`error::DslError`, returned as
 //! `SpaError::Dsl`); their words are the CLI's.
 
+pub mod deleg;
 mod destroy;
 mod error;
 pub mod openzfs;
@@ -464,6 +465,8 @@ impl Spa {
                     .map_err(zap_error)?;
             }
         }
+        // Its delegations (`zfs allow`) go with it (`dsl_deleg_destroy`).
+        self.deleg_destroy(phys.deleg_zap)?;
         // Its snapshot names ZAP (empty: its snapshots went first), which zdb would
         // otherwise report as a leaked MOS object (`dsl_destroy_head_sync_impl`).
         let head = self.read_dataset_phys(phys.head_dataset)?;

@@ -14,7 +14,7 @@
 //!   0 creation_time    1 head_dataset_obj   2 parent_obj (0: the root dir)
 //!   3 origin_obj (a clone's origin snapshot)   4 child_dir_zapobj (DSL_DIR_CHILD_MAP)
 //!   5 used_bytes   6 compressed_bytes   7 uncompressed_bytes   8 quota   9 reserved
-//!  10 props_zapobj (DSL_PROPS)   11 deleg_zapobj (0)   12 flags = DD_FLAG_USED_BREAKDOWN
+//!  10 props_zapobj (DSL_PROPS)   11 deleg_zapobj (DSL_PERMS, 0 until `zfs allow`; `dsl::deleg`)   12 flags = DD_FLAG_USED_BREAKDOWN
 //!  13-17 used_breakdown[HEAD, SNAP, CHILD, CHILD_RSRV, REFRSRV]   18 clones (DSL_CLONES)
 //!  19 org.zetta: refquota copy   20 org.zetta: refreservation copy   21-31 zero
 //! dsl_dataset_phys_t (u64 words):
@@ -83,6 +83,9 @@ pub struct DslDirPhys {
     pub parent_dir: u64,
     pub child_dir_zap: u64,
     pub props_zap: u64,
+    /// `dd_deleg_zapobj` (`DMU_OT_DSL_PERMS`): `zfs allow`'s who-keys, each naming a ZAP of
+    /// permission names (`dsl::deleg`); 0 until the first delegation.
+    pub deleg_zap: u64,
     pub creation_time: u64,
     /// A clone's origin snapshot; 0 for every other dir, written as `$ORIGIN@$ORIGIN`
     /// ([`ORIGIN_SNAPSHOT_OBJECT`]) as `dsl_dataset_create_sync_dd` links every new
@@ -132,7 +135,7 @@ impl DslDirPhys {
             quota: self.quota_bytes,
             reserved: self.reserved_bytes,
             props_zapobj: self.props_zap,
-            deleg_zapobj: 0,
+            deleg_zapobj: self.deleg_zap,
             flags: DD_FLAG_USED_BREAKDOWN,
             used_breakdown: self.used_breakdown,
             clones: self.clones_zap,
@@ -154,6 +157,7 @@ impl DslDirPhys {
             parent_dir: d.parent_obj,
             child_dir_zap: d.child_dir_zapobj,
             props_zap: d.props_zapobj,
+            deleg_zap: d.deleg_zapobj,
             creation_time: d.creation_time,
             origin_snapshot: match d.origin_obj {
                 object if object == origin => 0,
@@ -400,6 +404,9 @@ mod tests {
             parent_dir: 0,
             child_dir_zap: 6,
             props_zap: 7,
+            // Word 11, dd_deleg_zapobj: was always written 0, which dropped an OpenZFS
+            // pool's delegations at Zetta's first rewrite of the dir.
+            deleg_zap: 8,
             creation_time: 1_700_000_000,
             origin_snapshot: 9,
             used_bytes: 0x0102,
@@ -431,7 +438,7 @@ mod tests {
                 0x20,
                 0x21,
                 7,
-                0,
+                8,
                 DD_FLAG_USED_BREAKDOWN,
                 0x10,
                 0x11,
