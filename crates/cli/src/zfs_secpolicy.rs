@@ -109,6 +109,7 @@ pub fn check_zfs(command: &str, args: &[String], cred: &Cred) -> Result<(), CmdE
                 &["create", "mount"],
                 format!("cannot create '{name}'"),
             ));
+            option_props(&mut needs, &parsed, parent_of(name), name);
         }
         "clone" => {
             let Some(parsed) = operands(args, "o:p") else {
@@ -125,6 +126,7 @@ pub fn check_zfs(command: &str, args: &[String], cred: &Cred) -> Result<(), CmdE
                     &["create", "mount"],
                     format!("cannot create '{name}'"),
                 ));
+                option_props(&mut needs, &parsed, parent_of(name), name);
             }
         }
         "snapshot" | "snap" => {
@@ -288,6 +290,14 @@ pub fn check_zfs(command: &str, args: &[String], cred: &Cred) -> Result<(), CmdE
                     &["receive", "mount", "create"],
                     "cannot receive new filesystem stream".to_string(),
                 ));
+                option_props(&mut needs, &parsed, fs, fs);
+                for prop in parsed.values('x') {
+                    needs.push(need(
+                        fs,
+                        &[property_permission(&prop)],
+                        format!("cannot receive '{fs}'"),
+                    ));
+                }
             }
         }
         "hold" | "release" => {
@@ -345,6 +355,21 @@ pub fn check_zfs(command: &str, args: &[String], cred: &Cred) -> Result<(), CmdE
 }
 
 /// The permission that sets or inherits `prop` (`zfs_secpolicy_setprop`).
+/// Each `-o prop=value` of a create, clone or receive needs that property's permission
+/// (OpenZFS's `zfs_ioc_create` sets them through `zfs_set_prop_nvlist`, which checks
+/// `zfs_check_settable`): without it, `create -o mountpoint=/etc` would be a way around
+/// the `mountpoint` permission.
+fn option_props(needs: &mut Vec<Need>, parsed: &crate::zpool::Parsed, on: &str, name: &str) {
+    for option in parsed.values('o') {
+        let prop = option.split('=').next().unwrap_or(&option);
+        needs.push(need(
+            on,
+            &[property_permission(prop)],
+            format!("cannot create '{name}'"),
+        ));
+    }
+}
+
 fn property_permission(prop: &str) -> &'static str {
     if prop.contains(':') {
         return "userprop";

@@ -125,6 +125,19 @@ fn a_delegated_user_creates_mounts_and_snapshots_and_nothing_else() {
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     let out = as_user(&lab, &user, "zfs", &["mount", "tank/home/u1"]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    // The daemon mounts as root for the user: such a mount is nosuid and nodev whatever
+    // the dataset's setuid/devices say (a received setuid-root file must not run as root).
+    let mountpoint = lab.zfs_ok(&["get", "-H", "-o", "value", "mountpoint", "tank/home/u1"]);
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    let line = mounts
+        .lines()
+        .find(|l| l.split(' ').nth(1) == Some(mountpoint.trim()))
+        .unwrap_or_else(|| panic!("{} not mounted:\n{mounts}", mountpoint.trim()));
+    let options: Vec<&str> = line.split(' ').nth(3).unwrap_or("").split(',').collect();
+    assert!(
+        options.contains(&"nosuid") && options.contains(&"nodev"),
+        "{line}"
+    );
     // Reading needs no permission.
     let out = as_user(
         &lab,
@@ -144,6 +157,17 @@ fn a_delegated_user_creates_mounts_and_snapshots_and_nothing_else() {
     refused(
         as_user(&lab, &user, "zfs", &["create", "tank/other"]),
         "cannot create 'tank/other': permission denied\n",
+    );
+    // A property given at creation needs its own permission: `-o mountpoint=` would
+    // otherwise have the daemon mount wherever the user asks.
+    refused(
+        as_user(
+            &lab,
+            &user,
+            "zfs",
+            &["create", "-o", "mountpoint=/etc", "tank/home/u2"],
+        ),
+        "cannot create 'tank/home/u2': permission denied\n",
     );
     refused(
         as_user(

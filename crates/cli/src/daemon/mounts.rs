@@ -410,6 +410,7 @@ fn mount_spec(pool: &PoolRef, guid: u64, spec: &MountSpec) -> Result<(), String>
     if !canonical.is_dir() {
         return Err(format!("cannot mount '{}': Not a directory", spec.name));
     }
+    let options = options_for_caller(spec, path, &canonical)?;
     let foreign = pool.read().openzfs().map(|f| {
         // The reader names datasets by the pool's name on disk.
         let spa_name_len = pool.read().name.len();
@@ -421,7 +422,7 @@ fn mount_spec(pool: &PoolRef, guid: u64, spec: &MountSpec) -> Result<(), String>
     let mounted = match foreign {
         // A real OpenZFS pool: its own read-only server over the OpenZFS codecs.
         Some((reader, disk_name)) => {
-            let mut options = spec.options.clone();
+            let mut options = options.clone();
             options.fsname = spec.name.clone();
             OzfsFs::open(reader, &disk_name, options)
                 .and_then(|fs| fs.mount(&canonical))
@@ -431,7 +432,7 @@ fn mount_spec(pool: &PoolRef, guid: u64, spec: &MountSpec) -> Result<(), String>
                 })?
         }
         None => {
-            let fs = ZplFs::open(pool.clone(), &spec.name, spec.options.clone())
+            let fs = ZplFs::open(pool.clone(), &spec.name, options)
                 .map_err(|e| format!("cannot mount '{}': {}", spec.name, mount_failure(&e)))?;
             fs.mount(&canonical)
                 .map_err(|e| format!("cannot mount '{}': {}", spec.name, mount_failure(&e)))?
@@ -461,6 +462,35 @@ fn mount_spec(pool: &PoolRef, guid: u64, spec: &MountSpec) -> Result<(), String>
     Ok(())
 }
 
+/// The options of a mount made (or changed) for the current caller. The daemon mounts as
+/// its own user, so a mount asked for by a caller who holds only a delegated `mount`
+/// permission (`zfs_secpolicy`) is what mount(8) makes of a "user" mount: nosuid and
+/// nodev whatever the properties say (a received stream could carry a setuid-root file),
+/// and only on a mountpoint whose path has no symbolic link (`path` is the mountpoint as
+/// the properties name it, `canonical` the kernel's resolution of it), so that a link a
+/// user planted cannot send the mount over another directory. OpenZFS on Linux has no such
+/// case: there only root may mount(2).
+fn options_for_caller(
+    spec: &MountSpec,
+    path: &Path,
+    canonical: &Path,
+) -> Result<zetta_fuse::MountOptions, String> {
+    let mut options = spec.options.clone();
+    if super::privileged(&super::caller()) {
+        return Ok(options);
+    }
+    if path != canonical {
+        return Err(format!(
+            "cannot mount '{}': mountpoint '{}' is reached through a symbolic link",
+            spec.name,
+            path.display()
+        ));
+    }
+    options.setuid = false;
+    options.devices = false;
+    Ok(options)
+}
+
 /// Changes a running mount's flag-like options in place (busy or not).
 fn apply_flags(name: &str, spec: &MountSpec) -> Result<(), String> {
     // Not under the table's lock: the remount walks the path, which may ask a parent
@@ -486,7 +516,8 @@ fn apply_flags(name: &str, spec: &MountSpec) -> Result<(), String> {
             "cannot mount '{name}': mountpoint or dataset is busy"
         ));
     }
-    let result = mounted.apply_flags(&path, &spec.options);
+    let options = options_for_caller(spec, &path, &path)?;
+    let result = mounted.apply_flags(&path, &options);
     drop(mounted);
     match result {
         Ok(()) => {
