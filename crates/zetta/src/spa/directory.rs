@@ -64,7 +64,7 @@ use super::{ScanStats, SpaError};
 use crate::dmu::{object_type, IoCtx, ObjectSet};
 use crate::dsl::openzfs::{objdir, ot};
 use crate::nvlist::NvList;
-use crate::nvpair_xdr::{XdrNvList, XdrValue};
+use crate::nvpair_xdr::XdrNvList;
 use crate::types::ObjectId;
 use crate::zap::{self, ZapValue};
 use crate::zio::Bookmark;
@@ -78,8 +78,6 @@ pub const FEATURE_PRIVATE_FORMAT: &str = "org.zetta:private_format";
 /// Its `feature_descriptions` entry (`zpool import` prints it beside the feature).
 pub const FEATURE_PRIVATE_FORMAT_DESCRIPTION: &str =
     "Zetta's own on-disk structures beside OpenZFS's; read-only for OpenZFS.";
-/// The config key of the pool settings OpenZFS has no `pool_props` entry for.
-pub const ZETTA_POOL_PROPS: &str = "org.zetta:pool_props";
 /// `SPA_CONFIG_BLOCKSIZE`.
 pub const CONFIG_BLOCK_BYTES: u32 = 1 << 14;
 /// `SPA_OLD_MAXBLOCKSIZE`: `free_bpobj`'s block size.
@@ -140,12 +138,55 @@ fn zap_err(e: zap::ZapError) -> SpaError {
     crate::dsl::zap_error(e)
 }
 
-/// Whether a pool setting has an OpenZFS `pool_props` entry (a string value under a name
-/// OpenZFS stores), or stays in Zetta's own object.
-fn is_openzfs_pool_prop(name: &str) -> bool {
+/// Whether a pool setting is an entry of OpenZFS's `pool_props` ZAP (`spa_sync_props`'s
+/// default case: every settable property but `version`, the ones OpenZFS keeps in the
+/// config, `comment` and `compatibility`, and the non-persistent `altroot`, `readonly`,
+/// `cachefile`; user properties `a:b` are strings there too). Zetta's own in-memory keys
+/// (`fs:*` during create, `org.zetta:*` counters and import time) are never written.
+pub fn is_openzfs_pool_prop(name: &str) -> bool {
     !(name.starts_with("fs:")
         || name.starts_with("org.zetta:")
-        || matches!(name, "altroot" | "bootfs" | "cachefile" | "readonly"))
+        || matches!(
+            name,
+            "altroot" | "cachefile" | "readonly" | "version" | "comment" | "compatibility"
+        ))
+}
+
+/// The settings OpenZFS keeps in the config (`spa_config_generate`'s `comment` and
+/// `compatibility`, read back by `spa_load`), not in `pool_props`.
+pub const CONFIG_POOL_PROPS: [&str; 2] = ["comment", "compatibility"];
+
+/// Pool properties OpenZFS stores as one u64 that are not index words (`PROP_TYPE_NUMBER`
+/// of `zpool_prop_init` that `spa_sync_props` writes): `bootfs` is the dataset's object
+/// number (Zetta keeps it in `props` as that number's text).
+const POOL_PROP_NUMBERS: &[&str] = &["ashift", "bootfs", "dedup_table_quota", "dedupditto"];
+
+/// The subset of `props` that `pool_props` holds, string values only (what `sync_props`
+/// writes and compares).
+fn persisted_props(props: &NvList) -> NvList {
+    let mut out = NvList::new();
+    for (name, value) in &props.entries {
+        if matches!(value, crate::nvlist::NvValue::Str(_)) && is_openzfs_pool_prop(name) {
+            out.entries.insert(name.clone(), value.clone());
+        }
+    }
+    out
+}
+
+/// How one pool property is stored in `pool_props`: its index number, a number, or a
+/// NUL-terminated string (`spa_sync_props`).
+fn stored_pool_prop(name: &str, text: &str) -> ZapValue {
+    if let Some(number) = super::openzfs::import::pool_prop_index_number(name, text) {
+        return ZapValue::U64s(vec![number]);
+    }
+    if POOL_PROP_NUMBERS.contains(&name) {
+        if let Ok(number) = text.parse::<u64>() {
+            return ZapValue::U64s(vec![number]);
+        }
+    }
+    let mut bytes = text.as_bytes().to_vec();
+    bytes.push(0);
+    ZapValue::Bytes(bytes)
 }
 
 /// Rewrites a packed-nvlist object: the bytes zero-padded to whole blocks, the size in
@@ -355,13 +396,13 @@ impl MosDirectory {
             .list;
         // A pool no property was ever set on has none (`spa_sync_props` creates it).
         let pool_props = entry_u64(mos, ctx, objdir::POOL_PROPS)?.unwrap_or(0);
-        let mut props = match config.get(ZETTA_POOL_PROPS) {
-            None => NvList::new(),
-            Some(XdrValue::ByteArray(private)) => {
-                NvList::decode(private).map_err(|e| corrupt(format!("{ZETTA_POOL_PROPS}: {e}")))?
+        let mut props = NvList::new();
+        // `spa_load`: the comment and compatibility come from the config.
+        for name in CONFIG_POOL_PROPS {
+            if let Some(text) = config.get_str(name) {
+                props.set_str(name, text);
             }
-            Some(_) => return Err(corrupt(format!("{ZETTA_POOL_PROPS} is not a byte array"))),
-        };
+        }
         let listed = match pool_props {
             0 => Vec::new(),
             object => zap::zap_list_all(mos, ctx, ObjectId(object)).map_err(zap_err)?,
@@ -439,7 +480,7 @@ impl MosDirectory {
                 config: config_obj,
                 pool_props,
                 features,
-                written_props: Some(props.clone()),
+                written_props: Some(persisted_props(&props)),
                 written_errlog: Some(errlog.clone()),
                 written_scan: Some(scan.to_scan_phys()),
                 checksum_salt: checksum_salt.unwrap_or_default(),
@@ -458,21 +499,10 @@ impl MosDirectory {
         &mut self,
         mos: &mut ObjectSet,
         ctx: &IoCtx<'_>,
-        mut config: XdrNvList,
+        config: XdrNvList,
         props: &NvList,
         scan: &ScanStats,
     ) -> Result<(), SpaError> {
-        let mut private = NvList::new();
-        for (name, value) in &props.entries {
-            let openzfs =
-                matches!(value, crate::nvlist::NvValue::Str(_)) && is_openzfs_pool_prop(name);
-            if !openzfs {
-                private.entries.insert(name.clone(), value.clone());
-            }
-        }
-        if !private.entries.is_empty() {
-            config.add(ZETTA_POOL_PROPS, XdrValue::ByteArray(private.encode()));
-        }
         let packed =
             crate::nvpair_xdr::pack(&config).map_err(|e| SpaError::Invalid(e.to_string()))?;
         write_packed(mos, ctx, self.config, &packed)?;
@@ -494,9 +524,10 @@ impl MosDirectory {
             zap::zap_update(mos, ctx, dir, objdir::SCAN, &words).map_err(zap_err)?;
             self.written_scan = Some(words);
         }
-        if self.written_props.as_ref() != Some(props) {
-            self.sync_props(mos, ctx, props)?;
-            self.written_props = Some(props.clone());
+        let persisted = persisted_props(props);
+        if self.written_props.as_ref() != Some(&persisted) {
+            self.sync_props(mos, ctx, &persisted)?;
+            self.written_props = Some(persisted);
         }
         Ok(())
     }
@@ -536,11 +567,8 @@ impl MosDirectory {
         ctx: &IoCtx<'_>,
         props: &NvList,
     ) -> Result<(), SpaError> {
-        let openzfs_props = props.entries.iter().any(|(name, value)| {
-            matches!(value, crate::nvlist::NvValue::Str(_)) && is_openzfs_pool_prop(name)
-        });
         if self.pool_props == 0 {
-            if !openzfs_props {
+            if props.entries.is_empty() {
                 return Ok(());
             }
             // `spa_sync_props`: the first property set creates the object.
@@ -550,24 +578,24 @@ impl MosDirectory {
             self.pool_props = object.0;
         }
         let zap_obj = ObjectId(self.pool_props);
+        // Entries no longer set go (`zpool set NAME=` of a user property, an inherited
+        // value); the rest are rewritten only when their stored value differs.
         for entry in zap::zap_list_all(mos, ctx, zap_obj).map_err(zap_err)? {
             let name = String::from_utf8_lossy(&entry.name).into_owned();
-            zap::zap_remove(mos, ctx, zap_obj, &name).map_err(zap_err)?;
+            let keep = props
+                .get_str(&name)
+                .is_some_and(|text| stored_pool_prop(&name, text) == entry.value);
+            if !keep {
+                zap::zap_remove(mos, ctx, zap_obj, &name).map_err(zap_err)?;
+            }
         }
         for (name, value) in &props.entries {
             let crate::nvlist::NvValue::Str(text) = value else {
                 continue;
             };
-            if !is_openzfs_pool_prop(name) {
-                continue;
-            }
-            match super::openzfs::import::pool_prop_index_number(name, text) {
-                Some(number) => zap::zap_update(mos, ctx, zap_obj, name, &[number]),
-                None => {
-                    let mut bytes = text.as_bytes().to_vec();
-                    bytes.push(0);
-                    zap::zap_update_bytes(mos, ctx, zap_obj, name, &bytes)
-                }
+            match stored_pool_prop(name, text) {
+                ZapValue::U64s(words) => zap::zap_update(mos, ctx, zap_obj, name, &words),
+                ZapValue::Bytes(bytes) => zap::zap_update_bytes(mos, ctx, zap_obj, name, &bytes),
             }
             .map_err(zap_err)?;
         }

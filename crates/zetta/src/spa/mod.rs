@@ -552,6 +552,8 @@ impl Spa {
             txg: self.open_txg.0,
             hostid: system_hostid(),
             hostname: &hostname(),
+            comment: self.props.get_str("comment").filter(|c| !c.is_empty()),
+            compatibility: self.props.get_str("compatibility").filter(|c| !c.is_empty()),
             root: &self.root,
             cache: &self.cache,
             label_features: &self.dp.directory.features.label_features(),

@@ -37,6 +37,10 @@ fn object_directory_is_openzfs_zap_with_its_objects() {
         .set_str("failmode", "continue")
         .set_str("comment", "hello")
         .set_str("fs:compression", "lz4")
+        .set_str("ashift", "12")
+        .set_str("com.example:note", "kept")
+        .set_str("altroot", "/mnt")
+        .set_str("cachefile", "none")
         .set_u64("org.zetta:import_time", 77);
     spa.scan = ScanStats {
         function: ScanFunction::Scrub,
@@ -93,19 +97,11 @@ fn object_directory_is_openzfs_zap_with_its_objects() {
     let unpacked = crate::nvpair_xdr::unpack(&packed).unwrap().list;
     assert_eq!(unpacked.get_u64("pool_guid"), Some(spa.guid.0));
     assert_eq!(unpacked.get_u64("version"), Some(5000));
-    // Zetta's private settings ride in the config as a byte array, not in a MOS object.
-    let Some(crate::nvpair_xdr::XdrValue::ByteArray(private)) =
-        unpacked.get(directory::ZETTA_POOL_PROPS)
-    else {
-        panic!(
-            "no {} byte array in {unpacked:?}",
-            directory::ZETTA_POOL_PROPS
-        );
-    };
-    let private = NvList::decode(private).unwrap();
-    assert_eq!(private.get_str("fs:compression"), Some("lz4"));
-    assert_eq!(private.get_u64("org.zetta:import_time"), Some(77));
-    assert_eq!(private.get_str("comment"), None);
+    // Format 26: no private key in the config; the comment is the config's, as
+    // `spa_config_generate` writes it, and nothing of the in-memory settings is there.
+    assert!(unpacked.get("org.zetta:pool_props").is_none(), "{unpacked:?}");
+    assert_eq!(unpacked.get_str("comment"), Some("hello"));
+    assert_eq!(unpacked.get_str("altroot"), None);
     // pool_props: OpenZFS's types; Zetta's private settings are not there.
     let props = ObjectId(one(&entries[objdir::POOL_PROPS]));
     assert_eq!(mos.dnode(&ctx, props).unwrap().object_type, ot::POOL_PROPS);
@@ -114,10 +110,18 @@ fn object_directory_is_openzfs_zap_with_its_objects() {
         .into_iter()
         .map(|e| (String::from_utf8(e.name).unwrap(), e.value))
         .collect();
-    assert_eq!(stored.len(), 3, "{stored:?}");
+    // Why (format 26): `spa_sync_props` stores index and number properties as one u64,
+    // user properties as strings, and nothing else: altroot, cachefile, Zetta's counters
+    // and the create-time `fs:*` stay in memory, the comment lives in the config.
+    assert_eq!(
+        stored.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["ashift", "autoexpand", "com.example:note", "failmode"],
+        "{stored:?}"
+    );
     assert_eq!(stored["autoexpand"], ZapValue::U64s(vec![1]));
     assert_eq!(stored["failmode"], ZapValue::U64s(vec![1]));
-    assert_eq!(stored["comment"], ZapValue::Bytes(b"hello\0".to_vec()));
+    assert_eq!(stored["ashift"], ZapValue::U64s(vec![12]));
+    assert_eq!(stored["com.example:note"], ZapValue::Bytes(b"kept\0".to_vec()));
     // The feature ZAPs as `feature_enable_sync` leaves them for every supported feature
     // (format 17): read-incompatible ones in features_for_read, READONLY_COMPAT ones and
     // Zetta's private one in features_for_write; activate-on-enable features at 1;
@@ -195,8 +199,12 @@ fn object_directory_is_openzfs_zap_with_its_objects() {
         [scan[0], scan[1], scan[7], scan[8], scan[9], scan[12], scan[13]],
         [1, 2, 10, 20, 4096, 512, 3]
     );
-    // Everything comes back through an import.
-    let (props, scan) = (spa.props.clone(), spa.scan);
+    // What OpenZFS persists comes back through an import; what it keeps in memory only
+    // (altroot, cachefile, Zetta's counters, `fs:*`) does not.
+    let (mut props, scan) = (spa.props.clone(), spa.scan);
+    for name in ["fs:compression", "altroot", "cachefile", "org.zetta:import_time"] {
+        props.remove(name);
+    }
     spa.export().unwrap();
     let back = reimport(&devices).unwrap();
     assert_eq!(back.props, props);

@@ -243,6 +243,10 @@ pub struct PoolFacts<'a> {
     /// This host's id (`/etc/hostid`); 0 = none, not written.
     pub hostid: u64,
     pub hostname: &'a str,
+    /// The `comment` and `compatibility` pool properties, which OpenZFS keeps in the
+    /// config (`spa_comment`, `spa_compatibility`), not in `pool_props`.
+    pub comment: Option<&'a str>,
+    pub compatibility: Option<&'a str>,
     pub root: &'a Vdev,
     pub cache: &'a [Vdev],
     /// The active features a reader needs before the MOS (`spa_label_features`), by guid.
@@ -259,6 +263,12 @@ pub fn pool_config(facts: &PoolFacts<'_>) -> XdrNvList {
     u64v(&mut config, "txg", facts.txg);
     u64v(&mut config, "pool_guid", facts.guid);
     u64v(&mut config, "errata", 0);
+    if let Some(comment) = facts.comment {
+        strv(&mut config, "comment", comment);
+    }
+    if let Some(compatibility) = facts.compatibility {
+        strv(&mut config, "compatibility", compatibility);
+    }
     if facts.hostid != 0 {
         u64v(&mut config, "hostid", facts.hostid);
     }
@@ -373,6 +383,8 @@ pub fn label_config(pool: &XdrNvList, top_guid: Option<u64>, leaf_guid: u64) -> 
         "txg",
         "pool_guid",
         "errata",
+        "comment",
+        "compatibility",
         "hostid",
         "hostname",
     ] {
@@ -496,6 +508,8 @@ mod label_tests {
             txg: 4,
             hostid: 0,
             hostname: "h",
+            comment: None,
+            compatibility: None,
             root: &root,
             cache: &[],
             label_features: &[],
