@@ -71,13 +71,11 @@ use crate::zio::Bookmark;
 use std::collections::BTreeSet;
 use zetta_zcommon::checksum::openzfs::ChecksumSalt;
 
-/// The feature every Zetta pool has active while parts of its format are still Zetta's
-/// own (ZIL records, vdev counters): listed in `features_for_write` only, so OpenZFS opens
-/// the pool read-only (`zdb` walks it) and refuses to import it read-write.
+/// The write-only feature Zetta pools of formats 14 to 25 had active while parts of their
+/// format were Zetta's own. Format 26 no longer writes it; a pool that lists it is of an
+/// older format (its labels say so too, and it is refused), so it is no feature Zetta
+/// maintains (`spa::openzfs::discover::zetta_writes`).
 pub const FEATURE_PRIVATE_FORMAT: &str = "org.zetta:private_format";
-/// Its `feature_descriptions` entry (`zpool import` prints it beside the feature).
-pub const FEATURE_PRIVATE_FORMAT_DESCRIPTION: &str =
-    "Zetta's own on-disk structures beside OpenZFS's; read-only for OpenZFS.";
 /// `SPA_CONFIG_BLOCKSIZE`.
 pub const CONFIG_BLOCK_BYTES: u32 = 1 << 14;
 /// `SPA_OLD_MAXBLOCKSIZE`: `free_bpobj`'s block size.
@@ -111,6 +109,9 @@ pub struct MosDirectory {
     pub pool_props: u64,
     /// The feature ZAPs' state (`spa::zfeature`).
     pub features: FeatureState,
+    /// `com.delphix:vdev_zap_map` (`spa_all_vdev_zaps`): the ZAP listing every per-vdev
+    /// ZAP; 0 until `spa::vdev_zap` first makes it.
+    pub vdev_zap_map: u64,
     written_props: Option<NvList>,
     written_errlog: Option<BTreeSet<Bookmark>>,
     written_scan: Option<[u64; super::scan::SCAN_PHYS_WORDS]>,
@@ -321,13 +322,6 @@ impl MosDirectory {
             let feature_entries;
             (features, feature_entries) = FeatureState::create(mos, ctx)?;
             entries.extend(feature_entries);
-            features.add_private(
-                mos,
-                ctx,
-                FEATURE_PRIVATE_FORMAT,
-                FEATURE_PRIVATE_FORMAT_DESCRIPTION,
-                1,
-            )?;
             for info in enable {
                 features.enable(info);
             }
@@ -354,6 +348,7 @@ impl MosDirectory {
             config,
             pool_props,
             features,
+            vdev_zap_map: 0,
             written_props: None,
             written_errlog: None,
             written_scan: None,
@@ -480,6 +475,7 @@ impl MosDirectory {
                 config: config_obj,
                 pool_props,
                 features,
+                vdev_zap_map: entry_u64(mos, ctx, objdir::VDEV_ZAP_MAP)?.unwrap_or(0),
                 written_props: Some(persisted_props(&props)),
                 written_errlog: Some(errlog.clone()),
                 written_scan: Some(scan.to_scan_phys()),
@@ -547,13 +543,6 @@ impl MosDirectory {
         for (name, value) in entries {
             zap::zap_add(mos, ctx, dir, name, &[value]).map_err(zap_err)?;
         }
-        features.add_private(
-            mos,
-            ctx,
-            FEATURE_PRIVATE_FORMAT,
-            FEATURE_PRIVATE_FORMAT_DESCRIPTION,
-            1,
-        )?;
         for info in pending.pending_enables() {
             features.enable(info);
         }

@@ -45,8 +45,6 @@ use std::sync::atomic::Ordering;
 
 pub const CHILDREN_MAX: usize = 255;
 const DEPTH_MAX: usize = 4;
-/// Every label's copy of the whole vdev tree.
-pub const ROOT_TREE_KEY: &str = "org.zetta:vdev_root";
 pub use super::label::ZETTA_FORMAT_KEY;
 /// `ZPOOL_CONFIG_DTL`: a leaf's DTL space map object.
 pub const DTL_KEY: &str = "DTL";
@@ -96,11 +94,11 @@ impl Vdev {
         if self.create_txg.0 != 0 {
             u64v(&mut list, "create_txg", self.create_txg.0);
         }
-        if self.openzfs_keys.zap_leaf != 0 {
-            u64v(&mut list, VDEV_ZAP_LEAF_KEY, self.openzfs_keys.zap_leaf);
+        if self.openzfs_keys.leaf() != 0 {
+            u64v(&mut list, VDEV_ZAP_LEAF_KEY, self.openzfs_keys.leaf());
         }
-        if self.openzfs_keys.zap_top != 0 {
-            u64v(&mut list, VDEV_ZAP_TOP_KEY, self.openzfs_keys.zap_top);
+        if self.openzfs_keys.top() != 0 {
+            u64v(&mut list, VDEV_ZAP_TOP_KEY, self.openzfs_keys.top());
         }
         if !self.children.is_empty() {
             list.add(
@@ -175,10 +173,10 @@ impl Vdev {
                     .map(|device| super::label::data_size_bytes(device.size_bytes()))
             })
             .unwrap_or(0);
-        vdev.openzfs_keys = super::OpenZfsVdevKeys {
-            zap_leaf: config.get_u64(VDEV_ZAP_LEAF_KEY).unwrap_or(0),
-            zap_top: config.get_u64(VDEV_ZAP_TOP_KEY).unwrap_or(0),
-        };
+        vdev.openzfs_keys = super::OpenZfsVdevKeys::new(
+            config.get_u64(VDEV_ZAP_LEAF_KEY).unwrap_or(0),
+            config.get_u64(VDEV_ZAP_TOP_KEY).unwrap_or(0),
+        );
         let ms_shift = config.get_u64("metaslab_shift").unwrap_or(0);
         if ms_shift > 40 {
             return Err(format!("metaslab shift {ms_shift} is invalid"));
@@ -282,11 +280,6 @@ pub fn pool_config(facts: &PoolFacts<'_>) -> XdrNvList {
         "features_for_read",
         XdrValue::NvList(features_for_read(facts.label_features)),
     );
-    u64v(
-        &mut config,
-        ZETTA_FORMAT_KEY,
-        crate::spa::uberblock::FORMAT_VERSION,
-    );
     if !facts.cache.is_empty() {
         config.add(
             "l2cache",
@@ -304,7 +297,7 @@ pub fn pool_config(facts: &PoolFacts<'_>) -> XdrNvList {
 fn has_per_vdev_zaps(root: &Vdev) -> bool {
     fn leaves_have(vdev: &Vdev) -> bool {
         match vdev.kind {
-            VdevKind::Leaf => vdev.openzfs_keys.zap_leaf != 0,
+            VdevKind::Leaf => vdev.openzfs_keys.leaf() != 0,
             _ => vdev.children.iter().all(leaves_have),
         }
     }
@@ -316,7 +309,7 @@ fn has_per_vdev_zaps(root: &Vdev) -> bool {
     !tops.is_empty()
         && tops
             .iter()
-            .all(|top| top.openzfs_keys.zap_top != 0 && leaves_have(top))
+            .all(|top| top.openzfs_keys.top() != 0 && leaves_have(top))
 }
 
 /// A vdev subtree as a label holds it: the MOS-only keys (the per-vdev ZAPs) left out.
@@ -373,7 +366,8 @@ pub fn features_for_read(guids: &[&str]) -> XdrNvList {
 /// The label config of one leaf (`spa_config_generate(spa, leaf, ..)`), derived from the
 /// MOS config `pool`: the pool's header, the leaf's `top_guid` and `guid`, and its
 /// top-level vdev as `vdev_tree`. A cache device (`top_guid` None) gets the header and
-/// its guid. Every label carries the whole tree under [`ROOT_TREE_KEY`].
+/// its guid. No label carries the whole tree (format 26): discovery assembles it from
+/// the top-level vdevs' labels, as OpenZFS's `get_configs` does.
 pub fn label_config(pool: &XdrNvList, top_guid: Option<u64>, leaf_guid: u64) -> XdrNvList {
     let mut label = XdrNvList::new();
     for key in [
@@ -414,13 +408,8 @@ pub fn label_config(pool: &XdrNvList, top_guid: Option<u64>, leaf_guid: u64) -> 
     if let Some(top) = top {
         label.add("vdev_tree", XdrValue::NvList(without_mos_keys(top)));
     }
-    for key in ["features_for_read", ZETTA_FORMAT_KEY] {
-        if let Some(value) = pool.get(key) {
-            label.add(key, value.clone());
-        }
-    }
-    if let Some(root) = root {
-        label.add(ROOT_TREE_KEY, XdrValue::NvList(root.clone()));
+    if let Some(value) = pool.get("features_for_read") {
+        label.add("features_for_read", value.clone());
     }
     label
 }
@@ -530,8 +519,6 @@ mod label_tests {
                 "vdev_children",
                 "vdev_tree",
                 "features_for_read",
-                ZETTA_FORMAT_KEY,
-                ROOT_TREE_KEY
             ]
         );
         let tree = label.get_nvlist("vdev_tree").unwrap();
@@ -556,9 +543,17 @@ mod label_tests {
             label.get_nvlist("features_for_read"),
             Some(&XdrNvList::new())
         );
-        // The tree comes back from either copy.
+        // Format 26: no private key in a label or the MOS config.
+        for list in [&label, &pool] {
+            assert!(
+                !names(list).iter().any(|n| n.starts_with("org.zetta:")),
+                "{:?}",
+                names(list)
+            );
+        }
+        // The MOS copy's tree is the whole tree.
         let parsed =
-            Vdev::from_config(label.get_nvlist(ROOT_TREE_KEY).unwrap(), &HashMap::new()).unwrap();
+            Vdev::from_config(pool.get_nvlist("vdev_tree").unwrap(), &HashMap::new()).unwrap();
         assert_eq!(parsed.to_config(), root.to_config());
         // And the label packs into the 112 KiB area as XDR.
         let packed = crate::nvpair_xdr::pack(&label).unwrap();
