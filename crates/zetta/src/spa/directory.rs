@@ -18,11 +18,13 @@
 //!                            (the three feature entries below: version 5000 only; a
 //!                            legacy pool gets them when `spa_upgrade` crosses 5000)
 //! features_for_read     u64  a ZAP (DMU_OTN_ZAP_METADATA), empty: nothing a reader lacks
-//! features_for_write    u64  a ZAP: org.zetta:private_format = 1, the one active feature
-//!                            (write-only: OpenZFS opens the pool read-only, zdb walks it)
+//! features_for_write    u64  a ZAP: the READONLY_COMPAT features (format 26: no private
+//!                            feature; formats 14-25 had org.zetta:private_format = 1)
 //! feature_descriptions  u64  a ZAP: its description, a string
-//! pool_props            u64  a POOL_PROPS ZAP: string properties as 1-byte integers with
-//!                            the NUL, index properties (on/off, failmode) as one u64
+//! pool_props            u64  a POOL_PROPS ZAP (`spa_sync_props`): string and user (`a:b`)
+//!                            properties as 1-byte integers with the NUL, index properties
+//!                            (on/off, failmode) and numbers (ashift, bootfs) as one u64
+//! com.delphix:vdev_zap_map u64 the AVZ listing every per-vdev ZAP (`spa::vdev_zap`)
 //! scan                  u64[24] dsl_scan_phys_t (`ScanStats::to_scan_phys`)
 //! history               u64  MOS object 2 (at create), the pool history (`spa::history`: OpenZFS's
 //!                            ring of packed-nvlist records)
@@ -37,10 +39,11 @@
 //!                            (OpenZFS) would draw a random salt and fail every blake3 block.
 //! ```
 //!
-//! The pool settings OpenZFS has no `pool_props` entry for (`fs:*`, `org.zetta:*` vdev
-//! counters and import time, `altroot`, `bootfs`, non-string values) travel in the packed
-//! config itself, as the byte array `org.zetta:pool_props` (Zetta's own nvlist encoding):
-//! OpenZFS ignores keys it does not know, and the config is rewritten every txg anyway.
+//! Pool settings OpenZFS does not store in `pool_props` (format 26): `comment` and
+//! `compatibility` are config keys (`spa_config_generate`, read back here at load);
+//! `altroot`, `readonly`, `cachefile`, Zetta's vdev counters and import time (`org.zetta:*`
+//! keys of `Spa::props`) and the create-time `fs:*` live in memory only and are never
+//! written (formats 14-25 carried them in the config as `org.zetta:pool_props`).
 //!
 //! What Zetta reads: the numbers above are where `Spa::create` puts the objects; a pool
 //! OpenZFS or zfs-fuse created has them where its allocator went (OpenZFS 2.3: root dir 2,

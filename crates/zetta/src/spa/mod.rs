@@ -46,8 +46,8 @@ pub mod scan;
 pub mod txg;
 pub mod uberblock;
 mod vdev_dtl;
-mod vdev_zap;
 mod vdev_ops;
+mod vdev_zap;
 pub mod writeback;
 pub mod zfeature;
 
@@ -558,7 +558,10 @@ impl Spa {
             hostid: system_hostid(),
             hostname: &hostname(),
             comment: self.props.get_str("comment").filter(|c| !c.is_empty()),
-            compatibility: self.props.get_str("compatibility").filter(|c| !c.is_empty()),
+            compatibility: self
+                .props
+                .get_str("compatibility")
+                .filter(|c| !c.is_empty()),
             root: &self.root,
             cache: &self.cache,
             label_features: &self.dp.directory.features.label_features(),

@@ -126,7 +126,10 @@ fn object_directory_is_openzfs_zap_with_its_objects() {
     assert_eq!(stored["autoexpand"], ZapValue::U64s(vec![1]));
     assert_eq!(stored["failmode"], ZapValue::U64s(vec![1]));
     assert_eq!(stored["ashift"], ZapValue::U64s(vec![12]));
-    assert_eq!(stored["com.example:note"], ZapValue::Bytes(b"kept\0".to_vec()));
+    assert_eq!(
+        stored["com.example:note"],
+        ZapValue::Bytes(b"kept\0".to_vec())
+    );
     // The feature ZAPs as `feature_enable_sync` leaves them for every supported feature
     // (format 17): read-incompatible ones in features_for_read, READONLY_COMPAT ones and
     // Zetta's private one in features_for_write; activate-on-enable features at 1;
@@ -208,7 +211,12 @@ fn object_directory_is_openzfs_zap_with_its_objects() {
     // What OpenZFS persists comes back through an import; what it keeps in memory only
     // (altroot, cachefile, Zetta's counters, `fs:*`) does not.
     let (mut props, scan) = (spa.props.clone(), spa.scan);
-    for name in ["fs:compression", "altroot", "cachefile", "org.zetta:import_time"] {
+    for name in [
+        "fs:compression",
+        "altroot",
+        "cachefile",
+        "org.zetta:import_time",
+    ] {
         props.remove(name);
     }
     spa.export().unwrap();
@@ -607,7 +615,9 @@ fn every_vdev_gets_its_zap_listed_and_freed_when_it_leaves() {
     };
     assert_eq!(map, expect(&[leaf0, top0]));
     let config = spa.config();
-    assert!(config.get(crate::vdev::config::HAS_PER_VDEV_ZAPS_KEY).is_some());
+    assert!(config
+        .get(crate::vdev::config::HAS_PER_VDEV_ZAPS_KEY)
+        .is_some());
     // Attach: the new leaf gets its ZAP; the mirror made above the old leaf becomes the
     // top-level vdev and takes over its top ZAP (`vdev_top_transfer`); the map lists
     // exactly the ZAPs the tree names.

@@ -6,11 +6,11 @@
 //!
 //! ```text
 //! pool  (MOS copy)  version 5000, name, state, txg, pool_guid, errata, [hostid], hostname,
+//!                   ([comment], [compatibility] after errata), [has_per_vdev_zaps],
 //!                   [hole_array], vdev_children, vdev_tree (the root), features_for_read,
-//!                   org.zetta:format, [l2cache]
+//!                   [l2cache]
 //! label (per leaf)  version .. hostname, top_guid, guid, [is_log], [hole_array],
-//!                   vdev_children, vdev_tree (the leaf's TOP-LEVEL vdev), features_for_read,
-//!                   org.zetta:format, org.zetta:vdev_root (the whole tree)
+//!                   vdev_children, vdev_tree (the leaf's TOP-LEVEL vdev), features_for_read
 //! vdev              type, id, guid, [path], [nparity], [whole_disk] (disks, 0),
 //!                   top-level: metaslab_array, metaslab_shift, ashift, asize, is_log;
 //!                   leaf: [DTL] (its dirty time log's space map, `vdev::dtl`);
@@ -18,20 +18,16 @@
 //!                   [com.delphix:vdev_zap_top]; children[...] | leaf: [offline], [is_hole]
 //! ```
 //!
-//! What OpenZFS writes and Zetta does not make (the per-vdev ZAPs,
-//! `com.delphix:has_per_vdev_zaps`) is parsed into `Vdev::openzfs_keys` and written back as
-//! it was, so a pool OpenZFS wrote last keeps naming those MOS objects (zdb would report
-//! them leaked otherwise). A leaf's `DTL` is Zetta's own too now (`Vdev::dtl`, format 25).
+//! The per-vdev ZAPs are parsed into `Vdev::openzfs_keys` and written back; Zetta makes
+//! the missing ones and destroys those of departed vdevs (`spa::vdev_zap`, format 26). A leaf's `DTL` is Zetta's own too now (`Vdev::dtl`, format 25).
 //! A non-top leaf carries no size, as in OpenZFS: it is its device's data region.
 //!
-//! Theory. OpenZFS ignores keys it does not know, so the facts only Zetta's engine keeps
-//! live in `org.zetta:*` keys: the format version and, in every label, the whole vdev tree
-//! (OpenZFS's listing assembles the tree from every top-level vdev's labels plus the MOS;
-//! Zetta's lists a pool missing a whole top-level vdev from any one label).
+//! Theory. Since format 26 there is no private key: formats up to 25 wrote
+//! `org.zetta:format` and, in every label, the whole tree as `org.zetta:vdev_root`; now
+//! discovery assembles the tree from every top-level vdev's labels plus the MOS, as
+//! OpenZFS's does, and a pool is Zetta's by its version and features alone.
 //! `features_for_read` names the active features a reader needs before the MOS (hole_birth
-//! and embedded_data, `spa::zfeature`); what is still Zetta's own (ZIL records, vdev
-//! counters) is behind the MOS's write-only feature `org.zetta:private_format`
-//! (`spa::directory`), so OpenZFS reads the pool read-only and refuses to write it.
+//! and embedded_data, `spa::zfeature`).
 //!
 //! Parsing trusts nothing: unknown types, raidz with impossible parity, leaves without paths
 //! and absurd nesting are errors. Devices are attached afterwards by guid.
