@@ -303,7 +303,10 @@ fn unclean_export_imports_read_write() {
         "unclean_export/z@s1".to_string(),
     ])
     .unwrap();
+    // Format 26: the comment is a config key (`spa_config_generate`), `failmode` a
+    // `pool_props` entry (one u64, `spa_sync_props`), which creates the object.
     spa.props.set_str("comment", "zetta was here");
+    spa.props.set_str("failmode", "continue");
     spa.mark_config_dirty();
     spa.log_history("zpool set comment=zetta was here unclean_export");
     spa.sync().unwrap();
@@ -320,6 +323,9 @@ fn unclean_export_imports_read_write() {
     );
     let directory = zdb_text(&fixture.dir, &["-dddd", "unclean_export", "1"]);
     assert!(directory.contains("pool_props"), "{directory}");
+    let config = zdb_text(&fixture.dir, &["-C", "unclean_export"]);
+    assert!(config.contains("comment: 'zetta was here'"), "{config}");
+    assert!(!config.contains("org.zetta:"), "{config}");
     let listing = zdb_text(&fixture.dir, &["-d", "unclean_export"]);
     for name in ["unclean_export/z@s1", "unclean_export@s1"] {
         assert!(listing.contains(name), "zdb lists {name}:\n{listing}");
