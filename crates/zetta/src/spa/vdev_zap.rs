@@ -105,7 +105,7 @@ impl Spa {
             // `vdev_destroy_unlink_zap`.
             zap::zap_destroy(mos, &ctx, ObjectId(object)).map_err(zap_err)?;
             if avz != 0 {
-                match zap::zap_remove(mos, &ctx, ObjectId(avz), &format!("{object:x}")) {
+                match zap::zap_remove(mos, &ctx, ObjectId(avz), format!("{object:x}")) {
                     Ok(()) | Err(zap::ZapError::NotFound) => {}
                     Err(e) => return Err(zap_err(e)),
                 }
@@ -130,7 +130,7 @@ impl Spa {
             let object = zap::zap_create(mos, &ctx, ot::ZAP_METADATA)
                 .map_err(zap_err)?
                 .0;
-            zap::zap_add(mos, &ctx, ObjectId(avz), &format!("{object:x}"), &[object])
+            zap::zap_add(mos, &ctx, ObjectId(avz), format!("{object:x}"), &[object])
                 .map_err(zap_err)?;
             slot.store(object, Ordering::Relaxed);
         }
