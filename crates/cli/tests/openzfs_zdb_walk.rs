@@ -104,7 +104,10 @@ fn zdb_walks_a_zetta_pool() {
 
     let config = zdb_ok(&lab, "-C");
     assert!(config.contains("    name: 'tank'"), "{config}");
-    assert!(config.contains("org.zetta:pool_props"), "{config}");
+    // Format 26: the comment is the config's own key, as `spa_config_generate` writes it;
+    // no private pool settings ride in the config any more.
+    assert!(config.contains("    comment: 'walked'"), "{config}");
+    assert!(!config.contains("org.zetta:pool_props"), "{config}");
 
     // Format 16: every block the CLI's commands wrote is in the space maps, the MOS's own
     // included (before, zdb -bcc failed `zio_claim(...) == 0 (0x2 == 0)` on this pool).

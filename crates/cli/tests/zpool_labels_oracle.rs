@@ -135,7 +135,8 @@ fn check_layout(zdb: &PathBuf, layout: &[&str], disks: usize, vdev_type: &str, a
         // Nothing a reader lacks: Zetta's one feature is write-only, in the MOS.
         assert!(full.contains("    features_for_read:\n"), "{full}");
         assert!(!full.contains("org.zetta:private_mos"), "{full}");
-        // OpenZFS's keys, before Zetta's own (the whole tree again, `org.zetta:vdev_root`).
+        // Format 26: OpenZFS's keys only (no `org.zetta:format`, no `org.zetta:vdev_root`).
+        assert!(!full.contains("org.zetta:"), "{full}");
         let text = &full[..full.find("    features_for_read:").unwrap()];
         assert_eq!(field(text, 4, "name"), ["'tank'"], "{text}");
         assert_eq!(number(text, 4, "version"), 5000);
@@ -184,8 +185,8 @@ fn check_layout(zdb: &PathBuf, layout: &[&str], disks: usize, vdev_type: &str, a
             "{ours:?} vs {guid_sum}"
         );
     }
-    // OpenZFS finds the pool from these labels and opens it read-only (its one feature,
-    // org.zetta:private_format, is write-only): zdb -d walks it (tests/openzfs_zdb_walk.rs
+    // OpenZFS finds the pool from these labels and opens it (format 26: no private
+    // feature is left): zdb -d walks it (tests/openzfs_zdb_walk.rs
     // checks what it lists).
     let out = Command::new(zdb)
         .args(["-e", "-p"])

@@ -2,8 +2,8 @@
 //! com.example:x` commits txgs on it).
 //!
 //! Why: a pool Zetta makes must be an OpenZFS pool that OpenZFS itself can write, not only
-//! read. OpenZFS's `zhack` imports the pool read-write in userspace (libzpool; it disables
-//! the feature checks, so Zetta's write-only `org.zetta:private_format` does not stop it),
+//! read. OpenZFS's `zhack` imports the pool read-write in userspace (libzpool; since format
+//! 26 a Zetta pool has no private feature at all, `zhack feature stat` lists none),
 //! enables a feature and syncs: it rewrites the labels from its own config, the MOS config,
 //! the feature ZAPs and the space maps. libzpool only needs `open("/dev/zfs")` to succeed:
 //! `tests/shim/devzfs.c` (our own, built here with `cc`) maps it to /dev/null.
@@ -125,6 +125,26 @@ fn zhack_commits_txgs_on_a_zetta_pool() {
     assert!(txg_before > 0, "zdb -l reads Zetta's labels");
 
     let shim = build_devzfs_shim(&dir);
+    // Format 26: a Zetta pool is an OpenZFS pool by its version and features alone: no
+    // private feature for `zhack feature stat` to list, no `org.zetta:` key in the config.
+    let out = Command::new(zhack())
+        .env("LD_PRELOAD", &shim)
+        .arg("-d")
+        .arg(&dir)
+        .args(["feature", "stat", "tank"])
+        .output()
+        .unwrap();
+    let stat = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "zhack feature stat: {stat}");
+    assert!(stat.contains("com.delphix:hole_birth"), "{stat}");
+    assert!(!stat.contains("org.zetta"), "zhack feature stat:\n{stat}");
+    let config = zdb_text(&dir, &["-C", "tank"]);
+    assert!(config.contains("pool_guid"), "{config}");
+    assert!(!config.contains("org.zetta:"), "zdb -C:\n{config}");
     let out = Command::new(zhack())
         .env("LD_PRELOAD", &shim)
         .arg("-d")
@@ -283,7 +303,10 @@ fn unclean_export_imports_read_write() {
         "unclean_export/z@s1".to_string(),
     ])
     .unwrap();
+    // Format 26: the comment is a config key (`spa_config_generate`), `failmode` a
+    // `pool_props` entry (one u64, `spa_sync_props`), which creates the object.
     spa.props.set_str("comment", "zetta was here");
+    spa.props.set_str("failmode", "continue");
     spa.mark_config_dirty();
     spa.log_history("zpool set comment=zetta was here unclean_export");
     spa.sync().unwrap();
@@ -300,6 +323,9 @@ fn unclean_export_imports_read_write() {
     );
     let directory = zdb_text(&fixture.dir, &["-dddd", "unclean_export", "1"]);
     assert!(directory.contains("pool_props"), "{directory}");
+    let config = zdb_text(&fixture.dir, &["-C", "unclean_export"]);
+    assert!(config.contains("comment: 'zetta was here'"), "{config}");
+    assert!(!config.contains("org.zetta:"), "{config}");
     let listing = zdb_text(&fixture.dir, &["-d", "unclean_export"]);
     for name in ["unclean_export/z@s1", "unclean_export@s1"] {
         assert!(listing.contains(name), "zdb lists {name}:\n{listing}");

@@ -191,7 +191,46 @@ pub fn upsert_at(path: &std::path::Path, entry: CacheEntry) -> Result<(), String
 }
 
 pub fn remove(guid: u64) -> Result<(), String> {
+    // The pool leaves this machine: its in-memory state goes with it.
+    let _ = std::fs::remove_file(state_path(guid));
     remove_at(&cache_path(), guid)
+}
+
+/// Where a pool's in-memory state lives between two commands when there is no daemon to
+/// hold it (`ZETTA_DIRECT=1`): `<cache file>.state/<pool guid>`, Zetta's own nvlist
+/// encoding. OpenZFS keeps these settings in the kernel's `spa_t` and never on disk
+/// (`altroot`, `cachefile`, the vdev counters, the import time); the direct mode's
+/// "kernel" is this file, not the pool (format 26: nothing of it is in the pool).
+pub fn state_path(guid: u64) -> PathBuf {
+    let mut path = cache_path().into_os_string();
+    path.push(".state");
+    PathBuf::from(path).join(guid.to_string())
+}
+
+/// The state `save_state` left for this pool (an empty list when there is none, or when
+/// the file does not decode: it is only a cache of memory).
+pub fn load_state(guid: u64) -> zetta::nvlist::NvList {
+    std::fs::read(state_path(guid))
+        .ok()
+        .and_then(|bytes| zetta::nvlist::NvList::decode(&bytes).ok())
+        .unwrap_or_default()
+}
+
+/// Replaces this pool's state file atomically.
+pub fn save_state(guid: u64, state: &zetta::nvlist::NvList) -> Result<(), String> {
+    let path = state_path(guid);
+    let dir = path.parent().map(PathBuf::from).unwrap_or_default();
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create '{}': {e}", dir.display()))?;
+    let temp = dir.join(format!(".{guid}.{}.tmp", std::process::id()));
+    let write = || -> std::io::Result<()> {
+        let mut file = std::fs::File::create(&temp)?;
+        file.write_all(&state.encode())?;
+        std::fs::rename(&temp, &path)
+    };
+    write().map_err(|e| {
+        let _ = std::fs::remove_file(&temp);
+        format!("cannot write '{}': {e}", path.display())
+    })
 }
 
 /// Takes the entry with this guid out of a cache file (a missing file has none; a file

@@ -31,7 +31,15 @@ fn tree_width(vdev: &Vdev, name_len: usize, depth: usize) -> usize {
         .fold(name_len + depth, usize::max)
 }
 
-/// `print_import_config`: name, state, and why a vdev cannot be used.
+/// A top-level vdev no found label describes (`ImportCandidate::vdev_tree`'s placeholder,
+/// OpenZFS's `VDEV_TYPE_MISSING`): since format 26 no label holds the whole tree, so its
+/// shape is unknown, as in OpenZFS's discovery.
+fn is_missing_top(vdev: &Vdev) -> bool {
+    vdev.is_leaf() && vdev.guid.0 == 0 && vdev.path.is_empty() && vdev.device.is_none()
+}
+
+/// `print_import_config`: name, state, and why a vdev cannot be used; a missing top-level
+/// vdev is not listed and its root says `missing device` (`VDEV_AUX_BAD_GUID_SUM`).
 fn import_rows(vdev: &Vdev, name: &str, depth: usize, width: usize, out: &mut String) {
     let state = vdev.state();
     out.push_str(&format!(
@@ -42,11 +50,17 @@ fn import_rows(vdev: &Vdev, name: &str, depth: usize, width: usize, out: &mut St
     ));
     if vdev.is_leaf() && vdev.device.is_none() && state == VdevState::Unavail {
         out.push_str("  cannot open");
+    } else if depth == 0 && vdev.children.iter().any(is_missing_top) {
+        out.push_str("  missing device");
     } else if !vdev.is_leaf() && !state.is_usable() {
         out.push_str("  insufficient replicas");
     }
     out.push('\n');
-    for child in vdev.children.iter().filter(|c| !(depth == 0 && c.is_log)) {
+    for child in vdev
+        .children
+        .iter()
+        .filter(|c| !(depth == 0 && (c.is_log || is_missing_top(c))))
+    {
         import_rows(child, &child.display_name(), depth + 2, width, out);
     }
 }
@@ -150,6 +164,11 @@ pub fn show_import(candidate: &ImportCandidate) -> String {
         for log in logs {
             import_rows(log, &log.display_name(), 2, width, &mut out);
         }
+    }
+    if tree.children.iter().any(is_missing_top) {
+        out.push_str(
+            "\n\tAdditional devices are known to be part of this pool, though their\n\texact configuration cannot be determined.\n",
+        );
     }
     out
 }

@@ -9,9 +9,13 @@
 //! entry is rewritten with the pool's current name and leaf paths. Dropping the `Spa`
 //! releases the locks; the labels still say ACTIVE, so the pool stays imported.
 //!
-//! Per-vdev counters (errors, operations, bytes) live in memory in the engine; so that
-//! `zpool status` in a later process still shows what `zpool scrub` found, they are kept
-//! in a private pool property (`STATS_PROP`) keyed by vdev guid, reset at import.
+//! Per-vdev counters (errors, operations, bytes), the import time, `altroot` and
+//! `cachefile` live in memory, as in OpenZFS's kernel (`spa_t`), never in the pool (format
+//! 26). In `spa.props` they are the keys `IN_MEMORY_PROPS` (the counters under `STATS_PROP`
+//! keyed by vdev guid), which `spa::directory` never writes. The daemon holds the `Spa`, so
+//! they live as long as the import; without a daemon (`ZETTA_DIRECT=1`) each command
+//! imports anew, so `commit` leaves them in `cache::state_path` and `import_entry` takes
+//! them back (so `zpool status` in a later process still shows what `zpool scrub` found).
 
 use super::cache::{self, CacheEntry};
 use super::CmdError;
@@ -35,6 +39,8 @@ pub const ARC_SIZE_BYTES_CLI: u64 = 64 << 20;
 pub const PRIVATE_PROP_PREFIX: &str = "org.zetta:";
 pub const STATS_PROP: &str = "org.zetta:vdev_stats";
 pub const IMPORT_TIME_PROP: &str = "org.zetta:import_time";
+/// The pool settings of an import that are never written to the pool.
+pub const IN_MEMORY_PROPS: [&str; 4] = [STATS_PROP, IMPORT_TIME_PROP, "altroot", "cachefile"];
 
 pub const POOL_STATE_ACTIVE: u64 = zetta::spa::POOL_STATE_ACTIVE;
 pub const POOL_STATE_EXPORTED: u64 = zetta::spa::POOL_STATE_EXPORTED;
@@ -428,9 +434,12 @@ fn import_entry(entry: &CacheEntry) -> Result<Result<Imported, String>, CmdError
         }
         Err(_) => return Ok(Err(format!("cannot open '{name}': pool is unavailable"))),
     };
+    let mut spa = spa;
+    if registry::get().is_none() {
+        restore_in_memory(&mut spa, entry.guid);
+    }
     restore_stats(&spa);
     report_replay(&spa);
-    let mut spa = spa;
     destroy_interrupted_receives(&mut spa);
     Ok(Ok(Imported::owned(entry.guid, spa)))
 }
@@ -489,6 +498,28 @@ fn counters(stats: &VdevStats) -> [&AtomicU64; 7] {
         &stats.read_bytes,
         &stats.write_bytes,
     ]
+}
+
+/// Without a daemon: the in-memory settings an earlier command of this import left.
+fn restore_in_memory(spa: &mut Spa, guid: u64) {
+    let state = cache::load_state(guid);
+    for (name, value) in state.entries {
+        if IN_MEMORY_PROPS.contains(&name.as_str()) {
+            spa.props.entries.insert(name, value);
+        }
+    }
+}
+
+/// Without a daemon: leaves the in-memory settings for the next command.
+fn save_in_memory(spa: &Spa, guid: u64) {
+    let mut state = NvList::new();
+    for name in IN_MEMORY_PROPS {
+        if let Some(value) = spa.props.entries.get(name) {
+            state.entries.insert(name.to_string(), value.clone());
+        }
+    }
+    // Best effort: losing it loses counters, as a reboot does, never pool data.
+    let _ = cache::save_state(guid, &state);
 }
 
 /// Counters saved by earlier commands replace what this import's own reads counted.
@@ -555,6 +586,9 @@ pub fn commit(imported: &mut Imported) -> Result<(), CmdError> {
     }
     let spa = &mut *imported.spa;
     save_stats(spa);
+    if registry::get().is_none() {
+        save_in_memory(spa, imported.guid);
+    }
     spa.sync().map_err(|e| {
         CmdError::Fail(format!(
             "cannot sync '{}': {}",

@@ -18,11 +18,13 @@
 //!                            (the three feature entries below: version 5000 only; a
 //!                            legacy pool gets them when `spa_upgrade` crosses 5000)
 //! features_for_read     u64  a ZAP (DMU_OTN_ZAP_METADATA), empty: nothing a reader lacks
-//! features_for_write    u64  a ZAP: org.zetta:private_format = 1, the one active feature
-//!                            (write-only: OpenZFS opens the pool read-only, zdb walks it)
+//! features_for_write    u64  a ZAP: the READONLY_COMPAT features (format 26: no private
+//!                            feature; formats 14-25 had org.zetta:private_format = 1)
 //! feature_descriptions  u64  a ZAP: its description, a string
-//! pool_props            u64  a POOL_PROPS ZAP: string properties as 1-byte integers with
-//!                            the NUL, index properties (on/off, failmode) as one u64
+//! pool_props            u64  a POOL_PROPS ZAP (`spa_sync_props`): string and user (`a:b`)
+//!                            properties as 1-byte integers with the NUL, index properties
+//!                            (on/off, failmode) and numbers (ashift, bootfs) as one u64
+//! com.delphix:vdev_zap_map u64 the AVZ listing every per-vdev ZAP (`spa::vdev_zap`)
 //! scan                  u64[24] dsl_scan_phys_t (`ScanStats::to_scan_phys`)
 //! history               u64  MOS object 2 (at create), the pool history (`spa::history`: OpenZFS's
 //!                            ring of packed-nvlist records)
@@ -37,10 +39,11 @@
 //!                            (OpenZFS) would draw a random salt and fail every blake3 block.
 //! ```
 //!
-//! The pool settings OpenZFS has no `pool_props` entry for (`fs:*`, `org.zetta:*` vdev
-//! counters and import time, `altroot`, `bootfs`, non-string values) travel in the packed
-//! config itself, as the byte array `org.zetta:pool_props` (Zetta's own nvlist encoding):
-//! OpenZFS ignores keys it does not know, and the config is rewritten every txg anyway.
+//! Pool settings OpenZFS does not store in `pool_props` (format 26): `comment` and
+//! `compatibility` are config keys (`spa_config_generate`, read back here at load);
+//! `altroot`, `readonly`, `cachefile`, Zetta's vdev counters and import time (`org.zetta:*`
+//! keys of `Spa::props`) and the create-time `fs:*` live in memory only and are never
+//! written (formats 14-25 carried them in the config as `org.zetta:pool_props`).
 //!
 //! What Zetta reads: the numbers above are where `Spa::create` puts the objects; a pool
 //! OpenZFS or zfs-fuse created has them where its allocator went (OpenZFS 2.3: root dir 2,
@@ -64,22 +67,18 @@ use super::{ScanStats, SpaError};
 use crate::dmu::{object_type, IoCtx, ObjectSet};
 use crate::dsl::openzfs::{objdir, ot};
 use crate::nvlist::NvList;
-use crate::nvpair_xdr::{XdrNvList, XdrValue};
+use crate::nvpair_xdr::XdrNvList;
 use crate::types::ObjectId;
 use crate::zap::{self, ZapValue};
 use crate::zio::Bookmark;
 use std::collections::BTreeSet;
 use zetta_zcommon::checksum::openzfs::ChecksumSalt;
 
-/// The feature every Zetta pool has active while parts of its format are still Zetta's
-/// own (ZIL records, vdev counters): listed in `features_for_write` only, so OpenZFS opens
-/// the pool read-only (`zdb` walks it) and refuses to import it read-write.
+/// The write-only feature Zetta pools of formats 14 to 25 had active while parts of their
+/// format were Zetta's own. Format 26 no longer writes it; a pool that lists it is of an
+/// older format (its labels say so too, and it is refused), so it is no feature Zetta
+/// maintains (`spa::openzfs::discover::zetta_writes`).
 pub const FEATURE_PRIVATE_FORMAT: &str = "org.zetta:private_format";
-/// Its `feature_descriptions` entry (`zpool import` prints it beside the feature).
-pub const FEATURE_PRIVATE_FORMAT_DESCRIPTION: &str =
-    "Zetta's own on-disk structures beside OpenZFS's; read-only for OpenZFS.";
-/// The config key of the pool settings OpenZFS has no `pool_props` entry for.
-pub const ZETTA_POOL_PROPS: &str = "org.zetta:pool_props";
 /// `SPA_CONFIG_BLOCKSIZE`.
 pub const CONFIG_BLOCK_BYTES: u32 = 1 << 14;
 /// `SPA_OLD_MAXBLOCKSIZE`: `free_bpobj`'s block size.
@@ -113,6 +112,9 @@ pub struct MosDirectory {
     pub pool_props: u64,
     /// The feature ZAPs' state (`spa::zfeature`).
     pub features: FeatureState,
+    /// `com.delphix:vdev_zap_map` (`spa_all_vdev_zaps`): the ZAP listing every per-vdev
+    /// ZAP; 0 until `spa::vdev_zap` first makes it.
+    pub vdev_zap_map: u64,
     written_props: Option<NvList>,
     written_errlog: Option<BTreeSet<Bookmark>>,
     written_scan: Option<[u64; super::scan::SCAN_PHYS_WORDS]>,
@@ -140,12 +142,55 @@ fn zap_err(e: zap::ZapError) -> SpaError {
     crate::dsl::zap_error(e)
 }
 
-/// Whether a pool setting has an OpenZFS `pool_props` entry (a string value under a name
-/// OpenZFS stores), or stays in Zetta's own object.
-fn is_openzfs_pool_prop(name: &str) -> bool {
+/// Whether a pool setting is an entry of OpenZFS's `pool_props` ZAP (`spa_sync_props`'s
+/// default case: every settable property but `version`, the ones OpenZFS keeps in the
+/// config, `comment` and `compatibility`, and the non-persistent `altroot`, `readonly`,
+/// `cachefile`; user properties `a:b` are strings there too). Zetta's own in-memory keys
+/// (`fs:*` during create, `org.zetta:*` counters and import time) are never written.
+pub fn is_openzfs_pool_prop(name: &str) -> bool {
     !(name.starts_with("fs:")
         || name.starts_with("org.zetta:")
-        || matches!(name, "altroot" | "bootfs" | "cachefile" | "readonly"))
+        || matches!(
+            name,
+            "altroot" | "cachefile" | "readonly" | "version" | "comment" | "compatibility"
+        ))
+}
+
+/// The settings OpenZFS keeps in the config (`spa_config_generate`'s `comment` and
+/// `compatibility`, read back by `spa_load`), not in `pool_props`.
+pub const CONFIG_POOL_PROPS: [&str; 2] = ["comment", "compatibility"];
+
+/// Pool properties OpenZFS stores as one u64 that are not index words (`PROP_TYPE_NUMBER`
+/// of `zpool_prop_init` that `spa_sync_props` writes): `bootfs` is the dataset's object
+/// number (Zetta keeps it in `props` as that number's text).
+const POOL_PROP_NUMBERS: &[&str] = &["ashift", "bootfs", "dedup_table_quota", "dedupditto"];
+
+/// The subset of `props` that `pool_props` holds, string values only (what `sync_props`
+/// writes and compares).
+fn persisted_props(props: &NvList) -> NvList {
+    let mut out = NvList::new();
+    for (name, value) in &props.entries {
+        if matches!(value, crate::nvlist::NvValue::Str(_)) && is_openzfs_pool_prop(name) {
+            out.entries.insert(name.clone(), value.clone());
+        }
+    }
+    out
+}
+
+/// How one pool property is stored in `pool_props`: its index number, a number, or a
+/// NUL-terminated string (`spa_sync_props`).
+fn stored_pool_prop(name: &str, text: &str) -> ZapValue {
+    if let Some(number) = super::openzfs::import::pool_prop_index_number(name, text) {
+        return ZapValue::U64s(vec![number]);
+    }
+    if POOL_PROP_NUMBERS.contains(&name) {
+        if let Ok(number) = text.parse::<u64>() {
+            return ZapValue::U64s(vec![number]);
+        }
+    }
+    let mut bytes = text.as_bytes().to_vec();
+    bytes.push(0);
+    ZapValue::Bytes(bytes)
 }
 
 /// Rewrites a packed-nvlist object: the bytes zero-padded to whole blocks, the size in
@@ -280,13 +325,6 @@ impl MosDirectory {
             let feature_entries;
             (features, feature_entries) = FeatureState::create(mos, ctx)?;
             entries.extend(feature_entries);
-            features.add_private(
-                mos,
-                ctx,
-                FEATURE_PRIVATE_FORMAT,
-                FEATURE_PRIVATE_FORMAT_DESCRIPTION,
-                1,
-            )?;
             for info in enable {
                 features.enable(info);
             }
@@ -313,6 +351,7 @@ impl MosDirectory {
             config,
             pool_props,
             features,
+            vdev_zap_map: 0,
             written_props: None,
             written_errlog: None,
             written_scan: None,
@@ -355,13 +394,13 @@ impl MosDirectory {
             .list;
         // A pool no property was ever set on has none (`spa_sync_props` creates it).
         let pool_props = entry_u64(mos, ctx, objdir::POOL_PROPS)?.unwrap_or(0);
-        let mut props = match config.get(ZETTA_POOL_PROPS) {
-            None => NvList::new(),
-            Some(XdrValue::ByteArray(private)) => {
-                NvList::decode(private).map_err(|e| corrupt(format!("{ZETTA_POOL_PROPS}: {e}")))?
+        let mut props = NvList::new();
+        // `spa_load`: the comment and compatibility come from the config.
+        for name in CONFIG_POOL_PROPS {
+            if let Some(text) = config.get_str(name) {
+                props.set_str(name, text);
             }
-            Some(_) => return Err(corrupt(format!("{ZETTA_POOL_PROPS} is not a byte array"))),
-        };
+        }
         let listed = match pool_props {
             0 => Vec::new(),
             object => zap::zap_list_all(mos, ctx, ObjectId(object)).map_err(zap_err)?,
@@ -439,7 +478,8 @@ impl MosDirectory {
                 config: config_obj,
                 pool_props,
                 features,
-                written_props: Some(props.clone()),
+                vdev_zap_map: entry_u64(mos, ctx, objdir::VDEV_ZAP_MAP)?.unwrap_or(0),
+                written_props: Some(persisted_props(&props)),
                 written_errlog: Some(errlog.clone()),
                 written_scan: Some(scan.to_scan_phys()),
                 checksum_salt: checksum_salt.unwrap_or_default(),
@@ -458,21 +498,10 @@ impl MosDirectory {
         &mut self,
         mos: &mut ObjectSet,
         ctx: &IoCtx<'_>,
-        mut config: XdrNvList,
+        config: XdrNvList,
         props: &NvList,
         scan: &ScanStats,
     ) -> Result<(), SpaError> {
-        let mut private = NvList::new();
-        for (name, value) in &props.entries {
-            let openzfs =
-                matches!(value, crate::nvlist::NvValue::Str(_)) && is_openzfs_pool_prop(name);
-            if !openzfs {
-                private.entries.insert(name.clone(), value.clone());
-            }
-        }
-        if !private.entries.is_empty() {
-            config.add(ZETTA_POOL_PROPS, XdrValue::ByteArray(private.encode()));
-        }
         let packed =
             crate::nvpair_xdr::pack(&config).map_err(|e| SpaError::Invalid(e.to_string()))?;
         write_packed(mos, ctx, self.config, &packed)?;
@@ -494,9 +523,10 @@ impl MosDirectory {
             zap::zap_update(mos, ctx, dir, objdir::SCAN, &words).map_err(zap_err)?;
             self.written_scan = Some(words);
         }
-        if self.written_props.as_ref() != Some(props) {
-            self.sync_props(mos, ctx, props)?;
-            self.written_props = Some(props.clone());
+        let persisted = persisted_props(props);
+        if self.written_props.as_ref() != Some(&persisted) {
+            self.sync_props(mos, ctx, &persisted)?;
+            self.written_props = Some(persisted);
         }
         Ok(())
     }
@@ -516,13 +546,6 @@ impl MosDirectory {
         for (name, value) in entries {
             zap::zap_add(mos, ctx, dir, name, &[value]).map_err(zap_err)?;
         }
-        features.add_private(
-            mos,
-            ctx,
-            FEATURE_PRIVATE_FORMAT,
-            FEATURE_PRIVATE_FORMAT_DESCRIPTION,
-            1,
-        )?;
         for info in pending.pending_enables() {
             features.enable(info);
         }
@@ -536,11 +559,8 @@ impl MosDirectory {
         ctx: &IoCtx<'_>,
         props: &NvList,
     ) -> Result<(), SpaError> {
-        let openzfs_props = props.entries.iter().any(|(name, value)| {
-            matches!(value, crate::nvlist::NvValue::Str(_)) && is_openzfs_pool_prop(name)
-        });
         if self.pool_props == 0 {
-            if !openzfs_props {
+            if props.entries.is_empty() {
                 return Ok(());
             }
             // `spa_sync_props`: the first property set creates the object.
@@ -550,24 +570,24 @@ impl MosDirectory {
             self.pool_props = object.0;
         }
         let zap_obj = ObjectId(self.pool_props);
+        // Entries no longer set go (`zpool set NAME=` of a user property, an inherited
+        // value); the rest are rewritten only when their stored value differs.
         for entry in zap::zap_list_all(mos, ctx, zap_obj).map_err(zap_err)? {
             let name = String::from_utf8_lossy(&entry.name).into_owned();
-            zap::zap_remove(mos, ctx, zap_obj, &name).map_err(zap_err)?;
+            let keep = props
+                .get_str(&name)
+                .is_some_and(|text| stored_pool_prop(&name, text) == entry.value);
+            if !keep {
+                zap::zap_remove(mos, ctx, zap_obj, &name).map_err(zap_err)?;
+            }
         }
         for (name, value) in &props.entries {
             let crate::nvlist::NvValue::Str(text) = value else {
                 continue;
             };
-            if !is_openzfs_pool_prop(name) {
-                continue;
-            }
-            match super::openzfs::import::pool_prop_index_number(name, text) {
-                Some(number) => zap::zap_update(mos, ctx, zap_obj, name, &[number]),
-                None => {
-                    let mut bytes = text.as_bytes().to_vec();
-                    bytes.push(0);
-                    zap::zap_update_bytes(mos, ctx, zap_obj, name, &bytes)
-                }
+            match stored_pool_prop(name, text) {
+                ZapValue::U64s(words) => zap::zap_update(mos, ctx, zap_obj, name, &words),
+                ZapValue::Bytes(bytes) => zap::zap_update_bytes(mos, ctx, zap_obj, name, &bytes),
             }
             .map_err(zap_err)?;
         }

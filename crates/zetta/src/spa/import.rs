@@ -51,9 +51,6 @@ impl ImportCandidate {
         if let Some(format) = self.old_format {
             return Err(SpaError::Invalid(old_format_text(format)));
         }
-        if let Some(tree) = self.config.get_nvlist(crate::vdev::config::ROOT_TREE_KEY) {
-            return Vdev::from_config(tree, &self.devices).map_err(SpaError::Corrupt);
-        }
         let mut root = Vdev::new(crate::vdev::VdevKind::Root, self.guid);
         // Ids come from disk: a hostile one must not overflow (it is refused below).
         let known = self
@@ -304,6 +301,7 @@ impl Spa {
             .or_else(|| root_config.get_str("name").map(str::to_string))
             .unwrap_or_else(|| candidate.name.clone());
         let root_dataset = directory.directory.root_dataset;
+        let vdev_zaps_named = super::vdev_zap::named_vdev_zaps(&root);
         let mut spa = Spa {
             name,
             name_on_disk: None,
@@ -329,6 +327,7 @@ impl Spa {
             open_txg: txg,
             last_synced_txg: ub.txg,
             config_dirty: !readonly,
+            vdev_zaps_written: Some(vdev_zaps_named),
             props: directory.props,
             scan: directory.scan,
             dirty_bytes: 0,

@@ -47,6 +47,7 @@ pub mod txg;
 pub mod uberblock;
 mod vdev_dtl;
 mod vdev_ops;
+mod vdev_zap;
 pub mod writeback;
 pub mod zfeature;
 
@@ -146,6 +147,9 @@ pub struct Spa {
     pub(crate) open_txg: Txg,
     last_synced_txg: Txg,
     config_dirty: bool,
+    /// The per-vdev ZAPs the last written config named (`spa::vdev_zap`); `None` until the
+    /// first sync takes them from the tree.
+    vdev_zaps_written: Option<std::collections::BTreeSet<u64>>,
     /// Pool properties set by the user (`zpool set`, `-o`).
     pub props: NvList,
     pub scan: ScanStats,
@@ -384,6 +388,7 @@ impl Spa {
             open_txg: TXG_INITIAL,
             last_synced_txg: Txg(0),
             config_dirty: true,
+            vdev_zaps_written: Some(Default::default()),
             props: options.props.clone(),
             scan: ScanStats::default(),
             dirty_bytes: 0,
@@ -552,6 +557,11 @@ impl Spa {
             txg: self.open_txg.0,
             hostid: system_hostid(),
             hostname: &hostname(),
+            comment: self.props.get_str("comment").filter(|c| !c.is_empty()),
+            compatibility: self
+                .props
+                .get_str("compatibility")
+                .filter(|c| !c.is_empty()),
             root: &self.root,
             cache: &self.cache,
             label_features: &self.dp.directory.features.label_features(),
@@ -795,6 +805,9 @@ impl Spa {
         }
         // 2b. The leaves' dirty time logs (`vdev_dtl_sync`; `spa::vdev_dtl`).
         self.dtl_sync(txg)?;
+        // 2c. Per-vdev ZAPs for new vdevs, those of departed vdevs destroyed
+        //     (`vdev_construct_zaps`; `spa::vdev_zap`).
+        self.vdev_zaps_sync(txg)?;
         phases.history_errlog = mark.elapsed();
         mark = std::time::Instant::now();
         // 3-4. Space maps, the object directory and the MOS itself, pass after pass until

@@ -5,7 +5,7 @@ use super::tests::{mem_devices, reimport, single_pool};
 use super::*;
 use crate::dsl::openzfs::{objdir, ot};
 use crate::zap::{self, ZapValue};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 fn directory_entries(spa: &Spa) -> BTreeMap<String, ZapValue> {
     let ctx = spa.ctx();
@@ -37,6 +37,10 @@ fn object_directory_is_openzfs_zap_with_its_objects() {
         .set_str("failmode", "continue")
         .set_str("comment", "hello")
         .set_str("fs:compression", "lz4")
+        .set_str("ashift", "12")
+        .set_str("com.example:note", "kept")
+        .set_str("altroot", "/mnt")
+        .set_str("cachefile", "none")
         .set_u64("org.zetta:import_time", 77);
     spa.scan = ScanStats {
         function: ScanFunction::Scrub,
@@ -60,6 +64,7 @@ fn object_directory_is_openzfs_zap_with_its_objects() {
     assert_eq!(
         names,
         [
+            "com.delphix:vdev_zap_map",
             "config",
             "creation_version",
             "deflate",
@@ -93,19 +98,15 @@ fn object_directory_is_openzfs_zap_with_its_objects() {
     let unpacked = crate::nvpair_xdr::unpack(&packed).unwrap().list;
     assert_eq!(unpacked.get_u64("pool_guid"), Some(spa.guid.0));
     assert_eq!(unpacked.get_u64("version"), Some(5000));
-    // Zetta's private settings ride in the config as a byte array, not in a MOS object.
-    let Some(crate::nvpair_xdr::XdrValue::ByteArray(private)) =
-        unpacked.get(directory::ZETTA_POOL_PROPS)
-    else {
-        panic!(
-            "no {} byte array in {unpacked:?}",
-            directory::ZETTA_POOL_PROPS
-        );
-    };
-    let private = NvList::decode(private).unwrap();
-    assert_eq!(private.get_str("fs:compression"), Some("lz4"));
-    assert_eq!(private.get_u64("org.zetta:import_time"), Some(77));
-    assert_eq!(private.get_str("comment"), None);
+    // Format 26: no private key in the config (no `org.zetta:format`, no pool settings
+    // blob); the comment is the config's, as
+    // `spa_config_generate` writes it, and nothing of the in-memory settings is there.
+    for pair in &unpacked.pairs {
+        let name = String::from_utf8_lossy(&pair.name);
+        assert!(!name.starts_with("org.zetta:"), "{name} in {unpacked:?}");
+    }
+    assert_eq!(unpacked.get_str("comment"), Some("hello"));
+    assert_eq!(unpacked.get_str("altroot"), None);
     // pool_props: OpenZFS's types; Zetta's private settings are not there.
     let props = ObjectId(one(&entries[objdir::POOL_PROPS]));
     assert_eq!(mos.dnode(&ctx, props).unwrap().object_type, ot::POOL_PROPS);
@@ -114,10 +115,21 @@ fn object_directory_is_openzfs_zap_with_its_objects() {
         .into_iter()
         .map(|e| (String::from_utf8(e.name).unwrap(), e.value))
         .collect();
-    assert_eq!(stored.len(), 3, "{stored:?}");
+    // Why (format 26): `spa_sync_props` stores index and number properties as one u64,
+    // user properties as strings, and nothing else: altroot, cachefile, Zetta's counters
+    // and the create-time `fs:*` stay in memory, the comment lives in the config.
+    assert_eq!(
+        stored.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["ashift", "autoexpand", "com.example:note", "failmode"],
+        "{stored:?}"
+    );
     assert_eq!(stored["autoexpand"], ZapValue::U64s(vec![1]));
     assert_eq!(stored["failmode"], ZapValue::U64s(vec![1]));
-    assert_eq!(stored["comment"], ZapValue::Bytes(b"hello\0".to_vec()));
+    assert_eq!(stored["ashift"], ZapValue::U64s(vec![12]));
+    assert_eq!(
+        stored["com.example:note"],
+        ZapValue::Bytes(b"kept\0".to_vec())
+    );
     // The feature ZAPs as `feature_enable_sync` leaves them for every supported feature
     // (format 17): read-incompatible ones in features_for_read, READONLY_COMPAT ones and
     // Zetta's private one in features_for_write; activate-on-enable features at 1;
@@ -160,11 +172,12 @@ fn object_directory_is_openzfs_zap_with_its_objects() {
             ("com.delphix:async_destroy", 0),
             ("com.delphix:empty_bpobj", 0),
             ("com.delphix:enabled_txg", 9),
-            (directory::FEATURE_PRIVATE_FORMAT, 1),
         ])
     );
     let descriptions = feature(objdir::FEATURE_DESCRIPTIONS);
-    assert_eq!(descriptions.len(), 13);
+    // Format 26: no private feature (OpenZFS opens the pool read-write).
+    assert_eq!(descriptions.len(), 12);
+    assert!(!descriptions.contains_key(directory::FEATURE_PRIVATE_FORMAT));
     assert_eq!(
         descriptions["org.illumos:lz4_compress"],
         ZapValue::Bytes(b"LZ4 compression algorithm support.\0".to_vec())
@@ -195,8 +208,17 @@ fn object_directory_is_openzfs_zap_with_its_objects() {
         [scan[0], scan[1], scan[7], scan[8], scan[9], scan[12], scan[13]],
         [1, 2, 10, 20, 4096, 512, 3]
     );
-    // Everything comes back through an import.
-    let (props, scan) = (spa.props.clone(), spa.scan);
+    // What OpenZFS persists comes back through an import; what it keeps in memory only
+    // (altroot, cachefile, Zetta's counters, `fs:*`) does not.
+    let (mut props, scan) = (spa.props.clone(), spa.scan);
+    for name in [
+        "fs:compression",
+        "altroot",
+        "cachefile",
+        "org.zetta:import_time",
+    ] {
+        props.remove(name);
+    }
     spa.export().unwrap();
     let back = reimport(&devices).unwrap();
     assert_eq!(back.props, props);
@@ -556,4 +578,88 @@ fn directory_without_history_or_errlog_gets_them_when_first_needed() {
         lines.iter().any(|l| l == "zpool set comment=x tank"),
         "{lines:?}"
     );
+}
+
+/// The AVZ's entries (`com.delphix:vdev_zap_map`): object number → the value stored.
+fn vdev_zap_map(spa: &Spa) -> BTreeMap<String, ZapValue> {
+    let entries = directory_entries(spa);
+    let avz = ObjectId(one(&entries[objdir::VDEV_ZAP_MAP]));
+    let ctx = spa.ctx();
+    zap::zap_list_all(&spa.dp.mos, &ctx, avz)
+        .unwrap()
+        .into_iter()
+        .map(|e| (String::from_utf8(e.name).unwrap(), e.value))
+        .collect()
+}
+
+// Why (format 26, issue 14 step 3): OpenZFS gives every vdev its ZAP at create, add and
+// attach (`vdev_construct_zaps`) and lists it in `com.delphix:vdev_zap_map`; a vdev without
+// one makes OpenZFS rebuild the map, a ZAP nobody names is a leaked MOS object for `zdb -b`.
+// Without `spa::vdev_zap` the pool had no map and no vdev ZAP, and a detached leaf's ZAP (one
+// OpenZFS made) stayed allocated.
+#[test]
+fn every_vdev_gets_its_zap_listed_and_freed_when_it_leaves() {
+    let devices = mem_devices(3, 256 << 20);
+    let mut spa = single_pool("tank", &devices);
+    spa.sync().unwrap();
+    // A single-disk top-level vdev is a leaf too: both ZAPs.
+    let top = &spa.root.children[0];
+    let (leaf0, top0) = (top.openzfs_keys.leaf(), top.openzfs_keys.top());
+    assert!(leaf0 != 0 && top0 != 0 && leaf0 != top0);
+    let map = vdev_zap_map(&spa);
+    let expect = |objects: &[u64]| -> BTreeMap<String, ZapValue> {
+        objects
+            .iter()
+            .map(|o| (format!("{o:x}"), ZapValue::U64s(vec![*o])))
+            .collect()
+    };
+    assert_eq!(map, expect(&[leaf0, top0]));
+    let config = spa.config();
+    assert!(config
+        .get(crate::vdev::config::HAS_PER_VDEV_ZAPS_KEY)
+        .is_some());
+    // Attach: the new leaf gets its ZAP; the mirror made above the old leaf becomes the
+    // top-level vdev and takes over its top ZAP (`vdev_top_transfer`); the map lists
+    // exactly the ZAPs the tree names.
+    spa.attach("/mem/d0", "/mem/d1", devices[1].1.clone() as DeviceRef)
+        .unwrap();
+    spa.sync().unwrap();
+    let named = super::vdev_zap::named_vdev_zaps(&spa.root);
+    let map = vdev_zap_map(&spa);
+    assert_eq!(
+        map.keys().cloned().collect::<BTreeSet<_>>(),
+        named.iter().map(|o| format!("{o:x}")).collect()
+    );
+    assert_eq!(spa.root.children[0].openzfs_keys.top(), top0);
+    // leaf0's leaf ZAP, the mirror's top ZAP (top0, moved), leaf1's new leaf ZAP.
+    assert_eq!(named.len(), 3, "{named:?}");
+    assert!(named.contains(&leaf0) && named.contains(&top0), "{named:?}");
+    let leaf1 = spa
+        .root
+        .leaves()
+        .into_iter()
+        .find(|l| l.path == "/mem/d1")
+        .map(|l| l.openzfs_keys.leaf())
+        .unwrap();
+    assert_ne!(leaf1, 0);
+    // Detach: its ZAP is destroyed and unlinked in the txg that drops it.
+    spa.detach("/mem/d1").unwrap();
+    spa.sync().unwrap();
+    let map = vdev_zap_map(&spa);
+    assert!(!map.contains_key(&format!("{leaf1:x}")), "{map:?}");
+    let ctx = spa.ctx();
+    assert!(
+        spa.dp.mos.dnode(&ctx, ObjectId(leaf1)).is_err()
+            || spa.dp.mos.dnode(&ctx, ObjectId(leaf1)).unwrap().object_type == 0,
+        "the detached leaf's ZAP is freed"
+    );
+    // Back to a single disk: the leaf is the top-level vdev again, with the same top ZAP.
+    assert_eq!(spa.root.children[0].openzfs_keys.top(), top0);
+    assert_eq!(spa.root.children[0].openzfs_keys.leaf(), leaf0);
+    assert_eq!(vdev_zap_map(&spa), expect(&[leaf0, top0]));
+    // The map and the ZAP numbers come back through an import.
+    let named = super::vdev_zap::named_vdev_zaps(&spa.root);
+    spa.export().unwrap();
+    let back = reimport(&devices).unwrap();
+    assert_eq!(super::vdev_zap::named_vdev_zaps(&back.root), named);
 }

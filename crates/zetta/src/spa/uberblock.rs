@@ -31,8 +31,8 @@ use crate::zio::blkptr::{BlockPointer, BLKPTR_SIZE_BYTES};
 /// `SPA_VERSION` (= `SPA_VERSION_FEATURES`): the pool version Zetta writes.
 pub const SPA_VERSION: u64 = crate::spa::openzfs::feature::SPA_VERSION_FEATURES;
 
-/// Zetta's on-disk format version, in the config as `org.zetta:format` (the uberblock's
-/// own version is OpenZFS's SPA version). 1: first format. 2: every filesystem carries the
+/// Zetta's on-disk format version, in the config as `org.zetta:format` until format 25 (the
+/// uberblock's own version is OpenZFS's SPA version; from 26 on, see below). 1: first format. 2: every filesystem carries the
 /// ZPL layout and dataset space is accounted in deflated bytes. 3: DSL dir and dataset
 /// records keep USED and its breakdown, compressed and logical sums and space limits.
 /// 4: blocks as OpenZFS writes them (issue 14): blkptr_t, compression, checksum and object
@@ -131,9 +131,18 @@ pub const SPA_VERSION: u64 = crate::spa::openzfs::feature::SPA_VERSION_FEATURES;
 /// first time the DTL is synced, rewritten for every leaf after a scan, freed when the leaf
 /// leaves the pool; `org.zetta:missing_txg` is gone (format 23 pools may carry it: refused).
 /// Older pools are not read any more: the private format retires.
-pub const FORMAT_VERSION: u64 = 25;
+/// 26: no private key left (issue 14, "Retire the private format"): the config and labels
+/// carry no `org.zetta:format`, no `org.zetta:vdev_root` (discovery assembles the tree from
+/// the top-level vdevs' labels) and no `org.zetta:pool_props` (the settings OpenZFS stores
+/// are in `pool_props` with its encodings, `comment`/`compatibility` in the config, the
+/// rest in memory); no feature `org.zetta:private_format`. A Zetta pool is an OpenZFS pool
+/// told apart by its version and features alone (`spa::openzfs::discover::zetta_writes`),
+/// so this number is written nowhere: a pool whose labels carry `org.zetta:format` (always
+/// 25 or lower) is refused as an older format (`vdev::label::read_config`), and any later
+/// change of the on-disk format must be an OpenZFS feature or version Zetta maintains.
+pub const FORMAT_VERSION: u64 = 26;
 /// The oldest format this code reads.
-pub const FORMAT_VERSION_MIN: u64 = 25;
+pub const FORMAT_VERSION_MIN: u64 = 26;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Uberblock {

@@ -42,8 +42,16 @@ fn node<'a>(root: &'a Vdev, path: &[usize]) -> &'a Vdev {
     node
 }
 
-/// Moves the top-level identity (number, size, metaslabs) from `from` onto `to`.
+/// Moves the top-level identity (number, size, metaslabs, the top ZAP) from `from` onto
+/// `to` (`vdev_top_transfer`).
 fn move_top_fields(from: &mut Vdev, to: &mut Vdev) {
+    let top_zap = from
+        .openzfs_keys
+        .zap_top
+        .swap(0, std::sync::atomic::Ordering::Relaxed);
+    to.openzfs_keys
+        .zap_top
+        .store(top_zap, std::sync::atomic::Ordering::Relaxed);
     to.id = from.id;
     to.ashift = from.ashift;
     to.asize_bytes = from.asize_bytes;

@@ -426,7 +426,6 @@ impl FeatureState {
         self.refcounts
             .iter()
             .filter(|(guid, _)| lookup_guid(guid).is_none())
-            .filter(|(guid, _)| guid.as_str() != super::directory::FEATURE_PRIVATE_FORMAT)
             .map(|(guid, count)| (guid.as_str(), *count))
             .collect()
     }
@@ -492,19 +491,6 @@ impl FeatureState {
         zap::zap_update(mos, ctx, ObjectId(object), guid, &[count]).map_err(zap_err)?;
         self.refcounts.insert(guid.to_string(), count);
         Ok(())
-    }
-
-    /// Adds a feature outside the table (Zetta's private one) with its description.
-    pub fn add_private(
-        &mut self,
-        mos: &mut ObjectSet,
-        ctx: &IoCtx<'_>,
-        guid: &str,
-        description: &str,
-        count: u64,
-    ) -> Result<(), SpaError> {
-        self.write_description(mos, ctx, guid, description)?;
-        self.write_count(mos, ctx, guid, true, count)
     }
 
     fn write_description(

@@ -6,11 +6,11 @@
 //!
 //! ```text
 //! pool  (MOS copy)  version 5000, name, state, txg, pool_guid, errata, [hostid], hostname,
+//!                   ([comment], [compatibility] after errata), [has_per_vdev_zaps],
 //!                   [hole_array], vdev_children, vdev_tree (the root), features_for_read,
-//!                   org.zetta:format, [l2cache]
+//!                   [l2cache]
 //! label (per leaf)  version .. hostname, top_guid, guid, [is_log], [hole_array],
-//!                   vdev_children, vdev_tree (the leaf's TOP-LEVEL vdev), features_for_read,
-//!                   org.zetta:format, org.zetta:vdev_root (the whole tree)
+//!                   vdev_children, vdev_tree (the leaf's TOP-LEVEL vdev), features_for_read
 //! vdev              type, id, guid, [path], [nparity], [whole_disk] (disks, 0),
 //!                   top-level: metaslab_array, metaslab_shift, ashift, asize, is_log;
 //!                   leaf: [DTL] (its dirty time log's space map, `vdev::dtl`);
@@ -18,20 +18,16 @@
 //!                   [com.delphix:vdev_zap_top]; children[...] | leaf: [offline], [is_hole]
 //! ```
 //!
-//! What OpenZFS writes and Zetta does not make (the per-vdev ZAPs,
-//! `com.delphix:has_per_vdev_zaps`) is parsed into `Vdev::openzfs_keys` and written back as
-//! it was, so a pool OpenZFS wrote last keeps naming those MOS objects (zdb would report
-//! them leaked otherwise). A leaf's `DTL` is Zetta's own too now (`Vdev::dtl`, format 25).
+//! The per-vdev ZAPs are parsed into `Vdev::openzfs_keys` and written back; Zetta makes
+//! the missing ones and destroys those of departed vdevs (`spa::vdev_zap`, format 26). A leaf's `DTL` is Zetta's own too now (`Vdev::dtl`, format 25).
 //! A non-top leaf carries no size, as in OpenZFS: it is its device's data region.
 //!
-//! Theory. OpenZFS ignores keys it does not know, so the facts only Zetta's engine keeps
-//! live in `org.zetta:*` keys: the format version and, in every label, the whole vdev tree
-//! (OpenZFS's listing assembles the tree from every top-level vdev's labels plus the MOS;
-//! Zetta's lists a pool missing a whole top-level vdev from any one label).
+//! Theory. Since format 26 there is no private key: formats up to 25 wrote
+//! `org.zetta:format` and, in every label, the whole tree as `org.zetta:vdev_root`; now
+//! discovery assembles the tree from every top-level vdev's labels plus the MOS, as
+//! OpenZFS's does, and a pool is Zetta's by its version and features alone.
 //! `features_for_read` names the active features a reader needs before the MOS (hole_birth
-//! and embedded_data, `spa::zfeature`); what is still Zetta's own (ZIL records, vdev
-//! counters) is behind the MOS's write-only feature `org.zetta:private_format`
-//! (`spa::directory`), so OpenZFS reads the pool read-only and refuses to write it.
+//! and embedded_data, `spa::zfeature`).
 //!
 //! Parsing trusts nothing: unknown types, raidz with impossible parity, leaves without paths
 //! and absurd nesting are errors. Devices are attached afterwards by guid.
@@ -45,8 +41,6 @@ use std::sync::atomic::Ordering;
 
 pub const CHILDREN_MAX: usize = 255;
 const DEPTH_MAX: usize = 4;
-/// Every label's copy of the whole vdev tree.
-pub const ROOT_TREE_KEY: &str = "org.zetta:vdev_root";
 pub use super::label::ZETTA_FORMAT_KEY;
 /// `ZPOOL_CONFIG_DTL`: a leaf's DTL space map object.
 pub const DTL_KEY: &str = "DTL";
@@ -96,11 +90,11 @@ impl Vdev {
         if self.create_txg.0 != 0 {
             u64v(&mut list, "create_txg", self.create_txg.0);
         }
-        if self.openzfs_keys.zap_leaf != 0 {
-            u64v(&mut list, VDEV_ZAP_LEAF_KEY, self.openzfs_keys.zap_leaf);
+        if self.openzfs_keys.leaf() != 0 {
+            u64v(&mut list, VDEV_ZAP_LEAF_KEY, self.openzfs_keys.leaf());
         }
-        if self.openzfs_keys.zap_top != 0 {
-            u64v(&mut list, VDEV_ZAP_TOP_KEY, self.openzfs_keys.zap_top);
+        if self.openzfs_keys.top() != 0 {
+            u64v(&mut list, VDEV_ZAP_TOP_KEY, self.openzfs_keys.top());
         }
         if !self.children.is_empty() {
             list.add(
@@ -175,10 +169,10 @@ impl Vdev {
                     .map(|device| super::label::data_size_bytes(device.size_bytes()))
             })
             .unwrap_or(0);
-        vdev.openzfs_keys = super::OpenZfsVdevKeys {
-            zap_leaf: config.get_u64(VDEV_ZAP_LEAF_KEY).unwrap_or(0),
-            zap_top: config.get_u64(VDEV_ZAP_TOP_KEY).unwrap_or(0),
-        };
+        vdev.openzfs_keys = super::OpenZfsVdevKeys::new(
+            config.get_u64(VDEV_ZAP_LEAF_KEY).unwrap_or(0),
+            config.get_u64(VDEV_ZAP_TOP_KEY).unwrap_or(0),
+        );
         let ms_shift = config.get_u64("metaslab_shift").unwrap_or(0);
         if ms_shift > 40 {
             return Err(format!("metaslab shift {ms_shift} is invalid"));
@@ -243,6 +237,10 @@ pub struct PoolFacts<'a> {
     /// This host's id (`/etc/hostid`); 0 = none, not written.
     pub hostid: u64,
     pub hostname: &'a str,
+    /// The `comment` and `compatibility` pool properties, which OpenZFS keeps in the
+    /// config (`spa_comment`, `spa_compatibility`), not in `pool_props`.
+    pub comment: Option<&'a str>,
+    pub compatibility: Option<&'a str>,
     pub root: &'a Vdev,
     pub cache: &'a [Vdev],
     /// The active features a reader needs before the MOS (`spa_label_features`), by guid.
@@ -259,6 +257,12 @@ pub fn pool_config(facts: &PoolFacts<'_>) -> XdrNvList {
     u64v(&mut config, "txg", facts.txg);
     u64v(&mut config, "pool_guid", facts.guid);
     u64v(&mut config, "errata", 0);
+    if let Some(comment) = facts.comment {
+        strv(&mut config, "comment", comment);
+    }
+    if let Some(compatibility) = facts.compatibility {
+        strv(&mut config, "compatibility", compatibility);
+    }
     if facts.hostid != 0 {
         u64v(&mut config, "hostid", facts.hostid);
     }
@@ -271,11 +275,6 @@ pub fn pool_config(facts: &PoolFacts<'_>) -> XdrNvList {
     config.add(
         "features_for_read",
         XdrValue::NvList(features_for_read(facts.label_features)),
-    );
-    u64v(
-        &mut config,
-        ZETTA_FORMAT_KEY,
-        crate::spa::uberblock::FORMAT_VERSION,
     );
     if !facts.cache.is_empty() {
         config.add(
@@ -294,7 +293,7 @@ pub fn pool_config(facts: &PoolFacts<'_>) -> XdrNvList {
 fn has_per_vdev_zaps(root: &Vdev) -> bool {
     fn leaves_have(vdev: &Vdev) -> bool {
         match vdev.kind {
-            VdevKind::Leaf => vdev.openzfs_keys.zap_leaf != 0,
+            VdevKind::Leaf => vdev.openzfs_keys.leaf() != 0,
             _ => vdev.children.iter().all(leaves_have),
         }
     }
@@ -306,7 +305,7 @@ fn has_per_vdev_zaps(root: &Vdev) -> bool {
     !tops.is_empty()
         && tops
             .iter()
-            .all(|top| top.openzfs_keys.zap_top != 0 && leaves_have(top))
+            .all(|top| top.openzfs_keys.top() != 0 && leaves_have(top))
 }
 
 /// A vdev subtree as a label holds it: the MOS-only keys (the per-vdev ZAPs) left out.
@@ -363,7 +362,8 @@ pub fn features_for_read(guids: &[&str]) -> XdrNvList {
 /// The label config of one leaf (`spa_config_generate(spa, leaf, ..)`), derived from the
 /// MOS config `pool`: the pool's header, the leaf's `top_guid` and `guid`, and its
 /// top-level vdev as `vdev_tree`. A cache device (`top_guid` None) gets the header and
-/// its guid. Every label carries the whole tree under [`ROOT_TREE_KEY`].
+/// its guid. No label carries the whole tree (format 26): discovery assembles it from
+/// the top-level vdevs' labels, as OpenZFS's `get_configs` does.
 pub fn label_config(pool: &XdrNvList, top_guid: Option<u64>, leaf_guid: u64) -> XdrNvList {
     let mut label = XdrNvList::new();
     for key in [
@@ -373,6 +373,8 @@ pub fn label_config(pool: &XdrNvList, top_guid: Option<u64>, leaf_guid: u64) -> 
         "txg",
         "pool_guid",
         "errata",
+        "comment",
+        "compatibility",
         "hostid",
         "hostname",
     ] {
@@ -402,13 +404,8 @@ pub fn label_config(pool: &XdrNvList, top_guid: Option<u64>, leaf_guid: u64) -> 
     if let Some(top) = top {
         label.add("vdev_tree", XdrValue::NvList(without_mos_keys(top)));
     }
-    for key in ["features_for_read", ZETTA_FORMAT_KEY] {
-        if let Some(value) = pool.get(key) {
-            label.add(key, value.clone());
-        }
-    }
-    if let Some(root) = root {
-        label.add(ROOT_TREE_KEY, XdrValue::NvList(root.clone()));
+    if let Some(value) = pool.get("features_for_read") {
+        label.add("features_for_read", value.clone());
     }
     label
 }
@@ -496,6 +493,8 @@ mod label_tests {
             txg: 4,
             hostid: 0,
             hostname: "h",
+            comment: None,
+            compatibility: None,
             root: &root,
             cache: &[],
             label_features: &[],
@@ -516,8 +515,6 @@ mod label_tests {
                 "vdev_children",
                 "vdev_tree",
                 "features_for_read",
-                ZETTA_FORMAT_KEY,
-                ROOT_TREE_KEY
             ]
         );
         let tree = label.get_nvlist("vdev_tree").unwrap();
@@ -542,9 +539,17 @@ mod label_tests {
             label.get_nvlist("features_for_read"),
             Some(&XdrNvList::new())
         );
-        // The tree comes back from either copy.
+        // Format 26: no private key in a label or the MOS config.
+        for list in [&label, &pool] {
+            assert!(
+                !names(list).iter().any(|n| n.starts_with("org.zetta:")),
+                "{:?}",
+                names(list)
+            );
+        }
+        // The MOS copy's tree is the whole tree.
         let parsed =
-            Vdev::from_config(label.get_nvlist(ROOT_TREE_KEY).unwrap(), &HashMap::new()).unwrap();
+            Vdev::from_config(pool.get_nvlist("vdev_tree").unwrap(), &HashMap::new()).unwrap();
         assert_eq!(parsed.to_config(), root.to_config());
         // And the label packs into the 112 KiB area as XDR.
         let packed = crate::nvpair_xdr::pack(&label).unwrap();

@@ -264,12 +264,31 @@ pub struct Vdev {
 }
 
 /// The per-vdev objects OpenZFS names in a vdev's config (see `Vdev::openzfs_keys`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// Atomic so the syncing context can give a vdev its ZAPs (`spa::vdev_zap`) while
+/// writeback batches share the tree.
+#[derive(Debug, Default)]
 pub struct OpenZfsVdevKeys {
     /// `vdev_zap_leaf`: the leaf's ZAP (`VDEV_ZAP_LEAF`).
-    pub zap_leaf: u64,
+    pub zap_leaf: std::sync::atomic::AtomicU64,
     /// `vdev_zap_top`: the top-level vdev's ZAP (`VDEV_ZAP_TOP`).
-    pub zap_top: u64,
+    pub zap_top: std::sync::atomic::AtomicU64,
+}
+
+impl OpenZfsVdevKeys {
+    pub fn new(zap_leaf: u64, zap_top: u64) -> OpenZfsVdevKeys {
+        OpenZfsVdevKeys {
+            zap_leaf: zap_leaf.into(),
+            zap_top: zap_top.into(),
+        }
+    }
+
+    pub fn leaf(&self) -> u64 {
+        self.zap_leaf.load(Ordering::Relaxed)
+    }
+
+    pub fn top(&self) -> u64 {
+        self.zap_top.load(Ordering::Relaxed)
+    }
 }
 
 impl Vdev {

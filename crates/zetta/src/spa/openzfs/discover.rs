@@ -245,7 +245,7 @@ pub enum NotZettas {
 /// Whether Zetta's engine imports this pool read-write (issue 14): its version is one
 /// Zetta writes, every active feature in `features_for_read` and `features_for_write`
 /// (count above 0) and every entry of the label's `features_for_read` is one Zetta
-/// maintains (`zfeature::ZETTA_FEATURES`, and Zetta's own `org.zetta:private_format`),
+/// maintains (`zfeature::ZETTA_FEATURES`; format 26 has no private feature),
 /// and its MOS can be read. Features alone decide (issue 14). An enabled feature Zetta does not know
 /// (count 0, as `zhack feature enable` leaves one) does not take a pool away: it is not in
 /// use, and OpenZFS opens such a pool read-write too.
@@ -258,10 +258,7 @@ pub fn zetta_writes(candidate: &OpenZfsCandidate, devices: &[DeviceRef]) -> Resu
     if !zfeature::version_is_written(version) || !zfeature::version_is_written(candidate.version) {
         return Err(NotZettas::Version(version));
     }
-    let maintained = |guid: &str| {
-        zfeature::lookup_guid(guid).is_some()
-            || guid == crate::spa::directory::FEATURE_PRIVATE_FORMAT
-    };
+    let maintained = |guid: &str| zfeature::lookup_guid(guid).is_some();
     let mut foreign: Vec<String> = candidate
         .config
         .get_nvlist("features_for_read")

@@ -504,6 +504,7 @@ impl Spa {
             open_txg: txg.next(),
             last_synced_txg: txg,
             config_dirty: false,
+            vdev_zaps_written: None,
             props,
             scan,
             dirty_bytes: 0,
