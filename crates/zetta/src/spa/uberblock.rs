@@ -130,10 +130,17 @@ pub const SPA_VERSION: u64 = crate::spa::openzfs::feature::SPA_VERSION_FEATURES;
 /// one ALLOC entry per txg range after a debug word) named by its config's `DTL`, made the
 /// first time the DTL is synced, rewritten for every leaf after a scan, freed when the leaf
 /// leaves the pool; `org.zetta:missing_txg` is gone (format 23 pools may carry it: refused).
+/// 30: user/group accounting as OpenZFS keeps it (issue 19, `dmu::objset::userused`): every
+/// ZPL object set carries the `DMU_USERUSED_OBJECT`/`DMU_GROUPUSED_OBJECT` ZAPs (made at its
+/// first sync, updated from every synced dnode's `DN_USED_BYTES` and owner, 512 + used per
+/// object), `OBJSET_FLAG_USERACCOUNTING_COMPLETE` and `DNODE_FLAG_USERUSED_ACCOUNTED` on
+/// every dnode; an OpenZFS dataset's accounting is maintained instead of released;
+/// `userquota@`/`groupquota@` ZAPs named in the master node (`zpl::zfs_quota`). Format 25
+/// pools have unaccounted datasets: refused.
 /// Older pools are not read any more: the private format retires.
-pub const FORMAT_VERSION: u64 = 25;
+pub const FORMAT_VERSION: u64 = 30;
 /// The oldest format this code reads.
-pub const FORMAT_VERSION_MIN: u64 = 25;
+pub const FORMAT_VERSION_MIN: u64 = 30;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Uberblock {
