@@ -24,6 +24,7 @@ pub mod zfs_diff;
 pub mod zfs_mount;
 pub mod zfs_promote;
 pub mod zfs_rename;
+pub mod zfs_userspace;
 pub mod zinject;
 pub mod zpool;
 

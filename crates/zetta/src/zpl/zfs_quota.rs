@@ -324,7 +324,9 @@ pub fn zfs_set_userquota(
     id: u64,
     quota: u64,
 ) -> Result<(), QuotaError> {
-    if !prop.is_quota() || !supported(os, prop) {
+    // As OpenZFS: object quotas are stored without userobj_accounting (and enforced only
+    // once it is active); project quotas need project_quota.
+    if !prop.is_quota() || !os.userused_enabled() || (prop.is_project() && !supported(os, prop)) {
         return Err(QuotaError::NotSupported);
     }
     let object = match quota_object(os, ctx, prop)? {
@@ -385,4 +387,86 @@ pub fn owner_overquota(os: &ObjectSet, ctx: &IoCtx<'_>, uid: u64, gid: u64, proj
     zfs_id_overquota(os, ctx, DMU_USERUSED_OBJECT, uid)
         || zfs_id_overquota(os, ctx, DMU_GROUPUSED_OBJECT, gid)
         || (os.projectquota_enabled() && zfs_id_overquota(os, ctx, DMU_PROJECTUSED_OBJECT, project))
+}
+
+fn quota_error(e: QuotaError) -> super::ZplError {
+    match e {
+        QuotaError::NotSupported => super::ZplError::NotSupported("user accounting"),
+        QuotaError::Zap(e) => super::ZplError::from(e),
+    }
+}
+
+impl crate::spa::Spa {
+    /// Runs `work` on the object set of filesystem `name` or snapshot `fs@snap` through
+    /// shared access: a head open in memory as it is (the open txg's changes included), a
+    /// snapshot or an unopened head from its last synced block.
+    fn with_objset_shared<T>(
+        &self,
+        name: &str,
+        work: impl FnOnce(&ObjectSet, &IoCtx<'_>) -> Result<T, QuotaError>,
+    ) -> Result<T, super::ZplError> {
+        if name.contains('@') {
+            let snap = self.zpl_snapshot_open(name)?;
+            return self
+                .with_zpl_snapshot_shared(&snap, |_, os, ctx| work(os, ctx).map_err(quota_error));
+        }
+        if self.openzfs.is_some() {
+            return Err(super::ZplError::NotSupported(
+                "user accounting of this pool",
+            ));
+        }
+        let dataset = self
+            .lookup_dataset(name)
+            .map_err(|e| super::ZplError::Io(e.to_string()))?
+            .ok_or(super::ZplError::NotFound)?;
+        let ctx = io_ctx!(self);
+        if self.dataset_is_open(dataset) {
+            let os = if dataset == self.dp.directory.root_dataset {
+                Some(&self.dp.root_dataset)
+            } else {
+                self.dp.datasets.get(&dataset).map(|head| &head.objset)
+            };
+            if let Some(os) = os {
+                return work(os, &ctx).map_err(quota_error);
+            }
+        }
+        let phys = self
+            .read_dataset_phys(dataset)
+            .map_err(|e| super::ZplError::Io(e.to_string()))?;
+        let policy = crate::spa::dataset_policy(crate::dmu::default_data_props());
+        let os = ObjectSet::open(&ctx, dataset, &phys.bp, policy)?;
+        work(&os, &ctx).map_err(quota_error)
+    }
+
+    /// `zfs_userspace_many` on filesystem `name` or snapshot `fs@snap`.
+    pub fn userspace(
+        &self,
+        name: &str,
+        prop: UserquotaProp,
+    ) -> Result<Vec<(u64, u64)>, super::ZplError> {
+        self.with_objset_shared(name, |os, ctx| zfs_userspace_many(os, ctx, prop))
+    }
+
+    /// `zfs_userspace_one`: `zfs get userquota@ID` and friends.
+    pub fn userspace_one(
+        &self,
+        name: &str,
+        prop: UserquotaProp,
+        id: u64,
+    ) -> Result<u64, super::ZplError> {
+        self.with_objset_shared(name, |os, ctx| zfs_userspace_one(os, ctx, prop, id))
+    }
+
+    /// `zfs_set_userquota` on filesystem `name`, in the open txg.
+    pub fn set_userquota(
+        &mut self,
+        name: &str,
+        prop: UserquotaProp,
+        id: u64,
+        quota: u64,
+    ) -> Result<(), super::ZplError> {
+        self.with_zpl(name, |_, os, ctx| {
+            zfs_set_userquota(os, ctx, prop, id, quota).map_err(quota_error)
+        })
+    }
 }
