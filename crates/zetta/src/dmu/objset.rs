@@ -14,21 +14,23 @@
 //! 0     os_meta_dnode (512)       dnode_phys_t, type DMU_OT_DNODE, 16 KiB blocks, 3 pointers
 //! 512   os_zil_header (192)       zil_header_t
 //! 704   os_type u64               DMU_OST_META 1, DMU_OST_ZFS 2, DMU_OST_ZVOL 3
-//! 712   os_flags u64              0: the engine keeps no user/group/project accounting, so
-//!                                 it never claims OBJSET_FLAG_USERACCOUNTING_COMPLETE
+//! 712   os_flags u64              a ZPL object set: OBJSET_FLAG_USERACCOUNTING_COMPLETE (1)
+//!                                 from its creation (as found on an OpenZFS one); else 0
 //! 720   os_portable_mac, os_local_mac (32 + 32)   zero (no encryption)
 //! 784   os_pad0 (240)             zero
-//! 1024  os_userused_dnode, 1536 os_groupused_dnode, 2048 os_projectused_dnode: free (zero)
+//! 1024  os_userused_dnode, 1536 os_groupused_dnode: a ZPL object set's accounting ZAPs;
+//!       2048 os_projectused_dnode: free unless OpenZFS made it
 //! 2560  os_pad1 to 4096
 //! ```
 //!
-//! An object set OpenZFS or zfs-fuse wrote (version 15 on) has those accounting dnodes and
-//! the `*_COMPLETE` flags. The engine does not keep them up to date, so the first sync that
-//! rewrites such an object set releases their blocks (freed, or onto the dead list when a
-//! snapshot shares them, as any block) and clears the three flags: the object set then
-//! says "no accounting", as one from before version 15 does, and OpenZFS rebuilds it on
-//! `zfs userspace`/upgrade. Before, the dnodes were dropped with their blocks unfreed
-//! (`zdb -bcc` found them leaked) and the flags kept.
+//! User/group (and, where OpenZFS enabled them, object and project) accounting is kept as
+//! OpenZFS keeps it (`userused`, format 30): every sync of a ZPL object set charges each
+//! synced dnode's owners `512 + dn_used` in the accounting ZAPs, which are objects of this
+//! object set outside the meta-dnode (object numbers `DMU_USERUSED_OBJECT`... = -1, -2,
+//! -3, `is_special`), loaded and synced like any object but whose dnodes go into the
+//! objset block. An OpenZFS dataset's accounting is maintained, not released (formats
+//! before 30 released it at the first rewrite). The MOS and volumes keep none: an
+//! accounting dnode found on one is released at its next sync, its flags cleared.
 //!
 //! Object numbers are allocated as `dmu_object_alloc` does: from an in-memory hint (1 when
 //! the object set is opened, never on disk; formats up to 17 kept one in `os_pad0`),
