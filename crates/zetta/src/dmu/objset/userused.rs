@@ -11,10 +11,10 @@
 //! bytes its objects hold, and — with userobj_accounting — `"obj-%llx"` to how many objects
 //! it owns. An object is charged `DNODE_MIN_SIZE + DN_USED_BYTES` (512 plus every copy of
 //! every block it holds) to its owner, its group and its project, as its bonus says
-//! (`zpl_get_file_info`: a `DMU_OT_SA` bonus's UID at header + 24, GID at + 32, FLAGS at
-//! + 48 and PROJID at + 128 when `ZFS_PROJID` is set; a `DMU_OT_ZNODE` bonus's `zp_uid`
-//! and `zp_gid` at 128 and 136). Objects with any other bonus (the master node, ZAPs,
-//! the SA registry) are not charged; an SA bonus still all zero charges id 0.
+//! (`zpl_get_file_info`: a `DMU_OT_SA` bonus's UID, GID, FLAGS and PROJID at 24, 32, 48
+//! and 128 bytes past its header, PROJID only when `ZFS_PROJID` is set; a `DMU_OT_ZNODE`
+//! bonus's `zp_uid` and `zp_gid` at 128 and 136). Objects with any other bonus (the master
+//! node, ZAPs, the SA registry) are not charged; an SA bonus still all zero charges id 0.
 //!
 //! When. Every dnode a txg syncs is accounted after its blocks are written (its final
 //! `dn_used` is known): the dnode as the last synced txg left it (still in the
