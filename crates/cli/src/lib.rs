@@ -26,6 +26,7 @@ pub mod zfs_mount;
 pub mod zfs_promote;
 pub mod zfs_rename;
 pub mod zfs_secpolicy;
+pub mod zfs_userspace;
 pub mod zinject;
 pub mod zpool;
 

@@ -101,6 +101,9 @@ pub fn run_io(
         "rename" => crate::zfs_rename::cmd_rename(rest),
         "promote" => crate::zfs_promote::cmd_promote(rest),
         "diff" => crate::zfs_diff::cmd_diff(rest, &mut ctx),
+        "userspace" | "groupspace" | "projectspace" => {
+            crate::zfs_userspace::cmd_userspace(command, rest, &mut ctx)
+        }
         "mount" => crate::zfs_mount::cmd_mount(rest, &mut ctx),
         "unmount" | "umount" => crate::zfs_mount::cmd_unmount(rest),
         "allow" => return crate::zfs_allow::run(rest, false, &mut ctx),
@@ -2081,12 +2084,19 @@ fn cmd_get(args: &[String], ctx: &mut Ctx) -> CmdResult {
                 props_arg.split(',').map(str::to_string).collect()
             };
             for prop in wanted {
-                let is_known = ZfsProp::from_name(&prop).is_some() || prop.contains(':');
+                let userquota = zetta::zpl::zfs_quota::UserquotaProp::parse(&prop).is_some();
+                let is_known =
+                    ZfsProp::from_name(&prop).is_some() || prop.contains(':') || userquota;
                 if !is_known {
                     return usage(format!("bad property list: invalid property '{prop}'"));
                 }
-                let (value, source) = property(&mut imported, &props, &name, &prop, parsable)?
-                    .unwrap_or_else(|| ("-".to_string(), "-".to_string()));
+                let looked_up = if userquota {
+                    crate::zfs_userspace::get_property(&imported, &name, &prop, parsable)
+                } else {
+                    property(&mut imported, &props, &name, &prop, parsable)?
+                };
+                let (value, source) =
+                    looked_up.unwrap_or_else(|| ("-".to_string(), "-".to_string()));
                 if props_arg == "all" && value == "-" && source == "-" && !prop.contains(':') {
                     continue;
                 }
@@ -2191,12 +2201,18 @@ fn cmd_set(args: &[String]) -> CmdResult {
         None => (DatasetType::Filesystem, None),
     };
     let mut sets = Vec::new();
+    let mut quota_sets = Vec::new();
     for assignment in assignments {
         let Some((prop, value)) = assignment.split_once('=') else {
             return usage(format!(
                 "missing '=' for property=value argument '{assignment}'"
             ));
         };
+        // userquota@who, groupquota@who, ... (`zfs_userspace`).
+        if let Some(checked) = crate::zfs_userspace::validate_set(name, prop, value) {
+            quota_sets.push(checked?);
+            continue;
+        }
         sets.push(validate_as(name, prop, value, false, object, volblocksize)?);
     }
     let mut imported = match early {
@@ -2204,6 +2220,9 @@ fn cmd_set(args: &[String]) -> CmdResult {
         None => open_dataset(name)?,
     };
     pool::writable(&imported, &format!("cannot set property for '{name}'"))?;
+    for set in &quota_sets {
+        crate::zfs_userspace::store(&mut imported, name, set)?;
+    }
     for mut set in sets {
         if let SetValue::Native(ZfsProp::Volsize, PropValue::Number(size)) = set {
             volume::set_volsize(&mut imported, name, size)?;

@@ -329,6 +329,23 @@ pub fn check_zfs(command: &str, args: &[String], cred: &Cred) -> Result<(), CmdE
                 ));
             }
         }
+        // zfs_secpolicy_userspace_many: the used and quota permissions of the listing's
+        // kind (`zfs userspace` reads both).
+        "userspace" | "groupspace" | "projectspace" => {
+            let kind = command.trim_end_matches("space");
+            let perms: &[&'static str] = match kind {
+                "user" => &["userused", "userquota"],
+                "group" => &["groupused", "groupquota"],
+                _ => &["projectused", "projectquota"],
+            };
+            if let Some(name) = args.iter().rev().find(|a| !a.starts_with('-')) {
+                needs.push(need(
+                    name,
+                    perms,
+                    format!("cannot get used/quota for {name}"),
+                ));
+            }
+        }
         "diff" => {
             if let Some(name) = args.iter().find(|a| !a.starts_with('-')) {
                 needs.push(need(name, &["diff"], format!("cannot diff '{name}'")));

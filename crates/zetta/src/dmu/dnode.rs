@@ -15,7 +15,7 @@
 //! byte  0  dn_type u8   1  dn_indblkshift u8   2  dn_nlevels u8   3  dn_nblkptr u8
 //!       4  dn_bonustype u8   5  dn_checksum u8 (0 = inherit)   6  dn_compress u8 (0 = inherit)
 //!       7  dn_flags u8: USED_BYTES 1 (always set: dn_used is in bytes), USERUSED_ACCOUNTED 2,
-//!          SPILL_BLKPTR 4, USEROBJUSED_ACCOUNTED 8 (the engine keeps no user accounting)
+//!          SPILL_BLKPTR 4, USEROBJUSED_ACCOUNTED 8 (set at sync by `objset::userused`)
 //!       8  dn_datablkszsec u16 (512-byte units)   10  dn_bonuslen u16
 //!      12  dn_extra_slots u8 (0: the engine writes single-slot dnodes)   13  dn_pad2[3]
 //!      16  dn_maxblkid u64 (highest block id the tree holds)

@@ -14,21 +14,23 @@
 //! 0     os_meta_dnode (512)       dnode_phys_t, type DMU_OT_DNODE, 16 KiB blocks, 3 pointers
 //! 512   os_zil_header (192)       zil_header_t
 //! 704   os_type u64               DMU_OST_META 1, DMU_OST_ZFS 2, DMU_OST_ZVOL 3
-//! 712   os_flags u64              0: the engine keeps no user/group/project accounting, so
-//!                                 it never claims OBJSET_FLAG_USERACCOUNTING_COMPLETE
+//! 712   os_flags u64              a ZPL object set: OBJSET_FLAG_USERACCOUNTING_COMPLETE (1)
+//!                                 from its creation (as found on an OpenZFS one); else 0
 //! 720   os_portable_mac, os_local_mac (32 + 32)   zero (no encryption)
 //! 784   os_pad0 (240)             zero
-//! 1024  os_userused_dnode, 1536 os_groupused_dnode, 2048 os_projectused_dnode: free (zero)
+//! 1024  os_userused_dnode, 1536 os_groupused_dnode: a ZPL object set's accounting ZAPs;
+//!       2048 os_projectused_dnode: free unless OpenZFS made it
 //! 2560  os_pad1 to 4096
 //! ```
 //!
-//! An object set OpenZFS or zfs-fuse wrote (version 15 on) has those accounting dnodes and
-//! the `*_COMPLETE` flags. The engine does not keep them up to date, so the first sync that
-//! rewrites such an object set releases their blocks (freed, or onto the dead list when a
-//! snapshot shares them, as any block) and clears the three flags: the object set then
-//! says "no accounting", as one from before version 15 does, and OpenZFS rebuilds it on
-//! `zfs userspace`/upgrade. Before, the dnodes were dropped with their blocks unfreed
-//! (`zdb -bcc` found them leaked) and the flags kept.
+//! User/group (and, where OpenZFS enabled them, object and project) accounting is kept as
+//! OpenZFS keeps it (`userused`, format 26): every sync of a ZPL object set charges each
+//! synced dnode's owners `512 + dn_used` in the accounting ZAPs, which are objects of this
+//! object set outside the meta-dnode (object numbers `DMU_USERUSED_OBJECT`... = -1, -2,
+//! -3, `is_special`), loaded and synced like any object but whose dnodes go into the
+//! objset block. An OpenZFS dataset's accounting is maintained, not released (formats
+//! before 30 released it at the first rewrite). The MOS and volumes keep none: an
+//! accounting dnode found on one is released at its next sync, its flags cleared.
 //!
 //! Object numbers are allocated as `dmu_object_alloc` does: from an in-memory hint (1 when
 //! the object set is opened, never on disk; formats up to 17 kept one in `os_pad0`),
@@ -76,7 +78,14 @@
 //! one is the only copy of its txg's change and stays until `sync`); dnode blocks a reader
 //! reads are not kept as dbufs (the ARC holds them); `sync` trims the rest as before.
 
+mod userused;
 mod writeback;
+pub use userused::{
+    file_info, is_special, FileInfo, DMU_GROUPUSED_OBJECT, DMU_OBJACCT_PREFIX,
+    DMU_OT_USERGROUP_QUOTA, DMU_OT_USERGROUP_USED, DMU_PROJECTUSED_OBJECT, DMU_USERUSED_OBJECT,
+    OBJSET_FLAG_PROJECTQUOTA_COMPLETE, OBJSET_FLAG_USERACCOUNTING_COMPLETE,
+    OBJSET_FLAG_USEROBJACCOUNTING_COMPLETE, ZFS_DEFAULT_PROJID,
+};
 pub use writeback::WritebackRecord;
 
 use super::block_space::BlockSpace;
@@ -253,19 +262,15 @@ pub struct ObjectSet {
     pub dirty_data_bytes: u64,
     dirty: bool,
     /// User/group/project accounting dnodes (`DMU_USERUSED_OBJECT` and its neighbours, by
-    /// bookmark object number) found at open, released at the next sync (module header).
-    accounting: Vec<(u64, DnodePhys)>,
+    /// bookmark object number) as the objset block holds them: kept up to date by every
+    /// sync of a ZPL object set (`userused`), released at the next sync of any other.
+    accounting: BTreeMap<u64, DnodePhys>,
     /// The MOS only: its `$ORIGIN@$ORIGIN` object (`dsl::phys::ORIGIN_SNAPSHOT_OBJECT`
     /// where Zetta creates it; an imported pool's own number, 0 for a pool without one),
     /// which the DSL records read as "no previous snapshot" / "no origin".
     pub dsl_origin: u64,
 }
 
-/// `DMU_USERUSED_OBJECT`, `DMU_GROUPUSED_OBJECT`, `DMU_PROJECTUSED_OBJECT` (bookmark
-/// object numbers of the accounting dnodes).
-const DMU_USERUSED_OBJECT: u64 = u64::MAX;
-const DMU_GROUPUSED_OBJECT: u64 = u64::MAX - 1;
-const DMU_PROJECTUSED_OBJECT: u64 = u64::MAX - 2;
 /// The accounting dnodes and their byte offsets in the 4 KiB `objset_phys_t` (after the
 /// meta-dnode and the ZIL header: `os_userused_dnode`, `os_groupused_dnode`,
 /// `os_projectused_dnode`).
@@ -276,7 +281,9 @@ const ACCOUNTING_DNODES: [(u64, usize); 3] = [
 ];
 /// `OBJSET_FLAG_USERACCOUNTING_COMPLETE | _USEROBJACCOUNTING_COMPLETE |
 /// _PROJECTQUOTA_COMPLETE`.
-const OBJSET_FLAGS_ACCOUNTING: u64 = 1 | 2 | 4;
+const OBJSET_FLAGS_ACCOUNTING: u64 = OBJSET_FLAG_USERACCOUNTING_COMPLETE
+    | OBJSET_FLAG_USEROBJACCOUNTING_COMPLETE
+    | OBJSET_FLAG_PROJECTQUOTA_COMPLETE;
 
 impl ObjectState {
     fn new(phys: DnodePhys) -> ObjectState {
@@ -397,7 +404,12 @@ impl ObjectSet {
             meta: Mutex::new(ObjectState::new(meta)),
             objects: ObjectCache::new(),
             next_object: 1,
-            flags: 0,
+            // A new ZPL object set starts empty: every dnode it will have is accounted.
+            flags: if os_type == ObjsetType::Filesystem {
+                OBJSET_FLAG_USERACCOUNTING_COMPLETE
+            } else {
+                0
+            },
             zil_header: [0u8; 192],
             zil: crate::zil::Zilog::default(),
             block_size_max_bytes: 128 << 10,
@@ -406,7 +418,7 @@ impl ObjectSet {
             born: BlockSpace::ZERO,
             dirty_data_bytes: 0,
             dirty: true,
-            accounting: Vec::new(),
+            accounting: BTreeMap::new(),
             dsl_origin: crate::dsl::phys::ORIGIN_SNAPSHOT_OBJECT,
         }
     }
@@ -453,7 +465,7 @@ impl ObjectSet {
             other => return Err(DmuError::Corrupt(format!("objset type {other}"))),
         };
         let zil_header = phys.zil_header;
-        let mut accounting = Vec::new();
+        let mut accounting = BTreeMap::new();
         for (object, offset) in ACCOUNTING_DNODES {
             let Some(bytes) = block.get(offset..offset + DNODE_SIZE_BYTES) else {
                 continue;
@@ -461,7 +473,7 @@ impl ObjectSet {
             let dnode = DnodePhys::decode(bytes)
                 .map_err(|e| DmuError::Corrupt(format!("accounting dnode {object:#x}: {e}")))?;
             if !dnode.is_free() {
-                accounting.push((object, dnode));
+                accounting.insert(object, dnode);
             }
         }
         Ok(ObjectSet {
@@ -687,6 +699,14 @@ impl ObjectSet {
     /// loaded as a dbuf, else the block read through the ARC; dnode blocks a reader reads
     /// are not kept as dbufs: the ARC holds them).
     fn read_dnode(&self, ctx: &IoCtx<'_>, id: u64) -> Result<DnodePhys, DmuError> {
+        if is_special(id) {
+            // The accounting dnodes live in the objset block (`userused`).
+            return Ok(self
+                .accounting
+                .get(&id)
+                .cloned()
+                .unwrap_or_else(DnodePhys::free));
+        }
         let offset = id * DNODE_SIZE_BYTES as u64;
         let blkid = offset / u64::from(META_DNODE_BLOCK_SIZE_BYTES);
         let within = (offset % u64::from(META_DNODE_BLOCK_SIZE_BYTES)) as usize;
@@ -1370,7 +1390,7 @@ impl ObjectSet {
             }
         }
         for (&id, state) in self.objects.iter_mut() {
-            if !state.phys.is_free() && id / DNODES_PER_BLOCK >= blocks {
+            if !state.phys.is_free() && id / DNODES_PER_BLOCK >= blocks && !is_special(id) {
                 ids.push(ObjectId(id));
             }
         }
@@ -1402,23 +1422,29 @@ impl ObjectSet {
         debug_assert!(pass >= 1);
         let policy = self.policy;
         let objset = self.id;
-        // 0. Accounting dnodes this object set will no longer carry (module header).
-        for (object, dnode) in std::mem::take(&mut self.accounting) {
-            let mut blocks = Vec::new();
-            collect_tree(&ObjectState::new(dnode), ctx, objset, object, &mut blocks)?;
-            for bp in blocks {
-                release_block(ctx, &policy, &mut self.dead_blocks, &mut self.freed, &bp);
+        // 0. Accounting dnodes an object set other than a ZPL one does not carry (module
+        // header); a ZPL one's are kept (`userused`).
+        if !self.userused_enabled() {
+            for (object, dnode) in std::mem::take(&mut self.accounting) {
+                let mut blocks = Vec::new();
+                collect_tree(&ObjectState::new(dnode), ctx, objset, object, &mut blocks)?;
+                for bp in blocks {
+                    release_block(ctx, &policy, &mut self.dead_blocks, &mut self.freed, &bp);
+                }
+                self.flags &= !OBJSET_FLAGS_ACCOUNTING;
             }
-            self.flags &= !OBJSET_FLAGS_ACCOUNTING;
         }
+        // Each dirty dnode's charge as the last synced txg left it (`dn_oldused`).
+        let old_charges = self.userquota_old_charges(ctx)?;
         // 1. Dirty objects' blocks, level by level across all objects.
         let mut ids: Vec<u64> = self.objects.ids();
+        ids.retain(|id| !is_special(*id));
         ids.sort_unstable();
         {
             let mut states: Vec<(u64, &mut ObjectState)> = self
                 .objects
                 .iter_mut()
-                .filter(|(_, s)| !s.phys.is_free())
+                .filter(|(id, s)| !s.phys.is_free() && !is_special(**id))
                 .map(|(id, s)| (*id, s))
                 .collect();
             states.sort_by_key(|(id, _)| *id);
@@ -1434,6 +1460,8 @@ impl ObjectSet {
                 pass,
             )?;
         }
+        // 1b. User/group/project accounting of the synced dnodes, and its ZAPs' blocks.
+        self.userquota_updates(ctx, old_charges, pass)?;
         // 2. Changed dnodes into the meta-dnode's blocks.
         for id in ids {
             let dirty = self
@@ -1529,6 +1557,12 @@ impl ObjectSet {
     /// through the engine's codec, the rest through the part-1 codec.
     fn encode_block(&self, meta: &DnodePhys) -> Vec<u8> {
         let free = || Some(OzDnode::free(ByteOrder::Little));
+        let accounting = |object: u64| {
+            self.accounting
+                .get(&object)
+                .map(|d| d.to_openzfs())
+                .or_else(free)
+        };
         let phys = OzObjset {
             order: ByteOrder::Little,
             meta_dnode: OzDnode::free(ByteOrder::Little),
@@ -1537,9 +1571,9 @@ impl ObjectSet {
             flags: self.flags,
             portable_mac: [0u8; 32],
             local_mac: [0u8; 32],
-            userused: free(),
-            groupused: free(),
-            projectused: free(),
+            userused: accounting(DMU_USERUSED_OBJECT),
+            groupused: accounting(DMU_GROUPUSED_OBJECT),
+            projectused: accounting(DMU_PROJECTUSED_OBJECT),
         };
         let mut block = match phys.encode() {
             Ok(block) => block,

@@ -42,19 +42,39 @@ fn golden_objset_block_header() {
     assert_eq!(&block[8..10], &32u16.to_le_bytes(), "16 KiB dnode blocks");
     assert_eq!(&block[512..704], &[0u8; 192][..], "empty zil_header_t");
     assert_eq!(&block[704..712], &2u64.to_le_bytes(), "os_type DMU_OST_ZFS");
-    assert_eq!(&block[712..720], &0u64.to_le_bytes(), "os_flags");
+    // A ZPL object set keeps user/group accounting from its first sync (format 26).
+    assert_eq!(
+        &block[712..720],
+        &1u64.to_le_bytes(),
+        "os_flags USERACCOUNTING_COMPLETE"
+    );
     assert_eq!(&block[720..784], &[0u8; 64][..], "no MACs");
     // Formats 7-17 kept a next-object hint in os_pad0[0..8]; OpenZFS keeps none.
+    assert!(block[784..1024].iter().all(|&b| b == 0), "os_pad0");
+    // os_userused_dnode and os_groupused_dnode: DMU_OT_USERGROUP_USED micro ZAPs of 512
+    // bytes (zap_create_claim); no project dnode (project_quota is not enabled).
+    for at in [1024, 1536] {
+        assert_eq!(
+            block[at],
+            super::objset::DMU_OT_USERGROUP_USED,
+            "dnode at {at}"
+        );
+        assert_eq!(
+            &block[at + 8..at + 10],
+            &1u16.to_le_bytes(),
+            "512-byte block"
+        );
+    }
     assert!(
-        block[784..].iter().all(|&b| b == 0),
-        "os_pad0, free accounting dnodes, os_pad1"
+        block[2048..].iter().all(|&b| b == 0),
+        "free project dnode, os_pad1"
     );
     // And the meta-dnode's dn_pad3 (an object size in formats 7-17) is zero too.
     assert_eq!(&block[32..64], &[0u8; 32][..], "meta-dnode dn_pad3");
     let phys = OzObjset::decode(&block, crate::byteorder::ByteOrder::Little).unwrap();
     assert_eq!(phys.os_type, OS_TYPE_ZFS);
     assert_eq!(phys.meta_dnode.data_block_size(), 16384);
-    assert!(phys.userused.as_ref().is_some_and(|d| d.is_free()));
+    assert!(phys.userused.as_ref().is_some_and(|d| !d.is_free()));
     assert!(phys.projectused.as_ref().is_some_and(|d| d.is_free()));
     let reopened = ObjectSet::open(
         &ctx,
@@ -290,9 +310,15 @@ fn walk_with_openzfs_reader(
         assert_eq!(theirs.used_bytes(), ours.used_bytes, "{what}");
         assert_eq!(theirs.bonustype, ours.bonus_type, "{what}");
         assert_eq!(theirs.bonus, ours.bonus, "{what}");
+        // Every dnode of a ZPL object set is accounted (format 26).
+        let accounted = if os.userused_enabled() {
+            super::openzfs::dnode::DNODE_FLAG_USERUSED_ACCOUNTED
+        } else {
+            0
+        };
         assert_eq!(
             theirs.flags,
-            super::openzfs::dnode::DNODE_FLAG_USED_BYTES,
+            super::openzfs::dnode::DNODE_FLAG_USED_BYTES | accounted,
             "{what}"
         );
         let pointers: Vec<BlockPointer> = theirs

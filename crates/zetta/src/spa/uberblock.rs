@@ -140,6 +140,13 @@ pub const SPA_VERSION: u64 = crate::spa::openzfs::feature::SPA_VERSION_FEATURES;
 /// so this number is written nowhere: a pool whose labels carry `org.zetta:format` (always
 /// 25 or lower) is refused as an older format (`vdev::label::read_config`), and any later
 /// change of the on-disk format must be an OpenZFS feature or version Zetta maintains.
+/// Also in 26 (merged from a branch that numbered it 30): user/group accounting as OpenZFS
+/// keeps it (issue 19, `dmu::objset::userused`): every ZPL object set carries the
+/// `DMU_USERUSED_OBJECT`/`DMU_GROUPUSED_OBJECT` ZAPs (made at its first sync, updated from
+/// every synced dnode's `DN_USED_BYTES` and owner, 512 + used per object),
+/// `OBJSET_FLAG_USERACCOUNTING_COMPLETE` and `DNODE_FLAG_USERUSED_ACCOUNTED` on every dnode;
+/// an OpenZFS dataset's accounting is maintained instead of released;
+/// `userquota@`/`groupquota@` ZAPs named in the master node (`zpl::zfs_quota`).
 pub const FORMAT_VERSION: u64 = 26;
 /// The oldest format this code reads.
 pub const FORMAT_VERSION_MIN: u64 = 26;

@@ -30,6 +30,7 @@ pub mod snapshot;
 pub mod vnops;
 pub mod xattr;
 pub mod zfs_log;
+pub mod zfs_quota;
 pub mod zfs_replay;
 pub mod zfs_vnops;
 pub mod znode;
@@ -38,6 +39,8 @@ pub mod znode;
 mod tests;
 #[cfg(test)]
 mod tests_policy;
+#[cfg(test)]
+mod tests_quota;
 
 use crate::dmu::{object_type, DmuError, IoCtx, ObjectSet};
 use crate::types::ObjectId;

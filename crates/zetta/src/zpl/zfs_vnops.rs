@@ -198,6 +198,39 @@ impl ZfsMount {
         spa.with_zpl_object(self.dataset, &self.vfs, work)
     }
 
+    /// `zfs_acl_ids_overquota` / `zfs_write`'s `zfs_id_overquota` checks (`zfs_quota`):
+    /// EDQUOT when the owner, group or project is at or over a user/group/project quota
+    /// as of the last synced txg. `object`: an existing file, whose owners its bonus
+    /// says; `None`: a new file of `creds`.
+    fn refuse_overquota(
+        &self,
+        spa: &mut Spa,
+        object: Option<u64>,
+        creds: Creds,
+    ) -> Result<(), ZplError> {
+        let over = self.change(spa, |_, os, ctx| {
+            let info = match object {
+                Some(object) => {
+                    let id = crate::types::ObjectId(object);
+                    let bonus = os.bonus(ctx, id)?;
+                    crate::dmu::objset::file_info(os.bonus_type(ctx, id)?, &bonus)
+                }
+                None => Some(crate::dmu::objset::FileInfo {
+                    user: u64::from(creds.uid),
+                    group: u64::from(creds.gid),
+                    project: crate::dmu::objset::ZFS_DEFAULT_PROJID,
+                }),
+            };
+            Ok(info.is_some_and(|info| {
+                super::zfs_quota::owner_overquota(os, ctx, info.user, info.group, info.project)
+            }))
+        })?;
+        if over {
+            return Err(ZplError::QuotaExceeded);
+        }
+        Ok(())
+    }
+
     /// One whole transaction that writes no file data: assign, change, commit.
     fn metadata_tx<T>(
         &self,
@@ -230,6 +263,7 @@ impl ZfsMount {
         rdev: u64,
         now: Timespec,
     ) -> Result<Attr, ZplError> {
+        self.refuse_overquota(spa, None, creds)?;
         self.metadata_tx(spa, Holds::Metadata, |vfs, os, ctx| {
             vfs.create(os, ctx, dir, name, kind, perm, creds, rdev, now)
         })
@@ -245,6 +279,7 @@ impl ZfsMount {
         creds: Creds,
         now: Timespec,
     ) -> Result<Attr, ZplError> {
+        self.refuse_overquota(spa, None, creds)?;
         self.metadata_tx(spa, Holds::Metadata, |vfs, os, ctx| {
             vfs.symlink(os, ctx, dir, name, target, creds, now)
         })
@@ -397,6 +432,10 @@ impl ZfsMount {
         o_sync: bool,
     ) -> Result<(), ZplError> {
         let bytes = data.len() as u64;
+        if self.readonly {
+            return Err(ZplError::ReadOnly);
+        }
+        self.refuse_overquota(spa, Some(object), Creds::default())?;
         let tx = self.tx_assign(
             spa,
             Holds::Write {
