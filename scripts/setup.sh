@@ -18,9 +18,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # bzip2 and xz-utils unpack the real OpenZFS pool images the format tests read; qemu-utils
 # and libnbd-bin are the real NBD clients of the volume tests; ksh runs OpenZFS's own test
 # suite (scripts/zts.sh, which installs the rest of what that suite calls); groff-base and
-# man-db render the man pages in their test (tests/man_pages.rs) ...
+# man-db render the man pages in their test (tests/man_pages.rs), systemd brings
+# systemd-analyze for the unit check (tests/service.rs) ...
 required_packages=(build-essential pkg-config fuse3 rsync git sanoid mbuffer pv lzop
-    openssh-client openssh-server bzip2 xz-utils qemu-utils libnbd-bin ksh groff-base man-db)
+    openssh-client openssh-server bzip2 xz-utils qemu-utils libnbd-bin ksh groff-base man-db
+    systemd)
 # ... and packages only benchmarks need. Installed when possible; a failure is a warning.
 optional_packages=(fio)
 # The oldest Rust that builds the workspace (parking_lot 0.13 declares rust-version 1.95).

@@ -13,6 +13,16 @@
 //!   as `DIR` is on `PATH`. Any other `DIR` gets the links only, as before. A page or
 //!   completion file is replaced only if Zetta wrote it (its first line says so); a system
 //!   ZFS's `zpool.8` is left alone and reported, as a real `zpool` binary is.
+//!
+//! `zetta install-service [UNITDIR]` writes `zetta.service` (default `/etc/systemd/system`),
+//! the unit that holds the daemon as OpenZFS's `zfs-import-cache.service`,
+//! `zfs-mount.service` and `zfs-zed.service` together hold a kernel ZFS: the daemon imports
+//! the cache file's pools and mounts their filesystems when it starts, runs the zedlets
+//! itself, and on systemd's SIGTERM commits every pool and unmounts (`daemon::server`), so
+//! no ExecStop is needed. `KillMode=mixed`: the SIGTERM goes to the daemon alone, whose
+//! clean stop ends its FUSE helpers; whatever is left then gets SIGKILL. ExecStart names
+//! this executable by its absolute path, so the unit is written after the binary is in
+//! its place. A unit file Zetta did not write is left alone (exit 1).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -59,6 +69,74 @@ pub fn install_links(args: &[String], out: &mut dyn Write, err: &mut dyn Write) 
         status |= install_share(&share, out, err);
     }
     status
+}
+
+/// The first-line marker of the unit file `install-service` writes.
+const UNIT_MARKER: &str = "# zetta.service, written by `zetta install-service`";
+
+/// The systemd unit for the daemon at `exe` (see the module comment).
+pub fn service_unit(exe: &Path) -> String {
+    format!(
+        "{UNIT_MARKER}\n\
+         [Unit]\n\
+         Description=Zetta ZFS daemon: imports the cached pools and mounts their file systems\n\
+         Documentation=man:zetta(8) man:zpool(8) man:zfs(8)\n\
+         After=local-fs.target\n\
+         \n\
+         [Service]\n\
+         Type=simple\n\
+         ExecStart={} daemon --foreground\n\
+         KillMode=mixed\n\
+         KillSignal=SIGTERM\n\
+         TimeoutStopSec=300\n\
+         Restart=on-failure\n\
+         \n\
+         [Install]\n\
+         WantedBy=multi-user.target\n",
+        exe.display()
+    )
+}
+
+/// `zetta install-service [UNITDIR]`.
+pub fn install_service(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    let dir = match args {
+        [] => PathBuf::from("/etc/systemd/system"),
+        [dir] if !dir.starts_with('-') => PathBuf::from(dir),
+        _ => {
+            let _ = writeln!(err, "usage: zetta install-service [<unit dir>]");
+            return 2;
+        }
+    };
+    let exe = match std::env::current_exe().and_then(std::fs::canonicalize) {
+        Ok(exe) => exe,
+        Err(e) => {
+            let _ = writeln!(err, "cannot find the zetta executable: {}", strerror(&e));
+            return 1;
+        }
+    };
+    let unit = dir.join("zetta.service");
+    if let Ok(existing) = std::fs::read_to_string(&unit) {
+        if !existing.starts_with(UNIT_MARKER) {
+            let _ = writeln!(
+                err,
+                "refusing to replace '{}': Zetta did not write it",
+                unit.display()
+            );
+            return 1;
+        }
+    }
+    let written =
+        std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&unit, service_unit(&exe)));
+    if let Err(e) = written {
+        let _ = writeln!(err, "cannot write '{}': {}", unit.display(), strerror(&e));
+        return 1;
+    }
+    let _ = writeln!(out, "{}", unit.display());
+    let _ = writeln!(
+        out,
+        "start it at boot with: systemctl daemon-reload && systemctl enable --now zetta.service"
+    );
+    0
 }
 
 /// `DIR/../share` when `DIR` is a `bin` or `sbin` directory.

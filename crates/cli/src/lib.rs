@@ -33,7 +33,7 @@ pub mod zpool;
 use std::io::Write;
 
 /// `zetta`'s own usage (also the synopsis of `zetta(8)`).
-pub const ZETTA_USAGE: &str = "usage: zetta zpool <command> ...\n       zetta zfs <command> ...\n       zetta daemon [--foreground] [--metrics <host:port>] | --stop\n       zetta arcstats\n       zetta tunable [NAME[=VALUE]]...\n       zetta zinject ... (fault injection, as zinject)\n       zetta calc need|usable ... (zetta calc --help)\n       zetta advise [-j] [pool|dataset] (zetta advise --help)\n       zetta install-links [--share <dir>] <dir>\n       zetta version\n";
+pub const ZETTA_USAGE: &str = "usage: zetta zpool <command> ...\n       zetta zfs <command> ...\n       zetta daemon [--foreground] [--metrics <host:port>] | --stop\n       zetta arcstats\n       zetta tunable [NAME[=VALUE]]...\n       zetta zinject ... (fault injection, as zinject)\n       zetta calc need|usable ... (zetta calc --help)\n       zetta advise [-j] [pool|dataset] (zetta advise --help)\n       zetta install-links [--share <dir>] <dir>\n       zetta install-service [<unit dir>]\n       zetta version\n";
 
 /// `zetta` invoked under its own name: `zetta zpool …`, `zetta zfs …`,
 /// `zetta install-links DIR`, `zetta version`.
@@ -77,6 +77,7 @@ pub fn run_zetta(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i
             }
         },
         "install-links" => install::install_links(&args[1..], out, err),
+        "install-service" => install::install_service(&args[1..], out, err),
         // The storage calculator (no pool, no daemon).
         "calc" => calc::run(&args[1..], out, err),
         // The tuning advisor (in the daemon, where the counters since import live).

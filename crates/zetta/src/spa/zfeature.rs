@@ -48,8 +48,8 @@
 //! clone it rolls back through); the counts stay equal to the entries, which is what
 //! zdb verifies.
 //!
-//! `org.zetta:private_format` (`spa::directory`) is an active write-only feature outside
-//! this table: it is written at create and never offered to `zpool upgrade`.
+//! Formats 14-25 also wrote `org.zetta:private_format`, an active write-only feature outside
+//! this table; since format 26 a Zetta pool carries no feature but OpenZFS's.
 //!
 //! Legacy versions. A pool below 5000 has no feature objects at all: every feature reads
 //! "disabled" and the write path writes as without them. Zetta writes version 28

@@ -3,7 +3,7 @@
 //! EDQUOT as OpenZFS does.
 
 use super::vnops::SetAttr;
-use super::zfs_quota::{self, UserquotaProp};
+use super::zfs_quota::{self, QuotaError, UserquotaProp};
 use super::zfs_vnops::{SyncMode, ZfsMount};
 use super::*;
 use crate::dmu::objset::{
@@ -176,6 +176,21 @@ fn userquota_refuses_the_owner_with_edquot_and_no_one_else() {
             .map_err(|e| ZplError::Io(e.to_string()))
     })
     .unwrap();
+    // An object quota needs object accounting, which Zetta's datasets do not keep: it is
+    // refused rather than stored and never enforced.
+    let objquota = spa.with_zpl("tank/fs", |_, os, ctx| {
+        Ok(zfs_quota::zfs_set_userquota(
+            os,
+            ctx,
+            UserquotaProp::UserObjQuota,
+            1000,
+            10,
+        ))
+    });
+    assert!(
+        matches!(objquota, Ok(Err(QuotaError::NotSupported))),
+        "{objquota:?}"
+    );
     let a = new_file(&mut spa, &m, "a", ALICE);
     let b = new_file(&mut spa, &m, "b", BOB);
     let chunk = noise(256 << 10, 7);

@@ -324,9 +324,16 @@ pub fn zfs_set_userquota(
     id: u64,
     quota: u64,
 ) -> Result<(), QuotaError> {
-    // As OpenZFS: object quotas are stored without userobj_accounting (and enforced only
-    // once it is active); project quotas need project_quota.
-    if !prop.is_quota() || !os.userused_enabled() || (prop.is_project() && !supported(os, prop)) {
+    // Project quotas need project_quota, as in OpenZFS. Object quotas need object
+    // accounting: OpenZFS stores them without it and enforces them once its upgrade has
+    // made it active, but Zetta never activates userobj_accounting, so a stored one would
+    // never be enforced: refused (ENOTSUP, "must be upgraded") unless it is being removed.
+    let unenforceable = prop.is_object_count() && !os.userobjused_enabled() && quota != 0;
+    if !prop.is_quota()
+        || !os.userused_enabled()
+        || (prop.is_project() && !supported(os, prop))
+        || unenforceable
+    {
         return Err(QuotaError::NotSupported);
     }
     let object = match quota_object(os, ctx, prop)? {
