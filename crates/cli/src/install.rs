@@ -22,7 +22,10 @@
 //! no ExecStop is needed. `KillMode=mixed`: the SIGTERM goes to the daemon alone, whose
 //! clean stop ends its FUSE helpers; whatever is left then gets SIGKILL. ExecStart names
 //! this executable by its absolute path, so the unit is written after the binary is in
-//! its place. A unit file Zetta did not write is left alone (exit 1).
+//! its place. A unit file Zetta did not write is left alone (exit 1). The stock zedlets
+//! (`contrib/zed.d`: scrub, resilver and device-state notifications to syslog and, with
+//! `ZED_EMAIL_ADDR` in `zed.rc`, by mail) go to the zedlet directory (`$ZETTA_ZED_DIR`,
+//! default `/etc/zetta/zed.d`), each only where no file of its name is.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -132,11 +135,72 @@ pub fn install_service(args: &[String], out: &mut dyn Write, err: &mut dyn Write
         return 1;
     }
     let _ = writeln!(out, "{}", unit.display());
+    let status = install_zedlets(&crate::daemon::zed::zedlet_dir(), out, err);
     let _ = writeln!(
         out,
         "start it at boot with: systemctl daemon-reload && systemctl enable --now zetta.service"
     );
-    0
+    status
+}
+
+/// Zetta's stock zedlets (`contrib/zed.d`): (name, text, mode). `resilver_finish` runs the
+/// scrub script, as OpenZFS links the two.
+const ZEDLETS: &[(&str, &str, u32)] = &[
+    (
+        "zed.rc",
+        include_str!("../../../contrib/zed.d/zed.rc"),
+        0o644,
+    ),
+    (
+        "zed-functions.sh",
+        include_str!("../../../contrib/zed.d/zed-functions.sh"),
+        0o644,
+    ),
+    (
+        "scrub_finish-notify.sh",
+        include_str!("../../../contrib/zed.d/scrub_finish-notify.sh"),
+        0o755,
+    ),
+    (
+        "resilver_finish-notify.sh",
+        include_str!("../../../contrib/zed.d/scrub_finish-notify.sh"),
+        0o755,
+    ),
+    (
+        "statechange-notify.sh",
+        include_str!("../../../contrib/zed.d/statechange-notify.sh"),
+        0o755,
+    ),
+];
+
+/// Puts the stock zedlets in `dir`; a file already there is kept (the admin's edits of
+/// `zed.rc` above all).
+fn install_zedlets(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    use std::os::unix::fs::PermissionsExt;
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        let _ = writeln!(err, "cannot create '{}': {}", dir.display(), strerror(&e));
+        return 1;
+    }
+    let mut status = 0;
+    for (name, text, mode) in ZEDLETS {
+        let path = dir.join(name);
+        if std::fs::symlink_metadata(&path).is_ok() {
+            let _ = writeln!(out, "{} (kept)", path.display());
+            continue;
+        }
+        let written = std::fs::write(&path, text)
+            .and_then(|()| std::fs::set_permissions(&path, std::fs::Permissions::from_mode(*mode)));
+        match written {
+            Ok(()) => {
+                let _ = writeln!(out, "{}", path.display());
+            }
+            Err(e) => {
+                let _ = writeln!(err, "cannot write '{}': {}", path.display(), strerror(&e));
+                status = 1;
+            }
+        }
+    }
+    status
 }
 
 /// `DIR/../share` when `DIR` is a `bin` or `sbin` directory.

@@ -2,7 +2,8 @@
 //! writes the systemd unit, systemd's own `systemd-analyze verify` accepts it, and its
 //! ExecStart line, run as systemd runs it (a foreground child stopped by the unit's
 //! KillSignal), imports the cache file's pools, mounts them, and stops clean: at the next
-//! start everything written before the signal is back.
+//! start everything written before the signal is back. The stock zedlets it installs
+//! mail a scrub's end through the mailer `zed.rc` names, as ZED's do.
 //!
 //! Why: the issue asks for systemd units installed by a documented command; before
 //! session 18 the README spoke of "the systemd unit" and none existed. This machine's PID 1
@@ -33,8 +34,10 @@ fn the_unit_starts_imports_mounts_and_stops_clean() {
     let lab = Lab::new();
     let units = lab.path("units");
     let zetta = env!("CARGO_BIN_EXE_zetta");
+    let zed_dir = lab.path("zed.d");
     let out = Command::new(zetta)
         .args(["install-service", &units])
+        .env("ZETTA_ZED_DIR", &zed_dir)
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
@@ -44,6 +47,36 @@ fn the_unit_starts_imports_mounts_and_stops_clean() {
         "{out:?}"
     );
     let unit = std::fs::read_to_string(&path).unwrap();
+    for zedlet in [
+        "zed.rc",
+        "zed-functions.sh",
+        "scrub_finish-notify.sh",
+        "resilver_finish-notify.sh",
+        "statechange-notify.sh",
+    ] {
+        assert!(
+            std::path::Path::new(&format!("{zed_dir}/{zedlet}")).is_file(),
+            "{zedlet} not installed: {out:?}"
+        );
+    }
+    // The admin's zed.rc: mail through a recording mailer, every scan reported.
+    let mail = lab.path("mail");
+    let mailer = lab.path("mailer.sh");
+    std::fs::write(
+        &mailer,
+        format!(
+            "#!/bin/sh\n{{ echo \"subject: $1\"; cat; }} > {mail}.tmp && mv {mail}.tmp {mail}\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&mailer, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::write(
+        format!("{zed_dir}/zed.rc"),
+        format!(
+            "ZED_EMAIL_ADDR=root\nZED_EMAIL_PROG={mailer}\nZED_EMAIL_OPTS=\"'@SUBJECT@'\"\nZED_NOTIFY_VERBOSE=1\n"
+        ),
+    )
+    .unwrap();
 
     // systemd's own checker (from the systemd package, installed by scripts/setup.sh);
     // `--man=no`: the Documentation= pages are where `install-links` puts them, not here.
@@ -89,6 +122,7 @@ fn the_unit_starts_imports_mounts_and_stops_clean() {
             .env("ZETTA_CACHE_FILE", lab.path("zpool.cache"))
             .env("ZETTA_RUN_DIR", lab.path("run"))
             .env("ZETTA_ZVOL_DIR", lab.path("dev/zvol"))
+            .env("ZETTA_ZED_DIR", &zed_dir)
             .env_remove("ZETTA_MOUNT")
             .env_remove("ZETTA_DIRECT")
             .stdin(Stdio::null())
@@ -106,6 +140,20 @@ fn the_unit_starts_imports_mounts_and_stops_clean() {
         );
         if round == 0 {
             std::fs::write(&file, &data).unwrap();
+            // The stock scrub_finish zedlet mails the end of a scrub with its status.
+            let out = lab.zpool(&["scrub", "-w", "tank"]);
+            assert_eq!(out.code, 0, "{}", out.stderr);
+            assert!(
+                wait_for(|| std::path::Path::new(&mail).exists()),
+                "no mail from scrub_finish-notify.sh"
+            );
+            let text = std::fs::read_to_string(&mail).unwrap();
+            assert!(
+                text.starts_with("subject: ZFS scrub finished on tank\n")
+                    && text.contains("  pool: tank")
+                    && text.contains("errors: No known data errors"),
+                "{text}"
+            );
         } else {
             assert_eq!(
                 std::fs::read_to_string(&file).unwrap_or_default(),

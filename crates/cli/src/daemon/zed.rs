@@ -4,8 +4,11 @@
 //! class, followed by `-`, in name order, as ZED selects them. A zedlet runs with ZED's
 //! environment: every nvpair as `ZEVENT_<NAME>` (guids as `0x%016X`, strings bare, numbers
 //! in decimal, `pool_state` and `vdev_state` shadowed by `_STR` names), `ZEVENT_SUBCLASS`,
-//! `ZEVENT_TIME_SECS`/`_NSECS`/`_STRING`, `ZED_PID`, `ZED_ZEDLET_DIR` and a fixed `PATH`;
-//! nothing else of the daemon's environment.
+//! `ZEVENT_TIME_SECS`/`_NSECS`/`_STRING`, `ZED_PID`, `ZED_ZEDLET_DIR`, a fixed `PATH`, and
+//! `ZPOOL`/`ZFS`/`ZINJECT` naming this daemon's own commands (links in `<run dir>/bin`,
+//! with the daemon's `ZETTA_RUN_DIR`/`ZETTA_CACHE_FILE` when set, so they reach it);
+//! nothing else of the daemon's environment. Zetta's stock zedlets (`contrib/zed.d`,
+//! installed by `zetta install-service`) notify through syslog and mail as ZED's do.
 //!
 //! Theory: posting an event never waits for a zedlet: events go to one worker thread
 //! through a bounded queue (`QUEUE_MAX`; past it they are dropped and logged, as ZED
@@ -114,6 +117,20 @@ pub fn environment(event: &Event, dir: &std::path::Path) -> Vec<(String, String)
         "PATH".to_string(),
         "/usr/sbin:/usr/bin:/sbin:/bin".to_string(),
     ));
+    // ZED's tool variables: the commands of this daemon's build, whatever PATH finds.
+    let tools = tool_dir();
+    for (var, name) in [("ZPOOL", "zpool"), ("ZFS", "zfs"), ("ZINJECT", "zinject")] {
+        vars.push((
+            var.to_string(),
+            tools.join(name).to_string_lossy().into_owned(),
+        ));
+    }
+    // ... and the settings that make them reach this daemon (not another one).
+    for var in ["ZETTA_RUN_DIR", "ZETTA_CACHE_FILE"] {
+        if let Some(value) = std::env::var_os(var) {
+            vars.push((var.to_string(), value.to_string_lossy().into_owned()));
+        }
+    }
     vars.push(("ZED_PID".to_string(), std::process::id().to_string()));
     vars.push((
         "ZED_ZEDLET_DIR".to_string(),
@@ -181,12 +198,45 @@ fn zedlets(dir: &std::path::Path, event: &Event) -> Vec<std::path::PathBuf> {
     found
 }
 
+/// Where `$ZPOOL`, `$ZFS` and `$ZINJECT` of a zedlet point: links to this executable (which
+/// acts as the command it is started as) in the run directory, which only its owner writes.
+fn tool_dir() -> std::path::PathBuf {
+    super::run_dir().join("bin")
+}
+
+/// Makes (or renews) the links of `tool_dir` to this executable.
+fn make_tool_links() {
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    let dir = tool_dir();
+    let _ = std::fs::create_dir_all(&dir);
+    for name in ["zpool", "zfs", "zinject"] {
+        let link = dir.join(name);
+        if std::fs::read_link(&link).is_ok_and(|target| target == exe) {
+            continue;
+        }
+        let _ = std::fs::remove_file(&link);
+        if let Err(e) = std::os::unix::fs::symlink(&exe, &link) {
+            log::log(
+                Level::Warn,
+                &format!(
+                    "zed: cannot link '{}': {}",
+                    link.display(),
+                    crate::zpool::pool::strerror(&e)
+                ),
+            );
+        }
+    }
+}
+
 fn run_zedlets(event: &Event) {
     let dir = zedlet_dir();
     let list = zedlets(&dir, event);
     if list.is_empty() {
         return;
     }
+    make_tool_links();
     let vars = environment(event, &dir);
     for zedlet in list {
         let mut command = std::process::Command::new(&zedlet);

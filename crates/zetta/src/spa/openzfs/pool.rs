@@ -167,6 +167,11 @@ impl OpenZfsPool {
             if read.config.get_u64("pool_guid") != Some(candidate.guid) {
                 continue;
             }
+            // A cache device's label (Zetta writes the pool's keys but no `vdev_tree`;
+            // OpenZFS's aux labels have neither) is not part of the vdev tree.
+            if read.config.get_nvlist("vdev_tree").is_none() {
+                continue;
+            }
             if let Some(guid) = read.config.get_u64("guid") {
                 leaves.insert(guid, device.clone());
             }
