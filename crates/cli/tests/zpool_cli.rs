@@ -325,7 +325,7 @@ fn missing_top_level_vdev_refuses_import() {
          status: One or more devices are missing from the system.\n\
          action: The pool cannot be imported. Attach the missing\n\
          \tdevices and try again.\n   \
-         see: https://openzfs.github.io/openzfs-docs/msg/ZFS-8000-3C\n\
+         see: https://openzfs.github.io/openzfs-docs/msg/ZFS-8000-6X\n\
          config:\n\n\
          \ttest                 UNAVAIL  missing device\n\
          \t  /tmp/zcDDDDDDDD/a  ONLINE\n\

@@ -104,7 +104,12 @@ pub fn show_import(candidate: &ImportCandidate) -> String {
     let mut see = None;
     if missing {
         out.push_str("status: One or more devices are missing from the system.\n");
-        see = Some(if health.is_usable() {
+        // A top-level vdev no label describes is OpenZFS's ZPOOL_STATUS_BAD_GUID_SUM
+        // (ZFS-8000-6X, as the seed post's listing shows); a known one whose devices are
+        // missing, MISSING_DEV_R/NR.
+        see = Some(if tree.children.iter().any(is_missing_top) {
+            "ZFS-8000-6X"
+        } else if health.is_usable() {
             "ZFS-8000-2Q"
         } else {
             "ZFS-8000-3C"
