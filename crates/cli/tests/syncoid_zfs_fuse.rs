@@ -123,30 +123,38 @@ fn interrupted_syncoid(lab: &Lab, route: &Path, args: &str, verb: &str, dataset:
         .current_dir(&lab.dir);
     let first = lab.spawn(&mut command);
     let started = Instant::now();
-    let victim = loop {
+    // syncoid first runs `zfs send -nvP` (a size estimate, gone in a moment) with the same
+    // names: that one is no victim. A victim that still ends before the kill (a loaded
+    // machine) is looked for again.
+    loop {
         let ps = lab.sh("ps -Ao pid=,args=");
         let found = ps.stdout.lines().find_map(|line| {
             let mut words = line.split_whitespace();
             let pid = words.next()?;
             let program = words.next()?;
             let zfs = program == "zfs" || program.ends_with("/zfs");
-            (zfs && words.next() == Some(verb) && line.contains(dataset)).then(|| pid.to_string())
+            let dry_run = line
+                .split_whitespace()
+                .any(|w| w.starts_with('-') && !w.starts_with("--") && w.contains('n'));
+            (zfs && words.next() == Some(verb) && !dry_run && line.contains(dataset))
+                .then(|| pid.to_string())
         });
-        if let Some(pid) = found {
-            break pid;
-        }
         assert!(
             started.elapsed() < Duration::from_secs(60),
             "no zfs {verb} in ps: {}",
             ps.stdout
         );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    // syncoid's mbuffer takes the first 16 MiB at once; the rest of the 24 MiB blob
-    // trickles at 1 MB/s, so both commands are still running a second in.
-    std::thread::sleep(Duration::from_millis(1000));
-    let killed = lab.sh(&format!("kill -9 {victim}"));
-    assert_eq!(killed.code, 0, "kill {victim}: {}", killed.stderr);
+        let Some(victim) = found else {
+            std::thread::sleep(Duration::from_millis(50));
+            continue;
+        };
+        // syncoid's mbuffer takes the first 16 MiB at once; the rest of the 24 MiB blob
+        // trickles at 1 MB/s, so both commands are still running a second in.
+        std::thread::sleep(Duration::from_millis(1000));
+        if lab.sh(&format!("kill -9 {victim}")).code == 0 {
+            break;
+        }
+    }
     let out = first.wait_with_output().unwrap();
     assert_ne!(
         out.status.code(),
