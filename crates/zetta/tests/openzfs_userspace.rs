@@ -21,7 +21,7 @@ use std::sync::Arc;
 use zetta::dmu::objset::{DMU_GROUPUSED_OBJECT, DMU_USERUSED_OBJECT};
 use zetta::io::{DeviceRef, FileDevice};
 use zetta::spa::{CreateOptions, Spa, TopKind, TopSpec};
-use zetta::zpl::{Creds, FileKind, Timespec};
+use zetta::zpl::Creds;
 
 fn zdb_text(dir: &Path, args: &[&str]) -> String {
     let out = Command::new(zdb())
@@ -39,23 +39,7 @@ fn zdb_text(dir: &Path, args: &[&str]) -> String {
 
 /// Creates `name` in the root of `fs` owned by `creds` and writes `data`.
 fn write_as(spa: &mut Spa, fs: &str, name: &str, creds: Creds, data: &[u8]) {
-    let now = Timespec::now();
-    spa.with_zpl(fs, |vfs, os, ctx| {
-        let attr = vfs.create(
-            os,
-            ctx,
-            vfs.root,
-            name.as_bytes(),
-            FileKind::Regular,
-            0o644,
-            creds,
-            0,
-            now,
-        )?;
-        vfs.write(os, ctx, attr.object, 0, data, now)?;
-        Ok(())
-    })
-    .unwrap();
+    common::write_root_file_as(spa, fs, name, creds, 0, data);
 }
 
 /// Incompressible bytes (the default compression would shrink a run to nothing).

@@ -129,7 +129,27 @@ pub fn write_root_file(
     offset: u64,
     data: &[u8],
 ) {
-    use zetta::zpl::{Creds, FileKind, Timespec};
+    write_root_file_as(
+        spa,
+        dataset,
+        name,
+        zetta::zpl::Creds::default(),
+        offset,
+        data,
+    );
+}
+
+/// `write_root_file`, the file owned by `creds`.
+#[allow(dead_code)]
+pub fn write_root_file_as(
+    spa: &mut zetta::spa::Spa,
+    dataset: &str,
+    name: &str,
+    creds: zetta::zpl::Creds,
+    offset: u64,
+    data: &[u8],
+) {
+    use zetta::zpl::{FileKind, Timespec};
     let now = Timespec::now();
     spa.with_zpl(dataset, |vfs, os, ctx| {
         let attr = vfs.create(
@@ -139,7 +159,7 @@ pub fn write_root_file(
             name.as_bytes(),
             FileKind::Regular,
             0o644,
-            Creds::default(),
+            creds,
             0,
             now,
         )?;
