@@ -410,12 +410,22 @@ impl ZplFs {
     /// for writing while sync=always is in force on a writeback-cache mount (`zfs set
     /// sync=always` after the mount) bypasses the page cache, so that each write(2) reaches
     /// the intent log before it returns.
-    fn open_flags(&self, writing: bool) -> FopenFlags {
-        if writing && self.writeback && self.sync() == zetta::zpl::zfs_vnops::SyncMode::Always {
+    ///
+    /// Every open file is `FOPEN_NOFLUSH`: a close(2) needs nothing from the server (`flush`
+    /// has nothing to do: no POSIX locks are kept here, and durability is fsync's), so the
+    /// kernel skips the FLUSH request each close would cost (one of the seven requests of a
+    /// small file's create, write and close). Under the writeback cache the kernel ignores
+    /// the flag and still writes the dirty pages back at close before it sends FLUSH.
+    pub(crate) fn open_flags(&self, writing: bool) -> FopenFlags {
+        let cache = if writing
+            && self.writeback
+            && self.sync() == zetta::zpl::zfs_vnops::SyncMode::Always
+        {
             FopenFlags::FOPEN_DIRECT_IO
         } else {
             FopenFlags::FOPEN_KEEP_CACHE
-        }
+        };
+        cache | FopenFlags::FOPEN_NOFLUSH
     }
 
     fn create_node(
