@@ -411,8 +411,9 @@ fn du_right_after_zpool_sync_shows_committed_blocks() {
         let estimate = blocks(&file);
         lab.ok("zpool", &["sync", "tank"]);
         let after_sync = blocks(&file);
-        // The committed figure, once the kernel's 1 s attribute TTL has surely passed.
-        std::thread::sleep(Duration::from_millis(2500));
+        // The committed figure, from a fresh GETATTR: the kernel keeps attributes for an
+        // hour, so its cached inode is dropped first (the file is not open).
+        drop_kernel_caches();
         let committed = blocks(&file);
         assert_eq!(
             after_sync, committed,
@@ -425,6 +426,75 @@ fn du_right_after_zpool_sync_shows_committed_blocks() {
         // A timer commit came first: write again, so the next sync has something to settle.
         std::fs::write(&file, format!("{attempt}\n").repeat(1_000_000)).expect("rewrite");
     }
+}
+
+/// Makes the kernel forget every unused dentry and inode (their cached attributes with
+/// them), so the next `stat` asks the daemon.
+fn drop_kernel_caches() {
+    std::fs::write("/proc/sys/vm/drop_caches", "2").expect("drop_caches");
+}
+
+/// `stat` of `path` every 50 ms until `changed` says its metadata moved, or `PATIENCE`.
+fn wait_for_stat(path: &str, changed: impl Fn(&std::fs::Metadata) -> bool) -> bool {
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while std::time::Instant::now() < deadline {
+        if changed(&std::fs::metadata(path).expect(path)) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+// Why: the kernel now trusts a file's attributes for an hour (a `stat` storm after `ls -l`
+// no longer asks the daemon per file), so a change Zetta makes behind the kernel must be
+// invalidated or it would be served stale for that hour: a timer commit (no `zpool sync`)
+// settles `st_blocks`, and the daemon's invalidation thread drops the attributes of the
+// files that txg wrote. With the old 1 s TTL and no invalidation this was right only after
+// a second; with the hour and no invalidation it never would be.
+#[test]
+fn a_timer_commit_settles_st_blocks_without_zpool_sync() {
+    use std::os::unix::fs::MetadataExt;
+    let lab = MountLab::new("tank/fs");
+    lab.ok("zfs", &["set", "compression=lz4", "tank/fs"]);
+    let file = lab.mnt("fs/compressible");
+    std::fs::write(&file, "the same line again and again\n".repeat(100_000)).expect("write");
+    let estimate = blocks(&file);
+    // Now the txg timer (zfs_txg_timeout, 5 s) commits it; nobody asks for a sync.
+    // (Without the daemon's invalidation thread this waits out PATIENCE and fails.)
+    assert!(
+        wait_for_stat(&file, |m| m.blocks() != estimate),
+        "st_blocks stayed at the open txg's estimate {estimate} after the timer commit"
+    );
+    let seen = blocks(&file);
+    drop_kernel_caches();
+    assert_eq!(
+        seen,
+        blocks(&file),
+        "the kernel's st_blocks is the committed one"
+    );
+}
+
+// Why: with attributes trusted for an hour, a read that moves the access time (atime=on,
+// or relatime's rule) must still show in `stat` after `cat`, not the time before it for
+// that hour. The kernel drops its atime after each READ it sends (`fuse_invalidate_atime`);
+// this keeps that true of Zetta's mounts (their atime/relatime options, the hour TTL).
+#[test]
+fn a_read_that_moves_atime_is_seen_by_stat() {
+    use std::os::unix::fs::MetadataExt;
+    let lab = MountLab::new("tank/fs");
+    lab.ok("zfs", &["set", "atime=on", "relatime=off", "tank/fs"]);
+    let file = lab.mnt("fs/read-me");
+    std::fs::write(&file, b"read me").expect("write");
+    std::thread::sleep(Duration::from_millis(20));
+    let before = std::fs::metadata(&file).expect("stat");
+    let read = std::fs::read(&file).expect("read");
+    assert_eq!(read, b"read me");
+    assert!(
+        wait_for_stat(&file, |m| (m.atime(), m.atime_nsec())
+            != (before.atime(), before.atime_nsec())),
+        "stat kept the access time from before the read"
+    );
 }
 
 fn listing(dir: &str) -> Vec<String> {

@@ -27,10 +27,12 @@
 //! or the mount says otherwise; nothing may change behind it that it would then serve
 //! stale. Invariants: (1) names change only through this mount (rollback and receive
 //! remount: `daemon/mounts.rs`), so entries live an hour and absent names are cached too,
-//! except `.zfs` (snapdir changes it in place); (2) attributes live 1 s, and the one change
-//! Zetta makes behind the kernel, `st_blocks` at a txg commit, is invalidated after `zpool
-//! sync` (`Mounted::invalidate_written`: attributes only, never pages, so no page lock is
-//! taken from a notification); (3) under the writeback cache (opt-in: `writeback_wanted`;
+//! except `.zfs` (snapdir changes it in place); (2) a dataset object's attributes live an hour
+//! (`.zfs` nodes' 1 s), and the changes Zetta makes behind the kernel are invalidated:
+//! `st_blocks` when the txg a write joined commits (after `zpool sync`,
+//! `Mounted::invalidate_written`; after any other commit, the daemon's invalidation thread,
+//! `Mounted::invalidate_committed`; the kernel drops an access time itself after each READ)
+//! — attributes only, never pages, so no page lock is taken from a notification; (3) under the writeback cache (opt-in: `writeback_wanted`;
 //! never on a mount made under sync=always) the kernel owns regular files' size, mtime and ctime; every durability
 //! point — fsync, fdatasync, O_SYNC, msync, close, unmount — sends the dirty pages before
 //! the FSYNC, FLUSH or DESTROY that commits them, and the daemon writes back (syncfs)
@@ -166,15 +168,25 @@ impl LiveOptions {
     }
 }
 
-/// Inode numbers whose data changed since the kernel's attributes of them were last
-/// invalidated (their `st_blocks` moves when the txg holding the change commits).
-type Written = Arc<parking_lot::Mutex<std::collections::HashSet<u64>>>;
+/// Inode numbers whose attributes the kernel holds but Zetta will change or has changed
+/// behind it, each with the txg whose commit settles them: a write's `st_blocks` moves when
+/// the txg it joined commits (the kernel drops an access time itself after each READ).
+type Written = Arc<parking_lot::Mutex<std::collections::HashMap<u64, u64>>>;
+
+/// Records that `ino`'s attributes settle when `txg` commits.
+pub(crate) fn note_written(written: &Written, ino: u64, txg: u64) {
+    let mut written = written.lock();
+    let settles = written.entry(ino).or_insert(txg);
+    *settles = (*settles).max(txg);
+}
 
 /// A running mount; dropping it unmounts.
 pub struct Mounted {
     pub session: fuser::BackgroundSession,
     live: Arc<LiveOptions>,
     written: Written,
+    /// The pool whose commits settle `written` (none for a read-only OpenZFS mount).
+    pool: Option<std::sync::Weak<RwLock<Spa>>>,
     /// A mount that is read-only whatever the options say (an imported OpenZFS pool).
     always_readonly: bool,
 }
@@ -185,7 +197,43 @@ impl Mounted {
     /// committed `st_blocks` rather than the estimate of the open txg. Attributes only:
     /// the pages stay cached.
     pub fn invalidate_written(&self) {
-        let inos: Vec<u64> = self.written.lock().drain().collect();
+        let inos: Vec<u64> = self.written.lock().drain().map(|(ino, _)| ino).collect();
+        self.invalidate(inos);
+    }
+
+    /// Tells the kernel to drop its attributes of the files written in a txg that has
+    /// committed since (their `st_blocks` is the committed one now). Called by the daemon's
+    /// invalidation thread, never from a request handler; takes the pool's lock only when
+    /// something waits for a commit, and only if it is free (else the next round).
+    pub fn invalidate_committed(&self) {
+        if self.written.lock().is_empty() {
+            return;
+        }
+        let Some(synced) = self
+            .pool
+            .as_ref()
+            .and_then(std::sync::Weak::upgrade)
+            .and_then(|pool| pool.try_read().map(|spa| spa.last_synced_txg().0))
+        else {
+            return;
+        };
+        let settled: Vec<u64> = {
+            let mut written = self.written.lock();
+            let settled: Vec<u64> = written
+                .iter()
+                .filter(|(_, &txg)| txg <= synced)
+                .map(|(&ino, _)| ino)
+                .collect();
+            for ino in &settled {
+                written.remove(ino);
+            }
+            settled
+        };
+        self.invalidate(settled);
+    }
+
+    /// Drops the kernel's attributes (never pages: no page lock is taken) of `inos`.
+    fn invalidate(&self, inos: Vec<u64>) {
         if inos.is_empty() {
             return;
         }
@@ -433,7 +481,8 @@ impl ZplFs {
         let options = self.options.clone();
         let live = self.live.clone();
         let written = self.written.clone();
-        spawn_mount(self, &options, false, live, written, mountpoint)
+        let pool = Some(self.pool.clone());
+        spawn_mount(self, &options, false, live, written, pool, mountpoint)
     }
 }
 
@@ -446,6 +495,7 @@ fn spawn_mount<FS: fuser::Filesystem>(
     always_readonly: bool,
     live: Arc<LiveOptions>,
     written: Written,
+    pool: Option<std::sync::Weak<RwLock<Spa>>>,
     mountpoint: &Path,
 ) -> Result<Mounted, MountError> {
     use fuser::MountOption as O;
@@ -483,6 +533,7 @@ fn spawn_mount<FS: fuser::Filesystem>(
         session,
         live,
         written,
+        pool,
         always_readonly,
     })
 }

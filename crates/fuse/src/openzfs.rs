@@ -217,7 +217,15 @@ impl OzfsFs {
     pub fn mount(self, mountpoint: &Path) -> Result<Mounted, MountError> {
         let options = self.options.clone();
         let live = self.live.clone();
-        crate::spawn_mount(self, &options, true, live, Default::default(), mountpoint)
+        crate::spawn_mount(
+            self,
+            &options,
+            true,
+            live,
+            Default::default(),
+            None,
+            mountpoint,
+        )
     }
 
     fn snapdir(&self) -> SnapDir {

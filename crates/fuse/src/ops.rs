@@ -42,8 +42,15 @@ use zetta::zpl::vnops::SetAttr;
 use zetta::zpl::zfs_vnops::{Fallocate, FreeRange, ZfsMount};
 use zetta::zpl::{Attr, Creds, FileKind, Timespec, Zfsvfs, ZplError};
 
-/// How long the kernel may trust attributes (atime moves under reads without a reply).
-const TTL: Duration = Duration::from_secs(1);
+/// How long the kernel may trust a dataset object's attributes: every change Zetta makes
+/// behind the kernel's back is invalidated (`st_blocks` when the txg of a write commits, an
+/// access time a read moved: `Written`, `Mounted::invalidate_committed`), and everything
+/// else changes through this mount, whose replies the kernel applies (rollback and receive
+/// remount). The hour only bounds what a missed invalidation could cost.
+const ATTR_TTL: Duration = Duration::from_secs(3600);
+/// How long it may trust `.zfs` nodes' attributes: snapshots come and go under them by
+/// commands, not through this mount.
+const CTL_TTL: Duration = Duration::from_secs(1);
 /// How long a change refused for space waits for the FORGET of a file unlinked just before
 /// (`ZplFs::wait_for_orphans`): the kernel sends it right after the unlink; a loaded
 /// machine may take a while to serve it.
@@ -300,7 +307,7 @@ impl ZplFs {
     fn reply_entry(&self, reply: ReplyEntry, result: Result<Attr, Errno>) {
         match result {
             Ok(attr) => reply.entry_with_ttls(
-                &TTL,
+                &ATTR_TTL,
                 &ENTRY_TTL,
                 &self.file_attr(&attr),
                 Generation(attr.znode.gen),
@@ -516,7 +523,7 @@ impl fuser::Filesystem for ZplFs {
             let ttl = if parent.0 == CTL_SNAPDIR {
                 Duration::ZERO
             } else {
-                TTL
+                CTL_TTL
             };
             return match result {
                 Ok(attr) => reply.entry(&ttl, &attr, Generation(0)),
@@ -555,7 +562,7 @@ impl fuser::Filesystem for ZplFs {
             && name.as_bytes() != b".."
             && !(dir == self.vfs.root && name.as_bytes() == b".zfs")
         {
-            return reply.entry_with_ttls(&TTL, &ENTRY_TTL, &negative_attr(), Generation(0));
+            return reply.entry_with_ttls(&ATTR_TTL, &ENTRY_TTL, &negative_attr(), Generation(0));
         }
         self.reply_entry(reply, result);
     }
@@ -563,13 +570,13 @@ impl fuser::Filesystem for ZplFs {
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         if let Some(result) = self.ctl_getattr(ino) {
             return match result {
-                Ok(attr) => reply.attr(&TTL, &attr),
+                Ok(attr) => reply.attr(&CTL_TTL, &attr),
                 Err(e) => reply.error(e),
             };
         }
         let object = self.object(ino);
         match self.run_read(|vfs, os, ctx| vfs.getattr(os, ctx, object)) {
-            Ok(attr) => reply.attr(&TTL, &self.file_attr(&attr)),
+            Ok(attr) => reply.attr(&ATTR_TTL, &self.file_attr(&attr)),
             Err(e) => reply.error(e),
         }
     }
@@ -613,13 +620,14 @@ impl fuser::Filesystem for ZplFs {
         if let Some(size) = change.size.filter(|_| !self.readonly()) {
             result = self.free_long_range(FreeRange::Tail { object, size });
         }
-        let result =
-            result.and_then(|()| self.policy(|m, spa| m.setattr(spa, object, &change, now)));
-        if result.is_ok() && change.size.is_some() {
-            self.written.lock().insert(ino.0);
+        let result = result.and_then(|()| {
+            self.policy(|m, spa| Ok((m.setattr(spa, object, &change, now)?, spa.open_txg())))
+        });
+        if let (Ok((_, txg)), Some(_)) = (&result, change.size) {
+            crate::note_written(&self.written, ino.0, txg.0);
         }
         match result {
-            Ok(attr) => reply.attr(&TTL, &self.file_attr(&attr)),
+            Ok((attr, _)) => reply.attr(&ATTR_TTL, &self.file_attr(&attr)),
             Err(e) => reply.error(e),
         }
     }
@@ -829,6 +837,8 @@ impl fuser::Filesystem for ZplFs {
         });
         let result = result.and_then(|(data, due)| {
             if due {
+                // No invalidation needed: the kernel drops its atime after every READ it
+                // sends (`fuse_invalidate_atime`), and a read served from its pages sends none.
                 self.run(|vfs, os, ctx| vfs.touch_atime(os, ctx, object, now, relatime))?;
             }
             Ok(data)
@@ -854,10 +864,13 @@ impl fuser::Filesystem for ZplFs {
         let object = self.object(ino);
         let now = self.now();
         let o_sync = flags.0 & (libc::O_SYNC | libc::O_DSYNC) != 0;
-        let result = self.policy(|m, spa| m.write(spa, object, offset, data, now, o_sync));
+        let result = self.policy(|m, spa| {
+            m.write(spa, object, offset, data, now, o_sync)?;
+            Ok(spa.open_txg())
+        });
         match result {
-            Ok(()) => {
-                self.written.lock().insert(ino.0);
+            Ok(txg) => {
+                crate::note_written(&self.written, ino.0, txg.0);
                 reply.written(data.len() as u32)
             }
             Err(e) => reply.error(e),
@@ -1006,7 +1019,7 @@ impl fuser::Filesystem for ZplFs {
                             continue;
                         };
                         let name = OsStr::from_bytes(&name);
-                        if reply.add(ino, next as u64, name, &TTL, &attr, Generation(0)) {
+                        if reply.add(ino, next as u64, name, &CTL_TTL, &attr, Generation(0)) {
                             break;
                         }
                     }
@@ -1057,7 +1070,14 @@ impl fuser::Filesystem for ZplFs {
                 }
                 let name = OsStr::from_bytes(&entry.name);
                 let generation = Generation(attr.znode.gen);
-                if reply.add(fattr.ino, entry.next as u64, name, &TTL, &fattr, generation) {
+                if reply.add(
+                    fattr.ino,
+                    entry.next as u64,
+                    name,
+                    &ATTR_TTL,
+                    &fattr,
+                    generation,
+                ) {
                     full = true;
                     if !dots {
                         self.release_refs(attr.object, 0, 1);
@@ -1078,7 +1098,7 @@ impl fuser::Filesystem for ZplFs {
                     INodeNo(CTL_ROOT),
                     CTL_LISTED_OFFSET as u64,
                     ".zfs",
-                    &TTL,
+                    &CTL_TTL,
                     &attr,
                     Generation(0),
                 );
@@ -1252,11 +1272,12 @@ impl fuser::Filesystem for ZplFs {
             });
         }
         let result = result.and_then(|()| {
-            self.policy(|m, spa| m.fallocate(spa, object, offset, length, mode, now))
+            self.policy(|m, spa| {
+                m.fallocate(spa, object, offset, length, mode, now)?;
+                Ok(spa.open_txg())
+            })
         });
-        if result.is_ok() {
-            self.written.lock().insert(ino.0);
-        }
+        let result = result.map(|txg| crate::note_written(&self.written, ino.0, txg.0));
         reply_empty(reply, result);
     }
 
@@ -1275,7 +1296,7 @@ impl fuser::Filesystem for ZplFs {
             Ok(attr) => {
                 self.opened(attr.object);
                 reply.created(
-                    &TTL,
+                    &ATTR_TTL,
                     &self.file_attr(&attr),
                     Generation(attr.znode.gen),
                     FileHandle(attr.object),

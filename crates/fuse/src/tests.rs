@@ -144,6 +144,8 @@ fn every_open_skips_the_flush_at_close() {
     let (pool, _) = pool(0);
     let fs = mount(&pool);
     for writing in [false, true] {
-        assert!(fs.open_flags(writing).contains(fuser::FopenFlags::FOPEN_NOFLUSH));
+        assert!(fs
+            .open_flags(writing)
+            .contains(fuser::FopenFlags::FOPEN_NOFLUSH));
     }
 }

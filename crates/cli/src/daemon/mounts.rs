@@ -899,6 +899,26 @@ fn mounts_of_tree(name: &str) -> Vec<(PathBuf, std::sync::Arc<Mounted>)> {
     })
 }
 
+/// How often the invalidation thread looks for settled attributes: a txg commit's new
+/// `st_blocks` and a read's new access time reach `stat` within this.
+const ATTR_INVALIDATE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Starts the thread (once, at daemon start) that tells the kernel to drop the attributes
+/// Zetta changed behind it (`Mounted::invalidate_committed`), for every mount: the kernel
+/// trusts a file's attributes for an hour (`zetta_fuse`'s `ATTR_TTL`), so what a commit or
+/// an access time changes must be invalidated, and notifications must not come from a
+/// request handler. One thread for all mounts; an idle mount costs a mutex check per round.
+pub fn spawn_attr_invalidator() {
+    let _ = std::thread::Builder::new()
+        .name("attr_inval".to_string())
+        .spawn(|| loop {
+            std::thread::sleep(ATTR_INVALIDATE_INTERVAL);
+            for (_, mounted) in mounts_of_tree("") {
+                mounted.invalidate_committed();
+            }
+        });
+}
+
 /// Writes back the kernel's dirty pages of the mounts of `name` and below (syncfs), with
 /// no lock held: those writes need the pool lock.
 fn write_back_tree(name: &str) {

@@ -89,6 +89,7 @@ pub fn run_with_metrics(err: &mut dyn Write, metrics: Option<&str>) -> i32 {
     registry::enable();
     super::tunable::publish_parameters();
     super::tunable::spawn_arc_reaper();
+    super::mounts::spawn_attr_invalidator();
     // The engine's errors and scans become `zpool events` (zpool/events.rs).
     crate::zpool::events::start_daemon_pump();
     if let Some(addr) = metrics {
