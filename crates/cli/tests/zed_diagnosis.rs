@@ -204,3 +204,73 @@ fn checksum_errors_degrade_a_mirror_side_and_clear_brings_it_back() {
     assert_eq!(intact.stdout, "", "files damaged: {}", intact.stderr);
     lab.stop_daemon();
 }
+
+// Why: the other half of the diagnosis: ten I/O errors of a leaf within 600 s fault it
+// (`zpool_vdev_fault`): FAULTED with "too many errors", no I/O sent to it, the data still
+// whole from the other side, the fault kept across export and import (unlike a fault from
+// one failed write) and `zpool clear` bringing it back.
+#[test]
+fn io_errors_fault_a_mirror_side_until_clear() {
+    let mut lab = Lab::new();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_zetta"), lab.dir.join("zinject")).unwrap();
+    let zed_dir = lab.path("zed.d");
+    std::fs::create_dir(&zed_dir).unwrap();
+    lab.env.push(("ZETTA_ZED_DIR".to_string(), zed_dir));
+    let a = lab.disk("a", 256 << 20);
+    let b = lab.disk("b", 256 << 20);
+    let mnt = lab.path("mnt");
+    lab.ok("zpool", &["create", "-m", &mnt, "tank", "mirror", &a, &b]);
+    let written = lab.sh(&format!(
+        "mkdir -p orig && for i in $(seq 1 24); do head -c 400000 /dev/urandom > orig/f$i && cp orig/f$i {mnt}/f$i || exit 1; done"
+    ));
+    assert_eq!(written.code, 0, "{}", written.stderr);
+    lab.ok("zpool", &["sync", "tank"]);
+    lab.ok("zpool", &["export", "tank"]);
+    lab.ok("zpool", &["import", "-d", &lab.path(""), "tank"]);
+    let mut zinject = lab.command("zinject");
+    zinject.args(["-d", &b, "-e", "io", "-T", "read", "tank"]);
+    ok(lab.run(zinject), "zinject");
+    let intact = lab.sh(&format!(
+        "for i in $(seq 1 24); do cmp -s orig/f$i {mnt}/f$i || echo f$i; done"
+    ));
+    assert_eq!(intact.stdout, "", "files damaged: {}", intact.stderr);
+    let faulted = || {
+        let status = lab.ok("zpool", &["status", "tank"]);
+        row(&status, &b).is_some_and(|words| words.get(1).map(String::as_str) == Some("FAULTED"))
+    };
+    assert!(
+        wait_for(faulted),
+        "b was not faulted: {}",
+        lab.ok("zpool", &["status", "tank"])
+    );
+    let mut zinject = lab.command("zinject");
+    zinject.args(["-c", "all"]);
+    ok(lab.run(zinject), "zinject -c");
+    let status = lab.ok("zpool", &["status", "tank"]);
+    let words = row(&status, &b).unwrap();
+    assert_eq!(
+        words[words.len() - 3..],
+        ["too", "many", "errors"],
+        "{status}"
+    );
+    assert_eq!(row(&status, "mirror-0").unwrap()[1], "DEGRADED", "{status}");
+    lab.ok("zpool", &["export", "tank"]);
+    lab.ok("zpool", &["import", "-d", &lab.path(""), "tank"]);
+    let status = lab.ok("zpool", &["status", "tank"]);
+    assert_eq!(row(&status, &b).unwrap()[1], "FAULTED", "kept: {status}");
+    lab.ok("zpool", &["clear", "tank"]);
+    assert!(
+        wait_for(|| lab
+            .ok("zpool", &["status", "tank"])
+            .contains(" state: ONLINE\n")),
+        "{}",
+        lab.ok("zpool", &["status", "tank"])
+    );
+    lab.ok("zpool", &["export", "tank"]);
+    lab.ok("zpool", &["import", "-d", &lab.path(""), "tank"]);
+    let intact = lab.sh(&format!(
+        "for i in $(seq 1 24); do cmp -s orig/f$i {mnt}/f$i || echo f$i; done"
+    ));
+    assert_eq!(intact.stdout, "", "files damaged: {}", intact.stderr);
+    lab.stop_daemon();
+}
