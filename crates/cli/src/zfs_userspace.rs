@@ -96,10 +96,45 @@ pub(crate) fn get_property(
     let Some(id) = decode_who(prop, who) else {
         return Some(dash());
     };
+    if !may_read_one(imported, dataset, prop, id, &crate::daemon::caller()) {
+        // The ioctl's EPERM: `zfs get` prints `-`, as for any value it cannot read.
+        return Some(dash());
+    }
     match imported.spa.userspace_one(dataset, prop, id) {
         Ok(value) => Some((format_userquota(prop, value, parsable), "local".to_string())),
         Err(_) => Some(dash()),
     }
+}
+
+/// `zfs_secpolicy_userspace_one`: the privileged read any id's value; a caller reads its
+/// own uid's user values and its groups' group values; anything else (another id, any
+/// project) needs the permission named after the property (`userquota_perms`:
+/// `userused`, `groupquota`, ...) on the dataset.
+fn may_read_one(
+    imported: &Imported,
+    dataset: &str,
+    prop: UserquotaProp,
+    id: u64,
+    cred: &zetta::dsl::deleg::Cred,
+) -> bool {
+    if crate::daemon::privileged(cred) {
+        return true;
+    }
+    if !prop.is_project() {
+        let own = if prop.is_group() {
+            u64::from(cred.gid) == id || cred.groups.iter().any(|g| u64::from(*g) == id)
+        } else {
+            u64::from(cred.uid) == id
+        };
+        if own {
+            return true;
+        }
+    }
+    let perm = prop.prefix().trim_end_matches('@');
+    imported
+        .spa
+        .deleg_access(dataset, perm, cred)
+        .unwrap_or(false)
 }
 
 /// A checked `prefix@who=value` of `zfs set`: (property, id, quota).

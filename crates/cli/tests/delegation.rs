@@ -313,3 +313,58 @@ fn zdb_reads_the_deleg_zap_and_destroy_frees_it() {
         String::from_utf8_lossy(&check.stdout)
     );
 }
+
+/// Why: `zfs get userquota@…` answered every caller about every id. OpenZFS
+/// (`zfs_secpolicy_userspace_one`) lets a user read its own uid's user values and its
+/// groups' group values; another id needs the property's permission (`userquota`,
+/// `userused`, ...); without it `zfs get` prints `-`, as for any value it cannot read.
+#[test]
+fn userquota_of_another_id_needs_the_permission() {
+    let Some(user) = TestUser::new(&format!("zq{}", std::process::id() % 100000)) else {
+        eprintln!("skipped: useradd is not available (not root?)");
+        return;
+    };
+    let lab = Lab::new();
+    let disk = lab.disk("disk", 256 << 20);
+    lab.ok("zpool", &["create", "-m", "none", "tank", &disk]);
+    let own = format!("userquota@{}", user.uid);
+    lab.zfs_ok(&["set", &format!("{own}=5M"), "tank"]);
+    lab.zfs_ok(&["set", "userquota@0=7M", "tank"]);
+    lab.zfs_ok(&["set", &format!("groupquota@{}=9M", user.gid), "tank"]);
+    let get = |prop: &str| {
+        let out = as_user(
+            &lab,
+            &user,
+            "zfs",
+            &["get", "-H", "-o", "value,source", prop, "tank"],
+        );
+        assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+        out.stdout
+    };
+    assert_eq!(get(&own), "5M\tlocal\n", "its own quota");
+    assert_eq!(get(&format!("userquota@{}", user.name)), "5M\tlocal\n");
+    assert_eq!(
+        get(&format!("groupquota@{}", user.gid)),
+        "9M\tlocal\n",
+        "its group's"
+    );
+    assert_eq!(
+        get("userquota@0"),
+        "-\t-\n",
+        "root's quota without the permission"
+    );
+    assert_eq!(get("userused@0"), "-\t-\n");
+    lab.zfs_ok(&["allow", &user.name, "userquota", "tank"]);
+    assert_eq!(get("userquota@0"), "7M\tlocal\n", "with the permission");
+    assert_eq!(
+        get("userused@0"),
+        "-\t-\n",
+        "userused is a permission of its own"
+    );
+    // Root reads everything.
+    assert_eq!(
+        lab.zfs_ok(&["get", "-H", "-o", "value", "userquota@0", "tank"]),
+        "7M\n"
+    );
+    lab.ok("zpool", &["destroy", "tank"]);
+}

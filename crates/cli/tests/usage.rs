@@ -48,6 +48,20 @@ fn every_subcommand_prints_openzfs_usage() {
     for front in ["zpool", "zfs"] {
         let names = commands(front);
         assert!(names.len() >= 20, "{front}: {names:?}");
+        // Every command the general usage lists has its golden file: "every subcommand"
+        // (zfs userspace, groupspace and projectspace had none and went unchecked).
+        let mut listed: Vec<String> = golden(&format!("{front}.txt"))
+            .lines()
+            .filter(|l| l.starts_with('\t') && !l.starts_with("\t "))
+            .filter_map(|l| l.split_whitespace().next())
+            .map(str::to_string)
+            .collect();
+        listed.sort();
+        listed.dedup();
+        assert_eq!(
+            listed, names,
+            "{front}: commands without a golden usage file"
+        );
         for name in &names {
             let want = golden(&format!("{front}/{name}.txt"));
             let asked = run(&lab, front, &[name, "-?"]);

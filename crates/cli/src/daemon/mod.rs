@@ -37,6 +37,7 @@ pub mod registry;
 pub mod server;
 pub mod tunable;
 pub mod zed;
+pub mod zfs_diagnosis;
 pub mod zvol_dev;
 
 use std::os::fd::AsRawFd;

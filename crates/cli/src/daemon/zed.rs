@@ -9,6 +9,8 @@
 //! with the daemon's `ZETTA_RUN_DIR`/`ZETTA_CACHE_FILE` when set, so they reach it);
 //! nothing else of the daemon's environment. Zetta's stock zedlets (`contrib/zed.d`,
 //! installed by `zetta install-service`) notify through syslog and mail as ZED's do.
+//! Before its zedlets, each event goes to the diagnosis (`zfs_diagnosis`: checksum and
+//! I/O errors past N in T degrade or fault the leaf).
 //!
 //! Theory: posting an event never waits for a zedlet: events go to one worker thread
 //! through a bounded queue (`QUEUE_MAX`; past it they are dropped and logged, as ZED
@@ -46,7 +48,12 @@ pub fn notify(events: &[Event]) {
     let sender = QUEUE.get_or_init(|| {
         let (sender, receiver) = sync_channel::<Event>(QUEUE_MAX);
         std::thread::spawn(move || {
+            // ZED's diagnosis agents see each event before its zedlets run.
+            let mut diagnosis = super::zfs_diagnosis::Diagnosis::default();
             for event in receiver {
+                if let Some(verdict) = diagnosis.observe(&event) {
+                    super::zfs_diagnosis::retire(&verdict);
+                }
                 run_zedlets(&event);
             }
         });
@@ -87,6 +94,7 @@ pub fn environment(event: &Event, dir: &std::path::Path) -> Vec<(String, String)
         let text = match value {
             Value::U8(v) => v.to_string(),
             Value::I32(v) => v.to_string(),
+            Value::U32(v) => v.to_string(),
             Value::I64(v) => v.to_string(),
             Value::U64(v) if is_hex(name) => format!("0x{v:016X}"),
             Value::U64(v) => v.to_string(),
@@ -102,7 +110,14 @@ pub fn environment(event: &Event, dir: &std::path::Path) -> Vec<(String, String)
         };
         vars.push((var_name("ZEVENT_", name), text.trim_end().to_string()));
         if let Value::U64(v) = value {
-            if name == "pool_state" {
+            if name == "vdev_state" || name == "vdev_laststate" {
+                // `zpool_state_to_name(state, VDEV_AUX_NONE)`: what statechange-notify.sh
+                // tests.
+                vars.push((
+                    var_name("ZEVENT_", &format!("{name}_str")),
+                    crate::zpool::events::vdev_state_name(*v).to_string(),
+                ));
+            } else if name == "pool_state" {
                 let state = match v {
                     0 => "ACTIVE",
                     1 => "EXPORTED",

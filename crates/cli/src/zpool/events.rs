@@ -36,6 +36,7 @@ const EIO: i32 = 5;
 pub enum Value {
     U8(u8),
     I32(i32),
+    U32(u32),
     U64(u64),
     I64(i64),
     Str(String),
@@ -131,6 +132,7 @@ fn encode_fields(fields: &[(String, Value)]) -> String {
         let (tag, text) = match value {
             Value::U8(v) => ('b', v.to_string()),
             Value::I32(v) => ('i', v.to_string()),
+            Value::U32(v) => ('w', v.to_string()),
             Value::U64(v) => ('u', v.to_string()),
             Value::I64(v) => ('l', v.to_string()),
             Value::Str(s) => ('s', escape(s)),
@@ -171,6 +173,7 @@ fn decode_fields(line: &str) -> Option<Vec<(String, Value)>> {
         let value = match tag {
             "b" => Value::U8(text.parse().ok()?),
             "i" => Value::I32(text.parse().ok()?),
+            "w" => Value::U32(text.parse().ok()?),
             "u" => Value::U64(text.parse().ok()?),
             "l" => Value::I64(text.parse().ok()?),
             "s" => Value::Str(unescape(text)?),
@@ -345,7 +348,7 @@ fn vdev_state_code(state: VdevState) -> u64 {
 }
 
 /// `zpool_state_to_name(state, VDEV_AUX_NONE)`.
-fn vdev_state_name(code: u64) -> &'static str {
+pub(crate) fn vdev_state_name(code: u64) -> &'static str {
     match code {
         1 => "CLOSED",
         2 => "OFFLINE",
@@ -372,6 +375,10 @@ fn find_vdev(root: &Vdev, guid: u64) -> Option<(&Vdev, Option<&Vdev>)> {
     }
     walk(root, None, guid)
 }
+
+/// `zio_priority_t`: a synchronous read, and a scrub's or resilver's I/O.
+pub const ZIO_PRIORITY_SYNC_READ: u32 = 0;
+pub const ZIO_PRIORITY_SCRUB: u32 = 4;
 
 /// A monotonic ENA of format 1 (`fm_ena_generate`): time in the high bits.
 fn ena() -> u64 {
@@ -448,9 +455,18 @@ fn ereport_vdev(event: &mut Event, vdev: &Vdev, parent: Option<&Vdev>) {
 
 /// The zio part of an ereport: what Zetta knows of the failed I/O (OpenZFS's pipeline
 /// stage, flags and timings have no counterpart and are left out, not faked).
-fn ereport_zio(event: &mut Event, error: i32, offset_bytes: u64, size_bytes: u64) {
+fn ereport_zio(
+    event: &mut Event,
+    error: i32,
+    priority: Option<u32>,
+    offset_bytes: u64,
+    size_bytes: u64,
+) {
+    event.push("zio_err", Value::I32(error));
+    if let Some(priority) = priority {
+        event.push("zio_priority", Value::U32(priority));
+    }
     event
-        .push("zio_err", Value::I32(error))
         .push("zio_offset", Value::U64(offset_bytes))
         .push("zio_size", Value::U64(size_bytes));
 }
@@ -499,6 +515,7 @@ fn build(spa: &Spa, raw: &EngineEvent) -> Option<Event> {
             vdev_guid,
             offset_bytes,
             size_bytes,
+            ..
         }
         | EngineEvent::Io {
             vdev_guid,
@@ -513,7 +530,14 @@ fn build(spa: &Spa, raw: &EngineEvent) -> Option<Event> {
             };
             let mut event = ereport_start(spa, subclass, *vdev_guid);
             ereport_vdev(&mut event, vdev, parent.filter(|p| p.guid != spa.root.guid));
-            ereport_zio(&mut event, error, *offset_bytes, *size_bytes);
+            // Whether a scan met the damage is the one zio fact the diagnosis reads
+            // (`zio_priority`: ZIO_PRIORITY_SCRUB, else a read's ZIO_PRIORITY_SYNC_READ).
+            let priority = match raw {
+                EngineEvent::Checksum { scan: true, .. } => Some(ZIO_PRIORITY_SCRUB),
+                EngineEvent::Checksum { .. } => Some(ZIO_PRIORITY_SYNC_READ),
+                _ => None,
+            };
+            ereport_zio(&mut event, error, priority, *offset_bytes, *size_bytes);
             Some(event)
         }
         EngineEvent::Data {
@@ -653,6 +677,7 @@ fn nvprint(fields: &[(String, Value)], depth: usize, text: &mut String) {
         match value {
             Value::U8(v) => text.push_str(&format!("0x{v:x}")),
             Value::I32(v) => text.push_str(&format!("0x{:x}", *v as u32)),
+            Value::U32(v) => text.push_str(&format!("0x{v:x}")),
             Value::U64(v) if name == "vdev_state" || name == "vdev_laststate" => {
                 text.push_str(&format!("\"{}\" (0x{v:x})", vdev_state_name(*v)))
             }

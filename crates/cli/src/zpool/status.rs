@@ -4,7 +4,7 @@
 //! State comes from the engine's derived vdev states; counters from the per-vdev stats
 //! (restored across commands by `pool`). Notes follow OpenZFS: a leaf without a device is
 //! shown by guid with `was /path`; a top-level vdev that cannot work says `insufficient
-//! replicas`; a faulted leaf `too many errors`. The status/action block is chosen in
+//! replicas`; a faulted leaf, or one the diagnosis degraded, `too many errors`. The status/action block is chosen in
 //! `zpool_get_status` order: missing devices, data errors, device errors, offline devices.
 
 use super::pool::{self, Imported};
@@ -34,7 +34,11 @@ pub(super) fn row_of(vdev: &Vdev) -> VdevStatusRow {
         if vdev.device.is_none() && !vdev.offline.load(Ordering::Relaxed) {
             row.name = vdev.guid.0.to_string();
             row.note = Some(format!("was {}", vdev.path));
-        } else if state == VdevState::Faulted {
+        } else if state == VdevState::Faulted
+            || vdev.degraded.load(Ordering::Relaxed)
+            || vdev.fault_kept.load(Ordering::Relaxed)
+        {
+            // VDEV_AUX_ERR_EXCEEDED: a write fault, or the diagnosis's verdict.
             row.note = Some("too many errors".to_string());
         } else if state.is_usable() && !vdev.dtl.is_empty() {
             row.note = Some("(awaiting resilver)".to_string());
@@ -216,7 +220,12 @@ pub fn status_view(imported: &Imported) -> PoolStatusView {
         view.set_reason(&STATUS_MISSING_DEV_REPLICATED);
     } else if view.data_errors > 0 {
         view.set_reason(&STATUS_CORRUPT_DATA);
-    } else if has_errors(&spa.root) || any_leaf(&spa.root, &|l| l.state() == VdevState::Faulted) {
+    } else if has_errors(&spa.root)
+        || any_leaf(&spa.root, &|l| {
+            // `vdev_errors`: a DEGRADED leaf counts as failing, as a FAULTED one does.
+            matches!(l.state(), VdevState::Faulted | VdevState::Degraded)
+        })
+    {
         view.set_reason(&STATUS_FAILING_DEV);
     } else if any_leaf(&spa.root, &|l| l.offline.load(Ordering::Relaxed)) {
         view.set_reason(&STATUS_OFFLINE_DEV);

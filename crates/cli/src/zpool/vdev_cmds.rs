@@ -227,6 +227,13 @@ pub fn cmd_clear(args: &[String], _ctx: &mut Ctx) -> CmdResult {
         &imported,
         &format!("cannot clear errors for {}", device.unwrap_or(name)),
     )?;
+    let before: Vec<(u64, VdevState)> = imported
+        .spa
+        .root
+        .leaves()
+        .iter()
+        .map(|leaf| (leaf.guid.0, leaf.state()))
+        .collect();
     match device {
         None => {
             imported.spa.clear_errors();
@@ -239,7 +246,19 @@ pub fn cmd_clear(args: &[String], _ctx: &mut Ctx) -> CmdResult {
                 ));
             };
             leaf.stats.clear_errors();
-            imported.spa.clear_fault(leaf);
+            if imported.spa.clear_fault(leaf) {
+                imported.spa.mark_config_dirty();
+            }
+        }
+    }
+    // `vdev_clear` reopens the leaf: each one whose state changed posts a statechange
+    // (to ONLINE, which closes its diagnosis case).
+    let mut changes = Vec::new();
+    for (guid, last) in before {
+        if let Some(leaf) = imported.spa.leaf_by_guid(guid) {
+            if leaf.state() != last {
+                changes.push(super::events::statechange(&imported.spa, leaf, last));
+            }
         }
     }
     // `vdev_clear`: a device back from a fault resilvers what it missed meanwhile.
@@ -251,7 +270,9 @@ pub fn cmd_clear(args: &[String], _ctx: &mut Ctx) -> CmdResult {
         ));
     }
     imported.spa.log_history(&history_line("clear", args));
-    pool::commit(&mut imported)
+    pool::commit(&mut imported)?;
+    super::events::pump(Some(&imported.spa), changes);
+    Ok(())
 }
 
 /// `zpool scrub [-s | -p] [-w] pool…`

@@ -31,6 +31,9 @@ pub enum EngineEvent {
         vdev_guid: u64,
         offset_bytes: u64,
         size_bytes: u64,
+        /// Met by a scrub or resilver read (ZIO_PRIORITY_SCRUB): the diagnosis ignores
+        /// these, so a repair under way cannot degrade the pool further.
+        scan: bool,
     },
     /// A read or write of leaf `vdev_guid` failed (`ereport.fs.zfs.io`).
     Io {

@@ -391,7 +391,9 @@ impl Spa {
             // before (online) the change: the txg counts as missed.
             leaf.dtl.dirty(open_txg, 1);
         }
-        if !offline {
+        if !offline && !leaf.fault_kept.load(Ordering::Relaxed) {
+            // A fault the diagnosis gave stays until `zpool clear`, as `vdev_online` keeps
+            // `vdev_faulted`.
             leaf.faulted.store(false, Ordering::Relaxed);
         }
         let resilver = !offline && !leaf.dtl.is_empty();
@@ -403,23 +405,109 @@ impl Spa {
         Ok(())
     }
 
-    /// Un-faults a leaf (`zpool clear`): writes of the open txg may have skipped it before,
-    /// so that txg goes into its DTL (the resilver after the clear copies it).
-    pub fn clear_fault(&self, leaf: &Vdev) {
+    /// Un-faults a leaf (`zpool clear`, `vdev_clear`): its diagnosis verdicts (degraded,
+    /// faulted) go with it; writes of the open txg may have skipped a faulted leaf, so
+    /// that txg goes into its DTL (the resilver after the clear copies it). True when a
+    /// verdict kept in the config went (the config must be written again).
+    pub fn clear_fault(&self, leaf: &Vdev) -> bool {
         if leaf.faulted.swap(false, Ordering::Relaxed) {
             leaf.dtl.dirty(self.open_txg.0, 1);
         }
+        let kept = leaf.fault_kept.swap(false, Ordering::Relaxed);
+        let degraded = leaf.degraded.swap(false, Ordering::Relaxed);
+        kept || degraded
     }
 
     /// Clears error counters and faults (`zpool clear`).
     pub fn clear_errors(&mut self) {
+        let mut verdicts = false;
         for leaf in self.root.leaves() {
             leaf.stats.clear_errors();
-            self.clear_fault(leaf);
+            verdicts |= self.clear_fault(leaf);
         }
         for top in &self.root.children {
             top.stats.clear_errors();
         }
+        if verdicts {
+            self.config_dirty = true;
+        }
+    }
+
+    /// The leaf with `guid`, if the pool has it.
+    pub fn leaf_by_guid(&self, guid: u64) -> Option<&Vdev> {
+        self.root
+            .leaves()
+            .into_iter()
+            .find(|leaf| leaf.guid.0 == guid)
+    }
+
+    /// The diagnosis's verdict on leaf `guid` (OpenZFS `vdev_degrade` with
+    /// VDEV_AUX_ERR_EXCEEDED, the checksum SERD engine fired): the leaf is DEGRADED, still
+    /// serving I/O, and stays so in the config until `zpool clear`. Nothing changes for a
+    /// leaf already degraded or faulted (false); the caller syncs the config.
+    pub fn degrade_leaf(&mut self, guid: u64) -> Result<bool, SpaError> {
+        let leaf = self
+            .leaf_by_guid(guid)
+            .ok_or_else(|| SpaError::Invalid("no such device in pool".to_string()))?;
+        if leaf.faulted.load(Ordering::Relaxed) || leaf.degraded.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        leaf.degraded.store(true, Ordering::Relaxed);
+        self.config_dirty = true;
+        Ok(true)
+    }
+
+    /// The diagnosis's verdict on leaf `guid` when its I/O SERD engine fired (OpenZFS
+    /// `vdev_fault`, VDEV_AUX_ERR_EXCEEDED): the leaf is FAULTED and takes no I/O until
+    /// `zpool clear`. As `vdev_fault` does, a leaf holding the only copy of some data
+    /// (its top-level vdev could not work without it) is degraded instead. False when
+    /// nothing changed; the caller syncs the config.
+    pub fn fault_leaf(&mut self, guid: u64) -> Result<bool, SpaError> {
+        let mut path = Vec::new();
+        let found = self
+            .leaves_with_paths()
+            .into_iter()
+            .find(|(_, leaf)| leaf.guid.0 == guid);
+        let Some((leaf_path, _)) = found else {
+            return Err(SpaError::Invalid("no such device in pool".to_string()));
+        };
+        path.extend(leaf_path);
+        let leaf = node(&self.root, &path);
+        if leaf.faulted.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        leaf.faulted.store(true, Ordering::Relaxed);
+        if !self.root.children[path[0]].state().is_usable() {
+            leaf.faulted.store(false, Ordering::Relaxed);
+            if leaf.degraded.swap(true, Ordering::Relaxed) {
+                return Ok(false);
+            }
+        } else {
+            leaf.faulted.store(false, Ordering::Relaxed);
+            leaf.fault();
+            leaf.fault_kept.store(true, Ordering::Relaxed);
+            leaf.degraded.store(false, Ordering::Relaxed);
+        }
+        self.config_dirty = true;
+        Ok(true)
+    }
+
+    /// Every leaf with its path of child indexes from the root.
+    fn leaves_with_paths(&self) -> Vec<(Vec<usize>, &Vdev)> {
+        fn walk<'a>(vdev: &'a Vdev, path: &mut Vec<usize>, out: &mut Vec<(Vec<usize>, &'a Vdev)>) {
+            if vdev.is_leaf() {
+                out.push((path.clone(), vdev));
+                return;
+            }
+            for (index, child) in vdev.children.iter().enumerate() {
+                path.push(index);
+                walk(child, path, out);
+                path.pop();
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.root, &mut Vec::new(), &mut out);
+        out
     }
 
     /// With `autoexpand=on`, grows top-level vdevs whose devices all got larger.

@@ -51,6 +51,13 @@ pub const VDEV_ZAP_TOP_KEY: &str = "com.delphix:vdev_zap_top";
 /// `ZPOOL_CONFIG_HAS_PER_VDEV_ZAPS`: the MOS config's flag that every vdev has its ZAP
 /// (without it OpenZFS makes them at its next import, `AVZ_ACTION_INITIALIZE`).
 pub const HAS_PER_VDEV_ZAPS_KEY: &str = "com.delphix:has_per_vdev_zaps";
+/// `ZPOOL_CONFIG_FAULTED`, `ZPOOL_CONFIG_DEGRADED`: a leaf the diagnosis faulted or
+/// degraded (`vdev_fault`, `vdev_degrade`), until `zpool clear`.
+pub const FAULTED_KEY: &str = "faulted";
+pub const DEGRADED_KEY: &str = "degraded";
+/// `ZPOOL_CONFIG_AUX_STATE` and its value for VDEV_AUX_ERR_EXCEEDED.
+pub const AUX_STATE_KEY: &str = "aux_state";
+pub const AUX_ERR_EXCEEDED: &str = "err_exceeded";
 
 fn u64v(list: &mut XdrNvList, name: &str, value: u64) {
     list.add(name, XdrValue::Uint64(value));
@@ -104,6 +111,21 @@ impl Vdev {
         }
         if self.kind == VdevKind::Leaf && self.offline.load(Ordering::Relaxed) {
             u64v(&mut list, "offline", 1);
+        }
+        if self.kind == VdevKind::Leaf {
+            // `vdev_config_generate`: the diagnosis's verdicts and why (`vs_aux`
+            // VDEV_AUX_ERR_EXCEEDED is "err_exceeded").
+            let faulted = self.fault_kept.load(Ordering::Relaxed);
+            let degraded = self.degraded.load(Ordering::Relaxed);
+            if faulted {
+                u64v(&mut list, FAULTED_KEY, 1);
+            }
+            if degraded {
+                u64v(&mut list, DEGRADED_KEY, 1);
+            }
+            if faulted || degraded {
+                strv(&mut list, AUX_STATE_KEY, AUX_ERR_EXCEEDED);
+            }
         }
         if self.kind == VdevKind::Hole {
             u64v(&mut list, "is_hole", 1);
@@ -193,6 +215,15 @@ impl Vdev {
                 Ordering::Relaxed,
             );
             vdev.device = devices.get(&guid).cloned();
+            // `vdev_load`'s reading of ZPOOL_CONFIG_FAULTED/DEGRADED (any `aux_state`
+            // reads as err_exceeded here: "external" faults are not Zetta's).
+            let faulted = config.get_u64(FAULTED_KEY).unwrap_or(0) != 0;
+            vdev.faulted.store(faulted, Ordering::Relaxed);
+            vdev.fault_kept.store(faulted, Ordering::Relaxed);
+            vdev.degraded.store(
+                config.get_u64(DEGRADED_KEY).unwrap_or(0) != 0,
+                Ordering::Relaxed,
+            );
         }
         let children = config.get_nvlist_array("children").unwrap_or(&[]);
         if children.len() > CHILDREN_MAX {

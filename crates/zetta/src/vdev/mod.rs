@@ -9,9 +9,13 @@
 //! raidz spreads a block's sectors and parity across its children (`zetta_raidz`).
 //!
 //! Redundancy lives only inside a top-level vdev: losing a whole top-level vdev loses the
-//! pool. States are derived, never stored: a leaf without a device is UNAVAIL, a mirror with
-//! some children left is DEGRADED, a raidz group with more than `parity` children gone is
-//! UNAVAIL, and the root takes the worst of its children.
+//! pool. States are derived: a leaf without a device is UNAVAIL, a mirror with some
+//! children left is DEGRADED, a raidz group with more than `parity` children gone is
+//! UNAVAIL, and the root takes the worst of its children. What a leaf keeps in its config
+//! are OpenZFS's flags: `offline`, and the diagnosis's verdicts `degraded` (too many
+//! checksum errors: the leaf still serves I/O, `vdev_degrade`) and `faulted` (too many I/O
+//! errors: it serves none, `vdev_fault`), both with `aux_state` `err_exceeded`, kept until
+//! `zpool clear`.
 
 pub mod config;
 pub mod dtl;
@@ -254,6 +258,12 @@ pub struct Vdev {
     pub dtl: dtl::Dtl,
     pub offline: AtomicBool,
     pub faulted: AtomicBool,
+    /// Leaf: degraded by the diagnosis (`vdev_degraded`, config `degraded`): too many
+    /// checksum errors; it still takes reads and writes. Cleared by `zpool clear`.
+    pub degraded: AtomicBool,
+    /// Leaf: the fault is the diagnosis's (`vdev_faulted`, config `faulted`), kept across
+    /// imports until `zpool clear`; a fault from a failed write alone is not kept.
+    pub fault_kept: AtomicBool,
     pub create_txg: Txg,
     pub stats: VdevStats,
     /// What OpenZFS keeps in a vdev's config and Zetta carries through its config writes
@@ -320,6 +330,8 @@ impl Vdev {
             dtl: dtl::Dtl::default(),
             offline: AtomicBool::new(false),
             faulted: AtomicBool::new(false),
+            degraded: AtomicBool::new(false),
+            fault_kept: AtomicBool::new(false),
             create_txg: Txg(0),
             stats: VdevStats::default(),
             openzfs_keys: OpenZfsVdevKeys::default(),
@@ -376,6 +388,8 @@ impl Vdev {
                     VdevState::Unavail
                 } else if self.faulted.load(Ordering::Relaxed) {
                     VdevState::Faulted
+                } else if self.degraded.load(Ordering::Relaxed) {
+                    VdevState::Degraded
                 } else {
                     VdevState::Online
                 }

@@ -64,6 +64,7 @@ impl Vdev {
                             vdev_guid: self.guid.0,
                             offset_bytes,
                             size_bytes: psize_bytes,
+                            scan: matches!(mode, ReadMode::Scrub | ReadMode::Resilver),
                         });
                     }
                     None
@@ -295,6 +296,7 @@ impl Vdev {
                     vdev_guid: leaf.guid.0,
                     offset_bytes: map.columns[index].child_offset_bytes,
                     size_bytes: map.columns[index].size_bytes,
+                    scan: matches!(mode, ReadMode::Scrub | ReadMode::Resilver),
                 });
             }
         }
