@@ -1397,3 +1397,158 @@ fn attach_takes_a_short_new_device_name() {
         lab.ok("zpool", &["destroy", "short"]);
     });
 }
+
+// Why: session 19, zpool_split (all six tests): `zpool split` did not exist. One leaf of
+// every mirror leaves to form a new pool with a new guid, holding the source's datasets
+// and properties; without -R it is left exported, with -R imported under that altroot;
+// -n prints the layout; a non-mirror pool, two leaves of one mirror, a device not in the
+// pool and an existing name are refused with libzfs's words; the source keeps the rest.
+#[test]
+fn split_makes_a_new_pool_from_one_side_of_each_mirror() {
+    let lab = common::Lab::new();
+    let disks: Vec<String> = (1..=5)
+        .map(|i| lab.disk(&format!("d{i}"), 256 << 20))
+        .collect();
+    let run = |args: &[&str]| {
+        let mut command = lab.command("zpool");
+        command.args(args).env("ZETTA_MOUNT", "0");
+        lab.run(command)
+    };
+    let ok = |args: &[&str]| {
+        let out = run(args);
+        assert_eq!(out.code, 0, "zpool {args:?}: {}", out.stderr);
+        out.stdout
+    };
+    let zfs_ok = |args: &[&str]| {
+        let mut command = lab.command("zfs");
+        command.args(args).env("ZETTA_MOUNT", "0");
+        let out = lab.run(command);
+        assert_eq!(out.code, 0, "zfs {args:?}: {}", out.stderr);
+        out.stdout
+    };
+    let d = |i: usize| disks[i - 1].as_str();
+    ok(&[
+        "create",
+        "-f",
+        "-m",
+        "none",
+        "tank",
+        "mirror",
+        d(1),
+        d(2),
+        "mirror",
+        d(3),
+        d(4),
+        d(5),
+    ]);
+    zfs_ok(&["create", "tank/a"]);
+    zfs_ok(&["set", "user:x=1", "tank/a"]);
+    let dry = ok(&["split", "-n", "-P", "tank", "tank2", d(3)]);
+    assert_eq!(
+        dry,
+        format!(
+            "would create 'tank2' with the following layout:\n\n\ttank2\n\t  {}\n\t  {}\n",
+            d(2),
+            d(3)
+        )
+    );
+    for (args, why) in [
+        (
+            vec![d(1), d(2)],
+            "Device list must include at most one disk from each mirror",
+        ),
+        (
+            vec![d(2), "nosuchdev"],
+            "Device list must include at most one disk from each mirror",
+        ),
+    ] {
+        let mut full = vec!["split", "tank", "tank2"];
+        full.extend(args);
+        let out = run(&full);
+        assert_eq!(
+            (out.code, out.stderr),
+            (1, format!("Unable to split tank: {why}\n"))
+        );
+    }
+    let out = run(&["split", "-l", "tank", "tank2"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out
+        .stderr
+        .starts_with("loading keys is only valid when importing the pool\n"));
+    let out = run(&["split", "-R", "dir", "tank", "tank2"]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (1, "Unable to split tank: bad alternate root 'dir'\n")
+    );
+    let tank_guid = ok(&["get", "-H", "-o", "value", "guid", "tank"]);
+    ok(&["split", "-o", "comment=split", "tank", "tank2", d(3)]);
+    // The source keeps d1 (now a single disk) and the mirror d4 d5.
+    let status = ok(&["status", "-P", "tank"]);
+    assert!(!status.contains(d(2)) && !status.contains(d(3)), "{status}");
+    assert!(status.contains("mirror-1"), "{status}");
+    // tank2 is exported: import finds it, with the datasets, user properties and comment.
+    let dir = lab.dir.to_string_lossy().into_owned();
+    ok(&["import", "-d", &dir, "tank2"]);
+    let guid2 = ok(&["get", "-H", "-o", "value", "guid", "tank2"]);
+    assert_ne!(tank_guid, guid2);
+    assert_eq!(
+        zfs_ok(&["get", "-H", "-o", "value", "user:x", "tank2/a"]),
+        "1\n"
+    );
+    assert_eq!(
+        ok(&["get", "-H", "-o", "value", "comment", "tank2"]),
+        "split\n"
+    );
+    let status2 = ok(&["status", "-P", "tank2"]);
+    assert!(
+        status2.contains(d(2)) && status2.contains(d(3)),
+        "{status2}"
+    );
+    assert!(!status2.contains("mirror"), "{status2}");
+    // Both pools work on and come back after export.
+    zfs_ok(&["create", "tank2/b"]);
+    zfs_ok(&["create", "tank/c"]);
+    ok(&["export", "tank2"]);
+    ok(&["export", "tank"]);
+    ok(&["import", "-d", &dir, "tank"]);
+    ok(&["import", "-d", &dir, "tank2"]);
+    assert_eq!(
+        zfs_ok(&["list", "-H", "-o", "name", "-r", "tank2"]),
+        "tank2\ntank2/a\ntank2/b\n"
+    );
+    // A pool that is not all mirrors, and a name in use, are refused.
+    let out = run(&["split", "tank2", "tank3"]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            1,
+            "Unable to split tank2: Source pool must be composed only of mirrors\n"
+        )
+    );
+    let out = run(&["split", "tank", "tank2"]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            1,
+            "Unable to split tank: Source pool must be composed only of mirrors\n"
+        )
+    );
+    // With -R the new pool stays imported under its altroot, out of the cache file.
+    ok(&["destroy", "tank2"]);
+    ok(&["attach", "-f", "tank", d(1), d(2)]);
+    let altroot = lab.path("alt");
+    ok(&["split", "-R", &altroot, "tank", "tank3", d(1), d(5)]);
+    assert_eq!(
+        ok(&["get", "-H", "-o", "value", "altroot", "tank3"]),
+        format!("{altroot}\n")
+    );
+    let status3 = ok(&["status", "-P", "tank3"]);
+    assert!(
+        status3.contains(d(1)) && status3.contains(d(5)),
+        "{status3}"
+    );
+    assert_eq!(
+        zfs_ok(&["list", "-H", "-o", "name", "-r", "tank3"]),
+        "tank3\ntank3/a\ntank3/c\n"
+    );
+}

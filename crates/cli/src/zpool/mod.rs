@@ -22,6 +22,7 @@ mod list;
 pub mod pool;
 mod props;
 mod reguid;
+mod split;
 mod status;
 mod status_json;
 mod upgrade;
@@ -93,6 +94,7 @@ const COMMANDS: &[(&str, Command, &str)] = &[
     ("attach", vdev_cmds::cmd_attach, "\tattach [-fsw] [-o property=value] <pool> <device> <new-device>\n"),
     ("detach", vdev_cmds::cmd_detach, "\tdetach <pool> <device>\n"),
     ("replace", vdev_cmds::cmd_replace, "\treplace [-fsw] [-o property=value] <pool> <device> [new-device]\n"),
+    ("split", split::cmd_split, "\tsplit [-gLnPl] [-R altroot] [-o mntopts]\n\t    [-o property=value] <pool> <newpool> [<device> ...]\n"),
     ("scrub", vdev_cmds::cmd_scrub, "\tscrub [-e | -s | -p | -C] [-w] <pool> ...\n"),
     ("import", import::cmd_import, "\timport [-d dir] [-D]\n\timport [-o mntopts] [-o property=value] ... \n\t    [-d dir | -c cachefile] [-D] [-l] [-f] [-m] [-N] [-R root] [-F [-n]] -a\n\timport [-o mntopts] [-o property=value] ... \n\t    [-d dir | -c cachefile] [-D] [-l] [-f] [-m] [-N] [-R root] [-F [-n]]\n\t    [--rewind-to-checkpoint] <pool | id> [newpool]\n"),
     ("export", import::cmd_export, "\texport [-af] <pool> ...\n"),

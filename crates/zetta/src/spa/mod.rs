@@ -43,6 +43,7 @@ pub mod history;
 pub mod import;
 pub mod openzfs;
 pub mod scan;
+pub mod split;
 pub mod txg;
 pub mod uberblock;
 mod vdev_dtl;
