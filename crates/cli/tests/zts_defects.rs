@@ -1552,3 +1552,74 @@ fn split_makes_a_new_pool_from_one_side_of_each_mirror() {
         "tank3\ntank3/a\ntank3/c\n"
     );
 }
+
+// Why: session 19, zpool_set user_property_001/clear_userprop (defect 12 of issue 18):
+// `zpool set a:b=c` was refused as an invalid property. A user property lives in the
+// pool (`pool_props`, across export and import), shows as local, is listed last by
+// `zpool get all`, is cleared by an empty value ('-', default), and a name with an upper
+// case letter, too long a name or value, or Zetta's private prefix is refused.
+#[test]
+fn pool_user_properties_are_set_listed_and_cleared() {
+    let lab = NoMountLab::new();
+    let long_name = format!("x:{}", "a".repeat(253));
+    let long_value = "A".repeat(8191);
+    for (name, value) in [
+        ("cool:pool", "hello"),
+        (long_name.as_str(), "long-property-name"),
+        ("long:property:value", long_value.as_str()),
+    ] {
+        lab.ok("zpool", &["set", &format!("{name}={value}"), "tank"]);
+        assert_eq!(
+            lab.ok(
+                "zpool",
+                &["get", "-H", "-p", "-o", "value,source", name, "tank"]
+            ),
+            format!("{value}\tlocal\n")
+        );
+    }
+    let all = lab.ok("zpool", &["get", "-H", "-o", "property", "all", "tank"]);
+    assert!(
+        all.ends_with(&format!("cool:pool\nlong:property:value\n{long_name}\n")),
+        "{all}"
+    );
+    lab.ok("zpool", &["export", "tank"]);
+    let dir = lab.inner.dir.to_string_lossy().into_owned();
+    lab.ok("zpool", &["import", "-d", &dir, "tank"]);
+    assert_eq!(
+        lab.ok("zpool", &["get", "-H", "-o", "value", "cool:pool", "tank"]),
+        "hello\n"
+    );
+    lab.ok("zpool", &["set", "cool:pool=", "tank"]);
+    assert_eq!(
+        lab.ok(
+            "zpool",
+            &["get", "-H", "-p", "-o", "value,source", "cool:pool", "tank"]
+        ),
+        "-\tdefault\n"
+    );
+    let too_long_name = format!("x:{}", "a".repeat(254));
+    let too_long_value = format!("too:long={}", "A".repeat(8192));
+    for (assignment, why) in [
+        (
+            "Cool:x=1".to_string(),
+            "invalid property 'Cool:x'".to_string(),
+        ),
+        (
+            format!("{too_long_name}=v"),
+            format!("property name '{too_long_name}' is too long"),
+        ),
+        (
+            too_long_value.clone(),
+            format!("property value '{}' is too long", &too_long_value[9..]),
+        ),
+        (
+            "org.zetta:vdev_stats=1".to_string(),
+            "invalid property 'org.zetta:vdev_stats'".to_string(),
+        ),
+    ] {
+        assert_eq!(
+            refused(&lab, "zpool", &["set", &assignment, "tank"]),
+            (1, format!("cannot set property for 'tank': {why}\n"))
+        );
+    }
+}
