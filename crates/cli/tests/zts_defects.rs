@@ -1623,3 +1623,39 @@ fn pool_user_properties_are_set_listed_and_cleared() {
         );
     }
 }
+
+// Why: session 19 (issue 18, defect 12): `zpool add -o ashift=N` with an N other than
+// the pool's took the vdev; OpenZFS 2.3 refuses a top-level vdev whose ashift differs
+// from the pool's single one (ZFS_ERR_ASHIFT_MISMATCH) unless --allow-ashift-mismatch,
+// which had nothing to lift. -f does not lift it.
+#[test]
+fn add_refuses_a_different_ashift_without_allow_ashift_mismatch() {
+    let lab = NoMountLab::new();
+    let (a, b) = (
+        lab.inner.disk("a", 128 << 20),
+        lab.inner.disk("b", 128 << 20),
+    );
+    assert_eq!(
+        refused(&lab, "zpool", &["add", "-f", "-o", "ashift=9", "tank", &a]),
+        (
+            1,
+            "cannot add to 'tank': adding devices with different physical sector sizes is \
+             not allowed\n"
+                .to_string()
+        )
+    );
+    lab.ok("zpool", &["add", "-o", "ashift=12", "tank", &a]);
+    lab.ok(
+        "zpool",
+        &[
+            "add",
+            "--allow-ashift-mismatch",
+            "-o",
+            "ashift=9",
+            "tank",
+            &b,
+        ],
+    );
+    let status = lab.ok("zpool", &["status", "-P", "tank"]);
+    assert!(status.contains(&a) && status.contains(&b), "{status}");
+}
