@@ -1659,3 +1659,37 @@ fn add_refuses_a_different_ashift_without_allow_ashift_mismatch() {
     let status = lab.ok("zpool", &["status", "-P", "tank"]);
     assert!(status.contains(&a) && status.contains(&b), "{status}");
 }
+
+// Why: session 19, zpool_import_hostid_changed_unclean_export and _cachefile_unclean_export:
+// `zpool freeze` (OpenZFS's hidden debugging command, `spa_freeze`) did not exist. After
+// it no txg reaches the devices: what changes later is lost at export, and the export
+// leaves the labels ACTIVE (unclean), so import asks for -f.
+#[test]
+fn freeze_leaves_the_pool_unclean_at_export() {
+    let lab = NoMountLab::new();
+    lab.ok("zfs", &["create", "tank/before"]);
+    lab.ok("zpool", &["freeze", "tank"]);
+    lab.ok("zfs", &["create", "tank/after"]);
+    lab.ok("zpool", &["export", "tank"]);
+    let dir = lab.inner.dir.to_string_lossy().into_owned();
+    let out = lab.run("zpool", &["import", "-d", &dir, "tank"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .starts_with("cannot import 'tank': pool was previously in use from another system."),
+        "{}",
+        out.stderr
+    );
+    lab.ok("zpool", &["import", "-f", "-d", &dir, "tank"]);
+    assert_eq!(
+        lab.ok("zfs", &["list", "-H", "-o", "name", "-r", "tank"]),
+        "tank\ntank/before\n"
+    );
+    assert_eq!(
+        refused(&lab, "zpool", &["freeze", "nosuch"]),
+        (
+            1,
+            "failed to freeze pool: cannot open 'nosuch': no such pool\n".to_string()
+        )
+    );
+}

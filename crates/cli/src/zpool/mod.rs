@@ -210,6 +210,22 @@ pub fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         let _ = writeln!(out, "zetta {}", env!("CARGO_PKG_VERSION"));
         return 0;
     }
+    // `zpool freeze pool`: OpenZFS's hidden debugging command (no usage, no history),
+    // which ZTS uses to leave a pool unclean at export.
+    if name == "freeze" && args.len() == 2 {
+        return match pool::open_pool(&args[1]).and_then(|mut imported| {
+            imported
+                .spa
+                .freeze()
+                .map_err(|e| CmdError::Fail(pool::spa_error_text(&e)))
+        }) {
+            Ok(()) => 0,
+            Err(e) => {
+                let _ = writeln!(err, "failed to freeze pool: {}", e.message());
+                1
+            }
+        };
+    }
     let Some((_, command, synopsis)) = COMMANDS.iter().find(|(n, _, _)| *n == name) else {
         let _ = writeln!(err, "unrecognized command '{name}'");
         print_full_usage(err);

@@ -378,6 +378,7 @@ impl Spa {
             tx: Default::default(),
             readonly,
             openzfs: None,
+            frozen: false,
         };
         spa.publish_features();
         {
