@@ -1397,3 +1397,299 @@ fn attach_takes_a_short_new_device_name() {
         lab.ok("zpool", &["destroy", "short"]);
     });
 }
+
+// Why: session 19, zpool_split (all six tests): `zpool split` did not exist. One leaf of
+// every mirror leaves to form a new pool with a new guid, holding the source's datasets
+// and properties; without -R it is left exported, with -R imported under that altroot;
+// -n prints the layout; a non-mirror pool, two leaves of one mirror, a device not in the
+// pool and an existing name are refused with libzfs's words; the source keeps the rest.
+#[test]
+fn split_makes_a_new_pool_from_one_side_of_each_mirror() {
+    let lab = common::Lab::new();
+    let disks: Vec<String> = (1..=5)
+        .map(|i| lab.disk(&format!("d{i}"), 256 << 20))
+        .collect();
+    let run = |args: &[&str]| {
+        let mut command = lab.command("zpool");
+        command.args(args).env("ZETTA_MOUNT", "0");
+        lab.run(command)
+    };
+    let ok = |args: &[&str]| {
+        let out = run(args);
+        assert_eq!(out.code, 0, "zpool {args:?}: {}", out.stderr);
+        out.stdout
+    };
+    let zfs_ok = |args: &[&str]| {
+        let mut command = lab.command("zfs");
+        command.args(args).env("ZETTA_MOUNT", "0");
+        let out = lab.run(command);
+        assert_eq!(out.code, 0, "zfs {args:?}: {}", out.stderr);
+        out.stdout
+    };
+    let d = |i: usize| disks[i - 1].as_str();
+    ok(&[
+        "create",
+        "-f",
+        "-m",
+        "none",
+        "tank",
+        "mirror",
+        d(1),
+        d(2),
+        "mirror",
+        d(3),
+        d(4),
+        d(5),
+    ]);
+    zfs_ok(&["create", "tank/a"]);
+    zfs_ok(&["set", "user:x=1", "tank/a"]);
+    let dry = ok(&["split", "-n", "-P", "tank", "tank2", d(3)]);
+    assert_eq!(
+        dry,
+        format!(
+            "would create 'tank2' with the following layout:\n\n\ttank2\n\t  {}\n\t  {}\n",
+            d(2),
+            d(3)
+        )
+    );
+    for (args, why) in [
+        (
+            vec![d(1), d(2)],
+            "Device list must include at most one disk from each mirror",
+        ),
+        (
+            vec![d(2), "nosuchdev"],
+            "Device list must include at most one disk from each mirror",
+        ),
+    ] {
+        let mut full = vec!["split", "tank", "tank2"];
+        full.extend(args);
+        let out = run(&full);
+        assert_eq!(
+            (out.code, out.stderr),
+            (1, format!("Unable to split tank: {why}\n"))
+        );
+    }
+    let out = run(&["split", "-l", "tank", "tank2"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out
+        .stderr
+        .starts_with("loading keys is only valid when importing the pool\n"));
+    let out = run(&["split", "-R", "dir", "tank", "tank2"]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (1, "Unable to split tank: bad alternate root 'dir'\n")
+    );
+    let tank_guid = ok(&["get", "-H", "-o", "value", "guid", "tank"]);
+    ok(&["split", "-o", "comment=split", "tank", "tank2", d(3)]);
+    // The source keeps d1 (now a single disk) and the mirror d4 d5.
+    let status = ok(&["status", "-P", "tank"]);
+    assert!(!status.contains(d(2)) && !status.contains(d(3)), "{status}");
+    assert!(status.contains("mirror-1"), "{status}");
+    // tank2 is exported: import finds it, with the datasets, user properties and comment.
+    let dir = lab.dir.to_string_lossy().into_owned();
+    ok(&["import", "-d", &dir, "tank2"]);
+    let guid2 = ok(&["get", "-H", "-o", "value", "guid", "tank2"]);
+    assert_ne!(tank_guid, guid2);
+    assert_eq!(
+        zfs_ok(&["get", "-H", "-o", "value", "user:x", "tank2/a"]),
+        "1\n"
+    );
+    assert_eq!(
+        ok(&["get", "-H", "-o", "value", "comment", "tank2"]),
+        "split\n"
+    );
+    let status2 = ok(&["status", "-P", "tank2"]);
+    assert!(
+        status2.contains(d(2)) && status2.contains(d(3)),
+        "{status2}"
+    );
+    assert!(!status2.contains("mirror"), "{status2}");
+    // Both pools work on and come back after export.
+    zfs_ok(&["create", "tank2/b"]);
+    zfs_ok(&["create", "tank/c"]);
+    ok(&["export", "tank2"]);
+    ok(&["export", "tank"]);
+    ok(&["import", "-d", &dir, "tank"]);
+    ok(&["import", "-d", &dir, "tank2"]);
+    assert_eq!(
+        zfs_ok(&["list", "-H", "-o", "name", "-r", "tank2"]),
+        "tank2\ntank2/a\ntank2/b\n"
+    );
+    // A pool that is not all mirrors, and a name in use, are refused.
+    let out = run(&["split", "tank2", "tank3"]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            1,
+            "Unable to split tank2: Source pool must be composed only of mirrors\n"
+        )
+    );
+    let out = run(&["split", "tank", "tank2"]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            1,
+            "Unable to split tank: Source pool must be composed only of mirrors\n"
+        )
+    );
+    // With -R the new pool stays imported under its altroot, out of the cache file.
+    ok(&["destroy", "tank2"]);
+    ok(&["attach", "-f", "tank", d(1), d(2)]);
+    let altroot = lab.path("alt");
+    ok(&["split", "-R", &altroot, "tank", "tank3", d(1), d(5)]);
+    assert_eq!(
+        ok(&["get", "-H", "-o", "value", "altroot", "tank3"]),
+        format!("{altroot}\n")
+    );
+    let status3 = ok(&["status", "-P", "tank3"]);
+    assert!(
+        status3.contains(d(1)) && status3.contains(d(5)),
+        "{status3}"
+    );
+    assert_eq!(
+        zfs_ok(&["list", "-H", "-o", "name", "-r", "tank3"]),
+        "tank3\ntank3/a\ntank3/c\n"
+    );
+}
+
+// Why: session 19, zpool_set user_property_001/clear_userprop (defect 12 of issue 18):
+// `zpool set a:b=c` was refused as an invalid property. A user property lives in the
+// pool (`pool_props`, across export and import), shows as local, is listed last by
+// `zpool get all`, is cleared by an empty value ('-', default), and a name with an upper
+// case letter, too long a name or value, or Zetta's private prefix is refused.
+#[test]
+fn pool_user_properties_are_set_listed_and_cleared() {
+    let lab = NoMountLab::new();
+    let long_name = format!("x:{}", "a".repeat(253));
+    let long_value = "A".repeat(8191);
+    for (name, value) in [
+        ("cool:pool", "hello"),
+        (long_name.as_str(), "long-property-name"),
+        ("long:property:value", long_value.as_str()),
+    ] {
+        lab.ok("zpool", &["set", &format!("{name}={value}"), "tank"]);
+        assert_eq!(
+            lab.ok(
+                "zpool",
+                &["get", "-H", "-p", "-o", "value,source", name, "tank"]
+            ),
+            format!("{value}\tlocal\n")
+        );
+    }
+    let all = lab.ok("zpool", &["get", "-H", "-o", "property", "all", "tank"]);
+    assert!(
+        all.ends_with(&format!("cool:pool\nlong:property:value\n{long_name}\n")),
+        "{all}"
+    );
+    lab.ok("zpool", &["export", "tank"]);
+    let dir = lab.inner.dir.to_string_lossy().into_owned();
+    lab.ok("zpool", &["import", "-d", &dir, "tank"]);
+    assert_eq!(
+        lab.ok("zpool", &["get", "-H", "-o", "value", "cool:pool", "tank"]),
+        "hello\n"
+    );
+    lab.ok("zpool", &["set", "cool:pool=", "tank"]);
+    assert_eq!(
+        lab.ok(
+            "zpool",
+            &["get", "-H", "-p", "-o", "value,source", "cool:pool", "tank"]
+        ),
+        "-\tdefault\n"
+    );
+    let too_long_name = format!("x:{}", "a".repeat(254));
+    let too_long_value = format!("too:long={}", "A".repeat(8192));
+    for (assignment, why) in [
+        (
+            "Cool:x=1".to_string(),
+            "invalid property 'Cool:x'".to_string(),
+        ),
+        (
+            format!("{too_long_name}=v"),
+            format!("property name '{too_long_name}' is too long"),
+        ),
+        (
+            too_long_value.clone(),
+            format!("property value '{}' is too long", &too_long_value[9..]),
+        ),
+        (
+            "org.zetta:vdev_stats=1".to_string(),
+            "invalid property 'org.zetta:vdev_stats'".to_string(),
+        ),
+    ] {
+        assert_eq!(
+            refused(&lab, "zpool", &["set", &assignment, "tank"]),
+            (1, format!("cannot set property for 'tank': {why}\n"))
+        );
+    }
+}
+
+// Why: session 19 (issue 18, defect 12): `zpool add -o ashift=N` with an N other than
+// the pool's took the vdev; OpenZFS 2.3 refuses a top-level vdev whose ashift differs
+// from the pool's single one (ZFS_ERR_ASHIFT_MISMATCH) unless --allow-ashift-mismatch,
+// which had nothing to lift. -f does not lift it.
+#[test]
+fn add_refuses_a_different_ashift_without_allow_ashift_mismatch() {
+    let lab = NoMountLab::new();
+    let (a, b) = (
+        lab.inner.disk("a", 128 << 20),
+        lab.inner.disk("b", 128 << 20),
+    );
+    assert_eq!(
+        refused(&lab, "zpool", &["add", "-f", "-o", "ashift=9", "tank", &a]),
+        (
+            1,
+            "cannot add to 'tank': adding devices with different physical sector sizes is \
+             not allowed\n"
+                .to_string()
+        )
+    );
+    lab.ok("zpool", &["add", "-o", "ashift=12", "tank", &a]);
+    lab.ok(
+        "zpool",
+        &[
+            "add",
+            "--allow-ashift-mismatch",
+            "-o",
+            "ashift=9",
+            "tank",
+            &b,
+        ],
+    );
+    let status = lab.ok("zpool", &["status", "-P", "tank"]);
+    assert!(status.contains(&a) && status.contains(&b), "{status}");
+}
+
+// Why: session 19, zpool_import_hostid_changed_unclean_export and _cachefile_unclean_export:
+// `zpool freeze` (OpenZFS's hidden debugging command, `spa_freeze`) did not exist. After
+// it no txg reaches the devices: what changes later is lost at export, and the export
+// leaves the labels ACTIVE (unclean), so import asks for -f.
+#[test]
+fn freeze_leaves_the_pool_unclean_at_export() {
+    let lab = NoMountLab::new();
+    lab.ok("zfs", &["create", "tank/before"]);
+    lab.ok("zpool", &["freeze", "tank"]);
+    lab.ok("zfs", &["create", "tank/after"]);
+    lab.ok("zpool", &["export", "tank"]);
+    let dir = lab.inner.dir.to_string_lossy().into_owned();
+    let out = lab.run("zpool", &["import", "-d", &dir, "tank"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .starts_with("cannot import 'tank': pool was previously in use from another system."),
+        "{}",
+        out.stderr
+    );
+    lab.ok("zpool", &["import", "-f", "-d", &dir, "tank"]);
+    assert_eq!(
+        lab.ok("zfs", &["list", "-H", "-o", "name", "-r", "tank"]),
+        "tank\ntank/before\n"
+    );
+    assert_eq!(
+        refused(&lab, "zpool", &["freeze", "nosuch"]),
+        (
+            1,
+            "failed to freeze pool: cannot open 'nosuch': no such pool\n".to_string()
+        )
+    );
+}

@@ -496,6 +496,26 @@ pub fn cmd_add(args: &[String], ctx: &mut Ctx) -> CmdResult {
         })
         .unwrap_or(ASHIFT_DEFAULT);
     let tops = pool::open_tops(&groups)?;
+    // `spa_vdev_add`'s check (ZFS_ERR_ASHIFT_MISMATCH): while every normal top-level vdev
+    // has one ashift, a new top-level vdev must have it too, unless
+    // --allow-ashift-mismatch (-f does not lift it).
+    if !tops.is_empty() && !parsed.has(OPTION_ALLOW_ASHIFT_MISMATCH) {
+        let mut normal = imported
+            .spa
+            .root
+            .children
+            .iter()
+            .filter(|top| !top.is_log && top.ashift != 0)
+            .map(|top| top.ashift);
+        if let Some(first) = normal.next() {
+            if normal.all(|other| other == first) && ashift != first {
+                return fail(format!(
+                    "{action}: adding devices with different physical sector sizes is not \
+                     allowed"
+                ));
+            }
+        }
+    }
     if !tops.is_empty() {
         imported
             .spa

@@ -22,6 +22,7 @@ mod list;
 pub mod pool;
 mod props;
 mod reguid;
+mod split;
 mod status;
 mod status_json;
 mod upgrade;
@@ -93,6 +94,7 @@ const COMMANDS: &[(&str, Command, &str)] = &[
     ("attach", vdev_cmds::cmd_attach, "\tattach [-fsw] [-o property=value] <pool> <device> <new-device>\n"),
     ("detach", vdev_cmds::cmd_detach, "\tdetach <pool> <device>\n"),
     ("replace", vdev_cmds::cmd_replace, "\treplace [-fsw] [-o property=value] <pool> <device> [new-device]\n"),
+    ("split", split::cmd_split, "\tsplit [-gLnPl] [-R altroot] [-o mntopts]\n\t    [-o property=value] <pool> <newpool> [<device> ...]\n"),
     ("scrub", vdev_cmds::cmd_scrub, "\tscrub [-e | -s | -p | -C] [-w] <pool> ...\n"),
     ("import", import::cmd_import, "\timport [-d dir] [-D]\n\timport [-o mntopts] [-o property=value] ... \n\t    [-d dir | -c cachefile] [-D] [-l] [-f] [-m] [-N] [-R root] [-F [-n]] -a\n\timport [-o mntopts] [-o property=value] ... \n\t    [-d dir | -c cachefile] [-D] [-l] [-f] [-m] [-N] [-R root] [-F [-n]]\n\t    [--rewind-to-checkpoint] <pool | id> [newpool]\n"),
     ("export", import::cmd_export, "\texport [-af] <pool> ...\n"),
@@ -207,6 +209,22 @@ pub fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     if matches!(name, "-V" | "--version") {
         let _ = writeln!(out, "zetta {}", env!("CARGO_PKG_VERSION"));
         return 0;
+    }
+    // `zpool freeze pool`: OpenZFS's hidden debugging command (no usage, no history),
+    // which ZTS uses to leave a pool unclean at export.
+    if name == "freeze" && args.len() == 2 {
+        return match pool::open_pool(&args[1]).and_then(|mut imported| {
+            imported
+                .spa
+                .freeze()
+                .map_err(|e| CmdError::Fail(pool::spa_error_text(&e)))
+        }) {
+            Ok(()) => 0,
+            Err(e) => {
+                let _ = writeln!(err, "failed to freeze pool: {}", e.message());
+                1
+            }
+        };
     }
     let Some((_, command, synopsis)) = COMMANDS.iter().find(|(n, _, _)| *n == name) else {
         let _ = writeln!(err, "unrecognized command '{name}'");

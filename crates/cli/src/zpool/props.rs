@@ -89,7 +89,8 @@ const ALIASES: &[(&str, &str)] = &[
 /// The property a name or column header stands for.
 pub fn canonical(name: &str) -> String {
     let lower = name.to_ascii_lowercase();
-    if lower.starts_with("feature@") || lower.starts_with("unsupported@") {
+    // A user property is its own name (`zpool_prop_user` takes lower case only).
+    if lower.starts_with("feature@") || lower.starts_with("unsupported@") || name.contains(':') {
         return name.to_string();
     }
     match ALIASES.iter().find(|(alias, _)| *alias == lower) {
@@ -99,7 +100,8 @@ pub fn canonical(name: &str) -> String {
 }
 
 pub fn is_pool_prop(name: &str) -> bool {
-    name.starts_with("feature@")
+    is_user_prop(name)
+        || name.starts_with("feature@")
         || name.starts_with("unsupported@")
         || POOL_PROPS.iter().any(|(n, _, _)| *n == name)
 }
@@ -115,8 +117,26 @@ fn is_openzfs_feature(name: &str) -> bool {
         })
 }
 
+/// `zpool_prop_user`: a user property of the pool (`module:name`, stored as a string in
+/// `pool_props`). Zetta's in-memory keys (`org.zetta:*` counters, `fs:*` during create)
+/// share `Spa::props` and are not user properties: setting them is refused.
+pub fn is_user_prop(name: &str) -> bool {
+    zetta_zprop::user_prop::is_user_prop_name(name)
+        && !name.starts_with(pool::PRIVATE_PROP_PREFIX)
+        && !name.starts_with("fs:")
+}
+
 /// `zpool_valid_proplist` for one property: the reason text after "cannot …: ".
 pub fn validate(name: &str, value: &str, phase: Phase) -> Result<(), String> {
+    if is_user_prop(name) {
+        if name.len() > zetta_zprop::user_prop::USER_PROP_NAME_LEN_MAX {
+            return Err(format!("property name '{name}' is too long"));
+        }
+        if value.len() > zetta_zprop::user_prop::USER_PROP_VALUE_LEN_MAX {
+            return Err(format!("property value '{value}' is too long"));
+        }
+        return Ok(());
+    }
     if let Some(feature) = name.strip_prefix("feature@") {
         // `zpool_valid_proplist`'s feature checks, in its order.
         if zetta::spa::zfeature::lookup_name(feature).is_none() {
@@ -240,6 +260,13 @@ pub fn value_of(imported: &Imported, name: &str, exact: bool) -> Option<(String,
             format!("{value}%")
         }
     };
+    if is_user_prop(name) {
+        // `zpool_get_userprop`: unset (or cleared) is '-' from the default.
+        return Some(match spa.props.get_str(name) {
+            Some(value) if !value.is_empty() => (value.to_string(), "local"),
+            _ => ("-".to_string(), "default"),
+        });
+    }
     if let Some(feature) = name.strip_prefix("feature@") {
         // A foreign pool's features are what its MOS lists (by guid), for every feature
         // OpenZFS 2.3 knows (Zetta reads more than it maintains).
@@ -355,6 +382,14 @@ fn all_names(imported: &Imported) -> Vec<String> {
                 .map(|(guid, _)| format!("unsupported@{guid}")),
         ),
     }
+    // The pool's user properties come last (`zpool_expand_proplist`).
+    names.extend(
+        spa.props
+            .entries
+            .keys()
+            .filter(|name| is_user_prop(name))
+            .cloned(),
+    );
     names
 }
 
@@ -570,7 +605,10 @@ pub fn cmd_set(args: &[String], _ctx: &mut Ctx) -> CmdResult {
         return pool::commit(&mut imported);
     }
     let spa = &mut imported.spa;
-    if key == "cachefile" && (value.is_empty() || value == "-") {
+    // An empty value clears a user property (`spa_sync_props` removes it).
+    if (key == "cachefile" && (value.is_empty() || value == "-"))
+        || (is_user_prop(key) && value.is_empty())
+    {
         spa.props.remove(key);
     } else {
         spa.props.set_str(key, value);

@@ -37,7 +37,7 @@ fn find_leaf<'a>(root: &'a Vdev, name: &str) -> Option<&'a Vdev> {
 
 /// A device operand as the pool's leaves name it: a short name becomes its leaf's path;
 /// anything else is left as given (the engine then says what is wrong with it).
-fn leaf_name(root: &Vdev, name: &str) -> String {
+pub(super) fn leaf_name(root: &Vdev, name: &str) -> String {
     match find_leaf(root, name) {
         Some(leaf) if !name.starts_with('/') && leaf.guid.0.to_string() != name => {
             leaf.path.clone()

@@ -202,6 +202,27 @@ impl Spa {
         readonly: bool,
     ) -> Result<Spa, SpaError> {
         let label_tree = candidate.vdev_tree()?;
+        Self::import_tree(
+            candidate,
+            &label_tree,
+            new_name,
+            arc_size_bytes_max,
+            readonly,
+            None,
+        )
+    }
+
+    /// The import proper, on a tree already assembled: from the labels (`import_with`), or
+    /// given (`split`: the split-off half of a pool, whose MOS still holds the config of
+    /// the pool it came from).
+    pub(super) fn import_tree(
+        candidate: &ImportCandidate,
+        label_tree: &Vdev,
+        new_name: Option<&str>,
+        arc_size_bytes_max: u64,
+        readonly: bool,
+        split: Option<&super::split::SplitSource>,
+    ) -> Result<Spa, SpaError> {
         if label_tree
             .children
             .iter()
@@ -231,11 +252,12 @@ impl Spa {
         for ub in &uberblocks {
             match Self::open_at(
                 candidate,
-                &label_tree,
+                label_tree,
                 ub,
                 new_name,
                 arc_size_bytes_max,
                 readonly,
+                split,
             ) {
                 Ok(mut spa) => {
                     if !readonly {
@@ -257,6 +279,7 @@ impl Spa {
         new_name: Option<&str>,
         arc_size_bytes_max: u64,
         readonly: bool,
+        split: Option<&super::split::SplitSource>,
     ) -> Result<Spa, SpaError> {
         let mut zio = Zio::new(Allocator::new(), arc_size_bytes_max);
         let txg = ub.txg.next();
@@ -284,14 +307,20 @@ impl Spa {
         zio.checksum_salt = directory.directory.checksum_salt;
         // An uberblock_t does not name its pool: a ring slot left by another pool on a
         // reused device leads to that pool's MOS, which is not this one.
-        if root_config.get_u64("pool_guid") != Some(candidate.guid.0) {
+        // A split-off pool's MOS is still its source pool's (`spa_vdev_split_mirror`: the
+        // new pool's tree comes from the split, its config is written by its first txg).
+        let mos_pool_guid = split.map_or(candidate.guid, |s| s.source_guid);
+        if root_config.get_u64("pool_guid") != Some(mos_pool_guid.0) {
             return Err(SpaError::Corrupt(
                 "uberblock belongs to another pool".to_string(),
             ));
         }
-        let tree_config = root_config
-            .get_nvlist("vdev_tree")
-            .ok_or_else(|| SpaError::Corrupt("config has no vdev tree".to_string()))?;
+        let tree_config = match split {
+            Some(source) => &source.tree_config,
+            None => root_config
+                .get_nvlist("vdev_tree")
+                .ok_or_else(|| SpaError::Corrupt("config has no vdev tree".to_string()))?,
+        };
         let root = Vdev::from_config(tree_config, &candidate.devices).map_err(SpaError::Corrupt)?;
         if root.children.iter().any(|top| !top.state().is_usable()) {
             return Err(SpaError::DevicesUnavailable);
@@ -301,14 +330,22 @@ impl Spa {
             .or_else(|| root_config.get_str("name").map(str::to_string))
             .unwrap_or_else(|| candidate.name.clone());
         let root_dataset = directory.directory.root_dataset;
-        let vdev_zaps_named = super::vdev_zap::named_vdev_zaps(&root);
+        // After a split, the ZAPs the source's config named and the new tree does not are
+        // freed by the first sync (`vdev_zap`), as a detach frees a leaf's.
+        let vdev_zaps_named = match split {
+            Some(source) => source.zaps_named.clone(),
+            None => super::vdev_zap::named_vdev_zaps(&root),
+        };
         let mut spa = Spa {
             name,
             name_on_disk: None,
             guid: candidate.guid,
             root: std::sync::Arc::new(root),
+            // Cache devices stay with a split's source pool (`zpool split` takes mirrors'
+            // leaves only).
             cache: root_config
                 .get_nvlist_array("l2cache")
+                .filter(|_| split.is_none())
                 .unwrap_or(&[])
                 .iter()
                 .filter_map(|c| Vdev::from_config(c, &candidate.devices).ok())
@@ -341,6 +378,7 @@ impl Spa {
             tx: Default::default(),
             readonly,
             openzfs: None,
+            frozen: false,
         };
         spa.publish_features();
         {

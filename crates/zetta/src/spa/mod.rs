@@ -43,6 +43,7 @@ pub mod history;
 pub mod import;
 pub mod openzfs;
 pub mod scan;
+pub mod split;
 pub mod txg;
 pub mod uberblock;
 mod vdev_dtl;
@@ -175,6 +176,12 @@ pub struct Spa {
     /// A real OpenZFS pool imported read-only (`openzfs::import`): its reads dispatch to
     /// the OpenZFS codecs.
     pub(crate) openzfs: Option<std::sync::Arc<openzfs::import::Foreign>>,
+    /// Frozen (`zpool freeze`, OpenZFS's debugging `spa_freeze`): from now on no txg
+    /// reaches the devices. Changes stay in memory (the open txg keeps growing) until the
+    /// pool is exported or the process ends, and are then lost: the devices keep the last
+    /// txg synced before the freeze, their labels still ACTIVE, as after a crash. For
+    /// tests of unclean exports only (memory only, never written).
+    pub frozen: bool,
 }
 
 pub fn now_secs() -> u64 {
@@ -402,6 +409,7 @@ impl Spa {
             tx: Default::default(),
             readonly: false,
             openzfs: None,
+            frozen: false,
         };
         spa.ms_arrays = vec![Vec::new(); spa.root.children.len()];
         // The version gates below the SPA (bpobj sizes, `$FREE`, `dd_clones`) hold from the
@@ -683,10 +691,13 @@ impl Spa {
     /// start again). Returns N's tail (`txg::SyncTail`: flushes, labels, uberblocks), which
     /// the caller runs without needing the pool (`SyncTail::run`) and then retires
     /// (`sync_retire`); until then N is "syncing" and `last_synced_txg` is still N-1.
-    /// `None`: a read-only pool with nothing to commit.
+    /// `None`: a read-only pool with nothing to commit, or a frozen one (`freeze`).
     pub fn sync_quiesce(&mut self) -> Result<Option<std::sync::Arc<txg::SyncTail>>, SpaError> {
         // At most one txg syncs at a time.
         self.sync_retire()?;
+        if self.frozen {
+            return Ok(None);
+        }
         if self.readonly {
             if self.has_dirty() {
                 return Err(SpaError::ReadOnly);
@@ -1339,6 +1350,16 @@ impl Spa {
             .filter(|(_, _, is_internal)| internal || !is_internal)
             .map(|(time, text, _)| (time, text))
             .collect())
+    }
+
+    /// `spa_freeze`: commits what is dirty, then no txg is written any more (`frozen`).
+    pub fn freeze(&mut self) -> Result<(), SpaError> {
+        if self.readonly {
+            return Err(SpaError::ReadOnly);
+        }
+        self.sync()?;
+        self.frozen = true;
+        Ok(())
     }
 
     /// Exports: commit, mark the labels exported, flush, release the devices.

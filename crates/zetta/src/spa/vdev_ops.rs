@@ -44,7 +44,7 @@ fn node<'a>(root: &'a Vdev, path: &[usize]) -> &'a Vdev {
 
 /// Moves the top-level identity (number, size, metaslabs, the top ZAP) from `from` onto
 /// `to` (`vdev_top_transfer`).
-fn move_top_fields(from: &mut Vdev, to: &mut Vdev) {
+pub(super) fn move_top_fields(from: &mut Vdev, to: &mut Vdev) {
     let top_zap = from
         .openzfs_keys
         .zap_top
