@@ -53,6 +53,9 @@
 //! pointers and loaded dbufs, so they cost what an object holds, not its size: a file with
 //! one byte at 2^63 is freed in a handful of steps. Long truncates can go in batches from
 //! the end (`free_tail_batch`, OpenZFS `dmu_free_long_range`) committed in between.
+//! A ZPL object's spill block (`set_bonus_and_spill`, `spill`) is kept beside its dbufs
+//! until `sync` writes it (`sync_spills`, before the trees) into the dnode's spill slot;
+//! it is freed with its object and walked with its tree (bookmark `DMU_SPILL_BLKID`).
 //! A level-0 dbuf written with `write_stored` (a `-c` receive) also carries the block's
 //! stored compressed form, which `sync` writes as is; any later change of the dbuf's bytes
 //! drops it.

@@ -326,8 +326,9 @@ impl Zfsvfs {
         self.make_node(os, ctx, dir, name, kind, mode, creds, rdev, now, &[])
     }
 
-    /// `create` and `symlink`: the new object named in `dir`, a symlink's `target` as its
-    /// data, and one log record for all of it.
+    /// `create` and `symlink`: the new object named in `dir`, a symlink's `target` in its
+    /// SAs (ZPL 4: after the `znode_phys_t`, or its data when long), and one log record
+    /// for all of it.
     #[allow(clippy::too_many_arguments)]
     fn make_node(
         &self,

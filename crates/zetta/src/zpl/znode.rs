@@ -19,8 +19,13 @@
 //!     (ZPL_SYMLINK: short symlink targets), (ZPL_XATTR: once the file has xattrs)
 //! ```
 //!
-//! Invariants: the layouts Zetta writes are the six of `ZETTA_LAYOUTS`, all registered in the
-//! filesystem's LAYOUTS ZAP when it is created (numbers 2-7), with the attribute numbers of
+//! What does not fit the bonus goes to the object's spill block, split as OpenZFS's
+//! `sa_build_layouts` splits it (`sa_split`, `encode_sa_spill`): with trivial ACLs only a
+//! long symlink target (and the xattr word after it) spills, under layout 8 or 9.
+//!
+//! Invariants: the layouts Zetta writes are the eight of `ZETTA_LAYOUTS`, all registered in
+//! the filesystem's LAYOUTS ZAP when it is created (numbers 2-9; 8 and 9 added at the first
+//! spill of a filesystem made before them), with the attribute numbers of
 //! OpenZFS's `zfs_attr_table` (REGISTRY). The ACL is OpenZFS's trivial ACL of the mode
 //! (`acl_trivial_access_masks`, `zfs_acl_chmod`), recomputed whenever the bonus is written,
 //! and `ZPL_FLAGS` carries `ZFS_NO_EXECS_DENIED` exactly when owner, group and others may all
