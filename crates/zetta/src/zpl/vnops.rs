@@ -119,7 +119,7 @@ fn register_spill_layout(
     };
     let sa_master = word(os, super::MASTER_NODE_OBJECT, "SA_ATTRS")?;
     let layouts = word(os, ObjectId(sa_master), super::openzfs::sa::SA_LAYOUTS)?;
-    if zap::zap_lookup(os, ctx, ObjectId(layouts), &num.to_string())?.is_none() {
+    if zap::zap_lookup(os, ctx, ObjectId(layouts), num.to_string())?.is_none() {
         zap::zap_update_u16s(os, ctx, ObjectId(layouts), num.to_string(), attrs)?;
     }
     Ok(())
