@@ -23,7 +23,7 @@
 //!      32  dn_pad3[4]: zero
 //!      64  blkptr[nblkptr]  (128 bytes each)
 //!      64 + 128 * nblkptr   bonus[bonuslen]
-//!     384  spill blkptr (only with SPILL_BLKPTR; the engine never sets it yet)
+//!     384  spill blkptr (only with SPILL_BLKPTR: a ZPL object's spill block, `DMU_OT_SA`)
 //! ```
 //!
 //! A dnode keeps no byte size, as in OpenZFS: an object's size belongs to its owner (a
@@ -67,8 +67,8 @@ pub struct DnodePhys {
     pub used_bytes: u64,
     pub blkptr: Vec<BlockPointer>,
     pub bonus: Vec<u8>,
-    /// The spill block pointer (`DNODE_FLAG_SPILL_BLKPTR`), read from OpenZFS's dnodes;
-    /// the engine does not write one yet (system attributes are 14.6).
+    /// The spill block pointer (`DNODE_FLAG_SPILL_BLKPTR`): a ZPL object's spill block
+    /// (`ObjectSet::set_bonus_and_spill`).
     pub spill: Option<BlockPointer>,
 }
 

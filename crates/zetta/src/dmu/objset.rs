@@ -53,6 +53,9 @@
 //! pointers and loaded dbufs, so they cost what an object holds, not its size: a file with
 //! one byte at 2^63 is freed in a handful of steps. Long truncates can go in batches from
 //! the end (`free_tail_batch`, OpenZFS `dmu_free_long_range`) committed in between.
+//! A ZPL object's spill block (`set_bonus_and_spill`, `spill`) is kept beside its dbufs
+//! until `sync` writes it (`sync_spills`, before the trees) into the dnode's spill slot;
+//! it is freed with its object and walked with its tree (bookmark `DMU_SPILL_BLKID`).
 //! A level-0 dbuf written with `write_stored` (a `-c` receive) also carries the block's
 //! stored compressed form, which `sync` writes as is; any later change of the dbuf's bytes
 //! drops it.
@@ -217,7 +220,19 @@ struct ObjectState {
     phys: DnodePhys,
     dnode_dirty: bool,
     dbufs: BTreeMap<(u8, u64), Dbuf>,
+    /// The spill block's change in the open txg (`set_bonus_and_spill`): `Some(Some(bytes))`
+    /// a new spill block, `Some(None)` the spill block removed (`dmu_rm_spill`), `None` no
+    /// change. `sync` writes it before the dnode (see `sync_spills`).
+    spill_dirty: Option<Option<Vec<u8>>>,
 }
+
+/// OpenZFS's `DMU_SPILL_BLKID`: the block id of a spill block in its bookmark.
+pub const DMU_SPILL_BLKID: u64 = u64::MAX;
+/// `DMU_OT_SA`: the type of a spill block (and of a ZPL 5 object's bonus).
+pub const OT_SA: u8 = 44;
+/// A spill block is 512 bytes to 128 KiB, in 512-byte steps (`sa_resize_spill`,
+/// `dbuf_spill_set_blksz`: `SPA_MINBLOCKSIZE` .. `SPA_OLD_MAXBLOCKSIZE`).
+pub const SPILL_BLOCK_SIZE_MAX_BYTES: usize = 128 * 1024;
 
 /// The policy for blocks this object set writes and frees.
 #[derive(Clone, Copy, Debug)]
@@ -291,6 +306,7 @@ impl ObjectState {
             phys,
             dnode_dirty: false,
             dbufs: BTreeMap::new(),
+            spill_dirty: None,
         }
     }
 
@@ -379,7 +395,7 @@ impl ObjectCache {
 /// such a state is the only copy of the open txg's change and never leaves the cache
 /// before `sync`.
 fn state_is_dirty(state: &ObjectState) -> bool {
-    state.dnode_dirty || state.dbufs.values().any(|d| d.dirty)
+    state.dnode_dirty || state.spill_dirty.is_some() || state.dbufs.values().any(|d| d.dirty)
 }
 
 pub fn default_data_props() -> WriteProps {
@@ -923,13 +939,88 @@ impl ObjectSet {
         bonus: &[u8],
     ) -> Result<(), DmuError> {
         let state = self.state(ctx, id)?;
-        if bonus.len() > DnodePhys::bonus_capacity(state.phys.blkptr.len()) {
+        let spill = match &state.spill_dirty {
+            Some(pending) => pending.is_some(),
+            None => state.phys.spill.is_some(),
+        };
+        if bonus.len() > bonus_room(state.phys.blkptr.len(), spill) {
             return Err(DmuError::Invalid(format!("bonus of {} bytes", bonus.len())));
         }
         state.phys.bonus = bonus.to_vec();
         state.dnode_dirty = true;
         self.dirty = true;
         Ok(())
+    }
+
+    /// Sets an object's bonus and its spill block together (OpenZFS `sa_build_layouts`:
+    /// `dmu_set_bonus`, then the spill buffer held, resized and dirtied, or `dmu_rm_spill`).
+    /// `spill` is the whole block (a multiple of 512 bytes, at most 128 KiB) or `None` to
+    /// remove it. With a spill block the bonus must leave the dnode's last 128 bytes to
+    /// its pointer (`DN_SPILL_BLKPTR`). The block is written at `sync`, typed `DMU_OT_SA`.
+    pub fn set_bonus_and_spill(
+        &mut self,
+        ctx: &IoCtx<'_>,
+        id: ObjectId,
+        bonus: &[u8],
+        spill: Option<&[u8]>,
+    ) -> Result<(), DmuError> {
+        if let Some(block) = spill {
+            if block.is_empty()
+                || block.len() > SPILL_BLOCK_SIZE_MAX_BYTES
+                || !block.len().is_multiple_of(512)
+            {
+                return Err(DmuError::Invalid(format!(
+                    "spill block of {} bytes",
+                    block.len()
+                )));
+            }
+        }
+        let state = self.state(ctx, id)?;
+        if bonus.len() > bonus_room(state.phys.blkptr.len(), spill.is_some()) {
+            return Err(DmuError::Invalid(format!("bonus of {} bytes", bonus.len())));
+        }
+        let had_spill = match &state.spill_dirty {
+            Some(pending) => pending.is_some(),
+            None => state.phys.spill.is_some(),
+        };
+        if spill.is_some() || had_spill {
+            state.spill_dirty = Some(spill.map(<[u8]>::to_vec));
+        }
+        state.phys.bonus = bonus.to_vec();
+        state.dnode_dirty = true;
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// The object's spill block (`dmu_spill_hold_by_bonus`), as the open txg left it:
+    /// `None` when it has none.
+    pub fn spill(&self, ctx: &IoCtx<'_>, id: ObjectId) -> Result<Option<Vec<u8>>, DmuError> {
+        let objset = self.id;
+        let (pending, bp) = self.with_state(ctx, id.0, |state| {
+            (state.spill_dirty.clone(), state.phys.spill)
+        })?;
+        if let Some(pending) = pending {
+            return Ok(pending);
+        }
+        let Some(bp) = bp else {
+            return Ok(None);
+        };
+        if bp.is_hole() {
+            return Err(DmuError::Corrupt(format!(
+                "object {id} has a hole spill pointer"
+            )));
+        }
+        let data = ctx.zio.read_block(
+            ctx.root,
+            &bp,
+            Some(Bookmark {
+                objset,
+                object: id.0,
+                level: 0,
+                blkid: DMU_SPILL_BLKID,
+            }),
+        )?;
+        Ok(Some(data.to_vec()))
     }
 
     /// The object's bonus type (`dn_bonustype`), without copying its dnode.
@@ -1363,6 +1454,10 @@ impl ObjectSet {
         let state = self.state(ctx, id)?;
         let mut blocks = Vec::new();
         collect_tree(state, ctx, objset, id.0, &mut blocks)?;
+        // The spill block goes with the object (`dnode_free`: `dbuf_free_range` of
+        // `DMU_SPILL_BLKID`); a pending one was never written.
+        blocks.extend(state.phys.spill.take());
+        state.spill_dirty = None;
         state.dbufs.clear();
         state.phys = DnodePhys::free();
         state.dnode_dirty = true;
@@ -1448,6 +1543,15 @@ impl ObjectSet {
                 .map(|(id, s)| (*id, s))
                 .collect();
             states.sort_by_key(|(id, _)| *id);
+            sync_spills(
+                ctx,
+                &policy,
+                &mut states,
+                &mut self.dead_blocks,
+                &mut self.freed,
+                &mut self.born,
+                pass,
+            )?;
             sync_trees(
                 ctx,
                 objset,
@@ -1712,6 +1816,22 @@ fn walk_tree(
     tolerant: bool,
 ) -> Result<(), DmuError> {
     let per_indirect = dnode.entries_per_indirect();
+    // The spill block (`traverse_dnode`: visited after the tree, bookmark
+    // `DMU_SPILL_BLKID`); visited first here, which no caller depends on.
+    if let Some(bp) = dnode
+        .spill
+        .filter(|bp| !bp.is_hole() && bp.birth_txg > born_after)
+    {
+        visit(
+            &bp,
+            Bookmark {
+                objset,
+                object,
+                level: 0,
+                blkid: DMU_SPILL_BLKID,
+            },
+        );
+    }
     let mut stack: Vec<(BlockPointer, u8, u64)> = Vec::new();
     let top = dnode.nlevels.saturating_sub(1);
     for (i, bp) in dnode.blkptr.iter().enumerate().rev() {
@@ -2414,6 +2534,76 @@ fn sync_trees(
                 ctx, policy, state, place, &old_bp, new_bp, dead, freed, born,
             )?;
         }
+    }
+    Ok(())
+}
+
+/// The bonus room of a dnode with `nblkptr` pointers, less the spill pointer's 128 bytes
+/// when it has a spill block (`DN_MAX_BONUS_LEN` / `DN_SPILL_BLKPTR`).
+fn bonus_room(nblkptr: usize, spill: bool) -> usize {
+    DnodePhys::bonus_capacity(nblkptr) - if spill { BLKPTR_SIZE_BYTES } else { 0 }
+}
+
+/// Writes the spill blocks changed this txg (OpenZFS `dbuf_sync_leaf` of a
+/// `DMU_SPILL_BLKID` dbuf, `dnode_sync`'s `dn_rm_spillblk`): each a `DMU_OT_SA` level-0
+/// block with the metadata write policy (as `dmu_write_policy` treats `DMU_OT_SA`), its
+/// pointer put into the dnode's spill slot, the old block released; a removed one leaves
+/// the slot empty (`DNODE_FLAG_SPILL_BLKPTR` cleared by the dnode codec).
+#[allow(clippy::too_many_arguments)]
+fn sync_spills(
+    ctx: &IoCtx<'_>,
+    policy: &ObjsetPolicy,
+    states: &mut [(u64, &mut ObjectState)],
+    dead: &mut Vec<BlockPointer>,
+    freed: &mut BlockSpace,
+    born: &mut BlockSpace,
+    pass: u32,
+) -> Result<(), DmuError> {
+    for (object, state) in states.iter_mut() {
+        let Some(change) = state.spill_dirty.take() else {
+            continue;
+        };
+        let old_bp = state.phys.spill.unwrap_or(BlockPointer::HOLE);
+        let new_bp = match change {
+            None => None,
+            Some(data) => {
+                debug_assert!(data.len().is_multiple_of(512));
+                let source = BlockSource {
+                    data: &data,
+                    props: pass_props(meta_props(policy, OT_SA, 0, 1), pass),
+                    stored: None,
+                    rewrite: rewrite_candidate(&old_bp, pass),
+                };
+                let bp = ctx
+                    .zio
+                    .write_block_sources(ctx.root, vec![source], ctx.txg)?
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| {
+                        DmuError::Corrupt(format!("object {object}: spill write came back empty"))
+                    })?;
+                Some(bp)
+            }
+        };
+        match new_bp {
+            Some(bp) if bp.same_dvas(&old_bp) => {
+                ctx.zio.arc.remove(&crate::zio::BlockKey::of(&old_bp));
+            }
+            _ => {
+                let new_dsize = new_bp.map_or(0, |bp| ctx.root.dsize_bytes(&bp));
+                state.phys.used_bytes = state.phys.used_bytes.saturating_sub(if old_bp.is_hole() {
+                    0
+                } else {
+                    ctx.root.dsize_bytes(&old_bp)
+                }) + new_dsize;
+                if let Some(bp) = &new_bp {
+                    born.add(&BlockSpace::of(ctx.root, bp));
+                }
+                release_block(ctx, policy, dead, freed, &old_bp);
+            }
+        }
+        state.phys.spill = new_bp;
+        state.dnode_dirty = true;
     }
     Ok(())
 }

@@ -218,6 +218,8 @@ pub enum Record {
     },
     Write(WriteRecord),
     WriteEmbedded(WriteEmbeddedRecord),
+    /// `DRR_SPILL`: an object's spill block, whole (`dump_spill`).
+    Spill(SpillRecord),
     Free {
         object: ObjectId,
         offset: u64,
@@ -227,6 +229,21 @@ pub enum Record {
         to_guid: Guid,
     },
 }
+
+/// `struct drr_spill` (non-raw): the header's union holds object @8, length @16 (the
+/// block's logical size, the payload's), toguid @24, flags u8 @32 (`DRR_SPILL_UNMODIFIED`
+/// 1: an incremental's unchanged spill block, resent for old receivers and ignored by
+/// those that know `DRR_FLAG_SPILL_BLOCK`), compression type @33, compressed size @40,
+/// salt/iv/mac and `drr_type` (raw streams only, zero here); the payload is the block.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpillRecord {
+    pub object: ObjectId,
+    pub flags: u8,
+    pub data: Vec<u8>,
+}
+
+/// `DRR_SPILL_UNMODIFIED`.
+pub const DRR_SPILL_UNMODIFIED: u8 = 1 << 0;
 
 /// Zetta's nvlist as OpenZFS's XDR nvlist (strings, u64s, byte arrays, nested lists).
 pub fn nvlist_to_xdr(list: &NvList) -> XdrNvList {
@@ -382,6 +399,14 @@ pub fn encode_record(record: &Record, to_guid: Guid) -> ([u8; HEADER_SIZE_BYTES]
             let mut payload = w.data.clone();
             payload.resize(w.data.len().div_ceil(8) * 8, 0);
             payload
+        }
+        Record::Spill(sp) => {
+            put_u32(&mut h, 0, DRR_SPILL);
+            put_u64(&mut h, 8, sp.object.0);
+            put_u64(&mut h, 16, sp.data.len() as u64);
+            put_u64(&mut h, 24, to_guid.0);
+            h[32] = sp.flags;
+            sp.data.clone()
         }
         Record::Free {
             object,
@@ -722,7 +747,18 @@ fn payload_len(h: &[u8], seq: u64) -> Result<usize, StreamError> {
             }
             u64::from(psize).div_ceil(8) * 8
         }
-        DRR_SPILL | DRR_OBJECT_RANGE | DRR_REDACT => {
+        DRR_SPILL => {
+            // receive_spill: SPA_MINBLOCKSIZE..=maxblocksize; raw spills are refused.
+            let length = word(h, 16);
+            if !(512..=BLOCK_SIZE_MAX_BYTES).contains(&length) {
+                return Err(bad(seq, &format!("spill block of {length} bytes")));
+            }
+            if h[33] != 0 || word(h, 40) != 0 {
+                return Err(bad(seq, "raw SPILL records are not supported"));
+            }
+            length
+        }
+        DRR_OBJECT_RANGE | DRR_REDACT => {
             return Err(bad(seq, &format!("unsupported record type {kind}")))
         }
         _ => return Err(bad(seq, &format!("unknown record type {kind}"))),
@@ -939,6 +975,18 @@ fn decode_record(h: &[u8], payload: &[u8], seq: u64) -> Result<Record, StreamErr
                 etype,
                 logical_size_bytes: lsize,
                 data: data.to_vec(),
+            }))
+        }
+        DRR_SPILL => {
+            let object = object_id(seq, word(h, 8))?;
+            let flags = h[32];
+            if flags & !DRR_SPILL_UNMODIFIED != 0 || !zero(34, 40) || !zero(48, 88) {
+                return Err(bad(seq, &format!("SPILL flags {flags:#x} or raw fields")));
+            }
+            Ok(Record::Spill(SpillRecord {
+                object,
+                flags,
+                data: payload.to_vec(),
             }))
         }
         DRR_FREE => {

@@ -543,8 +543,9 @@ fn check_order(sub: &mut Substream, record: &Record) -> Result<(), StreamError> 
         }
         // A FREE may come anywhere after its object is defined (OpenZFS sends the free
         // past the end right after the OBJECT, before the WRITEs): `apply_one` checks that
-        // its object exists.
-        Record::Free { .. } => {}
+        // its object exists. So may a SPILL (after the object's WRITEs, or right after
+        // its OBJECT when unmodified).
+        Record::Free { .. } | Record::Spill(_) => {}
         Record::WriteEmbedded(_) => {
             return Err(out_of_order(
                 seq,
@@ -595,6 +596,7 @@ fn apply_records(spa: &mut Spa, sub: &mut Substream, records: &[Placed]) -> Resu
                     object_run = false;
                 }
                 Record::Free { .. }
+                | Record::Spill(_)
                 | Record::Begin(_)
                 | Record::End { .. }
                 | Record::WriteEmbedded(_) => {}
@@ -713,6 +715,22 @@ fn apply_one(
                 os.free_range(ctx, *object, *offset, *length)?;
             }
         }
+        Record::Spill(sp) => {
+            // receive_spill: an unmodified spill block (resent for receivers that predate
+            // DRR_FLAG_SPILL_BLOCK) is ignored; any other replaces the object's.
+            if sp.flags & super::record::DRR_SPILL_UNMODIFIED != 0 {
+                return Ok(Ok(()));
+            }
+            if let Err(e) = data_object(os, ctx, placed.seq, sp.object, pending)? {
+                return Ok(Err(e));
+            }
+            let bonus = os.bonus(ctx, sp.object)?;
+            if let Err(DmuError::Invalid(why)) =
+                os.set_bonus_and_spill(ctx, sp.object, &bonus, Some(&sp.data))
+            {
+                return Ok(Err(out_of_order(placed.seq, why)));
+            }
+        }
         Record::Begin(_) | Record::End { .. } | Record::WriteEmbedded(_) => {}
     }
     Ok(Ok(()))
@@ -790,7 +808,12 @@ fn apply_object(os: &mut ObjectSet, ctx: &IoCtx<'_>, o: &ObjectRecord) -> Result
         )?;
     }
     // Only ZPL files grow their block size (OpenZFS `zfs_grow_blocksize`): the DMU
-    // decides that from the object's type.
-    os.set_bonus(ctx, o.object, &o.bonus)?;
+    // decides that from the object's type. An object the sender has no spill block for
+    // loses its own (`dmu_object_rm_spill`); one it has keeps it until its SPILL record.
+    if o.flags & super::record::DRR_OBJECT_SPILL != 0 {
+        os.set_bonus(ctx, o.object, &o.bonus)?;
+    } else {
+        os.set_bonus_and_spill(ctx, o.object, &o.bonus, None)?;
+    }
     Ok(())
 }

@@ -17,10 +17,10 @@
 
 use super::error::SendError;
 use super::record::{
-    encode_record, BeginRecord, ObjectRecord, Record, RecordWriter, WriteEmbeddedRecord,
-    WriteRecord, BP_EMBEDDED_TYPE_DATA, DRR_FLAG_CLONE, DRR_OBJECT_SPILL, FEATURE_COMPRESSED,
-    FEATURE_EMBED_DATA, FEATURE_LARGE_BLOCKS, FEATURE_LZ4, FEATURE_RESUMING, FEATURE_SA_SPILL,
-    FEATURE_ZSTD, OBJECT_ID_LIMIT,
+    encode_record, BeginRecord, ObjectRecord, Record, RecordWriter, SpillRecord,
+    WriteEmbeddedRecord, WriteRecord, BP_EMBEDDED_TYPE_DATA, DRR_FLAG_CLONE, DRR_OBJECT_SPILL,
+    DRR_SPILL_UNMODIFIED, FEATURE_COMPRESSED, FEATURE_EMBED_DATA, FEATURE_LARGE_BLOCKS,
+    FEATURE_LZ4, FEATURE_RESUMING, FEATURE_SA_SPILL, FEATURE_ZSTD, OBJECT_ID_LIMIT,
 };
 use super::token::ResumeToken;
 use super::traverse::{Event, Flow, Walk};
@@ -520,6 +520,14 @@ impl Sender {
             } else {
                 0
             };
+            // An incremental resends an unmodified spill block right after its OBJECT
+            // (`piggyback_unmodified_spill`, zfs_send_unmodified_spill_blocks=1), flagged
+            // so that receivers knowing DRR_FLAG_SPILL_BLOCK ignore it.
+            if let Some(bp) = dnode.spill.filter(|bp| bp.birth_txg <= self.from_txg) {
+                if self.from_txg > Txg(0) {
+                    self.send_spill(ctx, objset, id, &bp, DRR_SPILL_UNMODIFIED, sink)?;
+                }
+            }
             self.cursor = Cursor {
                 object: id,
                 offset,
@@ -580,8 +588,41 @@ impl Sender {
         self.send_blocks(ctx, objset, id, block_size, &mut pending, sink)?;
         if flow == Flow::Continue {
             self.flush_frees(sink);
+            // The spill block, after the object's data (its bookmark's blkid is
+            // DMU_SPILL_BLKID, the last), when born after the incremental's source.
+            if let Some(bp) = dnode.spill.filter(|bp| bp.birth_txg > self.from_txg) {
+                self.send_spill(ctx, objset, id, &bp, 0, sink)?;
+            }
         }
         Ok(flow)
+    }
+
+    /// A SPILL record of object `id`'s spill block (`dump_spill`): its logical bytes.
+    fn send_spill(
+        &mut self,
+        ctx: &IoCtx<'_>,
+        objset: u64,
+        id: u64,
+        bp: &BlockPointer,
+        flags: u8,
+        sink: &mut Sink<'_>,
+    ) -> Result<(), SendError> {
+        self.flush_frees(sink);
+        let data = ctx
+            .zio
+            .read_block(
+                ctx.root,
+                bp,
+                Some(bookmark(objset, id, 0, crate::dmu::objset::DMU_SPILL_BLKID)),
+            )
+            .map_err(|e| SendError::Pool(SpaError::from(e)))?;
+        let record = Record::Spill(SpillRecord {
+            object: ObjectId(id),
+            flags,
+            data: data.to_vec(),
+        });
+        self.emit(sink, &record);
+        Ok(())
     }
 
     /// The block size records carry: the object's, or 128 KiB when larger blocks are

@@ -425,6 +425,10 @@ fn field_mutations_with_valid_checksums() {
                         w.data.resize(w.length as usize, 7);
                     }
                 },
+                (Record::Spill(sp), _) => match rng.below(2) {
+                    0 => sp.object.0 = huge(&mut rng),
+                    _ => sp.data.resize(512 * rng.below(300) as usize, 3),
+                },
                 (Record::WriteEmbedded(e), _) => match rng.below(5) {
                     0 => e.offset = huge(&mut rng) & !511,
                     1 => e.object.0 = huge(&mut rng),

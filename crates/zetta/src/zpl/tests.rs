@@ -1210,8 +1210,32 @@ fn znodes_are_openzfs_system_attributes_after_reimport() {
         assert_eq!(sa(os, dev).rdev, Some(0x0501));
         assert_eq!(sa(os, short).symlink.as_deref(), Some(&b"f"[..]));
         assert_eq!(vfs.readlink(os, ctx, short)?, b"f");
-        assert_eq!(sa(os, long).symlink, None);
+        // A 300-byte target does not fit the bonus: as OpenZFS's `sa_build_layouts`, the
+        // bonus keeps layout 2 in its 192 bytes (the dnode's tail holds the spill
+        // pointer) and the spill block, 512 bytes of `DMU_OT_SA`, holds ZPL_SYMLINK
+        // alone (layout 8); the object has no data.
+        let dn = os.dnode(ctx, ObjectId(long))?;
+        assert_eq!(dn.bonus.len(), 192);
+        assert_eq!(dn.max_block_id, 0);
+        assert!(dn.blkptr[0].is_hole(), "the target is not in the data");
+        let spill_bp = dn.spill.expect("a spill block");
+        assert_eq!((spill_bp.object_type, spill_bp.lsize_bytes), (44, 512));
+        assert!(dn.used_bytes >= ctx.root.dsize_bytes(&spill_bp));
+        let spill = os.spill(ctx, ObjectId(long))?.expect("spill bytes");
+        assert_eq!(
+            &spill[..8],
+            &[0x5a, 0x50, 0x2f, 0x00, 8, 1 << 2, 0x2c, 0x01]
+        );
+        assert_eq!(&spill[8..308], &long_target[..]);
+        assert!(spill[308..].iter().all(|b| *b == 0));
+        let bonus = decode_buffer(&dn.bonus, ByteOrder::Little, &registry, &layouts).unwrap();
+        assert_eq!(bonus.header.layout, 2);
+        let spill = decode_buffer(&spill, ByteOrder::Little, &registry, &layouts).unwrap();
+        let a = ZplAttrs::from_buffers(&[bonus, spill], &registry).unwrap();
+        assert_eq!(a.symlink.as_deref(), Some(&long_target[..]));
+        assert_eq!(a.size, Some(300));
         assert_eq!(vfs.readlink(os, ctx, long)?, long_target);
+        assert_eq!(layouts.get(8), Some(&[17u16][..]));
         Ok(())
     })
     .unwrap();

@@ -9,7 +9,8 @@
 use super::dir;
 use super::zfs_log::{self, Lr};
 use super::znode::{
-    is_znode_bonus, FileKind, Timespec, ZnodePhys, SA_BONUS_BYTES, ZFS_NEW_FILE_FLAGS,
+    is_znode_bonus, FileKind, Timespec, ZnodePhys, BONUS_TYPE_ZNODE, SA_BONUS_BYTES,
+    ZFS_NEW_FILE_FLAGS,
 };
 use super::{Attr, Creds, Zfsvfs, ZplError, LINK_MAX};
 use crate::dmu::{object_type, IoCtx, ObjectSet};
@@ -33,19 +34,45 @@ pub fn put(
 ) -> Result<(), ZplError> {
     let bonus_type = os.bonus_type(ctx, ObjectId(object))?;
     if znode.kind() == Some(FileKind::Symlink) {
-        // A short target lives in the bonus (ZPL_SYMLINK, or after a znode_phys_t): keep it.
-        let dnode = os.dnode(ctx, ObjectId(object))?;
-        if let Ok((_, Some(range))) = ZnodePhys::decode_bonus(bonus_type, &dnode.bonus) {
-            if let Some(target) = dnode.bonus.get(range) {
-                return put_bonus(os, ctx, object, bonus_type, znode, Some(target));
-            }
+        // A target the SAs hold (ZPL_SYMLINK in the bonus or the spill block, or after a
+        // znode_phys_t) is kept: the new bonus (and spill block) carry it again.
+        if let Ok((_, Some(target))) = read_znode(os, ctx, object) {
+            return put_bonus(os, ctx, object, bonus_type, znode, Some(&target));
         }
     }
     put_bonus(os, ctx, object, bonus_type, znode, None)
 }
 
+/// The znode of `object` and its symlink target where the bonus or the spill block holds
+/// it (`None` for a target in the object's data: ZPL 4's long ones, and those Zetta wrote
+/// before spill blocks).
+pub fn read_znode(
+    os: &ObjectSet,
+    ctx: &IoCtx<'_>,
+    object: u64,
+) -> Result<(ZnodePhys, Option<Vec<u8>>), ZplError> {
+    let dnode = os.dnode(ctx, ObjectId(object))?;
+    if !is_znode_bonus(dnode.bonus_type) {
+        return Err(ZplError::NotFound);
+    }
+    let broken = |e: super::znode::ZnodeDecodeError| ZplError::Io(format!("object {object}: {e}"));
+    let (mut znode, inline) =
+        ZnodePhys::decode_bonus(dnode.bonus_type, &dnode.bonus).map_err(broken)?;
+    let mut target = inline.and_then(|r| dnode.bonus.get(r)).map(<[u8]>::to_vec);
+    if dnode.bonus_type == BONUS_TYPE_ZNODE {
+        if let Some(spill) = os.spill(ctx, ObjectId(object))? {
+            if let Some(range) = znode.decode_sa_spill(&spill).map_err(broken)? {
+                target = spill.get(range).map(<[u8]>::to_vec);
+            }
+        }
+    }
+    Ok((znode, target))
+}
+
 /// Writes the znode's bonus in the form its dnode has (SA for ZPL 5, `znode_phys_t` for
-/// ZPL 4), with a symlink target kept in the bonus.
+/// ZPL 4), with a symlink target kept in the SAs: a ZPL 5 one that does not fit the bonus
+/// goes to the spill block (`sa_build_layouts`), whose layout is registered first if the
+/// filesystem predates spill blocks.
 fn put_bonus(
     os: &mut ObjectSet,
     ctx: &IoCtx<'_>,
@@ -54,10 +81,47 @@ fn put_bonus(
     znode: &ZnodePhys,
     symlink: Option<&[u8]>,
 ) -> Result<(), ZplError> {
-    let bonus = znode
-        .encode_bonus(bonus_type, symlink)
-        .map_err(|e| ZplError::Io(format!("object {object}: {e}")))?;
+    let broken = |e: super::znode::ZnodeDecodeError| ZplError::Io(format!("object {object}: {e}"));
+    if bonus_type == BONUS_TYPE_ZNODE {
+        let (bonus, spill) = znode
+            .encode_sa_spill(crate::byteorder::ByteOrder::HOST, symlink)
+            .map_err(broken)?;
+        if let Some(block) = &spill {
+            register_spill_layout(os, ctx, block)?;
+        }
+        os.set_bonus_and_spill(ctx, ObjectId(object), bonus.as_bytes(), spill.as_deref())?;
+        return Ok(());
+    }
+    let bonus = znode.encode_bonus(bonus_type, symlink).map_err(broken)?;
     os.set_bonus(ctx, ObjectId(object), bonus.as_bytes())?;
+    Ok(())
+}
+
+/// Adds the layout a spill block uses to the filesystem's LAYOUTS ZAP when it is missing
+/// (filesystems made before session 19 registered layouts 2-7 only; `sa_find_layout`
+/// registers a new layout the same way, at first use).
+fn register_spill_layout(
+    os: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    spill: &[u8],
+) -> Result<(), ZplError> {
+    let info = crate::byteorder::ByteOrder::HOST
+        .u16_at(spill, 4)
+        .map_err(|_| ZplError::Io("spill block without an SA header".to_string()))?;
+    let num = u64::from(info & 0x3ff);
+    let Some((_, attrs)) = super::znode::ZETTA_LAYOUTS.iter().find(|(n, _)| *n == num) else {
+        return Err(ZplError::Io(format!("spill layout {num}")));
+    };
+    let word = |os: &mut ObjectSet, zap_object: ObjectId, name: &str| -> Result<u64, ZplError> {
+        zap::zap_lookup(os, ctx, zap_object, name)?
+            .and_then(|v| v.first().copied())
+            .ok_or_else(|| ZplError::Io(format!("SA tables have no {name}")))
+    };
+    let sa_master = word(os, super::MASTER_NODE_OBJECT, "SA_ATTRS")?;
+    let layouts = word(os, ObjectId(sa_master), super::openzfs::sa::SA_LAYOUTS)?;
+    if zap::zap_lookup(os, ctx, ObjectId(layouts), num.to_string())?.is_none() {
+        zap::zap_update_u16s(os, ctx, ObjectId(layouts), num.to_string(), attrs)?;
+    }
     Ok(())
 }
 
@@ -66,8 +130,7 @@ pub fn attr(os: &ObjectSet, ctx: &IoCtx<'_>, object: u64) -> Result<Attr, ZplErr
     if !is_znode_bonus(dnode.bonus_type) {
         return Err(ZplError::NotFound);
     }
-    let (znode, _) = ZnodePhys::decode_bonus(dnode.bonus_type, &dnode.bonus)
-        .map_err(|e| ZplError::Io(format!("object {object}: {e}")))?;
+    let (znode, _) = read_znode(os, ctx, object)?;
     Ok(Attr {
         object,
         znode,
@@ -263,8 +326,9 @@ impl Zfsvfs {
         self.make_node(os, ctx, dir, name, kind, mode, creds, rdev, now, &[])
     }
 
-    /// `create` and `symlink`: the new object named in `dir`, a symlink's `target` as its
-    /// data, and one log record for all of it.
+    /// `create` and `symlink`: the new object named in `dir`, a symlink's `target` in its
+    /// SAs (ZPL 4: after the `znode_phys_t`, or its data when long), and one log record
+    /// for all of it.
     #[allow(clippy::too_many_arguments)]
     fn make_node(
         &self,
@@ -296,11 +360,14 @@ impl Zfsvfs {
         let object = allocate(os, ctx, bonus_type, kind, mode, creds, rdev, dir, now)?;
         link_into(os, ctx, dir, name, object, kind, now)?;
         if !target.is_empty() {
-            // zfs_symlink: a short target in the bonus (ZPL_SYMLINK, or after the
-            // znode_phys_t); a longer one in the data (OpenZFS would spill an SA one).
+            // zfs_symlink: ZPL_SYMLINK always in ZPL 5 (in the bonus, or the spill block
+            // when it does not fit); in ZPL 4 a short target after the znode_phys_t, a
+            // longer one in the data (`zfs_sa_symlink`).
             let mut znode = get(os, ctx, object)?;
             znode.size = target.len() as u64;
-            if target.len() <= ZnodePhys::symlink_inline_max_bytes(bonus_type) {
+            if bonus_type == BONUS_TYPE_ZNODE
+                || target.len() <= ZnodePhys::symlink_inline_max_bytes(bonus_type)
+            {
                 put_bonus(os, ctx, object, bonus_type, &znode, Some(target))?;
             } else {
                 os.write(ctx, ObjectId(object), 0, target)?;
@@ -356,17 +423,12 @@ impl Zfsvfs {
         ctx: &IoCtx<'_>,
         object: u64,
     ) -> Result<Vec<u8>, ZplError> {
-        let dnode = os.dnode(ctx, ObjectId(object))?;
-        if !is_znode_bonus(dnode.bonus_type) {
-            return Err(ZplError::NotFound);
-        }
-        let (znode, inline) = ZnodePhys::decode_bonus(dnode.bonus_type, &dnode.bonus)
-            .map_err(|e| ZplError::Io(format!("object {object}: {e}")))?;
+        let (znode, target) = read_znode(os, ctx, object)?;
         if znode.kind() != Some(FileKind::Symlink) {
             return Err(ZplError::Invalid("not a symlink".to_string()));
         }
-        if let Some(target) = inline.and_then(|r| dnode.bonus.get(r)) {
-            return Ok(target.to_vec());
+        if let Some(target) = target {
+            return Ok(target);
         }
         Ok(os.read(ctx, ObjectId(object), 0, znode.size as usize)?)
     }

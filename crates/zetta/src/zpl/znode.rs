@@ -19,8 +19,13 @@
 //!     (ZPL_SYMLINK: short symlink targets), (ZPL_XATTR: once the file has xattrs)
 //! ```
 //!
-//! Invariants: the layouts Zetta writes are the six of `ZETTA_LAYOUTS`, all registered in the
-//! filesystem's LAYOUTS ZAP when it is created (numbers 2-7), with the attribute numbers of
+//! What does not fit the bonus goes to the object's spill block, split as OpenZFS's
+//! `sa_build_layouts` splits it (`sa_split`, `encode_sa_spill`): with trivial ACLs only a
+//! long symlink target (and the xattr word after it) spills, under layout 8 or 9.
+//!
+//! Invariants: the layouts Zetta writes are the eight of `ZETTA_LAYOUTS`, all registered in
+//! the filesystem's LAYOUTS ZAP when it is created (numbers 2-9; 8 and 9 added at the first
+//! spill of a filesystem made before them), with the attribute numbers of
 //! OpenZFS's `zfs_attr_table` (REGISTRY). The ACL is OpenZFS's trivial ACL of the mode
 //! (`acl_trivial_access_masks`, `zfs_acl_chmod`), recomputed whenever the bonus is written,
 //! and `ZPL_FLAGS` carries `ZFS_NO_EXECS_DENIED` exactly when owner, group and others may all
@@ -253,19 +258,30 @@ pub const SA_DACL_ACES: u16 = 19;
 /// The layouts Zetta writes, numbered as OpenZFS numbers them in a filesystem whose files
 /// were made in this order. 2 is `zfs_mknode`'s template for every object but a device
 /// node (`ZPL_RDEV` after `ZPL_LINKS`: 3); `zfs_symlink` then adds `ZPL_SYMLINK` at the end
-/// (4), and making an xattr object adds `ZPL_XATTR` at the end (5-7).
-pub const ZETTA_LAYOUTS: [(u64, &[u16]); 6] = [
+/// (4), and making an xattr object adds `ZPL_XATTR` at the end (5-7). 8 and 9 are the
+/// spill blocks of a long symlink (`SPILL_LAYOUTS`: its bonus keeps layout 2): filesystems
+/// made before session 19 lack them until their first spill registers them.
+pub const ZETTA_LAYOUTS: [(u64, &[u16]); 8] = [
     (2, &[5, 6, 4, 12, 13, 7, 11, 0, 1, 2, 3, 8, 16, 19]),
     (3, &[5, 6, 4, 12, 13, 7, 11, 0, 1, 2, 3, 8, 10, 16, 19]),
     (4, &[5, 6, 4, 12, 13, 7, 11, 0, 1, 2, 3, 8, 16, 19, 17]),
     (5, &[5, 6, 4, 12, 13, 7, 11, 0, 1, 2, 3, 8, 16, 19, 9]),
     (6, &[5, 6, 4, 12, 13, 7, 11, 0, 1, 2, 3, 8, 10, 16, 19, 9]),
     (7, &[5, 6, 4, 12, 13, 7, 11, 0, 1, 2, 3, 8, 16, 19, 17, 9]),
+    (8, &[17]),
+    (9, &[17, 9]),
 ];
 
-/// Longest symlink target kept in the bonus (`ZPL_SYMLINK`): what fits beside the largest
-/// trivial ACL (6 ACEs) and the xattr word. Longer targets stay in the object's data
-/// (OpenZFS would put them in a spill block; Zetta writes no spill blocks yet).
+/// The layouts of spill blocks (a subset of `ZETTA_LAYOUTS`).
+pub const SPILL_LAYOUTS: [u64; 2] = [8, 9];
+/// Bytes the spill block pointer takes from the bonus room (`sizeof (blkptr_t)`).
+pub const SA_SPILL_BLKPTR_BYTES: usize = 128;
+/// Longest symlink target (`MAXPATHLEN` less its NUL: `zfs_symlink`'s `ENAMETOOLONG`).
+pub const SYMLINK_TARGET_MAX_BYTES: usize = 4096;
+
+/// Longest symlink target that always stays in the bonus (`ZPL_SYMLINK`): what fits beside
+/// the largest trivial ACL (6 ACEs) and the xattr word. A longer one may spill
+/// (`encode_sa_spill`), as OpenZFS's does.
 pub const SYMLINK_SA_MAX_BYTES: usize = 112;
 
 /// ACE types and who-flags of a trivial ACL (`acl.h`), and the access bits.
@@ -420,30 +436,104 @@ impl ZnodePhys {
         ZETTA_LAYOUTS[i]
     }
 
-    /// The SA bonus of this znode in `order` (Zetta writes the host's order), with a short
-    /// symlink target as `ZPL_SYMLINK`. An error if it would not fit in the bonus (a target
-    /// over `SYMLINK_SA_MAX_BYTES`).
+    /// The SA bonus of this znode in `order` (Zetta writes the host's order), with a
+    /// symlink target as `ZPL_SYMLINK`. An error if it would not fit in the bonus alone
+    /// (see `encode_sa_spill` for the form that spills).
     pub fn encode_sa(
         &self,
         order: ByteOrder,
         symlink: Option<&[u8]>,
     ) -> Result<SaBonus, ZnodeDecodeError> {
-        if symlink.is_some_and(|t| t.len() > SYMLINK_SA_MAX_BYTES) {
-            return Err(ZnodeDecodeError(
+        match self.encode_sa_spill(order, symlink)? {
+            (bonus, None) => Ok(bonus),
+            (_, Some(_)) => Err(ZnodeDecodeError(
                 "symlink target too long for the bonus".to_string(),
-            ));
+            )),
+        }
+    }
+
+    /// The SA bonus of this znode and, when its attributes do not fit in the bonus, its
+    /// spill block (OpenZFS `sa_build_layouts` / `sa_find_sizes`, see `sa_split`): the
+    /// attributes before the split stay in a 192-byte bonus (the dnode's last 128 bytes
+    /// hold the spill pointer), the rest go to a spill block of their own layout
+    /// (`SPILL_LAYOUTS`), `roundup(header + attributes, 512)` bytes.
+    pub fn encode_sa_spill(
+        &self,
+        order: ByteOrder,
+        symlink: Option<&[u8]>,
+    ) -> Result<(SaBonus, Option<Vec<u8>>), ZnodeDecodeError> {
+        if symlink.is_some_and(|t| t.len() > SYMLINK_TARGET_MAX_BYTES) {
+            return Err(ZnodeDecodeError(format!(
+                "symlink target of {} bytes",
+                symlink.map_or(0, <[u8]>::len)
+            )));
         }
         let (num, attrs) = self.layout(symlink.is_some());
         let (aces, nace) = trivial_acl(self.mode, self.kind() == Some(FileKind::Directory));
+        let lengths: Vec<usize> = attrs
+            .iter()
+            .map(|&attr| match attr {
+                SA_DACL_ACES => nace * ACE_BYTES,
+                SA_SYMLINK => symlink.map_or(0, <[u8]>::len),
+                other => registered_len(other).unwrap_or(0),
+            })
+            .collect();
+        let mut bonus = SaBonus {
+            buf: [0u8; SA_BONUS_BYTES],
+            len: 0,
+        };
+        let Some(split) = sa_split(attrs, &lengths, SA_BONUS_BYTES) else {
+            bonus.len =
+                self.encode_attrs(order, num, attrs, symlink, (&aces, nace), &mut bonus.buf)?;
+            return Ok((bonus, None));
+        };
+        let too_big = || ZnodeDecodeError("attributes do not fit the SA layouts".to_string());
+        let (head, tail) = attrs.split_at(split);
+        let head_num = layout_number(head).ok_or_else(too_big)?;
+        let tail_num = layout_number(tail).ok_or_else(too_big)?;
+        let room = SA_BONUS_BYTES - SA_SPILL_BLKPTR_BYTES;
+        self.encode_attrs(
+            order,
+            head_num,
+            head,
+            symlink,
+            (&aces, nace),
+            &mut bonus.buf[..room],
+        )?;
+        // `dmu_set_bonus(MIN(bonuslen - sizeof (blkptr_t), used + hdrsize))`: the bonus
+        // keeps its whole room (used counts every attribute, spilled ones too).
+        bonus.len = room;
+        let tail_lengths = &lengths[split..];
+        let var_count = tail
+            .iter()
+            .filter(|a| registered_len(**a) == Some(0))
+            .count();
+        let mut needed = roundup8(SA_HDR_LENGTHS_OFFSET + 2 * var_count);
+        for (i, len) in tail_lengths.iter().enumerate() {
+            needed = if i == 0 { needed } else { roundup8(needed) } + len;
+        }
+        let mut spill = vec![0u8; needed.div_ceil(512) * 512];
+        self.encode_attrs(order, tail_num, tail, symlink, (&aces, nace), &mut spill)?;
+        Ok((bonus, Some(spill)))
+    }
+
+    /// Lays the header of layout `num` and the attributes `attrs` into `buf` (each at an
+    /// 8-byte-aligned offset, variable lengths in the header); returns the bytes used.
+    fn encode_attrs(
+        &self,
+        order: ByteOrder,
+        num: u64,
+        attrs: &[u16],
+        symlink: Option<&[u8]>,
+        (aces, nace): (&[Ace; 6], usize),
+        buf: &mut [u8],
+    ) -> Result<usize, ZnodeDecodeError> {
+        let room = buf.len();
         let var_count = attrs
             .iter()
             .filter(|a| registered_len(**a) == Some(0))
             .count();
         let hdr = roundup8(SA_HDR_LENGTHS_OFFSET + 2 * var_count);
-        let mut out = SaBonus {
-            buf: [0u8; SA_BONUS_BYTES],
-            len: 0,
-        };
         let put16 = |buf: &mut [u8], at: usize, v: u16| {
             buf[at..at + 2].copy_from_slice(&match order {
                 ByteOrder::Little => v.to_le_bytes(),
@@ -456,11 +546,14 @@ impl ZnodePhys {
                 ByteOrder::Big => v.to_be_bytes(),
             })
         };
-        put32(&mut out.buf, 0, SA_MAGIC);
-        put16(&mut out.buf, 4, num as u16 | ((hdr / 8) as u16) << 10);
+        let too_big = || ZnodeDecodeError("attributes do not fit in the bonus".to_string());
+        if hdr > room {
+            return Err(too_big());
+        }
+        put32(buf, 0, SA_MAGIC);
+        put16(buf, 4, num as u16 | ((hdr / 8) as u16) << 10);
         let mut at = hdr;
         let mut var_at = SA_HDR_LENGTHS_OFFSET;
-        let too_big = || ZnodeDecodeError("attributes do not fit in the bonus".to_string());
         for &attr in attrs {
             let start = roundup8(at);
             let (words, wn): ([u64; 2], usize) = match attr {
@@ -482,51 +575,70 @@ impl ZnodePhys {
                 _ => ([0, 0], 0),
             };
             let len = if wn > 0 {
-                if start + 8 * wn > SA_BONUS_BYTES {
+                if start + 8 * wn > room {
                     return Err(too_big());
                 }
                 for (i, w) in words.iter().take(wn).enumerate() {
-                    let _ = order.put_u64(&mut out.buf, start + 8 * i, *w);
+                    let _ = order.put_u64(buf, start + 8 * i, *w);
                 }
                 8 * wn
             } else if attr == SA_DACL_ACES {
                 let len = nace * ACE_BYTES;
-                if start + len > SA_BONUS_BYTES {
+                if start + len > room {
                     return Err(too_big());
                 }
                 for (i, (ty, who, mask)) in aces.iter().take(nace).enumerate() {
                     let p = start + i * ACE_BYTES;
-                    put16(&mut out.buf, p, *ty);
-                    put16(&mut out.buf, p + 2, *who);
-                    put32(&mut out.buf, p + 4, *mask);
+                    put16(buf, p, *ty);
+                    put16(buf, p + 2, *who);
+                    put32(buf, p + 4, *mask);
                 }
                 len
             } else if attr == SA_SYMLINK {
                 let target = symlink.unwrap_or(&[]);
                 let len = target.len();
-                if start + len > SA_BONUS_BYTES {
+                if start + len > room {
                     return Err(too_big());
                 }
-                out.buf[start..start + len].copy_from_slice(target);
+                buf[start..start + len].copy_from_slice(target);
                 len
             } else {
                 return Err(ZnodeDecodeError(format!("attribute {attr} is not written")));
             };
             if registered_len(attr) == Some(0) {
-                put16(&mut out.buf, var_at, len as u16);
+                put16(buf, var_at, len as u16);
                 var_at += 2;
             }
             at = start + len;
         }
-        out.len = at;
-        Ok(out)
+        Ok(at)
     }
 
     /// Reads an SA bonus Zetta wrote (either byte order): the znode and, for a symlink whose
-    /// target is in the bonus, where the target lies in `bonus`.
+    /// target is in the bonus, where the target lies in `bonus`. A spilled attribute is
+    /// left at its default: `decode_sa_spill` reads the spill block into the same znode.
     pub fn decode_sa(
         bonus: &[u8],
     ) -> Result<(ZnodePhys, Option<std::ops::Range<usize>>), ZnodeDecodeError> {
+        let mut z = ZnodePhys::default();
+        let symlink = z.decode_sa_buffer(bonus)?;
+        Ok((z, symlink))
+    }
+
+    /// Reads a spill block's attributes into this znode (decoded from the bonus first):
+    /// where the symlink target lies in `spill`, if there.
+    pub fn decode_sa_spill(
+        &mut self,
+        spill: &[u8],
+    ) -> Result<Option<std::ops::Range<usize>>, ZnodeDecodeError> {
+        self.decode_sa_buffer(spill)
+    }
+
+    /// One SA buffer (a bonus or a spill block) into `self`.
+    fn decode_sa_buffer(
+        &mut self,
+        bonus: &[u8],
+    ) -> Result<Option<std::ops::Range<usize>>, ZnodeDecodeError> {
         let err = |why: String| ZnodeDecodeError(why);
         let magic = ByteOrder::Little
             .u32_at(bonus, 0)
@@ -551,7 +663,7 @@ impl ZnodePhys {
         if hdr != roundup8(SA_HDR_LENGTHS_OFFSET + 2 * var_count) || hdr > bonus.len() {
             return Err(err(format!("SA header of {hdr} bytes for layout {num}")));
         }
-        let mut z = ZnodePhys::default();
+        let z = self;
         let mut symlink = None;
         let mut at = hdr;
         let mut var_at = SA_HDR_LENGTHS_OFFSET;
@@ -602,8 +714,64 @@ impl ZnodePhys {
             }
             at = start + len;
         }
-        Ok((z, symlink))
+        Ok(symlink)
     }
+}
+
+/// OpenZFS `sa_find_sizes` for the bonus of `room` bytes: `None` when the attributes
+/// (`attrs`, of `lengths`) fit in it whole, else the index of the first attribute that
+/// goes to the spill block — the first whose end (with the header as it would be) passes
+/// `room - 128`, the bytes the bonus keeps once the spill pointer takes the dnode's tail;
+/// or the first variable-length one whose header slot no longer fits.
+pub fn sa_split(attrs: &[u16], lengths: &[usize], room: usize) -> Option<usize> {
+    debug_assert_eq!(attrs.len(), lengths.len());
+    // sizeof (sa_hdr_phys_t): the magic, the layout word and the first length.
+    let mut hdrsize = SA_HDR_LENGTHS_OFFSET + 2;
+    let mut total = 0usize;
+    let mut index: Option<usize> = None;
+    let mut will_spill = false;
+    let mut var_count = 0;
+    for (i, (&attr, &len)) in attrs.iter().zip(lengths).enumerate() {
+        total = roundup8(total) + len;
+        if will_spill {
+            continue;
+        }
+        let is_var = registered_len(attr) == Some(0);
+        if is_var {
+            var_count += 1;
+        }
+        let tmp_hdrsize = hdrsize + if is_var && var_count > 1 { 2 } else { 0 };
+        let might_spill_here =
+            index.is_none() && total + roundup8(tmp_hdrsize) > room - SA_SPILL_BLKPTR_BYTES;
+        if is_var && var_count > 1 {
+            if tmp_hdrsize + total < room {
+                hdrsize = tmp_hdrsize;
+            } else {
+                index.get_or_insert(i);
+                will_spill = true;
+                continue;
+            }
+        }
+        if might_spill_here {
+            index = Some(i);
+        }
+        if total + roundup8(hdrsize) > room {
+            will_spill = true;
+        }
+    }
+    if will_spill {
+        index
+    } else {
+        None
+    }
+}
+
+/// The layout number of an attribute list Zetta writes (`ZETTA_LAYOUTS`).
+fn layout_number(attrs: &[u16]) -> Option<u64> {
+    ZETTA_LAYOUTS
+        .iter()
+        .find(|(_, a)| *a == attrs)
+        .map(|(n, _)| *n)
 }
 
 /// `DMU_OT_ZNODE`: the bonus type of an object of a ZPL 1-4 filesystem, whose bonus is a
@@ -789,6 +957,58 @@ impl ZnodePhys {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Why: OpenZFS decides what spills by `sa_find_sizes`; a symlink (mode 0777: a
+    // three-ACE trivial ACL) keeps a 144-byte target in its 320-byte bonus and spills a
+    // 145-byte one, whose bonus is then the 192 bytes before the spill pointer with
+    // layout 2 and whose spill block is layout 8 (ZPL_SYMLINK alone), 512 bytes.
+    #[test]
+    fn long_symlink_targets_spill_where_openzfs_splits_them() {
+        let link = ZnodePhys {
+            mode: S_IFLNK | 0o777,
+            links: 1,
+            ..ZnodePhys::default()
+        };
+        let fits = vec![b'a'; 144];
+        let (bonus, spill) = link
+            .encode_sa_spill(ByteOrder::Little, Some(&fits))
+            .unwrap();
+        assert!(spill.is_none());
+        assert_eq!(bonus.as_bytes().len(), 16 + 160 + 144);
+        let long = vec![b'b'; 145];
+        let (bonus, spill) = link
+            .encode_sa_spill(ByteOrder::Little, Some(&long))
+            .unwrap();
+        let spill = spill.expect("spills");
+        assert_eq!(bonus.as_bytes().len(), 192);
+        assert_eq!(bonus.as_bytes()[4..6], [2, 1 << 2]);
+        assert_eq!(spill.len(), 512);
+        assert_eq!(spill[..8], [0x5a, 0x50, 0x2f, 0, 8, 1 << 2, 145, 0]);
+        let (mut back, inline) = ZnodePhys::decode_sa(bonus.as_bytes()).unwrap();
+        assert_eq!(inline, None);
+        let range = back.decode_sa_spill(&spill).unwrap().expect("target");
+        assert_eq!(&spill[range], &long[..]);
+        assert_eq!(back.mode, link.mode);
+        // With an xattr object the spill layout is 9: ZPL_SYMLINK then ZPL_XATTR.
+        let with_xattr = ZnodePhys { xattr: 77, ..link };
+        let (_, spill) = with_xattr
+            .encode_sa_spill(ByteOrder::Little, Some(&long))
+            .unwrap();
+        let spill = spill.expect("spills");
+        assert_eq!(spill[4], 9);
+        let (mut back, _) = ZnodePhys::decode_sa(bonus.as_bytes()).unwrap();
+        back.decode_sa_spill(&spill).unwrap();
+        assert_eq!(back.xattr, 77);
+        // The longest target (4096 bytes) fills a 4608-byte spill block.
+        let longest = vec![b'c'; 4096];
+        let (_, spill) = link
+            .encode_sa_spill(ByteOrder::Little, Some(&longest))
+            .unwrap();
+        assert_eq!(spill.map(|s| s.len()), Some(4608));
+        assert!(link
+            .encode_sa_spill(ByteOrder::Little, Some(&[b'd'; 4097]))
+            .is_err());
+    }
 
     /// The regular file of the golden vectors (docs/ONDISK.md "Znode"): mode 0100644, uid
     /// 1000, gid 100, parent 4, size 5, gen 7, times before 1970 and past 2038.
@@ -1031,7 +1251,7 @@ mod tests {
         bad[0] ^= 1;
         assert!(ZnodePhys::decode_sa(&bad).is_err());
         let mut bad = good.clone();
-        bad[4] = 9; // layout 9
+        bad[4] = 10; // layout 10
         assert!(ZnodePhys::decode_sa(&bad).is_err());
         let mut bad = good.clone();
         bad[5] = 2 << 2; // header of 16 bytes
@@ -1042,8 +1262,9 @@ mod tests {
         let mut bad = good;
         bad[8 + 56 + 8..8 + 56 + 16].copy_from_slice(&1_000_000_000u64.to_le_bytes());
         assert!(ZnodePhys::decode_sa(&bad).is_err());
+        // A target that would spill is not a bonus alone (`encode_sa_spill` spills it).
         assert!(ZnodePhys::default()
-            .encode_sa(ByteOrder::Little, Some(&[b'x'; SYMLINK_SA_MAX_BYTES + 1]))
+            .encode_sa(ByteOrder::Little, Some(&[b'x'; 200]))
             .is_err());
     }
 
