@@ -46,7 +46,9 @@ pub mod scan;
 pub mod txg;
 pub mod uberblock;
 mod vdev_dtl;
+pub mod vdev_initialize;
 mod vdev_ops;
+pub mod vdev_trim;
 mod vdev_zap;
 pub mod writeback;
 pub mod zfeature;
@@ -175,6 +177,8 @@ pub struct Spa {
     /// A real OpenZFS pool imported read-only (`openzfs::import`): its reads dispatch to
     /// the OpenZFS codecs.
     pub(crate) openzfs: Option<std::sync::Arc<openzfs::import::Foreign>>,
+    /// Every leaf's `zpool initialize` / `zpool trim` state (`vdev_initialize`).
+    pub(crate) leaf_activity: vdev_initialize::LeafActivities,
 }
 
 pub fn now_secs() -> u64 {
@@ -402,6 +406,7 @@ impl Spa {
             tx: Default::default(),
             readonly: false,
             openzfs: None,
+            leaf_activity: Default::default(),
         };
         spa.ms_arrays = vec![Vec::new(); spa.root.children.len()];
         // The version gates below the SPA (bpobj sizes, `$FREE`, `dd_clones`) hold from the

@@ -518,6 +518,7 @@ impl Spa {
             tx: Default::default(),
             readonly: true,
             openzfs: Some(Arc::new(foreign)),
+            leaf_activity: Default::default(),
         })
     }
 
