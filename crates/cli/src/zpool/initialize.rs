@@ -323,6 +323,27 @@ fn wait_for(pool_ref: &PoolRef, activity: Activity, targets: &[(String, u64)]) {
     }
 }
 
+/// Pools whose walkers must stop now (export, destroy), by pool lock address.
+fn stopping() -> &'static Mutex<HashSet<usize>> {
+    static STOPPING: OnceLock<Mutex<HashSet<usize>>> = OnceLock::new();
+    STOPPING.get_or_init(Default::default)
+}
+
+/// Stops a pool's walkers and waits for them to let go of it, leaving their leaves ACTIVE
+/// in the ZAP (`vdev_initialize_stop_all(vd, VDEV_INITIALIZE_ACTIVE)` at export): the
+/// next import resumes them. Called with the pool lock not held.
+pub fn stop_walkers(pool_ref: &PoolRef) {
+    let address = std::sync::Arc::as_ptr(pool_ref) as usize;
+    stopping().lock().insert(address);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while walkers().lock().iter().any(|k| k.0 == address)
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    stopping().lock().remove(&address);
+}
+
 /// Starts walkers for a pool's ACTIVE leaves (a pool entering the daemon).
 pub fn resume(pool_ref: &PoolRef) {
     let active = pool_ref.read().leaf_activities_active();
@@ -341,10 +362,17 @@ fn spawn_walker(pool_ref: &PoolRef, activity: Activity, leaf: u64) {
     let weak = std::sync::Arc::downgrade(pool_ref);
     std::thread::spawn(move || {
         loop {
+            if stopping().lock().contains(&key.0) {
+                break;
+            }
             let Some(pool_ref) = weak.upgrade() else {
                 break;
             };
             let mut spa = pool_ref.write();
+            if stopping().lock().contains(&key.0) {
+                walkers().lock().remove(&key);
+                return;
+            }
             let rate = spa.leaf_progress(activity, leaf).rate;
             let step = spa.leaf_activity_step(activity, leaf, chunk_bytes(activity, rate));
             let bytes = match step {

@@ -71,7 +71,11 @@ impl Spa {
                 if state != LeafState::Suspended {
                     p.last_offset = 0;
                 }
-                p.rate = rate;
+                // A resumed TRIM keeps its rate unless a new one is given (ZTS's
+                // zpool_trim_rate resumes a `-r 200M` TRIM with a bare `zpool trim`).
+                if rate != 0 || state != LeafState::Suspended {
+                    p.rate = rate;
+                }
                 p.secure = u64::from(secure);
             }
         })?;
