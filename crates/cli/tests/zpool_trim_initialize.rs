@@ -120,7 +120,7 @@ fn trim_punches_holes_in_free_space() {
     use std::os::fd::AsRawFd;
     // SAFETY: lseek on a descriptor owned by `file`.
     let hole = unsafe { libc::lseek(file.as_raw_fd(), 4 << 20, libc::SEEK_HOLE) };
-    assert!(hole >= 4 << 20 && hole < 256 << 20, "first hole at {hole}");
+    assert!((4 << 20..256 << 20).contains(&hole), "first hole at {hole}");
     let out = zdb_ok(&lab.inner.dir, &["-bcc", "tank"]);
     assert!(out.contains("No leaks"), "{out}");
     let mos = zdb_ok(&lab.inner.dir, &["-dddd", "tank"]);

@@ -58,12 +58,12 @@ fn find_leaf<'a>(root: &'a Vdev, name: &str) -> Option<&'a Vdev> {
         })
 }
 
+/// A device operand refused before the pool is asked: (operand, error, libzfs's words).
+type Refusal = (String, ActivityError, &'static str);
+
 /// `(operand, guid)` of every named device, or the errors of those that name none
 /// (`zpool_translate_vdev_guids`).
-fn translate(
-    imported: &Imported,
-    devices: &[String],
-) -> Result<Vec<(String, u64)>, Vec<(String, ActivityError, &'static str)>> {
+fn translate(imported: &Imported, devices: &[String]) -> Result<Vec<(String, u64)>, Vec<Refusal>> {
     let spa = &imported.spa;
     if devices.is_empty() {
         // `zpool_collect_leaves`: every leaf of the normal and log classes.
@@ -336,9 +336,7 @@ pub fn stop_walkers(pool_ref: &PoolRef) {
     let address = std::sync::Arc::as_ptr(pool_ref) as usize;
     stopping().lock().insert(address);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while walkers().lock().iter().any(|k| k.0 == address)
-        && std::time::Instant::now() < deadline
-    {
+    while walkers().lock().iter().any(|k| k.0 == address) && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     stopping().lock().remove(&address);

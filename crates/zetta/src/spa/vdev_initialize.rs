@@ -408,10 +408,10 @@ impl Spa {
         edit: impl FnOnce(&mut LeafProgress),
     ) -> Result<(), SpaError> {
         let mut progress = self.leaf_activity.get(activity, guid);
-        if progress.state != LeafState::Suspended || new_state == LeafState::Suspended {
-            if progress.state != new_state {
-                progress.action_time = now_secs();
-            }
+        if (progress.state != LeafState::Suspended || new_state == LeafState::Suspended)
+            && progress.state != new_state
+        {
+            progress.action_time = now_secs();
         }
         progress.state = new_state;
         edit(&mut progress);
