@@ -86,6 +86,11 @@ impl Registry {
             zetta::spa::txg::start_sync_thread(&pool, zetta::spa::txg::TXG_TIMEOUT).detach();
         }
         self.pools.lock().insert(guid, pool.clone());
+        // Its leaves' running `zpool initialize` / `zpool trim` go on
+        // (`vdev_initialize_restart`).
+        if !readonly {
+            crate::zpool::initialize::resume(&pool);
+        }
         pool
     }
 

@@ -17,6 +17,7 @@ mod create;
 pub mod events;
 mod import;
 mod import_openzfs;
+pub mod initialize;
 pub mod json;
 mod list;
 pub mod pool;
@@ -95,7 +96,9 @@ const COMMANDS: &[(&str, Command, &str)] = &[
     ("detach", vdev_cmds::cmd_detach, "\tdetach <pool> <device>\n"),
     ("replace", vdev_cmds::cmd_replace, "\treplace [-fsw] [-o property=value] <pool> <device> [new-device]\n"),
     ("split", split::cmd_split, "\tsplit [-gLnPl] [-R altroot] [-o mntopts]\n\t    [-o property=value] <pool> <newpool> [<device> ...]\n"),
+    ("initialize", initialize::cmd_initialize, "\tinitialize [-c | -s | -u] [-w] <pool> [<device> ...]\n"),
     ("scrub", vdev_cmds::cmd_scrub, "\tscrub [-e | -s | -p | -C] [-w] <pool> ...\n"),
+    ("trim", initialize::cmd_trim, "\ttrim [-dw] [-r <rate>] [-c | -s] <pool> [<device> ...]\n"),
     ("import", import::cmd_import, "\timport [-d dir] [-D]\n\timport [-o mntopts] [-o property=value] ... \n\t    [-d dir | -c cachefile] [-D] [-l] [-f] [-m] [-N] [-R root] [-F [-n]] -a\n\timport [-o mntopts] [-o property=value] ... \n\t    [-d dir | -c cachefile] [-D] [-l] [-f] [-m] [-N] [-R root] [-F [-n]]\n\t    [--rewind-to-checkpoint] <pool | id> [newpool]\n"),
     ("export", import::cmd_export, "\texport [-af] <pool> ...\n"),
     ("upgrade", upgrade::cmd_upgrade, upgrade::SYNOPSIS),
@@ -139,7 +142,7 @@ fn print_full_usage(stream: &mut dyn Write) {
         "list",
         "online",
         "attach",
-        "scrub",
+        "initialize",
         "import",
         "history",
         "get",

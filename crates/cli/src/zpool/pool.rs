@@ -113,6 +113,10 @@ impl Imported {
                         "cannot export '{name}': pool is busy"
                     )));
                 }
+                // Running `zpool initialize`/`trim` walks stop (they resume at import).
+                if let Some(pool) = registry.pool(self.guid) {
+                    super::initialize::stop_walkers(&pool);
+                }
                 // Other holders of the pool are brief (the txg timer walking every pool, a
                 // FUSE request in flight, a command finishing): wait them out a while
                 // before calling the pool busy.

@@ -177,6 +177,84 @@ pub fn scan_view(imported: &Imported) -> ScanView {
     }
 }
 
+/// `print_status_initialize` / `print_status_trim` for every leaf row: `-i` and `-t`
+/// print each leaf's progress, otherwise only a running walk says `(initializing)` or
+/// `(trimming)`. Rows are matched to leaves by walking the tree as `status_view` built it.
+fn activity_notes(
+    spa: &Spa,
+    view: &mut PoolStatusView,
+    (init_verbose, trim_verbose): (bool, bool),
+) {
+    use zetta::spa::vdev_initialize::{Activity, LeafState};
+    fn note(spa: &Spa, leaf: &Vdev, activity: Activity, verbose: bool) -> String {
+        let progress = spa.leaf_progress(activity, leaf.guid.0);
+        let (verb, verb_ing) = match activity {
+            Activity::Initialize => ("initialized", "initializing"),
+            Activity::Trim => ("trimmed", "trimming"),
+        };
+        if !verbose {
+            return if progress.state == LeafState::Active {
+                format!("  ({verb_ing})")
+            } else {
+                String::new()
+            };
+        }
+        let when = match progress.state {
+            LeafState::Suspended => "suspended, started at",
+            LeafState::Active => "started at",
+            LeafState::Complete => "completed at",
+            _ => {
+                if activity == Activity::Trim && !spa.leaf_supports_trim(leaf.guid.0) {
+                    return "  (trim unsupported)".to_string();
+                }
+                return match activity {
+                    Activity::Initialize => "  (uninitialized)".to_string(),
+                    Activity::Trim => "  (untrimmed)".to_string(),
+                };
+            }
+        };
+        let percent = if progress.state == LeafState::Complete {
+            100
+        } else {
+            let (done, est) = spa.leaf_activity_bytes(activity, leaf.guid.0);
+            done * 100 / (est + 1)
+        };
+        let time = zetta_zutil::nicenum::ctime(progress.action_time as i64);
+        format!("  ({percent}% {verb}, {when} {time})")
+    }
+    fn walk(spa: &Spa, vdev: &Vdev, row: &mut VdevStatusRow, flags: (bool, bool)) {
+        if vdev.is_leaf() {
+            let text = note(spa, vdev, Activity::Initialize, flags.0)
+                + &note(spa, vdev, Activity::Trim, flags.1);
+            if !text.is_empty() {
+                row.note = Some(match row.note.take() {
+                    Some(old) => format!("{old}{text}"),
+                    None => text.trim_start().to_string(),
+                });
+            }
+            return;
+        }
+        let children = vdev.children.iter().filter(|c| c.kind != VdevKind::Hole);
+        for (child, child_row) in children.zip(row.children.iter_mut()) {
+            walk(spa, child, child_row, flags);
+        }
+    }
+    let tops: Vec<&Vdev> = spa
+        .root
+        .children
+        .iter()
+        .filter(|t| t.kind != VdevKind::Hole)
+        .collect();
+    let normal = tops.iter().filter(|t| !t.is_log);
+    for (top, row) in normal.zip(view.root.children.iter_mut()) {
+        walk(spa, top, row, (init_verbose, trim_verbose));
+    }
+    let logs = tops.iter().filter(|t| t.is_log);
+    for (top, row) in logs.zip(view.logs.iter_mut()) {
+        walk(spa, top, row, (init_verbose, trim_verbose));
+    }
+}
+
 pub fn status_view(imported: &Imported) -> PoolStatusView {
     let spa = &imported.spa;
     let health = spa.health();
@@ -382,7 +460,9 @@ const LONG_STATUS: &[(&str, char)] = &[
 /// [-T u|d] [pool]… [interval [count]]`
 pub fn cmd_status(args: &[String], ctx: &mut Ctx) -> CmdResult {
     // 2.3's option string has no leading ':', so glibc words unknown long options first.
-    let (parsed, json) = super::json::parse_with_json(args, "jPpvxT:", LONG_STATUS, Some("zpool"))?;
+    let (parsed, json) =
+        super::json::parse_with_json(args, "ijPptvxT:", LONG_STATUS, Some("zpool"))?;
+    let flags = (parsed.has('i'), parsed.has('t'));
     let verbose = parsed.has('v');
     // --json-int implies -p (cb_literal), as in 2.3.
     let exact = parsed.has('p') || json.as_int;
@@ -400,7 +480,14 @@ pub fn cmd_status(args: &[String], ctx: &mut Ctx) -> CmdResult {
         if !json.enabled {
             ctx.print(&super::timestamp_line(timestamp));
         }
-        let mut views: Vec<PoolStatusView> = pools.iter().map(status_view).collect();
+        let mut views: Vec<PoolStatusView> = pools
+            .iter()
+            .map(|p| {
+                let mut view = status_view(p);
+                activity_notes(&p.spa, &mut view, flags);
+                view
+            })
+            .collect();
         if !parsed.has('P') {
             // zpool_vdev_name: devices by their short names unless -P.
             for view in &mut views {

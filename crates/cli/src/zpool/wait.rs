@@ -56,6 +56,19 @@ fn remaining(name: &str) -> Option<[u64; 9]> {
         let examined = scan.progress.load(Ordering::Relaxed);
         left[SCRUB] = scan.stats.to_examine_bytes.saturating_sub(examined).max(1);
     }
+    // `vs_initialize_bytes_est - _done` / `vs_trim_bytes_*` of the leaves still ACTIVE.
+    for (index, activity) in [
+        (2, zetta::spa::vdev_initialize::Activity::Initialize),
+        (7, zetta::spa::vdev_initialize::Activity::Trim),
+    ] {
+        for leaf in imported.spa.root.leaves() {
+            let state = imported.spa.leaf_progress(activity, leaf.guid.0).state;
+            if state == zetta::spa::vdev_initialize::LeafState::Active {
+                let (done, est) = imported.spa.leaf_activity_bytes(activity, leaf.guid.0);
+                left[index] += est.saturating_sub(done).max(1);
+            }
+        }
+    }
     if imported.spa.needs_resilver() {
         let (_, allocated, _) = imported.spa.space();
         left[RESILVER] = allocated.max(1);

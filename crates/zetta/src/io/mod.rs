@@ -65,6 +65,20 @@ pub trait BlockDevice: Send + Sync {
     fn sim_world(&self) -> Option<&Arc<sim::SimWorld>> {
         None
     }
+    /// Whether `discard` can work here (OpenZFS `vdev_has_trim`): a regular file punches
+    /// holes, a block device whose queue takes discards issues `BLKDISCARD`.
+    fn supports_discard(&self) -> bool {
+        false
+    }
+    /// Tells the device that `[offset, offset + len)` holds nothing worth keeping (TRIM):
+    /// later reads of it may return anything, zeros on a file. Devices that cannot: an error.
+    fn discard(&self, offset: u64, len: u64) -> Result<(), IoError> {
+        let _ = (offset, len);
+        Err(IoError::Failed {
+            path: self.path(),
+            reason: "trim operations are not supported by this device".to_string(),
+        })
+    }
 }
 
 pub type DeviceRef = Arc<dyn BlockDevice>;

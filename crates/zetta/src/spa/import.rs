@@ -379,6 +379,7 @@ impl Spa {
             readonly,
             openzfs: None,
             frozen: false,
+            leaf_activity: Default::default(),
         };
         spa.publish_features();
         {
@@ -397,6 +398,8 @@ impl Spa {
         }
         spa.load_space_maps()?;
         spa.dtl_load()?;
+        // `vdev_initialize_load` / `vdev_trim_load`: each leaf's state from its leaf ZAP.
+        spa.leaf_activity_load();
         spa.refresh_io_props()?;
         // Format 3 keeps space figures that older pools never wrote: derive them once,
         // committed with the next txg (kept for the day a format change needs it again:

@@ -47,7 +47,9 @@ pub mod split;
 pub mod txg;
 pub mod uberblock;
 mod vdev_dtl;
+pub mod vdev_initialize;
 mod vdev_ops;
+pub mod vdev_trim;
 mod vdev_zap;
 pub mod writeback;
 pub mod zfeature;
@@ -182,6 +184,8 @@ pub struct Spa {
     /// txg synced before the freeze, their labels still ACTIVE, as after a crash. For
     /// tests of unclean exports only (memory only, never written).
     pub frozen: bool,
+    /// Every leaf's `zpool initialize` / `zpool trim` state (`vdev_initialize`).
+    pub(crate) leaf_activity: vdev_initialize::LeafActivities,
 }
 
 pub fn now_secs() -> u64 {
@@ -410,6 +414,7 @@ impl Spa {
             readonly: false,
             openzfs: None,
             frozen: false,
+            leaf_activity: Default::default(),
         };
         spa.ms_arrays = vec![Vec::new(); spa.root.children.len()];
         // The version gates below the SPA (bpobj sizes, `$FREE`, `dd_clones`) hold from the

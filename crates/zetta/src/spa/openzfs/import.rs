@@ -519,6 +519,7 @@ impl Spa {
             readonly: true,
             openzfs: Some(Arc::new(foreign)),
             frozen: false,
+            leaf_activity: Default::default(),
         })
     }
 
