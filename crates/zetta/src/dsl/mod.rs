@@ -16,6 +16,7 @@
 //! from-scratch check in `space_audit`. Refusals are typed (`error::DslError`, returned as
 //! `SpaError::Dsl`); their words are the CLI's.
 
+mod bookmark;
 pub mod deleg;
 mod destroy;
 mod error;
@@ -470,6 +471,8 @@ impl Spa {
         // Its snapshot names ZAP (empty: its snapshots went first), which zdb would
         // otherwise report as a leaked MOS object (`dsl_destroy_head_sync_impl`).
         let head = self.read_dataset_phys(phys.head_dataset)?;
+        // Its bookmarks, and their reference on feature `bookmarks`.
+        self.bookmarks_object_release(phys.head_dataset, true)?;
         let ctx = io_ctx!(self);
         if head.snapnames_zap != 0 {
             zap::zap_destroy(&mut self.dp.mos, &ctx, ObjectId(head.snapnames_zap))
