@@ -3,6 +3,7 @@
 //! scripts/oracle.sh) on pools made through the CLI:
 //! - a head's bookmarks ZAP named in the dataset object's own ZAP as
 //!   `com.delphix:bookmarks`, with feature `bookmarks` counted (`dsl::bookmark`);
+//! - a plain dataset's `ds_prev_snap_txg`: the creation txg of `$ORIGIN@$ORIGIN`.
 //!
 //! Each pool is exported, then read by zdb: the words it prints, and "No leaks".
 
@@ -145,4 +146,32 @@ fn lab_snapshot_guid(lab: &NoMountLab) -> u64 {
     );
     lab.ok("zpool", &["export", "tank"]);
     guid.trim().parse().unwrap()
+}
+
+// Why: OpenZFS makes every dataset without an origin of its own a clone of
+// `$ORIGIN@$ORIGIN` (`dsl_dataset_create_sync`), so its `ds_prev_snap_txg` is that
+// snapshot's creation txg (1 in an OpenZFS pool: `zdb -dddd` of the `unclean_export`
+// fixture); Zetta wrote 0.
+#[test]
+fn plain_dataset_prev_snap_txg_is_its_origin_snapshots_creation_txg() {
+    let lab = NoMountLab::new();
+    lab.ok("zfs", &["create", "tank/a"]);
+    lab.ok("zpool", &["export", "tank"]);
+    let head = mos_object(&lab, "tank", dataset_object(&lab, "tank", "tank/a"));
+    let prev_snap: u64 = zdb_field(&head, "prev_snap_obj").unwrap().parse().unwrap();
+    let origin = mos_object(&lab, "tank", prev_snap);
+    // `$ORIGIN@$ORIGIN`: a snapshot (one child per dataset) with no previous snapshot.
+    assert_eq!(
+        zdb_field(&origin, "prev_snap_obj").as_deref(),
+        Some("0"),
+        "{origin}"
+    );
+    let origin_txg = zdb_field(&origin, "creation_txg").unwrap();
+    assert_ne!(origin_txg, "0");
+    assert_eq!(
+        zdb_field(&head, "prev_snap_txg"),
+        Some(origin_txg),
+        "{head}\n{origin}"
+    );
+    oracle::assert_zdb_no_leaks(&lab.inner.dir, "tank", "");
 }

@@ -258,8 +258,17 @@ impl Spa {
             },
         )?;
         let deadlist = create_dead_list(&mut self.dp.mos, &io_ctx!(self))?;
+        // A dataset with no origin of its own is a clone of `$ORIGIN@$ORIGIN` to OpenZFS
+        // (`dsl_dataset_create_sync` takes `dp_origin_snap`), so its `ds_prev_snap_txg`
+        // is that snapshot's creation txg (1 in the pools OpenZFS and Zetta create); a pool
+        // from before `$ORIGIN` (version 11) keeps 0.
+        let origin_snapshot_txg = match self.dp.mos.dsl_origin {
+            0 => 0,
+            object => self.read_dataset_phys(object)?.creation_txg,
+        };
         let mut phys = DslDatasetPhys {
             dir: dir.0,
+            prev_snap_txg: origin_snapshot_txg,
             creation_txg: txg.0,
             creation_time: now_secs(),
             guid: Guid::random().0,
@@ -270,7 +279,12 @@ impl Spa {
         };
         let ctx = io_ctx!(self);
         let objset = match &origin {
-            None => ObjectSet::create(dataset.0, os_type, dataset_policy(default_data_props())),
+            None => {
+                let mut objset =
+                    ObjectSet::create(dataset.0, os_type, dataset_policy(default_data_props()));
+                objset.policy.prev_snap_txg = crate::types::Txg(origin_snapshot_txg);
+                objset
+            }
             Some((object, snapshot)) => {
                 phys.bp = snapshot.bp;
                 phys.prev_snap = *object;
