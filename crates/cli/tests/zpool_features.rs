@@ -71,6 +71,7 @@ const ALL: &[&str] = &[
     "hole_birth",
     "extensible_dataset",
     "embedded_data",
+    "bookmarks",
     "large_blocks",
     "sha512",
     "skein",
@@ -367,8 +368,8 @@ fn zdb_reads_the_feature_zaps_zetta_writes() {
     assert_eq!(read["com.delphix:extensible_dataset"], "0");
     assert_eq!(read["org.illumos:sha512"], "0");
     assert_eq!(write["com.delphix:async_destroy"], "0");
-    assert_eq!(write["com.delphix:enabled_txg"], "9");
-    assert_eq!(txg.len(), 9);
+    assert_eq!(write["com.delphix:enabled_txg"], "10");
+    assert_eq!(txg.len(), 10);
     let config = zdb_ok(&lab, &["-C", "nolz4"]);
     assert!(
         config.contains(
@@ -390,7 +391,7 @@ fn zdb_reads_the_feature_zaps_zetta_writes() {
     let [read, write, txg] = feature_zaps(&lab, "bare");
     assert_eq!(read["org.illumos:lz4_compress"], "1");
     assert_eq!(read["com.delphix:hole_birth"], "1");
-    assert_eq!(write["com.delphix:enabled_txg"], "9");
+    assert_eq!(write["com.delphix:enabled_txg"], "10");
     assert!(!write.contains_key("org.zetta:private_format"), "{write:?}");
     // Enabled in one txg, after the create's: every entry holds that same txg.
     let txgs: std::collections::BTreeSet<&String> = txg.values().collect();

@@ -46,6 +46,7 @@ const ALL: &[&str] = &[
     "hole_birth",
     "extensible_dataset",
     "embedded_data",
+    "bookmarks",
     "large_blocks",
     "sha512",
     "skein",

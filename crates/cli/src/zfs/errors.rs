@@ -120,6 +120,10 @@ pub(crate) fn dsl_error_text(op: ZfsOp<'_>, error: &DslError) -> String {
         (_, DslError::BookmarkExists { name }) => {
             format!("cannot create bookmark '{name}': bookmark exists")
         }
+        // zfs_do_bookmark: ENOTSUP.
+        (_, DslError::BookmarksDisabled { name }) => {
+            format!("cannot create bookmark '{name}': bookmark feature not enabled")
+        }
         // zfs_do_destroy checks zfs_bookmark_exists before lzc_destroy_bookmarks.
         (_, DslError::NoSuchBookmark { name }) => format!("bookmark '{name}' does not exist."),
         // zfs_promote: its own origin check (EZFS_BADTYPE) and the ioctl's EEXIST.

@@ -76,6 +76,9 @@ pub enum DslError {
     BookmarkExists { name: String },
     /// ENOENT: no bookmark of that name.
     NoSuchBookmark { name: String },
+    /// ENOTSUP (`dsl_bookmark_create_check`): the pool's feature `bookmarks` is not
+    /// enabled (`zpool create -d`, a legacy version).
+    BookmarksDisabled { name: String },
     /// EINVAL (libzfs `zfs_promote`, EZFS_BADTYPE): promote of a filesystem with no origin.
     NotClone { name: String },
     /// EEXIST (`dsl_dataset_promote_check`): a snapshot or bookmark that would move to the
@@ -121,7 +124,7 @@ impl DslError {
             DslError::Held { .. } | DslError::Busy { .. } => libc::EBUSY,
             DslError::NoSpace { .. } => libc::ENOSPC,
             DslError::NoSuchHold { .. } => libc::ESRCH,
-            DslError::ForeignPool => libc::ENOTSUP,
+            DslError::ForeignPool | DslError::BookmarksDisabled { .. } => libc::ENOTSUP,
         }
     }
 }
@@ -171,6 +174,9 @@ impl fmt::Display for DslError {
             DslError::NoSuchHold { snapshot, tag } => write!(f, "{snapshot} not held by {tag}"),
             DslError::BookmarkExists { name } => write!(f, "bookmark {name} exists"),
             DslError::NoSuchBookmark { name } => write!(f, "no bookmark {name}"),
+            DslError::BookmarksDisabled { name } => {
+                write!(f, "{name}: bookmark feature not enabled")
+            }
             DslError::ForeignPool => write!(f, "OpenZFS pool's object sets"),
             DslError::TaskNotRun => write!(f, "sync task result before its txg committed"),
         }

@@ -16,6 +16,7 @@
 //! from-scratch check in `space_audit`. Refusals are typed (`error::DslError`, returned as
 //! `SpaError::Dsl`); their words are the CLI's.
 
+mod bookmark;
 pub mod deleg;
 mod destroy;
 mod error;
@@ -257,8 +258,17 @@ impl Spa {
             },
         )?;
         let deadlist = create_dead_list(&mut self.dp.mos, &io_ctx!(self))?;
+        // A dataset with no origin of its own is a clone of `$ORIGIN@$ORIGIN` to OpenZFS
+        // (`dsl_dataset_create_sync` takes `dp_origin_snap`), so its `ds_prev_snap_txg`
+        // is that snapshot's creation txg (1 in the pools OpenZFS and Zetta create); a pool
+        // from before `$ORIGIN` (version 11) keeps 0.
+        let origin_snapshot_txg = match self.dp.mos.dsl_origin {
+            0 => 0,
+            object => self.read_dataset_phys(object)?.creation_txg,
+        };
         let mut phys = DslDatasetPhys {
             dir: dir.0,
+            prev_snap_txg: origin_snapshot_txg,
             creation_txg: txg.0,
             creation_time: now_secs(),
             guid: Guid::random().0,
@@ -269,7 +279,12 @@ impl Spa {
         };
         let ctx = io_ctx!(self);
         let objset = match &origin {
-            None => ObjectSet::create(dataset.0, os_type, dataset_policy(default_data_props())),
+            None => {
+                let mut objset =
+                    ObjectSet::create(dataset.0, os_type, dataset_policy(default_data_props()));
+                objset.policy.prev_snap_txg = crate::types::Txg(origin_snapshot_txg);
+                objset
+            }
             Some((object, snapshot)) => {
                 phys.bp = snapshot.bp;
                 phys.prev_snap = *object;
@@ -470,6 +485,8 @@ impl Spa {
         // Its snapshot names ZAP (empty: its snapshots went first), which zdb would
         // otherwise report as a leaked MOS object (`dsl_destroy_head_sync_impl`).
         let head = self.read_dataset_phys(phys.head_dataset)?;
+        // Its bookmarks, and their reference on feature `bookmarks`.
+        self.bookmarks_object_release(phys.head_dataset, true)?;
         let ctx = io_ctx!(self);
         if head.snapnames_zap != 0 {
             zap::zap_destroy(&mut self.dp.mos, &ctx, ObjectId(head.snapnames_zap))

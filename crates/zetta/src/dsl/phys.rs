@@ -24,9 +24,8 @@
 //!   9 referenced_bytes  10 compressed_bytes  11 uncompressed_bytes  12 unique_bytes
 //!  13 fsid_guid  14 guid  15 flags (DS_FLAG_UNIQUE_ACCURATE)
 //!  16-31 bp: the object set's blkptr_t   32 next_clones_obj (NEXT_CLONES)   33 props_obj (0)
-//!  34 userrefs_obj (a snapshot's holds, USERREFS: tag -> creation time)
-//!  35 org.zetta: bookmarks ZAP (OpenZFS links it from the dataset's own ZAP as
-//!     `com.delphix:bookmarks`)   36-39 zero
+//!  34 userrefs_obj (a snapshot's holds, USERREFS: tag -> creation time)   35-39 zero
+//!  (a head's bookmarks ZAP is named in the dataset object's own ZAP, `dsl::bookmark`)
 //! ```
 //!
 //! A dir's space fields are OpenZFS's `dd_used_bytes`, `dd_compressed_bytes`,
@@ -34,8 +33,7 @@
 //! `reserved` are OpenZFS's; `refquota` and `refreservation` live in the props ZAP in
 //! OpenZFS (and in memory in `dsl_dataset_t`), and the engine keeps copies in two pad words
 //! OpenZFS never reads, so that commits and write checks never read the props ZAP. The
-//! `org.zetta` words go when datasets are "extensified" ZAPs (bookmarks) and the limits are
-//! loaded from the props at open; `deadlist_obj` names the dataset's dead list, an OpenZFS
+//! `org.zetta` words go when the limits are loaded from the props at open; `deadlist_obj` names the dataset's dead list, an OpenZFS
 //! bpobj from creation (`dsl::create_dead_list`; no deadlist ZAP by txg yet), and a
 //! `prev_snap_obj` of 0 is written as `$ORIGIN@$ORIGIN` (MOS object 6) and read back as 0;
 //! so is a dir's `origin_obj` (format 15: every dataset is a clone of `$ORIGIN@$ORIGIN` to
@@ -198,9 +196,6 @@ pub struct DslDatasetPhys {
     pub deadlist: u64,
     /// `ds_flags` (`DS_FLAG_UNIQUE_ACCURATE` for everything the engine writes).
     pub flags: u64,
-    /// Head only: name -> [guid, creation txg, creation time] of each bookmark (OpenZFS's
-    /// `zfs_bookmark_phys_t` version 1).
-    pub bookmarks_zap: u64,
     /// Snapshot only: `ds_next_clones_obj` (`DMU_OT_NEXT_CLONES`), its clones' heads, 0
     /// if it never had one (`dsl::pool::link_clone`).
     pub next_clones_zap: u64,
@@ -223,8 +218,6 @@ impl DslDatasetPhys {
 
     /// The reader's `dsl_dataset_phys_t` of these fields.
     pub fn to_openzfs(&self) -> ozds::DslDatasetPhys {
-        let mut pad = [0u64; 5];
-        pad[0] = self.bookmarks_zap;
         ozds::DslDatasetPhys {
             dir_obj: self.dir,
             prev_snap_obj: self.prev_snap,
@@ -246,7 +239,7 @@ impl DslDatasetPhys {
             next_clones_obj: self.next_clones_zap,
             props_obj: 0,
             userrefs_obj: self.holds_zap,
-            pad,
+            pad: [0; 5],
         }
     }
 
@@ -283,7 +276,6 @@ impl DslDatasetPhys {
             guid: d.guid,
             deadlist: d.deadlist_obj,
             flags: d.flags,
-            bookmarks_zap: d.pad[0],
             holds_zap: d.userrefs_obj,
             next_clones_zap: d.next_clones_obj,
             compressed_bytes: d.compressed_bytes,
@@ -469,7 +461,6 @@ mod tests {
             guid: 0xabcd,
             deadlist: 21,
             flags: DS_FLAG_UNIQUE_ACCURATE,
-            bookmarks_zap: 31,
             holds_zap: 32,
             compressed_bytes: 0x31,
             uncompressed_bytes: 0x32,
@@ -487,7 +478,9 @@ mod tests {
             words[16..32].iter().all(|w| *w == 0),
             "a hole objset pointer"
         );
-        assert_eq!(&words[32..], &[0, 0, 32, 31, 0, 0, 0, 0]);
+        // Pad word 35 held the bookmarks ZAP up to format 25: OpenZFS names it in the
+        // dataset's own ZAP (`dsl::bookmark`), so every pad word is 0.
+        assert_eq!(&words[32..], &[0, 0, 32, 0, 0, 0, 0, 0]);
         assert!(ds.is_snapshot());
         assert_eq!(
             DslDatasetPhys::decode(&bytes, ORIGIN_SNAPSHOT_OBJECT).unwrap(),

@@ -30,7 +30,7 @@ use super::zap_error;
 use super::DslError;
 use crate::dmu::{BlockSpace, IoCtx};
 use crate::spa::{Spa, SpaError};
-use crate::types::ObjectId;
+use crate::types::{ObjectId, Txg};
 use crate::zap::{self, ZapValue};
 
 /// What `promote_check` found and `promote_sync` moves (OpenZFS
@@ -227,7 +227,7 @@ impl Spa {
             origin_snap,
         } = arg;
         // The records: snapshot names and dirs, bookmarks, origins.
-        let mut origin_head = self.head_phys(origin_head_object)?;
+        let origin_head = self.head_phys(origin_head_object)?;
         let mut clone_head = self.head_phys(clone_head_object)?;
         let ctx = io_ctx!(self, tx.txg);
         if clone_head.snapnames_zap == 0 {
@@ -268,7 +268,12 @@ impl Spa {
                 clone_dir,
             )?;
         }
-        self.move_bookmarks(&mut origin_head, &mut clone_head, origin_creation_txg)?;
+        self.move_bookmarks(
+            origin_head_object,
+            clone_head_object,
+            origin_creation_txg,
+            tx.txg,
+        )?;
         self.store_head_phys(origin_head_object, origin_head)?;
         self.store_head_phys(clone_head_object, clone_head)?;
         let mut clone_dir_phys = self.read_dir(clone_dir)?;
@@ -366,39 +371,39 @@ impl Spa {
         Ok(())
     }
 
-    /// Bookmarks created at or before `txg` move from `from`'s head to `to`'s.
+    /// Bookmarks created at or before `created_txg` move from `from`'s head to `to`'s
+    /// (`dsl_dataset_promote_sync`; `from`'s bookmarks ZAP stays, emptied or not, as
+    /// OpenZFS leaves it).
     fn move_bookmarks(
         &mut self,
-        from: &mut DslDatasetPhys,
-        to: &mut DslDatasetPhys,
-        txg: u64,
+        from: u64,
+        to: u64,
+        created_txg: u64,
+        txg: Txg,
     ) -> Result<(), SpaError> {
-        if from.bookmarks_zap == 0 {
+        let from_bookmarks = self.bookmarks_object(from)?;
+        if from_bookmarks == 0 {
             return Ok(());
         }
         let ctx = io_ctx!(self);
-        let entries = zap::zap_list_all(&self.dp.mos, &ctx, ObjectId(from.bookmarks_zap))
-            .map_err(zap_error)?;
+        let entries =
+            zap::zap_list_all(&self.dp.mos, &ctx, ObjectId(from_bookmarks)).map_err(zap_error)?;
         for entry in entries {
             let ZapValue::U64s(values) = entry.value else {
                 continue;
             };
-            if values.get(1).is_none_or(|&created| created > txg) {
+            if values.get(1).is_none_or(|&created| created > created_txg) {
                 continue;
             }
             let name = String::from_utf8_lossy(&entry.name).into_owned();
-            let ctx = io_ctx!(self);
-            if to.bookmarks_zap == 0 {
-                to.bookmarks_zap = zap::zap_create(&mut self.dp.mos, &ctx, ot::ZAP_METADATA)
-                    .map_err(zap_error)?
-                    .0;
-            }
-            zap::zap_remove(&mut self.dp.mos, &ctx, ObjectId(from.bookmarks_zap), &name)
+            let to_bookmarks = self.bookmarks_object_hold(to, txg)?;
+            let ctx = io_ctx!(self, txg);
+            zap::zap_remove(&mut self.dp.mos, &ctx, ObjectId(from_bookmarks), &name)
                 .map_err(zap_error)?;
             zap::zap_add(
                 &mut self.dp.mos,
                 &ctx,
-                ObjectId(to.bookmarks_zap),
+                ObjectId(to_bookmarks),
                 &name,
                 &values,
             )

@@ -1037,6 +1037,11 @@ impl Spa {
                 bookmark: bookmark.to_string(),
             }));
         }
+        if !self.bookmarks_enabled() {
+            return Err(SpaError::Dsl(DslError::BookmarksDisabled {
+                name: bookmark.to_string(),
+            }));
+        }
         let (_, _, phys) = self
             .snapshots(fs)?
             .into_iter()
@@ -1066,22 +1071,9 @@ impl Spa {
         mark: &str,
         value: [u64; 3],
     ) -> Result<(), SpaError> {
-        let mut head = self.head_phys(dataset)?;
+        let bookmarks = self.bookmarks_object_hold(dataset, tx.txg)?;
         let ctx = io_ctx!(self, tx.txg);
-        if head.bookmarks_zap == 0 {
-            head.bookmarks_zap = zap::zap_create(&mut self.dp.mos, &ctx, ot::ZAP_METADATA)
-                .map_err(zap_error)?
-                .0;
-        }
-        zap::zap_add(
-            &mut self.dp.mos,
-            &ctx,
-            ObjectId(head.bookmarks_zap),
-            mark,
-            &value,
-        )
-        .map_err(zap_error)?;
-        self.store_head_phys(dataset, head)
+        zap::zap_add(&mut self.dp.mos, &ctx, ObjectId(bookmarks), mark, &value).map_err(zap_error)
     }
 
     /// The bookmarks of a filesystem, oldest first.
@@ -1092,14 +1084,14 @@ impl Spa {
         let dataset = self
             .lookup_dataset(fs)?
             .ok_or_else(|| no_such_dataset(fs))?;
-        let head = self.head_phys(dataset)?;
+        let bookmarks = self.bookmarks_object(dataset)?;
         let mut out = Vec::new();
-        if head.bookmarks_zap == 0 {
+        if bookmarks == 0 {
             return Ok(out);
         }
         let ctx = io_ctx!(self);
-        let entries = zap::zap_list_all(&self.dp.mos, &ctx, ObjectId(head.bookmarks_zap))
-            .map_err(zap_error)?;
+        let entries =
+            zap::zap_list_all(&self.dp.mos, &ctx, ObjectId(bookmarks)).map_err(zap_error)?;
         for entry in entries {
             if let ZapValue::U64s(values) = entry.value {
                 if let [guid, creation_txg, creation_time] = values[..] {
@@ -1129,16 +1121,17 @@ impl Spa {
         self.dsl_sync_task_queue(
             Box::new(move |spa, _tx| spa.destroy_bookmark_check(&check_bookmark).map(|_| ())),
             Box::new(move |spa, tx| {
-                let (zap_object, mark) = spa.destroy_bookmark_check(&sync_bookmark)?;
+                let (dataset, zap_object, mark) = spa.destroy_bookmark_check(&sync_bookmark)?;
                 let ctx = io_ctx!(spa, tx.txg);
                 zap::zap_remove(&mut spa.dp.mos, &ctx, ObjectId(zap_object), &mark)
-                    .map_err(zap_error)
+                    .map_err(zap_error)?;
+                spa.bookmarks_object_release(dataset, false)
             }),
         )
     }
 
-    /// The bookmark exists: (its filesystem's bookmarks ZAP, its name there).
-    fn destroy_bookmark_check(&mut self, bookmark: &str) -> Result<(u64, String), SpaError> {
+    /// The bookmark exists: (its head, the head's bookmarks ZAP, its name there).
+    fn destroy_bookmark_check(&mut self, bookmark: &str) -> Result<(u64, u64, String), SpaError> {
         let (fs, mark) = bookmark.split_once('#').ok_or_else(|| {
             SpaError::Dsl(DslError::NotBookmark {
                 name: bookmark.to_string(),
@@ -1147,10 +1140,10 @@ impl Spa {
         let dataset = self
             .lookup_dataset(fs)?
             .ok_or_else(|| no_such_dataset(fs))?;
-        let head = self.head_phys(dataset)?;
+        let bookmarks = self.bookmarks_object(dataset)?;
         let ctx = io_ctx!(self);
-        let found = head.bookmarks_zap != 0
-            && zap::zap_lookup(&self.dp.mos, &ctx, ObjectId(head.bookmarks_zap), mark)
+        let found = bookmarks != 0
+            && zap::zap_lookup(&self.dp.mos, &ctx, ObjectId(bookmarks), mark)
                 .map_err(zap_error)?
                 .is_some();
         if !found {
@@ -1158,7 +1151,7 @@ impl Spa {
                 name: bookmark.to_string(),
             }));
         }
-        Ok((head.bookmarks_zap, mark.to_string()))
+        Ok((dataset, bookmarks, mark.to_string()))
     }
 }
 

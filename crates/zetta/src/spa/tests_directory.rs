@@ -171,19 +171,20 @@ fn object_directory_is_openzfs_zap_with_its_objects() {
         counts(&[
             ("com.delphix:async_destroy", 0),
             ("com.delphix:empty_bpobj", 0),
-            ("com.delphix:enabled_txg", 9),
+            ("com.delphix:enabled_txg", 10),
+            ("com.delphix:bookmarks", 0),
         ])
     );
     let descriptions = feature(objdir::FEATURE_DESCRIPTIONS);
     // Format 26: no private feature (OpenZFS opens the pool read-write).
-    assert_eq!(descriptions.len(), 12);
+    assert_eq!(descriptions.len(), 13);
     assert!(!descriptions.contains_key(directory::FEATURE_PRIVATE_FORMAT));
     assert_eq!(
         descriptions["org.illumos:lz4_compress"],
         ZapValue::Bytes(b"LZ4 compression algorithm support.\0".to_vec())
     );
     let enabled_txg = feature(objdir::FEATURE_ENABLED_TXG);
-    assert_eq!(enabled_txg.len(), 9);
+    assert_eq!(enabled_txg.len(), 10);
     assert!(!enabled_txg.contains_key("org.illumos:lz4_compress"));
     assert!(enabled_txg.contains_key("com.delphix:enabled_txg"));
     // Empty bpobjs: BPOBJ with a zeroed 48-byte bpobj_phys_t.

@@ -30,8 +30,11 @@
 //! with its birth or an embedded pointer), `enabled_txg` counts its entries, and the
 //! features Zetta never uses stay 0 (async_destroy: destroy is synchronous; empty_bpobj:
 //! dead lists never share the empty bpobj). Left out on purpose: spacemap_histogram (space
-//! maps are written without the histogram, `zetta_metaslab::space_map`), bookmarks and
-//! every other feature whose structures Zetta does not write OpenZFS's way.
+//! maps are written without the histogram, `zetta_metaslab::space_map`), bookmark_v2,
+//! bookmark_written and every other feature whose structures Zetta does not write OpenZFS's way.
+//!
+//! `bookmarks` counts the heads whose dataset ZAP names a bookmarks ZAP (`dsl::bookmark`,
+//! [`FeatureState::count_use`]; version-1 bookmarks only).
 //!
 //! Per-dataset features (format 18; `dsl_dataset_activate_feature`): large_blocks,
 //! sha512, skein, zstd_compress and blake3 count the dataset objects (heads and
@@ -167,6 +170,13 @@ pub const ZETTA_FEATURES: &[FeatureInfo] = &[
         "Blocks which compress very well use even less space.",
         MOS_AOE,
         &[],
+    ),
+    feature(
+        "com.delphix:bookmarks",
+        "bookmarks",
+        "\"zfs bookmark\" command",
+        RO,
+        EXT,
     ),
     feature(
         "org.open-zfs:large_blocks",
@@ -583,16 +593,47 @@ impl FeatureState {
             if !self.is_enabled(info.guid) {
                 continue;
             }
-            if mos.dnode(ctx, ObjectId(dataset))?.object_type != ot::ZAP_METADATA {
-                zap::zap_zapify(mos, ctx, ObjectId(dataset), ot::ZAP_METADATA).map_err(zap_err)?;
-                if let Some(extensible) = lookup_name("extensible_dataset") {
-                    self.change_count(mos, ctx, extensible, true)?;
-                }
-            }
+            self.zapify_dataset(mos, ctx, dataset)?;
             self.change_count(mos, ctx, info, true)?;
             zap::zap_add(mos, ctx, ObjectId(dataset), info.guid, &[0]).map_err(zap_err)?;
         }
         Ok(())
+    }
+
+    /// `dsl_dataset_zapify`: dataset object `dataset` becomes a ZAP (`dmu_object_zapify`:
+    /// type `DMU_OTN_ZAP_METADATA`, its bonus kept) with one more reference on
+    /// extensible_dataset, unless it is one already.
+    pub fn zapify_dataset(
+        &mut self,
+        mos: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        dataset: u64,
+    ) -> Result<(), SpaError> {
+        if mos.dnode(ctx, ObjectId(dataset))?.object_type == ot::ZAP_METADATA {
+            return Ok(());
+        }
+        zap::zap_zapify(mos, ctx, ObjectId(dataset), ot::ZAP_METADATA).map_err(zap_err)?;
+        if let Some(extensible) = lookup_name("extensible_dataset") {
+            self.change_count(mos, ctx, extensible, true)?;
+        }
+        Ok(())
+    }
+
+    /// One reference more (`increment`) or less on the enabled feature `name`
+    /// (`spa_feature_incr`/`spa_feature_decr`); a feature not enabled is left alone.
+    pub fn count_use(
+        &mut self,
+        mos: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        name: &str,
+        increment: bool,
+    ) -> Result<(), SpaError> {
+        match lookup_name(name) {
+            Some(info) if self.is_enabled(info.guid) => {
+                self.change_count(mos, ctx, info, increment)
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Before dataset object `dataset` is freed (`dsl_destroy_*_sync_impl`): one reference

@@ -374,7 +374,6 @@ impl DslView {
             guid: p.guid,
             deadlist: p.deadlist_obj,
             flags: p.flags,
-            bookmarks_zap: 0,
             holds_zap: p.userrefs_obj,
             next_clones_zap: p.next_clones_obj,
             compressed_bytes: p.compressed_bytes,
