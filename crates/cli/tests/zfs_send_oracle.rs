@@ -65,6 +65,7 @@ fn zetta_view(bytes: &[u8]) -> (BTreeMap<String, u64>, Vec<(u64, u64)>) {
                 "DRR_WRITE"
             }
             Record::WriteEmbedded(_) => "DRR_WRITE_EMBEDDED",
+            Record::Spill(_) => "DRR_SPILL",
             Record::Free { .. } => "DRR_FREE",
             Record::End { .. } => "DRR_END",
         };
