@@ -269,7 +269,19 @@ impl Spa {
         };
         let ctx = io_ctx!(self);
         let objset = match &origin {
-            None => ObjectSet::create(dataset.0, os_type, dataset_policy(default_data_props())),
+            None => {
+                let mut objset =
+                    ObjectSet::create(dataset.0, os_type, dataset_policy(default_data_props()));
+                if self
+                    .dp
+                    .directory
+                    .features
+                    .is_enabled(crate::spa::zfeature::USEROBJ_ACCOUNTING_GUID)
+                {
+                    objset.enable_userobj_accounting();
+                }
+                objset
+            }
             Some((object, snapshot)) => {
                 phys.bp = snapshot.bp;
                 phys.prev_snap = *object;

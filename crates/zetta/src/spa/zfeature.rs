@@ -114,7 +114,11 @@ const NONE: (bool, bool, bool, bool) = (false, false, false, false);
 const AOE: (bool, bool, bool, bool) = (false, false, true, false);
 const MOS_AOE: (bool, bool, bool, bool) = (false, true, true, false);
 const PER_DS: (bool, bool, bool, bool) = (false, false, false, true);
+const RO_PER_DS: (bool, bool, bool, bool) = (true, false, false, true);
 const EXT: &[&str] = &["extensible_dataset"];
+
+/// userobj_accounting's guid: a new ZPL object set counts objects where it is enabled.
+pub const USEROBJ_ACCOUNTING_GUID: &str = "org.zfsonlinux:userobj_accounting";
 
 /// The features Zetta supports, in OpenZFS's `spa_feature_t` order (the order `zpool
 /// create` enables them in and `zpool get all` and `zpool upgrade -v` list them in).
@@ -187,6 +191,13 @@ pub const ZETTA_FEATURES: &[FeatureInfo] = &[
         "skein",
         "Skein hash algorithm.",
         PER_DS,
+        EXT,
+    ),
+    feature(
+        "org.zfsonlinux:userobj_accounting",
+        "userobj_accounting",
+        "User/Group object accounting.",
+        RO_PER_DS,
         EXT,
     ),
     feature(
