@@ -194,7 +194,7 @@ const DESCRIPTIONS: &[Description] = &[
      ""),
     ("zfs", "userspace", "show space used and quotas per user",
      "Lists, for a file system or snapshot, the space and quota of each user that owns files in it or has a quota: TYPE, NAME, USED, QUOTA, OBJUSED and OBJQUOTA by default (-o picks the fields). -n prints numeric ids, -H prints for scripts, -p exact numbers; -s and -S sort by a field, -t chooses posixuser, posixgroup or all. The figures are those of the last committed transaction group. Quotas are set with zfs set userquota@user=size; a user at or over its quota gets EDQUOT (Disk quota exceeded) when it writes or creates a file.",
-     "Names are looked up in /etc/passwd and /etc/group; SMB identities and -i have no effect. Object counts (OBJUSED) are kept only on datasets written by OpenZFS with userobj_accounting active, and only there can userobjquota@ and groupobjquota@ be set (elsewhere they are refused: the pool and dataset must be upgraded). The operand must be a dataset name, not a path."),
+     "Names are looked up in /etc/passwd and /etc/group; SMB identities and -i have no effect. Object counts (OBJUSED) are kept on datasets with userobj_accounting active (every filesystem created while the feature is enabled), and only there can userobjquota@ and groupobjquota@ be set (elsewhere they are refused: the pool and dataset must be upgraded). The operand must be a dataset name, not a path."),
     ("zfs", "groupspace", "show space used and quotas per group",
      "As zfs userspace, for the groups that own files: groupquota@group sets a group's quota.",
      "As zfs userspace."),

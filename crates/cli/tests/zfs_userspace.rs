@@ -119,3 +119,76 @@ fn userspace_lists_owners_and_userquota_refuses_with_edquot() {
         "none\n"
     );
 }
+
+/// `zfs userspace -Hpn -o name,objused,objquota`: uid → (objects, object quota or "none").
+fn objects_by_uid(lab: &MountLab) -> Vec<(u64, u64, String)> {
+    lab.ok(
+        "zfs",
+        &[
+            "userspace",
+            "-Hpn",
+            "-o",
+            "name,objused,objquota",
+            "tank/fs",
+        ],
+    )
+    .lines()
+    .map(|line| {
+        let fields: Vec<&str> = line.split('\t').collect();
+        assert_eq!(fields.len(), 3, "{line}");
+        (
+            fields[0].parse().unwrap(),
+            fields[1].parse().unwrap(),
+            fields[2].to_string(),
+        )
+    })
+    .collect()
+}
+
+// Why: issue 19's build item — `userobjquota@` enforced (OpenZFS's object accounting):
+// a new dataset counts each uid's objects (`obj-` keys, userobj_accounting active), `zfs
+// userspace` lists them in OBJUSED/OBJQUOTA, and once the uid owns its quota's worth of
+// objects a create through the mount fails with EDQUOT; before, the quota was refused.
+#[test]
+fn userobjquota_refuses_creates_with_edquot() {
+    let lab = MountLab::new("tank/fs");
+    let fs = lab.mnt("fs");
+    lab.ok("zpool", &["sync", "tank"]);
+    assert_eq!(
+        lab.ok(
+            "zpool",
+            &[
+                "get",
+                "-H",
+                "-o",
+                "value",
+                "feature@userobj_accounting",
+                "tank"
+            ]
+        ),
+        "active\n"
+    );
+    let before = objects_by_uid(&lab);
+    let root = before.iter().find(|(uid, _, _)| *uid == 0).expect("uid 0");
+    let quota = root.1 + 3;
+    lab.ok(
+        "zfs",
+        &["set", &format!("userobjquota@0={quota}"), "tank/fs"],
+    );
+    let creates = format!(
+        "cd {fs} && for i in $(seq 1 10); do touch f$i || exit 3; sync; zpool sync tank; done; exit 0"
+    );
+    let (code, _, stderr) = lab.run("sh", &["-c", &creates]);
+    assert_eq!(code, 3, "the object quota never bit: {stderr}");
+    assert!(stderr.contains("Disk quota exceeded"), "{stderr}");
+    lab.ok("zpool", &["sync", "tank"]);
+    let after = objects_by_uid(&lab);
+    assert!(
+        after.contains(&(0, quota, quota.to_string())),
+        "{after:?} (quota {quota})"
+    );
+    let made = std::fs::read_dir(&fs).unwrap().count();
+    assert_eq!(made, 3, "files made before the refusal");
+    lab.ok("zfs", &["set", "userobjquota@0=none", "tank/fs"]);
+    lab.ok("sh", &["-c", &format!("touch {fs}/g")]);
+}

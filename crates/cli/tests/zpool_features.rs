@@ -75,6 +75,7 @@ const ALL: &[&str] = &[
     "large_blocks",
     "sha512",
     "skein",
+    "userobj_accounting",
     "zstd_compress",
     "blake3",
 ];
@@ -365,10 +366,12 @@ fn zdb_reads_the_feature_zaps_zetta_writes() {
     assert!(!read.contains_key("org.illumos:lz4_compress"));
     assert_eq!(read["com.delphix:hole_birth"], "1");
     assert_eq!(read["com.delphix:embedded_data"], "1");
-    assert_eq!(read["com.delphix:extensible_dataset"], "0");
+    // The root dataset carries userobj_accounting (session 19): its dataset object is a ZAP.
+    assert_eq!(read["com.delphix:extensible_dataset"], "1");
+    assert_eq!(write["org.zfsonlinux:userobj_accounting"], "1");
     assert_eq!(read["org.illumos:sha512"], "0");
     assert_eq!(write["com.delphix:async_destroy"], "0");
-    assert_eq!(write["com.delphix:enabled_txg"], "10");
+    assert_eq!(write["com.delphix:enabled_txg"], "11");
     assert_eq!(txg.len(), 10);
     let config = zdb_ok(&lab, &["-C", "nolz4"]);
     assert!(
@@ -384,6 +387,10 @@ fn zdb_reads_the_feature_zaps_zetta_writes() {
             "{walk}"
         );
     }
+    assert!(
+        walk.contains("Verified userobj_accounting feature refcount of 1 is correct"),
+        "{walk}"
+    );
 
     zpool_ok(&lab, &["import", "-d", lab.dir.to_str().unwrap(), "bare"]);
     zpool_ok(&lab, &["upgrade", "bare"]);
@@ -391,7 +398,7 @@ fn zdb_reads_the_feature_zaps_zetta_writes() {
     let [read, write, txg] = feature_zaps(&lab, "bare");
     assert_eq!(read["org.illumos:lz4_compress"], "1");
     assert_eq!(read["com.delphix:hole_birth"], "1");
-    assert_eq!(write["com.delphix:enabled_txg"], "10");
+    assert_eq!(write["com.delphix:enabled_txg"], "11");
     assert!(!write.contains_key("org.zetta:private_format"), "{write:?}");
     // Enabled in one txg, after the create's: every entry holds that same txg.
     let txgs: std::collections::BTreeSet<&String> = txg.values().collect();

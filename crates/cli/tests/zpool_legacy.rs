@@ -50,6 +50,7 @@ const ALL: &[&str] = &[
     "large_blocks",
     "sha512",
     "skein",
+    "userobj_accounting",
     "zstd_compress",
     "blake3",
 ];

@@ -38,16 +38,21 @@ pub enum DatasetFeature {
     Edonr = 1 << 3,
     Blake3 = 1 << 4,
     ZstdCompress = 1 << 5,
+    /// Not a block's: a ZPL object set made while userobj_accounting is enabled counts
+    /// objects from its start and its dataset carries the feature
+    /// (`dmu_objset_create_impl_dnstats`'s `ds_feature_activation`).
+    UserobjAccounting = 1 << 6,
 }
 
 impl DatasetFeature {
-    pub const ALL: [DatasetFeature; 6] = [
+    pub const ALL: [DatasetFeature; 7] = [
         DatasetFeature::LargeBlocks,
         DatasetFeature::Sha512,
         DatasetFeature::Skein,
         DatasetFeature::Edonr,
         DatasetFeature::Blake3,
         DatasetFeature::ZstdCompress,
+        DatasetFeature::UserobjAccounting,
     ];
 
     /// The feature's short name (`zfeature_lookup_name`'s key).
@@ -59,6 +64,7 @@ impl DatasetFeature {
             DatasetFeature::Edonr => "edonr",
             DatasetFeature::Blake3 => "blake3",
             DatasetFeature::ZstdCompress => "zstd_compress",
+            DatasetFeature::UserobjAccounting => "userobj_accounting",
         }
     }
 

@@ -439,6 +439,17 @@ impl ObjectSet {
         }
     }
 
+    /// `dmu_objset_create_impl_dnstats` on a pool with userobj_accounting enabled: a new
+    /// ZPL object set counts objects from its start (`OBJSET_FLAG_USEROBJACCOUNTING_COMPLETE`)
+    /// and its dataset activates the feature at its first sync (`ds_feature_activation`,
+    /// carried here as a bit of the born space's features). No-op on other object sets.
+    pub fn enable_userobj_accounting(&mut self) {
+        if self.os_type == ObjsetType::Filesystem {
+            self.flags |= OBJSET_FLAG_USEROBJACCOUNTING_COMPLETE;
+            self.born.features |= super::DatasetFeature::UserobjAccounting as u8;
+        }
+    }
+
     /// An empty, clean object set that stands in for one the pool never reads or writes
     /// (the MOS slot of a foreign pool, whose reads go through the OpenZFS codecs): it has
     /// nothing to commit.

@@ -310,12 +310,16 @@ fn walk_with_openzfs_reader(
         assert_eq!(theirs.used_bytes(), ours.used_bytes, "{what}");
         assert_eq!(theirs.bonustype, ours.bonus_type, "{what}");
         assert_eq!(theirs.bonus, ours.bonus, "{what}");
-        // Every dnode of a ZPL object set is accounted (format 26).
-        let accounted = if os.userused_enabled() {
+        // Every dnode of a ZPL object set is accounted (format 26), its object count too
+        // where userobj_accounting is active (session 19: every new dataset).
+        let mut accounted = if os.userused_enabled() {
             super::openzfs::dnode::DNODE_FLAG_USERUSED_ACCOUNTED
         } else {
             0
         };
+        if os.userobjused_enabled() {
+            accounted |= super::openzfs::dnode::DNODE_FLAG_USEROBJUSED_ACCOUNTED;
+        }
         assert_eq!(
             theirs.flags,
             super::openzfs::dnode::DNODE_FLAG_USED_BYTES | accounted,

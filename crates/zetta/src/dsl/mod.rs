@@ -283,6 +283,14 @@ impl Spa {
                 let mut objset =
                     ObjectSet::create(dataset.0, os_type, dataset_policy(default_data_props()));
                 objset.policy.prev_snap_txg = crate::types::Txg(origin_snapshot_txg);
+                if self
+                    .dp
+                    .directory
+                    .features
+                    .is_enabled(crate::spa::zfeature::USEROBJ_ACCOUNTING_GUID)
+                {
+                    objset.enable_userobj_accounting();
+                }
                 objset
             }
             Some((object, snapshot)) => {

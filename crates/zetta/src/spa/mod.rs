@@ -509,6 +509,18 @@ impl Spa {
                 spa.zio.checksum_salt,
             )?;
             spa.publish_features();
+            // The root dataset counts objects from its start where the pool enables
+            // userobj_accounting (what OpenZFS's first mount reaches through
+            // `dmu_objset_userobjspace_upgrade`: its root object set is made before the
+            // features are enabled).
+            if spa
+                .dp
+                .directory
+                .features
+                .is_enabled(zfeature::USEROBJ_ACCOUNTING_GUID)
+            {
+                spa.dp.root_dataset.enable_userobj_accounting();
+            }
 
             // The pool's root filesystem is a ZPL filesystem from the first txg.
             let zpl_version = crate::zpl::zpl_version_for_spa(options.version);

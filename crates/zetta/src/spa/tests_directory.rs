@@ -133,7 +133,7 @@ fn object_directory_is_openzfs_zap_with_its_objects() {
     // The feature ZAPs as `feature_enable_sync` leaves them for every supported feature
     // (format 17): read-incompatible ones in features_for_read, READONLY_COMPAT ones and
     // Zetta's private one in features_for_write; activate-on-enable features at 1;
-    // enabled_txg counting itself and the eight features enabled after it.
+    // enabled_txg counting itself and the ten features enabled after it.
     let feature = |name: &str| {
         let object = ObjectId(one(&entries[name]));
         assert_eq!(
@@ -157,7 +157,8 @@ fn object_directory_is_openzfs_zap_with_its_objects() {
         counts(&[
             ("org.illumos:lz4_compress", 1),
             ("com.delphix:hole_birth", 1),
-            ("com.delphix:extensible_dataset", 0),
+            // The root dataset object carries userobj_accounting (a ZAP).
+            ("com.delphix:extensible_dataset", 1),
             ("com.delphix:embedded_data", 1),
             ("org.open-zfs:large_blocks", 0),
             ("org.illumos:sha512", 0),
@@ -171,20 +172,21 @@ fn object_directory_is_openzfs_zap_with_its_objects() {
         counts(&[
             ("com.delphix:async_destroy", 0),
             ("com.delphix:empty_bpobj", 0),
-            ("com.delphix:enabled_txg", 10),
+            ("com.delphix:enabled_txg", 11),
             ("com.delphix:bookmarks", 0),
+            ("org.zfsonlinux:userobj_accounting", 1),
         ])
     );
     let descriptions = feature(objdir::FEATURE_DESCRIPTIONS);
     // Format 26: no private feature (OpenZFS opens the pool read-write).
-    assert_eq!(descriptions.len(), 13);
+    assert_eq!(descriptions.len(), 14);
     assert!(!descriptions.contains_key(directory::FEATURE_PRIVATE_FORMAT));
     assert_eq!(
         descriptions["org.illumos:lz4_compress"],
         ZapValue::Bytes(b"LZ4 compression algorithm support.\0".to_vec())
     );
     let enabled_txg = feature(objdir::FEATURE_ENABLED_TXG);
-    assert_eq!(enabled_txg.len(), 10);
+    assert_eq!(enabled_txg.len(), 11);
     assert!(!enabled_txg.contains_key("org.illumos:lz4_compress"));
     assert!(enabled_txg.contains_key("com.delphix:enabled_txg"));
     // Empty bpobjs: BPOBJ with a zeroed 48-byte bpobj_phys_t.

@@ -117,7 +117,11 @@ const NONE: (bool, bool, bool, bool) = (false, false, false, false);
 const AOE: (bool, bool, bool, bool) = (false, false, true, false);
 const MOS_AOE: (bool, bool, bool, bool) = (false, true, true, false);
 const PER_DS: (bool, bool, bool, bool) = (false, false, false, true);
+const RO_PER_DS: (bool, bool, bool, bool) = (true, false, false, true);
 const EXT: &[&str] = &["extensible_dataset"];
+
+/// userobj_accounting's guid: a new ZPL object set counts objects where it is enabled.
+pub const USEROBJ_ACCOUNTING_GUID: &str = "org.zfsonlinux:userobj_accounting";
 
 /// The features Zetta supports, in OpenZFS's `spa_feature_t` order (the order `zpool
 /// create` enables them in and `zpool get all` and `zpool upgrade -v` list them in).
@@ -197,6 +201,13 @@ pub const ZETTA_FEATURES: &[FeatureInfo] = &[
         "skein",
         "Skein hash algorithm.",
         PER_DS,
+        EXT,
+    ),
+    feature(
+        "org.zfsonlinux:userobj_accounting",
+        "userobj_accounting",
+        "User/Group object accounting.",
+        RO_PER_DS,
         EXT,
     ),
     feature(
@@ -761,13 +772,21 @@ mod tests {
         }
         spa.sync().unwrap();
         assert_eq!(count(&spa, "zstd_compress"), 1);
-        assert_eq!(count(&spa, "extensible_dataset"), 1);
+        // Every dataset object is a ZAP: each carries userobj_accounting.
+        assert_eq!(
+            count(&spa, "extensible_dataset"),
+            count(&spa, "userobj_accounting")
+        );
         assert_eq!(count(&spa, "blake3"), 0);
         spa.snapshot(&["tank/z@s".to_string()]).unwrap();
         spa.clone_snapshot("tank/z@s", "tank/c").unwrap();
         spa.sync().unwrap();
         assert_eq!(count(&spa, "zstd_compress"), 3);
-        assert_eq!(count(&spa, "extensible_dataset"), 3);
+        // Every dataset object is a ZAP: each carries userobj_accounting.
+        assert_eq!(
+            count(&spa, "extensible_dataset"),
+            count(&spa, "userobj_accounting")
+        );
         let objects: Vec<u64> = ["tank/z", "tank/c"]
             .iter()
             .map(|name| spa.lookup_dataset(name).unwrap().unwrap())
@@ -779,7 +798,11 @@ mod tests {
                 mos.dnode(&ctx, ObjectId(object)).unwrap().object_type,
                 ot::ZAP_METADATA
             );
-            let entries = zap::zap_list_all(mos, &ctx, ObjectId(object)).unwrap();
+            let entries: Vec<_> = zap::zap_list_all(mos, &ctx, ObjectId(object))
+                .unwrap()
+                .into_iter()
+                .filter(|e| e.name != USEROBJ_ACCOUNTING_GUID.as_bytes())
+                .collect();
             assert_eq!(entries.len(), 1);
             assert_eq!(entries[0].name, b"org.freebsd:zstd_compress");
             assert_eq!(entries[0].value, ZapValue::U64s(vec![0]));
@@ -788,7 +811,11 @@ mod tests {
         spa.destroy_snapshot("tank/z@s").unwrap();
         spa.sync().unwrap();
         assert_eq!(count(&spa, "zstd_compress"), 1);
-        assert_eq!(count(&spa, "extensible_dataset"), 1);
+        // Every dataset object is a ZAP: each carries userobj_accounting.
+        assert_eq!(
+            count(&spa, "extensible_dataset"),
+            count(&spa, "userobj_accounting")
+        );
         spa.export().unwrap();
         let spa = crate::spa::tests::reimport(&devices).unwrap();
         assert_eq!(count(&spa, "zstd_compress"), 1);

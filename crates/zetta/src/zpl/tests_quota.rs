@@ -176,21 +176,6 @@ fn userquota_refuses_the_owner_with_edquot_and_no_one_else() {
             .map_err(|e| ZplError::Io(e.to_string()))
     })
     .unwrap();
-    // An object quota needs object accounting, which Zetta's datasets do not keep: it is
-    // refused rather than stored and never enforced.
-    let objquota = spa.with_zpl("tank/fs", |_, os, ctx| {
-        Ok(zfs_quota::zfs_set_userquota(
-            os,
-            ctx,
-            UserquotaProp::UserObjQuota,
-            1000,
-            10,
-        ))
-    });
-    assert!(
-        matches!(objquota, Ok(Err(QuotaError::NotSupported))),
-        "{objquota:?}"
-    );
     let a = new_file(&mut spa, &m, "a", ALICE);
     let b = new_file(&mut spa, &m, "b", BOB);
     let chunk = noise(256 << 10, 7);
@@ -247,4 +232,126 @@ fn userquota_refuses_the_owner_with_edquot_and_no_one_else() {
     m.write(&mut spa, a, written, &chunk, now(), false).unwrap();
     spa.sync().unwrap();
     assert_accounting_matches(&mut spa, "tank/fs");
+}
+
+fn set_quota(
+    spa: &mut Spa,
+    fs: &str,
+    prop: UserquotaProp,
+    id: u64,
+    quota: u64,
+) -> Result<(), QuotaError> {
+    spa.with_zpl(fs, |_, os, ctx| {
+        Ok(zfs_quota::zfs_set_userquota(os, ctx, prop, id, quota))
+    })
+    .unwrap()
+}
+
+// Why: issue 19 — `userobjquota@UID=N`: a new ZPL dataset counts objects (userobj_accounting
+// active on it, `obj-` keys in the accounting ZAPs), and once the uid owns N objects as of
+// the last sync its creates are refused with EDQUOT while its writes (no new object) and
+// another uid's creates are not (`zfs_id_overobjquota` via `zfs_acl_ids_overquota`, and
+// `zfs_write` checking bytes only). Before, object quotas were refused outright.
+#[test]
+fn userobjquota_refuses_creates_past_n_objects() {
+    let device = Arc::new(MemDevice::new("/mem/quota", 256 * MIB));
+    let mut spa = pool(&device);
+    spa.create_filesystem("tank/fs").unwrap();
+    let m = mount(&mut spa, "tank/fs");
+    set_quota(&mut spa, "tank/fs", UserquotaProp::UserObjQuota, 1000, 3).unwrap();
+    spa.sync().unwrap();
+    let mut made = Vec::new();
+    let refusal = loop {
+        let name = format!("f{}", made.len());
+        match m.create(
+            &mut spa,
+            m.vfs.root,
+            name.as_bytes(),
+            FileKind::Regular,
+            0o644,
+            ALICE,
+            0,
+            now(),
+        ) {
+            Ok(attr) => made.push(attr.object),
+            Err(e) => break e,
+        }
+        spa.sync().unwrap();
+        assert!(made.len() <= 3, "the object quota never bit");
+    };
+    assert_eq!(refusal.errno(), libc_errno::EDQUOT, "{refusal}");
+    assert_eq!(made.len(), 3);
+    // A directory is an object too; a write adds none; another uid creates on.
+    let mkdir = m.create(
+        &mut spa,
+        m.vfs.root,
+        b"d",
+        FileKind::Directory,
+        0o755,
+        ALICE,
+        0,
+        now(),
+    );
+    assert_eq!(mkdir.unwrap_err().errno(), libc_errno::EDQUOT);
+    m.write(&mut spa, made[0], 0, &noise(64 << 10, 3), now(), false)
+        .unwrap();
+    new_file(&mut spa, &m, "bob", BOB);
+    spa.sync().unwrap();
+    let stored = assert_accounting_matches(&mut spa, "tank/fs");
+    assert_eq!(
+        stored.get(&(DMU_USERUSED_OBJECT, "obj-3e8".to_string())),
+        Some(&3)
+    );
+    let objused = spa
+        .with_zpl("tank/fs", |_, os, ctx| {
+            zfs_quota::zfs_userspace_one(os, ctx, UserquotaProp::UserObjUsed, 1000)
+                .map_err(|e| ZplError::Io(e.to_string()))
+        })
+        .unwrap();
+    assert_eq!(objused, 3);
+    spa.export().unwrap();
+
+    // The dataset carries userobj_accounting across import; `none` lifts the quota.
+    let mut spa = reimport(&device);
+    let m = mount(&mut spa, "tank/fs");
+    let refused = m.create(
+        &mut spa,
+        m.vfs.root,
+        b"g",
+        FileKind::Regular,
+        0o644,
+        ALICE,
+        0,
+        now(),
+    );
+    assert_eq!(refused.unwrap_err().errno(), libc_errno::EDQUOT);
+    set_quota(&mut spa, "tank/fs", UserquotaProp::UserObjQuota, 1000, 0).unwrap();
+    new_file(&mut spa, &m, "g", ALICE);
+    spa.sync().unwrap();
+    assert_accounting_matches(&mut spa, "tank/fs");
+}
+
+// Why: issue 19 — where userobj_accounting is not enabled (`zpool create -d`), a dataset
+// counts no objects, so an object quota could never be enforced: it stays refused
+// (ENOTSUP, the CLI's "must be upgraded"), while a byte quota is accepted.
+#[test]
+fn userobjquota_is_refused_without_userobj_accounting() {
+    let device = Arc::new(MemDevice::new("/mem/quota", 256 * MIB));
+    let spec = TopSpec {
+        kind: TopKind::Single,
+        leaves: vec![("/mem/quota".to_string(), device.clone() as DeviceRef)],
+        is_log: false,
+    };
+    let options = CreateOptions {
+        features: Vec::new(),
+        ..CreateOptions::default()
+    };
+    let mut spa = Spa::create("tank", &[spec], &options).unwrap();
+    spa.create_filesystem("tank/fs").unwrap();
+    let objquota = set_quota(&mut spa, "tank/fs", UserquotaProp::UserObjQuota, 1000, 10);
+    assert!(
+        matches!(objquota, Err(QuotaError::NotSupported)),
+        "{objquota:?}"
+    );
+    set_quota(&mut spa, "tank/fs", UserquotaProp::UserQuota, 1000, MIB).unwrap();
 }

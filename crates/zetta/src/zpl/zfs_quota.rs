@@ -326,8 +326,10 @@ pub fn zfs_set_userquota(
 ) -> Result<(), QuotaError> {
     // Project quotas need project_quota, as in OpenZFS. Object quotas need object
     // accounting: OpenZFS stores them without it and enforces them once its upgrade has
-    // made it active, but Zetta never activates userobj_accounting, so a stored one would
-    // never be enforced: refused (ENOTSUP, "must be upgraded") unless it is being removed.
+    // made it active, but Zetta does not run that upgrade (`dmu_objset_userobjspace_upgrade`),
+    // so on an object set that does not count objects (one made before userobj_accounting
+    // was enabled, or on a pool without it) a stored one would never be enforced: refused
+    // (ENOTSUP, "must be upgraded") unless it is being removed.
     let unenforceable = prop.is_object_count() && !os.userobjused_enabled() && quota != 0;
     if !prop.is_quota()
         || !os.userused_enabled()
@@ -364,36 +366,58 @@ pub fn zfs_set_userquota(
     }
 }
 
-/// `zfs_id_overblockquota` + `zfs_id_overobjquota` for one accounting object
-/// (`DMU_USERUSED_OBJECT`, ...) and id: whether the id's synced usage is at or over a
-/// quota set on it. Errors read as "not over" (OpenZFS's lookups fail open).
-pub fn zfs_id_overquota(os: &ObjectSet, ctx: &IoCtx<'_>, used_object: u64, id: u64) -> bool {
-    let (bytes, objects) = match used_object {
-        DMU_USERUSED_OBJECT => (UserquotaProp::UserQuota, UserquotaProp::UserObjQuota),
-        DMU_GROUPUSED_OBJECT => (UserquotaProp::GroupQuota, UserquotaProp::GroupObjQuota),
-        _ => (UserquotaProp::ProjectQuota, UserquotaProp::ProjectObjQuota),
+/// `zfs_id_overblockquota` (`objects` false) or `zfs_id_overobjquota` (`objects` true)
+/// for one accounting object (`DMU_USERUSED_OBJECT`, ...) and id: whether the id's synced
+/// bytes (or objects, under the `obj-` key) are at or over the quota set on it. Errors
+/// read as "not over" (OpenZFS's lookups fail open), and so does an object set that
+/// keeps no such accounting.
+fn zfs_id_over(os: &ObjectSet, ctx: &IoCtx<'_>, used_object: u64, id: u64, objects: bool) -> bool {
+    let quota_prop = match (used_object, objects) {
+        (DMU_USERUSED_OBJECT, false) => UserquotaProp::UserQuota,
+        (DMU_USERUSED_OBJECT, true) => UserquotaProp::UserObjQuota,
+        (DMU_GROUPUSED_OBJECT, false) => UserquotaProp::GroupQuota,
+        (DMU_GROUPUSED_OBJECT, true) => UserquotaProp::GroupObjQuota,
+        (_, false) => UserquotaProp::ProjectQuota,
+        (_, true) => UserquotaProp::ProjectObjQuota,
     };
-    [bytes, objects].into_iter().any(|quota_prop| {
-        if !supported(os, quota_prop) {
-            return false;
-        }
-        let Ok(Some(quota_object)) = quota_object(os, ctx, quota_prop) else {
-            return false;
-        };
-        let Ok(Some(quota)) = lookup_u64(os, ctx, quota_object, &quota_prop.key(id)) else {
-            return false;
-        };
-        let used_key = quota_prop.used().key(id);
-        matches!(lookup_u64(os, ctx, used_object, &used_key), Ok(Some(used)) if used >= quota)
-    })
+    if !supported(os, quota_prop) {
+        return false;
+    }
+    let Ok(Some(quota_object)) = quota_object(os, ctx, quota_prop) else {
+        return false;
+    };
+    let Ok(Some(quota)) = lookup_u64(os, ctx, quota_object, &quota_prop.key(id)) else {
+        return false;
+    };
+    let used_key = quota_prop.used().key(id);
+    matches!(lookup_u64(os, ctx, used_object, &used_key), Ok(Some(used)) if used >= quota)
 }
 
-/// Whether a file owned by (uid, gid, project) may not grow (`zfs_write`'s check, and
-/// `zfs_acl_ids_overquota` for a new file).
-pub fn owner_overquota(os: &ObjectSet, ctx: &IoCtx<'_>, uid: u64, gid: u64, project: u64) -> bool {
-    zfs_id_overquota(os, ctx, DMU_USERUSED_OBJECT, uid)
-        || zfs_id_overquota(os, ctx, DMU_GROUPUSED_OBJECT, gid)
-        || (os.projectquota_enabled() && zfs_id_overquota(os, ctx, DMU_PROJECTUSED_OBJECT, project))
+/// `zfs_id_overquota`: over the byte quota or the object quota.
+pub fn zfs_id_overquota(os: &ObjectSet, ctx: &IoCtx<'_>, used_object: u64, id: u64) -> bool {
+    zfs_id_over(os, ctx, used_object, id, false) || zfs_id_over(os, ctx, used_object, id, true)
+}
+
+/// Whether a file owned by (uid, gid, project) is refused: `zfs_acl_ids_overquota` for a
+/// new object (`new_object`: byte and object quotas, `zfs_id_overquota`), `zfs_write`'s
+/// check for an existing file's growth (byte quotas only, `zfs_id_overblockquota`: a
+/// write adds no object).
+pub fn owner_overquota(
+    os: &ObjectSet,
+    ctx: &IoCtx<'_>,
+    (uid, gid, project): (u64, u64, u64),
+    new_object: bool,
+) -> bool {
+    let over = |used_object, id| {
+        if new_object {
+            zfs_id_overquota(os, ctx, used_object, id)
+        } else {
+            zfs_id_over(os, ctx, used_object, id, false)
+        }
+    };
+    over(DMU_USERUSED_OBJECT, uid)
+        || over(DMU_GROUPUSED_OBJECT, gid)
+        || (os.projectquota_enabled() && over(DMU_PROJECTUSED_OBJECT, project))
 }
 
 fn quota_error(e: QuotaError) -> super::ZplError {

@@ -222,7 +222,12 @@ impl ZfsMount {
                 }),
             };
             Ok(info.is_some_and(|info| {
-                super::zfs_quota::owner_overquota(os, ctx, info.user, info.group, info.project)
+                super::zfs_quota::owner_overquota(
+                    os,
+                    ctx,
+                    (info.user, info.group, info.project),
+                    object.is_none(),
+                )
             }))
         })?;
         if over {

@@ -34,9 +34,9 @@
 //! Zetta creates it (it starts empty), kept as found on an OpenZFS object set (one from
 //! before version 15 stays incomplete: OpenZFS recounts it on `zfs userspace`). Object
 //! counts are kept where the object set says `OBJSET_FLAG_USEROBJACCOUNTING_COMPLETE`
-//! (an OpenZFS dataset with userobj_accounting active), and project bytes where the
-//! project dnode exists: Zetta enables neither feature on its own pools, so its datasets
-//! carry bytes only, which is what OpenZFS keeps on a pool without the features.
+//! (a dataset with userobj_accounting active: OpenZFS's, or one Zetta made where the
+//! feature is enabled, `ObjectSet::enable_userobj_accounting`), and project bytes where
+//! the project dnode exists: Zetta does not enable project_quota on its own pools.
 //!
 //! Left out on purpose: a dnode whose SA attributes live only in its spill block
 //! (`dn_bonuslen` 0: Zetta never writes one) is not charged; big-endian bonuses are read
