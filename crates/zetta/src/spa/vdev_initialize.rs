@@ -145,6 +145,27 @@ pub enum ActivityError {
     NotSupported,
 }
 
+/// The state `command` moves a leaf in `state` to, or why it may not (the checks of
+/// OpenZFS's `spa_vdev_initialize_impl` and `spa_vdev_trim_impl`, the same for both);
+/// `Uninit` is initialize's alone (trim refuses it before asking).
+pub(crate) fn next_leaf_state(
+    command: ActivityCommand,
+    state: LeafState,
+) -> Result<LeafState, ActivityError> {
+    match command {
+        ActivityCommand::Start if state == LeafState::Active => Err(ActivityError::Busy),
+        ActivityCommand::Start => Ok(LeafState::Active),
+        ActivityCommand::Cancel if !matches!(state, LeafState::Active | LeafState::Suspended) => {
+            Err(ActivityError::NotActive)
+        }
+        ActivityCommand::Cancel => Ok(LeafState::Canceled),
+        ActivityCommand::Suspend if state != LeafState::Active => Err(ActivityError::NotActive),
+        ActivityCommand::Suspend => Ok(LeafState::Suspended),
+        ActivityCommand::Uninit if state == LeafState::Active => Err(ActivityError::Busy),
+        ActivityCommand::Uninit => Ok(LeafState::None),
+    }
+}
+
 /// What one step did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StepOutcome {
@@ -434,25 +455,9 @@ impl Spa {
             return Ok(Err(e));
         }
         let state = self.leaf_activity.get(Activity::Initialize, guid).state;
-        let next = match command {
-            ActivityCommand::Start if state == LeafState::Active => {
-                return Ok(Err(ActivityError::Busy))
-            }
-            ActivityCommand::Start => LeafState::Active,
-            ActivityCommand::Cancel
-                if !matches!(state, LeafState::Active | LeafState::Suspended) =>
-            {
-                return Ok(Err(ActivityError::NotActive))
-            }
-            ActivityCommand::Cancel => LeafState::Canceled,
-            ActivityCommand::Suspend if state != LeafState::Active => {
-                return Ok(Err(ActivityError::NotActive))
-            }
-            ActivityCommand::Suspend => LeafState::Suspended,
-            ActivityCommand::Uninit if state == LeafState::Active => {
-                return Ok(Err(ActivityError::Busy))
-            }
-            ActivityCommand::Uninit => LeafState::None,
+        let next = match next_leaf_state(command, state) {
+            Ok(next) => next,
+            Err(e) => return Ok(Err(e)),
         };
         self.leaf_activity_change(Activity::Initialize, guid, next, |p| {
             // A walk that ended or was canceled starts over; a suspended one resumes.

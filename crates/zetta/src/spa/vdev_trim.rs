@@ -16,7 +16,9 @@
 //! Not here: `autotrim=on` (TRIM of ranges as they are freed, `vdev_autotrim`): the
 //! property is accepted and kept, freed ranges are not discarded yet.
 
-use super::vdev_initialize::{Activity, ActivityCommand, ActivityError, LeafProgress, LeafState};
+use super::vdev_initialize::{
+    next_leaf_state, Activity, ActivityCommand, ActivityError, LeafProgress, LeafState,
+};
 use super::*;
 
 /// `zfs_trim_extent_bytes_min`: smaller free ranges are not discarded.
@@ -49,22 +51,12 @@ impl Spa {
             return Ok(Err(ActivityError::NotSupported));
         }
         let state = self.leaf_progress(Activity::Trim, guid).state;
-        let next = match command {
-            ActivityCommand::Start if state == LeafState::Active => {
-                return Ok(Err(ActivityError::Busy))
-            }
-            ActivityCommand::Start => LeafState::Active,
-            ActivityCommand::Cancel
-                if !matches!(state, LeafState::Active | LeafState::Suspended) =>
-            {
-                return Ok(Err(ActivityError::NotActive))
-            }
-            ActivityCommand::Cancel => LeafState::Canceled,
-            ActivityCommand::Suspend if state != LeafState::Active => {
-                return Ok(Err(ActivityError::NotActive))
-            }
-            ActivityCommand::Suspend => LeafState::Suspended,
-            ActivityCommand::Uninit => return Ok(Err(ActivityError::BadDevice)),
+        if command == ActivityCommand::Uninit {
+            return Ok(Err(ActivityError::BadDevice));
+        }
+        let next = match next_leaf_state(command, state) {
+            Ok(next) => next,
+            Err(e) => return Ok(Err(e)),
         };
         self.leaf_activity_change(Activity::Trim, guid, next, |p: &mut LeafProgress| {
             if command == ActivityCommand::Start {
