@@ -330,7 +330,7 @@ fn reference_command_set() {
     // Pools.
     assert_eq!(
         host.sh_ok("zpool get -o value -H feature@extensible_dataset src"),
-        "enabled\n"
+        "active\n"
     );
     let cap = host.sh_ok("zpool list -H -o cap src");
     assert!(cap.trim_end().ends_with('%'), "{cap}");

@@ -39,7 +39,7 @@ fn syncoid_replicates_to_a_second_host_over_ssh() {
             &host.lab,
             "zpool get -o value -H feature@extensible_dataset backup"
         ),
-        "enabled\n"
+        "active\n"
     );
 
     let target = format!("root@{}:backup/data", remote.address);

@@ -27,8 +27,9 @@
 //! or the mount says otherwise; nothing may change behind it that it would then serve
 //! stale. Invariants: (1) names change only through this mount (rollback and receive
 //! remount: `daemon/mounts.rs`), so entries live an hour and absent names are cached too,
-//! except `.zfs` (snapdir changes it in place); (2) a dataset object's attributes live an hour
-//! (`.zfs` nodes' 1 s), and the changes Zetta makes behind the kernel are invalidated:
+//! except `.zfs` (snapdir changes it in place); (2) attributes live 1 s (an hour was tried and
+//! left a file's `st_blksize` stale after a commit: see `ops`'s `ATTR_TTL`), and the changes
+//! Zetta makes behind the kernel are invalidated:
 //! `st_blocks` when the txg a write joined commits (after `zpool sync`,
 //! `Mounted::invalidate_written`; after any other commit, the daemon's invalidation thread,
 //! `Mounted::invalidate_committed`; the kernel drops an access time itself after each READ)
