@@ -446,12 +446,10 @@ fn wait_for_stat(path: &str, changed: impl Fn(&std::fs::Metadata) -> bool) -> bo
     false
 }
 
-// Why: the kernel now trusts a file's attributes for an hour (a `stat` storm after `ls -l`
-// no longer asks the daemon per file), so a change Zetta makes behind the kernel must be
-// invalidated or it would be served stale for that hour: a timer commit (no `zpool sync`)
-// settles `st_blocks`, and the daemon's invalidation thread drops the attributes of the
-// files that txg wrote. With the old 1 s TTL and no invalidation this was right only after
-// a second; with the hour and no invalidation it never would be.
+// Why: a timer commit (no `zpool sync`) settles `st_blocks` behind the kernel's back; the
+// daemon's invalidation thread drops the attributes of the files that txg wrote, so `stat`
+// shows the committed figure without waiting for the attribute TTL (1 s today; an hour-long
+// TTL, tried in session 19, would have kept the estimate for that hour without the thread).
 #[test]
 fn a_timer_commit_settles_st_blocks_without_zpool_sync() {
     use std::os::unix::fs::MetadataExt;
@@ -461,7 +459,6 @@ fn a_timer_commit_settles_st_blocks_without_zpool_sync() {
     std::fs::write(&file, "the same line again and again\n".repeat(100_000)).expect("write");
     let estimate = blocks(&file);
     // Now the txg timer (zfs_txg_timeout, 5 s) commits it; nobody asks for a sync.
-    // (Without the daemon's invalidation thread this waits out PATIENCE and fails.)
     assert!(
         wait_for_stat(&file, |m| m.blocks() != estimate),
         "st_blocks stayed at the open txg's estimate {estimate} after the timer commit"
