@@ -205,11 +205,11 @@ fn get_and_set_properties() {
     ]);
     assert_eq!(
         get,
-        "NAME  PROPERTY                    VALUE    SOURCE\n\
-         tank  health                      ONLINE   -\n\
-         tank  ashift                      12       local\n\
-         tank  autoexpand                  off      default\n\
-         tank  feature@extensible_dataset  enabled  local\n"
+        "NAME  PROPERTY                    VALUE   SOURCE\n\
+         tank  health                      ONLINE  -\n\
+         tank  ashift                      12      local\n\
+         tank  autoexpand                  off     default\n\
+         tank  feature@extensible_dataset  active  local\n"
     );
     lab.ok(&["set", "autoexpand=on", "tank"]);
     assert_eq!(

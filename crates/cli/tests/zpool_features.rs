@@ -372,7 +372,7 @@ fn zdb_reads_the_feature_zaps_zetta_writes() {
     assert_eq!(read["org.illumos:sha512"], "0");
     assert_eq!(write["com.delphix:async_destroy"], "0");
     assert_eq!(write["com.delphix:enabled_txg"], "11");
-    assert_eq!(txg.len(), 10);
+    assert_eq!(txg.len(), 11);
     let config = zdb_ok(&lab, &["-C", "nolz4"]);
     assert!(
         config.contains(
