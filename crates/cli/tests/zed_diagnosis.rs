@@ -23,6 +23,35 @@ fn row(status: &str, name: &str) -> Option<Vec<String>> {
     })
 }
 
+/// Runs Zetta's `zinject` with `args` in `lab`; it must succeed.
+fn zinject(lab: &Lab, args: &[&str]) {
+    let mut command = lab.command("zinject");
+    command.args(args);
+    ok(lab.run(command), "zinject");
+}
+
+/// The 24 files under `mnt` still equal their originals in `orig/` (the lab's cwd).
+fn assert_files_intact(lab: &Lab, mnt: &str) {
+    let intact = lab.sh(&format!(
+        "for i in $(seq 1 24); do cmp -s orig/f$i {mnt}/f$i || echo f$i; done"
+    ));
+    assert_eq!(intact.stdout, "", "files damaged: {}", intact.stderr);
+}
+
+/// Waits until `zpool status tank` shows leaf `leaf` in `state` (the diagnosis runs in
+/// the daemon's zed worker, after the ereports).
+fn wait_for_leaf_state(lab: &Lab, leaf: &str, state: &str) {
+    let reached = || {
+        let status = lab.ok("zpool", &["status", "tank"]);
+        row(&status, leaf).is_some_and(|words| words.get(1).map(String::as_str) == Some(state))
+    };
+    assert!(
+        wait_for(reached),
+        "{leaf} did not become {state}: {}",
+        lab.ok("zpool", &["status", "tank"])
+    );
+}
+
 /// The mails the recording mailer kept, oldest first.
 fn mails(dir: &std::path::Path) -> Vec<String> {
     let mut names: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
@@ -94,29 +123,17 @@ fn checksum_errors_degrade_a_mirror_side_and_clear_brings_it_back() {
     lab.ok("zpool", &["sync", "tank"]);
     // Every block now on b reads back damaged; export and import so that the reads
     // below miss the ARC and go to the disks.
-    let mut zinject = lab.command("zinject");
-    zinject.args(["-d", &b, "-e", "corrupt", "-T", "read", "-f", "100", "tank"]);
-    ok(lab.run(zinject), "zinject");
+    zinject(
+        &lab,
+        &["-d", &b, "-e", "corrupt", "-T", "read", "-f", "100", "tank"],
+    );
     lab.ok("zpool", &["export", "tank"]);
     lab.ok("zpool", &["import", "-d", &lab.path(""), "tank"]);
     // Ordinary reads (not a scrub): each block read from b fails its checksum, is read
     // from a and repaired on b.
-    let intact = lab.sh(&format!(
-        "for i in $(seq 1 24); do cmp -s orig/f$i {mnt}/f$i || echo f$i; done"
-    ));
-    assert_eq!(intact.stdout, "", "files damaged: {}", intact.stderr);
-    let degraded = || {
-        let status = lab.ok("zpool", &["status", "tank"]);
-        row(&status, &b).is_some_and(|words| words.get(1).map(String::as_str) == Some("DEGRADED"))
-    };
-    assert!(
-        wait_for(degraded),
-        "b was not degraded: {}",
-        lab.ok("zpool", &["status", "tank"])
-    );
-    let mut zinject = lab.command("zinject");
-    zinject.args(["-c", "all"]);
-    ok(lab.run(zinject), "zinject -c");
+    assert_files_intact(&lab, &mnt);
+    wait_for_leaf_state(&lab, &b, "DEGRADED");
+    zinject(&lab, &["-c", "all"]);
     let status = lab.ok("zpool", &["status", "tank"]);
     assert!(status.contains(" state: DEGRADED\n"), "{status}");
     let words = row(&status, &b).unwrap();
@@ -227,25 +244,10 @@ fn io_errors_fault_a_mirror_side_until_clear() {
     lab.ok("zpool", &["sync", "tank"]);
     lab.ok("zpool", &["export", "tank"]);
     lab.ok("zpool", &["import", "-d", &lab.path(""), "tank"]);
-    let mut zinject = lab.command("zinject");
-    zinject.args(["-d", &b, "-e", "io", "-T", "read", "tank"]);
-    ok(lab.run(zinject), "zinject");
-    let intact = lab.sh(&format!(
-        "for i in $(seq 1 24); do cmp -s orig/f$i {mnt}/f$i || echo f$i; done"
-    ));
-    assert_eq!(intact.stdout, "", "files damaged: {}", intact.stderr);
-    let faulted = || {
-        let status = lab.ok("zpool", &["status", "tank"]);
-        row(&status, &b).is_some_and(|words| words.get(1).map(String::as_str) == Some("FAULTED"))
-    };
-    assert!(
-        wait_for(faulted),
-        "b was not faulted: {}",
-        lab.ok("zpool", &["status", "tank"])
-    );
-    let mut zinject = lab.command("zinject");
-    zinject.args(["-c", "all"]);
-    ok(lab.run(zinject), "zinject -c");
+    zinject(&lab, &["-d", &b, "-e", "io", "-T", "read", "tank"]);
+    assert_files_intact(&lab, &mnt);
+    wait_for_leaf_state(&lab, &b, "FAULTED");
+    zinject(&lab, &["-c", "all"]);
     let status = lab.ok("zpool", &["status", "tank"]);
     let words = row(&status, &b).unwrap();
     assert_eq!(
@@ -268,9 +270,6 @@ fn io_errors_fault_a_mirror_side_until_clear() {
     );
     lab.ok("zpool", &["export", "tank"]);
     lab.ok("zpool", &["import", "-d", &lab.path(""), "tank"]);
-    let intact = lab.sh(&format!(
-        "for i in $(seq 1 24); do cmp -s orig/f$i {mnt}/f$i || echo f$i; done"
-    ));
-    assert_eq!(intact.stdout, "", "files damaged: {}", intact.stderr);
+    assert_files_intact(&lab, &mnt);
     lab.stop_daemon();
 }
