@@ -1601,9 +1601,17 @@ fn snapshot_property(
     if let Some(value) = value {
         return Ok(Some((value, "-".to_string())));
     }
-    // Set on the snapshot itself (user properties only).
+    // Set on the snapshot itself (user properties only), else received with it (a
+    // stream's `snapprops`).
     if let Some(value) = props.0.get(name).and_then(|own| own.get(prop)) {
         return Ok(Some((value.clone(), "local".to_string())));
+    }
+    if let Some(value) = props
+        .0
+        .get(name)
+        .and_then(|own| own.get(&format!("{prop}{RECEIVED_SUFFIX}")))
+    {
+        return Ok(Some((value.clone(), "received".to_string())));
     }
     // Else its filesystem's value, which a snapshot inherits (`dsl_prop_get_dd` with
     // `snapshot`: even a value set on the filesystem itself is inherited from it).

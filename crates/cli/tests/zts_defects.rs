@@ -1693,3 +1693,76 @@ fn freeze_leaves_the_pool_unclean_at_export() {
         )
     );
 }
+
+// Why: ZTS `zfs_send-b` (issue 18): `zfs send -b` did not exist, and a snapshot's user
+// properties were sent in `snapprops` but never applied by the receiver. OpenZFS sends
+// only received values with `-b` (a backup sent back restores what was received, not
+// what was changed on the backup) and stores a stream's `snapprops` on the new snapshot
+// as received values; `-b` combines with every other flag but `-t` and needs a snapshot.
+#[test]
+fn send_b_restores_received_properties_only() {
+    let lab = NoMountLab::new();
+    for cmd in [
+        "zfs create tank/sendfs",
+        "zfs snapshot tank/sendfs@s1",
+        "zfs bookmark tank/sendfs@s1 tank/sendfs#bm",
+        "zfs snapshot tank/sendfs@s2",
+        "zfs set compression=gzip tank/sendfs",
+        "zfs set org.openzfs:prop=val tank/sendfs",
+        "zfs set org.openzfs:snapprop=val tank/sendfs@s1",
+    ] {
+        let args: Vec<&str> = cmd.split(' ').skip(1).collect();
+        lab.ok("zfs", &args);
+    }
+    let sh = |script: &str| lab.run("sh", &["-c", script]).code;
+    for opt in ["", "p", "Rp", "cew", "nv", "D", "DLPRcenpvw"] {
+        let full = format!("zfs send -b{opt} tank/sendfs@s1 > /dev/null");
+        assert_eq!(sh(&full), 0, "{full}");
+        let incr = format!("zfs send -b{opt} -I tank/sendfs@s1 tank/sendfs@s2 > /dev/null");
+        assert_eq!(sh(&incr), 0, "{incr}");
+        for bad in ["tank/sendfs", "tank/sendfs#bm"] {
+            let refused = format!("zfs send -b{opt} {bad} > /dev/null");
+            assert_ne!(sh(&refused), 0, "{refused}");
+        }
+    }
+    for opt in ["", "p", "R", "cew"] {
+        assert_eq!(sh("zfs send -p tank/sendfs@s1 | zfs recv tank/backup"), 0);
+        // A received snapshot property reads as received.
+        assert_eq!(
+            value_source(&lab, "org.openzfs:snapprop", "tank/backup@s1"),
+            "val\treceived"
+        );
+        for set in [
+            "compression=lz4 tank/backup",
+            "exec=off tank/backup",
+            "org.openzfs:prop=newval tank/backup",
+            "org.openzfs:newprop=newval tank/backup",
+            "org.openzfs:snapprop=newval tank/backup@s1",
+            "org.openzfs:newsnapprop=newval tank/backup@s1",
+        ] {
+            let (prop, name) = set.split_once(' ').unwrap();
+            lab.ok("zfs", &["set", prop, name]);
+        }
+        let send = format!("zfs send -b{opt} tank/backup@s1 | zfs recv tank/restore");
+        assert_eq!(sh(&send), 0, "{send}");
+        for (prop, name, expected) in [
+            ("compression", "tank/restore", "gzip\treceived"),
+            ("org.openzfs:prop", "tank/restore", "val\treceived"),
+            ("org.openzfs:snapprop", "tank/restore@s1", "val\treceived"),
+            ("exec", "tank/restore", "on\tdefault"),
+            ("org.openzfs:newprop", "tank/restore", "-\t-"),
+            ("org.openzfs:newsnapprop", "tank/restore@s1", "-\t-"),
+        ] {
+            assert_eq!(value_source(&lab, prop, name), expected, "-b{opt} {prop}");
+        }
+        lab.ok("zfs", &["destroy", "-r", "tank/backup"]);
+        lab.ok("zfs", &["destroy", "-r", "tank/restore"]);
+    }
+    // A resume token carries its own flags.
+    let (code, stderr) = refused(&lab, "zfs", &["send", "-b", "-t", "1-abc"]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.starts_with("invalid flags combined with -t\n"),
+        "{stderr}"
+    );
+}

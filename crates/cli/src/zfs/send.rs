@@ -75,7 +75,7 @@ fn clock() -> String {
 
 /// `zfs send …`
 pub(super) fn cmd_send(args: &[String], io: &mut CommandIo<'_>, ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "DLPRcehi:I:npt:vVw")?;
+    let parsed = getopt(args, "DLPRbcehi:I:npt:vVw")?;
     let dry_run = parsed.has('n');
     let verbose = parsed.has('v') || parsed.has('P');
     let parsable = parsed.has('P');
@@ -90,6 +90,7 @@ pub(super) fn cmd_send(args: &[String], io: &mut CommandIo<'_>, ctx: &mut Ctx) -
         compressed: parsed.has('c') || raw,
         properties: parsed.has('p') || parsed.has('R'),
         holds: parsed.has('h'),
+        backup: parsed.has('b'),
         large_blocks: parsed.has('L') || raw,
         embed: parsed.has('e') || raw,
         raw,
@@ -101,6 +102,16 @@ pub(super) fn cmd_send(args: &[String], io: &mut CommandIo<'_>, ctx: &mut Ctx) -
         );
     }
     if let Some(token) = parsed.last('t') {
+        // zfs_do_send: a token carries its own source and flags.
+        if parsed.has('i')
+            || parsed.has('I')
+            || parsed.has('R')
+            || parsed.has('p')
+            || parsed.has('b')
+            || parsed.has('h')
+        {
+            return usage("invalid flags combined with -t");
+        }
         if !parsed.operands.is_empty() {
             return usage("too many arguments");
         }

@@ -140,6 +140,9 @@ pub(super) struct Substream {
     /// `-o` properties (stored as local values).
     pub local_props: Vec<(String, String)>,
     pub holds: Vec<String>,
+    /// The header's `snapprops` for this substream's snapshot (user properties, stored
+    /// on the new snapshot as received values), if it carries them.
+    pub snap_props: Option<Vec<(String, String)>>,
     pub pending: Option<PendingObject>,
     /// Highest object number an OBJECT or FREEOBJECTS record placed so far (order check).
     pub last_object: u64,

@@ -136,36 +136,25 @@ impl Receiver {
         let from_header = self
             .header_entry(begin.to_guid, to_fs)
             .and_then(|(fs, _)| fs.get_list("props"));
-        let mut out: Vec<(String, String)> = Vec::new();
         let carried = begin.info.get_list("props").or(from_header);
-        if let Some(props) = carried {
-            for (name, value) in &props.entries {
-                // libzfs sends index and number properties as uint64.
-                let text = match value {
-                    NvValue::Str(text) => Some(text.clone()),
-                    NvValue::U64(number) => Some(
-                        crate::dsl::openzfs::index::name_of(name, *number)
-                            .unwrap_or_else(|| number.to_string()),
-                    ),
-                    _ => None,
-                };
-                if let Some(value) = &text {
-                    let sane = name.len() <= 256
-                        && !name.starts_with('%')
-                        && value.len() <= 8192
-                        && name
-                            .chars()
-                            .all(|c| c.is_ascii_alphanumeric() || ":-._".contains(c));
-                    if sane && !self.options.exclude_props.contains(name) {
-                        out.push((name.clone(), value.clone()));
-                    }
-                }
-            }
-        }
+        let mut out: Vec<(String, String)> = carried.map(props_of).unwrap_or_default();
+        out.retain(|(name, _)| !self.options.exclude_props.contains(name));
         for (name, _) in &self.options.set_props {
             out.retain(|(n, _)| n != name);
         }
         (carried.map(|_| out), self.options.set_props.clone())
+    }
+
+    /// The header's `snapprops` for this substream's snapshot: applied as received values
+    /// after the snapshot is made, as libzfs's `zfs_receive_one` does (`ZFS_IOC_SET_PROP`
+    /// with `received`, no `-o`/`-x` filtering); only user properties can be set on a
+    /// snapshot.
+    fn snap_props_for(&self, begin: &BeginRecord, to_fs: &str) -> Option<Props> {
+        let (fs, short) = self.header_entry(begin.to_guid, to_fs)?;
+        let props = fs.get_list("snapprops")?.get_list(&short?)?;
+        let mut out = props_of(props);
+        out.retain(|(name, _)| name.contains(':'));
+        Some(out)
     }
 
     pub(super) fn begin(&mut self, spa: &mut Spa, begin: BeginRecord) -> Result<(), RecvError> {
@@ -249,6 +238,7 @@ impl Receiver {
         let dest_snap = self.destination(&to_name, &sendfs)?;
         let dest_fs = dest_snap.split('@').next().unwrap_or_default().to_string();
         let holds = self.holds_for(&begin, &to_fs);
+        let snap_props = self.snap_props_for(&begin, &to_fs);
         let (received_props, local_props) = self.props_for(&begin, &to_fs);
         let mut sub = Substream {
             received_props,
@@ -266,6 +256,7 @@ impl Receiver {
                 Mode::Apply
             },
             holds,
+            snap_props,
             pending: None,
             last_object: 0,
             data_pos: (0, 0),
@@ -617,6 +608,10 @@ impl Receiver {
             spa.set_local_prop(&sub.dest_fs, name, value)
                 .map_err(pool)?;
         }
+        if let Some(props) = &sub.snap_props {
+            spa.set_snapshot_received_props(&sub.dest_snap, props)
+                .map_err(pool)?;
+        }
         for tag in &sub.holds {
             let _ = spa.hold(tag, &sub.dest_snap);
         }
@@ -624,6 +619,35 @@ impl Receiver {
         spa.sync().map_err(pool)?;
         Ok(())
     }
+}
+
+/// The properties of a stream's `props`/`snapprops` nvlist as text, the insane ones (a
+/// private `%` name, an oversized name or value, a name of other characters) left out.
+fn props_of(props: &NvList) -> Props {
+    let mut out = Vec::new();
+    for (name, value) in &props.entries {
+        // libzfs sends index and number properties as uint64.
+        let text = match value {
+            NvValue::Str(text) => Some(text.clone()),
+            NvValue::U64(number) => Some(
+                crate::dsl::openzfs::index::name_of(name, *number)
+                    .unwrap_or_else(|| number.to_string()),
+            ),
+            _ => None,
+        };
+        if let Some(value) = text {
+            let sane = name.len() <= 256
+                && !name.starts_with('%')
+                && value.len() <= 8192
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || ":-._".contains(c));
+            if sane {
+                out.push((name.clone(), value));
+            }
+        }
+    }
+    out
 }
 
 /// The snapshot a clone stream's origin guid names: the one nearest the destination in the

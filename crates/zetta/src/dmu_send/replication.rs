@@ -168,7 +168,7 @@ pub fn plan_send(spa: &mut Spa, request: &SendRequest) -> Result<SendPlan, SendE
         // libzfs: `-I` goes through `zfs_send` (a compound stream, its nvlist only with
         // -p/-h); `-p`/`-h` alone through `zfs_send_one`, whose header names no source.
         let options = &request.options;
-        let gather_props = options.properties || options.holds;
+        let gather_props = options.properties || options.holds || options.backup;
         let header = if request.intermediates || gather_props {
             Some(prelim_records(
                 spa,
@@ -179,6 +179,7 @@ pub fn plan_send(spa: &mut Spa, request: &SendRequest) -> Result<SendPlan, SendE
                     doall: request.intermediates,
                     gather_props,
                     props: options.properties,
+                    backup: options.backup,
                     holds: options.holds,
                     raw: options.raw,
                 },
@@ -302,6 +303,7 @@ fn replicate(
             doall: request.intermediates || request.from.is_none(),
             gather_props: true,
             props: true,
+            backup: request.options.backup,
             holds: request.options.holds,
             raw: request.options.raw,
         },

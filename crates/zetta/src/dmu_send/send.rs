@@ -43,6 +43,9 @@ pub struct SendOptions {
     pub properties: bool,
     /// `-h`: the snapshots' user holds go in the compound header's `snapholds`.
     pub holds: bool,
+    /// `-b`: the header's `props` and `snapprops` carry only received values (libzfs's
+    /// `backup`: a backup sent back to where it came from restores what was received).
+    pub backup: bool,
     /// `-L`: blocks larger than 128 KiB go whole (LARGE_BLOCKS); without it they are
     /// split into 128 KiB WRITEs, as OpenZFS does for receivers without large blocks.
     pub large_blocks: bool,

@@ -7,7 +7,7 @@
 //! `drr_toname` the snapshot named on the command line, feature bits SA_SPILL for a ZPL
 //! filesystem and HOLDS with `-h`) whose payload is an XDR nvlist, an END carrying the
 //! checksum of that BEGIN, the substreams, and an all-zero END. The nvlist is present only
-//! when properties are gathered (`-R`, `-p`, `-h`): a bare `-I` sends the header without
+//! when properties are gathered (`-R`, `-p`, `-b`, `-h`): a bare `-I` sends the header without
 //! one. Its pairs, in libzfs's order:
 //!
 //! ```text
@@ -34,7 +34,8 @@
 //! planner's `MissingInDescendant`).
 //!
 //! `raw` (a boolean after `not_recursive`) is there with `-w`. Left out on purpose:
-//! `is_encroot` (Zetta has no encryption), `-b`'s received-only values (no `-b` yet).
+//! `is_encroot` (Zetta has no encryption). With `-b` (`backup`) `props` and `snapprops`
+//! carry received values only, and `props` is listed even without `-p`.
 
 use super::error::SendError;
 use super::record::{Record, RecordWriter, FEATURE_HOLDS, FEATURE_SA_SPILL};
@@ -58,6 +59,9 @@ pub(super) struct PrelimRequest {
     pub gather_props: bool,
     /// `-p` or `-R`: `props` per filesystem.
     pub props: bool,
+    /// `-b`: only received values, in `props` (listed then even without `-p`) and in
+    /// `snapprops` (libzfs `send_iterate_prop`'s `received_only`).
+    pub backup: bool,
     /// `-h`.
     pub holds: bool,
     /// `-w`: the nvlist says `raw`.
@@ -207,8 +211,12 @@ fn gather(spa: &mut Spa, request: &PrelimRequest) -> Result<Option<XdrNvList>, S
                 nvfs.add("origin", XdrValue::Uint64(guid));
             }
         }
-        if request.props || request.recursive {
-            let props = spa.own_effective_props(&fs)?;
+        if request.props || request.backup || request.recursive {
+            let props = if request.backup {
+                spa.own_received_props(&fs)?
+            } else {
+                spa.own_effective_props(&fs)?
+            };
             nvfs.add("props", XdrValue::NvList(props_nvlist(&props)));
         }
         let mut snaps_nv = XdrNvList::new();
@@ -219,11 +227,16 @@ fn gather(spa: &mut Spa, request: &PrelimRequest) -> Result<Option<XdrNvList>, S
         let mut snapholds = XdrNvList::new();
         for (s, _, _) in &with_props {
             let full = format!("{fs}@{s}");
-            let own: Vec<(String, String)> = snap_props
+            let entries: Vec<(String, String)> = snap_props
                 .iter()
                 .filter(|(name, _, _)| *name == full)
-                .map(|(_, prop, value)| (prop.clone(), value.clone()))
+                .map(|(_, entry, value)| (entry.clone(), value.clone()))
                 .collect();
+            let own = if request.backup {
+                crate::dsl::received_entries(&entries)
+            } else {
+                crate::dsl::effective_entries(&entries)
+            };
             snapprops.add(s, XdrValue::NvList(props_nvlist(&own)));
             if request.holds {
                 let mut holds = XdrNvList::new();

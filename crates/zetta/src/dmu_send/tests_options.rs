@@ -6,6 +6,7 @@ use super::tests::{
     contents, full, incremental, pool, populate, receive, send, snap, snapshot_ids, write,
 };
 use super::*;
+use crate::dmu::IoCtx;
 use crate::spa::Spa;
 
 fn options() -> RecvOptions {
@@ -130,6 +131,83 @@ fn properties_and_holds() {
     let plain = send(&mut spa, full("tank/src@s"));
     receive(&mut spa, "tank/r", &plain, options()).unwrap();
     assert!(spa.local_props("tank/r").unwrap().is_empty());
+}
+
+/// A snapshot's user properties travel in `snapprops` and land as received values of the
+/// new snapshot (libzfs `zfs_receive_one`); `-b` sends only received values, so a backup
+/// sent back restores what was received, not what was changed on the backup (ZTS
+/// `zfs_send-b`). Without this the receiving snapshot had no property at all.
+#[test]
+fn snapshot_properties_and_backup_send() {
+    let mut spa = pool();
+    populate(&mut spa, "tank/src");
+    spa.set_local_prop("tank/src", "org.test:prop", "val")
+        .unwrap();
+    snap(&mut spa, "tank/src@s");
+    spa.set_snapshot_prop("tank/src@s", "org.test:snapprop", "val")
+        .unwrap();
+    let with = |properties: bool, backup: bool, to: &str| SendRequest {
+        options: SendOptions {
+            properties,
+            backup,
+            ..SendOptions::default()
+        },
+        ..full(to)
+    };
+    let stream = send(&mut spa, with(true, false, "tank/src@s"));
+    receive(&mut spa, "tank/backup", &stream, options()).unwrap();
+    let pair = |name: &str, value: &str| (name.to_string(), value.to_string());
+    let of = |spa: &mut Spa, full: &str| -> Vec<(String, String)> {
+        spa.snapshot_props()
+            .unwrap()
+            .into_iter()
+            .filter(|(name, _, _)| name == full)
+            .map(|(_, entry, value)| (entry, value))
+            .collect()
+    };
+    assert_eq!(
+        of(&mut spa, "tank/backup@s"),
+        [pair("org.test:snapprop$recvd", "val")]
+    );
+    // Local changes on the backup, then `-b` back: only the received values travel.
+    spa.set_local_prop("tank/backup", "org.test:prop", "newval")
+        .unwrap();
+    spa.set_local_prop("tank/backup", "org.test:newprop", "newval")
+        .unwrap();
+    spa.set_snapshot_prop("tank/backup@s", "org.test:snapprop", "newval")
+        .unwrap();
+    spa.set_snapshot_prop("tank/backup@s", "org.test:newsnapprop", "newval")
+        .unwrap();
+    let stream = send(&mut spa, with(false, true, "tank/backup@s"));
+    receive(&mut spa, "tank/restore", &stream, options()).unwrap();
+    assert_eq!(
+        spa.local_props("tank/restore").unwrap(),
+        [pair("org.test:prop$recvd", "val")]
+    );
+    assert_eq!(
+        of(&mut spa, "tank/restore@s"),
+        [pair("org.test:snapprop$recvd", "val")]
+    );
+    // Without -b the values in force go, the local ones winning.
+    let stream = send(&mut spa, with(true, false, "tank/backup@s"));
+    receive(&mut spa, "tank/plain", &stream, options()).unwrap();
+    assert_eq!(
+        of(&mut spa, "tank/plain@s"),
+        [
+            pair("org.test:newsnapprop$recvd", "newval"),
+            pair("org.test:snapprop$recvd", "newval")
+        ]
+    );
+    // A snapshot's props ZAP goes with it: the destroy leaves no object behind.
+    let zap = spa.snapshots("tank/plain").unwrap()[0].2.props_zap;
+    assert_ne!(zap, 0);
+    spa.destroy_snapshot("tank/plain@s").unwrap();
+    let ctx = io_ctx!(spa);
+    assert!(!spa
+        .dp
+        .mos
+        .object_exists(&ctx, crate::types::ObjectId(zap))
+        .unwrap());
 }
 
 /// A bookmark stands in for a destroyed source snapshot (`zfs send -i #mark`).

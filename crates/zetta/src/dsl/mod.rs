@@ -35,7 +35,9 @@ mod space_avail;
 pub mod synctask;
 pub use error::DslError;
 pub use pool::Pool;
-pub use prop::{is_local_entry, INHERIT_SUFFIX, RECEIVED_SUFFIX};
+pub use prop::{
+    effective_entries, is_local_entry, received_entries, INHERIT_SUFFIX, RECEIVED_SUFFIX,
+};
 pub use snapshot::{append_dead_list, create_bpobj, create_dead_list, Bookmark};
 pub use space::{DatasetSpace, SpaceLimit};
 

@@ -23,7 +23,7 @@
 //!   6 creation_time   7 creation_txg   8 deadlist_obj (Zetta's dead list, see below)
 //!   9 referenced_bytes  10 compressed_bytes  11 uncompressed_bytes  12 unique_bytes
 //!  13 fsid_guid  14 guid  15 flags (DS_FLAG_UNIQUE_ACCURATE)
-//!  16-31 bp: the object set's blkptr_t   32 next_clones_obj (NEXT_CLONES)   33 props_obj (0)
+//!  16-31 bp: the object set's blkptr_t   32 next_clones_obj (NEXT_CLONES)   33 props_obj (a snapshot's DSL_PROPS)
 //!  34 userrefs_obj (a snapshot's holds, USERREFS: tag -> creation time)   35-39 zero
 //!  (a head's bookmarks ZAP is named in the dataset object's own ZAP, `dsl::bookmark`)
 //! ```
@@ -201,6 +201,10 @@ pub struct DslDatasetPhys {
     pub next_clones_zap: u64,
     /// Snapshot only: user holds, tag -> [creation time]; a held snapshot is not destroyed.
     pub holds_zap: u64,
+    /// Snapshot only: `ds_props_obj` (`DMU_OT_DSL_PROPS`), the snapshot's own properties
+    /// (`zfs set user:x=1 fs@snap`, received ones as `prop$recvd`); 0 until one is set
+    /// (`dsl::snapshot_prop`). A head's properties are its dir's.
+    pub props_zap: u64,
     /// Sum of the physical (compressed) sizes of the blocks it references.
     pub compressed_bytes: u64,
     /// Sum of their logical sizes (`logicalreferenced`).
@@ -237,7 +241,7 @@ impl DslDatasetPhys {
             flags: self.flags,
             bp: self.bp.to_bytes(),
             next_clones_obj: self.next_clones_zap,
-            props_obj: 0,
+            props_obj: self.props_zap,
             userrefs_obj: self.holds_zap,
             pad: [0; 5],
         }
@@ -277,6 +281,7 @@ impl DslDatasetPhys {
             deadlist: d.deadlist_obj,
             flags: d.flags,
             holds_zap: d.userrefs_obj,
+            props_zap: d.props_obj,
             next_clones_zap: d.next_clones_obj,
             compressed_bytes: d.compressed_bytes,
             uncompressed_bytes: d.uncompressed_bytes,
@@ -462,6 +467,7 @@ mod tests {
             deadlist: 21,
             flags: DS_FLAG_UNIQUE_ACCURATE,
             holds_zap: 32,
+            props_zap: 33,
             compressed_bytes: 0x31,
             uncompressed_bytes: 0x32,
             unique_bytes: 0x33,
@@ -480,7 +486,7 @@ mod tests {
         );
         // Pad word 35 held the bookmarks ZAP up to format 25: OpenZFS names it in the
         // dataset's own ZAP (`dsl::bookmark`), so every pad word is 0.
-        assert_eq!(&words[32..], &[0, 0, 32, 0, 0, 0, 0, 0]);
+        assert_eq!(&words[32..], &[0, 33, 32, 0, 0, 0, 0, 0]);
         assert!(ds.is_snapshot());
         assert_eq!(
             DslDatasetPhys::decode(&bytes, ORIGIN_SNAPSHOT_OBJECT).unwrap(),

@@ -51,6 +51,37 @@ fn entry_prop(entry: &str) -> Option<&str> {
     }
 }
 
+/// The values in force at one dataset from its own props-ZAP entries (name, text): the
+/// local value, else the received one unless `zfs inherit` hid it; by name.
+pub fn effective_entries(entries: &[(String, String)]) -> Vec<(String, String)> {
+    let has = |key: &str| entries.iter().any(|(n, _)| n == key);
+    let mut out: Vec<(String, String)> = Vec::new();
+    for (entry, value) in entries {
+        if is_local_entry(entry) {
+            out.push((entry.clone(), value.clone()));
+        } else if let Some(prop) = entry.strip_suffix(RECEIVED_SUFFIX) {
+            if !has(prop) && !has(&format!("{prop}{INHERIT_SUFFIX}")) {
+                out.push((prop.to_string(), value.clone()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The received values among one dataset's own props-ZAP entries, by name.
+pub fn received_entries(entries: &[(String, String)]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = entries
+        .iter()
+        .filter_map(|(entry, value)| {
+            let prop = entry.strip_suffix(RECEIVED_SUFFIX)?;
+            (!prop.starts_with('%')).then(|| (prop.to_string(), value.clone()))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
 /// How OpenZFS stores value `text` of props-ZAP entry `entry`.
 pub(crate) fn encode_entry(entry: &str, text: &str) -> ZapValue {
     if entry.ends_with(INHERIT_SUFFIX) {
@@ -113,20 +144,13 @@ impl Spa {
     /// The values in force at `name` itself (local, else received unless hidden), without
     /// inherited ones: what `zfs send -p` carries.
     pub fn own_effective_props(&mut self, name: &str) -> Result<Vec<(String, String)>, SpaError> {
-        let entries = self.local_props(name)?;
-        let has = |key: &str| entries.iter().any(|(n, _)| n == key);
-        let mut out: Vec<(String, String)> = Vec::new();
-        for (entry, value) in &entries {
-            if is_local_entry(entry) {
-                out.push((entry.clone(), value.clone()));
-            } else if let Some(prop) = entry.strip_suffix(RECEIVED_SUFFIX) {
-                if !has(prop) && !has(&format!("{prop}{INHERIT_SUFFIX}")) {
-                    out.push((prop.to_string(), value.clone()));
-                }
-            }
-        }
-        out.sort();
-        Ok(out)
+        Ok(effective_entries(&self.local_props(name)?))
+    }
+
+    /// The received values at `name` itself, hidden or not (libzfs's
+    /// `zfs_get_recvd_props`): what `zfs send -b` carries.
+    pub fn own_received_props(&mut self, name: &str) -> Result<Vec<(String, String)>, SpaError> {
+        Ok(received_entries(&self.local_props(name)?))
     }
 
     /// `zfs inherit prop name` (`revert_to_received` = `-S`): the local value goes; a

@@ -187,11 +187,6 @@ impl Spa {
     ) -> Result<SyncTaskId, SpaError> {
         let check_names = names.to_vec();
         let sync_names = names.to_vec();
-        let props_zap = if props.is_empty() {
-            0
-        } else {
-            self.snapshot_props_zap()?
-        };
         self.dsl_sync_task_queue(
             Box::new(move |spa, _tx| spa.snapshot_check(&check_names).map(|_| ())),
             Box::new(move |spa, tx| {
@@ -209,7 +204,7 @@ impl Spa {
                         .snapshot_object(dataset, &snap)?
                         .ok_or_else(|| SpaError::Corrupt(format!("snapshot {snap} vanished")))?;
                     for (prop, value) in &props {
-                        spa.write_snapshot_prop(props_zap, tx.txg, object, prop, value)?;
+                        spa.write_snapshot_prop(object, tx.txg, prop, value)?;
                     }
                 }
                 Ok(())
@@ -724,9 +719,16 @@ impl Spa {
             .directory
             .features
             .deactivate_dataset(&mut self.dp.mos, &ctx, object)?;
+        // Its holds and properties ZAPs go with it (`dsl_destroy_snapshot_sync_impl`;
+        // `snapshot_prop`'s invariant).
+        if victim.holds_zap != 0 {
+            zap::zap_destroy(&mut self.dp.mos, &ctx, ObjectId(victim.holds_zap))
+                .map_err(zap_error)?;
+        }
+        self.destroy_snapshot_props(object)?;
+        let ctx = io_ctx!(self);
         self.dp.mos.free_object(&ctx, ObjectId(object))?;
-        // Its properties go with it (`snapshot_prop`'s invariant).
-        self.clear_snapshot_props(object)
+        Ok(())
     }
 }
 

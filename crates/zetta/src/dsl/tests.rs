@@ -178,6 +178,35 @@ fn local_properties_persist() {
     );
 }
 
+/// A snapshot's properties live in its own `ds_props_obj`, where OpenZFS reads them; the
+/// `%snapprop:<object>:<prop>` entries sessions up to 19 kept in the root dir's props ZAP
+/// move there at the first read-write import, and those of a destroyed snapshot go.
+#[test]
+fn legacy_snapshot_props_move_to_the_snapshots_own_zap() {
+    let device = Arc::new(MemDevice::new("/mem/dsl", 128 << 20));
+    let mut spa = pool(&device);
+    spa.create_filesystem("tank/a").unwrap();
+    spa.snapshot(&["tank/a@s".to_string()]).unwrap();
+    let object = spa.snapshots("tank/a").unwrap()[0].1;
+    assert_eq!(spa.snapshots("tank/a").unwrap()[0].2.props_zap, 0);
+    spa.set_local_prop("tank", &format!("%snapprop:{object}:user:x"), "1")
+        .unwrap();
+    spa.set_local_prop("tank", "%snapprop:999999:user:gone", "2")
+        .unwrap();
+    spa.export().unwrap();
+    let mut spa = reimport(&device);
+    assert_eq!(
+        spa.snapshot_props().unwrap(),
+        [(
+            "tank/a@s".to_string(),
+            "user:x".to_string(),
+            "1".to_string()
+        )]
+    );
+    assert_ne!(spa.snapshots("tank/a").unwrap()[0].2.props_zap, 0);
+    assert!(spa.local_props("tank").unwrap().is_empty());
+}
+
 /// Properties take effect on new writes, inherited down the tree: compression off and
 /// copies=2 double-and-expand what a compressible file costs, recordsize sets the block
 /// size, and a sibling keeps the defaults (lz4, 128K). They hold across import.

@@ -263,6 +263,7 @@ impl Spa {
                     if !readonly {
                         spa.zil_claim_all()?;
                         spa.zil_replayed = spa.zil_replay_all()?;
+                        spa.snapshot_props_upgrade()?;
                     }
                     return Ok(spa);
                 }

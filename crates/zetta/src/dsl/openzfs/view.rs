@@ -375,6 +375,7 @@ impl DslView {
             deadlist: p.deadlist_obj,
             flags: p.flags,
             holds_zap: p.userrefs_obj,
+            props_zap: p.props_obj,
             next_clones_zap: p.next_clones_obj,
             compressed_bytes: p.compressed_bytes,
             uncompressed_bytes: p.uncompressed_bytes,
