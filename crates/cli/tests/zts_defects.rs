@@ -1766,3 +1766,40 @@ fn send_b_restores_received_properties_only() {
         "{stderr}"
     );
 }
+
+// Why: ZTS `zfs_send_skip_missing` (issue 18): `-s` was refused. `zfs send -R` of a
+// snapshot a descendant lacks fails; with `-s` libzfs leaves that descendant out with its
+// children, warns on stderr, and sends the rest.
+#[test]
+fn send_rs_skips_descendants_without_the_snapshot() {
+    let lab = NoMountLab::new();
+    lab.ok("zfs", &["create", "tank/parent"]);
+    lab.ok("zfs", &["create", "tank/parent/child"]);
+    lab.ok("zfs", &["snapshot", "tank/parent@snap"]);
+    let failed = lab.run("sh", &["-c", "zfs send -R tank/parent@snap > /dev/null"]);
+    assert_eq!(
+        (failed.code, failed.stderr.as_str()),
+        (
+            1,
+            "cannot send tank/parent@snap recursively: snapshot tank/parent/child@snap does not exist\n"
+        )
+    );
+    let skipped = lab.run(
+        "sh",
+        &["-c", "zfs send -Rs tank/parent@snap | zfs recv tank/copy"],
+    );
+    assert_eq!(
+        (skipped.code, skipped.stderr.as_str()),
+        (
+            0,
+            "WARNING: skipping dataset tank/parent/child and its children: snapshot snap does not exist\n"
+        )
+    );
+    assert_eq!(
+        lab.ok(
+            "zfs",
+            &["list", "-H", "-o", "name", "-t", "all", "-r", "tank/copy"]
+        ),
+        "tank/copy\ntank/copy@snap\n"
+    );
+}

@@ -75,7 +75,7 @@ fn clock() -> String {
 
 /// `zfs send …`
 pub(super) fn cmd_send(args: &[String], io: &mut CommandIo<'_>, ctx: &mut Ctx) -> CmdResult {
-    let parsed = getopt(args, "DLPRbcehi:I:npt:vVw")?;
+    let parsed = getopt(args, "DLPRbcehi:I:npst:vVw")?;
     let dry_run = parsed.has('n');
     let verbose = parsed.has('v') || parsed.has('P');
     let parsable = parsed.has('P');
@@ -91,6 +91,7 @@ pub(super) fn cmd_send(args: &[String], io: &mut CommandIo<'_>, ctx: &mut Ctx) -
         properties: parsed.has('p') || parsed.has('R'),
         holds: parsed.has('h'),
         backup: parsed.has('b'),
+        skip_missing: parsed.has('s'),
         large_blocks: parsed.has('L') || raw,
         embed: parsed.has('e') || raw,
         raw,
@@ -144,6 +145,9 @@ pub(super) fn cmd_send(args: &[String], io: &mut CommandIo<'_>, ctx: &mut Ctx) -
         .with(|spa| plan_send(spa, &request))
         .map_err(|_| CmdError::Fail(format!("cannot open '{snapshot}': dataset does not exist")))?
         .map_err(send_fail)?;
+    for warning in &plan.warnings {
+        ctx.warn(&format!("{warning}\n"));
+    }
     if plan.substreams.is_empty() {
         return Ok(());
     }

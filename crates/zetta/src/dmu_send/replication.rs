@@ -42,6 +42,8 @@ pub struct SendPlan {
     /// A replication stream's package header, a complete substream.
     pub header: Option<Vec<u8>>,
     pub substreams: Vec<SubstreamSpec>,
+    /// Lines for stderr (libzfs's warnings): `-Rs` skipping a descendant.
+    pub warnings: Vec<String>,
 }
 
 fn missing(name: &str) -> SendError {
@@ -187,7 +189,11 @@ pub fn plan_send(spa: &mut Spa, request: &SendRequest) -> Result<SendPlan, SendE
         } else {
             None
         };
-        return Ok(SendPlan { header, substreams });
+        return Ok(SendPlan {
+            header,
+            substreams,
+            warnings: Vec::new(),
+        });
     }
     replicate(spa, request, fs, snap)
 }
@@ -247,6 +253,7 @@ fn replicate(
     // Filesystems created after the snapshot, left out with their children (libzfs
     // `send_iterate_fs` returns before iterating them).
     let mut skipped: Vec<String> = Vec::new();
+    let mut warnings = Vec::new();
     for (fs, origin) in ordered {
         if skipped.iter().any(|s| fs.starts_with(&format!("{s}/"))) {
             continue;
@@ -255,6 +262,13 @@ fn replicate(
         let Some((_, to_txg, _)) = find_point(spa, &to)? else {
             let dataset = spa.lookup_dataset(&fs)?.unwrap_or(0);
             if spa.dataset_phys(dataset)?.creation_txg > top_txg {
+                skipped.push(fs);
+                continue;
+            }
+            if request.options.skip_missing {
+                warnings.push(format!(
+                    "WARNING: skipping dataset {fs} and its children: snapshot {snap} does not exist"
+                ));
                 skipped.push(fs);
                 continue;
             }
@@ -311,5 +325,6 @@ fn replicate(
     Ok(SendPlan {
         header: Some(header),
         substreams,
+        warnings,
     })
 }

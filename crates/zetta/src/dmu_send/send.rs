@@ -46,6 +46,9 @@ pub struct SendOptions {
     /// `-b`: the header's `props` and `snapprops` carry only received values (libzfs's
     /// `backup`: a backup sent back to where it came from restores what was received).
     pub backup: bool,
+    /// `-s` with `-R` (`--skip-missing`): a descendant without the snapshot is left out
+    /// with its children, with a warning, instead of failing the send.
+    pub skip_missing: bool,
     /// `-L`: blocks larger than 128 KiB go whole (LARGE_BLOCKS); without it they are
     /// split into 128 KiB WRITEs, as OpenZFS does for receivers without large blocks.
     pub large_blocks: bool,
