@@ -12,10 +12,13 @@
 # back in every mount, `zfs unmount -a`, and `zfs mount -a` again. The daemon's peak RSS
 # (VmHWM) and its thread count (sampled every 0.2 s, the peak kept) after each step.
 #
-# Phase "writers": one more pool, a fresh dataset; the seeds' 4k random writers (fio, 8 jobs
-# of 64 MiB, sync engine, end_fsync) and then a 1 MiB sequential write of SEQ_MIB with
+# Phase "writers": a daemon of its own (the mounts phase's pools exported, its daemon
+# stopped), zfs_arc_max set to ARC_MAX (1 GiB unless "default"), one pool; the seeds' 4k
+# random writers (fio, 8 jobs of 64 MiB, sync engine, end_fsync) and then a 1 MiB
+# sequential write of SEQ_MIB with
 # end_fsync, the daemon's peak RSS reset before each (/proc/PID/clear_refs 5) and read after,
-# set against the daemon's zfs_arc_max + zfs_dirty_data_max ($ZETTA_RUN_DIR/parameters).
+# set against the daemon's ARC maximum (`zetta arcstats` c_max: zfs_arc_max, or its default)
+# + zfs_dirty_data_max ($ZETTA_RUN_DIR/parameters).
 #
 # Every figure is printed as `name value` lines on stdout (a report that diffs), with a
 # Markdown table at the end. Environment variables the daemon reads (ZETTA_CONF, and any
@@ -34,6 +37,9 @@ SEQ_MIB=${SEQ_MIB:-1024}
 RW_SIZE=${RW_SIZE:-64m}
 RW_JOBS=${RW_JOBS:-8}
 WORK=${WORK:-/var/tmp}
+# The writers phase's zfs_arc_max (bytes; `zetta tunable`), so that the bound it is held
+# against means something: the default is all memory but 1 GiB. "default" keeps it.
+ARC_MAX=${ARC_MAX:-1073741824}
 
 [[ -x $ZETTA ]] || { echo "no zetta binary at $ZETTA (cargo build --release)" >&2; exit 1; }
 LAB=$(mktemp -d "$WORK/zetta-mounts.XXXX")
@@ -133,11 +139,25 @@ if [[ $PHASES == *mounts* ]]; then
 fi
 
 if [[ $PHASES == *writers* ]]; then
+    if [[ $PHASES == *mounts* ]]; then
+        # A daemon of its own: the mounts phase's pools exported, the daemon stopped.
+        for p in $(seq 0 $((POOLS - 1))); do "$BIN" zpool export "bm$p" >/dev/null 2>&1; done
+        pid=$(daemon_pid)
+        "$BIN" daemon --stop >/dev/null 2>&1
+        while [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; do sleep 0.2; done
+        kill "$SAMPLER" 2>/dev/null
+        SAMPLER=
+    fi
     truncate -s 8G "$LAB/w.img"
     "$BIN" zpool create -f -O compression=off -m "$LAB/mnt/w" bmw "$LAB/w.img" >/dev/null ||
         { echo "zpool create bmw failed" >&2; exit 1; }
     [[ -n $SAMPLER ]] || start_sampler
-    arc_max=$(param zfs_arc_max)
+    if [[ $ARC_MAX != default ]]; then
+        "$BIN" tunable "zfs_arc_max=$ARC_MAX" >/dev/null || { echo "zetta tunable zfs_arc_max=$ARC_MAX failed" >&2; exit 1; }
+    fi
+    # zfs_arc_max 0 is "the default": the ARC's effective maximum is arcstats' c_max.
+    arc_max=$("$BIN" arcstats | awk '$1 == "c_max" {print $3}')
+    [[ -n $arc_max ]] || arc_max=$(param zfs_arc_max)
     dirty_max=$(param zfs_dirty_data_max)
     echo "zfs_arc_max_mib $((arc_max >> 20))"
     echo "zfs_dirty_data_max_mib $((dirty_max >> 20))"

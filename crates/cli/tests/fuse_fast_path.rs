@@ -448,8 +448,8 @@ fn wait_for_stat(path: &str, changed: impl Fn(&std::fs::Metadata) -> bool) -> bo
 
 // Why: a timer commit (no `zpool sync`) settles `st_blocks` behind the kernel's back; the
 // daemon's invalidation thread drops the attributes of the files that txg wrote, so `stat`
-// shows the committed figure without waiting for the attribute TTL (1 s today; an hour-long
-// TTL, tried in session 19, would have kept the estimate for that hour without the thread).
+// shows the committed figure without waiting for the attribute TTL (an hour: without the
+// thread the estimate would stay for that hour).
 #[test]
 fn a_timer_commit_settles_st_blocks_without_zpool_sync() {
     use std::os::unix::fs::MetadataExt;
