@@ -299,9 +299,9 @@ impl ZplFs {
 
     /// `policy`, and the kernel's attributes of `inos` dropped once the txg the change
     /// joined commits: a directory whose entries changed (its `st_blocks`, like a written
-    /// file's, is an estimate until then), a new directory or symlink, a file whose
-    /// extended attributes changed. The txg is read under the same hold of the pool lock,
-    /// so it is the change's.
+    /// file's, is an estimate until then), a file whose extended attributes changed (a new
+    /// directory's own first block: `create_node`). The txg is read under the same hold of
+    /// the pool lock, so it is the change's.
     pub(crate) fn policy_settling<T>(
         &self,
         inos: &[u64],
