@@ -27,13 +27,16 @@
 //! or the mount says otherwise; nothing may change behind it that it would then serve
 //! stale. Invariants: (1) names change only through this mount (rollback and receive
 //! remount: `daemon/mounts.rs`), so entries live an hour and absent names are cached too,
-//! except `.zfs` (snapdir changes it in place); (2) attributes live 1 s (an hour was tried and
-//! left a file's `st_blksize` stale after a commit: see `ops`'s `ATTR_TTL`), and the changes
-//! Zetta makes behind the kernel are invalidated:
-//! `st_blocks` when the txg a write joined commits (after `zpool sync`,
-//! `Mounted::invalidate_written`; after any other commit, the daemon's invalidation thread,
-//! `Mounted::invalidate_committed`; the kernel drops an access time itself after each READ)
-//! — attributes only, never pages, so no page lock is taken from a notification; (3) under the writeback cache (opt-in: `writeback_wanted`;
+//! except `.zfs` (snapdir changes it in place); (2) attributes live an hour too, and the
+//! changes Zetta makes behind the kernel are invalidated: `st_blocks` of a written file, a
+//! directory whose entries changed, a file whose xattrs changed, when the txg of the
+//! change commits (after `zpool sync`, `Mounted::invalidate_written`; after any other
+//! commit, the daemon's invalidation thread, `Mounted::invalidate_committed`; the kernel
+//! drops an access time itself after each READ) — attributes only, never pages, so no page
+//! lock is taken from a notification. An invalidation does not reach a `statx` that asks
+//! for no field (`stat -c %o`: the kernel answers `st_blksize` from its inode), so
+//! `st_blksize` must never change while the kernel holds the file: a file whose one block
+//! can still grow answers the record size it grows to (`ops`'s `ATTR_TTL`); (3) under the writeback cache (opt-in: `writeback_wanted`;
 //! never on a mount made under sync=always) the kernel owns regular files' size, mtime and ctime; every durability
 //! point — fsync, fdatasync, O_SYNC, msync, close, unmount — sends the dirty pages before
 //! the FSYNC, FLUSH or DESTROY that commits them, and the daemon writes back (syncfs)

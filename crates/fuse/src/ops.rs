@@ -42,13 +42,18 @@ use zetta::zpl::vnops::SetAttr;
 use zetta::zpl::zfs_vnops::{Fallocate, FreeRange, ZfsMount};
 use zetta::zpl::{Attr, Creds, FileKind, Timespec, Zfsvfs, ZplError};
 
-/// How long the kernel may trust a dataset object's attributes. The changes Zetta makes
-/// behind the kernel are invalidated (`st_blocks` when the txg of a write commits:
-/// `Written`, `Mounted::invalidate_committed`), but an hour-long TTL was tried (session 19)
-/// and a file's `st_blksize` stayed at 4096 after `zpool sync` although the daemon reported
-/// the committed 1M record (seed test `recordsize`): until that is understood the TTL stays
-/// 1 s and the invalidation only makes a commit's `st_blocks` visible sooner.
-const ATTR_TTL: Duration = Duration::from_secs(1);
+/// How long the kernel may trust a dataset object's attributes: an hour, as OpenZFS's
+/// kernel module serves them from its inodes. Every change Zetta makes behind the kernel is
+/// invalidated: `st_blocks` of a written file or a changed directory when the txg of the
+/// change commits (`Written`, `Mounted::invalidate_committed`); rollback and receive
+/// remount. `st_blksize` is never invalidated but never changes as a file grows
+/// (`zetta::zpl::vnops::reported_block_size`): a `statx` asking for no field (`stat -c
+/// %o`) is answered from the kernel's inode without a GETATTR whatever was invalidated
+/// (fs/fuse/dir.c `fuse_update_get_attr`: no field asked, no refresh), so an answer that
+/// changed as the file was written (4096 at its CREATE, 1M once it outgrew one block)
+/// stayed 4096 under an hour's TTL (session 19; at 1 s the CREATE's entry ran out and
+/// the next path walk's LOOKUP refreshed it).
+const ATTR_TTL: Duration = Duration::from_secs(3600);
 /// How long it may trust `.zfs` nodes' attributes: snapshots come and go under them by
 /// commands, not through this mount.
 const CTL_TTL: Duration = Duration::from_secs(1);
@@ -292,6 +297,30 @@ impl ZplFs {
         true
     }
 
+    /// `policy`, and the kernel's attributes of `inos` dropped once the txg the change
+    /// joined commits: a directory whose entries changed (its `st_blocks`, like a written
+    /// file's, is an estimate until then), a file whose extended attributes changed (a new
+    /// directory's own first block: `create_node`). The txg is read under the same hold of
+    /// the pool lock, so it is the change's.
+    pub(crate) fn policy_settling<T>(
+        &self,
+        inos: &[u64],
+        mut op: impl FnMut(&ZfsMount, &mut zetta::spa::Spa) -> Result<T, ZplError>,
+    ) -> Result<T, Errno> {
+        let mut txg = 0;
+        let result = self.policy(|m, spa| {
+            let value = op(m, spa)?;
+            txg = spa.open_txg().0;
+            Ok(value)
+        });
+        if result.is_ok() {
+            for &ino in inos {
+                crate::note_written(&self.written, ino, txg);
+            }
+        }
+        result
+    }
+
     /// Frees `range` batch by batch, each its own transaction, taking the pool lock per
     /// batch so that other requests run between them.
     fn free_long_range(&self, range: FreeRange) -> Result<(), Errno> {
@@ -453,7 +482,8 @@ impl ZplFs {
         let dir = self.object(parent);
         let perm = mode & !umask & 0o7777;
         let now = self.now();
-        self.policy(|m, spa| {
+        let mut txg = 0;
+        let attr = self.policy(|m, spa| {
             let attr = m.create(
                 spa,
                 dir,
@@ -466,8 +496,16 @@ impl ZplFs {
             )?;
             // Under the pool lock: an unlink cannot free it before the kernel knows it.
             self.looked_up(attr.object);
+            txg = spa.open_txg().0;
             Ok(attr)
-        })
+        })?;
+        // The directory's `st_blocks` settles when the txg commits (`policy_settling`), a
+        // new directory's first block too; a new file or device node has no block.
+        crate::note_written(&self.written, parent.0, txg);
+        if kind == FileKind::Directory {
+            crate::note_written(&self.written, self.ino(attr.object).0, txg);
+        }
+        Ok(attr)
     }
 }
 
@@ -682,7 +720,9 @@ impl fuser::Filesystem for ZplFs {
         let dir = self.object(parent);
         let now = self.now();
         let in_use = |object| self.in_use(object);
-        let result = self.policy(|m, spa| m.remove(spa, dir, name.as_bytes(), now, &in_use));
+        let result = self.policy_settling(&[parent.0], |m, spa| {
+            m.remove(spa, dir, name.as_bytes(), now, &in_use)
+        });
         if let Ok(Some(orphan)) = result {
             self.orphans
                 .lock()
@@ -698,7 +738,9 @@ impl fuser::Filesystem for ZplFs {
         let dir = self.object(parent);
         let now = self.now();
         let in_use = |object| self.in_use(object);
-        let result = self.policy(|m, spa| m.rmdir(spa, dir, name.as_bytes(), now, &in_use));
+        let result = self.policy_settling(&[parent.0], |m, spa| {
+            m.rmdir(spa, dir, name.as_bytes(), now, &in_use)
+        });
         reply_empty(reply, result);
     }
 
@@ -715,7 +757,7 @@ impl fuser::Filesystem for ZplFs {
         }
         let dir = self.object(parent);
         let now = self.now();
-        let result = self.policy(|m, spa| {
+        let result = self.policy_settling(&[parent.0], |m, spa| {
             let attr = m.symlink(
                 spa,
                 dir,
@@ -751,7 +793,7 @@ impl fuser::Filesystem for ZplFs {
         let exchange = flags.contains(RenameFlags::RENAME_EXCHANGE);
         let now = self.now();
         let in_use = |object| self.in_use(object);
-        let result = self.policy(|m, spa| {
+        let result = self.policy_settling(&[parent.0, newparent.0], |m, spa| {
             m.rename(
                 spa,
                 sdir,
@@ -780,7 +822,7 @@ impl fuser::Filesystem for ZplFs {
         }
         let (object, dir) = (self.object(ino), self.object(newparent));
         let now = self.now();
-        let result = self.policy(|m, spa| {
+        let result = self.policy_settling(&[newparent.0], |m, spa| {
             let attr = m.link(spa, object, dir, newname.as_bytes(), now)?;
             self.looked_up(attr.object);
             Ok(attr)
@@ -1171,8 +1213,9 @@ impl fuser::Filesystem for ZplFs {
         }
         let object = self.object(ino);
         let now = self.now();
-        let result = self
-            .policy(|m, spa| m.setxattr(spa, object, name.as_bytes(), value, flags as u32, now));
+        let result = self.policy_settling(&[ino.0], |m, spa| {
+            m.setxattr(spa, object, name.as_bytes(), value, flags as u32, now)
+        });
         reply_empty(reply, result);
     }
 
@@ -1228,7 +1271,9 @@ impl fuser::Filesystem for ZplFs {
         let now = self.now();
         reply_empty(
             reply,
-            self.policy(|m, spa| m.removexattr(spa, object, name.as_bytes(), now)),
+            self.policy_settling(&[ino.0], |m, spa| {
+                m.removexattr(spa, object, name.as_bytes(), now)
+            }),
         );
     }
 

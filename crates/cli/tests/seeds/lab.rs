@@ -83,8 +83,9 @@ impl SeedLab {
         }
     }
 
-    /// `settle`, then waits out the kernel's cache of file attributes (the FUSE mount's
-    /// one-second TTL), so `stat`/`du` show the committed allocation and block size.
+    /// `settle`, then a margin, so `stat`/`du` show the committed allocation and block
+    /// size (the commit's invalidation of the kernel's attributes does it; the margin is
+    /// from when the FUSE mount's attribute TTL was one second).
     pub fn settle_for_stat(&self, pool: &str) {
         self.settle(pool);
         std::thread::sleep(std::time::Duration::from_millis(1100));

@@ -932,6 +932,11 @@ impl ObjectSet {
         self.with_state(ctx, id.0, |state| state.phys.clone())
     }
 
+    /// The largest data block size objects may grow to (the dataset's record size).
+    pub fn block_size_max(&self) -> u32 {
+        self.block_size_max_bytes
+    }
+
     /// Sets the largest data block size objects may grow to (the record size): a
     /// single-block object grows its block up to this; multi-block objects keep theirs.
     pub fn set_block_size_max(&mut self, size_bytes: u32) {

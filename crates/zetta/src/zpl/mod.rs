@@ -212,7 +212,8 @@ pub struct Attr {
     /// Bytes allocated for the object (all copies), plus its dirty data that has no block
     /// yet (what it will occupy once committed), for `st_blocks`.
     pub used_bytes: u64,
-    /// The object's data block size, for `st_blksize`.
+    /// `st_blksize`: the object's data block size, or the record size a plain file's one
+    /// block still grows to (`vnops::reported_block_size`).
     pub block_size_bytes: u32,
 }
 

@@ -386,6 +386,47 @@ fn sparse_files_and_truncate() {
     assert!(spa.dataset_referenced_bytes("tank").unwrap() < 4 << 20);
 }
 
+/// Why: a mount's kernel keeps `st_blksize` in its inode, and a `statx` asking for no field
+/// (`stat -c %o`) never refreshes it, so the answer must not change as a file is written:
+/// a file whose one block can still grow answers the record size it grows to from its
+/// creation on (it answered 512-byte blocks, then 1M, and the kernel kept the first), and a
+/// file of more than one block its fixed block size whatever the record size is later.
+#[test]
+fn st_blksize_is_the_record_size_a_growing_file_reaches() {
+    let device = Arc::new(MemDevice::new("/mem/zpl", 256 << 20));
+    let mut spa = pool(&device);
+    let grown = spa
+        .with_zpl("tank", |vfs, os, ctx| {
+            os.set_block_size_max(1 << 20);
+            let f = vfs.create(
+                os,
+                ctx,
+                vfs.root,
+                b"grows",
+                FileKind::Regular,
+                0o644,
+                ME,
+                0,
+                t(1),
+            )?;
+            assert_eq!(f.block_size_bytes, 1 << 20, "empty");
+            vfs.write(os, ctx, f.object, 0, &[1u8; 100], t(2))?;
+            assert_eq!(vfs.getattr(os, ctx, f.object)?.block_size_bytes, 1 << 20);
+            vfs.write(os, ctx, f.object, 100, &vec![2u8; 3 << 20], t(3))?;
+            assert_eq!(vfs.getattr(os, ctx, f.object)?.block_size_bytes, 1 << 20);
+            // A directory is no plain file: its own (ZAP) block.
+            assert!(vfs.getattr(os, ctx, vfs.root)?.block_size_bytes < 1 << 20);
+            Ok(f.object)
+        })
+        .unwrap();
+    spa.sync().unwrap();
+    // The dataset's recordsize property (128K) is in force again: the file keeps its 1M.
+    let after = spa
+        .with_zpl("tank", |vfs, os, ctx| vfs.getattr(os, ctx, grown))
+        .unwrap();
+    assert_eq!(after.block_size_bytes, 1 << 20);
+}
+
 /// Times keep nanoseconds and dates before 1970 and after 2038 through a commit.
 #[test]
 fn times_are_exact_and_wide() {

@@ -137,8 +137,27 @@ pub fn attr(os: &ObjectSet, ctx: &IoCtx<'_>, object: u64) -> Result<Attr, ZplErr
         used_bytes: dnode
             .used_bytes
             .saturating_add(os.pending_new_bytes(ObjectId(object))),
-        block_size_bytes: dnode.data_block_size_bytes,
+        block_size_bytes: reported_block_size(&dnode, os.block_size_max()),
     })
+}
+
+/// `st_blksize` of an object: its data block size, except that a plain file whose one
+/// block can still grow answers the record size it grows to once written past it (OpenZFS's
+/// `zfs_getattr_fast` answers the record size for a file with no block yet, "suggest
+/// maximal I/O transfers"). So a file's answer never changes as it is written: a file
+/// cache that keeps attributes (the kernel's FUSE inode, whose `st_blksize` a `statx`
+/// asking for no field never refreshes) is never stale. It changes only when a
+/// `zfs set recordsize` changes what such a file would grow to.
+fn reported_block_size(dnode: &crate::dmu::dnode::DnodePhys, record_size: u32) -> u32 {
+    let current = dnode.data_block_size_bytes;
+    if dnode.object_type == object_type::PLAIN_FILE
+        && dnode.max_block_id == 0
+        && current < record_size
+    {
+        record_size
+    } else {
+        current
+    }
 }
 
 fn get_dir(os: &ObjectSet, ctx: &IoCtx<'_>, dir: u64) -> Result<ZnodePhys, ZplError> {
