@@ -264,7 +264,7 @@ enum Opened {
 }
 
 fn block_size_bytes(os: &ObjectSet, ctx: &IoCtx<'_>, object: ObjectId) -> Result<u64, ZapError> {
-    Ok(u64::from(os.dnode(ctx, object)?.data_block_size_bytes))
+    Ok(u64::from(os.data_block_size_bytes(ctx, object)?))
 }
 
 fn open(os: &ObjectSet, ctx: &IoCtx<'_>, object: ObjectId) -> Result<Opened, ZapError> {

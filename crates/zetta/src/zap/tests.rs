@@ -547,7 +547,7 @@ fn micro_edits_in_place_match_the_decoded_path() {
     };
     for step in 0..3000u64 {
         let i = rng.next_u64() % 400;
-        let name = if i % 7 == 0 {
+        let name = if i.is_multiple_of(7) {
             format!("c{i}")
         } else {
             name_of(i)
