@@ -937,6 +937,12 @@ impl ObjectSet {
         self.block_size_max_bytes
     }
 
+    /// `dn_datablksz`, without copying the dnode (its bonus and block pointers) as
+    /// `dnode` does: the ZAP asks it on every operation.
+    pub fn data_block_size_bytes(&self, ctx: &IoCtx<'_>, id: ObjectId) -> Result<u32, DmuError> {
+        self.with_state(ctx, id.0, |state| state.phys.data_block_size_bytes)
+    }
+
     /// Sets the largest data block size objects may grow to (the record size): a
     /// single-block object grows its block up to this; multi-block objects keep theirs.
     pub fn set_block_size_max(&mut self, size_bytes: u32) {
@@ -1141,6 +1147,13 @@ impl ObjectSet {
         } else {
             pieces.iter().map(fetch).collect()
         };
+        // One piece from a dirty dbuf (a ZAP block, a bonus-sized object): it was copied
+        // out above already; return that copy rather than copying it again.
+        if pieces.len() == 1 && matches!(pieces[0].3, Piece::Memory(_)) {
+            if let Some((_, _, _, Piece::Memory(bytes))) = pieces.pop() {
+                return Ok(bytes);
+            }
+        }
         let mut out = Vec::with_capacity((end - offset) as usize);
         for ((blkid, within, take, piece), data) in pieces.into_iter().zip(fetched) {
             match (piece, data) {

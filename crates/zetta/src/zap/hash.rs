@@ -18,7 +18,7 @@
 //! cd; an upgrade from micro to fat keeps each entry's cd), so readdir offsets stay stable
 //! and unique across inserts and removals.
 
-use super::openzfs::{zap_hash, ZapKey};
+use super::openzfs::zap_hash_name;
 
 /// `zap_hashbits` of the engine's ZAPs (no `ZAP_FLAG_HASH64`).
 pub const HASH_BITS: u32 = 28;
@@ -46,7 +46,7 @@ pub fn name_hash(salt: u64, name: &[u8]) -> u64 {
     if let Some(forced) = HASH_OVERRIDE.with(|cell| cell.get()).and_then(|f| f(name)) {
         return forced & !((1u64 << (64 - HASH_BITS)) - 1);
     }
-    zap_hash(salt, 0, &ZapKey::Name(name.to_vec()))
+    zap_hash_name(salt, 0, name)
 }
 
 /// `zap_cursor_serialize`: the cookie of position (hash, cd).

@@ -86,32 +86,13 @@ impl MicroBlock {
     }
 
     pub fn decode(buf: &[u8]) -> Result<MicroBlock, String> {
-        if buf.len() < MICRO_BLOCK_MIN_BYTES
-            || buf.len() > 1 << 20
-            || !buf.len().is_multiple_of(MICRO_BLOCK_MIN_BYTES)
-        {
-            return Err(format!("micro ZAP block of {} bytes", buf.len()));
-        }
-        if le64(buf, 0) != ZBT_MICRO {
-            return Err(format!("block type {:#x} is not ZBT_MICRO", le64(buf, 0)));
-        }
+        check_micro_block(buf)?;
         let mut slots = Vec::with_capacity(buf.len() / MZAP_ENT_LEN - 1);
-        for ent in buf[MZAP_ENT_LEN..].chunks_exact(MZAP_ENT_LEN) {
-            let name_field = &ent[14..14 + MZAP_NAME_LEN];
-            if name_field[0] == 0 {
-                slots.push(None);
-                continue;
-            }
-            let nul = name_field
-                .iter()
-                .position(|&b| b == 0)
-                .ok_or_else(|| "micro ZAP name without its NUL".to_string())?;
-            let mut cd = [0u8; 4];
-            cd.copy_from_slice(&ent[8..12]);
-            slots.push(Some(MicroEntry {
-                value: le64(ent, 0),
-                cd: u32::from_le_bytes(cd),
-                name: name_field[..nul].to_vec(),
+        for chunk in micro_chunks(buf) {
+            slots.push(chunk?.map(|e| MicroEntry {
+                value: e.value,
+                cd: e.cd,
+                name: e.name.to_vec(),
             }));
         }
         Ok(MicroBlock {
@@ -129,13 +110,72 @@ impl MicroBlock {
         for (i, slot) in self.slots.iter().enumerate() {
             if let Some(e) = slot {
                 let at = MZAP_ENT_LEN * (i + 1);
-                put64(&mut buf, at, e.value);
-                buf[at + 8..at + 12].copy_from_slice(&e.cd.to_le_bytes());
-                buf[at + 14..at + 14 + e.name.len()].copy_from_slice(&e.name);
+                buf[at..at + MZAP_ENT_LEN].copy_from_slice(&micro_chunk(e.value, e.cd, &e.name));
             }
         }
         buf
     }
+}
+
+/// A used micro ZAP chunk borrowed from its block (`mzap_ent_phys_t`), for the operations
+/// that touch one entry and so neither copy the names nor decode the whole block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MicroEntryRef<'a> {
+    pub value: u64,
+    pub cd: u32,
+    pub name: &'a [u8],
+}
+
+/// The size and block type of a micro ZAP block: what `MicroBlock::decode` checks before
+/// its chunks.
+pub fn check_micro_block(buf: &[u8]) -> Result<(), String> {
+    if buf.len() < MICRO_BLOCK_MIN_BYTES
+        || buf.len() > 1 << 20
+        || !buf.len().is_multiple_of(MICRO_BLOCK_MIN_BYTES)
+    {
+        return Err(format!("micro ZAP block of {} bytes", buf.len()));
+    }
+    if le64(buf, 0) != ZBT_MICRO {
+        return Err(format!("block type {:#x} is not ZBT_MICRO", le64(buf, 0)));
+    }
+    Ok(())
+}
+
+/// The chunks after a micro ZAP block's header in slot order (`mzap_open`'s walk), borrowed:
+/// `None` for a free chunk (`mze_name[0] == 0`), an error for a name without its NUL.
+pub fn micro_chunks(
+    buf: &[u8],
+) -> impl Iterator<Item = Result<Option<MicroEntryRef<'_>>, String>> + '_ {
+    buf.get(MZAP_ENT_LEN..)
+        .unwrap_or_default()
+        .chunks_exact(MZAP_ENT_LEN)
+        .map(|ent| {
+            let name_field = &ent[14..14 + MZAP_NAME_LEN];
+            if name_field[0] == 0 {
+                return Ok(None);
+            }
+            let nul = name_field
+                .iter()
+                .position(|&b| b == 0)
+                .ok_or_else(|| "micro ZAP name without its NUL".to_string())?;
+            let mut cd = [0u8; 4];
+            cd.copy_from_slice(&ent[8..12]);
+            Ok(Some(MicroEntryRef {
+                value: le64(ent, 0),
+                cd: u32::from_le_bytes(cd),
+                name: &name_field[..nul],
+            }))
+        })
+}
+
+/// The 64 bytes of one micro ZAP entry (`mzap_addent`); `name` is shorter than
+/// `MZAP_NAME_LEN` (the caller's check), the rest of the name field zero.
+pub fn micro_chunk(value: u64, cd: u32, name: &[u8]) -> [u8; MZAP_ENT_LEN] {
+    let mut chunk = [0u8; MZAP_ENT_LEN];
+    put64(&mut chunk, 0, value);
+    chunk[8..12].copy_from_slice(&cd.to_le_bytes());
+    chunk[14..14 + name.len()].copy_from_slice(name);
+    chunk
 }
 
 /// The decoded fields of a fat ZAP header.

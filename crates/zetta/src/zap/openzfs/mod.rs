@@ -100,12 +100,23 @@ pub fn zap_hash(salt: u64, flags: u64, key: &ZapKey) -> u64 {
                 }
             }
         }
-        ZapKey::Name(bytes) => {
-            for &b in bytes {
-                stir(b);
-            }
-        }
+        ZapKey::Name(bytes) => return zap_hash_name(salt, flags, bytes),
     }
+    hash_cut(h, flags)
+}
+
+/// `zap_hash` of a string key given as borrowed bytes (no `ZapKey` built: a micro ZAP's
+/// add hashes every entry of its block, so this runs once per entry and allocates nothing).
+pub fn zap_hash_name(salt: u64, flags: u64, name: &[u8]) -> u64 {
+    let mut h = salt;
+    for &b in name {
+        h = (h >> 8) ^ CRC64_TABLE[((h ^ u64::from(b)) & 0xff) as usize];
+    }
+    hash_cut(h, flags)
+}
+
+/// The top `zap_hashbits` bits of a CRC.
+fn hash_cut(h: u64, flags: u64) -> u64 {
     let bits = if flags & ZAP_FLAG_HASH64 != 0 { 48 } else { 28 };
     h & !((1u64 << (64 - bits)) - 1)
 }
