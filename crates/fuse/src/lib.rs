@@ -42,6 +42,7 @@
 //! notification waits on while it waits for that handler's reply).
 
 mod ctldir;
+pub mod kernel;
 pub mod openzfs;
 mod ops;
 #[cfg(test)]
