@@ -182,9 +182,32 @@ pub(crate) fn note_written(written: &Written, ino: u64, txg: u64) {
     *settles = (*settles).max(txg);
 }
 
+/// Which transport serves new mounts: fuser (the default, a session and its request
+/// threads per mount) or Zetta's own (`kernel`: one worker pool for all of the daemon's
+/// mounts), chosen by `ZETTA_FUSE_TRANSPORT=fuser|zetta` in the daemon's environment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    Fuser,
+    Zetta,
+}
+
+/// The transport new mounts use (see `Transport`).
+pub fn transport() -> Transport {
+    match std::env::var("ZETTA_FUSE_TRANSPORT").as_deref() {
+        Ok("zetta") => Transport::Zetta,
+        _ => Transport::Fuser,
+    }
+}
+
+/// A mount's session on either transport.
+enum Session {
+    Fuser(fuser::BackgroundSession),
+    Zetta(kernel::MountHandle),
+}
+
 /// A running mount; dropping it unmounts.
 pub struct Mounted {
-    pub session: fuser::BackgroundSession,
+    session: Session,
     live: Arc<LiveOptions>,
     written: Written,
     /// The pool whose commits settle `written` (none for a read-only OpenZFS mount).
@@ -239,10 +262,19 @@ impl Mounted {
         if inos.is_empty() {
             return;
         }
-        let notifier = self.session.notifier();
-        for ino in inos {
-            // ENOENT: the kernel has forgotten it (nothing cached to drop).
-            let _ = notifier.inval_inode(fuser::INodeNo(ino), -1, 0);
+        // ENOENT: the kernel has forgotten it (nothing cached to drop).
+        match &self.session {
+            Session::Fuser(session) => {
+                let notifier = session.notifier();
+                for ino in inos {
+                    let _ = notifier.inval_inode(fuser::INodeNo(ino), -1, 0);
+                }
+            }
+            Session::Zetta(handle) => {
+                for ino in inos {
+                    let _ = handle.inval_inode(ino, -1, 0);
+                }
+            }
         }
     }
 
@@ -489,9 +521,9 @@ impl ZplFs {
 }
 
 /// Mounts `fs` with the kernel flags `o` asks for (`ro` too when `always_readonly`), worker
-/// threads and kernel caching: the one mount path of every filesystem type this crate
-/// serves.
-fn spawn_mount<FS: fuser::Filesystem>(
+/// threads and kernel caching, on the transport `transport()` names: the one mount path
+/// of every filesystem type this crate serves.
+fn spawn_mount<FS: kernel::Filesystem>(
     fs: FS,
     o: &MountOptions,
     always_readonly: bool,
@@ -502,6 +534,35 @@ fn spawn_mount<FS: fuser::Filesystem>(
 ) -> Result<Mounted, MountError> {
     use fuser::MountOption as O;
     let allow_other = may_allow_other();
+    if transport() == Transport::Zetta {
+        let mut flags: libc::c_ulong = 0;
+        if o.readonly || always_readonly {
+            flags |= libc::MS_RDONLY;
+        }
+        if !o.exec {
+            flags |= libc::MS_NOEXEC;
+        }
+        if !o.setuid {
+            flags |= libc::MS_NOSUID;
+        }
+        if !o.devices {
+            flags |= libc::MS_NODEV;
+        }
+        if !o.atime {
+            flags |= libc::MS_NOATIME;
+        }
+        let workers = kernel::Pool::get().map_err(MountError::Io)?;
+        let handle = workers
+            .mount(fs, mountpoint, &o.fsname, flags, allow_other)
+            .map_err(MountError::Io)?;
+        return Ok(Mounted {
+            session: Session::Zetta(handle),
+            live,
+            written,
+            pool,
+            always_readonly,
+        });
+    }
     let mut options = vec![
         O::FSName(o.fsname.clone()),
         O::Subtype("zetta".to_string()),
@@ -530,9 +591,10 @@ fn spawn_mount<FS: fuser::Filesystem>(
     };
     config.n_threads = Some(worker_threads());
     config.clone_fd = true;
-    let session = fuser::spawn_mount(fs, mountpoint, &config).map_err(MountError::Io)?;
+    let session = fuser::spawn_mount(kernel::fuser_compat::FuserFs(fs), mountpoint, &config)
+        .map_err(MountError::Io)?;
     Ok(Mounted {
-        session,
+        session: Session::Fuser(session),
         live,
         written,
         pool,

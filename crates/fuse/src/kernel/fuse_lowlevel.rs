@@ -244,10 +244,10 @@ flag_set!(InitFlags, u64 {
 /// The caller of a request.
 #[derive(Clone, Copy, Debug)]
 pub struct Request {
-    unique: u64,
-    uid: u32,
-    gid: u32,
-    pid: u32,
+    pub(crate) unique: u64,
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
+    pub(crate) pid: u32,
 }
 
 impl Request {
@@ -412,36 +412,59 @@ impl Drop for Sender {
     }
 }
 
+/// Where a reply goes: this transport's connection, or (while fuser remains the default
+/// transport: `fuser_compat`) the fuser reply object of the same request.
+#[derive(Debug)]
+pub(crate) enum Inner<F> {
+    Dev(Sender),
+    Fuser(F),
+}
+
 macro_rules! reply_type {
-    ($name:ident) => {
+    ($name:ident, $fuser:ty) => {
         #[derive(Debug)]
         pub struct $name {
-            sender: Sender,
+            inner: Inner<$fuser>,
         }
         impl $name {
             pub(crate) fn new(sender: Sender) -> $name {
-                $name { sender }
+                $name {
+                    inner: Inner::Dev(sender),
+                }
+            }
+            pub(crate) fn fuser(reply: $fuser) -> $name {
+                $name {
+                    inner: Inner::Fuser(reply),
+                }
             }
             pub fn error(self, e: Errno) {
-                self.sender.error(e)
+                match self.inner {
+                    Inner::Dev(s) => s.error(e),
+                    Inner::Fuser(r) => r.error(fuser::Errno::from_i32(e.code())),
+                }
             }
         }
     };
 }
 
-reply_type!(ReplyEmpty);
-reply_type!(ReplyEntry);
-reply_type!(ReplyAttr);
-reply_type!(ReplyData);
-reply_type!(ReplyOpen);
-reply_type!(ReplyWrite);
-reply_type!(ReplyCreate);
-reply_type!(ReplyStatfs);
-reply_type!(ReplyXattr);
+reply_type!(ReplyEmpty, fuser::ReplyEmpty);
+reply_type!(ReplyEntry, fuser::ReplyEntry);
+reply_type!(ReplyAttr, fuser::ReplyAttr);
+reply_type!(ReplyData, fuser::ReplyData);
+reply_type!(ReplyOpen, fuser::ReplyOpen);
+reply_type!(ReplyWrite, fuser::ReplyWrite);
+reply_type!(ReplyCreate, fuser::ReplyCreate);
+reply_type!(ReplyStatfs, fuser::ReplyStatfs);
+reply_type!(ReplyXattr, fuser::ReplyXattr);
+
+use super::fuser_compat::{fuser_attr, fuser_fopen};
 
 impl ReplyEmpty {
     pub fn ok(self) {
-        self.sender.ok(&[])
+        match self.inner {
+            Inner::Dev(s) => s.ok(&[]),
+            Inner::Fuser(r) => r.ok(),
+        }
     }
 }
 
@@ -457,47 +480,75 @@ impl ReplyEntry {
         attr: &FileAttr,
         generation: Generation,
     ) {
-        let mut out = Vec::with_capacity(abi::ENTRY_OUT_LEN);
-        abi::encode_entry(
-            &mut out,
-            attr.ino.0,
-            generation.0,
-            *entry_ttl,
-            *attr_ttl,
-            &attr.wire(),
-        );
-        self.sender.ok(&out)
+        match self.inner {
+            Inner::Dev(s) => {
+                let mut out = Vec::with_capacity(abi::ENTRY_OUT_LEN);
+                abi::encode_entry(
+                    &mut out,
+                    attr.ino.0,
+                    generation.0,
+                    *entry_ttl,
+                    *attr_ttl,
+                    &attr.wire(),
+                );
+                s.ok(&out)
+            }
+            Inner::Fuser(r) => r.entry_with_ttls(
+                attr_ttl,
+                entry_ttl,
+                &fuser_attr(attr),
+                fuser::Generation(generation.0),
+            ),
+        }
     }
 }
 
 impl ReplyAttr {
     pub fn attr(self, ttl: &Duration, attr: &FileAttr) {
-        let mut out = Vec::with_capacity(abi::ATTR_OUT_LEN);
-        abi::encode_attr_out(&mut out, *ttl, &attr.wire());
-        self.sender.ok(&out)
+        match self.inner {
+            Inner::Dev(s) => {
+                let mut out = Vec::with_capacity(abi::ATTR_OUT_LEN);
+                abi::encode_attr_out(&mut out, *ttl, &attr.wire());
+                s.ok(&out)
+            }
+            Inner::Fuser(r) => r.attr(ttl, &fuser_attr(attr)),
+        }
     }
 }
 
 impl ReplyData {
     pub fn data(self, data: &[u8]) {
-        self.sender.ok(data)
+        match self.inner {
+            Inner::Dev(s) => s.ok(data),
+            Inner::Fuser(r) => r.data(data),
+        }
     }
 }
 
 impl ReplyOpen {
     pub fn opened(self, fh: FileHandle, flags: FopenFlags) {
-        let mut out = Vec::with_capacity(abi::OPEN_OUT_LEN);
-        abi::encode_open_out(&mut out, fh.0, flags.0);
-        self.sender.ok(&out)
+        match self.inner {
+            Inner::Dev(s) => {
+                let mut out = Vec::with_capacity(abi::OPEN_OUT_LEN);
+                abi::encode_open_out(&mut out, fh.0, flags.0);
+                s.ok(&out)
+            }
+            Inner::Fuser(r) => r.opened(fuser::FileHandle(fh.0), fuser_fopen(flags)),
+        }
     }
 }
 
 impl ReplyWrite {
     pub fn written(self, size: u32) {
-        let mut out = Vec::with_capacity(8);
-        out.extend_from_slice(&size.to_le_bytes());
-        out.extend_from_slice(&0u32.to_le_bytes());
-        self.sender.ok(&out)
+        match self.inner {
+            Inner::Dev(s) => {
+                let mut out = Vec::with_capacity(8);
+                out.extend_from_slice(&size.to_le_bytes());
+                out.extend_from_slice(&0u32.to_le_bytes());
+                s.ok(&out)
+            }
+            Inner::Fuser(r) => r.written(size),
+        }
     }
 }
 
@@ -510,10 +561,21 @@ impl ReplyCreate {
         fh: FileHandle,
         flags: FopenFlags,
     ) {
-        let mut out = Vec::with_capacity(abi::ENTRY_OUT_LEN + abi::OPEN_OUT_LEN);
-        abi::encode_entry(&mut out, attr.ino.0, generation.0, *ttl, *ttl, &attr.wire());
-        abi::encode_open_out(&mut out, fh.0, flags.0);
-        self.sender.ok(&out)
+        match self.inner {
+            Inner::Dev(s) => {
+                let mut out = Vec::with_capacity(abi::ENTRY_OUT_LEN + abi::OPEN_OUT_LEN);
+                abi::encode_entry(&mut out, attr.ino.0, generation.0, *ttl, *ttl, &attr.wire());
+                abi::encode_open_out(&mut out, fh.0, flags.0);
+                s.ok(&out)
+            }
+            Inner::Fuser(r) => r.created(
+                ttl,
+                &fuser_attr(attr),
+                fuser::Generation(generation.0),
+                fuser::FileHandle(fh.0),
+                fuser_fopen(flags),
+            ),
+        }
     }
 }
 
@@ -532,36 +594,51 @@ impl ReplyStatfs {
         namelen: u32,
         frsize: u32,
     ) {
-        let mut out = Vec::with_capacity(abi::KSTATFS_LEN);
-        for v in [blocks, bfree, bavail, files, ffree] {
-            out.extend_from_slice(&v.to_le_bytes());
+        match self.inner {
+            Inner::Dev(s) => {
+                let mut out = Vec::with_capacity(abi::KSTATFS_LEN);
+                for v in [blocks, bfree, bavail, files, ffree] {
+                    out.extend_from_slice(&v.to_le_bytes());
+                }
+                for v in [bsize, namelen, frsize] {
+                    out.extend_from_slice(&v.to_le_bytes());
+                }
+                out.resize(abi::KSTATFS_LEN, 0);
+                s.ok(&out)
+            }
+            Inner::Fuser(r) => {
+                r.statfs(blocks, bfree, bavail, files, ffree, bsize, namelen, frsize)
+            }
         }
-        for v in [bsize, namelen, frsize] {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        out.resize(abi::KSTATFS_LEN, 0);
-        self.sender.ok(&out)
     }
 }
 
 impl ReplyXattr {
     /// The size a buffer needs (the caller asked with size 0).
     pub fn size(self, size: u32) {
-        let mut out = Vec::with_capacity(8);
-        out.extend_from_slice(&size.to_le_bytes());
-        out.extend_from_slice(&0u32.to_le_bytes());
-        self.sender.ok(&out)
+        match self.inner {
+            Inner::Dev(s) => {
+                let mut out = Vec::with_capacity(8);
+                out.extend_from_slice(&size.to_le_bytes());
+                out.extend_from_slice(&0u32.to_le_bytes());
+                s.ok(&out)
+            }
+            Inner::Fuser(r) => r.size(size),
+        }
     }
 
     pub fn data(self, data: &[u8]) {
-        self.sender.ok(data)
+        match self.inner {
+            Inner::Dev(s) => s.ok(data),
+            Inner::Fuser(r) => r.data(data),
+        }
     }
 }
 
 /// A READDIR reply: entries added until the kernel's buffer (`size`) is full.
 #[derive(Debug)]
 pub struct ReplyDirectory {
-    sender: Sender,
+    inner: Inner<fuser::ReplyDirectory>,
     buf: Vec<u8>,
     max: usize,
 }
@@ -569,9 +646,17 @@ pub struct ReplyDirectory {
 impl ReplyDirectory {
     pub(crate) fn new(sender: Sender, size: usize) -> ReplyDirectory {
         ReplyDirectory {
-            sender,
+            inner: Inner::Dev(sender),
             buf: Vec::with_capacity(size.min(64 * 1024)),
             max: size,
+        }
+    }
+
+    pub(crate) fn fuser(reply: fuser::ReplyDirectory) -> ReplyDirectory {
+        ReplyDirectory {
+            inner: Inner::Fuser(reply),
+            buf: Vec::new(),
+            max: 0,
         }
     }
 
@@ -583,6 +668,14 @@ impl ReplyDirectory {
         kind: FileType,
         name: T,
     ) -> bool {
+        if let Inner::Fuser(r) = &mut self.inner {
+            return r.add(
+                fuser::INodeNo(ino.0),
+                offset,
+                super::fuser_compat::fuser_kind(kind),
+                name,
+            );
+        }
         let name = name.as_ref().as_bytes();
         if self.buf.len() + abi::dirent_len(name.len()) > self.max {
             return true;
@@ -592,18 +685,24 @@ impl ReplyDirectory {
     }
 
     pub fn ok(self) {
-        self.sender.ok(&self.buf)
+        match self.inner {
+            Inner::Dev(s) => s.ok(&self.buf),
+            Inner::Fuser(r) => r.ok(),
+        }
     }
 
     pub fn error(self, e: Errno) {
-        self.sender.error(e)
+        match self.inner {
+            Inner::Dev(s) => s.error(e),
+            Inner::Fuser(r) => r.error(fuser::Errno::from_i32(e.code())),
+        }
     }
 }
 
 /// A READDIRPLUS reply: each entry a `fuse_entry_out` and a `fuse_dirent`.
 #[derive(Debug)]
 pub struct ReplyDirectoryPlus {
-    sender: Sender,
+    inner: Inner<fuser::ReplyDirectoryPlus>,
     buf: Vec<u8>,
     max: usize,
 }
@@ -611,9 +710,17 @@ pub struct ReplyDirectoryPlus {
 impl ReplyDirectoryPlus {
     pub(crate) fn new(sender: Sender, size: usize) -> ReplyDirectoryPlus {
         ReplyDirectoryPlus {
-            sender,
+            inner: Inner::Dev(sender),
             buf: Vec::with_capacity(size.min(64 * 1024)),
             max: size,
+        }
+    }
+
+    pub(crate) fn fuser(reply: fuser::ReplyDirectoryPlus) -> ReplyDirectoryPlus {
+        ReplyDirectoryPlus {
+            inner: Inner::Fuser(reply),
+            buf: Vec::new(),
+            max: 0,
         }
     }
 
@@ -628,6 +735,16 @@ impl ReplyDirectoryPlus {
         attr: &FileAttr,
         generation: Generation,
     ) -> bool {
+        if let Inner::Fuser(r) = &mut self.inner {
+            return r.add(
+                fuser::INodeNo(ino.0),
+                offset,
+                name,
+                ttl,
+                &fuser_attr(attr),
+                fuser::Generation(generation.0),
+            );
+        }
         let name = name.as_ref().as_bytes();
         if self.buf.len() + abi::ENTRY_OUT_LEN + abi::dirent_len(name.len()) > self.max {
             return true;
@@ -638,11 +755,17 @@ impl ReplyDirectoryPlus {
     }
 
     pub fn ok(self) {
-        self.sender.ok(&self.buf)
+        match self.inner {
+            Inner::Dev(s) => s.ok(&self.buf),
+            Inner::Fuser(r) => r.ok(),
+        }
     }
 
     pub fn error(self, e: Errno) {
-        self.sender.error(e)
+        match self.inner {
+            Inner::Dev(s) => s.error(e),
+            Inner::Fuser(r) => r.error(fuser::Errno::from_i32(e.code())),
+        }
     }
 }
 

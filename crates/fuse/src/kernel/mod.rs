@@ -26,6 +26,7 @@ pub mod fuse_abi;
 pub mod fuse_dev;
 pub mod fuse_loop;
 pub mod fuse_lowlevel;
+pub mod fuser_compat;
 #[cfg(test)]
 mod tests;
 
