@@ -79,3 +79,37 @@ fn one_worker_pool_serves_every_mount() {
     assert_eq!(mounts_under(&mnt), 0);
     assert_eq!(threads(&pid).1, workers);
 }
+
+/// Why: fuser's mounts went away with a killed daemon (fusermount3's auto-unmount helper);
+/// the own transport's single helper (`kernel::auto_unmount`) must do the same, or a killed
+/// daemon leaves dead mounts (ENOTCONN) behind.
+#[test]
+fn a_killed_daemons_mounts_are_detached() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/dev/fuse").exists() {
+        return;
+    }
+    let mut lab = Lab::new();
+    lab.env
+        .push(("ZETTA_FUSE_TRANSPORT".to_string(), "zetta".to_string()));
+    let disk = lab.disk("disk", 1 << 30);
+    let mnt = lab.path("mnt");
+    lab.ok("zpool", &["create", "-m", &mnt, "tank", &disk]);
+    lab.ok("zfs", &["create", "tank/fs"]);
+    std::fs::write(format!("{mnt}/fs/file"), b"kept").unwrap();
+    lab.ok("zpool", &["sync", "tank"]);
+    assert_eq!(mounts_under(&mnt), 2);
+    let pid = std::fs::read_to_string(lab.dir.join("run").join("zetta.pid")).unwrap();
+    let pid: i32 = pid.trim().parse().unwrap();
+    // SAFETY: a signal to the lab's own daemon.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    assert!(
+        common::wait_for(|| mounts_under(&mnt) == 0),
+        "dead mounts left: {}",
+        mounts_under(&mnt)
+    );
+    // The next command starts a daemon that imports and mounts again.
+    lab.ok("zpool", &["status", "tank"]);
+    assert!(common::wait_for(|| mounts_under(&mnt) == 2));
+    assert_eq!(std::fs::read(format!("{mnt}/fs/file")).unwrap(), b"kept");
+}

@@ -25,6 +25,7 @@
 //! every worker waits could stall; notifications are written by the daemon's own
 //! threads, never from a handler (the crate's theory paragraph).
 
+use super::auto_unmount::{self, Helper};
 use super::fuse_abi::{self as abi, Args, InHeader};
 use super::fuse_dev::{self, FuseDev, Read};
 use super::fuse_lowlevel::{self as ll, Filesystem, KernelConfig};
@@ -65,6 +66,8 @@ struct Session {
     dev: Arc<FuseDev>,
     fs: Arc<dyn Filesystem>,
     mountpoint: PathBuf,
+    /// The mount's connection (`major:minor`), as told to the auto-unmount helper.
+    connection: Mutex<Option<String>>,
     ended: Mutex<bool>,
     ended_cv: Condvar,
 }
@@ -86,6 +89,8 @@ pub struct Pool {
     sessions: RwLock<HashMap<u64, Arc<Session>>>,
     next_id: AtomicU64,
     threads: AtomicUsize,
+    /// Detaches the mounts of a killed daemon (`auto_unmount`).
+    helper: OnceLock<Option<Helper>>,
 }
 
 static POOL: OnceLock<Arc<Pool>> = OnceLock::new();
@@ -107,6 +112,7 @@ impl Pool {
             sessions: RwLock::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             threads: AtomicUsize::new(0),
+            helper: OnceLock::new(),
         });
         // Two racing first mounts: one pool wins, the other's set is dropped unused.
         let pool = POOL.get_or_init(|| pool).clone();
@@ -153,8 +159,15 @@ impl Pool {
         Ok(())
     }
 
+    fn helper(&self) -> Option<&Helper> {
+        self.helper.get_or_init(Helper::start).as_ref()
+    }
+
     fn finish(&self, s: &Arc<Session>) {
         self.sessions.write().remove(&s.id);
+        if let (Some(helper), Some(conn)) = (self.helper(), s.connection.lock().take()) {
+            helper.unwatch(&conn);
+        }
         // SAFETY: the session still holds its device open.
         unsafe {
             libc::epoll_ctl(
@@ -230,6 +243,7 @@ impl Pool {
             dev: Arc::new(dev),
             fs: Arc::new(fs),
             mountpoint: mountpoint.to_path_buf(),
+            connection: Mutex::new(None),
             ended: Mutex::new(false),
             ended_cv: Condvar::new(),
         });
@@ -238,6 +252,12 @@ impl Pool {
             self.sessions.write().remove(&s.id);
             let _ = fuse_dev::unmount(mountpoint, true);
             return Err(e);
+        }
+        if let Some(helper) = self.helper() {
+            if let Some(conn) = auto_unmount::connection_of(mountpoint) {
+                helper.watch(&conn);
+                *s.connection.lock() = Some(conn);
+            }
         }
         Ok(MountHandle { session: s })
     }

@@ -22,6 +22,7 @@
 //! fuser), POSIX locks, and auto-unmount of a killed daemon's mounts (the daemon clears
 //! dead `fuse.zetta` mounts at start: `daemon/mounts.rs`).
 
+pub mod auto_unmount;
 pub mod fuse_abi;
 pub mod fuse_dev;
 pub mod fuse_loop;
