@@ -1,6 +1,10 @@
 //! The kernel glue: a ZPL filesystem served through FUSE (OpenZFS's Linux `zpl_*.c`, the
 //! layer between the VFS and `zfs_vnops.c`).
 //!
+//! Transport (issue 16): the handlers are `kernel::Filesystem`s, served either by fuser (the
+//! default: a session and its request threads per mount) or by Zetta's own transport
+//! (`kernel`: one worker pool for all of the daemon's mounts), by `ZETTA_FUSE_TRANSPORT`.
+//!
 //! One mount serves one head dataset of an imported pool. Every request takes the pool's
 //! lock (shared for reads, exclusive for changes: see `ops`), runs one ZPL operation on the
 //! dataset's object set in the open txg, and answers the kernel; the txg commits later (the daemon's timer, the dirty-data limit) or at once

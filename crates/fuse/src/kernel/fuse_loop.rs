@@ -66,7 +66,7 @@ struct Session {
     dev: Arc<FuseDev>,
     fs: Arc<dyn Filesystem>,
     mountpoint: PathBuf,
-    /// The mount's connection (`major:minor`), as told to the auto-unmount helper.
+    /// The mount's connection (`major:minor` in /proc/self/mountinfo).
     connection: Mutex<Option<String>>,
     ended: Mutex<bool>,
     ended_cv: Condvar,
@@ -165,8 +165,8 @@ impl Pool {
 
     fn finish(&self, s: &Arc<Session>) {
         self.sessions.write().remove(&s.id);
-        if let (Some(helper), Some(conn)) = (self.helper(), s.connection.lock().take()) {
-            helper.unwatch(&conn);
+        if let (Some(helper), Some(conn)) = (self.helper(), s.connection.lock().as_deref()) {
+            helper.unwatch(conn);
         }
         // SAFETY: the session still holds its device open.
         unsafe {
@@ -253,11 +253,11 @@ impl Pool {
             let _ = fuse_dev::unmount(mountpoint, true);
             return Err(e);
         }
-        if let Some(helper) = self.helper() {
-            if let Some(conn) = auto_unmount::connection_of(mountpoint) {
+        if let Some(conn) = auto_unmount::connection_of(mountpoint) {
+            if let Some(helper) = self.helper() {
                 helper.watch(&conn);
-                *s.connection.lock() = Some(conn);
             }
+            *s.connection.lock() = Some(conn);
         }
         Ok(MountHandle { session: s })
     }
@@ -317,7 +317,8 @@ fn handshake<FS: Filesystem>(dev: &FuseDev, fs: &mut FS) -> std::io::Result<()> 
 }
 
 /// A mount served by the pool; dropping it unmounts (lazily: open files keep it alive)
-/// and waits for the session to end.
+/// unless it is gone already or another mount has taken its path, and waits for the
+/// session to end.
 pub struct MountHandle {
     session: Arc<Session>,
 }
@@ -360,8 +361,15 @@ impl MountHandle {
 impl Drop for MountHandle {
     fn drop(&mut self) {
         let s = &self.session;
-        if let Err(e) = fuse_dev::unmount(&s.mountpoint, true) {
-            eprintln!("zetta-fuse: unmount {}: {e}", s.mountpoint.display());
+        // Only this session's own mount: the daemon unmounts before it drops, and may have
+        // mounted again at the same path meanwhile (a rollback's or receive's remount).
+        let ours = s.connection.lock().clone();
+        let still_there = !*s.ended.lock()
+            && (ours.is_none() || auto_unmount::connection_of(&s.mountpoint) == ours);
+        if still_there {
+            if let Err(e) = fuse_dev::unmount(&s.mountpoint, true) {
+                eprintln!("zetta-fuse: unmount {}: {e}", s.mountpoint.display());
+            }
         }
         let deadline = Instant::now() + END_WAIT;
         let mut ended = s.ended.lock();

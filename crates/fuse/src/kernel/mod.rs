@@ -12,15 +12,16 @@
 //!   types shaped like fuser's so that a filesystem moves between transports by imports;
 //! - `fuse_loop`: the daemon-wide pool — one epoll set over all mounts' descriptors, a
 //!   fixed set of workers (`pool_threads`: twice the cores, at least 4), INIT at mount
-//!   time (the mount is ready when `Pool::mount` returns), ENODEV ending a session.
+//!   time (the mount is ready when `Pool::mount` returns), ENODEV ending a session;
+//! - `auto_unmount`: one helper process that detaches a killed daemon's mounts;
+//! - `fuser_compat`: the same `Filesystem` served by a fuser session.
 //!
-//! State (session 20): the transport serves filesystems written against its `Filesystem`
-//! trait (the tests' in-memory one); the ZPL handlers (`ops`, `ctldir`, `openzfs::ops`)
-//! still run on fuser, the default. Not yet here: FUSE over io_uring, KILLPRIV_V2,
+//! State (session 20): every handler (`ops`, `ctldir`, `openzfs::ops`) is a
+//! `kernel::Filesystem`; `ZETTA_FUSE_TRANSPORT` chooses the transport (`crate::transport`).
+//! Not yet here: FUSE over io_uring, KILLPRIV_V2,
 //! `FUSE_DEV_IOC_CLONE` (one descriptor per mount serves all workers: a read takes one
 //! request under the kernel's queue lock), interrupts (handlers run to their end, as with
-//! fuser), POSIX locks, and auto-unmount of a killed daemon's mounts (the daemon clears
-//! dead `fuse.zetta` mounts at start: `daemon/mounts.rs`).
+//! fuser), POSIX locks.
 
 pub mod auto_unmount;
 pub mod fuse_abi;

@@ -574,3 +574,26 @@ fn an_external_unmount_ends_the_session() {
     drop(handle);
     assert!(start.elapsed() < std::time::Duration::from_secs(5));
 }
+
+/// Why: the daemon unmounts, remounts at the same path (rollback, receive) and drops the
+/// old session later on another thread; that drop must not detach the new mount.
+#[test]
+fn dropping_an_old_session_leaves_a_new_mount_at_its_path() {
+    if !root() {
+        return;
+    }
+    let pool = Pool::get().expect("pool");
+    let d = Scratch::new("remount");
+    let old = pool
+        .mount(MemFs::default(), &d.0, "memfs", libc::MS_NOSUID, false)
+        .expect("mount");
+    fuse_dev::unmount(&d.0, false).expect("umount");
+    let new = pool
+        .mount(MemFs::default(), &d.0, "memfs", libc::MS_NOSUID, false)
+        .expect("mount again");
+    drop(old);
+    assert!(mounted(&d.0), "the new mount was detached");
+    std::fs::write(d.0.join("x"), b"x").expect("the new mount serves");
+    drop(new);
+    assert!(!mounted(&d.0));
+}
