@@ -195,10 +195,14 @@ pub enum Transport {
     Zetta,
 }
 
-/// The transport new mounts use (see `Transport`).
+/// The transport new mounts use (see `Transport`). The own transport mounts with
+/// `mount(2)`, which only root may call: a daemon run by another user keeps fuser (whose
+/// `fusermount3` is setuid).
 pub fn transport() -> Transport {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
     match std::env::var("ZETTA_FUSE_TRANSPORT").as_deref() {
-        Ok("zetta") => Transport::Zetta,
+        Ok("zetta") if root => Transport::Zetta,
         _ => Transport::Fuser,
     }
 }
