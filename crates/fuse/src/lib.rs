@@ -1,10 +1,9 @@
 //! The kernel glue: a ZPL filesystem served through FUSE (OpenZFS's Linux `zpl_*.c`, the
 //! layer between the VFS and `zfs_vnops.c`).
 //!
-//! Transport (issue 16): the handlers are `kernel::Filesystem`s, served by Zetta's own
-//! transport (`kernel`: one worker pool for all of the daemon's mounts; the default for a
-//! root daemon) or by fuser (a session and its request threads per mount:
-//! `ZETTA_FUSE_TRANSPORT=fuser`, and any daemon not run as root).
+//! Transport (issue 16): the handlers are `kernel::Filesystem`s, served either by fuser (the
+//! default: a session and its request threads per mount) or by Zetta's own transport
+//! (`kernel`: one worker pool for all of the daemon's mounts), by `ZETTA_FUSE_TRANSPORT`.
 //!
 //! One mount serves one head dataset of an imported pool. Every request takes the pool's
 //! lock (shared for reads, exclusive for changes: see `ops`), runs one ZPL operation on the
@@ -187,10 +186,9 @@ pub(crate) fn note_written(written: &Written, ino: u64, txg: u64) {
     *settles = (*settles).max(txg);
 }
 
-/// Which transport serves new mounts: Zetta's own (`kernel`: one worker pool for all of the
-/// daemon's mounts; the default since session 20) or fuser (a session and its request
-/// threads per mount), chosen by `ZETTA_FUSE_TRANSPORT=zetta|fuser` in the daemon's
-/// environment.
+/// Which transport serves new mounts: fuser (the default, a session and its request
+/// threads per mount) or Zetta's own (`kernel`: one worker pool for all of the daemon's
+/// mounts), chosen by `ZETTA_FUSE_TRANSPORT=fuser|zetta` in the daemon's environment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Transport {
     Fuser,
@@ -204,8 +202,7 @@ pub fn transport() -> Transport {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     match std::env::var("ZETTA_FUSE_TRANSPORT").as_deref() {
-        Ok("fuser") => Transport::Fuser,
-        _ if root => Transport::Zetta,
+        Ok("zetta") if root => Transport::Zetta,
         _ => Transport::Fuser,
     }
 }

@@ -17,8 +17,7 @@
 //! - `fuser_compat`: the same `Filesystem` served by a fuser session.
 //!
 //! State (session 20): every handler (`ops`, `ctldir`, `openzfs::ops`) is a
-//! `kernel::Filesystem`; this transport is the default for a root daemon,
-//! `ZETTA_FUSE_TRANSPORT=fuser` chooses fuser (`crate::transport`).
+//! `kernel::Filesystem`; `ZETTA_FUSE_TRANSPORT` chooses the transport (`crate::transport`).
 //! Not yet here: FUSE over io_uring, KILLPRIV_V2,
 //! `FUSE_DEV_IOC_CLONE` (one descriptor per mount serves all workers: a read takes one
 //! request under the kernel's queue lock), interrupts (handlers run to their end, as with
