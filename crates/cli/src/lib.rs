@@ -43,8 +43,18 @@ pub fn run_zetta(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i
         let _ = err.write_all(usage.as_bytes());
         return 2;
     };
+    if first == "daemon" {
+        // The daemon's own binary detaches its mounts should it be killed (own transport).
+        if let Ok(exe) = std::env::current_exe() {
+            zetta_fuse::kernel::auto_unmount::set_helper_exe(exe);
+        }
+    }
     match first.as_str() {
         "zpool" | "zfs" => dispatch(first, &args[1..], out, err),
+        // The helper that detaches a killed daemon's mounts (own FUSE transport).
+        zetta_fuse::kernel::auto_unmount::HELPER_ARG => {
+            zetta_fuse::kernel::auto_unmount::helper_main()
+        }
         "zinject" => zinject::run(&args[1..], out, err),
         "daemon" => match args.get(1).map(String::as_str) {
             None => daemon::server::run(err),

@@ -29,7 +29,7 @@
 //! reader-filled cache (`zetta::dmu::objset`).
 
 use super::ZplFs;
-use fuser::{Errno, FileAttr, FileType, INodeNo};
+use crate::kernel::{Errno, FileAttr, FileType, INodeNo};
 use std::sync::Arc;
 use std::time::SystemTime;
 use zetta::dmu::{IoCtx, ObjectSet};

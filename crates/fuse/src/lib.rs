@@ -1,6 +1,10 @@
 //! The kernel glue: a ZPL filesystem served through FUSE (OpenZFS's Linux `zpl_*.c`, the
 //! layer between the VFS and `zfs_vnops.c`).
 //!
+//! Transport (issue 16): the handlers are `kernel::Filesystem`s, served either by fuser (the
+//! default: a session and its request threads per mount) or by Zetta's own transport
+//! (`kernel`: one worker pool for all of the daemon's mounts), by `ZETTA_FUSE_TRANSPORT`.
+//!
 //! One mount serves one head dataset of an imported pool. Every request takes the pool's
 //! lock (shared for reads, exclusive for changes: see `ops`), runs one ZPL operation on the
 //! dataset's object set in the open txg, and answers the kernel; the txg commits later (the daemon's timer, the dirty-data limit) or at once
@@ -45,6 +49,7 @@
 //! notification waits on while it waits for that handler's reply).
 
 mod ctldir;
+pub mod kernel;
 pub mod openzfs;
 mod ops;
 #[cfg(test)]
@@ -184,9 +189,36 @@ pub(crate) fn note_written(written: &Written, ino: u64, txg: u64) {
     *settles = (*settles).max(txg);
 }
 
+/// Which transport serves new mounts: fuser (the default, a session and its request
+/// threads per mount) or Zetta's own (`kernel`: one worker pool for all of the daemon's
+/// mounts), chosen by `ZETTA_FUSE_TRANSPORT=fuser|zetta` in the daemon's environment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    Fuser,
+    Zetta,
+}
+
+/// The transport new mounts use (see `Transport`). The own transport mounts with
+/// `mount(2)`, which only root may call: a daemon run by another user keeps fuser (whose
+/// `fusermount3` is setuid).
+pub fn transport() -> Transport {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    match std::env::var("ZETTA_FUSE_TRANSPORT").as_deref() {
+        Ok("zetta") if root => Transport::Zetta,
+        _ => Transport::Fuser,
+    }
+}
+
+/// A mount's session on either transport.
+enum Session {
+    Fuser(fuser::BackgroundSession),
+    Zetta(kernel::MountHandle),
+}
+
 /// A running mount; dropping it unmounts.
 pub struct Mounted {
-    pub session: fuser::BackgroundSession,
+    session: Session,
     live: Arc<LiveOptions>,
     written: Written,
     /// The pool whose commits settle `written` (none for a read-only OpenZFS mount).
@@ -241,10 +273,19 @@ impl Mounted {
         if inos.is_empty() {
             return;
         }
-        let notifier = self.session.notifier();
-        for ino in inos {
-            // ENOENT: the kernel has forgotten it (nothing cached to drop).
-            let _ = notifier.inval_inode(fuser::INodeNo(ino), -1, 0);
+        // ENOENT: the kernel has forgotten it (nothing cached to drop).
+        match &self.session {
+            Session::Fuser(session) => {
+                let notifier = session.notifier();
+                for ino in inos {
+                    let _ = notifier.inval_inode(fuser::INodeNo(ino), -1, 0);
+                }
+            }
+            Session::Zetta(handle) => {
+                for ino in inos {
+                    let _ = handle.inval_inode(ino, -1, 0);
+                }
+            }
         }
     }
 
@@ -491,9 +532,9 @@ impl ZplFs {
 }
 
 /// Mounts `fs` with the kernel flags `o` asks for (`ro` too when `always_readonly`), worker
-/// threads and kernel caching: the one mount path of every filesystem type this crate
-/// serves.
-fn spawn_mount<FS: fuser::Filesystem>(
+/// threads and kernel caching, on the transport `transport()` names: the one mount path
+/// of every filesystem type this crate serves.
+fn spawn_mount<FS: kernel::Filesystem>(
     fs: FS,
     o: &MountOptions,
     always_readonly: bool,
@@ -504,6 +545,35 @@ fn spawn_mount<FS: fuser::Filesystem>(
 ) -> Result<Mounted, MountError> {
     use fuser::MountOption as O;
     let allow_other = may_allow_other();
+    if transport() == Transport::Zetta {
+        let mut flags: libc::c_ulong = 0;
+        if o.readonly || always_readonly {
+            flags |= libc::MS_RDONLY;
+        }
+        if !o.exec {
+            flags |= libc::MS_NOEXEC;
+        }
+        if !o.setuid {
+            flags |= libc::MS_NOSUID;
+        }
+        if !o.devices {
+            flags |= libc::MS_NODEV;
+        }
+        if !o.atime {
+            flags |= libc::MS_NOATIME;
+        }
+        let workers = kernel::Pool::get().map_err(MountError::Io)?;
+        let handle = workers
+            .mount(fs, mountpoint, &o.fsname, flags, allow_other)
+            .map_err(MountError::Io)?;
+        return Ok(Mounted {
+            session: Session::Zetta(handle),
+            live,
+            written,
+            pool,
+            always_readonly,
+        });
+    }
     let mut options = vec![
         O::FSName(o.fsname.clone()),
         O::Subtype("zetta".to_string()),
@@ -532,9 +602,10 @@ fn spawn_mount<FS: fuser::Filesystem>(
     };
     config.n_threads = Some(worker_threads());
     config.clone_fd = true;
-    let session = fuser::spawn_mount(fs, mountpoint, &config).map_err(MountError::Io)?;
+    let session = fuser::spawn_mount(kernel::fuser_compat::FuserFs(fs), mountpoint, &config)
+        .map_err(MountError::Io)?;
     Ok(Mounted {
-        session,
+        session: Session::Fuser(session),
         live,
         written,
         pool,

@@ -50,8 +50,8 @@
 mod ops;
 
 use crate::ctldir::{CTL_ROOT, CTL_SNAPDIR};
+use crate::kernel::{FileAttr, FileType, INodeNo};
 use crate::{LiveOptions, MountError, MountOptions, Mounted, SnapDir};
-use fuser::{FileAttr, FileType, INodeNo};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::path::Path;
@@ -237,8 +237,8 @@ impl OzfsFs {
     }
 
     /// The tree of snapshot slot `slot`, opened the first time.
-    fn snap_fs(&self, slot: usize) -> Result<Arc<ZplFs>, fuser::Errno> {
-        let snap = self.snaps.get(slot).ok_or(fuser::Errno::ENOENT)?;
+    fn snap_fs(&self, slot: usize) -> Result<Arc<ZplFs>, crate::kernel::Errno> {
+        let snap = self.snaps.get(slot).ok_or(crate::kernel::Errno::ENOENT)?;
         let opened = snap.fs.get_or_init(|| {
             let os = self
                 ._pool
@@ -248,11 +248,11 @@ impl OzfsFs {
         });
         opened.clone().map_err(|why| {
             eprintln!("zetta-fuse: {}: I/O error: {why}", snap.dataset.name);
-            fuser::Errno::EIO
+            crate::kernel::Errno::EIO
         })
     }
 
-    pub(crate) fn node(&self, ino: INodeNo) -> Result<Node, fuser::Errno> {
+    pub(crate) fn node(&self, ino: INodeNo) -> Result<Node, crate::kernel::Errno> {
         Ok(match ino.0 {
             ROOT_INO => Node::Obj(self.head.clone(), self.head.root, None),
             CTL_ROOT => Node::CtlRoot,
@@ -286,10 +286,10 @@ impl OzfsFs {
         fs: &ZplFs,
         object: u64,
         slot: Option<usize>,
-    ) -> Result<(FileAttr, u64), fuser::Errno> {
+    ) -> Result<(FileAttr, u64), crate::kernel::Errno> {
         // Object numbers above 48 bits would collide with `.zfs`'s inodes.
         if object > OBJECT_MASK || object == 0 {
-            return Err(fuser::Errno::EIO);
+            return Err(crate::kernel::Errno::EIO);
         }
         let a = fs.attr(object).map_err(io_error)?;
         let dn = fs.os.dnode(object).map_err(io_error)?;
@@ -334,7 +334,7 @@ impl OzfsFs {
     }
 
     /// Lists directory `ino` whole, as `readdir` serves it.
-    pub(crate) fn list(&self, ino: INodeNo) -> Result<Vec<Dirent>, fuser::Errno> {
+    pub(crate) fn list(&self, ino: INodeNo) -> Result<Vec<Dirent>, crate::kernel::Errno> {
         let dot = |me: u64, parent: u64| -> Vec<Dirent> {
             vec![
                 (INodeNo(me), FileType::Directory, b".".to_vec()),
@@ -367,7 +367,7 @@ impl OzfsFs {
             Node::Obj(fs, dir, slot) => {
                 let attr = fs.attr(dir).map_err(io_error)?;
                 if attr.mode & S_IFMT != S_IFDIR {
-                    return Err(fuser::Errno::ENOTDIR);
+                    return Err(crate::kernel::Errno::ENOTDIR);
                 }
                 let me = self.ino(&fs, dir, slot);
                 let parent = if dir == fs.root {
@@ -425,9 +425,9 @@ impl OzfsFs {
 }
 
 /// A reader error as the kernel gets it: logged (a pool should never fail a read), EIO.
-pub(crate) fn io_error(e: OzfsError) -> fuser::Errno {
+pub(crate) fn io_error(e: OzfsError) -> crate::kernel::Errno {
     eprintln!("zetta-fuse: I/O error: {e}");
-    fuser::Errno::EIO
+    crate::kernel::Errno::EIO
 }
 
 /// The space a filesystem could still take, estimated cheaply: the pool's allocatable

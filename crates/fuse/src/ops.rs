@@ -27,7 +27,7 @@
 
 use super::ZplFs;
 use crate::ctldir::{CTL_ROOT, CTL_SNAPDIR};
-use fuser::{
+use crate::kernel::{
     AccessFlags, Errno, FileAttr, FileHandle, FileType, FopenFlags, Generation, INodeNo,
     KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
     ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite,
@@ -70,7 +70,7 @@ const ROOT_INO: u64 = 1;
 const READDIRPLUS_BATCH: usize = 32;
 /// The offset after `.zfs` in a root listing (above every directory cursor).
 const CTL_LISTED_OFFSET: i64 = i64::MAX - 1;
-/// Largest write the kernel sends in one request (and, through fuser, `max_pages`: 256
+/// Largest write the kernel sends in one request (and with it `max_pages`: 256
 /// pages of 4 KiB, the kernel's default `fuse_max_pages_limit`).
 const MAX_WRITE_BYTES: u32 = 1 << 20;
 /// Readahead asked of the kernel at `init` (it grants at most its bdi's current window,
@@ -116,17 +116,10 @@ fn from_system(t: SystemTime) -> Timespec {
     }
 }
 
-/// A time the kernel sent. fuser 0.18 turns the kernel's (sec < 0, nsec) into
-/// `EPOCH - (|sec| s + nsec ns)` (the nanoseconds pointing the wrong way), so a time
-/// before 1970 is read back by undoing exactly that; the version is pinned in Cargo.toml.
+/// A time the kernel sent: both transports deliver it exactly (fuser 0.18's reading of
+/// a time before 1970 is undone in `kernel::fuser_compat`).
 fn from_kernel(t: SystemTime) -> Timespec {
-    match t.duration_since(UNIX_EPOCH) {
-        Ok(_) => from_system(t),
-        Err(e) => Timespec {
-            sec: -(e.duration().as_secs() as i64),
-            nsec: e.duration().subsec_nanos(),
-        },
-    }
+    from_system(t)
 }
 
 fn time_or_now(t: TimeOrNow, now: Timespec) -> Timespec {
@@ -509,9 +502,9 @@ impl ZplFs {
     }
 }
 
-impl fuser::Filesystem for ZplFs {
+impl crate::kernel::Filesystem for ZplFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
-        use fuser::InitFlags as F;
+        use crate::kernel::InitFlags as F;
         let _ = config.set_max_write(MAX_WRITE_BYTES);
         if let Err(most) = config.set_max_readahead(MAX_READAHEAD_BYTES) {
             let _ = config.set_max_readahead(most);
@@ -635,7 +628,7 @@ impl fuser::Filesystem for ZplFs {
         crtime: Option<SystemTime>,
         _chgtime: Option<SystemTime>,
         _bkuptime: Option<SystemTime>,
-        _flags: Option<fuser::BsdFileFlags>,
+        _flags: Option<crate::kernel::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
         if ino.0 >= CTL_ROOT {

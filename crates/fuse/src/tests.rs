@@ -146,6 +146,6 @@ fn every_open_skips_the_flush_at_close() {
     for writing in [false, true] {
         assert!(fs
             .open_flags(writing)
-            .contains(fuser::FopenFlags::FOPEN_NOFLUSH));
+            .contains(crate::kernel::FopenFlags::FOPEN_NOFLUSH));
     }
 }

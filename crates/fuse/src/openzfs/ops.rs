@@ -3,14 +3,14 @@
 
 use super::{io_error, kind_of, Node, OzfsFs, CTL_SHARES};
 use crate::ctldir::{CTL_ROOT, CTL_SNAPDIR};
-use crate::ops::reply_sized;
-use crate::SnapDir;
-use fuser::{
+use crate::kernel::{
     AccessFlags, Errno, FileHandle, FileType, FopenFlags, Generation, INodeNo, KernelConfig,
     LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
     ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow,
     WriteFlags,
 };
+use crate::ops::reply_sized;
+use crate::SnapDir;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -36,7 +36,11 @@ fn enodata() -> Errno {
 
 impl OzfsFs {
     /// `lookup`: the entry's attributes and generation.
-    fn lookup_entry(&self, parent: INodeNo, name: &[u8]) -> Result<(fuser::FileAttr, u64), Errno> {
+    fn lookup_entry(
+        &self,
+        parent: INodeNo,
+        name: &[u8],
+    ) -> Result<(crate::kernel::FileAttr, u64), Errno> {
         match self.node(parent)? {
             Node::CtlRoot => match name {
                 b"snapshot" => Ok((self.ctl_attr(CTL_SNAPDIR, 2), 0)),
@@ -90,7 +94,7 @@ impl OzfsFs {
         }
     }
 
-    fn getattr_of(&self, ino: INodeNo) -> Result<fuser::FileAttr, Errno> {
+    fn getattr_of(&self, ino: INodeNo) -> Result<crate::kernel::FileAttr, Errno> {
         match self.node(ino)? {
             Node::CtlRoot => Ok(self.ctl_attr(CTL_ROOT, 4)),
             Node::SnapDir => Ok(self.ctl_attr(CTL_SNAPDIR, 2)),
@@ -163,7 +167,7 @@ fn find_xattr(stored: &[SaXattr], name: &[u8]) -> Result<Vec<u8>, Errno> {
     find(name).ok_or_else(enodata)
 }
 
-impl fuser::Filesystem for OzfsFs {
+impl crate::kernel::Filesystem for OzfsFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         let _ = config.set_time_granularity(Duration::from_nanos(1));
         Ok(())
@@ -198,7 +202,7 @@ impl fuser::Filesystem for OzfsFs {
         _crtime: Option<SystemTime>,
         _chgtime: Option<SystemTime>,
         _bkuptime: Option<SystemTime>,
-        _flags: Option<fuser::BsdFileFlags>,
+        _flags: Option<crate::kernel::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
         reply.error(erofs());
@@ -519,7 +523,7 @@ impl fuser::Filesystem for OzfsFs {
         _fh_out: FileHandle,
         _offset_out: u64,
         _len: u64,
-        _flags: fuser::CopyFileRangeFlags,
+        _flags: crate::kernel::CopyFileRangeFlags,
         reply: ReplyWrite,
     ) {
         reply.error(erofs());
