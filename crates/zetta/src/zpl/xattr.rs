@@ -179,6 +179,7 @@ fn mark_xattr(os: &mut ObjectSet, ctx: &IoCtx<'_>, object: u64) -> Result<(), Zp
 
 /// Sets `name` to `value` in xattr directory `dir_object` (`zpl_xattr_set_dir`): the file
 /// is made when missing, else truncated, then written from offset 0.
+#[allow(clippy::too_many_arguments)]
 fn set_in_dir(
     os: &mut ObjectSet,
     ctx: &IoCtx<'_>,
