@@ -252,6 +252,32 @@ fn raidz2_ashift12_every_checksum_large_blocks_and_xattrs() {
             .unwrap();
         assert_eq!(String::from_utf8_lossy(&out.stdout), "a small value");
     }
+    // Send/receive carries the xattr directories like any other objects: OpenZFS's
+    // zstream reads the stream, and the received files have every xattr.
+    lab.zfs(&["snapshot", "rcsum/x-dir@s"]);
+    let stream = lab.lab.path("x-dir.stream");
+    let mut send = lab.lab.command("zfs");
+    send.args(["send", "rcsum/x-dir@s"])
+        .stdout(std::fs::File::create(&stream).unwrap());
+    let out = lab.lab.run(send);
+    assert_eq!(out.code, 0, "zfs send: {}", out.stderr);
+    let dump = Command::new(common::openzfs::oracle::oracle_prefix().join("sbin/zstream"))
+        .args(["dump", &stream])
+        .output()
+        .unwrap();
+    assert!(dump.status.success(), "zstream dump: {dump:?}");
+    let mut receive = lab.lab.command("zfs");
+    receive
+        .args(["receive", "rcsum/x-recv"])
+        .stdin(std::fs::File::open(&stream).unwrap());
+    let out = lab.lab.run(receive);
+    assert_eq!(out.code, 0, "zfs receive: {}", out.stderr);
+    let received = format!("{}/text", lab.mnt("x-recv"));
+    let out = Command::new("getfattr")
+        .args(["-n", "user.large", "--only-values", &received])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), large_value);
     lab.zfs(&["snapshot", "rcsum/k-blake3@s"]);
     lab.zfs(&["create", "-o", "checksum=blake3", "rcsum/gone"]);
     std::fs::write(lab.mnt("gone") + "/f", b"blake3 data").unwrap();
