@@ -228,6 +228,7 @@ fn raidz2_ashift12_every_checksum_large_blocks_and_xattrs() {
     std::fs::write(Path::new(&mnt).join("large"), data(400, 3 << 20, true)).unwrap();
     write_files(&mnt, 401);
     let large_value = "x".repeat(20_000);
+    let mut text_objects = Vec::new();
     for xattr in ["sa", "dir"] {
         let mnt = lab.dataset(&format!("x-{xattr}"), &[&format!("xattr={xattr}")]);
         write_files(&mnt, 500);
@@ -235,12 +236,48 @@ fn raidz2_ashift12_every_checksum_large_blocks_and_xattrs() {
         setfattr(&file, "user.small", "a small value");
         setfattr(&file, "user.large", &large_value);
         setfattr(&format!("{mnt}/sub"), "user.ondir", "on a directory");
+        // Many xattrs: the xattr directory outgrows a microzap into a fat ZAP.
+        for i in 0..300 {
+            setfattr(
+                &format!("{mnt}/random"),
+                &format!("user.many-{i:03}"),
+                &"v".repeat(i),
+            );
+        }
+        use std::os::unix::fs::MetadataExt;
+        text_objects.push(std::fs::metadata(&file).unwrap().ino());
         let out = Command::new("getfattr")
             .args(["-n", "user.small", "--only-values", &file])
             .output()
             .unwrap();
         assert_eq!(String::from_utf8_lossy(&out.stdout), "a small value");
     }
+    // Send/receive carries the xattr directories like any other objects: OpenZFS's
+    // zstream reads the stream, and the received files have every xattr.
+    lab.zfs(&["snapshot", "rcsum/x-dir@s"]);
+    let stream = lab.lab.path("x-dir.stream");
+    let mut send = lab.lab.command("zfs");
+    send.args(["send", "rcsum/x-dir@s"])
+        .stdout(std::fs::File::create(&stream).unwrap());
+    let out = lab.lab.run(send);
+    assert_eq!(out.code, 0, "zfs send: {}", out.stderr);
+    let dump = Command::new(common::openzfs::oracle::oracle_prefix().join("sbin/zstream"))
+        .args(["dump", &stream])
+        .output()
+        .unwrap();
+    assert!(dump.status.success(), "zstream dump: {dump:?}");
+    let mut receive = lab.lab.command("zfs");
+    receive
+        .args(["receive", "rcsum/x-recv"])
+        .stdin(std::fs::File::open(&stream).unwrap());
+    let out = lab.lab.run(receive);
+    assert_eq!(out.code, 0, "zfs receive: {}", out.stderr);
+    let received = format!("{}/text", lab.mnt("x-recv"));
+    let out = Command::new("getfattr")
+        .args(["-n", "user.large", "--only-values", &received])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), large_value);
     lab.zfs(&["snapshot", "rcsum/k-blake3@s"]);
     lab.zfs(&["create", "-o", "checksum=blake3", "rcsum/gone"]);
     std::fs::write(lab.mnt("gone") + "/f", b"blake3 data").unwrap();
@@ -259,6 +296,46 @@ fn raidz2_ashift12_every_checksum_large_blocks_and_xattrs() {
     ] {
         assert!(text.contains(line), "{line}: {text}");
     }
+    // OpenZFS's own reading of the xattrs: the file's ZPL_XATTR names a hidden directory
+    // whose entries are regular files holding the values (xattr=dir, and xattr=sa until
+    // Zetta writes SA xattrs).
+    for (dataset, object) in ["rcsum/x-sa", "rcsum/x-dir"].iter().zip(text_objects) {
+        let file = zdb_object(&lab.lab.dir, dataset, object);
+        let xattr_dir = file
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("xattr").map(str::trim))
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("{dataset} object {object} names no xattr dir: {file}"));
+        let dir = zdb_object(&lab.lab.dir, dataset, xattr_dir);
+        assert!(dir.contains("ZFS directory"), "{dir}");
+        let parent = object.to_string();
+        assert!(
+            dir.lines()
+                .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["parent", &parent]),
+            "the xattr dir's parent is the file: {dir}"
+        );
+        for name in ["user.small", "user.large"] {
+            assert!(dir.contains(&format!("{name} = ")), "{name}: {dir}");
+        }
+        assert!(dir.contains("(type: Regular File)"), "{dir}");
+    }
+}
+
+/// `zdb -e -p DIR -dddd DATASET OBJECT`: OpenZFS's print of one object.
+fn zdb_object(dir: &Path, dataset: &str, object: u64) -> String {
+    let out = Command::new(common::openzfs::oracle::zdb())
+        .args(["-e", "-p"])
+        .arg(dir)
+        .args(["-dddd", dataset, &object.to_string()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "zdb -dddd {dataset} {object}: {text}"
+    );
+    text
 }
 
 // Why: snapshots, clones, promote, rollback and destroy free and hand over blocks between

@@ -8,8 +8,8 @@
 //! `znode_phys_t` bonuses, bplist-sized bpobjs, no `$FREE`) must be zfs-fuse's own, and a
 //! pool after zfs-fuse has rewritten its labels with only OpenZFS's keys must import
 //! read-write here. zfs-fuse is the oracle; setup.sh installs it, so nothing is skipped.
-//! Extended attributes: zfs-fuse's are read here (its xattr directories); Zetta refuses to
-//! write them on a ZPL 4 filesystem (EOPNOTSUPP) until it writes xattr directories.
+//! Extended attributes: zfs-fuse's are read here (its xattr directories), and Zetta's
+//! (xattr directories of `znode_phys_t` znodes, since session 20) are read by zfs-fuse.
 
 mod common;
 #[allow(dead_code)]
@@ -146,8 +146,9 @@ fn zetta_to_zfs_fuse(lab: &Lab, vdevs: &Path, mnt: &Path) -> (String, String) {
     );
     populate(mnt, "zetta");
     populate(&mnt.join("a"), "zetta-a");
-    let refused = zfs_fuse::set_xattr(&mnt.join("zetta/small.txt"), "user.x", b"v").unwrap_err();
-    assert_eq!(refused.raw_os_error(), Some(libc::EOPNOTSUPP));
+    let large_value = vec![b'L'; 20_000];
+    zfs_fuse::set_xattr(&mnt.join("zetta/small.txt"), "user.x", b"v").unwrap();
+    zfs_fuse::set_xattr(&mnt.join("zetta/small.txt"), "user.large", &large_value).unwrap();
     let zetta_root = lab.tree_digest(&mnt.join("zetta"), None);
     let zetta_a = lab.tree_digest(&mnt.join("a"), None);
     lab.ok("zpool", &["export", "zt"]);
@@ -160,6 +161,15 @@ fn zetta_to_zfs_fuse(lab: &Lab, vdevs: &Path, mnt: &Path) -> (String, String) {
         zfs_fuse::wait_mounted(&mnt.join("a"), true);
         assert_eq!(lab.tree_digest(&mnt.join("zetta"), None), zetta_root);
         assert_eq!(lab.tree_digest(&mnt.join("a"), None), zetta_a);
+        // zfs-fuse reads Zetta's xattr directory.
+        assert_eq!(
+            get_xattr(&mnt.join("zetta/small.txt"), "user.x").unwrap(),
+            b"v"
+        );
+        assert_eq!(
+            get_xattr(&mnt.join("zetta/small.txt"), "user.large").unwrap(),
+            large_value
+        );
         populate(mnt, "fuse");
         populate(&mnt.join("a"), "fuse-a");
         std::fs::remove_file(mnt.join("zetta/sub/entry_with_a_long_name_0003")).unwrap();

@@ -539,11 +539,113 @@ fn xattrs_small_large_flags() {
         let objects_before = os.object_ids(ctx)?.len();
         vfs.unlink(os, ctx, vfs.root, b"x", t(7))?;
         vfs.reclaim(os, ctx, o)?;
-        // The file, its xattr ZAP and the large value's object are all gone.
-        assert_eq!(os.object_ids(ctx)?.len(), objects_before - 3);
+        // The file, its xattr directory and its two xattr files are all gone.
+        assert_eq!(os.object_ids(ctx)?.len(), objects_before - 4);
         Ok(())
     })
     .unwrap();
+}
+
+/// Why: OpenZFS reads an object's xattrs (`xattr=dir`, its default) only as a hidden
+/// directory that `ZPL_XATTR` names (`zfs_make_xattrdir`, `zpl_xattr_get_dir`); before
+/// session 20 Zetta wrote a plain ZAP there, which OpenZFS reads as nothing. The directory
+/// and its files must be the znodes OpenZFS makes (mode, owner, parent, `ZFS_XATTR`), a
+/// value must be its file's data, and a legacy ZAP must still read and become a directory
+/// at its first change.
+#[test]
+fn xattrs_are_a_hidden_directory_of_files_as_openzfs_writes_them() {
+    use super::xattr::ZFS_XATTR;
+    use crate::types::ObjectId;
+    let device = Arc::new(MemDevice::new("/mem/zpl", 256 << 20));
+    let mut spa = pool(&device);
+    let (file, xdir) = spa
+        .with_zpl("tank", |vfs, os, ctx| {
+            let f = vfs.create(
+                os,
+                ctx,
+                vfs.root,
+                b"x",
+                FileKind::Regular,
+                0o600,
+                ME,
+                0,
+                t(1),
+            )?;
+            let file = f.object;
+            let big: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
+            vfs.setxattr(os, ctx, file, b"user.small", b"abc", 0, t(2))?;
+            vfs.setxattr(os, ctx, file, b"user.big", &big, 0, t(3))?;
+            // A replace truncates: the shorter value leaves no tail of the longer one.
+            vfs.setxattr(os, ctx, file, b"user.big", b"short", XATTR_REPLACE, t(4))?;
+            let xdir = vfs.getattr(os, ctx, file)?.znode.xattr;
+            Ok((file, xdir))
+        })
+        .unwrap();
+    spa.export().unwrap();
+    let mut spa = reimport(&device);
+    spa.with_zpl("tank", |vfs, os, ctx| {
+        let d = vfs.getattr(os, ctx, xdir)?.znode;
+        // S_IFDIR | S_ISVTX | 0777, the file's owner, parent = the file, ZFS_XATTR.
+        assert_eq!(d.mode, 0o41777);
+        assert_eq!((d.uid, d.gid, d.parent), (1000, 100, file));
+        assert_eq!(d.flags & ZFS_XATTR, ZFS_XATTR);
+        assert_eq!(
+            (d.links, d.size),
+            (2, 4),
+            "two entries counted as zfs_link_create does"
+        );
+        assert_eq!(
+            os.dnode(ctx, ObjectId(xdir))?.object_type,
+            crate::dmu::object_type::DIRECTORY
+        );
+        for (name, value) in [(&b"user.small"[..], &b"abc"[..]), (b"user.big", b"short")] {
+            let (obj, kind) = super::dir::lookup(os, ctx, xdir, name)?.unwrap();
+            assert_eq!(kind, FileKind::Regular);
+            let z = vfs.getattr(os, ctx, obj)?.znode;
+            assert_eq!(
+                (z.mode, z.parent, z.size),
+                (0o100644, xdir, value.len() as u64)
+            );
+            assert_eq!(z.flags & ZFS_XATTR, ZFS_XATTR);
+            assert_eq!(os.read(ctx, ObjectId(obj), 0, value.len())?, value);
+            assert_eq!(vfs.getxattr(os, ctx, file, name)?, value);
+        }
+        // A legacy xattr ZAP (Zetta before session 20) on another file: read, then
+        // rewritten as a directory at its first change.
+        let g = vfs.create(
+            os,
+            ctx,
+            vfs.root,
+            b"g",
+            FileKind::Regular,
+            0o644,
+            ME,
+            0,
+            t(5),
+        )?;
+        let legacy = zap::zap_create(os, ctx, crate::dmu::object_type::ZAP)?;
+        zap::zap_update_bytes(os, ctx, legacy, b"user.old", b"kept")?;
+        let mut z = vfs.getattr(os, ctx, g.object)?.znode;
+        z.xattr = legacy.0;
+        super::vnops::put(os, ctx, g.object, &z)?;
+        assert_eq!(vfs.getxattr(os, ctx, g.object, b"user.old")?, b"kept");
+        vfs.setxattr(os, ctx, g.object, b"user.new", b"n", 0, t(6))?;
+        let gdir = vfs.getattr(os, ctx, g.object)?.znode.xattr;
+        // (The freed ZAP's number may be the directory's own.)
+        assert!(super::znode::is_znode_bonus(
+            os.dnode(ctx, ObjectId(gdir))?.bonus_type
+        ));
+        assert!(super::dir::lookup(os, ctx, gdir, b"user.old")?.is_some());
+        assert_eq!(vfs.getxattr(os, ctx, g.object, b"user.old")?, b"kept");
+        // Removal unlinks and frees the file; the directory stays.
+        let (small, _) = super::dir::lookup(os, ctx, xdir, b"user.small")?.unwrap();
+        vfs.removexattr(os, ctx, file, b"user.small", t(7))?;
+        assert!(os.dnode(ctx, ObjectId(small)).is_err());
+        assert_eq!(vfs.getattr(os, ctx, xdir)?.znode.size, 3);
+        Ok(())
+    })
+    .unwrap();
+    settle_and_audit(&mut spa);
 }
 
 /// A listing resumed from any offset returns every entry exactly once, even with
@@ -1286,7 +1388,8 @@ fn znodes_are_openzfs_system_attributes_after_reimport() {
 /// znodes as `znode_phys_t` bonuses (`DMU_OT_ZNODE`, 264 bytes, a symlink target of up to
 /// 56 bytes after them) and has no SA master node. Zetta must create, change and read such
 /// files without turning them into SA bonuses (which zfs-fuse cannot read), across export
-/// and import; xattr writes are refused (EOPNOTSUPP) until xattr directories are written.
+/// and import; xattrs are written as ZPL 4 keeps them, an xattr directory of
+/// `znode_phys_t` znodes (zfs-fuse reads no other form).
 #[test]
 fn zpl4_filesystems_are_read_write_with_znode_phys_bonuses() {
     use super::openzfs::znode::ZnodePhys as OzZnode;
@@ -1324,11 +1427,7 @@ fn zpl4_filesystems_are_read_write_with_znode_phys_bonuses() {
                 ..SetAttr::default()
             };
             vfs.setattr(os, ctx, file, &change, t(8))?;
-            assert_eq!(
-                vfs.setxattr(os, ctx, file, b"user.k", b"v", 0, t(9))
-                    .map_err(|e| e.errno()),
-                Err(libc_errno::EOPNOTSUPP)
-            );
+            vfs.setxattr(os, ctx, file, b"user.k", b"v", 0, t(9))?;
             Ok((file, sub, s56, s57))
         })
         .unwrap();
@@ -1366,6 +1465,16 @@ fn zpl4_filesystems_are_read_write_with_znode_phys_bonuses() {
         );
         assert_eq!(z.mtime.sec, 6);
         assert_eq!(vfs.read(os, ctx, file, 0, 100)?, b"hello v4");
+        // The xattr directory and its file are znode_phys_t znodes flagged ZFS_XATTR.
+        let xdir = z.xattr;
+        let (xfile, _) = super::dir::lookup(os, ctx, xdir, b"user.k")?.unwrap();
+        for obj in [xdir, xfile] {
+            let dnode = os.dnode(ctx, ObjectId(obj))?;
+            assert_eq!(dnode.bonus_type, 17, "object {obj}");
+            let x = OzZnode::decode(&dnode.bonus, ByteOrder::HOST).unwrap();
+            assert_eq!(x.flags & super::xattr::ZFS_XATTR, super::xattr::ZFS_XATTR);
+        }
+        assert_eq!(vfs.getxattr(os, ctx, file, b"user.k")?, b"v");
         assert_eq!(vfs.readlink(os, ctx, s56)?, t56);
         assert_eq!(vfs.readlink(os, ctx, s57)?, t57);
         let hard = vfs.lookup(os, ctx, sub, b"hard")?;

@@ -238,7 +238,7 @@ pub(super) fn allocate(
 }
 
 /// Adds `name` → `object` to `dir`, counting the entry (and the subdirectory's `..`).
-fn link_into(
+pub(super) fn link_into(
     os: &mut ObjectSet,
     ctx: &IoCtx<'_>,
     dir: u64,
@@ -261,7 +261,7 @@ fn link_into(
     put(os, ctx, dir, &parent)
 }
 
-fn unlink_from(
+pub(super) fn unlink_from(
     os: &mut ObjectSet,
     ctx: &IoCtx<'_>,
     dir: u64,

@@ -1,23 +1,34 @@
-//! Extended attributes (OpenZFS `zfs_xattr.c`). An object's xattrs live in a ZAP of their
-//! own, named by the znode's `xattr` field: name → value bytes. A value too large for a
-//! ZAP entry (over 8 KiB) is kept in a separate object and the entry holds
-//! `[object, length]` as u64 words instead. Linux limits apply: names of 1..=255 bytes,
-//! values up to 64 KiB.
+//! Extended attributes (OpenZFS `zpl_xattr.c`, `zfs_make_xattrdir`): `xattr=dir` as
+//! OpenZFS writes it. An object's xattrs are the files of a hidden directory that the
+//! znode's `xattr` field (SA `ZPL_XATTR`, or `zp_xattr` in a ZPL 4 `znode_phys_t`) names.
+//! The directory is a znode like any other, made on the first set (`zfs_make_xattrdir`):
+//! mode `S_IFDIR | S_ISVTX | 0777`, owned by the file's owner, parent = the file, and
+//! `ZFS_XATTR` in its flags; it is linked from no directory. Each xattr is a regular file
+//! in it (mode 0644, `ZFS_XATTR` too, as `zfs_mknode` gives every object made in an xattr
+//! directory) whose data is the value (`zpl_xattr_set_dir`: truncated, then written from
+//! offset 0; `zpl_xattr_get_dir`: read up to its size). A removed xattr's file is unlinked
+//! and freed; the directory stays, as OpenZFS leaves it. The file's reclaim frees the
+//! directory and its files with it (OpenZFS queues the directory on the delete queue; it
+//! is freed in the same txg here, which a crash cannot split). OpenZFS's own tools see
+//! ordinary objects: `zdb` prints the directory and files, `zfs send` carries them.
+//! Linux limits apply: names of 1..=255 bytes, values up to 64 KiB.
 //!
-//! A ZPL 4 filesystem (zfs-fuse's, `-o version=23` pools) keeps xattrs as OpenZFS does
-//! before system attributes: the `xattr` field names a hidden directory (a ZAP of name →
-//! dirent, `ZFS_DIRENT_OBJ` in the low 48 bits) whose files hold the values. Those are
-//! read here (a one-word entry is a dirent: its file's znode gives the length) and freed
-//! with their owner; writing them is refused (EOPNOTSUPP) until Zetta writes xattr
-//! directories, so no pool ever holds both shapes under one object.
+//! The xattr files' owner is the file's owner (OpenZFS gives a new xattr file the caller's
+//! ids; the engine's setxattr has no caller).
+//!
+//! Before session 20 Zetta kept an object's xattrs in a plain ZAP instead (name → value
+//! bytes, or `[object, length]` for a value over 8 KiB in an object of its own); such a
+//! ZAP (a `xattr` object without a znode bonus) is still read, and the first change to it
+//! rewrites it as a directory (`migrate_legacy`).
 
-use super::vnops::{get, put};
+use super::dir;
+use super::vnops::{allocate, get, link_into, put, unlink_from};
 use super::zfs_log::{self, Lr};
-use super::znode::Timespec;
-use super::{Zfsvfs, ZplError};
-use crate::dmu::{object_type, IoCtx, ObjectSet};
+use super::znode::{is_znode_bonus, FileKind, Timespec};
+use super::{Creds, Zfsvfs, ZplError};
+use crate::dmu::{IoCtx, ObjectSet};
 use crate::types::ObjectId;
-use crate::zap::{self, ZapValue, VALUE_SIZE_MAX_BYTES};
+use crate::zap::{self, ZapValue};
 
 /// Largest xattr value (Linux XATTR_SIZE_MAX).
 pub const XATTR_VALUE_MAX_BYTES: usize = 64 << 10;
@@ -25,6 +36,13 @@ pub const XATTR_NAME_MAX_BYTES: usize = 255;
 /// `setxattr` flags.
 pub const XATTR_CREATE: u32 = 1;
 pub const XATTR_REPLACE: u32 = 2;
+/// `ZFS_XATTR`: the znode flag of an xattr directory and of the files in it.
+pub const ZFS_XATTR: u64 = 0x1;
+/// The mode `zfs_xattr_owner_unlinked`'s caller gives a new xattr directory (`S_ISVTX |
+/// 0777`; the directory type bits are added by `allocate`).
+const XATTR_DIR_MODE: u64 = 0o1777;
+/// `zpl_xattr_set_dir`'s mode for a new xattr file (`S_IFREG | 0644`).
+const XATTR_FILE_MODE: u64 = 0o644;
 
 fn check_name(name: &[u8]) -> Result<(), ZplError> {
     if name.is_empty() || name.contains(&0) {
@@ -36,22 +54,45 @@ fn check_name(name: &[u8]) -> Result<(), ZplError> {
     Ok(())
 }
 
-/// The object number of a directory entry (`ZFS_DIRENT_OBJ`: the low 48 bits).
-const DIRENT_OBJECT_MASK: u64 = (1 << 48) - 1;
+/// Where an object's xattrs are.
+enum Store {
+    None,
+    /// An xattr directory (OpenZFS's form, Zetta's since session 20, zfs-fuse's).
+    Dir(u64),
+    /// Zetta's pre-session-20 xattr ZAP.
+    Legacy(u64),
+}
 
-fn value_of(os: &ObjectSet, ctx: &IoCtx<'_>, value: ZapValue) -> Result<Vec<u8>, ZplError> {
+fn store_of(os: &ObjectSet, ctx: &IoCtx<'_>, xattr: u64) -> Result<Store, ZplError> {
+    if xattr == 0 {
+        return Ok(Store::None);
+    }
+    let dnode = os.dnode(ctx, ObjectId(xattr))?;
+    Ok(if is_znode_bonus(dnode.bonus_type) {
+        Store::Dir(xattr)
+    } else {
+        Store::Legacy(xattr)
+    })
+}
+
+/// The value an xattr file holds.
+fn read_file(os: &ObjectSet, ctx: &IoCtx<'_>, object: u64) -> Result<Vec<u8>, ZplError> {
+    let size = get(os, ctx, object)?.size;
+    if size as usize > XATTR_VALUE_MAX_BYTES {
+        return Err(ZplError::Io(format!("xattr file {object} of {size} bytes")));
+    }
+    let mut data = os.read(ctx, ObjectId(object), 0, size as usize)?;
+    data.resize(size as usize, 0);
+    Ok(data)
+}
+
+/// A legacy ZAP entry's value: the bytes, `[object, length]` of a large one, or (a ZAP
+/// holding one-word entries is read as the directory it is) a dirent.
+fn legacy_value(os: &ObjectSet, ctx: &IoCtx<'_>, value: ZapValue) -> Result<Vec<u8>, ZplError> {
     match value {
         ZapValue::Bytes(bytes) => Ok(bytes),
         ZapValue::U64s(words) => match words.as_slice() {
-            // An entry of an OpenZFS xattr directory: the value is the file's data.
-            [dirent] => {
-                let object = dirent & DIRENT_OBJECT_MASK;
-                let size = get(os, ctx, object)?.size;
-                if size as usize > XATTR_VALUE_MAX_BYTES {
-                    return Err(ZplError::Io(format!("xattr file {object} of {size} bytes")));
-                }
-                Ok(os.read(ctx, ObjectId(object), 0, size as usize)?)
-            }
+            [dirent] => read_file(os, ctx, dir::dirent_object(*dirent)),
             [object, len] if *len as usize <= XATTR_VALUE_MAX_BYTES => {
                 Ok(os.read(ctx, ObjectId(*object), 0, *len as usize)?)
             }
@@ -60,36 +101,158 @@ fn value_of(os: &ObjectSet, ctx: &IoCtx<'_>, value: ZapValue) -> Result<Vec<u8>,
     }
 }
 
-/// Frees the separate object of a large value, or the file an xattr directory's entry
-/// names, if the entry has one.
-fn free_value(os: &mut ObjectSet, ctx: &IoCtx<'_>, value: &ZapValue) -> Result<(), ZplError> {
-    if let ZapValue::U64s(words) = value {
-        match words.as_slice() {
-            [dirent] => os.free_object(ctx, ObjectId(dirent & DIRENT_OBJECT_MASK))?,
-            [object, ..] => os.free_object(ctx, ObjectId(*object))?,
-            [] => {}
+/// Frees a legacy ZAP's large value objects and the ZAP.
+fn destroy_legacy(os: &mut ObjectSet, ctx: &IoCtx<'_>, zap_object: u64) -> Result<(), ZplError> {
+    for entry in zap::zap_list_all(os, ctx, ObjectId(zap_object))? {
+        if let ZapValue::U64s(words) = &entry.value {
+            if let Some(&first) = words.first() {
+                os.free_object(ctx, ObjectId(dir::dirent_object(first)))?;
+            }
         }
     }
+    zap::zap_destroy(os, ctx, ObjectId(zap_object))?;
     Ok(())
 }
 
-/// Xattrs are written only on ZPL 5 filesystems (see the header).
-fn check_writable(vfs: &Zfsvfs) -> Result<(), ZplError> {
-    if vfs.version < super::ZPL_VERSION_SA {
-        return Err(ZplError::NotSupported(
-            "writing xattrs on a ZPL version 4 filesystem",
-        ));
+/// Frees an object's xattrs, whatever their form (the object is being reclaimed): an
+/// xattr directory's files and the directory, or a legacy ZAP and its value objects.
+pub fn destroy_all(os: &mut ObjectSet, ctx: &IoCtx<'_>, xattr: u64) -> Result<(), ZplError> {
+    match store_of(os, ctx, xattr)? {
+        Store::None => Ok(()),
+        Store::Legacy(zap_object) => destroy_legacy(os, ctx, zap_object),
+        Store::Dir(dir_object) => {
+            for entry in zap::zap_list_all(os, ctx, ObjectId(dir_object))? {
+                let ZapValue::U64s(words) = &entry.value else {
+                    return Err(ZplError::Io(format!(
+                        "xattr directory {dir_object} holds a byte entry"
+                    )));
+                };
+                if let Some(&dirent) = words.first() {
+                    os.free_object(ctx, ObjectId(dir::dirent_object(dirent)))?;
+                }
+            }
+            os.free_object(ctx, ObjectId(dir_object))?;
+            Ok(())
+        }
     }
-    Ok(())
 }
 
-/// Frees an object's xattr ZAP and every large value (the object is being reclaimed).
-pub fn destroy_all(os: &mut ObjectSet, ctx: &IoCtx<'_>, xattr_zap: u64) -> Result<(), ZplError> {
-    for entry in zap::zap_list_all(os, ctx, ObjectId(xattr_zap))? {
-        free_value(os, ctx, &entry.value)?;
+/// Makes `object`'s xattr directory (`zfs_make_xattrdir`) and names it in `znode`.
+fn make_xattr_dir(
+    vfs: &Zfsvfs,
+    os: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    object: u64,
+    znode: &mut super::ZnodePhys,
+    now: Timespec,
+) -> Result<u64, ZplError> {
+    let owner = owner_of(znode);
+    let dir_object = allocate(
+        os,
+        ctx,
+        vfs.znode_bonus_type(),
+        FileKind::Directory,
+        XATTR_DIR_MODE,
+        owner,
+        0,
+        object,
+        now,
+    )?;
+    mark_xattr(os, ctx, dir_object)?;
+    znode.xattr = dir_object;
+    Ok(dir_object)
+}
+
+fn owner_of(znode: &super::ZnodePhys) -> Creds {
+    Creds {
+        uid: znode.uid as u32,
+        gid: znode.gid as u32,
     }
-    zap::zap_destroy(os, ctx, ObjectId(xattr_zap))?;
-    Ok(())
+}
+
+/// Adds `ZFS_XATTR` to a fresh object's flags (`zfs_mknode` under an xattr directory).
+fn mark_xattr(os: &mut ObjectSet, ctx: &IoCtx<'_>, object: u64) -> Result<(), ZplError> {
+    let mut znode = get(os, ctx, object)?;
+    znode.flags |= ZFS_XATTR;
+    put(os, ctx, object, &znode)
+}
+
+/// Sets `name` to `value` in xattr directory `dir_object` (`zpl_xattr_set_dir`): the file
+/// is made when missing, else truncated, then written from offset 0.
+#[allow(clippy::too_many_arguments)]
+fn set_in_dir(
+    os: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    dir_object: u64,
+    owner: Creds,
+    bonus_type: u8,
+    name: &[u8],
+    value: &[u8],
+    now: Timespec,
+) -> Result<(), ZplError> {
+    let file = match dir::lookup(os, ctx, dir_object, name)? {
+        Some((file, _)) => {
+            os.truncate(ctx, ObjectId(file), 0)?;
+            file
+        }
+        None => {
+            let file = allocate(
+                os,
+                ctx,
+                bonus_type,
+                FileKind::Regular,
+                XATTR_FILE_MODE,
+                owner,
+                0,
+                dir_object,
+                now,
+            )?;
+            mark_xattr(os, ctx, file)?;
+            link_into(os, ctx, dir_object, name, file, FileKind::Regular, now)?;
+            file
+        }
+    };
+    if !value.is_empty() {
+        os.write(ctx, ObjectId(file), 0, value)?;
+    }
+    let mut znode = get(os, ctx, file)?;
+    znode.size = value.len() as u64;
+    znode.mtime = now;
+    znode.ctime = now;
+    put(os, ctx, file, &znode)
+}
+
+/// Rewrites a legacy xattr ZAP as an xattr directory holding the same xattrs.
+fn migrate_legacy(
+    vfs: &Zfsvfs,
+    os: &mut ObjectSet,
+    ctx: &IoCtx<'_>,
+    object: u64,
+    znode: &mut super::ZnodePhys,
+    zap_object: u64,
+    now: Timespec,
+) -> Result<u64, ZplError> {
+    let mut xattrs = Vec::new();
+    for entry in zap::zap_list_all(os, ctx, ObjectId(zap_object))? {
+        let value = legacy_value(os, ctx, entry.value)?;
+        xattrs.push((entry.name, value));
+    }
+    destroy_legacy(os, ctx, zap_object)?;
+    let dir_object = make_xattr_dir(vfs, os, ctx, object, znode, now)?;
+    let owner = owner_of(znode);
+    for (name, value) in xattrs {
+        set_in_dir(
+            os,
+            ctx,
+            dir_object,
+            owner,
+            vfs.znode_bonus_type(),
+            &name,
+            &value,
+            now,
+        )?;
+    }
+    Ok(dir_object)
 }
 
 impl Zfsvfs {
@@ -102,12 +265,18 @@ impl Zfsvfs {
     ) -> Result<Vec<u8>, ZplError> {
         check_name(name)?;
         let znode = get(os, ctx, object)?;
-        if znode.xattr == 0 {
-            return Err(ZplError::NoData);
+        match store_of(os, ctx, znode.xattr)? {
+            Store::None => Err(ZplError::NoData),
+            Store::Dir(dir_object) => {
+                let (file, _) = dir::lookup(os, ctx, dir_object, name)?.ok_or(ZplError::NoData)?;
+                read_file(os, ctx, file)
+            }
+            Store::Legacy(zap_object) => {
+                let value = zap::zap_lookup_value(os, ctx, ObjectId(zap_object), name)?
+                    .ok_or(ZplError::NoData)?;
+                legacy_value(os, ctx, value)
+            }
         }
-        let value =
-            zap::zap_lookup_value(os, ctx, ObjectId(znode.xattr), name)?.ok_or(ZplError::NoData)?;
-        value_of(os, ctx, value)
     }
 
     /// Every xattr name of the object.
@@ -118,13 +287,15 @@ impl Zfsvfs {
         object: u64,
     ) -> Result<Vec<Vec<u8>>, ZplError> {
         let znode = get(os, ctx, object)?;
-        if znode.xattr == 0 {
-            return Ok(Vec::new());
+        match store_of(os, ctx, znode.xattr)? {
+            Store::None => Ok(Vec::new()),
+            Store::Dir(zap_object) | Store::Legacy(zap_object) => {
+                Ok(zap::zap_list_all(os, ctx, ObjectId(zap_object))?
+                    .into_iter()
+                    .map(|e| e.name)
+                    .collect())
+            }
         }
-        Ok(zap::zap_list_all(os, ctx, ObjectId(znode.xattr))?
-            .into_iter()
-            .map(|e| e.name)
-            .collect())
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -139,34 +310,41 @@ impl Zfsvfs {
         now: Timespec,
     ) -> Result<(), ZplError> {
         check_name(name)?;
-        check_writable(self)?;
         if value.len() > XATTR_VALUE_MAX_BYTES {
             return Err(ZplError::TooBig);
         }
         let mut znode = get(os, ctx, object)?;
-        if znode.xattr == 0 {
-            if flags & XATTR_REPLACE != 0 {
-                return Err(ZplError::NoData);
+        let exists = match store_of(os, ctx, znode.xattr)? {
+            Store::None => false,
+            Store::Dir(dir_object) => dir::lookup(os, ctx, dir_object, name)?.is_some(),
+            Store::Legacy(zap_object) => {
+                zap::zap_lookup_value(os, ctx, ObjectId(zap_object), name)?.is_some()
             }
-            znode.xattr = zap::zap_create(os, ctx, object_type::ZAP)?.0;
+        };
+        if exists && flags & XATTR_CREATE != 0 {
+            return Err(ZplError::Exists);
         }
-        let zap_object = ObjectId(znode.xattr);
-        let old = zap::zap_lookup_value(os, ctx, zap_object, name)?;
-        match (&old, flags) {
-            (Some(_), f) if f & XATTR_CREATE != 0 => return Err(ZplError::Exists),
-            (None, f) if f & XATTR_REPLACE != 0 => return Err(ZplError::NoData),
-            _ => {}
+        if !exists && flags & XATTR_REPLACE != 0 {
+            return Err(ZplError::NoData);
         }
-        if let Some(old) = &old {
-            free_value(os, ctx, old)?;
-        }
-        if value.len() <= VALUE_SIZE_MAX_BYTES {
-            zap::zap_update_bytes(os, ctx, zap_object, name, value)?;
-        } else {
-            let holder = os.create_object(ctx, object_type::PLAIN_FILE, 512, 0, 0)?;
-            os.write(ctx, holder, 0, value)?;
-            zap::zap_update(os, ctx, zap_object, name, &[holder.0, value.len() as u64])?;
-        }
+        let dir_object = match store_of(os, ctx, znode.xattr)? {
+            Store::None => make_xattr_dir(self, os, ctx, object, &mut znode, now)?,
+            Store::Dir(dir_object) => dir_object,
+            Store::Legacy(zap_object) => {
+                migrate_legacy(self, os, ctx, object, &mut znode, zap_object, now)?
+            }
+        };
+        let owner = owner_of(&znode);
+        set_in_dir(
+            os,
+            ctx,
+            dir_object,
+            owner,
+            self.znode_bonus_type(),
+            name,
+            value,
+            now,
+        )?;
         znode.ctime = now;
         put(os, ctx, object, &znode)?;
         zfs_log::log(
@@ -192,15 +370,20 @@ impl Zfsvfs {
         now: Timespec,
     ) -> Result<(), ZplError> {
         check_name(name)?;
-        check_writable(self)?;
         let mut znode = get(os, ctx, object)?;
-        if znode.xattr == 0 {
-            return Err(ZplError::NoData);
-        }
-        let zap_object = ObjectId(znode.xattr);
-        let old = zap::zap_lookup_value(os, ctx, zap_object, name)?.ok_or(ZplError::NoData)?;
-        free_value(os, ctx, &old)?;
-        zap::zap_remove(os, ctx, zap_object, name)?;
+        let dir_object = match store_of(os, ctx, znode.xattr)? {
+            Store::None => return Err(ZplError::NoData),
+            Store::Dir(dir_object) => dir_object,
+            Store::Legacy(zap_object) => {
+                if zap::zap_lookup_value(os, ctx, ObjectId(zap_object), name)?.is_none() {
+                    return Err(ZplError::NoData);
+                }
+                migrate_legacy(self, os, ctx, object, &mut znode, zap_object, now)?
+            }
+        };
+        let (file, _) = dir::lookup(os, ctx, dir_object, name)?.ok_or(ZplError::NoData)?;
+        unlink_from(os, ctx, dir_object, name, FileKind::Regular, now)?;
+        os.free_object(ctx, ObjectId(file))?;
         znode.ctime = now;
         put(os, ctx, object, &znode)?;
         zfs_log::log(
