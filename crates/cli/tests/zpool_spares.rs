@@ -278,7 +278,7 @@ fn row_words(status: &str, name: &str, last: bool) -> Vec<String> {
         let words: Vec<String> = line.split_whitespace().map(str::to_string).collect();
         (words.first().map(String::as_str) == Some(name)).then_some(words)
     });
-    let found = if last { rows.last() } else { rows.next() };
+    let found = if last { rows.next_back() } else { rows.next() };
     found.unwrap_or_else(|| panic!("no row {name}: {status}"))
 }
 

@@ -7,6 +7,13 @@
 //! collapses a one-child mirror back, and replace wraps the old leaf in a `replacing` pair
 //! until resilver finishes. A new child misses every block born before it arrived; resilver
 //! fills it (its DTL, `vdev::dtl`, says which txgs it misses).
+//!
+//! Hot spares and cache devices live outside the tree (`Spa::spares`, `Spa::cache`, the
+//! MOS `spares`/`l2cache` lists, aux labels naming no pool). A replace by one of the
+//! pool's spares wraps the leaf in a `spare` pair instead (`VdevKind::Spare`, the spare
+//! under its own guid with `is_spare`), which no resilver collapses: `zpool detach` of the
+//! original keeps the spare for good (off the list), of the spare returns it (its aux
+//! label rewritten at once). A spare is in use exactly while its guid is in the tree.
 
 use super::*;
 use std::sync::atomic::Ordering;
@@ -101,6 +108,14 @@ pub(super) fn dtl_objects(vdev: &Vdev) -> Vec<u64> {
         .map(|leaf| leaf.dtl.object())
         .filter(|&object| object != 0)
         .collect()
+}
+
+/// Whether the aux device `vdev` answers to `name`: its path, its `/dev` path's short
+/// name (`zpool_vdev_name`: `loop1` for `/dev/loop1`), or its guid.
+fn aux_is_named(vdev: &Vdev, name: &str) -> bool {
+    vdev.path == name
+        || vdev.path.strip_prefix("/dev/") == Some(name)
+        || vdev.guid.0.to_string() == name
 }
 
 /// `SPA_VERSION_SPARES`: the first pool version with hot spares.
@@ -224,7 +239,7 @@ impl Spa {
     pub fn remove_device(&mut self, name: &str) -> Result<(), SpaError> {
         // `spa_vdev_remove` of an aux device: out of its MOS list, its label left as it is
         // (an available spare's or cache device's label names no pool).
-        let aux_named = |v: &Vdev| v.path == name || v.guid.0.to_string() == name;
+        let aux_named = |v: &Vdev| aux_is_named(v, name);
         if let Some(index) = self.spares.iter().position(aux_named) {
             // A spare standing in for a leaf stays (EBUSY) until detached.
             if self.spare_in_use(self.spares[index].guid) {
@@ -355,11 +370,10 @@ impl Spa {
         self.replace_leaf(old, new_leaf, VdevKind::Replacing)
     }
 
-    /// The available hot spare named `spare` (path or guid), if the pool has one.
+    /// The hot spare named `spare` (path, short name of a `/dev` path as `zpool status`
+    /// shows it, or guid), if the pool has one.
     pub fn spare_named(&self, spare: &str) -> Option<&Vdev> {
-        self.spares
-            .iter()
-            .find(|s| s.path == spare || s.guid.0.to_string() == spare)
+        self.spares.iter().find(|s| aux_is_named(s, spare))
     }
 
     /// Whether the hot spare `guid` stands in for a leaf (`spa_spare_exists` with the

@@ -10,7 +10,9 @@
 //!                   [hole_array], vdev_children, vdev_tree (the root), features_for_read
 //! label (per leaf)  version .. hostname, top_guid, guid, [is_log], [hole_array],
 //!                   vdev_children, vdev_tree (the leaf's TOP-LEVEL vdev), features_for_read
-//! vdev              type, id, guid, [path], [nparity], [whole_disk] (disks, 0),
+//! vdev              type (root, file, disk, mirror, raidz, replacing, spare, hole), id,
+//!                   guid, [path], [nparity], [whole_disk] (disks, 0), [is_spare] (a hot
+//!                   spare in use; its label also has `is_spare` after `guid`),
 //!                   top-level: metaslab_array, metaslab_shift, ashift, asize, is_log;
 //!                   leaf: [DTL] (its dirty time log's space map, `vdev::dtl`);
 //!                   [create_txg]; MOS only: [com.delphix:vdev_zap_leaf],
