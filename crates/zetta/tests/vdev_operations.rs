@@ -247,7 +247,8 @@ fn log_and_cache_devices_add_and_remove() {
         &CreateOptions::default(),
     )
     .unwrap();
-    spa.add_cache_devices(&[leaf("/d/cache", &cache)]).unwrap();
+    spa.add_cache_devices(&[leaf("/d/cache", &cache)], None)
+        .unwrap();
     spa.add_vdevs(&[single("/d/b", &b)], 12).unwrap();
     let (id, data) = write_random(&mut spa, 12 << 20, 8);
     assert_eq!(

@@ -267,6 +267,39 @@ pub fn retire(verdict: &Verdict) {
         }
     }
     crate::zpool::events::pump(Some(&imported.spa), changes);
+    replace_with_spare(&mut imported, verdict);
+}
+
+/// `zfs_retire`'s `replace_with_spare`: after a fault or degrade, the first of the pool's
+/// available hot spares that takes the leaf's place (`zpool replace pool LEAF SPARE`)
+/// stands in for it; none, or none that can, leaves the pool as it is.
+fn replace_with_spare(imported: &mut crate::zpool::pool::Imported, verdict: &Verdict) {
+    let leaf = verdict.vdev_guid.to_string();
+    let candidates: Vec<String> = imported
+        .spa
+        .spares
+        .iter()
+        .filter(|s| s.device.is_some() && !imported.spa.spare_in_use(s.guid))
+        .map(|s| s.path.clone())
+        .collect();
+    for spare in candidates {
+        if imported.spa.replace_with_spare(&leaf, &spare).is_ok() {
+            log::log(
+                Level::Warn,
+                &format!(
+                    "zed: zpool_vdev_replace '{}' with spare '{spare}'",
+                    verdict.vdev_path
+                ),
+            );
+            imported
+                .spa
+                .log_history(&format!("zpool replace {} {leaf} {spare}", verdict.pool));
+            if let Err(e) = crate::zpool::pool::commit(imported) {
+                log::log(Level::Error, &format!("zed: {}", e.message()));
+            }
+            return;
+        }
+    }
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use super::pool::{self, Imported};
 use super::{fail, getopt, props, split_prop, upgrade, usage, CmdError, CmdResult, Ctx};
 use zetta::nvlist::NvList;
 use zetta::spa::openzfs::feature::SPA_VERSION_FEATURES;
-use zetta::spa::{check_pool_name, CreateOptions, Spa};
+use zetta::spa::{check_pool_name, CreateOptions, Spa, SpaError};
 use zetta::types::ASHIFT_DEFAULT;
 use zetta::vdev::{Vdev, VdevKind as EngineKind};
 use zetta_zutil::vdev_spec::{
@@ -199,8 +199,16 @@ pub fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
             text.push_str("\tlogs\n");
             text.push_str(&logs);
         }
+        aux_lists(&mut text, &[], &[], &groups);
         ctx.print(&text);
         return Ok(());
+    }
+    // `spa_create`: ENOTSUP for spares below SPA_VERSION_SPARES, which libzfs words as
+    // EZFS_BADVERSION.
+    if version < zetta::spa::SPA_VERSION_SPARES
+        && groups.iter().any(|g| g.class == VdevClass::Spare)
+    {
+        return fail(format!("{action}: unsupported version or feature"));
     }
     if pool::load_cache()?.iter().any(|e| e.name == here) {
         return fail(format!("{action}: pool already exists"));
@@ -272,7 +280,7 @@ pub fn cmd_create(args: &[String], ctx: &mut Ctx) -> CmdResult {
         .refresh_io_props()
         .map_err(|e| CmdError::Fail(pool::spa_error_text(&e)))?;
     pool::reset_stats(&mut imported.spa);
-    add_cache(&mut imported, &groups, &action)?;
+    add_aux(&mut imported, &groups, &action, None)?;
     imported.spa.log_history(&history_line("create", args));
     pool::commit(&mut imported)?;
     let event = super::events::sysevent(&imported.spa, "pool_create", None);
@@ -477,8 +485,22 @@ pub fn cmd_add(args: &[String], ctx: &mut Ctx) -> CmdResult {
             text.push_str("\tlogs\n");
             text.push_str(&logs);
         }
+        let paths_of = |vdevs: &[Vdev]| vdevs.iter().map(|v| v.path.clone()).collect::<Vec<_>>();
+        aux_lists(
+            &mut text,
+            &paths_of(&imported.spa.cache),
+            &paths_of(&imported.spa.spares),
+            &groups,
+        );
         ctx.print(&text);
         return Ok(());
+    }
+    // `zpool_add`: libzfs's own version checks, before the ioctl.
+    let pool_version = imported.spa.version();
+    if pool_version < zetta::spa::SPA_VERSION_SPARES
+        && groups.iter().any(|g| g.class == VdevClass::Spare)
+    {
+        return fail(format!("{action}: pool must be upgraded to add hot spares"));
     }
     if pool::any_too_small(&paths) {
         return fail(format!(
@@ -522,19 +544,55 @@ pub fn cmd_add(args: &[String], ctx: &mut Ctx) -> CmdResult {
             .add_vdevs(&tops, ashift)
             .map_err(|e| CmdError::Fail(format!("{action}: {}", pool::spa_error_text(&e))))?;
     }
-    add_cache(&mut imported, &groups, &action)?;
+    add_aux(&mut imported, &groups, &action, ashift_option)?;
     imported.spa.log_history(&history_line("add", args));
     pool::commit(&mut imported)
 }
 
-/// Opens and adds the `cache` devices of parsed groups, if any.
-fn add_cache(imported: &mut Imported, groups: &[VdevSpecGroup], action: &str) -> CmdResult {
-    let cache_devices = pool::open_cache_devices(groups)?;
+/// The `cache` and `spares` lists of a dry run (`print_cache_list`, `print_spare_list`
+/// on create; `zpool_do_add`'s loops on add): the pool's own first, then the new ones,
+/// under one heading.
+fn aux_lists(text: &mut String, cache: &[String], spares: &[String], groups: &[VdevSpecGroup]) {
+    for (heading, class, existing) in [
+        ("cache", VdevClass::Cache, cache),
+        ("spares", VdevClass::Spare, spares),
+    ] {
+        let new: Vec<&String> = groups
+            .iter()
+            .filter(|g| g.class == class)
+            .flat_map(|g| g.paths.iter())
+            .collect();
+        if existing.is_empty() && new.is_empty() {
+            continue;
+        }
+        text.push_str(&format!("\t{heading}\n"));
+        for path in existing.iter().chain(new) {
+            text.push_str(&format!("\t  {path}\n"));
+        }
+    }
+}
+
+/// Opens and adds the `cache` and `spare` devices of parsed groups, if any.
+fn add_aux(
+    imported: &mut Imported,
+    groups: &[VdevSpecGroup],
+    action: &str,
+    ashift: Option<u32>,
+) -> CmdResult {
+    let words = |e: SpaError| CmdError::Fail(format!("{action}: {}", pool::spa_error_text(&e)));
+    let cache_devices = pool::open_aux_devices(groups, VdevClass::Cache)?;
     if !cache_devices.is_empty() {
         imported
             .spa
-            .add_cache_devices(&cache_devices)
-            .map_err(|e| CmdError::Fail(format!("{action}: {}", pool::spa_error_text(&e))))?;
+            .add_cache_devices(&cache_devices, ashift)
+            .map_err(words)?;
+    }
+    let spare_devices = pool::open_aux_devices(groups, VdevClass::Spare)?;
+    if !spare_devices.is_empty() {
+        imported
+            .spa
+            .add_spare_devices(&spare_devices, ashift)
+            .map_err(words)?;
     }
     Ok(())
 }

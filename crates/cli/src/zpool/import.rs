@@ -358,6 +358,13 @@ fn do_import(
             other => other,
         })?);
     }
+    // Hot spares and cache devices (aux labels): the pool's MOS says which are its own;
+    // one another pool holds, or that cannot be opened, stays UNAVAIL in this pool.
+    for device in candidate.aux.values() {
+        if let Ok(opened) = pool::open_device(&device.path()) {
+            devices.push(opened);
+        }
+    }
     let locked = find_pools(&devices)
         .into_iter()
         .find(|c| c.guid == candidate.guid)

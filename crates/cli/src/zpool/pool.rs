@@ -575,6 +575,7 @@ pub fn leaf_paths(spa: &Spa) -> Vec<String> {
         .leaves()
         .into_iter()
         .chain(spa.cache.iter())
+        .chain(spa.spares.iter())
         .map(|l| l.path.clone())
         .collect()
 }
@@ -711,13 +712,38 @@ pub fn label_owner(path: &str) -> Option<(String, u64, u64)> {
     }
 }
 
+/// `POOL_STATE_SPARE` (an available hot spare's label).
+const POOL_STATE_SPARE: u64 = 3;
+
+/// The `state` of an aux label (3 spare, 4 cache device) on `path`, if it holds one.
+fn aux_label_state(path: &str) -> Option<u64> {
+    let device = FileDevice::open_read_only(path).ok()?;
+    label::read_aux_guid(&device)?;
+    let read = zetta::vdev::openzfs::label::read_device(&device)?;
+    read.config.get_u64("state")
+}
+
 /// `check_file_generic` for every path: devices whose labels name a live or exported
 /// pool. Returns the complete OpenZFS error text when any is in use. A device of a pool
 /// imported here cannot be forced; others can with `-f`.
 pub fn check_in_use(paths: &[String], force: bool) -> Result<(), CmdError> {
-    let imported: Vec<u64> = load_cache()?.iter().map(|e| e.guid).collect();
+    let entries = load_cache()?;
+    let imported: Vec<u64> = entries.iter().map(|e| e.guid).collect();
     let mut problems = Vec::new();
     for path in paths {
+        // An available spare or cache device names no pool: it is in use when an
+        // imported pool lists it (`zpool_in_use`'s `find_aux`), and never with -f.
+        if let Some(aux_state) = aux_label_state(path) {
+            let owner = entries.iter().find(|e| e.paths.iter().any(|p| p == path));
+            if let Some(owner) = owner {
+                problems.push(if aux_state == POOL_STATE_SPARE {
+                    format!("{path} is reserved as a hot spare in pool {}", owner.name)
+                } else {
+                    format!("{path} is part of unknown pool '{}'", owner.name)
+                });
+            }
+            continue;
+        }
         let Some((name, guid, state)) = label_owner(path) else {
             continue;
         };
@@ -859,11 +885,11 @@ pub fn parse_spec(words: &[String], action: &str) -> Result<Vec<VdevSpecGroup>, 
         .map_err(|e| CmdError::Fail(e.to_string()))?;
     for group in &groups {
         let class = match group.class {
-            VdevClass::Normal | VdevClass::Log => continue,
-            // No read goes to a cache device yet (no L2ARC): accepted, it would be a
-            // device that promises speed and does nothing.
+            VdevClass::Normal | VdevClass::Log | VdevClass::Spare => continue,
+            // No read goes to a cache device yet (no L2ARC): accepting one would promise
+            // what Zetta does not do (issue 21). A pool OpenZFS gave one keeps it
+            // (`Spa::cache`, listed and labelled as OpenZFS does).
             VdevClass::Cache => "cache",
-            VdevClass::Spare => "spare",
             VdevClass::Special => "special",
             VdevClass::Dedup => "dedup",
         };
@@ -908,7 +934,11 @@ pub fn open_device(path: &str) -> Result<DeviceRef, CmdError> {
 /// Opens the devices of parsed groups as engine top-level specs.
 pub fn open_tops(groups: &[VdevSpecGroup]) -> Result<Vec<TopSpec>, CmdError> {
     let mut tops = Vec::new();
-    for group in groups.iter().filter(|g| g.class != VdevClass::Cache) {
+    // Cache devices and spares are not in the tree (`open_aux_devices`).
+    for group in groups
+        .iter()
+        .filter(|g| !matches!(g.class, VdevClass::Cache | VdevClass::Spare))
+    {
         let kind = match group.kind {
             VdevKind::Disk | VdevKind::File => TopKind::Single,
             VdevKind::Mirror => TopKind::Mirror,
@@ -929,8 +959,16 @@ pub fn open_tops(groups: &[VdevSpecGroup]) -> Result<Vec<TopSpec>, CmdError> {
 
 /// Opens the cache (L2ARC) devices named in parsed groups.
 pub fn open_cache_devices(groups: &[VdevSpecGroup]) -> Result<Vec<(String, DeviceRef)>, CmdError> {
+    open_aux_devices(groups, VdevClass::Cache)
+}
+
+/// Opens the devices of the groups of `class` (`cache` or `spare`).
+pub fn open_aux_devices(
+    groups: &[VdevSpecGroup],
+    class: VdevClass,
+) -> Result<Vec<(String, DeviceRef)>, CmdError> {
     let mut devices = Vec::new();
-    for group in groups.iter().filter(|g| g.class == VdevClass::Cache) {
+    for group in groups.iter().filter(|g| g.class == class) {
         for path in &group.paths {
             devices.push((path.clone(), open_device(path)?));
         }

@@ -255,6 +255,25 @@ fn activity_notes(
     }
 }
 
+/// A hot spare's row (`print_spares`): INUSE "currently in use" while it stands in for a
+/// leaf (VDEV_AUX_SPARED), AVAIL, or UNAVAIL "cannot open" when its device is missing;
+/// spares show no error counters.
+fn spare_row(spa: &Spa, spare: &Vdev) -> VdevStatusRow {
+    let mut row = row_of(spare);
+    row.name = spare.path.clone();
+    if spa.spare_in_use(spare.guid) {
+        row.state = "INUSE".to_string();
+        row.note = Some("currently in use".to_string());
+    } else if spare.device.is_some() {
+        row.state = "AVAIL".to_string();
+        row.note = None;
+    } else {
+        row.state = "UNAVAIL".to_string();
+        row.note = Some("cannot open".to_string());
+    }
+    row
+}
+
 pub fn status_view(imported: &Imported) -> PoolStatusView {
     let spa = &imported.spa;
     let health = spa.health();
@@ -284,6 +303,7 @@ pub fn status_view(imported: &Imported) -> PoolStatusView {
         root,
         logs,
         cache: spa.cache.iter().map(row_of).collect(),
+        spares: spa.spares.iter().map(|s| spare_row(spa, s)).collect(),
         // OpenZFS counts the error log's entries (blocks), `-v` folds them into files.
         data_errors: spa.error_log().len() as u64,
         error_paths: errors,
@@ -494,6 +514,7 @@ pub fn cmd_status(args: &[String], ctx: &mut Ctx) -> CmdResult {
                 short_names(&mut view.root);
                 view.logs.iter_mut().for_each(short_names);
                 view.cache.iter_mut().for_each(short_names);
+                view.spares.iter_mut().for_each(short_names);
             }
         }
         views.extend(unavailable.iter().map(unavailable_view));

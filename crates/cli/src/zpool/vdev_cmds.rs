@@ -97,6 +97,17 @@ pub fn cmd_replace(args: &[String], _ctx: &mut Ctx) -> CmdResult {
     if new == old && leaf.device.is_some() {
         return fail(format!("{action}: {new} is busy"));
     }
+    // One of the pool's hot spares: swapped in under a `spare` vdev, its device already
+    // the pool's (`spa_vdev_attach` with a spare).
+    if new != old && imported.spa.spare_named(new).is_some() {
+        let old_path = leaf_name(&imported.spa.root, old);
+        imported
+            .spa
+            .replace_with_spare(&old_path, new)
+            .map_err(|e| CmdError::Fail(format!("{action}: {}", pool::spa_error_text(&e))))?;
+        imported.spa.log_history(&history_line("replace", args));
+        return pool::commit(&mut imported);
+    }
     // Replacing a missing device by itself: its label (if any) is the pool's own.
     if new != old {
         check_new_device(new, parsed.has('f'))?;

@@ -32,6 +32,10 @@
 //!                            named `objset:object:level:blkid` in hex, its value the empty
 //!                            string (`spa_errlog.c` without head_errlog). Zetta keeps one
 //!                            error set (a scrub restarts it), so no `errlog_scrub` is made.
+//! spares, l2cache      u64  PACKED_NVLIST objects (16 KiB blocks, as `config`): `{spares:
+//!                            [aux vdev..]}` and `{l2cache: [..]}`, the hot spares and cache
+//!                            devices (`spa_sync_aux_dev`; `vdev::config::aux_config`); made
+//!                            when the first is added, an empty array once all are removed
 //! org.illumos:checksum_salt u8[32] the key of the salted checksums (blake3), random at
 //!                            create (format 18; `spa_create`). A pool without it is
 //!                            read with the zero salt and given it at its next sync, as
@@ -79,6 +83,9 @@ use zetta_zcommon::checksum::openzfs::ChecksumSalt;
 /// older format (its labels say so too, and it is refused), so it is no feature Zetta
 /// maintains (`spa::openzfs::discover::zetta_writes`).
 pub const FEATURE_PRIVATE_FORMAT: &str = "org.zetta:private_format";
+/// `ZPOOL_CONFIG_SPARES`, `ZPOOL_CONFIG_L2CACHE`: the array in each aux list object.
+pub const AUX_SPARES_KEY: &str = "spares";
+pub const AUX_L2CACHE_KEY: &str = "l2cache";
 /// `SPA_CONFIG_BLOCKSIZE`.
 pub const CONFIG_BLOCK_BYTES: u32 = 1 << 14;
 /// `SPA_OLD_MAXBLOCKSIZE`: `free_bpobj`'s block size.
@@ -123,6 +130,91 @@ pub struct MosDirectory {
     /// Whether the directory lacks `checksum_salt` (a pool from before format 18): the next
     /// sync writes it.
     checksum_salt_missing: bool,
+    /// The `spares` and `l2cache` objects (`sav_object`).
+    pub spares: AuxObject,
+    pub l2cache: AuxObject,
+}
+
+/// One of the directory's aux lists (`spa_aux_vdev_t`'s `sav_object`): 0 until the first
+/// device of its kind is added, and what was last written there.
+#[derive(Clone, Debug, Default)]
+pub struct AuxObject {
+    pub object: u64,
+    written: Option<Vec<u8>>,
+}
+
+impl AuxObject {
+    /// Reads the list at directory entry `entry` (its array named `key`); none when absent.
+    fn load(
+        mos: &ObjectSet,
+        ctx: &IoCtx<'_>,
+        entry: &str,
+        key: &str,
+    ) -> Result<(AuxObject, Vec<XdrNvList>), SpaError> {
+        let Some(object) = entry_u64(mos, ctx, entry)?.filter(|&o| o != 0) else {
+            return Ok((AuxObject::default(), Vec::new()));
+        };
+        let packed = read_packed(mos, ctx, object)?;
+        let list = crate::nvpair_xdr::unpack(&packed)
+            .map_err(|e| corrupt(format!("{entry} list: {e}")))?
+            .list;
+        let devices = match list.get(key) {
+            None => Vec::new(),
+            Some(crate::nvpair_xdr::XdrValue::NvListArray(items)) => items.clone(),
+            Some(_) => {
+                return Err(corrupt(format!(
+                    "{entry} list's {key} is not an nvlist array"
+                )))
+            }
+        };
+        Ok((
+            AuxObject {
+                object,
+                written: Some(packed),
+            },
+            devices,
+        ))
+    }
+
+    /// `spa_sync_aux_dev`: writes `{key: devices}` when it changed, making the object and
+    /// its directory entry on the first device.
+    fn sync(
+        &mut self,
+        mos: &mut ObjectSet,
+        ctx: &IoCtx<'_>,
+        entry: &str,
+        key: &str,
+        devices: &[XdrNvList],
+    ) -> Result<(), SpaError> {
+        if self.object == 0 && devices.is_empty() {
+            return Ok(());
+        }
+        let mut list = XdrNvList::new();
+        list.add(
+            key,
+            crate::nvpair_xdr::XdrValue::NvListArray(devices.to_vec()),
+        );
+        let packed =
+            crate::nvpair_xdr::pack(&list).map_err(|e| SpaError::Invalid(e.to_string()))?;
+        if self.written.as_ref() == Some(&packed) {
+            return Ok(());
+        }
+        if self.object == 0 {
+            self.object = create_packed(mos, ctx)?;
+            let dir = ObjectId(objdir::DIRECTORY_OBJECT);
+            zap::zap_update(mos, ctx, dir, entry, &[self.object]).map_err(zap_err)?;
+        }
+        write_packed(mos, ctx, self.object, &packed)?;
+        self.written = Some(packed);
+        Ok(())
+    }
+}
+
+/// The hot spares' and cache devices' MOS entries a sync writes (`vdev::config::aux_config`).
+#[derive(Clone, Debug, Default)]
+pub struct AuxLists {
+    pub spares: Vec<XdrNvList>,
+    pub l2cache: Vec<XdrNvList>,
 }
 
 /// What an import reads from the directory.
@@ -132,6 +224,8 @@ pub struct LoadedDirectory {
     pub errlog: BTreeSet<Bookmark>,
     pub props: NvList,
     pub scan: ScanStats,
+    /// The MOS `spares` and `l2cache` lists' entries.
+    pub aux: AuxLists,
 }
 
 fn corrupt(why: impl std::fmt::Display) -> SpaError {
@@ -357,6 +451,8 @@ impl MosDirectory {
             written_scan: None,
             checksum_salt,
             checksum_salt_missing: false,
+            spares: AuxObject::default(),
+            l2cache: AuxObject::default(),
         })
     }
 
@@ -436,6 +532,9 @@ impl MosDirectory {
         for object in [errlog_last, errlog_scrub].into_iter().flatten() {
             errlog.extend(load_errlog(mos, ctx, object)?);
         }
+        let (spares_object, spares) = AuxObject::load(mos, ctx, objdir::SPARES, AUX_SPARES_KEY)?;
+        let (l2cache_object, l2cache) =
+            AuxObject::load(mos, ctx, objdir::L2CACHE, AUX_L2CACHE_KEY)?;
         let version = config
             .get_u64("version")
             .ok_or_else(|| corrupt("pool config has no version"))?;
@@ -484,11 +583,14 @@ impl MosDirectory {
                 written_scan: Some(scan.to_scan_phys()),
                 checksum_salt: checksum_salt.unwrap_or_default(),
                 checksum_salt_missing: checksum_salt.is_none(),
+                spares: spares_object,
+                l2cache: l2cache_object,
             },
             config,
             errlog,
             props,
             scan,
+            aux: AuxLists { spares, l2cache },
         })
     }
 
@@ -501,10 +603,15 @@ impl MosDirectory {
         config: XdrNvList,
         props: &NvList,
         scan: &ScanStats,
+        aux: &AuxLists,
     ) -> Result<(), SpaError> {
         let packed =
             crate::nvpair_xdr::pack(&config).map_err(|e| SpaError::Invalid(e.to_string()))?;
         write_packed(mos, ctx, self.config, &packed)?;
+        self.spares
+            .sync(mos, ctx, objdir::SPARES, AUX_SPARES_KEY, &aux.spares)?;
+        self.l2cache
+            .sync(mos, ctx, objdir::L2CACHE, AUX_L2CACHE_KEY, &aux.l2cache)?;
         if super::zfeature::version_has_features(self.version) && !self.features.has_objects() {
             self.create_feature_objects(mos, ctx)?;
         }

@@ -36,6 +36,10 @@ pub struct ImportCandidate {
     pub tops: BTreeMap<u64, (Txg, XdrNvList)>,
     /// Leaf guid → device, for every device found.
     pub devices: HashMap<Guid, DeviceRef>,
+    /// Guid → device of every hot spare or cache device found among the devices (their
+    /// labels name no pool: `vdev::config::aux_label`); import takes those its MOS lists,
+    /// as OpenZFS's `spa_load_spares`/`spa_load_l2cache` find them by guid.
+    pub aux: HashMap<Guid, DeviceRef>,
     /// `Some(format)` when the pool is in a Zetta on-disk format this code does not read
     /// (listed, refused at import).
     pub old_format: Option<u64>,
@@ -102,9 +106,15 @@ pub fn old_format_text(format: u64) -> String {
 /// are ones Zetta maintains), else `spa::openzfs::discover`'s, imported read-only.
 pub fn find_pools(devices: &[DeviceRef]) -> Vec<ImportCandidate> {
     let mut pools: HashMap<u64, ImportCandidate> = HashMap::new();
+    let mut aux: HashMap<Guid, DeviceRef> = HashMap::new();
     for device in devices {
         let (config, txg) = match label::read_config(device.as_ref()) {
-            None => continue,
+            None => {
+                if let Some(guid) = label::read_aux_guid(device.as_ref()) {
+                    aux.insert(guid, device.clone());
+                }
+                continue;
+            }
             Some(label::DeviceLabel::Pool { config, txg }) => (config, txg),
             Some(label::DeviceLabel::OldZetta {
                 name,
@@ -119,6 +129,7 @@ pub fn find_pools(devices: &[DeviceRef]) -> Vec<ImportCandidate> {
                     config: XdrNvList::new(),
                     tops: BTreeMap::new(),
                     devices: HashMap::new(),
+                    aux: HashMap::new(),
                     old_format: Some(format),
                 });
                 continue;
@@ -140,6 +151,7 @@ pub fn find_pools(devices: &[DeviceRef]) -> Vec<ImportCandidate> {
             config: config.clone(),
             tops: BTreeMap::new(),
             devices: HashMap::new(),
+            aux: HashMap::new(),
             old_format: None,
         });
         if entry.old_format.is_some() {
@@ -160,6 +172,9 @@ pub fn find_pools(devices: &[DeviceRef]) -> Vec<ImportCandidate> {
         entry.devices.insert(Guid(leaf_guid), device.clone());
     }
     let mut found: Vec<ImportCandidate> = pools.into_values().filter(candidate_is_zettas).collect();
+    for candidate in &mut found {
+        candidate.aux = aux.clone();
+    }
     found.sort_by(|a, b| a.name.cmp(&b.name).then(a.guid.cmp(&b.guid)));
     found
 }
@@ -333,6 +348,14 @@ impl Spa {
         let root_dataset = directory.directory.root_dataset;
         // After a split, the ZAPs the source's config named and the new tree does not are
         // freed by the first sync (`vdev_zap`), as a detach frees a leaf's.
+        // Spares and cache devices by guid: available ones carry aux labels, a spare in
+        // use the pool's (it is a leaf of the tree too).
+        let aux_devices: HashMap<Guid, DeviceRef> = candidate
+            .aux
+            .iter()
+            .chain(candidate.devices.iter())
+            .map(|(guid, device)| (*guid, device.clone()))
+            .collect();
         let vdev_zaps_named = match split {
             Some(source) => source.zaps_named.clone(),
             None => super::vdev_zap::named_vdev_zaps(&root),
@@ -342,15 +365,18 @@ impl Spa {
             name_on_disk: None,
             guid: candidate.guid,
             root: std::sync::Arc::new(root),
-            // Cache devices stay with a split's source pool (`zpool split` takes mirrors'
-            // leaves only).
-            cache: root_config
-                .get_nvlist_array("l2cache")
-                .filter(|_| split.is_none())
-                .unwrap_or(&[])
-                .iter()
-                .filter_map(|c| Vdev::from_config(c, &candidate.devices).ok())
-                .collect(),
+            // Spares and cache devices stay with a split's source pool (`zpool split`
+            // takes mirrors' leaves only).
+            cache: match split {
+                Some(_) => Vec::new(),
+                None => crate::vdev::config::parse_aux_list(&directory.aux.l2cache, &aux_devices)
+                    .map_err(SpaError::Corrupt)?,
+            },
+            spares: match split {
+                Some(_) => Vec::new(),
+                None => crate::vdev::config::parse_aux_list(&directory.aux.spares, &aux_devices)
+                    .map_err(SpaError::Corrupt)?,
+            },
             zio: std::sync::Arc::new(zio),
             dp: crate::dsl::Pool::new(
                 ObjectSet::create(0, ObjsetType::Meta, mos_policy()),
@@ -459,6 +485,7 @@ mod tests {
             config,
             tops,
             devices: HashMap::from([(Guid(10), device.clone()), (Guid(13), device)]),
+            aux: HashMap::new(),
             old_format: None,
         };
         let root = candidate.vdev_tree().unwrap();
@@ -494,6 +521,7 @@ mod tests {
             config: XdrNvList::new(),
             tops,
             devices: HashMap::new(),
+            aux: HashMap::new(),
             old_format: None,
         };
         assert!(matches!(candidate.vdev_tree(), Err(SpaError::Corrupt(_))));

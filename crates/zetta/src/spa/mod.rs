@@ -49,6 +49,7 @@ pub mod uberblock;
 mod vdev_dtl;
 pub mod vdev_initialize;
 mod vdev_ops;
+pub use vdev_ops::SPA_VERSION_SPARES;
 pub mod vdev_trim;
 mod vdev_zap;
 pub mod writeback;
@@ -142,8 +143,12 @@ pub struct Spa {
     pub name_on_disk: Option<String>,
     pub guid: Guid,
     pub root: std::sync::Arc<Vdev>,
-    /// Cache (L2ARC) devices: leaves outside the DVA address space.
+    /// Cache (L2ARC) devices: leaves outside the DVA address space, listed in the MOS
+    /// `l2cache` object (`spa_l2cache`).
     pub cache: Vec<Vdev>,
+    /// Available hot spares, listed in the MOS `spares` object (`spa_spares`). A spare
+    /// is only a name and a label until a replace puts it in the tree.
+    pub spares: Vec<Vdev>,
     pub zio: std::sync::Arc<Zio>,
     /// The MOS and every dataset (`dsl::Pool`, OpenZFS `spa_dsl_pool`).
     pub dp: crate::dsl::Pool,
@@ -374,6 +379,7 @@ impl Spa {
             guid: pool_guid,
             root: std::sync::Arc::new(root),
             cache: Vec::new(),
+            spares: Vec::new(),
             zio: {
                 let mut zio = Zio::new(allocator, options.arc_size_bytes_max);
                 *zio.log_allocator.lock() = log_allocator;
@@ -588,9 +594,47 @@ impl Spa {
                 .get_str("compatibility")
                 .filter(|c| !c.is_empty()),
             root: &self.root,
-            cache: &self.cache,
             label_features: &self.dp.directory.features.label_features(),
         })
+    }
+
+    /// The MOS `spares` and `l2cache` lists (`spa_sync_aux_dev`).
+    fn aux_lists(&self) -> directory::AuxLists {
+        directory::AuxLists {
+            spares: self
+                .spares
+                .iter()
+                .map(|s| crate::vdev::config::aux_config(s, true))
+                .collect(),
+            l2cache: self
+                .cache
+                .iter()
+                .map(|c| crate::vdev::config::aux_config(c, false))
+                .collect(),
+        }
+    }
+
+    /// The labels of the spares and cache devices (`vdev_aux_label_generate`), rewritten
+    /// with the pool's labels whenever the config changes (OpenZFS writes them when the
+    /// device is added; the bytes are the same each time).
+    fn aux_labels(&self) -> Vec<(crate::io::DeviceRef, crate::nvpair_xdr::XdrNvList)> {
+        let version = self.dp.directory.version;
+        // A spare in use has the pool's label (written with the tree's leaves).
+        let spares = self
+            .spares
+            .iter()
+            .filter(|s| !self.root.leaves().iter().any(|l| l.guid == s.guid))
+            .map(|s| (s, true));
+        let cache = self.cache.iter().map(|c| (c, false));
+        spares
+            .chain(cache)
+            .filter_map(|(vdev, spare)| {
+                Some((
+                    vdev.device.clone()?,
+                    crate::vdev::config::aux_label(version, vdev, spare),
+                ))
+            })
+            .collect()
     }
 
     /// Tells the write path which active features shape what it writes (holes with their
@@ -849,9 +893,15 @@ impl Spa {
             let ctx = io_ctx!(self, txg);
             if pass == 1 || arrays_changed {
                 let config = self.config();
-                self.dp
-                    .directory
-                    .sync(&mut self.dp.mos, &ctx, config, &self.props, &self.scan)?;
+                let aux = self.aux_lists();
+                self.dp.directory.sync(
+                    &mut self.dp.mos,
+                    &ctx,
+                    config,
+                    &self.props,
+                    &self.scan,
+                    &aux,
+                )?;
             }
             let old = self.dp.mos_bp;
             self.dp.mos_bp = self.dp.mos.sync_pass(&ctx, &old, pass)?;
@@ -875,11 +925,7 @@ impl Spa {
         // `open_txg` still N (the labels' config says `txg` N).
         let labels = self.config_dirty.then(|| txg::LabelConfigs {
             config: self.config(),
-            cache: self
-                .cache
-                .iter()
-                .filter_map(|c| Some((c.device.clone()?, c.guid)))
-                .collect(),
+            aux: self.aux_labels(),
         });
         let ub = Uberblock {
             version: self.dp.directory.version,

@@ -159,6 +159,7 @@ impl Spa {
             config: XdrNvList::new(),
             tops: BTreeMap::new(),
             devices,
+            aux: std::collections::HashMap::new(),
             old_format: None,
         };
         let mut new_spa = Spa::import_tree(

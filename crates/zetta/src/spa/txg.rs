@@ -83,7 +83,7 @@ use super::{Spa, SpaError};
 use crate::dmu::tx::Throttle;
 use crate::io::{DeviceRef, SimWorld};
 use crate::nvpair_xdr::XdrNvList;
-use crate::types::{Guid, Txg};
+use crate::types::Txg;
 use crate::vdev::label;
 use crate::vdev::Vdev;
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -138,11 +138,11 @@ impl SyncPhases {
 }
 
 /// The label config the tail writes when the vdev config changed: the pool's (MOS) config
-/// as of txg N, from which each leaf's label is derived, and the cache devices with their
-/// guids.
+/// as of txg N, from which each leaf's label is derived, and the hot spares' and cache
+/// devices' own labels (`vdev::config::aux_label`).
 pub(crate) struct LabelConfigs {
     pub config: XdrNvList,
-    pub cache: Vec<(DeviceRef, Guid)>,
+    pub aux: Vec<(DeviceRef, XdrNvList)>,
 }
 
 /// What the tail writes, fixed at quiesce.
@@ -241,9 +241,8 @@ fn flush_leaves(root: &Vdev) -> Result<(), SpaError> {
 }
 
 fn write_label_configs(root: &Vdev, labels: &LabelConfigs, which: &[usize]) {
-    for (device, guid) in &labels.cache {
-        let own = crate::vdev::config::label_config(&labels.config, None, guid.0);
-        let _ = label::write_config(device.as_ref(), &own, which);
+    for (device, aux) in &labels.aux {
+        let _ = label::write_config(device.as_ref(), aux, which);
     }
     for top in &root.children {
         for leaf in top.leaves() {

@@ -7,6 +7,13 @@
 //! collapses a one-child mirror back, and replace wraps the old leaf in a `replacing` pair
 //! until resilver finishes. A new child misses every block born before it arrived; resilver
 //! fills it (its DTL, `vdev::dtl`, says which txgs it misses).
+//!
+//! Hot spares and cache devices live outside the tree (`Spa::spares`, `Spa::cache`, the
+//! MOS `spares`/`l2cache` lists, aux labels naming no pool). A replace by one of the
+//! pool's spares wraps the leaf in a `spare` pair instead (`VdevKind::Spare`, the spare
+//! under its own guid with `is_spare`), which no resilver collapses: `zpool detach` of the
+//! original keeps the spare for good (off the list), of the spare returns it (its aux
+//! label rewritten at once). A spare is in use exactly while its guid is in the tree.
 
 use super::*;
 use std::sync::atomic::Ordering;
@@ -103,6 +110,17 @@ pub(super) fn dtl_objects(vdev: &Vdev) -> Vec<u64> {
         .collect()
 }
 
+/// Whether the aux device `vdev` answers to `name`: its path, its `/dev` path's short
+/// name (`zpool_vdev_name`: `loop1` for `/dev/loop1`), or its guid.
+fn aux_is_named(vdev: &Vdev, name: &str) -> bool {
+    vdev.path == name
+        || vdev.path.strip_prefix("/dev/") == Some(name)
+        || vdev.guid.0.to_string() == name
+}
+
+/// `SPA_VERSION_SPARES`: the first pool version with hot spares.
+pub const SPA_VERSION_SPARES: u64 = 3;
+
 impl Spa {
     fn leaf_path(&self, name: &str) -> Result<Vec<usize>, SpaError> {
         let mut path = Vec::new();
@@ -147,31 +165,95 @@ impl Spa {
         Ok(())
     }
 
-    /// Adds cache (L2ARC) devices (`zpool add pool cache dev…`).
-    pub fn add_cache_devices(&mut self, devices: &[(String, DeviceRef)]) -> Result<(), SpaError> {
-        for (path, device) in devices {
-            if self.cache.iter().any(|c| c.path == *path) {
-                return Err(SpaError::Invalid(format!(
-                    "{path} is already a cache device"
-                )));
-            }
-            let mut leaf = Vdev::new_leaf(path, Some(device.clone()));
-            leaf.id = self.cache.len() as u64;
-            self.cache.push(leaf);
-        }
+    /// Adds cache (L2ARC) devices (`zpool add pool cache dev…`): listed in the MOS
+    /// `l2cache` object, labelled `POOL_STATE_L2CACHE` (`spa_vdev_add`,
+    /// `spa_validate_aux`, `vdev_label_init(VDEV_LABEL_L2CACHE)`). `ashift`: the one asked
+    /// for (`-o ashift`), else the device's 512-byte sectors.
+    pub fn add_cache_devices(
+        &mut self,
+        devices: &[(String, DeviceRef)],
+        ashift: Option<u32>,
+    ) -> Result<(), SpaError> {
+        let leaves = self.new_aux_leaves(devices, ashift)?;
+        self.cache.extend(leaves);
         self.config_dirty = true;
         self.sync()?;
         Ok(())
     }
 
+    /// Adds hot spares (`zpool create … spare dev…`, `zpool add pool spare dev…`): listed in
+    /// the MOS `spares` object and labelled `POOL_STATE_SPARE`. A pool before version 3
+    /// (`SPA_VERSION_SPARES`) has none (`spa_vdev_add`: ENOTSUP).
+    pub fn add_spare_devices(
+        &mut self,
+        devices: &[(String, DeviceRef)],
+        ashift: Option<u32>,
+    ) -> Result<(), SpaError> {
+        if self.dp.directory.version < SPA_VERSION_SPARES {
+            return Err(SpaError::Invalid(
+                "pool must be upgraded to add hot spares".to_string(),
+            ));
+        }
+        let leaves = self.new_aux_leaves(devices, ashift)?;
+        self.spares.extend(leaves);
+        self.config_dirty = true;
+        self.sync()?;
+        Ok(())
+    }
+
+    /// The leaves of new aux devices, each checked against every device the pool has
+    /// (`spa_validate_aux_devs`: EINVAL for a duplicate).
+    fn new_aux_leaves(
+        &self,
+        devices: &[(String, DeviceRef)],
+        ashift: Option<u32>,
+    ) -> Result<Vec<Vdev>, SpaError> {
+        let mut leaves: Vec<Vdev> = Vec::new();
+        for (path, device) in devices {
+            let known = self
+                .root
+                .leaves()
+                .into_iter()
+                .chain(self.cache.iter())
+                .chain(self.spares.iter())
+                .chain(leaves.iter())
+                .any(|v| v.path == *path);
+            if known {
+                return Err(SpaError::Invalid(format!(
+                    "{path} is already part of the pool"
+                )));
+            }
+            // `vdev_label_init`: the device's old labels and uberblock ring go before its
+            // aux label is written (with the pool's labels, at the sync below).
+            label::clear_labels(device.as_ref()).map_err(|e| SpaError::Device(e.to_string()))?;
+            let mut leaf = Vdev::new_leaf(path, Some(device.clone()));
+            leaf.ashift = ashift.unwrap_or(crate::vdev::config::AUX_ASHIFT_DEFAULT);
+            leaf.create_txg = self.open_txg;
+            leaves.push(leaf);
+        }
+        Ok(leaves)
+    }
+
     /// Removes a cache device or a top-level log vdev (`zpool remove`). Data vdevs cannot be
     /// removed: their blocks would have to move.
     pub fn remove_device(&mut self, name: &str) -> Result<(), SpaError> {
-        if let Some(index) = self.cache.iter().position(|c| c.path == name) {
-            let removed = self.cache.remove(index);
-            if let Some(device) = &removed.device {
-                let _ = label::clear_labels(device.as_ref());
+        // `spa_vdev_remove` of an aux device: out of its MOS list, its label left as it is
+        // (an available spare's or cache device's label names no pool).
+        let aux_named = |v: &Vdev| aux_is_named(v, name);
+        if let Some(index) = self.spares.iter().position(aux_named) {
+            // A spare standing in for a leaf stays (EBUSY) until detached.
+            if self.spare_in_use(self.spares[index].guid) {
+                return Err(SpaError::Invalid(
+                    "Pool busy; removal may already be in progress".to_string(),
+                ));
             }
+            self.spares.remove(index);
+            self.config_dirty = true;
+            self.sync()?;
+            return Ok(());
+        }
+        if let Some(index) = self.cache.iter().position(aux_named) {
+            self.cache.remove(index);
             self.config_dirty = true;
             self.sync()?;
             return Ok(());
@@ -284,10 +366,63 @@ impl Spa {
         new_path: &str,
         device: DeviceRef,
     ) -> Result<(), SpaError> {
+        let new_leaf = Vdev::new_leaf(new_path, Some(device));
+        self.replace_leaf(old, new_leaf, VdevKind::Replacing)
+    }
+
+    /// The hot spare named `spare` (path, short name of a `/dev` path as `zpool status`
+    /// shows it, or guid), if the pool has one.
+    pub fn spare_named(&self, spare: &str) -> Option<&Vdev> {
+        self.spares.iter().find(|s| aux_is_named(s, spare))
+    }
+
+    /// Whether the hot spare `guid` stands in for a leaf (`spa_spare_exists` with the
+    /// pool: VDEV_AUX_SPARED, INUSE).
+    pub fn spare_in_use(&self, guid: Guid) -> bool {
+        self.root.leaves().iter().any(|leaf| leaf.guid == guid)
+    }
+
+    /// Swaps the hot spare `spare` in for the leaf `old` (`zpool replace pool old spare`,
+    /// `spa_vdev_attach` with a spare): a `spare` vdev holds the original and the spare —
+    /// under the spare's own guid, `is_spare` — while the spare resilvers and after, until
+    /// `zpool detach` of one of them; the spare stays in the pool's list, INUSE.
+    pub fn replace_with_spare(&mut self, old: &str, spare: &str) -> Result<(), SpaError> {
+        let Some(entry) = self.spare_named(spare) else {
+            return Err(SpaError::Invalid("no such device in pool".to_string()));
+        };
+        if self.spare_in_use(entry.guid) {
+            return Err(SpaError::Invalid(format!("{spare} is busy")));
+        }
+        let Some(device) = entry.device.clone() else {
+            return Err(SpaError::DevicesUnavailable);
+        };
+        let mut new_leaf = Vdev::new_leaf(&entry.path, Some(device));
+        new_leaf.guid = entry.guid;
+        new_leaf.is_spare = true;
+        let path = self.leaf_path(old)?;
+        let under_spare =
+            path.len() >= 2 && node(&self.root, &path[..path.len() - 1]).kind == VdevKind::Spare;
+        if under_spare || node(&self.root, &path).is_spare {
+            // Replacing under a `spare` vdev (another spare for the original, or a device
+            // for a spare in use) is not built.
+            return Err(SpaError::Invalid(
+                "operation not supported on this type of pool".to_string(),
+            ));
+        }
+        self.replace_leaf(old, new_leaf, VdevKind::Spare)
+    }
+
+    /// Wraps the leaf `old` in a `kind` pair (`replacing` or `spare`) with `new_leaf`
+    /// and resilvers the new one.
+    fn replace_leaf(
+        &mut self,
+        old: &str,
+        mut new_leaf: Vdev,
+        kind: VdevKind,
+    ) -> Result<(), SpaError> {
         let path = self.leaf_path(old)?;
         self.sync()?;
         let old_leaf = node(&self.root, &path);
-        let mut new_leaf = Vdev::new_leaf(new_path, Some(device));
         if new_leaf.asize_bytes
             < old_leaf
                 .asize_bytes
@@ -301,9 +436,8 @@ impl Spa {
             self.dtl_max_txg().saturating_sub(TXG_INITIAL.0),
         );
         let target = node_mut(self.root_mut(), &path);
-        let mut old_vdev =
-            std::mem::replace(target, Vdev::new(VdevKind::Replacing, Guid::random()));
-        let mut pair = Vdev::new(VdevKind::Replacing, Guid::random());
+        let mut old_vdev = std::mem::replace(target, Vdev::new(kind, Guid::random()));
+        let mut pair = Vdev::new(kind, Guid::random());
         if path.len() == 1 {
             move_top_fields(&mut old_vdev, &mut pair);
         } else {
@@ -332,7 +466,10 @@ impl Spa {
         let leaf_index = path[path.len() - 1];
         {
             let parent = node(&self.root, parent_path);
-            if !matches!(parent.kind, VdevKind::Mirror | VdevKind::Replacing) {
+            if !matches!(
+                parent.kind,
+                VdevKind::Mirror | VdevKind::Replacing | VdevKind::Spare
+            ) {
                 return Err(SpaError::Invalid(
                     "only applicable to mirror and replacing vdevs".to_string(),
                 ));
@@ -348,7 +485,23 @@ impl Spa {
         }
         self.sync()?;
         let parent = node_mut(self.root_mut(), parent_path);
-        let detached = parent.children.remove(leaf_index);
+        let from_spare = parent.kind == VdevKind::Spare;
+        let mut detached = parent.children.remove(leaf_index);
+        // `spa_vdev_detach` under a `spare` vdev: detaching the original makes the spare
+        // a permanent member (out of the spares list, `unspare`); detaching the spare
+        // returns it to the list, AVAIL, with its aux label back.
+        let made_permanent = if from_spare && !detached.is_spare {
+            parent
+                .children
+                .iter_mut()
+                .find(|c| c.is_spare)
+                .map(|spare| {
+                    spare.is_spare = false;
+                    spare.guid
+                })
+        } else {
+            None
+        };
         for (i, child) in parent.children.iter_mut().enumerate() {
             child.id = i as u64;
         }
@@ -361,9 +514,20 @@ impl Spa {
             }
             *parent = only;
         }
+        if let Some(guid) = made_permanent {
+            self.spares.retain(|s| s.guid != guid);
+        }
         self.dtl_free(&dtl_objects(&detached))?;
         if let Some(device) = &detached.device {
             let _ = label::clear_labels(device.as_ref());
+            if from_spare && detached.is_spare {
+                // `vdev_label_init(VDEV_LABEL_REMOVE)` of a spare: its aux label again
+                // (the sync below rewrites it with the pool's labels too).
+                detached.is_spare = false;
+                let aux =
+                    crate::vdev::config::aux_label(self.dp.directory.version, &detached, true);
+                let _ = label::write_config(device.as_ref(), &aux, &[0, 1, 2, 3]);
+            }
         }
         self.config_dirty = true;
         // The detached disk may have been the smallest (OpenZFS `spa_vdev_detach` reopens

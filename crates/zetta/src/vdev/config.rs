@@ -7,16 +7,27 @@
 //! ```text
 //! pool  (MOS copy)  version 5000, name, state, txg, pool_guid, errata, [hostid], hostname,
 //!                   ([comment], [compatibility] after errata), [has_per_vdev_zaps],
-//!                   [hole_array], vdev_children, vdev_tree (the root), features_for_read,
-//!                   [l2cache]
+//!                   [hole_array], vdev_children, vdev_tree (the root), features_for_read
 //! label (per leaf)  version .. hostname, top_guid, guid, [is_log], [hole_array],
 //!                   vdev_children, vdev_tree (the leaf's TOP-LEVEL vdev), features_for_read
-//! vdev              type, id, guid, [path], [nparity], [whole_disk] (disks, 0),
+//! vdev              type (root, file, disk, mirror, raidz, replacing, spare, hole), id,
+//!                   guid, [path], [nparity], [whole_disk] (disks, 0), [is_spare] (a hot
+//!                   spare in use; its label also has `is_spare` after `guid`),
 //!                   top-level: metaslab_array, metaslab_shift, ashift, asize, is_log;
 //!                   leaf: [DTL] (its dirty time log's space map, `vdev::dtl`);
 //!                   [create_txg]; MOS only: [com.delphix:vdev_zap_leaf],
 //!                   [com.delphix:vdev_zap_top]; children[...] | leaf: [offline], [is_hole]
+//! aux vdev (MOS `spares`/`l2cache` objects, `spa_sync_aux_dev`)
+//!                   type, guid, path, [whole_disk], [is_spare] (spares, 1), ashift,
+//!                   [create_txg] — no id (`VDEV_CONFIG_L2CACHE`)
+//! aux label (an available spare's or a cache device's, `vdev_aux_label_generate`)
+//!                   version, state (3 spare, 4 l2cache), guid, [ashift] (l2cache), path
 //! ```
+//!
+//! Hot spares and cache devices are not in the vdev tree: the MOS object directory's
+//! `spares` and `l2cache` entries name packed-nvlist objects holding `{spares: [..]}` and
+//! `{l2cache: [..]}` (`spa_load_spares`, `spa_load_l2cache`), and their own labels name no
+//! pool (a spare may serve several), so discovery finds them by guid.
 //!
 //! The per-vdev ZAPs are parsed into `Vdev::openzfs_keys` and written back; Zetta makes
 //! the missing ones and destroys those of departed vdevs (`spa::vdev_zap`, format 26). A leaf's `DTL` is Zetta's own too now (`Vdev::dtl`, format 25).
@@ -82,6 +93,9 @@ impl Vdev {
         }
         if self.kind == VdevKind::Leaf && self.type_name() == "disk" {
             u64v(&mut list, "whole_disk", 0);
+        }
+        if self.is_spare {
+            u64v(&mut list, "is_spare", 1);
         }
         let top_level = self.ashift != 0;
         if top_level {
@@ -162,6 +176,7 @@ impl Vdev {
             "file" | "disk" => VdevKind::Leaf,
             "mirror" => VdevKind::Mirror,
             "replacing" => VdevKind::Replacing,
+            "spare" => VdevKind::Spare,
             "hole" => VdevKind::Hole,
             "raidz" => {
                 let parity = config.get_u64("nparity").unwrap_or(0);
@@ -203,6 +218,7 @@ impl Vdev {
         vdev.ms_array_object = config.get_u64("metaslab_array").unwrap_or(0);
         vdev.is_log = config.get_u64("is_log").unwrap_or(0) != 0;
         vdev.create_txg = Txg(config.get_u64("create_txg").unwrap_or(0));
+        vdev.is_spare = kind == VdevKind::Leaf && config.get_u64("is_spare").unwrap_or(0) != 0;
         if kind == VdevKind::Leaf {
             vdev.path = config
                 .get_str("path")
@@ -236,7 +252,9 @@ impl Vdev {
             VdevKind::Leaf if !vdev.children.is_empty() => {
                 return Err("a leaf vdev has children".to_string())
             }
-            VdevKind::Mirror | VdevKind::Replacing if vdev.children.is_empty() => {
+            VdevKind::Mirror | VdevKind::Replacing | VdevKind::Spare
+                if vdev.children.is_empty() =>
+            {
                 return Err("a mirror has no children".to_string())
             }
             VdevKind::Raidz { parity } if vdev.children.len() <= parity as usize => {
@@ -273,7 +291,6 @@ pub struct PoolFacts<'a> {
     pub comment: Option<&'a str>,
     pub compatibility: Option<&'a str>,
     pub root: &'a Vdev,
-    pub cache: &'a [Vdev],
     /// The active features a reader needs before the MOS (`spa_label_features`), by guid.
     pub label_features: &'a [&'a str],
 }
@@ -307,13 +324,83 @@ pub fn pool_config(facts: &PoolFacts<'_>) -> XdrNvList {
         "features_for_read",
         XdrValue::NvList(features_for_read(facts.label_features)),
     );
-    if !facts.cache.is_empty() {
-        config.add(
-            "l2cache",
-            XdrValue::NvListArray(facts.cache.iter().map(|c| c.to_config()).collect()),
-        );
-    }
     config
+}
+
+/// `POOL_STATE_SPARE` and `POOL_STATE_L2CACHE`: an aux label's `state`.
+pub use super::openzfs::label::pool_state::{
+    L2CACHE as POOL_STATE_L2CACHE, SPARE as POOL_STATE_SPARE,
+};
+/// `SPA_MINBLOCKSHIFT`: an aux device's ashift unless one was asked for (`vdev_open` takes
+/// the device's logical sector size, 512 bytes for files and most disks).
+pub const AUX_ASHIFT_DEFAULT: u32 = 9;
+
+/// One hot spare's or cache device's entry in the MOS `spares`/`l2cache` list
+/// (`vdev_config_generate(.., VDEV_CONFIG_L2CACHE)`, which `spa_sync_aux_dev` uses for
+/// both): no `id`, an `ashift`, and `is_spare` on spares (`vdev_isspare`).
+pub fn aux_config(vdev: &Vdev, spare: bool) -> XdrNvList {
+    let mut list = XdrNvList::new();
+    strv(&mut list, "type", vdev.type_name());
+    u64v(&mut list, "guid", vdev.guid.0);
+    strv(&mut list, "path", &vdev.path);
+    if vdev.type_name() == "disk" {
+        u64v(&mut list, "whole_disk", 0);
+    }
+    if spare {
+        u64v(&mut list, "is_spare", 1);
+    }
+    u64v(&mut list, "ashift", u64::from(aux_ashift(vdev)));
+    if vdev.create_txg.0 != 0 {
+        u64v(&mut list, "create_txg", vdev.create_txg.0);
+    }
+    list
+}
+
+/// An aux vdev's ashift (kept in `Vdev::ashift`, which on a tree vdev marks a top-level one).
+fn aux_ashift(vdev: &Vdev) -> u32 {
+    if vdev.ashift == 0 {
+        AUX_ASHIFT_DEFAULT
+    } else {
+        vdev.ashift
+    }
+}
+
+/// The label of an available hot spare or a cache device (`vdev_aux_label_generate`): the
+/// pool's version, `state` 3 or 4, the device's guid, the ashift (cache devices only, for
+/// zdb) and its path. No pool name or guid: a spare may be shared by pools.
+pub fn aux_label(version: u64, vdev: &Vdev, spare: bool) -> XdrNvList {
+    let mut label = XdrNvList::new();
+    u64v(&mut label, "version", version);
+    let state = if spare {
+        POOL_STATE_SPARE
+    } else {
+        POOL_STATE_L2CACHE
+    };
+    u64v(&mut label, "state", state);
+    u64v(&mut label, "guid", vdev.guid.0);
+    if !spare {
+        u64v(&mut label, "ashift", u64::from(aux_ashift(vdev)));
+    }
+    strv(&mut label, "path", &vdev.path);
+    label
+}
+
+/// Parses the MOS `spares`/`l2cache` list entries (`spa_load_spares`): leaves only, each
+/// with its device when discovery found one by guid. An entry that is not a leaf, or
+/// lacks a guid or path, is corrupt.
+pub fn parse_aux_list(
+    entries: &[XdrNvList],
+    devices: &HashMap<Guid, DeviceRef>,
+) -> Result<Vec<Vdev>, String> {
+    let mut out = Vec::new();
+    for (index, entry) in entries.iter().enumerate() {
+        let vdev = Vdev::from_config(entry, devices)?;
+        if vdev.kind != VdevKind::Leaf {
+            return Err(format!("aux vdev {index} is a {}", vdev.type_name()));
+        }
+        out.push(vdev);
+    }
+    Ok(out)
 }
 
 /// Whether every top-level vdev has its ZAP and every leaf its own: then the MOS config
@@ -424,6 +511,10 @@ pub fn label_config(pool: &XdrNvList, top_guid: Option<u64>, leaf_guid: u64) -> 
         u64v(&mut label, "top_guid", guid);
     }
     u64v(&mut label, "guid", leaf_guid);
+    // A hot spare in use says so (`vdev_isspare`), before `is_log`.
+    if top.is_some_and(|t| leaf_is_spare(t, leaf_guid)) {
+        u64v(&mut label, "is_spare", 1);
+    }
     if top.and_then(|t| t.get_u64("is_log")) == Some(1) {
         u64v(&mut label, "is_log", 1);
     }
@@ -439,6 +530,17 @@ pub fn label_config(pool: &XdrNvList, top_guid: Option<u64>, leaf_guid: u64) -> 
         label.add("features_for_read", value.clone());
     }
     label
+}
+
+/// Whether the leaf `guid` under the vdev config `tree` carries `is_spare`.
+fn leaf_is_spare(tree: &XdrNvList, guid: u64) -> bool {
+    if tree.get_u64("guid") == Some(guid) {
+        return tree.get_u64("is_spare") == Some(1);
+    }
+    tree.get_nvlist_array("children")
+        .unwrap_or(&[])
+        .iter()
+        .any(|child| leaf_is_spare(child, guid))
 }
 
 #[cfg(test)]
@@ -527,7 +629,6 @@ mod label_tests {
             comment: None,
             compatibility: None,
             root: &root,
-            cache: &[],
             label_features: &[],
         });
         let label = label_config(&pool, Some(2), 11);

@@ -37,7 +37,7 @@
 
 use crate::io::{BlockDevice, IoError};
 use crate::nvpair_xdr::{self, XdrNvList};
-use crate::types::Txg;
+use crate::types::{Guid, Txg};
 use crate::vdev::openzfs::label as ozfs;
 
 pub use ozfs::{LABEL_COUNT, LABEL_SIZE_BYTES, RING_SIZE_BYTES};
@@ -204,6 +204,37 @@ pub fn read_config(device: &dyn BlockDevice) -> Option<DeviceLabel> {
         Some((config, txg)) => Some(DeviceLabel::Pool { config, txg }),
         None => old,
     }
+}
+
+/// The guid of a hot spare's or cache device's label (`state` 3 or 4, no pool:
+/// `vdev::config::aux_label`), from the first label that decodes as one; `None` for any
+/// other device.
+pub fn read_aux_guid(device: &dyn BlockDevice) -> Option<Guid> {
+    let size = device.size_bytes();
+    ozfs::label_offset(size, LABEL_COUNT - 1)?;
+    for index in 0..LABEL_COUNT {
+        let offset = label_offset(index, size);
+        let mut area = vec![0u8; CONFIG_SIZE_BYTES as usize];
+        if device
+            .read_at(offset + CONFIG_OFFSET_BYTES, &mut area)
+            .is_err()
+        {
+            continue;
+        }
+        let Ok(phys) = ozfs::decode_vdev_phys(&area, offset + CONFIG_OFFSET_BYTES) else {
+            continue;
+        };
+        let config = phys.config;
+        let state = config.get_u64("state");
+        let aux =
+            state == Some(ozfs::pool_state::SPARE) || state == Some(ozfs::pool_state::L2CACHE);
+        if aux && config.get_u64("pool_guid").is_none() {
+            if let Some(guid) = config.get_u64("guid").filter(|&g| g != 0) {
+                return Some(Guid(guid));
+            }
+        }
+    }
+    None
 }
 
 /// A format 1-4 config area: "ZETTACFG", version, payload length, txg, fletcher4, then

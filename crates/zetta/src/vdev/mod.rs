@@ -172,6 +172,9 @@ pub enum VdevKind {
     },
     /// A mirror-like pair during `zpool replace`: the old and the new device.
     Replacing,
+    /// A mirror-like pair while a hot spare stands in for a leaf (`vdev_spare_ops`): the
+    /// original and the spare, until `zpool detach` of one of them.
+    Spare,
     /// The place of a removed top-level log vdev: top-level numbers are DVA addresses and
     /// never shift, so a removed one leaves a hole.
     Hole,
@@ -265,6 +268,9 @@ pub struct Vdev {
     /// imports until `zpool clear`; a fault from a failed write alone is not kept.
     pub fault_kept: AtomicBool,
     pub create_txg: Txg,
+    /// Leaf: a hot spare swapped into the tree (`vdev_isspare`, config `is_spare`); its
+    /// guid is its entry's in the pool's spares list.
+    pub is_spare: bool,
     pub stats: VdevStats,
     /// What OpenZFS keeps in a vdev's config and Zetta carries through its config writes
     /// so that nothing OpenZFS made is lost or leaked (`zdb -b` reports a MOS object no
@@ -333,6 +339,7 @@ impl Vdev {
             degraded: AtomicBool::new(false),
             fault_kept: AtomicBool::new(false),
             create_txg: Txg(0),
+            is_spare: false,
             stats: VdevStats::default(),
             openzfs_keys: OpenZfsVdevKeys::default(),
         }
@@ -365,6 +372,7 @@ impl Vdev {
             VdevKind::Mirror => "mirror",
             VdevKind::Raidz { .. } => "raidz",
             VdevKind::Replacing => "replacing",
+            VdevKind::Spare => "spare",
             VdevKind::Hole => "hole",
         }
     }
@@ -394,7 +402,7 @@ impl Vdev {
                     VdevState::Online
                 }
             }
-            VdevKind::Mirror | VdevKind::Replacing => {
+            VdevKind::Mirror | VdevKind::Replacing | VdevKind::Spare => {
                 let usable = self.usable_children();
                 if usable == self.children.len() && self.all_children_online() {
                     VdevState::Online
@@ -657,7 +665,7 @@ impl Vdev {
                 }
                 Ok(())
             }
-            VdevKind::Mirror | VdevKind::Replacing => {
+            VdevKind::Mirror | VdevKind::Replacing | VdevKind::Spare => {
                 for child in &self.children {
                     if child.state().is_usable() {
                         child.plan_write(offset_bytes, data, out)?;

@@ -70,7 +70,7 @@ impl Vdev {
                     None
                 }
             }
-            VdevKind::Mirror | VdevKind::Replacing => {
+            VdevKind::Mirror | VdevKind::Replacing | VdevKind::Spare => {
                 self.read_mirror(offset_bytes, psize_bytes, birth, verify, mode)
             }
             VdevKind::Raidz { parity } => self.read_raidz(
@@ -92,7 +92,7 @@ impl Vdev {
         }
         match self.kind {
             VdevKind::Leaf => self.has_block_born(birth),
-            VdevKind::Mirror | VdevKind::Replacing => {
+            VdevKind::Mirror | VdevKind::Replacing | VdevKind::Spare => {
                 self.children.iter().any(|c| c.can_serve(birth))
             }
             _ => true,

@@ -490,6 +490,7 @@ impl Spa {
             guid: Guid(candidate.guid),
             root: Arc::new(root),
             cache: Vec::new(),
+            spares: Vec::new(),
             zio: Arc::new(Zio::new(Allocator::new(), 0)),
             dp: crate::dsl::Pool::new(
                 ObjectSet::placeholder(0, ObjsetType::Meta, mos_policy()),
