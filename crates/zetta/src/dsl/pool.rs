@@ -72,6 +72,10 @@ pub struct Pool {
     pub(crate) sync_tasks: SyncTasks,
     /// Uncommitted space claims (`space`).
     pub(crate) dsl_space: super::space::SpaceState,
+    /// Each dir's refquota and refreservation (OpenZFS's in-memory `ds_quota` and
+    /// `ds_reserved`): loaded from the props ZAPs at open (`Spa::load_ref_limits`), changed
+    /// only by `Spa::set_space_limit`; a dir without an entry has neither.
+    pub(crate) ref_limits: BTreeMap<u64, super::space::RefLimits>,
 }
 
 impl Pool {
@@ -93,6 +97,7 @@ impl Pool {
             history_pending: Vec::new(),
             sync_tasks: Default::default(),
             dsl_space: Default::default(),
+            ref_limits: BTreeMap::new(),
         }
     }
 }

@@ -111,6 +111,7 @@ impl Spa {
             let kept = self.read_dir(dir)?;
             let dataset = kept.head_dataset;
             let head = self.head_phys(dataset)?;
+            let refreserved = self.ref_limits(dir).refreservation;
             let ctx = io_ctx!(self);
             let origin = super::space::origin_txg(&mut self.dp.mos, &ctx, &kept)?;
             let head_bp = self.head_tree_bp(dataset)?;
@@ -149,15 +150,13 @@ impl Spa {
             let mut recomputed = DslDirPhys {
                 quota_bytes: kept.quota_bytes,
                 reserved_bytes: kept.reserved_bytes,
-                refquota_bytes: kept.refquota_bytes,
-                refreserved_bytes: kept.refreserved_bytes,
                 ..DslDirPhys::default()
             };
             let mut breakdown = [0u64; USED_KIND_COUNT];
             breakdown[UsedKind::Head as usize] = head_own.allocated_bytes;
             breakdown[UsedKind::Snap as usize] = snap.allocated_bytes;
             breakdown[UsedKind::Refrsrv as usize] =
-                refrsrv_charge(kept.refreserved_bytes, figures.unique_bytes);
+                refrsrv_charge(refreserved, figures.unique_bytes);
             recomputed.compressed_bytes = head_own.physical_bytes + snap.physical_bytes;
             recomputed.uncompressed_bytes = head_own.logical_bytes + snap.logical_bytes;
             for (_, child, child_figures) in &out {
@@ -206,16 +205,11 @@ impl Spa {
             for (prop, value) in limits {
                 if let Some(limit) = SpaceLimit::from_prop(&prop) {
                     let bytes: u64 = value.parse().unwrap_or(0);
-                    let stored = match limit {
-                        SpaceLimit::Quota => kept.quota_bytes,
-                        SpaceLimit::Reservation => kept.reserved_bytes,
-                        SpaceLimit::Refquota => kept.refquota_bytes,
-                        SpaceLimit::Refreservation => kept.refreserved_bytes,
-                    };
+                    let stored = limit.get(&kept, self.ref_limits(*dir));
                     if stored != bytes {
                         audit
                             .mismatches
-                            .push(format!("{name}: {prop}={bytes} but the dir holds {stored}"));
+                            .push(format!("{name}: {prop}={bytes} but {stored} is in force"));
                     }
                 }
             }
@@ -300,13 +294,12 @@ impl Spa {
                 match SpaceLimit::from_prop(&prop) {
                     Some(SpaceLimit::Quota) => phys.quota_bytes = bytes,
                     Some(SpaceLimit::Reservation) => phys.reserved_bytes = bytes,
-                    Some(SpaceLimit::Refquota) => phys.refquota_bytes = bytes,
-                    Some(SpaceLimit::Refreservation) => phys.refreserved_bytes = bytes,
-                    None => {}
+                    Some(SpaceLimit::Refquota | SpaceLimit::Refreservation) | None => {}
                 }
             }
             self.write_dir(dir, &phys)?;
         }
+        self.load_ref_limits()?;
         let (all, _) = self.recompute()?;
         for (_, dir, figures) in all {
             let mut phys = self.read_dir(dir)?;

@@ -749,11 +749,17 @@ impl Spa {
                 // Space accounting and the dead list of what it released, same txg.
                 let (born, freed, dead) = self.dp.root_dataset.take_space_changes();
                 let features = born.features;
+                let refreserved = self
+                    .dp
+                    .ref_limits
+                    .get(&phys.dir)
+                    .map_or(0, |l| l.refreservation);
                 crate::dsl::space::head_synced(
                     &mut self.dp.mos,
                     &ctx,
                     root_dataset,
                     &mut phys,
+                    refreserved,
                     born,
                     freed,
                     &dead,
@@ -774,11 +780,17 @@ impl Spa {
                 head.phys.bp = head.objset.sync(&ctx, &old)?;
                 let (born, freed, dead) = head.objset.take_space_changes();
                 let features = born.features;
+                let refreserved = self
+                    .dp
+                    .ref_limits
+                    .get(&head.phys.dir)
+                    .map_or(0, |l| l.refreservation);
                 crate::dsl::space::head_synced(
                     &mut self.dp.mos,
                     &ctx,
                     object,
                     &mut head.phys,
+                    refreserved,
                     born,
                     freed,
                     &dead,
