@@ -389,6 +389,42 @@ impl Spa {
         )
     }
 
+    /// `dsl_pool_mos_diduse_space`: what a sync pass of the MOS gave birth to and freed,
+    /// kept for `$MOS` until the next pass (or txg) applies it.
+    pub(crate) fn mos_diduse_space(&mut self, born: &BlockSpace, freed: &BlockSpace) {
+        let delta = SpaceDelta::gained(born).plus(SpaceDelta::lost(freed));
+        self.dp.mos_space_delta = self.dp.mos_space_delta.plus(delta);
+    }
+
+    /// `dsl_pool_sync`'s charge of the MOS's space to `$MOS` (`dp_mos_dir`, HEAD, carried to
+    /// the root dir's CHILD as any dir's): the births and frees of the MOS's passes before
+    /// this one. The MOS cannot account for itself while it is written, so the last pass's
+    /// wait for the next txg, as in OpenZFS. A pool without `$MOS` keeps nothing.
+    pub(crate) fn mos_space_sync(&mut self, txg: crate::types::Txg) -> Result<(), SpaError> {
+        let delta = self.dp.mos_space_delta;
+        if delta.is_zero() {
+            return Ok(());
+        }
+        let dir = match self.dp.mos_dir {
+            Some(dir) => dir,
+            None => {
+                let root = self.dp.directory.root_dir;
+                let dir = self
+                    .child_dir(root, super::pool::MOS_DIR_NAME)?
+                    .unwrap_or(0);
+                self.dp.mos_dir = Some(dir);
+                dir
+            }
+        };
+        if dir == 0 {
+            return Ok(());
+        }
+        self.dp.mos_space_delta = SpaceDelta::default();
+        self.dp.dsl_space.generation += 1;
+        let ctx = io_ctx!(self, txg);
+        Ok(diduse(&mut self.dp.mos, &ctx, dir, UsedKind::Head, delta)?)
+    }
+
     /// A dir's refquota and refreservation (none if it has no entry).
     pub(crate) fn ref_limits(&self, dir: u64) -> RefLimits {
         self.dp.ref_limits.get(&dir).copied().unwrap_or_default()

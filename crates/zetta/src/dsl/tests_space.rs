@@ -269,13 +269,28 @@ fn figures_are_rebuilt_for_an_older_pool() {
     write(&mut spa, "tank/c", 11, 0, 1 << 20, false);
     set(&mut spa, "tank/a", "reservation", 40 * MIB);
     spa.sync().unwrap();
-    // AVAIL moves with the MOS's own growth; every other figure must come back.
+    // AVAIL moves with the MOS's own growth, and so do the root's USED and CHILD (`$MOS`
+    // is the root's child, as in OpenZFS): every other figure must come back.
     let figures = |spa: &mut Spa| -> Vec<_> {
         ["tank", "tank/a", "tank/a/b", "tank/c"]
             .iter()
-            .map(|fs| super::DatasetSpace {
-                available_bytes: 0,
-                ..spa.dataset_space(fs).unwrap()
+            .map(|fs| {
+                let space = spa.dataset_space(fs).unwrap();
+                let hidden = if *fs == "tank" {
+                    spa.hidden_dirs_space().unwrap()
+                } else {
+                    Default::default()
+                };
+                super::DatasetSpace {
+                    available_bytes: 0,
+                    used_bytes: space.used_bytes - hidden.used.unsigned_abs(),
+                    used_by_children_bytes: space.used_by_children_bytes
+                        - hidden.used.unsigned_abs(),
+                    logical_used_bytes: space.logical_used_bytes
+                        - hidden.uncompressed.unsigned_abs(),
+                    compress_ratio_x100: 0,
+                    ..space
+                }
             })
             .collect()
     };
