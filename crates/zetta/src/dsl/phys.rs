@@ -16,7 +16,7 @@
 //!   5 used_bytes   6 compressed_bytes   7 uncompressed_bytes   8 quota   9 reserved
 //!  10 props_zapobj (DSL_PROPS)   11 deleg_zapobj (DSL_PERMS, 0 until `zfs allow`; `dsl::deleg`)   12 flags = DD_FLAG_USED_BREAKDOWN
 //!  13-17 used_breakdown[HEAD, SNAP, CHILD, CHILD_RSRV, REFRSRV]   18 clones (DSL_CLONES)
-//!  19 org.zetta: refquota copy   20 org.zetta: refreservation copy   21-31 zero
+//!  19-31 zero (pad)
 //! dsl_dataset_phys_t (u64 words):
 //!   0 dir_obj   1 prev_snap_obj   2 prev_snap_txg   3 next_snap_obj
 //!   4 snapnames_zapobj (heads; DSL_DS_SNAP_MAP)   5 num_children (snapshots: 1 + clones)
@@ -30,10 +30,11 @@
 //!
 //! A dir's space fields are OpenZFS's `dd_used_bytes`, `dd_compressed_bytes`,
 //! `dd_uncompressed_bytes` and `dd_used_breakdown` (see `dsl::space`). `quota` and
-//! `reserved` are OpenZFS's; `refquota` and `refreservation` live in the props ZAP in
-//! OpenZFS (and in memory in `dsl_dataset_t`), and the engine keeps copies in two pad words
-//! OpenZFS never reads, so that commits and write checks never read the props ZAP. The
-//! `org.zetta` words go when the limits are loaded from the props at open; `deadlist_obj` names the dataset's dead list, an OpenZFS
+//! `reserved` are OpenZFS's; `refquota` and `refreservation` live only in the props ZAP, as
+//! in OpenZFS, and in memory (OpenZFS's `ds_quota`/`ds_reserved` of `dsl_dataset_t`; here
+//! `dsl::Pool::ref_limits`, loaded at open and kept by `zfs set`): up to session 20 the
+//! engine kept copies in pad words 19 and 20, which it now ignores on read and writes as 0.
+//! `deadlist_obj` names the dataset's dead list, an OpenZFS
 //! bpobj from creation (`dsl::create_dead_list`; no deadlist ZAP by txg yet), and a
 //! `prev_snap_obj` of 0 is written as `$ORIGIN@$ORIGIN` (MOS object 6) and read back as 0;
 //! so is a dir's `origin_obj` (format 15: every dataset is a clone of `$ORIGIN@$ORIGIN` to
@@ -101,8 +102,6 @@ pub struct DslDirPhys {
     pub used_breakdown: [u64; USED_KIND_COUNT],
     pub quota_bytes: u64,
     pub reserved_bytes: u64,
-    pub refquota_bytes: u64,
-    pub refreserved_bytes: u64,
 }
 
 impl DslDirPhys {
@@ -115,9 +114,6 @@ impl DslDirPhys {
     /// The reader's `dsl_dir_phys_t` of these fields (`origin`: the pool's
     /// `$ORIGIN@$ORIGIN`, see [`ORIGIN_SNAPSHOT_OBJECT`]).
     pub fn to_openzfs(&self, origin: u64) -> ozdir::DslDirPhys {
-        let mut pad = [0u64; 13];
-        pad[0] = self.refquota_bytes;
-        pad[1] = self.refreserved_bytes;
         ozdir::DslDirPhys {
             creation_time: self.creation_time,
             head_dataset_obj: self.head_dataset,
@@ -137,7 +133,7 @@ impl DslDirPhys {
             flags: DD_FLAG_USED_BREAKDOWN,
             used_breakdown: self.used_breakdown,
             clones: self.clones_zap,
-            pad,
+            pad: [0; 13],
         }
     }
 
@@ -169,8 +165,6 @@ impl DslDirPhys {
             used_breakdown: d.used_breakdown,
             quota_bytes: d.quota,
             reserved_bytes: d.reserved,
-            refquota_bytes: d.pad[0],
-            refreserved_bytes: d.pad[1],
         })
     }
 }
@@ -392,8 +386,10 @@ mod tests {
         );
     }
 
-    // Why: the fields OpenZFS has no word for (bookmarks, refquota, refreservation) sit in
-    // pad words OpenZFS ignores, and every other field lands in OpenZFS's word.
+    // Why: every field lands in OpenZFS's word, and the pad words are 0 as OpenZFS writes
+    // them: refquota and refreservation, once copied into words 19 and 20, live only in the
+    // props ZAP (a Zetta pool of an earlier session still has them there: decode ignores
+    // them).
     #[test]
     fn engine_fields_land_in_openzfs_words() {
         let dir = DslDirPhys {
@@ -412,8 +408,6 @@ mod tests {
             used_breakdown: [0x10, 0x11, 0x12, 0x13, 0x14],
             quota_bytes: 0x20,
             reserved_bytes: 0x21,
-            refquota_bytes: 0x22,
-            refreserved_bytes: 0x23,
             clones_zap: 0x15,
             no_origin_link: false,
         };
@@ -422,7 +416,7 @@ mod tests {
         assert_eq!(bytes.len(), 256);
         let words: Vec<u64> = (0..32).map(|i| word(&bytes, i)).collect();
         assert_eq!(
-            &words[..21],
+            &words[..19],
             &[
                 1_700_000_000,
                 4,
@@ -442,16 +436,20 @@ mod tests {
                 0x12,
                 0x13,
                 0x14,
-                0x15,
-                0x22,
-                0x23
+                0x15
             ]
         );
-        assert!(words[21..].iter().all(|w| *w == 0));
+        assert!(words[19..].iter().all(|w| *w == 0), "pad words");
         assert_eq!(
             DslDirPhys::decode(&bytes, ORIGIN_SNAPSHOT_OBJECT).unwrap(),
             dir
         );
+        let mut old = bytes.clone();
+        old[19 * 8..20 * 8].copy_from_slice(&0x22u64.to_le_bytes());
+        old[20 * 8..21 * 8].copy_from_slice(&0x23u64.to_le_bytes());
+        let back = DslDirPhys::decode(&old, ORIGIN_SNAPSHOT_OBJECT).unwrap();
+        assert_eq!(back, dir, "the old copies are ignored");
+        assert_eq!(back.encode(ORIGIN_SNAPSHOT_OBJECT), bytes, "and dropped");
 
         let ds = DslDatasetPhys {
             dir: 5,

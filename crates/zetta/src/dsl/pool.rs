@@ -19,9 +19,11 @@
 //! `dsl_pool_create_origin`), which `dsl_pool_open` requires before it opens anything:
 //!
 //! ```text
-//! root dir (5) child map:  $MOS     a DSL dir (props ZAP), no dataset: where OpenZFS
-//!                                   charges the MOS's space (Zetta charges nothing yet)
-//!                          $FREE    the same, for blocks being freed (`dp_free_dir`)
+//! root dir (5) child map:  $MOS     a DSL dir (props ZAP), no dataset: USED is the MOS's
+//!                                   own blocks (`Spa::mos_space_sync`), in the root's CHILD
+//!                                   as OpenZFS keeps it
+//!                          $FREE    the same, for blocks being freed (`dp_free_dir`): those
+//!                                   on `free_bpobj`; Zetta frees at once, so 0
 //!                          $ORIGIN  a DSL dir whose head dataset (a hole tree, an empty
 //!                                   dead list) has one snapshot, $ORIGIN@$ORIGIN (created
 //!                                   in the pool's first txg, next_snap = the head)
@@ -72,6 +74,15 @@ pub struct Pool {
     pub(crate) sync_tasks: SyncTasks,
     /// Uncommitted space claims (`space`).
     pub(crate) dsl_space: super::space::SpaceState,
+    /// Each dir's refquota and refreservation (OpenZFS's in-memory `ds_quota` and
+    /// `ds_reserved`): loaded from the props ZAPs at open (`Spa::load_ref_limits`), changed
+    /// only by `Spa::set_space_limit`; a dir without an entry has neither.
+    pub(crate) ref_limits: BTreeMap<u64, super::space::RefLimits>,
+    /// The MOS's own births and frees not yet charged to `$MOS` (`dp_mos_used_delta` and
+    /// its twins): applied at the start of the next sync pass, or of the next txg's.
+    pub(crate) mos_space_delta: super::space::SpaceDelta,
+    /// `dp_mos_dir`: `$MOS`'s dir (`Some(0)`: the pool has none), looked up at first use.
+    pub(crate) mos_dir: Option<u64>,
 }
 
 impl Pool {
@@ -93,6 +104,9 @@ impl Pool {
             history_pending: Vec::new(),
             sync_tasks: Default::default(),
             dsl_space: Default::default(),
+            ref_limits: BTreeMap::new(),
+            mos_space_delta: Default::default(),
+            mos_dir: None,
         }
     }
 }
@@ -101,6 +115,21 @@ impl Pool {
 pub const MOS_DIR_NAME: &str = "$MOS";
 pub const FREE_DIR_NAME: &str = "$FREE";
 pub const ORIGIN_DIR_NAME: &str = "$ORIGIN";
+
+/// `$ORIGIN@$ORIGIN`'s `ds_creation_txg`: 1, below `TXG_INITIAL` (`dsl_dataset_snapshot_sync_impl`),
+/// so that no block is born at or before it: the previous-snapshot txg of every dataset
+/// without an origin of its own, the root's included, frees every block it writes.
+pub const ORIGIN_CREATION_TXG: u64 = 1;
+
+/// `ds_creation_txg` of a dataset created in txg `txg` (`dsl_dataset_create_sync_dd`: those
+/// of the pool's first txg, `TXG_INITIAL`, say 1).
+pub fn creation_txg(txg: Txg) -> u64 {
+    if txg == crate::spa::TXG_INITIAL {
+        ORIGIN_CREATION_TXG
+    } else {
+        txg.0
+    }
+}
 
 /// A hidden DSL dir under `root_dir` (`dsl_dir_create_sync`: a props ZAP, named in the
 /// parent's child map `child_map`).
@@ -203,7 +232,7 @@ pub fn create_special_dirs(
         dir: origin_dir,
         next_snap: head,
         num_children: 1,
-        creation_txg: txg.0,
+        creation_txg: ORIGIN_CREATION_TXG,
         creation_time: now_secs,
         guid: Guid::random().0,
         fsid_guid: fsid_guid_random(),
@@ -219,9 +248,9 @@ pub fn create_special_dirs(
     // `encode` writes no previous snapshot as `$ORIGIN@$ORIGIN`: the head's.
     let head_phys = DslDatasetPhys {
         dir: origin_dir,
-        prev_snap_txg: txg.0,
+        prev_snap_txg: ORIGIN_CREATION_TXG,
         snapnames_zap: snapnames.0,
-        creation_txg: txg.0,
+        creation_txg: creation_txg(txg),
         creation_time: now_secs,
         guid: Guid::random().0,
         fsid_guid: fsid_guid_random(),

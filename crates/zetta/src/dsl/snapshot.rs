@@ -838,8 +838,9 @@ impl Spa {
     /// snapshot takes over from it must fit outside it.
     fn snapshot_reserve_space(&mut self, dataset: u64, full: &str) -> Result<(), SpaError> {
         let head = self.head_phys(dataset)?;
-        let dir = self.read_dir(head.dir)?;
-        let claimed = head.unique_bytes.min(dir.refreserved_bytes);
+        let claimed = head
+            .unique_bytes
+            .min(self.ref_limits(head.dir).refreservation);
         if claimed > 0 && claimed > self.dir_available_bytes(head.dir)? {
             return Err(SpaError::Dsl(DslError::NoSpace {
                 name: full.to_string(),

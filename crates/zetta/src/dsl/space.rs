@@ -225,13 +225,16 @@ pub(crate) fn origin_txg(
 /// The dataset layer's share of a commit of head `dataset`: `born` and `freed` are what its
 /// object set wrote and freed in this txg, `dead` the blocks it released that a snapshot
 /// still holds (appended to its dead list here). REFER, the logical sums, the unique bytes
-/// and the dir's HEAD, SNAP and REFRSRV follow, and the record is stored (OpenZFS
-/// `dsl_dataset_block_born`, `dsl_dataset_block_kill` and `dsl_dataset_sync`).
+/// and the dir's HEAD, SNAP and REFRSRV follow (`refreserved`: the head's refreservation),
+/// and the record is stored (OpenZFS `dsl_dataset_block_born`, `dsl_dataset_block_kill`
+/// and `dsl_dataset_sync`).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn head_synced(
     mos: &mut ObjectSet,
     ctx: &IoCtx<'_>,
     dataset: u64,
     phys: &mut DslDatasetPhys,
+    refreserved: u64,
     born: BlockSpace,
     freed: BlockSpace,
     dead: &[BlockPointer],
@@ -265,7 +268,7 @@ pub(crate) fn head_synced(
         UsedKind::Head,
         UsedKind::Snap,
     )?;
-    let charge = |unique| signed(refrsrv_charge(dir.refreserved_bytes, unique));
+    let charge = |unique| signed(refrsrv_charge(refreserved, unique));
     let refrsrv = charge(phys.unique_bytes) - charge(unique_before);
     diduse(
         mos,
@@ -277,7 +280,17 @@ pub(crate) fn head_synced(
     mos.set_bonus(ctx, ObjectId(dataset), &phys.encode(mos.dsl_origin))
 }
 
-/// The four space limits, each a property and a field of the dir record.
+/// A head's refquota and refreservation (0: none), OpenZFS's `ds_quota` and `ds_reserved`:
+/// properties only on disk (the props ZAP), kept in memory by `dsl::Pool::ref_limits`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RefLimits {
+    pub refquota: u64,
+    pub refreservation: u64,
+}
+
+/// The four space limits, each a property; quota and reservation are also fields of the
+/// dir record (`dd_quota`, `dd_reserved`), refquota and refreservation in-memory
+/// `RefLimits`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SpaceLimit {
     Quota,
@@ -297,21 +310,13 @@ impl SpaceLimit {
         }
     }
 
-    fn get(self, dir: &DslDirPhys) -> u64 {
+    /// The limit in force, from the dir record or the in-memory ref limits.
+    pub(crate) fn get(self, dir: &DslDirPhys, refs: RefLimits) -> u64 {
         match self {
             SpaceLimit::Quota => dir.quota_bytes,
             SpaceLimit::Reservation => dir.reserved_bytes,
-            SpaceLimit::Refquota => dir.refquota_bytes,
-            SpaceLimit::Refreservation => dir.refreserved_bytes,
-        }
-    }
-
-    fn set(self, dir: &mut DslDirPhys, bytes: u64) {
-        match self {
-            SpaceLimit::Quota => dir.quota_bytes = bytes,
-            SpaceLimit::Reservation => dir.reserved_bytes = bytes,
-            SpaceLimit::Refquota => dir.refquota_bytes = bytes,
-            SpaceLimit::Refreservation => dir.refreserved_bytes = bytes,
+            SpaceLimit::Refquota => refs.refquota,
+            SpaceLimit::Refreservation => refs.refreservation,
         }
     }
 }
@@ -373,7 +378,7 @@ impl Spa {
         head: &mut DslDatasetPhys,
         unique: u64,
     ) -> Result<(), SpaError> {
-        let refreserved = self.read_dir(head.dir)?.refreserved_bytes;
+        let refreserved = self.ref_limits(head.dir).refreservation;
         let before = refrsrv_charge(refreserved, head.unique_bytes);
         let after = refrsrv_charge(refreserved, unique);
         head.unique_bytes = unique;
@@ -384,8 +389,78 @@ impl Spa {
         )
     }
 
-    /// Stores a limit in the dir record and carries its effect: a reservation changes what
-    /// the parent sees (CHILD_RSRV), a refreservation the dir's REFRSRV.
+    /// `dsl_pool_mos_diduse_space`: what a sync pass of the MOS gave birth to and freed,
+    /// kept for `$MOS` until the next pass (or txg) applies it.
+    pub(crate) fn mos_diduse_space(&mut self, born: &BlockSpace, freed: &BlockSpace) {
+        let delta = SpaceDelta::gained(born).plus(SpaceDelta::lost(freed));
+        self.dp.mos_space_delta = self.dp.mos_space_delta.plus(delta);
+    }
+
+    /// `dsl_pool_sync`'s charge of the MOS's space to `$MOS` (`dp_mos_dir`, HEAD, carried to
+    /// the root dir's CHILD as any dir's): the births and frees of the MOS's passes before
+    /// this one. The MOS cannot account for itself while it is written, so the last pass's
+    /// wait for the next txg, as in OpenZFS. A pool without `$MOS` keeps nothing.
+    pub(crate) fn mos_space_sync(&mut self, txg: crate::types::Txg) -> Result<(), SpaError> {
+        let delta = self.dp.mos_space_delta;
+        if delta.is_zero() {
+            return Ok(());
+        }
+        let dir = match self.dp.mos_dir {
+            Some(dir) => dir,
+            None => {
+                let root = self.dp.directory.root_dir;
+                let dir = self
+                    .child_dir(root, super::pool::MOS_DIR_NAME)?
+                    .unwrap_or(0);
+                self.dp.mos_dir = Some(dir);
+                dir
+            }
+        };
+        if dir == 0 {
+            return Ok(());
+        }
+        self.dp.mos_space_delta = SpaceDelta::default();
+        self.dp.dsl_space.generation += 1;
+        let ctx = io_ctx!(self, txg);
+        Ok(diduse(&mut self.dp.mos, &ctx, dir, UsedKind::Head, delta)?)
+    }
+
+    /// A dir's refquota and refreservation (none if it has no entry).
+    pub(crate) fn ref_limits(&self, dir: u64) -> RefLimits {
+        self.dp.ref_limits.get(&dir).copied().unwrap_or_default()
+    }
+
+    /// `dsl_dataset_t`'s `ds_quota` and `ds_reserved` as `dsl_dataset_hold_obj` loads them
+    /// (`dsl_prop_get_int_ds` of each): every dir's local refquota and refreservation from
+    /// its props ZAP. Run at open; `set_space_limit` keeps them after.
+    pub(crate) fn load_ref_limits(&mut self) -> Result<(), SpaError> {
+        self.dp.ref_limits.clear();
+        for dir in self.all_dirs()? {
+            let props = self.read_dir(dir)?.props_zap;
+            if props == 0 {
+                continue;
+            }
+            let ctx = io_ctx!(self);
+            let value = |name: &str| -> Result<u64, SpaError> {
+                let found = crate::zap::zap_lookup(&self.dp.mos, &ctx, ObjectId(props), name)
+                    .map_err(super::zap_error)?;
+                Ok(found.and_then(|v| v.first().copied()).unwrap_or(0))
+            };
+            let limits = RefLimits {
+                refquota: value("refquota")?,
+                refreservation: value("refreservation")?,
+            };
+            if limits != RefLimits::default() {
+                self.dp.ref_limits.insert(dir, limits);
+            }
+        }
+        Ok(())
+    }
+
+    /// Stores a limit (quota and reservation in the dir record, refquota and
+    /// refreservation in memory: their property is the caller's) and carries its effect: a
+    /// reservation changes what the parent sees (CHILD_RSRV), a refreservation the dir's
+    /// REFRSRV. The old value is read here, before anything changes.
     pub(crate) fn set_space_limit(
         &mut self,
         dir: u64,
@@ -393,12 +468,27 @@ impl Spa {
         bytes: u64,
     ) -> Result<(), SpaError> {
         let mut phys = self.read_dir(dir)?;
-        let old = limit.get(&phys);
+        let mut refs = self.ref_limits(dir);
+        let old = limit.get(&phys, refs);
         if old == bytes {
             return Ok(());
         }
-        limit.set(&mut phys, bytes);
-        self.write_dir(dir, &phys)?;
+        match limit {
+            SpaceLimit::Quota => phys.quota_bytes = bytes,
+            SpaceLimit::Reservation => phys.reserved_bytes = bytes,
+            SpaceLimit::Refquota => refs.refquota = bytes,
+            SpaceLimit::Refreservation => refs.refreservation = bytes,
+        }
+        match limit {
+            SpaceLimit::Quota | SpaceLimit::Reservation => self.write_dir(dir, &phys)?,
+            SpaceLimit::Refquota | SpaceLimit::Refreservation => {
+                if refs == RefLimits::default() {
+                    self.dp.ref_limits.remove(&dir);
+                } else {
+                    self.dp.ref_limits.insert(dir, refs);
+                }
+            }
+        }
         self.dp.dsl_space.generation += 1;
         match limit {
             SpaceLimit::Reservation if phys.parent_dir != 0 => {
@@ -425,7 +515,11 @@ impl Spa {
     /// zero and whatever it still holds leaves every ancestor (its blocks were freed or
     /// handed on by the caller).
     pub(crate) fn release_dir_space(&mut self, dir: u64) -> Result<(), SpaError> {
-        for limit in [SpaceLimit::Reservation, SpaceLimit::Refreservation] {
+        for limit in [
+            SpaceLimit::Reservation,
+            SpaceLimit::Refreservation,
+            SpaceLimit::Refquota,
+        ] {
             self.set_space_limit(dir, limit, 0)?;
         }
         let phys = self.read_dir(dir)?;

@@ -70,6 +70,7 @@ impl Spa {
             .lookup_dir(name)?
             .ok_or_else(|| super::no_such_dataset(name))?;
         let phys = self.read_dir(dir)?;
+        let refs = self.ref_limits(dir);
         let head = self.head_phys(phys.head_dataset)?;
         let refused = match limit {
             SpaceLimit::Reservation => {
@@ -89,16 +90,16 @@ impl Spa {
                 let unique = head.unique_bytes;
                 let grows = unique
                     .max(bytes)
-                    .saturating_sub(unique.max(phys.refreserved_bytes));
+                    .saturating_sub(unique.max(refs.refreservation));
                 grows > self.dir_available(dir, false)?.bytes
-                    || (phys.refquota_bytes > 0 && bytes > phys.refquota_bytes)
+                    || (refs.refquota > 0 && bytes > refs.refquota)
             }
             SpaceLimit::Quota => {
                 let used = phys.used_bytes + self.pending_of(dir).1;
                 bytes != 0 && (bytes < phys.reserved_bytes || bytes < used)
             }
             SpaceLimit::Refquota => {
-                bytes != 0 && (bytes < head.referenced_bytes || bytes < phys.refreserved_bytes)
+                bytes != 0 && (bytes < head.referenced_bytes || bytes < refs.refreservation)
             }
         };
         if refused {
@@ -240,7 +241,7 @@ impl Spa {
         pending: bool,
     ) -> Result<Avail, SpaError> {
         let head = self.head_phys(dataset)?;
-        let dir = self.read_dir(head.dir)?;
+        let refs = self.ref_limits(head.dir);
         let (written, _) = if pending {
             self.pending_of(head.dir)
         } else {
@@ -250,10 +251,10 @@ impl Spa {
         let unique = head.unique_bytes.saturating_add(written);
         available.bytes = available
             .bytes
-            .saturating_add(refrsrv_charge(dir.refreserved_bytes, unique));
-        if dir.refquota_bytes > 0 {
+            .saturating_add(refrsrv_charge(refs.refreservation, unique));
+        if refs.refquota > 0 {
             let referenced = head.referenced_bytes.saturating_add(written);
-            available = available.capped(dir.refquota_bytes.saturating_sub(referenced));
+            available = available.capped(refs.refquota.saturating_sub(referenced));
         }
         Ok(available)
     }
@@ -273,11 +274,10 @@ impl Spa {
         }
         let head = self.head_phys(dataset)?;
         let mut dir = head.dir;
-        let phys = self.read_dir(dir)?;
         let (written, _) = self.pending_of(dir);
         // What falls inside the head's unused refreservation is already counted.
         let covered = refrsrv_charge(
-            phys.refreserved_bytes,
+            self.ref_limits(dir).refreservation,
             head.unique_bytes.saturating_add(written),
         )
         .min(bytes);

@@ -4,6 +4,7 @@
 
 use super::phys::USED_KIND_COUNT;
 use super::tests::pool;
+use crate::dmu::IoCtx;
 use crate::io::MemDevice;
 use crate::spa::{Spa, SpaError};
 use crate::types::ObjectId;
@@ -268,13 +269,28 @@ fn figures_are_rebuilt_for_an_older_pool() {
     write(&mut spa, "tank/c", 11, 0, 1 << 20, false);
     set(&mut spa, "tank/a", "reservation", 40 * MIB);
     spa.sync().unwrap();
-    // AVAIL moves with the MOS's own growth; every other figure must come back.
+    // AVAIL moves with the MOS's own growth, and so do the root's USED and CHILD (`$MOS`
+    // is the root's child, as in OpenZFS): every other figure must come back.
     let figures = |spa: &mut Spa| -> Vec<_> {
         ["tank", "tank/a", "tank/a/b", "tank/c"]
             .iter()
-            .map(|fs| super::DatasetSpace {
-                available_bytes: 0,
-                ..spa.dataset_space(fs).unwrap()
+            .map(|fs| {
+                let space = spa.dataset_space(fs).unwrap();
+                let hidden = if *fs == "tank" {
+                    spa.hidden_dirs_space().unwrap()
+                } else {
+                    Default::default()
+                };
+                super::DatasetSpace {
+                    available_bytes: 0,
+                    used_bytes: space.used_bytes - hidden.used.unsigned_abs(),
+                    used_by_children_bytes: space.used_by_children_bytes
+                        - hidden.used.unsigned_abs(),
+                    logical_used_bytes: space.logical_used_bytes
+                        - hidden.uncompressed.unsigned_abs(),
+                    compress_ratio_x100: 0,
+                    ..space
+                }
             })
             .collect()
     };
@@ -381,4 +397,81 @@ fn deferred_frees_settle_and_refused_writes_wait_for_them() {
         .unwrap();
     spa.admit_settled(|spa| spa.dsl_tempreserve(fs, 8 * MIB))
         .unwrap();
+}
+
+// Why: issue 14 — refquota and refreservation were kept in two pad words of the dir
+// (19, 20) that OpenZFS never reads nor writes: an OpenZFS pool's limits (props ZAP only)
+// were not enforced by Zetta, and Zetta wrote words OpenZFS keeps zero. They now live in
+// the props ZAP alone and in memory (`dsl::Pool::ref_limits`, loaded at import): the pad
+// words are written zero, stale copies in them are ignored, the props ZAP's values are
+// enforced after export/import, and USEDREFRESERV follows set, import and unset.
+#[test]
+fn ref_limits_come_from_the_props_zap_not_the_pad_words() {
+    let device = Arc::new(MemDevice::new("/mem/dsl", 256 << 20));
+    let mut spa = pool(&device);
+    spa.create_filesystem("tank/fs").unwrap();
+    spa.set_local_prop("tank/fs", "compression", "off").unwrap();
+    set(&mut spa, "tank/fs", "refquota", 7 * MIB);
+    set(&mut spa, "tank/fs", "refreservation", 5 * MIB);
+    write(&mut spa, "tank/fs", 10, 0, 2 << 20, false);
+    spa.sync().unwrap();
+    let dir = spa.lookup_dir("tank/fs").unwrap().unwrap();
+    let word = |spa: &mut Spa, i: usize| {
+        let ctx = io_ctx!(spa);
+        let bonus = spa.dp.mos.bonus(&ctx, ObjectId(dir)).unwrap();
+        u64::from_le_bytes(bonus[8 * i..8 * i + 8].try_into().unwrap())
+    };
+    assert_eq!(
+        (word(&mut spa, 19), word(&mut spa, 20)),
+        (0, 0),
+        "pad words"
+    );
+    let before = spa.dataset_space("tank/fs").unwrap();
+    assert_eq!(
+        before.used_by_refreservation_bytes,
+        5 * MIB - before.referenced_bytes
+    );
+    // An earlier Zetta's stale copies in the pad words (or anything there) mean nothing.
+    {
+        let ctx = io_ctx!(spa);
+        let mut bonus = spa.dp.mos.bonus(&ctx, ObjectId(dir)).unwrap();
+        bonus[19 * 8..20 * 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+        bonus[20 * 8..21 * 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+        spa.dp.mos.set_bonus(&ctx, ObjectId(dir), &bonus).unwrap();
+    }
+    spa.export().unwrap();
+    let mut spa = super::tests::reimport(&device);
+    let after = spa.dataset_space("tank/fs").unwrap();
+    assert_eq!(
+        (after.referenced_bytes, after.used_by_refreservation_bytes),
+        (before.referenced_bytes, before.used_by_refreservation_bytes)
+    );
+    let fs = spa.lookup_dataset("tank/fs").unwrap().unwrap();
+    assert!(
+        matches!(
+            spa.dsl_tempreserve(fs, 6 * MIB),
+            Err(SpaError::QuotaExceeded)
+        ),
+        "the props ZAP's refquota is enforced after import"
+    );
+    audit_clean(&mut spa);
+    set(&mut spa, "tank/fs", "refreservation", 0);
+    spa.clear_local_prop("tank/fs", "refquota").unwrap();
+    assert_eq!(
+        spa.dataset_space("tank/fs")
+            .unwrap()
+            .used_by_refreservation_bytes,
+        0
+    );
+    spa.dsl_tempreserve(fs, 6 * MIB).unwrap();
+    audit_clean(&mut spa);
+    spa.export().unwrap();
+    let mut spa = super::tests::reimport(&device);
+    assert_eq!(
+        spa.dataset_space("tank/fs")
+            .unwrap()
+            .used_by_refreservation_bytes,
+        0
+    );
+    audit_clean(&mut spa);
 }

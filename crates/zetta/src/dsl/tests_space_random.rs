@@ -653,6 +653,7 @@ fn run_seed(seed: u64, steps: usize) {
         (
             end.data_bytes,
             root.used_by_children_bytes + root.used_by_snapshots_bytes
+                - world.spa.hidden_dirs_space().unwrap().used.unsigned_abs()
         ),
         (expected, 0),
         "seed {seed}: the pool's data did not return to its empty size\n  {}",

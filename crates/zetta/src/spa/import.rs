@@ -428,6 +428,8 @@ impl Spa {
         // `vdev_initialize_load` / `vdev_trim_load`: each leaf's state from its leaf ZAP.
         spa.leaf_activity_load();
         spa.refresh_io_props()?;
+        // `ds_quota` and `ds_reserved` of every dataset, from the props ZAPs.
+        spa.load_ref_limits()?;
         // Format 3 keeps space figures that older pools never wrote: derive them once,
         // committed with the next txg (kept for the day a format change needs it again:
         // labels refuse formats below FORMAT_VERSION_MIN before this point; a pool

@@ -482,9 +482,13 @@ impl Spa {
                 now_secs(),
             )?;
             let deadlist = crate::dsl::create_dead_list(&mut spa.dp.mos, &ctx)?;
+            // A clone of `$ORIGIN@$ORIGIN` as every dataset without an origin of its own
+            // (`dsl_dataset_create_sync_dd`): its previous-snapshot txg is the origin's
+            // creation txg, 1, and its own creation txg says 1 too (the first txg's).
             let dataset = crate::dsl::phys::DslDatasetPhys {
                 dir: MOS_OBJECT_ROOT_DIR.0,
-                creation_txg: TXG_INITIAL.0,
+                prev_snap_txg: crate::dsl::pool::ORIGIN_CREATION_TXG,
+                creation_txg: crate::dsl::pool::creation_txg(TXG_INITIAL),
                 creation_time: now_secs(),
                 guid: Guid::random().0,
                 fsid_guid: crate::dsl::phys::fsid_guid_random(),
@@ -497,6 +501,7 @@ impl Spa {
                 MOS_OBJECT_ROOT_DATASET,
                 &dataset.encode(spa.dp.mos.dsl_origin),
             )?;
+            spa.dp.root_dataset.policy.prev_snap_txg = Txg(dataset.prev_snap_txg);
             crate::dsl::pool::link_clone(
                 &mut spa.dp.mos,
                 &ctx,
@@ -793,11 +798,17 @@ impl Spa {
                 // Space accounting and the dead list of what it released, same txg.
                 let (born, freed, dead) = self.dp.root_dataset.take_space_changes();
                 let features = born.features;
+                let refreserved = self
+                    .dp
+                    .ref_limits
+                    .get(&phys.dir)
+                    .map_or(0, |l| l.refreservation);
                 crate::dsl::space::head_synced(
                     &mut self.dp.mos,
                     &ctx,
                     root_dataset,
                     &mut phys,
+                    refreserved,
                     born,
                     freed,
                     &dead,
@@ -818,11 +829,17 @@ impl Spa {
                 head.phys.bp = head.objset.sync(&ctx, &old)?;
                 let (born, freed, dead) = head.objset.take_space_changes();
                 let features = born.features;
+                let refreserved = self
+                    .dp
+                    .ref_limits
+                    .get(&head.phys.dir)
+                    .map_or(0, |l| l.refreservation);
                 crate::dsl::space::head_synced(
                     &mut self.dp.mos,
                     &ctx,
                     object,
                     &mut head.phys,
+                    refreserved,
                     born,
                     freed,
                     &dead,
@@ -890,6 +907,8 @@ impl Spa {
             let arrays_changed = self.sync_space_maps(txg, pass)?;
             phases.space_maps += mark.elapsed();
             mark = std::time::Instant::now();
+            // `dsl_pool_sync`: `$MOS` is charged the MOS's own blocks of the passes before.
+            self.mos_space_sync(txg)?;
             let ctx = io_ctx!(self, txg);
             if pass == 1 || arrays_changed {
                 let config = self.config();
@@ -905,6 +924,9 @@ impl Spa {
             }
             let old = self.dp.mos_bp;
             self.dp.mos_bp = self.dp.mos.sync_pass(&ctx, &old, pass)?;
+            let (born, mut freed, dead) = self.dp.mos.take_space_changes();
+            freed.add(&crate::dmu::BlockSpace::of_all(&self.root, &dead));
+            self.mos_diduse_space(&born, &freed);
             phases.mos += mark.elapsed();
             mark = std::time::Instant::now();
             let pending = self.zio.allocator.lock().has_space_map_updates()
