@@ -71,9 +71,9 @@ fn destroy_of_a_filesystem_is_one_committed_txg() {
     assert_eq!(
         internal_records(&mut spa),
         [format!(
-            // mintxg: `ds_prev_snap_txg`, `$ORIGIN@$ORIGIN`'s creation txg (4, the pool's
-            // first) for a dataset without snapshots.
-            "[txg:{}] destroy tank/fs ({dataset}) (synchronous, mintxg=4)",
+            // mintxg: `ds_prev_snap_txg`, `$ORIGIN@$ORIGIN`'s creation txg for a dataset
+            // without snapshots: 1 (`TXG_INITIAL`), as OpenZFS writes it (session 20).
+            "[txg:{}] destroy tank/fs ({dataset}) (synchronous, mintxg=1)",
             txg.0
         )]
     );
