@@ -240,9 +240,8 @@ fn ignored_flags_are_refused() {
     }
     for (args, flag) in [
         (vec!["rename", "-n", "p/a", "p/b"], 'n'),
-        (vec!["send", "-b", "p@s"], 'b'),
         // `destroy -v`, `mount -o` and deferred destroy (`destroy -d`) are honoured now
-        // (issue 18).
+        // (issue 18), `send -b` since session 20.
     ] {
         let out = zfs(&lab, &args);
         assert_usage(&out, &format!("invalid option '{flag}'"));
