@@ -734,8 +734,13 @@ impl Spa {
         let ctx = io_ctx!(self);
         match zap::zap_remove(&mut self.dp.mos, &ctx, ObjectId(props), prop) {
             Ok(()) | Err(ZapError::NotFound) => {
-                if let Some(limit) = SpaceLimit::from_prop(prop) {
-                    self.set_space_limit(dir, limit, 0)?;
+                // A limit falls back to its received value, if any (`apply_space_limits`).
+                let base = prop
+                    .strip_suffix(RECEIVED_SUFFIX)
+                    .or_else(|| prop.strip_suffix(INHERIT_SUFFIX))
+                    .unwrap_or(prop);
+                if SpaceLimit::from_prop(base).is_some() {
+                    self.apply_space_limits(name)?;
                 }
                 self.refresh_io_props()
             }

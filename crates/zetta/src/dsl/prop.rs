@@ -138,7 +138,7 @@ impl Spa {
         for (prop, value) in props {
             self.set_local_prop(name, &format!("{prop}{RECEIVED_SUFFIX}"), value)?;
         }
-        Ok(())
+        self.apply_space_limits(name)
     }
 
     /// The values in force at `name` itself (local, else received unless hidden), without
@@ -168,10 +168,11 @@ impl Spa {
             .iter()
             .any(|(n, _)| *n == format!("{prop}{RECEIVED_SUFFIX}"));
         if received && !revert_to_received {
-            self.set_local_prop(name, &marker, "")
+            self.set_local_prop(name, &marker, "")?;
         } else {
-            self.clear_local_prop(name, &marker)
+            self.clear_local_prop(name, &marker)?;
         }
+        self.apply_space_limits(name)
     }
 
     /// The stored entries of `props` (local, received, inherit marker) on `dir` and each

@@ -441,10 +441,21 @@ impl Spa {
                 continue;
             }
             let ctx = io_ctx!(self);
-            let value = |name: &str| -> Result<u64, SpaError> {
-                let found = crate::zap::zap_lookup(&self.dp.mos, &ctx, ObjectId(props), name)
+            let lookup = |entry: &str| -> Result<Option<u64>, SpaError> {
+                let found = crate::zap::zap_lookup(&self.dp.mos, &ctx, ObjectId(props), entry)
                     .map_err(super::zap_error)?;
-                Ok(found.and_then(|v| v.first().copied()).unwrap_or(0))
+                Ok(found.and_then(|v| v.first().copied()))
+            };
+            // The value in force: local, else received unless `zfs inherit` hid it
+            // (`dsl_prop_get_int_ds`).
+            let value = |name: &str| -> Result<u64, SpaError> {
+                if let Some(local) = lookup(name)? {
+                    return Ok(local);
+                }
+                if lookup(&format!("{name}{}", super::INHERIT_SUFFIX))?.is_some() {
+                    return Ok(0);
+                }
+                Ok(lookup(&format!("{name}{}", super::RECEIVED_SUFFIX))?.unwrap_or(0))
             };
             let limits = RefLimits {
                 refquota: value("refquota")?,
@@ -453,6 +464,30 @@ impl Spa {
             if limits != RefLimits::default() {
                 self.dp.ref_limits.insert(dir, limits);
             }
+        }
+        Ok(())
+    }
+
+    /// Sets the four limits of `name` to the values in force there (local, else received
+    /// unless hidden): after a receive replaced its received values, a `zfs inherit`, or a
+    /// local value's removal. A received `refquota` is enforced as OpenZFS enforces it.
+    pub(crate) fn apply_space_limits(&mut self, name: &str) -> Result<(), SpaError> {
+        let dir = self
+            .lookup_dir(name)?
+            .ok_or_else(|| super::no_such_dataset(name))?;
+        let effective = super::effective_entries(&self.local_props(name)?);
+        for (prop, limit) in [
+            ("quota", SpaceLimit::Quota),
+            ("reservation", SpaceLimit::Reservation),
+            ("refquota", SpaceLimit::Refquota),
+            ("refreservation", SpaceLimit::Refreservation),
+        ] {
+            let bytes = effective
+                .iter()
+                .find(|(n, _)| n == prop)
+                .and_then(|(_, v)| v.parse::<u64>().ok())
+                .unwrap_or(0);
+            self.set_space_limit(dir, limit, bytes)?;
         }
         Ok(())
     }

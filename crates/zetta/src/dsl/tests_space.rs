@@ -475,3 +475,44 @@ fn ref_limits_come_from_the_props_zap_not_the_pad_words() {
     );
     audit_clean(&mut spa);
 }
+
+/// Why: a received `refquota` (a `zfs send -p` of a dataset with one) showed as the value
+/// in force with source `received` but limited nothing (found in session 20: a 30 MiB
+/// write went through a received 10M refquota). OpenZFS enforces the value in force, local
+/// else received unless `zfs inherit` hid it, and keeps doing so after an import.
+#[test]
+fn received_limits_are_enforced_until_hidden() {
+    let device = Arc::new(MemDevice::new("/mem/dsl", 128 << 20));
+    let mut spa = pool(&device);
+    spa.create_filesystem("tank/a").unwrap();
+    let received = [
+        ("refquota".to_string(), (1u64 << 20).to_string()),
+        ("quota".to_string(), (2u64 << 20).to_string()),
+    ];
+    spa.set_received_props("tank/a", &received).unwrap();
+    let dir = spa.lookup_dir("tank/a").unwrap().unwrap();
+    let limits = |spa: &Spa| {
+        (
+            spa.ref_limits(dir).refquota,
+            spa.read_dir(dir).unwrap().quota_bytes,
+        )
+    };
+    assert_eq!(limits(&spa), (1 << 20, 2 << 20));
+    // A local value wins; removing it falls back to the received one.
+    spa.set_local_prop("tank/a", "refquota", &(4u64 << 20).to_string())
+        .unwrap();
+    assert_eq!(limits(&spa).0, 4 << 20);
+    spa.clear_local_prop("tank/a", "refquota").unwrap();
+    assert_eq!(limits(&spa).0, 1 << 20);
+    // `zfs inherit` hides it, `-S` brings it back.
+    spa.inherit_prop("tank/a", "refquota", false).unwrap();
+    assert_eq!(limits(&spa).0, 0);
+    spa.inherit_prop("tank/a", "refquota", true).unwrap();
+    assert_eq!(limits(&spa).0, 1 << 20);
+    spa.sync().unwrap();
+    spa.export().unwrap();
+    let spa = super::tests::reimport(&device);
+    let dir = spa.lookup_dir("tank/a").unwrap().unwrap();
+    assert_eq!(spa.ref_limits(dir).refquota, 1 << 20);
+    assert_eq!(spa.read_dir(dir).unwrap().quota_bytes, 2 << 20);
+}
