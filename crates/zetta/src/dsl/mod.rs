@@ -707,15 +707,7 @@ impl Spa {
             .ok_or_else(|| no_such_dataset(name))?;
         let props = self.props_zap(dir)?;
         let ctx = io_ctx!(self);
-        match prop::encode_entry(prop, value) {
-            ZapValue::U64s(words) => {
-                zap::zap_update(&mut self.dp.mos, &ctx, ObjectId(props), prop, &words)
-            }
-            ZapValue::Bytes(bytes) => {
-                zap::zap_update_bytes(&mut self.dp.mos, &ctx, ObjectId(props), prop, &bytes)
-            }
-        }
-        .map_err(zap_error)?;
+        prop::write_entry(&mut self.dp.mos, &ctx, props, prop, value)?;
         // quota, reservation, refquota, refreservation: the dir record and the accounting
         // follow (the caller checked the value with `check_space_limit`).
         if let Some(limit) = SpaceLimit::from_prop(prop) {

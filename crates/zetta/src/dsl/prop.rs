@@ -102,6 +102,24 @@ pub(crate) fn encode_entry(entry: &str, text: &str) -> ZapValue {
     ZapValue::Bytes(bytes)
 }
 
+/// Writes entry `entry` with value `text` into props ZAP `zap_object` of the MOS, stored
+/// as `encode_entry` says (one u64, or the bytes with their NUL).
+pub(crate) fn write_entry(
+    mos: &mut crate::dmu::ObjectSet,
+    ctx: &IoCtx<'_>,
+    zap_object: u64,
+    entry: &str,
+    text: &str,
+) -> Result<(), SpaError> {
+    match encode_entry(entry, text) {
+        ZapValue::U64s(words) => zap::zap_update(mos, ctx, ObjectId(zap_object), entry, &words),
+        ZapValue::Bytes(bytes) => {
+            zap::zap_update_bytes(mos, ctx, ObjectId(zap_object), entry, &bytes)
+        }
+    }
+    .map_err(zap_error)
+}
+
 /// The text of a stored props-ZAP entry (`encode_entry`'s inverse, through the part-1
 /// reader's decoder); `None` for an entry that is not a string or one number.
 pub(crate) fn decode_entry(entry: &str, value: &ZapValue) -> Option<String> {

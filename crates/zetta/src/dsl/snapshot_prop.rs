@@ -115,15 +115,7 @@ impl Spa {
     ) -> Result<(), SpaError> {
         let zap_object = self.snapshot_props_zap(object, txg)?;
         let ctx = io_ctx!(self, txg);
-        match super::prop::encode_entry(entry, value) {
-            zap::ZapValue::U64s(words) => {
-                zap::zap_update(&mut self.dp.mos, &ctx, ObjectId(zap_object), entry, &words)
-            }
-            zap::ZapValue::Bytes(bytes) => {
-                zap::zap_update_bytes(&mut self.dp.mos, &ctx, ObjectId(zap_object), entry, &bytes)
-            }
-        }
-        .map_err(zap_error)
+        super::prop::write_entry(&mut self.dp.mos, &ctx, zap_object, entry, value)
     }
 
     /// The property entries of every snapshot of the pool that has any: (`fs@snap`, entry,
